@@ -1,0 +1,28 @@
+//! `nodewright`: one binary for every way of running the engine.
+//!
+//! `main` only parses arguments and dispatches; each subcommand lives in its own module under
+//! `commands/` and returns its exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod commands;
+
+#[derive(Parser)]
+#[command(name = "nodewright", version, about = "Just-in-time nodes for Kubernetes, Karpenter-compatible")]
+struct Cli {
+    #[command(subcommand)]
+    command: commands::Command,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

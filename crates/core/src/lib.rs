@@ -1,0 +1,14 @@
+//! The pure domain of nodewright.
+//!
+//! Everything here is a function of its inputs: the same snapshot and settings give the same
+//! answer, byte for byte. There is no I/O, no clock (time is a field of the snapshot), no async
+//! runtime and no serialisation framework. The shells (`api`, `controller`, `sim`, `cli`) turn
+//! the outside world into these types and act on what comes back.
+
+pub mod labels;
+pub mod model;
+pub mod requirements;
+pub mod resources;
+pub mod selector;
+pub mod taints;
+pub mod time;

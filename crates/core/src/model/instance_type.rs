@@ -1,0 +1,103 @@
+use std::fmt;
+
+use crate::requirements::Requirement;
+use crate::resources::Resources;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CapacityType {
+    OnDemand,
+    Spot,
+    Reserved,
+}
+
+impl CapacityType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityType::OnDemand => crate::labels::CAPACITY_TYPE_ON_DEMAND,
+            CapacityType::Spot => crate::labels::CAPACITY_TYPE_SPOT,
+            CapacityType::Reserved => crate::labels::CAPACITY_TYPE_RESERVED,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CapacityType> {
+        match s {
+            "on-demand" => Some(CapacityType::OnDemand),
+            "spot" => Some(CapacityType::Spot),
+            "reserved" => Some(CapacityType::Reserved),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CapacityType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Somewhere an instance type can be bought: a zone and a capacity type, at a price.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Offering {
+    pub zone: String,
+    pub capacity_type: CapacityType,
+    /// US dollars per hour.
+    pub price: f64,
+    /// False while the cloud reports no capacity (for example after an ICE error).
+    pub available: bool,
+    /// Set for reserved offerings only.
+    pub reservation_id: Option<String>,
+    /// Instances still free in the reservation (reserved offerings only).
+    pub reservation_capacity: Option<u32>,
+}
+
+/// Capacity the kubelet holds back from pods.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Overhead {
+    pub kube_reserved: Resources,
+    pub system_reserved: Resources,
+    pub eviction_threshold: Resources,
+}
+
+impl Overhead {
+    pub fn total(&self) -> Resources {
+        let mut t = self.kube_reserved.clone();
+        t.add(&self.system_reserved);
+        t.add(&self.eviction_threshold);
+        t
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceType {
+    pub name: String,
+    /// The labels a node of this type carries, as requirements (usually single-valued `In`;
+    /// `DoesNotExist` for labels this type lacks). Zone and capacity type come from offerings.
+    pub requirements: Vec<Requirement>,
+    pub capacity: Resources,
+    pub overhead: Overhead,
+    pub offerings: Vec<Offering>,
+}
+
+impl InstanceType {
+    /// `capacity - (kube-reserved + system-reserved + eviction threshold)`, floored at zero.
+    pub fn allocatable(&self) -> Resources {
+        let mut a = self.capacity.clone();
+        a.sub(&self.overhead.total());
+        let negatives: Vec<String> =
+            a.iter().filter(|&(_, v)| v < 0).map(|(k, _)| k.to_string()).collect();
+        for k in negatives {
+            a.set(&k, 0);
+        }
+        a
+    }
+
+    /// The cheapest available offering, ties broken by zone then capacity type.
+    pub fn cheapest_available(&self) -> Option<&Offering> {
+        self.offerings.iter().filter(|o| o.available).min_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then_with(|| a.zone.cmp(&b.zone))
+                .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+        })
+    }
+}

@@ -1,0 +1,50 @@
+use crate::requirements::NodeSelectorTerm;
+use crate::selector::LabelSelector;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PersistentVolumeClaim {
+    pub namespace: String,
+    pub name: String,
+    /// The bound volume, if any.
+    pub volume_name: Option<String>,
+    pub storage_class: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PersistentVolume {
+    pub name: String,
+    /// ORed terms from `spec.nodeAffinity.required`.
+    pub node_affinity: Vec<NodeSelectorTerm>,
+    /// Local and hostPath volumes pin a node by hostname; those terms are ignored for new nodes.
+    pub local_or_host_path: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageClass {
+    pub name: String,
+    pub provisioner: String,
+    /// `WaitForFirstConsumer` or `Immediate`.
+    pub volume_binding_mode: String,
+    /// ORed terms from `allowedTopologies`.
+    pub allowed_topologies: Vec<NodeSelectorTerm>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnhealthyPodEvictionPolicy {
+    #[default]
+    IfHealthyBudget,
+    AlwaysAllow,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodDisruptionBudget {
+    pub namespace: String,
+    pub name: String,
+    /// `None` selects nothing.
+    pub selector: Option<LabelSelector>,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+    pub unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy,
+    /// True for `maxUnavailable: 0` / `0%` or `minAvailable: 100%`: no eviction ever allowed.
+    pub fully_blocking: bool,
+}

@@ -1,0 +1,154 @@
+//! Resource quantities as integers.
+//!
+//! Units are fixed per resource so arithmetic is exact: `cpu` in millicores, `memory`,
+//! `ephemeral-storage` and `hugepages-*` in bytes, `pods` and extended resources (for example
+//! `nvidia.com/gpu`) as counts. Strings such as `"500m"` or `"2Gi"` are parsed once at the edge.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+pub const PODS: &str = "pods";
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// The pseudo-resource a NodePool limit uses to cap its node count.
+pub const NODES: &str = "nodes";
+
+/// A sparse list of resource amounts; absent means zero.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Resources(BTreeMap<String, i64>);
+
+impl Resources {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builder form of [`Resources::set`].
+    pub fn with(mut self, name: &str, amount: i64) -> Self {
+        self.set(name, amount);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> i64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+
+    pub fn set(&mut self, name: &str, amount: i64) {
+        if amount == 0 {
+            self.0.remove(name);
+        } else {
+            self.0.insert(name.to_string(), amount);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Adds every amount of `other` to this list.
+    pub fn add(&mut self, other: &Resources) {
+        for (k, v) in other.iter() {
+            self.set(k, self.get(k).saturating_add(v));
+        }
+    }
+
+    /// Subtracts every amount of `other` from this list (the result may go negative).
+    pub fn sub(&mut self, other: &Resources) {
+        for (k, v) in other.iter() {
+            self.set(k, self.get(k).saturating_sub(v));
+        }
+    }
+
+    /// Element-wise maximum.
+    pub fn max_with(&mut self, other: &Resources) {
+        for (k, v) in other.iter() {
+            if v > self.get(k) {
+                self.set(k, v);
+            }
+        }
+    }
+
+    /// True when every positive amount requested here is available in `available`.
+    /// Resources not requested are not compared, as the kube-scheduler does.
+    pub fn fits_in(&self, available: &Resources) -> bool {
+        self.iter().all(|(k, v)| v <= 0 || available.get(k) >= v)
+    }
+
+    /// The names of requested resources that `available` cannot cover.
+    pub fn shortfall(&self, available: &Resources) -> Vec<String> {
+        self.iter()
+            .filter(|&(k, v)| v > 0 && available.get(k) < v)
+            .map(|(k, _)| k.to_string())
+            .collect()
+    }
+}
+
+impl fmt::Debug for Resources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.iter()).finish()
+    }
+}
+
+impl fmt::Display for Resources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (k, v) in self.iter() {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write!(f, "{k}={}", format_amount(k, v))?;
+        }
+        Ok(())
+    }
+}
+
+/// Human form of an amount in its canonical unit: `1500m`, `2Gi`, `3`.
+pub fn format_amount(name: &str, amount: i64) -> String {
+    const GI: i64 = 1 << 30;
+    const MI: i64 = 1 << 20;
+    if name == CPU {
+        if amount % 1000 == 0 {
+            format!("{}", amount / 1000)
+        } else {
+            format!("{amount}m")
+        }
+    } else if name == MEMORY || name == EPHEMERAL_STORAGE || name.starts_with("hugepages-") {
+        if amount != 0 && amount % GI == 0 {
+            format!("{}Gi", amount / GI)
+        } else if amount != 0 && amount % MI == 0 {
+            format!("{}Mi", amount / MI)
+        } else {
+            format!("{amount}")
+        }
+    } else {
+        format!("{amount}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_compares_only_requested_resources() {
+        let req = Resources::new().with(CPU, 500).with(MEMORY, 1 << 30);
+        let avail = Resources::new().with(CPU, 1000).with(MEMORY, 2 << 30);
+        assert!(req.fits_in(&avail));
+        let gpu = req.clone().with("nvidia.com/gpu", 1);
+        assert!(!gpu.fits_in(&avail));
+        assert_eq!(gpu.shortfall(&avail), vec!["nvidia.com/gpu".to_string()]);
+    }
+
+    #[test]
+    fn arithmetic_drops_zeroes() {
+        let mut a = Resources::new().with(CPU, 500);
+        a.sub(&Resources::new().with(CPU, 500));
+        assert!(a.is_empty());
+        assert_eq!(format!("{}", Resources::new().with(CPU, 1500).with(MEMORY, 2 << 30)), "cpu=1500m, memory=2Gi");
+    }
+}

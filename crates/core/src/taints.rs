@@ -1,0 +1,118 @@
+//! Taints and tolerations, with the kube-scheduler's matching rules.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TaintEffect> {
+        match s {
+            "NoSchedule" => Some(TaintEffect::NoSchedule),
+            "PreferNoSchedule" => Some(TaintEffect::PreferNoSchedule),
+            "NoExecute" => Some(TaintEffect::NoExecute),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    pub effect: TaintEffect,
+}
+
+impl Taint {
+    pub fn new(key: &str, value: &str, effect: TaintEffect) -> Self {
+        Taint { key: key.into(), value: value.into(), effect }
+    }
+}
+
+impl fmt::Display for Taint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.value.is_empty() {
+            write!(f, "{}:{}", self.key, self.effect.as_str())
+        } else {
+            write!(f, "{}={}:{}", self.key, self.value, self.effect.as_str())
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TolerationOperator {
+    Equal,
+    Exists,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Toleration {
+    /// Empty with `Exists` tolerates every taint.
+    pub key: String,
+    pub operator: TolerationOperator,
+    pub value: String,
+    /// `None` matches every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if let Some(e) = self.effect {
+            if e != taint.effect {
+                return false;
+            }
+        }
+        if self.key.is_empty() {
+            return self.operator == TolerationOperator::Exists;
+        }
+        if self.key != taint.key {
+            return false;
+        }
+        match self.operator {
+            TolerationOperator::Exists => true,
+            TolerationOperator::Equal => self.value == taint.value,
+        }
+    }
+}
+
+/// The first taint with a scheduling effect (NoSchedule or NoExecute) that no toleration covers.
+/// PreferNoSchedule taints never block.
+pub fn first_untolerated<'a>(tolerations: &[Toleration], taints: &'a [Taint]) -> Option<&'a Taint> {
+    taints.iter().find(|t| {
+        t.effect != TaintEffect::PreferNoSchedule && !tolerations.iter().any(|tol| tol.tolerates(t))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tol(key: &str, op: TolerationOperator, value: &str, effect: Option<TaintEffect>) -> Toleration {
+        Toleration { key: key.into(), operator: op, value: value.into(), effect }
+    }
+
+    #[test]
+    fn matching_rules() {
+        let t = Taint::new("gpu", "true", TaintEffect::NoSchedule);
+        assert!(tol("gpu", TolerationOperator::Equal, "true", None).tolerates(&t));
+        assert!(!tol("gpu", TolerationOperator::Equal, "false", None).tolerates(&t));
+        assert!(tol("gpu", TolerationOperator::Exists, "", Some(TaintEffect::NoSchedule)).tolerates(&t));
+        assert!(!tol("gpu", TolerationOperator::Exists, "", Some(TaintEffect::NoExecute)).tolerates(&t));
+        assert!(tol("", TolerationOperator::Exists, "", None).tolerates(&t));
+        let soft = Taint::new("x", "", TaintEffect::PreferNoSchedule);
+        assert_eq!(first_untolerated(&[], &[soft.clone()]), None);
+        assert_eq!(first_untolerated(&[], &[soft, t.clone()]), Some(&t));
+    }
+}
