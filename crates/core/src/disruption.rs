@@ -13,3 +13,4 @@ pub mod drift;
 pub mod duration;
 pub mod plan;
 pub mod simulate;
+pub mod validate;

@@ -42,11 +42,12 @@ impl DisruptionPlan {
     }
 }
 
-/// Budget bookkeeping for one round: what is left per (NodePool, reason).
+/// Budget bookkeeping for one round. Nodes taken earlier in the round count as disrupting for
+/// every later decision, exactly as they would once their command is running.
 struct Budgets<'s> {
     snapshot: &'s Snapshot,
     counts: BTreeMap<String, (u32, u32)>,
-    left: BTreeMap<(String, DisruptionReason), u32>,
+    taken: BTreeMap<String, u32>,
 }
 
 impl<'s> Budgets<'s> {
@@ -54,21 +55,18 @@ impl<'s> Budgets<'s> {
         Budgets {
             snapshot,
             counts: budget_node_counts(snapshot),
-            left: BTreeMap::new(),
+            taken: BTreeMap::new(),
         }
     }
 
-    fn remaining(&mut self, pool: &str, reason: DisruptionReason) -> (u32, String) {
+    fn remaining(&self, pool: &str, reason: DisruptionReason) -> (u32, String) {
         let Some(np) = self.snapshot.nodepools.iter().find(|p| p.name == pool) else {
             return (0, String::new());
         };
         let (count, disrupting) = self.counts.get(pool).copied().unwrap_or((0, 0));
-        let a = allowed_disruptions(np, reason, count, disrupting, self.snapshot.now);
-        let left = *self
-            .left
-            .entry((pool.to_string(), reason))
-            .or_insert(a.allowed);
-        (left, a.binding.unwrap_or_default())
+        let taken = self.taken.get(pool).copied().unwrap_or(0);
+        let a = allowed_disruptions(np, reason, count, disrupting + taken, self.snapshot.now);
+        (a.allowed, a.binding.unwrap_or_default())
     }
 
     /// Takes one node from the budget; `Err(binding)` when it is exhausted.
@@ -77,8 +75,13 @@ impl<'s> Budgets<'s> {
         if left == 0 {
             return Err(binding);
         }
-        self.left.insert((pool.to_string(), reason), left - 1);
+        *self.taken.entry(pool.to_string()).or_default() += 1;
         Ok(())
+    }
+
+    /// Records nodes taken by a command whose budget was checked another way.
+    fn record(&mut self, pool: &str, n: u32) {
+        *self.taken.entry(pool.to_string()).or_default() += n;
     }
 }
 
@@ -322,6 +325,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         for c in &consolidatable[..n] {
             verdicts.insert(c.node.name.clone(), disrupted(&c.node.name, &cmd));
             taken.insert(c.node.name.clone());
+            budgets.record(&c.nodepool.name, 1);
         }
         out.commands.push(cmd);
     }
@@ -378,6 +382,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     }
     if let Some((i, cmd)) = best {
         taken.insert(consolidatable[i].node.name.clone());
+        budgets.record(&consolidatable[i].nodepool.name, 1);
         out.commands.push(cmd);
     }
 

@@ -365,3 +365,158 @@ fn plans_are_deterministic_and_blocked_nodes_say_why() {
     // Every evicted pod has a place: the two deleted nodes' pods fit on the one that stays.
     assert!(p1.commands.iter().all(|c| c.replacements.is_empty()));
 }
+
+#[test]
+fn validation_rejects_what_changed() {
+    use crate::disruption::validate::validate;
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None)])
+        .node("a", "big", "on-demand", &[])
+        .node("b", "big", "on-demand", &[1000])
+        .node("c", "big", "on-demand", &[1000]);
+    let p = c.plan();
+    let empty = p
+        .commands
+        .iter()
+        .find(|c| c.method == Method::Emptiness)
+        .unwrap();
+    assert_eq!(
+        validate(empty, &c.0, &FirstFit, Settings::default()),
+        Ok(())
+    );
+    let consolidate = p
+        .commands
+        .iter()
+        .find(|c| c.method != Method::Emptiness)
+        .unwrap();
+    assert_eq!(
+        validate(consolidate, &c.0, &FirstFit, Settings::default()),
+        Ok(())
+    );
+
+    // A pod landed on the empty node, and a protected pod on a consolidation target.
+    let mut fresh = c.0.clone();
+    let mut moved = fresh.pods[0].clone();
+    moved.name = "late".into();
+    moved.node_name = Some("a".into());
+    fresh.pods.push(moved);
+    let err = validate(empty, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    assert_eq!(err.to_string(), "node a is no longer empty");
+    let target = &consolidate.targets[0].node;
+    let pod = fresh
+        .pods
+        .iter_mut()
+        .find(|p| p.node_name.as_ref() == Some(target))
+        .unwrap();
+    pod.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+    let err = validate(consolidate, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    assert_eq!(err.kind(), "churn");
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::PodDisruptionBudget;
+    use crate::selector::LabelSelector;
+
+    #[derive(Clone, Debug)]
+    struct NodeSpec {
+        big: bool,
+        pods: Vec<i64>,
+        protected: bool,
+        pdb_blocked: bool,
+    }
+
+    fn node_spec() -> impl Strategy<Value = NodeSpec> {
+        (
+            any::<bool>(),
+            prop::collection::vec(prop::sample::select(vec![250i64, 500, 1000, 1500]), 0..4),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(big, pods, protected, pdb_blocked)| NodeSpec {
+                big,
+                pods,
+                protected,
+                pdb_blocked,
+            })
+    }
+
+    fn build(specs: &[NodeSpec], budget: u32) -> Cluster {
+        let mut c = Cluster::new(vec![
+            it("big", 4000, 0.4, None),
+            it("small", 2000, 0.2, None),
+        ]);
+        c.0.nodepools[0].disruption.budgets = vec![Budget {
+            nodes: BudgetNodes::Count(budget),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }];
+        for (i, s) in specs.iter().enumerate() {
+            let name = format!("n{i}");
+            c = c.node(
+                &name,
+                if s.big { "big" } else { "small" },
+                "on-demand",
+                &s.pods,
+            );
+            for p in
+                c.0.pods
+                    .iter_mut()
+                    .filter(|p| p.node_name.as_deref() == Some(name.as_str()))
+            {
+                p.labels.insert("node".into(), name.clone());
+                if s.protected {
+                    p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+                }
+            }
+            if s.pdb_blocked {
+                c.0.pdbs.push(PodDisruptionBudget {
+                    namespace: "default".into(),
+                    name: format!("pdb-{name}"),
+                    selector: Some(LabelSelector {
+                        match_labels: [("node".to_string(), name.clone())].into_iter().collect(),
+                        ..LabelSelector::default()
+                    }),
+                    disruptions_allowed: 0,
+                    ..PodDisruptionBudget::default()
+                });
+            }
+        }
+        c
+    }
+
+    proptest! {
+        #[test]
+        fn plans_never_violate_protections_or_budgets(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
+            let c = build(&specs, budget);
+            let p = c.plan();
+            prop_assert_eq!(&p, &c.plan());
+            // One budget for every reason: all voluntary disruptions together stay within it.
+            let mut disrupted = 0u32;
+            for cmd in &p.commands {
+                for t in &cmd.targets {
+                    let i: usize = t.node[1..].parse().unwrap();
+                    let spec = &specs[i];
+                    if !spec.pods.is_empty() {
+                        prop_assert!(!spec.protected, "do-not-disrupt violated by {}", cmd);
+                        prop_assert!(!spec.pdb_blocked, "PDB violated by {}", cmd);
+                    }
+                    if !cmd.forceful {
+                        disrupted += 1;
+                    }
+                }
+                if cmd.method == Method::MultiNodeConsolidation || cmd.method == Method::SingleNodeConsolidation {
+                    prop_assert!(cmd.savings_per_hour > 0.0, "not strictly cheaper: {}", cmd);
+                }
+                // Every evicted pod has a place: re-simulating the command finds no failure.
+                let without: BTreeSet<String> = cmd.targets.iter().map(|t| t.node.clone()).collect();
+                let pods: Vec<&Pod> = c.0.pods.iter().filter(|p| cmd.targets.iter().any(|t| t.pods.contains(&p.key()))).collect();
+                prop_assert!(FirstFit.simulate(&c.0, &without, &pods).failures.is_empty());
+            }
+            prop_assert!(disrupted <= budget, "budget {} exceeded: {}", budget, disrupted);
+            prop_assert_eq!(p.verdicts.len(), specs.len());
+        }
+    }
+}
