@@ -5,7 +5,7 @@ use nodewright_core::model::{CapacityType, InstanceType, Offering};
 
 use crate::error::BuildError;
 use crate::info::InstanceTypeInfo;
-use crate::nodeclass::NodeClassInput;
+use crate::nodeclass::{AmiFamily, NodeClassInput};
 use crate::pricing::PriceBook;
 use crate::requirements::requirements;
 use crate::resources::{capacity, overhead};
@@ -44,14 +44,25 @@ fn sorted_zones(zones: &[Zone]) -> Vec<Zone> {
     z
 }
 
-/// One available offering per zone and capacity type that has a price. Without a price there
-/// is no offering: a type missing from the on-demand table is not sold on demand.
+/// Whether the NodeClass can launch this type at all. Karpenter keeps an incompatible type in
+/// the list with every offering unavailable. Of its checks only the AMI one is decidable from
+/// instance-type facts: AL2023 has no image for the first-generation Graviton `a1` family.
+pub fn nodeclass_compatible(info: &InstanceTypeInfo, nodeclass: &NodeClassInput) -> bool {
+    let family = info.family_and_size().map(|(f, _)| f);
+    !(nodeclass.ami_family == AmiFamily::AL2023 && family == Some("a1"))
+}
+
+/// One offering per zone and capacity type that has a price, available when the NodeClass
+/// can launch the type. Without a price there is no offering: a type missing from the
+/// on-demand table is not sold on demand.
 pub fn build_offerings(
     info: &InstanceTypeInfo,
+    nodeclass: &NodeClassInput,
     region: &str,
     zones: &[Zone],
     prices: PriceBook<'_>,
 ) -> Vec<Offering> {
+    let available = nodeclass_compatible(info, nodeclass);
     let mut out = Vec::new();
     for zone in sorted_zones(zones) {
         for ct in capacity_types(info) {
@@ -65,7 +76,7 @@ pub fn build_offerings(
                     zone: zone.name.clone(),
                     capacity_type: ct,
                     price,
-                    available: true,
+                    available,
                     reservation_id: None,
                     reservation_capacity: None,
                 });
@@ -107,6 +118,6 @@ pub fn build_instance_type(
         ),
         capacity,
         overhead,
-        offerings: build_offerings(info, region, &zones, prices),
+        offerings: build_offerings(info, nodeclass, region, &zones, prices),
     })
 }

@@ -17,7 +17,7 @@ pub mod settings;
 
 mod build;
 
-pub use build::{Zone, build_instance_type, build_offerings};
+pub use build::{Zone, build_instance_type, build_offerings, capacity_types, nodeclass_compatible};
 pub use catalog::Catalog;
 pub use error::{BuildError, DataError};
 pub use info::{Accelerator, Ebs, Gpu, InstanceTypeInfo, NeuronDevice};

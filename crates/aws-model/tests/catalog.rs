@@ -209,3 +209,22 @@ fn bad_data_names_file_line_and_column() {
         "{e}"
     );
 }
+
+#[test]
+fn al2023_cannot_launch_a1() {
+    use nodewright_aws_model::AmiFamily;
+    let it = build(
+        "a1.large",
+        &Settings::default(),
+        &NodeClassInput::new(AmiFamily::AL2023),
+    );
+    assert!(!it.offerings.is_empty());
+    assert!(it.offerings.iter().all(|o| !o.available));
+    assert!(it.cheapest_available().is_none());
+    let it = build(
+        "a1.large",
+        &Settings::default(),
+        &NodeClassInput::new(AmiFamily::AL2),
+    );
+    assert!(it.offerings.iter().all(|o| o.available));
+}
