@@ -82,8 +82,27 @@ pub fn from_v1alpha1(
     old: &v1alpha1::AWSNodeTemplate,
     kubelet: Option<Value>,
 ) -> Converted<EC2NodeClass> {
+    from_v1alpha1_with_default_profile(old, kubelet, None)
+}
+
+/// As [`from_v1alpha1`], with the instance profile the cluster's global
+/// `aws.defaultInstanceProfile` setting gave templates that did not name one.
+pub fn from_v1alpha1_with_default_profile(
+    old: &v1alpha1::AWSNodeTemplate,
+    kubelet: Option<Value>,
+    default_instance_profile: Option<&str>,
+) -> Converted<EC2NodeClass> {
     let mut warnings = Vec::new();
-    let beta = to_v1beta1(old, &mut warnings);
+    let mut beta = to_v1beta1(old, &mut warnings);
+    if beta.spec.instance_profile.is_none()
+        && let Some(profile) = default_instance_profile
+    {
+        beta.spec.instance_profile = Some(profile.to_string());
+    } else if beta.spec.instance_profile.is_none() {
+        warnings.push(
+            "spec.instanceProfile: not set; v1alpha1 fell back to the global defaultInstanceProfile setting, which v1 does not have: set spec.role or spec.instanceProfile".to_string(),
+        );
+    }
     let mut out = from_v1beta1(&beta, kubelet);
     warnings.append(&mut out.warnings);
     out.warnings = warnings;
@@ -112,11 +131,6 @@ fn to_v1beta1(
         detailed_monitoring: s.detailed_monitoring,
         ..Default::default()
     };
-    if s.instance_profile.is_none() {
-        warnings.push(
-            "spec.instanceProfile: not set; v1alpha1 fell back to the global defaultInstanceProfile setting, which v1 does not have: set spec.role or spec.instanceProfile".to_string(),
-        );
-    }
     if let Some(lt) = &s.launch_template_name {
         warnings.push(format!(
             "spec.launchTemplate: launch template {lt:?} has no v1 equivalent (Karpenter generates launch templates); dropped"
