@@ -255,11 +255,11 @@ fn kubelet() -> Schema {
             IMAGE_GC_ORDER,
         )
         .rule(
-            "has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true",
+            "has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod))) : true",
             EVICTION_SOFT_UNMATCHED,
         )
         .rule(
-            "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true",
+            "has(self.evictionSoftGracePeriod) ? (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft))) : true",
             EVICTION_GRACE_UNMATCHED,
         )
         .rule("!has(self.registerWithTaints)", REGISTER_WITH_TAINTS)
