@@ -466,3 +466,50 @@ fn status_is_carried_over() {
     let st = serde_json::to_value(out.object.status.unwrap()).unwrap();
     assert_eq!(st, serde_json::to_value(old.status.unwrap()).unwrap());
 }
+
+#[test]
+fn volume_sizes_are_restated_in_units_v1_accepts() {
+    let old = beta(
+        json!({"amiFamily": "AL2", "role": "r", "subnetSelectorTerms": [{"id": "subnet-1"}], "securityGroupSelectorTerms": [{"id": "sg-1"}],
+        "blockDeviceMappings": [
+            {"deviceName": "/dev/a", "ebs": {"volumeSize": "20Gi"}},
+            {"deviceName": "/dev/b", "ebs": {"volumeSize": 21474836480i64}},
+            {"deviceName": "/dev/c", "ebs": {"volumeSize": "20971520Ki"}},
+            {"deviceName": "/dev/d", "ebs": {"volumeSize": "100G"}},
+            {"deviceName": "/dev/e", "ebs": {"volumeSize": "5000M"}},
+            {"deviceName": "/dev/f", "ebs": {"volumeSize": "1500Mi"}},
+        ]}),
+    );
+    let out = convert::from_v1beta1(&old, None);
+    let sizes: Vec<String> = out
+        .object
+        .spec
+        .block_device_mappings
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            b.ebs
+                .as_ref()
+                .unwrap()
+                .volume_size
+                .as_ref()
+                .unwrap()
+                .to_text()
+        })
+        .collect();
+    assert_eq!(sizes, ["20Gi", "20Gi", "20Gi", "100G", "5G", "1500Mi"]);
+    assert!(has_warning(
+        &out.warnings,
+        "spec.blockDeviceMappings[1].ebs.volumeSize: 21474836480 restated as 20Gi"
+    ));
+    assert!(has_warning(
+        &out.warnings,
+        "spec.blockDeviceMappings[5].ebs.volumeSize: 1500Mi is not a whole number"
+    ));
+    let errs: Vec<String> = validate::ec2nodeclass(&out.object)
+        .iter()
+        .map(|e| e.path.clone())
+        .collect();
+    assert_eq!(errs, ["spec.blockDeviceMappings[5].ebs.volumeSize"]);
+}

@@ -44,12 +44,23 @@ pub fn from_v1beta1(
         role: s.role.clone(),
         instance_profile: s.instance_profile.clone(),
         tags: s.tags.clone(),
-        block_device_mappings: s.block_device_mappings.clone(),
         instance_store_policy: s.instance_store_policy.clone(),
         detailed_monitoring: s.detailed_monitoring,
         context: s.context.clone(),
         ..Default::default()
     };
+    spec.block_device_mappings = s.block_device_mappings.as_ref().map(|bdms| {
+        bdms.iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let mut b = b.clone();
+                if let Some(ebs) = b.ebs.as_mut() {
+                    volume_size(&mut ebs.volume_size, i, &mut out);
+                }
+                b
+            })
+            .collect()
+    });
     spec.ami_selector_terms = s.ami_selector_terms.as_ref().map(|terms| {
         terms
             .iter()
@@ -301,6 +312,41 @@ fn metadata_options(
             );
             MetadataOptions::default().with_defaults(v1beta1::DEFAULT_HOP_LIMIT)
         }
+    }
+}
+
+/// v1 accepts volume sizes only in Gi, G, Ti or T, where v1beta1 took any quantity. A size
+/// written otherwise is restated in Gi (or G) when that is exact, as Kubernetes would print it.
+fn volume_size(size: &mut Option<IntOrString>, index: usize, out: &mut Converted<EC2NodeClass>) {
+    let Some(old) = size.clone() else { return };
+    let text = old.to_text();
+    if matches!(old, IntOrString::String(_))
+        && super::validate::regex_for(super::rules::VOLUME_SIZE_PATTERN).is_match(&text)
+    {
+        return;
+    }
+    let field = format!("spec.blockDeviceMappings[{index}].ebs.volumeSize");
+    let restated = crate::quantity::parse_units(&text).ok().and_then(|bytes| {
+        const GI: i64 = 1 << 30;
+        const G: i64 = 1_000_000_000;
+        if bytes > 0 && bytes % GI == 0 {
+            Some(format!("{}Gi", bytes / GI))
+        } else if bytes > 0 && bytes % G == 0 {
+            Some(format!("{}G", bytes / G))
+        } else {
+            None
+        }
+    });
+    match restated {
+        Some(new) => {
+            out.warn(format!(
+                "{field}: {text} restated as {new} (v1 takes Gi, G, Ti or T)"
+            ));
+            *size = Some(IntOrString::String(new));
+        }
+        None => out.warn(format!(
+            "{field}: {text} is not a whole number of Gi or G, which v1 requires; kept as written"
+        )),
     }
 }
 
