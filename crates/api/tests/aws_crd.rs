@@ -11,8 +11,10 @@ use std::sync::Arc;
 use aws_support::{apply, base, cases, parse};
 use cel::extractors::This;
 use nodewright_api::aws::crd::{ec2nodeclass_printer_columns, ec2nodeclass_schema};
+use nodewright_api::aws::parse::type_errors;
 use nodewright_api::aws::{rules, validate};
 use nodewright_api::document::read_documents;
+use nodewright_api::error::Path;
 use regex::Regex;
 use serde_json::{Value, json};
 
@@ -51,13 +53,21 @@ fn check(schema: &Value, value: &Value, old: Option<&Value>, path: &str, out: &m
             eval_error: false,
         })
     };
-    match schema.get("type").and_then(Value::as_str) {
-        Some("object") if !value.is_object() => return push("must be of type object".into()),
-        Some("array") if !value.is_array() => return push("must be of type array".into()),
-        Some("string") if !value.is_string() => return push("must be of type string".into()),
-        Some("integer") if !value.is_i64() => return push("must be of type integer".into()),
-        Some("boolean") if !value.is_boolean() => return push("must be of type boolean".into()),
-        _ => {}
+    // Types are checked by the reader, with the same wording; stop at the first mismatch.
+    let mut type_errs = Vec::new();
+    let shallow = json!({"type": schema.get("type"), "x-kubernetes-int-or-string": schema.get("x-kubernetes-int-or-string")});
+    let shallow = Value::Object(
+        shallow
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    );
+    type_errors(&shallow, value, &Path::default(), &mut type_errs);
+    if let Some(e) = type_errs.pop() {
+        return push(e.reason);
     }
     if let (Some(allowed), Some(s)) = (schema.get("enum").and_then(Value::as_array), value.as_str())
     {

@@ -644,6 +644,15 @@ pub fn cases() -> Vec<Case> {
             r"should match '^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$'",
         ),
         (
+            "integer volume size",
+            vec![(
+                "/spec/blockDeviceMappings",
+                json!([{"ebs": {"volumeSize": 20}}]),
+            )],
+            "spec.blockDeviceMappings[0].ebs.volumeSize",
+            "must be of type string, got integer",
+        ),
+        (
             "unknown volume type",
             vec![(
                 "/spec/blockDeviceMappings",
