@@ -513,3 +513,79 @@ fn volume_sizes_are_restated_in_units_v1_accepts() {
         .collect();
     assert_eq!(errs, ["spec.blockDeviceMappings[5].ebs.volumeSize"]);
 }
+
+#[test]
+fn v1alpha1_partial_metadata_options_keep_ec2_defaults() {
+    let old =
+        alpha(json!({"instanceProfile": "p", "metadataOptions": {"httpPutResponseHopLimit": 3}}));
+    let out = convert::from_v1alpha1(&old, None);
+    assert_eq!(
+        out.object.spec.metadata_options,
+        Some(MetadataOptions {
+            http_endpoint: Some("enabled".into()),
+            http_protocol_ipv6: Some("disabled".into()),
+            http_put_response_hop_limit: Some(3),
+            http_tokens: Some("optional".into()),
+            extra: Default::default(),
+        })
+    );
+    assert!(has_warning(
+        &out.warnings,
+        "spec.metadataOptions: fields left out took EC2's defaults"
+    ));
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.ends_with("consider httpTokens: required"))
+    );
+    // A template without metadataOptions had Karpenter's defaults, hop limit 2 and tokens required.
+    let out = convert::from_v1alpha1(&alpha(json!({"instanceProfile": "p"})), None);
+    let m = out.object.spec.metadata_options.unwrap();
+    assert_eq!(
+        (m.http_put_response_hop_limit, m.http_tokens.as_deref()),
+        (Some(2), Some("required"))
+    );
+}
+
+#[test]
+fn v1alpha1_empty_tag_values_become_wildcards() {
+    let old = alpha(json!({
+        "instanceProfile": "p",
+        "subnetSelector": {"kubernetes.io/role/internal-elb": ""},
+        "securityGroupSelector": {"team": "*"},
+        "amiSelector": {"release": ""},
+    }));
+    let out = convert::from_v1alpha1(&old, None);
+    let s = &out.object.spec;
+    assert_eq!(
+        s.subnet_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("kubernetes.io/role/internal-elb", "*")])
+    );
+    assert_eq!(
+        s.security_group_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("team", "*")])
+    );
+    assert_eq!(
+        s.ami_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("release", "*")])
+    );
+    assert_eq!(validate::ec2nodeclass(&out.object), vec![]);
+}
+
+#[test]
+fn v1alpha1_provider_leftovers() {
+    let old = alpha(json!({
+        "apiVersion": "extensions.karpenter.sh/v1alpha1",
+        "kind": "AWS",
+        "associatePublicIpAddress": false,
+        "instanceProfile": "p",
+    }));
+    let out = convert::from_v1alpha1(&old, None);
+    assert_eq!(out.object.spec.associate_public_ip_address, Some(false));
+    assert!(out.object.spec.extra.is_empty());
+    assert!(has_warning(
+        &out.warnings,
+        "spec.apiVersion: \"extensions.karpenter.sh/v1alpha1\" described the inline provider"
+    ));
+    assert!(has_warning(&out.warnings, "spec.kind:"));
+}

@@ -1,7 +1,7 @@
 //! v1alpha1 AWSNodeTemplate → v1beta1 EC2NodeClass: selector maps become selector terms, the
 //! implicit AL2 family becomes explicit, and the user-managed launch template is reported.
 
-use super::super::common::Tags;
+use super::super::common::{MetadataOptions, Tags};
 use super::super::{v1, v1alpha1, v1beta1};
 
 /// v1alpha1 → v1beta1: selector maps to terms, the implicit AL2 family made explicit,
@@ -21,7 +21,10 @@ pub(super) fn to_v1beta1(
         instance_profile: s.instance_profile.clone(),
         tags: s.tags.clone(),
         context: s.context.clone(),
-        metadata_options: s.metadata_options.clone(),
+        metadata_options: s
+            .metadata_options
+            .as_ref()
+            .map(|m| metadata_options(m, warnings)),
         block_device_mappings: s.block_device_mappings.clone(),
         detailed_monitoring: s.detailed_monitoring,
         ..Default::default()
@@ -53,11 +56,29 @@ pub(super) fn to_v1beta1(
     });
     spec.ami_selector_terms = s.ami_selector.as_ref().map(|sel| ami_terms(sel, warnings));
     for (key, value) in &s.extra {
-        if key == "launchTemplateName" {
-            warnings.push(format!(
-                "spec.launchTemplateName: launch template {value} has no v1 equivalent (Karpenter generates launch templates); dropped"
-            ));
-            continue;
+        match (key.as_str(), value) {
+            ("launchTemplateName", _) => {
+                warnings.push(format!(
+                    "spec.launchTemplateName: launch template {value} has no v1 equivalent (Karpenter generates launch templates); dropped"
+                ));
+                continue;
+            }
+            // Written by some releases with this spelling.
+            (
+                "associatePublicIpAddress" | "associatePublicIPAddress",
+                serde_json::Value::Bool(b),
+            ) => {
+                spec.associate_public_ip_address = Some(*b);
+                continue;
+            }
+            // Left over from templates copied out of a Provisioner's inline `spec.provider`.
+            ("apiVersion" | "kind", _) => {
+                warnings.push(format!(
+                    "spec.{key}: {value} described the inline provider block and has no v1 equivalent; dropped"
+                ));
+                continue;
+            }
+            _ => {}
         }
         warnings.push(format!(
             "spec.{key}: not a v1alpha1 AWSNodeTemplate field; carried over to v1 unchanged"
@@ -110,7 +131,7 @@ fn id_or_tag_terms(
     let tags: Tags = selector
         .iter()
         .filter(|(k, _)| !is_ids_key(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| (k.clone(), wildcard(v)))
         .collect();
     if ids.is_empty() {
         return vec![(None, Some(tags))];
@@ -140,7 +161,7 @@ fn ami_terms(selector: &Tags, warnings: &mut Vec<String>) -> Vec<v1beta1::AmiSel
     let tags: Tags = selector
         .iter()
         .filter(|(k, _)| !is_ids_key(k) && *k != "aws::name" && *k != "aws::owners")
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| (k.clone(), wildcard(v)))
         .collect();
     if !ids.is_empty() {
         if name.is_some() || !owners.is_empty() || !tags.is_empty() {
@@ -171,4 +192,49 @@ fn ami_terms(selector: &Tags, warnings: &mut Vec<String>) -> Vec<v1beta1::AmiSel
             ..Default::default()
         })
         .collect()
+}
+
+/// v1alpha1 selectors matched any value of a tag written as `""`; v1 writes that `*` and
+/// rejects empty values.
+fn wildcard(value: &str) -> String {
+    if value.is_empty() {
+        "*".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// v1alpha1 passed a partly written `metadataOptions` to EC2 as is, so the missing fields took
+/// EC2's own defaults (hop limit 1, tokens optional), not Karpenter's. They are made explicit
+/// so converted nodes behave as before.
+fn metadata_options(m: &MetadataOptions, warnings: &mut Vec<String>) -> MetadataOptions {
+    let mut filled = Vec::new();
+    let mut fill = |field: &Option<String>, name: &str, default: &str| {
+        field.clone().or_else(|| {
+            filled.push(format!("{name}: {default}"));
+            Some(default.to_string())
+        })
+    };
+    let out = MetadataOptions {
+        http_endpoint: fill(&m.http_endpoint, "httpEndpoint", "enabled"),
+        http_protocol_ipv6: fill(&m.http_protocol_ipv6, "httpProtocolIPv6", "disabled"),
+        http_tokens: fill(&m.http_tokens, "httpTokens", "optional"),
+        http_put_response_hop_limit: m.http_put_response_hop_limit.or_else(|| {
+            filled.push("httpPutResponseHopLimit: 1".to_string());
+            Some(1)
+        }),
+        extra: m.extra.clone(),
+    };
+    if !filled.is_empty() {
+        warnings.push(format!(
+            "spec.metadataOptions: fields left out took EC2's defaults in v1alpha1; made explicit ({}){}",
+            filled.join(", "),
+            if out.http_tokens.as_deref() == Some("optional") && m.http_tokens.is_none() {
+                "; consider httpTokens: required"
+            } else {
+                ""
+            }
+        ));
+    }
+    out
 }
