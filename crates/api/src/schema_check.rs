@@ -7,11 +7,15 @@
 
 mod cel_env;
 mod defaults;
+mod jsonpath;
 mod keyword;
+mod rule_check;
 mod rules;
 mod shape;
+mod structural;
 mod validate;
 
+pub use structural::{RULE_COST_LIMIT, SCHEMA_COST_LIMIT, check_structural};
 pub use validate::{RULES_NOT_CHECKED, validate_object, with_defaults};
 
 use crate::error::FieldError;
@@ -27,5 +31,7 @@ pub fn is_unevaluated_rule(e: &FieldError) -> bool {
 
 #[cfg(test)]
 mod cel_env_tests;
+#[cfg(test)]
+mod structural_tests;
 #[cfg(test)]
 mod validate_tests;

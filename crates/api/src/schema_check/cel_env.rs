@@ -431,6 +431,11 @@ pub(crate) enum Outcome {
     Unevaluated(String),
 }
 
+/// The macro-expanded syntax tree of a rule, for static checks.
+pub(crate) fn parse(source: &str) -> Result<cel::IdedExpr, String> {
+    env().parser().parse(source).map_err(|e| e.to_string())
+}
+
 /// A compiled rule, kept so that a rule is parsed once per validation however many nodes it
 /// applies to.
 pub(crate) struct Compiled {
@@ -444,6 +449,7 @@ impl Compiled {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn parse_error(&self) -> Option<&str> {
         self.program.as_ref().err().map(String::as_str)
     }

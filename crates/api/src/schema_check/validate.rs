@@ -18,6 +18,15 @@ pub const RULES_NOT_CHECKED: &str = "some validation rules were not checked beca
 /// `old` is given. A rule that cannot be evaluated gives an error whose reason starts with
 /// [`super::RULE_NOT_EVALUATED`].
 pub fn validate_object(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    validate_at(schema, object, old, true)
+}
+
+/// Validates a value below the object root, such as a `default`.
+pub(crate) fn validate_value(schema: &Value, value: &Value) -> Vec<FieldError> {
+    validate_at(schema, value, None, false)
+}
+
+fn validate_at(schema: &Value, object: &Value, old: Option<&Value>, root: bool) -> Vec<FieldError> {
     let mut object = object.clone();
     defaults::apply(schema, &mut object);
     let old = old.map(|o| {
@@ -26,7 +35,7 @@ pub fn validate_object(schema: &Value, object: &Value, old: Option<&Value>) -> V
         o
     });
     let mut shape = Shape::default();
-    shape.node(schema, &object, &Path::default(), true);
+    shape.node(schema, &object, &Path::default(), root);
     let mut errors = shape.errors;
     if shape.type_error {
         errors.push(FieldError::new("", RULES_NOT_CHECKED));

@@ -1,0 +1,449 @@
+//! Static checks of one CEL rule against the schema node it is attached to, standing in for
+//! the API server's type check and cost estimate:
+//!
+//! - field selections must name declared properties (with Kubernetes' name escaping);
+//! - every function called must exist in the Kubernetes CEL environment, and the checker says
+//!   which of those it cannot evaluate offline;
+//! - an estimated cost, from `maxItems`, `maxProperties` and `maxLength`, or from the request
+//!   size limit where they are missing, as the server does.
+//!
+//! The cost model is an approximation of the server's, not a copy: it multiplies collection
+//! sizes through comprehensions and charges string-scanning functions by string length. Map
+//! keys are taken to be at most 316 characters (a qualified label key), since the schema cannot
+//! bound them.
+
+use cel::IdedExpr;
+use cel::common::ast::{EntryExpr, Expr, LiteralValue};
+use serde_json::Value as Json;
+
+use super::cel_env::escape_property;
+use super::keyword::{additional_schema, count, flag, get, properties, text};
+
+/// Requests are at most this big; the server derives unbounded sizes from it.
+const MAX_REQUEST_BYTES: f64 = 3.0 * 1024.0 * 1024.0;
+/// Cost the server charges per character scanned.
+const STRING_TRAVERSAL_FACTOR: f64 = 0.1;
+/// Assumed bound on map keys.
+const MAP_KEY_MAX: f64 = 316.0;
+
+/// Functions the checker evaluates (stdlib, strings extension, Kubernetes regex/list/set libraries).
+const EVALUATED: &[&str] = &[
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "dyn",
+    "type",
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "replace",
+    "split",
+    "substring",
+    "trim",
+    "join",
+    "strings.quote",
+    "find",
+    "findAll",
+    "isSorted",
+    "sum",
+    "min",
+    "max",
+    "sets.contains",
+    "sets.equivalent",
+    "sets.intersects",
+    "optional.of",
+    "optional.none",
+    "optional.ofNonZeroValue",
+    "hasValue",
+    "value",
+    "orValue",
+    "or",
+];
+
+/// Functions a Kubernetes 1.30 server knows that this checker cannot evaluate.
+const KUBERNETES_ONLY: &[&str] = &[
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    "add",
+    "sub",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    "ip",
+    "isIP",
+    "cidr",
+    "isCIDR",
+    "duration",
+    "timestamp",
+    "getFullYear",
+    "getMonth",
+    "getDayOfYear",
+    "getDayOfMonth",
+    "getDate",
+    "getDayOfWeek",
+    "getHours",
+    "getMinutes",
+    "getSeconds",
+    "getMilliseconds",
+    "cel.bind",
+    "format",
+];
+
+/// Identifiers that name types, usable in `type(x) == int`.
+const TYPE_NAMES: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "dyn",
+];
+
+const NAMESPACES: &[&str] = &["sets", "optional", "strings", "cel"];
+
+#[derive(Clone, Debug)]
+enum Ty<'a> {
+    Node(&'a Json),
+    Str(f64),
+    Dyn,
+}
+
+#[derive(Default)]
+pub(crate) struct RuleFacts {
+    pub(crate) errors: Vec<String>,
+    /// Functions the server knows but this checker cannot evaluate.
+    pub(crate) unevaluable: Vec<String>,
+    pub(crate) cost: f64,
+}
+
+pub(crate) fn analyse(expr: &IdedExpr, schema: &Json) -> RuleFacts {
+    let mut a = Analyser {
+        schema,
+        facts: RuleFacts::default(),
+        scope: Vec::new(),
+    };
+    let (_, cost) = a.walk(expr);
+    a.facts.cost = cost;
+    a.facts.errors.dedup();
+    a.facts.unevaluable.sort();
+    a.facts.unevaluable.dedup();
+    a.facts
+}
+
+struct Analyser<'a> {
+    schema: &'a Json,
+    facts: RuleFacts,
+    scope: Vec<(String, Ty<'a>)>,
+}
+
+/// Largest size of a collection node, from its bound or from the request size limit.
+pub(crate) fn max_size(schema: &Json) -> f64 {
+    let is_map = additional_schema(schema).is_some();
+    let bound = if is_map || text(schema, "type") == Some("object") {
+        count(schema, "maxProperties")
+    } else {
+        count(schema, "maxItems")
+    };
+    if let Some(b) = bound {
+        return b as f64;
+    }
+    if let Some(props) = properties(schema)
+        && !is_map
+    {
+        return props.len() as f64;
+    }
+    let element = if is_map {
+        additional_schema(schema)
+    } else {
+        get(schema, "items")
+    };
+    let element_min = element.map_or(1.0, min_serialized_size);
+    // A map entry also carries its key, quotes and colon.
+    let overhead = if is_map { 4.0 } else { 1.0 };
+    (MAX_REQUEST_BYTES / (element_min + overhead)).floor()
+}
+
+fn min_serialized_size(schema: &Json) -> f64 {
+    match text(schema, "type") {
+        Some("string") => 2.0 + count(schema, "minLength").unwrap_or(0) as f64,
+        Some("boolean") => 4.0,
+        Some("object") | Some("array") => 2.0,
+        _ => 1.0,
+    }
+}
+
+fn max_len(ty: &Ty<'_>) -> f64 {
+    match ty {
+        Ty::Str(n) => *n,
+        Ty::Node(s) => {
+            if let Some(n) = count(s, "maxLength") {
+                n as f64
+            } else if let Some(values) = get(s, "enum").and_then(Json::as_array) {
+                values
+                    .iter()
+                    .filter_map(Json::as_str)
+                    .map(|v| v.chars().count())
+                    .max()
+                    .unwrap_or(0) as f64
+            } else if text(s, "format") == Some("date-time") {
+                64.0
+            } else {
+                MAX_REQUEST_BYTES - 2.0
+            }
+        }
+        Ty::Dyn => 1.0,
+    }
+}
+
+/// Functions whose cost grows with the length of their receiver (or first argument).
+fn scans_string(name: &str) -> bool {
+    matches!(
+        name,
+        "matches"
+            | "find"
+            | "findAll"
+            | "startsWith"
+            | "endsWith"
+            | "contains"
+            | "split"
+            | "lowerAscii"
+            | "upperAscii"
+            | "replace"
+            | "trim"
+            | "indexOf"
+            | "lastIndexOf"
+            | "substring"
+            | "_==_"
+            | "_!=_"
+            | "_+_"
+            | "_<_"
+            | "_>_"
+            | "_<=_"
+            | "_>=_"
+    )
+}
+
+fn is_operator(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('@') || name.starts_with('!') || name.starts_with('-')
+}
+
+impl<'a> Analyser<'a> {
+    fn error(&mut self, e: String) {
+        self.facts.errors.push(e);
+    }
+
+    fn walk(&mut self, e: &IdedExpr) -> (Ty<'a>, f64) {
+        match &e.expr {
+            Expr::Unspecified => (Ty::Dyn, 0.0),
+            Expr::Literal(LiteralValue::String(s)) => (Ty::Str(s.chars().count() as f64), 1.0),
+            Expr::Literal(_) => (Ty::Dyn, 1.0),
+            Expr::Ident(name) => (self.ident(name), 1.0),
+            Expr::Select(sel) => {
+                let (t, c) = self.walk(&sel.operand);
+                (self.select(&t, &sel.field), c + 1.0)
+            }
+            Expr::List(list) => {
+                let mut cost = 1.0;
+                for el in &list.elements {
+                    cost += self.walk(el).1;
+                }
+                (Ty::Dyn, cost)
+            }
+            Expr::Map(map) => {
+                let mut cost = 1.0;
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(m) = &entry.expr {
+                        cost += self.walk(&m.key).1 + self.walk(&m.value).1;
+                    }
+                }
+                (Ty::Dyn, cost)
+            }
+            Expr::Struct(s) => {
+                self.error(format!(
+                    "object construction '{}' is not available in CRD rules",
+                    s.type_name
+                ));
+                (Ty::Dyn, 1.0)
+            }
+            Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
+            Expr::Comprehension(c) => {
+                let (range_ty, range_cost) = self.walk(&c.iter_range);
+                let (element, size) = match &range_ty {
+                    Ty::Node(s) if text(s, "type") == Some("array") => {
+                        (get(s, "items").map_or(Ty::Dyn, Ty::Node), max_size(s))
+                    }
+                    Ty::Node(s) if additional_schema(s).is_some() || properties(s).is_some() => {
+                        let key_len = properties(s).map_or(MAP_KEY_MAX, |p| {
+                            p.keys().map(|k| k.chars().count()).max().unwrap_or(0) as f64
+                        });
+                        (Ty::Str(key_len), max_size(s))
+                    }
+                    _ => (Ty::Dyn, literal_len(&c.iter_range).unwrap_or(1.0)),
+                };
+                let (_, init_cost) = self.walk(&c.accu_init);
+                self.scope.push((c.iter_var.clone(), element));
+                if let Some(v2) = &c.iter_var2 {
+                    self.scope.push((v2.clone(), Ty::Dyn));
+                }
+                self.scope.push((c.accu_var.clone(), Ty::Dyn));
+                let (_, cond_cost) = self.walk(&c.loop_cond);
+                let (_, step_cost) = self.walk(&c.loop_step);
+                self.scope.pop();
+                if c.iter_var2.is_some() {
+                    self.scope.pop();
+                }
+                self.scope.pop();
+                self.scope.push((c.accu_var.clone(), Ty::Dyn));
+                let (_, result_cost) = self.walk(&c.result);
+                self.scope.pop();
+                (
+                    Ty::Dyn,
+                    range_cost + init_cost + size * (cond_cost + step_cost) + result_cost,
+                )
+            }
+        }
+    }
+
+    fn ident(&mut self, name: &str) -> Ty<'a> {
+        if let Some((_, t)) = self.scope.iter().rev().find(|(n, _)| n == name) {
+            return t.clone();
+        }
+        match name {
+            "self" | "oldSelf" => Ty::Node(self.schema),
+            _ if TYPE_NAMES.contains(&name) || NAMESPACES.contains(&name) => Ty::Dyn,
+            // Macro-internal accumulators are bound by the parser.
+            _ if name.starts_with('@') || name.starts_with("__") => Ty::Dyn,
+            _ => {
+                self.error(format!("undeclared reference to '{name}'"));
+                Ty::Dyn
+            }
+        }
+    }
+
+    fn select(&mut self, on: &Ty<'a>, field: &str) -> Ty<'a> {
+        let Ty::Node(s) = on else { return Ty::Dyn };
+        if let Some(props) = properties(s) {
+            if let Some((_, prop)) = props
+                .iter()
+                .find(|(name, _)| escape_property(name).as_deref() == Some(field))
+            {
+                return Ty::Node(prop);
+            }
+            if flag(s, "x-kubernetes-preserve-unknown-fields") {
+                return Ty::Dyn;
+            }
+            self.error(format!("undefined field '{field}'"));
+            return Ty::Dyn;
+        }
+        if let Some(values) = additional_schema(s) {
+            return Ty::Node(values);
+        }
+        match text(s, "type") {
+            Some(t @ ("string" | "integer" | "number" | "boolean" | "array")) => {
+                self.error(format!(
+                    "type '{t}' does not support field selection ('{field}')"
+                ));
+                Ty::Dyn
+            }
+            Some("object") if !flag(s, "x-kubernetes-preserve-unknown-fields") => {
+                self.error(format!("undefined field '{field}'"));
+                Ty::Dyn
+            }
+            _ => Ty::Dyn,
+        }
+    }
+
+    fn call(&mut self, name: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> (Ty<'a>, f64) {
+        // `sets.contains(a, b)` parses as a call on the identifier `sets`.
+        let namespaced = match target.map(|t| &t.expr) {
+            Some(Expr::Ident(ns))
+                if NAMESPACES.contains(&ns.as_str())
+                    && !self.scope.iter().any(|(n, _)| n == ns) =>
+            {
+                Some(format!("{ns}.{name}"))
+            }
+            _ => None,
+        };
+        let full_name = namespaced.clone().unwrap_or_else(|| name.to_string());
+        let mut cost = 1.0;
+        let mut receiver = None;
+        if let Some(t) = target.filter(|_| namespaced.is_none()) {
+            let (ty, c) = self.walk(t);
+            cost += c;
+            receiver = Some(ty);
+        }
+        let mut arg_types = Vec::with_capacity(args.len());
+        for a in args {
+            let (ty, c) = self.walk(a);
+            cost += c;
+            arg_types.push(ty);
+        }
+        if !is_operator(&full_name) && !EVALUATED.contains(&full_name.as_str()) {
+            if KUBERNETES_ONLY.contains(&full_name.as_str()) {
+                self.facts.unevaluable.push(full_name.clone());
+            } else {
+                self.error(format!("undeclared reference to '{full_name}'"));
+            }
+        }
+        let scanned = receiver.as_ref().or(arg_types.first());
+        if scans_string(&full_name)
+            && let Some(t) = scanned
+        {
+            let mut len = max_len(t);
+            if name.starts_with('_') {
+                // Comparisons stop at the shorter operand.
+                len = arg_types.iter().map(max_len).fold(len, f64::min);
+            }
+            cost += ((1.0 + len) * STRING_TRAVERSAL_FACTOR).ceil();
+        }
+        if full_name == "@in"
+            && let Some(n) = args.get(1).and_then(literal_len)
+        {
+            cost += n;
+        }
+        let ty = match (full_name.as_str(), arg_types.first()) {
+            ("_[_]", Some(Ty::Node(s))) => match text(s, "type") {
+                Some("array") => get(s, "items").map_or(Ty::Dyn, Ty::Node),
+                _ => additional_schema(s).map_or(Ty::Dyn, Ty::Node),
+            },
+            ("find", _) => receiver.as_ref().map_or(Ty::Dyn, |r| Ty::Str(max_len(r))),
+            _ => Ty::Dyn,
+        };
+        (ty, cost)
+    }
+}
+
+fn literal_len(e: &IdedExpr) -> Option<f64> {
+    match &e.expr {
+        Expr::List(l) => Some(l.elements.len() as f64),
+        Expr::Map(m) => Some(m.entries.len() as f64),
+        _ => None,
+    }
+}
