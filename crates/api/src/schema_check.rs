@@ -6,6 +6,7 @@
 //! project's schemas use; see `cel_env` for what is and is not there.
 
 mod cel_env;
+mod crd_object;
 mod defaults;
 mod jsonpath;
 mod keyword;
@@ -15,6 +16,7 @@ mod shape;
 mod structural;
 mod validate;
 
+pub use crd_object::validate_against_crd;
 pub use structural::{RULE_COST_LIMIT, SCHEMA_COST_LIMIT, check_structural};
 pub use validate::{RULES_NOT_CHECKED, validate_object, with_defaults};
 

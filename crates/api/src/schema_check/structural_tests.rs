@@ -382,3 +382,36 @@ fn root_metadata_may_only_constrain_name() {
         "name and generateName",
     );
 }
+
+#[test]
+fn objects_are_validated_against_the_named_version() {
+    let c = crd(root(good_spec()));
+    let ok = json!({
+        "apiVersion": "example.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w1"},
+        "spec": {"requirements": [{"key": "a", "operator": "In", "values": ["x"]}], "ref": {"name": "r"}}
+    });
+    assert_eq!(super::validate_against_crd(&c, "v1", &ok, None), vec![]);
+    let mut bad = ok.clone();
+    bad["apiVersion"] = json!("example.dev/v2");
+    bad["kind"] = json!("Gadget");
+    bad["metadata"]["name"] = json!("Not_A_Name");
+    bad["spec"]["requirements"][0]["values"] = json!([]);
+    bad["spec"]["ref"]["name"] = json!("changed");
+    let got: Vec<String> = super::validate_against_crd(&c, "v1", &bad, Some(&ok))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(got.len(), 5, "{got:#?}");
+    assert!(got[0].starts_with("apiVersion: Invalid value: \"example.dev/v2\""));
+    assert!(got[1].starts_with("kind: Invalid value: \"Gadget\""));
+    assert!(got[2].starts_with("metadata.name: Invalid value: \"Not_A_Name\""));
+    assert_eq!(got[3], "spec.requirements: In needs values");
+    assert_eq!(got[4], "spec.ref: immutable");
+    let missing = super::validate_against_crd(&c, "v9", &ok, None);
+    assert_eq!(
+        missing[0].to_string(),
+        "apiVersion: version \"v9\" is not defined by the CRD"
+    );
+}
