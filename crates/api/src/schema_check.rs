@@ -34,6 +34,8 @@ pub fn is_unevaluated_rule(e: &FieldError) -> bool {
 #[cfg(test)]
 mod cel_env_tests;
 #[cfg(test)]
+mod shapes_tests;
+#[cfg(test)]
 mod structural_tests;
 #[cfg(test)]
 mod validate_tests;

@@ -222,32 +222,54 @@ fn max_len(ty: &Ty<'_>) -> f64 {
     }
 }
 
-/// Functions whose cost grows with the length of their receiver (or first argument).
-fn scans_string(name: &str) -> bool {
-    matches!(
-        name,
-        "matches"
-            | "find"
-            | "findAll"
-            | "startsWith"
-            | "endsWith"
-            | "contains"
-            | "split"
-            | "lowerAscii"
-            | "upperAscii"
-            | "replace"
-            | "trim"
-            | "indexOf"
-            | "lastIndexOf"
-            | "substring"
-            | "_==_"
-            | "_!=_"
-            | "_+_"
-            | "_<_"
-            | "_>_"
-            | "_<=_"
-            | "_>=_"
-    )
+/// Cost the server charges per regex character, on top of the string scan.
+const REGEX_LENGTH_FACTOR: f64 = 0.25;
+
+/// Extra cost of a call on strings, following the shape of the server's estimator: scans are
+/// charged by the length of what they scan, `startsWith`/`endsWith` by the prefix/suffix,
+/// regex functions by string length times pattern length, comparisons by the shorter operand.
+fn string_cost(
+    name: &str,
+    receiver: Option<&Ty<'_>>,
+    args: &[Ty<'_>],
+    arg_exprs: &[IdedExpr],
+) -> f64 {
+    let scan = |len: f64| ((1.0 + len) * STRING_TRAVERSAL_FACTOR).ceil();
+    let first = receiver.or(args.first());
+    let Some(first) = first else { return 0.0 };
+    match name {
+        "startsWith" | "endsWith" => args.first().map_or(0.0, |a| scan(max_len(a))),
+        "contains" => args.first().map_or(0.0, |a| {
+            (max_len(first) * max_len(a) * STRING_TRAVERSAL_FACTOR).ceil()
+        }),
+        "matches" | "find" | "findAll" => {
+            let pattern_index = if receiver.is_some() { 0 } else { 1 };
+            let pattern_len = arg_exprs
+                .get(pattern_index)
+                .and_then(string_literal_len)
+                .unwrap_or(MAP_KEY_MAX);
+            scan(max_len(first)) * (pattern_len * REGEX_LENGTH_FACTOR).ceil().max(1.0)
+        }
+        "split" | "lowerAscii" | "upperAscii" | "replace" | "trim" | "indexOf" | "lastIndexOf"
+        | "substring" | "charAt" => scan(max_len(first)),
+        "_==_" | "_!=_" | "_<_" | "_>_" | "_<=_" | "_>=_" => {
+            let shorter = args.iter().map(max_len).fold(f64::INFINITY, f64::min);
+            if shorter.is_finite() {
+                scan(shorter)
+            } else {
+                0.0
+            }
+        }
+        "_+_" => scan(args.iter().map(max_len).sum()),
+        _ => 0.0,
+    }
+}
+
+fn string_literal_len(e: &IdedExpr) -> Option<f64> {
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.chars().count() as f64),
+        _ => None,
+    }
 }
 
 fn is_operator(name: &str) -> bool {
@@ -412,17 +434,7 @@ impl<'a> Analyser<'a> {
                 self.error(format!("undeclared reference to '{full_name}'"));
             }
         }
-        let scanned = receiver.as_ref().or(arg_types.first());
-        if scans_string(&full_name)
-            && let Some(t) = scanned
-        {
-            let mut len = max_len(t);
-            if name.starts_with('_') {
-                // Comparisons stop at the shorter operand.
-                len = arg_types.iter().map(max_len).fold(len, f64::min);
-            }
-            cost += ((1.0 + len) * STRING_TRAVERSAL_FACTOR).ceil();
-        }
+        cost += string_cost(&full_name, receiver.as_ref(), &arg_types, args);
         if full_name == "@in"
             && let Some(n) = args.get(1).and_then(literal_len)
         {
