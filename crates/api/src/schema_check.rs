@@ -10,6 +10,7 @@ mod crd_object;
 mod defaults;
 mod jsonpath;
 mod keyword;
+mod re2;
 mod rule_check;
 mod rules;
 mod shape;

@@ -139,7 +139,8 @@ fn list_arg(
 }
 
 fn regex(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error(function, e.to_string()))
+    super::re2::compile(pattern)
+        .map_err(|e| ExecutionError::function_error(function, e.to_string()))
 }
 
 /// `s.find(re)`: the first match of `re` in `s`, or the empty string.

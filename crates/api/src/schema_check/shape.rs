@@ -101,7 +101,7 @@ impl Shape {
             let compiled = self
                 .patterns
                 .entry(pattern.to_string())
-                .or_insert_with(|| regex::Regex::new(pattern).map_err(|e| e.to_string()));
+                .or_insert_with(|| super::re2::compile(pattern).map_err(|e| e.to_string()));
             match compiled {
                 Ok(re) if re.is_match(s) => {}
                 Ok(_) => self.push(

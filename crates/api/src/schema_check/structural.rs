@@ -410,7 +410,7 @@ impl Checker {
         self.required(s, path, preserve);
         self.enumeration(s, path, ty, int_or_string);
         if let Some(pattern) = text(s, "pattern")
-            && let Err(e) = regex::Regex::new(pattern)
+            && let Err(e) = super::re2::compile(pattern)
         {
             self.err(
                 &format!("{path}.pattern"),
