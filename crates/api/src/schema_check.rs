@@ -6,6 +6,7 @@
 //! project's schemas use; see `cel_env` for what is and is not there.
 
 mod cel_env;
+mod correlate;
 mod crd_object;
 mod defaults;
 mod jsonpath;

@@ -1,9 +1,9 @@
 //! The CEL part of object validation: every `x-kubernetes-validations` rule evaluated with
 //! `self` bound to its node, and `oldSelf` to the same node of the old object on update.
 //!
-//! Transition rules (those naming `oldSelf`) run only where an old value correlates: object
-//! properties by name, map entries by key, list items only in `x-kubernetes-list-type: map`
-//! lists, by their keys. Rules are not run on `null` values, as on the server.
+//! Transition rules (those naming `oldSelf`) run only where an old value correlates (see
+//! `correlate`). Rules are not run on `null` values, and, on update, rules without `oldSelf`
+//! are not run on values the update did not change (ratcheting, on by default since 1.30).
 
 use std::collections::HashMap;
 
@@ -11,7 +11,8 @@ use serde_json::Value as Json;
 
 use super::RULE_NOT_EVALUATED;
 use super::cel_env::{Compiled, Outcome, mentions_old_self, optional, to_cel};
-use super::keyword::{additional_schema, get, properties, strings, text};
+use super::correlate;
+use super::keyword::{additional_schema, get, properties, text};
 use crate::error::{FieldError, Path};
 
 #[derive(Default)]
@@ -30,15 +31,17 @@ impl Rules {
             let old_cel = old
                 .filter(|o| !o.is_null())
                 .map(|o| to_cel(Some(schema), o));
+            // Ratcheting: rules without oldSelf are not re-run on a value the update left alone.
+            let unchanged = old == Some(value);
             for rule in list {
-                self.rule(rule, &this, old_cel.as_ref(), path);
+                self.rule(rule, &this, old_cel.as_ref(), path, unchanged);
             }
         }
         match value {
             Json::Object(map) => {
                 let props = properties(schema);
                 for (key, child) in map {
-                    let old_child = old.and_then(|o| get(o, key));
+                    let old_child = correlate::entry(old, key);
                     if let Some(prop) = props.and_then(|p| p.get(key)) {
                         self.node(prop, child, old_child, &path.field(key));
                     } else if let Some(values) = additional_schema(schema) {
@@ -50,19 +53,8 @@ impl Rules {
                 let Some(item_schema) = get(schema, "items") else {
                     return;
                 };
-                let old_items = old.and_then(Json::as_array);
-                let keys = strings(schema, "x-kubernetes-list-map-keys");
-                let correlate =
-                    text(schema, "x-kubernetes-list-type") == Some("map") && !keys.is_empty();
                 for (i, item) in items.iter().enumerate() {
-                    let old_item = if correlate {
-                        old_items.and_then(|olds| {
-                            olds.iter()
-                                .find(|o| keys.iter().all(|k| get(o, k) == get(item, k)))
-                        })
-                    } else {
-                        None
-                    };
+                    let old_item = correlate::list_item(schema, item, old);
                     self.node(item_schema, item, old_item, &path.index(i));
                 }
             }
@@ -70,14 +62,25 @@ impl Rules {
         }
     }
 
-    fn rule(&mut self, rule: &Json, this: &cel::Value, old: Option<&cel::Value>, path: &Path) {
+    fn rule(
+        &mut self,
+        rule: &Json,
+        this: &cel::Value,
+        old: Option<&cel::Value>,
+        path: &Path,
+        unchanged: bool,
+    ) {
         let Some(source) = text(rule, "rule") else {
             self.errors.push(path.error(format!(
                 "{RULE_NOT_EVALUATED}: validation without a rule: {rule}"
             )));
             return;
         };
-        let old_binding = if mentions_old_self(source) {
+        let transition = mentions_old_self(source);
+        if unchanged && !transition {
+            return;
+        }
+        let old_binding = if transition {
             if get(rule, "optionalOldSelf").and_then(Json::as_bool) == Some(true) {
                 match optional(old) {
                     Ok(v) => Some(v),

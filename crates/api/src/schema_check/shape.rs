@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::correlate;
 use super::keyword::{count, flag, get, has_type, number, properties, strings, text, type_of};
 use crate::error::{FieldError, Path};
 
@@ -26,7 +27,18 @@ impl Shape {
 
     /// Validates `value` at `path`; `root` enables the special handling of the object root
     /// (`apiVersion`, `kind` and `metadata` belong to the server, not to the schema).
-    pub(crate) fn node(&mut self, schema: &Value, value: &Value, path: &Path, root: bool) {
+    pub(crate) fn node(
+        &mut self,
+        schema: &Value,
+        value: &Value,
+        old: Option<&Value>,
+        path: &Path,
+        root: bool,
+    ) {
+        // Ratcheting: what an update leaves unchanged is not validated again.
+        if old == Some(value) {
+            return;
+        }
         if value.is_null() {
             let untyped_ok =
                 get(schema, "type").is_none() && !flag(schema, "x-kubernetes-int-or-string");
@@ -52,8 +64,8 @@ impl Shape {
         match value {
             Value::String(s) => self.string(schema, s, path),
             Value::Number(_) => self.number(schema, value, path),
-            Value::Array(items) => self.array(schema, items, path),
-            Value::Object(map) => self.object(schema, map, path, root),
+            Value::Array(items) => self.array(schema, items, old, path),
+            Value::Object(map) => self.object(schema, map, old, path, root),
             _ => {}
         }
         self.combinators(schema, value, path);
@@ -166,7 +178,7 @@ impl Shape {
         }
     }
 
-    fn array(&mut self, schema: &Value, items: &[Value], path: &Path) {
+    fn array(&mut self, schema: &Value, items: &[Value], old: Option<&Value>, path: &Path) {
         let n = items.len() as u64;
         if let Some(max) = count(schema, "maxItems")
             && n > max
@@ -220,7 +232,13 @@ impl Shape {
         }
         if let Some(item_schema) = get(schema, "items") {
             for (i, item) in items.iter().enumerate() {
-                self.node(item_schema, item, &path.index(i), false);
+                self.node(
+                    item_schema,
+                    item,
+                    correlate::list_item(schema, item, old),
+                    &path.index(i),
+                    false,
+                );
             }
         }
     }
@@ -229,6 +247,7 @@ impl Shape {
         &mut self,
         schema: &Value,
         map: &serde_json::Map<String, Value>,
+        old: Option<&Value>,
         path: &Path,
         root: bool,
     ) {
@@ -262,9 +281,21 @@ impl Shape {
         let embedded = flag(schema, "x-kubernetes-embedded-resource");
         for (key, child) in map {
             if let Some(prop) = props.and_then(|p| p.get(key)) {
-                self.node(prop, child, &path.field(key), false);
+                self.node(
+                    prop,
+                    child,
+                    correlate::entry(old, key),
+                    &path.field(key),
+                    false,
+                );
             } else if let Some(values) = additional.filter(|a| a.is_object()) {
-                self.node(values, child, &path.key(key), false);
+                self.node(
+                    values,
+                    child,
+                    correlate::entry(old, key),
+                    &path.key(key),
+                    false,
+                );
             } else if !open
                 && !((root || embedded)
                     && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"))
@@ -282,7 +313,7 @@ impl Shape {
                 ..Shape::default()
             };
             sub.patterns = std::mem::take(&mut me.patterns);
-            sub.node(branch, value, path, false);
+            sub.node(branch, value, None, path, false);
             me.patterns = std::mem::take(&mut sub.patterns);
             sub.errors
         };

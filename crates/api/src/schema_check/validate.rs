@@ -15,7 +15,8 @@ pub const RULES_NOT_CHECKED: &str = "some validation rules were not checked beca
 ///
 /// Defaults are applied first (to `old` too). Type errors stop the CEL rules from running, as
 /// on the server, and are followed by one error saying so. Rules naming `oldSelf` run only when
-/// `old` is given. A rule that cannot be evaluated gives an error whose reason starts with
+/// `old` is given. On update, values equal to their correlated old value are not validated
+/// again (ratcheting, as Kubernetes 1.30+ does by default), except by transition rules. A rule that cannot be evaluated gives an error whose reason starts with
 /// [`super::RULE_NOT_EVALUATED`].
 pub fn validate_object(schema: &Value, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
     validate_at(schema, object, old, true)
@@ -35,7 +36,7 @@ fn validate_at(schema: &Value, object: &Value, old: Option<&Value>, root: bool) 
         o
     });
     let mut shape = Shape::default();
-    shape.node(schema, &object, &Path::default(), root);
+    shape.node(schema, &object, old.as_ref(), &Path::default(), root);
     let mut errors = shape.errors;
     if shape.type_error {
         errors.push(FieldError::new("", RULES_NOT_CHECKED));

@@ -540,3 +540,30 @@ fn formats_and_root_metadata() {
         vec!["at: Invalid value: \"yesterday\": must be a date-time (RFC 3339)"]
     );
 }
+
+#[test]
+fn updates_ratchet_unchanged_values() {
+    let schema = object()
+        .prop(
+            "name",
+            string().max_length(3).rule("self != 'bad'", "name is bad"),
+        )
+        .prop("size", integer().maximum(5))
+        .into_value();
+    let stored = json!({"name": "bad", "size": 9});
+    // Unchanged invalid values pass an update that touches something else ...
+    assert!(update_errors(&schema, stored.clone(), json!({"name": "bad", "size": 9})).is_empty());
+    assert_eq!(
+        update_errors(&schema, stored.clone(), json!({"name": "bad", "size": 7})),
+        vec!["size: Invalid value: 7: should be less than or equal to 5"]
+    );
+    // ... and changed ones are checked in full.
+    assert_eq!(
+        update_errors(&schema, stored, json!({"name": "long", "size": 9})),
+        vec!["name: Too long: may not be longer than 3"]
+    );
+    assert_eq!(
+        errors(&schema, json!({"name": "bad"})),
+        vec!["name: name is bad"]
+    );
+}
