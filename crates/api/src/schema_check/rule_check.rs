@@ -143,9 +143,12 @@ pub(crate) struct RuleFacts {
     pub(crate) cost: f64,
 }
 
-pub(crate) fn analyse(expr: &IdedExpr, schema: &Json) -> RuleFacts {
+/// Analyses `expr` as a rule on `schema`; `root` when the node is the object root, whose
+/// rules may read `self.metadata.name` and `self.metadata.generateName`.
+pub(crate) fn analyse(expr: &IdedExpr, schema: &Json, root: bool) -> RuleFacts {
     let mut a = Analyser {
         schema,
+        root,
         facts: RuleFacts::default(),
         scope: Vec::new(),
     };
@@ -159,6 +162,7 @@ pub(crate) fn analyse(expr: &IdedExpr, schema: &Json) -> RuleFacts {
 
 struct Analyser<'a> {
     schema: &'a Json,
+    root: bool,
     facts: RuleFacts,
     scope: Vec<(String, Ty<'a>)>,
 }
@@ -371,6 +375,9 @@ impl<'a> Analyser<'a> {
 
     fn select(&mut self, on: &Ty<'a>, field: &str) -> Ty<'a> {
         let Ty::Node(s) = on else { return Ty::Dyn };
+        if self.root && field == "metadata" && std::ptr::eq(*s, self.schema) {
+            return Ty::Node(root_metadata());
+        }
         if let Some(props) = properties(s) {
             if let Some((_, prop)) = props
                 .iter()
@@ -450,6 +457,17 @@ impl<'a> Analyser<'a> {
         };
         (ty, cost)
     }
+}
+
+/// What rules at the root see of `metadata`: its name and generateName.
+fn root_metadata() -> &'static Json {
+    static META: std::sync::OnceLock<Json> = std::sync::OnceLock::new();
+    META.get_or_init(|| {
+        serde_json::json!({"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 253},
+            "generateName": {"type": "string", "maxLength": 253}
+        }})
+    })
 }
 
 fn literal_len(e: &IdedExpr) -> Option<f64> {

@@ -721,7 +721,7 @@ impl Checker {
                     format!("Invalid value: compilation failed: {e}"),
                 ),
                 Ok(expr) => {
-                    let facts = analyse(&expr, s);
+                    let facts = analyse(&expr, s, at.root);
                     for e in facts.errors {
                         self.err(
                             &format!("{p}.rule"),

@@ -280,6 +280,22 @@ fn rules_must_compile_name_declared_fields_and_known_functions() {
 }
 
 #[test]
+fn root_rules_may_read_the_name_only() {
+    let mut schema = root(good_spec());
+    schema["x-kubernetes-validations"] = json!([
+        {"rule": "self.metadata.name.size() <= 63", "message": "name too long"},
+        {"rule": "has(self.metadata.labels)", "message": "labels are not visible"}
+    ]);
+    let got = problems(schema);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_reports(
+        &got,
+        ".x-kubernetes-validations[1].rule",
+        "undefined field 'labels'",
+    );
+}
+
+#[test]
 fn transition_rules_need_correlatable_nodes() {
     let spec = object()
         .prop(
