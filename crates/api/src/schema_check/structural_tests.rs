@@ -431,3 +431,26 @@ fn objects_are_validated_against_the_named_version() {
         "apiVersion: version \"v9\" is not defined by the CRD"
     );
 }
+
+#[test]
+fn optional_syntax_and_other_macros_are_understood() {
+    let spec = object()
+        .prop("size", integer())
+        .prop("a", string().max_length(10))
+        .prop("xs", array(string().max_length(10)).max_items(10))
+        .rule("self.?a.orValue('') != 'x'", "optional select")
+        .rule("self.xs.exists_one(x, x == 'only')", "exists_one")
+        .rule("self.xs.map(x, x.size()).all(n, n < 10)", "map")
+        .rule("self.xs.filter(x, x.startsWith('a')).size() < 3", "filter");
+    assert_eq!(problems(root(spec.clone())), Vec::<String>::new());
+    let schema = spec.into_value();
+    let ok = super::validate_object(&schema, &json!({"a": "y", "xs": ["only", "b"]}), None);
+    assert_eq!(ok, vec![]);
+    let bad = super::validate_object(
+        &schema,
+        &json!({"a": "x", "xs": ["only", "only", "a1", "a2", "a3"]}),
+        None,
+    );
+    let reasons: Vec<&str> = bad.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(reasons, vec!["optional select", "exists_one", "filter"]);
+}
