@@ -73,10 +73,8 @@ pub struct Toleration {
 
 impl Toleration {
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if let Some(e) = self.effect {
-            if e != taint.effect {
-                return false;
-            }
+        if self.effect.is_some_and(|e| e != taint.effect) {
+            return false;
         }
         if self.key.is_empty() {
             return self.operator == TolerationOperator::Exists;
@@ -142,7 +140,7 @@ mod tests {
         );
         assert!(tol("", TolerationOperator::Exists, "", None).tolerates(&t));
         let soft = Taint::new("x", "", TaintEffect::PreferNoSchedule);
-        assert_eq!(first_untolerated(&[], &[soft.clone()]), None);
+        assert_eq!(first_untolerated(&[], std::slice::from_ref(&soft)), None);
         assert_eq!(first_untolerated(&[], &[soft, t.clone()]), Some(&t));
     }
 }

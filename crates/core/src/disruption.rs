@@ -1,0 +1,16 @@
+//! Voluntary disruption: which nodes may be removed or replaced, and why the others may not.
+//!
+//! Planning is pure: it reads a [`crate::model::Snapshot`] and returns [`command::Command`]s
+//! with a verdict for every node. Budgets, candidate filtering and cost formulas follow
+//! Karpenter's rules; consolidation asks a [`simulate::Simulator`] where pods would go.
+
+pub mod budgets;
+pub mod candidates;
+pub mod command;
+pub mod consolidation;
+pub mod cost;
+pub mod drift;
+pub mod duration;
+pub mod plan;
+pub mod simulate;
+pub mod validate;

@@ -1,0 +1,426 @@
+//! Which nodes may be voluntarily disrupted, and for every other node the reason it may not.
+//!
+//! A candidate is a Karpenter-managed node with its NodeClaim, initialized, not already being
+//! deleted, whose NodePool exists, and which nothing protects: no `karpenter.sh/do-not-disrupt`
+//! on the node or on any active pod, no PodDisruptionBudget that allows zero evictions for one
+//! of its pods (nor a pod under two budgets), and — for the graceful methods (emptiness and
+//! consolidation) — `consolidateAfter` elapsed since the last pod event.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use super::cost;
+use super::duration::parse_go_duration;
+use crate::labels;
+use crate::model::{
+    CapacityType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
+    UnhealthyPodEvictionPolicy,
+};
+use crate::time::Timestamp;
+
+pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+
+/// Graceful methods (emptiness, consolidation) always respect pod-level blockers; eventual
+/// methods (drift) ignore them for claims that have a termination grace period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MethodClass {
+    Graceful,
+    Eventual,
+}
+
+/// Why a node is not a disruption candidate. `code()` is stable for machines; `Display` is
+/// for people.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Blocker {
+    NotManaged,
+    NoNodeClaim,
+    NodePoolNotFound {
+        nodepool: String,
+    },
+    NotInitialized,
+    Deleting,
+    NodeDoNotDisrupt,
+    PodDoNotDisrupt {
+        pod: String,
+        until: Option<Timestamp>,
+    },
+    PdbAllowsNoEviction {
+        pdb: String,
+        pod: String,
+    },
+    MultiplePdbs {
+        pod: String,
+        pdbs: Vec<String>,
+    },
+    ConsolidationDisabled {
+        nodepool: String,
+    },
+    ConsolidateAfter {
+        remaining: Duration,
+    },
+}
+
+impl Blocker {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Blocker::NotManaged => "not-managed",
+            Blocker::NoNodeClaim => "no-nodeclaim",
+            Blocker::NodePoolNotFound { .. } => "nodepool-not-found",
+            Blocker::NotInitialized => "not-initialized",
+            Blocker::Deleting => "deleting",
+            Blocker::NodeDoNotDisrupt => "node-do-not-disrupt",
+            Blocker::PodDoNotDisrupt { .. } => "pod-do-not-disrupt",
+            Blocker::PdbAllowsNoEviction { .. } => "pdb-blocked",
+            Blocker::MultiplePdbs { .. } => "multiple-pdbs",
+            Blocker::ConsolidationDisabled { .. } => "consolidation-disabled",
+            Blocker::ConsolidateAfter { .. } => "consolidate-after",
+        }
+    }
+}
+
+impl fmt::Display for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Blocker::NotManaged => f.write_str("node has no karpenter.sh/nodepool label"),
+            Blocker::NoNodeClaim => f.write_str("node has no NodeClaim"),
+            Blocker::NodePoolNotFound { nodepool } => write!(f, "NodePool {nodepool} not found"),
+            Blocker::NotInitialized => f.write_str("node is not initialized"),
+            Blocker::Deleting => f.write_str("node is already being deleted"),
+            Blocker::NodeDoNotDisrupt => write!(f, "node has {DO_NOT_DISRUPT}=true"),
+            Blocker::PodDoNotDisrupt { pod, until: None } => write!(f, "do-not-disrupt pod {pod}"),
+            Blocker::PodDoNotDisrupt {
+                pod,
+                until: Some(t),
+            } => {
+                write!(
+                    f,
+                    "do-not-disrupt pod {pod} (until {}s after epoch)",
+                    t.unix_seconds()
+                )
+            }
+            Blocker::PdbAllowsNoEviction { pdb, pod } => {
+                write!(f, "PDB {pdb} allows 0 evictions (pod {pod})")
+            }
+            Blocker::MultiplePdbs { pod, pdbs } => {
+                write!(
+                    f,
+                    "pod {pod} is selected by more than one PDB ({})",
+                    pdbs.join(", ")
+                )
+            }
+            Blocker::ConsolidationDisabled { nodepool } => {
+                write!(f, "NodePool {nodepool} has consolidateAfter: Never")
+            }
+            Blocker::ConsolidateAfter { remaining } => {
+                write!(
+                    f,
+                    "consolidateAfter not elapsed ({}s left)",
+                    remaining.as_secs().max(1)
+                )
+            }
+        }
+    }
+}
+
+/// A node that may be disrupted, with what ranking and simulation need.
+#[derive(Clone, Debug)]
+pub struct Candidate<'a> {
+    pub node: &'a Node,
+    pub claim: &'a NodeClaim,
+    pub nodepool: &'a NodePool,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: Option<CapacityType>,
+    /// The hourly price of the offering the node runs on (0 when unknown).
+    pub price: f64,
+    /// Pods that would have to be placed elsewhere.
+    pub reschedulable_pods: Vec<&'a Pod>,
+    pub disruption_cost: f64,
+    pub reschedule_cost: f64,
+}
+
+impl Candidate<'_> {
+    /// Only daemon, mirror or terminal pods remain.
+    pub fn is_empty(&self) -> bool {
+        self.reschedule_cost <= 1.0
+    }
+
+    /// Karpenter's ranking: savings per unit of disruption, highest first.
+    pub fn savings_ratio(&self) -> f64 {
+        self.price / self.reschedule_cost
+    }
+}
+
+/// The outcome of candidate selection over a whole snapshot, sorted by node name.
+#[derive(Clone, Debug, Default)]
+pub struct Selection<'a> {
+    pub candidates: Vec<Candidate<'a>>,
+    pub blocked: Vec<(String, Blocker)>,
+}
+
+/// Pods that are still running or starting (not finished, not being deleted).
+fn is_active(p: &Pod) -> bool {
+    !p.is_terminal() && !p.is_terminating()
+}
+
+/// Pods a disruption must move: active (or terminating StatefulSet pods), not daemon or mirror.
+pub fn is_reschedulable(p: &Pod) -> bool {
+    let sts_terminating = p.is_terminating()
+        && !p.is_terminal()
+        && p.owner.as_ref().is_some_and(|o| o.kind == "StatefulSet");
+    (is_active(p) || sts_terminating) && !p.is_daemonset_pod() && !p.is_mirror_pod()
+}
+
+/// The instant a pod's `do-not-disrupt` protection ends: `Some(None)` forever (`"true"`),
+/// `Some(Some(t))` until `t` (a duration counted from the pod's start), `None` if the
+/// annotation is absent, invalid, or has lapsed.
+pub fn do_not_disrupt_until(pod: &Pod, now: Timestamp) -> Option<Option<Timestamp>> {
+    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
+    if value == "true" {
+        return Some(None);
+    }
+    let d = parse_go_duration(value).filter(|d| !d.is_zero())?;
+    let start = pod.start_time.unwrap_or(pod.creation_timestamp);
+    let until = start.plus(d);
+    (until > now).then_some(Some(until))
+}
+
+fn pdb_blocker(pod: &Pod, pdbs: &[&PodDisruptionBudget]) -> Option<Blocker> {
+    let matching: Vec<&&PodDisruptionBudget> = pdbs
+        .iter()
+        .filter(|b| b.namespace == pod.namespace)
+        .filter(|b| b.selector.as_ref().is_some_and(|s| s.matches(&pod.labels)))
+        .collect();
+    if matching.len() > 1 {
+        let mut names: Vec<String> = matching
+            .iter()
+            .map(|b| format!("{}/{}", b.namespace, b.name))
+            .collect();
+        names.sort();
+        return Some(Blocker::MultiplePdbs {
+            pod: pod.key(),
+            pdbs: names,
+        });
+    }
+    let b = matching.first()?;
+    let unhealthy_exempt =
+        b.unhealthy_pod_eviction_policy == UnhealthyPodEvictionPolicy::AlwaysAllow && !pod.ready;
+    (b.disruptions_allowed <= 0 && !unhealthy_exempt).then(|| Blocker::PdbAllowsNoEviction {
+        pdb: format!("{}/{}", b.namespace, b.name),
+        pod: pod.key(),
+    })
+}
+
+/// The hourly price of the offering matching the node's zone and capacity type.
+fn node_price(
+    snapshot: &Snapshot,
+    nodepool: &str,
+    it: &str,
+    zone: &str,
+    ct: Option<CapacityType>,
+) -> f64 {
+    snapshot
+        .instance_types
+        .get(nodepool)
+        .and_then(|its| its.iter().find(|i| i.name == it))
+        .and_then(|i| {
+            i.offerings
+                .iter()
+                .find(|o| o.zone == zone && Some(o.capacity_type) == ct)
+                .map(|o| o.price)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
+pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
+    let now = snapshot.now;
+    let claims_by_node: BTreeMap<&str, &NodeClaim> = snapshot
+        .node_claims
+        .iter()
+        .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+        .collect();
+    let claims_by_provider: BTreeMap<&str, &NodeClaim> = snapshot
+        .node_claims
+        .iter()
+        .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
+        .collect();
+    let pools: BTreeMap<&str, &NodePool> = snapshot
+        .nodepools
+        .iter()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let mut pods_by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for p in &snapshot.pods {
+        if let Some(n) = &p.node_name {
+            pods_by_node.entry(n.as_str()).or_default().push(p);
+        }
+    }
+    let pdbs: Vec<&PodDisruptionBudget> = snapshot.pdbs.iter().collect();
+
+    let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut out = Selection::default();
+    for node in nodes {
+        let block = |out: &mut Selection<'a>, b: Blocker| out.blocked.push((node.name.clone(), b));
+        let Some(pool_name) = node.labels.get(labels::NODEPOOL) else {
+            block(&mut out, Blocker::NotManaged);
+            continue;
+        };
+        let claim = claims_by_node
+            .get(node.name.as_str())
+            .or_else(|| claims_by_provider.get(node.provider_id.as_str()))
+            .copied();
+        let Some(claim) = claim else {
+            block(&mut out, Blocker::NoNodeClaim);
+            continue;
+        };
+        let Some(&pool) = pools.get(pool_name.as_str()) else {
+            block(
+                &mut out,
+                Blocker::NodePoolNotFound {
+                    nodepool: pool_name.clone(),
+                },
+            );
+            continue;
+        };
+        if !claim.initialized {
+            block(&mut out, Blocker::NotInitialized);
+            continue;
+        }
+        if node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
+            block(&mut out, Blocker::Deleting);
+            continue;
+        }
+        if node
+            .annotations
+            .get(DO_NOT_DISRUPT)
+            .is_some_and(|v| v == "true")
+        {
+            block(&mut out, Blocker::NodeDoNotDisrupt);
+            continue;
+        }
+        let pods: &[&Pod] = pods_by_node
+            .get(node.name.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let pod_blockers_apply =
+            class == MethodClass::Graceful || claim.termination_grace_period.is_none();
+        if pod_blockers_apply {
+            let mut sorted: Vec<&Pod> = pods.to_vec();
+            sorted.sort_by_key(|p| p.key());
+            let pod_block = sorted.iter().filter(|p| is_active(p)).find_map(|p| {
+                do_not_disrupt_until(p, now)
+                    .map(|until| Blocker::PodDoNotDisrupt {
+                        pod: p.key(),
+                        until,
+                    })
+                    .or_else(|| {
+                        if is_reschedulable(p) {
+                            pdb_blocker(p, &pdbs)
+                        } else {
+                            None
+                        }
+                    })
+            });
+            if let Some(b) = pod_block {
+                block(&mut out, b);
+                continue;
+            }
+        }
+        if class == MethodClass::Graceful {
+            match pool.disruption.consolidate_after {
+                None => {
+                    block(
+                        &mut out,
+                        Blocker::ConsolidationDisabled {
+                            nodepool: pool.name.clone(),
+                        },
+                    );
+                    continue;
+                }
+                Some(after) if !after.is_zero() => {
+                    let since = claim
+                        .last_pod_event_time
+                        .or(claim.initialized_at)
+                        .unwrap_or(claim.creation_timestamp);
+                    let elapsed = now.since(since);
+                    if elapsed < after {
+                        block(
+                            &mut out,
+                            Blocker::ConsolidateAfter {
+                                remaining: after - elapsed,
+                            },
+                        );
+                        continue;
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let instance_type = node
+            .labels
+            .get(labels::INSTANCE_TYPE)
+            .cloned()
+            .unwrap_or_default();
+        let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
+        let capacity_type = node
+            .labels
+            .get(labels::CAPACITY_TYPE)
+            .and_then(|c| CapacityType::parse(c));
+        let price = node_price(snapshot, &pool.name, &instance_type, &zone, capacity_type);
+        let reschedulable_pods: Vec<&Pod> = pods
+            .iter()
+            .copied()
+            .filter(|p| is_reschedulable(p))
+            .collect();
+        let age = now.since(claim.creation_timestamp);
+        let lifetime =
+            cost::lifetime_remaining(claim.expire_after.or(pool.template.expire_after), age);
+        out.candidates.push(Candidate {
+            node,
+            claim,
+            nodepool: pool,
+            instance_type,
+            zone,
+            capacity_type,
+            price,
+            disruption_cost: cost::disruption_cost(reschedulable_pods.iter().copied(), lifetime),
+            reschedule_cost: cost::reschedule_cost(reschedulable_pods.iter().copied()),
+            reschedulable_pods,
+        });
+    }
+    out
+}
+
+/// Per NodePool: (nodes that count for budgets, nodes already disrupting). Counted nodes are
+/// managed and initialized; disrupting ones are not Ready or marked for deletion.
+pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
+    let claims: BTreeMap<&str, &NodeClaim> = snapshot
+        .node_claims
+        .iter()
+        .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+        .collect();
+    let mut counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for node in &snapshot.nodes {
+        let (Some(pool), Some(claim)) = (
+            node.labels.get(labels::NODEPOOL),
+            claims.get(node.name.as_str()),
+        ) else {
+            continue;
+        };
+        if !claim.initialized {
+            continue;
+        }
+        let entry = counts.entry(pool.clone()).or_default();
+        entry.0 += 1;
+        if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
+            entry.1 += 1;
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests;

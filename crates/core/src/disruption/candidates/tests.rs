@@ -1,0 +1,258 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::model::{InstanceType, Offering, OwnerRef, PodPhase};
+use crate::selector::LabelSelector;
+
+const NOW: Timestamp = Timestamp(1_000_000_000);
+
+fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
+    let labels: BTreeMap<String, String> = [
+        (labels::NODEPOOL, "default"),
+        (labels::INSTANCE_TYPE, "m5.large"),
+        (labels::ZONE, "us-east-1a"),
+        (labels::CAPACITY_TYPE, "on-demand"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let it = InstanceType {
+        name: "m5.large".into(),
+        requirements: vec![],
+        capacity: Default::default(),
+        overhead: Default::default(),
+        offerings: vec![Offering {
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::OnDemand,
+            price: 0.096,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }],
+    };
+    Snapshot {
+        now: NOW,
+        nodepools: vec![NodePool {
+            name: "default".into(),
+            ready: true,
+            ..NodePool::default()
+        }],
+        instance_types: [("default".to_string(), Arc::new(vec![it]))]
+            .into_iter()
+            .collect(),
+        nodes: vec![Node {
+            name: "n1".into(),
+            provider_id: "p1".into(),
+            labels,
+            ready: true,
+            ..Node::default()
+        }],
+        node_claims: vec![NodeClaim {
+            name: "default-abc".into(),
+            nodepool: "default".into(),
+            node_name: Some("n1".into()),
+            provider_id: Some("p1".into()),
+            launched: true,
+            registered: true,
+            initialized: true,
+            ..NodeClaim::default()
+        }],
+        pods,
+        pdbs,
+        ..Snapshot::default()
+    }
+}
+
+fn pod(name: &str) -> Pod {
+    Pod {
+        namespace: "default".into(),
+        name: name.into(),
+        node_name: Some("n1".into()),
+        phase: PodPhase::Running,
+        ready: true,
+        owner: Some(OwnerRef {
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            controller: true,
+        }),
+        labels: [("app".to_string(), "web".to_string())]
+            .into_iter()
+            .collect(),
+        ..Pod::default()
+    }
+}
+
+fn pdb(name: &str, allowed: i32) -> PodDisruptionBudget {
+    PodDisruptionBudget {
+        namespace: "default".into(),
+        name: name.into(),
+        selector: Some(LabelSelector {
+            match_labels: [("app".to_string(), "web".to_string())]
+                .into_iter()
+                .collect(),
+            ..LabelSelector::default()
+        }),
+        disruptions_allowed: allowed,
+        ..PodDisruptionBudget::default()
+    }
+}
+
+fn only_blocker(s: &Snapshot, class: MethodClass) -> Option<String> {
+    let sel = select(s, class);
+    sel.blocked.first().map(|(_, b)| b.to_string())
+}
+
+#[test]
+fn plain_node_is_a_candidate_with_price_and_costs() {
+    let s = snapshot_with(vec![pod("a"), pod("b")], vec![]);
+    let sel = select(&s, MethodClass::Graceful);
+    assert!(sel.blocked.is_empty());
+    let c = &sel.candidates[0];
+    assert_eq!(c.price, 0.096);
+    assert_eq!(c.reschedule_cost, 3.0);
+    assert!(!c.is_empty());
+}
+
+#[test]
+fn daemon_and_finished_pods_leave_a_node_empty() {
+    let mut ds = pod("ds");
+    ds.owner = Some(OwnerRef {
+        kind: "DaemonSet".into(),
+        name: "d".into(),
+        controller: true,
+    });
+    let mut done = pod("job");
+    done.phase = PodPhase::Succeeded;
+    let s = snapshot_with(vec![ds, done], vec![]);
+    assert!(select(&s, MethodClass::Graceful).candidates[0].is_empty());
+}
+
+#[test]
+fn do_not_disrupt_pod_blocks_and_duration_lapses() {
+    let mut p = pod("x");
+    p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+    let s = snapshot_with(vec![p.clone()], vec![]);
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("do-not-disrupt pod default/x")
+    );
+
+    p.annotations.insert(DO_NOT_DISRUPT.into(), "5m".into());
+    p.start_time = Some(Timestamp(NOW.0 - 60_000));
+    let s = snapshot_with(vec![p.clone()], vec![]);
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "pod-do-not-disrupt"
+    );
+    p.start_time = Some(Timestamp(NOW.0 - 600_000));
+    let s = snapshot_with(vec![p], vec![]);
+    assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
+}
+
+#[test]
+fn node_annotation_blocks() {
+    let mut s = snapshot_with(vec![], vec![]);
+    s.nodes[0]
+        .annotations
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("node has karpenter.sh/do-not-disrupt=true")
+    );
+}
+
+#[test]
+fn pdbs_block_when_they_allow_nothing() {
+    let s = snapshot_with(vec![pod("a")], vec![pdb("web", 0)]);
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("PDB default/web allows 0 evictions (pod default/a)")
+    );
+    let s = snapshot_with(vec![pod("a")], vec![pdb("web", 1)]);
+    assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
+    let s = snapshot_with(vec![pod("a")], vec![pdb("web", 1), pdb("web2", 1)]);
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "multiple-pdbs"
+    );
+    let mut unhealthy = pod("a");
+    unhealthy.ready = false;
+    let mut always = pdb("web", 0);
+    always.unhealthy_pod_eviction_policy = UnhealthyPodEvictionPolicy::AlwaysAllow;
+    let s = snapshot_with(vec![unhealthy], vec![always]);
+    assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
+}
+
+#[test]
+fn drift_ignores_pod_blockers_only_with_a_grace_period() {
+    let mut p = pod("x");
+    p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+    let mut s = snapshot_with(vec![p], vec![]);
+    assert!(!select(&s, MethodClass::Eventual).blocked.is_empty());
+    s.node_claims[0].termination_grace_period = Some(Duration::from_secs(600));
+    assert!(select(&s, MethodClass::Eventual).blocked.is_empty());
+    assert!(!select(&s, MethodClass::Graceful).blocked.is_empty());
+}
+
+#[test]
+fn consolidate_after_counts_from_last_pod_event() {
+    let mut s = snapshot_with(vec![], vec![]);
+    s.nodepools[0].disruption.consolidate_after = Some(Duration::from_secs(60));
+    s.node_claims[0].last_pod_event_time = Some(Timestamp(NOW.0 - 48_000));
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("consolidateAfter not elapsed (12s left)")
+    );
+    assert!(select(&s, MethodClass::Eventual).blocked.is_empty());
+    s.node_claims[0].last_pod_event_time = Some(Timestamp(NOW.0 - 61_000));
+    assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
+    s.nodepools[0].disruption.consolidate_after = None;
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "consolidation-disabled"
+    );
+}
+
+#[test]
+fn lifecycle_states_block() {
+    let mut s = snapshot_with(vec![], vec![]);
+    s.node_claims[0].initialized = false;
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "not-initialized"
+    );
+    let mut s = snapshot_with(vec![], vec![]);
+    s.node_claims[0].deletion_timestamp = Some(NOW);
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "deleting"
+    );
+    let mut s = snapshot_with(vec![], vec![]);
+    s.nodes[0].labels.remove(labels::NODEPOOL);
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "not-managed"
+    );
+    let mut s = snapshot_with(vec![], vec![]);
+    s.node_claims.clear();
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "no-nodeclaim"
+    );
+    let mut s = snapshot_with(vec![], vec![]);
+    s.nodepools.clear();
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("NodePool default not found")
+    );
+}
+
+#[test]
+fn budget_counts_include_disrupting_nodes() {
+    let mut s = snapshot_with(vec![], vec![]);
+    assert_eq!(budget_node_counts(&s)["default"], (1, 0));
+    s.nodes[0].ready = false;
+    assert_eq!(budget_node_counts(&s)["default"], (1, 1));
+}

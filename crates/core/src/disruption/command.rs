@@ -1,0 +1,200 @@
+//! Disruption decisions as data. The executor applies them; `core` never acts.
+
+use std::fmt;
+
+use crate::model::DisruptionReason;
+use crate::requirements::Requirement;
+
+/// The method that produced a command, in the order Karpenter runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Method {
+    Expiration,
+    Emptiness,
+    Drift,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Expiration => "expiration",
+            Method::Emptiness => "emptiness",
+            Method::Drift => "drift",
+            Method::MultiNodeConsolidation => "multi-node-consolidation",
+            Method::SingleNodeConsolidation => "single-node-consolidation",
+        }
+    }
+
+    /// The `consolidation_type` metric label: empty, multi, single, or "" (drift, expiration).
+    pub fn consolidation_type(self) -> &'static str {
+        match self {
+            Method::Emptiness => "empty",
+            Method::MultiNodeConsolidation => "multi",
+            Method::SingleNodeConsolidation => "single",
+            Method::Drift | Method::Expiration => "",
+        }
+    }
+
+    /// The metric `reason` label.
+    pub fn reason_label(self) -> &'static str {
+        match self {
+            Method::Expiration => "expired",
+            Method::Emptiness => "empty",
+            Method::Drift => "drifted",
+            Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => "underutilized",
+        }
+    }
+
+    /// The budget reason this method consumes; expiration is forceful and has none.
+    pub fn budget_reason(self) -> Option<DisruptionReason> {
+        match self {
+            Method::Expiration => None,
+            Method::Emptiness => Some(DisruptionReason::Empty),
+            Method::Drift => Some(DisruptionReason::Drifted),
+            Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
+                Some(DisruptionReason::Underutilized)
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Delete,
+    Replace,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Delete => "delete",
+            Decision::Replace => "replace",
+        }
+    }
+}
+
+/// A node chosen for disruption.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub node: String,
+    pub nodeclaim: String,
+    pub nodepool: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: String,
+    pub price: f64,
+    /// `namespace/name` of the pods that will be evicted.
+    pub pods: Vec<String>,
+}
+
+/// A node to launch before the targets go.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replacement {
+    pub nodepool: String,
+    pub requirements: Vec<Requirement>,
+    /// Instance-type options, cheapest first.
+    pub instance_types: Vec<String>,
+    /// The cheapest available offering among the options.
+    pub price: f64,
+}
+
+/// One step of a command, in the order the executor must run them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Launch(Replacement),
+    /// `karpenter.sh/disrupted:NoSchedule` on the node (after replacements are initialized).
+    Taint {
+        node: String,
+    },
+    Evict {
+        node: String,
+        pod: String,
+    },
+    Delete {
+        nodeclaim: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Command {
+    pub method: Method,
+    pub decision: Decision,
+    pub targets: Vec<Target>,
+    pub replacements: Vec<Replacement>,
+    /// Dollars per hour saved: targets' prices minus replacements' prices.
+    pub savings_per_hour: f64,
+    /// Forceful commands (expiration) skip budgets and do not wait for replacements.
+    pub forceful: bool,
+}
+
+impl Command {
+    pub fn new(method: Method, targets: Vec<Target>, replacements: Vec<Replacement>) -> Command {
+        let removed: f64 = targets.iter().map(|t| t.price).sum();
+        let added: f64 = replacements.iter().map(|r| r.price).sum();
+        Command {
+            method,
+            decision: if replacements.is_empty() {
+                Decision::Delete
+            } else {
+                Decision::Replace
+            },
+            targets,
+            replacements,
+            savings_per_hour: removed - added,
+            forceful: method == Method::Expiration,
+        }
+    }
+
+    /// The executor's steps: launch replacements, taint, evict, delete.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps: Vec<Step> = self
+            .replacements
+            .iter()
+            .cloned()
+            .map(Step::Launch)
+            .collect();
+        steps.extend(self.targets.iter().map(|t| Step::Taint {
+            node: t.node.clone(),
+        }));
+        for t in &self.targets {
+            steps.extend(t.pods.iter().map(|p| Step::Evict {
+                node: t.node.clone(),
+                pod: p.clone(),
+            }));
+        }
+        steps.extend(self.targets.iter().map(|t| Step::Delete {
+            nodeclaim: t.nodeclaim.clone(),
+        }));
+        steps
+    }
+}
+
+impl fmt::Display for Command {
+    /// `<method>: <decision>: nodepools=[…]: [nodes] -> [N replacement(s)] (savings: $X.XX/h)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut pools: Vec<&str> = self.targets.iter().map(|t| t.nodepool.as_str()).collect();
+        pools.sort();
+        pools.dedup();
+        let nodes: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| format!("{}/{}/{}", t.node, t.instance_type, t.capacity_type))
+            .collect();
+        let replacements: Vec<String> = self
+            .replacements
+            .iter()
+            .map(|r| r.instance_types.first().cloned().unwrap_or_default())
+            .collect();
+        write!(
+            f,
+            "{}: {}: nodepools=[{}]: [{}] -> [{}] (savings: ${:.4}/h)",
+            self.method.as_str(),
+            self.decision.as_str(),
+            pools.join(", "),
+            nodes.join(", "),
+            replacements.join(", "),
+            self.savings_per_hour
+        )
+    }
+}

@@ -1,0 +1,216 @@
+//! Drift: a node no longer matches what its NodePool (or its provider) would launch today.
+//!
+//! Checked in Karpenter's order, first reason wins: the NodePool template hash changed
+//! (`NodePoolDrifted`, only when hash versions agree), the node's labels no longer satisfy the
+//! NodePool requirements (`RequirementsDrifted`), the instance type or a compatible offering is
+//! gone (`InstanceTypeNotFound`, only for claims older than an hour), or the provider reported
+//! drift (its reason).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::labels;
+use crate::model::{InstanceType, Node, NodeClaim, NodePool};
+use crate::requirements::{Operator, Requirement};
+use crate::time::Timestamp;
+
+pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
+pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
+/// The hash version this build computes; claims stamped with another version are not compared.
+pub const NODEPOOL_HASH_VERSION_CURRENT: &str = "v3";
+
+const INSTANCE_TYPE_CHECK_MIN_AGE: Duration = Duration::from_secs(3600);
+
+/// True when a node label (or its absence) satisfies `req`. Absent well-known labels are
+/// allowed, as Karpenter allows undefined well-known labels.
+pub fn label_satisfies(req: &Requirement, value: Option<&str>) -> bool {
+    let key = labels::normalize_key(&req.key);
+    let Some(v) = value else {
+        return match req.operator {
+            Operator::NotIn | Operator::DoesNotExist => true,
+            _ => labels::is_well_known(key),
+        };
+    };
+    let num = |s: &str| s.parse::<i64>().ok();
+    let bound = req.values.first().and_then(|b| num(b));
+    match req.operator {
+        Operator::In => req.values.iter().any(|x| x == v),
+        Operator::NotIn => !req.values.iter().any(|x| x == v),
+        Operator::Exists => true,
+        Operator::DoesNotExist => false,
+        Operator::Gt => matches!((num(v), bound), (Some(a), Some(b)) if a > b),
+        Operator::Lt => matches!((num(v), bound), (Some(a), Some(b)) if a < b),
+        Operator::Gte => matches!((num(v), bound), (Some(a), Some(b)) if a >= b),
+        Operator::Lte => matches!((num(v), bound), (Some(a), Some(b)) if a <= b),
+    }
+}
+
+fn label<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
+    labels.get(labels::normalize_key(key)).map(String::as_str)
+}
+
+/// Why `claim` (on `node`) has drifted from `nodepool`, if it has.
+pub fn drift_reason(
+    claim: &NodeClaim,
+    node: &Node,
+    nodepool: &NodePool,
+    instance_types: &[InstanceType],
+    now: Timestamp,
+) -> Option<String> {
+    let version = claim
+        .annotations
+        .get(NODEPOOL_HASH_VERSION)
+        .map(String::as_str);
+    if let Some(hash) = claim.annotations.get(NODEPOOL_HASH)
+        && version == Some(NODEPOOL_HASH_VERSION_CURRENT)
+        && !nodepool.hash.is_empty()
+        && *hash != nodepool.hash
+    {
+        return Some("NodePoolDrifted".into());
+    }
+    if nodepool
+        .template
+        .requirements
+        .iter()
+        .any(|r| !label_satisfies(r, label(&node.labels, &r.key)))
+    {
+        return Some("RequirementsDrifted".into());
+    }
+    if now.since(claim.creation_timestamp) >= INSTANCE_TYPE_CHECK_MIN_AGE
+        && let Some(name) = node.labels.get(labels::INSTANCE_TYPE)
+    {
+        let zone = node.labels.get(labels::ZONE);
+        let ct = node.labels.get(labels::CAPACITY_TYPE);
+        let found = instance_types.iter().find(|it| &it.name == name);
+        let offering_ok = found.is_some_and(|it| {
+            it.offerings.iter().any(|o| {
+                zone.is_none_or(|z| *z == o.zone)
+                    && ct.is_none_or(|c| {
+                        c == o.capacity_type.as_str()
+                            // a reserved node may fall back to on-demand pricing
+                            || (c == labels::CAPACITY_TYPE_RESERVED && o.capacity_type.as_str() == labels::CAPACITY_TYPE_ON_DEMAND)
+                    })
+            })
+        });
+        if !offering_ok {
+            return Some("InstanceTypeNotFound".into());
+        }
+    }
+    claim.drifted.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CapacityType, Offering};
+
+    fn setup() -> (NodeClaim, Node, NodePool, Vec<InstanceType>) {
+        let claim = NodeClaim {
+            annotations: [
+                (NODEPOOL_HASH.to_string(), "h1".to_string()),
+                (NODEPOOL_HASH_VERSION.to_string(), "v3".to_string()),
+            ]
+            .into_iter()
+            .collect(),
+            ..NodeClaim::default()
+        };
+        let node = Node {
+            labels: [
+                (labels::INSTANCE_TYPE, "m5.large"),
+                (labels::ZONE, "us-east-1a"),
+                (labels::CAPACITY_TYPE, "spot"),
+                (labels::aws::INSTANCE_GENERATION, "5"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..Node::default()
+        };
+        let mut pool = NodePool {
+            hash: "h1".into(),
+            ..NodePool::default()
+        };
+        pool.template.requirements = vec![Requirement::new(
+            labels::aws::INSTANCE_GENERATION,
+            Operator::Gt,
+            &["2"],
+        )];
+        let it = InstanceType {
+            name: "m5.large".into(),
+            requirements: vec![],
+            capacity: Default::default(),
+            overhead: Default::default(),
+            offerings: vec![Offering {
+                zone: "us-east-1a".into(),
+                capacity_type: CapacityType::Spot,
+                price: 0.04,
+                available: true,
+                reservation_id: None,
+                reservation_capacity: None,
+            }],
+        };
+        (claim, node, pool, vec![it])
+    }
+
+    #[test]
+    fn each_reason_in_order() {
+        let now = Timestamp(10_000_000);
+        let (claim, node, mut pool, its) = setup();
+        assert_eq!(drift_reason(&claim, &node, &pool, &its, now), None);
+
+        pool.hash = "h2".into();
+        assert_eq!(
+            drift_reason(&claim, &node, &pool, &its, now).as_deref(),
+            Some("NodePoolDrifted")
+        );
+        let mut old_version = claim.clone();
+        old_version
+            .annotations
+            .insert(NODEPOOL_HASH_VERSION.into(), "v2".into());
+        assert_eq!(drift_reason(&old_version, &node, &pool, &its, now), None);
+
+        pool.hash = "h1".into();
+        pool.template.requirements = vec![Requirement::new(
+            labels::aws::INSTANCE_GENERATION,
+            Operator::Gt,
+            &["5"],
+        )];
+        assert_eq!(
+            drift_reason(&claim, &node, &pool, &its, now).as_deref(),
+            Some("RequirementsDrifted")
+        );
+
+        pool.template.requirements.clear();
+        assert_eq!(
+            drift_reason(&claim, &node, &pool, &[], now).as_deref(),
+            Some("InstanceTypeNotFound")
+        );
+        // Young claims are not checked for missing instance types.
+        assert_eq!(
+            drift_reason(&claim, &node, &pool, &[], Timestamp(60_000)),
+            None
+        );
+
+        let mut provider = claim.clone();
+        provider.drifted = Some("AMIDrift".into());
+        assert_eq!(
+            drift_reason(&provider, &node, &pool, &its, now).as_deref(),
+            Some("AMIDrift")
+        );
+    }
+
+    #[test]
+    fn label_rules() {
+        let gte = Requirement::new("example.com/n", Operator::Gte, &["3"]);
+        assert!(label_satisfies(&gte, Some("3")));
+        assert!(!label_satisfies(&gte, Some("2")));
+        assert!(!label_satisfies(&gte, None));
+        let zone = Requirement::new(labels::ZONE, Operator::In, &["a"]);
+        assert!(label_satisfies(&zone, None));
+        assert!(!label_satisfies(&zone, Some("b")));
+        assert!(label_satisfies(
+            &Requirement::new("x", Operator::DoesNotExist, &[]),
+            None
+        ));
+    }
+}

@@ -1,0 +1,458 @@
+//! One planning round over a snapshot: every method in Karpenter's order, budgets applied,
+//! and a verdict for every managed node saying what will happen to it or why not.
+//!
+//! Methods claim nodes in order (expiration, emptiness, drift, multi-node consolidation,
+//! single-node consolidation); a node claimed by one method is not offered to the next, and
+//! every simulation treats already-claimed nodes as gone.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::budgets::allowed_disruptions;
+use super::candidates::{Candidate, MethodClass, budget_node_counts, select};
+use super::command::{Command, Method};
+use super::consolidation::{self, Features, Rejection, target};
+use super::drift::drift_reason;
+use super::simulate::Simulator;
+use crate::model::{ConsolidationPolicy, DisruptionReason, NodeClaim, Pod, Snapshot};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub features: Features,
+}
+
+/// What happens to one node this round, or why nothing does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub node: String,
+    /// Stable machine-readable code (`disrupted`, `pod-do-not-disrupt`, `budget-exhausted` ...).
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DisruptionPlan {
+    pub commands: Vec<Command>,
+    /// One per Karpenter-managed node, sorted by node name.
+    pub verdicts: Vec<Verdict>,
+}
+
+impl DisruptionPlan {
+    pub fn savings_per_hour(&self) -> f64 {
+        self.commands.iter().map(|c| c.savings_per_hour).sum()
+    }
+}
+
+/// Budget bookkeeping for one round. Nodes taken earlier in the round count as disrupting for
+/// every later decision, exactly as they would once their command is running.
+struct Budgets<'s> {
+    snapshot: &'s Snapshot,
+    counts: BTreeMap<String, (u32, u32)>,
+    taken: BTreeMap<String, u32>,
+}
+
+impl<'s> Budgets<'s> {
+    fn new(snapshot: &'s Snapshot) -> Self {
+        Budgets {
+            snapshot,
+            counts: budget_node_counts(snapshot),
+            taken: BTreeMap::new(),
+        }
+    }
+
+    fn remaining(&self, pool: &str, reason: DisruptionReason) -> (u32, String) {
+        let Some(np) = self.snapshot.nodepools.iter().find(|p| p.name == pool) else {
+            return (0, String::new());
+        };
+        let (count, disrupting) = self.counts.get(pool).copied().unwrap_or((0, 0));
+        let taken = self.taken.get(pool).copied().unwrap_or(0);
+        let a = allowed_disruptions(np, reason, count, disrupting + taken, self.snapshot.now);
+        (a.allowed, a.binding.unwrap_or_default())
+    }
+
+    /// Takes one node from the budget; `Err(binding)` when it is exhausted.
+    fn take(&mut self, pool: &str, reason: DisruptionReason) -> Result<(), String> {
+        let (left, binding) = self.remaining(pool, reason);
+        if left == 0 {
+            return Err(binding);
+        }
+        *self.taken.entry(pool.to_string()).or_default() += 1;
+        Ok(())
+    }
+
+    /// Records nodes taken by a command whose budget was checked another way.
+    fn record(&mut self, pool: &str, n: u32) {
+        *self.taken.entry(pool.to_string()).or_default() += n;
+    }
+}
+
+fn exhausted(node: &str, binding: &str, reason: DisruptionReason) -> Verdict {
+    Verdict {
+        node: node.to_string(),
+        code: "budget-exhausted".into(),
+        message: format!("budget {binding} exhausted for reason {}", reason.as_str()),
+    }
+}
+
+fn disrupted(node: &str, command: &Command) -> Verdict {
+    Verdict {
+        node: node.to_string(),
+        code: "disrupted".into(),
+        message: command.to_string(),
+    }
+}
+
+fn expired(snapshot: &Snapshot, claim: &NodeClaim) -> bool {
+    let expire_after = claim.expire_after.or_else(|| {
+        snapshot
+            .nodepools
+            .iter()
+            .find(|p| p.name == claim.nodepool)
+            .and_then(|p| p.template.expire_after)
+    });
+    expire_after.is_some_and(|e| snapshot.now.since(claim.creation_timestamp) >= e)
+}
+
+/// Plans one round of disruption over `snapshot`.
+pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
+    let mut out = DisruptionPlan::default();
+    let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut budgets = Budgets::new(snapshot);
+
+    // Expiration is forceful: no budgets, no blockers, no replacement first.
+    let graceful = select(snapshot, MethodClass::Graceful);
+    let eventual = select(snapshot, MethodClass::Eventual);
+    for claim in &snapshot.node_claims {
+        let Some(node) = claim
+            .node_name
+            .as_ref()
+            .and_then(|n| snapshot.nodes.iter().find(|x| &x.name == n))
+        else {
+            continue;
+        };
+        if claim.deletion_timestamp.is_none() && expired(snapshot, claim) {
+            let cmd = Command::new(
+                Method::Expiration,
+                vec![expiring_target(snapshot, claim, node)],
+                vec![],
+            );
+            verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
+            taken.insert(node.name.clone());
+            out.commands.push(cmd);
+        }
+    }
+    for (node, blocker) in &graceful.blocked {
+        verdicts.entry(node.clone()).or_insert_with(|| Verdict {
+            node: node.clone(),
+            code: blocker.code().into(),
+            message: blocker.to_string(),
+        });
+    }
+
+    // Emptiness: every empty candidate within budget, in one command.
+    let mut ranked: Vec<&Candidate<'_>> = graceful
+        .candidates
+        .iter()
+        .filter(|c| !taken.contains(&c.node.name))
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.savings_ratio()
+            .total_cmp(&a.savings_ratio())
+            .then_with(|| a.node.name.cmp(&b.node.name))
+    });
+    let mut empty_targets = Vec::new();
+    for c in ranked.iter().filter(|c| c.is_empty()) {
+        match budgets.take(&c.nodepool.name, DisruptionReason::Empty) {
+            Ok(()) => empty_targets.push(target(c)),
+            Err(b) => {
+                verdicts.insert(
+                    c.node.name.clone(),
+                    exhausted(&c.node.name, &b, DisruptionReason::Empty),
+                );
+            }
+        }
+    }
+    if !empty_targets.is_empty() {
+        let cmd = Command::new(Method::Emptiness, empty_targets, vec![]);
+        for t in &cmd.targets {
+            verdicts.insert(t.node.clone(), disrupted(&t.node, &cmd));
+            taken.insert(t.node.clone());
+        }
+        out.commands.push(cmd);
+    }
+
+    // Drift: empty drifted nodes first, then the longest drifted; one command per round.
+    let pools_its = &snapshot.instance_types;
+    let mut drifted: Vec<(&Candidate<'_>, String)> = eventual
+        .candidates
+        .iter()
+        .filter(|c| !taken.contains(&c.node.name))
+        .filter_map(|c| {
+            let its = pools_its
+                .get(&c.nodepool.name)
+                .map(|v| v.as_slice())
+                .unwrap_or(&[]);
+            drift_reason(c.claim, c.node, c.nodepool, its, snapshot.now).map(|r| (c, r))
+        })
+        .collect();
+    drifted.sort_by(|(a, _), (b, _)| {
+        b.is_empty()
+            .cmp(&a.is_empty())
+            .then_with(|| a.claim.drifted_at.cmp(&b.claim.drifted_at))
+            .then_with(|| a.node.name.cmp(&b.node.name))
+    });
+    let mut drift_done = false;
+    for (c, reason) in &drifted {
+        let name = c.node.name.clone();
+        if drift_done {
+            verdicts.insert(
+                name.clone(),
+                Verdict {
+                    node: name,
+                    code: "drift-queued".into(),
+                    message: format!("drifted ({reason}); one drift replacement at a time"),
+                },
+            );
+            continue;
+        }
+        if let Err(b) = budgets.take(&c.nodepool.name, DisruptionReason::Drifted) {
+            verdicts.insert(
+                name.clone(),
+                exhausted(&name, &b, DisruptionReason::Drifted),
+            );
+            continue;
+        }
+        let mut without = taken.clone();
+        without.insert(name.clone());
+        let sim = simulator.simulate(snapshot, &without, &c.reschedulable_pods);
+        if let Some((pod, why)) = sim.failures.first() {
+            verdicts.insert(
+                name.clone(),
+                Verdict {
+                    node: name,
+                    code: "pods-do-not-fit".into(),
+                    message: format!(
+                        "drifted ({reason}) but pods do not fit elsewhere: pod {pod}: {why}"
+                    ),
+                },
+            );
+            continue;
+        }
+        let replacements = sim
+            .new_claims
+            .iter()
+            .map(|claim| super::command::Replacement {
+                nodepool: claim.nodepool.clone(),
+                requirements: claim.requirements.clone(),
+                instance_types: claim
+                    .options
+                    .iter()
+                    .map(|o| o.instance_type.clone())
+                    .collect(),
+                price: claim
+                    .options
+                    .first()
+                    .map(|o| o.cheapest_price)
+                    .unwrap_or(0.0),
+            })
+            .collect();
+        let cmd = Command::new(Method::Drift, vec![target(c)], replacements);
+        verdicts.insert(name.clone(), disrupted(&name, &cmd));
+        taken.insert(name);
+        out.commands.push(cmd);
+        drift_done = true;
+    }
+
+    // Consolidation candidates: non-empty, policy allows it, within the Underutilized budget.
+    let mut consolidatable: Vec<&Candidate<'_>> = Vec::new();
+    for c in ranked
+        .iter()
+        .filter(|c| !taken.contains(&c.node.name) && !c.is_empty())
+    {
+        if c.nodepool.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty {
+            verdicts.insert(
+                c.node.name.clone(),
+                Verdict {
+                    node: c.node.name.clone(),
+                    code: "policy-when-empty".into(),
+                    message: format!(
+                        "NodePool {} consolidates only empty nodes (WhenEmpty)",
+                        c.nodepool.name
+                    ),
+                },
+            );
+            continue;
+        }
+        let (left, binding) = budgets.remaining(&c.nodepool.name, DisruptionReason::Underutilized);
+        let already = consolidatable
+            .iter()
+            .filter(|x| x.nodepool.name == c.nodepool.name)
+            .count() as u32;
+        if left <= already {
+            verdicts.insert(
+                c.node.name.clone(),
+                exhausted(&c.node.name, &binding, DisruptionReason::Underutilized),
+            );
+            continue;
+        }
+        consolidatable.push(c);
+    }
+
+    // Multi-node: the longest prefix that consolidates, found by binary search.
+    let mut multi: Option<(usize, Command)> = None;
+    let (mut lo, mut hi) = (2usize, consolidatable.len());
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        let prefix = &consolidatable[..mid];
+        let result = consolidation::compute(
+            &without_taken(snapshot, &taken),
+            simulator,
+            prefix,
+            Method::MultiNodeConsolidation,
+            settings.features,
+        )
+        .and_then(|cmd| consolidation::approve_balanced(cmd, prefix, &graceful.candidates));
+        match result {
+            Ok(cmd) => {
+                multi = Some((mid, cmd));
+                lo = mid + 1;
+            }
+            Err(_) => hi = mid - 1,
+        }
+    }
+    let multi_found = multi.is_some();
+    if let Some((n, cmd)) = multi {
+        for c in &consolidatable[..n] {
+            verdicts.insert(c.node.name.clone(), disrupted(&c.node.name, &cmd));
+            taken.insert(c.node.name.clone());
+            budgets.record(&c.nodepool.name, 1);
+        }
+        out.commands.push(cmd);
+    }
+
+    // Single-node: evaluate every remaining candidate; act on the best saving.
+    let reduced = without_taken(snapshot, &taken);
+    let mut best: Option<(usize, Command)> = None;
+    let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
+    for (i, c) in consolidatable.iter().enumerate() {
+        if taken.contains(&c.node.name) {
+            continue;
+        }
+        let one = [*c];
+        let r = consolidation::compute(
+            &reduced,
+            simulator,
+            &one,
+            Method::SingleNodeConsolidation,
+            settings.features,
+        )
+        .and_then(|cmd| consolidation::approve_balanced(cmd, &one, &graceful.candidates));
+        if let Ok(cmd) = &r
+            && !multi_found
+            && best
+                .as_ref()
+                .is_none_or(|(_, b)| cmd.savings_per_hour > b.savings_per_hour)
+        {
+            best = Some((i, cmd.clone()));
+        }
+        results.push((i, r));
+    }
+    for (i, r) in results {
+        let name = consolidatable[i].node.name.clone();
+        let v = match (&best, r) {
+            (Some((b, cmd)), _) if *b == i => disrupted(&name, cmd),
+            (_, Ok(cmd)) => Verdict {
+                node: name.clone(),
+                code: "consolidatable".into(),
+                message: format!(
+                    "can be consolidated ({}, saves ${:.4}/h); one consolidation command per round",
+                    cmd.decision.as_str(),
+                    cmd.savings_per_hour
+                ),
+            },
+            // An earlier method may already have said something more specific (drift).
+            (_, Err(_)) if verdicts.contains_key(&name) => continue,
+            (_, Err(rej)) => Verdict {
+                node: name.clone(),
+                code: rej.code().into(),
+                message: rej.to_string(),
+            },
+        };
+        verdicts.insert(name, v);
+    }
+    if let Some((i, cmd)) = best {
+        taken.insert(consolidatable[i].node.name.clone());
+        budgets.record(&consolidatable[i].nodepool.name, 1);
+        out.commands.push(cmd);
+    }
+
+    // Everything else that was a candidate is simply not worth disrupting now.
+    for c in &graceful.candidates {
+        verdicts
+            .entry(c.node.name.clone())
+            .or_insert_with(|| Verdict {
+                node: c.node.name.clone(),
+                code: "no-action".into(),
+                message: "no disruption method applies".into(),
+            });
+    }
+    out.verdicts = verdicts.into_values().collect();
+    out
+}
+
+/// A target for a node that expires, whatever protects it.
+fn expiring_target(
+    snapshot: &Snapshot,
+    claim: &NodeClaim,
+    node: &crate::model::Node,
+) -> super::command::Target {
+    let label = |k: &str| node.labels.get(k).cloned().unwrap_or_default();
+    let pods = snapshot
+        .pods
+        .iter()
+        .filter(|p| p.node_name.as_deref() == Some(node.name.as_str()))
+        .filter(|p| super::candidates::is_reschedulable(p))
+        .map(|p| p.key())
+        .collect();
+    let price = snapshot
+        .instance_types
+        .get(&claim.nodepool)
+        .and_then(|its| {
+            its.iter()
+                .find(|it| it.name == label(crate::labels::INSTANCE_TYPE))
+        })
+        .and_then(|it| {
+            it.offerings.iter().find(|o| {
+                o.zone == label(crate::labels::ZONE)
+                    && o.capacity_type.as_str() == label(crate::labels::CAPACITY_TYPE)
+            })
+        })
+        .map(|o| o.price)
+        .unwrap_or(0.0);
+    super::command::Target {
+        node: node.name.clone(),
+        nodeclaim: claim.name.clone(),
+        nodepool: claim.nodepool.clone(),
+        instance_type: label(crate::labels::INSTANCE_TYPE),
+        zone: label(crate::labels::ZONE),
+        capacity_type: label(crate::labels::CAPACITY_TYPE),
+        price,
+        pods,
+    }
+}
+
+/// A copy of the snapshot without the nodes (and their pods' bindings) already claimed, so
+/// later simulations do not place pods on nodes that are going away.
+fn without_taken(snapshot: &Snapshot, taken: &BTreeSet<String>) -> Snapshot {
+    if taken.is_empty() {
+        return snapshot.clone();
+    }
+    let mut s = snapshot.clone();
+    s.nodes.retain(|n| !taken.contains(&n.name));
+    s.pods
+        .retain(|p: &Pod| p.node_name.as_ref().is_none_or(|n| !taken.contains(n)));
+    s
+}
+
+#[cfg(test)]
+mod tests;

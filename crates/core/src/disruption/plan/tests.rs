@@ -1,0 +1,522 @@
+//! Planning rounds over small clusters. The simulator here is a first-fit packer over plain
+//! data: enough to exercise the decision rules; the scheduling engine has its own tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::disruption::candidates::DO_NOT_DISRUPT;
+use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation};
+use crate::labels;
+use crate::model::{
+    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodePool, Offering, OwnerRef, PodPhase,
+};
+use crate::resources::{CPU, Resources};
+use crate::time::Timestamp;
+
+const NOW: Timestamp = Timestamp(100_000_000);
+
+struct FirstFit;
+
+impl Simulator for FirstFit {
+    fn simulate(&self, s: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
+        let mut free: Vec<(String, i64)> = s
+            .nodes
+            .iter()
+            .filter(|n| !without.contains(&n.name))
+            .map(|n| {
+                let used: i64 = s
+                    .pods
+                    .iter()
+                    .filter(|p| {
+                        p.node_name.as_deref() == Some(&n.name)
+                            && !pods.iter().any(|q| q.key() == p.key())
+                    })
+                    .map(|p| p.requests.get(CPU))
+                    .sum();
+                (n.name.clone(), n.allocatable.get(CPU) - used)
+            })
+            .collect();
+        let mut out = Simulation::default();
+        let mut new_cpu = 0;
+        for p in pods {
+            let cpu = p.requests.get(CPU);
+            if let Some(slot) = free.iter_mut().find(|(_, f)| *f >= cpu) {
+                slot.1 -= cpu;
+            } else {
+                new_cpu += cpu;
+            }
+        }
+        if new_cpu > 0 {
+            let its = &s.instance_types["default"];
+            let mut options: Vec<ReplacementOption> = its
+                .iter()
+                .filter(|it| it.allocatable().get(CPU) >= new_cpu)
+                .map(|it| {
+                    let spot = it
+                        .offerings
+                        .iter()
+                        .filter(|o| o.capacity_type == CapacityType::Spot)
+                        .map(|o| o.price)
+                        .reduce(f64::min);
+                    let od = it
+                        .offerings
+                        .iter()
+                        .filter(|o| o.capacity_type == CapacityType::OnDemand)
+                        .map(|o| o.price)
+                        .reduce(f64::min);
+                    let cheapest = it
+                        .offerings
+                        .iter()
+                        .map(|o| o.price)
+                        .fold(f64::INFINITY, f64::min);
+                    let worst = it.offerings.iter().map(|o| o.price).fold(0.0, f64::max);
+                    ReplacementOption {
+                        instance_type: it.name.clone(),
+                        cheapest_price: cheapest,
+                        worst_launch_price: worst,
+                        spot_price: spot,
+                        on_demand_price: od,
+                    }
+                })
+                .collect();
+            if options.is_empty() {
+                out.failures
+                    .push((pods[0].key(), "no instance type has enough cpu".into()));
+                return out;
+            }
+            options.sort_by(|a, b| a.cheapest_price.total_cmp(&b.cheapest_price));
+            let mut cts: Vec<CapacityType> = its
+                .iter()
+                .flat_map(|it| it.offerings.iter().map(|o| o.capacity_type))
+                .collect();
+            cts.sort();
+            cts.dedup();
+            out.new_claims.push(SimulatedClaim {
+                nodepool: "default".into(),
+                requirements: vec![],
+                options,
+                capacity_types: cts,
+            });
+        }
+        out
+    }
+}
+
+fn it(name: &str, cpu: i64, od: f64, spot: Option<f64>) -> InstanceType {
+    let mut offerings = vec![Offering {
+        zone: "a".into(),
+        capacity_type: CapacityType::OnDemand,
+        price: od,
+        available: true,
+        reservation_id: None,
+        reservation_capacity: None,
+    }];
+    if let Some(p) = spot {
+        offerings.push(Offering {
+            zone: "a".into(),
+            capacity_type: CapacityType::Spot,
+            price: p,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        });
+    }
+    InstanceType {
+        name: name.into(),
+        requirements: vec![],
+        capacity: Resources::new().with(CPU, cpu),
+        overhead: Default::default(),
+        offerings,
+    }
+}
+
+struct Cluster(Snapshot);
+
+impl Cluster {
+    fn new(its: Vec<InstanceType>) -> Cluster {
+        let pool = NodePool {
+            name: "default".into(),
+            ready: true,
+            ..NodePool::default()
+        };
+        let mut pool = pool;
+        pool.disruption.budgets = vec![Budget {
+            nodes: BudgetNodes::Percent(100),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }];
+        Cluster(Snapshot {
+            now: NOW,
+            nodepools: vec![pool],
+            instance_types: [("default".to_string(), Arc::new(its))]
+                .into_iter()
+                .collect(),
+            ..Snapshot::default()
+        })
+    }
+
+    fn node(mut self, name: &str, it: &str, ct: &str, pods_cpu: &[i64]) -> Cluster {
+        let alloc = self.0.instance_types["default"]
+            .iter()
+            .find(|i| i.name == it)
+            .unwrap()
+            .allocatable();
+        let labels: BTreeMap<String, String> = [
+            (labels::NODEPOOL, "default"),
+            (labels::INSTANCE_TYPE, it),
+            (labels::ZONE, "a"),
+            (labels::CAPACITY_TYPE, ct),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        self.0.nodes.push(Node {
+            name: name.into(),
+            provider_id: format!("p-{name}"),
+            labels,
+            allocatable: alloc,
+            ready: true,
+            ..Node::default()
+        });
+        self.0.node_claims.push(NodeClaim {
+            name: format!("claim-{name}"),
+            nodepool: "default".into(),
+            node_name: Some(name.into()),
+            provider_id: Some(format!("p-{name}")),
+            launched: true,
+            registered: true,
+            initialized: true,
+            creation_timestamp: NOW,
+            ..NodeClaim::default()
+        });
+        for (i, cpu) in pods_cpu.iter().enumerate() {
+            self.0.pods.push(Pod {
+                namespace: "default".into(),
+                name: format!("{name}-p{i}"),
+                node_name: Some(name.into()),
+                phase: PodPhase::Running,
+                ready: true,
+                requests: Resources::new().with(CPU, *cpu),
+                owner: Some(OwnerRef {
+                    kind: "ReplicaSet".into(),
+                    name: "rs".into(),
+                    controller: true,
+                }),
+                ..Pod::default()
+            });
+        }
+        self
+    }
+
+    fn plan(&self) -> DisruptionPlan {
+        plan(&self.0, &FirstFit, Settings::default())
+    }
+}
+
+fn verdict<'a>(p: &'a DisruptionPlan, node: &str) -> &'a Verdict {
+    p.verdicts.iter().find(|v| v.node == node).unwrap()
+}
+
+#[test]
+fn empty_nodes_are_deleted_together() {
+    let c = Cluster::new(vec![it("small", 2000, 0.1, None)])
+        .node("a", "small", "on-demand", &[])
+        .node("b", "small", "on-demand", &[]);
+    let p = c.plan();
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(p.commands[0].method, Method::Emptiness);
+    assert_eq!(p.commands[0].targets.len(), 2);
+    assert!((p.savings_per_hour() - 0.2).abs() < 1e-9);
+}
+
+#[test]
+fn emptiness_respects_budgets() {
+    let mut c = Cluster::new(vec![it("small", 2000, 0.1, None)])
+        .node("a", "small", "on-demand", &[])
+        .node("b", "small", "on-demand", &[]);
+    c.0.nodepools[0].disruption.budgets = vec![Budget {
+        nodes: BudgetNodes::Count(1),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    let p = c.plan();
+    assert_eq!(p.commands[0].targets.len(), 1);
+    assert_eq!(
+        verdict(&p, "b").message,
+        "budget 1 exhausted for reason Empty"
+    );
+}
+
+#[test]
+fn underutilized_node_is_deleted_when_pods_fit_elsewhere() {
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None)])
+        .node("a", "big", "on-demand", &[1000])
+        .node("b", "big", "on-demand", &[2500]);
+    let p = c.plan();
+    let cmd = p
+        .commands
+        .iter()
+        .find(|c| {
+            c.method == Method::SingleNodeConsolidation
+                || c.method == Method::MultiNodeConsolidation
+        })
+        .unwrap();
+    assert_eq!(cmd.decision.as_str(), "delete");
+    assert_eq!(cmd.targets[0].node, "a");
+    assert_eq!(verdict(&p, "b").code, "consolidatable");
+}
+
+#[test]
+fn replaces_with_a_strictly_cheaper_node_or_says_why_not() {
+    let its = vec![it("big", 8000, 0.8, None), it("small", 2000, 0.2, None)];
+    let p = Cluster::new(its.clone())
+        .node("a", "big", "on-demand", &[1000])
+        .plan();
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(p.commands[0].decision.as_str(), "replace");
+    assert_eq!(
+        p.commands[0].replacements[0].instance_types,
+        vec!["small".to_string()]
+    );
+    assert!((p.commands[0].savings_per_hour - 0.6).abs() < 1e-9);
+
+    let p = Cluster::new(its)
+        .node("a", "small", "on-demand", &[1500])
+        .plan();
+    assert!(p.commands.is_empty());
+    assert_eq!(verdict(&p, "a").message, "no cheaper replacement");
+}
+
+#[test]
+fn spot_to_spot_needs_the_feature_gate_and_fifteen_options() {
+    let mut its = vec![it("big", 8000, 0.8, Some(0.5))];
+    for i in 0..3 {
+        its.push(it(&format!("s{i}"), 2000, 0.2, Some(0.1)));
+    }
+    let c = Cluster::new(its).node("a", "big", "spot", &[1000]);
+    assert_eq!(verdict(&c.plan(), "a").code, "spot-to-spot-disabled");
+    let p = plan(
+        &c.0,
+        &FirstFit,
+        Settings {
+            features: Features {
+                spot_to_spot_consolidation: true,
+            },
+        },
+    );
+    assert_eq!(
+        verdict(&p, "a").message,
+        "only 3 cheaper spot instance types (spot-to-spot needs 15)"
+    );
+}
+
+#[test]
+fn expiration_is_forceful_and_ignores_do_not_disrupt() {
+    let mut c =
+        Cluster::new(vec![it("small", 2000, 0.1, None)]).node("a", "small", "on-demand", &[500]);
+    c.0.nodepools[0].template.expire_after = Some(Duration::from_secs(3600));
+    c.0.node_claims[0].creation_timestamp = Timestamp(NOW.0 - 3_600_000);
+    c.0.pods[0]
+        .annotations
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    let p = c.plan();
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(p.commands[0].method, Method::Expiration);
+    assert!(p.commands[0].forceful);
+}
+
+#[test]
+fn drifted_node_is_replaced_one_at_a_time() {
+    let mut c = Cluster::new(vec![it("small", 2000, 0.1, None)])
+        .node("a", "small", "on-demand", &[1500])
+        .node("b", "small", "on-demand", &[1500]);
+    for claim in &mut c.0.node_claims {
+        claim.drifted = Some("AMIDrift".into());
+    }
+    let p = c.plan();
+    let drift: Vec<&Command> = p
+        .commands
+        .iter()
+        .filter(|c| c.method == Method::Drift)
+        .collect();
+    assert_eq!(drift.len(), 1);
+    assert_eq!(drift[0].replacements.len(), 1);
+    assert_eq!(verdict(&p, "b").code, "drift-queued");
+}
+
+#[test]
+fn plans_are_deterministic_and_blocked_nodes_say_why() {
+    let mut c = Cluster::new(vec![it("big", 4000, 0.4, None)])
+        .node("a", "big", "on-demand", &[1000])
+        .node("b", "big", "on-demand", &[1000])
+        .node("c", "big", "on-demand", &[1000]);
+    c.0.pods[2]
+        .annotations
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    let p1 = c.plan();
+    let p2 = c.plan();
+    assert_eq!(p1, p2);
+    assert_eq!(verdict(&p1, "c").message, "do-not-disrupt pod default/c-p0");
+    assert_eq!(p1.verdicts.len(), 3);
+    // Every evicted pod has a place: the two deleted nodes' pods fit on the one that stays.
+    assert!(p1.commands.iter().all(|c| c.replacements.is_empty()));
+}
+
+#[test]
+fn validation_rejects_what_changed() {
+    use crate::disruption::validate::validate;
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None)])
+        .node("a", "big", "on-demand", &[])
+        .node("b", "big", "on-demand", &[1000])
+        .node("c", "big", "on-demand", &[1000]);
+    let p = c.plan();
+    let empty = p
+        .commands
+        .iter()
+        .find(|c| c.method == Method::Emptiness)
+        .unwrap();
+    assert_eq!(
+        validate(empty, &c.0, &FirstFit, Settings::default()),
+        Ok(())
+    );
+    let consolidate = p
+        .commands
+        .iter()
+        .find(|c| c.method != Method::Emptiness)
+        .unwrap();
+    assert_eq!(
+        validate(consolidate, &c.0, &FirstFit, Settings::default()),
+        Ok(())
+    );
+
+    // A pod landed on the empty node, and a protected pod on a consolidation target.
+    let mut fresh = c.0.clone();
+    let mut moved = fresh.pods[0].clone();
+    moved.name = "late".into();
+    moved.node_name = Some("a".into());
+    fresh.pods.push(moved);
+    let err = validate(empty, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    assert_eq!(err.to_string(), "node a is no longer empty");
+    let target = &consolidate.targets[0].node;
+    let pod = fresh
+        .pods
+        .iter_mut()
+        .find(|p| p.node_name.as_ref() == Some(target))
+        .unwrap();
+    pod.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+    let err = validate(consolidate, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    assert_eq!(err.kind(), "churn");
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::PodDisruptionBudget;
+    use crate::selector::LabelSelector;
+
+    #[derive(Clone, Debug)]
+    struct NodeSpec {
+        big: bool,
+        pods: Vec<i64>,
+        protected: bool,
+        pdb_blocked: bool,
+    }
+
+    fn node_spec() -> impl Strategy<Value = NodeSpec> {
+        (
+            any::<bool>(),
+            prop::collection::vec(prop::sample::select(vec![250i64, 500, 1000, 1500]), 0..4),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(big, pods, protected, pdb_blocked)| NodeSpec {
+                big,
+                pods,
+                protected,
+                pdb_blocked,
+            })
+    }
+
+    fn build(specs: &[NodeSpec], budget: u32) -> Cluster {
+        let mut c = Cluster::new(vec![
+            it("big", 4000, 0.4, None),
+            it("small", 2000, 0.2, None),
+        ]);
+        c.0.nodepools[0].disruption.budgets = vec![Budget {
+            nodes: BudgetNodes::Count(budget),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }];
+        for (i, s) in specs.iter().enumerate() {
+            let name = format!("n{i}");
+            c = c.node(
+                &name,
+                if s.big { "big" } else { "small" },
+                "on-demand",
+                &s.pods,
+            );
+            for p in
+                c.0.pods
+                    .iter_mut()
+                    .filter(|p| p.node_name.as_deref() == Some(name.as_str()))
+            {
+                p.labels.insert("node".into(), name.clone());
+                if s.protected {
+                    p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+                }
+            }
+            if s.pdb_blocked {
+                c.0.pdbs.push(PodDisruptionBudget {
+                    namespace: "default".into(),
+                    name: format!("pdb-{name}"),
+                    selector: Some(LabelSelector {
+                        match_labels: [("node".to_string(), name.clone())].into_iter().collect(),
+                        ..LabelSelector::default()
+                    }),
+                    disruptions_allowed: 0,
+                    ..PodDisruptionBudget::default()
+                });
+            }
+        }
+        c
+    }
+
+    proptest! {
+        #[test]
+        fn plans_never_violate_protections_or_budgets(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
+            let c = build(&specs, budget);
+            let p = c.plan();
+            prop_assert_eq!(&p, &c.plan());
+            // One budget for every reason: all voluntary disruptions together stay within it.
+            let mut disrupted = 0u32;
+            for cmd in &p.commands {
+                for t in &cmd.targets {
+                    let i: usize = t.node[1..].parse().unwrap();
+                    let spec = &specs[i];
+                    if !spec.pods.is_empty() {
+                        prop_assert!(!spec.protected, "do-not-disrupt violated by {}", cmd);
+                        prop_assert!(!spec.pdb_blocked, "PDB violated by {}", cmd);
+                    }
+                    if !cmd.forceful {
+                        disrupted += 1;
+                    }
+                }
+                if cmd.method == Method::MultiNodeConsolidation || cmd.method == Method::SingleNodeConsolidation {
+                    prop_assert!(cmd.savings_per_hour > 0.0, "not strictly cheaper: {}", cmd);
+                }
+                // Every evicted pod has a place: re-simulating the command finds no failure.
+                let without: BTreeSet<String> = cmd.targets.iter().map(|t| t.node.clone()).collect();
+                let pods: Vec<&Pod> = c.0.pods.iter().filter(|p| cmd.targets.iter().any(|t| t.pods.contains(&p.key()))).collect();
+                prop_assert!(FirstFit.simulate(&c.0, &without, &pods).failures.is_empty());
+            }
+            prop_assert!(disrupted <= budget, "budget {} exceeded: {}", budget, disrupted);
+            prop_assert_eq!(p.verdicts.len(), specs.len());
+        }
+    }
+}
