@@ -13,8 +13,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use cel::common::ast::{CallExpr, Expr};
 use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE};
 use cel::common::value::CowVal;
+use cel::parser::Macro;
 use cel::{Context, Env, ExecutionError, Value};
 use serde_json::Value as Json;
 
@@ -37,7 +39,40 @@ fn build_env() -> Env {
 type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
 type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
+/// The overload `matches` is rewritten to, so that it uses RE2's ASCII classes like `find`;
+/// the `@` keeps rules from calling it by name.
+pub(crate) const RE2_MATCHES: &str = "@re2Matches";
+
 fn kubernetes_libraries(env: &mut Env) -> Result<(), cel::DeclarationError> {
+    env.add_member_overload(
+        RE2_MATCHES,
+        "string.@re2Matches(string)",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        re2_matches,
+    )?;
+    env.add_macro(Macro::receiver("matches", 1, |helper, target, args| {
+        let Some(target) = target.take() else {
+            return Ok(None);
+        };
+        Ok(Some(helper.next_expr(Expr::Call(CallExpr {
+            func_name: RE2_MATCHES.to_string(),
+            target: Some(Box::new(target)),
+            args: std::mem::take(args),
+        }))))
+    }))?;
+    env.add_macro(Macro::global("matches", 2, |helper, _target, args| {
+        let pattern = args.pop();
+        let subject = args.pop();
+        let (Some(subject), Some(pattern)) = (subject, pattern) else {
+            return Ok(None);
+        };
+        Ok(Some(helper.next_expr(Expr::Call(CallExpr {
+            func_name: RE2_MATCHES.to_string(),
+            target: Some(Box::new(subject)),
+            args: vec![pattern],
+        }))))
+    }))?;
     env.add_member_overload(
         "find",
         "string.find(string)",
@@ -141,6 +176,13 @@ fn list_arg(
 fn regex(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
     super::re2::compile(pattern)
         .map_err(|e| ExecutionError::function_error(function, e.to_string()))
+}
+
+/// `s.matches(re)`: whether `re` matches anywhere in `s`.
+fn re2_matches<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let s = string_arg(&args, 0, "matches")?;
+    let re = regex("matches", &string_arg(&args, 1, "matches")?)?;
+    out(Value::Bool(re.is_match(&s)))
 }
 
 /// `s.find(re)`: the first match of `re` in `s`, or the empty string.

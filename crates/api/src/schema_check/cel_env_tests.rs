@@ -114,3 +114,18 @@ fn old_self_is_found_outside_literals_only() {
     assert!(!mentions_old_self("self.x == 'oldSelf'"));
     assert!(!mentions_old_self("self.oldSelfish"));
 }
+
+#[test]
+fn matches_uses_re2_classes() {
+    assert_eq!(
+        run("matches(self, '^[a-z0-9]+@')", json!("al2@latest")),
+        Outcome::Pass
+    );
+    assert_eq!(run(r"self.matches('^\\d+$')", json!("42")), Outcome::Pass);
+    // RE2's \d is ASCII-only, unlike the regex crate's default.
+    assert_eq!(run(r"self.matches('^\\d+$')", json!("٤٢")), Outcome::Fail);
+    assert_eq!(
+        run(r"self.find('\\d+') == '2'", json!("x٤2")),
+        Outcome::Pass
+    );
+}

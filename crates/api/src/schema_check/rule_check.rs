@@ -246,7 +246,7 @@ fn string_cost(
         "contains" => args.first().map_or(0.0, |a| {
             (max_len(first) * max_len(a) * STRING_TRAVERSAL_FACTOR).ceil()
         }),
-        "matches" | "find" | "findAll" => {
+        "matches" | super::cel_env::RE2_MATCHES | "find" | "findAll" => {
             let pattern_index = if receiver.is_some() { 0 } else { 1 };
             let pattern_len = arg_exprs
                 .get(pattern_index)
