@@ -1,7 +1,12 @@
 //! `check_structural`: what an API server checks when a CustomResourceDefinition is created —
 //! names, versions, printer columns, structural schemas, defaults, CEL rules and their
 //! estimated cost — reported as `path: problem` strings.
-
+//!
+//! Three checks are stricter than the server, because what they catch is always a mistake in
+//! a schema we write: `required` naming an undeclared property, printer-column paths naming
+//! undeclared fields, and rules calling Kubernetes functions this crate cannot evaluate offline
+//! (reported with the [`super::RULE_NOT_EVALUATED`] prefix). The cost estimate approximates the
+//! server's (see `rule_check`); a rule near the limit may be judged differently.
 use serde_json::Value;
 
 use super::cel_env::{mentions_old_self, parse};
