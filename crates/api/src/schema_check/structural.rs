@@ -7,6 +7,7 @@
 //! undeclared fields, and rules calling Kubernetes functions this crate cannot evaluate offline
 //! (reported with the [`super::RULE_NOT_EVALUATED`] prefix). The cost estimate approximates the
 //! server's (see `rule_check`); a rule near the limit may be judged differently.
+
 use serde_json::Value;
 
 use super::cel_env::{mentions_old_self, parse};
