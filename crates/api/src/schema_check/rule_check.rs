@@ -130,10 +130,64 @@ const NAMESPACES: &[&str] = &["sets", "optional", "strings", "cel"];
 
 #[derive(Clone, Debug)]
 enum Ty<'a> {
+    /// A value described by a schema node.
     Node(&'a Json),
+    /// A string of at most this many characters.
     Str(f64),
+    /// A value of a known CEL type: `int`, `uint`, `double`, `bool`, `null`, `bytes`, `list`, `map`.
+    Prim(&'static str),
     Dyn,
 }
+
+/// The CEL type family of a value when it is known for sure. Strings with time formats are
+/// left unknown, since the server turns them into timestamps and durations.
+fn family(t: &Ty<'_>) -> Option<&'static str> {
+    match t {
+        Ty::Str(_) => Some("string"),
+        Ty::Prim(f) => Some(f),
+        Ty::Dyn => None,
+        Ty::Node(s) if flag(s, "x-kubernetes-int-or-string") => None,
+        Ty::Node(s) => match text(s, "type") {
+            Some("string")
+                if matches!(text(s, "format"), Some("date-time" | "date" | "duration")) =>
+            {
+                None
+            }
+            Some("string") => Some("string"),
+            Some("integer") => Some("int"),
+            Some("number") => Some("double"),
+            Some("boolean") => Some("bool"),
+            Some("array") => Some("list"),
+            Some("object") => Some("map"),
+            _ => None,
+        },
+    }
+}
+
+fn numeric(f: &str) -> bool {
+    matches!(f, "int" | "uint" | "double")
+}
+
+/// Whether two known families can meet in `==` or an ordering: numbers mix, the rest must match.
+fn comparable(a: &str, b: &str) -> bool {
+    a == b || (numeric(a) && numeric(b)) || a == "null" || b == "null"
+}
+
+const STRING_MEMBERS: &[&str] = &[
+    "startsWith",
+    "endsWith",
+    "contains",
+    "find",
+    "findAll",
+    "lowerAscii",
+    "upperAscii",
+    "split",
+    "trim",
+    "replace",
+    "substring",
+    "charAt",
+    super::cel_env::RE2_MATCHES,
+];
 
 #[derive(Default)]
 pub(crate) struct RuleFacts {
@@ -152,7 +206,10 @@ pub(crate) fn analyse(expr: &IdedExpr, schema: &Json, root: bool) -> RuleFacts {
         facts: RuleFacts::default(),
         scope: Vec::new(),
     };
-    let (_, cost) = a.walk(expr);
+    let (result, cost) = a.walk(expr);
+    if let Some(f) = family(&result).filter(|f| *f != "bool") {
+        a.error(format!("rule must evaluate to bool, not {f}"));
+    }
     a.facts.cost = cost;
     a.facts.errors.dedup();
     a.facts.unevaluable.sort();
@@ -222,7 +279,7 @@ fn max_len(ty: &Ty<'_>) -> f64 {
                 MAX_REQUEST_BYTES - 2.0
             }
         }
-        Ty::Dyn => 1.0,
+        Ty::Prim(_) | Ty::Dyn => 1.0,
     }
 }
 
@@ -289,18 +346,32 @@ impl<'a> Analyser<'a> {
         match &e.expr {
             Expr::Unspecified => (Ty::Dyn, 0.0),
             Expr::Literal(LiteralValue::String(s)) => (Ty::Str(s.chars().count() as f64), 1.0),
-            Expr::Literal(_) => (Ty::Dyn, 1.0),
+            Expr::Literal(lit) => {
+                let f = match lit {
+                    LiteralValue::Boolean(_) => "bool",
+                    LiteralValue::Bytes(_) => "bytes",
+                    LiteralValue::Double(_) => "double",
+                    LiteralValue::Int(_) => "int",
+                    LiteralValue::Null => "null",
+                    LiteralValue::UInt(_) => "uint",
+                    LiteralValue::String(_) => "string",
+                };
+                (Ty::Prim(f), 1.0)
+            }
             Expr::Ident(name) => (self.ident(name), 1.0),
             Expr::Select(sel) => {
                 let (t, c) = self.walk(&sel.operand);
-                (self.select(&t, &sel.field), c + 1.0)
+                let selected = self.select(&t, &sel.field);
+                // `has(x.f)` is a select in test mode: it yields whether the field is set.
+                let ty = if sel.test { Ty::Prim("bool") } else { selected };
+                (ty, c + 1.0)
             }
             Expr::List(list) => {
                 let mut cost = 1.0;
                 for el in &list.elements {
                     cost += self.walk(el).1;
                 }
-                (Ty::Dyn, cost)
+                (Ty::Prim("list"), cost)
             }
             Expr::Map(map) => {
                 let mut cost = 1.0;
@@ -309,7 +380,7 @@ impl<'a> Analyser<'a> {
                         cost += self.walk(&m.key).1 + self.walk(&m.value).1;
                     }
                 }
-                (Ty::Dyn, cost)
+                (Ty::Prim("map"), cost)
             }
             Expr::Struct(s) => {
                 self.error(format!(
@@ -321,6 +392,11 @@ impl<'a> Analyser<'a> {
             Expr::Call(call) => self.call(&call.func_name, call.target.as_deref(), &call.args),
             Expr::Comprehension(c) => {
                 let (range_ty, range_cost) = self.walk(&c.iter_range);
+                if let Some(f) = family(&range_ty).filter(|f| !matches!(*f, "list" | "map")) {
+                    self.error(format!(
+                        "expression of type '{f}' cannot be the range of a comprehension (must be list or map)"
+                    ));
+                }
                 let (element, size) = match &range_ty {
                     Ty::Node(s) if text(s, "type") == Some("array") => {
                         (get(s, "items").map_or(Ty::Dyn, Ty::Node), max_size(s))
@@ -447,15 +523,124 @@ impl<'a> Analyser<'a> {
         {
             cost += n;
         }
-        let ty = match (full_name.as_str(), arg_types.first()) {
-            ("_[_]", Some(Ty::Node(s))) => match text(s, "type") {
+        self.check_overload(&full_name, receiver.as_ref(), &arg_types);
+        (result_type(&full_name, receiver.as_ref(), &arg_types), cost)
+    }
+
+    /// Rejects calls whose operand types are known and have no overload, as the server's type
+    /// check does (`self.count == 'a'` on an integer, `startsWith` on a list, ...).
+    fn check_overload(&mut self, name: &str, receiver: Option<&Ty<'a>>, args: &[Ty<'a>]) {
+        let fams: Vec<Option<&str>> = args.iter().map(family).collect();
+        let no_overload = |shown: &[&str]| {
+            format!(
+                "found no matching overload for '{name}' applied to '({})'",
+                shown.join(", ")
+            )
+        };
+        match name {
+            "_==_" | "_!=_" | "_<_" | "_>_" | "_<=_" | "_>=_" => {
+                if let [Some(a), Some(b)] = fams[..] {
+                    let ordering = !matches!(name, "_==_" | "_!=_");
+                    let unordered = ordering && matches!(a, "list" | "map" | "null");
+                    if !comparable(a, b) || unordered {
+                        self.error(no_overload(&[a, b]));
+                    }
+                }
+            }
+            "_&&_" | "_||_" | "!_" => {
+                if fams.iter().any(|f| f.is_some_and(|f| f != "bool")) {
+                    let shown: Vec<&str> = fams.iter().map(|f| f.unwrap_or("dyn")).collect();
+                    self.error(no_overload(&shown));
+                }
+            }
+            "_?_:_" => {
+                if let Some(Some(f)) = fams.first()
+                    && *f != "bool"
+                {
+                    self.error(format!("ternary condition must be bool, not {f}"));
+                }
+            }
+            "@in" => {
+                if let Some(Some(f)) = fams.get(1)
+                    && !matches!(*f, "list" | "map")
+                {
+                    self.error(no_overload(&[fams[0].unwrap_or("dyn"), f]));
+                }
+            }
+            _ => {
+                let Some(r) = receiver.and_then(family) else {
+                    return;
+                };
+                let string_only = STRING_MEMBERS.contains(&name)
+                    && !(matches!(name, "indexOf" | "lastIndexOf") && r == "list");
+                let sized = name == "size" && !matches!(r, "string" | "bytes" | "list" | "map");
+                if (string_only && r != "string") || sized {
+                    self.error(format!(
+                        "found no matching overload for '{name}' applied to '{r}'"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The type a call yields, where it is certain.
+fn result_type<'a>(name: &str, receiver: Option<&Ty<'a>>, args: &[Ty<'a>]) -> Ty<'a> {
+    let fams: Vec<Option<&str>> = args.iter().map(family).collect();
+    match name {
+        "_[_]" => match args.first() {
+            Some(Ty::Node(s)) => match text(s, "type") {
                 Some("array") => get(s, "items").map_or(Ty::Dyn, Ty::Node),
                 _ => additional_schema(s).map_or(Ty::Dyn, Ty::Node),
             },
-            ("find", _) => receiver.as_ref().map_or(Ty::Dyn, |r| Ty::Str(max_len(r))),
             _ => Ty::Dyn,
-        };
-        (ty, cost)
+        },
+        "_==_"
+        | "_!=_"
+        | "_<_"
+        | "_>_"
+        | "_<=_"
+        | "_>=_"
+        | "_&&_"
+        | "_||_"
+        | "!_"
+        | "@in"
+        | "@not_strictly_false"
+        | "startsWith"
+        | "endsWith"
+        | "contains"
+        | "isSorted"
+        | "sets.contains"
+        | "sets.equivalent"
+        | "sets.intersects"
+        | "hasValue" => Ty::Prim("bool"),
+        n if n == super::cel_env::RE2_MATCHES => Ty::Prim("bool"),
+        "size" | "int" => Ty::Prim("int"),
+        "indexOf" | "lastIndexOf" => Ty::Prim("int"),
+        "double" => Ty::Prim("double"),
+        "uint" => Ty::Prim("uint"),
+        "bool" => Ty::Prim("bool"),
+        "split" | "findAll" => Ty::Prim("list"),
+        "find" | "lowerAscii" | "upperAscii" | "trim" | "replace" | "substring" | "charAt" => {
+            Ty::Str(receiver.map_or(1.0, max_len))
+        }
+        "string" => Ty::Str(64.0),
+        "_?_:_" => match (args.get(1), fams.get(1), fams.get(2)) {
+            (Some(t), Some(Some(a)), Some(Some(b))) if a == b => t.clone(),
+            _ => Ty::Dyn,
+        },
+        "_+_" => match (fams.first(), fams.get(1)) {
+            (Some(Some("string")), Some(Some("string"))) => Ty::Str(args.iter().map(max_len).sum()),
+            (Some(Some(a)), Some(Some(b))) if a == b && numeric(a) => Ty::Prim(a),
+            (Some(Some("list")), Some(Some("list"))) => Ty::Prim("list"),
+            _ => Ty::Dyn,
+        },
+        "_-_" | "_*_" | "_/_" | "_%_" => match (fams.first(), fams.get(1)) {
+            (Some(Some(a)), Some(Some(b))) if a == b && numeric(a) => Ty::Prim(a),
+            _ => Ty::Dyn,
+        },
+        "-_" => args.first().cloned().unwrap_or(Ty::Dyn),
+        _ => Ty::Dyn,
     }
 }
 

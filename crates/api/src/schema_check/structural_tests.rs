@@ -454,3 +454,48 @@ fn optional_syntax_and_other_macros_are_understood() {
     let reasons: Vec<&str> = bad.iter().map(|e| e.reason.as_str()).collect();
     assert_eq!(reasons, vec!["optional select", "exists_one", "filter"]);
 }
+
+#[test]
+fn rules_with_impossible_types_are_rejected() {
+    let spec = object()
+        .prop("size", integer())
+        .prop("name", string().max_length(10))
+        .prop("xs", array(string().max_length(10)).max_items(10))
+        .rule("self.size == '1'", "int against string")
+        .rule("self.name.size() > 'a'", "ordering int and string")
+        .rule("self.size.startsWith('1')", "string function on an int")
+        .rule("self.name.size()", "not a bool")
+        .rule("self.name.all(c, c != 'x')", "comprehension over a string")
+        .rule(
+            "self.xs.size() == 2 && self.name",
+            "string in a conjunction",
+        )
+        .rule(
+            "self.size == 1 && self.xs == ['a'] && self.name + 'x' != 'y'",
+            "fine",
+        )
+        .rule("'a' in self.name", "in on a string");
+    let got = problems(root(spec));
+    let rule = |i: usize| format!(".properties[spec].x-kubernetes-validations[{i}].rule");
+    assert_reports(
+        &got,
+        &rule(0),
+        "no matching overload for '_==_' applied to '(int, string)'",
+    );
+    assert_reports(
+        &got,
+        &rule(1),
+        "no matching overload for '_>_' applied to '(int, string)'",
+    );
+    assert_reports(
+        &got,
+        &rule(2),
+        "no matching overload for 'startsWith' applied to 'int'",
+    );
+    assert_reports(&got, &rule(3), "must evaluate to bool, not int");
+    assert_reports(&got, &rule(4), "cannot be the range of a comprehension");
+    assert_reports(&got, &rule(5), "'_&&_' applied to '(bool, string)'");
+    assert!(!got.iter().any(|e| e.contains(&rule(6))), "{got:#?}");
+    assert_reports(&got, &rule(7), "'@in' applied to '(string, string)'");
+    assert_eq!(got.len(), 7, "{got:#?}");
+}
