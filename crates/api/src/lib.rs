@@ -14,3 +14,4 @@ pub mod document;
 pub mod error;
 pub mod quantity;
 pub mod schema;
+pub mod schema_check;
