@@ -1,3 +1,5 @@
+//! Tests of the CEL environment: Kubernetes functions, value conversion, property escaping.
+
 use super::cel_env::{Compiled, Outcome, escape_property, mentions_old_self, to_cel};
 use serde_json::json;
 

@@ -1,3 +1,5 @@
+//! Tests of `check_structural` on CRDs written for them, each case accepted or rejected.
+
 use serde_json::{Value, json};
 
 use super::check_structural;

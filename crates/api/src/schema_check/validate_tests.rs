@@ -1,3 +1,5 @@
+//! Tests of `validate_object`: defaulting, OpenAPI constraints, CEL rules, transitions, ratcheting.
+
 use serde_json::{Value, json};
 
 use super::{
