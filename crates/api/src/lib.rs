@@ -9,7 +9,14 @@
 //! Strings such as quantities are parsed here, once, so `core` only sees integers.
 
 pub mod conversion;
+pub mod convert;
+pub mod crd;
 pub mod document;
 pub mod error;
+pub mod object;
 pub mod quantity;
 pub mod schema;
+pub mod v1;
+pub mod v1alpha5;
+pub mod v1beta1;
+pub mod validation;
