@@ -7,7 +7,7 @@ pub mod documents;
 pub mod v1alpha5;
 pub mod v1beta1;
 
-pub use documents::{Item, Outcome, convert_documents};
+pub use documents::{ConvertOptions, Item, Outcome, convert_documents};
 
 /// Where a v1beta1 NodePool's kubelet settings are kept when they cannot move into an
 /// EC2NodeClass of the same input (upstream's conversion webhook uses the same annotation).

@@ -2,11 +2,13 @@
 //! EC2NodeClass, served and stored as v1 only, with upstream's schemas, defaults, CEL rules,
 //! printer columns, names and subresources.
 
+pub mod ec2nodeclass;
 pub mod envelope;
 pub mod nodeclaim;
 pub mod nodepool;
 pub mod shared;
 
+pub use ec2nodeclass::ec2nodeclass_crd;
 pub use envelope::{Crd, CrdNames};
 pub use nodeclaim::{nodeclaim_crd, nodeclaim_schema};
 pub use nodepool::{nodepool_crd, nodepool_schema};
@@ -18,6 +20,10 @@ pub fn all() -> Vec<(&'static str, Value)> {
     vec![
         ("karpenter.sh_nodepools.yaml", nodepool_crd().to_value()),
         ("karpenter.sh_nodeclaims.yaml", nodeclaim_crd().to_value()),
+        (
+            "karpenter.k8s.aws_ec2nodeclasses.yaml",
+            ec2nodeclass_crd().to_value(),
+        ),
     ]
 }
 

@@ -11,7 +11,7 @@ use crate::crd;
 use crate::document::Document;
 use crate::error::FieldError;
 use crate::validation::{self, structural};
-use crate::{v1, v1alpha5, v1beta1};
+use crate::{aws, v1, v1alpha5, v1beta1};
 
 /// The API groups whose objects nodewright reads.
 pub const GROUPS: &[&str] = &["karpenter.sh", "karpenter.k8s.aws"];
@@ -22,6 +22,9 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("karpenter.sh/v1", "NodeClaim"),
     ("karpenter.sh/v1beta1", "NodePool"),
     ("karpenter.sh/v1alpha5", "Provisioner"),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"),
+    ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"),
 ];
 
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +33,9 @@ pub enum Object {
     NodeClaim(Box<v1::NodeClaim>),
     NodePoolV1beta1(Box<v1beta1::NodePool>),
     Provisioner(Box<v1alpha5::Provisioner>),
+    EC2NodeClass(Box<aws::v1::EC2NodeClass>),
+    EC2NodeClassV1beta1(Box<aws::v1beta1::EC2NodeClass>),
+    AWSNodeTemplate(Box<aws::v1alpha1::AWSNodeTemplate>),
 }
 
 /// Checks and findings for one object: errors make it invalid, warnings do not.
@@ -77,6 +83,15 @@ impl Object {
             ("karpenter.sh/v1alpha5", "Provisioner") => {
                 Object::Provisioner(Box::new(decode(value, kind)?))
             }
+            ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
+                Object::EC2NodeClass(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => {
+                Object::EC2NodeClassV1beta1(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate") => {
+                Object::AWSNodeTemplate(Box::new(decode(value, kind)?))
+            }
             _ => {
                 let list: Vec<String> = SUPPORTED.iter().map(|(v, k)| format!("{v} {k}")).collect();
                 return Err(FieldError::new(
@@ -97,6 +112,9 @@ impl Object {
             Object::NodeClaim(o) => &o.api_version,
             Object::NodePoolV1beta1(o) => &o.api_version,
             Object::Provisioner(o) => &o.api_version,
+            Object::EC2NodeClass(o) => &o.api_version,
+            Object::EC2NodeClassV1beta1(o) => &o.api_version,
+            Object::AWSNodeTemplate(o) => &o.api_version,
         }
     }
 
@@ -106,6 +124,9 @@ impl Object {
             Object::NodeClaim(o) => &o.kind,
             Object::NodePoolV1beta1(o) => &o.kind,
             Object::Provisioner(o) => &o.kind,
+            Object::EC2NodeClass(o) => &o.kind,
+            Object::EC2NodeClassV1beta1(o) => &o.kind,
+            Object::AWSNodeTemplate(o) => &o.kind,
         }
     }
 
@@ -115,13 +136,19 @@ impl Object {
             Object::NodeClaim(o) => &o.metadata,
             Object::NodePoolV1beta1(o) => &o.metadata,
             Object::Provisioner(o) => &o.metadata,
+            Object::EC2NodeClass(o) => &o.metadata,
+            Object::EC2NodeClassV1beta1(o) => &o.metadata,
+            Object::AWSNodeTemplate(o) => &o.metadata,
         };
         meta.name.as_deref().unwrap_or("")
     }
 
     /// True for the served generation (v1); older ones must be converted first.
     pub fn is_current(&self) -> bool {
-        matches!(self, Object::NodePool(_) | Object::NodeClaim(_))
+        matches!(
+            self,
+            Object::NodePool(_) | Object::NodeClaim(_) | Object::EC2NodeClass(_)
+        )
     }
 
     pub fn to_value(&self) -> Value {
@@ -133,6 +160,9 @@ impl Object {
             Object::NodeClaim(o) => ser(o),
             Object::NodePoolV1beta1(o) => ser(o),
             Object::Provisioner(o) => ser(o),
+            Object::EC2NodeClass(o) => ser(o),
+            Object::EC2NodeClassV1beta1(o) => ser(o),
+            Object::AWSNodeTemplate(o) => ser(o),
         }
     }
 
@@ -157,6 +187,9 @@ impl Object {
         match (old, new) {
             (Object::NodePool(o), Object::NodePool(n)) => validation::nodepool_update(o, n),
             (Object::NodeClaim(o), Object::NodeClaim(n)) => validation::nodeclaim_update(o, n),
+            (Object::EC2NodeClass(o), Object::EC2NodeClass(n)) => {
+                aws::validate::ec2nodeclass_update(o, n)
+            }
             _ => vec![FieldError::new(
                 "",
                 "old and new objects are of different kinds",
@@ -209,6 +242,11 @@ pub fn validate_value(value: &Value) -> Option<Report> {
         ("karpenter.sh/v1", "NodeClaim") => {
             validate_with(&crd::nodeclaim_schema(), value.clone(), |v| {
                 decode::<v1::NodeClaim>(v, kind).map(|nc| validation::nodeclaim(&nc))
+            })
+        }
+        ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
+            validate_with(&aws::crd::ec2nodeclass_schema(), value.clone(), |v| {
+                decode::<aws::v1::EC2NodeClass>(v, kind).map(|c| aws::validate::ec2nodeclass(&c))
             })
         }
         _ => return None,

@@ -11,7 +11,11 @@ fn assert_round_trip(rel: &str) -> usize {
         let Some(object) = Object::parse(&doc).unwrap_or_else(|e| panic!("{doc}: {e}")) else {
             continue;
         };
-        assert_eq!(object.to_value(), doc.value, "{doc} changed on the round trip");
+        assert_eq!(
+            object.to_value(),
+            doc.value,
+            "{doc} changed on the round trip"
+        );
         let yaml = serde_yaml::to_string(&object.to_value()).unwrap();
         let back: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
         assert_eq!(back, doc.value, "{doc} changed through YAML");
@@ -29,11 +33,20 @@ fn full_featured_v1_objects_round_trip() {
 
 #[test]
 fn unknown_fields_are_kept() {
-    assert_eq!(assert_round_trip("roundtrip/nodepool-v1-unknown-fields.yaml"), 1);
+    assert_eq!(
+        assert_round_trip("roundtrip/nodepool-v1-unknown-fields.yaml"),
+        1
+    );
     let doc = &common::docs("roundtrip/nodepool-v1-unknown-fields.yaml")[0];
-    let Some(Object::NodePool(np)) = Object::parse(doc).unwrap() else { panic!("not a NodePool") };
+    let Some(Object::NodePool(np)) = Object::parse(doc).unwrap() else {
+        panic!("not a NodePool")
+    };
     assert!(np.extra.contains_key("futureTopLevel"));
-    assert!(np.spec.template.spec.requirements[0].extra.contains_key("futureRequirementField"));
+    assert!(
+        np.spec.template.spec.requirements[0]
+            .extra
+            .contains_key("futureRequirementField")
+    );
 }
 
 #[test]

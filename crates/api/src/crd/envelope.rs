@@ -16,31 +16,27 @@ pub struct CrdNames {
 /// Everything that differs between our CRDs.
 pub struct Crd {
     pub names: CrdNames,
-    /// The `spec` (and `status`) schemas; the root object is built around them.
-    pub spec: Schema,
-    pub status: Schema,
+    /// The root `openAPIV3Schema`.
+    pub schema: Value,
     pub printer_columns: Value,
     /// `{status: {}}` plus an optional scale subresource.
     pub subresources: Value,
 }
 
-impl Crd {
-    /// The root `openAPIV3Schema`.
-    pub fn root_schema(&self) -> Value {
-        schema::object()
-            .description(&format!(
-                "{} is the Schema for the {}s API",
-                self.names.kind, self.names.kind
-            ))
-            .prop("apiVersion", schema::string())
-            .prop("kind", schema::string())
-            .prop("metadata", schema::object())
-            .prop("spec", self.spec.clone())
-            .prop("status", self.status.clone())
-            .required(&["spec"])
-            .into_value()
-    }
+/// The root `openAPIV3Schema` around a kind's `spec` and `status` schemas.
+pub fn root_schema(kind: &str, spec: Schema, status: Schema) -> Value {
+    schema::object()
+        .description(&format!("{kind} is the Schema for the {kind}s API"))
+        .prop("apiVersion", schema::string())
+        .prop("kind", schema::string())
+        .prop("metadata", schema::object())
+        .prop("spec", spec)
+        .prop("status", status)
+        .required(&["spec"])
+        .into_value()
+}
 
+impl Crd {
     pub fn to_value(&self) -> Value {
         let n = &self.names;
         let mut names = json!({
@@ -66,7 +62,7 @@ impl Crd {
                     "served": true,
                     "storage": true,
                     "additionalPrinterColumns": self.printer_columns,
-                    "schema": {"openAPIV3Schema": self.root_schema()},
+                    "schema": {"openAPIV3Schema": self.schema},
                     "subresources": self.subresources,
                 }],
             },

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::envelope::{Crd, CrdNames, column};
+use super::envelope::{Crd, CrdNames, column, root_schema};
 use super::shared::{self, DURATION_PATTERN, NILLABLE_DURATION_PATTERN};
 use crate::schema::{self, Schema};
 use crate::v1::nodepool::defaults;
@@ -56,8 +56,7 @@ pub fn nodeclaim_crd() -> Crd {
             short_names: &[],
             categories: &["karpenter"],
         },
-        spec: spec(),
-        status: status(),
+        schema: root_schema("NodeClaim", spec(), status()),
         printer_columns: json!([
             column(
                 "Type",
@@ -107,5 +106,5 @@ pub fn nodeclaim_crd() -> Crd {
 
 /// The v1 `openAPIV3Schema` of NodeClaim.
 pub fn nodeclaim_schema() -> Value {
-    nodeclaim_crd().root_schema()
+    nodeclaim_crd().schema
 }

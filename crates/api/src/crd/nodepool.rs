@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::envelope::{Crd, CrdNames, column};
+use super::envelope::{Crd, CrdNames, column, root_schema};
 use super::shared::{self, DURATION_PATTERN, NILLABLE_DURATION_PATTERN};
 use crate::schema::{self, Schema};
 use crate::v1::nodepool::{CONSOLIDATION_POLICIES, DISRUPTION_REASONS, defaults};
@@ -151,8 +151,7 @@ pub fn nodepool_crd() -> Crd {
             short_names: &[],
             categories: &["karpenter"],
         },
-        spec: spec(),
-        status: status(),
+        schema: root_schema("NodePool", spec(), status()),
         printer_columns: json!([
             column(
                 "NodeClass",
@@ -181,5 +180,5 @@ pub fn nodepool_crd() -> Crd {
 
 /// The v1 `openAPIV3Schema` of NodePool.
 pub fn nodepool_schema() -> Value {
-    nodepool_crd().root_schema()
+    nodepool_crd().schema
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nodewright_api::convert::{Outcome, convert_documents};
+use nodewright_api::convert::{ConvertOptions, Outcome, convert_documents};
 
 use super::validate::read_all;
 
@@ -14,12 +14,19 @@ pub struct Args {
     /// A YAML or JSON file (several documents allowed), a directory, or `-` for stdin.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
+    /// The instance profile v1alpha1 AWSNodeTemplates without one used (the old global
+    /// `aws.defaultInstanceProfile` setting).
+    #[arg(long)]
+    pub default_instance_profile: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (docs, mut ok) = read_all(&args.files)?;
+    let options = ConvertOptions {
+        default_instance_profile: args.default_instance_profile,
+    };
     let mut out = String::new();
-    for item in convert_documents(docs) {
+    for item in convert_documents(docs, &options) {
         let what = item.doc.describe();
         let value = match &item.outcome {
             Outcome::NotKarpenter => item.doc.value.clone(),
@@ -36,8 +43,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 object.to_value()
             }
         };
-        if let Some(o) = item.object() {
-            for e in o.validate().errors {
+        if let (Some(o), Some(report)) = (item.object(), item.validate()) {
+            for w in report.warnings {
+                eprintln!("warning: {what} (as {} {}): {w}", o.api_version(), o.kind());
+            }
+            for e in report.errors {
                 eprintln!("error: {what} (as {} {}): {e}", o.api_version(), o.kind());
                 ok = false;
             }

@@ -1,18 +1,22 @@
 //! `nodewright validate -f FILE|DIR|-`: every document checked with upstream's rules; older
-//! generations are converted first and the v1 result is checked. Exit 0 when all are valid.
+//! generations are converted first (all inputs together, as `convert` does) and the v1 result
+//! is checked. Exit 0 when all are valid, 1 otherwise.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nodewright_api::convert::{Outcome, convert_documents};
+use nodewright_api::convert::{ConvertOptions, Outcome, convert_documents};
 use nodewright_api::document::{self, ReadError};
-use nodewright_api::object::Object;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// A YAML or JSON file (several documents allowed), a directory, or `-` for stdin.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
+    /// The instance profile v1alpha1 AWSNodeTemplates without one used (the old global
+    /// `aws.defaultInstanceProfile` setting).
+    #[arg(long)]
+    pub default_instance_profile: Option<String>,
     /// Do not print warnings (unknown fields, conversion notes, skipped documents).
     #[arg(short, long)]
     pub quiet: bool,
@@ -37,10 +41,13 @@ pub fn read_all(files: &[PathBuf]) -> anyhow::Result<(Vec<document::Document>, b
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (docs, mut ok) = read_all(&args.files)?;
+    let options = ConvertOptions {
+        default_instance_profile: args.default_instance_profile,
+    };
     let (mut checked, mut invalid) = (0usize, 0usize);
-    for item in convert_documents(docs) {
+    for item in convert_documents(docs, &options) {
         let what = item.doc.describe();
-        let (object, converted, warnings): (&Object, bool, &[String]) = match &item.outcome {
+        let (prefix, warnings): (String, &[String]) = match &item.outcome {
             Outcome::NotKarpenter => {
                 if !args.quiet {
                     eprintln!(
@@ -56,20 +63,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("{what}: {e}");
                 continue;
             }
-            Outcome::Current(o) => (o, false, &[]),
-            Outcome::Converted { object, warnings } => (object, true, warnings),
+            Outcome::Current(_) => (what.clone(), &[]),
+            Outcome::Converted { object, warnings } => (
+                format!("{what} (as {} {})", object.api_version(), object.kind()),
+                warnings,
+            ),
         };
         checked += 1;
-        let prefix = if converted {
-            format!("{what} (as {} {})", object.api_version(), object.kind())
-        } else {
-            what.clone()
-        };
-        let report = if converted {
-            object.validate()
-        } else {
-            nodewright_api::object::validate_value(&item.doc.value)
-                .unwrap_or_else(|| object.validate())
+        let Some(report) = item.validate() else {
+            continue;
         };
         if !args.quiet {
             for w in warnings {
