@@ -207,13 +207,14 @@ pub fn validate_with(
 ) -> Report {
     let out = structural::check(schema, &mut value);
     let mut errors = out.errors;
+    let schema_paths: Vec<String> = errors.iter().map(|e| e.path.clone()).collect();
     match rules(&value) {
         Ok(rule_errors) => {
-            for e in rule_errors {
-                if !errors.iter().any(|s| s.path == e.path) {
-                    errors.push(e);
-                }
-            }
+            errors.extend(
+                rule_errors
+                    .into_iter()
+                    .filter(|e| !schema_paths.contains(&e.path)),
+            );
         }
         // A value the schema rejected may not even decode; the schema errors say why.
         Err(e) if errors.is_empty() => errors.push(e),
