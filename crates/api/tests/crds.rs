@@ -124,10 +124,10 @@ fn check_node(s: &Map<String, Value>, at: &str, problems: &mut Vec<String>) {
         problems.push(format!("{at}: no type (not structural)"));
     }
     for j in ["anyOf", "allOf", "oneOf", "not"] {
-        if let Some(v) = s.get(j) {
-            if !(j == "anyOf" && int_or_string && is_int_or_string_any_of(v)) {
-                problems.push(format!("{at}: {j} is only used for int-or-string here"));
-            }
+        if let Some(v) = s.get(j)
+            && !(j == "anyOf" && int_or_string && is_int_or_string_any_of(v))
+        {
+            problems.push(format!("{at}: {j} is only used for int-or-string here"));
         }
     }
     if s.contains_key("properties") && s.contains_key("additionalProperties") {
@@ -135,15 +135,16 @@ fn check_node(s: &Map<String, Value>, at: &str, problems: &mut Vec<String>) {
             "{at}: properties and additionalProperties together"
         ));
     }
-    if let Some(p) = s.get("pattern").and_then(Value::as_str) {
-        if regex::Regex::new(p).is_err() {
-            problems.push(format!("{at}: pattern does not compile: {p}"));
-        }
+    if let Some(p) = s.get("pattern").and_then(Value::as_str)
+        && regex::Regex::new(p).is_err()
+    {
+        problems.push(format!("{at}: pattern does not compile: {p}"));
     }
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        if ty == Some("string") && !e.iter().all(Value::is_string) {
-            problems.push(format!("{at}: enum values are not strings"));
-        }
+    if let Some(e) = s.get("enum").and_then(Value::as_array)
+        && ty == Some("string")
+        && !e.iter().all(Value::is_string)
+    {
+        problems.push(format!("{at}: enum values are not strings"));
     }
     if let Some(d) = s.get("default") {
         let mut v = d.clone();
