@@ -97,7 +97,7 @@ impl Object {
                 return Err(FieldError::new(
                     "",
                     format!(
-                        "unsupported apiVersion/kind {api_version:?}/{kind:?}; supported: {}",
+                        "unsupported kind {kind:?} in apiVersion {api_version:?}; supported: {}",
                         list.join(", ")
                     ),
                 ));

@@ -370,7 +370,7 @@ fn unknown_kinds_are_clear_errors() {
     let v = json!({"apiVersion": "karpenter.sh/v1", "kind": "Machine", "metadata": {"name": "m"}});
     let e = Object::from_value(&v).unwrap_err().to_string();
     assert!(
-        e.starts_with("unsupported apiVersion/kind \"karpenter.sh/v1\"/\"Machine\""),
+        e.starts_with("unsupported kind \"Machine\" in apiVersion \"karpenter.sh/v1\"; supported: karpenter.sh/v1 NodePool, "),
         "{e}"
     );
     let other = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
