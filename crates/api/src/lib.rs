@@ -17,6 +17,7 @@ pub mod error;
 pub mod object;
 pub mod quantity;
 pub mod schema;
+pub mod to_core;
 pub mod v1;
 pub mod v1alpha5;
 pub mod v1beta1;

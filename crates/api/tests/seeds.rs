@@ -286,3 +286,21 @@ fn v1_seed_is_unchanged_by_conversion() {
         assert_eq!(item.object().unwrap().to_value(), doc.value);
     }
 }
+
+#[test]
+fn every_seed_nodepool_becomes_a_core_nodepool() {
+    let mut n = 0;
+    for item in convert(common::docs("seed-manifests")) {
+        if let Some(Object::NodePool(np)) = item.object() {
+            let core = nodewright_api::to_core::nodepool(np)
+                .unwrap_or_else(|e| panic!("{}: {e:?}", item.doc));
+            assert_eq!(core.name, np.metadata.name.clone().unwrap());
+            assert_eq!(
+                core.template.requirements.len(),
+                np.spec.template.spec.requirements.len()
+            );
+            n += 1;
+        }
+    }
+    assert_eq!(n, 5);
+}
