@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cel_interpreter::extractors::This;
-use cel_interpreter::{Context, FunctionContext, Program, Value as Cel};
+use cel::extractors::This;
+use cel::{Context, Program, Value as Cel};
 use serde_json::Value;
 
 use nodewright_api::validation::structural;
@@ -31,17 +31,11 @@ fn to_cel(v: &Value) -> Cel {
 }
 
 /// Kubernetes' `string.find(regex)`: the first match, or the empty string.
-fn find(
-    ftx: &FunctionContext<'_>,
-    This(this): This<Arc<String>>,
-    re: Arc<String>,
-) -> cel_interpreter::ResolveResult {
-    let re = regex::Regex::new(&re).map_err(|e| ftx.error(e.to_string()))?;
-    Ok(Cel::String(Arc::new(
-        re.find(&this)
-            .map(|m| m.as_str().to_string())
-            .unwrap_or_default(),
-    )))
+fn find(This(this): This<Arc<String>>, re: Arc<String>) -> String {
+    regex::Regex::new(&re)
+        .ok()
+        .and_then(|re| re.find(&this).map(|m| m.as_str().to_string()))
+        .unwrap_or_default()
 }
 
 /// One rule's verdict: `Err(message)` when it rejects (or fails to evaluate, which the API
@@ -49,7 +43,7 @@ fn find(
 fn eval(rule: &str, message: &str, self_: &Value, old: Option<&Value>) -> Result<(), String> {
     let program = Program::compile(rule).map_err(|e| format!("compile {rule}: {e}"))?;
     let mut ctx = Context::default();
-    ctx.add_function("find", find);
+    ctx.add_function("find", find).expect("find registers");
     ctx.add_variable_from_value("self", to_cel(self_));
     if let Some(o) = old {
         ctx.add_variable_from_value("oldSelf", to_cel(o));
