@@ -20,6 +20,10 @@ pub struct Args {
     /// Do not print warnings (unknown fields, conversion notes, skipped documents).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Treat fields the API server would drop (unknown fields) as errors, like
+    /// `kubectl apply --validate=strict`.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Reads every input; a file that is not YAML/JSON is reported and counts as invalid.
@@ -70,9 +74,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         };
         checked += 1;
-        let Some(report) = item.validate() else {
+        let Some(mut report) = item.validate() else {
             continue;
         };
+        if args.strict {
+            let (unknown, rest): (Vec<_>, Vec<_>) = report
+                .warnings
+                .into_iter()
+                .partition(|w| w.reason.starts_with("unknown field"));
+            report.warnings = rest;
+            report.errors.extend(unknown);
+        }
         if !args.quiet {
             for w in warnings {
                 eprintln!("warning: {what}: {w}");
