@@ -10,8 +10,16 @@
 
 pub mod aws;
 pub mod conversion;
+pub mod convert;
+pub mod crd;
 pub mod document;
 pub mod error;
+pub mod object;
 pub mod quantity;
 pub mod schema;
 pub mod schema_check;
+pub mod to_core;
+pub mod v1;
+pub mod v1alpha5;
+pub mod v1beta1;
+pub mod validation;

@@ -4,9 +4,24 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub mod convert;
+pub mod crds;
+pub mod validate;
+
 #[derive(Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Check NodePools, NodeClaims and EC2NodeClasses (any supported version) with Karpenter's rules.
+    Validate(validate::Args),
+    /// Convert older Karpenter objects (v1beta1, v1alpha5) to v1; warnings go to stderr.
+    Convert(convert::Args),
+    /// Print the CustomResourceDefinitions nodewright serves (karpenter.sh and karpenter.k8s.aws v1).
+    Crds(crds::Args),
+}
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
-    match command {}
+    match command {
+        Command::Validate(args) => validate::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Crds(args) => crds::run(args),
+    }
 }
