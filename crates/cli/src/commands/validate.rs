@@ -34,7 +34,7 @@ pub fn read_all(files: &[PathBuf]) -> anyhow::Result<(Vec<document::Document>, b
         match document::read_documents(f) {
             Ok(d) => docs.extend(d),
             Err(e @ ReadError::Parse { .. }) => {
-                println!("{e}");
+                crate::output::emit_line(&e.to_string())?;
                 ok = false;
             }
             Err(e) => return Err(e.into()),
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Outcome::Failed(e) => {
                 checked += 1;
                 invalid += 1;
-                println!("{what}: {e}");
+                crate::output::emit_line(&format!("{what}: {e}"))?;
                 continue;
             }
             Outcome::Current(_) => (what.clone(), &[]),
@@ -96,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !report.errors.is_empty() {
             invalid += 1;
             for e in &report.errors {
-                println!("{prefix}: {e}");
+                crate::output::emit_line(&format!("{prefix}: {e}"))?;
             }
         }
     }
