@@ -10,7 +10,10 @@ pub struct Converted<T> {
 
 impl<T> Converted<T> {
     pub fn new(object: T) -> Self {
-        Converted { object, warnings: Vec::new() }
+        Converted {
+            object,
+            warnings: Vec::new(),
+        }
     }
 
     pub fn warn(&mut self, message: impl Into<String>) {
@@ -18,6 +21,9 @@ impl<T> Converted<T> {
     }
 
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Converted<U> {
-        Converted { object: f(self.object), warnings: self.warnings }
+        Converted {
+            object: f(self.object),
+            warnings: self.warnings,
+        }
     }
 }

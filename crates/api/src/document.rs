@@ -20,21 +20,38 @@ pub struct Document {
 
 impl Document {
     pub fn api_version(&self) -> &str {
-        self.value.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("")
+        self.value
+            .get("apiVersion")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
     }
 
     pub fn kind(&self) -> &str {
-        self.value.get("kind").and_then(|v| v.as_str()).unwrap_or("")
+        self.value
+            .get("kind")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
     }
 
     pub fn name(&self) -> &str {
-        self.value.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("")
+        self.value
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
     }
 
     /// `file[index] Kind/name`, the prefix of every message about this document.
     pub fn describe(&self) -> String {
-        let kind = if self.kind().is_empty() { "<no kind>" } else { self.kind() };
-        let name = if self.name().is_empty() { "<no name>" } else { self.name() };
+        let kind = if self.kind().is_empty() {
+            "<no kind>"
+        } else {
+            self.kind()
+        };
+        let name = if self.name().is_empty() {
+            "<no name>"
+        } else {
+            self.name()
+        };
         format!("{}[{}] {kind}/{name}", self.source, self.index)
     }
 }
@@ -54,7 +71,11 @@ pub enum ReadError {
         source: std::io::Error,
     },
     #[error("{source_name}[{index}]: not valid YAML or JSON: {message}")]
-    Parse { source_name: String, index: usize, message: String },
+    Parse {
+        source_name: String,
+        index: usize,
+        message: String,
+    },
 }
 
 /// Parses every document in `text`. `source` names the origin in errors.
@@ -62,22 +83,32 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, ReadEr
     let mut docs = Vec::new();
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ReadError::Parse {
-            source_name: source.to_string(),
-            index: 0,
-            message: e.to_string(),
-        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| ReadError::Parse {
+                source_name: source.to_string(),
+                index: 0,
+                message: e.to_string(),
+            })?;
         let items = match value {
             serde_json::Value::Array(items) => items,
             serde_json::Value::Object(ref o)
-                if o.get("kind").and_then(|k| k.as_str()).is_some_and(|k| k.ends_with("List")) =>
+                if o.get("kind")
+                    .and_then(|k| k.as_str())
+                    .is_some_and(|k| k.ends_with("List")) =>
             {
-                o.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default()
+                o.get("items")
+                    .and_then(|i| i.as_array())
+                    .cloned()
+                    .unwrap_or_default()
             }
             other => vec![other],
         };
         for (index, value) in items.into_iter().enumerate() {
-            docs.push(Document { source: source.to_string(), index, value });
+            docs.push(Document {
+                source: source.to_string(),
+                index,
+                value,
+            });
         }
         return Ok(docs);
     }
@@ -91,7 +122,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, ReadEr
             continue;
         }
         let index = docs.len();
-        docs.push(Document { source: source.to_string(), index, value });
+        docs.push(Document {
+            source: source.to_string(),
+            index,
+            value,
+        });
     }
     Ok(docs)
 }
@@ -103,12 +138,18 @@ pub fn read_documents(path: &Path) -> Result<Vec<Document>, ReadError> {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|source| ReadError::Io { path: display.clone(), source })?;
+            .map_err(|source| ReadError::Io {
+                path: display.clone(),
+                source,
+            })?;
         return parse_documents("-", &text);
     }
     if path.is_dir() {
         let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|source| ReadError::Io { path: display.clone(), source })?
+            .map_err(|source| ReadError::Io {
+                path: display.clone(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 p.is_file()
@@ -125,8 +166,10 @@ pub fn read_documents(path: &Path) -> Result<Vec<Document>, ReadError> {
         }
         return Ok(docs);
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| ReadError::Io { path: display.clone(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: display.clone(),
+        source,
+    })?;
     parse_documents(&display, &text)
 }
 
@@ -148,10 +191,15 @@ mod tests {
 
     #[test]
     fn json_list_and_array() {
-        let docs =
-            parse_documents("l.json", r#"{"kind":"List","items":[{"kind":"A"},{"kind":"B"}]}"#)
-                .unwrap();
-        assert_eq!(docs.iter().map(|d| d.kind()).collect::<Vec<_>>(), ["A", "B"]);
+        let docs = parse_documents(
+            "l.json",
+            r#"{"kind":"List","items":[{"kind":"A"},{"kind":"B"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            docs.iter().map(|d| d.kind()).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
         assert!(parse_documents("bad.yaml", "a: [1,").is_err());
     }
 }

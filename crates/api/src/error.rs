@@ -12,7 +12,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(path: impl Into<String>, reason: impl Into<String>) -> Self {
-        FieldError { path: path.into(), reason: reason.into() }
+        FieldError {
+            path: path.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -75,8 +78,15 @@ mod tests {
 
     #[test]
     fn paths_render_like_kubectl() {
-        let p = Path::root("spec").field("template").field("spec").field("requirements").index(2);
-        assert_eq!(p.field("key").error("bad").to_string(), "spec.template.spec.requirements[2].key: bad");
+        let p = Path::root("spec")
+            .field("template")
+            .field("spec")
+            .field("requirements")
+            .index(2);
+        assert_eq!(
+            p.field("key").error("bad").to_string(),
+            "spec.template.spec.requirements[2].key: bad"
+        );
         assert_eq!(Path::default().field("spec").as_str(), "spec");
     }
 }

@@ -21,7 +21,10 @@ struct Parsed {
 }
 
 fn parse(input: &str) -> Result<Parsed, QuantityError> {
-    let err = |reason| QuantityError { input: input.to_string(), reason };
+    let err = |reason| QuantityError {
+        input: input.to_string(),
+        reason,
+    };
     let s = input.trim();
     if s.is_empty() {
         return Err(err("empty"));
@@ -31,7 +34,9 @@ fn parse(input: &str) -> Result<Parsed, QuantityError> {
         b'+' => (false, &s[1..]),
         _ => (false, s),
     };
-    let num_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let num_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (number, suffix) = s.split_at(num_end);
     if number.is_empty() || number == "." || number.matches('.').count() > 1 {
         return Err(err("expected a number"));
@@ -71,13 +76,24 @@ fn parse(input: &str) -> Result<Parsed, QuantityError> {
             }
         }
     }
-    Ok(Parsed { negative, digits, exp10, exp2 })
+    Ok(Parsed {
+        negative,
+        digits,
+        exp10,
+        exp2,
+    })
 }
 
 /// `value * 10^scale`, rounded up (as Kubernetes does for sub-unit precision).
 fn scaled(p: Parsed, scale: i32, input: &str) -> Result<i64, QuantityError> {
-    let err = |reason| QuantityError { input: input.to_string(), reason };
-    let mut n = p.digits.checked_shl(p.exp2).ok_or_else(|| err("too large"))?;
+    let err = |reason| QuantityError {
+        input: input.to_string(),
+        reason,
+    };
+    let mut n = p
+        .digits
+        .checked_shl(p.exp2)
+        .ok_or_else(|| err("too large"))?;
     if p.exp2 > 0 && n >> p.exp2 != p.digits {
         return Err(err("too large"));
     }
@@ -87,7 +103,9 @@ fn scaled(p: Parsed, scale: i32, input: &str) -> Result<i64, QuantityError> {
             n = n.checked_mul(10).ok_or_else(|| err("too large"))?;
         }
     } else {
-        let div = 10u128.checked_pow((-e) as u32).ok_or_else(|| err("too small"))?;
+        let div = 10u128
+            .checked_pow((-e) as u32)
+            .ok_or_else(|| err("too small"))?;
         n = n.div_ceil(div);
     }
     let v = i64::try_from(n).map_err(|_| err("too large"))?;
@@ -106,7 +124,11 @@ pub fn parse_milli(input: &str) -> Result<i64, QuantityError> {
 
 /// A quantity for resource `name` in `core`'s unit: millicores for `cpu`, whole units otherwise.
 pub fn parse_resource(name: &str, input: &str) -> Result<i64, QuantityError> {
-    if name == nodewright_core::resources::CPU { parse_milli(input) } else { parse_units(input) }
+    if name == nodewright_core::resources::CPU {
+        parse_milli(input)
+    } else {
+        parse_units(input)
+    }
 }
 
 #[cfg(test)]

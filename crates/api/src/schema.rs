@@ -192,6 +192,9 @@ mod tests {
             .rule("self.name != 'x'", "name must not be x")
             .into_value();
         assert_eq!(s["properties"]["name"]["minLength"], 1);
-        assert_eq!(s["x-kubernetes-validations"][0]["message"], "name must not be x");
+        assert_eq!(
+            s["x-kubernetes-validations"][0]["message"],
+            "name must not be x"
+        );
     }
 }

@@ -10,7 +10,11 @@ use clap::Parser;
 mod commands;
 
 #[derive(Parser)]
-#[command(name = "nodewright", version, about = "Just-in-time nodes for Kubernetes, Karpenter-compatible")]
+#[command(
+    name = "nodewright",
+    version,
+    about = "Just-in-time nodes for Kubernetes, Karpenter-compatible"
+)]
 struct Cli {
     #[command(subcommand)]
     command: commands::Command,

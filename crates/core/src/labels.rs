@@ -145,7 +145,10 @@ pub fn restriction(key: &str) -> Option<String> {
         return Some(format!("label domain {:?} is restricted", "karpenter.sh"));
     }
     if in_domain(d, "karpenter.k8s.aws") && !aws::WELL_KNOWN.contains(&key) {
-        return Some(format!("label domain {:?} is restricted", "karpenter.k8s.aws"));
+        return Some(format!(
+            "label domain {:?} is restricted",
+            "karpenter.k8s.aws"
+        ));
     }
     None
 }
@@ -169,7 +172,10 @@ mod tests {
 
     #[test]
     fn beta_keys_normalize() {
-        assert_eq!(normalize_key("failure-domain.beta.kubernetes.io/zone"), ZONE);
+        assert_eq!(
+            normalize_key("failure-domain.beta.kubernetes.io/zone"),
+            ZONE
+        );
         assert_eq!(normalize_key("example.com/x"), "example.com/x");
     }
 }

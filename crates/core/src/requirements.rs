@@ -48,7 +48,10 @@ impl Operator {
 
     /// Gt, Lt, Gte and Lte take exactly one non-negative integer.
     pub fn is_numeric(self) -> bool {
-        matches!(self, Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte)
+        matches!(
+            self,
+            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
+        )
     }
 }
 

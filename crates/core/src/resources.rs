@@ -149,6 +149,9 @@ mod tests {
         let mut a = Resources::new().with(CPU, 500);
         a.sub(&Resources::new().with(CPU, 500));
         assert!(a.is_empty());
-        assert_eq!(format!("{}", Resources::new().with(CPU, 1500).with(MEMORY, 2 << 30)), "cpu=1500m, memory=2Gi");
+        assert_eq!(
+            format!("{}", Resources::new().with(CPU, 1500).with(MEMORY, 2 << 30)),
+            "cpu=1500m, memory=2Gi"
+        );
     }
 }

@@ -28,7 +28,9 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
             && self.match_expressions.iter().all(|r| {
                 let value = labels.get(&r.key);
                 match r.operator {
@@ -51,8 +53,9 @@ mod tests {
 
     #[test]
     fn selector_semantics() {
-        let labels: BTreeMap<String, String> =
-            [("app".to_string(), "web".to_string())].into_iter().collect();
+        let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())]
+            .into_iter()
+            .collect();
         let mut s = LabelSelector::default();
         assert!(s.matches(&labels));
         s.match_labels.insert("app".into(), "web".into());

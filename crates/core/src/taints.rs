@@ -37,7 +37,11 @@ pub struct Taint {
 
 impl Taint {
     pub fn new(key: &str, value: &str, effect: TaintEffect) -> Self {
-        Taint { key: key.into(), value: value.into(), effect }
+        Taint {
+            key: key.into(),
+            value: value.into(),
+            effect,
+        }
     }
 }
 
@@ -69,10 +73,10 @@ pub struct Toleration {
 
 impl Toleration {
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if let Some(e) = self.effect {
-            if e != taint.effect {
-                return false;
-            }
+        if let Some(e) = self.effect
+            && e != taint.effect
+        {
+            return false;
         }
         if self.key.is_empty() {
             return self.operator == TolerationOperator::Exists;
@@ -99,8 +103,18 @@ pub fn first_untolerated<'a>(tolerations: &[Toleration], taints: &'a [Taint]) ->
 mod tests {
     use super::*;
 
-    fn tol(key: &str, op: TolerationOperator, value: &str, effect: Option<TaintEffect>) -> Toleration {
-        Toleration { key: key.into(), operator: op, value: value.into(), effect }
+    fn tol(
+        key: &str,
+        op: TolerationOperator,
+        value: &str,
+        effect: Option<TaintEffect>,
+    ) -> Toleration {
+        Toleration {
+            key: key.into(),
+            operator: op,
+            value: value.into(),
+            effect,
+        }
     }
 
     #[test]
@@ -108,11 +122,27 @@ mod tests {
         let t = Taint::new("gpu", "true", TaintEffect::NoSchedule);
         assert!(tol("gpu", TolerationOperator::Equal, "true", None).tolerates(&t));
         assert!(!tol("gpu", TolerationOperator::Equal, "false", None).tolerates(&t));
-        assert!(tol("gpu", TolerationOperator::Exists, "", Some(TaintEffect::NoSchedule)).tolerates(&t));
-        assert!(!tol("gpu", TolerationOperator::Exists, "", Some(TaintEffect::NoExecute)).tolerates(&t));
+        assert!(
+            tol(
+                "gpu",
+                TolerationOperator::Exists,
+                "",
+                Some(TaintEffect::NoSchedule)
+            )
+            .tolerates(&t)
+        );
+        assert!(
+            !tol(
+                "gpu",
+                TolerationOperator::Exists,
+                "",
+                Some(TaintEffect::NoExecute)
+            )
+            .tolerates(&t)
+        );
         assert!(tol("", TolerationOperator::Exists, "", None).tolerates(&t));
         let soft = Taint::new("x", "", TaintEffect::PreferNoSchedule);
-        assert_eq!(first_untolerated(&[], &[soft.clone()]), None);
+        assert_eq!(first_untolerated(&[], std::slice::from_ref(&soft)), None);
         assert_eq!(first_untolerated(&[], &[soft, t.clone()]), Some(&t));
     }
 }

@@ -9,7 +9,10 @@ pub struct Timestamp(pub i64);
 impl Timestamp {
     /// The instant `d` after this one.
     pub fn plus(self, d: Duration) -> Timestamp {
-        Timestamp(self.0.saturating_add(d.as_millis().min(i64::MAX as u128) as i64))
+        Timestamp(
+            self.0
+                .saturating_add(d.as_millis().min(i64::MAX as u128) as i64),
+        )
     }
 
     /// The time elapsed from `earlier` to `self`, or zero if `earlier` is later.

@@ -83,8 +83,11 @@ impl InstanceType {
     pub fn allocatable(&self) -> Resources {
         let mut a = self.capacity.clone();
         a.sub(&self.overhead.total());
-        let negatives: Vec<String> =
-            a.iter().filter(|&(_, v)| v < 0).map(|(k, _)| k.to_string()).collect();
+        let negatives: Vec<String> = a
+            .iter()
+            .filter(|&(_, v)| v < 0)
+            .map(|(k, _)| k.to_string())
+            .collect();
         for k in negatives {
             a.set(&k, 0);
         }
@@ -93,11 +96,14 @@ impl InstanceType {
 
     /// The cheapest available offering, ties broken by zone then capacity type.
     pub fn cheapest_available(&self) -> Option<&Offering> {
-        self.offerings.iter().filter(|o| o.available).min_by(|a, b| {
-            a.price
-                .total_cmp(&b.price)
-                .then_with(|| a.zone.cmp(&b.zone))
-                .then_with(|| a.capacity_type.cmp(&b.capacity_type))
-        })
+        self.offerings
+            .iter()
+            .filter(|o| o.available)
+            .min_by(|a, b| {
+                a.price
+                    .total_cmp(&b.price)
+                    .then_with(|| a.zone.cmp(&b.zone))
+                    .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+            })
     }
 }

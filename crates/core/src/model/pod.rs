@@ -126,12 +126,16 @@ impl Pod {
     }
 
     pub fn is_daemonset_pod(&self) -> bool {
-        self.owner.as_ref().is_some_and(|o| o.controller && o.kind == "DaemonSet")
+        self.owner
+            .as_ref()
+            .is_some_and(|o| o.controller && o.kind == "DaemonSet")
     }
 
     /// Static pods mirrored by the kubelet are owned by their Node.
     pub fn is_mirror_pod(&self) -> bool {
-        self.owner.as_ref().is_some_and(|o| o.controller && o.kind == "Node")
+        self.owner
+            .as_ref()
+            .is_some_and(|o| o.controller && o.kind == "Node")
             || self.annotations.contains_key("kubernetes.io/config.mirror")
     }
 
