@@ -289,6 +289,26 @@ impl Reqs {
         changed
     }
 
+    /// True when merging `other` would narrow some key (cheap; allocates nothing for the
+    /// common case of a settled single-valued key).
+    pub fn would_change(&self, other: &Reqs, interner: &Interner) -> bool {
+        other.items.iter().any(|r| match self.get_req(r.key) {
+            None => true,
+            Some(mine) => {
+                if r.min_values
+                    .is_some_and(|m| mine.min_values.is_none_or(|x| x < m))
+                {
+                    return true;
+                }
+                if !mine.set.complement {
+                    !mine.set.values.iter().all(|&v| r.set.has(v, interner))
+                } else {
+                    mine.set.intersect(&r.set, interner) != mine.set
+                }
+            }
+        })
+    }
+
     /// Karpenter's `Intersects`: every key both sides define must share a value, except that
     /// two negative constraints (`NotIn`/`DoesNotExist`) never conflict.
     pub fn intersects(&self, incoming: &Reqs, interner: &Interner) -> Result<(), Box<Conflict>> {
