@@ -4,8 +4,10 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub mod bench;
 pub mod convert;
 pub mod crds;
+pub mod plan;
 pub mod validate;
 
 #[derive(Subcommand)]
@@ -16,6 +18,10 @@ pub enum Command {
     Convert(convert::Args),
     /// Print the CustomResourceDefinitions nodewright serves (karpenter.sh and karpenter.k8s.aws v1).
     Crds(crds::Args),
+    /// Plan one snapshot: where every pending pod goes and which nodes to launch.
+    Plan(plan::PlanArgs),
+    /// Benchmarks of the engine.
+    Bench(bench::BenchArgs),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -23,5 +29,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Crds(args) => crds::run(args),
+        Command::Plan(a) => plan::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }

@@ -5,6 +5,7 @@
 //! runtime and no serialisation framework. The shells (`api`, `controller`, `sim`, `cli`) turn
 //! the outside world into these types and act on what comes back.
 
+pub mod bench;
 pub mod calendar;
 pub mod cron;
 pub mod disruption;
@@ -12,6 +13,7 @@ pub mod labels;
 pub mod model;
 pub mod requirements;
 pub mod resources;
+pub mod scheduling;
 pub mod selector;
 pub mod taints;
 pub mod time;
