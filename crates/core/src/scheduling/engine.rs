@@ -811,6 +811,13 @@ impl<'w> Engine<'w> {
                 .collect();
             let mut reqs = cl.reqs.clone();
             reqs.items.retain(|r| r.key != w.hostname);
+            let mut requirement_list = reqs.to_requirements(&w.interner);
+            requirement_list.push(crate::requirements::Requirement {
+                key: crate::labels::INSTANCE_TYPE.to_string(),
+                operator: crate::requirements::Operator::In,
+                values: instance_types.iter().map(|o| o.name.clone()).collect(),
+                min_values: None,
+            });
             let mut requirements = reqs.describe(&w.interner);
             let names: Vec<&str> = instance_types.iter().map(|o| o.name.as_str()).collect();
             requirements.push(format!(
@@ -827,6 +834,7 @@ impl<'w> Engine<'w> {
             new_claims.push(NewClaim {
                 nodepool: p.name.clone(),
                 requirements,
+                requirement_list,
                 instance_types,
                 pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
                 requests,

@@ -367,6 +367,44 @@ impl Reqs {
         reqs
     }
 
+    /// The constraints back in user form: one requirement per key and operator
+    /// (`NotIn` plus `Gt`/`Lt` when a complement set is also bounded).
+    pub fn to_requirements(&self, interner: &Interner) -> Vec<crate::requirements::Requirement> {
+        use crate::requirements::Requirement;
+        let mut out = Vec::new();
+        for r in &self.items {
+            let key = interner.name(r.key).to_string();
+            let values: Vec<String> = r
+                .set
+                .values
+                .iter()
+                .map(|&v| interner.name(v).to_string())
+                .collect();
+            let op = r.set.operator();
+            let base = match op {
+                Operator::NotIn if values.is_empty() => None,
+                _ => Some(Requirement {
+                    key: key.clone(),
+                    operator: op,
+                    values,
+                    min_values: r.min_values,
+                }),
+            };
+            out.extend(base);
+            for (bound, op) in [(r.set.gt, Operator::Gt), (r.set.lt, Operator::Lt)] {
+                if let Some(b) = bound {
+                    out.push(Requirement {
+                        key: key.clone(),
+                        operator: op,
+                        values: vec![b.to_string()],
+                        min_values: None,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     pub fn describe(&self, interner: &Interner) -> Vec<String> {
         self.items
             .iter()
