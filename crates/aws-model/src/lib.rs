@@ -14,6 +14,7 @@ pub mod pricing;
 pub mod requirements;
 pub mod resources;
 pub mod settings;
+pub mod userdata;
 
 mod build;
 
