@@ -8,6 +8,7 @@
 pub mod catalog;
 mod csv;
 pub mod error;
+pub mod ice;
 pub mod info;
 pub mod nodeclass;
 pub mod pricing;
