@@ -10,6 +10,7 @@ mod csv;
 pub mod error;
 pub mod ice;
 pub mod info;
+pub mod launch;
 pub mod nodeclass;
 pub mod pricing;
 pub mod requirements;
