@@ -77,9 +77,11 @@ pub(super) fn script(input: &BootstrapInput) -> Result<String, UserDataError> {
         k8s.insert("cpu-cfs-quota-enforced".into(), Value::Boolean(b));
     }
 
-    let labels = subtable(k8s, "node-labels", "settings.kubernetes.")?;
-    for (key, v) in &input.labels {
-        labels.insert(key.clone(), s(v));
+    if !input.labels.is_empty() {
+        let labels = subtable(k8s, "node-labels", "settings.kubernetes.")?;
+        for (key, v) in &input.labels {
+            labels.insert(key.clone(), s(v));
+        }
     }
 
     let mut taints = Table::new();
@@ -246,8 +248,22 @@ enabled = true
         let out = decode(&generate(&i).unwrap());
         assert_eq!(
             out,
-            "[settings.kubernetes]\napi-server = \"https://e\"\ncluster-name = \"c\"\n\n[settings.kubernetes.node-labels]\n"
+            "[settings.kubernetes]\napi-server = \"https://e\"\ncluster-name = \"c\"\n"
         );
+    }
+
+    #[test]
+    fn registry_mirrors_and_inline_tables_survive() {
+        let mut i = full(AmiFamily::Bottlerocket);
+        i.user_data = Some(
+            "[[settings.container-registry.mirrors]]\nregistry = \"docker.io\"\nendpoint = [\"https://m.example\"]\n[settings.kubernetes]\nnode-labels = { team = \"user\", zone = \"x\" }\n".into(),
+        );
+        let out = decode(&generate(&i).unwrap());
+        assert!(out.contains("[[settings.container-registry.mirrors]]\nendpoint = [\"https://m.example\"]\nregistry = \"docker.io\"\n"), "{out}");
+        let root = toml::parse(&out).unwrap();
+        let labels = table(&root, &["settings", "kubernetes", "node-labels"]);
+        assert_eq!(labels["team"], Value::String("web".into()));
+        assert_eq!(labels["zone"], Value::String("x".into()));
     }
 
     #[test]

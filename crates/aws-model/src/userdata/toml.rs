@@ -1,7 +1,7 @@
-//! The subset of TOML that Bottlerocket settings use: tables, dotted and quoted keys, basic and
-//! literal strings, integers, booleans and (possibly nested, possibly multi-line) arrays of
-//! those. Anything else (floats, dates, inline tables, arrays of tables, multi-line strings) is
-//! an error naming the line, rather than a silent misread.
+//! The subset of TOML that Bottlerocket settings use: tables and arrays of tables, dotted and
+//! quoted keys, basic and literal strings (also multi-line), integers, booleans, arrays and
+//! inline tables. Floats and dates, which no Bottlerocket setting takes, are an error naming
+//! the line rather than a silent misread.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -145,15 +145,25 @@ impl Parser {
     }
 
     fn basic_string(&mut self) -> Result<String, TomlError> {
-        if self.peek_at(1) == Some('"') && self.peek_at(2) == Some('"') {
-            return self.err("multi-line strings are not supported");
-        }
-        self.bump();
+        let multi = self.peek_at(1) == Some('"') && self.peek_at(2) == Some('"');
+        self.open_quotes(multi);
         let mut s = String::new();
         loop {
             match self.bump() {
-                None | Some('\n') => return self.err("unterminated string"),
-                Some('"') => return Ok(s),
+                None => return self.err("unterminated string"),
+                Some('\n') if !multi => return self.err("unterminated string"),
+                Some('"') if !multi => return Ok(s),
+                Some('"') if self.peek() == Some('"') && self.peek_at(1) == Some('"') => {
+                    self.bump();
+                    self.bump();
+                    return Ok(s);
+                }
+                Some('\\') if multi && matches!(self.peek(), Some(' ' | '\t' | '\r' | '\n')) => {
+                    // A line-ending backslash joins the lines, dropping the whitespace.
+                    while matches!(self.peek(), Some(' ' | '\t' | '\r' | '\n')) {
+                        self.bump();
+                    }
+                }
                 Some('\\') => {
                     let c = match self.bump() {
                         Some('"') => '"',
@@ -182,16 +192,36 @@ impl Parser {
     }
 
     fn literal_string(&mut self) -> Result<String, TomlError> {
-        if self.peek_at(1) == Some('\'') && self.peek_at(2) == Some('\'') {
-            return self.err("multi-line strings are not supported");
-        }
-        self.bump();
+        let multi = self.peek_at(1) == Some('\'') && self.peek_at(2) == Some('\'');
+        self.open_quotes(multi);
         let mut s = String::new();
         loop {
             match self.bump() {
-                None | Some('\n') => return self.err("unterminated string"),
-                Some('\'') => return Ok(s),
+                None => return self.err("unterminated string"),
+                Some('\n') if !multi => return self.err("unterminated string"),
+                Some('\'') if !multi => return Ok(s),
+                Some('\'') if self.peek() == Some('\'') && self.peek_at(1) == Some('\'') => {
+                    self.bump();
+                    self.bump();
+                    return Ok(s);
+                }
                 Some(c) => s.push(c),
+            }
+        }
+    }
+
+    /// Consumes the opening quote(s); a multi-line string drops a newline right after them.
+    fn open_quotes(&mut self, multi: bool) {
+        let n = if multi { 3 } else { 1 };
+        for _ in 0..n {
+            self.bump();
+        }
+        if multi {
+            if self.peek() == Some('\r') && self.peek_at(1) == Some('\n') {
+                self.bump();
+            }
+            if self.peek() == Some('\n') {
+                self.bump();
             }
         }
     }
@@ -201,7 +231,7 @@ impl Parser {
             Some('"') => self.basic_string().map(Value::String),
             Some('\'') => self.literal_string().map(Value::String),
             Some('[') => self.array(),
-            Some('{') => self.err("inline tables are not supported; use a [table] header"),
+            Some('{') => self.inline_table(),
             Some(_) => self.atom(),
             None => self.err("expected a value, found the end of the input"),
         }
@@ -225,6 +255,43 @@ impl Parser {
                     return self.err(format!("expected ',' or ']' in an array, found {c:?}"));
                 }
                 None => return self.err("unterminated array"),
+            }
+        }
+    }
+
+    fn inline_table(&mut self) -> Result<Value, TomlError> {
+        self.bump();
+        let mut table = Table::new();
+        self.skip_spaces();
+        if self.peek() == Some('}') {
+            self.bump();
+            return Ok(Value::Table(table));
+        }
+        loop {
+            self.skip_spaces();
+            let mut path = self.key_path()?;
+            self.skip_spaces();
+            if self.bump() != Some('=') {
+                return self.err(format!("expected '=' after key {}", path.join(".")));
+            }
+            self.skip_spaces();
+            let value = self.value()?;
+            let last = path.pop().unwrap_or_default();
+            let t = table_at(&mut table, &path, self)?;
+            if t.contains_key(&last) {
+                return self.err(format!("key {last:?} is defined twice"));
+            }
+            t.insert(last, value);
+            self.skip_spaces();
+            match self.bump() {
+                Some(',') => {}
+                Some('}') => return Ok(Value::Table(table)),
+                Some(c) => {
+                    return self.err(format!(
+                        "expected ',' or '}}' in an inline table, found {c:?}"
+                    ));
+                }
+                None => return self.err("unterminated inline table"),
             }
         }
     }
@@ -291,6 +358,13 @@ fn table_at<'a>(
             .or_insert_with(|| Value::Table(Table::new()));
         t = match v {
             Value::Table(inner) => inner,
+            // `[[k]]` sections: later headers and keys address the latest element.
+            Value::Array(items) if matches!(items.last(), Some(Value::Table(_))) => {
+                match items.last_mut() {
+                    Some(Value::Table(inner)) => inner,
+                    _ => unreachable!("checked above"),
+                }
+            }
             _ => return p.err(format!("{k:?} is already a value, not a table")),
         };
     }
@@ -310,10 +384,36 @@ pub fn parse(input: &str) -> Result<Table, TomlError> {
         p.skip_blank();
         match p.peek() {
             None => return Ok(root),
-            Some('[') => {
-                if p.peek_at(1) == Some('[') {
-                    return p.err("arrays of tables ([[...]]) are not supported");
+            Some('[') if p.peek_at(1) == Some('[') => {
+                p.bump();
+                p.bump();
+                p.skip_spaces();
+                let mut path = p.key_path()?;
+                if p.bump() != Some(']') || p.bump() != Some(']') {
+                    return p.err("expected ']]' to close the array-of-tables header");
                 }
+                let last = path.pop().unwrap_or_default();
+                let parent = table_at(&mut root, &path, &p)?;
+                match parent
+                    .entry(last.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()))
+                {
+                    Value::Array(items) if items.iter().all(|i| matches!(i, Value::Table(_))) => {
+                        items.push(Value::Table(Table::new()));
+                    }
+                    _ => {
+                        return p.err(format!(
+                            "{last:?} is already a value, not an array of tables"
+                        ));
+                    }
+                }
+                path.push(last);
+                // A new element starts afresh: its sub-tables may be defined again.
+                headers.retain(|h| !h.starts_with(&path));
+                current = path;
+                p.end_of_line()?;
+            }
+            Some('[') => {
                 p.bump();
                 p.skip_spaces();
                 let path = p.key_path()?;
@@ -388,7 +488,7 @@ fn render_value(v: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        // Tables inside arrays cannot be produced by `parse`; render them inline.
+        // Only reached inside arrays that are not arrays of tables.
         Value::Table(t) => format!(
             "{{{}}}",
             t.iter()
@@ -399,33 +499,58 @@ fn render_value(v: &Value) -> String {
     }
 }
 
-fn render_table(path: &mut Vec<String>, table: &Table, out: &mut String) {
-    let (subtables, values): (Vec<_>, Vec<_>) = table
-        .iter()
-        .partition(|(_, v)| matches!(v, Value::Table(_)));
-    if !path.is_empty() && (!values.is_empty() || subtables.is_empty()) {
+fn is_array_of_tables(v: &Value) -> bool {
+    matches!(v, Value::Array(items)
+        if !items.is_empty() && items.iter().all(|i| matches!(i, Value::Table(_))))
+}
+
+fn header(path: &[String]) -> String {
+    path.iter()
+        .map(|k| render_key(k))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Writes `table` under `path`: its plain values first (after a `[path]` header, or
+/// `[[path]]` for an element of an array of tables), then its sub-tables.
+fn render_table(path: &mut Vec<String>, table: &Table, element: bool, out: &mut String) {
+    let is_section = |v: &Value| matches!(v, Value::Table(_)) || is_array_of_tables(v);
+    let values: Vec<_> = table.iter().filter(|(_, v)| !is_section(v)).collect();
+    let has_sections = table.values().any(is_section);
+    if element || (!path.is_empty() && (!values.is_empty() || !has_sections)) {
         if !out.is_empty() {
             out.push('\n');
         }
-        let header: Vec<String> = path.iter().map(|k| render_key(k)).collect();
-        out.push_str(&format!("[{}]\n", header.join(".")));
+        if element {
+            out.push_str(&format!("[[{}]]\n", header(path)));
+        } else {
+            out.push_str(&format!("[{}]\n", header(path)));
+        }
     }
     for (k, v) in values {
         out.push_str(&format!("{} = {}\n", render_key(k), render_value(v)));
     }
-    for (k, v) in subtables {
-        if let Value::Table(t) = v {
-            path.push(k.clone());
-            render_table(path, t, out);
-            path.pop();
+    for (k, v) in table {
+        path.push(k.clone());
+        match v {
+            Value::Table(t) => render_table(path, t, false, out),
+            Value::Array(items) if is_array_of_tables(v) => {
+                for item in items {
+                    if let Value::Table(t) = item {
+                        render_table(path, t, true, out);
+                    }
+                }
+            }
+            _ => {}
         }
+        path.pop();
     }
 }
 
 /// The table as TOML, keys in order, one `[header]` per table that holds values.
 pub fn render(table: &Table) -> String {
     let mut out = String::new();
-    render_table(&mut Vec::new(), table, &mut out);
+    render_table(&mut Vec::new(), table, false, &mut out);
     out
 }
 
@@ -489,9 +614,10 @@ negative = -3
         let cases = [
             ("a = 1.5", 1, "floats"),
             ("\n\nd = 2024-01-01", 3, "dates"),
-            ("t = {a = 1}", 1, "inline tables"),
-            ("[[x]]", 1, "arrays of tables"),
-            ("s = \"\"\"x\"\"\"", 1, "multi-line"),
+            ("t = {a = 1", 1, "unterminated inline table"),
+            ("t = {a = 1 b = 2}", 1, "expected ','"),
+            ("x = [1]\n[[x]]", 2, "not an array of tables"),
+            ("s = \"\"\"x", 1, "unterminated"),
             ("a = bare", 1, "must be quoted"),
             ("a = 1\na = 2", 2, "defined twice"),
             ("[t]\n[t]", 2, "defined twice"),
@@ -507,6 +633,75 @@ negative = -3
             assert_eq!(e.line, line, "{input}: {e}");
             assert!(e.reason.contains(reason), "{input}: {e}");
         }
+    }
+
+    #[test]
+    fn arrays_of_tables_inline_tables_and_multiline_strings() {
+        let input = r#"
+[[settings.container-registry.mirrors]]
+registry = "docker.io"
+endpoint = ["https://mirror.example"]
+
+[[settings.container-registry.mirrors]]
+registry = "quay.io"
+endpoint = ["https://quay-mirror.example"]
+[settings.container-registry.mirrors.extra]
+note = 'second only'
+
+[settings.kubernetes]
+eviction-hard = { "memory.available" = "15%", nodefs.inodesFree = "5%" }
+[settings.host-containers.admin]
+user-data = '''
+{"ssh": true}
+'''
+motd = """
+line one \
+   continued"""
+"#;
+        let t = parse(input).unwrap();
+        let settings = match &t["settings"] {
+            Value::Table(st) => st,
+            _ => panic!(),
+        };
+        let mirrors = match &settings["container-registry"] {
+            Value::Table(c) => &c["mirrors"],
+            _ => panic!(),
+        };
+        let Value::Array(items) = mirrors else {
+            panic!()
+        };
+        assert_eq!(items.len(), 2);
+        let Value::Table(second) = &items[1] else {
+            panic!()
+        };
+        assert_eq!(second["registry"], s("quay.io"));
+        assert!(matches!(&second["extra"], Value::Table(e) if e["note"] == s("second only")));
+        let Value::Table(k) = &settings["kubernetes"] else {
+            panic!()
+        };
+        let Value::Table(ev) = &k["eviction-hard"] else {
+            panic!()
+        };
+        assert_eq!(ev["memory.available"], s("15%"));
+        assert!(matches!(&ev["nodefs"], Value::Table(n) if n["inodesFree"] == s("5%")));
+        let Value::Table(admin) = &settings["host-containers"] else {
+            panic!()
+        };
+        let Value::Table(admin) = &admin["admin"] else {
+            panic!()
+        };
+        assert_eq!(admin["user-data"], s("{\"ssh\": true}\n"));
+        assert_eq!(admin["motd"], s("line one continued"));
+
+        let rendered = render(&t);
+        assert_eq!(parse(&rendered).unwrap(), t, "{rendered}");
+        assert_eq!(
+            rendered
+                .matches("[[settings.container-registry.mirrors]]")
+                .count(),
+            2,
+            "{rendered}"
+        );
     }
 
     #[test]
