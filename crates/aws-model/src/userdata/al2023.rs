@@ -165,6 +165,12 @@ fn node_config(input: &BootstrapInput) -> Result<String, UserDataError> {
         ),
     ];
     if let Some(ca) = &input.ca_bundle {
+        if super::base64::decode(ca).is_none() {
+            return Err(UserDataError::Unrecognised {
+                family: AmiFamily::AL2023,
+                reason: "the cluster CA bundle is not valid base64".into(),
+            });
+        }
         cluster.push(("certificateAuthority".into(), Yaml::Str(ca.clone())));
     }
     cluster.push(("cidr".into(), Yaml::Str(cidr.clone())));
@@ -217,15 +223,8 @@ fn user_parts(input: &BootstrapInput) -> Result<Vec<MimePart>, UserDataError> {
         mime::parse(u)
     } else if is_node_config(u) {
         Ok(vec![MimePart::new(NODECONFIG, u)])
-    } else if u.trim_start().starts_with("#!") {
-        Ok(vec![MimePart::new(SHELL, u)])
     } else {
-        Err(UserDataError::Unrecognised {
-            family: AmiFamily::AL2023,
-            reason:
-                "not a MIME archive, a node.eks.aws NodeConfig, or a shell script starting with #!"
-                    .into(),
-        })
+        Ok(vec![MimePart::new(SHELL, u)])
     }
 }
 
@@ -328,9 +327,11 @@ spec:
     }
 
     #[test]
-    fn unrecognised_user_data_is_an_error() {
+    fn other_user_data_is_a_shell_part_and_a_bad_ca_is_an_error() {
         let mut i = full(AmiFamily::AL2023);
-        i.user_data = Some("just some words".into());
+        i.user_data = Some("echo no shebang".into());
+        assert_eq!(parts_of(&i)[0], MimePart::new(SHELL, "echo no shebang"));
+        i.ca_bundle = Some("not base64!".into());
         assert!(matches!(
             generate(&i),
             Err(UserDataError::Unrecognised { .. })

@@ -37,6 +37,13 @@ pub(super) fn script(input: &BootstrapInput) -> Result<String, UserDataError> {
         None => Table::new(),
     };
     let settings = subtable(&mut root, "settings", "")?;
+    // Instances launched by a fleet are in no Auto Scaling group, so waiting for one would
+    // hold the kubelet back forever.
+    if let Some(Value::Table(autoscaling)) = settings.get_mut("autoscaling")
+        && autoscaling.contains_key("should-wait")
+    {
+        autoscaling.insert("should-wait".into(), Value::Boolean(false));
+    }
     let k8s = subtable(settings, "kubernetes", "settings.")?;
     let s = |v: &str| Value::String(v.to_string());
 
@@ -161,6 +168,8 @@ team = "overridden"
 "user/taint" = ["x:NoSchedule"]
 [settings.host-containers.admin]
 enabled = true
+[settings.autoscaling]
+should-wait = true
 "#
             .into(),
         );

@@ -10,6 +10,9 @@ pub const BOUNDARY: &str = "//";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MimePart {
     pub content_type: String,
+    /// The part's other header lines (`Content-Transfer-Encoding: base64`, ...), kept as
+    /// written so the part still decodes the same way.
+    pub other_headers: Vec<String>,
     pub content: String,
 }
 
@@ -17,16 +20,19 @@ impl MimePart {
     pub fn new(content_type: &str, content: &str) -> Self {
         MimePart {
             content_type: content_type.to_string(),
+            other_headers: Vec::new(),
             content: content.to_string(),
         }
     }
 }
 
-/// Whether `s` is a MIME document rather than a bare script or config.
+/// Whether `s` is a MIME document rather than a bare script or config: it starts with a
+/// `MIME-Version` or `Content-Type` header.
 pub fn is_mime(s: &str) -> bool {
-    s.trim_start()
-        .get(..13)
-        .is_some_and(|p| p.eq_ignore_ascii_case("mime-version:"))
+    let s = s.trim_start();
+    ["mime-version:", "content-type:"]
+        .iter()
+        .any(|h| s.get(..h.len()).is_some_and(|p| p.eq_ignore_ascii_case(h)))
 }
 
 fn header<'a>(lines: &[&'a str], name: &str) -> Option<&'a str> {
@@ -98,8 +104,18 @@ fn part(lines: &[&str]) -> Result<MimePart, UserDataError> {
         .iter()
         .position(|l| l.trim().is_empty())
         .ok_or_else(|| UserDataError::Mime("a part has no blank line after its headers".into()))?;
-    let content_type = header(&lines[..blank], "content-type").unwrap_or("text/plain");
-    Ok(MimePart::new(content_type, &lines[blank + 1..].join("\n")))
+    let headers = &lines[..blank];
+    let content_type = header(headers, "content-type").unwrap_or("text/plain");
+    let mut part = MimePart::new(content_type, &lines[blank + 1..].join("\n"));
+    part.other_headers = headers
+        .iter()
+        .filter(|l| {
+            l.split_once(':')
+                .is_none_or(|(k, _)| !k.trim().eq_ignore_ascii_case("content-type"))
+        })
+        .map(|l| l.to_string())
+        .collect();
+    Ok(part)
 }
 
 /// Writes the parts as `multipart/mixed` with [`BOUNDARY`].
@@ -107,11 +123,12 @@ pub fn serialize(parts: &[MimePart]) -> String {
     let mut out =
         format!("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"{BOUNDARY}\"\n\n");
     for p in parts {
-        out.push_str(&format!(
-            "--{BOUNDARY}\nContent-Type: {}\n\n{}\n",
-            p.content_type,
-            p.content.trim_end_matches('\n')
-        ));
+        out.push_str(&format!("--{BOUNDARY}\nContent-Type: {}\n", p.content_type));
+        for h in &p.other_headers {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(&format!("\n{}\n", p.content.trim_end_matches('\n')));
     }
     out.push_str(&format!("--{BOUNDARY}--\n"));
     out
