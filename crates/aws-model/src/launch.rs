@@ -15,7 +15,7 @@ use nodewright_core::model::{CapacityType, InstanceType, Offering};
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
 
-use crate::resources::{AMD_GPU, AWS_NEURON, HABANA_GAUDI, NVIDIA_GPU};
+use crate::resources::{AMD_GPU, AWS_NEURON, AWS_NEURON_CORE, HABANA_GAUDI, NVIDIA_GPU};
 
 /// CreateFleet takes at most this many instance types per launch.
 pub const MAX_INSTANCE_TYPES: usize = 60;
@@ -175,9 +175,71 @@ fn label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
 
 fn is_exotic(it: &InstanceType) -> bool {
     label(it, aws::INSTANCE_SIZE).is_some_and(|s| s.contains("metal"))
-        || [NVIDIA_GPU, AMD_GPU, AWS_NEURON, HABANA_GAUDI]
+        || [
+            NVIDIA_GPU,
+            AMD_GPU,
+            AWS_NEURON,
+            AWS_NEURON_CORE,
+            HABANA_GAUDI,
+        ]
+        .iter()
+        .any(|r| it.capacity.get(r) > 0)
+}
+
+/// CreateFleet takes one reservation per (type, zone) pool: keep the one with the most free
+/// capacity. Types without a reserved offering go, unless no type has one.
+fn keep_one_reservation_per_zone(types: &mut Vec<InstanceType>) {
+    let mut reserved: Vec<InstanceType> = Vec::new();
+    for it in types.iter() {
+        let mut by_zone: BTreeMap<&str, &Offering> = BTreeMap::new();
+        for o in it
+            .offerings
             .iter()
-            .any(|r| it.capacity.get(r) > 0)
+            .filter(|o| o.capacity_type == CapacityType::Reserved)
+        {
+            let room = |o: &Offering| o.reservation_capacity.unwrap_or(0);
+            let better = by_zone
+                .get(o.zone.as_str())
+                .is_none_or(|cur| room(o) > room(cur));
+            if better {
+                by_zone.insert(&o.zone, o);
+            }
+        }
+        if !by_zone.is_empty() {
+            let mut kept = it.clone();
+            kept.offerings = by_zone.into_values().cloned().collect();
+            reserved.push(kept);
+        }
+    }
+    if !reserved.is_empty() {
+        *types = reserved;
+    }
+}
+
+/// For a claim that may be spot or on-demand: drop a type whose every spot offering costs more
+/// than the cheapest on-demand offering of any type, so spot never buys a bigger, dearer
+/// machine than on-demand would. Types with reserved offerings (nearly free) or no spot
+/// offering stay.
+fn drop_overpriced_spot(types: &mut Vec<InstanceType>) {
+    let offerings = || types.iter().flat_map(|it| &it.offerings);
+    let cheapest_od = offerings()
+        .filter(|o| o.capacity_type == CapacityType::OnDemand)
+        .map(|o| o.price)
+        .fold(f64::INFINITY, f64::min);
+    let any_spot = offerings().any(|o| o.capacity_type == CapacityType::Spot);
+    if cheapest_od.is_infinite() || !any_spot {
+        return;
+    }
+    types.retain(|it| {
+        let of = |ct| {
+            it.offerings
+                .iter()
+                .filter(move |o: &&Offering| o.capacity_type == ct)
+        };
+        of(CapacityType::Reserved).next().is_some()
+            || of(CapacityType::Spot).next().is_none()
+            || of(CapacityType::Spot).any(|o| o.price <= cheapest_od)
+    });
 }
 
 fn cheapest(it: &InstanceType) -> f64 {
@@ -187,8 +249,9 @@ fn cheapest(it: &InstanceType) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// The instance types a launch may use: compatible and available, exotic types only when
-/// nothing else remains, spot only where it beats on-demand, the 60 cheapest. Offerings that
+/// The instance types a launch may use: compatible and available, one reservation per zone,
+/// exotic types only when nothing else remains and spot only where it beats on-demand (both
+/// skipped under minValues), then the 60 cheapest. Offerings that
 /// cannot be used are removed from the returned types.
 pub fn filter_instance_types(input: &LaunchInput) -> Result<Vec<InstanceType>, LaunchError> {
     let reqs = &input.requirements;
@@ -209,25 +272,20 @@ pub fn filter_instance_types(input: &LaunchInput) -> Result<Vec<InstanceType>, L
         });
     }
 
-    if types.iter().any(|it| !is_exotic(it)) {
-        types.retain(|it| !is_exotic(it));
-    }
+    let has_min_values = reqs.iter().any(|r| r.min_values.is_some());
+    let allows_ct = |ct: CapacityType| all_allow(reqs, labels::CAPACITY_TYPE, Some(ct.as_str()));
 
-    let flexible = [CapacityType::Spot, CapacityType::OnDemand]
-        .iter()
-        .all(|ct| all_allow(reqs, labels::CAPACITY_TYPE, Some(ct.as_str())));
-    if flexible {
-        let cheapest_od = types
-            .iter()
-            .flat_map(|it| &it.offerings)
-            .filter(|o| o.capacity_type == CapacityType::OnDemand)
-            .map(|o| o.price)
-            .fold(f64::INFINITY, f64::min);
-        for it in &mut types {
-            it.offerings
-                .retain(|o| o.capacity_type != CapacityType::Spot || o.price <= cheapest_od);
+    if allows_ct(CapacityType::Reserved) {
+        keep_one_reservation_per_zone(&mut types);
+    }
+    // With minValues every type may count towards the minimum, so none is dropped for taste.
+    if !has_min_values {
+        if types.iter().any(|it| !is_exotic(it)) {
+            types.retain(|it| !is_exotic(it));
         }
-        types.retain(|it| !it.offerings.is_empty());
+        if allows_ct(CapacityType::Spot) && allows_ct(CapacityType::OnDemand) {
+            drop_overpriced_spot(&mut types);
+        }
     }
 
     types.sort_by(|a, b| {
@@ -365,17 +423,14 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
         labels::CAPACITY_TYPE,
         Some(CapacityType::Spot.as_str()),
     );
-    if capacity_type == CapacityType::OnDemand && spot_allowed {
-        let n = overrides
-            .iter()
-            .map(|o| &o.instance_type)
-            .collect::<BTreeSet<_>>()
-            .len();
-        if n < ON_DEMAND_FALLBACK_WARN_TYPES {
-            warnings.push(format!(
-                "spot-flexible claim launches on-demand with only {n} instance types; allow more types to make spot available"
-            ));
-        }
+    if capacity_type == CapacityType::OnDemand
+        && spot_allowed
+        && types.len() < ON_DEMAND_FALLBACK_WARN_TYPES
+    {
+        warnings.push(format!(
+            "at least {ON_DEMAND_FALLBACK_WARN_TYPES} instance types are recommended when flexible to spot but launching on-demand; this launch has {}",
+            types.len()
+        ));
     }
 
     let (target, strategy) = match capacity_type {

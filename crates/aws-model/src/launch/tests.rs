@@ -118,26 +118,68 @@ fn exotic_types_only_when_nothing_else() {
 }
 
 #[test]
-fn spot_pricier_than_cheapest_on_demand_is_dropped_for_flexible_claims() {
+fn spot_pricier_than_cheapest_on_demand_drops_the_type_for_flexible_claims() {
     let types = vec![
         it("m5.large", 2000, both("us-east-1a", 0.096, 0.04)),
         // Its spot price beats its own on-demand price but not m5.large's.
         it("m5.2xlarge", 8000, both("us-east-1a", 0.384, 0.15)),
+        // One spot offering under the cheapest on-demand keeps all of them.
+        it(
+            "c5.xlarge",
+            4000,
+            vec![off("us-east-1a", SPOT, 0.09), off("us-east-1b", SPOT, 0.2)],
+        ),
+        // No spot offering at all: kept.
+        it("t3.medium", 2000, vec![off("us-east-1a", OD, 0.1)]),
     ];
-    let i = input(types.clone());
-    let out = filter_instance_types(&i).unwrap();
-    let big = out.iter().find(|t| t.name == "m5.2xlarge").unwrap();
-    assert_eq!(big.offerings, vec![off("us-east-1a", OD, 0.384)]);
+    let out = filter_instance_types(&input(types.clone())).unwrap();
+    assert_eq!(names(&out), vec!["m5.large", "c5.xlarge", "t3.medium"]);
+    assert_eq!(out[1].offerings.len(), 2);
 
-    let mut spot_only = input(types);
+    let mut spot_only = input(types.clone());
     spot_only.requirements = vec![Requirement::new(
         labels::CAPACITY_TYPE,
         Operator::In,
         &["spot"],
     )];
     let out = filter_instance_types(&spot_only).unwrap();
-    let big = out.iter().find(|t| t.name == "m5.2xlarge").unwrap();
-    assert_eq!(big.offerings, vec![off("us-east-1a", SPOT, 0.15)]);
+    assert_eq!(names(&out), vec!["m5.large", "c5.xlarge", "m5.2xlarge"]);
+
+    // minValues turns the opinionated filters off.
+    let mut min = input(types);
+    let mut family = Requirement::new(aws::INSTANCE_FAMILY, Operator::Exists, &[]);
+    family.min_values = Some(1);
+    min.requirements = vec![family];
+    assert_eq!(filter_instance_types(&min).unwrap().len(), 4);
+}
+
+#[test]
+fn one_reservation_per_zone_with_the_most_room() {
+    let reserved = |id: &str, zone: &str, room: u32| {
+        let mut o = off(zone, CapacityType::Reserved, 0.00001);
+        o.reservation_id = Some(id.into());
+        o.reservation_capacity = Some(room);
+        o
+    };
+    let mut m5 = it("m5.large", 2000, both("us-east-1a", 0.096, 0.04));
+    m5.offerings.extend([
+        reserved("cr-small", "us-east-1a", 1),
+        reserved("cr-big", "us-east-1a", 5),
+        reserved("cr-b", "us-east-1b", 2),
+    ]);
+    let c5 = it("c5.large", 2000, both("us-east-1a", 0.085, 0.03));
+    let out = filter_instance_types(&input(vec![m5.clone(), c5.clone()])).unwrap();
+    assert_eq!(names(&out), vec!["m5.large"]);
+    let ids: Vec<_> = out[0]
+        .offerings
+        .iter()
+        .map(|o| o.reservation_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["cr-big", "cr-b"]);
+
+    // Without any reservation nothing changes.
+    let out = filter_instance_types(&input(vec![c5])).unwrap();
+    assert_eq!(out[0].offerings.len(), 2);
 }
 
 #[test]
