@@ -16,6 +16,7 @@ pub mod pricing;
 pub mod requirements;
 pub mod resources;
 pub mod settings;
+pub mod subnets;
 pub mod userdata;
 
 mod build;

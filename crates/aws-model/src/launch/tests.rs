@@ -391,3 +391,45 @@ fn ice_fallback_picks_the_next_offering_then_the_next_capacity_type() {
     assert_eq!(third.overrides[0].instance_type, "c5.large");
     assert_eq!(third.overrides.len(), 2);
 }
+
+#[test]
+fn a_full_subnet_moves_the_launch_to_another_zone() {
+    use crate::subnets::{SubnetInfo, zonal_subnets};
+    let now = Timestamp(9_000);
+    let types = vec![it(
+        "m5.large",
+        2000,
+        vec![off("us-east-1a", SPOT, 0.03), off("us-east-1b", SPOT, 0.04)],
+    )];
+    let subnets = [
+        SubnetInfo {
+            id: "subnet-a".into(),
+            zone: "us-east-1a".into(),
+            available_ips: 10,
+        },
+        SubnetInfo {
+            id: "subnet-b".into(),
+            zone: "us-east-1b".into(),
+            available_ips: 10,
+        },
+    ];
+    let mut cache = UnavailableOfferings::new();
+    let mut i = input(types);
+    i.subnets = zonal_subnets(&subnets, &cache, now);
+    assert_eq!(plan_launch(&i).unwrap().overrides[0].subnet_id, "subnet-a");
+
+    cache.record(
+        &FleetError {
+            code: "InsufficientFreeAddressesInSubnet".into(),
+            capacity_type: SPOT,
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            subnet_id: Some("subnet-a".into()),
+        },
+        now,
+    );
+    i.subnets = zonal_subnets(&subnets, &cache, now);
+    let plan = plan_launch(&i).unwrap();
+    assert_eq!(plan.overrides.len(), 1);
+    assert_eq!(plan.overrides[0].subnet_id, "subnet-b");
+}
