@@ -216,30 +216,26 @@ fn keep_one_reservation_per_zone(types: &mut Vec<InstanceType>) {
     }
 }
 
-/// For a claim that may be spot or on-demand: drop a type whose every spot offering costs more
-/// than the cheapest on-demand offering of any type, so spot never buys a bigger, dearer
-/// machine than on-demand would. Types with reserved offerings (nearly free) or no spot
-/// offering stay.
+/// For a claim that may be spot or on-demand: drop spot offerings dearer than the cheapest
+/// on-demand offering of any type, so spot never buys a bigger, dearer machine than on-demand
+/// would. Karpenter drops such types whole, which can drop the type holding the cheapest
+/// on-demand offering itself (when its spot price is above its on-demand price) and leave
+/// nothing; removing offerings instead always leaves that on-demand offering.
 fn drop_overpriced_spot(types: &mut Vec<InstanceType>) {
-    let offerings = || types.iter().flat_map(|it| &it.offerings);
-    let cheapest_od = offerings()
+    let cheapest_od = types
+        .iter()
+        .flat_map(|it| &it.offerings)
         .filter(|o| o.capacity_type == CapacityType::OnDemand)
         .map(|o| o.price)
         .fold(f64::INFINITY, f64::min);
-    let any_spot = offerings().any(|o| o.capacity_type == CapacityType::Spot);
-    if cheapest_od.is_infinite() || !any_spot {
+    if cheapest_od.is_infinite() {
         return;
     }
-    types.retain(|it| {
-        let of = |ct| {
-            it.offerings
-                .iter()
-                .filter(move |o: &&Offering| o.capacity_type == ct)
-        };
-        of(CapacityType::Reserved).next().is_some()
-            || of(CapacityType::Spot).next().is_none()
-            || of(CapacityType::Spot).any(|o| o.price <= cheapest_od)
-    });
+    for it in types.iter_mut() {
+        it.offerings
+            .retain(|o| o.capacity_type != CapacityType::Spot || o.price <= cheapest_od);
+    }
+    types.retain(|it| !it.offerings.is_empty());
 }
 
 fn cheapest(it: &InstanceType) -> f64 {
@@ -261,14 +257,16 @@ pub fn filter_instance_types(input: &LaunchInput) -> Result<Vec<InstanceType>, L
         .filter(|it| type_compatible(it, reqs) && input.requests.fits_in(&it.allocatable()))
         .map(|it| {
             let mut it = it.clone();
-            it.offerings.retain(|o| offering_compatible(o, reqs));
+            // A zone without a usable subnet cannot be launched into.
+            it.offerings
+                .retain(|o| offering_compatible(o, reqs) && input.subnets.contains_key(&o.zone));
             it
         })
         .filter(|it| !it.offerings.is_empty())
         .collect();
     if types.is_empty() {
         return Err(LaunchError::InsufficientCapacity {
-            stage: "filtering for compatible, available offerings",
+            stage: "filtering for compatible, available offerings in zones with a subnet",
         });
     }
 
@@ -375,14 +373,9 @@ pub fn launch_tags(input: &LaunchInput) -> Result<BTreeMap<String, String>, Laun
 /// The CreateFleet request for `input`.
 pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
     let tags = launch_tags(input)?;
-    let mut types = filter_instance_types(input)?;
-    // A zone without a subnet cannot be launched into.
-    for it in &mut types {
-        it.offerings.retain(|o| input.subnets.contains_key(&o.zone));
-    }
-    types.retain(|it| !it.offerings.is_empty());
+    let types = filter_instance_types(input)?;
     let capacity_type = choose_capacity_type(&types).ok_or(LaunchError::InsufficientCapacity {
-        stage: "matching offerings to the NodeClass's subnets",
+        stage: "choosing a capacity type",
     })?;
 
     let mut overrides: Vec<FleetOverride> = Vec::new();

@@ -90,7 +90,7 @@ fn incompatible_unfit_and_unavailable_are_filtered() {
     assert_eq!(
         filter_instance_types(&i),
         Err(LaunchError::InsufficientCapacity {
-            stage: "filtering for compatible, available offerings"
+            stage: "filtering for compatible, available offerings in zones with a subnet"
         })
     );
     // A claim that needs a GPU cannot use a type that has none.
@@ -118,23 +118,32 @@ fn exotic_types_only_when_nothing_else() {
 }
 
 #[test]
-fn spot_pricier_than_cheapest_on_demand_drops_the_type_for_flexible_claims() {
+fn spot_dearer_than_cheapest_on_demand_is_dropped_for_flexible_claims() {
     let types = vec![
         it("m5.large", 2000, both("us-east-1a", 0.096, 0.04)),
         // Its spot price beats its own on-demand price but not m5.large's.
         it("m5.2xlarge", 8000, both("us-east-1a", 0.384, 0.15)),
-        // One spot offering under the cheapest on-demand keeps all of them.
         it(
             "c5.xlarge",
             4000,
             vec![off("us-east-1a", SPOT, 0.09), off("us-east-1b", SPOT, 0.2)],
         ),
-        // No spot offering at all: kept.
         it("t3.medium", 2000, vec![off("us-east-1a", OD, 0.1)]),
+        // Only dear spot: the type goes.
+        it("r5.xlarge", 4000, vec![off("us-east-1b", SPOT, 0.3)]),
     ];
     let out = filter_instance_types(&input(types.clone())).unwrap();
-    assert_eq!(names(&out), vec!["m5.large", "c5.xlarge", "t3.medium"]);
-    assert_eq!(out[1].offerings.len(), 2);
+    assert_eq!(
+        names(&out),
+        vec!["m5.large", "c5.xlarge", "t3.medium", "m5.2xlarge"]
+    );
+    assert_eq!(out[1].offerings, vec![off("us-east-1a", SPOT, 0.09)]);
+    assert_eq!(out[3].offerings, vec![off("us-east-1a", OD, 0.384)]);
+
+    // The cheapest on-demand offering survives even when its own spot price is higher.
+    let odd = vec![it("m6i.large", 2000, both("us-east-1a", 0.05, 0.06))];
+    let out = filter_instance_types(&input(odd)).unwrap();
+    assert_eq!(out[0].offerings, vec![off("us-east-1a", OD, 0.05)]);
 
     let mut spot_only = input(types.clone());
     spot_only.requirements = vec![Requirement::new(
@@ -143,14 +152,17 @@ fn spot_pricier_than_cheapest_on_demand_drops_the_type_for_flexible_claims() {
         &["spot"],
     )];
     let out = filter_instance_types(&spot_only).unwrap();
-    assert_eq!(names(&out), vec!["m5.large", "c5.xlarge", "m5.2xlarge"]);
+    assert_eq!(
+        names(&out),
+        vec!["m5.large", "c5.xlarge", "m5.2xlarge", "r5.xlarge"]
+    );
 
     // minValues turns the opinionated filters off.
     let mut min = input(types);
     let mut family = Requirement::new(aws::INSTANCE_FAMILY, Operator::Exists, &[]);
     family.min_values = Some(1);
     min.requirements = vec![family];
-    assert_eq!(filter_instance_types(&min).unwrap().len(), 4);
+    assert_eq!(filter_instance_types(&min).unwrap().len(), 5);
 }
 
 #[test]
