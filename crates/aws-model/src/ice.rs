@@ -60,6 +60,11 @@ pub struct UnavailableOfferings {
     offerings: BTreeMap<String, Timestamp>,
     capacity_types: BTreeMap<CapacityType, Timestamp>,
     subnets: BTreeMap<String, Timestamp>,
+    /// Bumped whenever an instance type's availability may have changed, so a cache of built
+    /// offerings knows to rebuild.
+    sequence: BTreeMap<String, u64>,
+    /// Bumped by marks that touch every type (a whole capacity type).
+    global_sequence: u64,
 }
 
 fn live(map_expiry: Option<&Timestamp>, now: Timestamp) -> bool {
@@ -82,11 +87,22 @@ impl UnavailableOfferings {
             offering_key(capacity_type, instance_type, zone),
             now.plus(UNAVAILABLE_TTL),
         );
+        *self.sequence.entry(instance_type.to_string()).or_default() += 1;
+    }
+
+    /// Changes whenever `instance_type`'s offerings may have changed availability: compare
+    /// with the value seen when the offerings were last built.
+    pub fn sequence(&self, instance_type: &str) -> (u64, u64) {
+        (
+            self.global_sequence,
+            self.sequence.get(instance_type).copied().unwrap_or(0),
+        )
     }
 
     pub fn mark_capacity_type(&mut self, capacity_type: CapacityType, now: Timestamp) {
         self.capacity_types
             .insert(capacity_type, now.plus(UNAVAILABLE_TTL));
+        self.global_sequence += 1;
     }
 
     pub fn mark_subnet(&mut self, subnet_id: &str, now: Timestamp) {
@@ -138,8 +154,22 @@ impl UnavailableOfferings {
 
     /// Drops expired entries (the periodic cleanup); lookups ignore them regardless.
     pub fn evict_expired(&mut self, now: Timestamp) {
-        self.offerings.retain(|_, e| now < *e);
+        let mut expired_types = Vec::new();
+        self.offerings.retain(|key, e| {
+            let live = now < *e;
+            if !live && let Some(ty) = key.split(':').nth(1) {
+                expired_types.push(ty.to_string());
+            }
+            live
+        });
+        for ty in expired_types {
+            *self.sequence.entry(ty).or_default() += 1;
+        }
+        let before = self.capacity_types.len();
         self.capacity_types.retain(|_, e| now < *e);
+        if self.capacity_types.len() != before {
+            self.global_sequence += 1;
+        }
         self.subnets.retain(|_, e| now < *e);
     }
 
@@ -231,8 +261,18 @@ mod tests {
         let expired = T0.plus(UNAVAILABLE_TTL);
         assert!(!c.is_unavailable(CapacityType::Spot, "m5.large", "us-east-1a", expired));
         assert_eq!(c.offering_keys(almost), vec!["spot:m5.large:us-east-1a"]);
+        let seen = c.sequence("m5.large");
+        assert_ne!(seen, UnavailableOfferings::new().sequence("m5.large"));
+        assert_eq!(c.sequence("c5.large"), (0, 0));
+        c.evict_expired(almost);
+        assert_eq!(c.sequence("m5.large"), seen, "nothing expired yet");
         c.evict_expired(expired);
-        assert_eq!(c, UnavailableOfferings::new());
+        assert!(c.offering_keys(almost).is_empty());
+        assert_ne!(
+            c.sequence("m5.large"),
+            seen,
+            "expiry changes availability too"
+        );
     }
 
     #[test]
@@ -288,6 +328,7 @@ mod tests {
             T0,
         );
         assert_eq!(m, Marked::CapacityType(CapacityType::Spot));
+        assert_eq!(c.sequence("anything").0, 1);
         assert!(c.is_unavailable(CapacityType::Spot, "anything", "any-zone", T0));
         assert!(!c.is_unavailable(CapacityType::OnDemand, "anything", "any-zone", T0));
     }
