@@ -116,6 +116,17 @@ impl fmt::Display for LaunchError {
 
 impl std::error::Error for LaunchError {}
 
+impl LaunchError {
+    /// Karpenter treats these as insufficient capacity: the claim is deleted and the pods are
+    /// scheduled again, rather than the launch being retried as is.
+    pub fn is_insufficient_capacity(&self) -> bool {
+        matches!(
+            self,
+            LaunchError::InsufficientCapacity { .. } | LaunchError::MinValues { .. }
+        )
+    }
+}
+
 /// Whether `r` admits a label with value `v` (`None`: the label is absent).
 fn allows(r: &Requirement, v: Option<&str>) -> bool {
     let num = |v: &str| v.parse::<i64>().ok();
@@ -392,11 +403,14 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
                 .then_with(|| a.zone.cmp(&b.zone))
         });
         for o in offerings {
+            let Some(subnet) = input.subnets.get(&o.zone) else {
+                continue;
+            };
             if seen.insert((it.name.clone(), o.zone.clone())) {
                 overrides.push(FleetOverride {
                     instance_type: it.name.clone(),
                     zone: o.zone.clone(),
-                    subnet_id: input.subnets[&o.zone].clone(),
+                    subnet_id: subnet.clone(),
                     priority: o.price,
                     reservation_id: o.reservation_id.clone(),
                 });
