@@ -312,10 +312,12 @@ fn overrides_pair_types_with_zone_subnets_cheapest_first() {
     assert!(plan.warnings.is_empty());
 
     i.subnets.clear();
-    assert!(matches!(
-        plan_launch(&i),
-        Err(LaunchError::InsufficientCapacity { .. })
-    ));
+    let err = plan_launch(&i).unwrap_err();
+    assert!(err.is_insufficient_capacity(), "{err}");
+    i.subnets.insert("us-east-1a".into(), "subnet-a".into());
+    i.user_tags
+        .insert("karpenter.sh/nodepool".into(), "x".into());
+    assert!(!plan_launch(&i).unwrap_err().is_insufficient_capacity());
 }
 
 #[test]
