@@ -537,53 +537,6 @@ pub fn write_output(plan: &Plan, solve_seconds: f64) -> Value {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instance_type_allocatable_is_exact() {
-        let v = json!({"name": "it", "cpu": 0.9, "memoryMiB": 2038, "pods": 10, "capacityCpu": 1, "capacityMemoryMiB": 2048,
-            "offerings": [{"zone": "z1", "capacityType": "spot", "price": 0.31, "available": true}]});
-        let it = instance_type(&v, &Path::root("instanceTypes").index(0)).unwrap();
-        let a = it.allocatable();
-        assert_eq!(a.get("cpu"), 900);
-        assert_eq!(a.get("memory"), 2038 << 20);
-        assert_eq!(it.capacity.get("cpu"), 1000);
-        assert_eq!(it.offerings[0].capacity_type, CapacityType::Spot);
-    }
-
-    #[test]
-    fn bad_offering_names_its_path() {
-        let v = json!({"instanceTypes": [{"name": "it", "cpu": 1, "memoryMiB": 1,
-            "offerings": [{"zone": "z", "capacityType": "cheap", "price": 1}]}], "pods": []});
-        let e = read_input("in.json", &v.to_string()).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "in.json: instanceTypes[0].offerings[0].capacityType: unknown capacity type \"cheap\""
-        );
-    }
-
-    #[test]
-    fn nodepool_fields() {
-        let np = nodepool(&json!({"metadata": {"name": "gpu"}, "spec": {"weight": 10,
-            "limits": {"cpu": "10M", "memory": "1000Gi"},
-            "template": {"metadata": {"labels": {"team": "a"}}, "spec": {
-                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"], "minValues": 1}],
-                "taints": [{"key": "gpu", "effect": "NoSchedule"}]}}}}))
-        .unwrap();
-        assert_eq!(np.name, "gpu");
-        assert_eq!(np.weight, 10);
-        assert_eq!(np.limits.get("cpu"), 10_000_000_000);
-        assert_eq!(np.template.requirements[0].min_values, Some(1));
-        assert_eq!(np.template.taints[0].effect, TaintEffect::NoSchedule);
-        assert_eq!(
-            np.template.labels.get("team").map(String::as_str),
-            Some("a")
-        );
-    }
-}
-
 fn quantity_string(name: &str, amount: i64) -> String {
     if name == resources::CPU {
         if amount % 1000 == 0 {
@@ -785,4 +738,51 @@ pub fn write_input(s: &Snapshot, meta: Value) -> Value {
         "pods": s.pods.iter().map(pod_json).collect::<Vec<_>>(),
         "nodePool": node_pool,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_type_allocatable_is_exact() {
+        let v = json!({"name": "it", "cpu": 0.9, "memoryMiB": 2038, "pods": 10, "capacityCpu": 1, "capacityMemoryMiB": 2048,
+            "offerings": [{"zone": "z1", "capacityType": "spot", "price": 0.31, "available": true}]});
+        let it = instance_type(&v, &Path::root("instanceTypes").index(0)).unwrap();
+        let a = it.allocatable();
+        assert_eq!(a.get("cpu"), 900);
+        assert_eq!(a.get("memory"), 2038 << 20);
+        assert_eq!(it.capacity.get("cpu"), 1000);
+        assert_eq!(it.offerings[0].capacity_type, CapacityType::Spot);
+    }
+
+    #[test]
+    fn bad_offering_names_its_path() {
+        let v = json!({"instanceTypes": [{"name": "it", "cpu": 1, "memoryMiB": 1,
+            "offerings": [{"zone": "z", "capacityType": "cheap", "price": 1}]}], "pods": []});
+        let e = read_input("in.json", &v.to_string()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "in.json: instanceTypes[0].offerings[0].capacityType: unknown capacity type \"cheap\""
+        );
+    }
+
+    #[test]
+    fn nodepool_fields() {
+        let np = nodepool(&json!({"metadata": {"name": "gpu"}, "spec": {"weight": 10,
+            "limits": {"cpu": "10M", "memory": "1000Gi"},
+            "template": {"metadata": {"labels": {"team": "a"}}, "spec": {
+                "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"], "minValues": 1}],
+                "taints": [{"key": "gpu", "effect": "NoSchedule"}]}}}}))
+        .unwrap();
+        assert_eq!(np.name, "gpu");
+        assert_eq!(np.weight, 10);
+        assert_eq!(np.limits.get("cpu"), 10_000_000_000);
+        assert_eq!(np.template.requirements[0].min_values, Some(1));
+        assert_eq!(np.template.taints[0].effect, TaintEffect::NoSchedule);
+        assert_eq!(
+            np.template.labels.get("team").map(String::as_str),
+            Some("a")
+        );
+    }
 }

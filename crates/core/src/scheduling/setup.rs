@@ -38,6 +38,8 @@ pub struct Class {
     pub owns_inverse: Vec<usize>,
     /// Groups that count pods of this class.
     pub counted_by: Vec<usize>,
+    /// Distinct topology keys of `counted_by`.
+    pub counted_keys: Vec<u32>,
     /// Inverse groups whose owners keep this class out of their domains.
     pub blocked_by: Vec<usize>,
     /// Pod indices, in queue order.
@@ -568,6 +570,7 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
         g.groups[gi].eligible = el.into_iter().collect();
+        g.groups[gi].refresh_min();
     }
 
     // Count running pods.
@@ -797,6 +800,7 @@ fn compile_class(
         preferred_anti_affinity,
         owns_inverse,
         counted_by: Vec::new(),
+        counted_keys: Vec::new(),
         blocked_by: Vec::new(),
         pods: Vec::new(),
         error,
