@@ -786,3 +786,55 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod sample_tests {
+    use super::*;
+    use nodewright_core::scheduling::{Options, solve};
+
+    fn sample() -> String {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/bench/sample-diverse-100.json"
+        );
+        std::fs::read_to_string(path).expect("fixture present")
+    }
+
+    #[test]
+    fn sample_plans_without_errors() {
+        let s = read_input("sample-diverse-100.json", &sample()).unwrap();
+        assert_eq!(s.pods.len(), 100);
+        let plan = solve(&s, &Options::default());
+        assert!(plan.unplaced.is_empty(), "{:?}", plan.unplaced.first());
+        assert_eq!(plan.placements.len(), 100);
+        // Twenty hostname anti-affinity pods need twenty nodes.
+        assert_eq!(plan.new_claims.len(), 20);
+        let out = write_output(&plan, 0.1);
+        assert_eq!(out["podErrors"], 0);
+        assert_eq!(out["scheduled"], 100);
+        assert!(
+            out["lowerBoundPricePerHour"].as_f64().unwrap()
+                <= out["totalCheapestPricePerHour"].as_f64().unwrap()
+        );
+    }
+
+    #[test]
+    fn written_inputs_read_back_the_same() {
+        let s = read_input("sample-diverse-100.json", &sample()).unwrap();
+        let again = read_input("again", &write_input(&s, json!({})).to_string()).unwrap();
+        assert_eq!(
+            again.pods,
+            s.pods
+                .iter()
+                .map(|p| {
+                    let mut p = p.clone();
+                    p.owner = None;
+                    p
+                })
+                .collect::<Vec<_>>()
+        );
+        let a = solve(&s, &Options::default());
+        let b = solve(&again, &Options::default());
+        assert_eq!(a.cost, b.cost);
+    }
+}

@@ -1,5 +1,6 @@
 //! `nodewright plan`: one snapshot in, one plan out.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
