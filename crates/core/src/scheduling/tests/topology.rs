@@ -11,8 +11,11 @@ use crate::scheduling::{Options, Target, solve as solve_with};
 fn zones_of(plan: &crate::scheduling::Plan, prefix: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for p in &plan.placements {
-        if p.pod.starts_with(&format!("default/{prefix}")) {
-            if let Target::NewClaim(i) = p.target {
+        if let (true, Target::NewClaim(i)) =
+            (p.pod.starts_with(&format!("default/{prefix}")), &p.target)
+        {
+            {
+                let i = *i;
                 *m.entry(zone_of(&plan.new_claims[i]).to_string())
                     .or_insert(0) += 1;
             }
