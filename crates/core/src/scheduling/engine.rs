@@ -47,8 +47,17 @@ pub struct Claim {
     pub charged: Res,
 }
 
-/// How many claims with room are compared for balance before taking the best of them.
-const BALANCE_CANDIDATES: usize = 8;
+/// How many claims with room (visited in order of free cpu, smallest first) are compared before
+/// taking the tightest fit.
+const BEST_FIT_CANDIDATES: usize = 16;
+
+fn set_bit(bits: &mut [u64], k: usize) {
+    bits[k / 64] |= 1 << (k % 64);
+}
+
+fn get_bit(bits: &[u64], k: usize) -> bool {
+    bits[k / 64] & (1 << (k % 64)) != 0
+}
 
 /// A placement decision before it is applied.
 struct Choice {
@@ -74,6 +83,8 @@ pub struct Engine<'w> {
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
+    /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
+    room: std::collections::BTreeSet<(i64, usize)>,
     /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
     dead: Vec<Vec<u64>>,
 }
@@ -102,6 +113,7 @@ impl<'w> Engine<'w> {
             pool_claims: vec![0; np],
             placements: Vec::new(),
             dead: vec![Vec::new(); nc],
+            room: std::collections::BTreeSet::new(),
         }
     }
 
@@ -125,36 +137,40 @@ impl<'w> Engine<'w> {
                 });
             }
         }
-        let mut dead: Vec<usize> = Vec::new();
+        let mut dead: Vec<u64> = vec![0; self.claims.len().div_ceil(64)];
         // 2. This run's new claims: the first that takes the pod without raising its launch
         // price, else the one whose price grows least (ties: tightest fit).
         // Among the first few claims with room, take the one whose cpu and memory fill stay
         // most even, so the remaining room suits the pods still to come.
         let mut best: Option<(usize, Eval, f64)> = None;
         let mut seen = 0;
-        for k in 0..self.claims.len() {
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
+        for &(_, k) in self.room.range((need_cpu, 0)..) {
             if self.is_dead(ci, k) {
                 continue;
             }
             match self.eval_claim(c, &cons, &alts, relax, k, true) {
                 Ok(e) => {
-                    let score = self.imbalance(k, e.first, &c.requests);
-                    if best.as_ref().is_none_or(|b| score < b.2 - 1e-12) {
+                    let score = self.slack_after(k, e.first, &c.requests);
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| score < b.2 - 1e-12 || (score <= b.2 + 1e-12 && k < b.0))
+                    {
                         best = Some((k, e, score));
                     }
                     seen += 1;
-                    if seen >= BALANCE_CANDIDATES {
+                    if seen >= BEST_FIT_CANDIDATES {
                         break;
                     }
                 }
-                Err(true) => dead.push(k),
+                Err(true) => set_bit(&mut dead, k),
                 Err(false) => {}
             }
         }
         let mut best: Option<(usize, Eval)> = best.map(|(k, e, _)| (k, e));
         if best.is_none() {
             for k in 0..self.claims.len() {
-                if self.is_dead(ci, k) || dead.contains(&k) {
+                if self.is_dead(ci, k) || get_bit(&dead, k) {
                     continue;
                 }
                 match self.eval_claim(c, &cons, &alts, relax, k, false) {
@@ -171,13 +187,18 @@ impl<'w> Engine<'w> {
                             best = Some((k, e));
                         }
                     }
-                    Err(true) => dead.push(k),
+                    Err(true) => set_bit(&mut dead, k),
                     Err(false) => {}
                 }
             }
         }
-        for k in dead {
-            self.mark_dead(ci, k);
+        for (wi, &w) in dead.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let k = wi * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                self.mark_dead(ci, k);
+            }
         }
         let c = &self.w.classes[ci];
         if let Some((k, e)) = best {
@@ -248,16 +269,17 @@ impl<'w> Engine<'w> {
         d[k / 64] |= 1 << (k % 64);
     }
 
-    /// `|cpu fill - memory fill|` of claim `k` on instance type `it` after adding `req`.
-    fn imbalance(&self, k: usize, it: usize, req: &[i64]) -> f64 {
+    /// Room left on claim `k`'s instance type `it` after adding `req` (cpu and memory fractions).
+    fn slack_after(&self, k: usize, it: usize, req: &[i64]) -> f64 {
         let cl = &self.claims[k];
         let alloc = &self.w.pools[cl.pool].its[it].alloc;
-        if alloc.len() < 2 || alloc[0] <= 0 || alloc[1] <= 0 {
-            return 0.0;
+        let mut slack = 0.0;
+        for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(req).take(2) {
+            if a > 0 {
+                slack += (a - u - q) as f64 / a as f64;
+            }
         }
-        let fc = (cl.used[0] + req[0]) as f64 / alloc[0] as f64;
-        let fm = (cl.used[1] + req[1]) as f64 / alloc[1] as f64;
-        (fc - fm).abs()
+        slack
     }
 
     fn summarise_existing(&self, c: &Class, refusals: &[Refusal]) -> String {
@@ -714,6 +736,10 @@ impl<'w> Engine<'w> {
                     }
                 }
                 let cl = &mut self.claims[k];
+                if !cl.pods.is_empty() {
+                    let old = p.its[cl.cheapest].alloc[0] - cl.used[0];
+                    self.room.remove(&(old, k));
+                }
                 cl.bits = bits;
                 cl.used = total;
                 cl.pods.extend_from_slice(pods);
@@ -723,6 +749,7 @@ impl<'w> Engine<'w> {
                     .unwrap_or((0, f64::MAX));
                 cl.cheapest = first;
                 cl.price = price;
+                self.room.insert((p.its[first].alloc[0] - cl.used[0], k));
                 let r = cl.used.len();
                 let mut max_alloc = vec![i64::MIN; r];
                 let mut charged = vec![0; r];

@@ -609,6 +609,17 @@ pub fn build(s: &Snapshot) -> World {
         }
     }
 
+    // Classes that force pods apart per host (required hostname anti-affinity against
+    // themselves) go first: the nodes they need exist either way, and every later pod can
+    // then fill their spare room instead of opening nodes of its own. The sort is stable, so
+    // everything else keeps Karpenter's queue order.
+    let forces_nodes = |c: &Class| {
+        c.anti_affinity.iter().any(|&gi| {
+            g.groups[gi].def.key == hostname && g.groups[gi].matches(&c.namespace, &c.labels)
+        })
+    };
+    order.sort_by_key(|&ci| !forces_nodes(&classes[ci]));
+
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
     World {
         interner,

@@ -398,7 +398,6 @@ impl World {
         let itc = &self.pools[pool].its[it];
         let zones = reqs.get(self.zone);
         let cts = reqs.get(self.capacity_type);
-        let mut best: Option<(f64, usize)> = None;
         for (i, o) in itc.offerings.iter().enumerate() {
             if !o.available
                 || zones.is_some_and(|z| !z.has(o.zone, &self.interner))
@@ -406,11 +405,9 @@ impl World {
             {
                 continue;
             }
-            if best.is_none_or(|(p, _)| o.price < p) {
-                best = Some((o.price, i));
-            }
+            return Some((o.price, i));
         }
-        best
+        None
     }
 
     /// The cheapest instance type in `bits` (price order) that fits `used + req`.
