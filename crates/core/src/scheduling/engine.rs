@@ -51,6 +51,9 @@ pub struct Claim {
 /// taking the tightest fit.
 const BEST_FIT_CANDIDATES: usize = 16;
 
+/// How many claims that can grow to take a pod are compared before taking the cheapest growth.
+const GROWTH_CANDIDATES: usize = 128;
+
 fn set_bit(bits: &mut [u64], k: usize) {
     bits[k / 64] |= 1 << (k % 64);
 }
@@ -169,7 +172,18 @@ impl<'w> Engine<'w> {
         }
         let mut best: Option<(usize, Eval)> = best.map(|(k, e, _)| (k, e));
         if best.is_none() {
-            for k in 0..self.claims.len() {
+            // Growing a claim: those closest to having room need the smallest step up, so
+            // visit them first and compare the first few that can take the pod.
+            let mut seen = 0;
+            let order = self
+                .room
+                .range(..(need_cpu, 0))
+                .rev()
+                .chain(self.room.range((need_cpu, 0)..));
+            for &(_, k) in order {
+                if seen >= GROWTH_CANDIDATES {
+                    break;
+                }
                 if self.is_dead(ci, k) || get_bit(&dead, k) {
                     continue;
                 }
@@ -186,6 +200,7 @@ impl<'w> Engine<'w> {
                         if better {
                             best = Some((k, e));
                         }
+                        seen += 1;
                     }
                     Err(true) => set_bit(&mut dead, k),
                     Err(false) => {}
