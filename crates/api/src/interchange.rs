@@ -492,12 +492,12 @@ pub fn write_output(plan: &Plan, solve_seconds: f64) -> Value {
             let cheapest = c.cheapest();
             json!({
                 "nodePool": c.nodepool,
-                "instanceTypes": c.instance_types.iter().take(5).map(|o| o.name.clone()).collect::<Vec<_>>(),
+                "instanceTypes": c.instance_types.iter().take(5).map(|o| plan.name_of(o)).collect::<Vec<_>>(),
                 "instanceTypeCount": c.instance_types.len(),
                 "pods": c.pods.len(),
                 "cheapestPrice": cheapest.map(|o| round(o.price, 6)),
-                "cheapestInstanceType": cheapest.map(|o| o.name.clone()),
-                "cheapestZone": cheapest.map(|o| o.zone.clone()),
+                "cheapestInstanceType": cheapest.map(|o| plan.name_of(o)),
+                "cheapestZone": cheapest.map(|o| plan.zone_of(o)),
                 "cheapestCapacityType": cheapest.map(|o| o.capacity_type.as_str()),
                 "requestedCpu": round(c.requests.get(resources::CPU) as f64 / 1000.0, 3),
                 "requestedMemoryMiB": round(c.requests.get(resources::MEMORY) as f64 / MIB, 3),

@@ -131,8 +131,8 @@ fn table(plan: &Plan, secs: f64) -> String {
                 c.pods.len(),
                 resources::format_amount(resources::CPU, c.requests.get(resources::CPU)),
                 resources::format_amount(resources::MEMORY, c.requests.get(resources::MEMORY)),
-                ch.map(|o| o.name.as_str()).unwrap_or("-"),
-                ch.map(|o| o.zone.as_str()).unwrap_or("-"),
+                ch.map(|o| plan.name_of(o)).unwrap_or("-"),
+                ch.map(|o| plan.zone_of(o)).unwrap_or("-"),
                 ch.map(|o| o.capacity_type.as_str()).unwrap_or("-"),
                 ch.map(|o| o.price).unwrap_or(0.0),
                 c.instance_types.len()

@@ -886,6 +886,17 @@ impl<'w> Engine<'w> {
         let w = &*self.w;
         let mut new_claims = Vec::new();
         let mut claim_index = vec![usize::MAX; self.claims.len()];
+        let mut type_ids: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+        for p in &w.pools {
+            for it in &p.its {
+                type_ids.entry(it.name.as_str()).or_insert(0);
+            }
+        }
+        for (i, v) in type_ids.values_mut().enumerate() {
+            *v = i as u32;
+        }
+        let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
+        let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
         for (k, cl) in self.claims.iter().enumerate() {
             if cl.pods.is_empty() {
                 continue;
@@ -908,23 +919,18 @@ impl<'w> Engine<'w> {
                 .iter()
                 .map(|&(price, it, o)| {
                     let off = &p.its[it].offerings[o];
+                    let next = zone_ids.len() as u32;
                     InstanceOption {
-                        name: p.its[it].name.clone(),
-                        price,
-                        zone: w.interner.name(off.zone).to_string(),
+                        instance_type: type_ids[p.its[it].name.as_str()],
+                        zone: *zone_ids.entry(off.zone).or_insert(next),
                         capacity_type: off.ct,
+                        price,
                     }
                 })
                 .collect();
             let mut reqs = cl.reqs.clone();
             reqs.items.retain(|r| r.key != w.hostname);
             let mut requirements = reqs.describe(&w.interner);
-            let names: Vec<&str> = instance_types.iter().map(|o| o.name.as_str()).collect();
-            requirements.push(format!(
-                "{} In [{}]",
-                crate::labels::INSTANCE_TYPE,
-                names.join(", ")
-            ));
             requirements.sort();
             let mut requests = super::compile::sparse(&cl.used, &w.names);
             if let Some(&(_, it, _)) = options.first() {
@@ -969,6 +975,10 @@ impl<'w> Engine<'w> {
             .iter()
             .filter_map(|c| c.cheapest().map(|o| o.price))
             .sum();
+        let mut zone_names = vec![String::new(); zone_ids.len()];
+        for (&z, &i) in &zone_ids {
+            zone_names[i as usize] = w.interner.name(z).to_string();
+        }
         Plan {
             placements,
             new_claims,
@@ -976,6 +986,8 @@ impl<'w> Engine<'w> {
             pods: w.pods_considered,
             cost,
             lower_bound: 0.0,
+            instance_type_names,
+            zone_names,
         }
     }
 }

@@ -221,6 +221,11 @@ pub fn reason_of(plan: &Plan, pod: &str) -> String {
 }
 
 /// The zone a claim launches in (its cheapest option's offering).
-pub fn zone_of(c: &scheduling::NewClaim) -> &str {
-    &c.cheapest().expect("claim has options").zone
+pub fn zone_of<'a>(plan: &'a Plan, c: &scheduling::NewClaim) -> &'a str {
+    plan.zone_of(c.cheapest().expect("claim has options"))
+}
+
+/// The instance type a claim launches as (its cheapest option).
+pub fn type_of<'a>(plan: &'a Plan, c: &scheduling::NewClaim) -> &'a str {
+    plan.name_of(c.cheapest().expect("claim has options"))
 }

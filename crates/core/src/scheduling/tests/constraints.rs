@@ -19,7 +19,7 @@ fn resources_pick_the_cheapest_fitting_type() {
     assert!(plan.unplaced.is_empty());
     let c = claim_of(&plan, "p").unwrap();
     // 3 cpu needs it-1 (4 cpu); spot is half price.
-    assert_eq!(c.cheapest().unwrap().name, "it-1");
+    assert_eq!(type_of(&plan, c), "it-1");
     assert_eq!(c.cheapest().unwrap().capacity_type, CapacityType::Spot);
     assert!(
         c.instance_types
@@ -55,10 +55,7 @@ fn extended_resources_need_a_type_that_has_them() {
         its,
         vec![p.clone(), pod("cpu", 500, 1)],
     ));
-    assert_eq!(
-        claim_of(&plan, "gpu").unwrap().cheapest().unwrap().name,
-        "it-2"
-    );
+    assert_eq!(type_of(&plan, claim_of(&plan, "gpu").unwrap()), "it-2");
     p.requests.set("nvidia.com/gpu", 2);
     let plan = solve(&snapshot(vec![pool("default")], catalog(3), vec![p]));
     assert!(
@@ -77,7 +74,7 @@ fn node_selector_narrows_zone_and_rejects_unknown_values() {
         catalog(3),
         vec![p.clone()],
     ));
-    assert_eq!(zone_of(claim_of(&plan, "p").unwrap()), "zone-b");
+    assert_eq!(zone_of(&plan, claim_of(&plan, "p").unwrap()), "zone-b");
     p.node_selector.insert(labels::ZONE.into(), "zone-x".into());
     let plan = solve(&snapshot(vec![pool("default")], catalog(3), vec![p]));
     let r = reason_of(&plan, "p");
@@ -136,7 +133,7 @@ fn required_affinity_terms_are_ored() {
         catalog(2),
         vec![p.clone()],
     ));
-    assert_eq!(zone_of(claim_of(&plan, "p").unwrap()), "zone-c");
+    assert_eq!(zone_of(&plan, claim_of(&plan, "p").unwrap()), "zone-c");
     p.required_node_affinity.pop();
     let plan = solve(&snapshot(vec![pool("default")], catalog(2), vec![p]));
     assert!(
@@ -158,10 +155,7 @@ fn numeric_operators_on_instance_labels() {
         catalog(4),
         vec![p.clone()],
     ));
-    assert_eq!(
-        claim_of(&plan, "p").unwrap().cheapest().unwrap().name,
-        "it-2"
-    );
+    assert_eq!(type_of(&plan, claim_of(&plan, "p").unwrap()), "it-2");
     p.required_node_affinity.clear();
     required(
         &mut p,
@@ -185,7 +179,7 @@ fn preferred_node_affinity_is_honoured_then_relaxed() {
         catalog(2),
         vec![p.clone()],
     ));
-    assert_eq!(zone_of(claim_of(&plan, "p").unwrap()), "zone-c");
+    assert_eq!(zone_of(&plan, claim_of(&plan, "p").unwrap()), "zone-c");
     p.preferred_node_affinity[0].term.match_expressions[0].values = vec!["nowhere".into()];
     let plan = solve(&snapshot(vec![pool("default")], catalog(2), vec![p]));
     assert!(
@@ -274,7 +268,7 @@ fn limits_are_never_exceeded_and_named() {
                 .map(|o| {
                     catalog(6)
                         .iter()
-                        .find(|it| it.name == o.name)
+                        .find(|it| it.name == plan.name_of(o))
                         .unwrap()
                         .capacity
                         .get("cpu")
@@ -417,7 +411,7 @@ fn daemonset_overhead_is_reserved_per_type() {
     let plan = solve(&s);
     let c = claim_of(&plan, "p").unwrap();
     // 1.5 + 1 cpu no longer fits the 2-cpu type.
-    assert_eq!(c.cheapest().unwrap().name, "it-1");
+    assert_eq!(type_of(&plan, c), "it-1");
     assert_eq!(c.requests.get("cpu"), 2500);
 }
 
@@ -440,7 +434,7 @@ fn volume_topology_pins_the_zone_and_missing_claims_are_reported() {
         local_or_host_path: false,
     });
     let plan = solve(&s);
-    assert_eq!(zone_of(claim_of(&plan, "db").unwrap()), "zone-b");
+    assert_eq!(zone_of(&plan, claim_of(&plan, "db").unwrap()), "zone-b");
     let plan = solve(&snapshot(vec![pool("default")], catalog(2), vec![p]));
     assert!(
         reason_of(&plan, "db").contains("PersistentVolumeClaim default/data does not exist"),

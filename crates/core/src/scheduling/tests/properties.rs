@@ -72,21 +72,21 @@ fn check(specs: &[Spec], s: &Snapshot, plan: &Plan, limit: Option<i64>) {
     for c in &plan.new_claims {
         // Every option of every claim holds all of its pods.
         for o in &c.instance_types {
-            let alloc = find(&o.name).allocatable();
+            let alloc = find(plan.name_of(o)).allocatable();
             assert!(
                 c.requests.fits_in(&alloc),
                 "{} cannot hold {}",
-                o.name,
+                plan.name_of(o),
                 c.requests
             );
         }
         charged += c
             .instance_types
             .iter()
-            .map(|o| find(&o.name).capacity.get(resources::CPU))
+            .map(|o| find(plan.name_of(o)).capacity.get(resources::CPU))
             .max()
             .unwrap_or(0);
-        let zone = zone_of(c);
+        let zone = zone_of(&plan, c);
         let mut anti = 0;
         for key in &c.pods {
             let i: usize = key.trim_start_matches("default/p").parse().unwrap();
@@ -107,7 +107,7 @@ fn check(specs: &[Spec], s: &Snapshot, plan: &Plan, limit: Option<i64>) {
     for p in &plan.placements {
         let i: usize = p.pod.trim_start_matches("default/p").parse().unwrap();
         if let (true, Target::NewClaim(k)) = (specs[i].spread, &p.target) {
-            let z = zone_of(&plan.new_claims[*k]);
+            let z = zone_of(plan, &plan.new_claims[*k]);
             per_zone[ZONES.iter().position(|x| *x == z).unwrap()] += 1;
         }
     }

@@ -16,7 +16,7 @@ fn zones_of(plan: &crate::scheduling::Plan, prefix: &str) -> BTreeMap<String, us
         {
             {
                 let i = *i;
-                *m.entry(zone_of(&plan.new_claims[i]).to_string())
+                *m.entry(zone_of(plan, &plan.new_claims[i]).to_string())
                     .or_insert(0) += 1;
             }
         }
@@ -170,7 +170,7 @@ fn pod_affinity_follows_running_pods() {
         p.clone(),
     ];
     let plan = solve(&s);
-    assert_eq!(zone_of(claim_of(&plan, "web").unwrap()), "zone-c");
+    assert_eq!(zone_of(&plan, claim_of(&plan, "web").unwrap()), "zone-c");
     // Without a matching pod anywhere (and not matching itself) it cannot be placed.
     let plan = solve(&snapshot(vec![pool("default")], catalog(4), vec![p]));
     let r = reason_of(&plan, "web");
