@@ -86,6 +86,8 @@ pub struct Engine<'w> {
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
+    /// New claims per zone value.
+    zone_claims: std::collections::HashMap<u32, usize>,
     /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
     room: std::collections::BTreeSet<(i64, usize)>,
     /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
@@ -117,6 +119,7 @@ impl<'w> Engine<'w> {
             placements: Vec::new(),
             dead: vec![Vec::new(); nc],
             room: std::collections::BTreeSet::new(),
+            zone_claims: std::collections::HashMap::new(),
         }
     }
 
@@ -650,7 +653,26 @@ impl<'w> Engine<'w> {
                 if already {
                     continue;
                 }
-                let value = if key == self.w.zone || key == self.w.capacity_type {
+                let value = if key == self.w.zone {
+                    // Among the equally cheap zones, the one with the fewest new claims, so
+                    // zonal pods that come later find room in every zone.
+                    self.w.offering(p, first, &reqs).map(|(price, _)| {
+                        let zones = reqs.get(self.w.zone);
+                        let cts = reqs.get(self.w.capacity_type);
+                        pool.its[first]
+                            .offerings
+                            .iter()
+                            .filter(|o| {
+                                o.available
+                                    && o.price <= price + 1e-12
+                                    && zones.is_none_or(|z| z.has(o.zone, &self.w.interner))
+                                    && cts.is_none_or(|z| z.has(o.capacity_type, &self.w.interner))
+                            })
+                            .map(|o| o.zone)
+                            .min_by_key(|z| (self.zone_claims.get(z).copied().unwrap_or(0), *z))
+                            .unwrap_or(pool.its[first].offerings[0].zone)
+                    })
+                } else if key == self.w.capacity_type {
                     self.w.offering(p, first, &reqs).map(|(_, o)| {
                         let off = &pool.its[first].offerings[o];
                         if key == self.w.zone {
@@ -724,6 +746,11 @@ impl<'w> Engine<'w> {
                         charged: vec![0; n],
                     });
                     self.pool_claims[p] += 1;
+                    if let Some(z) = choice.reqs.as_ref().and_then(|r| r.get(self.w.zone)) {
+                        if !z.complement && z.values.len() == 1 {
+                            *self.zone_claims.entry(z.values[0]).or_insert(0) += 1;
+                        }
+                    }
                     self.claims.len() - 1
                 } else {
                     k

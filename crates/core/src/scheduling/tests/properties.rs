@@ -86,7 +86,7 @@ fn check(specs: &[Spec], s: &Snapshot, plan: &Plan, limit: Option<i64>) {
             .map(|o| find(plan.name_of(o)).capacity.get(resources::CPU))
             .max()
             .unwrap_or(0);
-        let zone = zone_of(&plan, c);
+        let zone = zone_of(plan, c);
         let mut anti = 0;
         for key in &c.pods {
             let i: usize = key.trim_start_matches("default/p").parse().unwrap();
