@@ -746,10 +746,11 @@ impl<'w> Engine<'w> {
                         charged: vec![0; n],
                     });
                     self.pool_claims[p] += 1;
-                    if let Some(z) = choice.reqs.as_ref().and_then(|r| r.get(self.w.zone)) {
-                        if !z.complement && z.values.len() == 1 {
-                            *self.zone_claims.entry(z.values[0]).or_insert(0) += 1;
-                        }
+                    if let Some(z) = choice.reqs.as_ref().and_then(|r| r.get(self.w.zone))
+                        && !z.complement
+                        && z.values.len() == 1
+                    {
+                        *self.zone_claims.entry(z.values[0]).or_insert(0) += 1;
                     }
                     self.claims.len() - 1
                 } else {
