@@ -91,7 +91,7 @@ pub struct Engine<'w> {
     /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
     room: std::collections::BTreeSet<(i64, usize)>,
     /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
-    dead: Vec<Vec<u64>>,
+    dead: Vec<Vec<Vec<u64>>>,
 }
 
 struct Eval {
@@ -152,7 +152,7 @@ impl<'w> Engine<'w> {
         let mut seen = 0;
         let need_cpu = c.requests.first().copied().unwrap_or(0);
         for &(_, k) in self.room.range((need_cpu, 0)..) {
-            if self.is_dead(ci, k) {
+            if self.is_dead(ci, relax.level, k) {
                 continue;
             }
             match self.eval_claim(c, &cons, &alts, relax, k, true) {
@@ -187,7 +187,7 @@ impl<'w> Engine<'w> {
                 if seen >= GROWTH_CANDIDATES {
                     break;
                 }
-                if self.is_dead(ci, k) || get_bit(&dead, k) {
+                if self.is_dead(ci, relax.level, k) || get_bit(&dead, k) {
                     continue;
                 }
                 match self.eval_claim(c, &cons, &alts, relax, k, false) {
@@ -215,7 +215,7 @@ impl<'w> Engine<'w> {
             while w != 0 {
                 let k = wi * 64 + w.trailing_zeros() as usize;
                 w &= w - 1;
-                self.mark_dead(ci, k);
+                self.mark_dead(ci, relax.level, k);
             }
         }
         let c = &self.w.classes[ci];
@@ -273,14 +273,19 @@ impl<'w> Engine<'w> {
         Err(reasons)
     }
 
-    fn is_dead(&self, ci: usize, k: usize) -> bool {
+    fn is_dead(&self, ci: usize, level: usize, k: usize) -> bool {
         self.dead[ci]
-            .get(k / 64)
+            .get(level)
+            .and_then(|d| d.get(k / 64))
             .is_some_and(|w| w & (1 << (k % 64)) != 0)
     }
 
-    fn mark_dead(&mut self, ci: usize, k: usize) {
-        let d = &mut self.dead[ci];
+    fn mark_dead(&mut self, ci: usize, level: usize, k: usize) {
+        let levels = &mut self.dead[ci];
+        if levels.len() <= level {
+            levels.resize(level + 1, Vec::new());
+        }
+        let d = &mut levels[level];
         if d.len() <= k / 64 {
             d.resize(k / 64 + 1, 0);
         }
@@ -417,12 +422,21 @@ impl<'w> Engine<'w> {
                     merged = Some(m);
                 }
             }
-            let Ok(pins) = self
+            let pins = match self
                 .w
                 .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
-            else {
-                continue;
+            {
+                Ok(p) => p,
+                Err(Refusal::Topology { group, .. }) => {
+                    permanent &= cons.iter().any(|x| x.con == group && x.permanent);
+                    continue;
+                }
+                Err(_) => {
+                    permanent = false;
+                    continue;
+                }
             };
+            permanent = false;
             if !pins.is_empty() {
                 let m = merged.get_or_insert_with(|| cl.reqs.clone());
                 for &(key, v) in &pins {

@@ -23,6 +23,8 @@ pub struct Relax {
     pub preferred_node: usize,
     pub schedule_anyway: usize,
     pub prefer_no_schedule: bool,
+    /// Relaxation steps taken so far.
+    pub level: usize,
 }
 
 impl Relax {
@@ -37,6 +39,7 @@ impl Relax {
             preferred_node: c.preferred_terms.len(),
             schedule_anyway: c.spreads.iter().filter(|s| s.1).count(),
             prefer_no_schedule: false,
+            level: 0,
         }
     }
 
@@ -57,6 +60,7 @@ impl Relax {
         } else {
             return false;
         }
+        self.level += 1;
         true
     }
 }
@@ -75,9 +79,8 @@ pub struct Con {
     pub key: u32,
     /// The pod matches the group's own selector.
     pub own: bool,
-    /// A refusal by this constraint can never be undone in this solve (counts only grow and
-    /// the constraint is not relaxable): required anti-affinity, running pods' anti-affinity,
-    /// and required hostname spreads (whose minimum is always 0).
+    /// A refusal by this constraint cannot be undone while the pod stays at this relaxation
+    /// level: anti-affinity, running pods' anti-affinity, and hostname spreads.
     pub permanent: bool,
 }
 
@@ -87,9 +90,11 @@ pub fn active_constraints(w: &World, c: &Class, r: &Relax) -> Vec<Con> {
         .map(|con| match con {
             Constraint::Group(g) => {
                 let key = w.groups[g].def.key;
+                // Anti-affinity counts and hostname spread counts (whose minimum is 0) only
+                // grow, so while this constraint is active a refusal stands.
                 let permanent = c.anti_affinity.contains(&g)
-                    || (key == w.hostname
-                        && c.spreads.iter().any(|&(x, anyway)| x == g && !anyway));
+                    || c.preferred_anti_affinity.contains(&g)
+                    || (key == w.hostname && c.spreads.iter().any(|&(x, _)| x == g));
                 Con {
                     con,
                     key,

@@ -271,3 +271,33 @@ fn preferred_anti_affinity_is_relaxed_when_needed() {
     );
     assert_eq!(ignore.new_claims.len(), 1);
 }
+
+#[test]
+fn schedule_anyway_zone_spread_shares_nodes() {
+    let ps: Vec<Pod> = (0..10)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("s{i}"), 1000, 0), "app", "web");
+            let mut c = spread(labels::ZONE, 1, "app", "web");
+            c.when_unsatisfiable = WhenUnsatisfiable::ScheduleAnyway;
+            p.topology_spread.push(c);
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], catalog(8), ps));
+    assert!(plan.unplaced.is_empty());
+    let z = zones_of(&plan, "s");
+    assert_eq!(z.len(), 3, "{z:?}");
+    assert!(
+        z.values().max().unwrap() - z.values().min().unwrap() <= 1,
+        "{z:?}"
+    );
+    assert_eq!(
+        plan.new_claims.len(),
+        3,
+        "{:?}",
+        plan.new_claims
+            .iter()
+            .map(|c| c.pods.clone())
+            .collect::<Vec<_>>()
+    );
+}
