@@ -838,3 +838,74 @@ mod sample_tests {
         assert_eq!(a.cost, b.cost);
     }
 }
+
+#[cfg(test)]
+mod manifest_tests {
+    use super::*;
+    use crate::document::parse_documents;
+    use nodewright_core::scheduling::{Options, solve};
+
+    const MANIFESTS: &str = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  limits: {cpu: "100"}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: a, resources: {requests: {cpu: 200m, memory: 128Mi}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: w, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+"#;
+
+    #[test]
+    fn manifests_plan_with_their_nodepool_and_daemons() {
+        let docs = parse_documents("cluster.yaml", MANIFESTS).unwrap();
+        let catalog = read_catalog(
+            "catalog",
+            &json!({"instanceTypes": [
+                {"name": "small", "cpu": 2, "memoryMiB": 4096, "pods": 20,
+                 "offerings": [{"zone": "z1", "capacityType": "on-demand", "price": 0.1},
+                               {"zone": "z1", "capacityType": "spot", "price": 0.03}]},
+                {"name": "large", "cpu": 8, "memoryMiB": 16384, "pods": 50,
+                 "offerings": [{"zone": "z1", "capacityType": "on-demand", "price": 0.4}]}
+            ]}),
+        )
+        .unwrap();
+        let s = read_manifests(&docs, catalog).unwrap();
+        assert_eq!(s.pods.len(), 4);
+        assert_eq!(s.daemonsets.len(), 1);
+        assert_eq!(s.nodepools[0].name, "general");
+        let plan = solve(&s, &Options::default());
+        assert!(plan.unplaced.is_empty(), "{:?}", plan.unplaced);
+        // The NodePool allows on-demand only, and every claim carries the daemon's 200m.
+        for c in &plan.new_claims {
+            assert_eq!(
+                c.cheapest().unwrap().capacity_type,
+                nodewright_core::model::CapacityType::OnDemand
+            );
+            assert!(c.requests.get("cpu") >= 1200, "daemon overhead is included");
+        }
+    }
+}

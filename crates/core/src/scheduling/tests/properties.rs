@@ -162,3 +162,62 @@ proptest! {
         prop_assert_eq!(&a, &c);
     }
 }
+
+#[derive(Clone, Debug)]
+struct NodeSpec {
+    cpu: i64,
+    mem: i64,
+    zone: usize,
+    used_cpu: i64,
+}
+
+fn node_spec() -> impl Strategy<Value = NodeSpec> {
+    (1i64..=4, 1i64..=8, 0usize..3, 0i64..=3).prop_map(|(c, m, zone, u)| NodeSpec {
+        cpu: c,
+        mem: m,
+        zone,
+        used_cpu: (u * 250).min(c * 1000),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Pods placed on existing nodes never push a node past its allocatable, counting what
+    /// already runs there.
+    #[test]
+    fn existing_nodes_are_never_overcommitted(
+        nodes in prop::collection::vec(node_spec(), 1..6),
+        specs in prop::collection::vec(spec(), 1..30),
+    ) {
+        let mut s = build(&specs, None);
+        for (i, n) in nodes.iter().enumerate() {
+            let name = format!("n{i}");
+            s.nodes.push(node(&name, ZONES[n.zone], n.cpu, n.mem));
+            if n.used_cpu > 0 {
+                s.pods.push(running(pod(&format!("r{i}"), n.used_cpu, 0), &name));
+            }
+        }
+        let plan = solve(&s);
+        for (i, n) in nodes.iter().enumerate() {
+            let name = format!("n{i}");
+            let mut cpu = n.used_cpu;
+            let mut mem = 0;
+            let mut count = usize::from(n.used_cpu > 0);
+            for p in &plan.placements {
+                if p.target == Target::Node(name.clone()) {
+                    let k: usize = p.pod.trim_start_matches("default/p").parse().unwrap();
+                    cpu += specs[k].cpu;
+                    mem += specs[k].mem * GI;
+                    count += 1;
+                    if let (Some(z), false) = (specs[k].zone, specs[k].spread) {
+                        prop_assert_eq!(ZONES[z], ZONES[n.zone]);
+                    }
+                }
+            }
+            prop_assert!(cpu <= n.cpu * 1000, "node {} cpu {} > {}", name, cpu, n.cpu * 1000);
+            prop_assert!(mem <= n.mem * GI, "node {} memory over", name);
+            prop_assert!(count <= 110);
+        }
+    }
+}

@@ -301,3 +301,51 @@ fn schedule_anyway_zone_spread_shares_nodes() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn node_taints_policy_honor_ignores_tainted_domains() {
+    // Zone-c is only offered by a tainted NodePool the pods do not tolerate. With the taint
+    // policy honoured it is not a domain for the spread, so two zones share the pods; with it
+    // ignored, zone-c counts as an empty domain and holds the skew down.
+    let mut a = pool("ab");
+    a.template.requirements.push(req(
+        labels::ZONE,
+        crate::requirements::Operator::In,
+        &["zone-a", "zone-b"],
+    ));
+    let mut c = pool("c");
+    c.template.requirements.push(req(
+        labels::ZONE,
+        crate::requirements::Operator::In,
+        &["zone-c"],
+    ));
+    c.template.taints.push(taint("special", "x"));
+    let mk = |policy| {
+        let mut ps = spread_pods(4, labels::ZONE, 1);
+        for p in &mut ps {
+            p.topology_spread[0].node_taints_policy = policy;
+        }
+        ps
+    };
+    let honor = solve(&snapshot(
+        vec![a.clone(), c.clone()],
+        catalog(4),
+        mk(InclusionPolicy::Honor),
+    ));
+    assert!(honor.unplaced.is_empty(), "{:?}", honor.unplaced);
+    let ignore = solve(&snapshot(
+        vec![a, c],
+        catalog(4),
+        mk(InclusionPolicy::Ignore),
+    ));
+    assert_eq!(
+        ignore.placements.len(),
+        2,
+        "zone-c stays empty, so only one pod per zone fits"
+    );
+    assert!(
+        reason_of(&ignore, "s3").contains("topology spread"),
+        "{}",
+        reason_of(&ignore, "s3")
+    );
+}
