@@ -96,9 +96,6 @@ pub struct ExistingC {
     pub initialized: bool,
 }
 
-/// Why a pod was rejected before scheduling.
-pub type PreError = String;
-
 /// The user-written constraints shared by identical pods.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClassKey {

@@ -520,10 +520,6 @@ pub fn more_fitting(total: &[i64], req: &[i64], alloc: &[i64]) -> i64 {
     n
 }
 
-pub fn set_value(reqs: &mut Reqs, key: u32, value: u32, w: &World) {
-    reqs.add(key, ValueSet::one(value), None, &w.interner);
-}
-
 /// Taint refusal, if any.
 pub fn taint_refusal(c: &Class, taints: &[crate::taints::Taint], relax: &Relax) -> Option<Refusal> {
     untolerated(&c.tolerations, taints, relax.prefer_no_schedule)

@@ -349,3 +349,20 @@ fn node_taints_policy_honor_ignores_tainted_domains() {
         reason_of(&ignore, "s3")
     );
 }
+
+#[test]
+fn running_pods_anti_affinity_is_named_when_it_blocks() {
+    let mut s = snapshot(vec![], catalog(4), vec![]);
+    s.nodes.push(node("n1", "zone-a", 8, 16));
+    let mut guard = running(pod("guard", 100, 0), "n1");
+    guard
+        .pod_anti_affinity
+        .push(term(labels::HOSTNAME, "app", "web"));
+    s.pods = vec![guard, with_label(pod("web", 500, 1), "app", "web")];
+    let plan = solve(&s);
+    let r = reason_of(&plan, "web");
+    assert!(
+        r.contains("the anti-affinity of running pods excludes"),
+        "{r}"
+    );
+}
