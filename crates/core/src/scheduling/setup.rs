@@ -276,7 +276,7 @@ pub fn build(s: &Snapshot) -> World {
     let empty = Vec::new();
     let mut pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
         .into_iter()
-        .filter(|&i| s.nodepools[i].replicas.is_none())
+        .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
         .map(|i| {
             let np = &s.nodepools[i];
             let its = s
