@@ -372,8 +372,14 @@ fn preferred_pod_affinity_follows_when_it_can() {
     let mut s = snapshot(vec![pool("default")], catalog(4), vec![]);
     s.nodes.push(node("n1", "zone-c", 1, 1));
     let mut p = pod("web", 1500, 1);
-    p.preferred_pod_affinity.push(WeightedPodAffinityTerm { weight: 5, term: term(labels::ZONE, "app", "db") });
-    s.pods = vec![running(with_label(pod("db", 100, 0), "app", "db"), "n1"), p.clone()];
+    p.preferred_pod_affinity.push(WeightedPodAffinityTerm {
+        weight: 5,
+        term: term(labels::ZONE, "app", "db"),
+    });
+    s.pods = vec![
+        running(with_label(pod("db", 100, 0), "app", "db"), "n1"),
+        p.clone(),
+    ];
     let plan = solve(&s);
     assert_eq!(zone_of(&plan, claim_of(&plan, "web").unwrap()), "zone-c");
     // With nothing to follow, the preference is dropped rather than blocking the pod.
@@ -386,5 +392,9 @@ fn nodepools_that_are_not_ready_are_skipped() {
     let mut np = pool("default");
     np.ready = false;
     let plan = solve(&snapshot(vec![np], catalog(2), vec![pod("p", 500, 1)]));
-    assert!(reason_of(&plan, "p").contains("no NodePool is available"), "{}", reason_of(&plan, "p"));
+    assert!(
+        reason_of(&plan, "p").contains("no NodePool is available"),
+        "{}",
+        reason_of(&plan, "p")
+    );
 }
