@@ -139,7 +139,10 @@ pub fn instance_type(v: &Value, path: &Path) -> Result<InstanceType, FieldError>
                 .get("reservationId")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            reservation_capacity: None,
+            reservation_capacity: o
+                .get("reservationCapacity")
+                .and_then(Value::as_u64)
+                .map(|c| c as u32),
         });
     }
     Ok(InstanceType {

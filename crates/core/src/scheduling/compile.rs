@@ -51,6 +51,8 @@ pub struct OfferingC {
     pub ct: CapacityType,
     pub price: f64,
     pub available: bool,
+    /// Reserved offerings: the reservation and the instances still free in it.
+    pub reservation: Option<(String, Option<u32>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -309,6 +311,10 @@ pub fn compile_pool(
                     ct: o.capacity_type,
                     price: o.price,
                     available: o.available,
+                    reservation: o
+                        .reservation_id
+                        .clone()
+                        .map(|id| (id, o.reservation_capacity)),
                 })
                 .collect();
             let base_price = offerings

@@ -19,17 +19,36 @@ impl Engine<'_> {
         }
         let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
         let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+        let mut held: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         for (k, cl) in self.claims.iter().enumerate() {
             if cl.pods.is_empty() {
                 continue;
             }
             let p = &w.pools[cl.pool];
+            // Reserved offerings are only as deep as their reservation: once the claims before
+            // this one hold every free instance, this claim prices its options without them.
             let mut options: Vec<(f64, usize, usize)> = cl
                 .bits
                 .iter()
                 .filter_map(|it| {
-                    w.offering(cl.pool, it, &cl.reqs)
-                        .map(|(price, o)| (price, it, o))
+                    let o = w.offering(cl.pool, it, &cl.reqs)?;
+                    let off = &p.its[it].offerings[o.1];
+                    if !reservation_exhausted(off, &held) {
+                        return Some((o.0, it, o.1));
+                    }
+                    let zones = cl.reqs.get(w.zone);
+                    let cts = cl.reqs.get(w.capacity_type);
+                    p.its[it]
+                        .offerings
+                        .iter()
+                        .enumerate()
+                        .find(|(_, x)| {
+                            x.available
+                                && !reservation_exhausted(x, &held)
+                                && zones.is_none_or(|z| z.has(x.zone, &w.interner))
+                                && cts.is_none_or(|z| z.has(x.capacity_type, &w.interner))
+                        })
+                        .map(|(i, x)| (x.price, it, i))
                 })
                 .collect();
             options.sort_by(|a, b| {
@@ -37,6 +56,12 @@ impl Engine<'_> {
                     .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
             });
             options.truncate(self.opts.max_instance_types);
+            if let Some(&(_, it, o)) = options.first() {
+                if let Some((id, Some(cap))) = &p.its[it].offerings[o].reservation {
+                    let left = held.entry(id.clone()).or_insert(*cap);
+                    *left = left.saturating_sub(1);
+                }
+            }
             let instance_types: Vec<InstanceOption> = options
                 .iter()
                 .map(|&(price, it, o)| {
@@ -114,5 +139,15 @@ impl Engine<'_> {
             instance_type_names,
             zone_names,
         }
+    }
+}
+
+fn reservation_exhausted(
+    o: &crate::scheduling::compile::OfferingC,
+    held: &std::collections::HashMap<String, u32>,
+) -> bool {
+    match &o.reservation {
+        Some((id, Some(_))) => held.get(id).is_some_and(|&left| left == 0),
+        _ => false,
     }
 }

@@ -455,3 +455,37 @@ fn identical_pods_share_nodes() {
     assert_eq!(plan.new_claims[0].pods.len(), 30);
     assert!(plan.lower_bound > 0.0 && plan.lower_bound <= plan.cost + 1e-9);
 }
+
+#[test]
+fn reserved_offerings_are_used_only_as_far_as_they_go() {
+    let mut its = catalog(2);
+    its[0].offerings.push(Offering {
+        zone: "zone-a".into(),
+        capacity_type: CapacityType::Reserved,
+        price: 0.01,
+        available: true,
+        reservation_id: Some("cr-1".into()),
+        reservation_capacity: Some(1),
+    });
+    let ps: Vec<Pod> = (0..2)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("p{i}"), 500, 1), "app", "x");
+            p.pod_anti_affinity.push(term(labels::HOSTNAME, "app", "x"));
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], its, ps));
+    assert_eq!(plan.new_claims.len(), 2);
+    let cts: Vec<CapacityType> = plan
+        .new_claims
+        .iter()
+        .map(|c| c.cheapest().unwrap().capacity_type)
+        .collect();
+    assert_eq!(
+        cts.iter().filter(|&&c| c == CapacityType::Reserved).count(),
+        1,
+        "{cts:?}"
+    );
+    // One reserved node at 0.01 and one spot node at 0.1.
+    assert!((plan.cost - 0.11).abs() < 1e-9, "{}", plan.cost);
+}
