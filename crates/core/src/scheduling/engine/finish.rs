@@ -56,11 +56,11 @@ impl Engine<'_> {
                     .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
             });
             options.truncate(self.opts.max_instance_types);
-            if let Some(&(_, it, o)) = options.first() {
-                if let Some((id, Some(cap))) = &p.its[it].offerings[o].reservation {
-                    let left = held.entry(id.clone()).or_insert(*cap);
-                    *left = left.saturating_sub(1);
-                }
+            if let Some(&(_, it, o)) = options.first()
+                && let Some((id, Some(cap))) = &p.its[it].offerings[o].reservation
+            {
+                let left = held.entry(id.clone()).or_insert(*cap);
+                *left = left.saturating_sub(1);
             }
             let instance_types: Vec<InstanceOption> = options
                 .iter()
