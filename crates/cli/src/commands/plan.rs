@@ -1,5 +1,6 @@
 //! `nodewright plan`: one snapshot in, one plan out.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -67,12 +68,16 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let plan = scheduling::solve(&snapshot, &opts);
     let secs = start.elapsed().as_secs_f64();
-    match args.output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&interchange::write_output(&plan, secs))?
-        ),
-        Output::Table => print!("{}", table(&plan, secs)),
+    let text = match args.output {
+        Output::Json => {
+            serde_json::to_string_pretty(&interchange::write_output(&plan, secs))? + "\n"
+        }
+        Output::Table => table(&plan, secs),
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.context("writing the plan")?,
     }
     Ok(if plan.unplaced.is_empty() {
         ExitCode::SUCCESS
@@ -126,8 +131,8 @@ fn table(plan: &Plan, secs: f64) -> String {
                 c.pods.len(),
                 resources::format_amount(resources::CPU, c.requests.get(resources::CPU)),
                 resources::format_amount(resources::MEMORY, c.requests.get(resources::MEMORY)),
-                ch.map(|o| o.name.as_str()).unwrap_or("-"),
-                ch.map(|o| o.zone.as_str()).unwrap_or("-"),
+                ch.map(|o| plan.name_of(o)).unwrap_or("-"),
+                ch.map(|o| plan.zone_of(o)).unwrap_or("-"),
                 ch.map(|o| o.capacity_type.as_str()).unwrap_or("-"),
                 ch.map(|o| o.price).unwrap_or(0.0),
                 c.instance_types.len()

@@ -129,7 +129,9 @@ impl Simulator for EngineSimulator {
                 let options: Vec<ReplacementOption> = c
                     .instance_types
                     .iter()
-                    .filter_map(|o| its.and_then(|v| v.iter().find(|it| it.name == o.name)))
+                    .filter_map(|o| {
+                        its.and_then(|v| v.iter().find(|it| it.name == plan.name_of(o)))
+                    })
                     .filter_map(|it| option(it, zones.as_deref(), &cts))
                     .collect();
                 let mut offered: Vec<CapacityType> = cts

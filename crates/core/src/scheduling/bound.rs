@@ -144,7 +144,8 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
             }
         }
     }
-    demand[r] = forced_nodes as f64;
+    // Any pod on new capacity needs at least one node.
+    demand[r] = forced_nodes.max(1) as f64;
     let mut cols = Vec::new();
     for p in &w.pools {
         for it in &p.its {

@@ -51,6 +51,8 @@ pub struct OfferingC {
     pub ct: CapacityType,
     pub price: f64,
     pub available: bool,
+    /// Reserved offerings: the reservation and the instances still free in it.
+    pub reservation: Option<(String, Option<u32>)>,
 }
 
 #[derive(Clone, Debug)]
@@ -95,9 +97,6 @@ pub struct ExistingC {
     pub available: Res,
     pub initialized: bool,
 }
-
-/// Why a pod was rejected before scheduling.
-pub type PreError = String;
 
 /// The user-written constraints shared by identical pods.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -312,6 +311,10 @@ pub fn compile_pool(
                     ct: o.capacity_type,
                     price: o.price,
                     available: o.available,
+                    reservation: o
+                        .reservation_id
+                        .clone()
+                        .map(|id| (id, o.reservation_capacity)),
                 })
                 .collect();
             let base_price = offerings
@@ -335,6 +338,15 @@ pub fn compile_pool(
             .total_cmp(&b.base_price)
             .then_with(|| a.name.cmp(&b.name))
     });
+    // Cheapest offering first, so the first compatible one found is the cheapest.
+    for it in &mut its {
+        it.offerings.sort_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then(a.zone.cmp(&b.zone))
+                .then(a.capacity_type.cmp(&b.capacity_type))
+        });
+    }
     let limits = (0..names.len()).map(|i| {
         let n = names.name(i as u32);
         np.limits.iter().find(|(k, _)| *k == n).map(|(_, v)| v)

@@ -6,10 +6,13 @@ use super::plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
 use super::reqs::{Reqs, ValueSet};
 use super::setup::{Class, World};
 use super::solver::{
-    Constraint, Pins, Refusal, Relax, active_constraints, add_scaled, effective_reqs, more_fitting,
+    Con, Pins, Refusal, Relax, active_constraints, add_scaled, effective_reqs, more_fitting,
     ports_conflict, taint_refusal,
 };
 use crate::model::HostPort;
+
+mod evaluate;
+mod finish;
 
 /// Settings of a solve.
 #[derive(Clone, Debug)]
@@ -47,6 +50,21 @@ pub struct Claim {
     pub charged: Res,
 }
 
+/// How many claims with room (visited in order of free cpu, smallest first) are compared before
+/// taking the tightest fit.
+const BEST_FIT_CANDIDATES: usize = 16;
+
+/// How many claims that can grow to take a pod are compared before taking the cheapest growth.
+const GROWTH_CANDIDATES: usize = 128;
+
+fn set_bit(bits: &mut [u64], k: usize) {
+    bits[k / 64] |= 1 << (k % 64);
+}
+
+fn get_bit(bits: &[u64], k: usize) -> bool {
+    bits[k / 64] & (1 << (k % 64)) != 0
+}
+
 /// A placement decision before it is applied.
 struct Choice {
     target: Tgt,
@@ -71,6 +89,12 @@ pub struct Engine<'w> {
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
+    /// New claims per zone value.
+    zone_claims: std::collections::HashMap<u32, usize>,
+    /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
+    room: std::collections::BTreeSet<(i64, usize)>,
+    /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
+    dead: Vec<Vec<Vec<u64>>>,
 }
 
 struct Eval {
@@ -87,6 +111,7 @@ impl<'w> Engine<'w> {
         let n = w.existing.len();
         let np = w.pools.len();
         let r = w.names.len();
+        let nc = w.classes.len();
         Engine {
             w,
             opts,
@@ -95,13 +120,16 @@ impl<'w> Engine<'w> {
             pool_charged: vec![vec![0; r]; np],
             pool_claims: vec![0; np],
             placements: Vec::new(),
+            dead: vec![Vec::new(); nc],
+            room: std::collections::BTreeSet::new(),
+            zone_claims: std::collections::HashMap::new(),
         }
     }
 
     /// Tries one step for class `ci`: places 1..=want pods somewhere or says why not.
     fn step(&mut self, ci: usize, relax: &Relax, want: usize) -> Result<Choice, Vec<String>> {
         let c = &self.w.classes[ci];
-        let cons = active_constraints(c, relax);
+        let cons = active_constraints(self.w, c, relax);
         let alts = effective_reqs(self.w, c, relax);
         let bulk = !c.one_at_a_time();
         let want_m = if bulk { want } else { 1 };
@@ -118,31 +146,82 @@ impl<'w> Engine<'w> {
                 });
             }
         }
+        let mut dead: Vec<u64> = vec![0; self.claims.len().div_ceil(64)];
         // 2. This run's new claims: the first that takes the pod without raising its launch
         // price, else the one whose price grows least (ties: tightest fit).
-        let mut best: Option<(usize, Eval)> = None;
-        for k in 0..self.claims.len() {
-            if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, true) {
-                best = Some((k, e));
-                break;
+        // Among the first few claims with room, take the one whose cpu and memory fill stay
+        // most even, so the remaining room suits the pods still to come.
+        let mut best: Option<(usize, Eval, f64)> = None;
+        let mut seen = 0;
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
+        for &(_, k) in self.room.range((need_cpu, 0)..) {
+            if self.is_dead(ci, relax.level, k) {
+                continue;
+            }
+            match self.eval_claim(c, &cons, &alts, relax, k, true) {
+                Ok(e) => {
+                    let score = self.slack_after(k, e.first, &c.requests);
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| score < b.2 - 1e-12 || (score <= b.2 + 1e-12 && k < b.0))
+                    {
+                        best = Some((k, e, score));
+                    }
+                    seen += 1;
+                    if seen >= BEST_FIT_CANDIDATES {
+                        break;
+                    }
+                }
+                Err(true) => set_bit(&mut dead, k),
+                Err(false) => {}
             }
         }
+        let mut best: Option<(usize, Eval)> = best.map(|(k, e, _)| (k, e));
         if best.is_none() {
-            for k in 0..self.claims.len() {
-                if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, false) {
-                    let better = match &best {
-                        None => true,
-                        Some((_, b)) => {
-                            e.marginal < b.marginal - 1e-9
-                                || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+            // Growing a claim: those closest to having room need the smallest step up, so
+            // visit them first and compare the first few that can take the pod.
+            let mut seen = 0;
+            let order = self
+                .room
+                .range(..(need_cpu, 0))
+                .rev()
+                .chain(self.room.range((need_cpu, 0)..));
+            for &(_, k) in order {
+                if seen >= GROWTH_CANDIDATES {
+                    break;
+                }
+                if self.is_dead(ci, relax.level, k) || get_bit(&dead, k) {
+                    continue;
+                }
+                match self.eval_claim(c, &cons, &alts, relax, k, false) {
+                    Ok(e) => {
+                        let better = match &best {
+                            None => true,
+                            Some((_, b)) => {
+                                e.marginal < b.marginal - 1e-9
+                                    || (e.marginal <= b.marginal + 1e-9
+                                        && e.slack < b.slack - 1e-12)
+                            }
+                        };
+                        if better {
+                            best = Some((k, e));
                         }
-                    };
-                    if better {
-                        best = Some((k, e));
+                        seen += 1;
                     }
+                    Err(true) => set_bit(&mut dead, k),
+                    Err(false) => {}
                 }
             }
         }
+        for (wi, &w) in dead.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let k = wi * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                self.mark_dead(ci, relax.level, k);
+            }
+        }
+        let c = &self.w.classes[ci];
         if let Some((k, e)) = best {
             let m = if bulk {
                 let total = add_scaled(&self.claims[k].used, &c.requests, 1);
@@ -197,6 +276,38 @@ impl<'w> Engine<'w> {
         Err(reasons)
     }
 
+    fn is_dead(&self, ci: usize, level: usize, k: usize) -> bool {
+        self.dead[ci]
+            .get(level)
+            .and_then(|d| d.get(k / 64))
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    fn mark_dead(&mut self, ci: usize, level: usize, k: usize) {
+        let levels = &mut self.dead[ci];
+        if levels.len() <= level {
+            levels.resize(level + 1, Vec::new());
+        }
+        let d = &mut levels[level];
+        if d.len() <= k / 64 {
+            d.resize(k / 64 + 1, 0);
+        }
+        d[k / 64] |= 1 << (k % 64);
+    }
+
+    /// Room left on claim `k`'s instance type `it` after adding `req` (cpu and memory fractions).
+    fn slack_after(&self, k: usize, it: usize, req: &[i64]) -> f64 {
+        let cl = &self.claims[k];
+        let alloc = &self.w.pools[cl.pool].its[it].alloc;
+        let mut slack = 0.0;
+        for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(req).take(2) {
+            if a > 0 {
+                slack += (a - u - q) as f64 / a as f64;
+            }
+        }
+        slack
+    }
+
     fn summarise_existing(&self, c: &Class, refusals: &[Refusal]) -> String {
         let mut kinds: Vec<(String, usize)> = Vec::new();
         for r in refusals {
@@ -216,378 +327,6 @@ impl<'w> Engine<'w> {
             refusals.len(),
             parts.join("; ")
         )
-    }
-
-    fn eval_existing(
-        &self,
-        c: &Class,
-        cons: &[Constraint],
-        alts: &[Reqs],
-        relax: &Relax,
-        ei: usize,
-        want: usize,
-    ) -> Result<(usize, ()), Refusal> {
-        let e = &self.w.existing[ei];
-        let used = &self.w.existing_used[ei];
-        let total = add_scaled(used, &c.requests, 1);
-        if !fits(&total, &e.available) {
-            let short = (0..total.len())
-                .filter(|&r| c.requests[r] > 0 && total[r] > e.available[r])
-                .collect();
-            return Err(Refusal::Resources(short));
-        }
-        if let Some(r) = taint_refusal(c, &e.taints, relax) {
-            return Err(r);
-        }
-        if let Some(p) = ports_conflict(&c.host_ports, &self.w.existing_ports[ei]) {
-            return Err(Refusal::HostPort(p));
-        }
-        let mut last = None;
-        let ok = alts.iter().any(
-            |a| match e.reqs.compatible(a, &self.w.interner, &|_| false) {
-                Ok(()) => true,
-                Err(conf) => {
-                    last = Some(conf);
-                    false
-                }
-            },
-        );
-        if !ok {
-            return Err(Refusal::Requirements(
-                last.map(|c| c.describe(&self.w.interner))
-                    .unwrap_or_default(),
-            ));
-        }
-        self.w.topology(c, cons, &e.reqs, false)?;
-        let m = if want > 1 {
-            let total = add_scaled(used, &c.requests, 1);
-            1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1)
-        } else {
-            1
-        };
-        Ok((m as usize, ()))
-    }
-
-    /// Evaluates claim `k` for one more pod. With `zero_only`, only a placement that keeps the
-    /// claim's launch price is accepted, and nothing is allocated on the way.
-    fn eval_claim(
-        &self,
-        c: &Class,
-        cons: &[Constraint],
-        alts: &[Reqs],
-        relax: &Relax,
-        k: usize,
-        zero_only: bool,
-    ) -> Option<Eval> {
-        let cl = &self.claims[k];
-        let pool = &self.w.pools[cl.pool];
-        if zero_only {
-            if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
-                return None;
-            }
-        } else {
-            for (r, &q) in c.requests.iter().enumerate() {
-                if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
-                    return None;
-                }
-            }
-        }
-        if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
-            return None;
-        }
-        if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
-            return None;
-        }
-        let allow = |key: u32| self.w.allow_undefined(key);
-        for alt in alts {
-            if !alt.items.is_empty() && cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
-                continue;
-            }
-            let mut merged: Option<Reqs> = None;
-            let mut changed: Vec<u32> = Vec::new();
-            if !alt.items.is_empty() && cl.reqs.would_change(alt, &self.w.interner) {
-                let mut m = cl.reqs.clone();
-                changed = m.merge(alt, &self.w.interner);
-                if !changed.is_empty() {
-                    merged = Some(m);
-                }
-            }
-            let Ok(pins) = self
-                .w
-                .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
-            else {
-                continue;
-            };
-            if !pins.is_empty() {
-                let m = merged.get_or_insert_with(|| cl.reqs.clone());
-                for &(key, v) in &pins {
-                    m.add(key, ValueSet::one(v), None, &self.w.interner);
-                    changed.push(key);
-                }
-            }
-            let mut bits: Option<Bitset> = None;
-            if let Some(m) = &merged {
-                let mut b = cl.bits.clone();
-                for it in cl.bits.iter() {
-                    if !changed
-                        .iter()
-                        .all(|&key| self.w.it_key_ok(cl.pool, it, m, key))
-                    {
-                        b.remove(it);
-                    }
-                }
-                bits = Some(b);
-            }
-            let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
-            let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
-            if zero_only && merged.is_none() {
-                // The current cheapest type still fits: the launch price does not move.
-                if pool.min_values {
-                    let total = add_scaled(&cl.used, &c.requests, 1);
-                    if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
-                        continue;
-                    }
-                }
-                return Some(Eval {
-                    marginal: 0.0,
-                    slack: 0.0,
-                    reqs: None,
-                    bits: None,
-                    pins,
-                    first: cl.cheapest,
-                });
-            }
-            let Some((first, price)) =
-                self.w
-                    .first_fit_plus(cl.pool, bits_ref, reqs_ref, &cl.used, &c.requests)
-            else {
-                continue;
-            };
-            if zero_only && price > cl.price + 1e-12 {
-                continue;
-            }
-            if pool.min_values {
-                let total = add_scaled(&cl.used, &c.requests, 1);
-                if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
-                    continue;
-                }
-            }
-            let alloc = &pool.its[first].alloc;
-            let mut slack = 0.0;
-            for r in 0..2.min(alloc.len()) {
-                if alloc[r] > 0 {
-                    slack += (alloc[r] - cl.used[r] - c.requests[r]) as f64 / alloc[r] as f64;
-                }
-            }
-            return Some(Eval {
-                marginal: price - cl.price,
-                slack,
-                reqs: merged,
-                bits,
-                pins,
-                first,
-            });
-        }
-        None
-    }
-
-    fn min_values_after(&self, pool: usize, bits: &Bitset, reqs: &Reqs, total: &[i64]) -> bool {
-        let mut nb = bits.clone();
-        for it in bits.iter() {
-            if !fits(total, &self.w.pools[pool].its[it].alloc) {
-                nb.remove(it);
-            }
-        }
-        self.w.min_values_ok(pool, &nb, reqs).is_ok()
-    }
-
-    fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
-        let pool = &self.w.pools[p];
-        pool.limits
-            .iter()
-            .enumerate()
-            .map(|(r, l)| l.map(|l| l - pool.used[r] - self.pool_charged[p][r]))
-            .collect()
-    }
-
-    fn eval_new(
-        &self,
-        c: &Class,
-        cons: &[Constraint],
-        alts: &[Reqs],
-        relax: &Relax,
-        p: usize,
-        host: u32,
-    ) -> Result<(Reqs, Bitset, Pins, usize), String> {
-        let pool = &self.w.pools[p];
-        if let Some(limit) = pool.node_limit
-            && pool.used_nodes + self.pool_claims[p] >= limit
-        {
-            return Err(format!("limit nodes={limit} is reached"));
-        }
-        if let Some(r) = taint_refusal(c, &pool.taints, relax) {
-            return Err(self.w.describe_refusal(c, &r));
-        }
-        if pool.its.is_empty() {
-            return Err("no instance types are available".to_string());
-        }
-        let allow = |key: u32| self.w.allow_undefined(key);
-        let mut last = String::new();
-        for alt in alts {
-            if let Err(conf) = pool.reqs.compatible(alt, &self.w.interner, &allow) {
-                last = format!("requirements: {}", conf.describe(&self.w.interner));
-                continue;
-            }
-            let mut reqs = pool.reqs.clone();
-            reqs.merge(alt, &self.w.interner);
-            reqs.add(self.w.hostname, ValueSet::one(host), None, &self.w.interner);
-            let pins = match self.w.topology(c, cons, &reqs, true) {
-                Ok(p) => p,
-                Err(r) => {
-                    last = self.w.describe_refusal(c, &r);
-                    continue;
-                }
-            };
-            for &(key, v) in &pins {
-                reqs.add(key, ValueSet::one(v), None, &self.w.interner);
-            }
-            let remaining = self.remaining_limit(p);
-            let n = pool.its.len();
-            let mut bits = Bitset::empty(n);
-            let (mut compat, mut offer, mut fit) = (0, 0, 0);
-            let mut limited: Option<String> = None;
-            let mut largest: Option<usize> = None;
-            for it in 0..n {
-                let itc = &pool.its[it];
-                if pool.reqs.items.len() + reqs.items.len() > 0
-                    && itc.reqs.intersects(&reqs, &self.w.interner).is_err()
-                {
-                    continue;
-                }
-                compat += 1;
-                if self.w.offering(p, it, &reqs).is_none() {
-                    continue;
-                }
-                offer += 1;
-                if largest.is_none_or(|l| itc.alloc[0] > pool.its[l].alloc[0]) {
-                    largest = Some(it);
-                }
-                if !fits(&c.requests, &itc.alloc) {
-                    continue;
-                }
-                fit += 1;
-                if let Some((r, _)) = remaining
-                    .iter()
-                    .enumerate()
-                    .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
-                {
-                    limited = Some(format!(
-                        "limit {}: {} remaining",
-                        self.w.names.name(r as u32),
-                        crate::resources::format_amount(
-                            self.w.names.name(r as u32),
-                            remaining[r].unwrap_or(0).max(0)
-                        )
-                    ));
-                    continue;
-                }
-                bits.insert(it);
-            }
-            if bits.is_empty() {
-                last = if compat == 0 {
-                    let mut why =
-                        String::from("no instance type is compatible with the requirements");
-                    if let Some(it) = pool.its.first()
-                        && let Err(conf) = it.reqs.intersects(&reqs, &self.w.interner)
-                    {
-                        why = format!(
-                            "{why} (e.g. {}: {})",
-                            it.name,
-                            conf.describe(&self.w.interner)
-                        );
-                    }
-                    why
-                } else if offer == 0 {
-                    format!(
-                        "{compat} compatible instance types but none has an available offering in the required zones/capacity types"
-                    )
-                } else if fit == 0 {
-                    let req = super::compile::sparse(&c.requests, &self.w.names);
-                    let big = largest
-                        .map(|l| {
-                            format!(
-                                "; largest is {} with {}",
-                                pool.its[l].name,
-                                super::compile::sparse(&pool.its[l].alloc, &self.w.names)
-                            )
-                        })
-                        .unwrap_or_default();
-                    format!("no instance type fits requests {req} (after daemonset overhead){big}")
-                } else {
-                    limited.unwrap_or_else(|| "limits exhausted".to_string())
-                };
-                continue;
-            }
-            if let Err(key) = self.w.min_values_ok(p, &bits, &reqs) {
-                last = self.w.describe_refusal(c, &Refusal::MinValues(key));
-                continue;
-            }
-            let Some((mut first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
-                last = "no available offering".to_string();
-                continue;
-            };
-            // Settle every topology key now (zone from the cheapest offering), so later pods
-            // check this claim's domains with plain lookups and every count is exact.
-            let mut keys: Vec<u32> = self.w.universe.keys().copied().collect();
-            keys.sort_unstable();
-            let mut settled = Vec::new();
-            for key in keys {
-                let already = reqs
-                    .get(key)
-                    .is_some_and(|s| !s.complement && s.values.len() == 1);
-                if already {
-                    continue;
-                }
-                let value = if key == self.w.zone || key == self.w.capacity_type {
-                    self.w.offering(p, first, &reqs).map(|(_, o)| {
-                        let off = &pool.its[first].offerings[o];
-                        if key == self.w.zone {
-                            off.zone
-                        } else {
-                            off.capacity_type
-                        }
-                    })
-                } else {
-                    self.w.universe[&key]
-                        .iter()
-                        .map(|x| x.0)
-                        .find(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
-                };
-                if let Some(v) = value {
-                    reqs.add(key, ValueSet::one(v), None, &self.w.interner);
-                    settled.push(key);
-                }
-            }
-            if !settled.is_empty() {
-                for it in bits.clone().iter() {
-                    if !settled
-                        .iter()
-                        .all(|&key| self.w.it_key_ok(p, it, &reqs, key))
-                    {
-                        bits.remove(it);
-                    }
-                }
-                match self.w.first_fit(p, &bits, &reqs, &c.requests) {
-                    Some((f, _)) => first = f,
-                    None => {
-                        last = "no available offering".to_string();
-                        continue;
-                    }
-                }
-            }
-            return Ok((reqs, bits, pins, first));
-        }
-        Err(last)
     }
 
     fn apply(&mut self, ci: usize, choice: Choice, pods: &[usize]) {
@@ -622,6 +361,12 @@ impl<'w> Engine<'w> {
                         charged: vec![0; n],
                     });
                     self.pool_claims[p] += 1;
+                    if let Some(z) = choice.reqs.as_ref().and_then(|r| r.get(self.w.zone))
+                        && !z.complement
+                        && z.values.len() == 1
+                    {
+                        *self.zone_claims.entry(z.values[0]).or_insert(0) += 1;
+                    }
                     self.claims.len() - 1
                 } else {
                     k
@@ -649,6 +394,10 @@ impl<'w> Engine<'w> {
                     }
                 }
                 let cl = &mut self.claims[k];
+                if !cl.pods.is_empty() {
+                    let old = p.its[cl.cheapest].alloc[0] - cl.used[0];
+                    self.room.remove(&(old, k));
+                }
                 cl.bits = bits;
                 cl.used = total;
                 cl.pods.extend_from_slice(pods);
@@ -658,6 +407,7 @@ impl<'w> Engine<'w> {
                     .unwrap_or((0, f64::MAX));
                 cl.cheapest = first;
                 cl.price = price;
+                self.room.insert((p.its[first].alloc[0] - cl.used[0], k));
                 let r = cl.used.len();
                 let mut max_alloc = vec![i64::MIN; r];
                 let mut charged = vec![0; r];
@@ -773,110 +523,5 @@ impl<'w> Engine<'w> {
             .into_iter()
             .flat_map(|(_, pods, why)| pods.into_iter().map(move |p| (p, why.clone())))
             .collect()
-    }
-
-    pub fn finish(self, s: &crate::model::Snapshot, unplaced: Vec<(usize, String)>) -> Plan {
-        let w = &*self.w;
-        let mut new_claims = Vec::new();
-        let mut claim_index = vec![usize::MAX; self.claims.len()];
-        for (k, cl) in self.claims.iter().enumerate() {
-            if cl.pods.is_empty() {
-                continue;
-            }
-            let p = &w.pools[cl.pool];
-            let mut options: Vec<(f64, usize, usize)> = cl
-                .bits
-                .iter()
-                .filter_map(|it| {
-                    w.offering(cl.pool, it, &cl.reqs)
-                        .map(|(price, o)| (price, it, o))
-                })
-                .collect();
-            options.sort_by(|a, b| {
-                a.0.total_cmp(&b.0)
-                    .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
-            });
-            options.truncate(self.opts.max_instance_types);
-            let instance_types: Vec<InstanceOption> = options
-                .iter()
-                .map(|&(price, it, o)| {
-                    let off = &p.its[it].offerings[o];
-                    InstanceOption {
-                        name: p.its[it].name.clone(),
-                        price,
-                        zone: w.interner.name(off.zone).to_string(),
-                        capacity_type: off.ct,
-                    }
-                })
-                .collect();
-            let mut reqs = cl.reqs.clone();
-            reqs.items.retain(|r| r.key != w.hostname);
-            let mut requirement_list = reqs.to_requirements(&w.interner);
-            requirement_list.push(crate::requirements::Requirement {
-                key: crate::labels::INSTANCE_TYPE.to_string(),
-                operator: crate::requirements::Operator::In,
-                values: instance_types.iter().map(|o| o.name.clone()).collect(),
-                min_values: None,
-            });
-            let mut requirements = reqs.describe(&w.interner);
-            let names: Vec<&str> = instance_types.iter().map(|o| o.name.as_str()).collect();
-            requirements.push(format!(
-                "{} In [{}]",
-                crate::labels::INSTANCE_TYPE,
-                names.join(", ")
-            ));
-            requirements.sort();
-            let mut requests = super::compile::sparse(&cl.used, &w.names);
-            if let Some(&(_, it, _)) = options.first() {
-                requests.add(&super::compile::sparse(&p.its[it].daemon, &w.names));
-            }
-            claim_index[k] = new_claims.len();
-            new_claims.push(NewClaim {
-                nodepool: p.name.clone(),
-                requirements,
-                requirement_list,
-                instance_types,
-                pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
-                requests,
-            });
-        }
-        let placements = self
-            .placements
-            .iter()
-            .map(|&(pi, t)| Placement {
-                pod: s.pods[pi].key(),
-                target: match t {
-                    Tgt::Existing(ei) => {
-                        let e = &w.existing[ei];
-                        if e.in_flight {
-                            Target::InFlight(e.name.clone())
-                        } else {
-                            Target::Node(e.name.clone())
-                        }
-                    }
-                    Tgt::Claim(k) | Tgt::NewClaim(k) => Target::NewClaim(claim_index[k]),
-                },
-            })
-            .collect();
-        let mut unplaced: Vec<Unplaced> = unplaced
-            .into_iter()
-            .map(|(pi, reason)| Unplaced {
-                pod: s.pods[pi].key(),
-                reason,
-            })
-            .collect();
-        unplaced.sort_by(|a, b| a.pod.cmp(&b.pod));
-        let cost = new_claims
-            .iter()
-            .filter_map(|c| c.cheapest().map(|o| o.price))
-            .sum();
-        Plan {
-            placements,
-            new_claims,
-            unplaced,
-            pods: w.pods_considered,
-            cost,
-            lower_bound: 0.0,
-        }
     }
 }

@@ -23,7 +23,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
         let it = s
             .instance_types
             .get(&claim.nodepool)
-            .and_then(|its| its.iter().find(|it| it.name == choice.name))
+            .and_then(|its| its.iter().find(|it| it.name == plan.name_of(choice)))
             .cloned();
         let Some(it) = it else { continue };
         let mut node_labels: BTreeMap<String, String> = it
@@ -33,8 +33,8 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             .map(|r| (r.key.clone(), r.values[0].clone()))
             .collect();
         for (k, v) in [
-            (labels::INSTANCE_TYPE, choice.name.as_str()),
-            (labels::ZONE, choice.zone.as_str()),
+            (labels::INSTANCE_TYPE, plan.name_of(choice)),
+            (labels::ZONE, plan.zone_of(choice)),
             (labels::CAPACITY_TYPE, choice.capacity_type.as_str()),
             (labels::NODEPOOL, claim.nodepool.as_str()),
             (labels::HOSTNAME, name.as_str()),
@@ -54,7 +54,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             .unwrap_or_default();
         s.nodes.push(Node {
             name: name.clone(),
-            provider_id: format!("sim:///{}/{name}", choice.zone),
+            provider_id: format!("sim:///{}/{name}", plan.zone_of(choice)),
             labels: node_labels,
             taints,
             capacity: it.capacity.clone(),
@@ -68,7 +68,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             nodepool: claim.nodepool.clone(),
             requirements: claim.requirement_list.clone(),
             requests: claim.requests.clone(),
-            provider_id: Some(format!("sim:///{}/{name}", choice.zone)),
+            provider_id: Some(format!("sim:///{}/{name}", plan.zone_of(choice))),
             node_name: Some(name.clone()),
             capacity: it.capacity.clone(),
             allocatable: it.allocatable(),

@@ -22,20 +22,24 @@ pub struct Placement {
 }
 
 /// One instance type a new claim may launch, with its cheapest compatible available offering.
-#[derive(Clone, Debug, PartialEq)]
+/// Names are indices into [`Plan::instance_type_names`] and [`Plan::zone_names`]: a plan at
+/// scale carries millions of options, and this keeps each to 24 bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InstanceOption {
-    pub name: String,
-    pub price: f64,
-    pub zone: String,
+    pub instance_type: u32,
+    pub zone: u32,
     pub capacity_type: CapacityType,
+    pub price: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewClaim {
     pub nodepool: String,
-    /// The claim's requirements, rendered (`key Operator [values]`), sorted by key.
+    /// The claim's requirements, rendered (`key Operator [values]`), sorted by key; the
+    /// instance-type requirement is the list of [`NewClaim::instance_types`].
     pub requirements: Vec<String>,
-    /// The same requirements as data, for launching or comparing the claim.
+    /// The same requirements as data (without the instance-type list), for launching or
+    /// comparing the claim.
     pub requirement_list: Vec<crate::requirements::Requirement>,
     /// Options sorted by price, then name; at most the per-claim cap.
     pub instance_types: Vec<InstanceOption>,
@@ -70,9 +74,34 @@ pub struct Plan {
     pub cost: f64,
     /// A proven lower bound on the cost of new capacity for the pods placed on new claims.
     pub lower_bound: f64,
+    /// Names the options' `instance_type` indices refer to.
+    pub instance_type_names: Vec<String>,
+    /// Names the options' `zone` indices refer to.
+    pub zone_names: Vec<String>,
 }
 
 impl Plan {
+    pub fn name_of(&self, o: &InstanceOption) -> &str {
+        &self.instance_type_names[o.instance_type as usize]
+    }
+
+    pub fn zone_of(&self, o: &InstanceOption) -> &str {
+        &self.zone_names[o.zone as usize]
+    }
+
+    /// The claim's full requirements, the instance-type list included.
+    pub fn claim_requirements(&self, c: &NewClaim) -> Vec<String> {
+        let names: Vec<&str> = c.instance_types.iter().map(|o| self.name_of(o)).collect();
+        let mut r = c.requirements.clone();
+        r.push(format!(
+            "{} In [{}]",
+            crate::labels::INSTANCE_TYPE,
+            names.join(", ")
+        ));
+        r.sort();
+        r
+    }
+
     /// `(cost - bound) / bound`, or 0 when the bound is 0.
     pub fn gap(&self) -> f64 {
         if self.lower_bound > 0.0 {

@@ -84,18 +84,13 @@ impl ValueSet {
         }
     }
 
-    /// True when no value (and not even absence) satisfies both sides... i.e. the set is empty.
+    /// True when no value satisfies the set.
     pub fn is_empty(&self) -> bool {
         if self.complement {
             matches!((self.gt, self.lt), (Some(g), Some(l)) if l.saturating_sub(g) <= 1)
         } else {
             self.values.is_empty()
         }
-    }
-
-    /// Number of values when finite.
-    pub fn finite_len(&self) -> Option<usize> {
-        (!self.complement).then_some(self.values.len())
     }
 
     /// Kubernetes' operator name for the set, used by the compatibility exceptions.

@@ -38,6 +38,8 @@ pub struct Class {
     pub owns_inverse: Vec<usize>,
     /// Groups that count pods of this class.
     pub counted_by: Vec<usize>,
+    /// Distinct topology keys of `counted_by`.
+    pub counted_keys: Vec<u32>,
     /// Inverse groups whose owners keep this class out of their domains.
     pub blocked_by: Vec<usize>,
     /// Pod indices, in queue order.
@@ -274,7 +276,7 @@ pub fn build(s: &Snapshot) -> World {
     let empty = Vec::new();
     let mut pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
         .into_iter()
-        .filter(|&i| s.nodepools[i].replicas.is_none())
+        .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
         .map(|i| {
             let np = &s.nodepools[i];
             let its = s
@@ -568,6 +570,7 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
         g.groups[gi].eligible = el.into_iter().collect();
+        g.groups[gi].refresh_min();
     }
 
     // Count running pods.
@@ -605,6 +608,18 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
     }
+
+    // Classes that force pods apart per host (required hostname anti-affinity against
+    // themselves) go first: the nodes they need exist either way, and every later pod can
+    // then fill their spare room instead of opening nodes of its own. The sort is stable, so
+    // everything else keeps Karpenter's queue order.
+    let forces_nodes = |c: &Class| {
+        c.anti_affinity.iter().any(|&gi| {
+            g.groups[gi].def.key == hostname && g.groups[gi].matches(&c.namespace, &c.labels)
+        })
+    };
+    order.sort_by_key(|&ci| !forces_nodes(&classes[ci]));
+    let order = interleave_by_shape(order, &classes, &pools, |c| forces_nodes(c));
 
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
     World {
@@ -797,6 +812,7 @@ fn compile_class(
         preferred_anti_affinity,
         owns_inverse,
         counted_by: Vec::new(),
+        counted_keys: Vec::new(),
         blocked_by: Vec::new(),
         pods: Vec::new(),
         error,
@@ -815,4 +831,60 @@ pub fn untolerated<'a>(
             && t.effect == crate::taints::TaintEffect::PreferNoSchedule;
         !waived && !tolerations.iter().any(|tol| tol.tolerates(t))
     })
+}
+
+/// Reorders the classes after the node-forcing ones so cpu-heavy and memory-heavy work
+/// alternate: each next class comes from whichever kind has placed less of its share so far.
+/// Within each kind the queue order is kept, so large pods still go first; nodes then fill in
+/// both dimensions at once instead of running out of cpu with memory to spare.
+fn interleave_by_shape(
+    order: Vec<usize>,
+    classes: &[Class],
+    pools: &[PoolC],
+    forced: impl Fn(&Class) -> bool,
+) -> Vec<usize> {
+    let (mut big_cpu, mut big_mem) = (1i64, 1i64);
+    for p in pools {
+        for it in &p.its {
+            big_cpu = big_cpu.max(it.alloc.first().copied().unwrap_or(0));
+            big_mem = big_mem.max(it.alloc.get(1).copied().unwrap_or(0));
+        }
+    }
+    let shape = |c: &Class| {
+        let cpu = c.requests.first().copied().unwrap_or(0) as f64 / big_cpu as f64;
+        let mem = c.requests.get(1).copied().unwrap_or(0) as f64 / big_mem as f64;
+        (cpu, mem)
+    };
+    let mut out: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&ci| forced(&classes[ci]))
+        .collect();
+    let rest: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&ci| !forced(&classes[ci]))
+        .collect();
+    let (cpu_heavy, mem_heavy): (Vec<usize>, Vec<usize>) = rest.iter().partition(|&&ci| {
+        let (c, m) = shape(&classes[ci]);
+        c >= m
+    });
+    let (mut i, mut j) = (0, 0);
+    let (mut cpu_done, mut mem_done) = (0.0f64, 0.0f64);
+    while i < cpu_heavy.len() || j < mem_heavy.len() {
+        let take_cpu = j >= mem_heavy.len() || (i < cpu_heavy.len() && cpu_done <= mem_done);
+        let ci = if take_cpu {
+            i += 1;
+            cpu_heavy[i - 1]
+        } else {
+            j += 1;
+            mem_heavy[j - 1]
+        };
+        let (c, m) = shape(&classes[ci]);
+        let n = classes[ci].pods.len() as f64;
+        cpu_done += c * n;
+        mem_done += m * n;
+        out.push(ci);
+    }
+    out
 }

@@ -1,0 +1,417 @@
+//! Whether one target can take one more pod of a class: existing nodes (strict label match),
+//! this run's claims (price change if it does) and a fresh claim from a NodePool.
+
+use super::*;
+
+impl Engine<'_> {
+    pub(super) fn eval_existing(
+        &self,
+        c: &Class,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        ei: usize,
+        want: usize,
+    ) -> Result<(usize, ()), Refusal> {
+        let e = &self.w.existing[ei];
+        let used = &self.w.existing_used[ei];
+        let total = add_scaled(used, &c.requests, 1);
+        if !fits(&total, &e.available) {
+            let short = (0..total.len())
+                .filter(|&r| c.requests[r] > 0 && total[r] > e.available[r])
+                .collect();
+            return Err(Refusal::Resources(short));
+        }
+        if let Some(r) = taint_refusal(c, &e.taints, relax) {
+            return Err(r);
+        }
+        if let Some(p) = ports_conflict(&c.host_ports, &self.w.existing_ports[ei]) {
+            return Err(Refusal::HostPort(p));
+        }
+        let mut last = None;
+        let ok = alts.iter().any(
+            |a| match e.reqs.compatible(a, &self.w.interner, &|_| false) {
+                Ok(()) => true,
+                Err(conf) => {
+                    last = Some(conf);
+                    false
+                }
+            },
+        );
+        if !ok {
+            return Err(Refusal::Requirements(
+                last.map(|c| c.describe(&self.w.interner))
+                    .unwrap_or_default(),
+            ));
+        }
+        self.w.topology(c, cons, &e.reqs, false)?;
+        let m = if want > 1 {
+            let total = add_scaled(used, &c.requests, 1);
+            1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1)
+        } else {
+            1
+        };
+        Ok((m as usize, ()))
+    }
+
+    /// Evaluates claim `k` for one more pod. With `zero_only`, only a placement that keeps the
+    /// claim's launch price is accepted, and nothing is allocated on the way.
+    pub(super) fn eval_claim(
+        &self,
+        c: &Class,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        k: usize,
+        zero_only: bool,
+    ) -> Result<Eval, bool> {
+        let cl = &self.claims[k];
+        let pool = &self.w.pools[cl.pool];
+        if zero_only {
+            if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
+                return Err(false);
+            }
+        } else {
+            for (r, &q) in c.requests.iter().enumerate() {
+                if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
+                    return Err(true);
+                }
+            }
+        }
+        if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
+            return Err(false);
+        }
+        if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
+            return Err(true);
+        }
+        let mut permanent = alts.len() == 1;
+        let allow = |key: u32| self.w.allow_undefined(key);
+        for alt in alts {
+            if !alt.items.is_empty() && cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
+                permanent = false;
+                continue;
+            }
+            let mut merged: Option<Reqs> = None;
+            let mut changed: Vec<u32> = Vec::new();
+            if !alt.items.is_empty() && cl.reqs.would_change(alt, &self.w.interner) {
+                let mut m = cl.reqs.clone();
+                changed = m.merge(alt, &self.w.interner);
+                if !changed.is_empty() {
+                    merged = Some(m);
+                }
+            }
+            let pins = match self
+                .w
+                .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
+            {
+                Ok(p) => p,
+                Err(Refusal::Topology { group, .. }) => {
+                    permanent &= cons.iter().any(|x| x.con == group && x.permanent);
+                    continue;
+                }
+                Err(_) => {
+                    permanent = false;
+                    continue;
+                }
+            };
+            permanent = false;
+            if !pins.is_empty() {
+                let m = merged.get_or_insert_with(|| cl.reqs.clone());
+                for &(key, v) in &pins {
+                    m.add(key, ValueSet::one(v), None, &self.w.interner);
+                    changed.push(key);
+                }
+            }
+            let mut bits: Option<Bitset> = None;
+            if let Some(m) = &merged {
+                let mut b = cl.bits.clone();
+                for it in cl.bits.iter() {
+                    if !changed
+                        .iter()
+                        .all(|&key| self.w.it_key_ok(cl.pool, it, m, key))
+                    {
+                        b.remove(it);
+                    }
+                }
+                bits = Some(b);
+            }
+            let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
+            let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
+            if zero_only && merged.is_none() {
+                // The current cheapest type still fits: the launch price does not move.
+                if pool.min_values {
+                    let total = add_scaled(&cl.used, &c.requests, 1);
+                    if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
+                        continue;
+                    }
+                }
+                return Ok(Eval {
+                    marginal: 0.0,
+                    slack: 0.0,
+                    reqs: None,
+                    bits: None,
+                    pins,
+                    first: cl.cheapest,
+                });
+            }
+            let Some((first, price)) =
+                self.w
+                    .first_fit_plus(cl.pool, bits_ref, reqs_ref, &cl.used, &c.requests)
+            else {
+                continue;
+            };
+            if zero_only && price > cl.price + 1e-12 {
+                continue;
+            }
+            if pool.min_values {
+                let total = add_scaled(&cl.used, &c.requests, 1);
+                if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
+                    continue;
+                }
+            }
+            let alloc = &pool.its[first].alloc;
+            let mut slack = 0.0;
+            for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(&c.requests).take(2) {
+                if a > 0 {
+                    slack += (a - u - q) as f64 / a as f64;
+                }
+            }
+            return Ok(Eval {
+                marginal: price - cl.price,
+                slack,
+                reqs: merged,
+                bits,
+                pins,
+                first,
+            });
+        }
+        Err(permanent)
+    }
+
+    pub(super) fn min_values_after(
+        &self,
+        pool: usize,
+        bits: &Bitset,
+        reqs: &Reqs,
+        total: &[i64],
+    ) -> bool {
+        let mut nb = bits.clone();
+        for it in bits.iter() {
+            if !fits(total, &self.w.pools[pool].its[it].alloc) {
+                nb.remove(it);
+            }
+        }
+        self.w.min_values_ok(pool, &nb, reqs).is_ok()
+    }
+
+    pub(super) fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
+        let pool = &self.w.pools[p];
+        pool.limits
+            .iter()
+            .enumerate()
+            .map(|(r, l)| l.map(|l| l - pool.used[r] - self.pool_charged[p][r]))
+            .collect()
+    }
+
+    pub(super) fn eval_new(
+        &self,
+        c: &Class,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        p: usize,
+        host: u32,
+    ) -> Result<(Reqs, Bitset, Pins, usize), String> {
+        let pool = &self.w.pools[p];
+        if let Some(limit) = pool.node_limit
+            && pool.used_nodes + self.pool_claims[p] >= limit
+        {
+            return Err(format!("limit nodes={limit} is reached"));
+        }
+        if let Some(r) = taint_refusal(c, &pool.taints, relax) {
+            return Err(self.w.describe_refusal(c, &r));
+        }
+        if pool.its.is_empty() {
+            return Err("no instance types are available".to_string());
+        }
+        let allow = |key: u32| self.w.allow_undefined(key);
+        let mut last = String::new();
+        for alt in alts {
+            if let Err(conf) = pool.reqs.compatible(alt, &self.w.interner, &allow) {
+                last = format!("requirements: {}", conf.describe(&self.w.interner));
+                continue;
+            }
+            let mut reqs = pool.reqs.clone();
+            reqs.merge(alt, &self.w.interner);
+            reqs.add(self.w.hostname, ValueSet::one(host), None, &self.w.interner);
+            let pins = match self.w.topology(c, cons, &reqs, true) {
+                Ok(p) => p,
+                Err(r) => {
+                    last = self.w.describe_refusal(c, &r);
+                    continue;
+                }
+            };
+            for &(key, v) in &pins {
+                reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+            }
+            let remaining = self.remaining_limit(p);
+            let n = pool.its.len();
+            let mut bits = Bitset::empty(n);
+            let (mut compat, mut offer, mut fit) = (0, 0, 0);
+            let mut limited: Option<String> = None;
+            let mut largest: Option<usize> = None;
+            for it in 0..n {
+                let itc = &pool.its[it];
+                if pool.reqs.items.len() + reqs.items.len() > 0
+                    && itc.reqs.intersects(&reqs, &self.w.interner).is_err()
+                {
+                    continue;
+                }
+                compat += 1;
+                if self.w.offering(p, it, &reqs).is_none() {
+                    continue;
+                }
+                offer += 1;
+                if largest.is_none_or(|l| itc.alloc[0] > pool.its[l].alloc[0]) {
+                    largest = Some(it);
+                }
+                if !fits(&c.requests, &itc.alloc) {
+                    continue;
+                }
+                fit += 1;
+                if let Some((r, _)) = remaining
+                    .iter()
+                    .enumerate()
+                    .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
+                {
+                    limited = Some(format!(
+                        "limit {}: {} remaining",
+                        self.w.names.name(r as u32),
+                        crate::resources::format_amount(
+                            self.w.names.name(r as u32),
+                            remaining[r].unwrap_or(0).max(0)
+                        )
+                    ));
+                    continue;
+                }
+                bits.insert(it);
+            }
+            if bits.is_empty() {
+                last = if compat == 0 {
+                    let mut why =
+                        String::from("no instance type is compatible with the requirements");
+                    if let Some(it) = pool.its.first()
+                        && let Err(conf) = it.reqs.intersects(&reqs, &self.w.interner)
+                    {
+                        why = format!(
+                            "{why} (e.g. {}: {})",
+                            it.name,
+                            conf.describe(&self.w.interner)
+                        );
+                    }
+                    why
+                } else if offer == 0 {
+                    format!(
+                        "{compat} compatible instance types but none has an available offering in the required zones/capacity types"
+                    )
+                } else if fit == 0 {
+                    let req = crate::scheduling::compile::sparse(&c.requests, &self.w.names);
+                    let big = largest
+                        .map(|l| {
+                            format!(
+                                "; largest is {} with {}",
+                                pool.its[l].name,
+                                crate::scheduling::compile::sparse(
+                                    &pool.its[l].alloc,
+                                    &self.w.names
+                                )
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!("no instance type fits requests {req} (after daemonset overhead){big}")
+                } else {
+                    limited.unwrap_or_else(|| "limits exhausted".to_string())
+                };
+                continue;
+            }
+            if let Err(key) = self.w.min_values_ok(p, &bits, &reqs) {
+                last = self.w.describe_refusal(c, &Refusal::MinValues(key));
+                continue;
+            }
+            let Some((mut first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
+                last = "no available offering".to_string();
+                continue;
+            };
+            // Settle every topology key now (zone from the cheapest offering), so later pods
+            // check this claim's domains with plain lookups and every count is exact.
+            let mut keys: Vec<u32> = self.w.universe.keys().copied().collect();
+            keys.sort_unstable();
+            let mut settled = Vec::new();
+            for key in keys {
+                let already = reqs
+                    .get(key)
+                    .is_some_and(|s| !s.complement && s.values.len() == 1);
+                if already {
+                    continue;
+                }
+                let value = if key == self.w.zone {
+                    // Among the equally cheap zones, the one with the fewest new claims, so
+                    // zonal pods that come later find room in every zone.
+                    self.w.offering(p, first, &reqs).map(|(price, _)| {
+                        let zones = reqs.get(self.w.zone);
+                        let cts = reqs.get(self.w.capacity_type);
+                        pool.its[first]
+                            .offerings
+                            .iter()
+                            .filter(|o| {
+                                o.available
+                                    && o.price <= price + 1e-12
+                                    && zones.is_none_or(|z| z.has(o.zone, &self.w.interner))
+                                    && cts.is_none_or(|z| z.has(o.capacity_type, &self.w.interner))
+                            })
+                            .map(|o| o.zone)
+                            .min_by_key(|z| (self.zone_claims.get(z).copied().unwrap_or(0), *z))
+                            .unwrap_or(pool.its[first].offerings[0].zone)
+                    })
+                } else if key == self.w.capacity_type {
+                    self.w.offering(p, first, &reqs).map(|(_, o)| {
+                        let off = &pool.its[first].offerings[o];
+                        if key == self.w.zone {
+                            off.zone
+                        } else {
+                            off.capacity_type
+                        }
+                    })
+                } else {
+                    self.w.universe[&key]
+                        .iter()
+                        .map(|x| x.0)
+                        .find(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
+                };
+                if let Some(v) = value {
+                    reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+                    settled.push(key);
+                }
+            }
+            if !settled.is_empty() {
+                for it in bits.clone().iter() {
+                    if !settled
+                        .iter()
+                        .all(|&key| self.w.it_key_ok(p, it, &reqs, key))
+                    {
+                        bits.remove(it);
+                    }
+                }
+                match self.w.first_fit(p, &bits, &reqs, &c.requests) {
+                    Some((f, _)) => first = f,
+                    None => {
+                        last = "no available offering".to_string();
+                        continue;
+                    }
+                }
+            }
+            return Ok((reqs, bits, pins, first));
+        }
+        Err(last)
+    }
+}
