@@ -1,0 +1,26 @@
+//! EC2 instance-type facts → [`nodewright_core::model::InstanceType`], the way Karpenter's AWS
+//! provider computes them: well-known labels, capacity, kubelet overhead, offerings and prices.
+//!
+//! This crate is pure data to model. The same [`InstanceTypeInfo`] is filled either from the
+//! embedded catalog ([`catalog::embedded`], built from `data/aws/`) or, by the AWS provider, from
+//! `DescribeInstanceTypes`; [`build_instance_type`] then applies the formulas. No AWS SDK, no I/O.
+
+pub mod catalog;
+mod csv;
+pub mod error;
+pub mod info;
+pub mod nodeclass;
+pub mod pricing;
+pub mod requirements;
+pub mod resources;
+pub mod settings;
+
+mod build;
+
+pub use build::{Zone, build_instance_type, build_offerings, capacity_types, nodeclass_compatible};
+pub use catalog::Catalog;
+pub use error::{BuildError, DataError};
+pub use info::{Accelerator, Ebs, Gpu, InstanceTypeInfo, NeuronDevice};
+pub use nodeclass::{AmiFamily, BlockDevice, EvictionSignal, NodeClassInput};
+pub use pricing::{OnDemandPrices, PriceBook, SpotPrices, SpotSource};
+pub use settings::Settings;
