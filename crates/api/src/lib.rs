@@ -11,5 +11,7 @@
 pub mod conversion;
 pub mod document;
 pub mod error;
+pub mod interchange;
 pub mod quantity;
 pub mod schema;
+pub mod workload;

@@ -4,9 +4,20 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub mod bench;
+pub mod plan;
+
 #[derive(Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Plan one snapshot: where every pending pod goes and which nodes to launch.
+    Plan(plan::PlanArgs),
+    /// Benchmarks of the engine.
+    Bench(bench::BenchArgs),
+}
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
-    match command {}
+    match command {
+        Command::Plan(a) => plan::run(a),
+        Command::Bench(a) => bench::run(a),
+    }
 }

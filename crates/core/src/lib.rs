@@ -13,6 +13,7 @@ pub mod labels;
 pub mod model;
 pub mod requirements;
 pub mod resources;
+pub mod scheduling;
 pub mod selector;
 pub mod taints;
 pub mod time;

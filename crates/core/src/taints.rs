@@ -73,7 +73,9 @@ pub struct Toleration {
 
 impl Toleration {
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if self.effect.is_some_and(|e| e != taint.effect) {
+        if let Some(e) = self.effect
+            && e != taint.effect
+        {
             return false;
         }
         if self.key.is_empty() {

@@ -1,0 +1,776 @@
+//! The mutable state of one solve (new claims, usage, counts) and the placement loop.
+
+use super::bitset::Bitset;
+use super::compile::{Res, fits};
+use super::plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
+use super::reqs::{Reqs, ValueSet};
+use super::setup::{Class, World};
+use super::solver::{
+    Constraint, Pins, Refusal, Relax, active_constraints, add_scaled, effective_reqs, more_fitting,
+    ports_conflict, taint_refusal,
+};
+use crate::model::HostPort;
+
+/// Settings of a solve.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `PREFERENCE_POLICY=Ignore`: drop preferred affinities and ScheduleAnyway spreads up front.
+    pub ignore_preferences: bool,
+    /// Instance-type options kept per new claim (Karpenter: 600).
+    pub max_instance_types: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ignore_preferences: false,
+            max_instance_types: 600,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Claim {
+    pub pool: usize,
+    pub reqs: Reqs,
+    /// Instance types that are compatible and still fit everything placed so far.
+    pub bits: Bitset,
+    pub used: Res,
+    pub pods: Vec<usize>,
+    pub ports: Vec<HostPort>,
+    /// Current cheapest fitting instance type and its price.
+    pub cheapest: usize,
+    pub price: f64,
+    /// Per resource, the largest allocatable among `bits` (a quick upper bound for rejects).
+    pub max_alloc: Res,
+    /// Per resource, the largest capacity among `bits`, charged against NodePool limits.
+    pub charged: Res,
+}
+
+/// A placement decision before it is applied.
+struct Choice {
+    target: Tgt,
+    reqs: Option<Reqs>,
+    bits: Option<Bitset>,
+    pins: Pins,
+    m: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tgt {
+    Existing(usize),
+    Claim(usize),
+    NewClaim(usize),
+}
+
+pub struct Engine<'w> {
+    pub w: &'w mut World,
+    pub opts: Options,
+    pub claims: Vec<Claim>,
+    pub existing_pods: Vec<Vec<usize>>,
+    pub pool_charged: Vec<Res>,
+    pub pool_claims: Vec<i64>,
+    pub placements: Vec<(usize, Tgt)>,
+}
+
+struct Eval {
+    marginal: f64,
+    slack: f64,
+    reqs: Option<Reqs>,
+    bits: Option<Bitset>,
+    pins: Pins,
+    first: usize,
+}
+
+impl<'w> Engine<'w> {
+    pub fn new(w: &'w mut World, opts: Options) -> Self {
+        let n = w.existing.len();
+        let np = w.pools.len();
+        let r = w.names.len();
+        Engine {
+            w,
+            opts,
+            claims: Vec::new(),
+            existing_pods: vec![Vec::new(); n],
+            pool_charged: vec![vec![0; r]; np],
+            pool_claims: vec![0; np],
+            placements: Vec::new(),
+        }
+    }
+
+    /// Tries one step for class `ci`: places 1..=want pods somewhere or says why not.
+    fn step(&mut self, ci: usize, relax: &Relax, want: usize) -> Result<Choice, Vec<String>> {
+        let c = &self.w.classes[ci];
+        let cons = active_constraints(c, relax);
+        let alts = effective_reqs(self.w, c, relax);
+        let bulk = !c.one_at_a_time();
+        let want_m = if bulk { want } else { 1 };
+
+        // 1. Existing nodes and in-flight claims, first that fits.
+        let mut existing_refusals: Vec<Refusal> = Vec::new();
+        for ei in 0..self.w.existing.len() {
+            match self.eval_existing(c, &cons, &alts, relax, ei, want_m) {
+                Ok((m, _)) => {
+                    return Ok(Choice {
+                        target: Tgt::Existing(ei),
+                        reqs: None,
+                        bits: None,
+                        pins: vec![],
+                        m,
+                    });
+                }
+                Err(r) => existing_refusals.push(r),
+            }
+        }
+        // 2. This run's new claims, the one whose launch price grows least.
+        let mut best: Option<(usize, Eval)> = None;
+        for k in 0..self.claims.len() {
+            if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k) {
+                let better = match &best {
+                    None => true,
+                    Some((_, b)) => {
+                        e.marginal < b.marginal - 1e-9
+                            || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+                    }
+                };
+                if better {
+                    best = Some((k, e));
+                }
+            }
+        }
+        if let Some((k, e)) = best {
+            let m = if bulk {
+                let total = add_scaled(&self.claims[k].used, &c.requests, 1);
+                let alloc = &self.w.pools[self.claims[k].pool].its[e.first].alloc;
+                (1 + more_fitting(&total, &c.requests, alloc).min(want as i64 - 1)) as usize
+            } else {
+                1
+            };
+            return Ok(Choice {
+                target: Tgt::Claim(k),
+                reqs: e.reqs,
+                bits: e.bits,
+                pins: e.pins,
+                m,
+            });
+        }
+        // 3. A new claim from the first NodePool that can take the pod.
+        let host = format!("hostname-placeholder-{:05}", self.claims.len() + 1);
+        let host = self.w.interner.intern(&host);
+        let c = &self.w.classes[ci];
+        let mut reasons = Vec::new();
+        if !self.w.existing.is_empty() {
+            reasons.push(self.summarise_existing(c, &existing_refusals));
+        }
+        if self.w.pools.is_empty() {
+            reasons.push("no NodePool is available".to_string());
+        }
+        for p in 0..self.w.pools.len() {
+            match self.eval_new(c, &cons, &alts, relax, p, host) {
+                Ok((reqs, bits, pins, first)) => {
+                    let m = if bulk {
+                        let alloc = &self.w.pools[p].its[first].alloc;
+                        (1 + more_fitting(&c.requests, &c.requests, alloc).min(want as i64 - 1))
+                            as usize
+                    } else {
+                        1
+                    };
+                    return Ok(Choice {
+                        target: Tgt::NewClaim(p),
+                        reqs: Some(reqs),
+                        bits: Some(bits),
+                        pins,
+                        m,
+                    });
+                }
+                Err(why) => reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name)),
+            }
+        }
+        Err(reasons)
+    }
+
+    fn summarise_existing(&self, c: &Class, refusals: &[Refusal]) -> String {
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for r in refusals {
+            let s = self.w.describe_refusal(c, r);
+            match kinds.iter_mut().find(|(k, _)| *k == s) {
+                Some(e) => e.1 += 1,
+                None => kinds.push((s, 1)),
+            }
+        }
+        let parts: Vec<String> = kinds
+            .iter()
+            .take(4)
+            .map(|(k, n)| format!("{n}: {k}"))
+            .collect();
+        format!(
+            "{} existing nodes refused ({})",
+            refusals.len(),
+            parts.join("; ")
+        )
+    }
+
+    fn eval_existing(
+        &self,
+        c: &Class,
+        cons: &[Constraint],
+        alts: &[Reqs],
+        relax: &Relax,
+        ei: usize,
+        want: usize,
+    ) -> Result<(usize, ()), Refusal> {
+        let e = &self.w.existing[ei];
+        let used = &self.w.existing_used[ei];
+        let total = add_scaled(used, &c.requests, 1);
+        if !fits(&total, &e.available) {
+            let short = (0..total.len())
+                .filter(|&r| c.requests[r] > 0 && total[r] > e.available[r])
+                .collect();
+            return Err(Refusal::Resources(short));
+        }
+        if let Some(r) = taint_refusal(c, &e.taints, relax) {
+            return Err(r);
+        }
+        if let Some(p) = ports_conflict(&c.host_ports, &self.w.existing_ports[ei]) {
+            return Err(Refusal::HostPort(p));
+        }
+        let mut last = None;
+        let ok = alts.iter().any(
+            |a| match e.reqs.compatible(a, &self.w.interner, &|_| false) {
+                Ok(()) => true,
+                Err(conf) => {
+                    last = Some(conf);
+                    false
+                }
+            },
+        );
+        if !ok {
+            return Err(Refusal::Requirements(
+                last.map(|c| c.describe(&self.w.interner))
+                    .unwrap_or_default(),
+            ));
+        }
+        self.w.topology(c, cons, &e.reqs, false)?;
+        let m = 1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1);
+        Ok((m as usize, ()))
+    }
+
+    fn eval_claim(
+        &self,
+        c: &Class,
+        cons: &[Constraint],
+        alts: &[Reqs],
+        relax: &Relax,
+        k: usize,
+    ) -> Option<Eval> {
+        let cl = &self.claims[k];
+        for (r, &q) in c.requests.iter().enumerate() {
+            if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
+                return None;
+            }
+        }
+        let pool = &self.w.pools[cl.pool];
+        if taint_refusal(c, &pool.taints, relax).is_some()
+            || ports_conflict(&c.host_ports, &cl.ports).is_some()
+        {
+            return None;
+        }
+        let allow = |key: u32| self.w.allow_undefined(key);
+        for alt in alts {
+            if cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
+                continue;
+            }
+            let mut merged: Option<Reqs> = None;
+            let mut changed: Vec<u32> = Vec::new();
+            if !alt.items.is_empty() {
+                let mut m = cl.reqs.clone();
+                changed = m.merge(alt, &self.w.interner);
+                if !changed.is_empty() {
+                    merged = Some(m);
+                }
+            }
+            let pins = match self
+                .w
+                .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
+            {
+                Ok(p) => p,
+                Err(_) => continue,
+            };
+            if !pins.is_empty() {
+                let m = merged.get_or_insert_with(|| cl.reqs.clone());
+                for &(key, v) in &pins {
+                    m.add(key, ValueSet::one(v), None, &self.w.interner);
+                    changed.push(key);
+                }
+            }
+            let total = add_scaled(&cl.used, &c.requests, 1);
+            let mut bits: Option<Bitset> = None;
+            if let Some(m) = &merged {
+                let mut b = cl.bits.clone();
+                for it in cl.bits.iter() {
+                    if !changed
+                        .iter()
+                        .all(|&key| self.w.it_key_ok(cl.pool, it, m, key))
+                    {
+                        b.remove(it);
+                    }
+                }
+                bits = Some(b);
+            }
+            let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
+            let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
+            let Some((first, price)) = self.w.first_fit(cl.pool, bits_ref, reqs_ref, &total) else {
+                continue;
+            };
+            if reqs_ref.items.iter().any(|r| r.min_values.is_some()) {
+                let mut nb = bits_ref.clone();
+                for it in bits_ref.iter() {
+                    if !fits(&total, &pool.its[it].alloc) {
+                        nb.remove(it);
+                    }
+                }
+                if self.w.min_values_ok(cl.pool, &nb, reqs_ref).is_err() {
+                    continue;
+                }
+            }
+            let alloc = &pool.its[first].alloc;
+            let mut slack = 0.0;
+            for r in 0..2.min(alloc.len()) {
+                if alloc[r] > 0 {
+                    slack += (alloc[r] - total[r]) as f64 / alloc[r] as f64;
+                }
+            }
+            return Some(Eval {
+                marginal: price - cl.price,
+                slack,
+                reqs: merged,
+                bits,
+                pins,
+                first,
+            });
+        }
+        None
+    }
+
+    fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
+        let pool = &self.w.pools[p];
+        pool.limits
+            .iter()
+            .enumerate()
+            .map(|(r, l)| l.map(|l| l - pool.used[r] - self.pool_charged[p][r]))
+            .collect()
+    }
+
+    fn eval_new(
+        &self,
+        c: &Class,
+        cons: &[Constraint],
+        alts: &[Reqs],
+        relax: &Relax,
+        p: usize,
+        host: u32,
+    ) -> Result<(Reqs, Bitset, Pins, usize), String> {
+        let pool = &self.w.pools[p];
+        if let Some(limit) = pool.node_limit
+            && pool.used_nodes + self.pool_claims[p] >= limit
+        {
+            return Err(format!("limit nodes={limit} is reached"));
+        }
+        if let Some(r) = taint_refusal(c, &pool.taints, relax) {
+            return Err(self.w.describe_refusal(c, &r));
+        }
+        if pool.its.is_empty() {
+            return Err("no instance types are available".to_string());
+        }
+        let allow = |key: u32| self.w.allow_undefined(key);
+        let mut last = String::new();
+        for alt in alts {
+            if let Err(conf) = pool.reqs.compatible(alt, &self.w.interner, &allow) {
+                last = format!("requirements: {}", conf.describe(&self.w.interner));
+                continue;
+            }
+            let mut reqs = pool.reqs.clone();
+            reqs.merge(alt, &self.w.interner);
+            reqs.add(self.w.hostname, ValueSet::one(host), None, &self.w.interner);
+            let pins = match self.w.topology(c, cons, &reqs, true) {
+                Ok(p) => p,
+                Err(r) => {
+                    last = self.w.describe_refusal(c, &r);
+                    continue;
+                }
+            };
+            for &(key, v) in &pins {
+                reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+            }
+            let remaining = self.remaining_limit(p);
+            let n = pool.its.len();
+            let mut bits = Bitset::empty(n);
+            let (mut compat, mut offer, mut fit) = (0, 0, 0);
+            let mut limited: Option<String> = None;
+            let mut largest: Option<usize> = None;
+            for it in 0..n {
+                let itc = &pool.its[it];
+                if pool.reqs.items.len() + reqs.items.len() > 0
+                    && itc.reqs.intersects(&reqs, &self.w.interner).is_err()
+                {
+                    continue;
+                }
+                compat += 1;
+                if self.w.offering(p, it, &reqs).is_none() {
+                    continue;
+                }
+                offer += 1;
+                if largest.is_none_or(|l| itc.alloc[0] > pool.its[l].alloc[0]) {
+                    largest = Some(it);
+                }
+                if !fits(&c.requests, &itc.alloc) {
+                    continue;
+                }
+                fit += 1;
+                if let Some((r, _)) = remaining
+                    .iter()
+                    .enumerate()
+                    .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
+                {
+                    limited = Some(format!(
+                        "limit {}: {} remaining",
+                        self.w.names.name(r as u32),
+                        crate::resources::format_amount(
+                            self.w.names.name(r as u32),
+                            remaining[r].unwrap_or(0).max(0)
+                        )
+                    ));
+                    continue;
+                }
+                bits.insert(it);
+            }
+            if bits.is_empty() {
+                last = if compat == 0 {
+                    let mut why =
+                        String::from("no instance type is compatible with the requirements");
+                    if let Some(it) = pool.its.first()
+                        && let Err(conf) = it.reqs.intersects(&reqs, &self.w.interner)
+                    {
+                        why = format!(
+                            "{why} (e.g. {}: {})",
+                            it.name,
+                            conf.describe(&self.w.interner)
+                        );
+                    }
+                    why
+                } else if offer == 0 {
+                    format!(
+                        "{compat} compatible instance types but none has an available offering in the required zones/capacity types"
+                    )
+                } else if fit == 0 {
+                    let req = super::compile::sparse(&c.requests, &self.w.names);
+                    let big = largest
+                        .map(|l| {
+                            format!(
+                                "; largest is {} with {}",
+                                pool.its[l].name,
+                                super::compile::sparse(&pool.its[l].alloc, &self.w.names)
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!("no instance type fits requests {req} (after daemonset overhead){big}")
+                } else {
+                    limited.unwrap_or_else(|| "limits exhausted".to_string())
+                };
+                continue;
+            }
+            if let Err(key) = self.w.min_values_ok(p, &bits, &reqs) {
+                last = self.w.describe_refusal(c, &Refusal::MinValues(key));
+                continue;
+            }
+            let Some((first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
+                last = "no available offering".to_string();
+                continue;
+            };
+            return Ok((reqs, bits, pins, first));
+        }
+        Err(last)
+    }
+
+    fn apply(&mut self, ci: usize, choice: Choice, pods: &[usize]) {
+        let m = choice.m;
+        let req = self.w.classes[ci].requests.clone();
+        let ports = self.w.classes[ci].host_ports.clone();
+        let (treqs, taints): (Reqs, Vec<crate::taints::Taint>);
+        let tgt = match choice.target {
+            Tgt::Existing(ei) => {
+                for (u, r) in self.w.existing_used[ei].iter_mut().zip(&req) {
+                    *u += r * m as i64;
+                }
+                self.w.existing_ports[ei].extend(ports);
+                self.existing_pods[ei].extend_from_slice(pods);
+                treqs = self.w.existing[ei].reqs.clone();
+                taints = self.w.existing[ei].taints.clone();
+                Tgt::Existing(ei)
+            }
+            Tgt::Claim(k) | Tgt::NewClaim(k) => {
+                let k = if let Tgt::NewClaim(p) = choice.target {
+                    let n = self.w.names.len();
+                    self.claims.push(Claim {
+                        pool: p,
+                        reqs: Reqs::new(),
+                        bits: Bitset::empty(self.w.pools[p].its.len()),
+                        used: vec![0; n],
+                        pods: Vec::new(),
+                        ports: Vec::new(),
+                        cheapest: 0,
+                        price: 0.0,
+                        max_alloc: vec![0; n],
+                        charged: vec![0; n],
+                    });
+                    self.pool_claims[p] += 1;
+                    self.claims.len() - 1
+                } else {
+                    k
+                };
+                let pool = self.claims[k].pool;
+                if let Some(r) = choice.reqs {
+                    self.claims[k].reqs = r;
+                }
+                for &(key, v) in &choice.pins {
+                    let w = &*self.w;
+                    self.claims[k]
+                        .reqs
+                        .add(key, ValueSet::one(v), None, &w.interner);
+                }
+                if let Some(b) = choice.bits {
+                    self.claims[k].bits = b;
+                }
+                let total = add_scaled(&self.claims[k].used, &req, m as i64);
+                let w = &*self.w;
+                let p = &w.pools[pool];
+                let mut bits = self.claims[k].bits.clone();
+                for it in self.claims[k].bits.iter() {
+                    if !fits(&total, &p.its[it].alloc) {
+                        bits.remove(it);
+                    }
+                }
+                let cl = &mut self.claims[k];
+                cl.bits = bits;
+                cl.used = total;
+                cl.pods.extend_from_slice(pods);
+                cl.ports.extend(ports);
+                let (first, price) = w
+                    .first_fit(pool, &cl.bits, &cl.reqs, &cl.used)
+                    .unwrap_or((0, f64::MAX));
+                cl.cheapest = first;
+                cl.price = price;
+                let r = cl.used.len();
+                let mut max_alloc = vec![i64::MIN; r];
+                let mut charged = vec![0; r];
+                for it in cl.bits.iter() {
+                    for i in 0..r {
+                        max_alloc[i] = max_alloc[i].max(p.its[it].alloc[i]);
+                        charged[i] = charged[i].max(p.its[it].capacity[i]);
+                    }
+                }
+                for (pc, (new, old)) in self.pool_charged[pool]
+                    .iter_mut()
+                    .zip(charged.iter().zip(&cl.charged))
+                {
+                    *pc += new - old;
+                }
+                cl.max_alloc = max_alloc;
+                cl.charged = charged;
+                treqs = cl.reqs.clone();
+                taints = p.taints.clone();
+                Tgt::Claim(k)
+            }
+        };
+        // Topology counts.
+        let c = &self.w.classes[ci];
+        let counted = c.counted_by.clone();
+        let owns = c.owns_inverse.clone();
+        for g in counted {
+            let grp = &self.w.groups[g];
+            if !grp.def.filter.accepts(&treqs, &taints, &self.w.interner) {
+                continue;
+            }
+            if let Some(set) = treqs.get(grp.def.key)
+                && !set.complement
+                && set.values.len() == 1
+            {
+                let v = set.values[0];
+                self.w.groups[g].record(v, m as u32);
+            }
+        }
+        for i in owns {
+            if let Some(set) = treqs.get(self.w.inverse[i].def.key)
+                && !set.complement
+                && set.values.len() == 1
+            {
+                let v = set.values[0];
+                self.w.inverse[i].record(v, m as u32);
+            }
+        }
+        for &p in pods {
+            self.placements.push((p, tgt));
+        }
+    }
+
+    /// Places every pod of class `ci` listed in `pods`; returns the ones that failed, with a reason.
+    fn place_class(&mut self, ci: usize, pods: &[usize]) -> Option<(Vec<usize>, String)> {
+        let mut i = 0;
+        while i < pods.len() {
+            let mut relax = Relax::initial(&self.w.classes[ci], self.opts.ignore_preferences);
+            loop {
+                match self.step(ci, &relax, pods.len() - i) {
+                    Ok(choice) => {
+                        let m = choice.m.max(1).min(pods.len() - i);
+                        let slice: Vec<usize> = pods[i..i + m].to_vec();
+                        self.apply(ci, Choice { m, ..choice }, &slice);
+                        i += m;
+                        break;
+                    }
+                    Err(reasons) => {
+                        let more = self.w.any_prefer_no_schedule;
+                        if !relax.next(&self.w.classes[ci], more) {
+                            return Some((pods[i..].to_vec(), reasons.join("; ")));
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    pub fn run(&mut self) -> Vec<(usize, String)> {
+        let order = self.w.order.clone();
+        let mut failed: Vec<(usize, Vec<usize>, String)> = Vec::new();
+        for ci in order {
+            let pods = self.w.classes[ci].pods.clone();
+            if let Some(e) = self.w.classes[ci].error.clone() {
+                failed.push((ci, pods, e));
+                continue;
+            }
+            if let Some((rest, why)) = self.place_class(ci, &pods) {
+                failed.push((ci, rest, why));
+            }
+        }
+        // Retry what failed while something else makes progress (affinity may now be met).
+        loop {
+            let before: usize = failed.iter().map(|f| f.1.len()).sum();
+            let mut next = Vec::new();
+            for (ci, pods, why) in std::mem::take(&mut failed) {
+                if self.w.classes[ci].error.is_some() {
+                    next.push((ci, pods, why));
+                    continue;
+                }
+                if let Some((rest, why)) = self.place_class(ci, &pods) {
+                    next.push((ci, rest, why))
+                }
+            }
+            failed = next;
+            let after: usize = failed.iter().map(|f| f.1.len()).sum();
+            if after == before || after == 0 {
+                break;
+            }
+        }
+        failed
+            .into_iter()
+            .flat_map(|(_, pods, why)| pods.into_iter().map(move |p| (p, why.clone())))
+            .collect()
+    }
+
+    pub fn finish(self, s: &crate::model::Snapshot, unplaced: Vec<(usize, String)>) -> Plan {
+        let w = &*self.w;
+        let mut new_claims = Vec::new();
+        let mut claim_index = vec![usize::MAX; self.claims.len()];
+        for (k, cl) in self.claims.iter().enumerate() {
+            if cl.pods.is_empty() {
+                continue;
+            }
+            let p = &w.pools[cl.pool];
+            let mut options: Vec<(f64, usize, usize)> = cl
+                .bits
+                .iter()
+                .filter_map(|it| {
+                    w.offering(cl.pool, it, &cl.reqs)
+                        .map(|(price, o)| (price, it, o))
+                })
+                .collect();
+            options.sort_by(|a, b| {
+                a.0.total_cmp(&b.0)
+                    .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
+            });
+            options.truncate(self.opts.max_instance_types);
+            let instance_types: Vec<InstanceOption> = options
+                .iter()
+                .map(|&(price, it, o)| {
+                    let off = &p.its[it].offerings[o];
+                    InstanceOption {
+                        name: p.its[it].name.clone(),
+                        price,
+                        zone: w.interner.name(off.zone).to_string(),
+                        capacity_type: off.ct,
+                    }
+                })
+                .collect();
+            let mut reqs = cl.reqs.clone();
+            reqs.items.retain(|r| r.key != w.hostname);
+            let mut requirements = reqs.describe(&w.interner);
+            let names: Vec<&str> = instance_types.iter().map(|o| o.name.as_str()).collect();
+            requirements.push(format!(
+                "{} In [{}]",
+                crate::labels::INSTANCE_TYPE,
+                names.join(", ")
+            ));
+            requirements.sort();
+            let mut requests = super::compile::sparse(&cl.used, &w.names);
+            if let Some(&(_, it, _)) = options.first() {
+                requests.add(&super::compile::sparse(&p.its[it].daemon, &w.names));
+            }
+            claim_index[k] = new_claims.len();
+            new_claims.push(NewClaim {
+                nodepool: p.name.clone(),
+                requirements,
+                instance_types,
+                pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
+                requests,
+            });
+        }
+        let placements = self
+            .placements
+            .iter()
+            .map(|&(pi, t)| Placement {
+                pod: s.pods[pi].key(),
+                target: match t {
+                    Tgt::Existing(ei) => {
+                        let e = &w.existing[ei];
+                        if e.in_flight {
+                            Target::InFlight(e.name.clone())
+                        } else {
+                            Target::Node(e.name.clone())
+                        }
+                    }
+                    Tgt::Claim(k) | Tgt::NewClaim(k) => Target::NewClaim(claim_index[k]),
+                },
+            })
+            .collect();
+        let mut unplaced: Vec<Unplaced> = unplaced
+            .into_iter()
+            .map(|(pi, reason)| Unplaced {
+                pod: s.pods[pi].key(),
+                reason,
+            })
+            .collect();
+        unplaced.sort_by(|a, b| a.pod.cmp(&b.pod));
+        let cost = new_claims
+            .iter()
+            .filter_map(|c| c.cheapest().map(|o| o.price))
+            .sum();
+        Plan {
+            placements,
+            new_claims,
+            unplaced,
+            pods: w.pods_considered,
+            cost,
+            lower_bound: 0.0,
+        }
+    }
+}

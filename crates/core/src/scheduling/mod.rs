@@ -1,0 +1,32 @@
+//! The scheduling engine: given a snapshot, decide where every pending pod goes and which new
+//! NodeClaims to launch, as Karpenter would, and say why for every pod that cannot be placed.
+//!
+//! Pipeline: [`setup`] compiles the snapshot (interned labels, ranked instance types, pod classes,
+//! topology groups); [`engine`] places classes in queue order; [`bound`] computes an LP lower
+//! bound on the cost of the new capacity.
+
+pub mod bitset;
+pub mod bound;
+pub mod compile;
+pub mod engine;
+pub mod intern;
+pub mod plan;
+pub mod reqs;
+pub mod setup;
+pub mod solver;
+pub mod topology;
+
+pub use engine::Options;
+pub use plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
+
+use crate::model::Snapshot;
+
+/// Plans the snapshot's pending pods.
+pub fn solve(snapshot: &Snapshot, options: &Options) -> Plan {
+    let mut world = setup::build(snapshot);
+    let mut engine = engine::Engine::new(&mut world, options.clone());
+    let unplaced = engine.run();
+    let mut plan = engine.finish(snapshot, unplaced);
+    plan.lower_bound = bound::lower_bound(&world, snapshot, &plan);
+    plan
+}

@@ -1,0 +1,82 @@
+//! What the scheduler decides: placements, new NodeClaims and reasons, as plain data.
+
+use crate::model::CapacityType;
+use crate::resources::Resources;
+
+/// Where a placed pod goes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// A registered node, by name.
+    Node(String),
+    /// A NodeClaim that is still launching, by name.
+    InFlight(String),
+    /// A new NodeClaim of this plan, by index into [`Plan::new_claims`].
+    NewClaim(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placement {
+    /// `namespace/name`.
+    pub pod: String,
+    pub target: Target,
+}
+
+/// One instance type a new claim may launch, with its cheapest compatible available offering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceOption {
+    pub name: String,
+    pub price: f64,
+    pub zone: String,
+    pub capacity_type: CapacityType,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewClaim {
+    pub nodepool: String,
+    /// The claim's requirements, rendered (`key Operator [values]`), sorted by key.
+    pub requirements: Vec<String>,
+    /// Options sorted by price, then name; at most the per-claim cap.
+    pub instance_types: Vec<InstanceOption>,
+    /// `namespace/name` of the pods it was created for, in placement order.
+    pub pods: Vec<String>,
+    /// Summed pod requests plus the daemonset overhead of the cheapest option.
+    pub requests: Resources,
+}
+
+impl NewClaim {
+    /// The launch price: the cheapest available offering among the options.
+    pub fn cheapest(&self) -> Option<&InstanceOption> {
+        self.instance_types.first()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unplaced {
+    pub pod: String,
+    /// Which constraint, which NodePool, what was missing.
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    pub placements: Vec<Placement>,
+    pub new_claims: Vec<NewClaim>,
+    pub unplaced: Vec<Unplaced>,
+    /// Pods considered (pending or being rescheduled).
+    pub pods: usize,
+    /// Sum over new claims of their cheapest option's price, US dollars per hour.
+    pub cost: f64,
+    /// A proven lower bound on the cost of new capacity for the pods placed on new claims.
+    pub lower_bound: f64,
+}
+
+impl Plan {
+    /// `(cost - bound) / bound`, or 0 when the bound is 0.
+    pub fn gap(&self) -> f64 {
+        if self.lower_bound > 0.0 {
+            (self.cost - self.lower_bound) / self.lower_bound
+        } else {
+            0.0
+        }
+    }
+}

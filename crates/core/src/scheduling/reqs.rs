@@ -1,0 +1,529 @@
+//! The requirements algebra over interned keys and values.
+//!
+//! A [`ValueSet`] is either a finite set (`In`; empty means `DoesNotExist`) or the complement of
+//! one (`NotIn`; empty means `Exists`), optionally bounded by integer limits (`Gt`, `Lt`; `Gte`
+//! and `Lte` are rewritten to them). Intersection is closed over this form, so a NodePool, a
+//! pod, a topology decision and an instance type can all be merged into one [`Reqs`].
+
+use std::fmt::Write as _;
+
+use super::intern::Interner;
+use crate::labels;
+use crate::requirements::{Operator, Requirement};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ValueSet {
+    pub complement: bool,
+    /// Sorted, deduplicated value ids.
+    pub values: Vec<u32>,
+    /// Exclusive lower bound (complement sets only).
+    pub gt: Option<i64>,
+    /// Exclusive upper bound (complement sets only).
+    pub lt: Option<i64>,
+}
+
+impl ValueSet {
+    pub fn one(v: u32) -> Self {
+        ValueSet {
+            complement: false,
+            values: vec![v],
+            gt: None,
+            lt: None,
+        }
+    }
+
+    pub fn of(mut values: Vec<u32>) -> Self {
+        values.sort_unstable();
+        values.dedup();
+        ValueSet {
+            complement: false,
+            values,
+            gt: None,
+            lt: None,
+        }
+    }
+
+    pub fn not_in(mut values: Vec<u32>) -> Self {
+        values.sort_unstable();
+        values.dedup();
+        ValueSet {
+            complement: true,
+            values,
+            gt: None,
+            lt: None,
+        }
+    }
+
+    pub fn exists() -> Self {
+        Self::not_in(vec![])
+    }
+
+    pub fn does_not_exist() -> Self {
+        Self::of(vec![])
+    }
+
+    fn bounded(&self) -> bool {
+        self.gt.is_some() || self.lt.is_some()
+    }
+
+    fn within_bounds(&self, v: u32, interner: &Interner) -> bool {
+        if !self.bounded() {
+            return true;
+        }
+        match interner.number(v) {
+            Some(n) => self.gt.is_none_or(|g| n > g) && self.lt.is_none_or(|l| n < l),
+            None => false,
+        }
+    }
+
+    pub fn has(&self, v: u32, interner: &Interner) -> bool {
+        if self.complement {
+            self.values.binary_search(&v).is_err() && self.within_bounds(v, interner)
+        } else {
+            self.values.binary_search(&v).is_ok()
+        }
+    }
+
+    /// True when no value (and not even absence) satisfies both sides... i.e. the set is empty.
+    pub fn is_empty(&self) -> bool {
+        if self.complement {
+            matches!((self.gt, self.lt), (Some(g), Some(l)) if l.saturating_sub(g) <= 1)
+        } else {
+            self.values.is_empty()
+        }
+    }
+
+    /// Number of values when finite.
+    pub fn finite_len(&self) -> Option<usize> {
+        (!self.complement).then_some(self.values.len())
+    }
+
+    /// Kubernetes' operator name for the set, used by the compatibility exceptions.
+    pub fn operator(&self) -> Operator {
+        match (self.complement, self.values.is_empty()) {
+            (false, true) => Operator::DoesNotExist,
+            (false, false) => Operator::In,
+            (true, true) if !self.bounded() => Operator::Exists,
+            _ => Operator::NotIn,
+        }
+    }
+
+    pub fn intersect(&self, other: &ValueSet, interner: &Interner) -> ValueSet {
+        match (self.complement, other.complement) {
+            (false, false) => {
+                let values = self
+                    .values
+                    .iter()
+                    .copied()
+                    .filter(|v| other.values.binary_search(v).is_ok())
+                    .collect();
+                ValueSet {
+                    complement: false,
+                    values,
+                    gt: None,
+                    lt: None,
+                }
+            }
+            (false, true) => {
+                let values = self
+                    .values
+                    .iter()
+                    .copied()
+                    .filter(|&v| other.has(v, interner))
+                    .collect();
+                ValueSet {
+                    complement: false,
+                    values,
+                    gt: None,
+                    lt: None,
+                }
+            }
+            (true, false) => other.intersect(self, interner),
+            (true, true) => {
+                let mut values = self.values.clone();
+                values.extend_from_slice(&other.values);
+                values.sort_unstable();
+                values.dedup();
+                let gt = match (self.gt, other.gt) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                let lt = match (self.lt, other.lt) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let s = ValueSet {
+                    complement: true,
+                    values,
+                    gt,
+                    lt,
+                };
+                if s.is_empty() {
+                    ValueSet::does_not_exist()
+                } else {
+                    s
+                }
+            }
+        }
+    }
+
+    pub fn describe(&self, interner: &Interner) -> String {
+        let names: Vec<&str> = self.values.iter().map(|&v| interner.name(v)).collect();
+        let mut s = match self.operator() {
+            Operator::Exists => "Exists".to_string(),
+            Operator::DoesNotExist => "DoesNotExist".to_string(),
+            Operator::In => format!("In [{}]", names.join(", ")),
+            _ if names.is_empty() => "Exists".to_string(),
+            _ => format!("NotIn [{}]", names.join(", ")),
+        };
+        if let Some(g) = self.gt {
+            let _ = write!(s, " >{g}");
+        }
+        if let Some(l) = self.lt {
+            let _ = write!(s, " <{l}");
+        }
+        s
+    }
+}
+
+/// One key's constraint plus its `minValues`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Req {
+    pub key: u32,
+    pub set: ValueSet,
+    pub min_values: Option<u32>,
+}
+
+/// A conjunction of per-key constraints, sorted by key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Reqs {
+    pub items: Vec<Req>,
+}
+
+/// Why two requirement sets cannot hold at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    pub key: u32,
+    /// The incoming (pod) side.
+    pub wanted: ValueSet,
+    /// What the node side allows; `None` when the node side does not define the key.
+    pub allowed: Option<ValueSet>,
+}
+
+impl Conflict {
+    pub fn describe(&self, interner: &Interner) -> String {
+        let key = interner.name(self.key);
+        match &self.allowed {
+            None => format!(
+                "label {key} is not defined here (needs {})",
+                self.wanted.describe(interner)
+            ),
+            Some(a) => format!(
+                "{key} {} conflicts with {} available",
+                self.wanted.describe(interner),
+                a.describe(interner)
+            ),
+        }
+    }
+}
+
+impl Reqs {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn get(&self, key: u32) -> Option<&ValueSet> {
+        self.find(key).map(|i| &self.items[i].set)
+    }
+
+    pub fn get_req(&self, key: u32) -> Option<&Req> {
+        self.find(key).map(|i| &self.items[i])
+    }
+
+    fn find(&self, key: u32) -> Option<usize> {
+        self.items.binary_search_by_key(&key, |r| r.key).ok()
+    }
+
+    /// Intersects `set` into this key's constraint. Returns true when the set changed.
+    pub fn add(
+        &mut self,
+        key: u32,
+        set: ValueSet,
+        min_values: Option<u32>,
+        interner: &Interner,
+    ) -> bool {
+        match self.items.binary_search_by_key(&key, |r| r.key) {
+            Ok(i) => {
+                let merged = self.items[i].set.intersect(&set, interner);
+                let mv = match (self.items[i].min_values, min_values) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                let changed = merged != self.items[i].set || mv != self.items[i].min_values;
+                self.items[i].set = merged;
+                self.items[i].min_values = mv;
+                changed
+            }
+            Err(i) => {
+                self.items.insert(
+                    i,
+                    Req {
+                        key,
+                        set,
+                        min_values,
+                    },
+                );
+                true
+            }
+        }
+    }
+
+    /// Merges every constraint of `other`; returns the keys that changed.
+    pub fn merge(&mut self, other: &Reqs, interner: &Interner) -> Vec<u32> {
+        let mut changed = Vec::new();
+        for r in &other.items {
+            if self.add(r.key, r.set.clone(), r.min_values, interner) {
+                changed.push(r.key);
+            }
+        }
+        changed
+    }
+
+    /// Karpenter's `Intersects`: every key both sides define must share a value, except that
+    /// two negative constraints (`NotIn`/`DoesNotExist`) never conflict.
+    pub fn intersects(&self, incoming: &Reqs, interner: &Interner) -> Result<(), Box<Conflict>> {
+        for r in &incoming.items {
+            if let Some(existing) = self.get(r.key)
+                && existing.intersect(&r.set, interner).is_empty()
+            {
+                let neg = |o: Operator| matches!(o, Operator::NotIn | Operator::DoesNotExist);
+                if neg(r.set.operator()) && neg(existing.operator()) {
+                    continue;
+                }
+                return Err(Box::new(Conflict {
+                    key: r.key,
+                    wanted: r.set.clone(),
+                    allowed: Some(existing.clone()),
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Karpenter's `Compatible`: like [`Reqs::intersects`], and a positive constraint on a key
+    /// this side does not define fails unless `allow_undefined(key)`.
+    pub fn compatible(
+        &self,
+        incoming: &Reqs,
+        interner: &Interner,
+        allow_undefined: &dyn Fn(u32) -> bool,
+    ) -> Result<(), Box<Conflict>> {
+        for r in &incoming.items {
+            if self.get(r.key).is_none()
+                && !matches!(r.set.operator(), Operator::NotIn | Operator::DoesNotExist)
+                && !allow_undefined(r.key)
+            {
+                return Err(Box::new(Conflict {
+                    key: r.key,
+                    wanted: r.set.clone(),
+                    allowed: None,
+                }));
+            }
+        }
+        self.intersects(incoming, interner)
+    }
+
+    /// Node labels as single-valued requirements.
+    pub fn from_labels<'a>(
+        labels: impl IntoIterator<Item = (&'a String, &'a String)>,
+        interner: &mut Interner,
+    ) -> Reqs {
+        let mut reqs = Reqs::new();
+        for (k, v) in labels {
+            let key = interner.intern(normalize(k));
+            let value = interner.intern(v);
+            reqs.add(key, ValueSet::one(value), None, interner);
+        }
+        reqs
+    }
+
+    pub fn describe(&self, interner: &Interner) -> Vec<String> {
+        self.items
+            .iter()
+            .map(|r| {
+                let mut s = format!("{} {}", interner.name(r.key), r.set.describe(interner));
+                if let Some(m) = r.min_values {
+                    let _ = write!(s, " minValues={m}");
+                }
+                s
+            })
+            .collect()
+    }
+}
+
+/// Stable label key: beta aliases and the legacy provisioner label map to today's names.
+pub fn normalize(key: &str) -> &str {
+    if key == labels::LEGACY_PROVISIONER_NAME {
+        return labels::NODEPOOL;
+    }
+    labels::normalize_key(key)
+}
+
+/// Compiles one user-written requirement into the algebra. Numeric operators with a value that
+/// is not an integer make the set empty, so nothing matches (as Kubernetes' validation would
+/// reject the object).
+pub fn compile(req: &Requirement, interner: &mut Interner) -> Req {
+    let key = interner.intern(normalize(&req.key));
+    let ids = |interner: &mut Interner| {
+        req.values
+            .iter()
+            .map(|v| interner.intern(v))
+            .collect::<Vec<_>>()
+    };
+    let number = req
+        .values
+        .first()
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    let set = match req.operator {
+        Operator::In => ValueSet::of(ids(interner)),
+        Operator::NotIn => ValueSet::not_in(ids(interner)),
+        Operator::Exists => ValueSet::exists(),
+        Operator::DoesNotExist => ValueSet::does_not_exist(),
+        Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte => match number {
+            None => ValueSet::does_not_exist(),
+            Some(n) => {
+                let mut s = ValueSet::exists();
+                match req.operator {
+                    Operator::Gt => s.gt = Some(n),
+                    Operator::Gte => s.gt = Some(n.saturating_sub(1)),
+                    Operator::Lt => s.lt = Some(n),
+                    _ => s.lt = Some(n.saturating_add(1)),
+                }
+                s
+            }
+        },
+    };
+    Req {
+        key,
+        set,
+        min_values: req.min_values,
+    }
+}
+
+/// Compiles a conjunction.
+pub fn compile_all<'a>(
+    reqs: impl IntoIterator<Item = &'a Requirement>,
+    interner: &mut Interner,
+) -> Reqs {
+    let mut out = Reqs::new();
+    for r in reqs {
+        let c = compile(r, interner);
+        out.add(c.key, c.set, c.min_values, interner);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {
+        Requirement::new(key, op, values)
+    }
+
+    fn reqs(i: &mut Interner, items: &[Requirement]) -> Reqs {
+        compile_all(items, i)
+    }
+
+    #[test]
+    fn in_and_not_in_intersect() {
+        let mut i = Interner::new();
+        let node = reqs(&mut i, &[req("zone", Operator::In, &["a", "b"])]);
+        let ok = reqs(&mut i, &[req("zone", Operator::NotIn, &["a"])]);
+        let bad = reqs(&mut i, &[req("zone", Operator::NotIn, &["a", "b"])]);
+        assert!(node.intersects(&ok, &i).is_ok());
+        assert!(node.intersects(&bad, &i).is_err());
+        let mut merged = node.clone();
+        merged.merge(&ok, &i);
+        assert_eq!(
+            merged.get(i.get("zone").unwrap()).unwrap().values,
+            vec![i.get("b").unwrap()]
+        );
+    }
+
+    #[test]
+    fn negative_constraints_never_conflict_with_each_other() {
+        let mut i = Interner::new();
+        let a = reqs(&mut i, &[req("gpu", Operator::DoesNotExist, &[])]);
+        let b = reqs(&mut i, &[req("gpu", Operator::DoesNotExist, &[])]);
+        assert!(a.intersects(&b, &i).is_ok());
+        let c = reqs(&mut i, &[req("gpu", Operator::In, &["x"])]);
+        assert!(a.intersects(&c, &i).is_err());
+    }
+
+    #[test]
+    fn numeric_bounds() {
+        let mut i = Interner::new();
+        let gt = reqs(&mut i, &[req("cpu", Operator::Gt, &["4"])]);
+        let gte = reqs(&mut i, &[req("cpu", Operator::Gte, &["4"])]);
+        let lte = reqs(&mut i, &[req("cpu", Operator::Lte, &["4"])]);
+        let four = reqs(&mut i, &[req("cpu", Operator::In, &["4"])]);
+        let eight = reqs(&mut i, &[req("cpu", Operator::In, &["8"])]);
+        assert!(four.intersects(&gt, &i).is_err());
+        assert!(eight.intersects(&gt, &i).is_ok());
+        assert!(four.intersects(&gte, &i).is_ok());
+        assert!(four.intersects(&lte, &i).is_ok());
+        assert!(eight.intersects(&lte, &i).is_err());
+        // Gt 4 and Lt 5 leave no integer.
+        let mut both = gt.clone();
+        both.merge(&reqs(&mut i, &[req("cpu", Operator::Lt, &["5"])]), &i);
+        assert!(both.get(i.get("cpu").unwrap()).unwrap().is_empty());
+        let nonnumeric = reqs(&mut i, &[req("cpu", Operator::In, &["big"])]);
+        assert!(nonnumeric.intersects(&gt, &i).is_err());
+    }
+
+    #[test]
+    fn compatible_rejects_undefined_custom_labels() {
+        let mut i = Interner::new();
+        let node = reqs(&mut i, &[req("zone", Operator::In, &["a"])]);
+        let pod = reqs(&mut i, &[req("team", Operator::In, &["x"])]);
+        let err = node.compatible(&pod, &i, &|_| false).unwrap_err();
+        assert!(err.describe(&i).contains("team is not defined"));
+        assert!(node.compatible(&pod, &i, &|_| true).is_ok());
+        let neg = reqs(&mut i, &[req("team", Operator::NotIn, &["x"])]);
+        assert!(node.compatible(&neg, &i, &|_| false).is_ok());
+    }
+
+    #[test]
+    fn legacy_and_beta_keys_normalize() {
+        let mut i = Interner::new();
+        let a = reqs(
+            &mut i,
+            &[req(
+                "karpenter.sh/provisioner-name",
+                Operator::In,
+                &["default"],
+            )],
+        );
+        assert!(a.get(i.get(labels::NODEPOOL).unwrap()).is_some());
+        let b = reqs(
+            &mut i,
+            &[req(
+                "failure-domain.beta.kubernetes.io/zone",
+                Operator::In,
+                &["z"],
+            )],
+        );
+        assert!(b.get(i.get(labels::ZONE).unwrap()).is_some());
+    }
+
+    #[test]
+    fn min_values_keep_the_largest() {
+        let mut i = Interner::new();
+        let mut a = Reqs::new();
+        let k = i.intern("k");
+        a.add(k, ValueSet::exists(), Some(2), &i);
+        a.add(k, ValueSet::exists(), Some(5), &i);
+        assert_eq!(a.get_req(k).unwrap().min_values, Some(5));
+    }
+}

@@ -1,0 +1,818 @@
+//! Building the solver's state from a snapshot: NodePools, existing targets, pod classes,
+//! topology groups and the counts of pods already running.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
+use super::intern::Interner;
+use super::reqs::{self, Reqs};
+use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
+use crate::labels;
+use crate::model::{InclusionPolicy, Pod, PodAffinityTerm, PodPhase, Snapshot, WhenUnsatisfiable};
+use crate::requirements::Requirement;
+use crate::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
+use crate::taints::Toleration;
+
+/// One set of identical pods.
+#[derive(Clone, Debug)]
+pub struct Class {
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+    pub requests: Res,
+    pub tolerations: Vec<Toleration>,
+    pub host_ports: Vec<crate::model::HostPort>,
+    pub node_selector: Reqs,
+    /// ORed required node-affinity terms.
+    pub required_terms: Vec<Reqs>,
+    /// Preferred node-affinity terms, heaviest first.
+    pub preferred_terms: Vec<Reqs>,
+    /// Volume topology alternatives (one empty set when the pod has no volume constraint).
+    pub volume_alternatives: Vec<Reqs>,
+    /// (group, ScheduleAnyway)
+    pub spreads: Vec<(usize, bool)>,
+    pub affinity: Vec<usize>,
+    pub preferred_affinity: Vec<usize>,
+    pub anti_affinity: Vec<usize>,
+    pub preferred_anti_affinity: Vec<usize>,
+    /// Inverse groups this class's required anti-affinity terms feed.
+    pub owns_inverse: Vec<usize>,
+    /// Groups that count pods of this class.
+    pub counted_by: Vec<usize>,
+    /// Inverse groups whose owners keep this class out of their domains.
+    pub blocked_by: Vec<usize>,
+    /// Pod indices, in queue order.
+    pub pods: Vec<usize>,
+    pub error: Option<String>,
+}
+
+impl Class {
+    /// True when placing one pod can change what the next identical pod may do.
+    pub fn one_at_a_time(&self) -> bool {
+        !self.spreads.is_empty()
+            || !self.affinity.is_empty()
+            || !self.preferred_affinity.is_empty()
+            || !self.anti_affinity.is_empty()
+            || !self.preferred_anti_affinity.is_empty()
+            || !self.owns_inverse.is_empty()
+            || !self.host_ports.is_empty()
+    }
+}
+
+pub struct World {
+    pub interner: Interner,
+    pub names: Interner,
+    pub pools: Vec<PoolC>,
+    pub existing: Vec<ExistingC>,
+    pub existing_used: Vec<Res>,
+    pub existing_ports: Vec<Vec<crate::model::HostPort>>,
+    pub groups: Vec<Group>,
+    pub inverse: Vec<Inverse>,
+    pub classes: Vec<Class>,
+    /// Classes in queue order.
+    pub order: Vec<usize>,
+    /// Keys a pod may require on a new claim even when the NodePool does not define them.
+    pub allow_undefined: Vec<bool>,
+    /// Domain values each topology key can take on new claims, with the NodePool offering them.
+    pub universe: HashMap<u32, Vec<(u32, usize)>>,
+    pub hostname: u32,
+    pub zone: u32,
+    pub capacity_type: u32,
+    pub pods_considered: usize,
+    pub any_prefer_no_schedule: bool,
+}
+
+fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+    let cpu = |p: &Pod| p.requests.get(crate::resources::CPU);
+    let mem = |p: &Pod| p.requests.get(crate::resources::MEMORY);
+    cpu(b)
+        .cmp(&cpu(a))
+        .then_with(|| mem(b).cmp(&mem(a)))
+        .then_with(|| a.creation_timestamp.cmp(&b.creation_timestamp))
+        .then_with(|| a.uid.cmp(&b.uid))
+        .then_with(|| a.namespace.cmp(&b.namespace))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// The pods this run places: pending ones, and those on nodes being deleted.
+pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
+    let deleting: BTreeSet<&str> = s
+        .nodes
+        .iter()
+        .filter(|n| n.deletion_timestamp.is_some())
+        .map(|n| n.name.as_str())
+        .collect();
+    let mut idx: Vec<usize> = (0..s.pods.len())
+        .filter(|&i| {
+            let p = &s.pods[i];
+            if p.is_daemonset_pod() || p.is_mirror_pod() || p.is_terminal() {
+                return false;
+            }
+            match &p.node_name {
+                None => !p.is_terminating() && p.phase == PodPhase::Pending,
+                Some(n) => deleting.contains(n.as_str()),
+            }
+        })
+        .collect();
+    idx.sort_by(|&a, &b| karpenter_queue_cmp(&s.pods[a], &s.pods[b]));
+    idx
+}
+
+/// Volume topology alternatives per pod: each OR'd PV node-affinity term or StorageClass
+/// topology term is one alternative; several volumes multiply out.
+fn volume_alternatives(s: &Snapshot, pod: &Pod) -> Result<Vec<Vec<Requirement>>, String> {
+    let mut alts: Vec<Vec<Requirement>> = vec![vec![]];
+    for claim in &pod.volume_claims {
+        let pvc = s
+            .persistent_volume_claims
+            .iter()
+            .find(|c| c.namespace == pod.namespace && &c.name == claim)
+            .ok_or_else(|| {
+                format!(
+                    "PersistentVolumeClaim {}/{claim} does not exist",
+                    pod.namespace
+                )
+            })?;
+        let terms: Vec<Vec<Requirement>> = if let Some(pv_name) = &pvc.volume_name {
+            let pv = s
+                .persistent_volumes
+                .iter()
+                .find(|v| &v.name == pv_name)
+                .ok_or_else(|| {
+                    format!("PersistentVolume {pv_name} (bound to {claim}) does not exist")
+                })?;
+            pv.node_affinity
+                .iter()
+                .map(|t| {
+                    t.match_expressions
+                        .iter()
+                        .filter(|r| !(pv.local_or_host_path && r.key == labels::HOSTNAME))
+                        .cloned()
+                        .collect()
+                })
+                .collect()
+        } else if let Some(sc_name) = &pvc.storage_class {
+            let sc = s
+                .storage_classes
+                .iter()
+                .find(|c| &c.name == sc_name)
+                .ok_or_else(|| {
+                    format!("StorageClass {sc_name} (used by {claim}) does not exist")
+                })?;
+            sc.allowed_topologies
+                .iter()
+                .map(|t| t.match_expressions.clone())
+                .collect()
+        } else {
+            vec![]
+        };
+        if terms.is_empty() {
+            continue;
+        }
+        let mut next = Vec::new();
+        for a in &alts {
+            for t in &terms {
+                let mut x = a.clone();
+                x.extend(t.iter().cloned());
+                next.push(x);
+            }
+        }
+        alts = next;
+    }
+    Ok(alts)
+}
+
+fn namespaces_of(s: &Snapshot, pod_ns: &str, term: &PodAffinityTerm) -> Namespaces {
+    if let Some(sel) = &term.namespace_selector {
+        if sel.is_empty() {
+            return Namespaces::All;
+        }
+        let mut set: Vec<String> = term.namespaces.clone();
+        for (ns, l) in &s.namespaces {
+            if sel.matches(l) {
+                set.push(ns.clone());
+            }
+        }
+        set.sort();
+        set.dedup();
+        return Namespaces::Set(set);
+    }
+    let mut set = if term.namespaces.is_empty() {
+        vec![pod_ns.to_string()]
+    } else {
+        term.namespaces.clone()
+    };
+    set.sort();
+    set.dedup();
+    Namespaces::Set(set)
+}
+
+fn with_label_keys(
+    sel: &Option<LabelSelector>,
+    pod: &BTreeMap<String, String>,
+    matching: &[String],
+    mismatching: &[String],
+) -> Option<LabelSelector> {
+    let mut s = sel.clone()?;
+    for k in matching {
+        if let Some(v) = pod.get(k) {
+            s.match_expressions.push(SelectorRequirement {
+                key: k.clone(),
+                operator: SelectorOperator::In,
+                values: vec![v.clone()],
+            });
+        }
+    }
+    for k in mismatching {
+        if let Some(v) = pod.get(k) {
+            s.match_expressions.push(SelectorRequirement {
+                key: k.clone(),
+                operator: SelectorOperator::NotIn,
+                values: vec![v.clone()],
+            });
+        }
+    }
+    Some(s)
+}
+
+struct Groups {
+    groups: Vec<Group>,
+    ids: HashMap<GroupKey, usize>,
+    inverse: Vec<Inverse>,
+    inverse_ids: HashMap<InverseKey, usize>,
+}
+
+impl Groups {
+    fn group(&mut self, def: GroupKey) -> usize {
+        if let Some(&i) = self.ids.get(&def) {
+            return i;
+        }
+        let i = self.groups.len();
+        self.ids.insert(def.clone(), i);
+        self.groups.push(Group::new(def));
+        i
+    }
+
+    fn inverse(&mut self, def: InverseKey) -> usize {
+        if let Some(&i) = self.inverse_ids.get(&def) {
+            return i;
+        }
+        let i = self.inverse.len();
+        self.inverse_ids.insert(def.clone(), i);
+        self.inverse.push(Inverse::new(def));
+        i
+    }
+}
+
+pub fn build(s: &Snapshot) -> World {
+    let names = compile::resource_names(s);
+    let mut interner = Interner::new();
+    let hostname = interner.intern(labels::HOSTNAME);
+    let zone = interner.intern(labels::ZONE);
+    let capacity_type = interner.intern(labels::CAPACITY_TYPE);
+
+    // NodePools in weight order, each with its instance types ranked by price.
+    let empty = Vec::new();
+    let mut pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
+        .into_iter()
+        .filter(|&i| s.nodepools[i].replicas.is_none())
+        .map(|i| {
+            let np = &s.nodepools[i];
+            let its = s
+                .instance_types
+                .get(&np.name)
+                .map(|v| v.as_slice())
+                .unwrap_or(&empty);
+            compile::compile_pool(&PoolBuild { np, its }, s, &names, &mut interner)
+        })
+        .collect();
+
+    let mut allow_undefined = vec![false; 0];
+    let mut allow = |interner: &mut Interner, key: &str| {
+        let id = interner.intern(key) as usize;
+        if allow_undefined.len() <= id {
+            allow_undefined.resize(id + 1, false);
+        }
+        allow_undefined[id] = true;
+    };
+    for k in labels::WELL_KNOWN.iter().chain(labels::aws::WELL_KNOWN) {
+        allow(&mut interner, k);
+    }
+    let it_keys: BTreeSet<u32> = pools
+        .iter()
+        .flat_map(|p| {
+            p.its
+                .iter()
+                .flat_map(|it| it.reqs.items.iter().map(|r| r.key))
+        })
+        .collect();
+    for k in it_keys {
+        let name = interner.name(k).to_string();
+        allow(&mut interner, &name);
+    }
+
+    // Existing targets: initialized nodes first, then by name; in-flight claims after them.
+    let live_nodes: Vec<usize> = (0..s.nodes.len())
+        .filter(|&i| s.nodes[i].deletion_timestamp.is_none() && !s.nodes[i].unschedulable)
+        .collect();
+    let node_names: BTreeSet<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut existing: Vec<ExistingC> = Vec::new();
+    let mut nodes_sorted = live_nodes.clone();
+    let initialized = |i: usize| {
+        s.nodes[i]
+            .labels
+            .get(labels::INITIALIZED)
+            .is_some_and(|v| v == "true")
+    };
+    nodes_sorted.sort_by(|&a, &b| {
+        initialized(b)
+            .cmp(&initialized(a))
+            .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
+    });
+    for i in nodes_sorted {
+        let n = &s.nodes[i];
+        let init = initialized(i) || n.ready;
+        let taints = n
+            .taints
+            .iter()
+            .filter(|t| init || !compile::is_ephemeral_taint(t))
+            .cloned()
+            .collect();
+        existing.push(ExistingC {
+            name: n.name.clone(),
+            in_flight: false,
+            reqs: compile::node_reqs(n, &mut interner),
+            taints,
+            available: dense(&n.allocatable, &names),
+            initialized: init,
+        });
+    }
+    for c in &s.node_claims {
+        if c.deletion_timestamp.is_some()
+            || c.node_name
+                .as_deref()
+                .is_some_and(|n| node_names.contains(n))
+        {
+            continue;
+        }
+        let mut alloc = c.allocatable.clone();
+        if alloc.is_empty() {
+            // Not launched yet: assume the smallest instance type it may become.
+            let it_key = labels::INSTANCE_TYPE;
+            let allowed: Vec<&str> = c
+                .requirements
+                .iter()
+                .filter(|r| r.key == it_key && r.operator == crate::requirements::Operator::In)
+                .flat_map(|r| r.values.iter().map(String::as_str))
+                .collect();
+            if let Some(its) = s.instance_types.get(&c.nodepool) {
+                let mut best: Option<Resources> = None;
+                for it in its.iter().filter(|it| allowed.contains(&it.name.as_str())) {
+                    let a = it.allocatable();
+                    let smaller = best.as_ref().is_none_or(|b| {
+                        a.get(crate::resources::CPU) < b.get(crate::resources::CPU)
+                    });
+                    if smaller {
+                        best = Some(a);
+                    }
+                }
+                alloc = best.unwrap_or_default();
+            }
+        }
+        if alloc.is_empty() {
+            continue;
+        }
+        existing.push(ExistingC {
+            name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
+            in_flight: true,
+            reqs: compile::claim_reqs(c, &mut interner),
+            taints: c.taints.clone(),
+            available: dense(&alloc, &names),
+            initialized: false,
+        });
+    }
+    let existing_index: HashMap<String, usize> = existing
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.name.clone(), i))
+        .collect();
+
+    // Pods already running: their requests, and daemons that still have to start.
+    let mut existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
+    let mut existing_ports: Vec<Vec<crate::model::HostPort>> =
+        existing.iter().map(|_| Vec::new()).collect();
+    let schedule = pods_to_schedule(s);
+    let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
+    let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut running: Vec<(usize, usize)> = Vec::new();
+    for (pi, p) in s.pods.iter().enumerate() {
+        let Some(node) = &p.node_name else { continue };
+        let Some(&ei) = existing_index.get(node) else {
+            continue;
+        };
+        if p.is_terminal() || rescheduled.contains(&pi) {
+            continue;
+        }
+        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, &names)) {
+            *u += r;
+        }
+        existing_ports[ei].extend(p.host_ports.iter().cloned());
+        if let Some(o) = &p.owner
+            && o.kind == "DaemonSet"
+        {
+            running_ds.insert((ei, o.name.clone()));
+        }
+        if !p.is_terminating() {
+            running.push((pi, ei));
+        }
+    }
+    for (ei, e) in existing.iter().enumerate() {
+        for d in &s.daemonsets {
+            if running_ds.contains(&(ei, d.name.clone()))
+                || !compile::daemon_tolerates(&d.pod, &e.taints)
+            {
+                continue;
+            }
+            let dr = compile::daemon_reqs(&d.pod, &mut interner);
+            if e.reqs.compatible(&dr, &interner, &|_| false).is_ok() {
+                for (u, r) in existing_used[ei]
+                    .iter_mut()
+                    .zip(dense(&d.pod.requests, &names))
+                {
+                    *u += r;
+                }
+            }
+        }
+    }
+    for p in pools.iter_mut() {
+        let pool_key = interner.get(labels::NODEPOOL);
+        let pool_val = interner.get(&p.name);
+        for (ei, e) in existing.iter().enumerate() {
+            let owned = match (pool_key, pool_val) {
+                (Some(k), Some(v)) => e
+                    .reqs
+                    .get(k)
+                    .is_some_and(|set| set.values == [v] && !set.complement),
+                _ => false,
+            };
+            if owned {
+                let _ = ei;
+                for (u, a) in p.used.iter_mut().zip(&e.available) {
+                    *u += a;
+                }
+                p.used_nodes += 1;
+            }
+        }
+    }
+
+    // Pod classes.
+    let mut g = Groups {
+        groups: Vec::new(),
+        ids: HashMap::new(),
+        inverse: Vec::new(),
+        inverse_ids: HashMap::new(),
+    };
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_ids: HashMap<ClassKey, usize> = HashMap::new();
+    let mut order: Vec<usize> = Vec::new();
+    for &pi in &schedule {
+        let pod = &s.pods[pi];
+        let (vols, vol_err) = match volume_alternatives(s, pod) {
+            Ok(v) => (v, None),
+            Err(e) => (vec![], Some(e)),
+        };
+        let key = ClassKey::of(pod, vols.clone());
+        if let Some(&ci) = class_ids.get(&key) {
+            classes[ci].pods.push(pi);
+            continue;
+        }
+        let ci = classes.len();
+        class_ids.insert(key, ci);
+        order.push(ci);
+        let mut class = compile_class(s, pod, &vols, &names, &mut interner, &mut g);
+        class.error = vol_err.or(class.error);
+        class.pods.push(pi);
+        classes.push(class);
+    }
+    // Running pods' required anti-affinity keeps matching pods away.
+    for &(pi, _) in &running {
+        let p = &s.pods[pi];
+        for t in &p.pod_anti_affinity {
+            let sel = with_label_keys(
+                &t.label_selector,
+                &p.labels,
+                &t.match_label_keys,
+                &t.mismatch_label_keys,
+            );
+            let key = interner.intern(reqs::normalize(&t.topology_key));
+            g.inverse(InverseKey {
+                key,
+                selector: sel,
+                namespaces: namespaces_of(s, &p.namespace, t),
+            });
+        }
+    }
+    for c in classes.iter_mut() {
+        c.counted_by = (0..g.groups.len())
+            .filter(|&i| g.groups[i].matches(&c.namespace, &c.labels))
+            .collect();
+        c.blocked_by = (0..g.inverse.len())
+            .filter(|&i| g.inverse[i].blocks(&c.namespace, &c.labels))
+            .collect();
+    }
+
+    // Domain universe per topology key, from NodePools x instance types and existing nodes.
+    let mut universe: HashMap<u32, Vec<(u32, usize)>> = HashMap::new();
+    let keys: BTreeSet<u32> = g
+        .groups
+        .iter()
+        .map(|x| x.def.key)
+        .chain(g.inverse.iter().map(|x| x.def.key))
+        .collect();
+    for &k in &keys {
+        let mut vals: BTreeSet<(u32, usize)> = BTreeSet::new();
+        for (pi, p) in pools.iter().enumerate() {
+            for it in &p.its {
+                let mut r = p.reqs.clone();
+                r.merge(&it.reqs, &interner);
+                if let Some(set) = r.get(k)
+                    && !set.complement
+                {
+                    vals.extend(set.values.iter().map(|&v| (v, pi)));
+                }
+            }
+        }
+        universe.insert(k, vals.into_iter().collect());
+    }
+
+    // Eligible spread domains (for the global minimum and minDomains).
+    for gi in 0..g.groups.len() {
+        let def = g.groups[gi].def.clone();
+        if !matches!(def.kind, Kind::Spread { .. }) || def.key == hostname {
+            continue;
+        }
+        let mut el: BTreeSet<u32> = BTreeSet::new();
+        for &(v, pi) in universe.get(&def.key).map(|x| x.as_slice()).unwrap_or(&[]) {
+            let mut node = pools[pi].reqs.clone();
+            node.add(def.key, reqs::ValueSet::one(v), None, &interner);
+            if def.filter.accepts(&node, &pools[pi].taints, &interner) {
+                el.insert(v);
+            }
+        }
+        for e in &existing {
+            if let Some(set) = e.reqs.get(def.key)
+                && set.values.len() == 1
+                && !set.complement
+                && def.filter.accepts(&e.reqs, &e.taints, &interner)
+            {
+                el.insert(set.values[0]);
+            }
+        }
+        g.groups[gi].eligible = el.into_iter().collect();
+    }
+
+    // Count running pods.
+    for &(pi, ei) in &running {
+        let p = &s.pods[pi];
+        let e = &existing[ei];
+        for grp in g.groups.iter_mut() {
+            if grp.matches(&p.namespace, &p.labels)
+                && grp.def.filter.accepts(&e.reqs, &e.taints, &interner)
+                && let Some(set) = e.reqs.get(grp.def.key)
+                && set.values.len() == 1
+                && !set.complement
+            {
+                grp.record(set.values[0], 1);
+            }
+        }
+        for t in &p.pod_anti_affinity {
+            let sel = with_label_keys(
+                &t.label_selector,
+                &p.labels,
+                &t.match_label_keys,
+                &t.mismatch_label_keys,
+            );
+            let key = interner.intern(reqs::normalize(&t.topology_key));
+            let id = g.inverse(InverseKey {
+                key,
+                selector: sel,
+                namespaces: namespaces_of(s, &p.namespace, t),
+            });
+            if let Some(set) = e.reqs.get(key)
+                && set.values.len() == 1
+                && !set.complement
+            {
+                g.inverse[id].record(set.values[0], 1);
+            }
+        }
+    }
+
+    let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
+    World {
+        interner,
+        names,
+        pools,
+        existing,
+        existing_used,
+        existing_ports,
+        groups: g.groups,
+        inverse: g.inverse,
+        classes,
+        order,
+        allow_undefined,
+        universe,
+        hostname,
+        zone,
+        capacity_type,
+        pods_considered: schedule.len(),
+        any_prefer_no_schedule,
+    }
+}
+
+use crate::resources::Resources;
+
+fn compile_class(
+    s: &Snapshot,
+    pod: &Pod,
+    vols: &[Vec<Requirement>],
+    names: &Interner,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> Class {
+    let mut error = None;
+    let node_selector = compile::node_selector_reqs(&pod.node_selector, interner);
+    let required_terms: Vec<Reqs> = pod
+        .required_node_affinity
+        .iter()
+        .map(|t| compile::term_reqs(t, interner))
+        .collect();
+    let mut pref: Vec<(i32, usize)> = pod
+        .preferred_node_affinity
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.weight, i))
+        .collect();
+    pref.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let preferred_terms = pref
+        .iter()
+        .map(|&(_, i)| compile::term_reqs(&pod.preferred_node_affinity[i].term, interner))
+        .collect();
+    let volume_alternatives = if vols.is_empty() {
+        vec![Reqs::new()]
+    } else {
+        vols.iter()
+            .map(|v| reqs::compile_all(v, interner))
+            .collect()
+    };
+    for r in pod.node_selector.keys().chain(
+        pod.required_node_affinity
+            .iter()
+            .flat_map(|t| t.match_expressions.iter().map(|e| &e.key)),
+    ) {
+        if reqs::normalize(r) == labels::HOSTNAME {
+            continue;
+        }
+        if let Some(why) = labels::restriction(r)
+            && reqs::normalize(r) != labels::NODEPOOL
+        {
+            error = Some(format!("node selector uses a restricted label: {why}"));
+        }
+    }
+    let strict = {
+        let mut r = node_selector.clone();
+        if let Some(t) = required_terms.first() {
+            r.merge(t, interner);
+        }
+        r
+    };
+
+    let mut spreads = Vec::new();
+    for c in &pod.topology_spread {
+        let sel = with_label_keys(&c.label_selector, &pod.labels, &c.match_label_keys, &[]);
+        let filter = NodeFilter {
+            reqs: (c.node_affinity_policy == InclusionPolicy::Honor).then(|| strict.clone()),
+            tolerations: (c.node_taints_policy == InclusionPolicy::Honor)
+                .then(|| pod.tolerations.clone()),
+        };
+        let key = interner.intern(reqs::normalize(&c.topology_key));
+        let id = g.group(GroupKey {
+            kind: Kind::Spread {
+                max_skew: c.max_skew.max(1),
+                min_domains: c.min_domains,
+            },
+            key,
+            selector: sel,
+            namespaces: Namespaces::Set(vec![pod.namespace.clone()]),
+            filter,
+        });
+        spreads.push((
+            id,
+            c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway,
+        ));
+    }
+    let term_group = |kind: Kind, t: &PodAffinityTerm, interner: &mut Interner, g: &mut Groups| {
+        let sel = with_label_keys(
+            &t.label_selector,
+            &pod.labels,
+            &t.match_label_keys,
+            &t.mismatch_label_keys,
+        );
+        let key = interner.intern(reqs::normalize(&t.topology_key));
+        g.group(GroupKey {
+            kind,
+            key,
+            selector: sel,
+            namespaces: namespaces_of(s, &pod.namespace, t),
+            filter: NodeFilter::default(),
+        })
+    };
+    let affinity = pod
+        .pod_affinity
+        .iter()
+        .map(|t| term_group(Kind::Affinity, t, interner, g))
+        .collect();
+    let anti_affinity = pod
+        .pod_anti_affinity
+        .iter()
+        .map(|t| term_group(Kind::AntiAffinity, t, interner, g))
+        .collect();
+    let heaviest_first = |v: &[crate::model::WeightedPodAffinityTerm]| {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[b].weight.cmp(&v[a].weight).then(a.cmp(&b)));
+        idx
+    };
+    let preferred_affinity = heaviest_first(&pod.preferred_pod_affinity)
+        .into_iter()
+        .map(|i| {
+            term_group(
+                Kind::Affinity,
+                &pod.preferred_pod_affinity[i].term,
+                interner,
+                g,
+            )
+        })
+        .collect();
+    let preferred_anti_affinity = heaviest_first(&pod.preferred_pod_anti_affinity)
+        .into_iter()
+        .map(|i| {
+            term_group(
+                Kind::AntiAffinity,
+                &pod.preferred_pod_anti_affinity[i].term,
+                interner,
+                g,
+            )
+        })
+        .collect();
+    let owns_inverse = pod
+        .pod_anti_affinity
+        .iter()
+        .map(|t| {
+            let sel = with_label_keys(
+                &t.label_selector,
+                &pod.labels,
+                &t.match_label_keys,
+                &t.mismatch_label_keys,
+            );
+            let key = interner.intern(reqs::normalize(&t.topology_key));
+            g.inverse(InverseKey {
+                key,
+                selector: sel,
+                namespaces: namespaces_of(s, &pod.namespace, t),
+            })
+        })
+        .collect();
+    Class {
+        namespace: pod.namespace.clone(),
+        labels: pod.labels.clone(),
+        requests: dense(&pod.requests, names),
+        tolerations: pod.tolerations.clone(),
+        host_ports: pod.host_ports.clone(),
+        node_selector,
+        required_terms,
+        preferred_terms,
+        volume_alternatives,
+        spreads,
+        affinity,
+        preferred_affinity,
+        anti_affinity,
+        preferred_anti_affinity,
+        owns_inverse,
+        counted_by: Vec::new(),
+        blocked_by: Vec::new(),
+        pods: Vec::new(),
+        error,
+    }
+}
+
+/// The first taint that keeps this pod off a node. PreferNoSchedule taints count too until
+/// relaxation tolerates them, as Karpenter does.
+pub fn untolerated<'a>(
+    tolerations: &[Toleration],
+    taints: &'a [crate::taints::Taint],
+    prefer_no_schedule_tolerated: bool,
+) -> Option<&'a crate::taints::Taint> {
+    taints.iter().find(|t| {
+        let waived = prefer_no_schedule_tolerated
+            && t.effect == crate::taints::TaintEffect::PreferNoSchedule;
+        !waived && !tolerations.iter().any(|tol| tol.tolerates(t))
+    })
+}
