@@ -8,10 +8,19 @@
 //!
 //! Strings such as quantities are parsed here, once, so `core` only sees integers.
 
+pub mod aws;
 pub mod conversion;
+pub mod convert;
+pub mod crd;
 pub mod document;
 pub mod error;
 pub mod interchange;
+pub mod object;
 pub mod quantity;
 pub mod schema;
+pub mod to_core;
+pub mod v1;
+pub mod v1alpha5;
+pub mod v1beta1;
+pub mod validation;
 pub mod workload;

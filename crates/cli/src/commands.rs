@@ -5,7 +5,10 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod bench;
+pub mod convert;
+pub mod crds;
 pub mod plan;
+pub mod validate;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -13,11 +16,20 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Benchmarks of the engine.
     Bench(bench::BenchArgs),
+    /// Check NodePools, NodeClaims and EC2NodeClasses (any supported version) with Karpenter's rules.
+    Validate(validate::Args),
+    /// Convert older Karpenter objects (v1beta1, v1alpha5) to v1; warnings go to stderr.
+    Convert(convert::Args),
+    /// Print the CustomResourceDefinitions nodewright serves (karpenter.sh and karpenter.k8s.aws v1).
+    Crds(crds::Args),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Validate(args) => validate::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Crds(args) => crds::run(args),
     }
 }

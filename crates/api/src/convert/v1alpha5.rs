@@ -1,0 +1,226 @@
+//! `karpenter.sh/v1alpha5` Provisioner → `karpenter.sh/v1` NodePool.
+//!
+//! Behaviour is preserved, not just fields: the requirement defaults v1alpha5 added implicitly
+//! are written out, a Provisioner that never removed empty nodes gets `consolidateAfter: Never`,
+//! and one whose nodes never expired gets `expireAfter: Never`. Each such choice is a warning.
+
+use nodewright_core::labels;
+use serde_json::Value;
+
+use super::v1beta1::{NodePoolConversion, node_class_ref};
+use crate::conversion::Converted;
+use crate::v1::shared::format_seconds;
+use crate::v1::{self, NillableDuration, NodeSelectorRequirementWithMinValues as Req};
+use crate::v1alpha5::Provisioner;
+
+/// The node label that named a node's Provisioner; v1 uses `karpenter.sh/nodepool`.
+pub const PROVISIONER_NAME_LABEL: &str = labels::LEGACY_PROVISIONER_NAME;
+
+fn rename_key(key: &str) -> String {
+    if key == PROVISIONER_NAME_LABEL {
+        labels::NODEPOOL.to_string()
+    } else {
+        key.to_string()
+    }
+}
+
+/// Requirements v1alpha5 applied when the Provisioner left a key unconstrained.
+fn implicit_requirements(reqs: &[Req]) -> Vec<Req> {
+    let constrained = |k: &str| reqs.iter().any(|r| labels::normalize_key(&r.key) == k);
+    let picks_instances = constrained(labels::INSTANCE_TYPE)
+        || constrained(labels::aws::INSTANCE_FAMILY)
+        || constrained(labels::aws::INSTANCE_CATEGORY)
+        || constrained(labels::aws::INSTANCE_GENERATION);
+    let mut out = Vec::new();
+    // Category and generation defaults only applied when no requirement chose instance types;
+    // adding them next to an explicit instance-type list could make the pool unsatisfiable.
+    if !picks_instances {
+        out.push(Req::new(
+            labels::aws::INSTANCE_CATEGORY,
+            "In",
+            &["c", "m", "r"],
+        ));
+        out.push(Req::new(labels::aws::INSTANCE_GENERATION, "Gt", &["2"]));
+    }
+    if !constrained(labels::CAPACITY_TYPE) {
+        out.push(Req::new(labels::CAPACITY_TYPE, "In", &["on-demand"]));
+    }
+    if !constrained(labels::OS) {
+        out.push(Req::new(labels::OS, "In", &["linux"]));
+    }
+    if !constrained(labels::ARCH) {
+        out.push(Req::new(labels::ARCH, "In", &["amd64"]));
+    }
+    out
+}
+
+fn describe(r: &Req) -> String {
+    format!("{} {} [{}]", r.key, r.operator, r.values().join(", "))
+}
+
+pub fn convert(old: &Provisioner) -> NodePoolConversion {
+    let mut w = Vec::new();
+    let s = &old.spec;
+
+    let mut requirements: Vec<Req> = s.requirements.clone().unwrap_or_default();
+    for (i, r) in requirements.iter_mut().enumerate() {
+        let key = rename_key(&r.key);
+        if key != r.key {
+            w.push(format!(
+                "spec.requirements[{i}].key {:?} is now {key:?}",
+                r.key
+            ));
+            r.key = key;
+        }
+    }
+    let implicit = implicit_requirements(&requirements);
+    if !implicit.is_empty() {
+        let list: Vec<String> = implicit.iter().map(describe).collect();
+        w.push(format!(
+            "v1alpha5 added these requirements implicitly; they are now explicit so the NodePool launches the same nodes: {}",
+            list.join("; ")
+        ));
+        requirements.extend(implicit);
+    }
+
+    let labels = s.labels.as_ref().map(|l| {
+        l.iter()
+            .map(|(k, v)| {
+                let key = rename_key(k);
+                if key != *k {
+                    w.push(format!("spec.labels key {k:?} is now {key:?}"));
+                }
+                (key, v.clone())
+            })
+            .collect()
+    });
+    let metadata = (labels.is_some() || s.annotations.is_some()).then(|| v1::TemplateMetadata {
+        labels,
+        annotations: s.annotations.clone(),
+        extra: Default::default(),
+    });
+
+    let node_class_ref = match &s.provider_ref {
+        Some(r) => node_class_ref(
+            r.api_version.as_deref(),
+            r.kind.as_deref(),
+            &r.name,
+            &r.extra,
+            "spec.providerRef",
+            &mut w,
+        ),
+        None => {
+            w.push(
+                "spec.providerRef is missing; v1 requires a nodeClassRef (the converted NodePool will not validate)"
+                    .to_string(),
+            );
+            node_class_ref(None, None, "", &Default::default(), "", &mut w)
+        }
+    };
+    if s.provider.is_some() {
+        w.push(
+            "spec.provider (inline AWS settings) has no v1 home and is dropped; write an EC2NodeClass with those settings"
+                .to_string(),
+        );
+    }
+
+    let mut kubelet = s.kubelet_configuration.clone();
+    if let Some(Value::Object(k)) = kubelet.as_mut()
+        && let Some(cr) = k.remove("containerRuntime")
+    {
+        w.push(format!(
+                "spec.kubeletConfiguration.containerRuntime ({cr}) was removed in v1beta1 and is dropped; containerd is always used"
+            ));
+    }
+
+    let enabled = s.consolidation.as_ref().and_then(|c| c.enabled) == Some(true);
+    if let Some(c) = &s.consolidation
+        && !c.extra.is_empty()
+    {
+        let keys: Vec<&String> = c.extra.keys().collect();
+        w.push(format!(
+            "spec.consolidation fields {keys:?} have no v1 home and are dropped"
+        ));
+    }
+    let (policy, after) = match (enabled, s.ttl_seconds_after_empty) {
+        (true, ttl) => {
+            if ttl.is_some() {
+                w.push(
+                    "spec.ttlSecondsAfterEmpty is superseded by consolidation.enabled: empty nodes are consolidated immediately"
+                        .to_string(),
+                );
+            }
+            ("WhenEmptyOrUnderutilized", "0s".to_string())
+        }
+        (false, Some(ttl)) => ("WhenEmpty", format_seconds(ttl.max(0) as u64)),
+        (false, None) => {
+            w.push(
+                "the Provisioner neither consolidated nor removed empty nodes; consolidateAfter: Never keeps that (remove it to let nodewright consolidate)"
+                    .to_string(),
+            );
+            ("WhenEmpty", "Never".to_string())
+        }
+    };
+    let expire_after = match s.ttl_seconds_until_expired {
+        Some(ttl) => NillableDuration::new(&format_seconds(ttl.max(0) as u64)),
+        None => {
+            w.push(
+                "the Provisioner's nodes never expired; expireAfter: Never keeps that (the v1 default is 720h)".to_string(),
+            );
+            NillableDuration::never()
+        }
+    };
+
+    let limits = s.limits.as_ref().and_then(|l| {
+        if !l.extra.is_empty() {
+            let keys: Vec<&String> = l.extra.keys().collect();
+            w.push(format!(
+                "spec.limits fields {keys:?} have no v1 home and are dropped"
+            ));
+        }
+        l.resources.clone()
+    });
+    if old.status.is_some() {
+        w.push("status is not converted; the controller rebuilds it".to_string());
+    }
+
+    let nodepool = v1::NodePool {
+        api_version: v1::API_VERSION.to_string(),
+        kind: "NodePool".to_string(),
+        metadata: old.metadata.clone(),
+        spec: v1::NodePoolSpec {
+            template: v1::NodeClaimTemplate {
+                metadata,
+                spec: v1::NodeClaimTemplateSpec {
+                    taints: s.taints.clone(),
+                    startup_taints: s.startup_taints.clone(),
+                    requirements,
+                    node_class_ref,
+                    termination_grace_period: None,
+                    expire_after: Some(expire_after),
+                    extra: Default::default(),
+                },
+                extra: Default::default(),
+            },
+            disruption: Some(v1::Disruption {
+                consolidate_after: Some(NillableDuration(after)),
+                consolidation_policy: Some(policy.to_string()),
+                budgets: None,
+                extra: Default::default(),
+            }),
+            limits,
+            weight: s.weight,
+            replicas: None,
+            extra: s.extra.clone(),
+        },
+        status: None,
+        extra: old.extra.clone(),
+    };
+    NodePoolConversion {
+        nodepool: Converted {
+            object: nodepool,
+            warnings: w,
+        },
+        kubelet,
+    }
+}

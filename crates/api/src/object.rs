@@ -1,0 +1,256 @@
+//! Every object nodewright reads, by apiVersion and kind, parsed from a [`Document`].
+//!
+//! Objects outside Karpenter's API groups are not ours (a Deployment in the same file is
+//! fine) and parse to `None`; an unknown kind or version inside those groups is an error.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::crd;
+use crate::document::Document;
+use crate::error::FieldError;
+use crate::validation::{self, structural};
+use crate::{aws, v1, v1alpha5, v1beta1};
+
+/// The API groups whose objects nodewright reads.
+pub const GROUPS: &[&str] = &["karpenter.sh", "karpenter.k8s.aws"];
+
+/// The apiVersion/kind pairs nodewright reads.
+pub const SUPPORTED: &[(&str, &str)] = &[
+    ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.sh/v1", "NodeClaim"),
+    ("karpenter.sh/v1beta1", "NodePool"),
+    ("karpenter.sh/v1alpha5", "Provisioner"),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+    ("karpenter.k8s.aws/v1beta1", "EC2NodeClass"),
+    ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate"),
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Object {
+    NodePool(Box<v1::NodePool>),
+    NodeClaim(Box<v1::NodeClaim>),
+    NodePoolV1beta1(Box<v1beta1::NodePool>),
+    Provisioner(Box<v1alpha5::Provisioner>),
+    EC2NodeClass(Box<aws::v1::EC2NodeClass>),
+    EC2NodeClassV1beta1(Box<aws::v1beta1::EC2NodeClass>),
+    AWSNodeTemplate(Box<aws::v1alpha1::AWSNodeTemplate>),
+}
+
+/// Checks and findings for one object: errors make it invalid, warnings do not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    pub errors: Vec<FieldError>,
+    pub warnings: Vec<FieldError>,
+}
+
+fn decode<T: DeserializeOwned>(value: &Value, kind: &str) -> Result<T, FieldError> {
+    serde_json::from_value(value.clone())
+        .map_err(|e| FieldError::new("", format!("cannot read as {kind}: {e}")))
+}
+
+fn group_of(api_version: &str) -> &str {
+    api_version.split_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+/// Whether `doc` belongs to one of Karpenter's API groups.
+pub fn is_karpenter(doc: &Document) -> bool {
+    GROUPS.contains(&group_of(doc.api_version()))
+}
+
+impl Object {
+    /// Parses `doc`; `Ok(None)` when it is not a Karpenter object at all.
+    pub fn parse(doc: &Document) -> Result<Option<Object>, FieldError> {
+        Object::from_value(&doc.value)
+    }
+
+    pub fn from_value(value: &Value) -> Result<Option<Object>, FieldError> {
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !GROUPS.contains(&group_of(api_version)) {
+            return Ok(None);
+        }
+        let object = match (api_version, kind) {
+            ("karpenter.sh/v1", "NodePool") => Object::NodePool(Box::new(decode(value, kind)?)),
+            ("karpenter.sh/v1", "NodeClaim") => Object::NodeClaim(Box::new(decode(value, kind)?)),
+            ("karpenter.sh/v1beta1", "NodePool") => {
+                Object::NodePoolV1beta1(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.sh/v1alpha5", "Provisioner") => {
+                Object::Provisioner(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
+                Object::EC2NodeClass(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => {
+                Object::EC2NodeClassV1beta1(Box::new(decode(value, kind)?))
+            }
+            ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate") => {
+                Object::AWSNodeTemplate(Box::new(decode(value, kind)?))
+            }
+            _ => {
+                let list: Vec<String> = SUPPORTED.iter().map(|(v, k)| format!("{v} {k}")).collect();
+                return Err(FieldError::new(
+                    "",
+                    format!(
+                        "unsupported kind {kind:?} in apiVersion {api_version:?}; supported: {}",
+                        list.join(", ")
+                    ),
+                ));
+            }
+        };
+        Ok(Some(object))
+    }
+
+    pub fn api_version(&self) -> &str {
+        match self {
+            Object::NodePool(o) => &o.api_version,
+            Object::NodeClaim(o) => &o.api_version,
+            Object::NodePoolV1beta1(o) => &o.api_version,
+            Object::Provisioner(o) => &o.api_version,
+            Object::EC2NodeClass(o) => &o.api_version,
+            Object::EC2NodeClassV1beta1(o) => &o.api_version,
+            Object::AWSNodeTemplate(o) => &o.api_version,
+        }
+    }
+
+    pub fn kind(&self) -> &str {
+        match self {
+            Object::NodePool(o) => &o.kind,
+            Object::NodeClaim(o) => &o.kind,
+            Object::NodePoolV1beta1(o) => &o.kind,
+            Object::Provisioner(o) => &o.kind,
+            Object::EC2NodeClass(o) => &o.kind,
+            Object::EC2NodeClassV1beta1(o) => &o.kind,
+            Object::AWSNodeTemplate(o) => &o.kind,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        let meta = match self {
+            Object::NodePool(o) => &o.metadata,
+            Object::NodeClaim(o) => &o.metadata,
+            Object::NodePoolV1beta1(o) => &o.metadata,
+            Object::Provisioner(o) => &o.metadata,
+            Object::EC2NodeClass(o) => &o.metadata,
+            Object::EC2NodeClassV1beta1(o) => &o.metadata,
+            Object::AWSNodeTemplate(o) => &o.metadata,
+        };
+        meta.name.as_deref().unwrap_or("")
+    }
+
+    /// True for the served generation (v1); older ones must be converted first.
+    pub fn is_current(&self) -> bool {
+        matches!(
+            self,
+            Object::NodePool(_) | Object::NodeClaim(_) | Object::EC2NodeClass(_)
+        )
+    }
+
+    pub fn to_value(&self) -> Value {
+        fn ser<T: Serialize>(t: &T) -> Value {
+            serde_json::to_value(t).unwrap_or(Value::Null)
+        }
+        match self {
+            Object::NodePool(o) => ser(o),
+            Object::NodeClaim(o) => ser(o),
+            Object::NodePoolV1beta1(o) => ser(o),
+            Object::Provisioner(o) => ser(o),
+            Object::EC2NodeClass(o) => ser(o),
+            Object::EC2NodeClassV1beta1(o) => ser(o),
+            Object::AWSNodeTemplate(o) => ser(o),
+        }
+    }
+
+    /// Validates a v1 object with both layers (schema, then rules). Older generations have no
+    /// schema of their own: convert them and validate the result.
+    pub fn validate(&self) -> Report {
+        validate_value(&self.to_value()).unwrap_or_else(|| Report {
+            errors: vec![FieldError::new(
+                "",
+                format!(
+                    "{} {} must be converted to v1 before validation",
+                    self.api_version(),
+                    self.kind()
+                ),
+            )],
+            warnings: vec![],
+        })
+    }
+
+    /// Rules that compare an updated object with the stored one (immutable fields).
+    pub fn validate_update(old: &Object, new: &Object) -> Vec<FieldError> {
+        match (old, new) {
+            (Object::NodePool(o), Object::NodePool(n)) => validation::nodepool_update(o, n),
+            (Object::NodeClaim(o), Object::NodeClaim(n)) => validation::nodeclaim_update(o, n),
+            (Object::EC2NodeClass(o), Object::EC2NodeClass(n)) => {
+                aws::validate::ec2nodeclass_update(o, n)
+            }
+            _ => vec![FieldError::new(
+                "",
+                "old and new objects are of different kinds",
+            )],
+        }
+    }
+}
+
+/// Runs the schema (applying defaults), then the typed rules on the defaulted object. A rule
+/// error at a path the schema already rejected is not repeated.
+pub fn validate_with(
+    schema: &Value,
+    mut value: Value,
+    rules: impl FnOnce(&Value) -> Result<Vec<FieldError>, FieldError>,
+) -> Report {
+    let out = structural::check(schema, &mut value);
+    let mut errors = out.errors;
+    let schema_paths: Vec<String> = errors.iter().map(|e| e.path.clone()).collect();
+    match rules(&value) {
+        Ok(rule_errors) => {
+            errors.extend(
+                rule_errors
+                    .into_iter()
+                    .filter(|e| !schema_paths.contains(&e.path)),
+            );
+        }
+        // A value the schema rejected may not even decode; the schema errors say why.
+        Err(e) if errors.is_empty() => errors.push(e),
+        Err(_) => {}
+    }
+    Report {
+        errors,
+        warnings: out.warnings,
+    }
+}
+
+/// Validates a raw v1 object (as read, before any typed decoding, so type errors are reported
+/// with their paths). `None` when `value` is not a v1 kind nodewright validates.
+pub fn validate_value(value: &Value) -> Option<Report> {
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let report = match (api_version, kind) {
+        ("karpenter.sh/v1", "NodePool") => {
+            validate_with(&crd::nodepool_schema(), value.clone(), |v| {
+                decode::<v1::NodePool>(v, kind).map(|np| validation::nodepool(&np))
+            })
+        }
+        ("karpenter.sh/v1", "NodeClaim") => {
+            validate_with(&crd::nodeclaim_schema(), value.clone(), |v| {
+                decode::<v1::NodeClaim>(v, kind).map(|nc| validation::nodeclaim(&nc))
+            })
+        }
+        ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
+            validate_with(&aws::crd::ec2nodeclass_schema(), value.clone(), |v| {
+                decode::<aws::v1::EC2NodeClass>(v, kind).map(|c| aws::validate::ec2nodeclass(&c))
+            })
+        }
+        _ => return None,
+    };
+    Some(report)
+}
