@@ -8,10 +8,13 @@ pub mod bench;
 pub mod convert;
 pub mod crds;
 pub mod plan;
+pub mod simulate;
 pub mod validate;
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Run a scenario on a simulated EKS cluster (no argument: the built-in eksdemo).
+    Simulate(simulate::SimulateArgs),
     /// Plan one snapshot: where every pending pod goes and which nodes to launch.
     Plan(plan::PlanArgs),
     /// Benchmarks of the engine.
@@ -26,6 +29,7 @@ pub enum Command {
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Simulate(a) => simulate::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Validate(args) => validate::run(args),

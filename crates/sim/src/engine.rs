@@ -69,8 +69,8 @@ pub struct EngineInput {
     pub actions: Vec<TimedAction>,
     pub batch: BatchWindow,
     pub disruption: DisruptionTimings,
-    /// Whether the catalog's spot prices are synthetic (said in every report).
-    pub synthetic_spot_prices: bool,
+    /// Where spot prices come from (synthetic in the embedded catalog); said in every report.
+    pub spot_price_note: String,
 }
 
 #[derive(Clone, Debug)]
@@ -488,7 +488,16 @@ impl<'p> Engine<'p> {
             labels: pool.template.labels.clone(),
             taints: pool.template.taints.clone(),
             startup_taints: pool.template.startup_taints.clone(),
-            requirements: pool.template.requirements.clone(),
+            requirements: {
+                let mut r = pool.template.requirements.clone();
+                let names: Vec<&str> = c.options.iter().map(|o| o.instance_type.as_str()).collect();
+                r.push(Requirement::new(
+                    nodewright_core::labels::INSTANCE_TYPE,
+                    nodewright_core::requirements::Operator::In,
+                    &names,
+                ));
+                r
+            },
             creation_timestamp: self.now,
             expire_after: pool.template.expire_after,
             termination_grace_period: pool.template.termination_grace_period,
@@ -582,6 +591,8 @@ impl<'p> Engine<'p> {
                 c.labels = labels;
                 c.capacity = it.capacity.clone();
                 c.allocatable = it.allocatable();
+                c.requirements
+                    .retain(|r| r.key != nodewright_core::labels::INSTANCE_TYPE);
                 c.requirements.extend([
                     Requirement::single(nodewright_core::labels::INSTANCE_TYPE, &it.name),
                     Requirement::single(nodewright_core::labels::ZONE, &instance.zone),
@@ -1003,7 +1014,7 @@ impl<'p> Engine<'p> {
             name: self.input.name.clone(),
             seed: self.input.seed,
             duration: self.input.until,
-            synthetic_spot_prices: self.input.synthetic_spot_prices,
+            spot_price_note: self.input.spot_price_note.clone(),
             timeline: self.timeline,
             samples: self.samples,
             summary,
@@ -1023,6 +1034,7 @@ impl<'p> Engine<'p> {
         }
         for p in &mut s.pods {
             p.node_name = None;
+            p.phase = nodewright_core::model::PodPhase::Pending;
         }
         let plan = self.provisioner.provision(&s);
         plan.unplaced

@@ -10,10 +10,29 @@
 
 pub mod cloud;
 pub mod cluster;
+pub mod demo;
 pub mod engine;
 pub mod events;
 pub mod kube_scheduler;
+pub mod load;
 pub mod provision;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+
+use nodewright_aws_model::Catalog;
+
+pub use provision::CoreProvisioner;
+pub use report::RunReport;
+
+/// Runs `scenario` on the embedded catalog with the core scheduler; `progress` hears the share
+/// of virtual time done.
+pub fn run(
+    scenario: &scenario::Scenario,
+    catalog: &Catalog,
+    progress: &mut dyn FnMut(f64),
+) -> Result<RunReport, scenario::ScenarioError> {
+    let input = load::engine_input(scenario, catalog)?;
+    let provisioner = CoreProvisioner::default();
+    Ok(engine::Engine::new(input, &provisioner).run(progress))
+}

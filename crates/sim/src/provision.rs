@@ -11,6 +11,8 @@ use nodewright_core::disruption::simulate::{
 };
 use nodewright_core::model::{CapacityType, Pod, Snapshot};
 
+use nodewright_core::scheduling::{self, Options, Target};
+
 use crate::cloud::LaunchOption;
 
 /// Where a planned pod goes.
@@ -75,6 +77,7 @@ impl Simulator for ProvisionerSimulator<'_> {
         for p in &mut s.pods {
             if moving.contains(&p.key()) {
                 p.node_name = None;
+                p.phase = nodewright_core::model::PodPhase::Pending;
             }
         }
         let plan = self.provisioner.provision(&s);
@@ -149,5 +152,57 @@ fn simulated_claim(s: &Snapshot, c: &ClaimRequest) -> SimulatedClaim {
             .unwrap_or_default(),
         options,
         capacity_types: capacity_types.into_iter().collect(),
+    }
+}
+
+/// The core scheduling engine as the simulator's provisioner.
+#[derive(Clone, Debug, Default)]
+pub struct CoreProvisioner {
+    pub options: Options,
+}
+
+impl Provisioner for CoreProvisioner {
+    fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
+        let plan = scheduling::solve(snapshot, &self.options);
+        ProvisionPlan {
+            placements: plan
+                .placements
+                .into_iter()
+                .map(|p| {
+                    let t = match p.target {
+                        Target::Node(n) => PlacementTarget::Node(n),
+                        Target::InFlight(c) => PlacementTarget::InFlight(c),
+                        Target::NewClaim(i) => PlacementTarget::NewClaim(i),
+                    };
+                    (p.pod, t)
+                })
+                .collect(),
+            new_claims: plan
+                .new_claims
+                .into_iter()
+                .map(|c| ClaimRequest {
+                    nodepool: c.nodepool,
+                    requirements: c.requirements,
+                    options: c
+                        .instance_types
+                        .into_iter()
+                        .map(|o| LaunchOption {
+                            instance_type: o.name,
+                            zone: o.zone,
+                            capacity_type: o.capacity_type,
+                            price: o.price,
+                        })
+                        .collect(),
+                    pods: c.pods,
+                })
+                .collect(),
+            unplaced: plan
+                .unplaced
+                .into_iter()
+                .map(|u| (u.pod, u.reason))
+                .collect(),
+            cost: plan.cost,
+            lower_bound: plan.lower_bound,
+        }
     }
 }

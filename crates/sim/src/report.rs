@@ -156,21 +156,13 @@ pub struct RunReport {
     pub name: String,
     pub seed: u64,
     pub duration: Duration,
-    pub synthetic_spot_prices: bool,
+    /// Where spot prices come from; every rendering repeats it.
+    pub spot_price_note: String,
     pub timeline: Vec<TimelineEvent>,
     pub samples: Vec<Sample>,
     pub summary: Summary,
     /// Invariant violations (empty in a correct run).
     pub violations: Vec<String>,
-}
-
-/// The sentence every report carries about spot prices.
-pub fn price_note(synthetic: bool) -> &'static str {
-    if synthetic {
-        "spot prices are synthetic (a fixed discount band off on-demand), not observed market prices"
-    } else {
-        "spot prices are as given in the catalog"
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{RunReport, Sample, clock, price_note};
+use super::{RunReport, Sample, clock};
 
 const W: f64 = 900.0;
 const H: f64 = 420.0;
@@ -136,7 +136,7 @@ pub fn svg(r: &RunReport) -> String {
         o,
         r##"<text x="{LEFT}" y="{:.1}" fill="#777" font-size="10">{}</text>"##,
         H - 8.0,
-        escape(price_note(r.synthetic_spot_prices))
+        escape(&r.spot_price_note)
     );
     o.push_str("</svg>\n");
     o

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{RunReport, price_note};
+use super::RunReport;
 
 fn round(v: f64) -> f64 {
     (v * 1e6).round() / 1e6
@@ -14,8 +14,7 @@ pub fn to_json(r: &RunReport) -> Value {
         "scenario": r.name,
         "seed": r.seed,
         "durationSeconds": r.duration.as_secs_f64(),
-        "spotPricesSynthetic": r.synthetic_spot_prices,
-        "priceNote": price_note(r.synthetic_spot_prices),
+                "priceNote": r.spot_price_note,
         "summary": {
             "nodesLaunched": s.nodes_launched,
             "launchFailures": s.launch_failures,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{RunReport, clock, price_note};
+use super::{RunReport, clock};
 
 pub fn timeline_text(r: &RunReport) -> String {
     let mut out = String::new();
@@ -62,7 +62,7 @@ pub fn summary_text(r: &RunReport) -> String {
             let _ = writeln!(out, "  bound      n/a (no running pods)");
         }
     }
-    let _ = writeln!(out, "  note       {}", price_note(r.synthetic_spot_prices));
+    let _ = writeln!(out, "  note       {}", r.spot_price_note);
     if !r.violations.is_empty() {
         let _ = writeln!(out, "  INVARIANT VIOLATIONS ({}):", r.violations.len());
         for v in r.violations.iter().take(10) {
