@@ -80,6 +80,8 @@ pub struct Instance {
     pub zone: String,
     pub capacity_type: CapacityType,
     pub price: f64,
+    /// Cheaper options passed over for want of capacity.
+    pub out_of_capacity: Vec<LaunchOption>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,8 +141,9 @@ impl SimCloud {
                 .iter()
                 .any(|p| p.matches(&o.instance_type, &o.zone, o.capacity_type))
         };
-        match options.iter().find(|o| !ice(o)) {
-            Some(o) => {
+        match options.iter().position(|o| !ice(o)) {
+            Some(i) => {
+                let o = &options[i];
                 self.launched += 1;
                 Ok(Instance {
                     id: format!("i-{:017x}", self.launched),
@@ -148,6 +151,7 @@ impl SimCloud {
                     zone: o.zone.clone(),
                     capacity_type: o.capacity_type,
                     price: o.price,
+                    out_of_capacity: options[..i].to_vec(),
                 })
             }
             None => Err(LaunchError::InsufficientCapacity(options.to_vec())),
@@ -197,6 +201,7 @@ mod tests {
         let i = cloud.launch(&options).unwrap();
         assert_eq!(i.instance_type, "m5.large");
         assert_eq!(i.zone, "us-east-1b");
+        assert_eq!(i.out_of_capacity, options[..1].to_vec());
         let err = cloud.launch(&options[..1]).unwrap_err();
         assert!(matches!(err, LaunchError::InsufficientCapacity(ref t) if t.len() == 1));
         assert!(err.to_string().contains("c5.large/us-east-1a/spot"));

@@ -603,8 +603,27 @@ impl<'p> Engine<'p> {
                 ]);
                 claim.launched_at = Some(now);
                 let spot = instance.capacity_type == CapacityType::Spot;
+                for o in &instance.out_of_capacity {
+                    self.cluster.ice.insert(
+                        (o.instance_type.clone(), o.zone.clone(), o.capacity_type),
+                        now.plus(ICE_TTL),
+                    );
+                }
+                let skipped = match instance.out_of_capacity.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} cheaper offering(s) out of capacity ({})",
+                        instance
+                            .out_of_capacity
+                            .iter()
+                            .take(3)
+                            .map(|o| format!("{} {} {}", o.instance_type, o.zone, o.capacity_type))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
                 let msg = format!(
-                    "{name} launched as {} in {} ({}) at ${:.4}/h, instance {}",
+                    "{name} launched as {} in {} ({}) at ${:.4}/h, instance {}{skipped}",
                     instance.instance_type,
                     instance.zone,
                     instance.capacity_type,

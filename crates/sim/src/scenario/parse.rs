@@ -239,12 +239,12 @@ pub fn parse_scenario(
         Some(v) => cloud(&ctx, v, &root_path.field("cloud"))?,
         None => CloudConfig::default(),
     };
-    let manifests = match root.get("manifests") {
+    let manifests = match root.get("manifests").filter(|v| !v.is_null()) {
         Some(v) => manifest_list(&ctx, v, &root_path.field("manifests"))?,
         None => Vec::new(),
     };
     let mut steps = Vec::new();
-    if let Some(v) = root.get("steps") {
+    if let Some(v) = root.get("steps").filter(|v| !v.is_null()) {
         let path = root_path.field("steps");
         let list = ctx.list(v, &path, "steps")?;
         let mut cursor = Duration::ZERO;
