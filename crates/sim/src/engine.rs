@@ -20,7 +20,7 @@ use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
 use crate::cloud::{LaunchError, LaunchOption, SimCloud};
-use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, node_labels};
+use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_labels};
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
 use crate::provision::{ClaimRequest, PlacementTarget, Provisioner, ProvisionerSimulator};
@@ -829,7 +829,12 @@ impl<'p> Engine<'p> {
         }
         let mut replacements = Vec::new();
         for r in &command.replacements {
-            let options = replacement_options(&self.cluster, &r.nodepool, &r.instance_types);
+            let options = replacement_options(
+                &self.cluster,
+                &r.nodepool,
+                &r.instance_types,
+                &r.requirements,
+            );
             let request = ClaimRequest {
                 nodepool: r.nodepool.clone(),
                 requirements: r.requirements.iter().map(|q| q.to_string()).collect(),
@@ -942,6 +947,22 @@ impl<'p> Engine<'p> {
             {
                 self.violations
                     .push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
+            }
+        }
+        for (c, node) in self.cluster.ready_nodes() {
+            let Some(pool) = self.cluster.nodepool(&c.claim.nodepool) else {
+                continue;
+            };
+            if let Some(r) = pool
+                .template
+                .requirements
+                .iter()
+                .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
+            {
+                self.violations.push(format!(
+                    "{t}: node {} breaks its NodePool's requirement {r}",
+                    node.name
+                ));
             }
         }
         for pool in &self.cluster.nodepools {
@@ -1070,21 +1091,56 @@ fn targets(c: &Command) -> String {
         .join(", ")
 }
 
-/// Launch options for a replacement: its instance types' cheapest available offerings.
-fn replacement_options(cluster: &Cluster, pool: &str, types: &[String]) -> Vec<LaunchOption> {
+/// Launch options for a replacement: for each of its instance types, the cheapest available
+/// offering whose zone and capacity type satisfy the replacement's and the NodePool's
+/// requirements.
+fn replacement_options(
+    cluster: &Cluster,
+    pool: &str,
+    types: &[String],
+    requirements: &[Requirement],
+) -> Vec<LaunchOption> {
     let Some(catalog) = cluster.catalog.get(pool) else {
         return Vec::new();
     };
+    let mut reqs: Vec<&Requirement> = requirements.iter().collect();
+    if let Some(p) = cluster.nodepool(pool) {
+        reqs.extend(p.template.requirements.iter());
+    }
+    let offering_keys = [
+        nodewright_core::labels::ZONE,
+        nodewright_core::labels::CAPACITY_TYPE,
+    ];
+    reqs.retain(|r| offering_keys.contains(&r.key.as_str()));
     let mut out: Vec<LaunchOption> = types
         .iter()
         .filter_map(|name| catalog.iter().find(|it| &it.name == name))
         .filter_map(|it| {
-            it.cheapest_available().map(|o| LaunchOption {
-                instance_type: it.name.clone(),
-                zone: o.zone.clone(),
-                capacity_type: o.capacity_type,
-                price: o.price,
-            })
+            it.offerings
+                .iter()
+                .filter(|o| o.available)
+                .filter(|o| {
+                    let labels = BTreeMap::from([
+                        (nodewright_core::labels::ZONE.to_string(), o.zone.clone()),
+                        (
+                            nodewright_core::labels::CAPACITY_TYPE.to_string(),
+                            o.capacity_type.as_str().to_string(),
+                        ),
+                    ]);
+                    reqs.iter().all(|r| label_matches(r, &labels))
+                })
+                .min_by(|a, b| {
+                    a.price
+                        .total_cmp(&b.price)
+                        .then_with(|| a.zone.cmp(&b.zone))
+                        .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+                })
+                .map(|o| LaunchOption {
+                    instance_type: it.name.clone(),
+                    zone: o.zone.clone(),
+                    capacity_type: o.capacity_type,
+                    price: o.price,
+                })
         })
         .collect();
     out.sort_by(|a, b| {

@@ -171,3 +171,38 @@ fn manifest_errors_name_the_file_the_object_and_the_field() {
     assert!(e.contains("Pod/x"), "{e}");
     assert!(e.contains("cpu"), "{e}");
 }
+
+#[test]
+fn an_underused_node_is_replaced_by_a_cheaper_one_that_keeps_the_pool_requirements() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 12 }\n  - { at: 3m, scale: default/app, replicas: 2 }\n",
+        "10m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let replaced: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "disrupted")
+        .collect();
+    assert_eq!(replaced.len(), 1, "{replaced:?}");
+    assert!(
+        replaced[0]
+            .message
+            .contains("single-node-consolidation (replace)")
+    );
+    assert!(r.summary.savings_per_hour > 0.0);
+    assert!(
+        r.summary.final_per_hour
+            < r.samples
+                .iter()
+                .map(|s| s.price_per_hour)
+                .fold(0.0, f64::max)
+    );
+    // The pool is on-demand only: so is every launch, replacements included.
+    for e in r.timeline.iter().filter(|e| e.kind == "launched") {
+        assert!(e.message.contains("(on-demand)"), "{}", e.message);
+    }
+}
