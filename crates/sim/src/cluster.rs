@@ -83,6 +83,16 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// Takes a re-applied manifest's replicas and template; existing pods keep running and
+    /// new replicas continue the naming sequence.
+    pub fn update_from(&mut self, newer: Workload) {
+        self.kind = newer.kind;
+        self.replicas = newer.replicas;
+        self.template = newer.template;
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
     pub nodepools: Vec<NodePool>,

@@ -229,7 +229,7 @@ impl<'p> Engine<'p> {
             .values()
             .filter(|c| c.is_live())
             .map(SimClaim::price)
-            .sum()
+            .fold(0.0, |a, b| a + b)
     }
 
     /// Controllers create replicas, the kube-scheduler binds what fits, and pods that stay
@@ -301,9 +301,13 @@ impl<'p> Engine<'p> {
                         w.kind, w.namespace, w.name, w.replicas
                     ),
                 );
-                self.cluster
-                    .workloads
-                    .insert((w.namespace.clone(), w.name.clone()), w);
+                let key = (w.namespace.clone(), w.name.clone());
+                match self.cluster.workloads.get_mut(&key) {
+                    Some(existing) => existing.update_from(w),
+                    None => {
+                        self.cluster.workloads.insert(key, w);
+                    }
+                }
             }
             SimAction::ApplyDaemonSet(ds) => {
                 self.log("apply", format!("DaemonSet/{}/{}", ds.namespace, ds.name));
@@ -709,8 +713,17 @@ impl<'p> Engine<'p> {
             });
             pod.creation_timestamp = now;
             let key = pod.key();
+            // The kube-scheduler places daemon pods too; one that does not fit stays pending.
+            let fits = crate::kube_scheduler::unfit(&self.cluster, &pod, &node).is_none();
             self.cluster.pods.insert(key.clone(), pod);
-            self.cluster.bind(&key, name, now);
+            if fits {
+                self.cluster.bind(&key, name, now);
+            } else {
+                self.log(
+                    "warning",
+                    format!("daemon pod {key} does not fit on {name}"),
+                );
+            }
         }
     }
 

@@ -206,3 +206,30 @@ fn an_underused_node_is_replaced_by_a_cheaper_one_that_keeps_the_pool_requiremen
         assert!(e.message.contains("(on-demand)"), "{}", e.message);
     }
 }
+
+#[test]
+fn daemonset_pods_run_on_every_node_and_count_against_its_room() {
+    let ds = "  - inline:\n      apiVersion: apps/v1\n      kind: DaemonSet\n      metadata: { name: agent, namespace: kube-system }\n      spec:\n        selector: { matchLabels: { app: agent } }\n        template:\n          metadata: { labels: { app: agent } }\n          spec:\n            containers: [{ name: a, image: agent, resources: { requests: { cpu: 500m, memory: 256Mi } } }]\n";
+    let text = scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 6 }\n",
+        "3m",
+    )
+    .replace("steps:\n", &format!("{ds}steps:\n"));
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.summary.pending_at_end, 0);
+    assert!(
+        !r.timeline
+            .iter()
+            .any(|e| e.message.contains("does not fit")),
+        "{:?}",
+        r.timeline
+    );
+    // Every Ready node carries one agent besides the workload's requests.
+    let last = r.samples.last().unwrap();
+    let nodes = last.ready_nodes as i64;
+    assert!(nodes > 0);
+    assert_eq!(last.cpu_requested_milli, 6_000 + 500 * nodes);
+}

@@ -44,6 +44,15 @@ pub fn summary_text(r: &RunReport) -> String {
         "  cost       ${:.4} total, ${:.4}/h on average, ${:.4}/h at end",
         s.total_cost_usd, s.average_per_hour, s.final_per_hour
     );
+    let mut steps: Vec<String> = Vec::new();
+    let mut last: Option<f64> = None;
+    for x in &r.samples {
+        if last.is_none_or(|l| (l - x.price_per_hour).abs() > 1e-9) {
+            steps.push(format!("{} ${:.4}", clock(x.at), x.price_per_hour));
+            last = Some(x.price_per_hour);
+        }
+    }
+    let _ = writeln!(out, "  $/h        {}", steps.join(" -> "));
     let _ = writeln!(
         out,
         "  cpu        {} requested/allocatable on average, {} at end",
