@@ -4,6 +4,7 @@
 pub mod common;
 pub mod convert;
 pub mod crd;
+pub mod parse;
 pub mod rules;
 pub mod v1;
 pub mod v1alpha1;

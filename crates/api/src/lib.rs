@@ -18,6 +18,7 @@ pub mod interchange;
 pub mod object;
 pub mod quantity;
 pub mod schema;
+pub mod schema_check;
 pub mod to_core;
 pub mod v1;
 pub mod v1alpha5;

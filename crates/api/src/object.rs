@@ -7,6 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::conversion::Converted;
+use crate::convert::Outcome;
 use crate::crd;
 use crate::document::Document;
 use crate::error::FieldError;
@@ -182,6 +184,22 @@ impl Object {
         })
     }
 
+    /// This object as v1, on its own. A NodePool's kubelet settings need their node class to
+    /// move into, so they stay in the compatibility annotation here; convert whole inputs with
+    /// [`crate::convert::convert_documents`] to move them.
+    pub fn convert(&self) -> Converted<Object> {
+        let doc = Document {
+            source: String::new(),
+            index: 0,
+            value: self.to_value(),
+        };
+        let items = crate::convert::convert_documents(vec![doc], &Default::default());
+        match items.into_iter().next().map(|i| i.outcome) {
+            Some(Outcome::Converted { object, warnings }) => Converted { object, warnings },
+            _ => Converted::new(self.clone()),
+        }
+    }
+
     /// Rules that compare an updated object with the stored one (immutable fields).
     pub fn validate_update(old: &Object, new: &Object) -> Vec<FieldError> {
         match (old, new) {
@@ -253,4 +271,38 @@ pub fn validate_value(value: &Value) -> Option<Report> {
         _ => return None,
     };
     Some(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn single_object_conversion() {
+        let p = Object::from_value(&json!({
+            "apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner",
+            "metadata": {"name": "p"},
+            "spec": {"providerRef": {"name": "d"}, "kubeletConfiguration": {"maxPods": 10}}
+        }))
+        .unwrap()
+        .unwrap();
+        let c = p.convert();
+        let Object::NodePool(np) = &c.object else {
+            panic!("not a NodePool")
+        };
+        assert_eq!(np.api_version, "karpenter.sh/v1");
+        let ann = np.metadata.annotations.as_ref().unwrap();
+        assert_eq!(
+            ann[crate::convert::KUBELET_COMPATIBILITY_ANNOTATION],
+            r#"{"maxPods":10}"#
+        );
+        assert!(
+            c.object.validate().errors.is_empty(),
+            "{:?}",
+            c.object.validate()
+        );
+        let v1 = c.object.clone();
+        assert_eq!(v1.convert().object, v1, "v1 objects convert to themselves");
+    }
 }

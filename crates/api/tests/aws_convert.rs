@@ -466,3 +466,126 @@ fn status_is_carried_over() {
     let st = serde_json::to_value(out.object.status.unwrap()).unwrap();
     assert_eq!(st, serde_json::to_value(old.status.unwrap()).unwrap());
 }
+
+#[test]
+fn volume_sizes_are_restated_in_units_v1_accepts() {
+    let old = beta(
+        json!({"amiFamily": "AL2", "role": "r", "subnetSelectorTerms": [{"id": "subnet-1"}], "securityGroupSelectorTerms": [{"id": "sg-1"}],
+        "blockDeviceMappings": [
+            {"deviceName": "/dev/a", "ebs": {"volumeSize": "20Gi"}},
+            {"deviceName": "/dev/b", "ebs": {"volumeSize": 21474836480i64}},
+            {"deviceName": "/dev/c", "ebs": {"volumeSize": "20971520Ki"}},
+            {"deviceName": "/dev/d", "ebs": {"volumeSize": "100G"}},
+            {"deviceName": "/dev/e", "ebs": {"volumeSize": "5000M"}},
+            {"deviceName": "/dev/f", "ebs": {"volumeSize": "1500Mi"}},
+        ]}),
+    );
+    let out = convert::from_v1beta1(&old, None);
+    let sizes: Vec<String> = out
+        .object
+        .spec
+        .block_device_mappings
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            b.ebs
+                .as_ref()
+                .unwrap()
+                .volume_size
+                .as_ref()
+                .unwrap()
+                .to_text()
+        })
+        .collect();
+    assert_eq!(sizes, ["20Gi", "20Gi", "20Gi", "100G", "5G", "1500Mi"]);
+    assert!(has_warning(
+        &out.warnings,
+        "spec.blockDeviceMappings[1].ebs.volumeSize: 21474836480 restated as 20Gi"
+    ));
+    assert!(has_warning(
+        &out.warnings,
+        "spec.blockDeviceMappings[5].ebs.volumeSize: 1500Mi is not a whole number"
+    ));
+    let errs: Vec<String> = validate::ec2nodeclass(&out.object)
+        .iter()
+        .map(|e| e.path.clone())
+        .collect();
+    assert_eq!(errs, ["spec.blockDeviceMappings[5].ebs.volumeSize"]);
+}
+
+#[test]
+fn v1alpha1_partial_metadata_options_keep_ec2_defaults() {
+    let old =
+        alpha(json!({"instanceProfile": "p", "metadataOptions": {"httpPutResponseHopLimit": 3}}));
+    let out = convert::from_v1alpha1(&old, None);
+    assert_eq!(
+        out.object.spec.metadata_options,
+        Some(MetadataOptions {
+            http_endpoint: Some("enabled".into()),
+            http_protocol_ipv6: Some("disabled".into()),
+            http_put_response_hop_limit: Some(3),
+            http_tokens: Some("optional".into()),
+            extra: Default::default(),
+        })
+    );
+    assert!(has_warning(
+        &out.warnings,
+        "spec.metadataOptions: fields left out took EC2's defaults"
+    ));
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.ends_with("consider httpTokens: required"))
+    );
+    // A template without metadataOptions had Karpenter's defaults, hop limit 2 and tokens required.
+    let out = convert::from_v1alpha1(&alpha(json!({"instanceProfile": "p"})), None);
+    let m = out.object.spec.metadata_options.unwrap();
+    assert_eq!(
+        (m.http_put_response_hop_limit, m.http_tokens.as_deref()),
+        (Some(2), Some("required"))
+    );
+}
+
+#[test]
+fn v1alpha1_empty_tag_values_become_wildcards() {
+    let old = alpha(json!({
+        "instanceProfile": "p",
+        "subnetSelector": {"kubernetes.io/role/internal-elb": ""},
+        "securityGroupSelector": {"team": "*"},
+        "amiSelector": {"release": ""},
+    }));
+    let out = convert::from_v1alpha1(&old, None);
+    let s = &out.object.spec;
+    assert_eq!(
+        s.subnet_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("kubernetes.io/role/internal-elb", "*")])
+    );
+    assert_eq!(
+        s.security_group_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("team", "*")])
+    );
+    assert_eq!(
+        s.ami_selector_terms.as_ref().unwrap()[0].tags,
+        tags(&[("release", "*")])
+    );
+    assert_eq!(validate::ec2nodeclass(&out.object), vec![]);
+}
+
+#[test]
+fn v1alpha1_provider_leftovers() {
+    let old = alpha(json!({
+        "apiVersion": "extensions.karpenter.sh/v1alpha1",
+        "kind": "AWS",
+        "associatePublicIpAddress": false,
+        "instanceProfile": "p",
+    }));
+    let out = convert::from_v1alpha1(&old, None);
+    assert_eq!(out.object.spec.associate_public_ip_address, Some(false));
+    assert!(out.object.spec.extra.is_empty());
+    assert!(has_warning(
+        &out.warnings,
+        "spec.apiVersion: \"extensions.karpenter.sh/v1alpha1\" described the inline provider"
+    ));
+    assert!(has_warning(&out.warnings, "spec.kind:"));
+}

@@ -176,3 +176,76 @@ fn numeric_volume_size_keeps_its_form() {
     .unwrap();
     round_trip::<v1beta1::EC2NodeClass>(&value);
 }
+
+#[test]
+fn every_v1beta1_field_round_trips() {
+    let value: Value = serde_yaml::from_str(
+        r#"
+apiVersion: karpenter.k8s.aws/v1beta1
+kind: EC2NodeClass
+metadata: {name: b}
+spec:
+  subnetSelectorTerms: [{tags: {a: b}}, {id: subnet-1}]
+  securityGroupSelectorTerms: [{name: sg}, {id: sg-1}]
+  associatePublicIPAddress: true
+  amiSelectorTerms: [{tags: {a: b}, name: n, owner: self}, {id: ami-1}]
+  amiFamily: Ubuntu
+  userData: x
+  instanceProfile: p
+  tags: {a: b}
+  blockDeviceMappings: [{deviceName: /dev/sda1, rootVolume: true, ebs: {volumeSize: 20Gi, snapshotID: snap-1}}]
+  instanceStorePolicy: RAID0
+  detailedMonitoring: false
+  metadataOptions: {httpEndpoint: disabled, httpPutResponseHopLimit: 2}
+  context: c
+status:
+  subnets: [{id: subnet-1, zone: a}]
+  securityGroups: [{id: sg-1}]
+  amis: [{id: ami-1, name: n, requirements: [{key: k, operator: Exists}]}]
+  instanceProfile: p
+  conditions: [{type: Ready, status: "False", lastTransitionTime: "2024-01-01T00:00:00Z", reason: R, message: m}]
+"#,
+    )
+    .unwrap();
+    round_trip::<v1beta1::EC2NodeClass>(&value);
+}
+
+#[test]
+fn every_v1alpha1_field_round_trips() {
+    let value: Value = serde_yaml::from_str(
+        r#"
+apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: a}
+spec:
+  subnetSelector: {aws-ids: "subnet-1,subnet-2"}
+  securityGroupSelector: {karpenter.sh/discovery: c}
+  amiSelector: {aws::name: n, aws::owners: self}
+  amiFamily: AL2
+  userData: x
+  instanceProfile: p
+  tags: {a: b}
+  context: c
+  launchTemplate: lt
+  metadataOptions: {httpTokens: optional}
+  blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 100Gi, iops: 3000, throughput: 125}}]
+  detailedMonitoring: true
+status:
+  subnets: [{id: subnet-1, zone: a}]
+  securityGroups: [{id: sg-1, name: n}]
+  amis: [{id: ami-1, name: n, requirements: []}]
+"#,
+    )
+    .unwrap();
+    round_trip::<v1alpha1::AWSNodeTemplate>(&value);
+}
+
+#[test]
+fn converted_objects_round_trip_as_v1() {
+    use nodewright_api::aws::convert;
+    let old: v1beta1::EC2NodeClass =
+        serde_json::from_value(seed("02-ec2nodeclass-v1beta1.yaml", "EC2NodeClass")).unwrap();
+    let v1_value = serde_json::to_value(convert::from_v1beta1(&old, None).object).unwrap();
+    assert_eq!(v1_value["apiVersion"], "karpenter.k8s.aws/v1");
+    round_trip::<v1::EC2NodeClass>(&v1_value);
+}

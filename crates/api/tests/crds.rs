@@ -163,7 +163,7 @@ fn check_node(s: &Map<String, Value>, at: &str, problems: &mut Vec<String>) {
             if message.is_empty() {
                 problems.push(format!("{at}: rule without message: {rule}"));
             }
-            if let Err(e) = cel_parser::Parser::new().parse(rule) {
+            if let Err(e) = cel::Program::compile(rule) {
                 problems.push(format!("{at}: CEL does not parse: {rule}: {e}"));
             }
         }

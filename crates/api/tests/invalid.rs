@@ -1,8 +1,77 @@
 //! One invalid object per validation rule, with the exact message `nodewright validate`
 //! prints for it. Each case starts from a valid object and breaks one thing.
 
+mod cel_eval;
+
+use std::collections::BTreeSet;
+
+use nodewright_api::crd;
 use nodewright_api::object::{Object, validate_value};
 use serde_json::{Value, json};
+
+/// Every CEL message in `schema`.
+fn cel_messages(schema: &Value, out: &mut BTreeSet<String>) {
+    match schema {
+        Value::Object(o) => {
+            for r in o
+                .get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.insert(r["message"].as_str().unwrap_or_default().to_string());
+            }
+            o.values().for_each(|v| cel_messages(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| cel_messages(v, out)),
+        _ => {}
+    }
+}
+
+fn schema_for(v: &Value) -> Value {
+    match v["kind"].as_str() {
+        Some("NodeClaim") => crd::nodeclaim_schema(),
+        _ => crd::nodepool_schema(),
+    }
+}
+
+/// The CEL rules (run on the defaulted object, as the API server does) and the Rust rules
+/// reject with the same messages: each CEL rejection is a Rust error, and each Rust error that
+/// has a CEL rule is a CEL rejection.
+fn assert_cel_agrees(
+    name: &str,
+    v: &Value,
+    old: Option<&Value>,
+    rust_reasons: &[String],
+) -> Result<(), String> {
+    let schema = schema_for(v);
+    let mut all = BTreeSet::new();
+    cel_messages(&schema, &mut all);
+    let cel: BTreeSet<String> = cel_eval::failures(&schema, v, old)
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect();
+    let rust: BTreeSet<String> = rust_reasons
+        .iter()
+        .filter(|r| all.contains(*r))
+        .cloned()
+        .collect();
+    if cel != rust {
+        return Err(format!(
+            "{name}: CEL rejects with {cel:?}, the Rust rules with {rust:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn reasons(v: &Value) -> Vec<String> {
+    validate_value(v)
+        .expect("a v1 kind")
+        .errors
+        .iter()
+        .map(|e| e.reason.clone())
+        .collect()
+}
 
 fn nodepool() -> Value {
     json!({
@@ -91,6 +160,8 @@ fn taint(key: &str, value: Option<&str>, effect: &str) -> Value {
 fn base_objects_are_valid() {
     assert_eq!(errors(&nodepool()), Vec::<String>::new());
     assert_eq!(errors(&nodeclaim()), Vec::<String>::new());
+    assert_cel_agrees("nodepool", &nodepool(), None, &[]).unwrap();
+    assert_cel_agrees("nodeclaim", &nodeclaim(), None, &[]).unwrap();
 }
 
 #[test]
@@ -257,6 +328,9 @@ fn every_nodepool_rule_rejects_its_invalid_case() {
                 "{name}:\n  expected {expected}\n  got      {got:?}"
             ));
         }
+        if let Err(e) = assert_cel_agrees(name, &value, None, &reasons(&value)) {
+            failures.push(e);
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -298,6 +372,65 @@ fn nodeclaim_rules() {
         errors(&dup),
         ["spec.startupTaints[0]: duplicate taint key/effect pair \"example.com/a:NoExecute\""]
     );
+    for (name, v) in [
+        ("restricted", &restricted),
+        ("hostname", &hostname),
+        ("no ref", &no_ref),
+        ("dup", &dup),
+    ] {
+        assert_cel_agrees(name, v, None, &reasons(v)).unwrap();
+    }
+}
+
+/// Transition rules run by the CEL evaluator give the same verdicts as `validate_update`.
+#[test]
+fn cel_transition_rules_agree_with_validate_update() {
+    let cases = [
+        (
+            nodepool(),
+            set(
+                nodepool(),
+                "/spec/template/spec/nodeClassRef/group",
+                json!("example.com"),
+            ),
+        ),
+        (
+            nodepool(),
+            set(
+                nodepool(),
+                "/spec/template/spec/nodeClassRef/kind",
+                json!("Other"),
+            ),
+        ),
+        (
+            nodepool(),
+            set(
+                nodepool(),
+                "/spec/template/spec/nodeClassRef/name",
+                json!("other"),
+            ),
+        ),
+        (nodepool(), set(nodepool(), "/spec/replicas", json!(1))),
+        (
+            set(nodepool(), "/spec/replicas", json!(1)),
+            set(nodepool(), "/spec/replicas", json!(2)),
+        ),
+        (
+            nodeclaim(),
+            set(nodeclaim(), "/spec/expireAfter", json!("1h")),
+        ),
+        (
+            nodeclaim(),
+            set(nodeclaim(), "/metadata/labels", json!({"a": "b"})),
+        ),
+    ];
+    for (i, (old, new)) in cases.iter().enumerate() {
+        let rust: Vec<String> = Object::validate_update(&object(old.clone()), &object(new.clone()))
+            .into_iter()
+            .map(|e| e.reason)
+            .collect();
+        assert_cel_agrees(&format!("update case {i}"), new, Some(old), &rust).unwrap();
+    }
 }
 
 fn object(v: Value) -> Object {
@@ -375,4 +508,63 @@ fn unknown_kinds_are_clear_errors() {
     );
     let other = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
     assert_eq!(Object::from_value(&other).unwrap(), None);
+}
+
+/// The evaluator itself: known-bad objects make the CRD's CEL rules fail with their messages.
+#[test]
+fn cel_evaluator_reports_rule_messages() {
+    let schema = crd::nodepool_schema();
+    let cases = [
+        (
+            set(nodepool(), REQ, req("karpenter.sh/foo", "Exists", &[])),
+            "label domain \"karpenter.sh\" is restricted",
+        ),
+        (
+            set(nodepool(), REQ, req("example.com/a", "Gte", &["x"])),
+            "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",
+        ),
+        (
+            set(
+                nodepool(),
+                "/spec/template/metadata/labels/kubernetes.io~1hostname",
+                json!("a"),
+            ),
+            "label \"kubernetes.io/hostname\" is restricted",
+        ),
+        (
+            set(
+                nodepool(),
+                "/spec/disruption/budgets",
+                json!([{"nodes": "1", "schedule": "@daily"}]),
+            ),
+            "'schedule' must be set with 'duration'",
+        ),
+        (
+            set(
+                set(nodepool(), "/spec/replicas", json!(1)),
+                "/spec/limits",
+                json!({"cpu": 1}),
+            ),
+            "only 'limits.nodes' is supported on static NodePools",
+        ),
+        (
+            set(
+                nodepool(),
+                "/spec/template/spec/nodeClassRef/name",
+                json!(""),
+            ),
+            "name may not be empty",
+        ),
+    ];
+    for (v, message) in cases {
+        let got: Vec<String> = cel_eval::failures(&schema, &v, None)
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
+        assert!(
+            got.iter().any(|m| m == message),
+            "expected {message:?}, got {got:?}"
+        );
+    }
+    assert!(cel_eval::failures(&schema, &nodepool(), None).is_empty());
 }

@@ -4,16 +4,24 @@
 //! This crate is pure data to model. The same [`InstanceTypeInfo`] is filled either from the
 //! embedded catalog ([`catalog::embedded`], built from `data/aws/`) or, by the AWS provider, from
 //! `DescribeInstanceTypes`; [`build_instance_type`] then applies the formulas. No AWS SDK, no I/O.
+//!
+//! The launch path's pure half lives here too: [`userdata`] writes each AMI family's user data,
+//! [`ice`] remembers offerings EC2 could not fill, [`subnets`] picks a subnet per zone and
+//! [`launch`] turns a NodeClaim's options into a CreateFleet request as plain data.
 
 pub mod catalog;
 mod csv;
 pub mod error;
+pub mod ice;
 pub mod info;
+pub mod launch;
 pub mod nodeclass;
 pub mod pricing;
 pub mod requirements;
 pub mod resources;
 pub mod settings;
+pub mod subnets;
+pub mod userdata;
 
 mod build;
 

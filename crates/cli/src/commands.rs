@@ -15,25 +15,25 @@ pub mod validate;
 pub enum Command {
     /// Run a scenario on a simulated EKS cluster (no argument: the built-in eksdemo).
     Simulate(simulate::SimulateArgs),
-    /// Plan one snapshot: where every pending pod goes and which nodes to launch.
-    Plan(plan::PlanArgs),
-    /// Benchmarks of the engine.
-    Bench(bench::BenchArgs),
     /// Check NodePools, NodeClaims and EC2NodeClasses (any supported version) with Karpenter's rules.
     Validate(validate::Args),
     /// Convert older Karpenter objects (v1beta1, v1alpha5) to v1; warnings go to stderr.
     Convert(convert::Args),
     /// Print the CustomResourceDefinitions nodewright serves (karpenter.sh and karpenter.k8s.aws v1).
     Crds(crds::Args),
+    /// Plan one snapshot: where every pending pod goes and which nodes to launch.
+    Plan(plan::PlanArgs),
+    /// Benchmarks of the engine.
+    Bench(bench::BenchArgs),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Simulate(a) => simulate::run(a),
-        Command::Plan(a) => plan::run(a),
-        Command::Bench(a) => bench::run(a),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Crds(args) => crds::run(args),
+        Command::Plan(a) => plan::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod commands;
+mod output;
 
 #[derive(Parser)]
 #[command(

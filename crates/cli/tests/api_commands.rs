@@ -189,3 +189,19 @@ fn nodewright_api_docs(yaml: &str) -> Vec<serde_json::Value> {
         .map(|d| d.value)
         .collect()
 }
+
+#[test]
+fn strict_makes_unknown_fields_errors() {
+    let f = "fixtures/roundtrip/nodepool-v1-unknown-fields.yaml";
+    let out = nodewright(&["validate", "-f", f], &root(), None);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("warning: fixtures/roundtrip/nodepool-v1-unknown-fields.yaml[0] NodePool/extra: futureTopLevel: unknown field, the API server drops it"));
+    let out = nodewright(&["validate", "--strict", "-q", "-f", f], &root(), None);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        4,
+        "{}",
+        text(&out.stdout)
+    );
+}

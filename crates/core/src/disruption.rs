@@ -11,6 +11,7 @@ pub mod consolidation;
 pub mod cost;
 pub mod drift;
 pub mod duration;
+pub mod engine_simulator;
 pub mod plan;
 pub mod simulate;
 pub mod validate;

@@ -5,6 +5,7 @@
 //! runtime and no serialisation framework. The shells (`api`, `controller`, `sim`, `cli`) turn
 //! the outside world into these types and act on what comes back.
 
+pub mod bench;
 pub mod cadence;
 pub mod calendar;
 pub mod cron;

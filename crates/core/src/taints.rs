@@ -73,9 +73,7 @@ pub struct Toleration {
 
 impl Toleration {
     pub fn tolerates(&self, taint: &Taint) -> bool {
-        if let Some(e) = self.effect
-            && e != taint.effect
-        {
+        if self.effect.is_some_and(|e| e != taint.effect) {
             return false;
         }
         if self.key.is_empty() {

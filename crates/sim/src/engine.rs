@@ -11,6 +11,7 @@ use nodewright_core::cadence::{
     batcher::POD_REQUEUE,
 };
 use nodewright_core::disruption::command::{Command, Decision};
+use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
@@ -23,7 +24,7 @@ use crate::cloud::{LaunchError, LaunchOption, SimCloud};
 use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_labels};
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
-use crate::provision::{ClaimRequest, PlacementTarget, Provisioner, ProvisionerSimulator};
+use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
 use crate::report::{RunReport, Sample, Summary, TimelineEvent};
 use crate::scenario::InterruptTarget;
 
@@ -763,9 +764,7 @@ impl<'p> Engine<'p> {
 
     fn disruption_round(&mut self) {
         let snapshot = self.cluster.snapshot(self.now);
-        let sim = ProvisionerSimulator {
-            provisioner: self.provisioner,
-        };
+        let sim = EngineSimulator::default();
         let busy: BTreeSet<String> = self
             .running
             .iter()
@@ -795,9 +794,7 @@ impl<'p> Engine<'p> {
 
     fn validation(&mut self) {
         let commands = std::mem::take(&mut self.awaiting);
-        let sim = ProvisionerSimulator {
-            provisioner: self.provisioner,
-        };
+        let sim = EngineSimulator::default();
         let mut started = false;
         for c in commands {
             let fresh = self.cluster.snapshot(self.now);

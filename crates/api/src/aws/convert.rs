@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::common::{BlockDevice, BlockDeviceMapping, IntOrString, MetadataOptions, Tags};
+use super::common::{BlockDevice, BlockDeviceMapping, IntOrString, MetadataOptions};
 use super::v1::{self, AmiSelectorTerm, EC2NodeClass, KubeletConfiguration};
 use super::{v1alpha1, v1beta1};
 use crate::conversion::Converted;
+
+mod lift;
 
 /// Annotation that records what the conversion of an Ubuntu class changed.
 pub const UBUNTU_COMPATIBILITY_ANNOTATION: &str = "compatibility.karpenter.k8s.aws/v1beta1-ubuntu";
@@ -44,12 +46,23 @@ pub fn from_v1beta1(
         role: s.role.clone(),
         instance_profile: s.instance_profile.clone(),
         tags: s.tags.clone(),
-        block_device_mappings: s.block_device_mappings.clone(),
         instance_store_policy: s.instance_store_policy.clone(),
         detailed_monitoring: s.detailed_monitoring,
         context: s.context.clone(),
         ..Default::default()
     };
+    spec.block_device_mappings = s.block_device_mappings.as_ref().map(|bdms| {
+        bdms.iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let mut b = b.clone();
+                if let Some(ebs) = b.ebs.as_mut() {
+                    volume_size(&mut ebs.volume_size, i, &mut out);
+                }
+                b
+            })
+            .collect()
+    });
     spec.ami_selector_terms = s.ami_selector_terms.as_ref().map(|terms| {
         terms
             .iter()
@@ -93,7 +106,7 @@ pub fn from_v1alpha1_with_default_profile(
     default_instance_profile: Option<&str>,
 ) -> Converted<EC2NodeClass> {
     let mut warnings = Vec::new();
-    let mut beta = to_v1beta1(old, &mut warnings);
+    let mut beta = lift::to_v1beta1(old, &mut warnings);
     if beta.spec.instance_profile.is_none()
         && let Some(profile) = default_instance_profile
     {
@@ -107,175 +120,6 @@ pub fn from_v1alpha1_with_default_profile(
     warnings.append(&mut out.warnings);
     out.warnings = warnings;
     out
-}
-
-/// v1alpha1 → v1beta1: selector maps to terms, the implicit AL2 family made explicit,
-/// `launchTemplate` dropped with a warning.
-fn to_v1beta1(
-    old: &v1alpha1::AWSNodeTemplate,
-    warnings: &mut Vec<String>,
-) -> v1beta1::EC2NodeClass {
-    let s = &old.spec;
-    let mut spec = v1beta1::EC2NodeClassSpec {
-        ami_family: Some(
-            s.ami_family
-                .clone()
-                .unwrap_or_else(|| v1alpha1::DEFAULT_AMI_FAMILY.to_string()),
-        ),
-        user_data: s.user_data.clone(),
-        instance_profile: s.instance_profile.clone(),
-        tags: s.tags.clone(),
-        context: s.context.clone(),
-        metadata_options: s.metadata_options.clone(),
-        block_device_mappings: s.block_device_mappings.clone(),
-        detailed_monitoring: s.detailed_monitoring,
-        ..Default::default()
-    };
-    if let Some(lt) = &s.launch_template_name {
-        warnings.push(format!(
-            "spec.launchTemplate: launch template {lt:?} has no v1 equivalent (Karpenter generates launch templates); dropped"
-        ));
-    }
-    spec.subnet_selector_terms = s.subnet_selector.as_ref().map(|sel| {
-        id_or_tag_terms(sel, "spec.subnetSelector", warnings)
-            .into_iter()
-            .map(|(id, tags)| v1::SubnetSelectorTerm {
-                id,
-                tags,
-                ..Default::default()
-            })
-            .collect()
-    });
-    spec.security_group_selector_terms = s.security_group_selector.as_ref().map(|sel| {
-        id_or_tag_terms(sel, "spec.securityGroupSelector", warnings)
-            .into_iter()
-            .map(|(id, tags)| v1::SecurityGroupSelectorTerm {
-                id,
-                tags,
-                ..Default::default()
-            })
-            .collect()
-    });
-    spec.ami_selector_terms = s.ami_selector.as_ref().map(|sel| ami_terms(sel, warnings));
-    for (key, value) in &s.extra {
-        if key == "launchTemplateName" {
-            warnings.push(format!(
-                "spec.launchTemplateName: launch template {value} has no v1 equivalent (Karpenter generates launch templates); dropped"
-            ));
-            continue;
-        }
-        warnings.push(format!(
-            "spec.{key}: not a v1alpha1 AWSNodeTemplate field; carried over to v1 unchanged"
-        ));
-        spec.extra.insert(key.clone(), value.clone());
-    }
-    v1beta1::EC2NodeClass {
-        api_version: v1beta1::API_VERSION.to_string(),
-        kind: v1beta1::KIND.to_string(),
-        metadata: old.metadata.clone(),
-        spec,
-        status: old.status.as_ref().map(|st| v1beta1::EC2NodeClassStatus {
-            subnets: st.subnets.clone(),
-            security_groups: st.security_groups.clone(),
-            amis: st.amis.clone(),
-            extra: st.extra.clone(),
-            ..Default::default()
-        }),
-        extra: old.extra.clone(),
-    }
-}
-
-/// Whether `key` is a v1alpha1 selector key that lists ids rather than a tag key.
-fn is_ids_key(key: &str) -> bool {
-    key == "aws-ids" || key == "aws::ids"
-}
-
-fn split_list(value: &str) -> Vec<String> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// A subnet or security-group selector map as `(id, tags)` terms: one term per listed id, or
-/// one term with every tag. v1alpha1 ANDed ids with tags; v1 cannot, so ids win (the narrower
-/// choice) and the tags are reported.
-fn id_or_tag_terms(
-    selector: &Tags,
-    field: &str,
-    warnings: &mut Vec<String>,
-) -> Vec<(Option<String>, Option<Tags>)> {
-    let ids: Vec<String> = selector
-        .iter()
-        .filter(|(k, _)| is_ids_key(k))
-        .flat_map(|(_, v)| split_list(v))
-        .collect();
-    let tags: Tags = selector
-        .iter()
-        .filter(|(k, _)| !is_ids_key(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if ids.is_empty() {
-        return vec![(None, Some(tags))];
-    }
-    if !tags.is_empty() {
-        let keys: Vec<&str> = tags.keys().map(String::as_str).collect();
-        warnings.push(format!(
-            "{field}: tags {keys:?} were ANDed with the listed ids; v1 id terms cannot carry tags, so only the ids are kept"
-        ));
-    }
-    ids.into_iter().map(|id| (Some(id), None)).collect()
-}
-
-/// A v1alpha1 `amiSelector` map as v1beta1 terms: `aws::ids` become id terms; otherwise one
-/// term per owner in `aws::owners`, each with `aws::name` and the remaining tags.
-fn ami_terms(selector: &Tags, warnings: &mut Vec<String>) -> Vec<v1beta1::AmiSelectorTerm> {
-    let ids: Vec<String> = selector
-        .iter()
-        .filter(|(k, _)| is_ids_key(k))
-        .flat_map(|(_, v)| split_list(v))
-        .collect();
-    let name = selector.get("aws::name").cloned();
-    let owners = selector
-        .get("aws::owners")
-        .map(|o| split_list(o))
-        .unwrap_or_default();
-    let tags: Tags = selector
-        .iter()
-        .filter(|(k, _)| !is_ids_key(k) && *k != "aws::name" && *k != "aws::owners")
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if !ids.is_empty() {
-        if name.is_some() || !owners.is_empty() || !tags.is_empty() {
-            warnings.push(
-                "spec.amiSelector: name, owners and tags were ANDed with the listed ids; v1 id terms cannot carry them, so only the ids are kept".to_string(),
-            );
-        }
-        return ids
-            .into_iter()
-            .map(|id| v1beta1::AmiSelectorTerm {
-                id: Some(id),
-                ..Default::default()
-            })
-            .collect();
-    }
-    let tags = (!tags.is_empty()).then_some(tags);
-    let owners: Vec<Option<String>> = if owners.is_empty() {
-        vec![None]
-    } else {
-        owners.into_iter().map(Some).collect()
-    };
-    owners
-        .into_iter()
-        .map(|owner| v1beta1::AmiSelectorTerm {
-            tags: tags.clone(),
-            name: name.clone(),
-            owner,
-            ..Default::default()
-        })
-        .collect()
 }
 
 /// v1beta1 defaulted the hop limit to 2 and v1 defaults it to 1; a class that relied on the
@@ -301,6 +145,41 @@ fn metadata_options(
             );
             MetadataOptions::default().with_defaults(v1beta1::DEFAULT_HOP_LIMIT)
         }
+    }
+}
+
+/// v1 accepts volume sizes only in Gi, G, Ti or T, where v1beta1 took any quantity. A size
+/// written otherwise is restated in Gi (or G) when that is exact, as Kubernetes would print it.
+fn volume_size(size: &mut Option<IntOrString>, index: usize, out: &mut Converted<EC2NodeClass>) {
+    let Some(old) = size.clone() else { return };
+    let text = old.to_text();
+    if matches!(old, IntOrString::String(_))
+        && super::validate::regex_for(super::rules::VOLUME_SIZE_PATTERN).is_match(&text)
+    {
+        return;
+    }
+    let field = format!("spec.blockDeviceMappings[{index}].ebs.volumeSize");
+    let restated = crate::quantity::parse_units(&text).ok().and_then(|bytes| {
+        const GI: i64 = 1 << 30;
+        const G: i64 = 1_000_000_000;
+        if bytes > 0 && bytes % GI == 0 {
+            Some(format!("{}Gi", bytes / GI))
+        } else if bytes > 0 && bytes % G == 0 {
+            Some(format!("{}G", bytes / G))
+        } else {
+            None
+        }
+    });
+    match restated {
+        Some(new) => {
+            out.warn(format!(
+                "{field}: {text} restated as {new} (v1 takes Gi, G, Ti or T)"
+            ));
+            *size = Some(IntOrString::String(new));
+        }
+        None => out.warn(format!(
+            "{field}: {text} is not a whole number of Gi or G, which v1 requires; kept as written"
+        )),
     }
 }
 

@@ -32,26 +32,26 @@ pub fn ec2nodeclass_printer_columns() -> Value {
 fn spec() -> Schema {
     let mut s = object()
         .description("EC2NodeClassSpec: how Karpenter launches instances in AWS.")
-        .prop("subnetSelectorTerms", subnet_terms())
-        .prop("securityGroupSelectorTerms", security_group_terms())
-        .prop("capacityReservationSelectorTerms", capacity_reservation_terms())
-        .prop("placementGroupSelector", placement_group())
-        .prop("associatePublicIPAddress", boolean())
-        .prop("ipPrefixCount", int32().minimum(0))
-        .prop("amiSelectorTerms", ami_terms())
-        .prop("amiFamily", string().enumerate(AMI_FAMILIES))
-        .prop("userData", string())
-        .prop("role", string().rule("self != ''", ROLE_EMPTY).transition_rule("self == oldSelf", IMMUTABLE))
-        .prop("instanceProfile", string().rule("self != ''", INSTANCE_PROFILE_EMPTY))
-        .prop("tags", tags())
-        .prop("kubelet", kubelet())
-        .prop("blockDeviceMappings", block_device_mappings())
-        .prop("instanceStorePolicy", string().enumerate(INSTANCE_STORE_POLICIES))
-        .prop("networkInterfaces", network_interfaces())
-        .prop("detailedMonitoring", boolean())
-        .prop("metadataOptions", metadata_options())
-        .prop("connectionTracking", connection_tracking())
-        .prop("context", string())
+        .prop("subnetSelectorTerms", subnet_terms().description("Subnets to launch into: terms are ORed, the fields of one term ANDed."))
+        .prop("securityGroupSelectorTerms", security_group_terms().description("Security groups for the nodes: terms are ORed, the fields of one term ANDed."))
+        .prop("capacityReservationSelectorTerms", capacity_reservation_terms().description("Capacity reservations nodes may launch into: terms are ORed."))
+        .prop("placementGroupSelector", placement_group().description("The placement group instances launch into, by name or id."))
+        .prop("associatePublicIPAddress", boolean().description("Whether instances get a public IP address; unset follows the subnet's setting."))
+        .prop("ipPrefixCount", int32().minimum(0).description("Number of IPv4 prefixes assigned to the primary network interface."))
+        .prop("amiSelectorTerms", ami_terms().description("AMIs to launch: one alias (family@version), or terms by id, name, owner, tags or SSM parameter, ORed."))
+        .prop("amiFamily", string().enumerate(AMI_FAMILIES).description("The bootstrap and default storage format. Optional with an alias, which implies it; may then only be that family or Custom."))
+        .prop("userData", string().description("User data merged with what Karpenter generates, in the format of the AMI family."))
+        .prop("role", string().rule("self != ''", ROLE_EMPTY).transition_rule("self == oldSelf", IMMUTABLE).description("IAM role of the nodes; Karpenter manages an instance profile for it. Immutable. Exclusive with instanceProfile."))
+        .prop("instanceProfile", string().rule("self != ''", INSTANCE_PROFILE_EMPTY).description("An existing instance profile for the nodes (not managed). Exclusive with role."))
+        .prop("tags", tags().description("Tags applied to instances, volumes, network interfaces and launch templates."))
+        .prop("kubelet", kubelet().description("Kubelet configuration for the nodes. The managed fields are typed; other fields pass through where the family allows."))
+        .prop("blockDeviceMappings", block_device_mappings().description("Volumes attached at launch; replaces the family's default root volume."))
+        .prop("instanceStorePolicy", string().enumerate(INSTANCE_STORE_POLICIES).description("RAID0 joins the NVMe instance-store disks and puts kubelet and container state on them."))
+        .prop("networkInterfaces", network_interfaces().description("Network interfaces per network card; must include the primary interface."))
+        .prop("detailedMonitoring", boolean().description("Whether CloudWatch detailed monitoring is enabled on instances."))
+        .prop("metadataOptions", metadata_options().description("Instance Metadata Service options of the launch template."))
+        .prop("connectionTracking", connection_tracking().description("Connection-tracking timeouts of the network interfaces (Nitro instances only)."))
+        .prop("context", string().description("Reserved EC2 CreateFleet context."))
         .prop("cpuOptions", object().prop("nestedVirtualization", string().enumerate(ENABLED_DISABLED)))
         .required(&["amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"])
         .rule(
@@ -255,11 +255,11 @@ fn kubelet() -> Schema {
             IMAGE_GC_ORDER,
         )
         .rule(
-            "has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true",
+            "has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod))) : true",
             EVICTION_SOFT_UNMATCHED,
         )
         .rule(
-            "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true",
+            "has(self.evictionSoftGracePeriod) ? (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft))) : true",
             EVICTION_GRACE_UNMATCHED,
         )
         .rule("!has(self.registerWithTaints)", REGISTER_WITH_TAINTS)

@@ -191,7 +191,7 @@ fn matches(value: &str, pattern: &'static str, p: &Path, errs: &mut Vec<FieldErr
 
 /// Compiled patterns, built once. Every pattern is a constant in [`super::rules`], checked by
 /// a test, so compiling cannot fail at run time.
-fn regex_for(pattern: &'static str) -> &'static Regex {
+pub(super) fn regex_for(pattern: &'static str) -> &'static Regex {
     static CACHE: LazyLock<BTreeMap<&'static str, Regex>> = LazyLock::new(|| {
         [
             SUBNET_ID_PATTERN,

@@ -107,7 +107,31 @@ impl PendingPool {
     }
 }
 
+/// `kind: List` documents (what `kubectl get -o yaml` prints) become one document per item,
+/// named `file[i].items[j]`.
+fn expand_lists(docs: Vec<Document>) -> Vec<Document> {
+    let mut out = Vec::with_capacity(docs.len());
+    for doc in docs {
+        let items = doc.value.get("items").and_then(Value::as_array);
+        match items {
+            Some(items) if doc.kind().ends_with("List") => {
+                let source = format!("{}[{}].items", doc.source, doc.index);
+                for (index, value) in items.iter().enumerate() {
+                    out.push(Document {
+                        source: source.clone(),
+                        index,
+                        value: value.clone(),
+                    });
+                }
+            }
+            _ => out.push(doc),
+        }
+    }
+    out
+}
+
 pub fn convert_documents(docs: Vec<Document>, options: &ConvertOptions) -> Vec<Item> {
+    let docs = expand_lists(docs);
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(docs.len());
     let mut pools: Vec<PendingPool> = Vec::new();
     let mut classes: Vec<(usize, Object)> = Vec::new();
@@ -223,4 +247,26 @@ fn keep_kubelet(np: &mut Converted<v1::NodePool>, kubelet: Value) {
     np.warn(format!(
         "kubelet settings belong to the EC2NodeClass in v1, but no older-generation EC2NodeClass {class:?} in this input can take them (or another NodePool's differing settings went there); they are kept in annotation {KUBELET_COMPATIBILITY_ANNOTATION}"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::parse_documents;
+
+    #[test]
+    fn lists_are_expanded() {
+        let docs = parse_documents(
+            "l.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: karpenter.sh/v1\n  kind: NodePool\n  metadata: {name: a}\n  spec:\n    template:\n      spec:\n        requirements: []\n        nodeClassRef: {group: g, kind: k, name: n}\n",
+        )
+        .unwrap();
+        let items = convert_documents(docs, &ConvertOptions::default());
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0].doc.describe(), "l.yaml[0].items[0] NodePool/a");
+        assert!(matches!(
+            items[0].outcome,
+            Outcome::Current(Object::NodePool(_))
+        ));
+    }
 }

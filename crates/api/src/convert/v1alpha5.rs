@@ -4,6 +4,8 @@
 //! are written out, a Provisioner that never removed empty nodes gets `consolidateAfter: Never`,
 //! and one whose nodes never expired gets `expireAfter: Never`. Each such choice is a warning.
 
+use std::collections::BTreeMap;
+
 use nodewright_core::labels;
 use serde_json::Value;
 
@@ -24,9 +26,13 @@ fn rename_key(key: &str) -> String {
     }
 }
 
-/// Requirements v1alpha5 applied when the Provisioner left a key unconstrained.
-fn implicit_requirements(reqs: &[Req]) -> Vec<Req> {
-    let constrained = |k: &str| reqs.iter().any(|r| labels::normalize_key(&r.key) == k);
+/// Requirements v1alpha5 applied when the Provisioner left a key unconstrained (neither a
+/// requirement nor a label on it).
+fn implicit_requirements(reqs: &[Req], node_labels: Option<&BTreeMap<String, String>>) -> Vec<Req> {
+    let constrained = |k: &str| {
+        reqs.iter().any(|r| labels::normalize_key(&r.key) == k)
+            || node_labels.is_some_and(|l| l.keys().any(|l| labels::normalize_key(l) == k))
+    };
     let picks_instances = constrained(labels::INSTANCE_TYPE)
         || constrained(labels::aws::INSTANCE_FAMILY)
         || constrained(labels::aws::INSTANCE_CATEGORY)
@@ -73,7 +79,7 @@ pub fn convert(old: &Provisioner) -> NodePoolConversion {
             r.key = key;
         }
     }
-    let implicit = implicit_requirements(&requirements);
+    let implicit = implicit_requirements(&requirements, s.labels.as_ref());
     if !implicit.is_empty() {
         let list: Vec<String> = implicit.iter().map(describe).collect();
         w.push(format!(
@@ -222,5 +228,96 @@ pub fn convert(old: &Provisioner) -> NodePoolConversion {
             warnings: w,
         },
         kubelet,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provisioner(spec: serde_json::Value) -> Provisioner {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1alpha5", "kind": "Provisioner",
+            "metadata": {"name": "p"}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    fn keys(c: &NodePoolConversion) -> Vec<String> {
+        c.nodepool
+            .object
+            .spec
+            .template
+            .spec
+            .requirements
+            .iter()
+            .map(|r| r.key.clone())
+            .collect()
+    }
+
+    #[test]
+    fn labels_and_instance_types_suppress_implicit_defaults() {
+        let c = convert(&provisioner(serde_json::json!({
+            "providerRef": {"name": "d"},
+            "labels": {"kubernetes.io/arch": "arm64"},
+            "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["t4g.large"]}]
+        })));
+        assert_eq!(
+            keys(&c),
+            [
+                "node.kubernetes.io/instance-type",
+                "karpenter.sh/capacity-type",
+                "kubernetes.io/os"
+            ]
+        );
+    }
+
+    #[test]
+    fn ttls_consolidation_kubelet_and_provider() {
+        let c = convert(&provisioner(serde_json::json!({
+            "providerRef": {"apiVersion": "karpenter.k8s.aws/v1alpha1", "kind": "AWSNodeTemplate", "name": "d"},
+            "ttlSecondsAfterEmpty": 30,
+            "ttlSecondsUntilExpired": 604800,
+            "kubeletConfiguration": {"maxPods": 20, "containerRuntime": "dockerd"},
+            "provider": {"subnetSelector": {"a": "b"}},
+            "requirements": [{"key": "karpenter.sh/provisioner-name", "operator": "Exists"}],
+            "weight": 5
+        })));
+        let np = &c.nodepool.object;
+        let d = np.spec.disruption.as_ref().unwrap();
+        assert_eq!(d.consolidation_policy.as_deref(), Some("WhenEmpty"));
+        assert_eq!(d.consolidate_after, Some(NillableDuration::new("30s")));
+        assert_eq!(
+            np.spec.template.spec.expire_after,
+            Some(NillableDuration::new("168h"))
+        );
+        assert_eq!(np.spec.template.spec.node_class_ref.kind, "EC2NodeClass");
+        assert_eq!(
+            np.spec.template.spec.node_class_ref.group,
+            "karpenter.k8s.aws"
+        );
+        assert_eq!(
+            np.spec.template.spec.requirements[0].key,
+            "karpenter.sh/nodepool"
+        );
+        assert_eq!(np.spec.weight, Some(5));
+        assert_eq!(c.kubelet, Some(serde_json::json!({"maxPods": 20})));
+        let w = c.nodepool.warnings.join("\n");
+        assert!(w.contains("containerRuntime"), "{w}");
+        assert!(w.contains("spec.provider (inline AWS settings)"), "{w}");
+        assert!(
+            w.contains("\"karpenter.sh/provisioner-name\" is now \"karpenter.sh/nodepool\""),
+            "{w}"
+        );
+
+        let c = convert(&provisioner(
+            serde_json::json!({"providerRef": {"name": "d"}, "consolidation": {"enabled": true}}),
+        ));
+        let d = c.nodepool.object.spec.disruption.unwrap();
+        assert_eq!(
+            d.consolidation_policy.as_deref(),
+            Some("WhenEmptyOrUnderutilized")
+        );
+        assert_eq!(d.consolidate_after, Some(NillableDuration::new("0s")));
     }
 }

@@ -138,3 +138,80 @@ pub fn convert(old: &v1beta1::NodePool) -> NodePoolConversion {
         kubelet: otmpl.kubelet.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nodepool(spec: Value) -> v1beta1::NodePool {
+        serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1beta1", "kind": "NodePool",
+            "metadata": {"name": "p"}, "spec": spec
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn node_class_ref_budgets_and_dropped_fields() {
+        let c = convert(&nodepool(json!({
+            "template": {"spec": {
+                "nodeClassRef": {"apiVersion": "karpenter.k8s.aws/v1beta1", "kind": "EC2NodeClass", "name": "d"},
+                "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"], "minValues": 1}],
+                "resources": {"requests": {"cpu": "1"}}
+            }},
+            "disruption": {
+                "consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s", "expireAfter": "Never",
+                "budgets": [{"nodes": "0", "schedule": "@daily", "duration": "10m"}]
+            },
+            "weight": 10
+        })));
+        let np = &c.nodepool.object;
+        let r = &np.spec.template.spec.node_class_ref;
+        assert_eq!(
+            (r.group.as_str(), r.kind.as_str(), r.name.as_str()),
+            ("karpenter.k8s.aws", "EC2NodeClass", "d")
+        );
+        assert_eq!(np.spec.template.spec.requirements[0].min_values, Some(1));
+        assert_eq!(
+            np.spec.template.spec.expire_after,
+            Some(v1::NillableDuration::never())
+        );
+        let d = np.spec.disruption.as_ref().unwrap();
+        assert_eq!(d.consolidation_policy.as_deref(), Some("WhenEmpty"));
+        assert_eq!(d.consolidate_after, Some(v1::NillableDuration::new("30s")));
+        assert_eq!(
+            d.budgets.as_ref().unwrap()[0].schedule.as_deref(),
+            Some("@daily")
+        );
+        assert_eq!(np.spec.weight, Some(10));
+        assert!(
+            c.nodepool
+                .warnings
+                .iter()
+                .any(|w| w.contains("spec.template.spec.resources"))
+        );
+        assert_eq!(c.kubelet, None);
+    }
+
+    #[test]
+    fn missing_node_class_ref_is_a_warning_and_fails_v1_validation() {
+        let c = convert(&nodepool(
+            json!({"template": {"spec": {"requirements": []}}}),
+        ));
+        assert!(
+            c.nodepool
+                .warnings
+                .iter()
+                .any(|w| w.contains("nodeClassRef is missing"))
+        );
+        let errs = crate::validation::nodepool(&c.nodepool.object);
+        assert!(errs.iter().any(
+            |e| e.to_string() == "spec.template.spec.nodeClassRef.name: name may not be empty"
+        ));
+        assert_eq!(
+            c.nodepool.object.spec.disruption, None,
+            "absent disruption keeps v1 defaults"
+        );
+    }
+}

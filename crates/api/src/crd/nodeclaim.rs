@@ -13,23 +13,42 @@ pub const MSG_SPEC_IMMUTABLE: &str = "spec is immutable";
 
 pub fn spec() -> Schema {
     schema::object()
+        .description("The node this NodeClaim asks for. Immutable once created.")
         .prop(
             "expireAfter",
             schema::string()
                 .pattern(NILLABLE_DURATION_PATTERN)
-                .default(json!(defaults::EXPIRE_AFTER)),
+                .default(json!(defaults::EXPIRE_AFTER))
+                .description("How long the node lives before it is replaced; `Never` disables expiry."),
         )
-        .prop("nodeClassRef", shared::node_class_ref())
-        .prop("requirements", shared::requirements(KeyContext::NodeClaim))
+        .prop(
+            "nodeClassRef",
+            shared::node_class_ref().description("The provider node class the node is launched with."),
+        )
+        .prop(
+            "requirements",
+            shared::requirements(KeyContext::NodeClaim)
+                .description("Constraints on the node's labels; the launch picks an instance type that satisfies them."),
+        )
         .prop(
             "resources",
-            schema::object().prop("requests", shared::resource_list()),
+            schema::object()
+                .description("Resources the node must have room for.")
+                .prop(
+                    "requests",
+                    shared::resource_list().description("The pods' requests the node was launched for."),
+                ),
         )
-        .prop("startupTaints", shared::taints())
-        .prop("taints", shared::taints())
+        .prop(
+            "startupTaints",
+            shared::taints().description("Taints present at startup and expected to be removed by another agent."),
+        )
+        .prop("taints", shared::taints().description("Taints applied to the node."))
         .prop(
             "terminationGracePeriod",
-            schema::string().pattern(DURATION_PATTERN),
+            schema::string()
+                .pattern(DURATION_PATTERN)
+                .description("The longest the node may take to drain once deletion starts."),
         )
         .required(&["nodeClassRef", "requirements"])
         .transition_rule("self == oldSelf", MSG_SPEC_IMMUTABLE)
@@ -37,13 +56,34 @@ pub fn spec() -> Schema {
 
 pub fn status() -> Schema {
     schema::object()
-        .prop("allocatable", shared::resource_list())
-        .prop("capacity", shared::resource_list())
+        .description("The observed state of the NodeClaim.")
+        .prop(
+            "allocatable",
+            shared::resource_list().description("Resources available to pods on the node."),
+        )
+        .prop(
+            "capacity",
+            shared::resource_list().description("The node's total resources."),
+        )
         .prop("conditions", shared::conditions())
-        .prop("imageID", schema::string())
-        .prop("lastPodEventTime", schema::string().format("date-time"))
-        .prop("nodeName", schema::string())
-        .prop("providerID", schema::string())
+        .prop(
+            "imageID",
+            schema::string().description("The machine image the node runs."),
+        )
+        .prop(
+            "lastPodEventTime",
+            schema::string()
+                .format("date-time")
+                .description("When a pod was last bound to or removed from the node."),
+        )
+        .prop(
+            "nodeName",
+            schema::string().description("The name of the Node object."),
+        )
+        .prop(
+            "providerID",
+            schema::string().description("The cloud provider's ID of the instance."),
+        )
 }
 
 pub fn nodeclaim_crd() -> Crd {

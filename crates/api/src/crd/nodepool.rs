@@ -27,7 +27,8 @@ fn template_labels() -> Schema {
             .max_length(63)
             .pattern(labels::LABEL_VALUE_PATTERN),
     )
-    .max_properties(100);
+    .max_properties(100)
+    .description("Labels every NodeClaim and Node of this NodePool gets.");
     for rule in labels::key_rules(KeyContext::NodePool) {
         s = s.rule(&format!("self.all(x, {})", rule.cel("x")), &rule.message());
     }
@@ -36,30 +37,46 @@ fn template_labels() -> Schema {
 
 fn template() -> Schema {
     let metadata = schema::object()
-        .prop("annotations", schema::map_of(schema::string()))
+        .prop(
+            "annotations",
+            schema::map_of(schema::string())
+                .description("Annotations every NodeClaim and Node of this NodePool gets."),
+        )
         .prop("labels", template_labels());
     let spec = schema::object()
         .prop(
             "expireAfter",
             schema::string()
                 .pattern(NILLABLE_DURATION_PATTERN)
-                .default(json!(defaults::EXPIRE_AFTER)),
+                .default(json!(defaults::EXPIRE_AFTER))
+                .description("How long a node lives, counted from its NodeClaim's creation, before it is replaced; `Never` disables expiry."),
         )
         .prop(
             "nodeClassRef",
             shared::node_class_ref()
                 .transition_rule("self.group == oldSelf.group", MSG_GROUP_IMMUTABLE)
-                .transition_rule("self.kind == oldSelf.kind", MSG_KIND_IMMUTABLE),
+                .transition_rule("self.kind == oldSelf.kind", MSG_KIND_IMMUTABLE)
+                .description("The provider node class (for AWS, an EC2NodeClass) nodes are launched with."),
         )
-        .prop("requirements", shared::requirements(KeyContext::NodePool))
-        .prop("startupTaints", shared::taints())
-        .prop("taints", shared::taints())
+        .prop(
+            "requirements",
+            shared::requirements(KeyContext::NodePool)
+                .description("Constraints on node labels (instance type, zone, capacity type, ...) every launch satisfies."),
+        )
+        .prop(
+            "startupTaints",
+            shared::taints().description("Taints present at startup and expected to be removed by another agent; pods need not tolerate them."),
+        )
+        .prop("taints", shared::taints().description("Taints applied to every node; pods must tolerate them."))
         .prop(
             "terminationGracePeriod",
-            schema::string().pattern(DURATION_PATTERN),
+            schema::string()
+                .pattern(DURATION_PATTERN)
+                .description("The longest a node may take to drain once deletion starts; afterwards remaining pods are deleted. Unset waits forever."),
         )
         .required(&["nodeClassRef", "requirements"]);
     schema::object()
+        .description("The NodeClaim every node of this NodePool is launched from.")
         .prop("metadata", metadata)
         .prop("spec", spec)
         .required(&["spec"])
@@ -69,23 +86,29 @@ fn budget() -> Schema {
     schema::object()
         .prop(
             "duration",
-            schema::string().pattern(BUDGET_DURATION_PATTERN),
+            schema::string()
+                .pattern(BUDGET_DURATION_PATTERN)
+                .description("How long the budget is active after each schedule hit (hours and minutes). Required with schedule."),
         )
         .prop(
             "nodes",
             schema::string()
                 .pattern(BUDGET_NODES_PATTERN)
-                .default(json!(defaults::BUDGET_NODES)),
+                .default(json!(defaults::BUDGET_NODES))
+                .description("How many nodes may be disrupted at once: a count or a percentage of the NodePool's nodes (rounded up)."),
         )
         .prop(
             "reasons",
             schema::array(schema::string().enumerate(DISRUPTION_REASONS))
                 .max_items(50)
-                .list_type("set"),
+                .list_type("set")
+                .description("Disruption reasons the budget applies to; unset means all."),
         )
         .prop(
             "schedule",
-            schema::string().pattern(BUDGET_SCHEDULE_PATTERN),
+            schema::string()
+                .pattern(BUDGET_SCHEDULE_PATTERN)
+                .description("Cron schedule (UTC) at which the budget becomes active. Required with duration; unset means always active."),
         )
         .required(&["nodes"])
 }
@@ -99,6 +122,7 @@ fn disruption() -> Schema {
                 .max_items(50)
                 .list_type("atomic")
                 .default(json!([{"nodes": defaults::BUDGET_NODES}]))
+                .description("Limits on how many nodes may be disrupted at once; the most restrictive active budget wins.")
                 .rule(
                     "self.all(x, has(x.schedule) == has(x.duration))",
                     MSG_SCHEDULE_WITH_DURATION,
@@ -106,24 +130,43 @@ fn disruption() -> Schema {
         )
         .prop(
             "consolidateAfter",
-            schema::string().pattern(NILLABLE_DURATION_PATTERN),
+            schema::string()
+                .pattern(NILLABLE_DURATION_PATTERN)
+                .description("How long a node must stay consolidatable before it is consolidated; `Never` disables consolidation."),
         )
         .prop(
             "consolidationPolicy",
             schema::string()
                 .enumerate(CONSOLIDATION_POLICIES)
-                .default(json!(defaults::CONSOLIDATION_POLICY)),
+                .default(json!(defaults::CONSOLIDATION_POLICY))
+                .description("Which nodes consolidation may remove or replace."),
         )
         .required(&["consolidateAfter"])
+        .description("When and how nodes of this NodePool are voluntarily disrupted.")
 }
 
 pub fn spec() -> Schema {
     schema::object()
+        .description("How this NodePool launches and disrupts nodes.")
         .prop("disruption", disruption())
-        .prop("limits", shared::resource_list())
-        .prop("replicas", schema::int64().minimum(0))
+        .prop(
+            "limits",
+            shared::resource_list().description("Upper bounds on the total resources (and `nodes`) of this NodePool's nodes."),
+        )
+        .prop(
+            "replicas",
+            schema::int64()
+                .minimum(0)
+                .description("Alpha: keep exactly this many nodes (static capacity) instead of following pod demand."),
+        )
         .prop("template", template())
-        .prop("weight", schema::int32().minimum(1).maximum(100))
+        .prop(
+            "weight",
+            schema::int32()
+                .minimum(1)
+                .maximum(100)
+                .description("Priority among NodePools; higher is tried first. Unset is 0."),
+        )
         .required(&["template"])
         .transition_rule("has(self.replicas) == has(oldSelf.replicas)", MSG_STATIC_TRANSITION)
         .rule(
@@ -135,10 +178,21 @@ pub fn spec() -> Schema {
 
 pub fn status() -> Schema {
     schema::object()
+        .description("The observed state of the NodePool.")
         .prop("conditions", shared::conditions())
-        .prop("nodeClassObservedGeneration", schema::int64())
-        .prop("nodes", schema::int64())
-        .prop("resources", shared::resource_list())
+        .prop(
+            "nodeClassObservedGeneration",
+            schema::int64().description("The node class generation the status was computed from."),
+        )
+        .prop(
+            "nodes",
+            schema::int64().description("The number of nodes of this NodePool."),
+        )
+        .prop(
+            "resources",
+            shared::resource_list()
+                .description("Total capacity of this NodePool's nodes, plus the `nodes` count."),
+        )
 }
 
 pub fn nodepool_crd() -> Crd {

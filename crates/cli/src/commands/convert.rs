@@ -55,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         out.push_str("---\n");
         out.push_str(&serde_yaml::to_string(&value)?);
     }
-    print!("{out}");
+    crate::output::emit(&out)?;
     Ok(if ok {
         ExitCode::SUCCESS
     } else {

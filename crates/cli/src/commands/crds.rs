@@ -16,7 +16,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.output_dir {
-        None => print!("{}", crd::all_yaml()),
+        None => crate::output::emit(&crd::all_yaml())?,
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             for (name, value) in crd::all() {

@@ -20,6 +20,10 @@ pub struct Args {
     /// Do not print warnings (unknown fields, conversion notes, skipped documents).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Treat fields the API server would drop (unknown fields) as errors, like
+    /// `kubectl apply --validate=strict`.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Reads every input; a file that is not YAML/JSON is reported and counts as invalid.
@@ -30,7 +34,7 @@ pub fn read_all(files: &[PathBuf]) -> anyhow::Result<(Vec<document::Document>, b
         match document::read_documents(f) {
             Ok(d) => docs.extend(d),
             Err(e @ ReadError::Parse { .. }) => {
-                println!("{e}");
+                crate::output::emit_line(&e.to_string())?;
                 ok = false;
             }
             Err(e) => return Err(e.into()),
@@ -60,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Outcome::Failed(e) => {
                 checked += 1;
                 invalid += 1;
-                println!("{what}: {e}");
+                crate::output::emit_line(&format!("{what}: {e}"))?;
                 continue;
             }
             Outcome::Current(_) => (what.clone(), &[]),
@@ -70,9 +74,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         };
         checked += 1;
-        let Some(report) = item.validate() else {
+        let Some(mut report) = item.validate() else {
             continue;
         };
+        if args.strict {
+            let (unknown, rest): (Vec<_>, Vec<_>) = report
+                .warnings
+                .into_iter()
+                .partition(|w| w.reason.starts_with("unknown field"));
+            report.warnings = rest;
+            report.errors.extend(unknown);
+        }
         if !args.quiet {
             for w in warnings {
                 eprintln!("warning: {what}: {w}");
@@ -84,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !report.errors.is_empty() {
             invalid += 1;
             for e in &report.errors {
-                println!("{prefix}: {e}");
+                crate::output::emit_line(&format!("{prefix}: {e}"))?;
             }
         }
     }

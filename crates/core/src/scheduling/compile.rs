@@ -32,6 +32,14 @@ pub fn sparse(v: &[i64], names: &Interner) -> Resources {
     r
 }
 
+/// `used + req` fits in `alloc`, comparing only what `req` asks for (as the kube-scheduler does).
+pub fn fits_plus(used: &[i64], req: &[i64], alloc: &[i64]) -> bool {
+    used.iter()
+        .zip(req)
+        .zip(alloc)
+        .all(|((&u, &r), &a)| r <= 0 || u + r <= a)
+}
+
 pub fn fits(total: &[i64], alloc: &[i64]) -> bool {
     total.iter().zip(alloc).all(|(&t, &a)| t <= 0 || t <= a)
 }
@@ -73,6 +81,8 @@ pub struct PoolC {
     pub used: Res,
     pub used_nodes: i64,
     pub has_prefer_no_schedule: bool,
+    /// Some requirement of this NodePool carries `minValues`.
+    pub min_values: bool,
 }
 
 /// A node or in-flight claim that already exists.
@@ -350,6 +360,11 @@ pub fn compile_pool(
             .taints
             .iter()
             .any(|t| t.effect == TaintEffect::PreferNoSchedule),
+        min_values: np
+            .template
+            .requirements
+            .iter()
+            .any(|r| r.min_values.is_some()),
     }
 }
 

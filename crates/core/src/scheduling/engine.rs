@@ -1,7 +1,7 @@
 //! The mutable state of one solve (new claims, usage, counts) and the placement loop.
 
 use super::bitset::Bitset;
-use super::compile::{Res, fits};
+use super::compile::{Res, fits, fits_plus};
 use super::plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
 use super::reqs::{Reqs, ValueSet};
 use super::setup::{Class, World};
@@ -107,34 +107,39 @@ impl<'w> Engine<'w> {
         let want_m = if bulk { want } else { 1 };
 
         // 1. Existing nodes and in-flight claims, first that fits.
-        let mut existing_refusals: Vec<Refusal> = Vec::new();
         for ei in 0..self.w.existing.len() {
-            match self.eval_existing(c, &cons, &alts, relax, ei, want_m) {
-                Ok((m, _)) => {
-                    return Ok(Choice {
-                        target: Tgt::Existing(ei),
-                        reqs: None,
-                        bits: None,
-                        pins: vec![],
-                        m,
-                    });
-                }
-                Err(r) => existing_refusals.push(r),
+            if let Ok((m, _)) = self.eval_existing(c, &cons, &alts, relax, ei, want_m) {
+                return Ok(Choice {
+                    target: Tgt::Existing(ei),
+                    reqs: None,
+                    bits: None,
+                    pins: vec![],
+                    m,
+                });
             }
         }
-        // 2. This run's new claims, the one whose launch price grows least.
+        // 2. This run's new claims: the first that takes the pod without raising its launch
+        // price, else the one whose price grows least (ties: tightest fit).
         let mut best: Option<(usize, Eval)> = None;
         for k in 0..self.claims.len() {
-            if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k) {
-                let better = match &best {
-                    None => true,
-                    Some((_, b)) => {
-                        e.marginal < b.marginal - 1e-9
-                            || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+            if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, true) {
+                best = Some((k, e));
+                break;
+            }
+        }
+        if best.is_none() {
+            for k in 0..self.claims.len() {
+                if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, false) {
+                    let better = match &best {
+                        None => true,
+                        Some((_, b)) => {
+                            e.marginal < b.marginal - 1e-9
+                                || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+                        }
+                    };
+                    if better {
+                        best = Some((k, e));
                     }
-                };
-                if better {
-                    best = Some((k, e));
                 }
             }
         }
@@ -160,7 +165,10 @@ impl<'w> Engine<'w> {
         let c = &self.w.classes[ci];
         let mut reasons = Vec::new();
         if !self.w.existing.is_empty() {
-            reasons.push(self.summarise_existing(c, &existing_refusals));
+            let refusals: Vec<Refusal> = (0..self.w.existing.len())
+                .filter_map(|ei| self.eval_existing(c, &cons, &alts, relax, ei, want_m).err())
+                .collect();
+            reasons.push(self.summarise_existing(c, &refusals));
         }
         if self.w.pools.is_empty() {
             reasons.push("no NodePool is available".to_string());
@@ -251,10 +259,17 @@ impl<'w> Engine<'w> {
             ));
         }
         self.w.topology(c, cons, &e.reqs, false)?;
-        let m = 1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1);
+        let m = if want > 1 {
+            let total = add_scaled(used, &c.requests, 1);
+            1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1)
+        } else {
+            1
+        };
         Ok((m as usize, ()))
     }
 
+    /// Evaluates claim `k` for one more pod. With `zero_only`, only a placement that keeps the
+    /// claim's launch price is accepted, and nothing is allocated on the way.
     fn eval_claim(
         &self,
         c: &Class,
@@ -262,39 +277,46 @@ impl<'w> Engine<'w> {
         alts: &[Reqs],
         relax: &Relax,
         k: usize,
+        zero_only: bool,
     ) -> Option<Eval> {
         let cl = &self.claims[k];
-        for (r, &q) in c.requests.iter().enumerate() {
-            if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
+        let pool = &self.w.pools[cl.pool];
+        if zero_only {
+            if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
                 return None;
             }
+        } else {
+            for (r, &q) in c.requests.iter().enumerate() {
+                if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
+                    return None;
+                }
+            }
         }
-        let pool = &self.w.pools[cl.pool];
-        if taint_refusal(c, &pool.taints, relax).is_some()
-            || ports_conflict(&c.host_ports, &cl.ports).is_some()
-        {
+        if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
+            return None;
+        }
+        if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
             return None;
         }
         let allow = |key: u32| self.w.allow_undefined(key);
         for alt in alts {
-            if cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
+            if !alt.items.is_empty() && cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
                 continue;
             }
             let mut merged: Option<Reqs> = None;
             let mut changed: Vec<u32> = Vec::new();
-            if !alt.items.is_empty() {
+            if !alt.items.is_empty() && cl.reqs.would_change(alt, &self.w.interner) {
                 let mut m = cl.reqs.clone();
                 changed = m.merge(alt, &self.w.interner);
                 if !changed.is_empty() {
                     merged = Some(m);
                 }
             }
-            let pins = match self
+            let Ok(pins) = self
                 .w
                 .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
-            {
-                Ok(p) => p,
-                Err(_) => continue,
+            else {
+                continue;
             };
             if !pins.is_empty() {
                 let m = merged.get_or_insert_with(|| cl.reqs.clone());
@@ -303,7 +325,6 @@ impl<'w> Engine<'w> {
                     changed.push(key);
                 }
             }
-            let total = add_scaled(&cl.used, &c.requests, 1);
             let mut bits: Option<Bitset> = None;
             if let Some(m) = &merged {
                 let mut b = cl.bits.clone();
@@ -319,17 +340,35 @@ impl<'w> Engine<'w> {
             }
             let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
             let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
-            let Some((first, price)) = self.w.first_fit(cl.pool, bits_ref, reqs_ref, &total) else {
-                continue;
-            };
-            if reqs_ref.items.iter().any(|r| r.min_values.is_some()) {
-                let mut nb = bits_ref.clone();
-                for it in bits_ref.iter() {
-                    if !fits(&total, &pool.its[it].alloc) {
-                        nb.remove(it);
+            if zero_only && merged.is_none() {
+                // The current cheapest type still fits: the launch price does not move.
+                if pool.min_values {
+                    let total = add_scaled(&cl.used, &c.requests, 1);
+                    if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
+                        continue;
                     }
                 }
-                if self.w.min_values_ok(cl.pool, &nb, reqs_ref).is_err() {
+                return Some(Eval {
+                    marginal: 0.0,
+                    slack: 0.0,
+                    reqs: None,
+                    bits: None,
+                    pins,
+                    first: cl.cheapest,
+                });
+            }
+            let Some((first, price)) =
+                self.w
+                    .first_fit_plus(cl.pool, bits_ref, reqs_ref, &cl.used, &c.requests)
+            else {
+                continue;
+            };
+            if zero_only && price > cl.price + 1e-12 {
+                continue;
+            }
+            if pool.min_values {
+                let total = add_scaled(&cl.used, &c.requests, 1);
+                if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
                     continue;
                 }
             }
@@ -337,7 +376,7 @@ impl<'w> Engine<'w> {
             let mut slack = 0.0;
             for r in 0..2.min(alloc.len()) {
                 if alloc[r] > 0 {
-                    slack += (alloc[r] - total[r]) as f64 / alloc[r] as f64;
+                    slack += (alloc[r] - cl.used[r] - c.requests[r]) as f64 / alloc[r] as f64;
                 }
             }
             return Some(Eval {
@@ -350,6 +389,16 @@ impl<'w> Engine<'w> {
             });
         }
         None
+    }
+
+    fn min_values_after(&self, pool: usize, bits: &Bitset, reqs: &Reqs, total: &[i64]) -> bool {
+        let mut nb = bits.clone();
+        for it in bits.iter() {
+            if !fits(total, &self.w.pools[pool].its[it].alloc) {
+                nb.remove(it);
+            }
+        }
+        self.w.min_values_ok(pool, &nb, reqs).is_ok()
     }
 
     fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
@@ -483,10 +532,59 @@ impl<'w> Engine<'w> {
                 last = self.w.describe_refusal(c, &Refusal::MinValues(key));
                 continue;
             }
-            let Some((first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
+            let Some((mut first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
                 last = "no available offering".to_string();
                 continue;
             };
+            // Settle every topology key now (zone from the cheapest offering), so later pods
+            // check this claim's domains with plain lookups and every count is exact.
+            let mut keys: Vec<u32> = self.w.universe.keys().copied().collect();
+            keys.sort_unstable();
+            let mut settled = Vec::new();
+            for key in keys {
+                let already = reqs
+                    .get(key)
+                    .is_some_and(|s| !s.complement && s.values.len() == 1);
+                if already {
+                    continue;
+                }
+                let value = if key == self.w.zone || key == self.w.capacity_type {
+                    self.w.offering(p, first, &reqs).map(|(_, o)| {
+                        let off = &pool.its[first].offerings[o];
+                        if key == self.w.zone {
+                            off.zone
+                        } else {
+                            off.capacity_type
+                        }
+                    })
+                } else {
+                    self.w.universe[&key]
+                        .iter()
+                        .map(|x| x.0)
+                        .find(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
+                };
+                if let Some(v) = value {
+                    reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+                    settled.push(key);
+                }
+            }
+            if !settled.is_empty() {
+                for it in bits.clone().iter() {
+                    if !settled
+                        .iter()
+                        .all(|&key| self.w.it_key_ok(p, it, &reqs, key))
+                    {
+                        bits.remove(it);
+                    }
+                }
+                match self.w.first_fit(p, &bits, &reqs, &c.requests) {
+                    Some((f, _)) => first = f,
+                    None => {
+                        last = "no available offering".to_string();
+                        continue;
+                    }
+                }
+            }
             return Ok((reqs, bits, pins, first));
         }
         Err(last)
@@ -713,6 +811,13 @@ impl<'w> Engine<'w> {
                 .collect();
             let mut reqs = cl.reqs.clone();
             reqs.items.retain(|r| r.key != w.hostname);
+            let mut requirement_list = reqs.to_requirements(&w.interner);
+            requirement_list.push(crate::requirements::Requirement {
+                key: crate::labels::INSTANCE_TYPE.to_string(),
+                operator: crate::requirements::Operator::In,
+                values: instance_types.iter().map(|o| o.name.clone()).collect(),
+                min_values: None,
+            });
             let mut requirements = reqs.describe(&w.interner);
             let names: Vec<&str> = instance_types.iter().map(|o| o.name.as_str()).collect();
             requirements.push(format!(
@@ -729,6 +834,7 @@ impl<'w> Engine<'w> {
             new_claims.push(NewClaim {
                 nodepool: p.name.clone(),
                 requirements,
+                requirement_list,
                 instance_types,
                 pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
                 requests,

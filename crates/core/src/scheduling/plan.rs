@@ -35,6 +35,8 @@ pub struct NewClaim {
     pub nodepool: String,
     /// The claim's requirements, rendered (`key Operator [values]`), sorted by key.
     pub requirements: Vec<String>,
+    /// The same requirements as data, for launching or comparing the claim.
+    pub requirement_list: Vec<crate::requirements::Requirement>,
     /// Options sorted by price, then name; at most the per-claim cap.
     pub instance_types: Vec<InstanceOption>,
     /// `namespace/name` of the pods it was created for, in placement order.

@@ -289,6 +289,26 @@ impl Reqs {
         changed
     }
 
+    /// True when merging `other` would narrow some key (cheap; allocates nothing for the
+    /// common case of a settled single-valued key).
+    pub fn would_change(&self, other: &Reqs, interner: &Interner) -> bool {
+        other.items.iter().any(|r| match self.get_req(r.key) {
+            None => true,
+            Some(mine) => {
+                if r.min_values
+                    .is_some_and(|m| mine.min_values.is_none_or(|x| x < m))
+                {
+                    return true;
+                }
+                if !mine.set.complement {
+                    !mine.set.values.iter().all(|&v| r.set.has(v, interner))
+                } else {
+                    mine.set.intersect(&r.set, interner) != mine.set
+                }
+            }
+        })
+    }
+
     /// Karpenter's `Intersects`: every key both sides define must share a value, except that
     /// two negative constraints (`NotIn`/`DoesNotExist`) never conflict.
     pub fn intersects(&self, incoming: &Reqs, interner: &Interner) -> Result<(), Box<Conflict>> {
@@ -345,6 +365,44 @@ impl Reqs {
             reqs.add(key, ValueSet::one(value), None, interner);
         }
         reqs
+    }
+
+    /// The constraints back in user form: one requirement per key and operator
+    /// (`NotIn` plus `Gt`/`Lt` when a complement set is also bounded).
+    pub fn to_requirements(&self, interner: &Interner) -> Vec<crate::requirements::Requirement> {
+        use crate::requirements::Requirement;
+        let mut out = Vec::new();
+        for r in &self.items {
+            let key = interner.name(r.key).to_string();
+            let values: Vec<String> = r
+                .set
+                .values
+                .iter()
+                .map(|&v| interner.name(v).to_string())
+                .collect();
+            let op = r.set.operator();
+            let base = match op {
+                Operator::NotIn if values.is_empty() => None,
+                _ => Some(Requirement {
+                    key: key.clone(),
+                    operator: op,
+                    values,
+                    min_values: r.min_values,
+                }),
+            };
+            out.extend(base);
+            for (bound, op) in [(r.set.gt, Operator::Gt), (r.set.lt, Operator::Lt)] {
+                if let Some(b) = bound {
+                    out.push(Requirement {
+                        key: key.clone(),
+                        operator: op,
+                        values: vec![b.to_string()],
+                        min_values: None,
+                    });
+                }
+            }
+        }
+        out
     }
 
     pub fn describe(&self, interner: &Interner) -> Vec<String> {

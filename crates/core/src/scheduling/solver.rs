@@ -379,6 +379,34 @@ impl World {
         best
     }
 
+    /// The cheapest instance type in `bits` (price order) that fits `used + req`.
+    pub fn first_fit_plus(
+        &self,
+        pool: usize,
+        bits: &Bitset,
+        reqs: &Reqs,
+        used: &[i64],
+        req: &[i64],
+    ) -> Option<(usize, f64)> {
+        let p = &self.pools[pool];
+        let mut best: Option<(usize, f64)> = None;
+        for it in bits.iter() {
+            let itc = &p.its[it];
+            if best.is_some_and(|(_, bp)| itc.base_price >= bp) {
+                break;
+            }
+            if !super::compile::fits_plus(used, req, &itc.alloc) {
+                continue;
+            }
+            if let Some((price, _)) = self.offering(pool, it, reqs) {
+                if best.is_none_or(|(_, bp)| price < bp) {
+                    best = Some((it, price));
+                }
+            }
+        }
+        best
+    }
+
     /// The cheapest instance type in `bits` (price order) that fits `total`, with its price.
     pub fn first_fit(
         &self,

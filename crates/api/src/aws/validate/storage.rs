@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::common::{BlockDeviceMapping, MetadataOptions};
+use super::super::common::{BlockDeviceMapping, IntOrString, MetadataOptions};
 use super::super::rules::*;
 use super::super::v1::{ConnectionTracking, NetworkInterface};
 use super::{at_least_value, in_range, matches, one_of};
@@ -26,13 +26,15 @@ pub(super) fn block_device_mappings(
         if ebs.snapshot_id.is_none() && ebs.volume_size.is_none() {
             errs.push(ep.error(EBS_SIZE_OR_SNAPSHOT));
         }
-        if let Some(size) = &ebs.volume_size {
-            matches(
-                &size.to_text(),
-                VOLUME_SIZE_PATTERN,
-                &ep.field("volumeSize"),
-                errs,
-            );
+        match &ebs.volume_size {
+            Some(IntOrString::String(size)) => {
+                matches(size, VOLUME_SIZE_PATTERN, &ep.field("volumeSize"), errs)
+            }
+            Some(IntOrString::Int(_)) => errs.push(
+                ep.field("volumeSize")
+                    .error("must be of type string, got integer"),
+            ),
+            None => {}
         }
         if let Some(t) = &ebs.volume_type {
             one_of(t, VOLUME_TYPES, &ep.field("volumeType"), errs);

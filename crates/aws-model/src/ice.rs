@@ -1,0 +1,354 @@
+//! The unavailable-offerings cache: after CreateFleet reports insufficient capacity (ICE) for
+//! an instance type in a zone, that offering is skipped for three minutes so the next launch
+//! tries elsewhere. Time is passed in; nothing here reads a clock.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_core::time::Timestamp;
+
+/// How long a marked offering, capacity type or subnet stays unavailable.
+pub const UNAVAILABLE_TTL: Duration = Duration::from_secs(3 * 60);
+
+/// CreateFleet error codes that mean "this (capacity type, type, zone) cannot be had now".
+pub const UNFULFILLABLE_CODES: &[&str] = &[
+    "InsufficientInstanceCapacity",
+    "MaxSpotInstanceCountExceeded",
+    "VcpuLimitExceeded",
+    "UnfulfillableCapacity",
+    "Unsupported",
+    "InsufficientFreeAddressesInSubnet",
+    "MaxFleetCountExceeded",
+    "ReservationCapacityExceeded",
+];
+
+/// Spot cannot be used at all until the spot service-linked role exists.
+pub const SPOT_ROLE_MISSING_CODE: &str = "AuthFailure.ServiceLinkedRoleCreationNotPermitted";
+
+const SUBNET_FULL_CODE: &str = "InsufficientFreeAddressesInSubnet";
+
+/// `<capacityType>:<instanceType>:<zone>`.
+pub fn offering_key(capacity_type: CapacityType, instance_type: &str, zone: &str) -> String {
+    format!("{}:{instance_type}:{zone}", capacity_type.as_str())
+}
+
+/// One error CreateFleet returned for one override.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetError {
+    pub code: String,
+    pub capacity_type: CapacityType,
+    pub instance_type: String,
+    pub zone: String,
+    pub subnet_id: Option<String>,
+}
+
+/// What an error marked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Marked {
+    /// The offering (and, for a full subnet, the subnet too).
+    Offering { key: String, subnet: Option<String> },
+    /// Every offering of the capacity type.
+    CapacityType(CapacityType),
+    /// Not a capacity error: nothing is cached and the caller reports it.
+    Nothing,
+}
+
+/// Marked entries with their expiry instants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnavailableOfferings {
+    offerings: BTreeMap<String, Timestamp>,
+    capacity_types: BTreeMap<CapacityType, Timestamp>,
+    subnets: BTreeMap<String, Timestamp>,
+    /// Bumped whenever an instance type's availability may have changed, so a cache of built
+    /// offerings knows to rebuild.
+    sequence: BTreeMap<String, u64>,
+    /// Bumped by marks that touch every type (a whole capacity type).
+    global_sequence: u64,
+}
+
+fn live(map_expiry: Option<&Timestamp>, now: Timestamp) -> bool {
+    map_expiry.is_some_and(|&e| now < e)
+}
+
+impl UnavailableOfferings {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn mark_offering(
+        &mut self,
+        capacity_type: CapacityType,
+        instance_type: &str,
+        zone: &str,
+        now: Timestamp,
+    ) {
+        self.offerings.insert(
+            offering_key(capacity_type, instance_type, zone),
+            now.plus(UNAVAILABLE_TTL),
+        );
+        *self.sequence.entry(instance_type.to_string()).or_default() += 1;
+    }
+
+    /// Changes whenever `instance_type`'s offerings may have changed availability: compare
+    /// with the value seen when the offerings were last built.
+    pub fn sequence(&self, instance_type: &str) -> (u64, u64) {
+        (
+            self.global_sequence,
+            self.sequence.get(instance_type).copied().unwrap_or(0),
+        )
+    }
+
+    pub fn mark_capacity_type(&mut self, capacity_type: CapacityType, now: Timestamp) {
+        self.capacity_types
+            .insert(capacity_type, now.plus(UNAVAILABLE_TTL));
+        self.global_sequence += 1;
+    }
+
+    pub fn mark_subnet(&mut self, subnet_id: &str, now: Timestamp) {
+        self.subnets
+            .insert(subnet_id.to_string(), now.plus(UNAVAILABLE_TTL));
+    }
+
+    /// Caches what a CreateFleet error says about capacity.
+    pub fn record(&mut self, error: &FleetError, now: Timestamp) -> Marked {
+        if error.code == SPOT_ROLE_MISSING_CODE {
+            self.mark_capacity_type(CapacityType::Spot, now);
+            return Marked::CapacityType(CapacityType::Spot);
+        }
+        if !UNFULFILLABLE_CODES.contains(&error.code.as_str()) {
+            return Marked::Nothing;
+        }
+        self.mark_offering(error.capacity_type, &error.instance_type, &error.zone, now);
+        let subnet = error
+            .subnet_id
+            .clone()
+            .filter(|_| error.code == SUBNET_FULL_CODE);
+        if let Some(s) = &subnet {
+            self.mark_subnet(s, now);
+        }
+        Marked::Offering {
+            key: offering_key(error.capacity_type, &error.instance_type, &error.zone),
+            subnet,
+        }
+    }
+
+    pub fn is_unavailable(
+        &self,
+        capacity_type: CapacityType,
+        instance_type: &str,
+        zone: &str,
+        now: Timestamp,
+    ) -> bool {
+        live(self.capacity_types.get(&capacity_type), now)
+            || live(
+                self.offerings
+                    .get(&offering_key(capacity_type, instance_type, zone)),
+                now,
+            )
+    }
+
+    pub fn is_subnet_unavailable(&self, subnet_id: &str, now: Timestamp) -> bool {
+        live(self.subnets.get(subnet_id), now)
+    }
+
+    /// Drops expired entries (the periodic cleanup); lookups ignore them regardless.
+    pub fn evict_expired(&mut self, now: Timestamp) {
+        let mut expired_types = Vec::new();
+        self.offerings.retain(|key, e| {
+            let live = now < *e;
+            if !live && let Some(ty) = key.split(':').nth(1) {
+                expired_types.push(ty.to_string());
+            }
+            live
+        });
+        for ty in expired_types {
+            *self.sequence.entry(ty).or_default() += 1;
+        }
+        let before = self.capacity_types.len();
+        self.capacity_types.retain(|_, e| now < *e);
+        if self.capacity_types.len() != before {
+            self.global_sequence += 1;
+        }
+        self.subnets.retain(|_, e| now < *e);
+    }
+
+    /// Live offering keys, sorted.
+    pub fn offering_keys(&self, now: Timestamp) -> Vec<&str> {
+        self.offerings
+            .iter()
+            .filter(|(_, e)| now < **e)
+            .map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    /// Sets `available = false` on every offering the cache holds.
+    pub fn apply(&self, instance_types: &mut [InstanceType], now: Timestamp) {
+        for it in instance_types {
+            for o in &mut it.offerings {
+                if self.is_unavailable(o.capacity_type, &it.name, &o.zone, now) {
+                    o.available = false;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodewright_core::model::Offering;
+    use nodewright_core::resources::Resources;
+
+    fn offering(zone: &str, ct: CapacityType, price: f64) -> Offering {
+        Offering {
+            zone: zone.into(),
+            capacity_type: ct,
+            price,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }
+    }
+
+    fn it(name: &str, offerings: Vec<Offering>) -> InstanceType {
+        InstanceType {
+            name: name.into(),
+            requirements: Vec::new(),
+            capacity: Resources::default(),
+            overhead: Default::default(),
+            offerings,
+        }
+    }
+
+    fn err(code: &str, ct: CapacityType, ty: &str, zone: &str) -> FleetError {
+        FleetError {
+            code: code.into(),
+            capacity_type: ct,
+            instance_type: ty.into(),
+            zone: zone.into(),
+            subnet_id: Some("subnet-1".into()),
+        }
+    }
+
+    const T0: Timestamp = Timestamp(1_000_000);
+
+    #[test]
+    fn ice_marks_one_offering_for_three_minutes() {
+        let mut c = UnavailableOfferings::new();
+        let m = c.record(
+            &err(
+                "InsufficientInstanceCapacity",
+                CapacityType::Spot,
+                "m5.large",
+                "us-east-1a",
+            ),
+            T0,
+        );
+        assert_eq!(
+            m,
+            Marked::Offering {
+                key: "spot:m5.large:us-east-1a".into(),
+                subnet: None
+            }
+        );
+        assert!(c.is_unavailable(CapacityType::Spot, "m5.large", "us-east-1a", T0));
+        assert!(!c.is_unavailable(CapacityType::OnDemand, "m5.large", "us-east-1a", T0));
+        assert!(!c.is_unavailable(CapacityType::Spot, "m5.large", "us-east-1b", T0));
+        assert!(!c.is_unavailable(CapacityType::Spot, "m5.xlarge", "us-east-1a", T0));
+        let almost = T0.plus(UNAVAILABLE_TTL - Duration::from_millis(1));
+        assert!(c.is_unavailable(CapacityType::Spot, "m5.large", "us-east-1a", almost));
+        let expired = T0.plus(UNAVAILABLE_TTL);
+        assert!(!c.is_unavailable(CapacityType::Spot, "m5.large", "us-east-1a", expired));
+        assert_eq!(c.offering_keys(almost), vec!["spot:m5.large:us-east-1a"]);
+        let seen = c.sequence("m5.large");
+        assert_ne!(seen, UnavailableOfferings::new().sequence("m5.large"));
+        assert_eq!(c.sequence("c5.large"), (0, 0));
+        c.evict_expired(almost);
+        assert_eq!(c.sequence("m5.large"), seen, "nothing expired yet");
+        c.evict_expired(expired);
+        assert!(c.offering_keys(almost).is_empty());
+        assert_ne!(
+            c.sequence("m5.large"),
+            seen,
+            "expiry changes availability too"
+        );
+    }
+
+    #[test]
+    fn every_unfulfillable_code_marks_and_others_do_not() {
+        for code in UNFULFILLABLE_CODES {
+            let mut c = UnavailableOfferings::new();
+            assert!(matches!(
+                c.record(&err(code, CapacityType::OnDemand, "c5.large", "z"), T0),
+                Marked::Offering { .. }
+            ));
+            assert!(
+                c.is_unavailable(CapacityType::OnDemand, "c5.large", "z", T0),
+                "{code}"
+            );
+        }
+        let mut c = UnavailableOfferings::new();
+        for code in [
+            "InvalidParameterValue",
+            "RequestLimitExceeded",
+            "UnauthorizedOperation",
+        ] {
+            assert_eq!(
+                c.record(&err(code, CapacityType::OnDemand, "c5.large", "z"), T0),
+                Marked::Nothing
+            );
+        }
+        assert_eq!(c, UnavailableOfferings::new());
+    }
+
+    #[test]
+    fn full_subnet_marks_subnet_too() {
+        let mut c = UnavailableOfferings::new();
+        let m = c.record(
+            &err(SUBNET_FULL_CODE, CapacityType::OnDemand, "c5.large", "z"),
+            T0,
+        );
+        assert_eq!(
+            m,
+            Marked::Offering {
+                key: "on-demand:c5.large:z".into(),
+                subnet: Some("subnet-1".into())
+            }
+        );
+        assert!(c.is_subnet_unavailable("subnet-1", T0));
+        assert!(!c.is_subnet_unavailable("subnet-1", T0.plus(UNAVAILABLE_TTL)));
+    }
+
+    #[test]
+    fn missing_spot_role_marks_all_spot() {
+        let mut c = UnavailableOfferings::new();
+        let m = c.record(
+            &err(SPOT_ROLE_MISSING_CODE, CapacityType::Spot, "m5.large", "a"),
+            T0,
+        );
+        assert_eq!(m, Marked::CapacityType(CapacityType::Spot));
+        assert_eq!(c.sequence("anything").0, 1);
+        assert!(c.is_unavailable(CapacityType::Spot, "anything", "any-zone", T0));
+        assert!(!c.is_unavailable(CapacityType::OnDemand, "anything", "any-zone", T0));
+    }
+
+    #[test]
+    fn apply_turns_off_marked_offerings_and_cheapest_moves_on() {
+        let mut types = vec![it(
+            "m5.large",
+            vec![
+                offering("a", CapacityType::Spot, 0.03),
+                offering("b", CapacityType::Spot, 0.04),
+                offering("a", CapacityType::OnDemand, 0.096),
+            ],
+        )];
+        let mut c = UnavailableOfferings::new();
+        c.mark_offering(CapacityType::Spot, "m5.large", "a", T0);
+        c.apply(&mut types, T0);
+        let avail: Vec<bool> = types[0].offerings.iter().map(|o| o.available).collect();
+        assert_eq!(avail, vec![false, true, true]);
+        let next = types[0].cheapest_available().unwrap();
+        assert_eq!((next.zone.as_str(), next.price), ("b", 0.04));
+    }
+}

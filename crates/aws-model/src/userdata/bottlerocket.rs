@@ -1,0 +1,291 @@
+//! Bottlerocket: the user's TOML settings with `settings.kubernetes` filled in from the
+//! cluster and the NodeClass. Cluster identity and kubelet values replace the user's, node
+//! labels are merged (ours win), node taints are the claim's, and RAID0 adds a bootstrap
+//! command that builds and binds the ephemeral-storage array.
+
+use super::toml::{self, Table, Value};
+use super::{BootstrapInput, UserDataError};
+
+fn str_table(m: &std::collections::BTreeMap<String, String>) -> Value {
+    Value::Table(
+        m.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+/// The table at `key` inside `t`, created if absent; a non-table there is a conflict.
+fn subtable<'a>(t: &'a mut Table, key: &str, at: &str) -> Result<&'a mut Table, UserDataError> {
+    match t
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Table(Table::new()))
+    {
+        Value::Table(inner) => Ok(inner),
+        _ => Err(UserDataError::Conflict(format!(
+            "{at}{key} must be a table to hold the generated settings"
+        ))),
+    }
+}
+
+fn strings(items: &[&str]) -> Value {
+    Value::Array(items.iter().map(|s| Value::String(s.to_string())).collect())
+}
+
+pub(super) fn script(input: &BootstrapInput) -> Result<String, UserDataError> {
+    let mut root = match input.custom_user_data() {
+        Some(u) => toml::parse(u).map_err(UserDataError::Toml)?,
+        None => Table::new(),
+    };
+    let settings = subtable(&mut root, "settings", "")?;
+    // Instances launched by a fleet are in no Auto Scaling group, so waiting for one would
+    // hold the kubelet back forever.
+    if let Some(Value::Table(autoscaling)) = settings.get_mut("autoscaling")
+        && autoscaling.contains_key("should-wait")
+    {
+        autoscaling.insert("should-wait".into(), Value::Boolean(false));
+    }
+    let k8s = subtable(settings, "kubernetes", "settings.")?;
+    let s = |v: &str| Value::String(v.to_string());
+
+    k8s.insert("cluster-name".into(), s(&input.cluster_name));
+    k8s.insert("api-server".into(), s(&input.cluster_endpoint));
+    if let Some(ca) = &input.ca_bundle {
+        k8s.insert("cluster-certificate".into(), s(ca));
+    }
+    let k = &input.kubelet;
+    if let Some(n) = k.max_pods {
+        k8s.insert("max-pods".into(), Value::Integer(n));
+    }
+    if let Some(dns) = input.dns_ip() {
+        k8s.insert("cluster-dns-ip".into(), s(dns));
+    }
+    for (name, m) in [
+        ("system-reserved", &k.system_reserved),
+        ("kube-reserved", &k.kube_reserved),
+        ("eviction-hard", &k.eviction_hard),
+        ("eviction-soft", &k.eviction_soft),
+        ("eviction-soft-grace-period", &k.eviction_soft_grace_period),
+    ] {
+        if !m.is_empty() {
+            k8s.insert(name.into(), str_table(m));
+        }
+    }
+    if let Some(n) = k.eviction_max_pod_grace_period {
+        k8s.insert("eviction-max-pod-grace-period".into(), Value::Integer(n));
+    }
+    // Bottlerocket takes the image GC thresholds as strings.
+    if let Some(n) = k.image_gc_high_threshold_percent {
+        k8s.insert("image-gc-high-threshold-percent".into(), s(&n.to_string()));
+    }
+    if let Some(n) = k.image_gc_low_threshold_percent {
+        k8s.insert("image-gc-low-threshold-percent".into(), s(&n.to_string()));
+    }
+    if let Some(b) = k.cpu_cfs_quota {
+        k8s.insert("cpu-cfs-quota-enforced".into(), Value::Boolean(b));
+    }
+
+    if !input.labels.is_empty() {
+        let labels = subtable(k8s, "node-labels", "settings.kubernetes.")?;
+        for (key, v) in &input.labels {
+            labels.insert(key.clone(), s(v));
+        }
+    }
+
+    let mut taints = Table::new();
+    for t in &input.taints {
+        let entry = taints
+            .entry(t.key.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(items) = entry {
+            items.push(s(&format!("{}:{}", t.value, t.effect.as_str())));
+        }
+    }
+    if taints.is_empty() {
+        k8s.remove("node-taints");
+    } else {
+        k8s.insert("node-taints".into(), Value::Table(taints));
+    }
+
+    if input.instance_store_raid0 {
+        let settings = subtable(&mut root, "settings", "")?;
+        let commands = subtable(settings, "bootstrap-commands", "settings.")?;
+        let mount: Table = [
+            (
+                "commands".to_string(),
+                Value::Array(vec![
+                    strings(&["apiclient", "ephemeral-storage", "init"]),
+                    strings(&[
+                        "apiclient",
+                        "ephemeral-storage",
+                        "bind",
+                        "--dirs",
+                        "/var/lib/containerd",
+                        "/var/lib/kubelet",
+                        "/var/log/pods",
+                    ]),
+                ]),
+            ),
+            ("mode".to_string(), s("always")),
+            ("essential".to_string(), Value::Boolean(true)),
+        ]
+        .into();
+        commands.insert("000-mount-instance-storage".into(), Value::Table(mount));
+    }
+    Ok(toml::render(&root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{decode, full};
+    use super::super::{BootstrapInput, generate};
+    use super::*;
+    use crate::nodeclass::AmiFamily;
+
+    fn table<'a>(t: &'a Table, path: &[&str]) -> &'a Table {
+        path.iter().fold(t, |t, k| match &t[*k] {
+            Value::Table(inner) => inner,
+            other => panic!("{k} is {other:?}"),
+        })
+    }
+
+    fn settings_of(input: &BootstrapInput) -> Table {
+        toml::parse(&decode(&generate(input).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn kubernetes_settings_are_set_and_user_settings_kept() {
+        let mut i = full(AmiFamily::Bottlerocket);
+        i.user_data = Some(
+            r#"
+[settings.kubernetes]
+cluster-name = "wrong"
+max-pods = 7
+allowed-unsafe-sysctls = ["net.core.somaxconn"]
+[settings.kubernetes.node-labels]
+"user/label" = "kept"
+team = "overridden"
+[settings.kubernetes.node-taints]
+"user/taint" = ["x:NoSchedule"]
+[settings.host-containers.admin]
+enabled = true
+[settings.autoscaling]
+should-wait = true
+"#
+            .into(),
+        );
+        let root = settings_of(&i);
+        let k = table(&root, &["settings", "kubernetes"]);
+        let s = |v: &str| Value::String(v.into());
+        assert_eq!(k["cluster-name"], s("prod"));
+        assert_eq!(
+            k["api-server"],
+            s("https://ABC.gr7.us-west-2.eks.amazonaws.com")
+        );
+        assert_eq!(k["cluster-certificate"], s("Q0FCVU5ETEU="));
+        assert_eq!(k["cluster-dns-ip"], s("10.100.0.10"));
+        assert_eq!(k["max-pods"], Value::Integer(42));
+        assert_eq!(
+            k["allowed-unsafe-sysctls"],
+            strings(&["net.core.somaxconn"])
+        );
+        assert_eq!(
+            table(k, &["system-reserved"]),
+            &Table::from([("cpu".into(), s("100m")), ("memory".into(), s("200Mi"))])
+        );
+        assert_eq!(table(k, &["kube-reserved"])["memory"], s("300Mi"));
+        assert_eq!(table(k, &["eviction-hard"])["memory.available"], s("5%"));
+        assert_eq!(table(k, &["eviction-soft"])["nodefs.available"], s("15%"));
+        assert_eq!(
+            table(k, &["eviction-soft-grace-period"])["nodefs.available"],
+            s("1m30s")
+        );
+        assert_eq!(k["eviction-max-pod-grace-period"], Value::Integer(60));
+        assert_eq!(k["image-gc-high-threshold-percent"], s("85"));
+        assert_eq!(k["image-gc-low-threshold-percent"], s("70"));
+        assert_eq!(k["cpu-cfs-quota-enforced"], Value::Boolean(false));
+        assert!(!k.contains_key("pods-per-core"));
+        assert_eq!(
+            table(k, &["node-labels"]),
+            &Table::from([
+                ("karpenter.sh/nodepool".into(), s("default")),
+                ("team".into(), s("web")),
+                ("user/label".into(), s("kept")),
+            ])
+        );
+        assert_eq!(
+            table(k, &["node-taints"]),
+            &Table::from([
+                ("dedicated".into(), strings(&["gpu:NoSchedule"])),
+                ("cni-not-ready".into(), strings(&[":NoSchedule"])),
+                ("karpenter.sh/unregistered".into(), strings(&[":NoExecute"])),
+            ])
+        );
+        assert_eq!(
+            table(&root, &["settings", "host-containers", "admin"])["enabled"],
+            Value::Boolean(true)
+        );
+        let raid = table(
+            &root,
+            &[
+                "settings",
+                "bootstrap-commands",
+                "000-mount-instance-storage",
+            ],
+        );
+        assert_eq!(raid["mode"], s("always"));
+        assert_eq!(raid["essential"], Value::Boolean(true));
+        assert_eq!(
+            raid["commands"],
+            Value::Array(vec![
+                strings(&["apiclient", "ephemeral-storage", "init"]),
+                strings(&[
+                    "apiclient",
+                    "ephemeral-storage",
+                    "bind",
+                    "--dirs",
+                    "/var/lib/containerd",
+                    "/var/lib/kubelet",
+                    "/var/log/pods"
+                ]),
+            ])
+        );
+    }
+
+    #[test]
+    fn minimal_input_without_user_data() {
+        let i = BootstrapInput::new(AmiFamily::Bottlerocket, "c", "https://e");
+        let out = decode(&generate(&i).unwrap());
+        assert_eq!(
+            out,
+            "[settings.kubernetes]\napi-server = \"https://e\"\ncluster-name = \"c\"\n"
+        );
+    }
+
+    #[test]
+    fn registry_mirrors_and_inline_tables_survive() {
+        let mut i = full(AmiFamily::Bottlerocket);
+        i.user_data = Some(
+            "[[settings.container-registry.mirrors]]\nregistry = \"docker.io\"\nendpoint = [\"https://m.example\"]\n[settings.kubernetes]\nnode-labels = { team = \"user\", zone = \"x\" }\n".into(),
+        );
+        let out = decode(&generate(&i).unwrap());
+        assert!(out.contains("[[settings.container-registry.mirrors]]\nendpoint = [\"https://m.example\"]\nregistry = \"docker.io\"\n"), "{out}");
+        let root = toml::parse(&out).unwrap();
+        let labels = table(&root, &["settings", "kubernetes", "node-labels"]);
+        assert_eq!(labels["team"], Value::String("web".into()));
+        assert_eq!(labels["zone"], Value::String("x".into()));
+    }
+
+    #[test]
+    fn bad_toml_and_type_conflicts_are_errors() {
+        let mut i = full(AmiFamily::Bottlerocket);
+        i.user_data = Some("[settings]\nx = 1.5\n".into());
+        match generate(&i) {
+            Err(UserDataError::Toml(e)) => assert_eq!(e.line, 2),
+            other => panic!("{other:?}"),
+        }
+        i.user_data = Some("settings = \"flat\"".into());
+        assert!(matches!(generate(&i), Err(UserDataError::Conflict(_))));
+        i.user_data = Some("[settings]\nkubernetes = 1".into());
+        assert!(matches!(generate(&i), Err(UserDataError::Conflict(_))));
+    }
+}

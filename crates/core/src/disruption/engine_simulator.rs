@@ -1,0 +1,335 @@
+//! [`Simulator`] backed by the scheduling engine: the cluster without the candidate nodes,
+//! the moving pods made pending again, and one solve.
+
+use std::collections::BTreeSet;
+
+use super::simulate::{ReplacementOption, SimulatedClaim, Simulation, Simulator};
+use crate::labels;
+use crate::model::{CapacityType, InstanceType, PodPhase, Snapshot};
+use crate::requirements::Operator;
+use crate::scheduling::{self, Options, Target};
+
+#[derive(Clone, Debug, Default)]
+pub struct EngineSimulator {
+    pub options: Options,
+}
+
+fn option(
+    it: &InstanceType,
+    zones: Option<&[String]>,
+    cts: &[CapacityType],
+) -> Option<ReplacementOption> {
+    let offers: Vec<_> = it
+        .offerings
+        .iter()
+        .filter(|o| o.available)
+        .filter(|o| zones.is_none_or(|z| z.contains(&o.zone)))
+        .filter(|o| cts.contains(&o.capacity_type))
+        .collect();
+    let cheapest = offers.iter().map(|o| o.price).reduce(f64::min)?;
+    let price_of = |ct: CapacityType| {
+        offers
+            .iter()
+            .filter(|o| o.capacity_type == ct)
+            .map(|o| o.price)
+            .reduce(f64::min)
+    };
+    // The most expensive offering a launch could land on, within the first capacity type
+    // (reserved, then spot, then on-demand) that has one.
+    let worst = [
+        CapacityType::Reserved,
+        CapacityType::Spot,
+        CapacityType::OnDemand,
+    ]
+    .into_iter()
+    .find_map(|ct| {
+        offers
+            .iter()
+            .filter(|o| o.capacity_type == ct)
+            .map(|o| o.price)
+            .reduce(f64::max)
+    })
+    .unwrap_or(cheapest);
+    Some(ReplacementOption {
+        instance_type: it.name.clone(),
+        cheapest_price: cheapest,
+        worst_launch_price: worst,
+        spot_price: price_of(CapacityType::Spot),
+        on_demand_price: price_of(CapacityType::OnDemand),
+    })
+}
+
+impl Simulator for EngineSimulator {
+    fn simulate(
+        &self,
+        snapshot: &Snapshot,
+        without: &BTreeSet<String>,
+        pods: &[&crate::model::Pod],
+    ) -> Simulation {
+        let moving: BTreeSet<String> = pods.iter().map(|p| p.key()).collect();
+        let mut s = snapshot.clone();
+        s.nodes.retain(|n| !without.contains(&n.name));
+        s.node_claims
+            .retain(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)));
+        // Only the moving pods are in question: pods already pending are the provisioner's,
+        // and daemon pods on removed nodes go with their nodes.
+        s.pods.retain(|p| {
+            !moving.contains(&p.key()) && p.node_name.as_ref().is_some_and(|n| !without.contains(n))
+        });
+        s.pods.extend(pods.iter().map(|p| {
+            let mut q = (*p).clone();
+            q.node_name = None;
+            q.phase = PodPhase::Pending;
+            q
+        }));
+        let plan = scheduling::solve(&s, &self.options);
+        let mut failures: Vec<(String, String)> = plan
+            .unplaced
+            .iter()
+            .map(|u| (u.pod.clone(), u.reason.clone()))
+            .collect();
+        // A pod placed on a node that is not initialized yet is not a safe landing spot.
+        for p in &plan.placements {
+            if let Target::Node(name) | Target::InFlight(name) = &p.target {
+                let initialized = s
+                    .node_claims
+                    .iter()
+                    .find(|c| c.node_name.as_deref() == Some(name.as_str()) || &c.name == name)
+                    .is_none_or(|c| c.initialized);
+                if !initialized {
+                    failures.push((
+                        p.pod.clone(),
+                        format!("would land on {name}, which is not initialized"),
+                    ));
+                }
+            }
+        }
+        let new_claims = plan
+            .new_claims
+            .iter()
+            .map(|c| {
+                let zones: Option<Vec<String>> = c
+                    .requirement_list
+                    .iter()
+                    .find(|r| r.key == labels::ZONE && r.operator == Operator::In)
+                    .map(|r| r.values.clone());
+                let mut cts: Vec<CapacityType> = c
+                    .requirement_list
+                    .iter()
+                    .find(|r| r.key == labels::CAPACITY_TYPE && r.operator == Operator::In)
+                    .map(|r| {
+                        r.values
+                            .iter()
+                            .filter_map(|v| CapacityType::parse(v))
+                            .collect()
+                    })
+                    .unwrap_or_else(|| vec![CapacityType::OnDemand, CapacityType::Spot]);
+                cts.sort();
+                let its = s.instance_types.get(&c.nodepool);
+                let options: Vec<ReplacementOption> = c
+                    .instance_types
+                    .iter()
+                    .filter_map(|o| its.and_then(|v| v.iter().find(|it| it.name == o.name)))
+                    .filter_map(|it| option(it, zones.as_deref(), &cts))
+                    .collect();
+                let mut offered: Vec<CapacityType> = cts
+                    .iter()
+                    .copied()
+                    .filter(|ct| match ct {
+                        CapacityType::Spot => options.iter().any(|o| o.spot_price.is_some()),
+                        CapacityType::OnDemand => {
+                            options.iter().any(|o| o.on_demand_price.is_some())
+                        }
+                        CapacityType::Reserved => false,
+                    })
+                    .collect();
+                offered.dedup();
+                SimulatedClaim {
+                    nodepool: c.nodepool.clone(),
+                    requirements: c.requirement_list.clone(),
+                    options,
+                    capacity_types: offered,
+                }
+            })
+            .collect();
+        failures.sort();
+        Simulation {
+            failures,
+            new_claims,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::disruption::command::{Decision, Method};
+    use crate::disruption::plan::{Settings, plan};
+    use crate::model::{Budget, BudgetNodes, Node, NodeClaim, NodePool, Offering, OwnerRef, Pod};
+    use crate::requirements::Requirement;
+    use crate::resources::{CPU, MEMORY, PODS, Resources};
+    use crate::time::Timestamp;
+
+    fn it(name: &str, cpu: i64, price: f64) -> InstanceType {
+        InstanceType {
+            name: name.into(),
+            requirements: vec![
+                Requirement::single(labels::INSTANCE_TYPE, name),
+                Requirement::single(labels::ARCH, "amd64"),
+                Requirement::single(labels::OS, "linux"),
+            ],
+            capacity: Resources::new()
+                .with(CPU, cpu)
+                .with(MEMORY, 16 << 30)
+                .with(PODS, 110),
+            overhead: Default::default(),
+            offerings: ["a", "b"]
+                .into_iter()
+                .map(|z| Offering {
+                    zone: z.into(),
+                    capacity_type: CapacityType::OnDemand,
+                    price,
+                    available: true,
+                    reservation_id: None,
+                    reservation_capacity: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn cluster(nodes: &[(&str, &str, &[i64])]) -> Snapshot {
+        let its = vec![it("large", 4000, 0.4), it("small", 2000, 0.2)];
+        let mut pool = NodePool {
+            name: "default".into(),
+            ready: true,
+            ..NodePool::default()
+        };
+        pool.disruption.budgets = vec![Budget {
+            nodes: BudgetNodes::Percent(100),
+            schedule: None,
+            duration: None,
+            reasons: vec![],
+        }];
+        let mut s = Snapshot {
+            now: Timestamp(1_000_000),
+            nodepools: vec![pool],
+            instance_types: [("default".to_string(), Arc::new(its.clone()))]
+                .into_iter()
+                .collect(),
+            ..Snapshot::default()
+        };
+        for (name, ty, pods) in nodes {
+            let t = its.iter().find(|i| i.name == *ty).unwrap();
+            let node_labels: BTreeMap<String, String> = [
+                (labels::NODEPOOL, "default"),
+                (labels::INSTANCE_TYPE, ty),
+                (labels::ZONE, "a"),
+                (labels::CAPACITY_TYPE, "on-demand"),
+                (labels::ARCH, "amd64"),
+                (labels::OS, "linux"),
+                (labels::HOSTNAME, name),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+            s.nodes.push(Node {
+                name: name.to_string(),
+                provider_id: format!("p-{name}"),
+                labels: node_labels,
+                capacity: t.capacity.clone(),
+                allocatable: t.allocatable(),
+                ready: true,
+                ..Node::default()
+            });
+            s.node_claims.push(NodeClaim {
+                name: format!("c-{name}"),
+                nodepool: "default".into(),
+                node_name: Some(name.to_string()),
+                provider_id: Some(format!("p-{name}")),
+                launched: true,
+                registered: true,
+                initialized: true,
+                ..NodeClaim::default()
+            });
+            for (i, cpu) in pods.iter().enumerate() {
+                s.pods.push(Pod {
+                    namespace: "default".into(),
+                    name: format!("{name}-{i}"),
+                    uid: format!("{name}-{i}"),
+                    node_name: Some(name.to_string()),
+                    phase: crate::model::PodPhase::Running,
+                    ready: true,
+                    requests: Resources::new()
+                        .with(CPU, *cpu)
+                        .with(MEMORY, 1 << 30)
+                        .with(PODS, 1),
+                    owner: Some(OwnerRef {
+                        kind: "ReplicaSet".into(),
+                        name: "rs".into(),
+                        controller: true,
+                    }),
+                    ..Pod::default()
+                });
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn pods_that_fit_elsewhere_let_a_node_go() {
+        // Together the pods need a large node again, so only deleting one node saves money.
+        let s = cluster(&[("n1", "large", &[1500]), ("n2", "large", &[1500])]);
+        let p = plan(&s, &EngineSimulator::default(), Settings::default());
+        let cmd = p
+            .commands
+            .iter()
+            .find(|c| c.method != Method::Emptiness)
+            .expect("a consolidation");
+        assert_eq!(cmd.decision, Decision::Delete, "{cmd}");
+        assert_eq!(cmd.targets.len(), 1);
+    }
+
+    #[test]
+    fn two_half_empty_nodes_become_one_small_node() {
+        let s = cluster(&[("n1", "large", &[1000]), ("n2", "large", &[1000])]);
+        let p = plan(&s, &EngineSimulator::default(), Settings::default());
+        let cmd = &p.commands[0];
+        assert_eq!(cmd.method, Method::MultiNodeConsolidation, "{cmd}");
+        assert_eq!(
+            cmd.replacements[0].instance_types,
+            vec!["small".to_string()]
+        );
+        assert!((cmd.savings_per_hour - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_oversized_node_is_replaced_by_a_cheaper_type() {
+        let s = cluster(&[("n1", "large", &[500])]);
+        let p = plan(&s, &EngineSimulator::default(), Settings::default());
+        assert_eq!(p.commands.len(), 1, "{:?}", p.verdicts);
+        let cmd = &p.commands[0];
+        assert_eq!(cmd.decision, Decision::Replace);
+        assert_eq!(
+            cmd.replacements[0].instance_types,
+            vec!["small".to_string()]
+        );
+        assert!((cmd.savings_per_hour - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn full_nodes_stay_and_say_why() {
+        let s = cluster(&[("n1", "small", &[1500]), ("n2", "small", &[1500])]);
+        let p = plan(&s, &EngineSimulator::default(), Settings::default());
+        assert!(p.commands.is_empty(), "{:?}", p.commands);
+        assert!(
+            p.verdicts
+                .iter()
+                .all(|v| v.code == "no-cheaper-replacement"),
+            "{:?}",
+            p.verdicts
+        );
+    }
+}
