@@ -233,3 +233,39 @@ fn daemonset_pods_run_on_every_node_and_count_against_its_room() {
     assert!(nodes > 0);
     assert_eq!(last.cpu_requested_milli, 6_000 + 500 * nodes);
 }
+
+#[test]
+fn spot_interruptions_follow_the_rate_and_the_workload_recovers() {
+    let text = scenario(
+        "100",
+        "{ spotInterruptionsPerHour: 30 }",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n",
+        "6m",
+    )
+    .replace("values: [on-demand]", "values: [spot]");
+    let r = run(&text).unwrap();
+    assert!(r.summary.interruptions >= 1, "{}", r.summary.interruptions);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // Every interruption is followed by a fresh launch for the evicted pods.
+    let last_interrupt = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "interrupted")
+        .map(|e| e.at)
+        .max()
+        .unwrap();
+    assert!(
+        r.timeline
+            .iter()
+            .any(|e| e.kind == "launch" && e.at > last_interrupt)
+    );
+    let none = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n",
+        "6m",
+    )
+    .replace("values: [on-demand]", "values: [spot]"))
+    .unwrap();
+    assert_eq!(none.summary.interruptions, 0);
+}
