@@ -3,7 +3,7 @@
 //! EC2NodeClass gives it from the embedded AWS catalog, and workloads turned into pod
 //! templates with replica counts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -199,7 +199,10 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
         classes: BTreeMap::new(),
     };
     let mut actions = Vec::new();
-    for a in loader.documents(&scenario.manifests, "manifests")? {
+    let mut known: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let initial = loader.documents(&scenario.manifests, "manifests")?;
+    check_references(scenario, &mut known, &initial, "manifests")?;
+    for a in initial {
         actions.push(TimedAction {
             at: Duration::ZERO,
             step: None,
@@ -233,6 +236,7 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
             Action::Interrupt(t) => vec![SimAction::Interrupt(t.clone())],
             Action::Advance => vec![SimAction::Advance],
         };
+        check_references(scenario, &mut known, &sim, &path)?;
         for a in sim {
             actions.push(TimedAction {
                 at: step.at,
@@ -252,4 +256,77 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
         disruption: DisruptionTimings::default(),
         spot_price_note: loader.spot.provenance().to_string(),
     })
+}
+
+/// Tracks which objects exist as steps apply and delete them, so a step that scales or deletes
+/// something the scenario never created is an error at load time, not a silent no-op.
+fn check_references(
+    scenario: &Scenario,
+    known: &mut BTreeSet<(String, String, String)>,
+    actions: &[SimAction],
+    path: &str,
+) -> Result<(), ScenarioError> {
+    let err = |field: &str, reason: String| ScenarioError {
+        file: scenario.file.clone(),
+        path: format!("{path}.{field}"),
+        reason,
+    };
+    for a in actions {
+        match a {
+            SimAction::ApplyNodePool(p, _) => {
+                known.insert(("NodePool".into(), String::new(), p.name.clone()));
+            }
+            SimAction::ApplyWorkload(w) => {
+                let kind = match w.kind {
+                    WorkloadKind::Deployment => "Deployment",
+                    WorkloadKind::StatefulSet => "StatefulSet",
+                    WorkloadKind::Pod => "Pod",
+                };
+                known.insert((kind.into(), w.namespace.clone(), w.name.clone()));
+            }
+            SimAction::ApplyDaemonSet(d) => {
+                known.insert(("DaemonSet".into(), d.namespace.clone(), d.name.clone()));
+            }
+            SimAction::Scale {
+                namespace, name, ..
+            } => {
+                let found = ["Deployment", "StatefulSet"]
+                    .iter()
+                    .any(|k| known.contains(&(k.to_string(), namespace.clone(), name.clone())));
+                if !found {
+                    return Err(err(
+                        "scale",
+                        format!(
+                            "no Deployment or StatefulSet {namespace}/{name} exists at this step"
+                        ),
+                    ));
+                }
+            }
+            SimAction::Delete(kind, ns, name) => {
+                // Jobs run as Deployments here.
+                let stored = if kind == "Job" {
+                    "Deployment"
+                } else {
+                    kind.as_str()
+                };
+                if !known.remove(&(stored.to_string(), ns.clone(), name.clone()))
+                    && kind != "EC2NodeClass"
+                {
+                    return Err(err(
+                        "delete",
+                        format!(
+                            "no {kind} {}{name} exists at this step",
+                            if ns.is_empty() {
+                                String::new()
+                            } else {
+                                format!("{ns}/")
+                            }
+                        ),
+                    ));
+                }
+            }
+            SimAction::Interrupt(_) | SimAction::Advance => {}
+        }
+    }
+    Ok(())
 }

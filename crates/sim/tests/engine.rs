@@ -269,3 +269,29 @@ fn spot_interruptions_follow_the_rate_and_the_workload_recovers() {
     .unwrap();
     assert_eq!(none.summary.interruptions, 0);
 }
+
+#[test]
+fn steps_naming_objects_the_scenario_never_created_are_errors() {
+    let e = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/ap, replicas: 4 }\n",
+        "1m",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "test.yaml: steps[0].scale: no Deployment or StatefulSet default/ap exists at this step"
+    );
+    let e = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, delete: Deployment/default/app }\n  - { at: 6s, delete: Deployment/default/app }\n",
+        "1m",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "test.yaml: steps[1].delete: no Deployment default/app exists at this step"
+    );
+}
