@@ -36,7 +36,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 11) as u128 * n as u128 >> 53) as usize
+        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
     }
 
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {

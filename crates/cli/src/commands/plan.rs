@@ -1,5 +1,6 @@
 //! `nodewright plan`: one snapshot in, one plan out.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -67,12 +68,16 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
     let plan = scheduling::solve(&snapshot, &opts);
     let secs = start.elapsed().as_secs_f64();
-    match args.output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&interchange::write_output(&plan, secs))?
-        ),
-        Output::Table => print!("{}", table(&plan, secs)),
+    let text = match args.output {
+        Output::Json => {
+            serde_json::to_string_pretty(&interchange::write_output(&plan, secs))? + "\n"
+        }
+        Output::Table => table(&plan, secs),
+    };
+    // A closed pipe (`| head`) is not an error worth a panic.
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.context("writing the plan")?,
     }
     Ok(if plan.unplaced.is_empty() {
         ExitCode::SUCCESS

@@ -335,6 +335,15 @@ pub fn compile_pool(
             .total_cmp(&b.base_price)
             .then_with(|| a.name.cmp(&b.name))
     });
+    // Cheapest offering first, so the first compatible one found is the cheapest.
+    for it in &mut its {
+        it.offerings.sort_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then(a.zone.cmp(&b.zone))
+                .then(a.capacity_type.cmp(&b.capacity_type))
+        });
+    }
     let limits = (0..names.len()).map(|i| {
         let n = names.name(i as u32);
         np.limits.iter().find(|(k, _)| *k == n).map(|(_, v)| v)

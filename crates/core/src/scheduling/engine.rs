@@ -6,7 +6,7 @@ use super::plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
 use super::reqs::{Reqs, ValueSet};
 use super::setup::{Class, World};
 use super::solver::{
-    Constraint, Pins, Refusal, Relax, active_constraints, add_scaled, effective_reqs, more_fitting,
+    Con, Pins, Refusal, Relax, active_constraints, add_scaled, effective_reqs, more_fitting,
     ports_conflict, taint_refusal,
 };
 use crate::model::HostPort;
@@ -47,6 +47,21 @@ pub struct Claim {
     pub charged: Res,
 }
 
+/// How many claims with room (visited in order of free cpu, smallest first) are compared before
+/// taking the tightest fit.
+const BEST_FIT_CANDIDATES: usize = 16;
+
+/// How many claims that can grow to take a pod are compared before taking the cheapest growth.
+const GROWTH_CANDIDATES: usize = 128;
+
+fn set_bit(bits: &mut [u64], k: usize) {
+    bits[k / 64] |= 1 << (k % 64);
+}
+
+fn get_bit(bits: &[u64], k: usize) -> bool {
+    bits[k / 64] & (1 << (k % 64)) != 0
+}
+
 /// A placement decision before it is applied.
 struct Choice {
     target: Tgt,
@@ -71,6 +86,10 @@ pub struct Engine<'w> {
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
+    /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
+    room: std::collections::BTreeSet<(i64, usize)>,
+    /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
+    dead: Vec<Vec<u64>>,
 }
 
 struct Eval {
@@ -87,6 +106,7 @@ impl<'w> Engine<'w> {
         let n = w.existing.len();
         let np = w.pools.len();
         let r = w.names.len();
+        let nc = w.classes.len();
         Engine {
             w,
             opts,
@@ -95,13 +115,15 @@ impl<'w> Engine<'w> {
             pool_charged: vec![vec![0; r]; np],
             pool_claims: vec![0; np],
             placements: Vec::new(),
+            dead: vec![Vec::new(); nc],
+            room: std::collections::BTreeSet::new(),
         }
     }
 
     /// Tries one step for class `ci`: places 1..=want pods somewhere or says why not.
     fn step(&mut self, ci: usize, relax: &Relax, want: usize) -> Result<Choice, Vec<String>> {
         let c = &self.w.classes[ci];
-        let cons = active_constraints(c, relax);
+        let cons = active_constraints(self.w, c, relax);
         let alts = effective_reqs(self.w, c, relax);
         let bulk = !c.one_at_a_time();
         let want_m = if bulk { want } else { 1 };
@@ -118,31 +140,82 @@ impl<'w> Engine<'w> {
                 });
             }
         }
+        let mut dead: Vec<u64> = vec![0; self.claims.len().div_ceil(64)];
         // 2. This run's new claims: the first that takes the pod without raising its launch
         // price, else the one whose price grows least (ties: tightest fit).
-        let mut best: Option<(usize, Eval)> = None;
-        for k in 0..self.claims.len() {
-            if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, true) {
-                best = Some((k, e));
-                break;
+        // Among the first few claims with room, take the one whose cpu and memory fill stay
+        // most even, so the remaining room suits the pods still to come.
+        let mut best: Option<(usize, Eval, f64)> = None;
+        let mut seen = 0;
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
+        for &(_, k) in self.room.range((need_cpu, 0)..) {
+            if self.is_dead(ci, k) {
+                continue;
+            }
+            match self.eval_claim(c, &cons, &alts, relax, k, true) {
+                Ok(e) => {
+                    let score = self.slack_after(k, e.first, &c.requests);
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| score < b.2 - 1e-12 || (score <= b.2 + 1e-12 && k < b.0))
+                    {
+                        best = Some((k, e, score));
+                    }
+                    seen += 1;
+                    if seen >= BEST_FIT_CANDIDATES {
+                        break;
+                    }
+                }
+                Err(true) => set_bit(&mut dead, k),
+                Err(false) => {}
             }
         }
+        let mut best: Option<(usize, Eval)> = best.map(|(k, e, _)| (k, e));
         if best.is_none() {
-            for k in 0..self.claims.len() {
-                if let Some(e) = self.eval_claim(c, &cons, &alts, relax, k, false) {
-                    let better = match &best {
-                        None => true,
-                        Some((_, b)) => {
-                            e.marginal < b.marginal - 1e-9
-                                || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+            // Growing a claim: those closest to having room need the smallest step up, so
+            // visit them first and compare the first few that can take the pod.
+            let mut seen = 0;
+            let order = self
+                .room
+                .range(..(need_cpu, 0))
+                .rev()
+                .chain(self.room.range((need_cpu, 0)..));
+            for &(_, k) in order {
+                if seen >= GROWTH_CANDIDATES {
+                    break;
+                }
+                if self.is_dead(ci, k) || get_bit(&dead, k) {
+                    continue;
+                }
+                match self.eval_claim(c, &cons, &alts, relax, k, false) {
+                    Ok(e) => {
+                        let better = match &best {
+                            None => true,
+                            Some((_, b)) => {
+                                e.marginal < b.marginal - 1e-9
+                                    || (e.marginal <= b.marginal + 1e-9
+                                        && e.slack < b.slack - 1e-12)
+                            }
+                        };
+                        if better {
+                            best = Some((k, e));
                         }
-                    };
-                    if better {
-                        best = Some((k, e));
+                        seen += 1;
                     }
+                    Err(true) => set_bit(&mut dead, k),
+                    Err(false) => {}
                 }
             }
         }
+        for (wi, &w) in dead.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let k = wi * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                self.mark_dead(ci, k);
+            }
+        }
+        let c = &self.w.classes[ci];
         if let Some((k, e)) = best {
             let m = if bulk {
                 let total = add_scaled(&self.claims[k].used, &c.requests, 1);
@@ -197,6 +270,33 @@ impl<'w> Engine<'w> {
         Err(reasons)
     }
 
+    fn is_dead(&self, ci: usize, k: usize) -> bool {
+        self.dead[ci]
+            .get(k / 64)
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    fn mark_dead(&mut self, ci: usize, k: usize) {
+        let d = &mut self.dead[ci];
+        if d.len() <= k / 64 {
+            d.resize(k / 64 + 1, 0);
+        }
+        d[k / 64] |= 1 << (k % 64);
+    }
+
+    /// Room left on claim `k`'s instance type `it` after adding `req` (cpu and memory fractions).
+    fn slack_after(&self, k: usize, it: usize, req: &[i64]) -> f64 {
+        let cl = &self.claims[k];
+        let alloc = &self.w.pools[cl.pool].its[it].alloc;
+        let mut slack = 0.0;
+        for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(req).take(2) {
+            if a > 0 {
+                slack += (a - u - q) as f64 / a as f64;
+            }
+        }
+        slack
+    }
+
     fn summarise_existing(&self, c: &Class, refusals: &[Refusal]) -> String {
         let mut kinds: Vec<(String, usize)> = Vec::new();
         for r in refusals {
@@ -221,7 +321,7 @@ impl<'w> Engine<'w> {
     fn eval_existing(
         &self,
         c: &Class,
-        cons: &[Constraint],
+        cons: &[Con],
         alts: &[Reqs],
         relax: &Relax,
         ei: usize,
@@ -273,34 +373,36 @@ impl<'w> Engine<'w> {
     fn eval_claim(
         &self,
         c: &Class,
-        cons: &[Constraint],
+        cons: &[Con],
         alts: &[Reqs],
         relax: &Relax,
         k: usize,
         zero_only: bool,
-    ) -> Option<Eval> {
+    ) -> Result<Eval, bool> {
         let cl = &self.claims[k];
         let pool = &self.w.pools[cl.pool];
         if zero_only {
             if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
-                return None;
+                return Err(false);
             }
         } else {
             for (r, &q) in c.requests.iter().enumerate() {
                 if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
-                    return None;
+                    return Err(true);
                 }
             }
         }
         if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
-            return None;
+            return Err(false);
         }
         if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
-            return None;
+            return Err(true);
         }
+        let mut permanent = alts.len() == 1;
         let allow = |key: u32| self.w.allow_undefined(key);
         for alt in alts {
             if !alt.items.is_empty() && cl.reqs.compatible(alt, &self.w.interner, &allow).is_err() {
+                permanent = false;
                 continue;
             }
             let mut merged: Option<Reqs> = None;
@@ -348,7 +450,7 @@ impl<'w> Engine<'w> {
                         continue;
                     }
                 }
-                return Some(Eval {
+                return Ok(Eval {
                     marginal: 0.0,
                     slack: 0.0,
                     reqs: None,
@@ -374,12 +476,12 @@ impl<'w> Engine<'w> {
             }
             let alloc = &pool.its[first].alloc;
             let mut slack = 0.0;
-            for r in 0..2.min(alloc.len()) {
-                if alloc[r] > 0 {
-                    slack += (alloc[r] - cl.used[r] - c.requests[r]) as f64 / alloc[r] as f64;
+            for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(&c.requests).take(2) {
+                if a > 0 {
+                    slack += (a - u - q) as f64 / a as f64;
                 }
             }
-            return Some(Eval {
+            return Ok(Eval {
                 marginal: price - cl.price,
                 slack,
                 reqs: merged,
@@ -388,7 +490,7 @@ impl<'w> Engine<'w> {
                 first,
             });
         }
-        None
+        Err(permanent)
     }
 
     fn min_values_after(&self, pool: usize, bits: &Bitset, reqs: &Reqs, total: &[i64]) -> bool {
@@ -413,7 +515,7 @@ impl<'w> Engine<'w> {
     fn eval_new(
         &self,
         c: &Class,
-        cons: &[Constraint],
+        cons: &[Con],
         alts: &[Reqs],
         relax: &Relax,
         p: usize,
@@ -649,6 +751,10 @@ impl<'w> Engine<'w> {
                     }
                 }
                 let cl = &mut self.claims[k];
+                if !cl.pods.is_empty() {
+                    let old = p.its[cl.cheapest].alloc[0] - cl.used[0];
+                    self.room.remove(&(old, k));
+                }
                 cl.bits = bits;
                 cl.used = total;
                 cl.pods.extend_from_slice(pods);
@@ -658,6 +764,7 @@ impl<'w> Engine<'w> {
                     .unwrap_or((0, f64::MAX));
                 cl.cheapest = first;
                 cl.price = price;
+                self.room.insert((p.its[first].alloc[0] - cl.used[0], k));
                 let r = cl.used.len();
                 let mut max_alloc = vec![i64::MIN; r];
                 let mut charged = vec![0; r];

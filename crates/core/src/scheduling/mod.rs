@@ -30,3 +30,6 @@ pub fn solve(snapshot: &Snapshot, options: &Options) -> Plan {
     plan.lower_bound = bound::lower_bound(&world, snapshot, &plan);
     plan
 }
+
+#[cfg(test)]
+mod tests;

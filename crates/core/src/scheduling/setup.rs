@@ -38,6 +38,8 @@ pub struct Class {
     pub owns_inverse: Vec<usize>,
     /// Groups that count pods of this class.
     pub counted_by: Vec<usize>,
+    /// Distinct topology keys of `counted_by`.
+    pub counted_keys: Vec<u32>,
     /// Inverse groups whose owners keep this class out of their domains.
     pub blocked_by: Vec<usize>,
     /// Pod indices, in queue order.
@@ -568,6 +570,7 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
         g.groups[gi].eligible = el.into_iter().collect();
+        g.groups[gi].refresh_min();
     }
 
     // Count running pods.
@@ -605,6 +608,17 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
     }
+
+    // Classes that force pods apart per host (required hostname anti-affinity against
+    // themselves) go first: the nodes they need exist either way, and every later pod can
+    // then fill their spare room instead of opening nodes of its own. The sort is stable, so
+    // everything else keeps Karpenter's queue order.
+    let forces_nodes = |c: &Class| {
+        c.anti_affinity.iter().any(|&gi| {
+            g.groups[gi].def.key == hostname && g.groups[gi].matches(&c.namespace, &c.labels)
+        })
+    };
+    order.sort_by_key(|&ci| !forces_nodes(&classes[ci]));
 
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
     World {
@@ -797,6 +811,7 @@ fn compile_class(
         preferred_anti_affinity,
         owns_inverse,
         counted_by: Vec::new(),
+        counted_keys: Vec::new(),
         blocked_by: Vec::new(),
         pods: Vec::new(),
         error,

@@ -68,7 +68,46 @@ pub enum Constraint {
     Inverse(usize),
 }
 
-pub fn active_constraints(c: &Class, r: &Relax) -> Vec<Constraint> {
+/// An active constraint with what every check needs precomputed.
+#[derive(Clone, Copy, Debug)]
+pub struct Con {
+    pub con: Constraint,
+    pub key: u32,
+    /// The pod matches the group's own selector.
+    pub own: bool,
+    /// A refusal by this constraint can never be undone in this solve (counts only grow and
+    /// the constraint is not relaxable): required anti-affinity, running pods' anti-affinity,
+    /// and required hostname spreads (whose minimum is always 0).
+    pub permanent: bool,
+}
+
+pub fn active_constraints(w: &World, c: &Class, r: &Relax) -> Vec<Con> {
+    active_list(c, r)
+        .into_iter()
+        .map(|con| match con {
+            Constraint::Group(g) => {
+                let key = w.groups[g].def.key;
+                let permanent = c.anti_affinity.contains(&g)
+                    || (key == w.hostname
+                        && c.spreads.iter().any(|&(x, anyway)| x == g && !anyway));
+                Con {
+                    con,
+                    key,
+                    own: c.counted_by.binary_search(&g).is_ok(),
+                    permanent,
+                }
+            }
+            Constraint::Inverse(i) => Con {
+                con,
+                key: w.inverse[i].def.key,
+                own: false,
+                permanent: true,
+            },
+        })
+        .collect()
+}
+
+fn active_list(c: &Class, r: &Relax) -> Vec<Constraint> {
     let mut out = Vec::new();
     let mut anyway_skipped = 0;
     for &(g, anyway) in &c.spreads {
@@ -171,31 +210,21 @@ impl World {
         Some(v)
     }
 
-    fn allows(&self, c: &Class, con: Constraint, domain: u32, hostname: bool) -> bool {
-        match con {
+    fn allows(&self, c: &Con, domain: u32, hostname: bool) -> bool {
+        match c.con {
             Constraint::Inverse(i) => self.inverse[i].count(domain) == 0,
             Constraint::Group(g) => {
                 let grp = &self.groups[g];
                 match grp.def.kind {
                     Kind::Spread { max_skew, .. } => {
-                        let own = u32::from(grp.matches(&c.namespace, &c.labels));
+                        let own = u32::from(c.own);
                         let min = grp.spread_min(hostname);
                         i64::from(grp.count(domain) + own) - i64::from(min) <= i64::from(max_skew)
                     }
-                    Kind::Affinity => {
-                        grp.count(domain) > 0
-                            || (grp.total == 0 && grp.matches(&c.namespace, &c.labels))
-                    }
+                    Kind::Affinity => grp.count(domain) > 0 || (grp.total == 0 && c.own),
                     Kind::AntiAffinity => grp.count(domain) == 0,
                 }
             }
-        }
-    }
-
-    fn con_key(&self, con: Constraint) -> u32 {
-        match con {
-            Constraint::Group(g) => self.groups[g].def.key,
-            Constraint::Inverse(i) => self.inverse[i].def.key,
         }
     }
 
@@ -207,20 +236,23 @@ impl World {
     pub fn topology(
         &self,
         c: &Class,
-        cons: &[Constraint],
+        cons: &[Con],
         treqs: &Reqs,
         open_world: bool,
     ) -> Result<Pins, Refusal> {
         let mut open: Vec<u32> = Vec::new();
-        for &con in cons {
-            let key = self.con_key(con);
+        for con in cons {
+            let key = con.key;
             match single(treqs, key) {
                 Some(d) => {
-                    if !self.allows(c, con, d, key == self.hostname) {
-                        return Err(Refusal::Topology { group: con, key });
+                    if !self.allows(con, d, key == self.hostname) {
+                        return Err(Refusal::Topology {
+                            group: con.con,
+                            key,
+                        });
                     }
                 }
-                None if treqs.get(key).is_none() && !open_world => {
+                None if !open_world && treqs.get(key).is_none() => {
                     return Err(Refusal::MissingTopologyKey(key));
                 }
                 None => {
@@ -230,8 +262,7 @@ impl World {
                 }
             }
         }
-        for &g in &c.counted_by {
-            let key = self.groups[g].def.key;
+        for &key in &c.counted_keys {
             if (open_world || treqs.get(key).is_some())
                 && single(treqs, key).is_none()
                 && !open.contains(&key)
@@ -246,12 +277,15 @@ impl World {
         for key in open {
             let mut cands = self.candidates(treqs, key).unwrap_or_default();
             let mut first_spread: Option<usize> = None;
-            for &con in cons.iter().filter(|&&k| self.con_key(k) == key) {
-                cands.retain(|&d| self.allows(c, con, d, key == self.hostname));
+            for con in cons.iter().filter(|k| k.key == key) {
+                cands.retain(|&d| self.allows(con, d, key == self.hostname));
                 if cands.is_empty() {
-                    return Err(Refusal::Topology { group: con, key });
+                    return Err(Refusal::Topology {
+                        group: con.con,
+                        key,
+                    });
                 }
-                if let Constraint::Group(g) = con
+                if let Constraint::Group(g) = con.con
                     && first_spread.is_none()
                     && matches!(self.groups[g].def.kind, Kind::Spread { .. })
                 {
@@ -364,7 +398,6 @@ impl World {
         let itc = &self.pools[pool].its[it];
         let zones = reqs.get(self.zone);
         let cts = reqs.get(self.capacity_type);
-        let mut best: Option<(f64, usize)> = None;
         for (i, o) in itc.offerings.iter().enumerate() {
             if !o.available
                 || zones.is_some_and(|z| !z.has(o.zone, &self.interner))
@@ -372,11 +405,9 @@ impl World {
             {
                 continue;
             }
-            if best.is_none_or(|(p, _)| o.price < p) {
-                best = Some((o.price, i));
-            }
+            return Some((o.price, i));
         }
-        best
+        None
     }
 
     /// The cheapest instance type in `bits` (price order) that fits `used + req`.
@@ -398,10 +429,10 @@ impl World {
             if !super::compile::fits_plus(used, req, &itc.alloc) {
                 continue;
             }
-            if let Some((price, _)) = self.offering(pool, it, reqs) {
-                if best.is_none_or(|(_, bp)| price < bp) {
-                    best = Some((it, price));
-                }
+            if let Some((price, _)) = self.offering(pool, it, reqs)
+                && best.is_none_or(|(_, bp)| price < bp)
+            {
+                best = Some((it, price));
             }
         }
         best

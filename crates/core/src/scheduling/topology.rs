@@ -74,6 +74,8 @@ pub struct Group {
     pub total: u64,
     /// Spread only: the domains this constraint may use (not used for hostname).
     pub eligible: Vec<u32>,
+    /// Smallest count over `eligible`, kept current by [`Group::record`].
+    min: u32,
 }
 
 impl Group {
@@ -83,6 +85,7 @@ impl Group {
             counts: Vec::new(),
             total: 0,
             eligible: Vec::new(),
+            min: 0,
         }
     }
 
@@ -106,6 +109,18 @@ impl Group {
         }
         self.counts[i] += n;
         self.total += u64::from(n);
+        if !self.eligible.is_empty() {
+            self.refresh_min();
+        }
+    }
+
+    pub fn refresh_min(&mut self) {
+        self.min = self
+            .eligible
+            .iter()
+            .map(|&d| self.count(d))
+            .min()
+            .unwrap_or(0);
     }
 
     /// The global minimum a spread constraint measures skew against.

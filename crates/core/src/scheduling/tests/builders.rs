@@ -1,0 +1,226 @@
+//! Small builders for snapshots: a catalog of instance types in three zones, NodePools, pods
+//! and nodes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::labels;
+use crate::model::*;
+use crate::requirements::{NodeSelectorTerm, Operator, Requirement};
+use crate::resources::{self, Resources};
+use crate::scheduling::{self, Options, Plan, Target};
+use crate::selector::LabelSelector;
+use crate::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
+
+pub const GI: i64 = 1 << 30;
+pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+/// `n` types: type `i` has `2(i+1)` cpu and `4(i+1)` GiB, priced `0.1/cpu`, on-demand and
+/// spot in every zone, with a `family` label alternating `small`/`large`.
+pub fn catalog(n: usize) -> Vec<InstanceType> {
+    (0..n)
+        .map(|i| {
+            let k = i as i64 + 1;
+            let price = 0.2 * k as f64;
+            let mut offerings = Vec::new();
+            for z in ZONES {
+                for ct in [CapacityType::OnDemand, CapacityType::Spot] {
+                    let p = if ct == CapacityType::Spot {
+                        price * 0.5
+                    } else {
+                        price
+                    };
+                    offerings.push(Offering {
+                        zone: z.into(),
+                        capacity_type: ct,
+                        price: p,
+                        available: true,
+                        reservation_id: None,
+                        reservation_capacity: None,
+                    });
+                }
+            }
+            InstanceType {
+                name: format!("it-{i}"),
+                requirements: vec![
+                    Requirement::single(labels::ARCH, "amd64"),
+                    Requirement::single(labels::OS, "linux"),
+                    Requirement::single(
+                        "example.com/family",
+                        if i % 2 == 0 { "small" } else { "large" },
+                    ),
+                    Requirement::single(labels::aws::INSTANCE_CPU, &(2 * k).to_string()),
+                ],
+                capacity: Resources::new()
+                    .with(resources::CPU, 2000 * k)
+                    .with(resources::MEMORY, 4 * GI * k)
+                    .with(resources::PODS, 20 * k),
+                overhead: Overhead::default(),
+                offerings,
+            }
+        })
+        .collect()
+}
+
+pub fn pool(name: &str) -> NodePool {
+    NodePool {
+        name: name.into(),
+        ready: true,
+        ..NodePool::default()
+    }
+}
+
+pub fn snapshot(pools: Vec<NodePool>, its: Vec<InstanceType>, pods: Vec<Pod>) -> Snapshot {
+    let its = Arc::new(its);
+    let mut s = Snapshot {
+        pods,
+        ..Snapshot::default()
+    };
+    for p in &pools {
+        s.instance_types.insert(p.name.clone(), its.clone());
+    }
+    s.nodepools = pools;
+    s
+}
+
+pub fn pod(name: &str, cpu_m: i64, mem_gi: i64) -> Pod {
+    Pod {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        requests: Resources::new()
+            .with(resources::CPU, cpu_m)
+            .with(resources::MEMORY, mem_gi * GI)
+            .with(resources::PODS, 1),
+        ..Pod::default()
+    }
+}
+
+pub fn pods(prefix: &str, n: usize, cpu_m: i64, mem_gi: i64) -> Vec<Pod> {
+    (0..n)
+        .map(|i| pod(&format!("{prefix}-{i}"), cpu_m, mem_gi))
+        .collect()
+}
+
+pub fn with_label(mut p: Pod, k: &str, v: &str) -> Pod {
+    p.labels.insert(k.into(), v.into());
+    p
+}
+
+pub fn sel(k: &str, v: &str) -> Option<LabelSelector> {
+    let mut s = LabelSelector::default();
+    s.match_labels.insert(k.into(), v.into());
+    Some(s)
+}
+
+pub fn term(key: &str, k: &str, v: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: sel(k, v),
+        namespaces: vec![],
+        namespace_selector: None,
+        topology_key: key.into(),
+        match_label_keys: vec![],
+        mismatch_label_keys: vec![],
+    }
+}
+
+pub fn spread(key: &str, skew: i32, k: &str, v: &str) -> TopologySpreadConstraint {
+    TopologySpreadConstraint {
+        max_skew: skew,
+        topology_key: key.into(),
+        when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
+        label_selector: sel(k, v),
+        min_domains: None,
+        node_affinity_policy: InclusionPolicy::Honor,
+        node_taints_policy: InclusionPolicy::Ignore,
+        match_label_keys: vec![],
+    }
+}
+
+pub fn required(p: &mut Pod, reqs: Vec<Requirement>) {
+    p.required_node_affinity.push(NodeSelectorTerm {
+        match_expressions: reqs,
+    });
+}
+
+pub fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {
+    Requirement::new(key, op, values)
+}
+
+pub fn taint(key: &str, value: &str) -> Taint {
+    Taint::new(key, value, TaintEffect::NoSchedule)
+}
+
+pub fn toleration(key: &str) -> Toleration {
+    Toleration {
+        key: key.into(),
+        operator: TolerationOperator::Exists,
+        value: String::new(),
+        effect: None,
+    }
+}
+
+/// A ready node in `zone` with `cpu` cores and `mem` GiB allocatable.
+pub fn node(name: &str, zone: &str, cpu: i64, mem_gi: i64) -> Node {
+    let mut labels = BTreeMap::new();
+    labels.insert(labels::ZONE.to_string(), zone.to_string());
+    labels.insert(labels::HOSTNAME.to_string(), name.to_string());
+    labels.insert(labels::NODEPOOL.to_string(), "default".to_string());
+    labels.insert(labels::INITIALIZED.to_string(), "true".to_string());
+    let alloc = Resources::new()
+        .with(resources::CPU, cpu * 1000)
+        .with(resources::MEMORY, mem_gi * GI)
+        .with(resources::PODS, 110);
+    Node {
+        name: name.into(),
+        labels,
+        capacity: alloc.clone(),
+        allocatable: alloc,
+        ready: true,
+        ..Node::default()
+    }
+}
+
+pub fn running(mut p: Pod, node: &str) -> Pod {
+    p.node_name = Some(node.into());
+    p.phase = PodPhase::Running;
+    p
+}
+
+pub fn solve(s: &Snapshot) -> Plan {
+    scheduling::solve(s, &Options::default())
+}
+
+/// The new claim a pod was placed on.
+pub fn claim_of<'a>(plan: &'a Plan, pod: &str) -> Option<&'a scheduling::NewClaim> {
+    let key = format!("default/{pod}");
+    plan.placements
+        .iter()
+        .find(|p| p.pod == key)
+        .and_then(|p| match p.target {
+            Target::NewClaim(i) => Some(&plan.new_claims[i]),
+            _ => None,
+        })
+}
+
+pub fn target_of(plan: &Plan, pod: &str) -> Option<Target> {
+    let key = format!("default/{pod}");
+    plan.placements
+        .iter()
+        .find(|p| p.pod == key)
+        .map(|p| p.target.clone())
+}
+
+pub fn reason_of(plan: &Plan, pod: &str) -> String {
+    let key = format!("default/{pod}");
+    plan.unplaced
+        .iter()
+        .find(|u| u.pod == key)
+        .map(|u| u.reason.clone())
+        .unwrap_or_default()
+}
+
+/// The zone a claim launches in (its cheapest option's offering).
+pub fn zone_of(c: &scheduling::NewClaim) -> &str {
+    &c.cheapest().expect("claim has options").zone
+}

@@ -1,0 +1,7 @@
+//! Scheduler tests: one module per constraint kind (positive and negative cases, the negative
+//! ones checking the reason text), plus property tests over random snapshots.
+
+mod builders;
+mod constraints;
+mod properties;
+mod topology;

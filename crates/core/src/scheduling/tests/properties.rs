@@ -1,0 +1,164 @@
+//! Properties over random snapshots: hard constraints hold for every placement, no node is
+//! over-committed, limits hold, and the plan does not depend on run or input order.
+
+use proptest::prelude::*;
+
+use super::builders::*;
+use crate::labels;
+use crate::model::*;
+use crate::resources::{self, Resources};
+use crate::scheduling::{Plan, Target};
+
+#[derive(Clone, Debug)]
+struct Spec {
+    cpu: i64,
+    mem: i64,
+    zone: Option<usize>,
+    anti: bool,
+    spread: bool,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        1i64..=8,
+        0i64..=6,
+        prop::option::of(0usize..3),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(c, m, zone, anti, spread)| Spec {
+            cpu: c * 250,
+            mem: m,
+            zone,
+            anti,
+            spread,
+        })
+}
+
+fn build(specs: &[Spec], limit: Option<i64>) -> Snapshot {
+    let ps: Vec<Pod> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut p = pod(&format!("p{i:03}"), s.cpu, s.mem);
+            // Spread pods stay unrestricted so the zone skew over all of them is a property.
+            if let (Some(z), false) = (s.zone, s.spread) {
+                p.node_selector.insert(labels::ZONE.into(), ZONES[z].into());
+            }
+            if s.anti {
+                p = with_label(p, "anti", "yes");
+                p.pod_anti_affinity
+                    .push(term(labels::HOSTNAME, "anti", "yes"));
+            }
+            if s.spread {
+                p = with_label(p, "spread", "yes");
+                p.topology_spread
+                    .push(spread(labels::ZONE, 1, "spread", "yes"));
+            }
+            p
+        })
+        .collect();
+    let mut np = pool("default");
+    if let Some(l) = limit {
+        np.limits = Resources::new().with(resources::CPU, l);
+    }
+    snapshot(vec![np], catalog(6), ps)
+}
+
+fn check(specs: &[Spec], s: &Snapshot, plan: &Plan, limit: Option<i64>) {
+    let cat = catalog(6);
+    let find = |name: &str| cat.iter().find(|it| it.name == name).unwrap();
+    let mut charged = 0;
+    for c in &plan.new_claims {
+        // Every option of every claim holds all of its pods.
+        for o in &c.instance_types {
+            let alloc = find(&o.name).allocatable();
+            assert!(
+                c.requests.fits_in(&alloc),
+                "{} cannot hold {}",
+                o.name,
+                c.requests
+            );
+        }
+        charged += c
+            .instance_types
+            .iter()
+            .map(|o| find(&o.name).capacity.get(resources::CPU))
+            .max()
+            .unwrap_or(0);
+        let zone = zone_of(c);
+        let mut anti = 0;
+        for key in &c.pods {
+            let i: usize = key.trim_start_matches("default/p").parse().unwrap();
+            let sp = &specs[i];
+            if let (Some(z), false) = (sp.zone, sp.spread) {
+                assert_eq!(zone, ZONES[z], "{key} requires {}", ZONES[z]);
+            }
+            anti += usize::from(sp.anti);
+        }
+        assert!(anti <= 1, "two anti-affinity pods share a node");
+    }
+    if let Some(l) = limit {
+        assert!(charged <= l, "charged {charged} > limit {l}");
+    }
+    // Zone spread: among spread pods the zones differ by at most one (all pods carry the same
+    // constraint, so the skew can only grow through a violating placement).
+    let mut per_zone = [0usize; 3];
+    for p in &plan.placements {
+        let i: usize = p.pod.trim_start_matches("default/p").parse().unwrap();
+        if let (true, Target::NewClaim(k)) = (specs[i].spread, &p.target) {
+            let z = zone_of(&plan.new_claims[*k]);
+            per_zone[ZONES.iter().position(|x| *x == z).unwrap()] += 1;
+        }
+    }
+    let spread_placed: usize = per_zone.iter().sum();
+    if spread_placed > 0 {
+        let (mn, mx) = (
+            per_zone.iter().min().unwrap(),
+            per_zone.iter().max().unwrap(),
+        );
+        assert!(mx - mn <= 1, "zone skew {per_zone:?}");
+    }
+    assert_eq!(plan.placements.len() + plan.unplaced.len(), s.pods.len());
+    assert!(
+        plan.lower_bound <= plan.cost + 1e-6,
+        "bound {} above cost {}",
+        plan.lower_bound,
+        plan.cost
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn hard_constraints_hold(specs in prop::collection::vec(spec(), 1..40)) {
+        let s = build(&specs, None);
+        let plan = solve(&s);
+        check(&specs, &s, &plan, None);
+    }
+
+    #[test]
+    fn limits_hold(specs in prop::collection::vec(spec(), 1..30), limit in 2i64..40) {
+        let limit = limit * 1000;
+        let s = build(&specs, Some(limit));
+        let plan = solve(&s);
+        check(&specs, &s, &plan, Some(limit));
+    }
+
+    #[test]
+    fn plans_are_deterministic_and_order_independent(specs in prop::collection::vec(spec(), 1..30), seed in any::<u64>()) {
+        let s = build(&specs, None);
+        let a = solve(&s);
+        let b = solve(&s);
+        prop_assert_eq!(&a, &b);
+        let mut shuffled = s.clone();
+        let mut rng = crate::bench::Rng::new(seed);
+        for i in (1..shuffled.pods.len()).rev() {
+            let j = rng.below(i + 1);
+            shuffled.pods.swap(i, j);
+        }
+        let c = solve(&shuffled);
+        prop_assert_eq!(&a, &c);
+    }
+}

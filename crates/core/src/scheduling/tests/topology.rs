@@ -1,0 +1,273 @@
+//! Topology spread, pod affinity and anti-affinity (against this run's pods and running ones),
+//! and preference relaxation.
+
+use std::collections::BTreeMap;
+
+use super::builders::*;
+use crate::labels;
+use crate::model::*;
+use crate::scheduling::{Options, Target, solve as solve_with};
+
+fn zones_of(plan: &crate::scheduling::Plan, prefix: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for p in &plan.placements {
+        if let (true, Target::NewClaim(i)) =
+            (p.pod.starts_with(&format!("default/{prefix}")), &p.target)
+        {
+            {
+                let i = *i;
+                *m.entry(zone_of(&plan.new_claims[i]).to_string())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    m
+}
+
+fn spread_pods(n: usize, key: &str, skew: i32) -> Vec<Pod> {
+    (0..n)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("s{i}"), 500, 1), "app", "web");
+            p.topology_spread.push(spread(key, skew, "app", "web"));
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn zone_spread_balances() {
+    let plan = solve(&snapshot(
+        vec![pool("default")],
+        catalog(4),
+        spread_pods(7, labels::ZONE, 1),
+    ));
+    assert!(plan.unplaced.is_empty());
+    let z = zones_of(&plan, "s");
+    assert_eq!(z.len(), 3, "{z:?}");
+    let (min, max) = (z.values().min().unwrap(), z.values().max().unwrap());
+    assert!(max - min <= 1, "{z:?}");
+}
+
+#[test]
+fn zone_spread_refuses_with_counts() {
+    // The pod may only go to zone-a, but zone-a already runs one matching pod and the other
+    // zones none: one more would make the skew 2.
+    let mut s = snapshot(vec![pool("default")], catalog(4), vec![]);
+    s.nodes.push(node("n1", "zone-a", 1, 1));
+    let mut p = spread_pods(1, labels::ZONE, 1).remove(0);
+    p.node_selector.insert(labels::ZONE.into(), "zone-a".into());
+    p.topology_spread[0].node_affinity_policy = InclusionPolicy::Ignore;
+    s.pods = vec![
+        running(with_label(pod("old", 100, 0), "app", "web"), "n1"),
+        p,
+    ];
+    let plan = solve(&s);
+    let r = reason_of(&plan, "s0");
+    assert!(
+        r.contains("topology spread on topology.kubernetes.io/zone (maxSkew 1)"),
+        "{r}"
+    );
+    assert!(r.contains("zone-a=1"), "{r}");
+}
+
+#[test]
+fn min_domains_keeps_the_minimum_at_zero() {
+    // With minDomains above the number of zones the global minimum is 0, so each zone takes
+    // at most maxSkew pods and the rest cannot be placed.
+    let mut ps = spread_pods(4, labels::ZONE, 1);
+    for p in &mut ps {
+        p.topology_spread[0].min_domains = Some(5);
+    }
+    let plan = solve(&snapshot(vec![pool("default")], catalog(4), ps));
+    assert_eq!(plan.placements.len(), 3);
+    assert_eq!(plan.unplaced.len(), 1);
+}
+
+#[test]
+fn hostname_spread_uses_one_node_per_pod() {
+    let plan = solve(&snapshot(
+        vec![pool("default")],
+        catalog(4),
+        spread_pods(4, labels::HOSTNAME, 1),
+    ));
+    assert_eq!(plan.new_claims.len(), 4);
+    let plan = solve(&snapshot(
+        vec![pool("default")],
+        catalog(4),
+        spread_pods(4, labels::HOSTNAME, 2),
+    ));
+    assert_eq!(plan.new_claims.len(), 2);
+}
+
+#[test]
+fn capacity_type_spread() {
+    let plan = solve(&snapshot(
+        vec![pool("default")],
+        catalog(4),
+        spread_pods(4, labels::CAPACITY_TYPE, 1),
+    ));
+    assert!(plan.unplaced.is_empty());
+    let mut by_ct = BTreeMap::new();
+    for c in &plan.new_claims {
+        *by_ct
+            .entry(c.cheapest().unwrap().capacity_type)
+            .or_insert(0) += c.pods.len();
+    }
+    assert_eq!(by_ct.get(&CapacityType::Spot), Some(&2), "{by_ct:?}");
+    assert_eq!(by_ct.get(&CapacityType::OnDemand), Some(&2), "{by_ct:?}");
+}
+
+#[test]
+fn schedule_anyway_spread_is_relaxed() {
+    // Only zone-a is allowed; a ScheduleAnyway spread cannot hold but must not block.
+    let mut ps = spread_pods(3, labels::ZONE, 1);
+    for p in &mut ps {
+        p.topology_spread[0].when_unsatisfiable = WhenUnsatisfiable::ScheduleAnyway;
+        p.topology_spread[0].node_affinity_policy = InclusionPolicy::Ignore;
+        p.node_selector.insert(labels::ZONE.into(), "zone-a".into());
+    }
+    let plan = solve(&snapshot(vec![pool("default")], catalog(4), ps));
+    assert!(plan.unplaced.is_empty(), "{:?}", plan.unplaced);
+}
+
+#[test]
+fn match_label_keys_split_spreads_by_revision() {
+    let ps: Vec<Pod> = (0..6)
+        .map(|i| {
+            let rev = if i < 3 { "r1" } else { "r2" };
+            let mut p = with_label(
+                with_label(pod(&format!("s{i}"), 500, 1), "app", "web"),
+                "rev",
+                rev,
+            );
+            let mut c = spread(labels::HOSTNAME, 1, "app", "web");
+            c.match_label_keys = vec!["rev".into()];
+            p.topology_spread.push(c);
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], catalog(4), ps));
+    // Each revision spreads on its own: three nodes suffice for six pods.
+    assert_eq!(
+        plan.new_claims.len(),
+        3,
+        "{:?}",
+        plan.new_claims
+            .iter()
+            .map(|c| c.pods.clone())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn pod_affinity_follows_running_pods() {
+    let mut s = snapshot(vec![pool("default")], catalog(4), vec![]);
+    s.nodes.push(node("n1", "zone-c", 1, 1));
+    let mut p = pod("web", 1500, 1);
+    p.pod_affinity.push(term(labels::ZONE, "app", "db"));
+    s.pods = vec![
+        running(with_label(pod("db", 100, 0), "app", "db"), "n1"),
+        p.clone(),
+    ];
+    let plan = solve(&s);
+    assert_eq!(zone_of(claim_of(&plan, "web").unwrap()), "zone-c");
+    // Without a matching pod anywhere (and not matching itself) it cannot be placed.
+    let plan = solve(&snapshot(vec![pool("default")], catalog(4), vec![p]));
+    let r = reason_of(&plan, "web");
+    assert!(
+        r.contains("pod affinity on topology.kubernetes.io/zone"),
+        "{r}"
+    );
+}
+
+#[test]
+fn self_affinity_bootstraps_one_zone() {
+    let ps: Vec<Pod> = (0..5)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("a{i}"), 1500, 1), "grp", "x");
+            p.pod_affinity.push(term(labels::ZONE, "grp", "x"));
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], catalog(2), ps));
+    assert!(plan.unplaced.is_empty());
+    assert_eq!(zones_of(&plan, "a").len(), 1);
+}
+
+#[test]
+fn anti_affinity_separates_and_explains() {
+    let ps: Vec<Pod> = (0..3)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("n{i}"), 100, 0), "app", "nginx");
+            p.pod_anti_affinity
+                .push(term(labels::HOSTNAME, "app", "nginx"));
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], catalog(4), ps));
+    assert_eq!(plan.new_claims.len(), 3);
+    // Zone anti-affinity with running matching pods in every zone.
+    let mut s = snapshot(vec![pool("default")], catalog(4), vec![]);
+    let mut all = Vec::new();
+    for (i, z) in ZONES.iter().enumerate() {
+        s.nodes.push(node(&format!("n{i}"), z, 1, 1));
+        all.push(running(
+            with_label(pod(&format!("old{i}"), 100, 0), "app", "db"),
+            &format!("n{i}"),
+        ));
+    }
+    let mut p = pod("new", 500, 1);
+    p.pod_anti_affinity.push(term(labels::ZONE, "app", "db"));
+    all.push(p);
+    s.pods = all;
+    let plan = solve(&s);
+    let r = reason_of(&plan, "new");
+    assert!(
+        r.contains("pod anti-affinity on topology.kubernetes.io/zone"),
+        "{r}"
+    );
+}
+
+#[test]
+fn running_pods_anti_affinity_keeps_matching_pods_away() {
+    let mut s = snapshot(vec![pool("default")], catalog(4), vec![]);
+    s.nodes.push(node("n1", "zone-a", 8, 16));
+    let mut guard = running(pod("guard", 100, 0), "n1");
+    guard
+        .pod_anti_affinity
+        .push(term(labels::HOSTNAME, "app", "web"));
+    s.pods = vec![
+        guard,
+        with_label(pod("web", 500, 1), "app", "web"),
+        pod("other", 500, 1),
+    ];
+    let plan = solve(&s);
+    assert!(matches!(target_of(&plan, "web"), Some(Target::NewClaim(_))));
+    assert_eq!(target_of(&plan, "other"), Some(Target::Node("n1".into())));
+}
+
+#[test]
+fn preferred_anti_affinity_is_relaxed_when_needed() {
+    let ps: Vec<Pod> = (0..5)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("p{i}"), 100, 0), "app", "x");
+            p.preferred_pod_anti_affinity.push(WeightedPodAffinityTerm {
+                weight: 10,
+                term: term(labels::ZONE, "app", "x"),
+            });
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], catalog(2), ps.clone()));
+    assert!(plan.unplaced.is_empty());
+    // The first three honour it: one per zone.
+    assert_eq!(zones_of(&plan, "p").len(), 3);
+    let ignore = solve_with(
+        &snapshot(vec![pool("default")], catalog(2), ps),
+        &Options {
+            ignore_preferences: true,
+            ..Options::default()
+        },
+    );
+    assert_eq!(ignore.new_claims.len(), 1);
+}
