@@ -114,8 +114,15 @@ fn the_built_in_demo_provisions_across_zones_then_consolidates() {
     // The first launch waits for the batch window to close: 30 s scale-up + 1 s idle.
     let first = r.timeline.iter().find(|e| e.kind == "launch").unwrap();
     assert_eq!(first.at.as_secs(), 31);
-    // Consolidation waits consolidateAfter (1m) after the scale-down at 5m, then 15 s validation.
+    // Nothing is consolidated before the scale-down at 5m, and every command waits the 15 s
+    // re-check after it is planned.
     let removed = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
-    assert!(removed.at.as_secs() >= 5 * 60 + 60 + 15, "{:?}", removed.at);
+    assert!(removed.at.as_secs() >= 5 * 60 + 15, "{:?}", removed.at);
+    let planned = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disruption-planned")
+        .unwrap();
+    assert_eq!(removed.at - planned.at, std::time::Duration::from_secs(15));
     assert!(nodewright_sim::report::svg(&r).starts_with("<svg"));
 }
