@@ -826,6 +826,7 @@ impl<'p> Engine<'p> {
     /// and the targets go once every replacement is Ready.
     fn start(&mut self, command: Command) {
         self.stats.commands += 1;
+        self.check_consolidate_after(&command);
         for t in &command.targets {
             if let Some(node) = self
                 .cluster
@@ -936,6 +937,39 @@ impl<'p> Engine<'p> {
                     r.command.method.as_str()
                 ),
             );
+        }
+    }
+
+    /// A node is consolidated only once it has had no pod bound or removed for its NodePool's
+    /// `consolidateAfter`.
+    fn check_consolidate_after(&mut self, command: &Command) {
+        use nodewright_core::disruption::command::Method;
+        if !matches!(
+            command.method,
+            Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+        ) {
+            return;
+        }
+        let t = crate::report::clock(self.now.since(EPOCH));
+        for target in &command.targets {
+            let Some(c) = self.cluster.claims.get(&target.nodeclaim) else {
+                continue;
+            };
+            let after = self
+                .cluster
+                .nodepool(&c.claim.nodepool)
+                .and_then(|p| p.disruption.consolidate_after);
+            let quiet_since = c
+                .claim
+                .last_pod_event_time
+                .unwrap_or(c.claim.creation_timestamp);
+            match after {
+                Some(after) if self.now.since(quiet_since) >= after => {}
+                _ => self.violations.push(format!(
+                    "{t}: {} consolidated before consolidateAfter ({after:?}) elapsed",
+                    target.node
+                )),
+            }
         }
     }
 
