@@ -16,7 +16,7 @@ use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
 use nodewright_core::requirements::Requirement;
-use nodewright_core::resources::{CPU, Resources};
+use nodewright_core::resources::CPU;
 use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
@@ -975,60 +975,8 @@ impl<'p> Engine<'p> {
 
     /// Checks, after every step, what must always hold.
     fn check_invariants(&mut self) {
-        let t = crate::report::clock(self.now.since(EPOCH));
-        for (_, node) in self.cluster.ready_nodes() {
-            let free = self.cluster.free(node);
-            if free.iter().any(|(_, v)| v < 0) {
-                self.violations.push(format!(
-                    "{t}: node {} is over-committed: {free:?}",
-                    node.name
-                ));
-            }
-        }
-        for p in self.cluster.pods.values() {
-            if let Some(n) = &p.node_name
-                && self.cluster.ready_nodes().all(|(_, node)| &node.name != n)
-            {
-                self.violations
-                    .push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
-            }
-        }
-        for (c, node) in self.cluster.ready_nodes() {
-            let Some(pool) = self.cluster.nodepool(&c.claim.nodepool) else {
-                continue;
-            };
-            if let Some(r) = pool
-                .template
-                .requirements
-                .iter()
-                .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
-            {
-                self.violations.push(format!(
-                    "{t}: node {} breaks its NodePool's requirement {r}",
-                    node.name
-                ));
-            }
-        }
-        for pool in &self.cluster.nodepools {
-            let mut used = Resources::new();
-            let mut nodes = 0;
-            for c in self.cluster.claims.values() {
-                if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
-                    used.add(&c.claim.capacity);
-                    nodes += 1;
-                }
-            }
-            used.set(nodewright_core::resources::NODES, nodes);
-            for (k, limit) in pool.limits.iter() {
-                if used.get(k) > limit {
-                    self.violations.push(format!(
-                        "{t}: NodePool {} exceeds its {k} limit ({} > {limit})",
-                        pool.name,
-                        used.get(k)
-                    ));
-                }
-            }
-        }
+        let found = crate::invariants::check(&self.cluster, self.now.since(EPOCH));
+        self.violations.extend(found);
     }
 
     fn sample(&mut self) {

@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod demo;
 pub mod engine;
 pub mod events;
+pub mod invariants;
 pub mod kube_scheduler;
 pub mod load;
 pub mod provision;
