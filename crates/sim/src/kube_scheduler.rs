@@ -134,3 +134,142 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
     }
     bound
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use nodewright_core::model::{
+        InclusionPolicy, NodeClaim, PodPhase, TopologySpreadConstraint, WhenUnsatisfiable,
+    };
+    use nodewright_core::resources::Resources;
+    use nodewright_core::selector::LabelSelector;
+    use nodewright_core::taints::{Taint, TaintEffect};
+
+    use super::*;
+    use crate::cluster::SimClaim;
+
+    fn add_node(c: &mut Cluster, name: &str, zone: &str, cpu: i64) {
+        let node = Node {
+            name: name.into(),
+            labels: BTreeMap::from([("topology.kubernetes.io/zone".to_string(), zone.to_string())]),
+            allocatable: Resources::new().with(CPU, cpu),
+            ready: true,
+            ..Node::default()
+        };
+        c.claims.insert(
+            name.into(),
+            SimClaim {
+                claim: NodeClaim {
+                    name: name.into(),
+                    node_name: Some(name.into()),
+                    ..NodeClaim::default()
+                },
+                instance: None,
+                node: Some(node),
+                launched_at: None,
+                deleted_at: None,
+                reason: String::new(),
+            },
+        );
+    }
+
+    fn pending(c: &mut Cluster, name: &str, cpu: i64) -> String {
+        let p = Pod {
+            namespace: "d".into(),
+            name: name.into(),
+            labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
+            requests: Resources::new().with(CPU, cpu),
+            phase: PodPhase::Pending,
+            ..Pod::default()
+        };
+        let key = p.key();
+        c.pods.insert(key.clone(), p);
+        key
+    }
+
+    fn spread(c: &mut Cluster, key: &str, when: WhenUnsatisfiable) {
+        c.pods
+            .get_mut(key)
+            .unwrap()
+            .topology_spread
+            .push(TopologySpreadConstraint {
+                max_skew: 1,
+                topology_key: "topology.kubernetes.io/zone".into(),
+                when_unsatisfiable: when,
+                label_selector: Some(LabelSelector {
+                    match_labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
+                    ..LabelSelector::default()
+                }),
+                min_domains: None,
+                node_affinity_policy: InclusionPolicy::Honor,
+                node_taints_policy: InclusionPolicy::Ignore,
+                match_label_keys: vec![],
+            });
+    }
+
+    #[test]
+    fn pods_go_where_they_fit_and_wait_otherwise() {
+        let mut c = Cluster::default();
+        add_node(&mut c, "small", "a", 1000);
+        let fits = pending(&mut c, "fits", 800);
+        let big = pending(&mut c, "big", 1500);
+        let bound = bind_pending(&mut c, Timestamp(0));
+        assert_eq!(bound, vec![(fits, "small".to_string())]);
+        assert!(c.pods[&big].node_name.is_none());
+    }
+
+    #[test]
+    fn untolerated_taints_keep_pods_off() {
+        let mut c = Cluster::default();
+        add_node(&mut c, "tainted", "a", 4000);
+        c.claims
+            .get_mut("tainted")
+            .unwrap()
+            .node
+            .as_mut()
+            .unwrap()
+            .taints = vec![Taint::new("dedicated", "gpu", TaintEffect::NoSchedule)];
+        let p = pending(&mut c, "p", 100);
+        assert!(bind_pending(&mut c, Timestamp(0)).is_empty());
+        let node = c.claims["tainted"].node.clone().unwrap();
+        assert_eq!(
+            unfit(&c, &c.pods[&p], &node).as_deref(),
+            Some("untolerated taint dedicated")
+        );
+    }
+
+    #[test]
+    fn soft_spread_prefers_the_emptier_zone() {
+        let mut c = Cluster::default();
+        add_node(&mut c, "a1", "a", 4000);
+        add_node(&mut c, "b1", "b", 4000);
+        let keys: Vec<String> = (0..4)
+            .map(|i| pending(&mut c, &format!("p{i}"), 100))
+            .collect();
+        for k in &keys {
+            spread(&mut c, k, WhenUnsatisfiable::ScheduleAnyway);
+        }
+        bind_pending(&mut c, Timestamp(0));
+        let on_a = c.pods_on("a1").count();
+        let on_b = c.pods_on("b1").count();
+        assert_eq!((on_a, on_b), (2, 2));
+    }
+
+    #[test]
+    fn hard_spread_refuses_to_exceed_max_skew() {
+        let mut c = Cluster::default();
+        add_node(&mut c, "a1", "a", 4000);
+        add_node(&mut c, "b1", "b", 100);
+        let keys: Vec<String> = (0..3)
+            .map(|i| pending(&mut c, &format!("p{i}"), 200))
+            .collect();
+        for k in &keys {
+            spread(&mut c, k, WhenUnsatisfiable::DoNotSchedule);
+        }
+        bind_pending(&mut c, Timestamp(0));
+        // Zone b has no room, so zone a may hold only one more than b's zero.
+        assert_eq!(c.pods_on("a1").count(), 1);
+        assert_eq!(c.pending_pods().len(), 2);
+    }
+}
