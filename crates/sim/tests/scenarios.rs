@@ -126,3 +126,31 @@ fn the_built_in_demo_provisions_across_zones_then_consolidates() {
     assert_eq!(removed.at - planned.at, std::time::Duration::from_secs(15));
     assert!(nodewright_sim::report::svg(&r).starts_with("<svg"));
 }
+
+#[test]
+fn json_and_chart_carry_the_series_and_the_price_note() {
+    let r = run(&root().join("scenarios/eksdemo.yaml"), None);
+    let j = to_json(&r);
+    let samples = j["samples"].as_array().unwrap();
+    assert!(samples.len() >= 3);
+    let times: Vec<f64> = samples
+        .iter()
+        .map(|s| s["atSeconds"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    assert_eq!(times.last().copied(), Some(r.duration.as_secs_f64()));
+    assert!(
+        samples
+            .iter()
+            .any(|s| s["pendingPods"].as_u64() == Some(10))
+    );
+    assert!(j["priceNote"].as_str().unwrap().contains("synthetic"));
+    assert_eq!(
+        j["summary"]["nodesLaunched"].as_u64(),
+        Some(r.summary.nodes_launched as u64)
+    );
+    let svg = nodewright_sim::report::svg(&r);
+    assert_eq!(svg.matches("<path ").count(), 3);
+    assert!(svg.contains(">nodes<") && svg.contains(">pending pods<") && svg.contains(">$/h<"));
+    assert!(svg.contains("synthetic"));
+}
