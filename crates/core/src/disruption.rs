@@ -4,6 +4,7 @@
 //! with a verdict for every node. Budgets, candidate filtering and cost formulas follow
 //! Karpenter's rules; consolidation asks a [`simulate::Simulator`] where pods would go.
 
+pub mod bench;
 pub mod budgets;
 pub mod candidates;
 pub mod command;

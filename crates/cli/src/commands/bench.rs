@@ -22,6 +22,8 @@ pub struct BenchArgs {
 pub enum Which {
     /// Diverse pods at upstream's sizes, then the two 4,000-pod preference runs.
     Scheduling(SchedulingArgs),
+    /// One full disruption planning round on a generated cluster.
+    Consolidation(super::bench_consolidation::ConsolidationArgs),
 }
 
 #[derive(Args, Debug)]
@@ -45,6 +47,7 @@ pub struct SchedulingArgs {
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Scheduling(a) => scheduling(a),
+        Which::Consolidation(a) => super::bench_consolidation::run(a),
     }
 }
 

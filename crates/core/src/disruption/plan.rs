@@ -265,6 +265,8 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
 
     // Consolidation candidates: non-empty, policy allows it, within the Underutilized budget.
     let mut consolidatable: Vec<&Candidate<'_>> = Vec::new();
+    // Evaluated too, so their verdict says what consolidating them would do.
+    let mut over_budget: Vec<(&Candidate<'_>, String)> = Vec::new();
     for c in ranked
         .iter()
         .filter(|c| !taken.contains(&c.node.name) && !c.is_empty())
@@ -289,10 +291,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
             .filter(|x| x.nodepool.name == c.nodepool.name)
             .count() as u32;
         if left <= already {
-            verdicts.insert(
-                c.node.name.clone(),
-                exhausted(&c.node.name, &binding, DisruptionReason::Underutilized),
-            );
+            over_budget.push((c, binding));
             continue;
         }
         consolidatable.push(c);
@@ -330,11 +329,18 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         out.commands.push(cmd);
     }
 
-    // Single-node: evaluate every remaining candidate; act on the best saving.
+    // Single-node: evaluate every remaining candidate, within budget or not; act on the best
+    // saving within budget.
     let reduced = without_taken(snapshot, &taken);
     let mut best: Option<(usize, Command)> = None;
     let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
-    for (i, c) in consolidatable.iter().enumerate() {
+    let within = consolidatable.len();
+    let evaluated: Vec<&Candidate<'_>> = consolidatable
+        .iter()
+        .copied()
+        .chain(over_budget.iter().map(|(c, _)| *c))
+        .collect();
+    for (i, c) in evaluated.iter().enumerate() {
         if taken.contains(&c.node.name) {
             continue;
         }
@@ -349,6 +355,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         .and_then(|cmd| consolidation::approve_balanced(cmd, &one, &graceful.candidates));
         if let Ok(cmd) = &r
             && !multi_found
+            && i < within
             && best
                 .as_ref()
                 .is_none_or(|(_, b)| cmd.savings_per_hour > b.savings_per_hour)
@@ -358,9 +365,19 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         results.push((i, r));
     }
     for (i, r) in results {
-        let name = consolidatable[i].node.name.clone();
+        let name = evaluated[i].node.name.clone();
         let v = match (&best, r) {
             (Some((b, cmd)), _) if *b == i => disrupted(&name, cmd),
+            (_, Ok(cmd)) if i >= within => Verdict {
+                node: name.clone(),
+                code: "budget-exhausted".into(),
+                message: format!(
+                    "budget {} exhausted for reason Underutilized (consolidating would {} and save ${:.4}/h)",
+                    over_budget[i - within].1,
+                    cmd.decision.as_str(),
+                    cmd.savings_per_hour
+                ),
+            },
             (_, Ok(cmd)) => Verdict {
                 node: name.clone(),
                 code: "consolidatable".into(),
@@ -381,8 +398,8 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         verdicts.insert(name, v);
     }
     if let Some((i, cmd)) = best {
-        taken.insert(consolidatable[i].node.name.clone());
-        budgets.record(&consolidatable[i].nodepool.name, 1);
+        taken.insert(evaluated[i].node.name.clone());
+        budgets.record(&evaluated[i].nodepool.name, 1);
         out.commands.push(cmd);
     }
 

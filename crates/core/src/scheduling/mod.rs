@@ -10,6 +10,7 @@ pub mod bound;
 pub mod compile;
 pub mod engine;
 pub mod intern;
+pub mod launch;
 pub mod plan;
 pub mod reqs;
 pub mod setup;
