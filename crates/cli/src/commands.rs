@@ -9,10 +9,13 @@ pub mod bench_consolidation;
 pub mod convert;
 pub mod crds;
 pub mod plan;
+pub mod simulate;
 pub mod validate;
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// Run a scenario on a simulated EKS cluster (no argument: the built-in eksdemo).
+    Simulate(simulate::SimulateArgs),
     /// Check NodePools, NodeClaims and EC2NodeClasses (any supported version) with Karpenter's rules.
     Validate(validate::Args),
     /// Convert older Karpenter objects (v1beta1, v1alpha5) to v1; warnings go to stderr.
@@ -27,6 +30,7 @@ pub enum Command {
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Simulate(a) => simulate::run(a),
         Command::Validate(args) => validate::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Crds(args) => crds::run(args),

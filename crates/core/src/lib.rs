@@ -6,6 +6,7 @@
 //! the outside world into these types and act on what comes back.
 
 pub mod bench;
+pub mod cadence;
 pub mod calendar;
 pub mod cron;
 pub mod disruption;

@@ -1,0 +1,12 @@
+//! When the controller's loops act, as pure state machines driven by an explicit `now`.
+//!
+//! The controller feeds them wall-clock instants and the simulator feeds them virtual ones, so
+//! both run the same provisioning and disruption cadence: the pod batcher (idle 1 s / max 10 s)
+//! and the disruption loop (poll every 10 s, re-check a command 15 s after planning it, and loop
+//! again at once after a command starts).
+
+pub mod batcher;
+pub mod disruption;
+
+pub use batcher::{Batch, BatchWindow, Batcher};
+pub use disruption::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};

@@ -1,0 +1,392 @@
+//! The simulated cluster: NodePools, NodeClaims with their instances and nodes, pods, and the
+//! controllers (Deployments, StatefulSets, bare pods) that keep replicas alive.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use nodewright_core::labels;
+use nodewright_core::model::{
+    CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, Pod, PodPhase,
+    Snapshot,
+};
+use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::resources::Resources;
+use nodewright_core::time::Timestamp;
+
+use crate::cloud::Instance;
+
+/// How long an offering stays unavailable after an insufficient-capacity error.
+pub const ICE_TTL: std::time::Duration = std::time::Duration::from_secs(180);
+
+#[derive(Clone, Debug)]
+pub struct SimClaim {
+    pub claim: NodeClaim,
+    pub instance: Option<Instance>,
+    /// Present from the moment the node is Ready.
+    pub node: Option<Node>,
+    pub launched_at: Option<Timestamp>,
+    pub deleted_at: Option<Timestamp>,
+    /// Why it was created, for the timeline.
+    pub reason: String,
+}
+
+impl SimClaim {
+    pub fn is_live(&self) -> bool {
+        self.deleted_at.is_none()
+    }
+
+    pub fn ready_node(&self) -> Option<&Node> {
+        self.node.as_ref().filter(|_| self.is_live())
+    }
+
+    /// Price per hour while the instance runs.
+    pub fn price(&self) -> f64 {
+        self.instance.as_ref().map_or(0.0, |i| i.price)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    Deployment,
+    StatefulSet,
+    /// A bare pod: nothing recreates it.
+    Pod,
+}
+
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub kind: WorkloadKind,
+    pub namespace: String,
+    pub name: String,
+    pub replicas: u32,
+    /// The pod every replica is made from (`name` and `namespace` are filled per replica).
+    pub template: Pod,
+    next_ordinal: u64,
+}
+
+impl Workload {
+    pub fn new(
+        kind: WorkloadKind,
+        namespace: &str,
+        name: &str,
+        replicas: u32,
+        template: Pod,
+    ) -> Self {
+        Workload {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            replicas,
+            template,
+            next_ordinal: 0,
+        }
+    }
+}
+
+impl Workload {
+    /// Takes a re-applied manifest's replicas and template; existing pods keep running and
+    /// new replicas continue the naming sequence.
+    pub fn update_from(&mut self, newer: Workload) {
+        self.kind = newer.kind;
+        self.replicas = newer.replicas;
+        self.template = newer.template;
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub nodepools: Vec<NodePool>,
+    /// Instance types each NodePool may launch, before ICE marks.
+    pub catalog: BTreeMap<String, Arc<Vec<InstanceType>>>,
+    /// Offerings out of capacity until the given time.
+    pub ice: BTreeMap<(String, String, CapacityType), Timestamp>,
+    pub claims: BTreeMap<String, SimClaim>,
+    pub pods: BTreeMap<String, Pod>,
+    pub workloads: BTreeMap<(String, String), Workload>,
+    pub daemonsets: Vec<DaemonSet>,
+    claim_seq: u64,
+}
+
+impl Cluster {
+    pub fn next_claim_name(&mut self, nodepool: &str) -> String {
+        self.claim_seq += 1;
+        format!("{nodepool}-{:05}", self.claim_seq)
+    }
+
+    pub fn nodepool(&self, name: &str) -> Option<&NodePool> {
+        self.nodepools.iter().find(|p| p.name == name)
+    }
+
+    /// Live nodes that are Ready, by name.
+    pub fn ready_nodes(&self) -> impl Iterator<Item = (&SimClaim, &Node)> {
+        self.claims
+            .values()
+            .filter_map(|c| c.ready_node().map(|n| (c, n)))
+    }
+
+    pub fn claim_of_node(&self, node: &str) -> Option<&SimClaim> {
+        self.claims
+            .values()
+            .find(|c| c.is_live() && c.claim.node_name.as_deref() == Some(node))
+    }
+
+    pub fn pending_pods(&self) -> Vec<&Pod> {
+        self.pods
+            .values()
+            .filter(|p| p.node_name.is_none() && !p.is_daemonset_pod())
+            .collect()
+    }
+
+    pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
+        self.pods
+            .values()
+            .filter(move |p| p.node_name.as_deref() == Some(node))
+    }
+
+    /// Allocatable minus the requests of the pods bound to `node`.
+    pub fn free(&self, node: &Node) -> Resources {
+        let mut free = node.allocatable.clone();
+        for p in self.pods_on(&node.name) {
+            free.sub(&p.requests);
+        }
+        free
+    }
+
+    /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
+    /// catalog with offerings still inside their ICE window marked unavailable.
+    pub fn snapshot(&self, now: Timestamp) -> Snapshot {
+        let mut instance_types = self.catalog.clone();
+        let cold: Vec<&(String, String, CapacityType)> = self
+            .ice
+            .iter()
+            .filter(|(_, until)| **until > now)
+            .map(|(k, _)| k)
+            .collect();
+        if !cold.is_empty() {
+            for list in instance_types.values_mut() {
+                let mut types = (**list).clone();
+                for it in &mut types {
+                    for o in &mut it.offerings {
+                        if cold
+                            .iter()
+                            .any(|(t, z, c)| *t == it.name && *z == o.zone && *c == o.capacity_type)
+                        {
+                            o.available = false;
+                        }
+                    }
+                }
+                *list = Arc::new(types);
+            }
+        }
+        Snapshot {
+            now,
+            nodepools: self.nodepools.clone(),
+            instance_types,
+            nodes: self.ready_nodes().map(|(_, n)| n.clone()).collect(),
+            node_claims: self
+                .claims
+                .values()
+                .filter(|c| c.is_live())
+                .map(|c| c.claim.clone())
+                .collect(),
+            pods: self.pods.values().cloned().collect(),
+            daemonsets: self.daemonsets.clone(),
+            ..Snapshot::default()
+        }
+    }
+
+    /// Records a pod bind or unbind on the node's claim, for `consolidateAfter`.
+    pub fn touch(&mut self, node: &str, now: Timestamp) {
+        if let Some(c) = self
+            .claims
+            .values_mut()
+            .find(|c| c.is_live() && c.claim.node_name.as_deref() == Some(node))
+        {
+            c.claim.last_pod_event_time = Some(now);
+        }
+    }
+
+    pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
+        if let Some(p) = self.pods.get_mut(pod) {
+            p.node_name = Some(node.to_string());
+            p.phase = PodPhase::Running;
+            p.start_time = Some(now);
+            p.ready = true;
+            let daemon = p.is_daemonset_pod();
+            if !daemon {
+                self.touch(node, now);
+            }
+        }
+    }
+
+    /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
+    pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
+        let p = self.pods.remove(key)?;
+        if let Some(node) = &p.node_name
+            && !p.is_daemonset_pod()
+        {
+            self.touch(&node.clone(), now);
+        }
+        Some(p)
+    }
+
+    /// Creates and deletes pods so every workload has its replica count. Returns the keys of
+    /// created and deleted pods.
+    pub fn reconcile(&mut self, now: Timestamp) -> (Vec<String>, Vec<String>) {
+        let mut created = Vec::new();
+        let mut deleted = Vec::new();
+        let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
+        for key in keys {
+            let owned: Vec<String> = self
+                .pods
+                .values()
+                .filter(|p| {
+                    p.namespace == key.0
+                        && p.owner
+                            .as_ref()
+                            .is_some_and(|o| o.controller && o.name == key.1)
+                })
+                .map(|p| p.key())
+                .collect();
+            let w = &self.workloads[&key];
+            let want = w.replicas as usize;
+            if owned.len() > want {
+                let excess = owned.len() - want;
+                for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
+                    self.remove_pod(&victim, now);
+                    deleted.push(victim);
+                }
+            } else {
+                for _ in owned.len()..want {
+                    let pod = self.new_replica(&key, now);
+                    created.push(pod.key());
+                    self.pods.insert(pod.key(), pod);
+                }
+            }
+        }
+        (created, deleted)
+    }
+
+    /// Kubernetes' ReplicaSet scale-down preference: unbound pods first, then pods sharing a
+    /// node with more replicas, then the newest; StatefulSets remove the highest ordinals.
+    fn scale_down_order(&self, w: &Workload, owned: Vec<String>) -> Vec<String> {
+        let mut pods: Vec<&Pod> = owned.iter().filter_map(|k| self.pods.get(k)).collect();
+        if w.kind == WorkloadKind::StatefulSet {
+            pods.sort_by(|a, b| {
+                b.creation_timestamp
+                    .cmp(&a.creation_timestamp)
+                    .then(b.name.cmp(&a.name))
+            });
+            return pods.into_iter().map(|p| p.key()).collect();
+        }
+        let mut colocated: BTreeMap<&str, usize> = BTreeMap::new();
+        for p in &pods {
+            if let Some(n) = &p.node_name {
+                *colocated.entry(n.as_str()).or_default() += 1;
+            }
+        }
+        pods.sort_by(|a, b| {
+            let rank = |p: &Pod| {
+                (
+                    p.node_name.is_some(),
+                    std::cmp::Reverse(p.node_name.as_deref().map_or(0, |n| colocated[n])),
+                    std::cmp::Reverse(p.creation_timestamp),
+                )
+            };
+            rank(a).cmp(&rank(b)).then_with(|| b.name.cmp(&a.name))
+        });
+        pods.into_iter().map(|p| p.key()).collect()
+    }
+
+    fn new_replica(&mut self, key: &(String, String), now: Timestamp) -> Pod {
+        let w = self.workloads.get_mut(key).expect("workload exists");
+        let name = match w.kind {
+            WorkloadKind::StatefulSet => {
+                let ordinal = (0..)
+                    .find(|i| {
+                        !self
+                            .pods
+                            .contains_key(&format!("{}/{}-{i}", w.namespace, w.name))
+                    })
+                    .unwrap_or(0);
+                format!("{}-{ordinal}", w.name)
+            }
+            WorkloadKind::Pod => w.name.clone(),
+            WorkloadKind::Deployment => {
+                w.next_ordinal += 1;
+                format!("{}-{:05}", w.name, w.next_ordinal)
+            }
+        };
+        let mut pod = w.template.clone();
+        pod.namespace = w.namespace.clone();
+        pod.name = name.clone();
+        pod.uid = format!("{}/{}", w.namespace, name);
+        pod.owner = Some(OwnerRef {
+            kind: match w.kind {
+                WorkloadKind::Deployment => "ReplicaSet",
+                WorkloadKind::StatefulSet => "StatefulSet",
+                WorkloadKind::Pod => "Scenario",
+            }
+            .to_string(),
+            name: w.name.clone(),
+            controller: w.kind != WorkloadKind::Pod,
+        });
+        if w.kind == WorkloadKind::Pod {
+            pod.owner = None;
+        }
+        pod.node_name = None;
+        pod.phase = PodPhase::Pending;
+        pod.creation_timestamp = now;
+        pod.start_time = None;
+        pod.ready = false;
+        pod
+    }
+}
+
+/// The labels a node of `it` launched in `zone` as `capacity_type` for `pool` carries.
+pub fn node_labels(
+    pool: &NodePool,
+    it: &InstanceType,
+    zone: &str,
+    capacity_type: CapacityType,
+    region: &str,
+    node: &str,
+) -> BTreeMap<String, String> {
+    let mut l: BTreeMap<String, String> = pool.template.labels.clone();
+    for r in &it.requirements {
+        if r.operator == Operator::In && r.values.len() == 1 {
+            l.insert(r.key.clone(), r.values[0].clone());
+        }
+    }
+    for r in &pool.template.requirements {
+        if r.operator == Operator::In && r.values.len() == 1 && !l.contains_key(&r.key) {
+            l.insert(r.key.clone(), r.values[0].clone());
+        }
+    }
+    l.insert(labels::NODEPOOL.into(), pool.name.clone());
+    l.insert(labels::INSTANCE_TYPE.into(), it.name.clone());
+    l.insert(labels::ZONE.into(), zone.to_string());
+    l.insert(labels::REGION.into(), region.to_string());
+    l.insert(labels::CAPACITY_TYPE.into(), capacity_type.as_str().into());
+    l.insert(labels::HOSTNAME.into(), node.to_string());
+    l.insert(labels::REGISTERED.into(), "true".into());
+    l.insert(labels::INITIALIZED.into(), "true".into());
+    l
+}
+
+/// Whether `labels` satisfy `r` (the kube-scheduler's node-affinity rules).
+pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool {
+    let v = labels.get(&r.key);
+    let num = |s: &String| s.parse::<i64>().ok();
+    let bound = || r.values.first().and_then(num);
+    match r.operator {
+        Operator::In => v.is_some_and(|v| r.values.contains(v)),
+        Operator::NotIn => v.is_none_or(|v| !r.values.contains(v)),
+        Operator::Exists => v.is_some(),
+        Operator::DoesNotExist => v.is_none(),
+        Operator::Gt => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a > b),
+        Operator::Lt => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a < b),
+        Operator::Gte => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a >= b),
+        Operator::Lte => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a <= b),
+    }
+}

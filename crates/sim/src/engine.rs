@@ -1,0 +1,1144 @@
+//! The discrete-event loop: a virtual clock drives the controller's own cadence (the pod
+//! batcher and the disruption loop from `nodewright_core::cadence`), the provisioner, the
+//! disruption planner, the simulated cloud and the approximated kube-scheduler.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nodewright_core::cadence::{
+    BatchWindow, Batcher, DisruptionCadence, DisruptionTimings, Due, Planned, Validated,
+    batcher::POD_REQUEUE,
+};
+use nodewright_core::disruption::command::{Command, Decision};
+use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::plan::{Settings, plan};
+use nodewright_core::disruption::validate::validate;
+use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
+use nodewright_core::requirements::Requirement;
+use nodewright_core::resources::CPU;
+use nodewright_core::taints::{Taint, TaintEffect};
+use nodewright_core::time::Timestamp;
+
+use crate::cloud::{LaunchError, LaunchOption, SimCloud};
+use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_labels};
+use crate::events::EventQueue;
+use crate::kube_scheduler::bind_pending;
+use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
+use crate::report::{RunReport, Sample, Summary, TimelineEvent};
+use crate::scenario::InterruptTarget;
+
+/// The instant virtual time starts at: 2026-01-01T00:00:00Z, so cron budgets see a real date.
+pub const EPOCH: Timestamp = Timestamp(1_767_225_600_000);
+
+/// The taint Karpenter puts on a node it is about to disrupt.
+pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+
+/// What a timed step does, in core terms.
+#[derive(Clone, Debug)]
+pub enum SimAction {
+    /// Adds or replaces a NodePool with the instance types it may launch.
+    ApplyNodePool(NodePool, Arc<Vec<InstanceType>>),
+    ApplyWorkload(Workload),
+    ApplyDaemonSet(DaemonSet),
+    /// `kind`, namespace (empty for cluster-scoped), name.
+    Delete(String, String, String),
+    Scale {
+        namespace: String,
+        name: String,
+        replicas: u32,
+    },
+    Interrupt(InterruptTarget),
+    /// Nothing but time passing.
+    Advance,
+}
+
+#[derive(Clone, Debug)]
+pub struct TimedAction {
+    pub at: Duration,
+    /// The scenario step it came from (`None` for the initial manifests).
+    pub step: Option<usize>,
+    pub action: SimAction,
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineInput {
+    pub name: String,
+    pub seed: u64,
+    pub until: Duration,
+    pub cloud: crate::cloud::CloudConfig,
+    pub actions: Vec<TimedAction>,
+    pub batch: BatchWindow,
+    pub disruption: DisruptionTimings,
+    /// Where spot prices come from (synthetic in the embedded catalog); said in every report.
+    pub spot_price_note: String,
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    Action(usize),
+    LaunchResult(String),
+    NodeReady(String),
+    Interrupt(String),
+}
+
+/// A command that passed validation and waits for its replacements.
+#[derive(Clone, Debug)]
+struct Running {
+    command: Command,
+    replacements: Vec<String>,
+}
+
+pub struct Engine<'p> {
+    input: EngineInput,
+    provisioner: &'p dyn Provisioner,
+    cluster: Cluster,
+    cloud: SimCloud,
+    queue: EventQueue<Event>,
+    batcher: Batcher,
+    cadence: DisruptionCadence,
+    now: Timestamp,
+    last_trigger: BTreeMap<String, Timestamp>,
+    awaiting: Vec<Command>,
+    running: Vec<Running>,
+    /// Claim name → the pods the provisioner meant it for.
+    nominated: BTreeMap<String, Vec<String>>,
+    /// Claims waiting for the cloud's answer, with their launch options.
+    pending_launch: BTreeMap<String, Vec<LaunchOption>>,
+    timeline: Vec<TimelineEvent>,
+    samples: Vec<Sample>,
+    cost_usd: f64,
+    stats: Stats,
+    /// Invariant violations seen at any step (should stay empty).
+    pub violations: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    launched: usize,
+    launch_failures: usize,
+    disrupted: usize,
+    commands: usize,
+    rejected: usize,
+    savings_per_hour: f64,
+    interruptions: usize,
+    max_nodes: usize,
+    last_gap: Option<(f64, f64)>,
+}
+
+impl<'p> Engine<'p> {
+    pub fn new(input: EngineInput, provisioner: &'p dyn Provisioner) -> Self {
+        let mut queue = EventQueue::default();
+        for (i, a) in input.actions.iter().enumerate() {
+            queue.push(EPOCH.plus(a.at), Event::Action(i));
+        }
+        Engine {
+            cloud: SimCloud::new(input.cloud.clone(), input.seed),
+            batcher: Batcher::new(input.batch),
+            cadence: DisruptionCadence::new(input.disruption, EPOCH),
+            input,
+            provisioner,
+            cluster: Cluster::default(),
+            queue,
+            now: EPOCH,
+            last_trigger: BTreeMap::new(),
+            awaiting: Vec::new(),
+            running: Vec::new(),
+            nominated: BTreeMap::new(),
+            pending_launch: BTreeMap::new(),
+            timeline: Vec::new(),
+            samples: Vec::new(),
+            cost_usd: 0.0,
+            stats: Stats::default(),
+            violations: Vec::new(),
+        }
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    fn end(&self) -> Timestamp {
+        EPOCH.plus(self.input.until)
+    }
+
+    fn log(&mut self, kind: &str, message: String) {
+        self.timeline.push(TimelineEvent {
+            at: self.now.since(EPOCH),
+            kind: kind.to_string(),
+            message,
+        });
+    }
+
+    /// The next instant anything is due.
+    fn next_wake(&self) -> Timestamp {
+        let mut next = self.end();
+        if let Some(t) = self.queue.peek_time() {
+            next = next.min(t);
+        }
+        if let Some(t) = self.batcher.deadline() {
+            next = next.min(t);
+        }
+        next = next.min(self.cadence.next_wake());
+        for t in self.last_trigger.values() {
+            next = next.min(t.plus(POD_REQUEUE));
+        }
+        next.max(self.now)
+    }
+
+    /// Runs to the end and returns the report. `progress` is told the share of virtual time done.
+    pub fn run(mut self, progress: &mut dyn FnMut(f64)) -> RunReport {
+        let end = self.end();
+        self.sample();
+        loop {
+            let next = self.next_wake();
+            self.advance_to(next);
+            while let Some((_, e)) = self.queue.pop_due(self.now) {
+                self.handle(e);
+            }
+            self.settle();
+            if let Some(batch) = self.batcher.poll(self.now) {
+                self.provision(batch.keys.len());
+                self.settle();
+            }
+            match self.cadence.due(self.now) {
+                Some(Due::Plan) => self.disruption_round(),
+                Some(Due::Validate) => self.validation(),
+                None => {}
+            }
+            self.progress_commands();
+            self.settle();
+            self.check_invariants();
+            self.sample();
+            progress(self.now.since(EPOCH).as_secs_f64() / self.input.until.as_secs_f64().max(1.0));
+            if self.now >= end {
+                break;
+            }
+        }
+        self.finish()
+    }
+
+    fn advance_to(&mut self, t: Timestamp) {
+        let dt = t.since(self.now).as_secs_f64() / 3600.0;
+        self.cost_usd += dt * self.price_per_hour();
+        self.now = t;
+    }
+
+    fn price_per_hour(&self) -> f64 {
+        self.cluster
+            .claims
+            .values()
+            .filter(|c| c.is_live())
+            .map(SimClaim::price)
+            .fold(0.0, |a, b| a + b)
+    }
+
+    /// Controllers create replicas, the kube-scheduler binds what fits, and pods that stay
+    /// pending trigger the provisioner (again every 10 s while they wait).
+    fn settle(&mut self) {
+        let (created, _) = self.cluster.reconcile(self.now);
+        let _ = created;
+        bind_pending(&mut self.cluster, self.now);
+        let pending: BTreeSet<String> = self
+            .cluster
+            .pending_pods()
+            .into_iter()
+            .map(|p| p.key())
+            .collect();
+        self.last_trigger.retain(|k, _| pending.contains(k));
+        for key in pending {
+            let due = self
+                .last_trigger
+                .get(&key)
+                .is_none_or(|t| self.now >= t.plus(POD_REQUEUE));
+            if due {
+                self.batcher.trigger(self.now, &key);
+                self.last_trigger.insert(key, self.now);
+            }
+        }
+    }
+
+    fn handle(&mut self, e: Event) {
+        match e {
+            Event::Action(i) => {
+                let a = self.input.actions[i].clone();
+                self.apply(a.action);
+            }
+            Event::LaunchResult(claim) => self.launch_result(&claim),
+            Event::NodeReady(claim) => self.node_ready(&claim),
+            Event::Interrupt(claim) => {
+                if self
+                    .cluster
+                    .claims
+                    .get(&claim)
+                    .is_some_and(SimClaim::is_live)
+                {
+                    self.stats.interruptions += 1;
+                    let what = self.describe_claim(&claim);
+                    self.log("interrupted", format!("spot interruption reclaims {what}"));
+                    self.remove_claim(&claim);
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, action: SimAction) {
+        match action {
+            SimAction::ApplyNodePool(pool, types) => {
+                self.log(
+                    "apply",
+                    format!("NodePool/{} ({} instance types)", pool.name, types.len()),
+                );
+                self.cluster.catalog.insert(pool.name.clone(), types);
+                self.cluster.nodepools.retain(|p| p.name != pool.name);
+                self.cluster.nodepools.push(pool);
+                self.cluster.nodepools.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            SimAction::ApplyWorkload(w) => {
+                self.log(
+                    "apply",
+                    format!(
+                        "{:?}/{}/{} replicas={}",
+                        w.kind, w.namespace, w.name, w.replicas
+                    ),
+                );
+                let key = (w.namespace.clone(), w.name.clone());
+                match self.cluster.workloads.get_mut(&key) {
+                    Some(existing) => existing.update_from(w),
+                    None => {
+                        self.cluster.workloads.insert(key, w);
+                    }
+                }
+            }
+            SimAction::ApplyDaemonSet(ds) => {
+                self.log("apply", format!("DaemonSet/{}/{}", ds.namespace, ds.name));
+                self.cluster
+                    .daemonsets
+                    .retain(|d| !(d.namespace == ds.namespace && d.name == ds.name));
+                self.cluster.daemonsets.push(ds);
+            }
+            SimAction::Delete(kind, ns, name) => self.delete(&kind, &ns, &name),
+            SimAction::Scale {
+                namespace,
+                name,
+                replicas,
+            } => match self
+                .cluster
+                .workloads
+                .get_mut(&(namespace.clone(), name.clone()))
+            {
+                Some(w) => {
+                    let from = w.replicas;
+                    w.replicas = replicas;
+                    self.log(
+                        "scale",
+                        format!("{namespace}/{name}: {from} -> {replicas} replicas"),
+                    );
+                }
+                None => self.log(
+                    "warning",
+                    format!("scale: no Deployment or StatefulSet {namespace}/{name}"),
+                ),
+            },
+            SimAction::Interrupt(target) => self.interrupt(target),
+            SimAction::Advance => {}
+        }
+    }
+
+    fn delete(&mut self, kind: &str, ns: &str, name: &str) {
+        match kind {
+            "NodePool" => {
+                self.cluster.nodepools.retain(|p| p.name != name);
+                let claims: Vec<String> = self
+                    .cluster
+                    .claims
+                    .values()
+                    .filter(|c| c.is_live() && c.claim.nodepool == name)
+                    .map(|c| c.claim.name.clone())
+                    .collect();
+                for c in claims {
+                    self.remove_claim(&c);
+                }
+            }
+            "DaemonSet" => {
+                self.cluster
+                    .daemonsets
+                    .retain(|d| !(d.namespace == ns && d.name == name));
+                let pods: Vec<String> = self
+                    .cluster
+                    .pods
+                    .values()
+                    .filter(|p| {
+                        p.is_daemonset_pod() && p.owner.as_ref().is_some_and(|o| o.name == name)
+                    })
+                    .map(|p| p.key())
+                    .collect();
+                for p in pods {
+                    self.cluster.remove_pod(&p, self.now);
+                }
+            }
+            _ => {
+                let removed = self
+                    .cluster
+                    .workloads
+                    .remove(&(ns.to_string(), name.to_string()));
+                if removed.is_none() {
+                    self.log("warning", format!("delete: no {kind} {ns}/{name}"));
+                    return;
+                }
+                let pods: Vec<String> = self
+                    .cluster
+                    .pods
+                    .values()
+                    .filter(|p| {
+                        p.namespace == ns
+                            && (p.owner.as_ref().is_some_and(|o| o.name == name)
+                                || (p.owner.is_none() && p.name == name))
+                    })
+                    .map(|p| p.key())
+                    .collect();
+                for p in pods {
+                    self.cluster.remove_pod(&p, self.now);
+                }
+            }
+        }
+        self.log(
+            "delete",
+            format!("{kind}/{ns}{}{name}", if ns.is_empty() { "" } else { "/" }),
+        );
+    }
+
+    fn interrupt(&mut self, target: InterruptTarget) {
+        let mut live: Vec<&SimClaim> = self
+            .cluster
+            .claims
+            .values()
+            .filter(|c| c.is_live() && c.instance.is_some())
+            .collect();
+        live.sort_by(|a, b| {
+            a.claim
+                .creation_timestamp
+                .cmp(&b.claim.creation_timestamp)
+                .then(a.claim.name.cmp(&b.claim.name))
+        });
+        let chosen: Vec<String> = match &target {
+            InterruptTarget::Node(n) => live
+                .iter()
+                .filter(|c| c.claim.node_name.as_deref() == Some(n) || &c.claim.name == n)
+                .map(|c| c.claim.name.clone())
+                .collect(),
+            InterruptTarget::Matching {
+                capacity_type,
+                instance_type,
+                zone,
+                count,
+            } => live
+                .iter()
+                .filter(|c| {
+                    let i = c.instance.as_ref().expect("filtered on instance");
+                    capacity_type.is_none_or(|t| t == i.capacity_type)
+                        && instance_type
+                            .as_deref()
+                            .is_none_or(|t| t == i.instance_type)
+                        && zone.as_deref().is_none_or(|z| z == i.zone)
+                })
+                .take(*count as usize)
+                .map(|c| c.claim.name.clone())
+                .collect(),
+        };
+        if chosen.is_empty() {
+            self.log("warning", format!("interrupt: no node matches {target:?}"));
+        }
+        for c in chosen {
+            self.queue.push(self.now, Event::Interrupt(c));
+        }
+    }
+
+    /// One provisioning pass over the snapshot, after a batch window closed.
+    fn provision(&mut self, batch_size: usize) {
+        let snapshot = self.cluster.snapshot(self.now);
+        let plan = self.provisioner.provision(&snapshot);
+        if plan.new_claims.is_empty() && plan.unplaced.is_empty() {
+            return;
+        }
+        if plan.cost > 0.0 {
+            self.stats.last_gap = Some((plan.cost, plan.lower_bound));
+        }
+        for (i, c) in plan.new_claims.iter().enumerate() {
+            let nominated: Vec<String> = plan
+                .placements
+                .iter()
+                .filter(|(_, t)| *t == PlacementTarget::NewClaim(i))
+                .map(|(p, _)| p.clone())
+                .collect();
+            let reason = format!(
+                "{} pending pod(s) in a batch of {batch_size} (bound ${:.4}/h, plan ${:.4}/h)",
+                c.pods.len().max(nominated.len()),
+                plan.lower_bound,
+                plan.cost
+            );
+            self.create_claim(c, reason);
+        }
+        for (pod, why) in plan.unplaced.iter().take(10) {
+            self.log("unschedulable", format!("{pod}: {why}"));
+        }
+    }
+
+    fn create_claim(&mut self, c: &ClaimRequest, reason: String) -> Option<String> {
+        let pool = self.cluster.nodepool(&c.nodepool)?.clone();
+        let name = self.cluster.next_claim_name(&pool.name);
+        let claim = NodeClaim {
+            name: name.clone(),
+            nodepool: pool.name.clone(),
+            labels: pool.template.labels.clone(),
+            taints: pool.template.taints.clone(),
+            startup_taints: pool.template.startup_taints.clone(),
+            requirements: {
+                let mut r = pool.template.requirements.clone();
+                let names: Vec<&str> = c.options.iter().map(|o| o.instance_type.as_str()).collect();
+                r.push(Requirement::new(
+                    nodewright_core::labels::INSTANCE_TYPE,
+                    nodewright_core::requirements::Operator::In,
+                    &names,
+                ));
+                r
+            },
+            creation_timestamp: self.now,
+            expire_after: pool.template.expire_after,
+            termination_grace_period: pool.template.termination_grace_period,
+            ..NodeClaim::default()
+        };
+        let first = c
+            .options
+            .first()
+            .map(|o| {
+                format!(
+                    "{} {} {} ${:.4}/h",
+                    o.instance_type, o.zone, o.capacity_type, o.price
+                )
+            })
+            .unwrap_or_default();
+        self.log(
+            "launch",
+            format!(
+                "NodeClaim {name} (NodePool {}): {} option(s), cheapest {first}; for {reason}",
+                pool.name,
+                c.options.len()
+            ),
+        );
+        self.nominated.insert(name.clone(), c.pods.clone());
+        self.cluster.claims.insert(
+            name.clone(),
+            SimClaim {
+                claim,
+                instance: None,
+                node: None,
+                launched_at: None,
+                deleted_at: None,
+                reason,
+            },
+        );
+        self.pending_launch.insert(name.clone(), c.options.clone());
+        self.queue.push(
+            self.now.plus(self.input.cloud.launch_delay),
+            Event::LaunchResult(name.clone()),
+        );
+        Some(name)
+    }
+
+    fn launch_result(&mut self, name: &str) {
+        let Some(options) = self.pending_launch.remove(name) else {
+            return;
+        };
+        if !self.cluster.claims.get(name).is_some_and(SimClaim::is_live) {
+            return;
+        }
+        let now = self.now;
+        let usable: Vec<LaunchOption> = options
+            .into_iter()
+            .filter(|o| {
+                self.cluster
+                    .ice
+                    .get(&(o.instance_type.clone(), o.zone.clone(), o.capacity_type))
+                    .is_none_or(|until| *until <= now)
+            })
+            .collect();
+        match self.cloud.launch(&usable) {
+            Ok(instance) => {
+                self.stats.launched += 1;
+                let claim = self.cluster.claims.get_mut(name).expect("live claim");
+                let pool = self
+                    .cluster
+                    .nodepools
+                    .iter()
+                    .find(|p| p.name == claim.claim.nodepool)
+                    .cloned()
+                    .unwrap_or_default();
+                let it = self
+                    .cluster
+                    .catalog
+                    .get(&pool.name)
+                    .and_then(|t| t.iter().find(|t| t.name == instance.instance_type).cloned());
+                let Some(it) = it else {
+                    return;
+                };
+                let labels = node_labels(
+                    &pool,
+                    &it,
+                    &instance.zone,
+                    instance.capacity_type,
+                    &self.input.cloud.region,
+                    name,
+                );
+                let c = &mut claim.claim;
+                c.launched = true;
+                c.provider_id = Some(format!("aws:///{}/{}", instance.zone, instance.id));
+                c.labels = labels;
+                c.capacity = it.capacity.clone();
+                c.allocatable = it.allocatable();
+                c.requirements
+                    .retain(|r| r.key != nodewright_core::labels::INSTANCE_TYPE);
+                c.requirements.extend([
+                    Requirement::single(nodewright_core::labels::INSTANCE_TYPE, &it.name),
+                    Requirement::single(nodewright_core::labels::ZONE, &instance.zone),
+                    Requirement::single(
+                        nodewright_core::labels::CAPACITY_TYPE,
+                        instance.capacity_type.as_str(),
+                    ),
+                ]);
+                claim.launched_at = Some(now);
+                let spot = instance.capacity_type == CapacityType::Spot;
+                for o in &instance.out_of_capacity {
+                    self.cluster.ice.insert(
+                        (o.instance_type.clone(), o.zone.clone(), o.capacity_type),
+                        now.plus(ICE_TTL),
+                    );
+                }
+                let skipped = match instance.out_of_capacity.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} cheaper offering(s) out of capacity ({})",
+                        instance
+                            .out_of_capacity
+                            .iter()
+                            .take(3)
+                            .map(|o| format!("{} {} {}", o.instance_type, o.zone, o.capacity_type))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                let msg = format!(
+                    "{name} launched as {} in {} ({}) at ${:.4}/h, instance {}{skipped}",
+                    instance.instance_type,
+                    instance.zone,
+                    instance.capacity_type,
+                    instance.price,
+                    instance.id
+                );
+                claim.instance = Some(instance);
+                self.log("launched", msg);
+                self.queue.push(
+                    now.plus(self.input.cloud.registration_delay),
+                    Event::NodeReady(name.to_string()),
+                );
+                if spot {
+                    let horizon = self.end().since(now);
+                    if let Some(d) = self.cloud.spot_interruption_after(horizon) {
+                        self.queue
+                            .push(now.plus(d), Event::Interrupt(name.to_string()));
+                    }
+                }
+            }
+            Err(e) => {
+                self.stats.launch_failures += 1;
+                if let LaunchError::InsufficientCapacity(tried) = &e {
+                    for o in tried {
+                        self.cluster.ice.insert(
+                            (o.instance_type.clone(), o.zone.clone(), o.capacity_type),
+                            now.plus(ICE_TTL),
+                        );
+                    }
+                }
+                self.log("launch-failed", format!("{name}: {e}"));
+                self.remove_claim(name);
+                self.fail_commands_waiting_on(name);
+            }
+        }
+    }
+
+    fn node_ready(&mut self, name: &str) {
+        let now = self.now;
+        let Some(claim) = self.cluster.claims.get_mut(name) else {
+            return;
+        };
+        if !claim.is_live() {
+            return;
+        }
+        let c = &mut claim.claim;
+        let node = Node {
+            name: name.to_string(),
+            provider_id: c.provider_id.clone().unwrap_or_default(),
+            labels: c.labels.clone(),
+            annotations: c.annotations.clone(),
+            taints: c.taints.clone(),
+            capacity: c.capacity.clone(),
+            allocatable: c.allocatable.clone(),
+            ready: true,
+            unschedulable: false,
+            creation_timestamp: now,
+            deletion_timestamp: None,
+        };
+        c.node_name = Some(name.to_string());
+        c.registered = true;
+        c.initialized = true;
+        c.initialized_at = Some(now);
+        c.last_pod_event_time = Some(now);
+        claim.node = Some(node.clone());
+        let what = self.describe_claim(name);
+        self.log("ready", format!("{what} is Ready"));
+        // One pod per DaemonSet whose pod tolerates the node.
+        let daemons = self.cluster.daemonsets.clone();
+        for ds in daemons {
+            if nodewright_core::taints::first_untolerated(&ds.pod.tolerations, &node.taints)
+                .is_some()
+            {
+                continue;
+            }
+            let mut pod = ds.pod.clone();
+            pod.namespace = ds.namespace.clone();
+            pod.name = format!("{}-{name}", ds.name);
+            pod.owner = Some(nodewright_core::model::OwnerRef {
+                kind: "DaemonSet".into(),
+                name: ds.name.clone(),
+                controller: true,
+            });
+            pod.creation_timestamp = now;
+            let key = pod.key();
+            // The kube-scheduler places daemon pods too; one that does not fit stays pending.
+            let fits = crate::kube_scheduler::unfit(&self.cluster, &pod, &node).is_none();
+            self.cluster.pods.insert(key.clone(), pod);
+            if fits {
+                self.cluster.bind(&key, name, now);
+            } else {
+                self.log(
+                    "warning",
+                    format!("daemon pod {key} does not fit on {name}"),
+                );
+            }
+        }
+    }
+
+    fn describe_claim(&self, name: &str) -> String {
+        match self
+            .cluster
+            .claims
+            .get(name)
+            .and_then(|c| c.instance.as_ref())
+        {
+            Some(i) => format!(
+                "{name} ({} {} {} ${:.4}/h)",
+                i.instance_type, i.zone, i.capacity_type, i.price
+            ),
+            None => name.to_string(),
+        }
+    }
+
+    /// Deletes a claim and its node; the node's pods go back to their controllers.
+    fn remove_claim(&mut self, name: &str) {
+        let now = self.now;
+        let Some(claim) = self.cluster.claims.get_mut(name) else {
+            return;
+        };
+        if !claim.is_live() {
+            return;
+        }
+        claim.deleted_at = Some(now);
+        claim.claim.deletion_timestamp = Some(now);
+        self.pending_launch.remove(name);
+        let pods: Vec<String> = self.cluster.pods_on(name).map(|p| p.key()).collect();
+        for p in pods {
+            self.cluster.remove_pod(&p, now);
+        }
+        self.nominated.remove(name);
+    }
+
+    fn disruption_round(&mut self) {
+        let snapshot = self.cluster.snapshot(self.now);
+        let sim = EngineSimulator::default();
+        let busy: BTreeSet<String> = self
+            .running
+            .iter()
+            .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
+            .collect();
+        let round = plan(&snapshot, &sim, Settings::default());
+        let (forceful, graceful): (Vec<Command>, Vec<Command>) = round
+            .commands
+            .into_iter()
+            .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)))
+            .partition(|c| c.forceful);
+        if !forceful.is_empty() {
+            for c in forceful {
+                self.start(c);
+            }
+            self.cadence.planned(self.now, Planned::StartedForceful);
+        } else if !graceful.is_empty() {
+            for c in &graceful {
+                self.log("disruption-planned", format!("{c}; re-checking in 15s"));
+            }
+            self.awaiting = graceful;
+            self.cadence.planned(self.now, Planned::AwaitingValidation);
+        } else {
+            self.cadence.planned(self.now, Planned::Nothing);
+        }
+    }
+
+    fn validation(&mut self) {
+        let commands = std::mem::take(&mut self.awaiting);
+        let sim = EngineSimulator::default();
+        let mut started = false;
+        for c in commands {
+            let fresh = self.cluster.snapshot(self.now);
+            match validate(&c, &fresh, &sim, Settings::default()) {
+                Ok(()) => {
+                    self.start(c);
+                    started = true;
+                }
+                Err(why) => {
+                    self.stats.rejected += 1;
+                    self.log(
+                        "disruption-rejected",
+                        format!("{} ({}): {why}", c.method.as_str(), why.kind()),
+                    );
+                }
+            }
+        }
+        self.cadence.validated(
+            self.now,
+            if started {
+                Validated::Started
+            } else {
+                Validated::Rejected
+            },
+        );
+    }
+
+    /// Starts a command: targets are tainted so nothing new lands on them, replacements launch,
+    /// and the targets go once every replacement is Ready.
+    fn start(&mut self, command: Command) {
+        self.stats.commands += 1;
+        self.check_consolidate_after(&command);
+        for t in &command.targets {
+            if let Some(node) = self
+                .cluster
+                .claims
+                .get_mut(&t.nodeclaim)
+                .and_then(|c| c.node.as_mut())
+            {
+                node.taints
+                    .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+            }
+        }
+        let mut replacements = Vec::new();
+        for r in &command.replacements {
+            let options = replacement_options(
+                &self.cluster,
+                &r.nodepool,
+                &r.instance_types,
+                &r.requirements,
+            );
+            let request = ClaimRequest {
+                nodepool: r.nodepool.clone(),
+                requirements: r.requirements.iter().map(|q| q.to_string()).collect(),
+                options,
+                pods: Vec::new(),
+            };
+            let reason = format!(
+                "replacement for {} ({})",
+                targets(&command),
+                command.method.as_str()
+            );
+            if let Some(name) = self.create_claim(&request, reason) {
+                replacements.push(name);
+            }
+        }
+        self.log("disruption-started", command.to_string());
+        self.running.push(Running {
+            command,
+            replacements,
+        });
+    }
+
+    fn fail_commands_waiting_on(&mut self, claim: &str) {
+        let (failed, keep): (Vec<Running>, Vec<Running>) = std::mem::take(&mut self.running)
+            .into_iter()
+            .partition(|r| r.replacements.iter().any(|c| c == claim));
+        self.running = keep;
+        for r in failed {
+            for t in &r.command.targets {
+                if let Some(node) = self
+                    .cluster
+                    .claims
+                    .get_mut(&t.nodeclaim)
+                    .and_then(|c| c.node.as_mut())
+                {
+                    node.taints.retain(|x| x.key != DISRUPTED_TAINT);
+                }
+            }
+            self.log(
+                "disruption-failed",
+                format!(
+                    "{}: replacement {claim} could not launch; targets untainted",
+                    r.command.method.as_str()
+                ),
+            );
+        }
+    }
+
+    fn progress_commands(&mut self) {
+        let running = std::mem::take(&mut self.running);
+        for r in running {
+            let ready = r.replacements.iter().all(|c| {
+                self.cluster
+                    .claims
+                    .get(c)
+                    .is_some_and(|c| c.ready_node().is_some())
+            });
+            if !ready && !r.command.forceful {
+                self.running.push(r);
+                continue;
+            }
+            for t in &r.command.targets {
+                let what = self.describe_claim(&t.nodeclaim);
+                let pods = self
+                    .cluster
+                    .pods_on(&t.node)
+                    .filter(|p| !p.is_daemonset_pod())
+                    .count();
+                self.log(
+                    "disrupted",
+                    format!(
+                        "{what} removed by {} ({}), {pods} pod(s) evicted",
+                        r.command.method.as_str(),
+                        match r.command.decision {
+                            Decision::Delete => "delete",
+                            Decision::Replace => "replace",
+                        }
+                    ),
+                );
+                self.remove_claim(&t.nodeclaim);
+                self.stats.disrupted += 1;
+            }
+            self.stats.savings_per_hour += r.command.savings_per_hour;
+            self.log(
+                "saved",
+                format!(
+                    "${:.4}/h saved by {}",
+                    r.command.savings_per_hour,
+                    r.command.method.as_str()
+                ),
+            );
+        }
+    }
+
+    /// A node is consolidated only once it has had no pod bound or removed for its NodePool's
+    /// `consolidateAfter`.
+    fn check_consolidate_after(&mut self, command: &Command) {
+        use nodewright_core::disruption::command::Method;
+        if !matches!(
+            command.method,
+            Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+        ) {
+            return;
+        }
+        let t = crate::report::clock(self.now.since(EPOCH));
+        for target in &command.targets {
+            let Some(c) = self.cluster.claims.get(&target.nodeclaim) else {
+                continue;
+            };
+            let after = self
+                .cluster
+                .nodepool(&c.claim.nodepool)
+                .and_then(|p| p.disruption.consolidate_after);
+            let quiet_since = c
+                .claim
+                .last_pod_event_time
+                .unwrap_or(c.claim.creation_timestamp);
+            match after {
+                Some(after) if self.now.since(quiet_since) >= after => {}
+                _ => self.violations.push(format!(
+                    "{t}: {} consolidated before consolidateAfter ({after:?}) elapsed",
+                    target.node
+                )),
+            }
+        }
+    }
+
+    /// Checks, after every step, what must always hold.
+    fn check_invariants(&mut self) {
+        let found = crate::invariants::check(&self.cluster, self.now.since(EPOCH));
+        self.violations.extend(found);
+    }
+
+    fn sample(&mut self) {
+        let live = self
+            .cluster
+            .claims
+            .values()
+            .filter(|c| c.is_live() && c.instance.is_some())
+            .count();
+        self.stats.max_nodes = self.stats.max_nodes.max(live);
+        let mut requested = 0;
+        let mut allocatable = 0;
+        for (_, n) in self.cluster.ready_nodes() {
+            allocatable += n.allocatable.get(CPU);
+            requested += self
+                .cluster
+                .pods_on(&n.name)
+                .map(|p| p.requests.get(CPU))
+                .sum::<i64>();
+        }
+        let s = Sample {
+            at: self.now.since(EPOCH),
+            nodes: live,
+            ready_nodes: self.cluster.ready_nodes().count(),
+            pods: self
+                .cluster
+                .pods
+                .values()
+                .filter(|p| !p.is_daemonset_pod())
+                .count(),
+            pending_pods: self.cluster.pending_pods().len(),
+            price_per_hour: self.price_per_hour(),
+            cpu_requested_milli: requested,
+            cpu_allocatable_milli: allocatable,
+        };
+        if self.samples.last().is_some_and(|l| l.at == s.at) {
+            self.samples.pop();
+        }
+        if self.samples.last().is_none_or(|l| !l.same_state(&s)) {
+            self.samples.push(s);
+        }
+    }
+
+    fn finish(mut self) -> RunReport {
+        // Always close the series at the end of the run.
+        let last = self.samples.last().cloned();
+        if let Some(mut l) = last
+            && l.at < self.input.until
+        {
+            l.at = self.input.until;
+            self.samples.push(l);
+        }
+        let summary = Summary::from_run(
+            &self.samples,
+            self.cost_usd,
+            self.stats.launched,
+            self.stats.launch_failures,
+            self.stats.disrupted,
+            self.stats.commands,
+            self.stats.rejected,
+            self.stats.savings_per_hour,
+            self.stats.interruptions,
+            self.stats.max_nodes,
+            self.final_bound(),
+        );
+        RunReport {
+            name: self.input.name.clone(),
+            seed: self.input.seed,
+            duration: self.input.until,
+            spot_price_note: self.input.spot_price_note.clone(),
+            timeline: self.timeline,
+            samples: self.samples,
+            summary,
+            violations: self.violations,
+        }
+    }
+
+    /// What the running pods would cost on fresh capacity, and its lower bound, asked of the
+    /// same provisioner over an empty cluster.
+    fn final_bound(&self) -> Option<(f64, f64)> {
+        let mut s = self.cluster.snapshot(self.now);
+        s.nodes.clear();
+        s.node_claims.clear();
+        s.pods.retain(|p| !p.is_daemonset_pod());
+        if s.pods.is_empty() {
+            return None;
+        }
+        for p in &mut s.pods {
+            p.node_name = None;
+            p.phase = nodewright_core::model::PodPhase::Pending;
+        }
+        let plan = self.provisioner.provision(&s);
+        plan.unplaced
+            .is_empty()
+            .then_some((plan.cost, plan.lower_bound))
+    }
+}
+
+fn targets(c: &Command) -> String {
+    c.targets
+        .iter()
+        .map(|t| t.node.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Launch options for a replacement: for each of its instance types, the cheapest available
+/// offering whose zone and capacity type satisfy the replacement's and the NodePool's
+/// requirements.
+fn replacement_options(
+    cluster: &Cluster,
+    pool: &str,
+    types: &[String],
+    requirements: &[Requirement],
+) -> Vec<LaunchOption> {
+    let Some(catalog) = cluster.catalog.get(pool) else {
+        return Vec::new();
+    };
+    let mut reqs: Vec<&Requirement> = requirements.iter().collect();
+    if let Some(p) = cluster.nodepool(pool) {
+        reqs.extend(p.template.requirements.iter());
+    }
+    let offering_keys = [
+        nodewright_core::labels::ZONE,
+        nodewright_core::labels::CAPACITY_TYPE,
+    ];
+    reqs.retain(|r| offering_keys.contains(&r.key.as_str()));
+    let mut out: Vec<LaunchOption> = types
+        .iter()
+        .filter_map(|name| catalog.iter().find(|it| &it.name == name))
+        .filter_map(|it| {
+            it.offerings
+                .iter()
+                .filter(|o| o.available)
+                .filter(|o| {
+                    let labels = BTreeMap::from([
+                        (nodewright_core::labels::ZONE.to_string(), o.zone.clone()),
+                        (
+                            nodewright_core::labels::CAPACITY_TYPE.to_string(),
+                            o.capacity_type.as_str().to_string(),
+                        ),
+                    ]);
+                    reqs.iter().all(|r| label_matches(r, &labels))
+                })
+                .min_by(|a, b| {
+                    a.price
+                        .total_cmp(&b.price)
+                        .then_with(|| a.zone.cmp(&b.zone))
+                        .then_with(|| a.capacity_type.cmp(&b.capacity_type))
+                })
+                .map(|o| LaunchOption {
+                    instance_type: it.name.clone(),
+                    zone: o.zone.clone(),
+                    capacity_type: o.capacity_type,
+                    price: o.price,
+                })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.price
+            .total_cmp(&b.price)
+            .then(a.instance_type.cmp(&b.instance_type))
+    });
+    out
+}

@@ -1,0 +1,244 @@
+//! What must hold after every step of a run: no node holds more than it can, every bound pod
+//! is on a live Ready node whose labels and taints it accepts, every node keeps its NodePool's
+//! requirements, and no NodePool exceeds its limits.
+
+use std::time::Duration;
+
+use nodewright_core::resources::{NODES, Resources};
+use nodewright_core::taints::first_untolerated;
+
+use crate::cluster::{Cluster, label_matches};
+use crate::report::clock;
+
+/// The taint put on nodes being disrupted; pods bound before it arrived may stay.
+const DISRUPTED: &str = "karpenter.sh/disrupted";
+
+/// Every violation at `at`, as sentences.
+pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
+    let t = clock(at);
+    let mut out = Vec::new();
+    for (_, node) in cluster.ready_nodes() {
+        let free = cluster.free(node);
+        let over: Vec<String> = free
+            .iter()
+            .filter(|(_, v)| *v < 0)
+            .map(|(k, _)| k.to_string())
+            .collect();
+        if !over.is_empty() {
+            out.push(format!(
+                "{t}: node {} is over-committed on {}",
+                node.name,
+                over.join(", ")
+            ));
+        }
+    }
+    for p in cluster.pods.values() {
+        let Some(n) = &p.node_name else {
+            continue;
+        };
+        let Some((_, node)) = cluster.ready_nodes().find(|(_, node)| &node.name == n) else {
+            out.push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
+            continue;
+        };
+        let taints: Vec<_> = node
+            .taints
+            .iter()
+            .filter(|x| x.key != DISRUPTED)
+            .cloned()
+            .collect();
+        if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
+            out.push(format!(
+                "{t}: pod {} runs on {n} without tolerating {}",
+                p.key(),
+                taint.key
+            ));
+        }
+        if p.node_selector
+            .iter()
+            .any(|(k, v)| node.labels.get(k) != Some(v))
+            || (!p.required_node_affinity.is_empty()
+                && !p.required_node_affinity.iter().any(|term| {
+                    term.match_expressions
+                        .iter()
+                        .all(|r| label_matches(r, &node.labels))
+                }))
+        {
+            out.push(format!(
+                "{t}: pod {} runs on {n} whose labels it does not select",
+                p.key()
+            ));
+        }
+    }
+    for (c, node) in cluster.ready_nodes() {
+        let Some(pool) = cluster.nodepool(&c.claim.nodepool) else {
+            continue;
+        };
+        if let Some(r) = pool
+            .template
+            .requirements
+            .iter()
+            .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
+        {
+            out.push(format!(
+                "{t}: node {} breaks its NodePool's requirement {r}",
+                node.name
+            ));
+        }
+    }
+    for pool in &cluster.nodepools {
+        let mut used = Resources::new();
+        let mut nodes = 0;
+        for c in cluster.claims.values() {
+            if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
+                used.add(&c.claim.capacity);
+                nodes += 1;
+            }
+        }
+        used.set(NODES, nodes);
+        for (k, limit) in pool.limits.iter() {
+            if used.get(k) > limit {
+                out.push(format!(
+                    "{t}: NodePool {} exceeds its {k} limit ({} > {limit})",
+                    pool.name,
+                    used.get(k)
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use nodewright_core::model::{Node, NodeClaim, NodePool, Pod};
+    use nodewright_core::requirements::{Operator, Requirement};
+    use nodewright_core::resources::CPU;
+    use nodewright_core::taints::{Taint, TaintEffect};
+
+    use super::*;
+    use crate::cloud::Instance;
+    use crate::cluster::SimClaim;
+
+    fn cluster() -> Cluster {
+        let mut c = Cluster::default();
+        let mut pool = NodePool {
+            name: "p".into(),
+            ..NodePool::default()
+        };
+        pool.template.requirements = vec![Requirement::new(
+            "karpenter.sh/capacity-type",
+            Operator::In,
+            &["on-demand"],
+        )];
+        pool.limits = Resources::new().with(CPU, 4000);
+        c.nodepools.push(pool);
+        let node = Node {
+            name: "n1".into(),
+            labels: BTreeMap::from([
+                (
+                    "karpenter.sh/capacity-type".to_string(),
+                    "on-demand".to_string(),
+                ),
+                ("zone".to_string(), "a".to_string()),
+            ]),
+            allocatable: Resources::new().with(CPU, 2000),
+            ready: true,
+            ..Node::default()
+        };
+        c.claims.insert(
+            "n1".into(),
+            SimClaim {
+                claim: NodeClaim {
+                    name: "n1".into(),
+                    nodepool: "p".into(),
+                    node_name: Some("n1".into()),
+                    capacity: Resources::new().with(CPU, 2000),
+                    ..NodeClaim::default()
+                },
+                instance: Some(Instance {
+                    id: "i-1".into(),
+                    instance_type: "c5.large".into(),
+                    zone: "a".into(),
+                    capacity_type: nodewright_core::model::CapacityType::OnDemand,
+                    price: 0.085,
+                    out_of_capacity: vec![],
+                }),
+                node: Some(node),
+                launched_at: None,
+                deleted_at: None,
+                reason: String::new(),
+            },
+        );
+        c
+    }
+
+    fn pod(name: &str, cpu: i64, node: &str) -> Pod {
+        Pod {
+            namespace: "d".into(),
+            name: name.into(),
+            requests: Resources::new().with(CPU, cpu),
+            node_name: Some(node.into()),
+            ..Pod::default()
+        }
+    }
+
+    fn add(c: &mut Cluster, p: Pod) {
+        c.pods.insert(p.key(), p);
+    }
+
+    #[test]
+    fn a_sound_cluster_has_no_violations() {
+        let mut c = cluster();
+        add(&mut c, pod("a", 1000, "n1"));
+        assert_eq!(check(&c, Duration::ZERO), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_broken_rule_is_reported() {
+        let mut c = cluster();
+        add(&mut c, pod("a", 1500, "n1"));
+        add(&mut c, pod("b", 1000, "n1"));
+        add(&mut c, pod("c", 100, "gone"));
+        let mut picky = pod("d", 0, "n1");
+        picky.node_selector.insert("zone".into(), "b".into());
+        add(&mut c, picky);
+        let claim = c.claims.get_mut("n1").unwrap();
+        let node = claim.node.as_mut().unwrap();
+        node.taints
+            .push(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
+        node.labels
+            .insert("karpenter.sh/capacity-type".into(), "spot".into());
+        claim.claim.capacity = Resources::new().with(CPU, 8000);
+        let v = check(&c, Duration::from_secs(61)).join("\n");
+        assert!(v.contains("01:01: node n1 is over-committed on cpu"), "{v}");
+        assert!(v.contains("pod d/c is bound to missing node gone"), "{v}");
+        assert!(
+            v.contains("pod d/a runs on n1 without tolerating dedicated"),
+            "{v}"
+        );
+        assert!(
+            v.contains("pod d/d runs on n1 whose labels it does not select"),
+            "{v}"
+        );
+        assert!(
+            v.contains("node n1 breaks its NodePool's requirement"),
+            "{v}"
+        );
+        assert!(
+            v.contains("NodePool p exceeds its cpu limit (8000 > 4000)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn the_disruption_taint_does_not_evict_pods_already_bound() {
+        let mut c = cluster();
+        add(&mut c, pod("a", 1000, "n1"));
+        let node = c.claims.get_mut("n1").unwrap().node.as_mut().unwrap();
+        node.taints
+            .push(Taint::new(DISRUPTED, "", TaintEffect::NoSchedule));
+        assert!(check(&c, Duration::ZERO).is_empty());
+    }
+}

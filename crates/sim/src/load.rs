@@ -1,0 +1,332 @@
+//! From a parsed [`Scenario`] to the engine's input: Karpenter objects (any supported
+//! apiVersion) converted to v1 and then to core NodePools, each with the instance types its
+//! EC2NodeClass gives it from the embedded AWS catalog, and workloads turned into pod
+//! templates with replica counts.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nodewright_api::convert::documents::{ConvertOptions, Outcome, convert_documents};
+use nodewright_api::document::Document;
+use nodewright_api::object::Object;
+use nodewright_api::workload::{Workload as ApiWorkload, expand_document};
+use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
+use nodewright_core::cadence::{BatchWindow, DisruptionTimings};
+use nodewright_core::model::InstanceType;
+use serde_json::Value;
+
+use crate::cluster::{Workload, WorkloadKind};
+use crate::engine::{EngineInput, SimAction, TimedAction};
+use crate::scenario::{Action, Scenario, ScenarioError};
+
+/// How long a run lasts after its last step when the scenario gives no `until`.
+pub const SETTLE: Duration = Duration::from_secs(15 * 60);
+
+struct Loader<'a> {
+    scenario: &'a Scenario,
+    catalog: &'a Catalog,
+    spot: SpotPrices,
+    /// EC2NodeClass name → instance types.
+    classes: BTreeMap<String, Arc<Vec<InstanceType>>>,
+}
+
+fn ami_family(name: &str) -> Option<AmiFamily> {
+    Some(match name {
+        "AL2" => AmiFamily::AL2,
+        "AL2023" => AmiFamily::AL2023,
+        "Bottlerocket" => AmiFamily::Bottlerocket,
+        "Custom" => AmiFamily::Custom,
+        "Windows2019" => AmiFamily::Windows2019,
+        "Windows2022" => AmiFamily::Windows2022,
+        "Windows2025" => AmiFamily::Windows2025,
+        _ => return None,
+    })
+}
+
+impl Loader<'_> {
+    fn err(&self, path: String, reason: String) -> ScenarioError {
+        ScenarioError {
+            file: self.scenario.file.clone(),
+            path,
+            reason,
+        }
+    }
+
+    fn instance_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+        let zones: Vec<Zone> = self
+            .scenario
+            .cloud
+            .zones
+            .iter()
+            .map(|z| Zone::new(z))
+            .collect();
+        Arc::new(self.catalog.instance_types(
+            &self.scenario.cloud.region,
+            &zones,
+            &Settings::default(),
+            &NodeClassInput::new(family),
+            &self.spot,
+        ))
+    }
+
+    /// Turns one batch of documents (applied together) into actions.
+    fn documents(&mut self, docs: &[Document], at: &str) -> Result<Vec<SimAction>, ScenarioError> {
+        let mut out = Vec::new();
+        let items = convert_documents(docs.to_vec(), &ConvertOptions::default());
+        let mut pools = Vec::new();
+        for item in &items {
+            let object = match &item.outcome {
+                Outcome::NotKarpenter => {
+                    out.extend(self.workload(&item.doc, at)?);
+                    continue;
+                }
+                Outcome::Failed(e) => {
+                    return Err(self.err(at.into(), format!("{}: {e}", item.doc.describe())));
+                }
+                Outcome::Current(o) | Outcome::Converted { object: o, .. } => o,
+            };
+            if let Some(report) = item.validate()
+                && let Some(e) = report.errors.first()
+            {
+                return Err(self.err(at.into(), format!("{}: {e}", item.doc.describe())));
+            }
+            match object {
+                Object::EC2NodeClass(nc) => {
+                    let name = nc.metadata.name.clone().unwrap_or_default();
+                    let family_name = nc.spec.resolved_ami_family().unwrap_or("AL2023".into());
+                    let family = ami_family(&family_name).ok_or_else(|| {
+                        self.err(
+                            at.into(),
+                            format!(
+                                "{}: spec.amiFamily: {family_name:?} is not a known AMI family",
+                                item.doc.describe()
+                            ),
+                        )
+                    })?;
+                    self.classes.insert(name, self.instance_types(family));
+                }
+                Object::NodePool(np) => pools.push((item.doc.describe(), np.clone())),
+                _ => {}
+            }
+        }
+        for (describe, np) in pools {
+            let pool = nodewright_api::to_core::nodepool(&np).map_err(|errs| {
+                let first = errs.first().map(|e| e.to_string()).unwrap_or_default();
+                self.err(at.into(), format!("{describe}: {first}"))
+            })?;
+            let class = &pool.template.node_class.name;
+            let types = self.classes.get(class).cloned().ok_or_else(|| {
+                self.err(
+                    at.into(),
+                    format!(
+                        "{describe}: spec.template.spec.nodeClassRef: EC2NodeClass {class:?} is not in the scenario (apply it first or in the same step)"
+                    ),
+                )
+            })?;
+            let mut pool = pool;
+            pool.ready = true;
+            out.push(SimAction::ApplyNodePool(pool, types));
+        }
+        Ok(out)
+    }
+
+    fn workload(&self, doc: &Document, at: &str) -> Result<Vec<SimAction>, ScenarioError> {
+        let located = |reason: String| self.err(at.into(), reason);
+        let namespace = doc
+            .value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string();
+        let name = doc.name().to_string();
+        let (kind, replicas) = match doc.kind() {
+            "Deployment" => (WorkloadKind::Deployment, spec_int(doc, "/spec/replicas", 1)),
+            "StatefulSet" => (
+                WorkloadKind::StatefulSet,
+                spec_int(doc, "/spec/replicas", 1),
+            ),
+            "Job" => {
+                let parallelism = spec_int(doc, "/spec/parallelism", 1);
+                let completions = spec_int(doc, "/spec/completions", parallelism);
+                (WorkloadKind::Deployment, parallelism.min(completions))
+            }
+            "Pod" => (WorkloadKind::Pod, 1),
+            "DaemonSet" => {
+                return match expand_document(doc).map_err(|e| located(e.to_string()))? {
+                    Some(ApiWorkload::DaemonSet(ds)) => Ok(vec![SimAction::ApplyDaemonSet(*ds)]),
+                    _ => Err(located(format!("{}: not a DaemonSet", doc.describe()))),
+                };
+            }
+            other => {
+                return Err(located(format!(
+                    "{}: kind {other:?} is not a workload the simulator runs",
+                    doc.describe()
+                )));
+            }
+        };
+        // Expand one replica for the template, whatever the real count is.
+        let mut one = doc.clone();
+        for pointer in ["/spec/replicas", "/spec/parallelism", "/spec/completions"] {
+            if let Some(v) = one.value.pointer_mut(pointer) {
+                *v = Value::from(1);
+            }
+        }
+        let template = match expand_document(&one).map_err(|e| located(e.to_string()))? {
+            Some(ApiWorkload::Pods(mut pods)) if !pods.is_empty() => pods.remove(0),
+            _ => return Err(located(format!("{}: no pod template", doc.describe()))),
+        };
+        let replicas = u32::try_from(replicas.max(0)).unwrap_or(u32::MAX);
+        Ok(vec![SimAction::ApplyWorkload(Workload::new(
+            kind, &namespace, &name, replicas, template,
+        ))])
+    }
+}
+
+fn spec_int(doc: &Document, pointer: &str, default: i64) -> i64 {
+    doc.value
+        .pointer(pointer)
+        .and_then(Value::as_i64)
+        .unwrap_or(default)
+}
+
+/// Builds the engine input for `scenario` over `catalog`. Spot prices are synthetic.
+pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInput, ScenarioError> {
+    let mut loader = Loader {
+        scenario,
+        catalog,
+        spot: SpotPrices::synthetic(),
+        classes: BTreeMap::new(),
+    };
+    let mut actions = Vec::new();
+    let mut known: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let initial = loader.documents(&scenario.manifests, "manifests")?;
+    check_references(scenario, &mut known, &initial, "manifests")?;
+    for a in initial {
+        actions.push(TimedAction {
+            at: Duration::ZERO,
+            step: None,
+            action: a,
+        });
+    }
+    for step in &scenario.steps {
+        let path = format!("steps[{}]", step.index);
+        let sim: Vec<SimAction> = match &step.action {
+            Action::Apply(docs) => loader.documents(docs, &format!("{path}.apply"))?,
+            Action::Delete(r) => vec![SimAction::Delete(
+                r.kind.clone(),
+                r.namespace.clone().unwrap_or_else(|| {
+                    if matches!(r.kind.as_str(), "NodePool" | "EC2NodeClass") {
+                        String::new()
+                    } else {
+                        "default".into()
+                    }
+                }),
+                r.name.clone(),
+            )],
+            Action::Scale {
+                namespace,
+                name,
+                replicas,
+            } => vec![SimAction::Scale {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                replicas: *replicas,
+            }],
+            Action::Interrupt(t) => vec![SimAction::Interrupt(t.clone())],
+            Action::Advance => vec![SimAction::Advance],
+        };
+        check_references(scenario, &mut known, &sim, &path)?;
+        for a in sim {
+            actions.push(TimedAction {
+                at: step.at,
+                step: Some(step.index),
+                action: a,
+            });
+        }
+    }
+    let last = scenario.steps.last().map_or(Duration::ZERO, |s| s.at);
+    Ok(EngineInput {
+        name: scenario.name.clone(),
+        seed: scenario.seed,
+        until: scenario.until.unwrap_or(last + SETTLE),
+        cloud: scenario.cloud.clone(),
+        actions,
+        batch: BatchWindow::default(),
+        disruption: DisruptionTimings::default(),
+        spot_price_note: loader.spot.provenance().to_string(),
+    })
+}
+
+/// Tracks which objects exist as steps apply and delete them, so a step that scales or deletes
+/// something the scenario never created is an error at load time, not a silent no-op.
+fn check_references(
+    scenario: &Scenario,
+    known: &mut BTreeSet<(String, String, String)>,
+    actions: &[SimAction],
+    path: &str,
+) -> Result<(), ScenarioError> {
+    let err = |field: &str, reason: String| ScenarioError {
+        file: scenario.file.clone(),
+        path: format!("{path}.{field}"),
+        reason,
+    };
+    for a in actions {
+        match a {
+            SimAction::ApplyNodePool(p, _) => {
+                known.insert(("NodePool".into(), String::new(), p.name.clone()));
+            }
+            SimAction::ApplyWorkload(w) => {
+                let kind = match w.kind {
+                    WorkloadKind::Deployment => "Deployment",
+                    WorkloadKind::StatefulSet => "StatefulSet",
+                    WorkloadKind::Pod => "Pod",
+                };
+                known.insert((kind.into(), w.namespace.clone(), w.name.clone()));
+            }
+            SimAction::ApplyDaemonSet(d) => {
+                known.insert(("DaemonSet".into(), d.namespace.clone(), d.name.clone()));
+            }
+            SimAction::Scale {
+                namespace, name, ..
+            } => {
+                let found = ["Deployment", "StatefulSet"]
+                    .iter()
+                    .any(|k| known.contains(&(k.to_string(), namespace.clone(), name.clone())));
+                if !found {
+                    return Err(err(
+                        "scale",
+                        format!(
+                            "no Deployment or StatefulSet {namespace}/{name} exists at this step"
+                        ),
+                    ));
+                }
+            }
+            SimAction::Delete(kind, ns, name) => {
+                // Jobs run as Deployments here.
+                let stored = if kind == "Job" {
+                    "Deployment"
+                } else {
+                    kind.as_str()
+                };
+                if !known.remove(&(stored.to_string(), ns.clone(), name.clone()))
+                    && kind != "EC2NodeClass"
+                {
+                    return Err(err(
+                        "delete",
+                        format!(
+                            "no {kind} {}{name} exists at this step",
+                            if ns.is_empty() {
+                                String::new()
+                            } else {
+                                format!("{ns}/")
+                            }
+                        ),
+                    ));
+                }
+            }
+            SimAction::Interrupt(_) | SimAction::Advance => {}
+        }
+    }
+    Ok(())
+}

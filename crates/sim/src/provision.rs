@@ -1,0 +1,100 @@
+//! The provisioning decision the engine asks for.
+//!
+//! The engine never decides where pods go on new capacity itself: it hands a snapshot to a
+//! [`Provisioner`] (the core scheduler, [`CoreProvisioner`]) and launches what comes back.
+//! Disruption asks the core's own engine-backed simulator the same way.
+
+use nodewright_core::model::Snapshot;
+
+use nodewright_core::scheduling::{self, Options, Target};
+
+use crate::cloud::LaunchOption;
+
+/// Where a planned pod goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlacementTarget {
+    Node(String),
+    InFlight(String),
+    NewClaim(usize),
+}
+
+/// A NodeClaim to create.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimRequest {
+    pub nodepool: String,
+    /// Rendered requirements, for the timeline.
+    pub requirements: Vec<String>,
+    /// Cheapest first; each with its cheapest compatible offering.
+    pub options: Vec<LaunchOption>,
+    /// `namespace/name` of the pods it is for.
+    pub pods: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProvisionPlan {
+    pub placements: Vec<(String, PlacementTarget)>,
+    pub new_claims: Vec<ClaimRequest>,
+    /// `(pod, reason)`.
+    pub unplaced: Vec<(String, String)>,
+    /// US dollars per hour of the new claims at their cheapest option.
+    pub cost: f64,
+    /// A lower bound on that cost.
+    pub lower_bound: f64,
+}
+
+/// Plans the snapshot's pending pods onto nodes, in-flight claims and new claims.
+pub trait Provisioner {
+    fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan;
+}
+
+/// The core scheduling engine as the simulator's provisioner.
+#[derive(Clone, Debug, Default)]
+pub struct CoreProvisioner {
+    pub options: Options,
+}
+
+impl Provisioner for CoreProvisioner {
+    fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
+        let plan = scheduling::solve(snapshot, &self.options);
+        ProvisionPlan {
+            placements: plan
+                .placements
+                .into_iter()
+                .map(|p| {
+                    let t = match p.target {
+                        Target::Node(n) => PlacementTarget::Node(n),
+                        Target::InFlight(c) => PlacementTarget::InFlight(c),
+                        Target::NewClaim(i) => PlacementTarget::NewClaim(i),
+                    };
+                    (p.pod, t)
+                })
+                .collect(),
+            new_claims: plan
+                .new_claims
+                .into_iter()
+                .map(|c| ClaimRequest {
+                    nodepool: c.nodepool,
+                    requirements: c.requirements,
+                    options: c
+                        .instance_types
+                        .into_iter()
+                        .map(|o| LaunchOption {
+                            instance_type: o.name,
+                            zone: o.zone,
+                            capacity_type: o.capacity_type,
+                            price: o.price,
+                        })
+                        .collect(),
+                    pods: c.pods,
+                })
+                .collect(),
+            unplaced: plan
+                .unplaced
+                .into_iter()
+                .map(|u| (u.pod, u.reason))
+                .collect(),
+            cost: plan.cost,
+            lower_bound: plan.lower_bound,
+        }
+    }
+}

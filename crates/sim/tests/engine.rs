@@ -1,0 +1,297 @@
+//! The engine against small inline scenarios: cloud faults, limits, interruptions, and
+//! scenario errors found while loading manifests.
+
+use std::collections::BTreeMap;
+
+use nodewright_sim::RunReport;
+use nodewright_sim::scenario::parse_scenario;
+
+const POOL: &str = r#"
+  - inline:
+      apiVersion: karpenter.k8s.aws/v1
+      kind: EC2NodeClass
+      metadata: { name: default }
+      spec:
+        amiSelectorTerms: [{ alias: al2023@latest }]
+        role: node-role
+        subnetSelectorTerms: [{ tags: { demo: "true" } }]
+        securityGroupSelectorTerms: [{ tags: { demo: "true" } }]
+  - inline:
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: { name: default }
+      spec:
+        template:
+          spec:
+            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: default }
+            requirements:
+              - { key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m] }
+              - { key: karpenter.sh/capacity-type, operator: In, values: [on-demand] }
+              - { key: kubernetes.io/arch, operator: In, values: [amd64] }
+        limits: { cpu: LIMIT }
+        disruption: { consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s }
+  - inline:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: app, namespace: default }
+      spec:
+        replicas: 0
+        selector: { matchLabels: { app: app } }
+        template:
+          metadata: { labels: { app: app } }
+          spec:
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "1" } } }]
+"#;
+
+fn scenario(limit: &str, cloud: &str, steps: &str, until: &str) -> String {
+    format!(
+        "until: {until}\ncloud: {cloud}\nmanifests:{}\nsteps:\n{steps}",
+        POOL.replace("LIMIT", limit)
+    )
+}
+
+fn run(text: &str) -> Result<RunReport, String> {
+    let s = parse_scenario(
+        "test.yaml",
+        text,
+        &BTreeMap::<&'static str, &'static str>::new(),
+    )
+    .map_err(|e| e.to_string())?;
+    let catalog = nodewright_aws_model::catalog::embedded().unwrap();
+    nodewright_sim::run(&s, &catalog, &mut |_| {}).map_err(|e| e.to_string())
+}
+
+fn kinds(r: &RunReport, kind: &str) -> usize {
+    r.timeline.iter().filter(|e| e.kind == kind).count()
+}
+
+#[test]
+fn api_errors_fail_launches_and_pending_pods_retry() {
+    let r = run(&scenario(
+        "100",
+        "{ apiErrorRate: 1 }",
+        "  - { at: 5s, scale: default/app, replicas: 3 }\n",
+        "2m",
+    ))
+    .unwrap();
+    assert_eq!(r.summary.nodes_launched, 0);
+    // Still-pending pods trigger again every 10 s, so launches are retried many times.
+    assert!(
+        r.summary.launch_failures >= 5,
+        "{}",
+        r.summary.launch_failures
+    );
+    assert_eq!(r.summary.pending_at_end, 3);
+    assert!(r.violations.is_empty());
+}
+
+#[test]
+fn offerings_out_of_capacity_push_the_launch_elsewhere() {
+    let r = run(&scenario(
+        "100",
+        "{ insufficientCapacity: [{ zone: us-east-1a }, { zone: us-east-1b }] }",
+        "  - { at: 5s, scale: default/app, replicas: 2 }\n",
+        "3m",
+    ))
+    .unwrap();
+    assert_eq!(r.summary.pending_at_end, 0);
+    for e in r.timeline.iter().filter(|e| e.kind == "launched") {
+        assert!(e.message.contains(" in us-east-1c "), "{}", e.message);
+    }
+}
+
+#[test]
+fn nodepool_limits_hold_and_the_rest_stays_pending_with_a_reason() {
+    let r = run(&scenario(
+        "4",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 10 }\n",
+        "3m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert!(r.summary.pending_at_end > 0);
+    assert!(kinds(&r, "unschedulable") > 0);
+}
+
+#[test]
+fn an_interrupted_node_is_replaced_and_its_pods_placed_again() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 2 }\n  - { at: 2m, interrupt: default-00001 }\n",
+        "5m",
+    ))
+    .unwrap();
+    assert_eq!(r.summary.interruptions, 1);
+    assert!(r.summary.nodes_launched >= 2);
+    assert_eq!(r.summary.pending_at_end, 0);
+    let interrupted = r.timeline.iter().find(|e| e.kind == "interrupted").unwrap();
+    assert!(
+        r.timeline
+            .iter()
+            .any(|e| e.kind == "launch" && e.at > interrupted.at)
+    );
+}
+
+#[test]
+fn deleting_the_workload_empties_and_removes_the_nodes() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n  - { at: 2m, delete: Deployment/default/app }\n",
+        "5m",
+    ))
+    .unwrap();
+    assert_eq!(r.summary.nodes_at_end, 0);
+    assert!(r.summary.nodes_disrupted >= 1);
+    // consolidateAfter 30 s, then the 15 s re-check.
+    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
+    assert!(first.at.as_secs() >= 120 + 30 + 15, "{:?}", first.at);
+}
+
+#[test]
+fn manifest_errors_name_the_file_the_object_and_the_field() {
+    let missing_class = "manifests:\n  - inline:\n      apiVersion: karpenter.sh/v1\n      kind: NodePool\n      metadata: { name: p }\n      spec:\n        template:\n          spec:\n            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: nope }\n            requirements: []\n";
+    let e = run(missing_class).unwrap_err();
+    assert!(e.starts_with("test.yaml: manifests: "), "{e}");
+    assert!(e.contains("NodePool/p"), "{e}");
+    assert!(
+        e.contains("EC2NodeClass \"nope\" is not in the scenario"),
+        "{e}"
+    );
+
+    let bad_pool = scenario("lots", "{}", "", "1m");
+    let e = run(&bad_pool).unwrap_err();
+    assert!(e.contains("NodePool/default"), "{e}");
+    assert!(e.contains("spec.limits"), "{e}");
+
+    let bad_pod = "manifests:\n  - inline:\n      apiVersion: v1\n      kind: Pod\n      metadata: { name: x }\n      spec:\n        containers: [{ name: c, resources: { requests: { cpu: lots } } }]\n";
+    let e = run(bad_pod).unwrap_err();
+    assert!(e.contains("Pod/x"), "{e}");
+    assert!(e.contains("cpu"), "{e}");
+}
+
+#[test]
+fn an_underused_node_is_replaced_by_a_cheaper_one_that_keeps_the_pool_requirements() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 12 }\n  - { at: 3m, scale: default/app, replicas: 2 }\n",
+        "10m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let replaced: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "disrupted")
+        .collect();
+    assert_eq!(replaced.len(), 1, "{replaced:?}");
+    assert!(
+        replaced[0]
+            .message
+            .contains("single-node-consolidation (replace)")
+    );
+    assert!(r.summary.savings_per_hour > 0.0);
+    assert!(
+        r.summary.final_per_hour
+            < r.samples
+                .iter()
+                .map(|s| s.price_per_hour)
+                .fold(0.0, f64::max)
+    );
+    // The pool is on-demand only: so is every launch, replacements included.
+    for e in r.timeline.iter().filter(|e| e.kind == "launched") {
+        assert!(e.message.contains("(on-demand)"), "{}", e.message);
+    }
+}
+
+#[test]
+fn daemonset_pods_run_on_every_node_and_count_against_its_room() {
+    let ds = "  - inline:\n      apiVersion: apps/v1\n      kind: DaemonSet\n      metadata: { name: agent, namespace: kube-system }\n      spec:\n        selector: { matchLabels: { app: agent } }\n        template:\n          metadata: { labels: { app: agent } }\n          spec:\n            containers: [{ name: a, image: agent, resources: { requests: { cpu: 500m, memory: 256Mi } } }]\n";
+    let text = scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 6 }\n",
+        "3m",
+    )
+    .replace("steps:\n", &format!("{ds}steps:\n"));
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.summary.pending_at_end, 0);
+    assert!(
+        !r.timeline
+            .iter()
+            .any(|e| e.message.contains("does not fit")),
+        "{:?}",
+        r.timeline
+    );
+    // Every Ready node carries one agent besides the workload's requests.
+    let last = r.samples.last().unwrap();
+    let nodes = last.ready_nodes as i64;
+    assert!(nodes > 0);
+    assert_eq!(last.cpu_requested_milli, 6_000 + 500 * nodes);
+}
+
+#[test]
+fn spot_interruptions_follow_the_rate_and_the_workload_recovers() {
+    let text = scenario(
+        "100",
+        "{ spotInterruptionsPerHour: 30 }",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n",
+        "6m",
+    )
+    .replace("values: [on-demand]", "values: [spot]");
+    let r = run(&text).unwrap();
+    assert!(r.summary.interruptions >= 1, "{}", r.summary.interruptions);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // Every interruption is followed by a fresh launch for the evicted pods.
+    let last_interrupt = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "interrupted")
+        .map(|e| e.at)
+        .max()
+        .unwrap();
+    assert!(
+        r.timeline
+            .iter()
+            .any(|e| e.kind == "launch" && e.at > last_interrupt)
+    );
+    let none = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n",
+        "6m",
+    )
+    .replace("values: [on-demand]", "values: [spot]"))
+    .unwrap();
+    assert_eq!(none.summary.interruptions, 0);
+}
+
+#[test]
+fn steps_naming_objects_the_scenario_never_created_are_errors() {
+    let e = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/ap, replicas: 4 }\n",
+        "1m",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "test.yaml: steps[0].scale: no Deployment or StatefulSet default/ap exists at this step"
+    );
+    let e = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, delete: Deployment/default/app }\n  - { at: 6s, delete: Deployment/default/app }\n",
+        "1m",
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e,
+        "test.yaml: steps[1].delete: no Deployment default/app exists at this step"
+    );
+}
