@@ -56,6 +56,13 @@ pub struct CoreProvisioner {
 impl Provisioner for CoreProvisioner {
     fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
         let plan = scheduling::solve(snapshot, &self.options);
+        let rendered: Vec<Vec<String>> = plan
+            .new_claims
+            .iter()
+            .map(|c| plan.claim_requirements(c))
+            .collect();
+        let it_names = plan.instance_type_names.clone();
+        let zone_names = plan.zone_names.clone();
         ProvisionPlan {
             placements: plan
                 .placements
@@ -72,15 +79,16 @@ impl Provisioner for CoreProvisioner {
             new_claims: plan
                 .new_claims
                 .into_iter()
-                .map(|c| ClaimRequest {
+                .zip(rendered)
+                .map(|(c, requirements)| ClaimRequest {
                     nodepool: c.nodepool,
-                    requirements: c.requirements,
+                    requirements,
                     options: c
                         .instance_types
                         .into_iter()
                         .map(|o| LaunchOption {
-                            instance_type: o.name,
-                            zone: o.zone,
+                            instance_type: it_names[o.instance_type as usize].clone(),
+                            zone: zone_names[o.zone as usize].clone(),
                             capacity_type: o.capacity_type,
                             price: o.price,
                         })
