@@ -489,3 +489,33 @@ fn reserved_offerings_are_used_only_as_far_as_they_go() {
     // One reserved node at 0.01 and one spot node at 0.1.
     assert!((plan.cost - 0.11).abs() < 1e-9, "{}", plan.cost);
 }
+
+#[test]
+fn storage_class_topology_applies_to_unbound_claims() {
+    let mut p = pod("db", 500, 1);
+    p.volume_claims.push("data".into());
+    let mut s = snapshot(vec![pool("default")], catalog(2), vec![p]);
+    s.persistent_volume_claims.push(PersistentVolumeClaim {
+        namespace: "default".into(),
+        name: "data".into(),
+        volume_name: None,
+        storage_class: Some("zonal".into()),
+    });
+    s.storage_classes.push(StorageClass {
+        name: "zonal".into(),
+        provisioner: "ebs.csi.aws.com".into(),
+        volume_binding_mode: "WaitForFirstConsumer".into(),
+        allowed_topologies: vec![crate::requirements::NodeSelectorTerm {
+            match_expressions: vec![req(labels::ZONE, Operator::In, &["zone-c"])],
+        }],
+    });
+    let plan = solve(&s);
+    assert_eq!(zone_of(&plan, claim_of(&plan, "db").unwrap()), "zone-c");
+    s.storage_classes.clear();
+    let plan = solve(&s);
+    assert!(
+        reason_of(&plan, "db").contains("StorageClass zonal"),
+        "{}",
+        reason_of(&plan, "db")
+    );
+}
