@@ -606,6 +606,9 @@ pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
     if !p.node_selector.is_empty() {
         spec["nodeSelector"] = json!(p.node_selector);
     }
+    if let Some(n) = &p.node_name {
+        spec["nodeName"] = json!(n);
+    }
     if !p.topology_spread.is_empty() {
         spec["topologySpreadConstraints"] = p
             .topology_spread
@@ -687,7 +690,28 @@ pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
         "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid, "labels": p.labels,
                      "creationTimestamp": created},
         "spec": spec,
-        "status": {"phase": "Pending"}
+        "status": {"phase": if p.node_name.is_some() { "Running" } else { "Pending" }}
+    })
+}
+
+/// A `core` node as a `core/v1` Node document (labels, taints, capacity, allocatable).
+pub fn node_json(n: &Node) -> Value {
+    let q = |r: &Resources| -> serde_json::Map<String, Value> {
+        r.iter()
+            .map(|(k, v)| (k.to_string(), Value::String(quantity_string(k, v))))
+            .collect()
+    };
+    let taints: Vec<Value> = n
+        .taints
+        .iter()
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()}))
+        .collect();
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": n.name, "labels": n.labels},
+        "spec": {"taints": taints, "unschedulable": n.unschedulable},
+        "status": {"capacity": q(&n.capacity), "allocatable": q(&n.allocatable),
+                   "conditions": [{"type": "Ready", "status": if n.ready { "True" } else { "False" }}]}
     })
 }
 
@@ -739,6 +763,7 @@ pub fn write_input(s: &Snapshot, meta: Value) -> Value {
         "meta": meta,
         "instanceTypes": types,
         "pods": s.pods.iter().map(pod_json).collect::<Vec<_>>(),
+        "nodes": s.nodes.iter().map(node_json).collect::<Vec<_>>(),
         "nodePool": node_pool,
     })
 }

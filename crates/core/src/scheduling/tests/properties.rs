@@ -221,32 +221,3 @@ proptest! {
         }
     }
 }
-
-#[test]
-#[ignore = "timing probe; run with --release -- --ignored"]
-fn probe_existing_nodes_scale() {
-    use crate::bench;
-    let mut s = bench::snapshot(bench::diverse_pods(10000, &mut bench::Rng::new(7)), 400);
-    for i in 0..2000 {
-        let z = bench::ZONES[i % 3];
-        let mut n = node(&format!("node-{i:05}"), z, 8, 16);
-        n.labels
-            .insert(crate::labels::NODEPOOL.into(), "default".into());
-        s.nodes.push(n);
-        s.pods.push(running(
-            with_label(pod(&format!("run-{i}"), 7000, 14), "my-label", "a"),
-            &format!("node-{i:05}"),
-        ));
-    }
-    let t = std::time::Instant::now();
-    let plan = solve(&s);
-    eprintln!(
-        "10k pods with 2000 existing nodes: {:?}, unplaced {}, on existing {}",
-        t.elapsed(),
-        plan.unplaced.len(),
-        plan.placements
-            .iter()
-            .filter(|p| matches!(p.target, Target::Node(_)))
-            .count()
-    );
-}
