@@ -285,15 +285,6 @@ impl<'w> Engine<'w> {
         let host = self.w.interner.intern(&host);
         let c = &self.w.classes[ci];
         let mut reasons = Vec::new();
-        if !self.w.existing.is_empty() {
-            let refusals: Vec<Refusal> = (0..self.w.existing.len())
-                .filter_map(|ei| {
-                    self.eval_existing(c, &cons, &alts, relax, ei, want_m, true)
-                        .err()
-                })
-                .collect();
-            reasons.push(self.summarise_existing(c, &refusals));
-        }
         if self.w.pools.is_empty() {
             reasons.push("no NodePool is available".to_string());
         }
@@ -317,6 +308,16 @@ impl<'w> Engine<'w> {
                 }
                 Err(why) => reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name)),
             }
+        }
+        // Only now, on the way out, work out why each existing node said no.
+        if !self.w.existing.is_empty() {
+            let refusals: Vec<Refusal> = (0..self.w.existing.len())
+                .filter_map(|ei| {
+                    self.eval_existing(c, &cons, &alts, relax, ei, want_m, true)
+                        .err()
+                })
+                .collect();
+            reasons.insert(0, self.summarise_existing(c, &refusals));
         }
         Err(reasons)
     }
