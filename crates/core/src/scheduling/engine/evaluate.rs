@@ -293,13 +293,13 @@ impl Engine<'_> {
                     .enumerate()
                     .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
                 {
+                    let name = self.w.names.name(r as u32);
+                    let fmt = |v: i64| crate::resources::format_amount(name, v);
                     limited = Some(format!(
-                        "limit {}: {} remaining",
-                        self.w.names.name(r as u32),
-                        crate::resources::format_amount(
-                            self.w.names.name(r as u32),
-                            remaining[r].unwrap_or(0).max(0)
-                        )
+                        "limit {name}={} leaves {} for a new node, too little for any type that fits \
+                         (existing nodes and this plan's claims count at their largest option)",
+                        fmt(pool.limits[r].unwrap_or(0)),
+                        fmt(remaining[r].unwrap_or(0).max(0))
                     ));
                     continue;
                 }

@@ -279,7 +279,7 @@ fn limits_are_never_exceeded_and_named() {
         .sum();
     assert!(charged <= 8000, "{charged}");
     let r = reason_of(&plan, "p3");
-    assert!(r.contains("limit cpu"), "{r}");
+    assert!(r.contains("limit cpu=8 leaves 0"), "{r}");
 }
 
 #[test]
