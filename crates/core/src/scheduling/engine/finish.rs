@@ -20,6 +20,7 @@ impl Engine<'_> {
         let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
         let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
         let mut held: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut lost: Vec<(usize, String)> = Vec::new();
         for (k, cl) in self.claims.iter().enumerate() {
             if cl.pods.is_empty() {
                 continue;
@@ -86,6 +87,16 @@ impl Engine<'_> {
                     &w.names,
                 ));
             }
+            if instance_types.is_empty() {
+                // Its only offerings were reservations that earlier claims now hold.
+                for &pi in &cl.pods {
+                    lost.push((pi, format!(
+                        "NodePool {}: the reserved capacity this node needs is taken by other new nodes",
+                        p.name
+                    )));
+                }
+                continue;
+            }
             claim_index[k] = new_claims.len();
             new_claims.push(NewClaim {
                 nodepool: p.name.clone(),
@@ -95,9 +106,11 @@ impl Engine<'_> {
                 requests,
             });
         }
+        let lost_pods: std::collections::HashSet<usize> = lost.iter().map(|l| l.0).collect();
         let placements = self
             .placements
             .iter()
+            .filter(|(pi, _)| !lost_pods.contains(pi))
             .map(|&(pi, t)| Placement {
                 pod: s.pods[pi].key(),
                 target: match t {
@@ -115,6 +128,7 @@ impl Engine<'_> {
             .collect();
         let mut unplaced: Vec<Unplaced> = unplaced
             .into_iter()
+            .chain(lost)
             .map(|(pi, reason)| Unplaced {
                 pod: s.pods[pi].key(),
                 reason,

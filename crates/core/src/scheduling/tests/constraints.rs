@@ -519,3 +519,32 @@ fn storage_class_topology_applies_to_unbound_claims() {
         reason_of(&plan, "db")
     );
 }
+
+#[test]
+fn pods_whose_only_offering_is_a_full_reservation_are_reported() {
+    let mut its = catalog(1);
+    its[0].offerings = vec![Offering {
+        zone: "zone-a".into(),
+        capacity_type: CapacityType::Reserved,
+        price: 0.01,
+        available: true,
+        reservation_id: Some("cr-1".into()),
+        reservation_capacity: Some(1),
+    }];
+    let ps: Vec<Pod> = (0..2)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("p{i}"), 500, 1), "app", "x");
+            p.pod_anti_affinity.push(term(labels::HOSTNAME, "app", "x"));
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], its, ps));
+    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(plan.unplaced.len(), 1);
+    assert!(
+        plan.unplaced[0].reason.contains("reserved capacity"),
+        "{}",
+        plan.unplaced[0].reason
+    );
+    assert_eq!(plan.placements.len(), 1);
+}
