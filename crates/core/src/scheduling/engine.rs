@@ -306,7 +306,24 @@ impl<'w> Engine<'w> {
                         m,
                     });
                 }
-                Err(why) => reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name)),
+                Err(why) => {
+                    // A limit is in the way: drop larger fallback types from this NodePool's
+                    // claims (each keeps its cheapest), which lowers what they are charged.
+                    if why.contains(" leaves ")
+                        && trim_to_cheapest(self.w, &mut self.claims, &mut self.pool_charged, p)
+                        && let Ok((reqs, bits, pins, _)) =
+                            self.eval_new(c, &cons, &alts, relax, p, host)
+                    {
+                        return Ok(Choice {
+                            target: Tgt::NewClaim(p),
+                            reqs: Some(reqs),
+                            bits: Some(bits),
+                            pins,
+                            m: 1,
+                        });
+                    }
+                    reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name));
+                }
             }
         }
         // Only now, on the way out, work out why each existing node said no.
@@ -602,4 +619,48 @@ impl<'w> Engine<'w> {
             .flat_map(|(_, pods, why)| pods.into_iter().map(move |p| (p, why.clone())))
             .collect()
     }
+}
+
+/// Restricts every claim of NodePool `p` to options no larger than its cheapest one in each
+/// limited resource, and re-charges it. True when something was freed.
+fn trim_to_cheapest(w: &World, claims: &mut [Claim], pool_charged: &mut [Res], p: usize) -> bool {
+    let pool = &w.pools[p];
+    let limited: Vec<usize> = (0..pool.limits.len())
+        .filter(|&r| pool.limits[r].is_some())
+        .collect();
+    let mut freed = false;
+    for cl in claims
+        .iter_mut()
+        .filter(|c| c.pool == p && !c.pods.is_empty())
+    {
+        let cap = &pool.its[cl.cheapest].capacity;
+        let mut bits = cl.bits.clone();
+        for it in cl.bits.iter() {
+            if limited.iter().any(|&r| pool.its[it].capacity[r] > cap[r]) {
+                bits.remove(it);
+            }
+        }
+        if bits == cl.bits {
+            continue;
+        }
+        cl.bits = bits;
+        let r = cl.used.len();
+        let mut max_alloc = vec![i64::MIN; r];
+        let mut charged = vec![0; r];
+        for it in cl.bits.iter() {
+            for i in 0..r {
+                max_alloc[i] = max_alloc[i].max(pool.its[it].alloc[i]);
+                charged[i] = charged[i].max(pool.its[it].capacity[i]);
+            }
+        }
+        for ((pc, new), old) in pool_charged[p].iter_mut().zip(&charged).zip(&cl.charged) {
+            if new < old {
+                freed = true;
+            }
+            *pc += new - old;
+        }
+        cl.max_alloc = max_alloc;
+        cl.charged = charged;
+    }
+    freed
 }

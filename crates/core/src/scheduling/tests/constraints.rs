@@ -248,8 +248,9 @@ fn heavier_nodepools_go_first_and_fall_back() {
 fn limits_are_never_exceeded_and_named() {
     let mut np = pool("default");
     np.limits = Resources::new().with(resources::CPU, 8000);
-    // Each pod needs a node of its own (anti-affinity). The first claim may still become any
-    // type up to 8 cpu, so it is charged 8 cpu, as Karpenter charges it, and nothing is left.
+    // Each pod needs a node of its own (anti-affinity) and fits a 4-cpu type. A claim is
+    // charged its largest option; when the limit is in the way, claims drop their larger
+    // fallbacks (each keeps its cheapest type), so exactly two 4-cpu nodes fit under 8 cpu.
     let ps: Vec<Pod> = (0..4)
         .map(|i| {
             let mut p = with_label(pod(&format!("p{i}"), 3000, 1), "app", "x");
@@ -258,7 +259,7 @@ fn limits_are_never_exceeded_and_named() {
         })
         .collect();
     let plan = solve(&snapshot(vec![np], catalog(6), ps));
-    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(plan.new_claims.len(), 2);
     let charged: i64 = plan
         .new_claims
         .iter()
