@@ -28,6 +28,7 @@ pub fn write_output(plan: &Plan, solve_seconds: f64) -> Value {
                 "requestedMemoryMiB": round(c.requests.get(resources::MEMORY) as f64 / MIB, 3),
                 "requirements": c.requirements.iter().filter(|r| !r.starts_with(labels::INSTANCE_TYPE)).collect::<Vec<_>>(),
                 "podNames": c.pods,
+                "minValuesRelaxed": c.min_values_relaxed,
             })
         })
         .collect();

@@ -31,6 +31,9 @@ pub struct PlanArgs {
     /// Drop preferred affinities and ScheduleAnyway spreads up front (PREFERENCE_POLICY=Ignore).
     #[arg(long)]
     pub ignore_preferences: bool,
+    /// MIN_VALUES_POLICY=BestEffort: minValues never blocks a placement.
+    #[arg(long)]
+    pub min_values_best_effort: bool,
     /// Solve this many times and report the fastest (the plan is the same every time).
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
@@ -66,6 +69,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let snapshot = load(&args.input, args.instance_types.as_ref())?;
     let opts = Options {
         ignore_preferences: args.ignore_preferences,
+        min_values_best_effort: args.min_values_best_effort,
         ..Options::default()
     };
     let mut secs = f64::MAX;

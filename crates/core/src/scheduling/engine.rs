@@ -21,6 +21,9 @@ pub struct Options {
     pub ignore_preferences: bool,
     /// Instance-type options kept per new claim (Karpenter: 600).
     pub max_instance_types: usize,
+    /// `MIN_VALUES_POLICY=BestEffort`: minValues never blocks a placement; claims that fall
+    /// short are marked instead.
+    pub min_values_best_effort: bool,
 }
 
 impl Default for Options {
@@ -28,6 +31,7 @@ impl Default for Options {
         Options {
             ignore_preferences: false,
             max_instance_types: 600,
+            min_values_best_effort: false,
         }
     }
 }

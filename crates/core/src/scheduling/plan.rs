@@ -44,6 +44,9 @@ pub struct NewClaim {
     pub pods: Vec<String>,
     /// Summed pod requests plus the daemonset overhead of the cheapest option.
     pub requests: Resources,
+    /// Some `minValues` is not met by the options (only under the BestEffort policy, or after
+    /// the per-claim cap cut the options).
+    pub min_values_relaxed: bool,
 }
 
 impl NewClaim {

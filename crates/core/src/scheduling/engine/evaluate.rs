@@ -210,7 +210,7 @@ impl Engine<'_> {
                 nb.remove(it);
             }
         }
-        self.w.min_values_ok(pool, &nb, reqs).is_ok()
+        self.opts.min_values_best_effort || self.w.min_values_ok(pool, &nb, reqs).is_ok()
     }
 
     pub(super) fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
@@ -343,7 +343,10 @@ impl Engine<'_> {
                 };
                 continue;
             }
-            if let Err(key) = self.w.min_values_ok(p, &bits, &reqs) {
+            if let (Err(key), false) = (
+                self.w.min_values_ok(p, &bits, &reqs),
+                self.opts.min_values_best_effort,
+            ) {
                 last = self.w.describe_refusal(c, &Refusal::MinValues(key));
                 continue;
             }

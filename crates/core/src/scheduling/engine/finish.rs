@@ -98,12 +98,18 @@ impl Engine<'_> {
                 continue;
             }
             claim_index[k] = new_claims.len();
+            let mut kept = super::Bitset::empty(p.its.len());
+            for &(_, it, _) in &options {
+                kept.insert(it);
+            }
+            let min_values_relaxed = w.min_values_ok(cl.pool, &kept, &cl.reqs).is_err();
             new_claims.push(NewClaim {
                 nodepool: p.name.clone(),
                 requirements,
                 instance_types,
                 pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
                 requests,
+                min_values_relaxed,
             });
         }
         let lost_pods: std::collections::HashSet<usize> = lost.iter().map(|l| l.0).collect();

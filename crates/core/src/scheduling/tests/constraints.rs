@@ -325,6 +325,26 @@ fn min_values_keeps_enough_types_or_explains() {
 }
 
 #[test]
+fn min_values_best_effort_places_and_marks_the_claim() {
+    let mut np = pool("default");
+    let mut r = req(labels::INSTANCE_TYPE, Operator::Exists, &[]);
+    r.min_values = Some(10);
+    np.template.requirements.push(r);
+    let s = snapshot(vec![np], catalog(6), vec![pod("p", 500, 1)]);
+    let plan = solve_with(
+        &s,
+        &Options {
+            min_values_best_effort: true,
+            ..Options::default()
+        },
+    );
+    assert!(plan.unplaced.is_empty());
+    assert!(plan.new_claims[0].min_values_relaxed);
+    let strict = solve_with(&s, &Options::default());
+    assert_eq!(strict.unplaced.len(), 1);
+}
+
+#[test]
 fn instance_type_options_are_capped() {
     let s = snapshot(vec![pool("default")], catalog(20), vec![pod("p", 500, 1)]);
     let plan = solve_with(
