@@ -453,7 +453,7 @@ impl<'w> Engine<'w> {
                         bits: Bitset::empty(self.w.pools[p].its.len()),
                         used: vec![0; n],
                         pods: Vec::new(),
-                        ports: Vec::new(),
+                        ports: self.w.pools[p].daemon_ports.clone(),
                         cheapest: 0,
                         price: 0.0,
                         max_alloc: vec![0; n],

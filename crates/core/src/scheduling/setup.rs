@@ -300,6 +300,7 @@ pub fn build(s: &Snapshot) -> World {
                 {
                     *u += r;
                 }
+                existing_ports[ei].extend(d.pod.host_ports.iter().cloned());
             }
         }
     }

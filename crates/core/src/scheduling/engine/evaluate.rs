@@ -240,6 +240,11 @@ impl Engine<'_> {
         if let Some(r) = taint_refusal(c, &pool.taints, relax) {
             return Err(self.w.describe_refusal(c, &r));
         }
+        if let Some(port) = ports_conflict(&c.host_ports, &pool.daemon_ports) {
+            return Err(format!(
+                "host port {port} is held by a daemonset on every node"
+            ));
+        }
         if pool.its.is_empty() {
             return Err("no instance types are available".to_string());
         }

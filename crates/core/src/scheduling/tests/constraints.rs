@@ -569,3 +569,36 @@ fn pods_whose_only_offering_is_a_full_reservation_are_reported() {
     );
     assert_eq!(plan.placements.len(), 1);
 }
+
+#[test]
+fn daemonset_host_ports_block_pods_that_need_them() {
+    let mut ds = pod("ds", 100, 0);
+    ds.host_ports.push(HostPort {
+        port: 9100,
+        protocol: "TCP".into(),
+        host_ip: String::new(),
+    });
+    let mut p = pod("exporter", 100, 0);
+    p.host_ports.push(HostPort {
+        port: 9100,
+        protocol: "TCP".into(),
+        host_ip: String::new(),
+    });
+    let mut s = snapshot(
+        vec![pool("default")],
+        catalog(2),
+        vec![p, pod("plain", 100, 0)],
+    );
+    s.daemonsets.push(DaemonSet {
+        namespace: "kube-system".into(),
+        name: "node-exporter".into(),
+        pod: ds,
+    });
+    let plan = solve(&s);
+    assert!(
+        reason_of(&plan, "exporter").contains("host port 9100 is held by a daemonset"),
+        "{}",
+        reason_of(&plan, "exporter")
+    );
+    assert!(claim_of(&plan, "plain").is_some());
+}
