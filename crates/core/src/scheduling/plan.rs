@@ -38,7 +38,8 @@ pub struct NewClaim {
     /// The claim's requirements, rendered (`key Operator [values]`), sorted by key; the
     /// instance-type requirement is the list of [`NewClaim::instance_types`].
     pub requirements: Vec<String>,
-    /// Options sorted by price, then name; at most the per-claim cap.
+    /// Options sorted by price (ties: cheapest offering anywhere, then name); at most the
+    /// per-claim cap.
     pub instance_types: Vec<InstanceOption>,
     /// `namespace/name` of the pods it was created for, in placement order.
     pub pods: Vec<String>,

@@ -18,6 +18,12 @@ impl Engine<'_> {
             *v = i as u32;
         }
         let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
+        // Per NodePool, the plan-wide id of each of its instance types, by index.
+        let pool_type_ids: Vec<Vec<u32>> = w
+            .pools
+            .iter()
+            .map(|p| p.its.iter().map(|it| type_ids[it.name.as_str()]).collect())
+            .collect();
         let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
         let mut held: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         let mut lost: Vec<(usize, String)> = Vec::new();
@@ -52,10 +58,8 @@ impl Engine<'_> {
                         .map(|(i, x)| (x.price, it, i))
                 })
                 .collect();
-            options.sort_by(|a, b| {
-                a.0.total_cmp(&b.0)
-                    .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
-            });
+            // Ties keep the NodePool's ranking (cheapest offering anywhere, then name).
+            options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             options.truncate(self.opts.max_instance_types);
             if let Some(&(_, it, o)) = options.first()
                 && let Some((id, Some(cap))) = &p.its[it].offerings[o].reservation
@@ -69,7 +73,7 @@ impl Engine<'_> {
                     let off = &p.its[it].offerings[o];
                     let next = zone_ids.len() as u32;
                     InstanceOption {
-                        instance_type: type_ids[p.its[it].name.as_str()],
+                        instance_type: pool_type_ids[cl.pool][it],
                         zone: *zone_ids.entry(off.zone).or_insert(next),
                         capacity_type: off.ct,
                         price,
