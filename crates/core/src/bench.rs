@@ -258,6 +258,47 @@ pub fn snapshot(pods: Vec<Pod>, instance_type_count: usize) -> Snapshot {
     s
 }
 
+/// Adds `n` registered nodes (8 cpu, 16 GiB, spread over the zones) of the benchmark NodePool,
+/// each running one pod that leaves 1 cpu and 2 GiB free: a cluster the new pods must look at
+/// before launching anything.
+pub fn add_existing_nodes(s: &mut Snapshot, n: usize) {
+    for i in 0..n {
+        let name = format!("node-{i:05}");
+        let mut node_labels = BTreeMap::new();
+        node_labels.insert(labels::ZONE.to_string(), ZONES[i % 3].to_string());
+        node_labels.insert(labels::HOSTNAME.to_string(), name.clone());
+        node_labels.insert(labels::NODEPOOL.to_string(), "default".to_string());
+        node_labels.insert(labels::INSTANCE_TYPE.to_string(), "fake-it-7".to_string());
+        node_labels.insert(labels::CAPACITY_TYPE.to_string(), "on-demand".to_string());
+        node_labels.insert(labels::INITIALIZED.to_string(), "true".to_string());
+        let alloc = Resources::new()
+            .with(resources::CPU, 8000)
+            .with(resources::MEMORY, 16 * GI)
+            .with(resources::PODS, 80);
+        s.nodes.push(crate::model::Node {
+            name: name.clone(),
+            labels: node_labels,
+            capacity: alloc.clone(),
+            allocatable: alloc,
+            ready: true,
+            ..crate::model::Node::default()
+        });
+        s.pods.push(Pod {
+            namespace: "default".into(),
+            name: format!("running-{i:05}"),
+            uid: format!("running-{i:05}"),
+            labels: labels_of(&[("my-label", LABEL_VALUES[i % LABEL_VALUES.len()])]),
+            requests: Resources::new()
+                .with(resources::CPU, 7000)
+                .with(resources::MEMORY, 14 * GI)
+                .with(resources::PODS, 1),
+            node_name: Some(name),
+            phase: crate::model::PodPhase::Running,
+            ..Pod::default()
+        });
+    }
+}
+
 /// Upstream's sizes.
 pub const SIZES: [usize; 9] = [1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000];
 

@@ -7,7 +7,7 @@
 //! for all `t` proves `demand·y + k·y_nodes` as a lower bound. The search below only ever
 //! reports the value of such a feasible `y`, so the bound is proven whatever the search quality.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use super::plan::Plan;
 use super::setup::World;
@@ -104,23 +104,30 @@ pub fn dual_bound(prices_allocs: &[(f64, Vec<f64>)], demand: &[f64]) -> f64 {
 
 /// The bound for the pods `plan` puts on new claims.
 pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
-    let on_new: HashSet<&str> = plan
-        .new_claims
-        .iter()
-        .flat_map(|c| c.pods.iter().map(String::as_str))
-        .collect();
-    if on_new.is_empty() {
+    if plan.new_claims.is_empty() {
         return 0.0;
+    }
+    let index: HashMap<String, usize> = s
+        .pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.key(), i))
+        .collect();
+    let mut on_new = vec![false; s.pods.len()];
+    for c in &plan.new_claims {
+        for k in &c.pods {
+            if let Some(&i) = index.get(k) {
+                on_new[i] = true;
+            }
+        }
     }
     let r = w.names.len();
     let mut demand = vec![0.0; r + 1];
-    let mut forced_nodes: u64 = 0;
+    // Pods on new claims per group whose constraint they carry and whose selector they match:
+    // each new node holds at most one (anti-affinity) or maxSkew (hostname spread) of them.
+    let mut apart: Vec<u64> = vec![0; w.groups.len()];
     for c in &w.classes {
-        let n = c
-            .pods
-            .iter()
-            .filter(|&&p| on_new.contains(s.pods[p].key().as_str()))
-            .count() as u64;
+        let n = c.pods.iter().filter(|&&p| on_new[p]).count() as u64;
         if n == 0 {
             continue;
         }
@@ -130,22 +137,26 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
         for &g in &c.anti_affinity {
             let grp = &w.groups[g];
             if grp.def.key == w.hostname && grp.matches(&c.namespace, &c.labels) {
-                forced_nodes = forced_nodes.max(same_group_pods(w, s, &on_new, g, false));
+                apart[g] += n;
             }
         }
         for &(g, anyway) in &c.spreads {
             let grp = &w.groups[g];
-            if let (false, Kind::Spread { max_skew, .. }) = (anyway, &grp.def.kind)
-                && grp.def.key == w.hostname
-                && grp.matches(&c.namespace, &c.labels)
-            {
-                let k = same_group_pods(w, s, &on_new, g, true);
-                forced_nodes = forced_nodes.max(k.div_ceil(*max_skew as u64));
+            if !anyway && grp.def.key == w.hostname && grp.matches(&c.namespace, &c.labels) {
+                apart[g] += n;
             }
         }
     }
+    let mut forced_nodes: u64 = 1;
+    for (g, &n) in apart.iter().enumerate() {
+        let per_node = match w.groups[g].def.kind {
+            Kind::Spread { max_skew, .. } => max_skew.max(1) as u64,
+            _ => 1,
+        };
+        forced_nodes = forced_nodes.max(n.div_ceil(per_node));
+    }
     // Any pod on new capacity needs at least one node.
-    demand[r] = forced_nodes.max(1) as f64;
+    demand[r] = forced_nodes as f64;
     let mut cols = Vec::new();
     for p in &w.pools {
         for it in &p.its {
@@ -158,26 +169,6 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
         }
     }
     dual_bound(&cols, &demand)
-}
-
-/// Pods on new claims that carry required constraint `g` themselves and match its selector.
-fn same_group_pods(w: &World, s: &Snapshot, on_new: &HashSet<&str>, g: usize, spread: bool) -> u64 {
-    let mut n = 0;
-    for c in &w.classes {
-        let carries = if spread {
-            c.spreads.iter().any(|&(x, anyway)| x == g && !anyway)
-        } else {
-            c.anti_affinity.contains(&g)
-        };
-        if carries && w.groups[g].matches(&c.namespace, &c.labels) {
-            n += c
-                .pods
-                .iter()
-                .filter(|&&p| on_new.contains(s.pods[p].key().as_str()))
-                .count() as u64;
-        }
-    }
-    n
 }
 
 #[cfg(test)]

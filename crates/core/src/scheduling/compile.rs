@@ -85,6 +85,8 @@ pub struct PoolC {
     pub has_prefer_no_schedule: bool,
     /// Some requirement of this NodePool carries `minValues`.
     pub min_values: bool,
+    /// Host ports the NodePool's daemonsets hold on every new node.
+    pub daemon_ports: Vec<crate::model::HostPort>,
 }
 
 /// A node or in-flight claim that already exists.
@@ -274,6 +276,7 @@ pub fn compile_pool(
     let np = b.np;
     let reqs = pool_reqs(np, interner);
     let mut daemons: Vec<(Reqs, Res)> = Vec::new();
+    let mut daemon_ports: Vec<crate::model::HostPort> = Vec::new();
     for d in s
         .daemonsets
         .iter()
@@ -282,6 +285,7 @@ pub fn compile_pool(
         let r = daemon_reqs(&d.pod, interner);
         if reqs.compatible(&r, interner, &|_| true).is_ok() {
             daemons.push((r, dense(&d.pod.requests, names)));
+            daemon_ports.extend(d.pod.host_ports.iter().cloned());
         }
     }
     let mut its: Vec<ItC> = b
@@ -377,6 +381,7 @@ pub fn compile_pool(
             .requirements
             .iter()
             .any(|r| r.min_values.is_some()),
+        daemon_ports,
     }
 }
 

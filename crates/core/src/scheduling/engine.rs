@@ -21,6 +21,9 @@ pub struct Options {
     pub ignore_preferences: bool,
     /// Instance-type options kept per new claim (Karpenter: 600).
     pub max_instance_types: usize,
+    /// `MIN_VALUES_POLICY=BestEffort`: minValues never blocks a placement; claims that fall
+    /// short are marked instead.
+    pub min_values_best_effort: bool,
 }
 
 impl Default for Options {
@@ -28,6 +31,7 @@ impl Default for Options {
         Options {
             ignore_preferences: false,
             max_instance_types: 600,
+            min_values_best_effort: false,
         }
     }
 }
@@ -89,6 +93,11 @@ pub struct Engine<'w> {
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
+    /// Registered nodes and in-flight claims by free cpu: `(free millicores, existing index)`.
+    node_room: std::collections::BTreeSet<(i64, usize)>,
+    inflight_room: std::collections::BTreeSet<(i64, usize)>,
+    /// Per class and relaxation level, existing nodes that cannot take it.
+    dead_existing: Vec<Vec<Vec<u64>>>,
     /// New claims per zone value.
     zone_claims: std::collections::HashMap<u32, usize>,
     /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
@@ -112,6 +121,18 @@ impl<'w> Engine<'w> {
         let np = w.pools.len();
         let r = w.names.len();
         let nc = w.classes.len();
+        let mut node_room = std::collections::BTreeSet::new();
+        let mut inflight_room = std::collections::BTreeSet::new();
+        for (ei, e) in w.existing.iter().enumerate() {
+            let free = e.available.first().copied().unwrap_or(0)
+                - w.existing_used[ei].first().copied().unwrap_or(0);
+            if e.in_flight {
+                &mut inflight_room
+            } else {
+                &mut node_room
+            }
+            .insert((free, ei));
+        }
         Engine {
             w,
             opts,
@@ -122,6 +143,9 @@ impl<'w> Engine<'w> {
             placements: Vec::new(),
             dead: vec![Vec::new(); nc],
             room: std::collections::BTreeSet::new(),
+            node_room,
+            inflight_room,
+            dead_existing: vec![Vec::new(); nc],
             zone_claims: std::collections::HashMap::new(),
         }
     }
@@ -134,17 +158,40 @@ impl<'w> Engine<'w> {
         let bulk = !c.one_at_a_time();
         let want_m = if bulk { want } else { 1 };
 
-        // 1. Existing nodes and in-flight claims, first that fits.
-        for ei in 0..self.w.existing.len() {
-            if let Ok((m, _)) = self.eval_existing(c, &cons, &alts, relax, ei, want_m) {
-                return Ok(Choice {
-                    target: Tgt::Existing(ei),
-                    reqs: None,
-                    bits: None,
-                    pins: vec![],
-                    m,
-                });
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
+        // 1. Existing nodes, then in-flight claims: the first with room, visiting those with
+        // the least free cpu that still suffices first (a tight fit keeps big holes for big
+        // pods). Refusals that cannot change at this relaxation level are remembered.
+        let mut found: Option<(usize, usize)> = None;
+        let mut refused: Vec<usize> = Vec::new();
+        'tiers: for tier in [&self.node_room, &self.inflight_room] {
+            for &(_, ei) in tier.range((need_cpu, 0)..) {
+                if self.is_dead_existing(ci, relax.level, ei) {
+                    continue;
+                }
+                match self.eval_existing(c, &cons, &alts, relax, ei, want_m, false) {
+                    Ok((m, _)) => {
+                        found = Some((ei, m));
+                        break 'tiers;
+                    }
+                    Err(Refusal::Topology { group, .. })
+                        if !cons.iter().any(|x| x.con == group && x.permanent) => {}
+                    Err(_) => refused.push(ei),
+                }
             }
+        }
+        for ei in refused {
+            self.mark_dead_existing(ci, relax.level, ei);
+        }
+        let c = &self.w.classes[ci];
+        if let Some((ei, m)) = found {
+            return Ok(Choice {
+                target: Tgt::Existing(ei),
+                reqs: None,
+                bits: None,
+                pins: vec![],
+                m,
+            });
         }
         let mut dead: Vec<u64> = vec![0; self.claims.len().div_ceil(64)];
         // 2. This run's new claims: the first that takes the pod without raising its launch
@@ -153,7 +200,6 @@ impl<'w> Engine<'w> {
         // most even, so the remaining room suits the pods still to come.
         let mut best: Option<(usize, Eval, f64)> = None;
         let mut seen = 0;
-        let need_cpu = c.requests.first().copied().unwrap_or(0);
         for &(_, k) in self.room.range((need_cpu, 0)..) {
             if self.is_dead(ci, relax.level, k) {
                 continue;
@@ -243,12 +289,6 @@ impl<'w> Engine<'w> {
         let host = self.w.interner.intern(&host);
         let c = &self.w.classes[ci];
         let mut reasons = Vec::new();
-        if !self.w.existing.is_empty() {
-            let refusals: Vec<Refusal> = (0..self.w.existing.len())
-                .filter_map(|ei| self.eval_existing(c, &cons, &alts, relax, ei, want_m).err())
-                .collect();
-            reasons.push(self.summarise_existing(c, &refusals));
-        }
         if self.w.pools.is_empty() {
             reasons.push("no NodePool is available".to_string());
         }
@@ -270,10 +310,56 @@ impl<'w> Engine<'w> {
                         m,
                     });
                 }
-                Err(why) => reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name)),
+                Err(why) => {
+                    // A limit is in the way: drop larger fallback types from this NodePool's
+                    // claims (each keeps its cheapest), which lowers what they are charged.
+                    if why.contains(" leaves ")
+                        && trim_to_cheapest(self.w, &mut self.claims, &mut self.pool_charged, p)
+                        && let Ok((reqs, bits, pins, _)) =
+                            self.eval_new(c, &cons, &alts, relax, p, host)
+                    {
+                        return Ok(Choice {
+                            target: Tgt::NewClaim(p),
+                            reqs: Some(reqs),
+                            bits: Some(bits),
+                            pins,
+                            m: 1,
+                        });
+                    }
+                    reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name));
+                }
             }
         }
+        // Only now, on the way out, work out why each existing node said no.
+        if !self.w.existing.is_empty() {
+            let refusals: Vec<Refusal> = (0..self.w.existing.len())
+                .filter_map(|ei| {
+                    self.eval_existing(c, &cons, &alts, relax, ei, want_m, true)
+                        .err()
+                })
+                .collect();
+            reasons.insert(0, self.summarise_existing(c, &refusals));
+        }
         Err(reasons)
+    }
+
+    fn is_dead_existing(&self, ci: usize, level: usize, ei: usize) -> bool {
+        self.dead_existing[ci]
+            .get(level)
+            .and_then(|d| d.get(ei / 64))
+            .is_some_and(|w| w & (1 << (ei % 64)) != 0)
+    }
+
+    fn mark_dead_existing(&mut self, ci: usize, level: usize, ei: usize) {
+        let levels = &mut self.dead_existing[ci];
+        if levels.len() <= level {
+            levels.resize(level + 1, Vec::new());
+        }
+        let d = &mut levels[level];
+        if d.len() <= ei / 64 {
+            d.resize(ei / 64 + 1, 0);
+        }
+        d[ei / 64] |= 1 << (ei % 64);
     }
 
     fn is_dead(&self, ci: usize, level: usize, k: usize) -> bool {
@@ -336,9 +422,22 @@ impl<'w> Engine<'w> {
         let (treqs, taints): (Reqs, Vec<crate::taints::Taint>);
         let tgt = match choice.target {
             Tgt::Existing(ei) => {
+                let free = |e: &Self| {
+                    e.w.existing[ei].available.first().copied().unwrap_or(0)
+                        - e.w.existing_used[ei].first().copied().unwrap_or(0)
+                };
+                let before = (free(self), ei);
                 for (u, r) in self.w.existing_used[ei].iter_mut().zip(&req) {
                     *u += r * m as i64;
                 }
+                let after = (free(self), ei);
+                let room = if self.w.existing[ei].in_flight {
+                    &mut self.inflight_room
+                } else {
+                    &mut self.node_room
+                };
+                room.remove(&before);
+                room.insert(after);
                 self.w.existing_ports[ei].extend(ports);
                 self.existing_pods[ei].extend_from_slice(pods);
                 treqs = self.w.existing[ei].reqs.clone();
@@ -354,7 +453,7 @@ impl<'w> Engine<'w> {
                         bits: Bitset::empty(self.w.pools[p].its.len()),
                         used: vec![0; n],
                         pods: Vec::new(),
-                        ports: Vec::new(),
+                        ports: self.w.pools[p].daemon_ports.clone(),
                         cheapest: 0,
                         price: 0.0,
                         max_alloc: vec![0; n],
@@ -524,4 +623,48 @@ impl<'w> Engine<'w> {
             .flat_map(|(_, pods, why)| pods.into_iter().map(move |p| (p, why.clone())))
             .collect()
     }
+}
+
+/// Restricts every claim of NodePool `p` to options no larger than its cheapest one in each
+/// limited resource, and re-charges it. True when something was freed.
+fn trim_to_cheapest(w: &World, claims: &mut [Claim], pool_charged: &mut [Res], p: usize) -> bool {
+    let pool = &w.pools[p];
+    let limited: Vec<usize> = (0..pool.limits.len())
+        .filter(|&r| pool.limits[r].is_some())
+        .collect();
+    let mut freed = false;
+    for cl in claims
+        .iter_mut()
+        .filter(|c| c.pool == p && !c.pods.is_empty())
+    {
+        let cap = &pool.its[cl.cheapest].capacity;
+        let mut bits = cl.bits.clone();
+        for it in cl.bits.iter() {
+            if limited.iter().any(|&r| pool.its[it].capacity[r] > cap[r]) {
+                bits.remove(it);
+            }
+        }
+        if bits == cl.bits {
+            continue;
+        }
+        cl.bits = bits;
+        let r = cl.used.len();
+        let mut max_alloc = vec![i64::MIN; r];
+        let mut charged = vec![0; r];
+        for it in cl.bits.iter() {
+            for i in 0..r {
+                max_alloc[i] = max_alloc[i].max(pool.its[it].alloc[i]);
+                charged[i] = charged[i].max(pool.its[it].capacity[i]);
+            }
+        }
+        for ((pc, new), old) in pool_charged[p].iter_mut().zip(&charged).zip(&cl.charged) {
+            if new < old {
+                freed = true;
+            }
+            *pc += new - old;
+        }
+        cl.max_alloc = max_alloc;
+        cl.charged = charged;
+    }
+    freed
 }

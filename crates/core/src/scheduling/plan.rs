@@ -41,12 +41,16 @@ pub struct NewClaim {
     /// The same requirements as data (without the instance-type list), for launching or
     /// comparing the claim.
     pub requirement_list: Vec<crate::requirements::Requirement>,
-    /// Options sorted by price, then name; at most the per-claim cap.
+    /// Options sorted by price (ties: cheapest offering anywhere, then name); at most the
+    /// per-claim cap.
     pub instance_types: Vec<InstanceOption>,
     /// `namespace/name` of the pods it was created for, in placement order.
     pub pods: Vec<String>,
     /// Summed pod requests plus the daemonset overhead of the cheapest option.
     pub requests: Resources,
+    /// Some `minValues` is not met by the options (only under the BestEffort policy, or after
+    /// the per-claim cap cut the options).
+    pub min_values_relaxed: bool,
 }
 
 impl NewClaim {

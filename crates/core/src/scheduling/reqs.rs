@@ -103,6 +103,36 @@ impl ValueSet {
         }
     }
 
+    /// `!self.intersect(other).is_empty()`, without building the intersection.
+    pub fn overlaps(&self, other: &ValueSet, interner: &Interner) -> bool {
+        match (self.complement, other.complement) {
+            (false, false) => {
+                let (mut i, mut j) = (0, 0);
+                while i < self.values.len() && j < other.values.len() {
+                    match self.values[i].cmp(&other.values[j]) {
+                        std::cmp::Ordering::Equal => return true,
+                        std::cmp::Ordering::Less => i += 1,
+                        std::cmp::Ordering::Greater => j += 1,
+                    }
+                }
+                false
+            }
+            (false, true) => self.values.iter().any(|&v| other.has(v, interner)),
+            (true, false) => other.overlaps(self, interner),
+            (true, true) => {
+                let gt = match (self.gt, other.gt) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                let lt = match (self.lt, other.lt) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                !matches!((gt, lt), (Some(g), Some(l)) if l.saturating_sub(g) <= 1)
+            }
+        }
+    }
+
     pub fn intersect(&self, other: &ValueSet, interner: &Interner) -> ValueSet {
         match (self.complement, other.complement) {
             (false, false) => {
@@ -309,7 +339,7 @@ impl Reqs {
     pub fn intersects(&self, incoming: &Reqs, interner: &Interner) -> Result<(), Box<Conflict>> {
         for r in &incoming.items {
             if let Some(existing) = self.get(r.key)
-                && existing.intersect(&r.set, interner).is_empty()
+                && !existing.overlaps(&r.set, interner)
             {
                 let neg = |o: Operator| matches!(o, Operator::NotIn | Operator::DoesNotExist);
                 if neg(r.set.operator()) && neg(existing.operator()) {
@@ -323,6 +353,23 @@ impl Reqs {
             }
         }
         Ok(())
+    }
+
+    /// [`Reqs::compatible`] as a yes/no answer that allocates nothing.
+    pub fn compatible_ok(
+        &self,
+        incoming: &Reqs,
+        interner: &Interner,
+        allow_undefined: &dyn Fn(u32) -> bool,
+    ) -> bool {
+        let neg = |o: Operator| matches!(o, Operator::NotIn | Operator::DoesNotExist);
+        incoming.items.iter().all(|r| match self.get(r.key) {
+            None => neg(r.set.operator()) || allow_undefined(r.key),
+            Some(existing) => {
+                existing.overlaps(&r.set, interner)
+                    || (neg(r.set.operator()) && neg(existing.operator()))
+            }
+        })
     }
 
     /// Karpenter's `Compatible`: like [`Reqs::intersects`], and a positive constraint on a key
@@ -568,6 +615,46 @@ mod tests {
             )],
         );
         assert!(b.get(i.get(labels::ZONE).unwrap()).is_some());
+    }
+
+    #[test]
+    fn overlaps_agrees_with_intersect() {
+        let mut i = Interner::new();
+        let sets = [
+            ValueSet::of(vec![i.intern("1"), i.intern("2")]),
+            ValueSet::of(vec![i.intern("2"), i.intern("3")]),
+            ValueSet::of(vec![i.intern("5")]),
+            ValueSet::not_in(vec![i.intern("2")]),
+            ValueSet::exists(),
+            ValueSet::does_not_exist(),
+            ValueSet {
+                complement: true,
+                values: vec![],
+                gt: Some(1),
+                lt: None,
+            },
+            ValueSet {
+                complement: true,
+                values: vec![],
+                gt: None,
+                lt: Some(3),
+            },
+            ValueSet {
+                complement: true,
+                values: vec![],
+                gt: Some(2),
+                lt: None,
+            },
+        ];
+        for a in &sets {
+            for b in &sets {
+                assert_eq!(
+                    a.overlaps(b, &i),
+                    !a.intersect(b, &i).is_empty(),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

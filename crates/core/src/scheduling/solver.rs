@@ -164,11 +164,16 @@ pub fn effective_reqs(w: &World, c: &Class, r: &Relax) -> Vec<Reqs> {
 pub enum Refusal {
     Taint(String),
     Requirements(String),
-    Topology { group: Constraint, key: u32 },
+    Topology {
+        group: Constraint,
+        key: u32,
+    },
     MissingTopologyKey(u32),
     HostPort(i32),
     Resources(Vec<usize>),
     MinValues(u32),
+    /// Refused, reason not worked out (the hot path; see `explain`).
+    Quiet,
 }
 
 pub fn ports_conflict(a: &[HostPort], b: &[HostPort]) -> Option<i32> {
@@ -319,6 +324,7 @@ impl World {
     pub fn describe_refusal(&self, c: &Class, r: &Refusal) -> String {
         match r {
             Refusal::Taint(t) => format!("taint {t} is not tolerated"),
+            Refusal::Quiet => "refused".to_string(),
             Refusal::Requirements(s) => format!("requirements: {s}"),
             Refusal::MissingTopologyKey(k) => {
                 format!(
@@ -391,7 +397,7 @@ impl World {
         let (Some(a), Some(b)) = (itc.reqs.get(key), reqs.get(key)) else {
             return true;
         };
-        if !a.intersect(b, &self.interner).is_empty() {
+        if a.overlaps(b, &self.interner) {
             return true;
         }
         use crate::requirements::Operator::{DoesNotExist, NotIn};

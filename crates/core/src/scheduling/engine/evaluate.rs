@@ -4,6 +4,9 @@
 use super::*;
 
 impl Engine<'_> {
+    /// Checks existing node `ei`. Without `explain` the refusal carries no text, so the hot
+    /// path allocates nothing; the failure summary asks again with `explain`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn eval_existing(
         &self,
         c: &Class,
@@ -12,33 +15,39 @@ impl Engine<'_> {
         relax: &Relax,
         ei: usize,
         want: usize,
+        explain: bool,
     ) -> Result<(usize, ()), Refusal> {
         let e = &self.w.existing[ei];
         let used = &self.w.existing_used[ei];
-        let total = add_scaled(used, &c.requests, 1);
-        if !fits(&total, &e.available) {
-            let short = (0..total.len())
-                .filter(|&r| c.requests[r] > 0 && total[r] > e.available[r])
+        if !fits_plus(used, &c.requests, &e.available) {
+            if !explain {
+                return Err(Refusal::Quiet);
+            }
+            let short = (0..used.len())
+                .filter(|&r| c.requests[r] > 0 && used[r] + c.requests[r] > e.available[r])
                 .collect();
             return Err(Refusal::Resources(short));
         }
-        if let Some(r) = taint_refusal(c, &e.taints, relax) {
-            return Err(r);
+        if !e.taints.is_empty()
+            && let Some(r) = taint_refusal(c, &e.taints, relax)
+        {
+            return Err(if explain { r } else { Refusal::Quiet });
         }
-        if let Some(p) = ports_conflict(&c.host_ports, &self.w.existing_ports[ei]) {
+        if !c.host_ports.is_empty()
+            && let Some(p) = ports_conflict(&c.host_ports, &self.w.existing_ports[ei])
+        {
             return Err(Refusal::HostPort(p));
         }
-        let mut last = None;
-        let ok = alts.iter().any(
-            |a| match e.reqs.compatible(a, &self.w.interner, &|_| false) {
-                Ok(()) => true,
-                Err(conf) => {
-                    last = Some(conf);
-                    false
-                }
-            },
-        );
+        let ok = alts
+            .iter()
+            .any(|a| a.items.is_empty() || e.reqs.compatible_ok(a, &self.w.interner, &|_| false));
         if !ok {
+            if !explain {
+                return Err(Refusal::Quiet);
+            }
+            let last = alts
+                .iter()
+                .find_map(|a| e.reqs.compatible(a, &self.w.interner, &|_| false).err());
             return Err(Refusal::Requirements(
                 last.map(|c| c.describe(&self.w.interner))
                     .unwrap_or_default(),
@@ -201,7 +210,7 @@ impl Engine<'_> {
                 nb.remove(it);
             }
         }
-        self.w.min_values_ok(pool, &nb, reqs).is_ok()
+        self.opts.min_values_best_effort || self.w.min_values_ok(pool, &nb, reqs).is_ok()
     }
 
     pub(super) fn remaining_limit(&self, p: usize) -> Vec<Option<i64>> {
@@ -230,6 +239,11 @@ impl Engine<'_> {
         }
         if let Some(r) = taint_refusal(c, &pool.taints, relax) {
             return Err(self.w.describe_refusal(c, &r));
+        }
+        if let Some(port) = ports_conflict(&c.host_ports, &pool.daemon_ports) {
+            return Err(format!(
+                "host port {port} is held by a daemonset on every node"
+            ));
         }
         if pool.its.is_empty() {
             return Err("no instance types are available".to_string());
@@ -284,13 +298,13 @@ impl Engine<'_> {
                     .enumerate()
                     .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
                 {
+                    let name = self.w.names.name(r as u32);
+                    let fmt = |v: i64| crate::resources::format_amount(name, v);
                     limited = Some(format!(
-                        "limit {}: {} remaining",
-                        self.w.names.name(r as u32),
-                        crate::resources::format_amount(
-                            self.w.names.name(r as u32),
-                            remaining[r].unwrap_or(0).max(0)
-                        )
+                        "limit {name}={} leaves {} for a new node, too little for any type that fits \
+                         (existing nodes and this plan's claims count at their largest option)",
+                        fmt(pool.limits[r].unwrap_or(0)),
+                        fmt(remaining[r].unwrap_or(0).max(0))
                     ));
                     continue;
                 }
@@ -334,7 +348,10 @@ impl Engine<'_> {
                 };
                 continue;
             }
-            if let Err(key) = self.w.min_values_ok(p, &bits, &reqs) {
+            if let (Err(key), false) = (
+                self.w.min_values_ok(p, &bits, &reqs),
+                self.opts.min_values_best_effort,
+            ) {
                 last = self.w.describe_refusal(c, &Refusal::MinValues(key));
                 continue;
             }

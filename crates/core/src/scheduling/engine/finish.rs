@@ -18,8 +18,15 @@ impl Engine<'_> {
             *v = i as u32;
         }
         let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
+        // Per NodePool, the plan-wide id of each of its instance types, by index.
+        let pool_type_ids: Vec<Vec<u32>> = w
+            .pools
+            .iter()
+            .map(|p| p.its.iter().map(|it| type_ids[it.name.as_str()]).collect())
+            .collect();
         let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
         let mut held: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut lost: Vec<(usize, String)> = Vec::new();
         for (k, cl) in self.claims.iter().enumerate() {
             if cl.pods.is_empty() {
                 continue;
@@ -51,10 +58,8 @@ impl Engine<'_> {
                         .map(|(i, x)| (x.price, it, i))
                 })
                 .collect();
-            options.sort_by(|a, b| {
-                a.0.total_cmp(&b.0)
-                    .then_with(|| p.its[a.1].name.cmp(&p.its[b.1].name))
-            });
+            // Ties keep the NodePool's ranking (cheapest offering anywhere, then name).
+            options.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
             options.truncate(self.opts.max_instance_types);
             if let Some(&(_, it, o)) = options.first()
                 && let Some((id, Some(cap))) = &p.its[it].offerings[o].reservation
@@ -68,7 +73,7 @@ impl Engine<'_> {
                     let off = &p.its[it].offerings[o];
                     let next = zone_ids.len() as u32;
                     InstanceOption {
-                        instance_type: type_ids[p.its[it].name.as_str()],
+                        instance_type: pool_type_ids[cl.pool][it],
                         zone: *zone_ids.entry(off.zone).or_insert(next),
                         capacity_type: off.ct,
                         price,
@@ -87,7 +92,22 @@ impl Engine<'_> {
                     &w.names,
                 ));
             }
+            if instance_types.is_empty() {
+                // Its only offerings were reservations that earlier claims now hold.
+                for &pi in &cl.pods {
+                    lost.push((pi, format!(
+                        "NodePool {}: the reserved capacity this node needs is taken by other new nodes",
+                        p.name
+                    )));
+                }
+                continue;
+            }
             claim_index[k] = new_claims.len();
+            let mut kept = super::Bitset::empty(p.its.len());
+            for &(_, it, _) in &options {
+                kept.insert(it);
+            }
+            let min_values_relaxed = w.min_values_ok(cl.pool, &kept, &cl.reqs).is_err();
             new_claims.push(NewClaim {
                 nodepool: p.name.clone(),
                 requirements,
@@ -95,11 +115,14 @@ impl Engine<'_> {
                 instance_types,
                 pods: cl.pods.iter().map(|&i| s.pods[i].key()).collect(),
                 requests,
+                min_values_relaxed,
             });
         }
+        let lost_pods: std::collections::HashSet<usize> = lost.iter().map(|l| l.0).collect();
         let placements = self
             .placements
             .iter()
+            .filter(|(pi, _)| !lost_pods.contains(pi))
             .map(|&(pi, t)| Placement {
                 pod: s.pods[pi].key(),
                 target: match t {
@@ -117,6 +140,7 @@ impl Engine<'_> {
             .collect();
         let mut unplaced: Vec<Unplaced> = unplaced
             .into_iter()
+            .chain(lost)
             .map(|(pi, reason)| Unplaced {
                 pod: s.pods[pi].key(),
                 reason,

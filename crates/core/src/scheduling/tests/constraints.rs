@@ -248,8 +248,9 @@ fn heavier_nodepools_go_first_and_fall_back() {
 fn limits_are_never_exceeded_and_named() {
     let mut np = pool("default");
     np.limits = Resources::new().with(resources::CPU, 8000);
-    // Each pod needs a node of its own (anti-affinity). The first claim may still become any
-    // type up to 8 cpu, so it is charged 8 cpu, as Karpenter charges it, and nothing is left.
+    // Each pod needs a node of its own (anti-affinity) and fits a 4-cpu type. A claim is
+    // charged its largest option; when the limit is in the way, claims drop their larger
+    // fallbacks (each keeps its cheapest type), so exactly two 4-cpu nodes fit under 8 cpu.
     let ps: Vec<Pod> = (0..4)
         .map(|i| {
             let mut p = with_label(pod(&format!("p{i}"), 3000, 1), "app", "x");
@@ -258,7 +259,7 @@ fn limits_are_never_exceeded_and_named() {
         })
         .collect();
     let plan = solve(&snapshot(vec![np], catalog(6), ps));
-    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(plan.new_claims.len(), 2);
     let charged: i64 = plan
         .new_claims
         .iter()
@@ -279,7 +280,7 @@ fn limits_are_never_exceeded_and_named() {
         .sum();
     assert!(charged <= 8000, "{charged}");
     let r = reason_of(&plan, "p3");
-    assert!(r.contains("limit cpu"), "{r}");
+    assert!(r.contains("limit cpu=8 leaves 0"), "{r}");
 }
 
 #[test]
@@ -321,6 +322,26 @@ fn min_values_keeps_enough_types_or_explains() {
         "{}",
         reason_of(&plan, "p")
     );
+}
+
+#[test]
+fn min_values_best_effort_places_and_marks_the_claim() {
+    let mut np = pool("default");
+    let mut r = req(labels::INSTANCE_TYPE, Operator::Exists, &[]);
+    r.min_values = Some(10);
+    np.template.requirements.push(r);
+    let s = snapshot(vec![np], catalog(6), vec![pod("p", 500, 1)]);
+    let plan = solve_with(
+        &s,
+        &Options {
+            min_values_best_effort: true,
+            ..Options::default()
+        },
+    );
+    assert!(plan.unplaced.is_empty());
+    assert!(plan.new_claims[0].min_values_relaxed);
+    let strict = solve_with(&s, &Options::default());
+    assert_eq!(strict.unplaced.len(), 1);
 }
 
 #[test]
@@ -488,4 +509,96 @@ fn reserved_offerings_are_used_only_as_far_as_they_go() {
     );
     // One reserved node at 0.01 and one spot node at 0.1.
     assert!((plan.cost - 0.11).abs() < 1e-9, "{}", plan.cost);
+}
+
+#[test]
+fn storage_class_topology_applies_to_unbound_claims() {
+    let mut p = pod("db", 500, 1);
+    p.volume_claims.push("data".into());
+    let mut s = snapshot(vec![pool("default")], catalog(2), vec![p]);
+    s.persistent_volume_claims.push(PersistentVolumeClaim {
+        namespace: "default".into(),
+        name: "data".into(),
+        volume_name: None,
+        storage_class: Some("zonal".into()),
+    });
+    s.storage_classes.push(StorageClass {
+        name: "zonal".into(),
+        provisioner: "ebs.csi.aws.com".into(),
+        volume_binding_mode: "WaitForFirstConsumer".into(),
+        allowed_topologies: vec![crate::requirements::NodeSelectorTerm {
+            match_expressions: vec![req(labels::ZONE, Operator::In, &["zone-c"])],
+        }],
+    });
+    let plan = solve(&s);
+    assert_eq!(zone_of(&plan, claim_of(&plan, "db").unwrap()), "zone-c");
+    s.storage_classes.clear();
+    let plan = solve(&s);
+    assert!(
+        reason_of(&plan, "db").contains("StorageClass zonal"),
+        "{}",
+        reason_of(&plan, "db")
+    );
+}
+
+#[test]
+fn pods_whose_only_offering_is_a_full_reservation_are_reported() {
+    let mut its = catalog(1);
+    its[0].offerings = vec![Offering {
+        zone: "zone-a".into(),
+        capacity_type: CapacityType::Reserved,
+        price: 0.01,
+        available: true,
+        reservation_id: Some("cr-1".into()),
+        reservation_capacity: Some(1),
+    }];
+    let ps: Vec<Pod> = (0..2)
+        .map(|i| {
+            let mut p = with_label(pod(&format!("p{i}"), 500, 1), "app", "x");
+            p.pod_anti_affinity.push(term(labels::HOSTNAME, "app", "x"));
+            p
+        })
+        .collect();
+    let plan = solve(&snapshot(vec![pool("default")], its, ps));
+    assert_eq!(plan.new_claims.len(), 1);
+    assert_eq!(plan.unplaced.len(), 1);
+    assert!(
+        plan.unplaced[0].reason.contains("reserved capacity"),
+        "{}",
+        plan.unplaced[0].reason
+    );
+    assert_eq!(plan.placements.len(), 1);
+}
+
+#[test]
+fn daemonset_host_ports_block_pods_that_need_them() {
+    let mut ds = pod("ds", 100, 0);
+    ds.host_ports.push(HostPort {
+        port: 9100,
+        protocol: "TCP".into(),
+        host_ip: String::new(),
+    });
+    let mut p = pod("exporter", 100, 0);
+    p.host_ports.push(HostPort {
+        port: 9100,
+        protocol: "TCP".into(),
+        host_ip: String::new(),
+    });
+    let mut s = snapshot(
+        vec![pool("default")],
+        catalog(2),
+        vec![p, pod("plain", 100, 0)],
+    );
+    s.daemonsets.push(DaemonSet {
+        namespace: "kube-system".into(),
+        name: "node-exporter".into(),
+        pod: ds,
+    });
+    let plan = solve(&s);
+    assert!(
+        reason_of(&plan, "exporter").contains("host port 9100 is held by a daemonset"),
+        "{}",
+        reason_of(&plan, "exporter")
+    );
+    assert!(claim_of(&plan, "plain").is_some());
 }

@@ -1,0 +1,327 @@
+//! One pod class from its first pod: compiled selectors and node affinity, volume topology
+//! alternatives, and the topology groups its constraints refer to.
+
+use super::*;
+
+/// Volume topology alternatives per pod: each OR'd PV node-affinity term or StorageClass
+/// topology term is one alternative; several volumes multiply out.
+pub(super) fn volume_alternatives(
+    s: &Snapshot,
+    pod: &Pod,
+) -> Result<Vec<Vec<Requirement>>, String> {
+    let mut alts: Vec<Vec<Requirement>> = vec![vec![]];
+    for claim in &pod.volume_claims {
+        let pvc = s
+            .persistent_volume_claims
+            .iter()
+            .find(|c| c.namespace == pod.namespace && &c.name == claim)
+            .ok_or_else(|| {
+                format!(
+                    "PersistentVolumeClaim {}/{claim} does not exist",
+                    pod.namespace
+                )
+            })?;
+        let terms: Vec<Vec<Requirement>> = if let Some(pv_name) = &pvc.volume_name {
+            let pv = s
+                .persistent_volumes
+                .iter()
+                .find(|v| &v.name == pv_name)
+                .ok_or_else(|| {
+                    format!("PersistentVolume {pv_name} (bound to {claim}) does not exist")
+                })?;
+            pv.node_affinity
+                .iter()
+                .map(|t| {
+                    t.match_expressions
+                        .iter()
+                        .filter(|r| !(pv.local_or_host_path && r.key == labels::HOSTNAME))
+                        .cloned()
+                        .collect()
+                })
+                .collect()
+        } else if let Some(sc_name) = &pvc.storage_class {
+            let sc = s
+                .storage_classes
+                .iter()
+                .find(|c| &c.name == sc_name)
+                .ok_or_else(|| {
+                    format!("StorageClass {sc_name} (used by {claim}) does not exist")
+                })?;
+            sc.allowed_topologies
+                .iter()
+                .map(|t| t.match_expressions.clone())
+                .collect()
+        } else {
+            vec![]
+        };
+        if terms.is_empty() {
+            continue;
+        }
+        let mut next = Vec::new();
+        for a in &alts {
+            for t in &terms {
+                let mut x = a.clone();
+                x.extend(t.iter().cloned());
+                next.push(x);
+            }
+        }
+        alts = next;
+    }
+    Ok(alts)
+}
+
+pub(super) fn namespaces_of(s: &Snapshot, pod_ns: &str, term: &PodAffinityTerm) -> Namespaces {
+    if let Some(sel) = &term.namespace_selector {
+        if sel.is_empty() {
+            return Namespaces::All;
+        }
+        let mut set: Vec<String> = term.namespaces.clone();
+        for (ns, l) in &s.namespaces {
+            if sel.matches(l) {
+                set.push(ns.clone());
+            }
+        }
+        set.sort();
+        set.dedup();
+        return Namespaces::Set(set);
+    }
+    let mut set = if term.namespaces.is_empty() {
+        vec![pod_ns.to_string()]
+    } else {
+        term.namespaces.clone()
+    };
+    set.sort();
+    set.dedup();
+    Namespaces::Set(set)
+}
+
+pub(super) fn with_label_keys(
+    sel: &Option<LabelSelector>,
+    pod: &BTreeMap<String, String>,
+    matching: &[String],
+    mismatching: &[String],
+) -> Option<LabelSelector> {
+    let mut s = sel.clone()?;
+    for k in matching {
+        if let Some(v) = pod.get(k) {
+            s.match_expressions.push(SelectorRequirement {
+                key: k.clone(),
+                operator: SelectorOperator::In,
+                values: vec![v.clone()],
+            });
+        }
+    }
+    for k in mismatching {
+        if let Some(v) = pod.get(k) {
+            s.match_expressions.push(SelectorRequirement {
+                key: k.clone(),
+                operator: SelectorOperator::NotIn,
+                values: vec![v.clone()],
+            });
+        }
+    }
+    Some(s)
+}
+
+pub(super) struct Groups {
+    pub(super) groups: Vec<Group>,
+    pub(super) ids: HashMap<GroupKey, usize>,
+    pub(super) inverse: Vec<Inverse>,
+    pub(super) inverse_ids: HashMap<InverseKey, usize>,
+}
+
+impl Groups {
+    pub(super) fn group(&mut self, def: GroupKey) -> usize {
+        if let Some(&i) = self.ids.get(&def) {
+            return i;
+        }
+        let i = self.groups.len();
+        self.ids.insert(def.clone(), i);
+        self.groups.push(Group::new(def));
+        i
+    }
+
+    pub(super) fn inverse(&mut self, def: InverseKey) -> usize {
+        if let Some(&i) = self.inverse_ids.get(&def) {
+            return i;
+        }
+        let i = self.inverse.len();
+        self.inverse_ids.insert(def.clone(), i);
+        self.inverse.push(Inverse::new(def));
+        i
+    }
+}
+
+pub(super) fn compile_class(
+    s: &Snapshot,
+    pod: &Pod,
+    vols: &[Vec<Requirement>],
+    names: &Interner,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> Class {
+    let mut error = None;
+    let node_selector = compile::node_selector_reqs(&pod.node_selector, interner);
+    let required_terms: Vec<Reqs> = pod
+        .required_node_affinity
+        .iter()
+        .map(|t| compile::term_reqs(t, interner))
+        .collect();
+    let mut pref: Vec<(i32, usize)> = pod
+        .preferred_node_affinity
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.weight, i))
+        .collect();
+    pref.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let preferred_terms = pref
+        .iter()
+        .map(|&(_, i)| compile::term_reqs(&pod.preferred_node_affinity[i].term, interner))
+        .collect();
+    let volume_alternatives = if vols.is_empty() {
+        vec![Reqs::new()]
+    } else {
+        vols.iter()
+            .map(|v| reqs::compile_all(v, interner))
+            .collect()
+    };
+    for r in pod.node_selector.keys().chain(
+        pod.required_node_affinity
+            .iter()
+            .flat_map(|t| t.match_expressions.iter().map(|e| &e.key)),
+    ) {
+        if reqs::normalize(r) == labels::HOSTNAME {
+            continue;
+        }
+        if let Some(why) = labels::restriction(r)
+            && reqs::normalize(r) != labels::NODEPOOL
+        {
+            error = Some(format!("node selector uses a restricted label: {why}"));
+        }
+    }
+    let strict = {
+        let mut r = node_selector.clone();
+        if let Some(t) = required_terms.first() {
+            r.merge(t, interner);
+        }
+        r
+    };
+
+    let mut spreads = Vec::new();
+    for c in &pod.topology_spread {
+        let sel = with_label_keys(&c.label_selector, &pod.labels, &c.match_label_keys, &[]);
+        let filter = NodeFilter {
+            reqs: (c.node_affinity_policy == InclusionPolicy::Honor).then(|| strict.clone()),
+            tolerations: (c.node_taints_policy == InclusionPolicy::Honor)
+                .then(|| pod.tolerations.clone()),
+        };
+        let key = interner.intern(reqs::normalize(&c.topology_key));
+        let id = g.group(GroupKey {
+            kind: Kind::Spread {
+                max_skew: c.max_skew.max(1),
+                min_domains: c.min_domains,
+            },
+            key,
+            selector: sel,
+            namespaces: Namespaces::Set(vec![pod.namespace.clone()]),
+            filter,
+        });
+        spreads.push((
+            id,
+            c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway,
+        ));
+    }
+    let term_group = |kind: Kind, t: &PodAffinityTerm, interner: &mut Interner, g: &mut Groups| {
+        let sel = with_label_keys(
+            &t.label_selector,
+            &pod.labels,
+            &t.match_label_keys,
+            &t.mismatch_label_keys,
+        );
+        let key = interner.intern(reqs::normalize(&t.topology_key));
+        g.group(GroupKey {
+            kind,
+            key,
+            selector: sel,
+            namespaces: namespaces_of(s, &pod.namespace, t),
+            filter: NodeFilter::default(),
+        })
+    };
+    let affinity = pod
+        .pod_affinity
+        .iter()
+        .map(|t| term_group(Kind::Affinity, t, interner, g))
+        .collect();
+    let anti_affinity = pod
+        .pod_anti_affinity
+        .iter()
+        .map(|t| term_group(Kind::AntiAffinity, t, interner, g))
+        .collect();
+    let heaviest_first = |v: &[crate::model::WeightedPodAffinityTerm]| {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[b].weight.cmp(&v[a].weight).then(a.cmp(&b)));
+        idx
+    };
+    let preferred_affinity = heaviest_first(&pod.preferred_pod_affinity)
+        .into_iter()
+        .map(|i| {
+            term_group(
+                Kind::Affinity,
+                &pod.preferred_pod_affinity[i].term,
+                interner,
+                g,
+            )
+        })
+        .collect();
+    let preferred_anti_affinity = heaviest_first(&pod.preferred_pod_anti_affinity)
+        .into_iter()
+        .map(|i| {
+            term_group(
+                Kind::AntiAffinity,
+                &pod.preferred_pod_anti_affinity[i].term,
+                interner,
+                g,
+            )
+        })
+        .collect();
+    let owns_inverse = pod
+        .pod_anti_affinity
+        .iter()
+        .map(|t| {
+            let sel = with_label_keys(
+                &t.label_selector,
+                &pod.labels,
+                &t.match_label_keys,
+                &t.mismatch_label_keys,
+            );
+            let key = interner.intern(reqs::normalize(&t.topology_key));
+            g.inverse(InverseKey {
+                key,
+                selector: sel,
+                namespaces: namespaces_of(s, &pod.namespace, t),
+            })
+        })
+        .collect();
+    Class {
+        namespace: pod.namespace.clone(),
+        labels: pod.labels.clone(),
+        requests: dense(&pod.requests, names),
+        tolerations: pod.tolerations.clone(),
+        host_ports: pod.host_ports.clone(),
+        node_selector,
+        required_terms,
+        preferred_terms,
+        volume_alternatives,
+        spreads,
+        affinity,
+        preferred_affinity,
+        anti_affinity,
+        preferred_anti_affinity,
+        owns_inverse,
+        counted_by: Vec::new(),
+        counted_keys: Vec::new(),
+        blocked_by: Vec::new(),
+        pods: Vec::new(),
+        error,
+    }
+}
