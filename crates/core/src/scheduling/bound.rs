@@ -158,14 +158,19 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
     // Any pod on new capacity needs at least one node.
     demand[r] = forced_nodes as f64;
     let mut cols = Vec::new();
-    for p in &w.pools {
-        for it in &p.its {
-            if it.base_price == f64::MAX {
+    // Only instance types a NodePool may launch, at the cheapest offering it allows: anything
+    // looser is still a bound, but a needlessly weak one.
+    for (pi, p) in w.pools.iter().enumerate() {
+        for (ii, it) in p.its.iter().enumerate() {
+            if it.base_price == f64::MAX || it.reqs.intersects(&p.reqs, &w.interner).is_err() {
                 continue;
             }
+            let Some((price, _)) = w.offering(pi, ii, &p.reqs) else {
+                continue;
+            };
             let mut a: Vec<f64> = it.alloc.iter().map(|&x| x.max(0) as f64).collect();
             a.push(1.0);
-            cols.push((it.base_price, a));
+            cols.push((price, a));
         }
     }
     dual_bound(&cols, &demand)
@@ -199,5 +204,70 @@ mod tests {
         let cols = vec![(1.0, vec![100.0, 1.0])];
         let b = dual_bound(&cols, &[1.0, 10.0]);
         assert!((b - 10.0).abs() < 1e-6, "{b}");
+    }
+
+    #[test]
+    fn bound_prices_only_what_the_nodepool_may_launch() {
+        use std::sync::Arc;
+
+        use crate::labels;
+        use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
+        use crate::requirements::Requirement;
+        use crate::resources::{CPU, MEMORY, PODS, Resources};
+        use crate::scheduling::{Options, solve};
+
+        let offer = |ct, price| Offering {
+            zone: "z".into(),
+            capacity_type: ct,
+            price,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        };
+        let it = InstanceType {
+            name: "a".into(),
+            requirements: vec![Requirement::single(labels::INSTANCE_TYPE, "a")],
+            capacity: Resources::new()
+                .with(CPU, 2000)
+                .with(MEMORY, 4 << 30)
+                .with(PODS, 10),
+            overhead: Default::default(),
+            offerings: vec![
+                offer(CapacityType::Spot, 0.1),
+                offer(CapacityType::OnDemand, 1.0),
+            ],
+        };
+        let mut pool = NodePool {
+            name: "od".into(),
+            ready: true,
+            ..NodePool::default()
+        };
+        pool.template.requirements = vec![Requirement::single(labels::CAPACITY_TYPE, "on-demand")];
+        let pod = Pod {
+            namespace: "default".into(),
+            name: "p".into(),
+            uid: "p".into(),
+            requests: Resources::new()
+                .with(CPU, 1000)
+                .with(MEMORY, 1 << 30)
+                .with(PODS, 1),
+            ..Pod::default()
+        };
+        let s = Snapshot {
+            nodepools: vec![pool],
+            instance_types: [("od".to_string(), Arc::new(vec![it]))]
+                .into_iter()
+                .collect(),
+            pods: vec![pod],
+            ..Snapshot::default()
+        };
+        let plan = solve(&s, &Options::default());
+        assert!((plan.cost - 1.0).abs() < 1e-9, "{}", plan.cost);
+        // The spot offering the NodePool forbids must not pull the bound down to 0.1.
+        assert!(
+            (plan.lower_bound - 1.0).abs() < 1e-6,
+            "{}",
+            plan.lower_bound
+        );
     }
 }
