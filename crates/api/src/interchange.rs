@@ -249,7 +249,7 @@ pub fn nodepool(v: &Value) -> Result<NodePool, FieldError> {
                 Value::Number(n) => n.to_string(),
                 _ => return Err(p.error("expected a quantity")),
             };
-            limits.set(
+            limits.set_explicit(
                 k,
                 quantity::parse_resource(k, &s).map_err(|e| p.error(e.to_string()))?,
             );

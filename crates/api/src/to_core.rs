@@ -67,7 +67,7 @@ pub fn nodepool(np: &v1::NodePool) -> Result<NodePool, Vec<FieldError>> {
     let mut limits = Resources::new();
     for (name, q) in np.spec.limits.iter().flatten() {
         match quantity::parse_resource(name, &q.text()) {
-            Ok(v) => limits.set(name, v),
+            Ok(v) => limits.set_explicit(name, v),
             Err(e) => errs.push(spec.field("limits").key(name).error(e.to_string())),
         }
     }
@@ -348,5 +348,25 @@ mod tests {
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert!(errs[0].starts_with("spec.template.spec.requirements[0].operator: "));
         assert!(errs[1].starts_with("spec.limits[cpu]: "));
+    }
+
+    #[test]
+    fn a_zero_limit_stays_a_limit() {
+        let np: crate::v1::NodePool = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "none"},
+            "spec": {
+                "template": {"spec": {
+                    "requirements": [],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+                }},
+                "limits": {"cpu": 0}
+            }
+        }))
+        .unwrap();
+        let core = nodepool(&np).unwrap();
+        assert!(core.limits.contains("cpu"));
+        assert_eq!(core.limits.get("cpu"), 0);
     }
 }

@@ -41,6 +41,17 @@ impl Resources {
         }
     }
 
+    /// Sets an amount and keeps it even when it is zero. Limits need this: `cpu: 0` means
+    /// "no cpu at all", while an absent limit means "unlimited".
+    pub fn set_explicit(&mut self, name: &str, amount: i64) {
+        self.0.insert(name.to_string(), amount);
+    }
+
+    /// True when `name` is listed, even with a zero amount.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
