@@ -34,10 +34,19 @@ pub(crate) fn parse(path: &str) -> Result<Vec<Step>, String> {
                 }
                 i += 1;
                 let start = i;
-                while i < chars.len()
-                    && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '-' | '*' | '/'))
-                {
-                    i += 1;
+                let mut name = String::new();
+                while i < chars.len() {
+                    let c = chars[i];
+                    // `\.` keeps a dot inside a name, as in `.metadata.labels.karpenter\.sh/nodepool`.
+                    if c == '\\' && chars.get(i + 1) == Some(&'.') {
+                        name.push('.');
+                        i += 2;
+                    } else if c.is_alphanumeric() || matches!(c, '_' | '-' | '*' | '/') {
+                        name.push(c);
+                        i += 1;
+                    } else {
+                        break;
+                    }
                 }
                 if start == i {
                     if i == chars.len() && steps.is_empty() && path == "." {
@@ -45,7 +54,6 @@ pub(crate) fn parse(path: &str) -> Result<Vec<Step>, String> {
                     }
                     return Err(format!("expected a field name at offset {start}"));
                 }
-                let name: String = chars[start..i].iter().collect();
                 steps.push(if name == "*" {
                     Step::Element
                 } else {
