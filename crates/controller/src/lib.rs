@@ -2,3 +2,6 @@
 //! index, hands snapshots to the pure engine, and applies the resulting commands through a
 //! narrow write interface (a kube-rs implementation for real clusters, an in-memory one for
 //! tests). Only the lease holder writes.
+
+pub mod events;
+pub mod metrics;
