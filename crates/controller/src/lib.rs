@@ -5,3 +5,5 @@
 
 pub mod events;
 pub mod metrics;
+pub mod logging;
+pub mod settings;
