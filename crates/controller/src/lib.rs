@@ -4,6 +4,8 @@
 //! tests). Only the lease holder writes.
 
 pub mod events;
-pub mod metrics;
+pub mod health;
+pub mod leader;
 pub mod logging;
+pub mod metrics;
 pub mod settings;
