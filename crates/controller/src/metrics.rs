@@ -100,6 +100,13 @@ pub struct Metrics {
     nodepools_limit: Gauges,
     cloudprovider_duration: Histograms,
     cloudprovider_errors: Counters,
+    nodeclaims_termination_duration: Histograms,
+    nodes_termination_duration: Histograms,
+    nodes_lifetime: Histograms,
+    nodes_drained: Counters,
+    pods_bound_duration: Histogram,
+    nodepools_allowed_disruptions: Gauges,
+    consolidation_timeouts: Counters,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
     /// encoding, so a scrape never sees a half-replaced set.
     snapshot: Mutex<()>,
@@ -274,8 +281,69 @@ impl Metrics {
             "karpenter_cloudprovider_errors",
             "Total number of errors returned from CloudProvider calls.",
         );
+        let nodeclaims_termination_duration = histograms(
+            r,
+            "karpenter_nodeclaims_termination_duration_seconds",
+            "Duration of NodeClaim termination in seconds.",
+        );
+        // Upstream exports this one as a summary; see the module header.
+        let nodes_termination_duration = histograms(
+            r,
+            "karpenter_nodes_termination_duration_seconds",
+            "The time taken between a node's deletion request and the removal of its finalizer",
+        );
+        let nodes_lifetime = histograms(
+            r,
+            "karpenter_nodes_lifetime_duration_seconds",
+            "The lifetime duration of the nodes since creation.",
+        );
+        let nodes_drained = counters(
+            r,
+            "karpenter_nodes_drained",
+            "The total number of nodes drained by Karpenter",
+        );
+        let pods_bound_duration = duration_histogram();
+        r.register(
+            "karpenter_pods_bound_duration_seconds",
+            "The time from pod creation until the pod is bound.",
+            pods_bound_duration.clone(),
+        );
+        let nodepools_allowed_disruptions = gauges(
+            r,
+            "karpenter_nodepools_allowed_disruptions",
+            "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
+        );
+        let consolidation_timeouts = counters(
+            r,
+            "karpenter_voluntary_disruption_consolidation_timeouts",
+            "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
+        );
+        let build_info = Gauges::default();
+        r.register(
+            "karpenter_build_info",
+            "A metric with a constant '1' value labeled by version from which karpenter was built.",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&vec![
+                ("version", env!("CARGO_PKG_VERSION").to_owned()),
+                ("goversion", String::new()),
+                ("goarch", arch_label().to_owned()),
+                (
+                    "commit",
+                    option_env!("NODEWRIGHT_COMMIT").unwrap_or("").to_owned(),
+                ),
+            ])
+            .set(1.0);
         Metrics {
             registry,
+            nodeclaims_termination_duration,
+            nodes_termination_duration,
+            nodes_lifetime,
+            nodes_drained,
+            pods_bound_duration,
+            nodepools_allowed_disruptions,
+            consolidation_timeouts,
             nodeclaims_created,
             nodeclaims_terminated,
             nodeclaims_disrupted,
@@ -619,6 +687,60 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    pub fn nodeclaim_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.nodeclaims_termination_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    pub fn node_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.nodes_termination_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    pub fn node_lifetime(&self, nodepool: &str, seconds: f64) {
+        self.nodes_lifetime
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    pub fn node_drained(&self, nodepool: &str) {
+        self.nodes_drained
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc();
+    }
+
+    pub fn pod_bound(&self, seconds: f64) {
+        self.pods_bound_duration.observe(seconds);
+    }
+
+    pub fn allowed_disruptions(&self, nodepool: &str, reason: &str, n: usize) {
+        self.nodepools_allowed_disruptions
+            .get_or_create(&vec![
+                ("nodepool", nodepool.to_owned()),
+                ("reason", reason.to_owned()),
+            ])
+            .set(n as f64);
+    }
+
+    pub fn consolidation_timeout(&self, consolidation_type: &str) {
+        self.consolidation_timeouts
+            .get_or_create(&vec![("consolidation_type", consolidation_type.to_owned())])
+            .inc();
+    }
+}
+
+/// Go's spelling of the architecture, as upstream's `goarch` label carries it.
+fn arch_label() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
 /// Upstream's resource label spelling: lowercase with `-` as `_`.
 fn resource_label(resource: &str) -> String {
     resource.to_lowercase().replace('-', "_")
@@ -888,6 +1010,37 @@ mod tests {
                 r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
             ]
         );
+    }
+
+    #[test]
+    fn build_info_and_lifecycle_extras() {
+        let m = Metrics::new();
+        m.nodeclaim_termination_duration("default", 12.0);
+        m.node_drained("default");
+        m.allowed_disruptions("default", "underutilized", 3);
+        m.consolidation_timeout("multi");
+        let s = samples(&m);
+        assert!(
+            s.iter()
+                .any(|l| l.starts_with("karpenter_build_info{version=") && l.ends_with(" 1.0")),
+            "{s:?}"
+        );
+        assert!(has(
+            &m,
+            r#"karpenter_nodeclaims_termination_duration_seconds_count{nodepool="default"} 1"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_nodes_drained_total{nodepool="default"} 1"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_nodepools_allowed_disruptions{nodepool="default",reason="underutilized"} 3.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_voluntary_disruption_consolidation_timeouts_total{consolidation_type="multi"} 1"#
+        ));
     }
 
     #[test]

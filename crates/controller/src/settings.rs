@@ -329,6 +329,13 @@ pub struct Settings {
     pub cpu_requests: u32,
 }
 
+impl Default for Settings {
+    /// The defaults with an empty cluster name (which [`Settings::validate`] rejects).
+    fn default() -> Self {
+        Settings::with_cluster_name("")
+    }
+}
+
 impl Settings {
     /// The defaults, as if started with only `CLUSTER_NAME` set.
     pub fn with_cluster_name(cluster_name: &str) -> Self {
