@@ -699,6 +699,60 @@ mod tests {
         assert!(config("").validate().is_err());
     }
 
+    #[tokio::test]
+    async fn kube_store_keeps_optimistic_concurrency_over_http() {
+        let (client, _state) = crate::fake_api::start().await;
+        let store = KubeLeaseStore::new(client);
+        assert_eq!(store.get("ns", "l").await, Ok(None));
+        let rec = LeaseRecord {
+            holder: Some("a".into()),
+            lease_duration: Duration::from_secs(15),
+            acquire_time: Some(Timestamp::from_second(1_700_000_000).unwrap()),
+            renew_time: Some(Timestamp::from_second(1_700_000_000).unwrap()),
+            transitions: 0,
+            resource_version: None,
+        };
+        let created = store.create("ns", "l", &rec).await.unwrap();
+        assert!(created.resource_version.is_some());
+        assert_eq!(
+            store.create("ns", "l", &rec).await,
+            Err(LeaseError::Conflict)
+        );
+        let taken = LeaseRecord {
+            holder: Some("b".into()),
+            ..created.clone()
+        };
+        store.update("ns", "l", &taken).await.unwrap();
+        assert_eq!(
+            store.update("ns", "l", &created).await,
+            Err(LeaseError::Conflict),
+            "a write with a stale resourceVersion is refused"
+        );
+        let stored = store.get("ns", "l").await.unwrap().unwrap();
+        assert_eq!(stored.holder.as_deref(), Some("b"));
+        assert_eq!(stored.lease_duration, Duration::from_secs(15));
+    }
+
+    #[tokio::test]
+    async fn elects_through_the_kube_store() {
+        let (client, state) = crate::fake_api::start().await;
+        let mut c = config("a");
+        c.lease_duration = Duration::from_millis(900);
+        c.renew_deadline = Duration::from_millis(600);
+        c.retry_period = Duration::from_millis(100);
+        let mut rx = spawn(Arc::new(KubeLeaseStore::new(client)), c);
+        tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|l| *l))
+            .await
+            .expect("leader within 5s")
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        let s = state.lock().unwrap();
+        let puts = s.requests.iter().filter(|(m, _)| m == "PUT").count();
+        assert!(puts >= 1, "the leader renews with PUT: {:?}", s.requests);
+        let lease = &s.objects["/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpenter-leader-election"];
+        assert_eq!(lease["spec"]["holderIdentity"], "a");
+    }
+
     #[test]
     fn lease_objects_round_trip() {
         let rec = LeaseRecord {

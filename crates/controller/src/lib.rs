@@ -9,3 +9,6 @@ pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod settings;
+
+#[cfg(test)]
+mod fake_api;
