@@ -635,7 +635,9 @@ async fn write_loop(
     mut rx: mpsc::Receiver<Event>,
 ) {
     let mut dedupe = Deduper::new(DEDUPE_WINDOW);
-    let mut tick = tokio::time::interval(FLUSH_INTERVAL);
+    // The first flush is one interval out, not immediate.
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + FLUSH_INTERVAL, FLUSH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let writes = tokio::select! {
@@ -813,8 +815,12 @@ mod tests {
         }
         // Closing the sink flushes the folded repeats.
         drop(sink);
+        let count = || {
+            let s = state.lock().unwrap();
+            s.objects.values().next().map(|e| e["count"].clone())
+        };
         for _ in 0..100 {
-            if writes("PATCH") > 0 {
+            if count() == Some(serde_json::json!(50)) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -47,6 +47,15 @@ impl LeaseConfig {
         }
     }
 
+    /// The lease named by the operator settings (`LEADER_ELECTION_NAME`, the lease namespace).
+    pub fn from_settings(settings: &crate::settings::Settings, identity: &str) -> Self {
+        Self::new(
+            &settings.leader_election_name,
+            &settings.lease_namespace(),
+            identity,
+        )
+    }
+
     /// The ordering the safety argument needs: retry < renew deadline < lease duration.
     pub fn validate(&self) -> Result<(), LeaseError> {
         if self.identity.is_empty() {
@@ -64,6 +73,20 @@ impl LeaseConfig {
         }
         Ok(())
     }
+}
+
+/// A candidate identity unique per process, as client-go builds it: the pod's hostname and a
+/// suffix that differs between restarts of the same pod.
+pub fn identity() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "nodewright".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{host}_{:x}{:x}",
+        nanos & 0xffff_ffff_ffff,
+        std::process::id()
+    )
 }
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -688,6 +711,19 @@ mod tests {
     }
 
     #[test]
+    fn config_from_settings_and_identity() {
+        let mut settings = crate::settings::Settings::with_cluster_name("c");
+        settings.leader_election_namespace = "karpenter".into();
+        let c = LeaseConfig::from_settings(&settings, "me");
+        assert_eq!(
+            (c.name.as_str(), c.namespace.as_str(), c.identity.as_str()),
+            ("karpenter-leader-election", "karpenter", "me")
+        );
+        assert!(c.validate().is_ok());
+        assert!(identity().contains('_'));
+    }
+
+    #[test]
     fn config_ordering_is_checked() {
         assert!(config("a").validate().is_ok());
         let mut c = config("a");
@@ -745,7 +781,7 @@ mod tests {
             .await
             .expect("leader within 5s")
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(350)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
         let s = state.lock().unwrap();
         let puts = s.requests.iter().filter(|(m, _)| m == "PUT").count();
         assert!(puts >= 1, "the leader renews with PUT: {:?}", s.requests);
