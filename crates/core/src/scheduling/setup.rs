@@ -87,7 +87,7 @@ pub struct World {
     pub any_prefer_no_schedule: bool,
 }
 
-fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+pub fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     let cpu = |p: &Pod| p.requests.get(crate::resources::CPU);
     let mem = |p: &Pod| p.requests.get(crate::resources::MEMORY);
     cpu(b)
@@ -97,6 +97,16 @@ fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
         .then_with(|| a.uid.cmp(&b.uid))
         .then_with(|| a.namespace.cmp(&b.namespace))
         .then_with(|| a.name.cmp(&b.name))
+}
+
+/// An unbound pod the scheduler places.
+pub fn waits(p: &Pod) -> bool {
+    !p.is_daemonset_pod()
+        && !p.is_mirror_pod()
+        && !p.is_terminal()
+        && p.node_name.is_none()
+        && !p.is_terminating()
+        && p.phase == PodPhase::Pending
 }
 
 /// The pods this run places: pending ones, and those on nodes being deleted.
@@ -114,7 +124,7 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
                 return false;
             }
             match &p.node_name {
-                None => !p.is_terminating() && p.phase == PodPhase::Pending,
+                None => waits(p),
                 Some(n) => deleting.contains(n.as_str()),
             }
         })
@@ -123,7 +133,37 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
     idx
 }
 
+/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
 pub fn build(s: &Snapshot) -> World {
+    let mut t = targets(s);
+    let schedule = pods_to_schedule(s);
+    let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
+    let running = usage(s, &mut t, &rescheduled);
+    let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &s.pods[i])).collect();
+    let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&s.pods[pi], ei)).collect();
+    complete(s, t, &sched, &run)
+}
+
+/// The cluster compiled before its pods are known: resource names, NodePools, and the
+/// existing targets (registered nodes, then in-flight claims) with what already runs there.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    pub names: Interner,
+    pub interner: Interner,
+    pub pools: Vec<PoolC>,
+    pub allow_undefined: Vec<bool>,
+    pub existing: Vec<ExistingC>,
+    pub existing_used: Vec<Res>,
+    pub existing_ports: Vec<Vec<crate::model::HostPort>>,
+    pub hostname: u32,
+    pub zone: u32,
+    pub capacity_type: u32,
+    /// Per existing target, the ids its labels interned first: `[start, end)`.
+    pub fresh: Vec<(u32, u32)>,
+}
+
+/// Compiles NodePools and existing targets, with nothing counted as running yet.
+pub fn targets(s: &Snapshot) -> Targets {
     let names = compile::resource_names(s);
     let mut interner = Interner::new();
     let hostname = interner.intern(labels::HOSTNAME);
@@ -132,7 +172,7 @@ pub fn build(s: &Snapshot) -> World {
 
     // NodePools in weight order, each with its instance types ranked by price.
     let empty = Vec::new();
-    let mut pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
+    let pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
         .into_iter()
         .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
         .map(|i| {
@@ -188,8 +228,10 @@ pub fn build(s: &Snapshot) -> World {
             .cmp(&initialized(a))
             .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
     });
+    let mut fresh: Vec<(u32, u32)> = Vec::new();
     for i in nodes_sorted {
         let n = &s.nodes[i];
+        let first = interner.len() as u32;
         let init = initialized(i) || n.ready;
         let taints = n
             .taints
@@ -205,6 +247,7 @@ pub fn build(s: &Snapshot) -> World {
             available: dense(&n.allocatable, &names),
             initialized: init,
         });
+        fresh.push((first, interner.len() as u32));
     }
     for c in &s.node_claims {
         if c.deletion_timestamp.is_some()
@@ -241,6 +284,7 @@ pub fn build(s: &Snapshot) -> World {
         if alloc.is_empty() {
             continue;
         }
+        let first = interner.len() as u32;
         existing.push(ExistingC {
             name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
             in_flight: true,
@@ -249,19 +293,42 @@ pub fn build(s: &Snapshot) -> World {
             available: dense(&alloc, &names),
             initialized: false,
         });
+        fresh.push((first, interner.len() as u32));
     }
+    let existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
+    let existing_ports = existing.iter().map(|_| Vec::new()).collect();
+    Targets {
+        names,
+        interner,
+        pools,
+        allow_undefined,
+        existing,
+        existing_used,
+        existing_ports,
+        hostname,
+        zone,
+        capacity_type,
+        fresh,
+    }
+}
+
+/// Counts the pods running on the targets (all but `rescheduled`) and the daemons that still
+/// have to start; returns the running pods as `(pod index, existing index)`.
+pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Vec<(usize, usize)> {
+    let Targets {
+        names,
+        interner,
+        existing,
+        existing_used,
+        existing_ports,
+        ..
+    } = t;
     let existing_index: HashMap<String, usize> = existing
         .iter()
         .enumerate()
         .map(|(i, e)| (e.name.clone(), i))
         .collect();
 
-    // Pods already running: their requests, and daemons that still have to start.
-    let mut existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
-    let mut existing_ports: Vec<Vec<crate::model::HostPort>> =
-        existing.iter().map(|_| Vec::new()).collect();
-    let schedule = pods_to_schedule(s);
-    let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut running: Vec<(usize, usize)> = Vec::new();
     for (pi, p) in s.pods.iter().enumerate() {
@@ -272,7 +339,7 @@ pub fn build(s: &Snapshot) -> World {
         if p.is_terminal() || rescheduled.contains(&pi) {
             continue;
         }
-        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, &names)) {
+        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, names)) {
             *u += r;
         }
         existing_ports[ei].extend(p.host_ports.iter().cloned());
@@ -292,11 +359,11 @@ pub fn build(s: &Snapshot) -> World {
             {
                 continue;
             }
-            let dr = compile::daemon_reqs(&d.pod, &mut interner);
-            if e.reqs.compatible(&dr, &interner, &|_| false).is_ok() {
+            let dr = compile::daemon_reqs(&d.pod, interner);
+            if e.reqs.compatible(&dr, interner, &|_| false).is_ok() {
                 for (u, r) in existing_used[ei]
                     .iter_mut()
-                    .zip(dense(&d.pod.requests, &names))
+                    .zip(dense(&d.pod.requests, names))
                 {
                     *u += r;
                 }
@@ -304,6 +371,30 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
     }
+    running
+}
+
+/// Finishes the state for `schedule` (`(index, pod)`, in queue order; the index is what
+/// placements name) with `running` pods (`(pod, existing index)`) counted for topology.
+pub fn complete(
+    s: &Snapshot,
+    t: Targets,
+    schedule: &[(usize, &Pod)],
+    running: &[(&Pod, usize)],
+) -> World {
+    let Targets {
+        names,
+        mut interner,
+        mut pools,
+        allow_undefined,
+        existing,
+        existing_used,
+        existing_ports,
+        hostname,
+        zone,
+        capacity_type,
+        ..
+    } = t;
     for p in pools.iter_mut() {
         let pool_key = interner.get(labels::NODEPOOL);
         let pool_val = interner.get(&p.name);
@@ -335,8 +426,7 @@ pub fn build(s: &Snapshot) -> World {
     let mut classes: Vec<Class> = Vec::new();
     let mut class_ids: HashMap<ClassKey, usize> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
-    for &pi in &schedule {
-        let pod = &s.pods[pi];
+    for &(pi, pod) in schedule {
         let (vols, vol_err) = match volume_alternatives(s, pod) {
             Ok(v) => (v, None),
             Err(e) => (vec![], Some(e)),
@@ -355,8 +445,7 @@ pub fn build(s: &Snapshot) -> World {
         classes.push(class);
     }
     // Running pods' required anti-affinity keeps matching pods away.
-    for &(pi, _) in &running {
-        let p = &s.pods[pi];
+    for &(p, _) in running {
         for t in &p.pod_anti_affinity {
             let sel = with_label_keys(
                 &t.label_selector,
@@ -392,7 +481,7 @@ pub fn build(s: &Snapshot) -> World {
     for &k in &keys {
         let mut vals: BTreeSet<(u32, usize)> = BTreeSet::new();
         for (pi, p) in pools.iter().enumerate() {
-            for it in &p.its {
+            for it in p.its.iter() {
                 let mut r = p.reqs.clone();
                 r.merge(&it.reqs, &interner);
                 if let Some(set) = r.get(k)
@@ -433,8 +522,7 @@ pub fn build(s: &Snapshot) -> World {
     }
 
     // Count running pods.
-    for &(pi, ei) in &running {
-        let p = &s.pods[pi];
+    for &(p, ei) in running {
         let e = &existing[ei];
         for grp in g.groups.iter_mut() {
             if grp.matches(&p.namespace, &p.labels)
@@ -528,7 +616,7 @@ fn interleave_by_shape(
 ) -> Vec<usize> {
     let (mut big_cpu, mut big_mem) = (1i64, 1i64);
     for p in pools {
-        for it in &p.its {
+        for it in p.its.iter() {
             big_cpu = big_cpu.max(it.alloc.first().copied().unwrap_or(0));
             big_mem = big_mem.max(it.alloc.get(1).copied().unwrap_or(0));
         }

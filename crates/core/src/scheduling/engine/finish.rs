@@ -10,7 +10,7 @@ impl Engine<'_> {
         let mut claim_index = vec![usize::MAX; self.claims.len()];
         let mut type_ids: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
         for p in &w.pools {
-            for it in &p.its {
+            for it in p.its.iter() {
                 type_ids.entry(it.name.as_str()).or_insert(0);
             }
         }
