@@ -1,7 +1,7 @@
 //! [`Simulator`] backed by the scheduling engine: the cluster without the candidate nodes,
 //! the moving pods made pending again, and one solve.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::simulate::{
@@ -77,10 +77,21 @@ impl Simulator for EngineSimulator {
 
     fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let compiled = Prepared::new(snapshot)?;
+        let mut claims_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, c) in snapshot.node_claims.iter().enumerate() {
+            if let Some(n) = c.node_name.as_deref() {
+                claims_by_name.entry(n).or_default().push(i);
+            }
+            let v = claims_by_name.entry(c.name.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
+            }
+        }
         Some(Box::new(EnginePrepared {
             simulator: self,
             snapshot,
             compiled,
+            claims_by_name,
         }))
     }
 }
@@ -114,6 +125,21 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
         .iter()
         .filter(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
         .collect();
+    let initialized = |name: &str| {
+        claims
+            .iter()
+            .find(|c| c.node_name.as_deref() == Some(name) || c.name == name)
+            .is_none_or(|c| c.initialized)
+    };
+    simulation_with(snapshot, plan, &initialized)
+}
+
+/// [`simulation`] with the lookup "is the claim behind this target initialized?" given.
+fn simulation_with(
+    snapshot: &Snapshot,
+    plan: &Plan,
+    initialized: &dyn Fn(&str) -> bool,
+) -> Simulation {
     let s = snapshot;
     let mut failures: Vec<(String, String)> = plan
         .unplaced
@@ -122,17 +148,13 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
         .collect();
     // A pod placed on a node that is not initialized yet is not a safe landing spot.
     for p in &plan.placements {
-        if let Target::Node(name) | Target::InFlight(name) = &p.target {
-            let initialized = claims
-                .iter()
-                .find(|c| c.node_name.as_deref() == Some(name.as_str()) || &c.name == name)
-                .is_none_or(|c| c.initialized);
-            if !initialized {
-                failures.push((
-                    p.pod.clone(),
-                    format!("would land on {name}, which is not initialized"),
-                ));
-            }
+        if let Target::Node(name) | Target::InFlight(name) = &p.target
+            && !initialized(name)
+        {
+            failures.push((
+                p.pod.clone(),
+                format!("would land on {name}, which is not initialized"),
+            ));
         }
     }
     let new_claims = plan
@@ -193,6 +215,8 @@ struct EnginePrepared<'a> {
     simulator: &'a EngineSimulator,
     snapshot: &'a Snapshot,
     compiled: Prepared,
+    /// Claim indices by node name and by claim name, in snapshot order.
+    claims_by_name: HashMap<&'a str, Vec<usize>>,
 }
 
 impl PreparedSimulation for EnginePrepared<'_> {
@@ -201,7 +225,19 @@ impl PreparedSimulation for EnginePrepared<'_> {
             .compiled
             .solve(self.snapshot, without, pods, &self.simulator.options)
         {
-            Some(plan) => simulation(self.snapshot, without, &plan),
+            Some(plan) => {
+                let initialized = |name: &str| {
+                    self.claims_by_name
+                        .get(name)
+                        .and_then(|ids| {
+                            ids.iter()
+                                .map(|&i| &self.snapshot.node_claims[i])
+                                .find(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
+                        })
+                        .is_none_or(|c| c.initialized)
+                };
+                simulation_with(self.snapshot, &plan, &initialized)
+            }
             None => self.simulator.simulate(self.snapshot, without, pods),
         }
     }
@@ -243,6 +279,9 @@ impl PreparedSimulation for EnginePrepared<'_> {
         done.into_iter().map(|d| d.1).collect()
     }
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::engine::{Engine, Options};
 use super::intern::Interner;
 use super::plan::Plan;
-use super::setup::{self, Targets};
+use super::setup::{self, Existing, Targets};
 use crate::model::{Pod, PodPhase, Snapshot};
 
 pub struct Prepared {
@@ -26,6 +26,12 @@ pub struct Prepared {
     base: Arc<Interner>,
     /// Pods running on existing targets: `(pod index, existing index)`.
     running: Vec<(usize, usize)>,
+    /// The part of `running` with required anti-affinity terms.
+    anti: Vec<(usize, usize)>,
+    /// Per existing target, the NodePool it counts against.
+    pool_of: Vec<Option<usize>>,
+    /// Per NodePool, the capacity and count of all its existing targets.
+    pool_used: Vec<(Vec<i64>, i64)>,
     /// Per existing target, the node name whose removal takes it away.
     removed_by: Vec<Option<String>>,
     /// Per existing target, whether dropping it could reorder the ids of what stays.
@@ -72,7 +78,7 @@ impl Prepared {
                 count[(id - start) as usize] += 1;
             }
         };
-        for e in &targets.existing {
+        for e in targets.existing.iter() {
             for r in &e.reqs.items {
                 bump(r.key);
                 for &v in &r.set.values {
@@ -106,11 +112,56 @@ impl Prepared {
                 duplicate_keys.insert(k);
             }
         }
+        let anti = running
+            .iter()
+            .copied()
+            .filter(|&(pi, _)| !s.pods[pi].pod_anti_affinity.is_empty())
+            .collect();
+        let owners: Vec<Option<setup::PoolOwner>> = targets
+            .pools
+            .iter()
+            .map(|p| setup::pool_owner(&targets.interner, &p.name))
+            .collect();
+        let mut pool_used: Vec<(Vec<i64>, i64)> = targets
+            .pools
+            .iter()
+            .map(|_| (vec![0; targets.names.len()], 0))
+            .collect();
+        let pool_of: Vec<Option<usize>> = targets
+            .existing
+            .iter()
+            .map(|e| {
+                let mut first = None;
+                for (pi, o) in owners.iter().enumerate() {
+                    if o.is_some_and(|o| o.owns(e)) {
+                        for (u, a) in pool_used[pi].0.iter_mut().zip(&e.available) {
+                            *u += a;
+                        }
+                        pool_used[pi].1 += 1;
+                        first.get_or_insert(pi);
+                    }
+                }
+                first
+            })
+            .collect();
+        if targets.existing.iter().zip(&pool_of).any(|(e, first)| {
+            owners
+                .iter()
+                .enumerate()
+                .any(|(pi, o)| Some(pi) != *first && o.is_some_and(|o| o.owns(e)))
+        }) {
+            // A target counted against several NodePools: leave that to full solves.
+            return None;
+        }
+        targets.type_names = Some(setup::type_names(&targets.pools));
         let base = Arc::new(std::mem::take(&mut targets.interner));
         Some(Prepared {
             targets,
             base,
             running,
+            anti,
+            pool_of,
+            pool_used,
             removed_by,
             pinned,
             fresh: (start, end),
@@ -150,6 +201,15 @@ impl Prepared {
                 keep.push(ei);
             }
         }
+        let mut pool_used = self.pool_used.clone();
+        for (ei, _) in removed.iter().enumerate().filter(|r| *r.1) {
+            if let Some(pi) = self.pool_of[ei] {
+                for (u, a) in pool_used[pi].0.iter_mut().zip(&t.existing[ei].available) {
+                    *u -= a;
+                }
+                pool_used[pi].1 -= 1;
+            }
+        }
         let mut interner = Interner::layered(self.base.clone());
         interner.watch(self.fresh);
         let targets = Targets {
@@ -157,20 +217,30 @@ impl Prepared {
             interner,
             pools: t.pools.clone(),
             allow_undefined: t.allow_undefined.clone(),
-            existing: keep.iter().map(|&i| t.existing[i].clone()).collect(),
+            existing: Existing {
+                all: t.existing.all.clone(),
+                keep: Some(keep.iter().map(|&i| i as u32).collect()),
+            },
             existing_used: keep.iter().map(|&i| t.existing_used[i].clone()).collect(),
             existing_ports: keep.iter().map(|&i| t.existing_ports[i].clone()).collect(),
             hostname: t.hostname,
             zone: t.zone,
             capacity_type: t.capacity_type,
             fresh: Vec::new(),
+            pool_used: Some(pool_used),
+            type_names: t.type_names.clone(),
         };
-        let running: Vec<(&Pod, usize)> = self
-            .running
-            .iter()
-            .filter(|&&(_, ei)| remap[ei] != usize::MAX)
-            .map(|&(pi, ei)| (&s.pods[pi], remap[ei]))
-            .collect();
+        let stays = |list: &[(usize, usize)]| -> Vec<(&Pod, usize)> {
+            list.iter()
+                .filter(|&&(_, ei)| remap[ei] != usize::MAX)
+                .map(|&(pi, ei)| (&s.pods[pi], remap[ei]))
+                .collect()
+        };
+        let all = || stays(&self.running);
+        let running = setup::Running {
+            all: &all,
+            with_anti_affinity: stays(&self.anti),
+        };
         let moving: Vec<Pod> = pods
             .iter()
             .map(|p| {

@@ -2,6 +2,7 @@
 //! topology groups and the counts of pods already running.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
 use super::intern::Interner;
@@ -64,11 +65,79 @@ impl Class {
     }
 }
 
+/// The existing targets of one solve: a shared compiled list, or a subset of one (in its
+/// order), so many solves over one cluster do not copy it.
+#[derive(Clone, Debug, Default)]
+pub struct Existing {
+    pub all: Arc<Vec<ExistingC>>,
+    /// Indices into `all` that this solve sees; `None` for all of them.
+    pub keep: Option<Vec<u32>>,
+}
+
+impl Existing {
+    pub fn new(all: Vec<ExistingC>) -> Self {
+        Existing {
+            all: Arc::new(all),
+            keep: None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keep.as_ref().map_or(self.all.len(), |k| k.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &ExistingC> + '_ {
+        (0..self.len()).map(move |i| &self[i])
+    }
+}
+
+impl std::ops::Index<usize> for Existing {
+    type Output = ExistingC;
+
+    fn index(&self, i: usize) -> &ExistingC {
+        match &self.keep {
+            None => &self.all[i],
+            Some(k) => &self.all[k[i] as usize],
+        }
+    }
+}
+
+/// Plan-wide instance-type ids: names sorted, and per NodePool the id of each of its types.
+#[derive(Debug, Default)]
+pub struct TypeNames {
+    pub names: Arc<Vec<String>>,
+    pub pool_ids: Vec<Vec<u32>>,
+}
+
+pub fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
+    let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
+    for p in pools {
+        for it in p.its.iter() {
+            ids.entry(it.name.as_str()).or_insert(0);
+        }
+    }
+    for (i, v) in ids.values_mut().enumerate() {
+        *v = i as u32;
+    }
+    Arc::new(TypeNames {
+        names: Arc::new(ids.keys().map(|k| k.to_string()).collect()),
+        pool_ids: pools
+            .iter()
+            .map(|p| p.its.iter().map(|it| ids[it.name.as_str()]).collect())
+            .collect(),
+    })
+}
+
 pub struct World {
     pub interner: Interner,
     pub names: Interner,
     pub pools: Vec<PoolC>,
-    pub existing: Vec<ExistingC>,
+    pub type_names: Arc<TypeNames>,
+    pub existing: Existing,
     pub existing_used: Vec<Res>,
     pub existing_ports: Vec<Vec<crate::model::HostPort>>,
     pub groups: Vec<Group>,
@@ -141,7 +210,16 @@ pub fn build(s: &Snapshot) -> World {
     let running = usage(s, &mut t, &rescheduled);
     let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &s.pods[i])).collect();
     let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&s.pods[pi], ei)).collect();
-    complete(s, t, &sched, &run)
+    let all = || run.clone();
+    let running = Running {
+        all: &all,
+        with_anti_affinity: run
+            .iter()
+            .copied()
+            .filter(|(p, _)| !p.pod_anti_affinity.is_empty())
+            .collect(),
+    };
+    complete(s, t, &sched, &running)
 }
 
 /// The cluster compiled before its pods are known: resource names, NodePools, and the
@@ -152,7 +230,7 @@ pub struct Targets {
     pub interner: Interner,
     pub pools: Vec<PoolC>,
     pub allow_undefined: Vec<bool>,
-    pub existing: Vec<ExistingC>,
+    pub existing: Existing,
     pub existing_used: Vec<Res>,
     pub existing_ports: Vec<Vec<crate::model::HostPort>>,
     pub hostname: u32,
@@ -160,6 +238,10 @@ pub struct Targets {
     pub capacity_type: u32,
     /// Per existing target, the ids its labels interned first: `[start, end)`.
     pub fresh: Vec<(u32, u32)>,
+    /// Per NodePool, the capacity and count of its existing targets, when already known.
+    pub pool_used: Option<Vec<(Res, i64)>>,
+    /// See [`type_names`], when already known.
+    pub type_names: Option<Arc<TypeNames>>,
 }
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.
@@ -302,13 +384,15 @@ pub fn targets(s: &Snapshot) -> Targets {
         interner,
         pools,
         allow_undefined,
-        existing,
+        existing: Existing::new(existing),
         existing_used,
         existing_ports,
         hostname,
         zone,
         capacity_type,
         fresh,
+        pool_used: None,
+        type_names: None,
     }
 }
 
@@ -374,13 +458,43 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
     running
 }
 
+/// Which existing targets belong to a NodePool: those labelled with its name.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolOwner {
+    key: u32,
+    value: u32,
+}
+
+impl PoolOwner {
+    pub fn owns(&self, e: &ExistingC) -> bool {
+        e.reqs
+            .get(self.key)
+            .is_some_and(|set| set.values == [self.value] && !set.complement)
+    }
+}
+
+pub fn pool_owner(interner: &Interner, pool: &str) -> Option<PoolOwner> {
+    Some(PoolOwner {
+        key: interner.get(labels::NODEPOOL)?,
+        value: interner.get(pool)?,
+    })
+}
+
+/// The running pods a solve counts for topology, `(pod, existing index)`: all of them on
+/// demand (only needed when some class brings topology groups), and those with required
+/// anti-affinity terms up front.
+pub struct Running<'p, 'f> {
+    pub all: &'f dyn Fn() -> Vec<(&'p Pod, usize)>,
+    pub with_anti_affinity: Vec<(&'p Pod, usize)>,
+}
+
 /// Finishes the state for `schedule` (`(index, pod)`, in queue order; the index is what
 /// placements name) with `running` pods (`(pod, existing index)`) counted for topology.
-pub fn complete(
+pub fn complete<'p>(
     s: &Snapshot,
     t: Targets,
-    schedule: &[(usize, &Pod)],
-    running: &[(&Pod, usize)],
+    schedule: &[(usize, &'p Pod)],
+    running: &Running<'p, '_>,
 ) -> World {
     let Targets {
         names,
@@ -393,25 +507,28 @@ pub fn complete(
         hostname,
         zone,
         capacity_type,
+        pool_used,
+        type_names: known_type_names,
         ..
     } = t;
-    for p in pools.iter_mut() {
-        let pool_key = interner.get(labels::NODEPOOL);
-        let pool_val = interner.get(&p.name);
-        for (ei, e) in existing.iter().enumerate() {
-            let owned = match (pool_key, pool_val) {
-                (Some(k), Some(v)) => e
-                    .reqs
-                    .get(k)
-                    .is_some_and(|set| set.values == [v] && !set.complement),
-                _ => false,
-            };
-            if owned {
-                let _ = ei;
-                for (u, a) in p.used.iter_mut().zip(&e.available) {
-                    *u += a;
+    match pool_used {
+        Some(used) => {
+            for (p, (u, n)) in pools.iter_mut().zip(used) {
+                p.used = u;
+                p.used_nodes = n;
+            }
+        }
+        None => {
+            for p in pools.iter_mut() {
+                let owner = pool_owner(&interner, &p.name);
+                for e in existing.iter() {
+                    if owner.is_some_and(|o| o.owns(e)) {
+                        for (u, a) in p.used.iter_mut().zip(&e.available) {
+                            *u += a;
+                        }
+                        p.used_nodes += 1;
+                    }
                 }
-                p.used_nodes += 1;
             }
         }
     }
@@ -445,7 +562,7 @@ pub fn complete(
         classes.push(class);
     }
     // Running pods' required anti-affinity keeps matching pods away.
-    for &(p, _) in running {
+    for &(p, _) in &running.with_anti_affinity {
         for t in &p.pod_anti_affinity {
             let sel = with_label_keys(
                 &t.label_selector,
@@ -508,7 +625,7 @@ pub fn complete(
                 el.insert(v);
             }
         }
-        for e in &existing {
+        for e in existing.iter() {
             if let Some(set) = e.reqs.get(def.key)
                 && set.values.len() == 1
                 && !set.complement
@@ -522,7 +639,14 @@ pub fn complete(
     }
 
     // Count running pods.
-    for &(p, ei) in running {
+    let all;
+    let counted: &[(&Pod, usize)] = if g.groups.is_empty() {
+        &running.with_anti_affinity
+    } else {
+        all = (running.all)();
+        &all
+    };
+    for &(p, ei) in counted {
         let e = &existing[ei];
         for grp in g.groups.iter_mut() {
             if grp.matches(&p.namespace, &p.labels)
@@ -569,9 +693,11 @@ pub fn complete(
     let order = interleave_by_shape(order, &classes, &pools, |c| forces_nodes(c));
 
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
+    let type_names = known_type_names.unwrap_or_else(|| type_names(&pools));
     World {
         interner,
         names,
+        type_names,
         pools,
         existing,
         existing_used,
