@@ -9,6 +9,7 @@ pub mod bench_consolidation;
 pub mod convert;
 pub mod crds;
 pub mod plan;
+pub mod plan_disruption;
 pub mod simulate;
 pub mod validate;
 

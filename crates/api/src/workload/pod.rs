@@ -91,7 +91,7 @@ fn requirement(e: &api::NodeSelectorRequirement, path: &Path) -> Result<Requirem
     })
 }
 
-fn term(t: &api::NodeSelectorTerm, path: &Path) -> Result<NodeSelectorTerm, FieldError> {
+pub fn term(t: &api::NodeSelectorTerm, path: &Path) -> Result<NodeSelectorTerm, FieldError> {
     if t.match_fields.as_ref().is_some_and(|f| !f.is_empty()) {
         return Err(path
             .field("matchFields")
