@@ -433,7 +433,7 @@ impl<'w> Engine<'w> {
                         - e.w.existing_used[ei].first().copied().unwrap_or(0)
                 };
                 let before = (free(self), ei);
-                for (u, r) in self.w.existing_used[ei].iter_mut().zip(&req) {
+                for (u, r) in self.w.existing_used.get_mut(ei).iter_mut().zip(&req) {
                     *u += r * m as i64;
                 }
                 let after = (free(self), ei);
@@ -444,7 +444,7 @@ impl<'w> Engine<'w> {
                 };
                 room.remove(&before);
                 room.insert(after);
-                self.w.existing_ports[ei].extend(ports);
+                self.w.existing_ports.get_mut(ei).extend(ports);
                 self.existing_pods[ei].extend_from_slice(pods);
                 treqs = self.w.existing[ei].reqs.clone();
                 taints = self.w.existing[ei].taints.clone();

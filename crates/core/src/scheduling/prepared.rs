@@ -188,7 +188,7 @@ impl Prepared {
         }
         let t = &self.targets;
         let mut remap = vec![usize::MAX; t.existing.len()];
-        let mut keep = Vec::with_capacity(t.existing.len());
+        let mut keep: Vec<u32> = Vec::with_capacity(t.existing.len());
         let mut removed = vec![false; t.existing.len()];
         for (ei, by) in self.removed_by.iter().enumerate() {
             if by.as_ref().is_some_and(|n| without.contains(n)) {
@@ -198,7 +198,7 @@ impl Prepared {
                 removed[ei] = true;
             } else {
                 remap[ei] = keep.len();
-                keep.push(ei);
+                keep.push(ei as u32);
             }
         }
         let mut pool_used = self.pool_used.clone();
@@ -219,10 +219,10 @@ impl Prepared {
             allow_undefined: t.allow_undefined.clone(),
             existing: Existing {
                 all: t.existing.all.clone(),
-                keep: Some(keep.iter().map(|&i| i as u32).collect()),
+                keep: Some(keep.clone()),
             },
-            existing_used: keep.iter().map(|&i| t.existing_used[i].clone()).collect(),
-            existing_ports: keep.iter().map(|&i| t.existing_ports[i].clone()).collect(),
+            existing_used: t.existing_used.subset(keep.clone()),
+            existing_ports: t.existing_ports.subset(keep),
             hostname: t.hostname,
             zone: t.zone,
             capacity_type: t.capacity_type,

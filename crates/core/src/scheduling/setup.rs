@@ -132,14 +132,78 @@ pub fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
     })
 }
 
+/// A value per existing target (usage, host ports) shared with the compiled cluster and copied
+/// on first write, so a solve over a masked cluster copies only the targets it fills.
+#[derive(Clone, Debug, Default)]
+pub struct PerTarget<T> {
+    base: Arc<Vec<T>>,
+    /// Indices into `base` this solve sees, as in [`Existing::keep`].
+    keep: Option<Vec<u32>>,
+    written: HashMap<usize, T>,
+}
+
+impl<T: Clone> PerTarget<T> {
+    pub fn new(all: Vec<T>) -> Self {
+        PerTarget {
+            base: Arc::new(all),
+            keep: None,
+            written: HashMap::new(),
+        }
+    }
+
+    /// The same values, seen through `keep`; nothing is copied.
+    pub fn subset(&self, keep: Vec<u32>) -> Self {
+        PerTarget {
+            base: self.base.clone(),
+            keep: Some(keep),
+            written: HashMap::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keep.as_ref().map_or(self.base.len(), |k| k.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn at(&self, i: usize) -> usize {
+        self.keep.as_ref().map_or(i, |k| k[i] as usize)
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> &mut T {
+        if self.keep.is_none() && self.written.is_empty() && Arc::get_mut(&mut self.base).is_some()
+        {
+            return &mut Arc::get_mut(&mut self.base).expect("unique")[i];
+        }
+        let j = self.at(i);
+        let base = &self.base;
+        self.written.entry(i).or_insert_with(|| base[j].clone())
+    }
+}
+
+impl<T: Clone> std::ops::Index<usize> for PerTarget<T> {
+    type Output = T;
+
+    fn index(&self, i: usize) -> &T {
+        if !self.written.is_empty()
+            && let Some(v) = self.written.get(&i)
+        {
+            return v;
+        }
+        &self.base[self.at(i)]
+    }
+}
+
 pub struct World {
     pub interner: Interner,
     pub names: Interner,
     pub pools: Vec<PoolC>,
     pub type_names: Arc<TypeNames>,
     pub existing: Existing,
-    pub existing_used: Vec<Res>,
-    pub existing_ports: Vec<Vec<crate::model::HostPort>>,
+    pub existing_used: PerTarget<Res>,
+    pub existing_ports: PerTarget<Vec<crate::model::HostPort>>,
     pub groups: Vec<Group>,
     pub inverse: Vec<Inverse>,
     pub classes: Vec<Class>,
@@ -231,8 +295,8 @@ pub struct Targets {
     pub pools: Vec<PoolC>,
     pub allow_undefined: Vec<bool>,
     pub existing: Existing,
-    pub existing_used: Vec<Res>,
-    pub existing_ports: Vec<Vec<crate::model::HostPort>>,
+    pub existing_used: PerTarget<Res>,
+    pub existing_ports: PerTarget<Vec<crate::model::HostPort>>,
     pub hostname: u32,
     pub zone: u32,
     pub capacity_type: u32,
@@ -377,8 +441,8 @@ pub fn targets(s: &Snapshot) -> Targets {
         });
         fresh.push((first, interner.len() as u32));
     }
-    let existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
-    let existing_ports = existing.iter().map(|_| Vec::new()).collect();
+    let existing_used = PerTarget::new(existing.iter().map(|_| vec![0; names.len()]).collect());
+    let existing_ports = PerTarget::new(existing.iter().map(|_| Vec::new()).collect());
     Targets {
         names,
         interner,
@@ -423,10 +487,16 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         if p.is_terminal() || rescheduled.contains(&pi) {
             continue;
         }
-        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, names)) {
+        for (u, r) in existing_used
+            .get_mut(ei)
+            .iter_mut()
+            .zip(dense(&p.requests, names))
+        {
             *u += r;
         }
-        existing_ports[ei].extend(p.host_ports.iter().cloned());
+        existing_ports
+            .get_mut(ei)
+            .extend(p.host_ports.iter().cloned());
         if let Some(o) = &p.owner
             && o.kind == "DaemonSet"
         {
@@ -445,13 +515,16 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
             }
             let dr = compile::daemon_reqs(&d.pod, interner);
             if e.reqs.compatible(&dr, interner, &|_| false).is_ok() {
-                for (u, r) in existing_used[ei]
+                for (u, r) in existing_used
+                    .get_mut(ei)
                     .iter_mut()
                     .zip(dense(&d.pod.requests, names))
                 {
                     *u += r;
                 }
-                existing_ports[ei].extend(d.pod.host_ports.iter().cloned());
+                existing_ports
+                    .get_mut(ei)
+                    .extend(d.pod.host_ports.iter().cloned());
             }
         }
     }
