@@ -31,7 +31,10 @@ pub async fn moto(test: &str) -> Option<Moto> {
                      run the tests through scripts/test or scripts/moto"
                 );
             }
-            eprintln!(
+            // Written past the test harness's capture, so a skip is visible in a passing run.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "skipping {test}: no moto server (run `scripts/moto cargo test -p nodewright-cloud-aws`)"
             );
             return None;
