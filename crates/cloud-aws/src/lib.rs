@@ -1,0 +1,25 @@
+//! nodewright's AWS provider: resolves EC2NodeClasses (subnets, security groups, AMIs,
+//! instance profiles), lists instance types with offerings and prices, and launches through
+//! EC2, all through aws-sdk-rust.
+//!
+//! The formulas (capacity, overhead, labels, offerings, user data, fleet planning) live in the
+//! pure `nodewright-aws-model` crate; this crate is the thin layer that fetches the facts and
+//! feeds them in. Calls moto can serve go through the real SDK clients ([`AwsClients`]), so
+//! tests exercise the same code as production; only what moto cannot serve (AWS's public SSM
+//! parameters, real prices) sits behind narrow traits ([`Parameters`], [`PriceSource`]).
+
+pub mod class_input;
+pub mod clients;
+pub mod cloud;
+pub mod error;
+pub mod instance_types;
+pub mod nodeclass;
+pub mod parameters;
+pub mod pricing;
+
+pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
+pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};
+pub use error::AwsError;
+pub use nodeclass::ResolvedNodeClass;
+pub use parameters::{Parameters, SsmParameters};
+pub use pricing::{OnDemandSource, PriceSource, Prices, PricingProvider};

@@ -1,0 +1,234 @@
+//! EC2NodeClass reconciliation: subnets, security groups, AMIs and the instance profile
+//! resolved against AWS, turned into the status the controller writes (with conditions) and
+//! kept in richer form ([`ResolvedNodeClass`]) for instance types and launches.
+
+pub mod aliases;
+pub mod amis;
+pub mod conditions;
+pub mod hash;
+pub mod network;
+pub mod profile;
+
+use nodewright_api::aws::common::{AmiRequirement, AmiStatus, SecurityGroupStatus, SubnetStatus};
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_core::time::Timestamp;
+
+use crate::AwsClients;
+use crate::error::AwsError;
+use crate::parameters::Parameters;
+
+pub use amis::ResolvedAmi;
+pub use network::{ResolvedSecurityGroup, ResolvedSubnet};
+
+/// What reconciliation needs besides the class.
+pub struct NodeClassContext<'a> {
+    pub clients: &'a AwsClients,
+    pub parameters: &'a dyn Parameters,
+    pub cluster: &'a str,
+    /// The cluster's Kubernetes version (`1.32`), for alias parameter paths.
+    pub kubernetes_version: &'a str,
+}
+
+/// Everything resolved for a class, plus the status and hash derived from it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedNodeClass {
+    /// Most free addresses first.
+    pub subnets: Vec<ResolvedSubnet>,
+    pub security_groups: Vec<ResolvedSecurityGroup>,
+    /// Newest first; each with the node requirements it serves.
+    pub amis: Vec<ResolvedAmi>,
+    pub instance_profile: Option<String>,
+    pub status: EC2NodeClassStatus,
+    /// Value of [`hash::HASH_ANNOTATION`] (version [`hash::HASH_VERSION`]).
+    pub hash: String,
+}
+
+impl ResolvedNodeClass {
+    pub fn is_ready(&self) -> bool {
+        self.status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == conditions::READY && c.status == "True")
+    }
+
+    /// The zones the class's subnets are in, sorted, without repeats.
+    pub fn zones(&self) -> Vec<nodewright_aws_model::Zone> {
+        let mut z: Vec<nodewright_aws_model::Zone> = self
+            .subnets
+            .iter()
+            .map(|s| nodewright_aws_model::Zone {
+                name: s.zone.clone(),
+                id: s.zone_id.clone(),
+            })
+            .collect();
+        z.sort();
+        z.dedup_by(|a, b| a.name == b.name);
+        z
+    }
+}
+
+fn err(reason: &str, message: impl Into<String>) -> conditions::Outcome {
+    Err((reason.to_string(), message.into()))
+}
+
+/// Resolves `class` at `now`. API failures (throttling, network) are `Err` so the caller
+/// retries; things that do not exist become `False` conditions.
+pub async fn reconcile(
+    ctx: &NodeClassContext<'_>,
+    class: &EC2NodeClass,
+    now: Timestamp,
+) -> Result<ResolvedNodeClass, AwsError> {
+    let spec = &class.spec;
+    let name = class.metadata.name.clone().unwrap_or_default();
+    let now_text = conditions::rfc3339(now);
+
+    let subnets = network::resolve_subnets(
+        ctx.clients,
+        spec.subnet_selector_terms.as_deref().unwrap_or(&[]),
+    )
+    .await?;
+    let subnets_ok = if subnets.is_empty() {
+        err("SubnetsNotFound", "no subnet matches subnetSelectorTerms")
+    } else {
+        Ok(())
+    };
+
+    let security_groups = network::resolve_security_groups(
+        ctx.clients,
+        spec.security_group_selector_terms.as_deref().unwrap_or(&[]),
+    )
+    .await?;
+    let groups_ok = if security_groups.is_empty() {
+        err(
+            "SecurityGroupsNotFound",
+            "no security group matches securityGroupSelectorTerms",
+        )
+    } else {
+        Ok(())
+    };
+
+    let (amis, amis_ok) = match amis::resolve_amis(
+        ctx.clients,
+        ctx.parameters,
+        spec.ami_selector_terms.as_deref().unwrap_or(&[]),
+        ctx.kubernetes_version,
+        &now_text,
+    )
+    .await
+    {
+        Ok(a) => (a, Ok(())),
+        Err(p) => (Vec::new(), err(p.reason, p.message)),
+    };
+
+    let (instance_profile, profile_ok) = match (&spec.role, &spec.instance_profile) {
+        (_, Some(p)) => (Some(p.clone()), Ok(())),
+        (Some(role), None) => {
+            let uid = class.metadata.uid.clone().unwrap_or_default();
+            let region = ctx.clients.region.as_str();
+            let pname = profile::profile_name(ctx.cluster, region, &name, &uid);
+            let path = profile::profile_path(ctx.cluster, region, &uid);
+            let tags = profile::profile_tags(
+                &spec.tags.clone().unwrap_or_default(),
+                ctx.cluster,
+                region,
+                &name,
+            );
+            match profile::ensure_instance_profile(ctx.clients, &pname, &path, &tags, role).await {
+                Ok(()) => (Some(pname), Ok(())),
+                Err(e) if e.is_not_found() => (
+                    None,
+                    err("RoleNotFound", format!("role {role}: {}", e.message)),
+                ),
+                Err(e) if !e.retryable => (None, err("InstanceProfileCreationFailed", e.message)),
+                Err(e) => return Err(e),
+            }
+        }
+        (None, None) => (
+            None,
+            err(
+                "InstanceProfileNotFound",
+                "neither role nor instanceProfile is set",
+            ),
+        ),
+    };
+
+    let previous = class
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let conds = conditions::conditions(
+        &[
+            (conditions::SUBNETS_READY, subnets_ok),
+            (conditions::SECURITY_GROUPS_READY, groups_ok),
+            (conditions::AMIS_READY, amis_ok),
+            (conditions::INSTANCE_PROFILE_READY, profile_ok),
+        ],
+        &previous,
+        class.metadata.generation,
+        now,
+    );
+
+    let status = EC2NodeClassStatus {
+        subnets: (!subnets.is_empty()).then(|| {
+            subnets
+                .iter()
+                .map(|s| SubnetStatus {
+                    id: s.id.clone(),
+                    zone: Some(s.zone.clone()),
+                    zone_id: s.zone_id.clone(),
+                    extra: Default::default(),
+                })
+                .collect()
+        }),
+        security_groups: (!security_groups.is_empty()).then(|| {
+            security_groups
+                .iter()
+                .map(|g| SecurityGroupStatus {
+                    id: g.id.clone(),
+                    name: Some(g.name.clone()),
+                    extra: Default::default(),
+                })
+                .collect()
+        }),
+        capacity_reservations: None,
+        amis: (!amis.is_empty()).then(|| amis.iter().map(ami_status).collect()),
+        instance_profile: instance_profile.clone(),
+        conditions: Some(conds),
+        extra: class
+            .status
+            .as_ref()
+            .map(|s| s.extra.clone())
+            .unwrap_or_default(),
+    };
+    Ok(ResolvedNodeClass {
+        subnets,
+        security_groups,
+        amis,
+        instance_profile,
+        status,
+        hash: hash::nodeclass_hash(class),
+    })
+}
+
+fn ami_status(a: &ResolvedAmi) -> AmiStatus {
+    AmiStatus {
+        id: a.id.clone(),
+        deprecated: a.deprecated.then_some(true),
+        name: Some(a.name.clone()),
+        requirements: Some(
+            a.requirements
+                .iter()
+                .map(|r| AmiRequirement {
+                    key: r.key.clone(),
+                    operator: r.operator.clone(),
+                    values: (!r.values.is_empty()).then(|| r.values.clone()),
+                    min_values: None,
+                    extra: Default::default(),
+                })
+                .collect(),
+        ),
+        extra: Default::default(),
+    }
+}

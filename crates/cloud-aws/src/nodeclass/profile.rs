@@ -1,0 +1,139 @@
+//! The instance profile of a class with `spec.role`: created (under a path scoped to the
+//! cluster and class, tagged for cleanup) on first use, with exactly that role in it.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_iam::types::Tag;
+
+use crate::AwsClients;
+use crate::error::AwsError;
+
+/// 64-bit FNV-1a, for short stable names.
+pub fn fnv64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// `<cluster>_<hash(region + class name + class uid)>`.
+pub fn profile_name(cluster: &str, region: &str, class: &str, uid: &str) -> String {
+    format!(
+        "{cluster}_{}",
+        fnv64(format!("{region}{class}{uid}").as_bytes())
+    )
+}
+
+/// `/karpenter/<region>/<cluster>/<uid>/`: instance-profile garbage collection lists under
+/// `/karpenter/<region>/<cluster>/`.
+pub fn profile_path(cluster: &str, region: &str, uid: &str) -> String {
+    format!("/karpenter/{region}/{cluster}/{uid}/")
+}
+
+/// The class's tags plus the ones that scope the profile to the cluster, class and region.
+pub fn profile_tags(
+    class_tags: &BTreeMap<String, String>,
+    cluster: &str,
+    region: &str,
+    class: &str,
+) -> BTreeMap<String, String> {
+    let mut t = class_tags.clone();
+    t.insert(format!("kubernetes.io/cluster/{cluster}"), "owned".into());
+    t.insert("eks:eks-cluster-name".into(), cluster.into());
+    t.insert("karpenter.k8s.aws/ec2nodeclass".into(), class.into());
+    t.insert("topology.kubernetes.io/region".into(), region.into());
+    t
+}
+
+/// Makes sure profile `name` exists (created at `path` with `tags` if missing) and holds
+/// `role` and nothing else.
+pub async fn ensure_instance_profile(
+    c: &AwsClients,
+    name: &str,
+    path: &str,
+    tags: &BTreeMap<String, String>,
+    role: &str,
+) -> Result<(), AwsError> {
+    let existing = match c
+        .iam
+        .get_instance_profile()
+        .instance_profile_name(name)
+        .send()
+        .await
+    {
+        Ok(out) => out.instance_profile,
+        Err(e) => {
+            let e = AwsError::from_sdk("GetInstanceProfile", e);
+            if !e.is_not_found() {
+                return Err(e);
+            }
+            None
+        }
+    };
+    let roles: Vec<String> = match existing {
+        Some(p) => p
+            .roles()
+            .iter()
+            .map(|r| r.role_name().to_string())
+            .collect(),
+        None => {
+            let iam_tags: Vec<Tag> = tags
+                .iter()
+                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+                .collect();
+            c.iam
+                .create_instance_profile()
+                .instance_profile_name(name)
+                .path(path)
+                .set_tags(Some(iam_tags))
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("CreateInstanceProfile", e))?;
+            Vec::new()
+        }
+    };
+    if roles.iter().any(|r| r == role) && roles.len() == 1 {
+        return Ok(());
+    }
+    for other in roles.iter().filter(|r| *r != role) {
+        c.iam
+            .remove_role_from_instance_profile()
+            .instance_profile_name(name)
+            .role_name(other)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e))?;
+    }
+    if !roles.iter().any(|r| r == role) {
+        c.iam
+            .add_role_to_instance_profile()
+            .instance_profile_name(name)
+            .role_name(role)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("AddRoleToInstanceProfile", e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_stable_and_scoped() {
+        let a = profile_name("blue", "us-east-1", "default", "uid-1");
+        assert_eq!(a, profile_name("blue", "us-east-1", "default", "uid-1"));
+        assert!(a.starts_with("blue_"));
+        assert_ne!(a, profile_name("blue", "us-east-1", "default", "uid-2"));
+        assert_eq!(
+            profile_path("blue", "us-east-1", "uid-1"),
+            "/karpenter/us-east-1/blue/uid-1/"
+        );
+        let t = profile_tags(&BTreeMap::new(), "blue", "us-east-1", "default");
+        assert_eq!(t["kubernetes.io/cluster/blue"], "owned");
+        assert_eq!(t["karpenter.k8s.aws/ec2nodeclass"], "default");
+    }
+}
