@@ -2,3 +2,13 @@
 //! index, hands snapshots to the pure engine, and applies the resulting commands through a
 //! narrow write interface (a kube-rs implementation for real clusters, an in-memory one for
 //! tests). Only the lease holder writes.
+
+pub mod claims;
+pub mod clock;
+pub mod conditions;
+pub mod lifecycle;
+pub mod memory;
+pub mod provisioner;
+pub mod state;
+pub mod termination;
+pub mod write;
