@@ -6,9 +6,13 @@
 pub mod claims;
 pub mod clock;
 pub mod conditions;
+pub mod disruption;
 pub mod lifecycle;
 pub mod memory;
 pub mod provisioner;
 pub mod state;
 pub mod termination;
+#[cfg(test)]
+mod tests;
+pub mod watch;
 pub mod write;

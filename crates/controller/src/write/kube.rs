@@ -7,8 +7,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Client;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, EvictParams, GroupVersionKind, Patch,
-    PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
@@ -63,9 +62,25 @@ pub fn eviction_outcome(result: Result<(), kube::Error>) -> Result<Eviction, Wri
     }
 }
 
+/// A `policy/v1` Eviction for the pod.
+pub fn eviction_body(namespace: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace}
+    })
+}
+
 /// The status subresource patch of a NodeClaim.
 pub fn status_patch<T: serde::Serialize>(status: &T) -> Value {
     json!({ "status": status })
+}
+
+/// The client's built-in retry resends 429s with backoff; an eviction refused by a PDB must
+/// come back to the drain loop at once instead, so the writer's client does not retry.
+pub fn without_retry(mut config: kube::Config) -> kube::Config {
+    config.default_retry = false;
+    config
 }
 
 impl KubeApi {
@@ -156,7 +171,12 @@ impl KubeWriter for KubeApi {
 
     async fn evict_pod(&self, namespace: &str, name: &str) -> Result<Eviction, WriteError> {
         let r = Api::<Pod>::namespaced(self.client.clone(), namespace)
-            .evict(name, &EvictParams::default())
+            .create_subresource::<Value, Value>(
+                "eviction",
+                name,
+                &PostParams::default(),
+                &eviction_body(namespace, name),
+            )
             .await
             .map(drop);
         eviction_outcome(r)
