@@ -7,12 +7,18 @@ pub mod claims;
 pub mod clock;
 pub mod conditions;
 pub mod disruption;
+pub mod events;
+pub mod health;
+pub mod leader;
 pub mod lifecycle;
+pub mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod provisioner;
+pub mod settings;
 pub mod state;
 pub mod termination;
-#[cfg(test)]
-mod tests;
 pub mod watch;
 pub mod write;
+#[cfg(test)]
+mod tests;

@@ -24,6 +24,9 @@ pub enum Which {
     Scheduling(SchedulingArgs),
     /// One full disruption planning round on a generated cluster.
     Consolidation(super::bench_consolidation::ConsolidationArgs),
+    /// Consolidation savings to a fixed point, ours against upstream's search, after a
+    /// scale-down of the diverse benchmark.
+    Savings(super::bench_savings::SavingsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -51,6 +54,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Scheduling(a) => scheduling(a),
         Which::Consolidation(a) => super::bench_consolidation::run(a),
+        Which::Savings(a) => super::bench_savings::run(a),
     }
 }
 
