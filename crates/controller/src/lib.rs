@@ -15,10 +15,11 @@ pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod provisioner;
+pub mod run;
 pub mod settings;
 pub mod state;
 pub mod termination;
-pub mod watch;
-pub mod write;
 #[cfg(test)]
 mod tests;
+pub mod watch;
+pub mod write;
