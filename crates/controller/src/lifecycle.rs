@@ -195,10 +195,11 @@ impl Lifecycle {
                 }
             }
         }
-        if cond::is_true(&conds, LAUNCHED) && !cond::is_true(&conds, REGISTERED) {
-            if let Some(o) = self.register(&claim, &mut status, &mut conds, now).await? {
-                return Ok(o);
-            }
+        if cond::is_true(&conds, LAUNCHED)
+            && !cond::is_true(&conds, REGISTERED)
+            && let Some(o) = self.register(&claim, &mut status, &mut conds, now).await?
+        {
+            return Ok(o);
         }
         if cond::is_true(&conds, REGISTERED) && !cond::is_true(&conds, INITIALIZED) {
             self.initialize(&claim, &status, &mut conds, now).await?;

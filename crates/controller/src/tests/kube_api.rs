@@ -130,8 +130,10 @@ async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
     api.patch_nodeclaim_meta("default-x7k2p", &meta)
         .await
         .unwrap();
-    let mut node = NodePatch::default();
-    node.taints = Some(vec![]);
+    let node = NodePatch {
+        taints: Some(vec![]),
+        ..Default::default()
+    };
     api.patch_node("n1", &node).await.unwrap();
 
     let seen = log.lock().unwrap().clone();
