@@ -622,3 +622,177 @@ mod tests {
         assert!(plan(&[i], &claims, &registered, t0, Duration::ZERO, wall()).is_empty());
     }
 }
+
+/// The agent against a minimal in-process API server on 127.0.0.1.
+#[cfg(test)]
+mod kube_tests {
+    use super::*;
+    use crate::cloud::SimCloudConfig;
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, Method, StatusCode, Uri};
+    use axum::response::{IntoResponse, Response};
+    use serde_json::{Value, json};
+    use std::sync::Mutex;
+
+    type Objects = Arc<Mutex<BTreeMap<String, Value>>>;
+
+    fn reply(code: u16, v: Value) -> Response {
+        (
+            StatusCode::from_u16(code).unwrap(),
+            [("content-type", "application/json")],
+            v.to_string(),
+        )
+            .into_response()
+    }
+
+    fn not_found() -> Response {
+        reply(
+            404,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound", "code": 404}),
+        )
+    }
+
+    fn merge(t: &mut Value, p: &Value) {
+        match (t, p) {
+            (Value::Object(t), Value::Object(p)) => {
+                for (k, v) in p {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+            (t, p) => *t = p.clone(),
+        }
+    }
+
+    async fn handle(
+        objects: Objects,
+        method: Method,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let path = uri.path().to_owned();
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let mut o = objects.lock().unwrap();
+        match method {
+            Method::GET => {
+                let selector = uri.query().unwrap_or("").contains("labelSelector");
+                let items: Vec<Value> = o
+                    .iter()
+                    .filter(|(k, v)| {
+                        k.rsplit_once('/').is_some_and(|(dir, _)| dir == path)
+                            && (!selector || v["metadata"]["labels"][AGENT_LABEL] == "true")
+                    })
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                reply(
+                    200,
+                    json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}),
+                )
+            }
+            Method::POST => {
+                let key = format!("{path}/{}", body["metadata"]["name"].as_str().unwrap());
+                let mut obj = body;
+                obj["metadata"]["uid"] = json!(format!("uid-{}", o.len()));
+                o.insert(key, obj.clone());
+                reply(201, obj)
+            }
+            Method::PATCH => {
+                let key = path.trim_end_matches("/status").to_owned();
+                let apply = headers
+                    .get("content-type")
+                    .is_some_and(|c| c.to_str().unwrap_or("").contains("apply-patch"));
+                match o.get_mut(&key) {
+                    Some(current) => {
+                        merge(current, &body);
+                        reply(200, current.clone())
+                    }
+                    None if apply => {
+                        o.insert(key, body.clone());
+                        reply(201, body)
+                    }
+                    None => not_found(),
+                }
+            }
+            Method::DELETE => match o.remove(&path) {
+                Some(v) => reply(200, v),
+                None => not_found(),
+            },
+            _ => not_found(),
+        }
+    }
+
+    async fn server(objects: Objects) -> kube::Client {
+        let app = axum::Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
+            let objects = objects.clone();
+            async move { handle(objects, m, u, h, b).await }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        kube::Client::try_from(kube::Config::new(format!("http://{addr}").parse().unwrap()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn registers_heartbeats_and_deletes_nodes() {
+        let objects: Objects = Arc::default();
+        let client = server(objects.clone()).await;
+        let cloud = Arc::new(
+            SimCloud::new(SimCloudConfig {
+                launch_delay: Duration::ZERO,
+                termination_delay: Duration::ZERO,
+                ..SimCloudConfig::default()
+            })
+            .unwrap(),
+        );
+        let nc: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "nc-1", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+        }))
+        .unwrap();
+        objects.lock().unwrap().insert(
+            "/apis/karpenter.sh/v1/nodeclaims/nc-1".into(),
+            serde_json::to_value(&nc).unwrap(),
+        );
+        use nodewright_cloud::CloudProvider;
+        let launched = cloud.create(&nc, None).await.unwrap();
+        let name = node_name(&launched.instance.provider_id);
+        let mut agent = NodeAgent::new(
+            cloud.clone(),
+            client,
+            AgentConfig {
+                registration_delay: Duration::ZERO,
+                ..AgentConfig::default()
+            },
+        );
+        agent.reconcile().await.unwrap();
+        {
+            let o = objects.lock().unwrap();
+            let node = &o[&format!("/api/v1/nodes/{name}")];
+            assert_eq!(
+                node["spec"]["providerID"],
+                json!(launched.instance.provider_id)
+            );
+            assert_eq!(
+                node["metadata"]["labels"]["karpenter.sh/nodepool"],
+                "default"
+            );
+            assert_eq!(node["status"]["conditions"][3]["type"], "Ready");
+            let lease = &o
+                [&format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")];
+            assert_eq!(lease["spec"]["holderIdentity"], json!(name));
+        }
+        // A second pass neither registers again nor fails.
+        agent.reconcile().await.unwrap();
+        cloud.delete(&launched.instance.provider_id).await.unwrap();
+        agent.reconcile().await.unwrap();
+        let o = objects.lock().unwrap();
+        assert!(
+            !o.contains_key(&format!("/api/v1/nodes/{name}")),
+            "the node goes with its instance"
+        );
+        assert!(!o.keys().any(|k| k.contains("kube-node-lease")));
+    }
+}

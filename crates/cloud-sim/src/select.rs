@@ -4,7 +4,7 @@
 //! chosen as Karpenter does (reserved, then spot, then on-demand) and the cheapest offering of
 //! that type wins (ties: instance type name, then zone).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering};
@@ -20,29 +20,45 @@ pub struct Choice {
     pub price: f64,
 }
 
-/// The labels a node of `it` launched on `offering` carries, for requirement checks. Keys
-/// the type marks `DoesNotExist` are absent; `defined` lists every key the type speaks for.
-fn offering_labels(
-    it: &InstanceType,
-    offering: &Offering,
-) -> (BTreeMap<String, String>, Vec<String>) {
+/// The labels a node of `it` carries, for requirement checks: single-valued `In`
+/// requirements become labels, `DoesNotExist` ones stay absent; `defined` lists every key the
+/// type speaks for.
+fn type_labels(it: &InstanceType) -> (BTreeMap<&str, &str>, BTreeSet<&str>) {
     let mut labels = BTreeMap::new();
-    let mut defined = Vec::new();
+    let mut defined = BTreeSet::new();
     for r in &it.requirements {
-        defined.push(r.key.clone());
+        defined.insert(r.key.as_str());
         if r.operator == Operator::In && r.values.len() == 1 {
-            labels.insert(r.key.clone(), r.values[0].clone());
+            labels.insert(r.key.as_str(), r.values[0].as_str());
         }
     }
-    for (k, v) in [
-        (labels::INSTANCE_TYPE, it.name.as_str()),
-        (labels::ZONE, offering.zone.as_str()),
-        (labels::CAPACITY_TYPE, offering.capacity_type.as_str()),
-    ] {
-        defined.push(k.to_owned());
-        labels.insert(k.to_owned(), v.to_owned());
-    }
+    labels.insert(labels::INSTANCE_TYPE, it.name.as_str());
+    defined.insert(labels::INSTANCE_TYPE);
     (labels, defined)
+}
+
+/// Whether the requirements on the offering's own keys (zone, capacity type) admit it.
+fn offering_ok(offering: &Offering, requirements: &[Requirement]) -> bool {
+    requirements
+        .iter()
+        .all(|r| match labels::normalize_key(&r.key) {
+            labels::ZONE => admits(r, Some(&offering.zone)),
+            labels::CAPACITY_TYPE => admits(r, Some(offering.capacity_type.as_str())),
+            _ => true,
+        })
+}
+
+/// Whether the requirements on keys the instance type defines admit it. Other keys (the
+/// NodePool label, custom labels) become node labels and do not constrain the type, as
+/// upstream's compatibility check allows.
+fn type_ok(it: &InstanceType, requirements: &[Requirement]) -> bool {
+    let (labels, defined) = type_labels(it);
+    requirements.iter().all(|r| {
+        let key = labels::normalize_key(&r.key);
+        // Zone and capacity type belong to offerings, whatever the type lists for them.
+        let offering_key = key == labels::ZONE || key == labels::CAPACITY_TYPE;
+        offering_key || !defined.contains(key) || admits(r, labels.get(key).copied())
+    })
 }
 
 /// Whether one requirement admits `value` (absent when the node would not carry the label).
@@ -61,15 +77,9 @@ pub fn admits(r: &Requirement, value: Option<&str>) -> bool {
     }
 }
 
-/// Whether `offering` of `it` satisfies every requirement on a key the instance type or
-/// offering defines. Other keys (the NodePool label, custom labels) become node labels and
-/// do not constrain the instance type, as upstream's compatibility check allows.
+/// Whether `offering` of `it` satisfies the requirements.
 pub fn compatible(it: &InstanceType, offering: &Offering, requirements: &[Requirement]) -> bool {
-    let (labels, defined) = offering_labels(it, offering);
-    requirements.iter().all(|r| {
-        let key = labels::normalize_key(&r.key);
-        !defined.iter().any(|d| d == key) || admits(r, labels.get(key).map(String::as_str))
-    })
+    type_ok(it, requirements) && offering_ok(offering, requirements)
 }
 
 /// Every usable offering for the claim, in launch order (see the module header). `usable`
@@ -82,11 +92,11 @@ pub fn candidates(
 ) -> Vec<Choice> {
     let mut out: Vec<Choice> = Vec::new();
     for it in instance_types {
-        if !requests.fits_in(&it.allocatable()) {
+        if !requests.fits_in(&it.allocatable()) || !type_ok(it, requirements) {
             continue;
         }
         for o in &it.offerings {
-            if o.available && usable(&it.name, o) && compatible(it, o, requirements) {
+            if o.available && usable(&it.name, o) && offering_ok(o, requirements) {
                 out.push(Choice {
                     instance_type: it.name.clone(),
                     zone: o.zone.clone(),
@@ -228,6 +238,17 @@ mod tests {
             !(name == "m6g.large" && o.capacity_type == CapacityType::Spot)
         });
         assert_eq!(c[0].instance_type, "m5.large");
+    }
+
+    #[test]
+    fn zone_requirements_apply_per_offering() {
+        let reqs = vec![Requirement::single(labels::ZONE, "b")];
+        let c = candidates(&catalog(), &reqs, &Resources::new(), |_, _| true);
+        assert!(c.iter().all(|c| c.zone == "b"));
+        assert_eq!(c.len(), 2);
+        let types = catalog();
+        assert!(!compatible(&types[0], &types[0].offerings[0], &reqs));
+        assert!(compatible(&types[0], &types[0].offerings[1], &reqs));
     }
 
     #[test]

@@ -635,7 +635,9 @@ async fn write_loop(
     mut rx: mpsc::Receiver<Event>,
 ) {
     let mut dedupe = Deduper::new(DEDUPE_WINDOW);
-    let mut tick = tokio::time::interval(FLUSH_INTERVAL);
+    // The first flush is one interval out, not immediate.
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + FLUSH_INTERVAL, FLUSH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let writes = tokio::select! {
@@ -784,6 +786,56 @@ mod tests {
             }
             other => panic!("expected a new create, got {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn kube_events_fold_a_hot_loop_into_one_create_and_one_patch() {
+        let (client, state) = crate::fake_api::start().await;
+        let sink = KubeEvents::new(client, "karpenter");
+        for _ in 0..50 {
+            sink.publish(disruption_blocked(
+                ObjectRef::node("n1"),
+                "pdb prevents eviction",
+            ));
+        }
+        let writes = |method: &str| {
+            state
+                .lock()
+                .unwrap()
+                .requests
+                .iter()
+                .filter(|(m, _)| m == method)
+                .count()
+        };
+        for _ in 0..100 {
+            if writes("POST") > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Closing the sink flushes the folded repeats.
+        drop(sink);
+        let count = || {
+            let s = state.lock().unwrap();
+            s.objects.values().next().map(|e| e["count"].clone())
+        };
+        for _ in 0..100 {
+            if count() == Some(serde_json::json!(50)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(writes("POST"), 1);
+        assert_eq!(writes("PATCH"), 1);
+        let s = state.lock().unwrap();
+        let (path, event) = s.objects.iter().next().unwrap();
+        assert!(
+            path.starts_with("/api/v1/namespaces/default/events/n1."),
+            "{path}"
+        );
+        assert_eq!(event["count"], 50);
+        assert_eq!(event["reason"], "DisruptionBlocked");
+        assert_eq!(event["involvedObject"]["kind"], "Node");
     }
 
     #[test]

@@ -47,6 +47,15 @@ impl LeaseConfig {
         }
     }
 
+    /// The lease named by the operator settings (`LEADER_ELECTION_NAME`, the lease namespace).
+    pub fn from_settings(settings: &crate::settings::Settings, identity: &str) -> Self {
+        Self::new(
+            &settings.leader_election_name,
+            &settings.lease_namespace(),
+            identity,
+        )
+    }
+
     /// The ordering the safety argument needs: retry < renew deadline < lease duration.
     pub fn validate(&self) -> Result<(), LeaseError> {
         if self.identity.is_empty() {
@@ -64,6 +73,20 @@ impl LeaseConfig {
         }
         Ok(())
     }
+}
+
+/// A candidate identity unique per process, as client-go builds it: the pod's hostname and a
+/// suffix that differs between restarts of the same pod.
+pub fn identity() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "nodewright".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{host}_{:x}{:x}",
+        nanos & 0xffff_ffff_ffff,
+        std::process::id()
+    )
 }
 
 #[derive(Debug, Error, Clone, PartialEq)]
@@ -688,6 +711,19 @@ mod tests {
     }
 
     #[test]
+    fn config_from_settings_and_identity() {
+        let mut settings = crate::settings::Settings::with_cluster_name("c");
+        settings.leader_election_namespace = "karpenter".into();
+        let c = LeaseConfig::from_settings(&settings, "me");
+        assert_eq!(
+            (c.name.as_str(), c.namespace.as_str(), c.identity.as_str()),
+            ("karpenter-leader-election", "karpenter", "me")
+        );
+        assert!(c.validate().is_ok());
+        assert!(identity().contains('_'));
+    }
+
+    #[test]
     fn config_ordering_is_checked() {
         assert!(config("a").validate().is_ok());
         let mut c = config("a");
@@ -697,6 +733,60 @@ mod tests {
         c.retry_period = c.renew_deadline;
         assert!(c.validate().is_err());
         assert!(config("").validate().is_err());
+    }
+
+    #[tokio::test]
+    async fn kube_store_keeps_optimistic_concurrency_over_http() {
+        let (client, _state) = crate::fake_api::start().await;
+        let store = KubeLeaseStore::new(client);
+        assert_eq!(store.get("ns", "l").await, Ok(None));
+        let rec = LeaseRecord {
+            holder: Some("a".into()),
+            lease_duration: Duration::from_secs(15),
+            acquire_time: Some(Timestamp::from_second(1_700_000_000).unwrap()),
+            renew_time: Some(Timestamp::from_second(1_700_000_000).unwrap()),
+            transitions: 0,
+            resource_version: None,
+        };
+        let created = store.create("ns", "l", &rec).await.unwrap();
+        assert!(created.resource_version.is_some());
+        assert_eq!(
+            store.create("ns", "l", &rec).await,
+            Err(LeaseError::Conflict)
+        );
+        let taken = LeaseRecord {
+            holder: Some("b".into()),
+            ..created.clone()
+        };
+        store.update("ns", "l", &taken).await.unwrap();
+        assert_eq!(
+            store.update("ns", "l", &created).await,
+            Err(LeaseError::Conflict),
+            "a write with a stale resourceVersion is refused"
+        );
+        let stored = store.get("ns", "l").await.unwrap().unwrap();
+        assert_eq!(stored.holder.as_deref(), Some("b"));
+        assert_eq!(stored.lease_duration, Duration::from_secs(15));
+    }
+
+    #[tokio::test]
+    async fn elects_through_the_kube_store() {
+        let (client, state) = crate::fake_api::start().await;
+        let mut c = config("a");
+        c.lease_duration = Duration::from_millis(900);
+        c.renew_deadline = Duration::from_millis(600);
+        c.retry_period = Duration::from_millis(100);
+        let mut rx = spawn(Arc::new(KubeLeaseStore::new(client)), c);
+        tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|l| *l))
+            .await
+            .expect("leader within 5s")
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let s = state.lock().unwrap();
+        let puts = s.requests.iter().filter(|(m, _)| m == "PUT").count();
+        assert!(puts >= 1, "the leader renews with PUT: {:?}", s.requests);
+        let lease = &s.objects["/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpenter-leader-election"];
+        assert_eq!(lease["spec"]["holderIdentity"], "a");
     }
 
     #[test]

@@ -8,6 +8,8 @@ pub mod clock;
 pub mod conditions;
 pub mod disruption;
 pub mod events;
+#[cfg(test)]
+mod fake_api;
 pub mod health;
 pub mod leader;
 pub mod lifecycle;
