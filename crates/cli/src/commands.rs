@@ -7,6 +7,7 @@ use clap::Subcommand;
 pub mod bench;
 pub mod bench_consolidation;
 pub mod bench_savings;
+pub mod controller;
 pub mod convert;
 pub mod crds;
 pub mod plan;
@@ -28,6 +29,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Benchmarks of the engine.
     Bench(bench::BenchArgs),
+    /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
+    Controller(Box<controller::Args>),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -38,5 +41,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Crds(args) => crds::run(args),
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Controller(a) => controller::run(*a),
     }
 }

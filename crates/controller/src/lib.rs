@@ -3,12 +3,25 @@
 //! narrow write interface (a kube-rs implementation for real clusters, an in-memory one for
 //! tests). Only the lease holder writes.
 
+pub mod claims;
+pub mod clock;
+pub mod conditions;
+pub mod disruption;
 pub mod events;
-pub mod health;
-pub mod leader;
-pub mod logging;
-pub mod metrics;
-pub mod settings;
-
 #[cfg(test)]
 mod fake_api;
+pub mod health;
+pub mod leader;
+pub mod lifecycle;
+pub mod logging;
+pub mod memory;
+pub mod metrics;
+pub mod provisioner;
+pub mod run;
+pub mod settings;
+pub mod state;
+pub mod termination;
+#[cfg(test)]
+mod tests;
+pub mod watch;
+pub mod write;

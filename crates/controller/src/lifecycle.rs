@@ -1,0 +1,593 @@
+//! The NodeClaim lifecycle: finalizer, launch through the cloud, registration (match the Node
+//! by providerID, sync labels and taints, lift the unregistered taint), initialization (Ready,
+//! startup and ephemeral taints gone, extended resources present), the launch and
+//! registration timeouts, and finalization (delete the Node, terminate the instance, release
+//! the finalizer).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint};
+use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
+use nodewright_api::v1::shared::{Condition, Quantity, ResourceList};
+use nodewright_cloud::{CloudError, CloudProvider, Launched};
+use nodewright_core::labels;
+use nodewright_core::resources::{Resources, format_amount};
+use nodewright_core::time::Timestamp;
+use tracing::{info, warn};
+
+use crate::claims::TERMINATION_FINALIZER;
+use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
+use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
+use crate::state::{SharedState, convert, lock};
+use crate::write::{KubeWriter, MetaPatch, NodePatch, WriteError};
+
+pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
+pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+pub const TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
+
+/// Why a claim was deleted by the lifecycle (upstream's metric reasons).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Unchanged,
+    Updated,
+    Deleted(&'static str),
+    Finalized,
+}
+
+pub struct Lifecycle {
+    state: SharedState,
+    writer: Arc<dyn KubeWriter>,
+    cloud: Arc<dyn CloudProvider>,
+    clock: Clock,
+    /// Launch results by claim uid, so a failed status write never launches twice.
+    launched: Mutex<HashMap<String, Launched>>,
+}
+
+fn resource_list(r: &Resources) -> ResourceList {
+    r.iter()
+        .map(|(k, v)| (k.to_string(), Quantity::String(format_amount(k, v))))
+        .collect()
+}
+
+/// The ephemeral taints initialization waits out (upstream's "known ephemeral" set).
+pub fn is_known_ephemeral(t: &ApiTaint) -> bool {
+    matches!(
+        (t.key.as_str(), t.effect.as_str()),
+        ("node.kubernetes.io/not-ready", _)
+            | ("node.kubernetes.io/unreachable", "NoSchedule")
+            | (
+                "node.cloudprovider.kubernetes.io/uninitialized",
+                "NoSchedule"
+            )
+            | (UNREGISTERED_TAINT, "NoExecute")
+    ) || t.key.starts_with("readiness.k8s.io/")
+}
+
+fn api_taint(t: &nodewright_api::v1::shared::Taint) -> ApiTaint {
+    ApiTaint {
+        key: t.key.clone(),
+        value: t.value.clone(),
+        effect: t.effect.clone(),
+        time_added: None,
+    }
+}
+
+fn same_taint(a: &ApiTaint, b: &ApiTaint) -> bool {
+    a.key == b.key && a.effect == b.effect
+}
+
+fn node_ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+impl Lifecycle {
+    pub fn new(
+        state: SharedState,
+        writer: Arc<dyn KubeWriter>,
+        cloud: Arc<dyn CloudProvider>,
+        clock: Clock,
+    ) -> Self {
+        Lifecycle {
+            state,
+            writer,
+            cloud,
+            clock,
+            launched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reconciles every claim once; returns each claim's outcome.
+    pub async fn reconcile_all(&self) -> BTreeMap<String, Result<Outcome, String>> {
+        let claims: Vec<NodeClaim> = lock(&self.state).nodeclaims.values().cloned().collect();
+        let mut out = BTreeMap::new();
+        for c in claims {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let r = self.reconcile(c).await.map_err(|e| e.to_string());
+            if let Err(e) = &r {
+                warn!(nodeclaim = %name, error = %e, "nodeclaim reconcile failed");
+            }
+            out.insert(name, r);
+        }
+        out
+    }
+
+    pub async fn run(self: Arc<Self>, every: Duration) {
+        loop {
+            if lock(&self.state).synced() {
+                self.reconcile_all().await;
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    pub async fn reconcile(&self, claim: NodeClaim) -> Result<Outcome, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
+        if claim.metadata.deletion_timestamp.is_some() {
+            if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+                return Ok(Outcome::Unchanged);
+            }
+            return self.finalize(&claim).await;
+        }
+        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+            let mut f = finalizers.clone();
+            f.push(TERMINATION_FINALIZER.into());
+            self.writer
+                .patch_nodeclaim_meta(
+                    &name,
+                    &MetaPatch {
+                        finalizers: Some(f),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            return Ok(Outcome::Updated);
+        }
+        let now = self.clock.now();
+        let mut status = claim.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.clone().unwrap_or_default();
+        let before = (status.clone(), conds.clone());
+
+        if !cond::is_true(&conds, LAUNCHED) {
+            let created = claim
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(from_time)
+                .unwrap_or(now);
+            if now.since(created) >= LAUNCH_TIMEOUT {
+                info!(nodeclaim = %name, "launch timed out; deleting");
+                self.writer.delete_nodeclaim(&name).await?;
+                return Ok(Outcome::Deleted("launch_timeout"));
+            }
+            match self.launch(&claim).await {
+                Ok(launched) => {
+                    self.apply_launch(&claim, &launched, &mut status, &mut conds, now)
+                        .await?;
+                }
+                Err(CloudError::InsufficientCapacity { message, .. }) => {
+                    info!(nodeclaim = %name, reason = %message, "insufficient capacity; deleting");
+                    self.writer.delete_nodeclaim(&name).await?;
+                    return Ok(Outcome::Deleted("insufficient_capacity"));
+                }
+                Err(CloudError::NodeClassNotReady { .. }) => {
+                    self.writer.delete_nodeclaim(&name).await?;
+                    return Ok(Outcome::Deleted("nodeclass_not_ready"));
+                }
+                Err(e) => {
+                    cond::set(
+                        &mut conds,
+                        LAUNCHED,
+                        "Unknown",
+                        "LaunchFailed",
+                        &e.to_string(),
+                        now,
+                    );
+                }
+            }
+        }
+        if cond::is_true(&conds, LAUNCHED)
+            && !cond::is_true(&conds, REGISTERED)
+            && let Some(o) = self.register(&claim, &mut status, &mut conds, now).await?
+        {
+            return Ok(o);
+        }
+        if cond::is_true(&conds, REGISTERED) && !cond::is_true(&conds, INITIALIZED) {
+            self.initialize(&claim, &status, &mut conds, now).await?;
+        }
+        cond::set_ready(&mut conds, now);
+        status.conditions = Some(conds.clone());
+        if (status.clone(), conds) != before {
+            self.writer.patch_nodeclaim_status(&name, &status).await?;
+            return Ok(Outcome::Updated);
+        }
+        Ok(Outcome::Unchanged)
+    }
+
+    async fn launch(&self, claim: &NodeClaim) -> Result<Launched, CloudError> {
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
+        if let Some(l) = self
+            .launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&uid)
+        {
+            return Ok(l.clone());
+        }
+        let class = lock(&self.state)
+            .nodeclasses
+            .get(&claim.spec.node_class_ref.name)
+            .cloned();
+        let l = self.cloud.create(claim, class.as_ref()).await?;
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(uid, l.clone());
+        Ok(l)
+    }
+
+    async fn apply_launch(
+        &self,
+        claim: &NodeClaim,
+        l: &Launched,
+        status: &mut NodeClaimStatus,
+        conds: &mut Vec<Condition>,
+        now: Timestamp,
+    ) -> Result<(), WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        // Provider labels fill in; labels the claim already has win.
+        let existing = claim.metadata.labels.clone().unwrap_or_default();
+        let mut patch = MetaPatch::default();
+        for (k, v) in &l.labels {
+            if !existing.contains_key(k) {
+                patch.labels.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        for (k, v) in [
+            (labels::INSTANCE_TYPE, l.instance.instance_type.as_str()),
+            (labels::ZONE, l.instance.zone.as_str()),
+            (labels::CAPACITY_TYPE, l.instance.capacity_type.as_str()),
+        ] {
+            if !existing.contains_key(k) {
+                patch.labels.insert(k.into(), Some(v.into()));
+            }
+        }
+        if !patch.is_empty() {
+            self.writer.patch_nodeclaim_meta(&name, &patch).await?;
+        }
+        status.provider_id = Some(l.instance.provider_id.clone());
+        status.image_id = l.instance.image_id.clone();
+        status.capacity = Some(resource_list(&l.capacity));
+        status.allocatable = Some(resource_list(&l.allocatable));
+        cond::set(conds, LAUNCHED, "True", LAUNCHED, "", now);
+        info!(nodeclaim = %name, provider_id = %l.instance.provider_id, instance_type = %l.instance.instance_type, "launched nodeclaim");
+        Ok(())
+    }
+
+    async fn register(
+        &self,
+        claim: &NodeClaim,
+        status: &mut NodeClaimStatus,
+        conds: &mut Vec<Condition>,
+        now: Timestamp,
+    ) -> Result<Option<Outcome>, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let pid = status.provider_id.clone().unwrap_or_default();
+        let nodes: Vec<Node> = lock(&self.state)
+            .node_by_provider_id(&pid)
+            .into_iter()
+            .cloned()
+            .collect();
+        let node = match nodes.as_slice() {
+            [] => {
+                let launched_at = cond::find(conds, LAUNCHED)
+                    .and_then(|c| c.last_transition_time.as_deref())
+                    .and_then(parse_rfc3339)
+                    .unwrap_or(now);
+                if now.since(launched_at) >= REGISTRATION_TIMEOUT {
+                    info!(nodeclaim = %name, "registration timed out; deleting");
+                    self.writer.delete_nodeclaim(&name).await?;
+                    return Ok(Some(Outcome::Deleted("registration_timeout")));
+                }
+                cond::set(
+                    conds,
+                    REGISTERED,
+                    "Unknown",
+                    "NodeNotFound",
+                    "Node not registered with cluster",
+                    now,
+                );
+                return Ok(None);
+            }
+            [n] => n.clone(),
+            _ => {
+                cond::set(
+                    conds,
+                    REGISTERED,
+                    "False",
+                    "MultipleNodesFound",
+                    "multiple nodes found for the providerID",
+                    now,
+                );
+                return Ok(None);
+            }
+        };
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        let mut patch = NodePatch::default();
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        for (k, v) in claim_labels
+            .iter()
+            .chain([(&labels::REGISTERED.to_string(), &"true".to_string())])
+        {
+            if node_labels.get(k) != Some(v) {
+                patch.meta.labels.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
+        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+            finalizers.push(TERMINATION_FINALIZER.into());
+            patch.meta.finalizers = Some(finalizers);
+        }
+        let current: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let mut taints: Vec<ApiTaint> = current
+            .iter()
+            .filter(|t| !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute"))
+            .cloned()
+            .collect();
+        let sync = node_labels
+            .get(labels::DO_NOT_SYNC_TAINTS)
+            .map(String::as_str)
+            != Some("true");
+        if sync {
+            for t in claim
+                .spec
+                .taints
+                .iter()
+                .flatten()
+                .chain(claim.spec.startup_taints.iter().flatten())
+            {
+                let t = api_taint(t);
+                if !taints.iter().any(|x| same_taint(x, &t)) {
+                    taints.push(t);
+                }
+            }
+        }
+        if taints != current {
+            patch.taints = Some(taints);
+        }
+        if !patch.is_empty() {
+            self.writer.patch_node(&node_name, &patch).await?;
+        }
+        status.node_name = Some(node_name.clone());
+        cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
+        info!(nodeclaim = %name, node = %node_name, "registered nodeclaim");
+        Ok(None)
+    }
+
+    async fn initialize(
+        &self,
+        claim: &NodeClaim,
+        status: &NodeClaimStatus,
+        conds: &mut Vec<Condition>,
+        now: Timestamp,
+    ) -> Result<(), WriteError> {
+        let node_name = status.node_name.clone().unwrap_or_default();
+        let Some(node) = lock(&self.state).nodes.get(&node_name).cloned() else {
+            cond::set(
+                conds,
+                INITIALIZED,
+                "Unknown",
+                "NodeNotFound",
+                "Node not registered with cluster",
+                now,
+            );
+            return Ok(());
+        };
+        if !node_ready(&node) {
+            cond::set(
+                conds,
+                INITIALIZED,
+                "Unknown",
+                "NodeNotReady",
+                "Node status is NotReady",
+                now,
+            );
+            return Ok(());
+        }
+        let taints: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        let startup: Vec<ApiTaint> = claim
+            .spec
+            .startup_taints
+            .iter()
+            .flatten()
+            .map(api_taint)
+            .collect();
+        if let Some(t) = taints
+            .iter()
+            .find(|t| startup.iter().any(|s| same_taint(s, t)))
+        {
+            cond::set(
+                conds,
+                INITIALIZED,
+                "Unknown",
+                "StartupTaintsExist",
+                &format!("StartupTaint {:?} still exists", t.key),
+                now,
+            );
+            return Ok(());
+        }
+        if let Some(t) = taints.iter().find(|t| is_known_ephemeral(t)) {
+            cond::set(
+                conds,
+                INITIALIZED,
+                "Unknown",
+                "KnownEphemeralTaintsExist",
+                &format!("KnownEphemeralTaint {:?} still exists", t.key),
+                now,
+            );
+            return Ok(());
+        }
+        let requested = convert::resources(
+            claim
+                .spec
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref()),
+        )
+        .unwrap_or_default();
+        let allocatable = convert::node(&node)
+            .map(|n| n.allocatable)
+            .unwrap_or_default();
+        let missing: Vec<&str> = requested
+            .iter()
+            .filter(|(k, v)| {
+                *v > 0
+                    && !matches!(
+                        *k,
+                        "cpu" | "memory" | "ephemeral-storage" | "pods" | "nodes"
+                    )
+                    && allocatable.get(k) <= 0
+            })
+            .map(|(k, _)| k)
+            .collect();
+        if let Some(r) = missing.first() {
+            cond::set(
+                conds,
+                INITIALIZED,
+                "Unknown",
+                "ResourceNotRegistered",
+                &format!("Resource {r:?} was requested but not registered"),
+                now,
+            );
+            return Ok(());
+        }
+        if node
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::INITIALIZED))
+            .map(String::as_str)
+            != Some("true")
+        {
+            let mut patch = NodePatch::default();
+            patch
+                .meta
+                .labels
+                .insert(labels::INITIALIZED.into(), Some("true".into()));
+            self.writer.patch_node(&node_name, &patch).await?;
+        }
+        cond::set(conds, INITIALIZED, "True", INITIALIZED, "", now);
+        info!(nodeclaim = ?claim.metadata.name, node = %node_name, "initialized nodeclaim");
+        Ok(())
+    }
+
+    /// Deleting claim: stamp the termination deadline, delete its Node and wait for it, then
+    /// terminate the instance until the cloud says it is gone, then release the finalizer.
+    async fn finalize(&self, claim: &NodeClaim) -> Result<Outcome, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let now = self.clock.now();
+        let annotations = claim.metadata.annotations.clone().unwrap_or_default();
+        if let (Some(tgp), Some(deleted), false) = (
+            claim
+                .spec
+                .termination_grace_period
+                .as_deref()
+                .and_then(|d| nodewright_api::v1::shared::parse_duration(d).ok()),
+            claim.metadata.deletion_timestamp.as_ref().map(from_time),
+            annotations.contains_key(TERMINATION_TIMESTAMP),
+        ) {
+            let mut p = MetaPatch::default();
+            p.annotations.insert(
+                TERMINATION_TIMESTAMP.into(),
+                Some(rfc3339(deleted.plus(tgp))),
+            );
+            self.writer.patch_nodeclaim_meta(&name, &p).await?;
+        }
+        let status = claim.status.clone().unwrap_or_default();
+        let pid = status.provider_id.clone();
+        if let Some(pid) = &pid {
+            let nodes: Vec<Node> = lock(&self.state)
+                .node_by_provider_id(pid)
+                .into_iter()
+                .cloned()
+                .collect();
+            if !nodes.is_empty() {
+                for n in nodes {
+                    if n.metadata.deletion_timestamp.is_none() {
+                        let node_name = n.metadata.name.clone().unwrap_or_default();
+                        match self.writer.delete_node(&node_name).await {
+                            Ok(()) => {}
+                            Err(e) if e.is_not_found() => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                return Ok(Outcome::Updated);
+            }
+            match self.cloud.delete(pid).await {
+                Err(e) if e.is_not_found() => {}
+                Ok(()) => {
+                    let mut conds = status.conditions.clone().unwrap_or_default();
+                    if cond::set(
+                        &mut conds,
+                        cond::INSTANCE_TERMINATING,
+                        "True",
+                        "InstanceTerminating",
+                        "",
+                        now,
+                    ) {
+                        let mut s = status.clone();
+                        s.conditions = Some(conds);
+                        self.writer.patch_nodeclaim_status(&name, &s).await?;
+                    }
+                    return Ok(Outcome::Updated);
+                }
+                Err(e) => {
+                    warn!(nodeclaim = %name, error = %e, "terminating instance failed");
+                    return Ok(Outcome::Unchanged);
+                }
+            }
+        }
+        let finalizers: Vec<String> = claim
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .filter(|f| *f != TERMINATION_FINALIZER)
+            .cloned()
+            .collect();
+        self.writer
+            .patch_nodeclaim_meta(
+                &name,
+                &MetaPatch {
+                    finalizers: Some(finalizers),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&claim.metadata.uid.clone().unwrap_or_default());
+        info!(nodeclaim = %name, "finalized nodeclaim");
+        Ok(Outcome::Finalized)
+    }
+}

@@ -1,0 +1,293 @@
+//! The provisioner: batches provisionable pods (idle 1 s / max 10 s), waits for the cluster
+//! state to be synced, solves off the async runtime, and creates the NodeClaims the plan asks
+//! for, re-checking each NodePool's limits (in-flight claims included) before every create.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_api::v1::nodepool::NodePool;
+use nodewright_cloud::CloudProvider;
+use nodewright_core::cadence::{BatchWindow, Batcher};
+use nodewright_core::model::{InstanceType, Snapshot};
+use nodewright_core::resources::Resources;
+use nodewright_core::scheduling::{self, Options, Plan};
+use nodewright_core::time::Timestamp;
+use thiserror::Error;
+use tracing::{info, warn};
+
+use crate::claims::{self, ClaimRequest};
+use crate::clock::Clock;
+use crate::state::{SharedState, convert, lock, pending_pods};
+use crate::write::{KubeWriter, WriteError};
+
+#[derive(Debug, Error)]
+pub enum ProvisionError {
+    #[error("cluster state is not synced yet")]
+    NotSynced,
+    #[error("listing instance types: {0}")]
+    Cloud(#[from] nodewright_cloud::CloudError),
+    #[error("solver task failed: {0}")]
+    Solver(String),
+}
+
+/// What one provisioning pass did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Provisioned {
+    /// Names of the claims created.
+    pub created: Vec<String>,
+    /// Claims the plan wanted that a NodePool limit refused at create time.
+    pub limited: Vec<String>,
+    /// Pods the plan could not place, with the reason.
+    pub unplaced: Vec<(String, String)>,
+    /// Writes that failed.
+    pub errors: Vec<String>,
+}
+
+pub struct Provisioner {
+    state: SharedState,
+    writer: Arc<dyn KubeWriter>,
+    cloud: Arc<dyn CloudProvider>,
+    clock: Clock,
+    pub options: Options,
+}
+
+/// The instance types of every NodePool, fetched once per node class.
+pub async fn instance_types(
+    cloud: &dyn CloudProvider,
+    pools: &[NodePool],
+    classes: &BTreeMap<String, EC2NodeClass>,
+) -> Result<BTreeMap<String, Arc<Vec<InstanceType>>>, nodewright_cloud::CloudError> {
+    let mut by_class: BTreeMap<String, Arc<Vec<InstanceType>>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for np in pools {
+        let class_name = np.spec.template.spec.node_class_ref.name.clone();
+        let its = match by_class.get(&class_name) {
+            Some(its) => its.clone(),
+            None => {
+                let its = Arc::new(cloud.instance_types(classes.get(&class_name)).await?);
+                by_class.insert(class_name, its.clone());
+                its
+            }
+        };
+        out.insert(np.metadata.name.clone().unwrap_or_default(), its);
+    }
+    Ok(out)
+}
+
+/// Builds a fresh snapshot: NodePools, classes and instance types, then the index under one
+/// short lock.
+pub async fn snapshot(
+    state: &SharedState,
+    cloud: &dyn CloudProvider,
+    now: Timestamp,
+) -> Result<Snapshot, nodewright_cloud::CloudError> {
+    let (pools, classes): (Vec<NodePool>, BTreeMap<String, EC2NodeClass>) = {
+        let s = lock(state);
+        (
+            s.nodepools.values().cloned().collect(),
+            s.nodeclasses.clone(),
+        )
+    };
+    let its = instance_types(cloud, &pools, &classes).await?;
+    let (snap, problems) = lock(state).snapshot(now, its);
+    for p in problems.iter().take(10) {
+        warn!(problem = %p, "object left out of the snapshot");
+    }
+    Ok(snap)
+}
+
+/// Resources a pool's claims hold: launched claims by capacity, unlaunched ones by the
+/// smallest instance type they may become; plus the `nodes` count.
+fn pool_usage(snap: &Snapshot, pool: &str) -> Resources {
+    let mut used = Resources::new();
+    let its = snap.instance_types.get(pool);
+    let mut n = 0;
+    for c in snap.node_claims.iter().filter(|c| c.nodepool == pool) {
+        if c.deletion_timestamp.is_some() {
+            continue;
+        }
+        n += 1;
+        if !c.capacity.is_empty() {
+            used.add(&c.capacity);
+        } else if let Some(cap) = smallest_capacity(its.map(|v| v.as_slice()), &c.requirements) {
+            used.add(&cap);
+        }
+    }
+    used.set(nodewright_core::resources::NODES, n);
+    used
+}
+
+fn smallest_capacity(
+    its: Option<&[InstanceType]>,
+    reqs: &[nodewright_core::requirements::Requirement],
+) -> Option<Resources> {
+    let allowed: BTreeSet<&str> = reqs
+        .iter()
+        .filter(|r| r.key == nodewright_core::labels::INSTANCE_TYPE)
+        .flat_map(|r| r.values.iter().map(String::as_str))
+        .collect();
+    its?.iter()
+        .filter(|it| allowed.contains(it.name.as_str()))
+        .min_by_key(|it| it.capacity.get(nodewright_core::resources::CPU))
+        .map(|it| it.capacity.clone())
+}
+
+/// True when adding `add` to `used` stays within every explicit limit.
+fn within_limits(limits: &Resources, used: &Resources, add: &Resources) -> bool {
+    limits
+        .iter()
+        .all(|(k, limit)| used.get(k) + add.get(k) <= limit)
+}
+
+impl Provisioner {
+    pub fn new(
+        state: SharedState,
+        writer: Arc<dyn KubeWriter>,
+        cloud: Arc<dyn CloudProvider>,
+        clock: Clock,
+    ) -> Self {
+        Provisioner {
+            state,
+            writer,
+            cloud,
+            clock,
+            options: Options::default(),
+        }
+    }
+
+    /// One pass: solve the current pending pods and create the claims.
+    pub async fn provision(&self) -> Result<Provisioned, ProvisionError> {
+        if !lock(&self.state).synced() {
+            return Err(ProvisionError::NotSynced);
+        }
+        let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now()).await?;
+        let mut out = Provisioned::default();
+        if !snap.pods.iter().any(|p| p.node_name.is_none()) {
+            return Ok(out);
+        }
+        let options = self.options.clone();
+        let (snap, plan) = tokio::task::spawn_blocking(move || {
+            let plan = scheduling::solve(&snap, &options);
+            (snap, plan)
+        })
+        .await
+        .map_err(|e| ProvisionError::Solver(e.to_string()))?;
+        out.unplaced = plan
+            .unplaced
+            .iter()
+            .map(|u| (u.pod.clone(), u.reason.clone()))
+            .collect();
+        self.create_claims(&snap, &plan, &mut out).await;
+        Ok(out)
+    }
+
+    async fn create_claims(&self, snap: &Snapshot, plan: &Plan, out: &mut Provisioned) {
+        let mut snap = snap.clone();
+        for claim in &plan.new_claims {
+            let pool = lock(&self.state).nodepools.get(&claim.nodepool).cloned();
+            let Some(pool) = pool else { continue };
+            let request = ClaimRequest {
+                nodepool: claim.nodepool.clone(),
+                requirements: claim.requirement_list.clone(),
+                instance_types: claim
+                    .instance_types
+                    .iter()
+                    .map(|o| plan.name_of(o).to_string())
+                    .collect(),
+                capacity_types: claim
+                    .instance_types
+                    .iter()
+                    .map(|o| o.capacity_type.as_str().to_string())
+                    .collect(),
+                requests: claim.requests.clone(),
+                min_values_relaxed: claim.min_values_relaxed,
+            };
+            let name = format!("{}-{}", claim.nodepool, claims::random_suffix());
+            let object = claims::build(&pool, &request, &name);
+            // Limits: everything the pool holds now, claims created earlier in this pass
+            // included, plus the smallest node this claim may become.
+            let core_claim = convert::nodeclaim(&object).ok();
+            let limits = snap
+                .nodepools
+                .iter()
+                .find(|p| p.name == claim.nodepool)
+                .map(|p| p.limits.clone())
+                .unwrap_or_default();
+            let mut add = smallest_capacity(
+                snap.instance_types
+                    .get(&claim.nodepool)
+                    .map(|v| v.as_slice()),
+                core_claim
+                    .as_ref()
+                    .map(|c| c.requirements.as_slice())
+                    .unwrap_or(&[]),
+            )
+            .unwrap_or_default();
+            add.set(nodewright_core::resources::NODES, 1);
+            if !within_limits(&limits, &pool_usage(&snap, &claim.nodepool), &add) {
+                info!(nodepool = %claim.nodepool, "nodepool limit reached; claim not created");
+                out.limited.push(name);
+                continue;
+            }
+            match self.writer.create_nodeclaim(&object).await {
+                Ok(created) => {
+                    info!(nodeclaim = %name, nodepool = %claim.nodepool, pods = claim.pods.len(), "created nodeclaim");
+                    lock(&self.state).record_created(created);
+                    if let Some(c) = core_claim {
+                        snap.node_claims.push(c);
+                    }
+                    out.created.push(name);
+                }
+                Err(e) => {
+                    warn!(nodeclaim = %name, error = %e, "creating nodeclaim failed");
+                    out.errors.push(format!("{name}: {e}"));
+                    if e == WriteError::NotLeader {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
+    /// they stay pending) and provisions when a batch closes.
+    pub async fn run(self: Arc<Self>, window: BatchWindow) {
+        let mut batcher = Batcher::new(window);
+        let mut last_trigger: BTreeMap<String, Timestamp> = BTreeMap::new();
+        let tick = Duration::from_millis(100);
+        loop {
+            let now = self.clock.now();
+            let pending = pending_pods(&lock(&self.state));
+            last_trigger.retain(|k, _| pending.contains(k));
+            for key in pending {
+                let due = last_trigger.get(&key).is_none_or(|t| {
+                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
+                });
+                if due {
+                    batcher.trigger(now, &key);
+                    last_trigger.insert(key, now);
+                }
+            }
+            if batcher.poll(now).is_some() {
+                match self.provision().await {
+                    Ok(p) if !p.created.is_empty() || !p.unplaced.is_empty() => {
+                        info!(
+                            created = p.created.len(),
+                            unplaced = p.unplaced.len(),
+                            "provisioning pass"
+                        )
+                    }
+                    Ok(_) => {}
+                    Err(ProvisionError::NotSynced) => {
+                        // Retry the same pods once the state is synced.
+                        last_trigger.clear();
+                    }
+                    Err(e) => warn!(error = %e, "provisioning failed"),
+                }
+            }
+            tokio::time::sleep(tick).await;
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Assembling the controller: watchers into the state, the lease gating every writer, the
+//! metrics and health servers, and the loops (provisioner, lifecycle, termination,
+//! disruption). The cloud provider is chosen by the caller.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use nodewright_cloud::CloudProvider;
+use nodewright_core::cadence::BatchWindow;
+use thiserror::Error;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use crate::clock::Clock;
+use crate::disruption::Disruptor;
+use crate::health;
+use crate::leader::{self, KubeLeaseStore, LeaseConfig};
+use crate::lifecycle::Lifecycle;
+use crate::metrics::Metrics;
+use crate::provisioner::Provisioner;
+use crate::settings::Settings;
+use crate::state::{ClusterState, lock};
+use crate::termination::Termination;
+use crate::watch as watchers;
+use crate::write::kube::{KubeApi, without_retry};
+use crate::write::{KubeWriter, LeaderGate};
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error("building the kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// How often the per-object loops (lifecycle, termination) pass over the state.
+const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// Runs until ctrl-c.
+pub async fn run(
+    config: kube::Config,
+    cloud: Arc<dyn CloudProvider>,
+    settings: Settings,
+    identity: String,
+) -> Result<(), RunError> {
+    let client = kube::Client::try_from(config.clone())?;
+    let write_client = kube::Client::try_from(without_retry(config))?;
+    let metrics = Arc::new(Metrics::new());
+    let state = ClusterState::shared();
+    let _watchers = watchers::spawn_all(client.clone(), state.clone());
+
+    let leader = if settings.leader_elect && !settings.disable_leader_election {
+        leader::spawn(
+            Arc::new(KubeLeaseStore::new(client.clone())),
+            LeaseConfig::new(
+                &settings.leader_election_name,
+                &settings.leader_election_namespace,
+                &identity,
+            ),
+        )
+    } else {
+        watch::channel(true).1
+    };
+    let writer: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(
+        Arc::new(KubeApi::new(write_client)),
+        leader.clone(),
+    ));
+
+    // Ready once every watch has listed.
+    let (ready_tx, ready_rx) = watch::channel(false);
+    {
+        let state = state.clone();
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            loop {
+                let (synced, nodes) = {
+                    let s = lock(&state);
+                    (s.synced(), s.nodes.len())
+                };
+                metrics.cluster_state(synced, nodes);
+                let _ = ready_tx.send(synced);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+    let metrics_addr = SocketAddr::from(([0, 0, 0, 0], settings.metrics_port));
+    let health_addr = SocketAddr::from(([0, 0, 0, 0], settings.health_probe_port));
+    tokio::spawn({
+        let metrics = metrics.clone();
+        async move {
+            if let Err(e) = health::serve_metrics(metrics_addr, metrics).await {
+                warn!(error = %e, "metrics server stopped");
+            }
+        }
+    });
+    tokio::spawn(async move {
+        if let Err(e) = health::serve_health(health_addr, ready_rx).await {
+            warn!(error = %e, "health server stopped");
+        }
+    });
+
+    let clock = Clock::system();
+    let provisioner = Arc::new(Provisioner::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+    ));
+    let lifecycle = Arc::new(Lifecycle::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+    ));
+    let termination = Arc::new(Termination::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+    ));
+    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock));
+    let window = BatchWindow {
+        idle: settings.batch_idle_duration,
+        max: settings.batch_max_duration,
+    };
+    tokio::spawn(provisioner.run(window));
+    tokio::spawn(lifecycle.run(RECONCILE_EVERY));
+    tokio::spawn(termination.run(RECONCILE_EVERY));
+    tokio::spawn(disruptor.run());
+    info!(identity = %identity, "controller started");
+    let _ = tokio::signal::ctrl_c().await;
+    info!("shutting down");
+    Ok(())
+}

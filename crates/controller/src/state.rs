@@ -1,0 +1,230 @@
+//! `ClusterState`: a synchronous index of everything the controller reads, fed by watch events
+//! (from kube-runtime watchers in a cluster, from the in-memory API in tests). Loops read it
+//! under a short lock and never await while holding it.
+
+pub mod convert;
+pub mod object;
+mod snapshot;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
+use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
+
+pub use object::{Kind, Object, key_of};
+pub use snapshot::{pending_pods, provisionable};
+
+/// One change, in the shape kube-runtime's watcher reports it.
+#[derive(Clone, Debug)]
+pub enum WatchEvent {
+    Apply(Object),
+    Delete(Object),
+    /// A (re)list of `kind` starts; objects follow as `InitApply` until `InitDone`.
+    Init(Kind),
+    InitApply(Object),
+    InitDone(Kind),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ClusterState {
+    pub pods: BTreeMap<String, Pod>,
+    pub nodes: BTreeMap<String, Node>,
+    pub nodeclaims: BTreeMap<String, NodeClaim>,
+    pub nodepools: BTreeMap<String, NodePool>,
+    pub nodeclasses: BTreeMap<String, EC2NodeClass>,
+    pub daemonsets: BTreeMap<String, DaemonSet>,
+    pub pdbs: BTreeMap<String, PodDisruptionBudget>,
+    pub pvs: BTreeMap<String, PersistentVolume>,
+    pub pvcs: BTreeMap<String, PersistentVolumeClaim>,
+    pub storage_classes: BTreeMap<String, StorageClass>,
+    /// Claims this controller created that the NodeClaim watch has not reported yet. They
+    /// count towards limits and hold their pods, so the next loop cannot launch them twice.
+    in_flight: BTreeMap<String, NodeClaim>,
+    synced: BTreeSet<Kind>,
+    relisting: BTreeMap<Kind, Vec<Object>>,
+    /// Objects that failed to parse and were skipped.
+    pub skipped: u64,
+}
+
+pub type SharedState = Arc<Mutex<ClusterState>>;
+
+/// Locks the state; a poisoned lock (a panic elsewhere) still yields the index, which is only
+/// ever replaced whole-object at a time.
+pub fn lock(state: &SharedState) -> MutexGuard<'_, ClusterState> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ClusterState {
+    pub fn shared() -> SharedState {
+        Arc::new(Mutex::new(ClusterState::default()))
+    }
+
+    /// True once every kind has been listed at least once.
+    pub fn synced(&self) -> bool {
+        Kind::ALL.iter().all(|k| self.synced.contains(k))
+    }
+
+    pub fn is_synced(&self, kind: Kind) -> bool {
+        self.synced.contains(&kind)
+    }
+
+    pub fn apply(&mut self, event: WatchEvent) {
+        match event {
+            WatchEvent::Apply(o) => self.put(o),
+            WatchEvent::Delete(o) => self.remove(o.kind(), &o.key()),
+            WatchEvent::Init(kind) => {
+                self.relisting.insert(kind, Vec::new());
+            }
+            WatchEvent::InitApply(o) => match self.relisting.get_mut(&o.kind()) {
+                Some(buffer) => buffer.push(o),
+                None => self.put(o),
+            },
+            WatchEvent::InitDone(kind) => {
+                let listed = self.relisting.remove(&kind).unwrap_or_default();
+                self.clear(kind);
+                for o in listed {
+                    self.put(o);
+                }
+                self.synced.insert(kind);
+            }
+        }
+    }
+
+    /// Records a skipped object (it failed to parse).
+    pub fn skip(&mut self) {
+        self.skipped += 1;
+    }
+
+    fn put(&mut self, mut o: Object) {
+        o.strip();
+        let key = o.key();
+        match o {
+            Object::Pod(p) => {
+                self.pods.insert(key, *p);
+            }
+            Object::Node(n) => {
+                self.nodes.insert(key, *n);
+            }
+            Object::NodeClaim(c) => {
+                self.in_flight.remove(&key);
+                self.nodeclaims.insert(key, *c);
+            }
+            Object::NodePool(p) => {
+                self.nodepools.insert(key, *p);
+            }
+            Object::NodeClass(c) => {
+                self.nodeclasses.insert(key, *c);
+            }
+            Object::DaemonSet(d) => {
+                self.daemonsets.insert(key, *d);
+            }
+            Object::Pdb(p) => {
+                self.pdbs.insert(key, *p);
+            }
+            Object::PersistentVolume(p) => {
+                self.pvs.insert(key, *p);
+            }
+            Object::PersistentVolumeClaim(p) => {
+                self.pvcs.insert(key, *p);
+            }
+            Object::StorageClass(s) => {
+                self.storage_classes.insert(key, *s);
+            }
+        }
+    }
+
+    fn remove(&mut self, kind: Kind, key: &str) {
+        match kind {
+            Kind::Pod => drop(self.pods.remove(key)),
+            Kind::Node => drop(self.nodes.remove(key)),
+            Kind::NodeClaim => {
+                self.in_flight.remove(key);
+                self.nodeclaims.remove(key);
+            }
+            Kind::NodePool => drop(self.nodepools.remove(key)),
+            Kind::NodeClass => drop(self.nodeclasses.remove(key)),
+            Kind::DaemonSet => drop(self.daemonsets.remove(key)),
+            Kind::Pdb => drop(self.pdbs.remove(key)),
+            Kind::PersistentVolume => drop(self.pvs.remove(key)),
+            Kind::PersistentVolumeClaim => drop(self.pvcs.remove(key)),
+            Kind::StorageClass => drop(self.storage_classes.remove(key)),
+        }
+    }
+
+    fn clear(&mut self, kind: Kind) {
+        match kind {
+            Kind::Pod => self.pods.clear(),
+            Kind::Node => self.nodes.clear(),
+            Kind::NodeClaim => self.nodeclaims.clear(),
+            Kind::NodePool => self.nodepools.clear(),
+            Kind::NodeClass => self.nodeclasses.clear(),
+            Kind::DaemonSet => self.daemonsets.clear(),
+            Kind::Pdb => self.pdbs.clear(),
+            Kind::PersistentVolume => self.pvs.clear(),
+            Kind::PersistentVolumeClaim => self.pvcs.clear(),
+            Kind::StorageClass => self.storage_classes.clear(),
+        }
+    }
+
+    /// Records a claim the moment its create call returned, before the watch reports it.
+    pub fn record_created(&mut self, claim: NodeClaim) {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        if !self.nodeclaims.contains_key(&name) {
+            self.in_flight.insert(name, claim);
+        }
+    }
+
+    /// Every claim: observed ones and those created but not yet observed.
+    pub fn all_claims(&self) -> impl Iterator<Item = &NodeClaim> {
+        self.nodeclaims.values().chain(self.in_flight.values())
+    }
+
+    pub fn in_flight_count(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The Node whose `spec.providerID` is `provider_id`.
+    pub fn node_by_provider_id(&self, provider_id: &str) -> Vec<&Node> {
+        self.nodes
+            .values()
+            .filter(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.provider_id.as_deref())
+                    .is_some_and(|p| p == provider_id)
+            })
+            .collect()
+    }
+
+    /// The claim whose `status.providerID` is `provider_id`.
+    pub fn claim_by_provider_id(&self, provider_id: &str) -> Option<&NodeClaim> {
+        self.nodeclaims.values().find(|c| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .is_some_and(|p| p == provider_id)
+        })
+    }
+
+    /// Pods bound to `node`.
+    pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
+        self.pods
+            .values()
+            .filter(|p| {
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| n == node)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+//! Building the engine's [`Snapshot`] from the index: bound pods and provisionable pending
+//! pods, nodes, claims (observed and in flight), NodePools, daemonsets, PDBs and volumes. An
+//! object that does not convert is left out and reported, never fatal.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use nodewright_core::model::{InstanceType, Snapshot};
+use nodewright_core::time::Timestamp;
+
+use super::{ClusterState, convert};
+
+/// Upstream's provisionable pod: marked Unschedulable by kube-scheduler, unbound, not
+/// preempting, not terminating, not owned by a DaemonSet or a Node.
+pub fn provisionable(p: &Pod) -> bool {
+    let spec = p.spec.as_ref();
+    let status = p.status.as_ref();
+    if p.metadata.deletion_timestamp.is_some()
+        || spec
+            .and_then(|s| s.node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+        || status
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .is_some_and(|n| !n.is_empty())
+        || matches!(
+            status.and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        )
+    {
+        return false;
+    }
+    let owned_by = |kind: &str| {
+        p.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && o.kind == kind)
+    };
+    if owned_by("DaemonSet") || owned_by("Node") {
+        return false;
+    }
+    status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == "PodScheduled"
+                && c.status == "False"
+                && c.reason.as_deref() == Some("Unschedulable")
+        })
+}
+
+/// Keys (`namespace/name`) of the provisionable pods.
+pub fn pending_pods(state: &ClusterState) -> Vec<String> {
+    state
+        .pods
+        .iter()
+        .filter(|(_, p)| provisionable(p))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+impl ClusterState {
+    /// The snapshot at `now` with `instance_types` per NodePool. Returns the snapshot and a
+    /// message for every object left out because it did not convert.
+    pub fn snapshot(
+        &self,
+        now: Timestamp,
+        instance_types: BTreeMap<String, Arc<Vec<InstanceType>>>,
+    ) -> (Snapshot, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut s = Snapshot {
+            now,
+            instance_types,
+            ..Snapshot::default()
+        };
+        for np in self.nodepools.values() {
+            if np.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            match nodewright_api::to_core::nodepool(np) {
+                Ok(p) => s.nodepools.push(p),
+                Err(errs) => problems.push(format!(
+                    "NodePool {}: {}",
+                    np.metadata.name.as_deref().unwrap_or_default(),
+                    errs.iter()
+                        .map(|e| e.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+            }
+        }
+        for n in self.nodes.values() {
+            match convert::node(n) {
+                Ok(n) => s.nodes.push(n),
+                Err(e) => problems.push(e),
+            }
+        }
+        for c in self.all_claims() {
+            match convert::nodeclaim(c) {
+                Ok(c) => s.node_claims.push(c),
+                Err(e) => problems.push(e),
+            }
+        }
+        for (key, p) in &self.pods {
+            let bound = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty());
+            if !bound && !provisionable(p) {
+                continue;
+            }
+            match nodewright_api::workload::pod_from_api(p) {
+                Ok(pod) => s.pods.push(pod),
+                Err(e) => problems.push(format!("Pod {key}: {e}")),
+            }
+        }
+        for (key, d) in &self.daemonsets {
+            match nodewright_api::workload::daemonset_pod(d) {
+                Ok(d) => s.daemonsets.push(d),
+                Err(e) => problems.push(format!("DaemonSet {key}: {e}")),
+            }
+        }
+        for p in self.pdbs.values() {
+            match convert::pdb(p) {
+                Ok(p) => s.pdbs.push(p),
+                Err(e) => problems.push(e),
+            }
+        }
+        s.persistent_volumes = self.pvs.values().map(convert::pv).collect();
+        s.persistent_volume_claims = self.pvcs.values().map(convert::pvc).collect();
+        s.storage_classes = self
+            .storage_classes
+            .values()
+            .map(convert::storage_class)
+            .collect();
+        (s, problems)
+    }
+}

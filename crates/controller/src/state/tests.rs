@@ -1,0 +1,95 @@
+use serde_json::json;
+
+use super::*;
+
+fn pod(v: serde_json::Value) -> Object {
+    Object::from_value(Kind::Pod, v).unwrap()
+}
+
+fn unschedulable(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": name,
+            "managedFields": [{"manager": "kubectl"}]},
+        "spec": {"containers": [{"name": "c", "image": "x",
+            "env": [{"name": "A", "value": "b"}],
+            "resources": {"requests": {"cpu": "1"}}}]},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    })
+}
+
+#[test]
+fn synced_only_after_every_kind_has_listed() {
+    let mut s = ClusterState::default();
+    for k in Kind::ALL {
+        assert!(!s.synced());
+        s.apply(WatchEvent::Init(k));
+        s.apply(WatchEvent::InitDone(k));
+    }
+    assert!(s.synced());
+}
+
+#[test]
+fn a_relist_replaces_the_kind_atomically() {
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(unschedulable("old"))));
+    s.apply(WatchEvent::Init(Kind::Pod));
+    s.apply(WatchEvent::InitApply(pod(unschedulable("new"))));
+    // Until the list is complete the old view stays.
+    assert!(s.pods.contains_key("default/old"));
+    s.apply(WatchEvent::InitDone(Kind::Pod));
+    assert_eq!(s.pods.keys().collect::<Vec<_>>(), vec!["default/new"]);
+}
+
+#[test]
+fn unread_fields_are_stripped() {
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    let p = &s.pods["default/a"];
+    assert!(p.metadata.managed_fields.is_none());
+    assert!(p.spec.as_ref().unwrap().containers[0].env.is_none());
+    // What scheduling reads stays.
+    assert!(p.spec.as_ref().unwrap().containers[0].resources.is_some());
+}
+
+#[test]
+fn a_malformed_object_is_an_error_naming_it() {
+    let bad = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "broken"},
+        "spec": {"containers": "not a list"}});
+    let e = Object::from_value(Kind::Pod, bad).unwrap_err();
+    assert!(e.starts_with("Pod broken:"), "{e}");
+}
+
+#[test]
+fn provisionable_pods_are_the_unschedulable_unbound_ones() {
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    let mut ds = unschedulable("ds");
+    ds["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "u", "controller": true}]);
+    s.apply(WatchEvent::Apply(pod(ds)));
+    let mut fresh = unschedulable("fresh");
+    fresh["status"] = json!({"phase": "Pending"});
+    s.apply(WatchEvent::Apply(pod(fresh)));
+    let mut deleting = unschedulable("deleting");
+    deleting["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+    s.apply(WatchEvent::Apply(pod(deleting)));
+    assert_eq!(pending_pods(&s), vec!["default/a"]);
+}
+
+#[test]
+fn in_flight_claims_count_until_the_watch_reports_them() {
+    let mut s = ClusterState::default();
+    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde"},
+        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    }))
+    .unwrap();
+    s.record_created(claim.clone());
+    assert_eq!(s.all_claims().count(), 1);
+    assert_eq!(s.in_flight_count(), 1);
+    s.apply(WatchEvent::Apply(Object::NodeClaim(Box::new(claim))));
+    assert_eq!(s.all_claims().count(), 1);
+    assert_eq!(s.in_flight_count(), 0);
+}

@@ -1,0 +1,305 @@
+//! Node termination, driven by the `karpenter.sh/termination` finalizer: delete the claim,
+//! taint the node `karpenter.sh/disrupted:NoSchedule`, evict its pods in upstream's priority
+//! groups (PDBs answer 429 → retry later), stop waiting at the termination grace deadline,
+//! terminate the instance until the cloud reports it gone, then release the finalizer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint as ApiTaint};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::CloudProvider;
+use nodewright_core::time::Timestamp;
+use tracing::{info, warn};
+
+use crate::claims::TERMINATION_FINALIZER;
+use crate::clock::{Clock, from_time, parse_rfc3339};
+use crate::lifecycle::{DISRUPTED_TAINT, TERMINATION_TIMESTAMP};
+use crate::state::{SharedState, lock};
+use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
+
+/// Pods stuck terminating longer than this are no longer waited for.
+const STUCK_TERMINATING: Duration = Duration::from_secs(60);
+
+/// Where a node's termination stands after one pass.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    /// Pods still to go: evictions sent, blocked by PDBs, or still terminating.
+    Draining {
+        evicted: Vec<String>,
+        blocked: Vec<String>,
+        waiting: usize,
+    },
+    /// Drained; the instance is being terminated.
+    Terminating,
+    /// The finalizer is released.
+    Done,
+    Unchanged,
+}
+
+pub struct Termination {
+    state: SharedState,
+    writer: Arc<dyn KubeWriter>,
+    cloud: Arc<dyn CloudProvider>,
+    clock: Clock,
+}
+
+pub fn disrupted_taint() -> ApiTaint {
+    ApiTaint {
+        key: DISRUPTED_TAINT.into(),
+        value: None,
+        effect: "NoSchedule".into(),
+        time_added: None,
+    }
+}
+
+fn is_critical(p: &Pod) -> bool {
+    matches!(
+        p.spec
+            .as_ref()
+            .and_then(|s| s.priority_class_name.as_deref()),
+        Some("system-cluster-critical" | "system-node-critical")
+    )
+}
+
+fn owned_by(p: &Pod, kind: &str) -> bool {
+    p.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == kind)
+}
+
+fn tolerates_disrupted(p: &Pod) -> bool {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|t| {
+            let key_ok = t
+                .key
+                .as_deref()
+                .is_none_or(|k| k.is_empty() || k == DISRUPTED_TAINT);
+            let op_exists = t.operator.as_deref() == Some("Exists");
+            let effect_ok = t
+                .effect
+                .as_deref()
+                .is_none_or(|e| e.is_empty() || e == "NoSchedule");
+            key_ok && effect_ok && (op_exists || t.key.as_deref() == Some(DISRUPTED_TAINT))
+        })
+}
+
+/// Upstream's drain priority: non-critical non-daemonset, non-critical daemonset, critical
+/// non-daemonset, critical daemonset.
+pub fn drain_group(p: &Pod) -> u8 {
+    match (is_critical(p), owned_by(p, "DaemonSet")) {
+        (false, false) => 0,
+        (false, true) => 1,
+        (true, false) => 2,
+        (true, true) => 3,
+    }
+}
+
+/// Pods the drain must see gone: not terminal, not tolerating the disrupted taint, not mirror
+/// pods, not stuck terminating.
+pub fn waits_for(p: &Pod, now: Timestamp) -> bool {
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    if matches!(phase, Some("Succeeded" | "Failed"))
+        || tolerates_disrupted(p)
+        || owned_by(p, "Node")
+    {
+        return false;
+    }
+    if p.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
+    {
+        return false;
+    }
+    match &p.metadata.deletion_timestamp {
+        Some(t) => now.since(from_time(t)) < STUCK_TERMINATING,
+        None => true,
+    }
+}
+
+impl Termination {
+    pub fn new(
+        state: SharedState,
+        writer: Arc<dyn KubeWriter>,
+        cloud: Arc<dyn CloudProvider>,
+        clock: Clock,
+    ) -> Self {
+        Termination {
+            state,
+            writer,
+            cloud,
+            clock,
+        }
+    }
+
+    /// One pass over every terminating node we own.
+    pub async fn reconcile_all(&self) -> BTreeMap<String, Result<Progress, String>> {
+        let nodes: Vec<Node> = lock(&self.state)
+            .nodes
+            .values()
+            .filter(|n| {
+                n.metadata.deletion_timestamp.is_some()
+                    && n.metadata
+                        .finalizers
+                        .iter()
+                        .flatten()
+                        .any(|f| f == TERMINATION_FINALIZER)
+            })
+            .cloned()
+            .collect();
+        let mut out = BTreeMap::new();
+        for n in nodes {
+            let name = n.metadata.name.clone().unwrap_or_default();
+            let r = self.reconcile(&n).await.map_err(|e| e.to_string());
+            if let Err(e) = &r {
+                warn!(node = %name, error = %e, "node termination failed");
+            }
+            out.insert(name, r);
+        }
+        out
+    }
+
+    pub async fn run(self: Arc<Self>, every: Duration) {
+        loop {
+            if lock(&self.state).synced() {
+                self.reconcile_all().await;
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    pub async fn reconcile(&self, node: &Node) -> Result<Progress, WriteError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let now = self.clock.now();
+        let pid = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.clone())
+            .unwrap_or_default();
+        let claim: Option<NodeClaim> = lock(&self.state).claim_by_provider_id(&pid).cloned();
+        if let Some(c) = &claim
+            && c.metadata.deletion_timestamp.is_none()
+        {
+            let cname = c.metadata.name.clone().unwrap_or_default();
+            match self.writer.delete_nodeclaim(&cname).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let taints: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if !taints
+            .iter()
+            .any(|t| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule")
+        {
+            let mut t = taints.clone();
+            t.push(disrupted_taint());
+            self.writer
+                .patch_node(
+                    &name,
+                    &NodePatch {
+                        taints: Some(t),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+        }
+        // The grace deadline from the claim: after it, stop waiting for the drain.
+        let deadline = claim
+            .as_ref()
+            .and_then(|c| c.metadata.annotations.as_ref())
+            .and_then(|a| a.get(TERMINATION_TIMESTAMP))
+            .and_then(|t| parse_rfc3339(t));
+        let past_deadline = deadline.is_some_and(|d| now >= d);
+        if !past_deadline {
+            let progress = self.drain(&name, now).await?;
+            if let Progress::Draining { .. } = progress {
+                return Ok(progress);
+            }
+        } else {
+            info!(node = %name, "termination grace period elapsed; not waiting for the drain");
+        }
+        if !pid.is_empty() {
+            match self.cloud.delete(&pid).await {
+                Err(e) if e.is_not_found() => {}
+                Ok(()) => return Ok(Progress::Terminating),
+                Err(e) => {
+                    warn!(node = %name, error = %e, "terminating instance failed");
+                    return Ok(Progress::Terminating);
+                }
+            }
+        }
+        let finalizers: Vec<String> = node
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .filter(|f| *f != TERMINATION_FINALIZER)
+            .cloned()
+            .collect();
+        self.writer
+            .patch_node(
+                &name,
+                &NodePatch {
+                    meta: MetaPatch {
+                        finalizers: Some(finalizers),
+                        ..Default::default()
+                    },
+                    taints: None,
+                },
+            )
+            .await?;
+        info!(node = %name, "node terminated");
+        Ok(Progress::Done)
+    }
+
+    /// Evicts the first non-empty priority group; later groups wait until it is gone.
+    async fn drain(&self, node: &str, now: Timestamp) -> Result<Progress, WriteError> {
+        let pods: Vec<Pod> = lock(&self.state)
+            .pods_on(node)
+            .into_iter()
+            .filter(|p| waits_for(p, now))
+            .cloned()
+            .collect();
+        if pods.is_empty() {
+            return Ok(Progress::Terminating);
+        }
+        let group = pods.iter().map(drain_group).min().unwrap_or(0);
+        let mut evicted = Vec::new();
+        let mut blocked = Vec::new();
+        let mut waiting = 0;
+        for p in pods.iter().filter(|p| drain_group(p) == group) {
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            let pname = p.metadata.name.clone().unwrap_or_default();
+            if p.metadata.deletion_timestamp.is_some() {
+                waiting += 1;
+                continue;
+            }
+            match self.writer.evict_pod(&ns, &pname).await? {
+                Eviction::Evicted => evicted.push(format!("{ns}/{pname}")),
+                Eviction::Blocked(why) => {
+                    info!(node = %node, pod = %format!("{ns}/{pname}"), reason = %why, "eviction blocked");
+                    blocked.push(format!("{ns}/{pname}"));
+                }
+                Eviction::Gone => {}
+            }
+        }
+        Ok(Progress::Draining {
+            evicted,
+            blocked,
+            waiting: waiting + pods.len(),
+        })
+    }
+}

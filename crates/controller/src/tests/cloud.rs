@@ -1,0 +1,224 @@
+//! A small in-memory cloud for controller tests: three instance types in two zones, launches
+//! that pick the cheapest allowed type, terminations that complete on the next call, and an
+//! insufficient-capacity switch.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, Launched};
+use nodewright_core::labels;
+use nodewright_core::model::{CapacityType, InstanceType, Offering, Overhead};
+use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::resources::Resources;
+
+#[derive(Default)]
+struct Inner {
+    instances: BTreeMap<String, Instance>,
+    next: u32,
+    ice: bool,
+    fail: bool,
+}
+
+pub struct TestCloud {
+    inner: Mutex<Inner>,
+}
+
+fn it(name: &str, cpu: i64, mem_gi: i64, price: f64) -> InstanceType {
+    let req = |k: &str, v: &str| Requirement {
+        key: k.into(),
+        operator: Operator::In,
+        values: vec![v.into()],
+        min_values: None,
+    };
+    InstanceType {
+        name: name.into(),
+        requirements: vec![
+            req(labels::INSTANCE_TYPE, name),
+            req(labels::ARCH, "amd64"),
+            req(labels::OS, "linux"),
+        ],
+        capacity: Resources::new()
+            .with("cpu", cpu * 1000)
+            .with("memory", mem_gi << 30)
+            .with("pods", 110),
+        overhead: Overhead {
+            kube_reserved: Resources::new().with("cpu", 80),
+            ..Overhead::default()
+        },
+        offerings: ["us-east-1a", "us-east-1b"]
+            .into_iter()
+            .map(|z| Offering {
+                zone: z.into(),
+                capacity_type: CapacityType::OnDemand,
+                price,
+                available: true,
+                reservation_id: None,
+                reservation_capacity: None,
+            })
+            .collect(),
+    }
+}
+
+pub fn catalog() -> Vec<InstanceType> {
+    vec![
+        it("m5.large", 2, 8, 0.096),
+        it("m5.xlarge", 4, 16, 0.192),
+        it("m5.2xlarge", 8, 32, 0.384),
+    ]
+}
+
+impl TestCloud {
+    pub fn new() -> Self {
+        TestCloud {
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn set_ice(&self, on: bool) {
+        self.inner().ice = on;
+    }
+
+    pub fn set_failing(&self, on: bool) {
+        self.inner().fail = on;
+    }
+
+    pub fn running(&self) -> Vec<Instance> {
+        self.inner()
+            .instances
+            .values()
+            .filter(|i| i.state == InstanceState::Running)
+            .cloned()
+            .collect()
+    }
+}
+
+#[async_trait]
+impl CloudProvider for TestCloud {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+
+    async fn reconcile_node_class(
+        &self,
+        _class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, CloudError> {
+        Ok(EC2NodeClassStatus::default())
+    }
+
+    async fn instance_types(
+        &self,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Vec<InstanceType>, CloudError> {
+        Ok(catalog())
+    }
+
+    async fn create(
+        &self,
+        claim: &NodeClaim,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Launched, CloudError> {
+        let mut inner = self.inner();
+        if inner.fail {
+            return Err(CloudError::Api {
+                operation: "CreateFleet".into(),
+                message: "service unavailable".into(),
+                retryable: true,
+            });
+        }
+        if inner.ice {
+            return Err(CloudError::InsufficientCapacity {
+                message: "no capacity".into(),
+                offerings: vec![],
+            });
+        }
+        let allowed: Vec<&str> = claim
+            .spec
+            .requirements
+            .iter()
+            .filter(|r| r.key == labels::INSTANCE_TYPE && r.operator == "In")
+            .flat_map(|r| r.values().iter().map(String::as_str))
+            .collect();
+        let choice = catalog()
+            .into_iter()
+            .filter(|t| allowed.contains(&t.name.as_str()))
+            .min_by(|a, b| a.offerings[0].price.total_cmp(&b.offerings[0].price))
+            .ok_or_else(|| CloudError::InvalidRequest("no allowed instance type".into()))?;
+        inner.next += 1;
+        let id = format!("i-{:04}", inner.next);
+        let zone = "us-east-1a".to_string();
+        let mut tags = BTreeMap::new();
+        tags.insert(
+            nodewright_cloud::tags::NODECLAIM.to_string(),
+            claim.metadata.name.clone().unwrap_or_default(),
+        );
+        let instance = Instance {
+            provider_id: format!("aws:///{zone}/{id}"),
+            instance_type: choice.name.clone(),
+            zone: zone.clone(),
+            capacity_type: CapacityType::OnDemand,
+            image_id: Some("ami-123".into()),
+            state: InstanceState::Running,
+            launched_at: None,
+            tags,
+        };
+        inner
+            .instances
+            .insert(instance.provider_id.clone(), instance.clone());
+        let mut l = BTreeMap::new();
+        l.insert(labels::ARCH.to_string(), "amd64".to_string());
+        Ok(Launched {
+            instance,
+            capacity: choice.capacity.clone(),
+            allocatable: choice.allocatable(),
+            labels: l,
+        })
+    }
+
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        let mut inner = self.inner();
+        match inner.instances.get_mut(provider_id) {
+            Some(i) if i.state == InstanceState::Running => {
+                i.state = InstanceState::ShuttingDown;
+                Ok(())
+            }
+            Some(_) => {
+                inner.instances.remove(provider_id);
+                Err(CloudError::NotFound {
+                    provider_id: provider_id.into(),
+                })
+            }
+            None => Err(CloudError::NotFound {
+                provider_id: provider_id.into(),
+            }),
+        }
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
+        self.inner()
+            .instances
+            .get(provider_id)
+            .cloned()
+            .ok_or_else(|| CloudError::NotFound {
+                provider_id: provider_id.into(),
+            })
+    }
+
+    async fn list(&self) -> Result<Vec<Instance>, CloudError> {
+        Ok(self.inner().instances.values().cloned().collect())
+    }
+
+    async fn is_drifted(
+        &self,
+        _claim: &NodeClaim,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError> {
+        Ok(None)
+    }
+}

@@ -1,0 +1,219 @@
+//! Disruption: plan, wait the validation delay, re-check, act; replacements before deletion.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
+use serde_json::json;
+
+use super::Harness;
+use super::termination::initialized_node;
+use crate::conditions;
+use crate::disruption::{Disruptor, Step};
+use crate::lifecycle::Lifecycle;
+use crate::state::{Kind, Object};
+use crate::write::KubeWriter;
+
+fn claim(h: &Harness, name: &str) -> Option<nodewright_api::v1::nodeclaim::NodeClaim> {
+    match h.api.get(Kind::NodeClaim, name) {
+        Some(Object::NodeClaim(c)) => Some(*c),
+        _ => None,
+    }
+}
+
+fn tainted(h: &Harness, node: &str) -> bool {
+    let Some(Object::Node(n)) = h.api.get(Kind::Node, node) else {
+        return false;
+    };
+    n.spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t.key == "karpenter.sh/disrupted")
+}
+
+fn disruptor(h: &Harness) -> Disruptor {
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    Disruptor::new(h.state.clone(), w, h.cloud.clone(), h.clock)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_node_is_deleted_after_the_validation_delay() {
+    let h = Harness::new();
+    let name = initialized_node(&h).await;
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    // Nothing happens before the delay.
+    tokio::time::advance(Duration::from_secs(14)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    assert!(!tainted(&h, "n1"));
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    assert!(tainted(&h, "n1"));
+    let c = claim(&h, &name).unwrap();
+    let conds = c.status.unwrap().conditions.unwrap();
+    let reason = conditions::find(&conds, "DisruptionReason").unwrap();
+    assert_eq!(
+        (reason.status.as_str(), reason.reason.as_deref()),
+        ("True", Some("Empty"))
+    );
+    // No replacements: the next wake deletes the claim.
+    d.step(&mut cadence).await;
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_command_the_cluster_outgrew_is_rejected_on_recheck() {
+    let h = Harness::new();
+    let name = initialized_node(&h).await;
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    // A pod lands on the node during the delay.
+    h.bind("late", "n1");
+    tokio::time::advance(Duration::from_secs(15)).await;
+    let Step::Rejected(why) = d.step(&mut cadence).await else {
+        panic!()
+    };
+    assert_eq!(why.len(), 1);
+    assert!(!tainted(&h, "n1"));
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drifted_node_is_replaced_before_it_is_deleted() {
+    let h = Harness::new();
+    let name = initialized_node(&h).await;
+    h.bind("web", "n1");
+    // Mark the claim drifted.
+    let mut c = claim(&h, &name).unwrap();
+    let mut status = c.status.take().unwrap();
+    let mut conds = status.conditions.take().unwrap();
+    conditions::set(
+        &mut conds,
+        "Drifted",
+        "True",
+        "NodePoolDrifted",
+        "",
+        h.clock.now(),
+    );
+    status.conditions = Some(conds);
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    w.patch_nodeclaim_status(&name, &status).await.unwrap();
+
+    let d = disruptor(&h);
+    let life = Lifecycle::new(h.state.clone(), w, h.cloud.clone(), h.clock);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    assert!(tainted(&h, "n1"));
+    let running = d.running();
+    assert_eq!(running.len(), 1);
+    let replacement = running[0].replacements[0].clone();
+    assert!(claim(&h, &replacement).is_some());
+
+    // Until the replacement is initialized the old claim stays.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    d.step(&mut cadence).await;
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+
+    life.reconcile_all().await;
+    let pid = claim(&h, &replacement)
+        .unwrap()
+        .status
+        .unwrap()
+        .provider_id
+        .unwrap();
+    h.node_joins("n2", &pid);
+    life.reconcile_all().await;
+    assert!(conditions::is_true(
+        &claim(&h, &replacement)
+            .unwrap()
+            .status
+            .unwrap()
+            .conditions
+            .unwrap(),
+        "Initialized"
+    ));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    d.step(&mut cadence).await;
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    assert!(d.running().is_empty());
+    let _ = json!(null);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lost_replacement_rolls_the_command_back() {
+    let h = Harness::new();
+    let name = initialized_node(&h).await;
+    h.bind("web", "n1");
+    let mut c = claim(&h, &name).unwrap();
+    let mut status = c.status.take().unwrap();
+    let mut conds = status.conditions.take().unwrap();
+    conditions::set(
+        &mut conds,
+        "Drifted",
+        "True",
+        "NodePoolDrifted",
+        "",
+        h.clock.now(),
+    );
+    status.conditions = Some(conds);
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    w.patch_nodeclaim_status(&name, &status).await.unwrap();
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    d.step(&mut cadence).await;
+    let replacement = d.running()[0].replacements[0].clone();
+    // The replacement fails (e.g. insufficient capacity deletes it).
+    w.delete_nodeclaim(&replacement).await.unwrap();
+    let finished = d.progress().await.unwrap();
+    assert!(finished[0].starts_with("rolled back"), "{finished:?}");
+    assert!(!tainted(&h, "n1"));
+    let conds = claim(&h, &name)
+        .unwrap()
+        .status
+        .unwrap()
+        .conditions
+        .unwrap();
+    assert!(conditions::find(&conds, "DisruptionReason").is_none());
+    assert!(
+        claim(&h, &name)
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+}

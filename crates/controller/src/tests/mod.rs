@@ -1,0 +1,109 @@
+//! Controller loops against the in-memory API and a small in-memory cloud.
+
+mod cloud;
+mod disruption;
+mod e2e;
+mod kube_api;
+mod termination;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::clock::Clock;
+use crate::memory::MemoryApi;
+use crate::state::{ClusterState, Kind, SharedState};
+use cloud::TestCloud;
+use nodewright_core::time::Timestamp;
+
+pub struct Harness {
+    pub state: SharedState,
+    pub api: Arc<MemoryApi>,
+    pub cloud: Arc<TestCloud>,
+    pub clock: Clock,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        let state = ClusterState::shared();
+        // 2024-06-01T00:00:00Z
+        let clock = Clock::starting_at(Timestamp(1_717_200_000_000));
+        let api = Arc::new(MemoryApi::new(state.clone(), clock));
+        Harness {
+            state,
+            api,
+            cloud: Arc::new(TestCloud::new()),
+            clock,
+        }
+    }
+
+    pub fn nodepool(&self, name: &str, limits: Option<Value>) {
+        let mut np = json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "uid": format!("np-{name}"),
+                "annotations": {"karpenter.sh/nodepool-hash": "1234"}},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"team": "web"}},
+                    "spec": {
+                        "requirements": [
+                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+                        ],
+                        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                        "expireAfter": "Never"
+                    }
+                },
+                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s",
+                    "budgets": [{"nodes": "100%"}]}
+            }
+        });
+        if let Some(l) = limits {
+            np["spec"]["limits"] = l;
+        }
+        self.api.put_value(Kind::NodePool, np);
+    }
+
+    pub fn pending_pod(&self, name: &str, cpu: &str) {
+        self.api.put_value(Kind::Pod, pending_pod_json(name, cpu));
+    }
+
+    /// The kubelet registering: a Ready node for `provider_id` with the unregistered taint.
+    pub fn node_joins(&self, name: &str, provider_id: &str) {
+        self.api.put_value(
+            Kind::Node,
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "spec": {"providerID": provider_id,
+                    "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+                "status": {
+                    "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                    "allocatable": {"cpu": "3920m", "memory": "15Gi", "pods": "110"},
+                    "conditions": [{"type": "Ready", "status": "True"}]
+                }
+            }),
+        );
+    }
+
+    /// kube-scheduler binding a pod.
+    pub fn bind(&self, pod: &str, node: &str) {
+        let mut p = pending_pod_json(pod, "1");
+        p["spec"]["nodeName"] = json!(node);
+        p["status"] =
+            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+        self.api.put_value(Kind::Pod, p);
+    }
+}
+
+pub fn pending_pod_json(name: &str, cpu: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": format!("pod-{name}"),
+            "labels": {"app": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs", "controller": true}]},
+        "spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    })
+}

@@ -1,0 +1,149 @@
+//! Deleting a claim drains its node in priority groups, honours PDBs, terminates the instance
+//! and releases both finalizers.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Harness;
+use crate::lifecycle::Lifecycle;
+use crate::provisioner::Provisioner;
+use crate::state::{Kind, Object};
+use crate::termination::{Progress, Termination};
+use crate::write::KubeWriter;
+
+/// Runs the loop until a claim is initialized on node `n1`; returns the claim's name.
+pub async fn initialized_node(h: &Harness) -> String {
+    h.nodepool("default", None);
+    h.pending_pod("seed", "1");
+    h.api.mark_synced();
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    let prov = Provisioner::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
+    let life = Lifecycle::new(h.state.clone(), w, h.cloud.clone(), h.clock);
+    let name = prov.provision().await.unwrap().created[0].clone();
+    life.reconcile_all().await;
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &name) else {
+        panic!()
+    };
+    h.node_joins("n1", &c.status.unwrap().provider_id.unwrap());
+    life.reconcile_all().await;
+    h.api.delete(Kind::Pod, "default/seed").unwrap();
+    name
+}
+
+fn bound(name: &str, labels: Value, owner: &str, priority_class: Option<&str>) -> Value {
+    let mut p = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner, "name": "o", "uid": "o", "controller": true}]},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Running"}
+    });
+    if let Some(pc) = priority_class {
+        p["spec"]["priorityClassName"] = json!(pc);
+    }
+    p
+}
+
+fn pdb(allowed: i32) -> Value {
+    json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "maxUnavailable": 1},
+        "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}})
+}
+
+fn pods(h: &Harness) -> Vec<String> {
+    h.api.list(Kind::Pod).iter().map(|o| o.key()).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_goes_group_by_group_and_waits_for_pdbs() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    h.api.put_value(
+        Kind::Pod,
+        bound("web", json!({"app": "web"}), "ReplicaSet", None),
+    );
+    h.api.put_value(
+        Kind::Pod,
+        bound("db", json!({"app": "db"}), "StatefulSet", None),
+    );
+    h.api.put_value(
+        Kind::Pod,
+        bound("agent", json!({"app": "agent"}), "DaemonSet", None),
+    );
+    h.api.put_value(
+        Kind::Pod,
+        bound(
+            "dns",
+            json!({"app": "dns"}),
+            "ReplicaSet",
+            Some("system-cluster-critical"),
+        ),
+    );
+    h.api.put_value(Kind::Pdb, pdb(0));
+
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    let life = Lifecycle::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
+    let term = Termination::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
+
+    w.delete_nodeclaim(&claim).await.unwrap();
+    life.reconcile_all().await; // deletes the node (held by its finalizer)
+    let Some(Object::Node(n)) = h.api.get(Kind::Node, "n1") else {
+        panic!()
+    };
+    assert!(n.metadata.deletion_timestamp.is_some());
+
+    let r = term.reconcile_all().await;
+    let Ok(Progress::Draining {
+        evicted, blocked, ..
+    }) = &r["n1"]
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(evicted, &vec!["default/web".to_string()]);
+    assert_eq!(blocked, &vec!["default/db".to_string()]);
+    let Some(Object::Node(n)) = h.api.get(Kind::Node, "n1") else {
+        panic!()
+    };
+    assert!(
+        n.spec
+            .unwrap()
+            .taints
+            .unwrap()
+            .iter()
+            .any(|t| t.key == "karpenter.sh/disrupted" && t.effect == "NoSchedule")
+    );
+    // The daemonset and critical pods wait for the first group.
+    assert_eq!(pods(&h), vec!["default/agent", "default/db", "default/dns"]);
+
+    // Still blocked: nothing else moves.
+    term.reconcile_all().await;
+    assert_eq!(pods(&h), vec!["default/agent", "default/db", "default/dns"]);
+    assert!(
+        h.api
+            .log()
+            .iter()
+            .any(|l| l == "evict-refused Pod default/db")
+    );
+
+    h.api.put_value(Kind::Pdb, pdb(1));
+    term.reconcile_all().await;
+    assert_eq!(pods(&h), vec!["default/agent", "default/dns"]);
+    term.reconcile_all().await;
+    assert_eq!(pods(&h), vec!["default/dns"]);
+    term.reconcile_all().await;
+    assert!(pods(&h).is_empty());
+    assert!(!h.cloud.running().is_empty());
+
+    // Drained: the instance is terminated, then the finalizer goes.
+    assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Terminating));
+    assert!(h.cloud.running().is_empty());
+    assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Done));
+    assert!(h.api.get(Kind::Node, "n1").is_none());
+
+    // The claim's finalizer follows once the node and the instance are gone.
+    life.reconcile_all().await;
+    assert!(h.api.get(Kind::NodeClaim, &claim).is_none());
+}

@@ -1,0 +1,201 @@
+//! The narrow write interface: exactly the writes the controller makes, nothing else. Loops
+//! take `Arc<dyn KubeWriter>`; a cluster gets [`kube::KubeApi`], tests get
+//! [`crate::memory::MemoryApi`], and [`LeaderGate`] wraps either so only the lease holder
+//! writes.
+
+pub mod kube;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
+use nodewright_api::v1::nodepool::NodePoolStatus;
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+use tokio::sync::watch;
+
+#[derive(Clone, Debug, Error, PartialEq)]
+pub enum WriteError {
+    #[error("{kind} {name} not found")]
+    NotFound { kind: String, name: String },
+    #[error("{kind} {name} already exists")]
+    AlreadyExists { kind: String, name: String },
+    #[error("conflict writing {kind} {name}: {message}")]
+    Conflict {
+        kind: String,
+        name: String,
+        message: String,
+    },
+    #[error("not the leader: writes are disabled")]
+    NotLeader,
+    #[error("api error {code}: {message}")]
+    Api { code: u16, message: String },
+    #[error("{0}")]
+    Transport(String),
+}
+
+impl WriteError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, WriteError::NotFound { .. })
+    }
+}
+
+/// Metadata changes: `Some(v)` sets a key, `None` removes it. `finalizers` replaces the list.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetaPatch {
+    pub labels: BTreeMap<String, Option<String>>,
+    pub annotations: BTreeMap<String, Option<String>>,
+    pub finalizers: Option<Vec<String>>,
+}
+
+impl MetaPatch {
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.annotations.is_empty() && self.finalizers.is_none()
+    }
+
+    /// The JSON merge patch (RFC 7386) for `metadata`.
+    pub fn to_merge_patch(&self) -> Value {
+        let mut meta = Map::new();
+        let kv = |m: &BTreeMap<String, Option<String>>| {
+            Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.clone().map(Value::String).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect(),
+            )
+        };
+        if !self.labels.is_empty() {
+            meta.insert("labels".into(), kv(&self.labels));
+        }
+        if !self.annotations.is_empty() {
+            meta.insert("annotations".into(), kv(&self.annotations));
+        }
+        if let Some(f) = &self.finalizers {
+            meta.insert("finalizers".into(), json!(f));
+        }
+        json!({ "metadata": meta })
+    }
+}
+
+/// A Node change: metadata plus, when set, the whole taint list.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodePatch {
+    pub meta: MetaPatch,
+    pub taints: Option<Vec<k8s_openapi::api::core::v1::Taint>>,
+}
+
+impl NodePatch {
+    pub fn is_empty(&self) -> bool {
+        self.meta.is_empty() && self.taints.is_none()
+    }
+
+    pub fn to_merge_patch(&self) -> Value {
+        let mut p = self.meta.to_merge_patch();
+        if let Some(t) = &self.taints {
+            p["spec"] = json!({ "taints": t });
+        }
+        p
+    }
+}
+
+/// What an eviction request came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Eviction {
+    /// Accepted: the pod is being deleted.
+    Evicted,
+    /// 429: a PodDisruptionBudget forbids it now; try again later.
+    Blocked(String),
+    /// 404 or 409: the pod is already gone (or replaced).
+    Gone,
+}
+
+#[async_trait]
+pub trait KubeWriter: Send + Sync {
+    /// Creates the claim; returns it as stored (uid, resourceVersion, timestamps set).
+    async fn create_nodeclaim(&self, claim: &NodeClaim) -> Result<NodeClaim, WriteError>;
+    async fn patch_nodeclaim_status(
+        &self,
+        name: &str,
+        status: &NodeClaimStatus,
+    ) -> Result<(), WriteError>;
+    async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError>;
+    async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError>;
+    async fn patch_node(&self, name: &str, patch: &NodePatch) -> Result<(), WriteError>;
+    async fn delete_node(&self, name: &str) -> Result<(), WriteError>;
+    async fn evict_pod(&self, namespace: &str, name: &str) -> Result<Eviction, WriteError>;
+    async fn update_nodepool_status(
+        &self,
+        name: &str,
+        status: &NodePoolStatus,
+    ) -> Result<(), WriteError>;
+}
+
+/// Refuses every write while `leader` is false, so losing the lease stops all writers at once,
+/// whatever loop is mid-flight.
+pub struct LeaderGate {
+    inner: Arc<dyn KubeWriter>,
+    leader: watch::Receiver<bool>,
+}
+
+impl LeaderGate {
+    pub fn new(inner: Arc<dyn KubeWriter>, leader: watch::Receiver<bool>) -> Self {
+        LeaderGate { inner, leader }
+    }
+
+    fn check(&self) -> Result<(), WriteError> {
+        if *self.leader.borrow() {
+            Ok(())
+        } else {
+            Err(WriteError::NotLeader)
+        }
+    }
+}
+
+#[async_trait]
+impl KubeWriter for LeaderGate {
+    async fn create_nodeclaim(&self, claim: &NodeClaim) -> Result<NodeClaim, WriteError> {
+        self.check()?;
+        self.inner.create_nodeclaim(claim).await
+    }
+    async fn patch_nodeclaim_status(
+        &self,
+        name: &str,
+        status: &NodeClaimStatus,
+    ) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodeclaim_status(name, status).await
+    }
+    async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodeclaim_meta(name, patch).await
+    }
+    async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.delete_nodeclaim(name).await
+    }
+    async fn patch_node(&self, name: &str, patch: &NodePatch) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_node(name, patch).await
+    }
+    async fn delete_node(&self, name: &str) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.delete_node(name).await
+    }
+    async fn evict_pod(&self, namespace: &str, name: &str) -> Result<Eviction, WriteError> {
+        self.check()?;
+        self.inner.evict_pod(namespace, name).await
+    }
+    async fn update_nodepool_status(
+        &self,
+        name: &str,
+        status: &NodePoolStatus,
+    ) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.update_nodepool_status(name, status).await
+    }
+}

@@ -1,0 +1,200 @@
+//! [`KubeWriter`] over kube-rs: NodeClaims and NodePools through the dynamic API (their
+//! types live in `nodewright-api`, which does not depend on kube), Nodes and evictions
+//! through the typed API. Every patch is a JSON merge patch built by the same functions the
+//! in-memory API applies, so both agree on what a write means.
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Client;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
+use nodewright_api::v1::nodepool::NodePoolStatus;
+use serde_json::{Value, json};
+
+use super::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
+use crate::state::Kind;
+
+pub struct KubeApi {
+    client: Client,
+}
+
+pub fn api_resource(kind: Kind) -> ApiResource {
+    let (group, version, k, plural, _) = kind.gvk();
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, k), plural)
+}
+
+/// Maps a kube-rs error to the closed set the loops branch on.
+pub fn classify(kind: &str, name: &str, e: kube::Error) -> WriteError {
+    match e {
+        kube::Error::Api(status) => {
+            let code = status.code;
+            let message = status.message.clone();
+            match code {
+                404 => WriteError::NotFound {
+                    kind: kind.into(),
+                    name: name.into(),
+                },
+                409 if status.reason == "AlreadyExists" => WriteError::AlreadyExists {
+                    kind: kind.into(),
+                    name: name.into(),
+                },
+                409 => WriteError::Conflict {
+                    kind: kind.into(),
+                    name: name.into(),
+                    message,
+                },
+                _ => WriteError::Api { code, message },
+            }
+        }
+        other => WriteError::Transport(other.to_string()),
+    }
+}
+
+/// The outcome of an eviction call: 429 is a PDB saying no, 404/409 mean the pod is gone.
+pub fn eviction_outcome(result: Result<(), kube::Error>) -> Result<Eviction, WriteError> {
+    match result {
+        Ok(()) => Ok(Eviction::Evicted),
+        Err(kube::Error::Api(s)) if s.code == 429 => Ok(Eviction::Blocked(s.message)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(Eviction::Gone),
+        Err(e) => Err(classify("Pod", "", e)),
+    }
+}
+
+/// A `policy/v1` Eviction for the pod.
+pub fn eviction_body(namespace: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace}
+    })
+}
+
+/// The status subresource patch of a NodeClaim.
+pub fn status_patch<T: serde::Serialize>(status: &T) -> Value {
+    json!({ "status": status })
+}
+
+/// The client's built-in retry resends 429s with backoff; an eviction refused by a PDB must
+/// come back to the drain loop at once instead, so the writer's client does not retry.
+pub fn without_retry(mut config: kube::Config) -> kube::Config {
+    config.default_retry = false;
+    config
+}
+
+impl KubeApi {
+    pub fn new(client: Client) -> Self {
+        KubeApi { client }
+    }
+
+    fn dynamic(&self, kind: Kind) -> Api<DynamicObject> {
+        Api::all_with(self.client.clone(), &api_resource(kind))
+    }
+}
+
+fn to_dynamic<T: serde::Serialize>(v: &T) -> Result<DynamicObject, WriteError> {
+    serde_json::to_value(v)
+        .and_then(serde_json::from_value)
+        .map_err(|e| WriteError::Transport(format!("encoding request: {e}")))
+}
+
+#[async_trait]
+impl KubeWriter for KubeApi {
+    async fn create_nodeclaim(&self, claim: &NodeClaim) -> Result<NodeClaim, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let created = self
+            .dynamic(Kind::NodeClaim)
+            .create(&PostParams::default(), &to_dynamic(claim)?)
+            .await
+            .map_err(|e| classify("NodeClaim", &name, e))?;
+        serde_json::to_value(created)
+            .and_then(serde_json::from_value)
+            .map_err(|e| WriteError::Transport(format!("decoding NodeClaim {name}: {e}")))
+    }
+
+    async fn patch_nodeclaim_status(
+        &self,
+        name: &str,
+        status: &NodeClaimStatus,
+    ) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodeClaim)
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(status_patch(status)),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("NodeClaim", name, e))
+    }
+
+    async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodeClaim)
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(patch.to_merge_patch()),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("NodeClaim", name, e))
+    }
+
+    async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodeClaim)
+            .delete(name, &DeleteParams::background())
+            .await
+            .map(drop)
+            .map_err(|e| classify("NodeClaim", name, e))
+    }
+
+    async fn patch_node(&self, name: &str, patch: &NodePatch) -> Result<(), WriteError> {
+        Api::<Node>::all(self.client.clone())
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(patch.to_merge_patch()),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("Node", name, e))
+    }
+
+    async fn delete_node(&self, name: &str) -> Result<(), WriteError> {
+        Api::<Node>::all(self.client.clone())
+            .delete(name, &DeleteParams::background())
+            .await
+            .map(drop)
+            .map_err(|e| classify("Node", name, e))
+    }
+
+    async fn evict_pod(&self, namespace: &str, name: &str) -> Result<Eviction, WriteError> {
+        let r = Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .create_subresource::<Value, Value>(
+                "eviction",
+                name,
+                &PostParams::default(),
+                &eviction_body(namespace, name),
+            )
+            .await
+            .map(drop);
+        eviction_outcome(r)
+    }
+
+    async fn update_nodepool_status(
+        &self,
+        name: &str,
+        status: &NodePoolStatus,
+    ) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodePool)
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(status_patch(status)),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("NodePool", name, e))
+    }
+}
