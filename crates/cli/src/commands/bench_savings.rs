@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use clap::Args;
 use nodewright_core::bench::{self, Rng};
+use nodewright_core::disruption::consolidation::Features;
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
-use nodewright_core::disruption::plan::Settings;
-use nodewright_core::disruption::upstream::{Search, cluster_cost, run_to_fixed_point};
+use nodewright_core::disruption::plan::{Settings, plan};
+use nodewright_core::disruption::upstream::{Search, cluster_cost, round, run_to_fixed_point};
 use nodewright_core::model::{OwnerRef, Snapshot};
 use nodewright_core::scheduling::{self, launch::launch};
 use nodewright_core::time::Timestamp;
@@ -119,6 +120,43 @@ pub fn run(a: SavingsArgs) -> anyhow::Result<ExitCode> {
             o.pending_after,
             secs
         ))?;
+        let kinds: Vec<String> = o.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        crate::output::emit(&format!("{:<10} {}\n", "", kinds.join(", ")))?;
+        if o.stalled {
+            crate::output::emit(&format!(
+                "{:<10} stopped: the last round's commands would not have lowered the cost\n",
+                ""
+            ))?;
+        }
+        // Would the other search still find something where this one stopped?
+        let other: Vec<String> = match search {
+            Search::Upstream => plan(&o.snapshot, &sim, Settings::default())
+                .commands
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+            Search::Ours => round(&o.snapshot, &sim, Features::default())
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        };
+        let other_name = if search == Search::Ours {
+            "upstream"
+        } else {
+            "ours"
+        };
+        if other.is_empty() {
+            crate::output::emit(&format!(
+                "{:<10} at this fixed point {other_name} finds nothing more\n",
+                ""
+            ))?;
+        }
+        for c in other {
+            crate::output::emit(&format!(
+                "{:<10} at this fixed point {other_name} still finds: {c}\n",
+                ""
+            ))?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

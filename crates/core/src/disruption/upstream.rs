@@ -238,6 +238,10 @@ pub struct Outcome {
     pub cost_after: f64,
     /// Pods left pending after the last round (0 when every move found a place).
     pub pending_after: usize,
+    /// True when the run ended on a round whose commands would not have lowered the cost.
+    pub stalled: bool,
+    /// Commands applied, by `method/decision`.
+    pub by_kind: BTreeMap<String, usize>,
     /// The cluster at the fixed point.
     pub snapshot: Snapshot,
 }
@@ -270,10 +274,16 @@ pub fn run_to_fixed_point(
         }
         let next = apply(&s, &commands, &format!("round{}", out.rounds));
         if cluster_cost(&next) >= cluster_cost(&s) {
+            out.stalled = true;
             break;
         }
         out.rounds += 1;
         out.commands += commands.len();
+        for c in &commands {
+            *out.by_kind
+                .entry(format!("{}/{}", c.method.as_str(), c.decision.as_str()))
+                .or_default() += 1;
+        }
         s = next;
     }
     out.nodes_after = s.nodes.len();
