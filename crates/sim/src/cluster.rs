@@ -105,6 +105,10 @@ pub struct Cluster {
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     claim_seq: u64,
+    /// Counts every change a provisioning or disruption decision could depend on (pods bound,
+    /// created or removed; claims created, launched, Ready, tainted or deleted; objects
+    /// applied), so decisions over an unchanged cluster can be skipped.
+    pub changes: u64,
 }
 
 impl Cluster {
@@ -206,7 +210,13 @@ impl Cluster {
         }
     }
 
+    /// Records a change (see [`Cluster::changes`]).
+    pub fn changed(&mut self) {
+        self.changes += 1;
+    }
+
     pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
+        self.changes += 1;
         if let Some(p) = self.pods.get_mut(pod) {
             p.node_name = Some(node.to_string());
             p.phase = PodPhase::Running;
@@ -222,6 +232,7 @@ impl Cluster {
     /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
         let p = self.pods.remove(key)?;
+        self.changes += 1;
         if let Some(node) = &p.node_name
             && !p.is_daemonset_pod()
         {
@@ -261,6 +272,7 @@ impl Cluster {
                     let pod = self.new_replica(&key, now);
                     created.push(pod.key());
                     self.pods.insert(pod.key(), pod);
+                    self.changes += 1;
                 }
             }
         }

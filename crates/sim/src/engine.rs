@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_core::cadence::{
-    BatchWindow, Batcher, DisruptionCadence, DisruptionTimings, Due, Planned, Validated,
-    batcher::POD_REQUEUE,
+    BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due, Planned,
+    Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
@@ -25,7 +25,7 @@ use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_l
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
 use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
-use crate::report::{RunReport, Sample, Summary, TimelineEvent};
+use crate::report::{RunReport, Sample, Summary, TimelineEvent, Work};
 use crate::scenario::InterruptTarget;
 
 /// The instant virtual time starts at: 2026-01-01T00:00:00Z, so cron budgets see a real date.
@@ -97,6 +97,15 @@ pub struct Engine<'p> {
     queue: EventQueue<Event>,
     batcher: Batcher,
     cadence: DisruptionCadence,
+    /// The "consolidated" marker: rounds over an unchanged cluster skip the plan.
+    consolidation: ConsolidationState,
+    /// `cluster.changes` when the disruption loop last looked.
+    seen_changes: u64,
+    /// When the disruption loop last looked, for changes that are only time passing.
+    last_round: Timestamp,
+    /// `cluster.changes` and the instant after the last provisioning solve.
+    solved: Option<(u64, Timestamp)>,
+    work: Work,
     now: Timestamp,
     last_trigger: BTreeMap<String, Timestamp>,
     awaiting: Vec<Command>,
@@ -136,6 +145,11 @@ impl<'p> Engine<'p> {
             cloud: SimCloud::new(input.cloud.clone(), input.seed),
             batcher: Batcher::new(input.batch),
             cadence: DisruptionCadence::new(input.disruption, EPOCH),
+            consolidation: ConsolidationState::new(EPOCH),
+            seen_changes: 0,
+            last_round: EPOCH,
+            solved: None,
+            work: Work::default(),
             input,
             provisioner,
             cluster: Cluster::default(),
@@ -193,6 +207,7 @@ impl<'p> Engine<'p> {
         loop {
             let next = self.next_wake();
             self.advance_to(next);
+            self.work.steps += 1;
             while let Some((_, e)) = self.queue.pop_due(self.now) {
                 self.handle(e);
             }
@@ -283,6 +298,7 @@ impl<'p> Engine<'p> {
     }
 
     fn apply(&mut self, action: SimAction) {
+        self.cluster.changed();
         match action {
             SimAction::ApplyNodePool(pool, types) => {
                 self.log(
@@ -456,8 +472,29 @@ impl<'p> Engine<'p> {
 
     /// One provisioning pass over the snapshot, after a batch window closed.
     fn provision(&mut self, batch_size: usize) {
+        if self.solved.is_some_and(|(changes, at)| {
+            changes == self.cluster.changes && !self.ice_expired_between(at, self.now)
+        }) {
+            // The same pending pods over the same cluster: the solve would say the same.
+            self.work.solves_skipped += 1;
+            return;
+        }
+        self.work.solves += 1;
         let snapshot = self.cluster.snapshot(self.now);
         let plan = self.provisioner.provision(&snapshot);
+        self.provision_plan(plan, batch_size);
+        self.solved = Some((self.cluster.changes, self.now));
+    }
+
+    /// Whether an insufficient-capacity mark ran out in `(from, to]`.
+    fn ice_expired_between(&self, from: Timestamp, to: Timestamp) -> bool {
+        self.cluster
+            .ice
+            .values()
+            .any(|until| *until > from && *until <= to)
+    }
+
+    fn provision_plan(&mut self, plan: crate::provision::ProvisionPlan, batch_size: usize) {
         if plan.new_claims.is_empty() && plan.unplaced.is_empty() {
             return;
         }
@@ -486,6 +523,7 @@ impl<'p> Engine<'p> {
 
     fn create_claim(&mut self, c: &ClaimRequest, reason: String) -> Option<String> {
         let pool = self.cluster.nodepool(&c.nodepool)?.clone();
+        self.cluster.changed();
         let name = self.cluster.next_claim_name(&pool.name);
         let claim = NodeClaim {
             name: name.clone(),
@@ -554,6 +592,7 @@ impl<'p> Engine<'p> {
             return;
         }
         let now = self.now;
+        self.cluster.changed();
         let usable: Vec<LaunchOption> = options
             .into_iter()
             .filter(|o| {
@@ -674,6 +713,8 @@ impl<'p> Engine<'p> {
         if !claim.is_live() {
             return;
         }
+        self.cluster.changes += 1;
+        let claim = self.cluster.claims.get_mut(name).expect("live claim");
         let c = &mut claim.claim;
         let node = Node {
             name: name.to_string(),
@@ -754,6 +795,7 @@ impl<'p> Engine<'p> {
         }
         claim.deleted_at = Some(now);
         claim.claim.deletion_timestamp = Some(now);
+        self.cluster.changes += 1;
         self.pending_launch.remove(name);
         let pods: Vec<String> = self.cluster.pods_on(name).map(|p| p.key()).collect();
         for p in pods {
@@ -762,7 +804,51 @@ impl<'p> Engine<'p> {
         self.nominated.remove(name);
     }
 
+    /// Tells the consolidated marker about every change since the last round: cluster events,
+    /// and NodeClaims that became consolidatable or expired only because time passed.
+    fn observe_changes(&mut self) {
+        let (from, now) = (self.last_round, self.now);
+        self.last_round = now;
+        if self.cluster.changes != self.seen_changes {
+            self.seen_changes = self.cluster.changes;
+            self.consolidation.changed(now);
+            return;
+        }
+        let crossed = |t: Timestamp| t > from && t <= now;
+        let timed = self
+            .cluster
+            .claims
+            .values()
+            .filter(|c| c.is_live())
+            .any(|c| {
+                let quiet = c
+                    .claim
+                    .last_pod_event_time
+                    .unwrap_or(c.claim.creation_timestamp);
+                let consolidatable = self
+                    .cluster
+                    .nodepool(&c.claim.nodepool)
+                    .and_then(|p| p.disruption.consolidate_after)
+                    .is_some_and(|after| crossed(quiet.plus(after)));
+                let expired = c
+                    .claim
+                    .expire_after
+                    .is_some_and(|after| crossed(c.claim.creation_timestamp.plus(after)));
+                consolidatable || expired
+            });
+        if timed {
+            self.consolidation.changed(now);
+        }
+    }
+
     fn disruption_round(&mut self) {
+        self.observe_changes();
+        if self.consolidation.is_consolidated(self.now) {
+            self.work.plans_skipped += 1;
+            self.cadence.planned(self.now, Planned::Nothing);
+            return;
+        }
+        self.work.plans += 1;
         let snapshot = self.cluster.snapshot(self.now);
         let sim = EngineSimulator::default();
         let busy: BTreeSet<String> = self
@@ -770,12 +856,17 @@ impl<'p> Engine<'p> {
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
-        let round = plan(&snapshot, &sim, Settings::default());
-        let (forceful, graceful): (Vec<Command>, Vec<Command>) = round
+        let mut round = plan(&snapshot, &sim, Settings::default());
+        // Commands on nodes a running command already disrupts are not new work: the
+        // controller's candidates leave out nodes marked for deletion.
+        round
             .commands
-            .into_iter()
-            .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)))
-            .partition(|c| c.forceful);
+            .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)));
+        if plan_is_consolidated(&round) {
+            self.consolidation.mark_consolidated(self.now);
+        }
+        let (forceful, graceful): (Vec<Command>, Vec<Command>) =
+            round.commands.into_iter().partition(|c| c.forceful);
         if !forceful.is_empty() {
             for c in forceful {
                 self.start(c);
@@ -826,6 +917,7 @@ impl<'p> Engine<'p> {
     /// and the targets go once every replacement is Ready.
     fn start(&mut self, command: Command) {
         self.stats.commands += 1;
+        self.cluster.changed();
         self.check_consolidate_after(&command);
         for t in &command.targets {
             if let Some(node) = self
@@ -873,6 +965,9 @@ impl<'p> Engine<'p> {
             .into_iter()
             .partition(|r| r.replacements.iter().any(|c| c == claim));
         self.running = keep;
+        if !failed.is_empty() {
+            self.cluster.changed();
+        }
         for r in failed {
             for t in &r.command.targets {
                 if let Some(node) = self
@@ -1051,6 +1146,7 @@ impl<'p> Engine<'p> {
             samples: self.samples,
             summary,
             violations: self.violations,
+            work: self.work,
         }
     }
 

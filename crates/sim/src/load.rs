@@ -13,10 +13,12 @@ use nodewright_api::object::Object;
 use nodewright_api::workload::{Workload as ApiWorkload, expand_document};
 use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
 use nodewright_core::cadence::{BatchWindow, DisruptionTimings};
-use nodewright_core::model::InstanceType;
+use nodewright_core::labels;
+use nodewright_core::model::{InstanceType, NodePool};
+use nodewright_core::requirements::Operator;
 use serde_json::Value;
 
-use crate::cluster::{Workload, WorkloadKind};
+use crate::cluster::{Workload, WorkloadKind, label_matches};
 use crate::engine::{EngineInput, SimAction, TimedAction};
 use crate::scenario::{Action, Scenario, ScenarioError};
 
@@ -126,6 +128,7 @@ impl Loader<'_> {
             })?;
             let mut pool = pool;
             pool.ready = true;
+            let types = Arc::new(allowed_types(&pool, &types));
             out.push(SimAction::ApplyNodePool(pool, types));
         }
         Ok(out)
@@ -181,6 +184,59 @@ impl Loader<'_> {
             kind, &namespace, &name, replicas, template,
         ))])
     }
+}
+
+/// The instance types a NodePool's requirements leave possible. The scheduler would drop the
+/// others on every solve; dropping them once here keeps each solve (and each consolidation
+/// simulation) from compiling a catalog the NodePool can never use. A requirement on a label
+/// the instance type says nothing about keeps the type, as in the scheduler.
+fn allowed_types(pool: &NodePool, types: &[InstanceType]) -> Vec<InstanceType> {
+    let offering_keys = [labels::ZONE, labels::CAPACITY_TYPE];
+    types
+        .iter()
+        .filter(|it| {
+            let mut known: BTreeMap<String, String> = BTreeMap::new();
+            let mut absent: BTreeSet<&str> = BTreeSet::new();
+            for r in &it.requirements {
+                match r.operator {
+                    Operator::In if r.values.len() == 1 => {
+                        known.insert(r.key.clone(), r.values[0].clone());
+                    }
+                    Operator::DoesNotExist => {
+                        absent.insert(r.key.as_str());
+                    }
+                    _ => {}
+                }
+            }
+            let labels_ok = pool.template.requirements.iter().all(|r| {
+                if let Some(v) = known.get(&r.key) {
+                    label_matches(r, &BTreeMap::from([(r.key.clone(), v.clone())]))
+                } else if absent.contains(r.key.as_str()) {
+                    label_matches(r, &BTreeMap::new())
+                } else {
+                    true
+                }
+            });
+            let offering_reqs: Vec<_> = pool
+                .template
+                .requirements
+                .iter()
+                .filter(|r| offering_keys.contains(&r.key.as_str()))
+                .collect();
+            labels_ok
+                && it.offerings.iter().any(|o| {
+                    let l = BTreeMap::from([
+                        (labels::ZONE.to_string(), o.zone.clone()),
+                        (
+                            labels::CAPACITY_TYPE.to_string(),
+                            o.capacity_type.as_str().to_string(),
+                        ),
+                    ]);
+                    offering_reqs.iter().all(|r| label_matches(r, &l))
+                })
+        })
+        .cloned()
+        .collect()
 }
 
 fn spec_int(doc: &Document, pointer: &str, default: i64) -> i64 {

@@ -24,6 +24,8 @@ pub enum Which {
     Scheduling(SchedulingArgs),
     /// One full disruption planning round on a generated cluster.
     Consolidation(super::bench_consolidation::ConsolidationArgs),
+    /// Hours of hourly scaling on a generated cluster, run on the simulator.
+    Sim(super::bench_sim::SimArgs),
 }
 
 #[derive(Args, Debug)]
@@ -51,6 +53,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Scheduling(a) => scheduling(a),
         Which::Consolidation(a) => super::bench_consolidation::run(a),
+        Which::Sim(a) => super::bench_sim::run(a),
     }
 }
 
