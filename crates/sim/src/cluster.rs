@@ -248,6 +248,10 @@ impl Cluster {
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
         for key in keys {
+            let w = &self.workloads[&key];
+            // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
+            // be gone, since the replacement takes its name.
+            let count_terminating = w.kind == WorkloadKind::StatefulSet;
             let owned: Vec<String> = self
                 .pods
                 .values()
@@ -256,10 +260,10 @@ impl Cluster {
                         && p.owner
                             .as_ref()
                             .is_some_and(|o| o.controller && o.name == key.1)
+                        && (count_terminating || p.deletion_timestamp.is_none())
                 })
                 .map(|p| p.key())
                 .collect();
-            let w = &self.workloads[&key];
             let want = w.replicas as usize;
             if owned.len() > want {
                 let excess = owned.len() - want;

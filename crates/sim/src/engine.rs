@@ -79,8 +79,19 @@ enum Event {
     Action(usize),
     LaunchResult(String),
     NodeReady(String),
+    /// A spot interruption notice for a claim: two minutes until the instance is reclaimed.
     Interrupt(String),
+    /// The interrupted instance is reclaimed.
+    InstanceGone(String),
+    /// An evicted pod's grace period is over.
+    PodGone(String),
 }
+
+/// How long EC2 gives between a spot interruption notice and reclaiming the instance.
+pub const SPOT_NOTICE: Duration = Duration::from_secs(120);
+
+/// A pod's `terminationGracePeriodSeconds` when it sets none.
+pub const DEFAULT_POD_GRACE: Duration = Duration::from_secs(30);
 
 /// A command that passed validation and waits for its replacements.
 #[derive(Clone, Debug)]
@@ -110,6 +121,8 @@ pub struct Engine<'p> {
     last_trigger: BTreeMap<String, Timestamp>,
     awaiting: Vec<Command>,
     running: Vec<Running>,
+    /// Claims being drained, with why.
+    draining: Vec<(String, String)>,
     /// Claim name → the pods the provisioner meant it for.
     nominated: BTreeMap<String, Vec<String>>,
     /// Claims waiting for the cloud's answer, with their launch options.
@@ -158,6 +171,7 @@ impl<'p> Engine<'p> {
             last_trigger: BTreeMap::new(),
             awaiting: Vec::new(),
             running: Vec::new(),
+            draining: Vec::new(),
             nominated: BTreeMap::new(),
             pending_launch: BTreeMap::new(),
             timeline: Vec::new(),
@@ -222,6 +236,7 @@ impl<'p> Engine<'p> {
                 None => {}
             }
             self.progress_commands();
+            self.progress_drains();
             self.settle();
             self.check_invariants();
             self.sample();
@@ -281,17 +296,35 @@ impl<'p> Engine<'p> {
             }
             Event::LaunchResult(claim) => self.launch_result(&claim),
             Event::NodeReady(claim) => self.node_ready(&claim),
-            Event::Interrupt(claim) => {
+            Event::Interrupt(claim) => self.interruption_notice(&claim),
+            Event::InstanceGone(claim) => {
                 if self
                     .cluster
                     .claims
                     .get(&claim)
                     .is_some_and(SimClaim::is_live)
                 {
-                    self.stats.interruptions += 1;
                     let what = self.describe_claim(&claim);
-                    self.log("interrupted", format!("spot interruption reclaims {what}"));
+                    let left = self
+                        .cluster
+                        .pods_on(&claim)
+                        .filter(|p| !p.is_daemonset_pod())
+                        .count();
+                    self.log(
+                        "interrupted",
+                        format!("{what} reclaimed by EC2, {left} pod(s) still on it"),
+                    );
                     self.remove_claim(&claim);
+                }
+            }
+            Event::PodGone(key) => {
+                if self
+                    .cluster
+                    .pods
+                    .get(&key)
+                    .is_some_and(|p| p.deletion_timestamp.is_some())
+                {
+                    self.cluster.remove_pod(&key, self.now);
                 }
             }
         }
@@ -1003,24 +1036,15 @@ impl<'p> Engine<'p> {
                 continue;
             }
             for t in &r.command.targets {
-                let what = self.describe_claim(&t.nodeclaim);
-                let pods = self
-                    .cluster
-                    .pods_on(&t.node)
-                    .filter(|p| !p.is_daemonset_pod())
-                    .count();
-                self.log(
-                    "disrupted",
-                    format!(
-                        "{what} removed by {} ({}), {pods} pod(s) evicted",
-                        r.command.method.as_str(),
-                        match r.command.decision {
-                            Decision::Delete => "delete",
-                            Decision::Replace => "replace",
-                        }
-                    ),
+                let why = format!(
+                    "{} ({})",
+                    r.command.method.as_str(),
+                    match r.command.decision {
+                        Decision::Delete => "delete",
+                        Decision::Replace => "replace",
+                    }
                 );
-                self.remove_claim(&t.nodeclaim);
+                self.drain(&t.nodeclaim, why);
                 self.stats.disrupted += 1;
             }
             self.stats.savings_per_hour += r.command.savings_per_hour;
@@ -1033,6 +1057,118 @@ impl<'p> Engine<'p> {
                 ),
             );
         }
+    }
+
+    /// Deletes a claim gracefully: the node is cordoned, its pods are evicted and each goes
+    /// after its own grace period (capped by the NodePool's `terminationGracePeriod`, counted
+    /// from now), and the instance is terminated once no evictable pod is left.
+    fn drain(&mut self, name: &str, why: String) {
+        let now = self.now;
+        let Some(c) = self.cluster.claims.get_mut(name) else {
+            return;
+        };
+        if !c.is_live() || c.claim.deletion_timestamp.is_some() {
+            return;
+        }
+        c.claim.deletion_timestamp = Some(now);
+        let tgp = c.claim.termination_grace_period;
+        if let Some(node) = c.node.as_mut() {
+            node.unschedulable = true;
+            if !node.taints.iter().any(|t| t.key == DISRUPTED_TAINT) {
+                node.taints
+                    .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+            }
+        }
+        self.cluster.changed();
+        let deadline = tgp.map(|d| now.plus(d));
+        let pods: Vec<(String, Duration)> = self
+            .cluster
+            .pods_on(name)
+            .filter(|p| !p.is_daemonset_pod() && p.deletion_timestamp.is_none())
+            .map(|p| {
+                let own = p
+                    .termination_grace_period_seconds
+                    .map_or(DEFAULT_POD_GRACE, |s| Duration::from_secs(s.max(0) as u64));
+                (p.key(), own)
+            })
+            .collect();
+        let mut longest = Duration::ZERO;
+        for (key, own) in &pods {
+            let grace = match deadline {
+                Some(d) => (*own).min(d.since(now)),
+                None => *own,
+            };
+            longest = longest.max(grace);
+            if let Some(p) = self.cluster.pods.get_mut(key) {
+                p.deletion_timestamp = Some(now);
+            }
+            self.queue
+                .push(now.plus(grace), Event::PodGone(key.clone()));
+        }
+        let what = self.describe_claim(name);
+        self.log(
+            "draining",
+            format!(
+                "{what} cordoned and drained for {why}: {} pod(s) evicted, the last gone in {}s",
+                pods.len(),
+                longest.as_secs()
+            ),
+        );
+        self.draining.push((name.to_string(), why));
+    }
+
+    /// Terminates drained claims whose evicted pods are all gone.
+    fn progress_drains(&mut self) {
+        let draining = std::mem::take(&mut self.draining);
+        for (name, why) in draining {
+            let live = self
+                .cluster
+                .claims
+                .get(&name)
+                .is_some_and(SimClaim::is_live);
+            if !live {
+                continue;
+            }
+            let left = self.cluster.pods_on(&name).any(|p| !p.is_daemonset_pod());
+            if left {
+                self.draining.push((name, why));
+                continue;
+            }
+            let what = self.describe_claim(&name);
+            self.log("disrupted", format!("{what} drained and removed by {why}"));
+            self.remove_claim(&name);
+        }
+    }
+
+    /// A spot interruption notice: the node is cordoned and drained at once (its pods come
+    /// back pending and get new capacity), the offering is marked out of capacity, and EC2
+    /// reclaims the instance two minutes later whatever is still on it.
+    fn interruption_notice(&mut self, claim: &str) {
+        let Some(c) = self.cluster.claims.get(claim).filter(|c| c.is_live()) else {
+            return;
+        };
+        if let Some(i) = &c.instance {
+            self.cluster.ice.insert(
+                (i.instance_type.clone(), i.zone.clone(), i.capacity_type),
+                self.now.plus(ICE_TTL),
+            );
+        }
+        self.stats.interruptions += 1;
+        let what = self.describe_claim(claim);
+        self.log(
+            "interruption-notice",
+            format!(
+                "spot interruption notice for {what}; reclaimed at {}",
+                crate::report::clock(self.now.plus(SPOT_NOTICE).since(EPOCH))
+            ),
+        );
+        self.running
+            .retain(|r| r.command.targets.iter().all(|t| t.nodeclaim != claim));
+        self.drain(claim, "spot interruption".into());
+        self.queue.push(
+            self.now.plus(SPOT_NOTICE),
+            Event::InstanceGone(claim.to_string()),
+        );
     }
 
     /// A node is consolidated only once it has had no pod bound or removed for its NodePool's

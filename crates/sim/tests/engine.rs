@@ -126,11 +126,38 @@ fn an_interrupted_node_is_replaced_and_its_pods_placed_again() {
     assert_eq!(r.summary.interruptions, 1);
     assert!(r.summary.nodes_launched >= 2);
     assert_eq!(r.summary.pending_at_end, 0);
-    let interrupted = r.timeline.iter().find(|e| e.kind == "interrupted").unwrap();
+    // The notice cordons and drains the node at once; its pods get a new node before EC2
+    // reclaims the instance two minutes after the notice.
+    let notice = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "interruption-notice")
+        .unwrap();
+    assert_eq!(notice.at.as_secs(), 120);
+    let draining = r.timeline.iter().find(|e| e.kind == "draining").unwrap();
+    assert_eq!(draining.at, notice.at);
+    assert!(
+        draining.message.contains("spot interruption"),
+        "{draining:?}"
+    );
+    // Drained before the deadline (the pods' default 30 s grace), the node goes early.
+    let reclaimed = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disrupted" && e.message.contains("spot interruption"))
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(reclaimed.at.as_secs(), 150);
+    let replacement_ready = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "ready" && e.at > notice.at)
+        .unwrap();
+    let deadline = notice.at + std::time::Duration::from_secs(120);
+    assert!(replacement_ready.at < deadline, "{replacement_ready:?}");
     assert!(
         r.timeline
             .iter()
-            .any(|e| e.kind == "launch" && e.at > interrupted.at)
+            .any(|e| e.kind == "launch" && e.at >= notice.at && e.at < reclaimed.at)
     );
 }
 
@@ -250,7 +277,7 @@ fn spot_interruptions_follow_the_rate_and_the_workload_recovers() {
     let last_interrupt = r
         .timeline
         .iter()
-        .filter(|e| e.kind == "interrupted")
+        .filter(|e| e.kind == "interruption-notice")
         .map(|e| e.at)
         .max()
         .unwrap();
