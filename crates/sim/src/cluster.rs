@@ -51,6 +51,18 @@ pub enum WorkloadKind {
     StatefulSet,
     /// A bare pod: nothing recreates it.
     Pod,
+    /// Runs pods until `completions` of them succeeded, at most `replicas` (parallelism) at
+    /// a time.
+    Job,
+}
+
+/// How a Job's pods finish: each runs this long once bound, then succeeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSpec {
+    pub completions: u32,
+    /// `None`: the pods never finish on their own.
+    pub run_for: Option<std::time::Duration>,
+    pub succeeded: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +73,8 @@ pub struct Workload {
     pub replicas: u32,
     /// The pod every replica is made from (`name` and `namespace` are filled per replica).
     pub template: Pod,
+    /// Set for Jobs.
+    pub job: Option<JobSpec>,
     next_ordinal: u64,
 }
 
@@ -78,7 +92,16 @@ impl Workload {
             name: name.to_string(),
             replicas,
             template,
+            job: None,
             next_ordinal: 0,
+        }
+    }
+
+    /// How many pods the controller wants now.
+    pub fn wanted(&self) -> u32 {
+        match &self.job {
+            Some(j) => self.replicas.min(j.completions.saturating_sub(j.succeeded)),
+            None => self.replicas,
         }
     }
 }
@@ -90,6 +113,12 @@ impl Workload {
         self.kind = newer.kind;
         self.replicas = newer.replicas;
         self.template = newer.template;
+        if let (Some(j), Some(n)) = (self.job.as_mut(), newer.job) {
+            j.completions = n.completions;
+            j.run_for = n.run_for;
+        } else {
+            self.job = newer.job;
+        }
     }
 }
 
@@ -264,7 +293,7 @@ impl Cluster {
                 })
                 .map(|p| p.key())
                 .collect();
-            let want = w.replicas as usize;
+            let want = w.wanted() as usize;
             if owned.len() > want {
                 let excess = owned.len() - want;
                 for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
@@ -328,7 +357,7 @@ impl Cluster {
                 format!("{}-{ordinal}", w.name)
             }
             WorkloadKind::Pod => w.name.clone(),
-            WorkloadKind::Deployment => {
+            WorkloadKind::Deployment | WorkloadKind::Job => {
                 w.next_ordinal += 1;
                 format!("{}-{:05}", w.name, w.next_ordinal)
             }
@@ -342,6 +371,7 @@ impl Cluster {
                 WorkloadKind::Deployment => "ReplicaSet",
                 WorkloadKind::StatefulSet => "StatefulSet",
                 WorkloadKind::Pod => "Scenario",
+                WorkloadKind::Job => "Job",
             }
             .to_string(),
             name: w.name.clone(),

@@ -85,6 +85,8 @@ enum Event {
     InstanceGone(String),
     /// An evicted pod's grace period is over.
     PodGone(String),
+    /// A Job's pod finished its run.
+    PodSucceeded(String),
 }
 
 /// How long EC2 gives between a spot interruption notice and reclaiming the instance.
@@ -123,6 +125,8 @@ pub struct Engine<'p> {
     running: Vec<Running>,
     /// Claims being drained, with why.
     draining: Vec<(String, String)>,
+    /// Job pods whose success is already scheduled.
+    job_timers: BTreeSet<String>,
     /// Claim name → the pods the provisioner meant it for.
     nominated: BTreeMap<String, Vec<String>>,
     /// Claims waiting for the cloud's answer, with their launch options.
@@ -172,6 +176,7 @@ impl<'p> Engine<'p> {
             awaiting: Vec::new(),
             running: Vec::new(),
             draining: Vec::new(),
+            job_timers: BTreeSet::new(),
             nominated: BTreeMap::new(),
             pending_launch: BTreeMap::new(),
             timeline: Vec::new(),
@@ -269,6 +274,7 @@ impl<'p> Engine<'p> {
         let (created, _) = self.cluster.reconcile(self.now);
         let _ = created;
         bind_pending(&mut self.cluster, self.now);
+        self.schedule_job_runs();
         let pending: BTreeSet<String> = self
             .cluster
             .pending_pods()
@@ -317,6 +323,7 @@ impl<'p> Engine<'p> {
                     self.remove_claim(&claim);
                 }
             }
+            Event::PodSucceeded(key) => self.pod_succeeded(&key),
             Event::PodGone(key) => {
                 if self
                     .cluster
@@ -835,6 +842,65 @@ impl<'p> Engine<'p> {
             self.cluster.remove_pod(&p, now);
         }
         self.nominated.remove(name);
+    }
+
+    /// Schedules the success of every newly bound Job pod, `run-for` after it started.
+    fn schedule_job_runs(&mut self) {
+        let runs: BTreeMap<(String, String), Duration> = self
+            .cluster
+            .workloads
+            .iter()
+            .filter_map(|(k, w)| w.job.and_then(|j| j.run_for).map(|d| (k.clone(), d)))
+            .collect();
+        if runs.is_empty() {
+            return;
+        }
+        let mut due = Vec::new();
+        for p in self.cluster.pods.values() {
+            let (Some(o), Some(start)) = (&p.owner, p.start_time) else {
+                continue;
+            };
+            if o.kind != "Job" || p.node_name.is_none() || self.job_timers.contains(&p.key()) {
+                continue;
+            }
+            if let Some(d) = runs.get(&(p.namespace.clone(), o.name.clone())) {
+                due.push((p.key(), start.plus(*d)));
+            }
+        }
+        for (key, at) in due {
+            self.job_timers.insert(key.clone());
+            self.queue.push(at, Event::PodSucceeded(key));
+        }
+    }
+
+    /// A Job pod that is still running when its run ends succeeds and leaves its node.
+    fn pod_succeeded(&mut self, key: &str) {
+        self.job_timers.remove(key);
+        let Some(p) = self.cluster.pods.get(key) else {
+            return;
+        };
+        if p.deletion_timestamp.is_some() || p.node_name.is_none() {
+            return;
+        }
+        let job = (
+            p.namespace.clone(),
+            p.owner.as_ref().map(|o| o.name.clone()).unwrap_or_default(),
+        );
+        self.cluster.remove_pod(key, self.now);
+        let Some(w) = self.cluster.workloads.get_mut(&job) else {
+            return;
+        };
+        let Some(spec) = w.job.as_mut() else {
+            return;
+        };
+        spec.succeeded += 1;
+        let (done, of) = (spec.succeeded, spec.completions);
+        if done == of {
+            self.log(
+                "job-complete",
+                format!("Job/{}/{}: {done}/{of} completions", job.0, job.1),
+            );
+        }
     }
 
     /// Tells the consolidated marker about every change since the last round: cluster events,

@@ -18,9 +18,12 @@ use nodewright_core::model::{InstanceType, NodePool};
 use nodewright_core::requirements::Operator;
 use serde_json::Value;
 
-use crate::cluster::{Workload, WorkloadKind, label_matches};
+use crate::cluster::{JobSpec, Workload, WorkloadKind, label_matches};
 use crate::engine::{EngineInput, SimAction, TimedAction};
 use crate::scenario::{Action, Scenario, ScenarioError};
+
+/// The annotation that says how long a Job's pods run before they succeed.
+pub const RUN_FOR_ANNOTATION: &str = "sim.nodewright.io/run-for";
 
 /// How long a run lasts after its last step when the scenario gives no `until`.
 pub const SETTLE: Duration = Duration::from_secs(15 * 60);
@@ -143,6 +146,7 @@ impl Loader<'_> {
             .unwrap_or("default")
             .to_string();
         let name = doc.name().to_string();
+        let mut job = None;
         let (kind, replicas) = match doc.kind() {
             "Deployment" => (WorkloadKind::Deployment, spec_int(doc, "/spec/replicas", 1)),
             "StatefulSet" => (
@@ -152,7 +156,12 @@ impl Loader<'_> {
             "Job" => {
                 let parallelism = spec_int(doc, "/spec/parallelism", 1);
                 let completions = spec_int(doc, "/spec/completions", parallelism);
-                (WorkloadKind::Deployment, parallelism.min(completions))
+                job = Some(JobSpec {
+                    completions: u32::try_from(completions.max(0)).unwrap_or(u32::MAX),
+                    run_for: self.run_for(doc, at)?,
+                    succeeded: 0,
+                });
+                (WorkloadKind::Job, parallelism)
             }
             "Pod" => (WorkloadKind::Pod, 1),
             "DaemonSet" => {
@@ -180,9 +189,42 @@ impl Loader<'_> {
             _ => return Err(located(format!("{}: no pod template", doc.describe()))),
         };
         let replicas = u32::try_from(replicas.max(0)).unwrap_or(u32::MAX);
-        Ok(vec![SimAction::ApplyWorkload(Workload::new(
-            kind, &namespace, &name, replicas, template,
-        ))])
+        let mut w = Workload::new(kind, &namespace, &name, replicas, template);
+        w.job = job;
+        Ok(vec![SimAction::ApplyWorkload(w)])
+    }
+
+    /// A Job's `sim.nodewright.io/run-for` annotation (on the Job or its pod template): how
+    /// long each pod runs before it succeeds.
+    fn run_for(&self, doc: &Document, at: &str) -> Result<Option<Duration>, ScenarioError> {
+        for (pointer, field) in [
+            ("/metadata/annotations", "metadata.annotations"),
+            (
+                "/spec/template/metadata/annotations",
+                "spec.template.metadata.annotations",
+            ),
+        ] {
+            let Some(v) = doc
+                .value
+                .pointer(pointer)
+                .and_then(|a| a.get(RUN_FOR_ANNOTATION))
+            else {
+                continue;
+            };
+            let bad = |why: String| {
+                self.err(
+                    at.into(),
+                    format!("{}: {field}[{RUN_FOR_ANNOTATION}]: {why}", doc.describe()),
+                )
+            };
+            let text = v
+                .as_str()
+                .ok_or_else(|| bad(format!("expected a duration string, found {v}")))?;
+            let d = nodewright_core::disruption::duration::parse_go_duration(text)
+                .ok_or_else(|| bad(format!("{text:?} is not a duration such as 10m or 1h30m")))?;
+            return Ok(Some(d));
+        }
+        Ok(None)
     }
 }
 
@@ -337,6 +379,7 @@ fn check_references(
                     WorkloadKind::Deployment => "Deployment",
                     WorkloadKind::StatefulSet => "StatefulSet",
                     WorkloadKind::Pod => "Pod",
+                    WorkloadKind::Job => "Job",
                 };
                 known.insert((kind.into(), w.namespace.clone(), w.name.clone()));
             }
@@ -359,12 +402,7 @@ fn check_references(
                 }
             }
             SimAction::Delete(kind, ns, name) => {
-                // Jobs run as Deployments here.
-                let stored = if kind == "Job" {
-                    "Deployment"
-                } else {
-                    kind.as_str()
-                };
+                let stored = kind.as_str();
                 if !known.remove(&(stored.to_string(), ns.clone(), name.clone()))
                     && kind != "EC2NodeClass"
                 {

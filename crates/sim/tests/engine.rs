@@ -322,3 +322,61 @@ fn steps_naming_objects_the_scenario_never_created_are_errors() {
         "test.yaml: steps[1].delete: no Deployment default/app exists at this step"
     );
 }
+
+const JOB: &str = r#"
+  - inline:
+      apiVersion: batch/v1
+      kind: Job
+      metadata:
+        name: crunch
+        namespace: default
+        annotations: { sim.nodewright.io/run-for: 4m }
+      spec:
+        completions: 6
+        parallelism: 3
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "3" } } }]
+"#;
+
+#[test]
+fn job_pods_finish_and_their_empty_nodes_are_consolidated() {
+    let text = format!(
+        "until: 20m\nmanifests:{}{JOB}\nsteps:\n  - {{ advance: 1m }}\n",
+        POOL.replace("LIMIT", "100")
+    );
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let done = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "job-complete")
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(done.message, "Job/default/crunch: 6/6 completions");
+    // Two waves of three pods, four minutes each, after the first nodes are Ready.
+    assert!(done.at.as_secs() >= 8 * 60, "{:?}", done.at);
+    // At most three pods ran at once: the peak pod count is the parallelism.
+    assert!(r.samples.iter().all(|s| s.pods <= 3));
+    assert_eq!(r.summary.pods_at_end, 0);
+    // The emptied nodes go.
+    assert_eq!(r.summary.nodes_at_end, 0, "{:#?}", r.timeline);
+    let removed = r.timeline.iter().filter(|e| e.kind == "disrupted").count();
+    assert!(removed >= 1);
+}
+
+#[test]
+fn a_bad_run_for_names_the_job_and_the_annotation() {
+    let text = format!(
+        "until: 5m\nmanifests:{}{}\n",
+        POOL.replace("LIMIT", "100"),
+        JOB.replace("run-for: 4m", "run-for: soon")
+    );
+    let e = run(&text).unwrap_err();
+    assert!(e.starts_with("test.yaml: manifests: "), "{e}");
+    assert!(e.contains("Job/crunch") || e.contains("crunch"), "{e}");
+    assert!(
+        e.contains("metadata.annotations[sim.nodewright.io/run-for]"),
+        "{e}"
+    );
+}
