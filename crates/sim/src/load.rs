@@ -11,7 +11,9 @@ use nodewright_api::convert::documents::{ConvertOptions, Outcome, convert_docume
 use nodewright_api::document::Document;
 use nodewright_api::object::Object;
 use nodewright_api::workload::{Workload as ApiWorkload, expand_document};
-use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
+use nodewright_aws_model::{
+    AmiFamily, Catalog, EvictionSignal, NodeClassInput, Settings, SpotPrices, Zone,
+};
 use nodewright_core::cadence::{BatchWindow, DisruptionTimings};
 use nodewright_core::labels;
 use nodewright_core::model::{InstanceType, NodePool};
@@ -58,7 +60,7 @@ impl Loader<'_> {
         }
     }
 
-    fn instance_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+    fn instance_types(&self, input: &NodeClassInput) -> Arc<Vec<InstanceType>> {
         let zones: Vec<Zone> = self
             .scenario
             .cloud
@@ -70,9 +72,70 @@ impl Loader<'_> {
             &self.scenario.cloud.region,
             &zones,
             &Settings::default(),
-            &NodeClassInput::new(family),
+            input,
             &self.spot,
         ))
+    }
+
+    /// The EC2NodeClass settings that shape instance types: the AMI family and the kubelet's
+    /// pod density, reservations and hard eviction thresholds.
+    fn node_class_input(
+        &self,
+        family: AmiFamily,
+        kubelet: Option<&nodewright_api::aws::v1::KubeletConfiguration>,
+        describe: &str,
+        at: &str,
+    ) -> Result<NodeClassInput, ScenarioError> {
+        let mut input = NodeClassInput::new(family);
+        let Some(k) = kubelet else {
+            return Ok(input);
+        };
+        let bad = |field: &str, why: String| {
+            self.err(
+                at.into(),
+                format!("{describe}: spec.kubelet.{field}: {why}"),
+            )
+        };
+        let count = |field: &str, v: Option<i64>| -> Result<Option<u32>, ScenarioError> {
+            v.map(|n| u32::try_from(n).map_err(|_| bad(field, format!("{n} is out of range"))))
+                .transpose()
+        };
+        input.max_pods = count("maxPods", k.max_pods)?;
+        input.pods_per_core = count("podsPerCore", k.pods_per_core)?;
+        for (field, map, out) in [
+            ("kubeReserved", &k.kube_reserved, &mut input.kube_reserved),
+            (
+                "systemReserved",
+                &k.system_reserved,
+                &mut input.system_reserved,
+            ),
+        ] {
+            for (name, q) in map.iter().flatten() {
+                let v = nodewright_api::quantity::parse_resource(name, q)
+                    .map_err(|e| bad(&format!("{field}[{name}]"), e.to_string()))?;
+                out.insert(name.clone(), v);
+            }
+        }
+        for (signal, q) in k.eviction_hard.iter().flatten() {
+            let parsed = match q.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().ok().map(EvictionSignal::Percent),
+                None => nodewright_api::quantity::parse_resource("memory", q)
+                    .ok()
+                    .map(EvictionSignal::Bytes),
+            }
+            .ok_or_else(|| {
+                bad(
+                    &format!("evictionHard[{signal}]"),
+                    format!("{q:?} is neither a quantity nor a percentage"),
+                )
+            })?;
+            match signal.as_str() {
+                "memory.available" => input.eviction_hard_memory = Some(parsed),
+                "nodefs.available" => input.eviction_hard_nodefs = Some(parsed),
+                _ => {}
+            }
+        }
+        Ok(input)
     }
 
     /// Turns one batch of documents (applied together) into actions.
@@ -109,7 +172,13 @@ impl Loader<'_> {
                             ),
                         )
                     })?;
-                    self.classes.insert(name, self.instance_types(family));
+                    let input = self.node_class_input(
+                        family,
+                        nc.spec.kubelet.as_ref(),
+                        &item.doc.describe(),
+                        at,
+                    )?;
+                    self.classes.insert(name, self.instance_types(&input));
                 }
                 Object::NodePool(np) => pools.push((item.doc.describe(), np.clone())),
                 _ => {}

@@ -380,3 +380,44 @@ fn a_bad_run_for_names_the_job_and_the_annotation() {
         "{e}"
     );
 }
+
+#[test]
+fn kubelet_max_pods_caps_each_node_and_forces_more_nodes() {
+    let tiny = |kubelet: &str| {
+        let text = scenario(
+            "1000",
+            "{}",
+            "  - { at: 5s, scale: default/app, replicas: 30 }\n",
+            "3m",
+        )
+        .replace(r#"cpu: "1""#, "cpu: 50m")
+        .replace(
+            "role: node-role",
+            &format!("role: node-role\n        {kubelet}"),
+        );
+        run(&text).unwrap()
+    };
+    let free = tiny("tags: { demo: \"true\" }");
+    let capped = tiny("kubelet: { maxPods: 10 }");
+    for r in [&free, &capped] {
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.summary.pending_at_end, 0);
+    }
+    assert_eq!(free.summary.nodes_at_end, 1, "{:#?}", free.timeline);
+    assert!(
+        capped.summary.nodes_at_end >= 3,
+        "{}",
+        capped.summary.nodes_at_end
+    );
+}
+
+#[test]
+fn a_bad_kubelet_setting_names_the_field() {
+    let text = scenario("100", "{}", "", "1m").replace(
+        "role: node-role",
+        "role: node-role\n        kubelet: { evictionHard: { memory.available: lots } }",
+    );
+    let e = run(&text).unwrap_err();
+    assert!(e.starts_with("test.yaml: manifests: "), "{e}");
+    assert!(e.contains("EC2NodeClass/default"), "{e}");
+}
