@@ -961,7 +961,7 @@ impl<'p> Engine<'p> {
         round
             .commands
             .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)));
-        if plan_is_consolidated(&round) {
+        if plan_is_consolidated(&round, &snapshot.nodepools) {
             self.consolidation.mark_consolidated(self.now);
         }
         let (forceful, graceful): (Vec<Command>, Vec<Command>) =

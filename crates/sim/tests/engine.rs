@@ -421,3 +421,22 @@ fn a_bad_kubelet_setting_names_the_field() {
     assert!(e.starts_with("test.yaml: manifests: "), "{e}");
     assert!(e.contains("EC2NodeClass/default"), "{e}");
 }
+
+#[test]
+fn a_quiet_cluster_skips_disruption_rounds_until_something_changes() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n  - { at: 8m, scale: default/app, replicas: 1 }\n",
+        "12m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // A round every 10 s is about 72 rounds; once consolidated, only changes and the
+    // five-minute refresh plan again.
+    let w = r.work;
+    assert!(w.plans + w.plans_skipped >= 60, "{w:?}");
+    assert!(w.plans_skipped > 3 * w.plans, "{w:?}");
+    // The scale-down at 8m is a change: the node it empties is still consolidated.
+    assert!(r.summary.nodes_disrupted >= 1, "{:#?}", r.timeline);
+}

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::disruption::plan::DisruptionPlan;
+use crate::model::NodePool;
 use crate::time::Timestamp;
 
 /// How long a "consolidated" verdict holds without any change.
@@ -69,10 +70,17 @@ impl ConsolidationState {
     }
 }
 
-/// Whether a round's plan lets the cluster be marked consolidated: it found nothing to do and
-/// no disruption budget held a node back (a budget can open again without any change).
-pub fn plan_is_consolidated(plan: &DisruptionPlan) -> bool {
-    plan.commands.is_empty() && !plan.verdicts.iter().any(|v| v.code == "budget-exhausted")
+/// Whether a round's plan lets the cluster be marked consolidated: it found nothing to do,
+/// and no disruption budget that can open on its own held a node back. A budget's allowance
+/// moves only with the cluster (nodes added, disrupted or deleted: all changes that clear the
+/// mark) or with its cron schedule, so only NodePools with scheduled budgets keep a
+/// budget-held round from being marked.
+pub fn plan_is_consolidated(plan: &DisruptionPlan, nodepools: &[NodePool]) -> bool {
+    let scheduled = nodepools
+        .iter()
+        .any(|p| p.disruption.budgets.iter().any(|b| b.schedule.is_some()));
+    plan.commands.is_empty()
+        && !(scheduled && plan.verdicts.iter().any(|v| v.code == "budget-exhausted"))
 }
 
 #[cfg(test)]
@@ -125,21 +133,25 @@ mod tests {
     }
 
     #[test]
-    fn a_budget_held_round_is_not_consolidated() {
+    fn a_round_held_by_a_scheduled_budget_is_not_consolidated() {
         use crate::disruption::plan::Verdict;
+        use crate::model::{Budget, BudgetNodes};
         let mut plan = DisruptionPlan::default();
-        assert!(plan_is_consolidated(&plan));
-        plan.verdicts.push(Verdict {
-            node: "n".into(),
-            code: "no-action".into(),
-            message: String::new(),
-        });
-        assert!(plan_is_consolidated(&plan));
+        let mut pool = NodePool::default();
+        assert!(plan_is_consolidated(&plan, std::slice::from_ref(&pool)));
         plan.verdicts.push(Verdict {
             node: "m".into(),
             code: "budget-exhausted".into(),
             message: String::new(),
         });
-        assert!(!plan_is_consolidated(&plan));
+        // An always-on budget opens only when the cluster changes.
+        assert!(plan_is_consolidated(&plan, std::slice::from_ref(&pool)));
+        pool.disruption.budgets.push(Budget {
+            nodes: BudgetNodes::Count(0),
+            schedule: Some("0 9 * * *".into()),
+            duration: Some(Duration::from_secs(3600)),
+            reasons: vec![],
+        });
+        assert!(!plan_is_consolidated(&plan, std::slice::from_ref(&pool)));
     }
 }
