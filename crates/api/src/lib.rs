@@ -9,6 +9,7 @@
 //! Strings such as quantities are parsed here, once, so `core` only sees integers.
 
 pub mod aws;
+pub mod cluster;
 pub mod conversion;
 pub mod convert;
 pub mod crd;

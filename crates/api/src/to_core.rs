@@ -114,7 +114,11 @@ fn nillable(
     })
 }
 
-fn taints(list: Option<&[v1::Taint]>, path: &Path, errs: &mut Vec<FieldError>) -> Vec<Taint> {
+pub(crate) fn taints(
+    list: Option<&[v1::Taint]>,
+    path: &Path,
+    errs: &mut Vec<FieldError>,
+) -> Vec<Taint> {
     let mut out = Vec::new();
     for (i, t) in list.unwrap_or_default().iter().enumerate() {
         match TaintEffect::parse(&t.effect) {
@@ -133,7 +137,7 @@ fn taints(list: Option<&[v1::Taint]>, path: &Path, errs: &mut Vec<FieldError>) -
     out
 }
 
-fn requirements(
+pub(crate) fn requirements(
     reqs: &[v1::NodeSelectorRequirementWithMinValues],
     path: &Path,
     errs: &mut Vec<FieldError>,

@@ -7,9 +7,11 @@ use clap::Subcommand;
 pub mod bench;
 pub mod bench_consolidation;
 pub mod bench_sim;
+pub mod bench_savings;
 pub mod convert;
 pub mod crds;
 pub mod plan;
+pub mod plan_disruption;
 pub mod simulate;
 pub mod validate;
 

@@ -15,4 +15,5 @@ pub mod duration;
 pub mod engine_simulator;
 pub mod plan;
 pub mod simulate;
+pub mod upstream;
 pub mod validate;

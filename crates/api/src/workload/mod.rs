@@ -5,7 +5,7 @@ mod controllers;
 mod pod;
 
 pub use controllers::{Workload, daemonset_pod, expand_document, expand_template};
-pub use pod::{effective_requests, pod_from_api};
+pub use pod::{effective_requests, label_selector, pod_from_api, term as node_selector_term};
 
 use crate::error::FieldError;
 

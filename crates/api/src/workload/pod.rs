@@ -91,7 +91,7 @@ fn requirement(e: &api::NodeSelectorRequirement, path: &Path) -> Result<Requirem
     })
 }
 
-fn term(t: &api::NodeSelectorTerm, path: &Path) -> Result<NodeSelectorTerm, FieldError> {
+pub fn term(t: &api::NodeSelectorTerm, path: &Path) -> Result<NodeSelectorTerm, FieldError> {
     if t.match_fields.as_ref().is_some_and(|f| !f.is_empty()) {
         return Err(path
             .field("matchFields")
@@ -280,6 +280,12 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
                 name: o.name.clone(),
                 controller: true,
             }),
+        other_owner_references: md
+            .owner_references
+            .iter()
+            .flatten()
+            .filter(|o| o.controller != Some(true))
+            .count() as u32,
         requests: effective_requests(spec, &sp)?,
         node_selector: spec.node_selector.clone().unwrap_or_default(),
         tolerations: spec

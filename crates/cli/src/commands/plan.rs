@@ -23,9 +23,17 @@ pub struct PlanArgs {
     /// Interchange JSON input, or Kubernetes manifests (YAML/JSON, file or directory).
     #[arg(long)]
     pub input: PathBuf,
-    /// Instance-type catalog (interchange `instanceTypes`), required with manifests.
+    /// Instance-type catalog (interchange `instanceTypes`), required with manifests (with
+    /// `--disruption` the embedded AWS catalog is the default).
     #[arg(long)]
     pub instance_types: Option<PathBuf>,
+    /// Plan voluntary disruption (emptiness, drift, consolidation) of the input's nodes instead
+    /// of placing pending pods.
+    #[arg(long)]
+    pub disruption: bool,
+    /// The snapshot's time for `--disruption`, RFC 3339 (default: now).
+    #[arg(long, requires = "disruption")]
+    pub now: Option<String>,
     #[arg(long, value_enum, default_value = "table")]
     pub output: Output,
     /// Drop preferred affinities and ScheduleAnyway spreads up front (PREFERENCE_POLICY=Ignore).
@@ -66,6 +74,9 @@ pub fn load(input: &PathBuf, catalog: Option<&PathBuf>) -> anyhow::Result<Snapsh
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    if args.disruption {
+        return super::plan_disruption::run(&args);
+    }
     let snapshot = load(&args.input, args.instance_types.as_ref())?;
     let opts = Options {
         ignore_preferences: args.ignore_preferences,

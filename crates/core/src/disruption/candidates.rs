@@ -2,7 +2,8 @@
 //!
 //! A candidate is a Karpenter-managed node with its NodeClaim, initialized, not already being
 //! deleted, whose NodePool exists, and which nothing protects: no `karpenter.sh/do-not-disrupt`
-//! on the node or on any active pod, no PodDisruptionBudget that allows zero evictions for one
+//! on the node or on any active pod, no active pod without an owner reference (nothing would
+//! recreate it), no PodDisruptionBudget that allows zero evictions for one
 //! of its pods (nor a pod under two budgets), and — for the graceful methods (emptiness and
 //! consolidation) — `consolidateAfter` elapsed since the last pod event.
 
@@ -45,6 +46,9 @@ pub enum Blocker {
         pod: String,
         until: Option<Timestamp>,
     },
+    PodHasNoController {
+        pod: String,
+    },
     PdbAllowsNoEviction {
         pdb: String,
         pod: String,
@@ -71,6 +75,7 @@ impl Blocker {
             Blocker::Deleting => "deleting",
             Blocker::NodeDoNotDisrupt => "node-do-not-disrupt",
             Blocker::PodDoNotDisrupt { .. } => "pod-do-not-disrupt",
+            Blocker::PodHasNoController { .. } => "pod-has-no-controller",
             Blocker::PdbAllowsNoEviction { .. } => "pdb-blocked",
             Blocker::MultiplePdbs { .. } => "multiple-pdbs",
             Blocker::ConsolidationDisabled { .. } => "consolidation-disabled",
@@ -99,6 +104,7 @@ impl fmt::Display for Blocker {
                     t.unix_seconds()
                 )
             }
+            Blocker::PodHasNoController { pod } => write!(f, "pod {pod} has no controller"),
             Blocker::PdbAllowsNoEviction { pdb, pod } => {
                 write!(f, "PDB {pdb} allows 0 evictions (pod {pod})")
             }
@@ -184,6 +190,14 @@ pub fn do_not_disrupt_until(pod: &Pod, now: Timestamp) -> Option<Option<Timestam
     let start = pod.start_time.unwrap_or(pod.creation_timestamp);
     let until = start.plus(d);
     (until > now).then_some(Some(until))
+}
+
+/// Karpenter refuses to disrupt a node running an active pod that has no owner reference at
+/// all (mirror pods excepted): evicting it would delete it for good. Daemon pods have an owner,
+/// and terminal or terminating pods are filtered out before this is asked.
+fn ownerless_blocker(pod: &Pod) -> Option<Blocker> {
+    (pod.is_ownerless() && !pod.is_mirror_pod())
+        .then(|| Blocker::PodHasNoController { pod: pod.key() })
 }
 
 fn pdb_blocker(pod: &Pod, pdbs: &[&PodDisruptionBudget]) -> Option<Blocker> {
@@ -316,6 +330,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
                         pod: p.key(),
                         until,
                     })
+                    .or_else(|| ownerless_blocker(p))
                     .or_else(|| {
                         if is_reschedulable(p) {
                             pdb_blocker(p, &pdbs)

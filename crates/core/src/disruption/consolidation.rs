@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 
 use super::candidates::Candidate;
 use super::command::{Command, Method, Replacement, Target};
-use super::simulate::{ReplacementOption, SimulatedClaim, Simulator};
+use super::simulate::{Job, ReplacementOption, SimulatedClaim, Simulation, Simulator};
 use crate::labels;
-use crate::model::{CapacityType, ConsolidationPolicy, Pod, Snapshot};
+use crate::model::{CapacityType, ConsolidationPolicy, Snapshot};
 use crate::requirements::{Operator, Requirement};
 
 /// Karpenter's minimum number of cheaper spot options for single-node spot-to-spot.
@@ -144,12 +144,29 @@ pub fn compute(
     method: Method,
     features: Features,
 ) -> Result<Command, Rejection> {
-    let without: BTreeSet<String> = candidates.iter().map(|c| c.node.name.clone()).collect();
-    let pods: Vec<&Pod> = candidates
-        .iter()
-        .flat_map(|c| c.reschedulable_pods.iter().copied())
-        .collect();
-    let sim = simulator.simulate(snapshot, &without, &pods);
+    let j = job(candidates);
+    let sim = simulator.simulate(snapshot, &j.without, &j.pods);
+    decide(&sim, candidates, method, features)
+}
+
+/// The simulation consolidating `candidates` needs: their nodes gone, their pods moved.
+pub fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
+    Job {
+        without: candidates.iter().map(|c| c.node.name.clone()).collect(),
+        pods: candidates
+            .iter()
+            .flat_map(|c| c.reschedulable_pods.iter().copied())
+            .collect(),
+    }
+}
+
+/// What the simulation of [`job`] means for `candidates`: a command or why not.
+pub fn decide(
+    sim: &Simulation,
+    candidates: &[&Candidate<'_>],
+    method: Method,
+    features: Features,
+) -> Result<Command, Rejection> {
     if let Some((pod, reason)) = sim.failures.first() {
         return Err(Rejection::PodsDoNotFit {
             pod: pod.clone(),

@@ -1,13 +1,17 @@
 //! [`Simulator`] backed by the scheduling engine: the cluster without the candidate nodes,
 //! the moving pods made pending again, and one solve.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::simulate::{ReplacementOption, SimulatedClaim, Simulation, Simulator};
+use super::simulate::{
+    Job, PreparedSimulation, ReplacementOption, SimulatedClaim, Simulation, Simulator,
+};
 use crate::labels;
-use crate::model::{CapacityType, InstanceType, PodPhase, Snapshot};
+use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
 use crate::requirements::Operator;
-use crate::scheduling::{self, Options, Target};
+use crate::scheduling::prepared::Prepared;
+use crate::scheduling::{self, Options, Plan, Target};
 
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
@@ -66,101 +70,218 @@ impl Simulator for EngineSimulator {
         without: &BTreeSet<String>,
         pods: &[&crate::model::Pod],
     ) -> Simulation {
-        let moving: BTreeSet<String> = pods.iter().map(|p| p.key()).collect();
-        let mut s = snapshot.clone();
-        s.nodes.retain(|n| !without.contains(&n.name));
-        s.node_claims
-            .retain(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)));
-        // Only the moving pods are in question: pods already pending are the provisioner's,
-        // and daemon pods on removed nodes go with their nodes.
-        s.pods.retain(|p| {
-            !moving.contains(&p.key()) && p.node_name.as_ref().is_some_and(|n| !without.contains(n))
-        });
-        s.pods.extend(pods.iter().map(|p| {
-            let mut q = (*p).clone();
-            q.node_name = None;
-            q.phase = PodPhase::Pending;
-            q
-        }));
+        let s = reduced(snapshot, without, pods);
         let plan = scheduling::solve(&s, &self.options);
-        let mut failures: Vec<(String, String)> = plan
-            .unplaced
-            .iter()
-            .map(|u| (u.pod.clone(), u.reason.clone()))
-            .collect();
-        // A pod placed on a node that is not initialized yet is not a safe landing spot.
-        for p in &plan.placements {
-            if let Target::Node(name) | Target::InFlight(name) = &p.target {
-                let initialized = s
-                    .node_claims
-                    .iter()
-                    .find(|c| c.node_name.as_deref() == Some(name.as_str()) || &c.name == name)
-                    .is_none_or(|c| c.initialized);
-                if !initialized {
-                    failures.push((
-                        p.pod.clone(),
-                        format!("would land on {name}, which is not initialized"),
-                    ));
-                }
+        simulation(snapshot, without, &plan)
+    }
+
+    fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        let compiled = Prepared::new(snapshot)?;
+        let mut claims_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, c) in snapshot.node_claims.iter().enumerate() {
+            if let Some(n) = c.node_name.as_deref() {
+                claims_by_name.entry(n).or_default().push(i);
+            }
+            let v = claims_by_name.entry(c.name.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
             }
         }
-        let new_claims = plan
-            .new_claims
-            .iter()
-            .map(|c| {
-                let zones: Option<Vec<String>> = c
-                    .requirement_list
-                    .iter()
-                    .find(|r| r.key == labels::ZONE && r.operator == Operator::In)
-                    .map(|r| r.values.clone());
-                let mut cts: Vec<CapacityType> = c
-                    .requirement_list
-                    .iter()
-                    .find(|r| r.key == labels::CAPACITY_TYPE && r.operator == Operator::In)
-                    .map(|r| {
-                        r.values
-                            .iter()
-                            .filter_map(|v| CapacityType::parse(v))
-                            .collect()
-                    })
-                    .unwrap_or_else(|| vec![CapacityType::OnDemand, CapacityType::Spot]);
-                cts.sort();
-                let its = s.instance_types.get(&c.nodepool);
-                let options: Vec<ReplacementOption> = c
-                    .instance_types
-                    .iter()
-                    .filter_map(|o| {
-                        its.and_then(|v| v.iter().find(|it| it.name == plan.name_of(o)))
-                    })
-                    .filter_map(|it| option(it, zones.as_deref(), &cts))
-                    .collect();
-                let mut offered: Vec<CapacityType> = cts
-                    .iter()
-                    .copied()
-                    .filter(|ct| match ct {
-                        CapacityType::Spot => options.iter().any(|o| o.spot_price.is_some()),
-                        CapacityType::OnDemand => {
-                            options.iter().any(|o| o.on_demand_price.is_some())
-                        }
-                        CapacityType::Reserved => false,
-                    })
-                    .collect();
-                offered.dedup();
-                SimulatedClaim {
-                    nodepool: c.nodepool.clone(),
-                    requirements: c.requirement_list.clone(),
-                    options,
-                    capacity_types: offered,
-                }
-            })
-            .collect();
-        failures.sort();
-        Simulation {
-            failures,
-            new_claims,
-        }
+        Some(Box::new(EnginePrepared {
+            simulator: self,
+            snapshot,
+            compiled,
+            claims_by_name,
+        }))
     }
 }
+
+/// The snapshot a simulation solves: without the nodes in `without` (and their claims), the
+/// moving pods pending again.
+pub fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Snapshot {
+    let moving: BTreeSet<String> = pods.iter().map(|p| p.key()).collect();
+    let mut s = snapshot.clone();
+    s.nodes.retain(|n| !without.contains(&n.name));
+    s.node_claims
+        .retain(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)));
+    // Only the moving pods are in question: pods already pending are the provisioner's,
+    // and daemon pods on removed nodes go with their nodes.
+    s.pods.retain(|p| {
+        !moving.contains(&p.key()) && p.node_name.as_ref().is_some_and(|n| !without.contains(n))
+    });
+    s.pods.extend(pods.iter().map(|p| {
+        let mut q = (*p).clone();
+        q.node_name = None;
+        q.phase = PodPhase::Pending;
+        q
+    }));
+    s
+}
+
+/// What a solve of the reduced snapshot means for disruption.
+fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> Simulation {
+    let claims: Vec<&NodeClaim> = snapshot
+        .node_claims
+        .iter()
+        .filter(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
+        .collect();
+    let initialized = |name: &str| {
+        claims
+            .iter()
+            .find(|c| c.node_name.as_deref() == Some(name) || c.name == name)
+            .is_none_or(|c| c.initialized)
+    };
+    simulation_with(snapshot, plan, &initialized)
+}
+
+/// [`simulation`] with the lookup "is the claim behind this target initialized?" given.
+fn simulation_with(
+    snapshot: &Snapshot,
+    plan: &Plan,
+    initialized: &dyn Fn(&str) -> bool,
+) -> Simulation {
+    let s = snapshot;
+    let mut failures: Vec<(String, String)> = plan
+        .unplaced
+        .iter()
+        .map(|u| (u.pod.clone(), u.reason.clone()))
+        .collect();
+    // A pod placed on a node that is not initialized yet is not a safe landing spot.
+    for p in &plan.placements {
+        if let Target::Node(name) | Target::InFlight(name) = &p.target
+            && !initialized(name)
+        {
+            failures.push((
+                p.pod.clone(),
+                format!("would land on {name}, which is not initialized"),
+            ));
+        }
+    }
+    let new_claims = plan
+        .new_claims
+        .iter()
+        .map(|c| {
+            let zones: Option<Vec<String>> = c
+                .requirement_list
+                .iter()
+                .find(|r| r.key == labels::ZONE && r.operator == Operator::In)
+                .map(|r| r.values.clone());
+            let mut cts: Vec<CapacityType> = c
+                .requirement_list
+                .iter()
+                .find(|r| r.key == labels::CAPACITY_TYPE && r.operator == Operator::In)
+                .map(|r| {
+                    r.values
+                        .iter()
+                        .filter_map(|v| CapacityType::parse(v))
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![CapacityType::OnDemand, CapacityType::Spot]);
+            cts.sort();
+            let its = s.instance_types.get(&c.nodepool);
+            let options: Vec<ReplacementOption> = c
+                .instance_types
+                .iter()
+                .filter_map(|o| its.and_then(|v| v.iter().find(|it| it.name == plan.name_of(o))))
+                .filter_map(|it| option(it, zones.as_deref(), &cts))
+                .collect();
+            let mut offered: Vec<CapacityType> = cts
+                .iter()
+                .copied()
+                .filter(|ct| match ct {
+                    CapacityType::Spot => options.iter().any(|o| o.spot_price.is_some()),
+                    CapacityType::OnDemand => options.iter().any(|o| o.on_demand_price.is_some()),
+                    CapacityType::Reserved => false,
+                })
+                .collect();
+            offered.dedup();
+            SimulatedClaim {
+                nodepool: c.nodepool.clone(),
+                requirements: c.requirement_list.clone(),
+                options,
+                capacity_types: offered,
+            }
+        })
+        .collect();
+    failures.sort();
+    Simulation {
+        failures,
+        new_claims,
+    }
+}
+
+/// [`EngineSimulator`] over a compiled snapshot: incremental solves, several at once.
+struct EnginePrepared<'a> {
+    simulator: &'a EngineSimulator,
+    snapshot: &'a Snapshot,
+    compiled: Prepared,
+    /// Claim indices by node name and by claim name, in snapshot order.
+    claims_by_name: HashMap<&'a str, Vec<usize>>,
+}
+
+impl PreparedSimulation for EnginePrepared<'_> {
+    fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
+        match self
+            .compiled
+            .solve(self.snapshot, without, pods, &self.simulator.options)
+        {
+            Some(plan) => {
+                let initialized = |name: &str| {
+                    self.claims_by_name
+                        .get(name)
+                        .and_then(|ids| {
+                            ids.iter()
+                                .map(|&i| &self.snapshot.node_claims[i])
+                                .find(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
+                        })
+                        .is_none_or(|c| c.initialized)
+                };
+                simulation_with(self.snapshot, &plan, &initialized)
+            }
+            None => self.simulator.simulate(self.snapshot, without, pods),
+        }
+    }
+
+    fn simulate_all(&self, jobs: &[Job<'_>]) -> Vec<Simulation> {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(jobs.len());
+        if threads <= 1 {
+            return jobs
+                .iter()
+                .map(|j| self.simulate(&j.without, &j.pods))
+                .collect();
+        }
+        // Workers take the next job as they finish one; answers go back in job order, so the
+        // result does not depend on scheduling.
+        let next = AtomicUsize::new(0);
+        let mut done: Vec<(usize, Simulation)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(j) = jobs.get(i) else { break };
+                            out.push((i, self.simulate(&j.without, &j.pods)));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("a simulation worker panicked"))
+                .collect()
+        });
+        done.sort_by_key(|d| d.0);
+        done.into_iter().map(|d| d.1).collect()
+    }
+}
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {

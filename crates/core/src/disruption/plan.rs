@@ -12,7 +12,7 @@ use super::candidates::{Candidate, MethodClass, budget_node_counts, select};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::drift::drift_reason;
-use super::simulate::Simulator;
+use super::simulate::{PreparedSimulation, Simulator, prepare};
 use crate::model::{ConsolidationPolicy, DisruptionReason, NodeClaim, Pod, Snapshot};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -202,6 +202,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
             .then_with(|| a.node.name.cmp(&b.node.name))
     });
     let mut drift_done = false;
+    let mut drift_sim: Option<Box<dyn PreparedSimulation + '_>> = None;
     for (c, reason) in &drifted {
         let name = c.node.name.clone();
         if drift_done {
@@ -224,7 +225,9 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         }
         let mut without = taken.clone();
         without.insert(name.clone());
-        let sim = simulator.simulate(snapshot, &without, &c.reschedulable_pods);
+        let sim = drift_sim
+            .get_or_insert_with(|| prepare(simulator, snapshot))
+            .simulate(&without, &c.reschedulable_pods);
         if let Some((pod, why)) = sim.failures.first() {
             verdicts.insert(
                 name.clone(),
@@ -300,12 +303,14 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     // Multi-node: the longest prefix that consolidates, found by binary search.
     let mut multi: Option<(usize, Command)> = None;
     let (mut lo, mut hi) = (2usize, consolidatable.len());
-    while lo <= hi {
+    let multi_snapshot = (lo <= hi).then(|| without_taken(snapshot, &taken));
+    let multi_sim = multi_snapshot.as_ref().map(|s| prepare(simulator, s));
+    while let Some(sim) = multi_sim.as_ref().filter(|_| lo <= hi) {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
-        let result = consolidation::compute(
-            &without_taken(snapshot, &taken),
-            simulator,
+        let job = consolidation::job(prefix);
+        let result = consolidation::decide(
+            &sim.simulate(&job.without, &job.pods),
             prefix,
             Method::MultiNodeConsolidation,
             settings.features,
@@ -340,14 +345,25 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         .copied()
         .chain(over_budget.iter().map(|(c, _)| *c))
         .collect();
-    for (i, c) in evaluated.iter().enumerate() {
-        if taken.contains(&c.node.name) {
-            continue;
-        }
-        let one = [*c];
-        let r = consolidation::compute(
-            &reduced,
-            simulator,
+    // Every simulation first (several at once where the simulator can), then the decisions in
+    // candidate order.
+    let open: Vec<usize> = (0..evaluated.len())
+        .filter(|&i| !taken.contains(&evaluated[i].node.name))
+        .collect();
+    let sims = if open.is_empty() {
+        Vec::new()
+    } else {
+        let jobs: Vec<_> = open
+            .iter()
+            .map(|&i| consolidation::job(&[evaluated[i]]))
+            .collect();
+        prepare(simulator, &reduced).simulate_all(&jobs)
+    };
+    for (&i, sim) in open.iter().zip(&sims) {
+        let c = evaluated[i];
+        let one = [c];
+        let r = consolidation::decide(
+            sim,
             &one,
             Method::SingleNodeConsolidation,
             settings.features,

@@ -46,4 +46,56 @@ pub trait Simulator {
         without: &BTreeSet<String>,
         pods: &[&Pod],
     ) -> Simulation;
+
+    /// Compiles `snapshot` once for many simulations against it. `None` (the default) means
+    /// every simulation is answered by [`Simulator::simulate`].
+    fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        let _ = snapshot;
+        None
+    }
+}
+
+/// One simulation request against a prepared snapshot.
+#[derive(Clone, Debug)]
+pub struct Job<'p> {
+    pub without: BTreeSet<String>,
+    pub pods: Vec<&'p Pod>,
+}
+
+/// A snapshot compiled once for many simulations (see [`prepare`]).
+pub trait PreparedSimulation {
+    /// Same answer as [`Simulator::simulate`] on the prepared snapshot.
+    fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation;
+
+    /// Answers every job, in the order given. Implementations may work on several at once.
+    fn simulate_all(&self, jobs: &[Job<'_>]) -> Vec<Simulation> {
+        jobs.iter()
+            .map(|j| self.simulate(&j.without, &j.pods))
+            .collect()
+    }
+}
+
+/// A simulator that prepares nothing: every simulation goes to [`Simulator::simulate`].
+struct Unprepared<'a> {
+    simulator: &'a dyn Simulator,
+    snapshot: &'a Snapshot,
+}
+
+impl PreparedSimulation for Unprepared<'_> {
+    fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
+        self.simulator.simulate(self.snapshot, without, pods)
+    }
+}
+
+/// `simulator`'s prepared form of `snapshot`, or one that forwards every call.
+pub fn prepare<'a>(
+    simulator: &'a dyn Simulator,
+    snapshot: &'a Snapshot,
+) -> Box<dyn PreparedSimulation + 'a> {
+    simulator.prepare(snapshot).unwrap_or_else(|| {
+        Box::new(Unprepared {
+            simulator,
+            snapshot,
+        })
+    })
 }

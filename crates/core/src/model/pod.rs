@@ -90,7 +90,11 @@ pub struct Pod {
     pub uid: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// The controller owner reference, if any.
     pub owner: Option<OwnerRef>,
+    /// How many other (non-controller) owner references the pod has. Karpenter counts any
+    /// owner reference as ownership, so a pod with only these is not ownerless.
+    pub other_owner_references: u32,
     /// Effective requests: max(init containers, sum of containers) plus pod overhead, and
     /// `pods = 1`.
     pub requests: Resources,
@@ -137,6 +141,11 @@ impl Pod {
             .as_ref()
             .is_some_and(|o| o.controller && o.kind == "Node")
             || self.annotations.contains_key("kubernetes.io/config.mirror")
+    }
+
+    /// No owner reference at all: nothing recreates the pod once it is evicted.
+    pub fn is_ownerless(&self) -> bool {
+        self.owner.is_none() && self.other_owner_references == 0
     }
 
     pub fn is_terminal(&self) -> bool {

@@ -75,7 +75,7 @@ pub struct PoolC {
     pub reqs: Reqs,
     pub taints: Vec<Taint>,
     /// Ranked by base price then name: index order is price order.
-    pub its: Vec<ItC>,
+    pub its: std::sync::Arc<Vec<ItC>>,
     /// `None` for unlimited resources.
     pub limits: Vec<Option<i64>>,
     pub node_limit: Option<i64>,
@@ -366,7 +366,7 @@ pub fn compile_pool(
         weight: np.weight,
         reqs,
         taints: np.template.taints.clone(),
-        its,
+        its: std::sync::Arc::new(its),
         limits,
         node_limit,
         used: vec![0; names.len()],

@@ -121,8 +121,9 @@ impl<'w> Engine<'w> {
         let np = w.pools.len();
         let r = w.names.len();
         let nc = w.classes.len();
-        let mut node_room = std::collections::BTreeSet::new();
-        let mut inflight_room = std::collections::BTreeSet::new();
+        // Built in bulk from sorted lists: far cheaper than one insert per target.
+        let mut node_room = Vec::with_capacity(n);
+        let mut inflight_room = Vec::new();
         for (ei, e) in w.existing.iter().enumerate() {
             let free = e.available.first().copied().unwrap_or(0)
                 - w.existing_used[ei].first().copied().unwrap_or(0);
@@ -131,8 +132,13 @@ impl<'w> Engine<'w> {
             } else {
                 &mut node_room
             }
-            .insert((free, ei));
+            .push((free, ei));
         }
+        node_room.sort_unstable();
+        inflight_room.sort_unstable();
+        let node_room: std::collections::BTreeSet<(i64, usize)> = node_room.into_iter().collect();
+        let inflight_room: std::collections::BTreeSet<(i64, usize)> =
+            inflight_room.into_iter().collect();
         Engine {
             w,
             opts,

@@ -1,15 +1,26 @@
 //! String interning: label keys, label values and resource names become dense `u32` ids so the
 //! scheduler compares integers, never strings. Ids are assigned in first-seen order, which is
 //! deterministic because the compiler walks its input in a fixed order.
+//!
+//! An interner may sit on a shared, frozen base ([`Interner::layered`]): the base's ids stay
+//! as they are and new strings get ids after them, so one compiled cluster can serve many
+//! simulations without copying its strings.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
+    base: Option<Arc<Interner>>,
+    /// `base.len()`, the first id this layer hands out.
+    offset: u32,
     ids: HashMap<String, u32>,
     names: Vec<String>,
     /// The value parsed as an integer, for `Gt`/`Lt` comparisons.
     numbers: Vec<Option<i64>>,
+    /// Ids in this range that `intern` found already present, recorded in order.
+    watch: Option<(u32, u32)>,
+    hits: Vec<u32>,
 }
 
 impl Interner {
@@ -17,11 +28,38 @@ impl Interner {
         Self::default()
     }
 
+    /// An empty layer over `base`.
+    pub fn layered(base: Arc<Interner>) -> Self {
+        let offset = base.len() as u32;
+        Interner {
+            base: Some(base),
+            offset,
+            ..Interner::default()
+        }
+    }
+
+    /// Starts recording which ids in `range` are interned again (see [`Interner::take_hits`]).
+    pub fn watch(&mut self, range: (u32, u32)) {
+        self.watch = Some(range);
+        self.hits.clear();
+    }
+
+    /// The watched ids interned again since [`Interner::watch`]; stops watching.
+    pub fn take_hits(&mut self) -> Vec<u32> {
+        self.watch = None;
+        std::mem::take(&mut self.hits)
+    }
+
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
+        if let Some(id) = self.get(s) {
+            if let Some((lo, hi)) = self.watch
+                && (lo..hi).contains(&id)
+            {
+                self.hits.push(id);
+            }
             return id;
         }
-        let id = self.names.len() as u32;
+        let id = self.offset + self.names.len() as u32;
         self.ids.insert(s.to_string(), id);
         self.names.push(s.to_string());
         self.numbers.push(s.parse::<i64>().ok());
@@ -29,22 +67,60 @@ impl Interner {
     }
 
     pub fn get(&self, s: &str) -> Option<u32> {
+        if let Some(b) = &self.base
+            && let Some(id) = b.get(s)
+        {
+            return Some(id);
+        }
         self.ids.get(s).copied()
     }
 
     pub fn name(&self, id: u32) -> &str {
-        &self.names[id as usize]
+        match &self.base {
+            Some(b) if id < self.offset => b.name(id),
+            _ => &self.names[(id - self.offset) as usize],
+        }
     }
 
     pub fn number(&self, id: u32) -> Option<i64> {
-        self.numbers[id as usize]
+        match &self.base {
+            Some(b) if id < self.offset => b.number(id),
+            _ => self.numbers[(id - self.offset) as usize],
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.offset as usize + self.names.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_keeps_base_ids_and_numbers_after_them() {
+        let mut base = Interner::new();
+        assert_eq!(base.intern("a"), 0);
+        assert_eq!(base.intern("7"), 1);
+        let base = Arc::new(base);
+        let mut l = Interner::layered(base.clone());
+        assert_eq!(l.intern("7"), 1);
+        assert_eq!(l.intern("b"), 2);
+        assert_eq!(l.intern("b"), 2);
+        assert_eq!(l.name(0), "a");
+        assert_eq!(l.name(2), "b");
+        assert_eq!(l.number(1), Some(7));
+        assert_eq!(l.len(), 3);
+        assert_eq!(base.len(), 2);
+        l.watch((0, 2));
+        l.intern("a");
+        l.intern("b");
+        l.intern("c");
+        assert_eq!(l.take_hits(), vec![0]);
     }
 }

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod intern;
 pub mod launch;
 pub mod plan;
+pub mod prepared;
 pub mod reqs;
 pub mod setup;
 pub mod solver;

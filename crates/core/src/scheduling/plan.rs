@@ -79,7 +79,7 @@ pub struct Plan {
     /// A proven lower bound on the cost of new capacity for the pods placed on new claims.
     pub lower_bound: f64,
     /// Names the options' `instance_type` indices refer to.
-    pub instance_type_names: Vec<String>,
+    pub instance_type_names: std::sync::Arc<Vec<String>>,
     /// Names the options' `zone` indices refer to.
     pub zone_names: Vec<String>,
 }

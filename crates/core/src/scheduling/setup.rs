@@ -2,6 +2,7 @@
 //! topology groups and the counts of pods already running.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
 use super::intern::Interner;
@@ -64,11 +65,79 @@ impl Class {
     }
 }
 
+/// The existing targets of one solve: a shared compiled list, or a subset of one (in its
+/// order), so many solves over one cluster do not copy it.
+#[derive(Clone, Debug, Default)]
+pub struct Existing {
+    pub all: Arc<Vec<ExistingC>>,
+    /// Indices into `all` that this solve sees; `None` for all of them.
+    pub keep: Option<Vec<u32>>,
+}
+
+impl Existing {
+    pub fn new(all: Vec<ExistingC>) -> Self {
+        Existing {
+            all: Arc::new(all),
+            keep: None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keep.as_ref().map_or(self.all.len(), |k| k.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &ExistingC> + '_ {
+        (0..self.len()).map(move |i| &self[i])
+    }
+}
+
+impl std::ops::Index<usize> for Existing {
+    type Output = ExistingC;
+
+    fn index(&self, i: usize) -> &ExistingC {
+        match &self.keep {
+            None => &self.all[i],
+            Some(k) => &self.all[k[i] as usize],
+        }
+    }
+}
+
+/// Plan-wide instance-type ids: names sorted, and per NodePool the id of each of its types.
+#[derive(Debug, Default)]
+pub struct TypeNames {
+    pub names: Arc<Vec<String>>,
+    pub pool_ids: Vec<Vec<u32>>,
+}
+
+pub fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
+    let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
+    for p in pools {
+        for it in p.its.iter() {
+            ids.entry(it.name.as_str()).or_insert(0);
+        }
+    }
+    for (i, v) in ids.values_mut().enumerate() {
+        *v = i as u32;
+    }
+    Arc::new(TypeNames {
+        names: Arc::new(ids.keys().map(|k| k.to_string()).collect()),
+        pool_ids: pools
+            .iter()
+            .map(|p| p.its.iter().map(|it| ids[it.name.as_str()]).collect())
+            .collect(),
+    })
+}
+
 pub struct World {
     pub interner: Interner,
     pub names: Interner,
     pub pools: Vec<PoolC>,
-    pub existing: Vec<ExistingC>,
+    pub type_names: Arc<TypeNames>,
+    pub existing: Existing,
     pub existing_used: Vec<Res>,
     pub existing_ports: Vec<Vec<crate::model::HostPort>>,
     pub groups: Vec<Group>,
@@ -87,7 +156,7 @@ pub struct World {
     pub any_prefer_no_schedule: bool,
 }
 
-fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+pub fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     let cpu = |p: &Pod| p.requests.get(crate::resources::CPU);
     let mem = |p: &Pod| p.requests.get(crate::resources::MEMORY);
     cpu(b)
@@ -97,6 +166,16 @@ fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
         .then_with(|| a.uid.cmp(&b.uid))
         .then_with(|| a.namespace.cmp(&b.namespace))
         .then_with(|| a.name.cmp(&b.name))
+}
+
+/// An unbound pod the scheduler places.
+pub fn waits(p: &Pod) -> bool {
+    !p.is_daemonset_pod()
+        && !p.is_mirror_pod()
+        && !p.is_terminal()
+        && p.node_name.is_none()
+        && !p.is_terminating()
+        && p.phase == PodPhase::Pending
 }
 
 /// The pods this run places: pending ones, and those on nodes being deleted.
@@ -114,7 +193,7 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
                 return false;
             }
             match &p.node_name {
-                None => !p.is_terminating() && p.phase == PodPhase::Pending,
+                None => waits(p),
                 Some(n) => deleting.contains(n.as_str()),
             }
         })
@@ -123,7 +202,50 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
     idx
 }
 
+/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
 pub fn build(s: &Snapshot) -> World {
+    let mut t = targets(s);
+    let schedule = pods_to_schedule(s);
+    let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
+    let running = usage(s, &mut t, &rescheduled);
+    let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &s.pods[i])).collect();
+    let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&s.pods[pi], ei)).collect();
+    let all = || run.clone();
+    let running = Running {
+        all: &all,
+        with_anti_affinity: run
+            .iter()
+            .copied()
+            .filter(|(p, _)| !p.pod_anti_affinity.is_empty())
+            .collect(),
+    };
+    complete(s, t, &sched, &running)
+}
+
+/// The cluster compiled before its pods are known: resource names, NodePools, and the
+/// existing targets (registered nodes, then in-flight claims) with what already runs there.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    pub names: Interner,
+    pub interner: Interner,
+    pub pools: Vec<PoolC>,
+    pub allow_undefined: Vec<bool>,
+    pub existing: Existing,
+    pub existing_used: Vec<Res>,
+    pub existing_ports: Vec<Vec<crate::model::HostPort>>,
+    pub hostname: u32,
+    pub zone: u32,
+    pub capacity_type: u32,
+    /// Per existing target, the ids its labels interned first: `[start, end)`.
+    pub fresh: Vec<(u32, u32)>,
+    /// Per NodePool, the capacity and count of its existing targets, when already known.
+    pub pool_used: Option<Vec<(Res, i64)>>,
+    /// See [`type_names`], when already known.
+    pub type_names: Option<Arc<TypeNames>>,
+}
+
+/// Compiles NodePools and existing targets, with nothing counted as running yet.
+pub fn targets(s: &Snapshot) -> Targets {
     let names = compile::resource_names(s);
     let mut interner = Interner::new();
     let hostname = interner.intern(labels::HOSTNAME);
@@ -132,7 +254,7 @@ pub fn build(s: &Snapshot) -> World {
 
     // NodePools in weight order, each with its instance types ranked by price.
     let empty = Vec::new();
-    let mut pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
+    let pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
         .into_iter()
         .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
         .map(|i| {
@@ -188,8 +310,10 @@ pub fn build(s: &Snapshot) -> World {
             .cmp(&initialized(a))
             .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
     });
+    let mut fresh: Vec<(u32, u32)> = Vec::new();
     for i in nodes_sorted {
         let n = &s.nodes[i];
+        let first = interner.len() as u32;
         let init = initialized(i) || n.ready;
         let taints = n
             .taints
@@ -205,6 +329,7 @@ pub fn build(s: &Snapshot) -> World {
             available: dense(&n.allocatable, &names),
             initialized: init,
         });
+        fresh.push((first, interner.len() as u32));
     }
     for c in &s.node_claims {
         if c.deletion_timestamp.is_some()
@@ -241,6 +366,7 @@ pub fn build(s: &Snapshot) -> World {
         if alloc.is_empty() {
             continue;
         }
+        let first = interner.len() as u32;
         existing.push(ExistingC {
             name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
             in_flight: true,
@@ -249,19 +375,44 @@ pub fn build(s: &Snapshot) -> World {
             available: dense(&alloc, &names),
             initialized: false,
         });
+        fresh.push((first, interner.len() as u32));
     }
+    let existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
+    let existing_ports = existing.iter().map(|_| Vec::new()).collect();
+    Targets {
+        names,
+        interner,
+        pools,
+        allow_undefined,
+        existing: Existing::new(existing),
+        existing_used,
+        existing_ports,
+        hostname,
+        zone,
+        capacity_type,
+        fresh,
+        pool_used: None,
+        type_names: None,
+    }
+}
+
+/// Counts the pods running on the targets (all but `rescheduled`) and the daemons that still
+/// have to start; returns the running pods as `(pod index, existing index)`.
+pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Vec<(usize, usize)> {
+    let Targets {
+        names,
+        interner,
+        existing,
+        existing_used,
+        existing_ports,
+        ..
+    } = t;
     let existing_index: HashMap<String, usize> = existing
         .iter()
         .enumerate()
         .map(|(i, e)| (e.name.clone(), i))
         .collect();
 
-    // Pods already running: their requests, and daemons that still have to start.
-    let mut existing_used: Vec<Res> = existing.iter().map(|_| vec![0; names.len()]).collect();
-    let mut existing_ports: Vec<Vec<crate::model::HostPort>> =
-        existing.iter().map(|_| Vec::new()).collect();
-    let schedule = pods_to_schedule(s);
-    let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut running: Vec<(usize, usize)> = Vec::new();
     for (pi, p) in s.pods.iter().enumerate() {
@@ -272,7 +423,7 @@ pub fn build(s: &Snapshot) -> World {
         if p.is_terminal() || rescheduled.contains(&pi) {
             continue;
         }
-        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, &names)) {
+        for (u, r) in existing_used[ei].iter_mut().zip(dense(&p.requests, names)) {
             *u += r;
         }
         existing_ports[ei].extend(p.host_ports.iter().cloned());
@@ -292,11 +443,11 @@ pub fn build(s: &Snapshot) -> World {
             {
                 continue;
             }
-            let dr = compile::daemon_reqs(&d.pod, &mut interner);
-            if e.reqs.compatible(&dr, &interner, &|_| false).is_ok() {
+            let dr = compile::daemon_reqs(&d.pod, interner);
+            if e.reqs.compatible(&dr, interner, &|_| false).is_ok() {
                 for (u, r) in existing_used[ei]
                     .iter_mut()
-                    .zip(dense(&d.pod.requests, &names))
+                    .zip(dense(&d.pod.requests, names))
                 {
                     *u += r;
                 }
@@ -304,23 +455,80 @@ pub fn build(s: &Snapshot) -> World {
             }
         }
     }
-    for p in pools.iter_mut() {
-        let pool_key = interner.get(labels::NODEPOOL);
-        let pool_val = interner.get(&p.name);
-        for (ei, e) in existing.iter().enumerate() {
-            let owned = match (pool_key, pool_val) {
-                (Some(k), Some(v)) => e
-                    .reqs
-                    .get(k)
-                    .is_some_and(|set| set.values == [v] && !set.complement),
-                _ => false,
-            };
-            if owned {
-                let _ = ei;
-                for (u, a) in p.used.iter_mut().zip(&e.available) {
-                    *u += a;
+    running
+}
+
+/// Which existing targets belong to a NodePool: those labelled with its name.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolOwner {
+    key: u32,
+    value: u32,
+}
+
+impl PoolOwner {
+    pub fn owns(&self, e: &ExistingC) -> bool {
+        e.reqs
+            .get(self.key)
+            .is_some_and(|set| set.values == [self.value] && !set.complement)
+    }
+}
+
+pub fn pool_owner(interner: &Interner, pool: &str) -> Option<PoolOwner> {
+    Some(PoolOwner {
+        key: interner.get(labels::NODEPOOL)?,
+        value: interner.get(pool)?,
+    })
+}
+
+/// The running pods a solve counts for topology, `(pod, existing index)`: all of them on
+/// demand (only needed when some class brings topology groups), and those with required
+/// anti-affinity terms up front.
+pub struct Running<'p, 'f> {
+    pub all: &'f dyn Fn() -> Vec<(&'p Pod, usize)>,
+    pub with_anti_affinity: Vec<(&'p Pod, usize)>,
+}
+
+/// Finishes the state for `schedule` (`(index, pod)`, in queue order; the index is what
+/// placements name) with `running` pods (`(pod, existing index)`) counted for topology.
+pub fn complete<'p>(
+    s: &Snapshot,
+    t: Targets,
+    schedule: &[(usize, &'p Pod)],
+    running: &Running<'p, '_>,
+) -> World {
+    let Targets {
+        names,
+        mut interner,
+        mut pools,
+        allow_undefined,
+        existing,
+        existing_used,
+        existing_ports,
+        hostname,
+        zone,
+        capacity_type,
+        pool_used,
+        type_names: known_type_names,
+        ..
+    } = t;
+    match pool_used {
+        Some(used) => {
+            for (p, (u, n)) in pools.iter_mut().zip(used) {
+                p.used = u;
+                p.used_nodes = n;
+            }
+        }
+        None => {
+            for p in pools.iter_mut() {
+                let owner = pool_owner(&interner, &p.name);
+                for e in existing.iter() {
+                    if owner.is_some_and(|o| o.owns(e)) {
+                        for (u, a) in p.used.iter_mut().zip(&e.available) {
+                            *u += a;
+                        }
+                        p.used_nodes += 1;
+                    }
                 }
-                p.used_nodes += 1;
             }
         }
     }
@@ -335,8 +543,7 @@ pub fn build(s: &Snapshot) -> World {
     let mut classes: Vec<Class> = Vec::new();
     let mut class_ids: HashMap<ClassKey, usize> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
-    for &pi in &schedule {
-        let pod = &s.pods[pi];
+    for &(pi, pod) in schedule {
         let (vols, vol_err) = match volume_alternatives(s, pod) {
             Ok(v) => (v, None),
             Err(e) => (vec![], Some(e)),
@@ -355,8 +562,7 @@ pub fn build(s: &Snapshot) -> World {
         classes.push(class);
     }
     // Running pods' required anti-affinity keeps matching pods away.
-    for &(pi, _) in &running {
-        let p = &s.pods[pi];
+    for &(p, _) in &running.with_anti_affinity {
         for t in &p.pod_anti_affinity {
             let sel = with_label_keys(
                 &t.label_selector,
@@ -392,7 +598,7 @@ pub fn build(s: &Snapshot) -> World {
     for &k in &keys {
         let mut vals: BTreeSet<(u32, usize)> = BTreeSet::new();
         for (pi, p) in pools.iter().enumerate() {
-            for it in &p.its {
+            for it in p.its.iter() {
                 let mut r = p.reqs.clone();
                 r.merge(&it.reqs, &interner);
                 if let Some(set) = r.get(k)
@@ -419,7 +625,7 @@ pub fn build(s: &Snapshot) -> World {
                 el.insert(v);
             }
         }
-        for e in &existing {
+        for e in existing.iter() {
             if let Some(set) = e.reqs.get(def.key)
                 && set.values.len() == 1
                 && !set.complement
@@ -433,8 +639,14 @@ pub fn build(s: &Snapshot) -> World {
     }
 
     // Count running pods.
-    for &(pi, ei) in &running {
-        let p = &s.pods[pi];
+    let all;
+    let counted: &[(&Pod, usize)] = if g.groups.is_empty() {
+        &running.with_anti_affinity
+    } else {
+        all = (running.all)();
+        &all
+    };
+    for &(p, ei) in counted {
         let e = &existing[ei];
         for grp in g.groups.iter_mut() {
             if grp.matches(&p.namespace, &p.labels)
@@ -481,9 +693,11 @@ pub fn build(s: &Snapshot) -> World {
     let order = interleave_by_shape(order, &classes, &pools, |c| forces_nodes(c));
 
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
+    let type_names = known_type_names.unwrap_or_else(|| type_names(&pools));
     World {
         interner,
         names,
+        type_names,
         pools,
         existing,
         existing_used,
@@ -528,7 +742,7 @@ fn interleave_by_shape(
 ) -> Vec<usize> {
     let (mut big_cpu, mut big_mem) = (1i64, 1i64);
     for p in pools {
-        for it in &p.its {
+        for it in p.its.iter() {
             big_cpu = big_cpu.max(it.alloc.first().copied().unwrap_or(0));
             big_mem = big_mem.max(it.alloc.get(1).copied().unwrap_or(0));
         }

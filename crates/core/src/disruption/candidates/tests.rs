@@ -256,3 +256,43 @@ fn budget_counts_include_disrupting_nodes() {
     s.nodes[0].ready = false;
     assert_eq!(budget_node_counts(&s)["default"], (1, 1));
 }
+
+#[test]
+fn ownerless_pod_blocks_graceful_and_drift_without_grace_period() {
+    let mut bare = pod("x");
+    bare.owner = None;
+    let s = snapshot_with(vec![pod("a"), bare.clone()], vec![]);
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("pod default/x has no controller")
+    );
+    assert_eq!(
+        select(&s, MethodClass::Graceful).blocked[0].1.code(),
+        "pod-has-no-controller"
+    );
+    assert!(only_blocker(&s, MethodClass::Eventual).is_some());
+    // Drift of a claim with a termination grace period ignores pod-level blockers.
+    let mut tgp = s.clone();
+    tgp.node_claims[0].termination_grace_period = Some(Duration::from_secs(60));
+    assert!(only_blocker(&tgp, MethodClass::Eventual).is_none());
+}
+
+#[test]
+fn any_owner_reference_counts_and_finished_or_mirror_pods_do_not_block() {
+    let mut other = pod("x");
+    other.owner = None;
+    other.other_owner_references = 1;
+    let mut done = pod("done");
+    done.owner = None;
+    done.phase = PodPhase::Succeeded;
+    let mut leaving = pod("leaving");
+    leaving.owner = None;
+    leaving.deletion_timestamp = Some(NOW);
+    let mut mirror = pod("static");
+    mirror.owner = None;
+    mirror
+        .annotations
+        .insert("kubernetes.io/config.mirror".into(), "abc".into());
+    let s = snapshot_with(vec![other, done, leaving, mirror], vec![]);
+    assert_eq!(only_blocker(&s, MethodClass::Graceful), None);
+}

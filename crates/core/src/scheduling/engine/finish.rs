@@ -8,22 +8,8 @@ impl Engine<'_> {
         let w = &*self.w;
         let mut new_claims = Vec::new();
         let mut claim_index = vec![usize::MAX; self.claims.len()];
-        let mut type_ids: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
-        for p in &w.pools {
-            for it in &p.its {
-                type_ids.entry(it.name.as_str()).or_insert(0);
-            }
-        }
-        for (i, v) in type_ids.values_mut().enumerate() {
-            *v = i as u32;
-        }
-        let instance_type_names: Vec<String> = type_ids.keys().map(|k| k.to_string()).collect();
-        // Per NodePool, the plan-wide id of each of its instance types, by index.
-        let pool_type_ids: Vec<Vec<u32>> = w
-            .pools
-            .iter()
-            .map(|p| p.its.iter().map(|it| type_ids[it.name.as_str()]).collect())
-            .collect();
+        let instance_type_names = w.type_names.names.clone();
+        let pool_type_ids = &w.type_names.pool_ids;
         let mut zone_ids: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
         let mut held: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
         let mut lost: Vec<(usize, String)> = Vec::new();

@@ -1,0 +1,882 @@
+//! [`SimCloud`]: the [`CloudProvider`] contract over the embedded AWS catalog. Launches pick
+//! the offering Karpenter's AWS provider would (see [`crate::select`]), instances start
+//! `Pending` and turn `Running` after the launch delay, deletes pass through `ShuttingDown`,
+//! and the fault knobs inject insufficient capacity per offering and API errors at a rate.
+//! Instance ids come from a seeded generator, so a run is reproducible.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use nodewright_api::aws::common::{AmiStatus, Condition, SecurityGroupStatus, SubnetStatus};
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::quantity;
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
+use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, Launched, tags};
+use nodewright_core::labels;
+use nodewright_core::model::{CapacityType, InstanceType, Offering};
+use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::resources::Resources;
+use nodewright_core::time::Timestamp;
+use tokio::time::Instant;
+
+use crate::select::{Choice, candidates};
+
+/// Matches offerings; an unset field matches anything.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OfferingPattern {
+    pub instance_type: Option<String>,
+    pub zone: Option<String>,
+    pub capacity_type: Option<CapacityType>,
+}
+
+impl OfferingPattern {
+    pub fn matches(&self, instance_type: &str, zone: &str, capacity_type: CapacityType) -> bool {
+        self.instance_type
+            .as_deref()
+            .is_none_or(|t| t == instance_type)
+            && self.zone.as_deref().is_none_or(|z| z == zone)
+            && self.capacity_type.is_none_or(|c| c == capacity_type)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimCloudConfig {
+    pub cluster_name: String,
+    pub region: String,
+    /// Zones the simulated subnets cover.
+    pub zones: Vec<String>,
+    /// From the launch call to a running instance.
+    pub launch_delay: Duration,
+    /// From the terminate call to a terminated instance.
+    pub termination_delay: Duration,
+    /// Share of create calls that fail with a retryable API error.
+    pub api_error_rate: f64,
+    /// Offerings that have no capacity.
+    pub insufficient_capacity: Vec<OfferingPattern>,
+    /// How long an offering that failed with insufficient capacity is left out of
+    /// `instance_types` (upstream's ICE cache TTL).
+    pub unavailable_ttl: Duration,
+    pub seed: u64,
+}
+
+impl Default for SimCloudConfig {
+    fn default() -> Self {
+        SimCloudConfig {
+            cluster_name: "nodewright".into(),
+            region: "us-east-1".into(),
+            zones: vec![
+                "us-east-1a".into(),
+                "us-east-1b".into(),
+                "us-east-1c".into(),
+            ],
+            launch_delay: Duration::from_secs(3),
+            termination_delay: Duration::from_secs(30),
+            api_error_rate: 0.0,
+            insufficient_capacity: Vec::new(),
+            unavailable_ttl: Duration::from_secs(180),
+            seed: 1,
+        }
+    }
+}
+
+/// An instance as the simulated cloud keeps it: what [`Instance`] reports plus what a node
+/// agent needs to register it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimInstance {
+    pub instance: Instance,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+    /// Well-known labels of the type and offering.
+    pub labels: BTreeMap<String, String>,
+    pub price: f64,
+    launched: Instant,
+    terminating: Option<Instant>,
+}
+
+impl SimInstance {
+    /// A record as the cloud would hold it; for tests of code that consumes instances.
+    pub fn for_tests(
+        instance: Instance,
+        capacity: Resources,
+        allocatable: Resources,
+        labels: BTreeMap<String, String>,
+        launched: Instant,
+    ) -> Self {
+        SimInstance {
+            instance,
+            capacity,
+            allocatable,
+            labels,
+            price: 0.0,
+            launched,
+            terminating: None,
+        }
+    }
+
+    /// When the launch call returned (on tokio's clock).
+    pub fn launched_at(&self) -> Instant {
+        self.launched
+    }
+
+    fn state_at(&self, now: Instant, launch: Duration, termination: Duration) -> InstanceState {
+        match self.terminating {
+            Some(t) if now >= t + termination => InstanceState::Terminated,
+            Some(_) => InstanceState::ShuttingDown,
+            None if now >= self.launched + launch => InstanceState::Running,
+            None => InstanceState::Pending,
+        }
+    }
+}
+
+/// SplitMix64: small, seeded, good enough for ids and fault draws.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+}
+
+struct State {
+    rng: Rng,
+    instances: BTreeMap<String, SimInstance>,
+    /// (instance type, zone, capacity type) → when it may be offered again.
+    unavailable: BTreeMap<(String, String, CapacityType), Instant>,
+}
+
+/// The simulated cloud.
+pub struct SimCloud {
+    config: SimCloudConfig,
+    catalog: Arc<Catalog>,
+    spot: SpotPrices,
+    state: Mutex<State>,
+    types: Mutex<BTreeMap<AmiFamily, Arc<Vec<InstanceType>>>>,
+}
+
+fn ami_family(name: &str) -> Option<AmiFamily> {
+    Some(match name {
+        "AL2" => AmiFamily::AL2,
+        "AL2023" => AmiFamily::AL2023,
+        "Bottlerocket" => AmiFamily::Bottlerocket,
+        "Custom" => AmiFamily::Custom,
+        "Windows2019" => AmiFamily::Windows2019,
+        "Windows2022" => AmiFamily::Windows2022,
+        "Windows2025" => AmiFamily::Windows2025,
+        _ => return None,
+    })
+}
+
+fn family_of(class: Option<&EC2NodeClass>) -> AmiFamily {
+    class
+        .and_then(|c| c.spec.resolved_ami_family())
+        .and_then(|f| ami_family(&f))
+        .unwrap_or(AmiFamily::AL2023)
+}
+
+/// The simulated image for a family; drift is a class whose resolved images no longer
+/// include the instance's.
+fn image_for(family: AmiFamily) -> String {
+    format!("ami-sim-{}", format!("{family:?}").to_lowercase())
+}
+
+fn wall_now() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    Timestamp(ms)
+}
+
+fn api_error(operation: &str, message: &str, retryable: bool) -> CloudError {
+    CloudError::Api {
+        operation: operation.into(),
+        message: message.into(),
+        retryable,
+    }
+}
+
+/// `aws:///<zone>/<id>` → `(zone, id)`.
+pub fn parse_provider_id(provider_id: &str) -> Option<(&str, &str)> {
+    let rest = provider_id.strip_prefix("aws:///")?;
+    let (zone, id) = rest.split_once('/')?;
+    (!zone.is_empty() && id.starts_with("i-")).then_some((zone, id))
+}
+
+/// The claim's requirements in core's terms; unknown operators are an invalid request.
+pub fn claim_requirements(claim: &NodeClaim) -> Result<Vec<Requirement>, CloudError> {
+    claim
+        .spec
+        .requirements
+        .iter()
+        .map(|r| {
+            let operator = Operator::parse(&r.operator).ok_or_else(|| {
+                CloudError::InvalidRequest(format!(
+                    "requirement {}: unsupported operator {:?}",
+                    r.key, r.operator
+                ))
+            })?;
+            Ok(Requirement {
+                key: r.key.clone(),
+                operator,
+                values: r.values().to_vec(),
+                min_values: r.min_values.and_then(|m| u32::try_from(m).ok()),
+            })
+        })
+        .collect()
+}
+
+/// The claim's resource requests, parsed.
+pub fn claim_requests(claim: &NodeClaim) -> Result<Resources, CloudError> {
+    let mut out = Resources::new();
+    let requests = claim
+        .spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref());
+    for (name, q) in requests.into_iter().flatten() {
+        let v = quantity::parse_resource(name, &q.text())
+            .map_err(|e| CloudError::InvalidRequest(format!("resources.requests.{name}: {e}")))?;
+        out.set(name, v);
+    }
+    Ok(out)
+}
+
+impl SimCloud {
+    /// A cloud over the embedded AWS catalog.
+    pub fn new(config: SimCloudConfig) -> Result<Self, CloudError> {
+        let catalog = nodewright_aws_model::catalog::embedded()
+            .map_err(|e| api_error("LoadCatalog", &e.to_string(), false))?;
+        Ok(Self::with_catalog(config, Arc::new(catalog)))
+    }
+
+    pub fn with_catalog(config: SimCloudConfig, catalog: Arc<Catalog>) -> Self {
+        let seed = config.seed;
+        SimCloud {
+            config,
+            catalog,
+            spot: SpotPrices::synthetic(),
+            state: Mutex::new(State {
+                rng: Rng(seed),
+                instances: BTreeMap::new(),
+                unavailable: BTreeMap::new(),
+            }),
+            types: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &SimCloudConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The catalog's instance types for a family, computed once.
+    fn family_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+        let mut cache = self.types.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(family)
+            .or_insert_with(|| {
+                let zones: Vec<Zone> = self.config.zones.iter().map(|z| Zone::new(z)).collect();
+                Arc::new(self.catalog.instance_types(
+                    &self.config.region,
+                    &zones,
+                    &Settings::default(),
+                    &NodeClassInput::new(family),
+                    &self.spot,
+                ))
+            })
+            .clone()
+    }
+
+    fn is_unavailable(state: &State, now: Instant, it: &str, o: &Offering) -> bool {
+        state
+            .unavailable
+            .get(&(it.to_owned(), o.zone.clone(), o.capacity_type))
+            .is_some_and(|until| now < *until)
+    }
+
+    fn no_capacity(&self, choice: &Choice) -> bool {
+        self.config
+            .insufficient_capacity
+            .iter()
+            .any(|p| p.matches(&choice.instance_type, &choice.zone, choice.capacity_type))
+    }
+
+    /// Every instance with its current state, terminated ones included; for the node agent
+    /// and tests.
+    pub fn instances(&self) -> Vec<SimInstance> {
+        let now = Instant::now();
+        let s = self.lock();
+        s.instances
+            .values()
+            .map(|i| self.with_state(i, now))
+            .collect()
+    }
+
+    fn with_state(&self, i: &SimInstance, now: Instant) -> SimInstance {
+        let mut out = i.clone();
+        out.instance.state =
+            i.state_at(now, self.config.launch_delay, self.config.termination_delay);
+        out
+    }
+
+    /// Reclaims an instance as EC2 does for spot interruptions: it starts shutting down now.
+    pub fn interrupt(&self, provider_id: &str) -> Result<(), CloudError> {
+        let mut s = self.lock();
+        let i = s
+            .instances
+            .get_mut(provider_id)
+            .ok_or_else(|| CloudError::NotFound {
+                provider_id: provider_id.into(),
+            })?;
+        i.terminating.get_or_insert_with(Instant::now);
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CloudProvider for SimCloud {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    async fn reconcile_node_class(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, CloudError> {
+        let family = class
+            .spec
+            .resolved_ami_family()
+            .unwrap_or_else(|| "AL2023".into());
+        let Some(family) = ami_family(&family) else {
+            return Err(CloudError::NodeClassNotReady {
+                name: class.metadata.name.clone().unwrap_or_default(),
+                reason: format!("unknown AMI family {family:?}"),
+            });
+        };
+        let subnets = self
+            .config
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| SubnetStatus {
+                id: format!("subnet-sim{i:04}"),
+                zone: Some(z.clone()),
+                zone_id: Some(format!("sim-az{}", i + 1)),
+                ..Default::default()
+            })
+            .collect();
+        let ready = Condition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: Some("Ready".into()),
+            message: Some(String::new()),
+            ..Default::default()
+        };
+        Ok(EC2NodeClassStatus {
+            subnets: Some(subnets),
+            security_groups: Some(vec![SecurityGroupStatus {
+                id: "sg-sim0001".into(),
+                name: Some(format!("{}-nodes", self.config.cluster_name)),
+                ..Default::default()
+            }]),
+            amis: Some(vec![AmiStatus {
+                id: image_for(family),
+                name: Some(format!("{family:?}")),
+                ..Default::default()
+            }]),
+            instance_profile: Some(format!("{}-node", self.config.cluster_name)),
+            conditions: Some(vec![ready]),
+            ..Default::default()
+        })
+    }
+
+    async fn instance_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Vec<InstanceType>, CloudError> {
+        let mut types = (*self.family_types(family_of(class))).clone();
+        let now = Instant::now();
+        let s = self.lock();
+        for it in &mut types {
+            for o in &mut it.offerings {
+                if Self::is_unavailable(&s, now, &it.name, o) {
+                    o.available = false;
+                }
+            }
+        }
+        Ok(types)
+    }
+
+    async fn create(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Launched, CloudError> {
+        let requirements = claim_requirements(claim)?;
+        let requests = claim_requests(claim)?;
+        let family = family_of(class);
+        let types = self.family_types(family);
+        let now = Instant::now();
+        let mut s = self.lock();
+        if s.rng.chance(self.config.api_error_rate) {
+            return Err(api_error(
+                "CreateFleet",
+                "RequestLimitExceeded: request limit exceeded (injected)",
+                true,
+            ));
+        }
+        let options = candidates(&types, &requirements, &requests, |it, o| {
+            !Self::is_unavailable(&s, now, it, o)
+        });
+        if options.is_empty() {
+            return Err(CloudError::InvalidRequest(format!(
+                "no instance type satisfies the requirements of nodeclaim {}",
+                claim.metadata.name.as_deref().unwrap_or("")
+            )));
+        }
+        let Some(pos) = options.iter().position(|c| !self.no_capacity(c)) else {
+            let failed: Vec<(String, String, String)> = options
+                .iter()
+                .map(|c| {
+                    (
+                        c.instance_type.clone(),
+                        c.zone.clone(),
+                        c.capacity_type.to_string(),
+                    )
+                })
+                .collect();
+            for c in &options {
+                s.unavailable.insert(
+                    (c.instance_type.clone(), c.zone.clone(), c.capacity_type),
+                    now + self.config.unavailable_ttl,
+                );
+            }
+            return Err(CloudError::InsufficientCapacity {
+                message: format!("no capacity in {} offering(s)", failed.len()),
+                offerings: failed,
+            });
+        };
+        // Offerings passed over for want of capacity are remembered, as the ICE cache does.
+        for c in &options[..pos] {
+            s.unavailable.insert(
+                (c.instance_type.clone(), c.zone.clone(), c.capacity_type),
+                now + self.config.unavailable_ttl,
+            );
+        }
+        let choice = &options[pos];
+        let it = types
+            .iter()
+            .find(|t| t.name == choice.instance_type)
+            .ok_or_else(|| CloudError::InvalidRequest("instance type vanished".into()))?;
+        let provider_id = loop {
+            let hi = s.rng.next() & 0xf;
+            let lo = s.rng.next();
+            let id = format!("aws:///{}/i-{hi:x}{lo:016x}", choice.zone);
+            if !s.instances.contains_key(&id) {
+                break id;
+            }
+        };
+        let mut node_labels: BTreeMap<String, String> = it
+            .requirements
+            .iter()
+            .filter(|r| r.operator == Operator::In && r.values.len() == 1)
+            .map(|r| (r.key.clone(), r.values[0].clone()))
+            .collect();
+        for (k, v) in [
+            (labels::INSTANCE_TYPE, choice.instance_type.as_str()),
+            (labels::ZONE, choice.zone.as_str()),
+            (labels::REGION, self.config.region.as_str()),
+            (labels::CAPACITY_TYPE, choice.capacity_type.as_str()),
+        ] {
+            node_labels.insert(k.to_owned(), v.to_owned());
+        }
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let mut instance_tags: BTreeMap<String, String> = class
+            .and_then(|c| c.spec.tags.clone())
+            .map(|t| t.into_iter().collect())
+            .unwrap_or_default();
+        instance_tags.insert(tags::cluster(&self.config.cluster_name), "owned".into());
+        instance_tags.insert(
+            "eks:eks-cluster-name".into(),
+            self.config.cluster_name.clone(),
+        );
+        instance_tags.insert(tags::MANAGED_BY.into(), self.config.cluster_name.clone());
+        if let Some(np) = claim_labels.get(labels::NODEPOOL) {
+            instance_tags.insert(tags::NODEPOOL.into(), np.clone());
+        }
+        if let Some(name) = &claim.metadata.name {
+            instance_tags.insert(tags::NODECLAIM.into(), name.clone());
+        }
+        instance_tags.insert(
+            tags::NODECLASS.into(),
+            claim.spec.node_class_ref.name.clone(),
+        );
+        let instance = Instance {
+            provider_id: provider_id.clone(),
+            instance_type: choice.instance_type.clone(),
+            zone: choice.zone.clone(),
+            capacity_type: choice.capacity_type,
+            image_id: Some(image_for(family)),
+            state: InstanceState::Pending,
+            launched_at: Some(wall_now()),
+            tags: instance_tags,
+        };
+        let record = SimInstance {
+            instance: instance.clone(),
+            capacity: it.capacity.clone(),
+            allocatable: it.allocatable(),
+            labels: node_labels.clone(),
+            price: choice.price,
+            launched: now,
+            terminating: None,
+        };
+        s.instances.insert(provider_id, record);
+        Ok(Launched {
+            instance,
+            capacity: it.capacity.clone(),
+            allocatable: it.allocatable(),
+            labels: node_labels,
+        })
+    }
+
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        let now = Instant::now();
+        let mut s = self.lock();
+        let not_found = || CloudError::NotFound {
+            provider_id: provider_id.into(),
+        };
+        let i = s.instances.get_mut(provider_id).ok_or_else(not_found)?;
+        let state = i.state_at(now, self.config.launch_delay, self.config.termination_delay);
+        if state == InstanceState::Terminated {
+            return Err(not_found());
+        }
+        i.terminating.get_or_insert(now);
+        Ok(())
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
+        if parse_provider_id(provider_id).is_none() {
+            return Err(CloudError::InvalidRequest(format!(
+                "malformed provider id {provider_id:?}"
+            )));
+        }
+        let now = Instant::now();
+        let s = self.lock();
+        s.instances
+            .get(provider_id)
+            .map(|i| self.with_state(i, now).instance)
+            .filter(|i| i.state != InstanceState::Terminated)
+            .ok_or_else(|| CloudError::NotFound {
+                provider_id: provider_id.into(),
+            })
+    }
+
+    async fn list(&self) -> Result<Vec<Instance>, CloudError> {
+        let now = Instant::now();
+        let s = self.lock();
+        Ok(s.instances
+            .values()
+            .map(|i| self.with_state(i, now).instance)
+            .filter(|i| i.state != InstanceState::Terminated)
+            .collect())
+    }
+
+    async fn is_drifted(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError> {
+        let Some(provider_id) = claim.status.as_ref().and_then(|s| s.provider_id.as_deref()) else {
+            return Ok(None);
+        };
+        let instance = self.get(provider_id).await?;
+        let Some(class) = class else {
+            return Ok(None);
+        };
+        let images: Vec<String> = match class.status.as_ref().and_then(|s| s.amis.as_ref()) {
+            Some(amis) => amis.iter().map(|a| a.id.clone()).collect(),
+            None => vec![image_for(family_of(Some(class)))],
+        };
+        Ok(match &instance.image_id {
+            Some(id) if !images.contains(id) => Some("AMIDrift".into()),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::OnceLock;
+
+    fn catalog() -> Arc<Catalog> {
+        static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
+        CATALOG
+            .get_or_init(|| Arc::new(nodewright_aws_model::catalog::embedded().unwrap()))
+            .clone()
+    }
+
+    fn cloud(config: SimCloudConfig) -> SimCloud {
+        SimCloud::with_catalog(config, catalog())
+    }
+
+    fn claim(name: &str, reqs: serde_json::Value, cpu: &str) -> NodeClaim {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {
+                "requirements": reqs,
+                "resources": {"requests": {"cpu": cpu}},
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+            }
+        }))
+        .unwrap()
+    }
+
+    fn on_demand_amd64() -> serde_json::Value {
+        serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5", "c5"]}
+        ])
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn launches_the_cheapest_compatible_offering_and_reports_states() {
+        let c = cloud(SimCloudConfig::default());
+        let launched = c
+            .create(&claim("nc-1", on_demand_amd64(), "3"), None)
+            .await
+            .unwrap();
+        let i = &launched.instance;
+        assert_eq!(
+            i.instance_type, "c5.xlarge",
+            "the cheapest m5/c5 with 3 cpu allocatable"
+        );
+        assert_eq!(i.capacity_type, CapacityType::OnDemand);
+        assert_eq!(i.state, InstanceState::Pending);
+        let (zone, id) = parse_provider_id(&i.provider_id).unwrap();
+        assert_eq!(zone, i.zone);
+        assert_eq!(id.len(), 2 + 17);
+        assert!(id[2..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(i.nodeclaim(), Some("nc-1"));
+        assert_eq!(
+            i.tags.get("karpenter.sh/nodepool").map(String::as_str),
+            Some("default")
+        );
+        assert_eq!(
+            i.tags
+                .get("kubernetes.io/cluster/nodewright")
+                .map(String::as_str),
+            Some("owned")
+        );
+        assert_eq!(
+            launched.labels.get(labels::INSTANCE_TYPE),
+            Some(&"c5.xlarge".to_string())
+        );
+        assert_eq!(
+            launched.labels.get(labels::ARCH).map(String::as_str),
+            Some("amd64")
+        );
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(
+            c.get(&i.provider_id).await.unwrap().state,
+            InstanceState::Running
+        );
+        c.delete(&i.provider_id).await.unwrap();
+        assert_eq!(
+            c.get(&i.provider_id).await.unwrap().state,
+            InstanceState::ShuttingDown
+        );
+        tokio::time::sleep(Duration::from_secs(31)).await;
+        assert!(c.get(&i.provider_id).await.unwrap_err().is_not_found());
+        assert!(c.delete(&i.provider_id).await.unwrap_err().is_not_found());
+        assert!(c.list().await.unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ids_are_deterministic_from_the_seed() {
+        let ids = |seed| async move {
+            let c = cloud(SimCloudConfig {
+                seed,
+                ..Default::default()
+            });
+            let mut out = Vec::new();
+            for n in 0..3 {
+                out.push(
+                    c.create(&claim(&format!("nc-{n}"), on_demand_amd64(), "1"), None)
+                        .await
+                        .unwrap()
+                        .instance
+                        .provider_id,
+                );
+            }
+            out
+        };
+        assert_eq!(ids(7).await, ids(7).await);
+        assert_ne!(ids(7).await, ids(8).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn spot_is_preferred_when_allowed() {
+        let c = cloud(SimCloudConfig::default());
+        let reqs = serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+        ]);
+        let l = c.create(&claim("a", reqs, "1"), None).await.unwrap();
+        assert_eq!(l.instance.capacity_type, CapacityType::Spot);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn insufficient_capacity_falls_through_then_fails_and_is_remembered() {
+        let reqs = serde_json::json!([
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+        ]);
+        let c = cloud(SimCloudConfig {
+            insufficient_capacity: vec![OfferingPattern {
+                instance_type: Some("m5.large".into()),
+                zone: Some("us-east-1a".into()),
+                capacity_type: None,
+            }],
+            ..Default::default()
+        });
+        let l = c
+            .create(&claim("a", reqs.clone(), "1"), None)
+            .await
+            .unwrap();
+        assert_ne!(l.instance.zone, "us-east-1a");
+        let types = c.instance_types(None).await.unwrap();
+        let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+        let a = m5
+            .offerings
+            .iter()
+            .find(|o| o.zone == "us-east-1a" && o.capacity_type == CapacityType::OnDemand)
+            .unwrap();
+        assert!(
+            !a.available,
+            "an offering that ran out is marked unavailable"
+        );
+
+        let none = cloud(SimCloudConfig {
+            insufficient_capacity: vec![OfferingPattern {
+                instance_type: Some("m5.large".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        match none.create(&claim("b", reqs.clone(), "1"), None).await {
+            Err(CloudError::InsufficientCapacity { offerings, .. }) => {
+                assert!(
+                    offerings
+                        .iter()
+                        .all(|(t, _, ct)| t == "m5.large" && ct == "on-demand")
+                );
+                assert_eq!(offerings.len(), 3);
+            }
+            other => panic!("expected ICE, got {other:?}"),
+        }
+        // Within the TTL the offerings stay out; the next attempt finds nothing to try.
+        assert!(matches!(
+            none.create(&claim("b", reqs.clone(), "1"), None).await,
+            Err(CloudError::InvalidRequest(_))
+        ));
+        tokio::time::sleep(Duration::from_secs(181)).await;
+        assert!(matches!(
+            none.create(&claim("b", reqs, "1"), None).await,
+            Err(CloudError::InsufficientCapacity { .. })
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn api_errors_are_injected_at_the_configured_rate() {
+        let c = cloud(SimCloudConfig {
+            api_error_rate: 1.0,
+            ..Default::default()
+        });
+        let e = c
+            .create(&claim("a", on_demand_amd64(), "1"), None)
+            .await
+            .unwrap_err();
+        assert!(e.is_retryable());
+        let c = cloud(SimCloudConfig {
+            api_error_rate: 0.5,
+            ..Default::default()
+        });
+        let mut failures = 0;
+        for n in 0..100 {
+            if c.create(&claim(&format!("n{n}"), on_demand_amd64(), "1"), None)
+                .await
+                .is_err()
+            {
+                failures += 1;
+            }
+        }
+        assert!((25..75).contains(&failures), "{failures} of 100");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn impossible_requests_are_invalid() {
+        let c = cloud(SimCloudConfig::default());
+        let e = c
+            .create(&claim("a", on_demand_amd64(), "1000"), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CloudError::InvalidRequest(_)), "{e:?}");
+        let bad = serde_json::json!([{"key": "k", "operator": "Near", "values": ["x"]}]);
+        assert!(matches!(
+            c.create(&claim("b", bad, "1"), None).await,
+            Err(CloudError::InvalidRequest(_))
+        ));
+        assert!(matches!(
+            c.get("i-123").await,
+            Err(CloudError::InvalidRequest(_))
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn node_class_status_is_ready_and_drift_follows_its_images() {
+        let c = cloud(SimCloudConfig::default());
+        let class: EC2NodeClass = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r",
+                     "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}]}
+        }))
+        .unwrap();
+        let status = c.reconcile_node_class(&class).await.unwrap();
+        assert_eq!(status.subnets.as_ref().unwrap().len(), 3);
+        assert_eq!(status.conditions.as_ref().unwrap()[0].status, "True");
+        let l = c
+            .create(&claim("a", on_demand_amd64(), "1"), Some(&class))
+            .await
+            .unwrap();
+        let mut nc = claim("a", on_demand_amd64(), "1");
+        nc.status = Some(nodewright_api::v1::nodeclaim::NodeClaimStatus {
+            provider_id: Some(l.instance.provider_id.clone()),
+            ..Default::default()
+        });
+        let mut ready = class.clone();
+        ready.status = Some(status);
+        assert_eq!(c.is_drifted(&nc, Some(&ready)).await.unwrap(), None);
+        ready.status.as_mut().unwrap().amis.as_mut().unwrap()[0].id = "ami-new".into();
+        assert_eq!(
+            c.is_drifted(&nc, Some(&ready)).await.unwrap().as_deref(),
+            Some("AMIDrift")
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! The contract between the controller and a cloud. The controller decides *what* to launch
+//! (a NodeClaim with requirements); a provider decides *how* (which offering, which API calls)
+//! and reports back what it launched as plain data. The controller alone writes Kubernetes
+//! objects, so a provider never touches the API server.
+//!
+//! Two providers implement this trait: `cloud-aws` (EC2 through aws-sdk-rust) and `cloud-sim`
+//! (an in-memory cloud for running the controller on any cluster without an account).
+
+mod error;
+mod instance;
+
+use async_trait::async_trait;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_core::model::InstanceType;
+
+pub use error::CloudError;
+pub use instance::{Instance, InstanceState, Launched, tags};
+
+/// A cloud the controller can launch nodes in. Implementations must be cheap to share
+/// (`Arc<dyn CloudProvider>`) and safe to call concurrently.
+#[async_trait]
+pub trait CloudProvider: Send + Sync {
+    /// `aws` or `sim`; used in metric labels and logs.
+    fn name(&self) -> &'static str;
+
+    /// Resolves a node class against the cloud (subnets, security groups, images, instance
+    /// profile) and returns the status the controller should write, conditions included.
+    async fn reconcile_node_class(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, CloudError>;
+
+    /// Every instance type a NodePool using `class` may launch, with offerings (zone,
+    /// capacity type, price, availability) limited to what the class can reach.
+    async fn instance_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Vec<InstanceType>, CloudError>;
+
+    /// Launches one instance satisfying the claim's requirements and resource requests.
+    /// `class` is the claim's resolved node class (`None` when the claim references no class
+    /// the controller knows). Insufficient capacity on every allowed offering is
+    /// [`CloudError::InsufficientCapacity`].
+    async fn create(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Launched, CloudError>;
+
+    /// Terminates the instance. [`CloudError::NotFound`] means it is already gone, which the
+    /// controller treats as success.
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError>;
+
+    /// One instance by provider id; [`CloudError::NotFound`] when it no longer exists.
+    async fn get(&self, provider_id: &str) -> Result<Instance, CloudError>;
+
+    /// Every instance this controller launched in the cluster (found by tags), for garbage
+    /// collection.
+    async fn list(&self) -> Result<Vec<Instance>, CloudError>;
+
+    /// A reason when the instance behind `claim` no longer matches its node class (image,
+    /// subnet, security groups, class hash); `None` when it still does.
+    async fn is_drifted(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError>;
+}

@@ -1,0 +1,863 @@
+//! Kubernetes events with Karpenter's reasons and messages, so `kubectl describe` reads the
+//! same as upstream. Callers build an [`Event`] with one of the constructors below and hand it
+//! to an [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
+//!
+//! [`KubeEvents`] never blocks the caller: events go through a bounded queue to a background
+//! writer, which folds repeats of the same (object, reason, message) into one core/v1 Event
+//! whose `count` and `lastTimestamp` it patches at most once per flush interval. A hot loop
+//! therefore costs one create plus one patch per interval, not one write per call.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as corev1;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use tokio::sync::mpsc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// The object an event is about.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub uid: Option<String>,
+}
+
+impl ObjectRef {
+    pub fn pod(namespace: &str, name: &str) -> Self {
+        Self::build("v1", "Pod", name, Some(namespace))
+    }
+    pub fn node(name: &str) -> Self {
+        Self::build("v1", "Node", name, None)
+    }
+    pub fn nodeclaim(name: &str) -> Self {
+        Self::build("karpenter.sh/v1", "NodeClaim", name, None)
+    }
+    pub fn nodepool(name: &str) -> Self {
+        Self::build("karpenter.sh/v1", "NodePool", name, None)
+    }
+    pub fn ec2nodeclass(name: &str) -> Self {
+        Self::build("karpenter.k8s.aws/v1", "EC2NodeClass", name, None)
+    }
+    pub fn with_uid(mut self, uid: impl Into<String>) -> Self {
+        self.uid = Some(uid.into());
+        self
+    }
+    fn build(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Self {
+        ObjectRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            namespace: namespace.map(str::to_owned),
+            uid: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub regarding: ObjectRef,
+    pub event_type: EventType,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Event {
+    pub fn new(
+        regarding: ObjectRef,
+        event_type: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        Event {
+            regarding,
+            event_type,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Where events go. Publishing must not block or fail the caller.
+pub trait EventSink: Send + Sync {
+    fn publish(&self, event: Event);
+}
+
+/// Keeps every event in memory, in order; for tests.
+#[derive(Default)]
+pub struct MemoryEvents {
+    events: Mutex<Vec<Event>>,
+}
+
+impl MemoryEvents {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn events(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    /// The events with `reason`, for assertions.
+    pub fn with_reason(&self, reason: &str) -> Vec<Event> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.reason == reason)
+            .collect()
+    }
+}
+
+impl EventSink for MemoryEvents {
+    fn publish(&self, event: Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event);
+    }
+}
+
+/// Drops every event; for callers that do not care.
+pub struct NoEvents;
+
+impl EventSink for NoEvents {
+    fn publish(&self, _event: Event) {}
+}
+
+// ---- constructors: reasons and messages as upstream writes them ----
+
+/// Upstream capitalises the reason in disruption messages ("Disrupting Node: Underutilized").
+fn title(reason: &str) -> String {
+    let mut chars = reason.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Scheduling: the pod will land on `nodeclaim` (and `node`, when it already exists).
+pub fn nominated(pod: ObjectRef, nodeclaim: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Normal,
+        "Nominated",
+        format!("Pod should schedule on: nodeclaim/{nodeclaim}"),
+    )
+}
+
+pub fn nominated_on_node(pod: ObjectRef, node: &str, nodeclaim: Option<&str>) -> Event {
+    let target = match nodeclaim {
+        Some(nc) => format!("nodeclaim/{nc}, node/{node}"),
+        None => format!("node/{node}"),
+    };
+    Event::new(
+        pod,
+        EventType::Normal,
+        "Nominated",
+        format!("Pod should schedule on: {target}"),
+    )
+}
+
+pub fn failed_scheduling(pod: ObjectRef, error: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Warning,
+        "FailedScheduling",
+        format!("Failed to schedule pod, {error}"),
+    )
+}
+
+pub fn no_compatible_instance_types(nodepool: ObjectRef) -> Event {
+    Event::new(
+        nodepool,
+        EventType::Warning,
+        "NoCompatibleInstanceTypes",
+        "NodePool requirements filtered out all compatible available instance types",
+    )
+}
+
+/// Disruption: a replacement for a disrupted node is being launched.
+pub fn disruption_launching(nodeclaim: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        nodeclaim,
+        EventType::Normal,
+        "DisruptionLaunching",
+        format!("Launching NodeClaim: {}", title(reason)),
+    )
+}
+
+pub fn disruption_waiting_readiness(nodeclaim: ObjectRef) -> Event {
+    Event::new(
+        nodeclaim,
+        EventType::Normal,
+        "DisruptionWaitingReadiness",
+        "Waiting on readiness to continue disruption",
+    )
+}
+
+/// Sent for the Node and for its NodeClaim.
+pub fn disruption_terminating(object: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "DisruptionTerminating",
+        format!("Disrupting Node: {}", title(reason)),
+    )
+}
+
+/// Why a node (or claim) cannot be disrupted right now.
+pub fn disruption_blocked(object: ObjectRef, reason: &str) -> Event {
+    Event::new(object, EventType::Normal, "DisruptionBlocked", reason)
+}
+
+pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
+    Event::new(
+        nodepool,
+        EventType::Normal,
+        "DisruptionBlocked",
+        "No allowed disruptions due to blocking budget",
+    )
+}
+
+pub fn nodepool_blocked_for_reason(nodepool: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        nodepool,
+        EventType::Normal,
+        "DisruptionBlocked",
+        format!("No allowed disruptions for disruption reason {reason} due to blocking budget"),
+    )
+}
+
+pub fn unconsolidatable(object: ObjectRef, reason: &str) -> Event {
+    Event::new(object, EventType::Normal, "Unconsolidatable", reason)
+}
+
+/// Termination: a pod was evicted from a draining node.
+pub fn evicted(pod: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Normal,
+        "Evicted",
+        format!("Evicted pod: {reason}"),
+    )
+}
+
+/// A pod deleted because the node's termination grace period ran out.
+pub fn disrupted_pod_delete(
+    pod: ObjectRef,
+    node_termination_time: &str,
+    grace_seconds: i64,
+    pod_grace_seconds: Option<i64>,
+) -> Event {
+    let pod_grace = pod_grace_seconds.map_or_else(|| "<nil>".to_owned(), |s| s.to_string());
+    Event::new(
+        pod,
+        EventType::Normal,
+        "Disrupted",
+        format!(
+            "Deleting the pod to accommodate the terminationTime {node_termination_time} of the node. The pod was granted {grace_seconds} seconds of grace-period of its {pod_grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation."
+        ),
+    )
+}
+
+pub fn failed_draining(node: ObjectRef, error: &str) -> Event {
+    Event::new(
+        node,
+        EventType::Warning,
+        "FailedDraining",
+        format!("Failed to drain node, {error}"),
+    )
+}
+
+pub fn termination_grace_period_expiring(object: ObjectRef, deadline: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "TerminationGracePeriodExpiring",
+        format!("All pods will be deleted by {deadline}"),
+    )
+}
+
+pub fn failed_termination(object: ObjectRef, error: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "FailedTermination",
+        format!("Failed to terminate, {error}"),
+    )
+}
+
+pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
+    Event::new(
+        node,
+        EventType::Normal,
+        "AwaitingVolumeDetachment",
+        format!("Awaiting deletion of bound volumeattachments ({count})"),
+    )
+}
+
+/// Lifecycle: the launch failed for want of capacity.
+pub fn insufficient_capacity(nodeclaim: ObjectRef, error: &str) -> Event {
+    let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));
+    Event::new(
+        nodeclaim,
+        EventType::Warning,
+        "InsufficientCapacityError",
+        msg,
+    )
+}
+
+pub fn nodeclass_not_ready(nodeclaim: ObjectRef, error: &str) -> Event {
+    let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));
+    Event::new(nodeclaim, EventType::Warning, "NodeClassNotReady", msg)
+}
+
+pub fn unregistered_taint_missing(node: ObjectRef) -> Event {
+    Event::new(
+        node,
+        EventType::Warning,
+        "UnregisteredTaintMissing",
+        "Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter managed nodes",
+    )
+}
+
+pub fn failed_consistency_check(nodeclaim: ObjectRef, message: &str) -> Event {
+    Event::new(
+        nodeclaim,
+        EventType::Warning,
+        "FailedConsistencyCheck",
+        message,
+    )
+}
+
+/// Pod annotation: a `karpenter.sh/do-not-disrupt` value that is neither "true" nor a
+/// positive duration.
+pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Warning,
+        "InvalidDoNotDisruptAnnotation",
+        format!("Invalid karpenter.sh/do-not-disrupt annotation value {value:?}, ignoring"),
+    )
+}
+
+/// AWS interruption events.
+pub fn spot_interrupted(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "SpotInterrupted",
+        "Spot interruption warning was triggered",
+    )
+}
+
+pub fn spot_rebalance_recommendation(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "SpotRebalanceRecommendation",
+        "Spot rebalance recommendation was triggered",
+    )
+}
+
+pub fn instance_stopping(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "InstanceStopping",
+        "Instance is stopping",
+    )
+}
+
+pub fn instance_terminating(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "InstanceTerminating",
+        "Instance is terminating",
+    )
+}
+
+pub fn instance_unhealthy(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "InstanceUnhealthy",
+        "An unhealthy warning was triggered for the instance",
+    )
+}
+
+pub fn terminating_on_interruption(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "TerminatingOnInterruption",
+        "Interruption triggered termination for the NodeClaim/Node",
+    )
+}
+
+/// Long cloud errors (a fleet error lists every offering) are cut the way upstream cuts them.
+fn truncate(message: &str) -> String {
+    const MAX: usize = 1024;
+    if message.len() <= MAX {
+        return message.to_owned();
+    }
+    let mut end = MAX - 3;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &message[..end])
+}
+
+// ---- de-duplication, as pure data ----
+
+/// What identifies "the same event again".
+type Key = (ObjectRef, EventType, String, String);
+
+#[derive(Clone, Debug, PartialEq)]
+struct Series {
+    name: String,
+    count: i32,
+    first: Timestamp,
+    last: Timestamp,
+    /// A repeat arrived since the API object was last written.
+    dirty: bool,
+}
+
+/// What the writer must do for an incoming event.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    Create {
+        name: String,
+        event: Event,
+        at: Timestamp,
+    },
+    Update {
+        name: String,
+        namespace: String,
+        count: i32,
+        last: Timestamp,
+    },
+}
+
+/// Folds repeats of an event into a series: the first occurrence is created, repeats within
+/// `window` only bump the count, and [`Deduper::flush`] emits one update per series that
+/// changed. After `window` without a repeat a series is forgotten and the next occurrence
+/// starts a new Event object.
+#[derive(Debug)]
+pub struct Deduper {
+    window: Duration,
+    series: BTreeMap<Key, Series>,
+    created: u64,
+}
+
+impl Deduper {
+    pub fn new(window: Duration) -> Self {
+        Deduper {
+            window,
+            series: BTreeMap::new(),
+            created: 0,
+        }
+    }
+
+    /// Records `event` at `now`; returns the create to issue, or `None` for a repeat.
+    pub fn observe(&mut self, event: Event, now: Timestamp) -> Option<Write> {
+        let key = (
+            event.regarding.clone(),
+            event.event_type,
+            event.reason.clone(),
+            event.message.clone(),
+        );
+        if let Some(series) = self.series.get_mut(&key)
+            && now.duration_since(series.last).as_secs_f64() < self.window.as_secs_f64()
+        {
+            series.count += 1;
+            series.last = now;
+            series.dirty = true;
+            return None;
+        }
+        self.created += 1;
+        let name = format!(
+            "{}.{:x}{:04x}",
+            event.regarding.name,
+            now.as_nanosecond(),
+            self.created & 0xffff
+        );
+        self.series.insert(
+            key,
+            Series {
+                name: name.clone(),
+                count: 1,
+                first: now,
+                last: now,
+                dirty: false,
+            },
+        );
+        Some(Write::Create {
+            name,
+            event,
+            at: now,
+        })
+    }
+
+    /// Updates for every series with unwritten repeats; forgets series idle past the window.
+    pub fn flush(&mut self, now: Timestamp) -> Vec<Write> {
+        let window = self.window.as_secs_f64();
+        let mut out = Vec::new();
+        self.series.retain(|key, s| {
+            if s.dirty {
+                s.dirty = false;
+                out.push(Write::Update {
+                    name: s.name.clone(),
+                    namespace: event_namespace(&key.0),
+                    count: s.count,
+                    last: s.last,
+                });
+            }
+            now.duration_since(s.last).as_secs_f64() < window
+        });
+        out
+    }
+
+    /// Series currently tracked; for tests.
+    pub fn len(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+}
+
+/// Events about cluster-scoped objects live in `default`, as kubectl and client-go put them.
+fn event_namespace(regarding: &ObjectRef) -> String {
+    regarding
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_owned())
+}
+
+/// The core/v1 Event written for a new series.
+pub fn to_core_event(
+    name: &str,
+    event: &Event,
+    at: Timestamp,
+    component: &str,
+    instance: &str,
+) -> corev1::Event {
+    let r = &event.regarding;
+    corev1::Event {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(event_namespace(r)),
+            ..ObjectMeta::default()
+        },
+        involved_object: corev1::ObjectReference {
+            api_version: Some(r.api_version.clone()),
+            kind: Some(r.kind.clone()),
+            name: Some(r.name.clone()),
+            namespace: r.namespace.clone(),
+            uid: r.uid.clone(),
+            ..corev1::ObjectReference::default()
+        },
+        reason: Some(event.reason.clone()),
+        message: Some(event.message.clone()),
+        type_: Some(event.event_type.as_str().to_owned()),
+        count: Some(1),
+        first_timestamp: Some(Time(at)),
+        last_timestamp: Some(Time(at)),
+        source: Some(corev1::EventSource {
+            component: Some(component.to_owned()),
+            host: None,
+        }),
+        reporting_component: Some(component.to_owned()),
+        reporting_instance: Some(instance.to_owned()),
+        ..corev1::Event::default()
+    }
+}
+
+// ---- the kube sink ----
+
+/// Upstream's event de-duplication window.
+pub const DEDUPE_WINDOW: Duration = Duration::from_secs(120);
+/// How often repeats are written back as count updates.
+pub const FLUSH_INTERVAL: Duration = Duration::from_secs(10);
+/// Events queued beyond this are dropped (and logged) rather than stalling the caller.
+const QUEUE: usize = 1024;
+
+/// Writes events to the API server from a background task.
+pub struct KubeEvents {
+    tx: mpsc::Sender<Event>,
+}
+
+impl KubeEvents {
+    /// Starts the writer on the current tokio runtime. `component` is the reporting
+    /// component ("karpenter" keeps dashboards that filter on it working).
+    pub fn new(client: kube::Client, component: &str) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| component.to_owned());
+        tokio::spawn(write_loop(client, component.to_owned(), instance, rx));
+        KubeEvents { tx }
+    }
+}
+
+impl EventSink for KubeEvents {
+    fn publish(&self, event: Event) {
+        if let Err(e) = self.tx.try_send(event) {
+            tracing::debug!(error = %e, "event queue full, dropping event");
+        }
+    }
+}
+
+async fn write_loop(
+    client: kube::Client,
+    component: String,
+    instance: String,
+    mut rx: mpsc::Receiver<Event>,
+) {
+    let mut dedupe = Deduper::new(DEDUPE_WINDOW);
+    // The first flush is one interval out, not immediate.
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + FLUSH_INTERVAL, FLUSH_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let writes = tokio::select! {
+            received = rx.recv() => match received {
+                Some(event) => dedupe.observe(event, Timestamp::now()).into_iter().collect(),
+                None => dedupe.flush(Timestamp::now() + DEDUPE_WINDOW),
+            },
+            _ = tick.tick() => dedupe.flush(Timestamp::now()),
+        };
+        for write in writes {
+            apply(&client, &component, &instance, write).await;
+        }
+        if rx.is_closed() && rx.is_empty() && dedupe.is_empty() {
+            return;
+        }
+    }
+}
+
+async fn apply(client: &kube::Client, component: &str, instance: &str, write: Write) {
+    let result = match &write {
+        Write::Create { name, event, at } => {
+            let ev = to_core_event(name, event, *at, component, instance);
+            let ns = event_namespace(&event.regarding);
+            Api::<corev1::Event>::namespaced(client.clone(), &ns)
+                .create(&PostParams::default(), &ev)
+                .await
+                .map(|_| ())
+        }
+        Write::Update {
+            name,
+            namespace,
+            count,
+            last,
+        } => {
+            let patch = serde_json::json!({
+                "count": count,
+                "lastTimestamp": Time(*last),
+            });
+            Api::<corev1::Event>::namespaced(client.clone(), namespace)
+                .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "writing event failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + secs).unwrap()
+    }
+
+    #[test]
+    fn constructors_use_upstream_reasons_and_messages() {
+        let pod = ObjectRef::pod("web", "web-1");
+        let e = nominated(pod.clone(), "default-abc12");
+        assert_eq!(e.reason, "Nominated");
+        assert_eq!(e.message, "Pod should schedule on: nodeclaim/default-abc12");
+        assert_eq!(e.event_type, EventType::Normal);
+        let e = disruption_terminating(ObjectRef::node("n1"), "underutilized");
+        assert_eq!(
+            (e.reason.as_str(), e.message.as_str()),
+            ("DisruptionTerminating", "Disrupting Node: Underutilized")
+        );
+        let e = disruption_launching(ObjectRef::nodeclaim("nc"), "drifted");
+        assert_eq!(e.message, "Launching NodeClaim: Drifted");
+        let e = failed_scheduling(pod, "incompatible with nodepool \"default\"");
+        assert_eq!(e.event_type, EventType::Warning);
+        assert_eq!(
+            e.message,
+            "Failed to schedule pod, incompatible with nodepool \"default\""
+        );
+        let e = insufficient_capacity(ObjectRef::nodeclaim("nc-1"), "no capacity");
+        assert_eq!(e.reason, "InsufficientCapacityError");
+        assert_eq!(e.message, "NodeClaim nc-1 event: no capacity");
+        let e = nodepool_blocked_for_reason(ObjectRef::nodepool("np"), "Drifted");
+        assert_eq!(e.reason, "DisruptionBlocked");
+        assert_eq!(
+            e.message,
+            "No allowed disruptions for disruption reason Drifted due to blocking budget"
+        );
+    }
+
+    #[test]
+    fn long_errors_are_truncated() {
+        let long = "x".repeat(5000);
+        let e = insufficient_capacity(ObjectRef::nodeclaim("a"), &long);
+        assert!(e.message.len() < 1100);
+        assert!(e.message.ends_with("..."));
+    }
+
+    #[test]
+    fn memory_events_keep_order() {
+        let sink = MemoryEvents::new();
+        sink.publish(evicted(ObjectRef::pod("a", "p"), "drifted"));
+        sink.publish(failed_draining(ObjectRef::node("n"), "pdb"));
+        let reasons: Vec<String> = sink.events().into_iter().map(|e| e.reason).collect();
+        assert_eq!(reasons, ["Evicted", "FailedDraining"]);
+        assert_eq!(sink.with_reason("Evicted").len(), 1);
+    }
+
+    #[test]
+    fn repeats_within_the_window_fold_into_one_series() {
+        let mut d = Deduper::new(Duration::from_secs(120));
+        let ev = || disruption_blocked(ObjectRef::node("n1"), "pdb prevents pod evictions");
+        let Some(Write::Create { name, .. }) = d.observe(ev(), at(0)) else {
+            panic!("first occurrence must create");
+        };
+        for s in 1..=50 {
+            assert_eq!(d.observe(ev(), at(s)), None);
+        }
+        let updates = d.flush(at(50));
+        assert_eq!(
+            updates,
+            vec![Write::Update {
+                name: name.clone(),
+                namespace: "default".into(),
+                count: 51,
+                last: at(50),
+            }]
+        );
+        // Nothing new since: no write.
+        assert!(d.flush(at(60)).is_empty());
+        // A different message is a different series.
+        assert!(matches!(
+            d.observe(disruption_blocked(ObjectRef::node("n1"), "other"), at(61)),
+            Some(Write::Create { .. })
+        ));
+    }
+
+    #[test]
+    fn a_series_expires_after_the_window() {
+        let mut d = Deduper::new(Duration::from_secs(120));
+        let ev = || evicted(ObjectRef::pod("ns", "p"), "drifted");
+        assert!(d.observe(ev(), at(0)).is_some());
+        assert!(d.flush(at(200)).is_empty());
+        assert!(d.is_empty());
+        match d.observe(ev(), at(201)) {
+            Some(Write::Create { event, .. }) => {
+                assert_eq!(event.regarding.namespace.as_deref(), Some("ns"))
+            }
+            other => panic!("expected a new create, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn kube_events_fold_a_hot_loop_into_one_create_and_one_patch() {
+        let (client, state) = crate::fake_api::start().await;
+        let sink = KubeEvents::new(client, "karpenter");
+        for _ in 0..50 {
+            sink.publish(disruption_blocked(
+                ObjectRef::node("n1"),
+                "pdb prevents eviction",
+            ));
+        }
+        let writes = |method: &str| {
+            state
+                .lock()
+                .unwrap()
+                .requests
+                .iter()
+                .filter(|(m, _)| m == method)
+                .count()
+        };
+        for _ in 0..100 {
+            if writes("POST") > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Closing the sink flushes the folded repeats.
+        drop(sink);
+        let count = || {
+            let s = state.lock().unwrap();
+            s.objects.values().next().map(|e| e["count"].clone())
+        };
+        for _ in 0..100 {
+            if count() == Some(serde_json::json!(50)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(writes("POST"), 1);
+        assert_eq!(writes("PATCH"), 1);
+        let s = state.lock().unwrap();
+        let (path, event) = s.objects.iter().next().unwrap();
+        assert!(
+            path.starts_with("/api/v1/namespaces/default/events/n1."),
+            "{path}"
+        );
+        assert_eq!(event["count"], 50);
+        assert_eq!(event["reason"], "DisruptionBlocked");
+        assert_eq!(event["involvedObject"]["kind"], "Node");
+    }
+
+    #[test]
+    fn core_event_fields() {
+        let e = nominated(ObjectRef::pod("web", "p").with_uid("u1"), "nc");
+        let ev = to_core_event("p.1", &e, at(0), "karpenter", "pod-0");
+        assert_eq!(ev.metadata.namespace.as_deref(), Some("web"));
+        assert_eq!(ev.involved_object.kind.as_deref(), Some("Pod"));
+        assert_eq!(ev.involved_object.uid.as_deref(), Some("u1"));
+        assert_eq!(ev.type_.as_deref(), Some("Normal"));
+        assert_eq!(ev.count, Some(1));
+        assert_eq!(
+            ev.source.and_then(|s| s.component).as_deref(),
+            Some("karpenter")
+        );
+        let node_ev = to_core_event(
+            "n.1",
+            &unregistered_taint_missing(ObjectRef::node("n")),
+            at(0),
+            "karpenter",
+            "x",
+        );
+        assert_eq!(node_ev.metadata.namespace.as_deref(), Some("default"));
+    }
+}

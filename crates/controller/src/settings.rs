@@ -1,0 +1,562 @@
+//! Operator settings under Karpenter's flag and environment names and defaults, so an
+//! existing Helm values file or Deployment env block keeps meaning the same thing. Flags win
+//! over environment variables; both accept Go's spelling (`--flag=true`, `1m30s`).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::ArgAction;
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum SettingsError {
+    #[error("invalid duration {value:?}: {reason}")]
+    Duration { value: String, reason: String },
+    #[error("invalid feature gate entry {entry:?}: expected Name=true|false")]
+    GateSyntax { entry: String },
+    #[error("unknown feature gate {name:?} (known: {known})")]
+    UnknownGate { name: String, known: String },
+    #[error("feature gate {name}: {value:?} is not true or false")]
+    GateValue { name: String, value: String },
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+}
+
+/// Parses a Go duration: a sequence of decimal numbers with units `ns`, `us`, `ms`, `s`,
+/// `m`, `h` (`1s`, `1.5m`, `1h30m`); a bare `0` is zero.
+pub fn parse_duration(value: &str) -> Result<Duration, SettingsError> {
+    let err = |reason: &str| SettingsError::Duration {
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let s = value.trim();
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if s.is_empty() {
+        return Err(err("empty"));
+    }
+    if s.starts_with('-') {
+        return Err(err("must not be negative"));
+    }
+    let mut total = 0f64;
+    let mut rest = s.strip_prefix('+').unwrap_or(s);
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| err("missing unit (ns, us, ms, s, m, h)"))?;
+        if num_end == 0 {
+            return Err(err("expected a number"));
+        }
+        let number: f64 = rest[..num_end]
+            .parse()
+            .map_err(|_| err("malformed number"))?;
+        let unit_end = rest[num_end..]
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .map_or(rest.len(), |i| num_end + i);
+        let scale = match &rest[num_end..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            other => return Err(err(&format!("unknown unit {other:?}"))),
+        };
+        total += number * scale;
+        rest = &rest[unit_end..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Formats a duration the way Go prints it (`1s`, `1m30s`, `1.5s`, `0s`).
+pub fn format_duration(d: Duration) -> String {
+    if d.is_zero() {
+        return "0s".into();
+    }
+    let total = d.as_secs();
+    let (h, m, s) = (total / 3600, (total / 60) % 60, total % 60);
+    let nanos = d.subsec_nanos();
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if h > 0 || m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if nanos == 0 {
+        out.push_str(&format!("{s}s"));
+    } else {
+        let frac = format!("{nanos:09}");
+        out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+    }
+    out
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool, SettingsError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "t" => Ok(true),
+        "false" | "0" | "f" => Ok(false),
+        _ => Err(SettingsError::GateValue {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        }),
+    }
+}
+
+/// Splits `A=true,B=false` and applies each entry with `set`, which returns false for a
+/// name it does not know.
+fn parse_gates(
+    value: &str,
+    known: &[&str],
+    mut set: impl FnMut(&str, bool) -> bool,
+) -> Result<(), SettingsError> {
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, v) = entry
+            .split_once('=')
+            .ok_or_else(|| SettingsError::GateSyntax {
+                entry: entry.to_owned(),
+            })?;
+        let name = name.trim();
+        let enabled = parse_bool(name, v)?;
+        if !set(name, enabled) {
+            return Err(SettingsError::UnknownGate {
+                name: name.to_owned(),
+                known: known.join(", "),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Karpenter's core feature gates (`FEATURE_GATES`). Gates not named keep their defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureGates {
+    pub node_repair: bool,
+    pub reserved_capacity: bool,
+    pub spot_to_spot_consolidation: bool,
+    pub node_overlay: bool,
+    pub static_capacity: bool,
+    pub capacity_buffer: bool,
+}
+
+impl FeatureGates {
+    pub const DEFAULT: &'static str = "NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false";
+    const KNOWN: [&'static str; 6] = [
+        "NodeRepair",
+        "ReservedCapacity",
+        "SpotToSpotConsolidation",
+        "NodeOverlay",
+        "StaticCapacity",
+        "CapacityBuffer",
+    ];
+}
+
+impl Default for FeatureGates {
+    fn default() -> Self {
+        FeatureGates {
+            node_repair: false,
+            reserved_capacity: true,
+            spot_to_spot_consolidation: false,
+            node_overlay: false,
+            static_capacity: false,
+            capacity_buffer: false,
+        }
+    }
+}
+
+impl FromStr for FeatureGates {
+    type Err = SettingsError;
+    fn from_str(value: &str) -> Result<Self, SettingsError> {
+        let mut g = FeatureGates::default();
+        parse_gates(value, &Self::KNOWN, |name, on| {
+            let slot = match name {
+                "NodeRepair" => &mut g.node_repair,
+                "ReservedCapacity" => &mut g.reserved_capacity,
+                "SpotToSpotConsolidation" => &mut g.spot_to_spot_consolidation,
+                "NodeOverlay" => &mut g.node_overlay,
+                "StaticCapacity" => &mut g.static_capacity,
+                "CapacityBuffer" => &mut g.capacity_buffer,
+                _ => return false,
+            };
+            *slot = on;
+            true
+        })?;
+        Ok(g)
+    }
+}
+
+impl fmt::Display for FeatureGates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "NodeRepair={},ReservedCapacity={},SpotToSpotConsolidation={},NodeOverlay={},StaticCapacity={},CapacityBuffer={}",
+            self.node_repair,
+            self.reserved_capacity,
+            self.spot_to_spot_consolidation,
+            self.node_overlay,
+            self.static_capacity,
+            self.capacity_buffer
+        )
+    }
+}
+
+/// The AWS provider's gates (`AWS_FEATURE_GATES`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AwsFeatureGates {
+    pub node_class_cel: bool,
+}
+
+impl FromStr for AwsFeatureGates {
+    type Err = SettingsError;
+    fn from_str(value: &str) -> Result<Self, SettingsError> {
+        let mut g = AwsFeatureGates::default();
+        parse_gates(value, &["NodeClassCEL"], |name, on| match name {
+            "NodeClassCEL" => {
+                g.node_class_cel = on;
+                true
+            }
+            _ => false,
+        })?;
+        Ok(g)
+    }
+}
+
+impl fmt::Display for AwsFeatureGates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NodeClassCEL={}", self.node_class_cel)
+    }
+}
+
+fn non_negative_f64(value: &str) -> Result<f64, String> {
+    let v: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("{value:?} is not a number"))?;
+    if v < 0.0 || !v.is_finite() {
+        return Err(format!("{value} must be a finite number >= 0"));
+    }
+    Ok(v)
+}
+
+fn at_least_a_minute(value: &str) -> Result<Duration, SettingsError> {
+    let d = parse_duration(value)?;
+    if d < Duration::from_secs(60) {
+        return Err(SettingsError::Duration {
+            value: value.to_owned(),
+            reason: "must be at least 1m".into(),
+        });
+    }
+    Ok(d)
+}
+
+/// Every operator setting. Boolean flags take Go's forms: `--flag`, `--flag=true|false`.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The cluster's name; instances are tagged with it. Required.
+    #[arg(long, env = "CLUSTER_NAME")]
+    pub cluster_name: String,
+    /// The API server endpoint nodes join; discovered when empty.
+    #[arg(long, env = "CLUSTER_ENDPOINT", default_value = "")]
+    pub cluster_endpoint: String,
+    #[arg(long, env = "CLUSTER_CA_BUNDLE", default_value = "")]
+    pub cluster_ca_bundle: String,
+    /// Window of quiet after the last pending pod before a scheduling run starts.
+    #[arg(long, env = "BATCH_IDLE_DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub batch_idle_duration: Duration,
+    /// Longest a batch of pending pods may grow before a scheduling run starts.
+    #[arg(long, env = "BATCH_MAX_DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub batch_max_duration: Duration,
+    #[arg(long, env = "FEATURE_GATES", default_value = FeatureGates::DEFAULT, value_parser = FeatureGates::from_str)]
+    pub feature_gates: FeatureGates,
+    #[arg(long, env = "AWS_FEATURE_GATES", default_value = "NodeClassCEL=false", value_parser = AwsFeatureGates::from_str)]
+    pub aws_feature_gates: AwsFeatureGates,
+    #[arg(long, env = "LOG_LEVEL", default_value = "info", value_parser = ["debug", "info", "warn", "error"])]
+    pub log_level: String,
+    #[arg(long, env = "METRICS_PORT", default_value_t = 8080)]
+    pub metrics_port: u16,
+    #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
+    pub health_probe_port: u16,
+    /// The v1alpha5-era switch, kept so old manifests still parse; `false` disables election.
+    #[arg(long, env = "LEADER_ELECT", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub leader_elect: bool,
+    #[arg(long, env = "DISABLE_LEADER_ELECTION", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub disable_leader_election: bool,
+    #[arg(
+        long,
+        env = "LEADER_ELECTION_NAME",
+        default_value = "karpenter-leader-election"
+    )]
+    pub leader_election_name: String,
+    /// Namespace of the lease; empty means the controller's own namespace.
+    #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
+    pub leader_election_namespace: String,
+    #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200)]
+    pub kube_client_qps: u32,
+    #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300)]
+    pub kube_client_burst: u32,
+    #[arg(long, env = "VM_MEMORY_OVERHEAD_PERCENT", default_value = "0.075", value_parser = non_negative_f64)]
+    pub vm_memory_overhead_percent: f64,
+    #[arg(long, env = "RESERVED_ENIS", default_value_t = 0)]
+    pub reserved_enis: u32,
+    /// SQS queue for interruption events; interruption handling is off when empty.
+    #[arg(long, env = "INTERRUPTION_QUEUE", default_value = "")]
+    pub interruption_queue: String,
+    #[arg(long, env = "ISOLATED_VPC", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub isolated_vpc: bool,
+    #[arg(long, env = "EKS_CONTROL_PLANE", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub eks_control_plane: bool,
+    #[arg(long, env = "DISABLE_DRY_RUN", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub disable_dry_run: bool,
+    #[arg(long, env = "ENABLE_ZONAL_SHIFT", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_zonal_shift: bool,
+    #[arg(long, env = "AMI_REFRESH_INTERVAL", default_value = "1m", value_parser = at_least_a_minute)]
+    pub ami_refresh_interval: Duration,
+    #[arg(long, env = "SUBNET_REFRESH_INTERVAL", default_value = "1m", value_parser = at_least_a_minute)]
+    pub subnet_refresh_interval: Duration,
+    #[arg(long, env = "PREFERENCE_POLICY", default_value = "Respect", value_parser = ["Respect", "Ignore"])]
+    pub preference_policy: String,
+    #[arg(long, env = "MIN_VALUES_POLICY", default_value = "Strict", value_parser = ["Strict", "BestEffort"])]
+    pub min_values_policy: String,
+    #[arg(long, env = "IGNORE_DRA_REQUESTS", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub ignore_dra_requests: bool,
+    /// Turns off the node, pod and nodepool state metrics.
+    #[arg(long, env = "DISABLE_CLUSTER_STATE_OBSERVABILITY", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub disable_cluster_state_observability: bool,
+    /// Drives concurrency, as upstream: millicores requested by the controller pod.
+    #[arg(long, env = "CPU_REQUESTS", default_value_t = 1000)]
+    pub cpu_requests: u32,
+}
+
+impl Default for Settings {
+    /// The defaults with an empty cluster name (which [`Settings::validate`] rejects).
+    fn default() -> Self {
+        Settings::with_cluster_name("")
+    }
+}
+
+impl Settings {
+    /// The defaults, as if started with only `CLUSTER_NAME` set.
+    pub fn with_cluster_name(cluster_name: &str) -> Self {
+        Settings {
+            cluster_name: cluster_name.to_owned(),
+            cluster_endpoint: String::new(),
+            cluster_ca_bundle: String::new(),
+            batch_idle_duration: Duration::from_secs(1),
+            batch_max_duration: Duration::from_secs(10),
+            feature_gates: FeatureGates::default(),
+            aws_feature_gates: AwsFeatureGates::default(),
+            log_level: "info".into(),
+            metrics_port: 8080,
+            health_probe_port: 8081,
+            leader_elect: true,
+            disable_leader_election: false,
+            leader_election_name: "karpenter-leader-election".into(),
+            leader_election_namespace: String::new(),
+            kube_client_qps: 200,
+            kube_client_burst: 300,
+            vm_memory_overhead_percent: 0.075,
+            reserved_enis: 0,
+            interruption_queue: String::new(),
+            isolated_vpc: false,
+            eks_control_plane: false,
+            disable_dry_run: false,
+            enable_zonal_shift: false,
+            ami_refresh_interval: Duration::from_secs(60),
+            subnet_refresh_interval: Duration::from_secs(60),
+            preference_policy: "Respect".into(),
+            min_values_policy: "Strict".into(),
+            ignore_dra_requests: true,
+            disable_cluster_state_observability: false,
+            cpu_requests: 1000,
+        }
+    }
+
+    /// Cross-field checks clap cannot express.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if self.cluster_name.trim().is_empty() {
+            return Err(SettingsError::Invalid {
+                field: "CLUSTER_NAME",
+                reason: "required".into(),
+            });
+        }
+        let endpoint = &self.cluster_endpoint;
+        let is_url = endpoint.starts_with("https://") || endpoint.starts_with("http://");
+        if !endpoint.is_empty() && !is_url {
+            return Err(SettingsError::Invalid {
+                field: "CLUSTER_ENDPOINT",
+                reason: format!("{:?} is not a valid URL", self.cluster_endpoint),
+            });
+        }
+        if self.batch_idle_duration > self.batch_max_duration {
+            return Err(SettingsError::Invalid {
+                field: "BATCH_IDLE_DURATION",
+                reason: format!(
+                    "{} is longer than BATCH_MAX_DURATION {}",
+                    format_duration(self.batch_idle_duration),
+                    format_duration(self.batch_max_duration)
+                ),
+            });
+        }
+        if self.metrics_port == self.health_probe_port && self.metrics_port != 0 {
+            return Err(SettingsError::Invalid {
+                field: "HEALTH_PROBE_PORT",
+                reason: format!("same as METRICS_PORT ({})", self.metrics_port),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether to elect a leader: both the current and the legacy switch must allow it.
+    pub fn leader_election_enabled(&self) -> bool {
+        self.leader_elect && !self.disable_leader_election
+    }
+
+    /// The lease's namespace: the setting, else the controller's own namespace from
+    /// `SYSTEM_NAMESPACE` or `POD_NAMESPACE`, else `kube-system`.
+    pub fn lease_namespace(&self) -> String {
+        if !self.leader_election_namespace.is_empty() {
+            return self.leader_election_namespace.clone();
+        }
+        ["SYSTEM_NAMESPACE", "POD_NAMESPACE"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| "kube-system".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        settings: Settings,
+    }
+
+    fn parse(args: &[&str]) -> Result<Settings, clap::Error> {
+        let mut argv = vec!["nodewright"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).map(|c| c.settings)
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let s = parse(&["--cluster-name", "prod"]).unwrap();
+        assert_eq!(s, Settings::with_cluster_name("prod"));
+        assert!(s.leader_election_enabled());
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
+    fn cluster_name_is_required() {
+        // Only meaningful when the variable is not set in the test environment.
+        if std::env::var_os("CLUSTER_NAME").is_none() {
+            assert!(parse(&[]).is_err());
+        }
+        assert!(Settings::with_cluster_name(" ").validate().is_err());
+    }
+
+    #[test]
+    fn flags_override_defaults() {
+        let s = parse(&[
+            "--cluster-name=c",
+            "--batch-idle-duration=500ms",
+            "--batch-max-duration=1m30s",
+            "--feature-gates=SpotToSpotConsolidation=true",
+            "--disable-leader-election",
+            "--metrics-port=9000",
+            "--vm-memory-overhead-percent=0.1",
+            "--isolated-vpc=true",
+            "--log-level=debug",
+        ])
+        .unwrap();
+        assert_eq!(s.batch_idle_duration, Duration::from_millis(500));
+        assert_eq!(s.batch_max_duration, Duration::from_secs(90));
+        assert!(s.feature_gates.spot_to_spot_consolidation);
+        assert!(
+            s.feature_gates.reserved_capacity,
+            "unnamed gates keep defaults"
+        );
+        assert!(s.disable_leader_election);
+        assert!(!s.leader_election_enabled());
+        assert_eq!(s.metrics_port, 9000);
+        assert_eq!(s.vm_memory_overhead_percent, 0.1);
+        assert!(s.isolated_vpc);
+        assert_eq!(s.log_level, "debug");
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_the_reason() {
+        let e = parse(&["--cluster-name=c", "--feature-gates=Drift=true"]).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown feature gate \"Drift\""),
+            "{e}"
+        );
+        let e = parse(&["--cluster-name=c", "--vm-memory-overhead-percent=-1"]).unwrap_err();
+        assert!(e.to_string().contains(">= 0"), "{e}");
+        let e = parse(&["--cluster-name=c", "--log-level=verbose"]).unwrap_err();
+        assert!(e.to_string().contains("verbose"), "{e}");
+        let e = parse(&["--cluster-name=c", "--ami-refresh-interval=30s"]).unwrap_err();
+        assert!(e.to_string().contains("at least 1m"), "{e}");
+        let mut s = Settings::with_cluster_name("c");
+        s.batch_idle_duration = Duration::from_secs(20);
+        assert!(matches!(
+            s.validate(),
+            Err(SettingsError::Invalid {
+                field: "BATCH_IDLE_DURATION",
+                ..
+            })
+        ));
+        s = Settings::with_cluster_name("c");
+        s.cluster_endpoint = "not a url".into();
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn feature_gates_parse_and_print() {
+        let g: FeatureGates = FeatureGates::DEFAULT.parse().unwrap();
+        assert_eq!(g, FeatureGates::default());
+        assert_eq!(g.to_string(), FeatureGates::DEFAULT);
+        let g: FeatureGates = " NodeRepair=true , SpotToSpotConsolidation=True,"
+            .parse()
+            .unwrap();
+        assert!(g.node_repair && g.spot_to_spot_consolidation);
+        assert_eq!("".parse::<FeatureGates>(), Ok(FeatureGates::default()));
+        assert_eq!(
+            "NodeRepair".parse::<FeatureGates>(),
+            Err(SettingsError::GateSyntax {
+                entry: "NodeRepair".into()
+            })
+        );
+        assert!(matches!(
+            "NodeRepair=yes".parse::<FeatureGates>(),
+            Err(SettingsError::GateValue { .. })
+        ));
+        let unknown = "Foo=true".parse::<FeatureGates>().unwrap_err().to_string();
+        assert!(
+            unknown.contains("known: NodeRepair, ReservedCapacity"),
+            "{unknown}"
+        );
+        let aws: AwsFeatureGates = "NodeClassCEL=true".parse().unwrap();
+        assert!(aws.node_class_cel);
+    }
+
+    #[test]
+    fn durations_follow_go() {
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        for bad in ["", "10", "5x", "-1s", "s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h0m0s");
+    }
+}
