@@ -3,10 +3,13 @@
 //! The controller feeds them wall-clock instants and the simulator feeds them virtual ones, so
 //! both run the same provisioning and disruption cadence: the pod batcher (idle 1 s / max 10 s)
 //! and the disruption loop (poll every 10 s, re-check a command 15 s after planning it, and loop
-//! again at once after a command starts).
+//! again at once after a command starts), and the "consolidated" marker that lets a round
+//! skip the consolidation search while nothing changed.
 
 pub mod batcher;
+pub mod consolidated;
 pub mod disruption;
 
 pub use batcher::{Batch, BatchWindow, Batcher};
+pub use consolidated::{CONSOLIDATION_STATE_TTL, ConsolidationState, plan_is_consolidated};
 pub use disruption::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};

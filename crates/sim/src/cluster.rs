@@ -51,6 +51,18 @@ pub enum WorkloadKind {
     StatefulSet,
     /// A bare pod: nothing recreates it.
     Pod,
+    /// Runs pods until `completions` of them succeeded, at most `replicas` (parallelism) at
+    /// a time.
+    Job,
+}
+
+/// How a Job's pods finish: each runs this long once bound, then succeeds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobSpec {
+    pub completions: u32,
+    /// `None`: the pods never finish on their own.
+    pub run_for: Option<std::time::Duration>,
+    pub succeeded: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +73,8 @@ pub struct Workload {
     pub replicas: u32,
     /// The pod every replica is made from (`name` and `namespace` are filled per replica).
     pub template: Pod,
+    /// Set for Jobs.
+    pub job: Option<JobSpec>,
     next_ordinal: u64,
 }
 
@@ -78,7 +92,16 @@ impl Workload {
             name: name.to_string(),
             replicas,
             template,
+            job: None,
             next_ordinal: 0,
+        }
+    }
+
+    /// How many pods the controller wants now.
+    pub fn wanted(&self) -> u32 {
+        match &self.job {
+            Some(j) => self.replicas.min(j.completions.saturating_sub(j.succeeded)),
+            None => self.replicas,
         }
     }
 }
@@ -90,6 +113,12 @@ impl Workload {
         self.kind = newer.kind;
         self.replicas = newer.replicas;
         self.template = newer.template;
+        if let (Some(j), Some(n)) = (self.job.as_mut(), newer.job) {
+            j.completions = n.completions;
+            j.run_for = n.run_for;
+        } else {
+            self.job = newer.job;
+        }
     }
 }
 
@@ -105,6 +134,10 @@ pub struct Cluster {
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     claim_seq: u64,
+    /// Counts every change a provisioning or disruption decision could depend on (pods bound,
+    /// created or removed; claims created, launched, Ready, tainted or deleted; objects
+    /// applied), so decisions over an unchanged cluster can be skipped.
+    pub changes: u64,
 }
 
 impl Cluster {
@@ -206,7 +239,13 @@ impl Cluster {
         }
     }
 
+    /// Records a change (see [`Cluster::changes`]).
+    pub fn changed(&mut self) {
+        self.changes += 1;
+    }
+
     pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
+        self.changes += 1;
         if let Some(p) = self.pods.get_mut(pod) {
             p.node_name = Some(node.to_string());
             p.phase = PodPhase::Running;
@@ -222,6 +261,7 @@ impl Cluster {
     /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
         let p = self.pods.remove(key)?;
+        self.changes += 1;
         if let Some(node) = &p.node_name
             && !p.is_daemonset_pod()
         {
@@ -237,6 +277,10 @@ impl Cluster {
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
         for key in keys {
+            let w = &self.workloads[&key];
+            // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
+            // be gone, since the replacement takes its name.
+            let count_terminating = w.kind == WorkloadKind::StatefulSet;
             let owned: Vec<String> = self
                 .pods
                 .values()
@@ -245,11 +289,11 @@ impl Cluster {
                         && p.owner
                             .as_ref()
                             .is_some_and(|o| o.controller && o.name == key.1)
+                        && (count_terminating || p.deletion_timestamp.is_none())
                 })
                 .map(|p| p.key())
                 .collect();
-            let w = &self.workloads[&key];
-            let want = w.replicas as usize;
+            let want = w.wanted() as usize;
             if owned.len() > want {
                 let excess = owned.len() - want;
                 for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
@@ -261,6 +305,7 @@ impl Cluster {
                     let pod = self.new_replica(&key, now);
                     created.push(pod.key());
                     self.pods.insert(pod.key(), pod);
+                    self.changes += 1;
                 }
             }
         }
@@ -312,7 +357,7 @@ impl Cluster {
                 format!("{}-{ordinal}", w.name)
             }
             WorkloadKind::Pod => w.name.clone(),
-            WorkloadKind::Deployment => {
+            WorkloadKind::Deployment | WorkloadKind::Job => {
                 w.next_ordinal += 1;
                 format!("{}-{:05}", w.name, w.next_ordinal)
             }
@@ -326,6 +371,7 @@ impl Cluster {
                 WorkloadKind::Deployment => "ReplicaSet",
                 WorkloadKind::StatefulSet => "StatefulSet",
                 WorkloadKind::Pod => "Scenario",
+                WorkloadKind::Job => "Job",
             }
             .to_string(),
             name: w.name.clone(),

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_core::cadence::{
-    BatchWindow, Batcher, DisruptionCadence, DisruptionTimings, Due, Planned, Validated,
-    batcher::POD_REQUEUE,
+    BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due, Planned,
+    Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
@@ -25,7 +25,7 @@ use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_l
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
 use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
-use crate::report::{RunReport, Sample, Summary, TimelineEvent};
+use crate::report::{RunReport, Sample, Summary, TimelineEvent, Work};
 use crate::scenario::InterruptTarget;
 
 /// The instant virtual time starts at: 2026-01-01T00:00:00Z, so cron budgets see a real date.
@@ -79,8 +79,21 @@ enum Event {
     Action(usize),
     LaunchResult(String),
     NodeReady(String),
+    /// A spot interruption notice for a claim: two minutes until the instance is reclaimed.
     Interrupt(String),
+    /// The interrupted instance is reclaimed.
+    InstanceGone(String),
+    /// An evicted pod's grace period is over.
+    PodGone(String),
+    /// A Job's pod finished its run.
+    PodSucceeded(String),
 }
+
+/// How long EC2 gives between a spot interruption notice and reclaiming the instance.
+pub const SPOT_NOTICE: Duration = Duration::from_secs(120);
+
+/// A pod's `terminationGracePeriodSeconds` when it sets none.
+pub const DEFAULT_POD_GRACE: Duration = Duration::from_secs(30);
 
 /// A command that passed validation and waits for its replacements.
 #[derive(Clone, Debug)]
@@ -97,10 +110,23 @@ pub struct Engine<'p> {
     queue: EventQueue<Event>,
     batcher: Batcher,
     cadence: DisruptionCadence,
+    /// The "consolidated" marker: rounds over an unchanged cluster skip the plan.
+    consolidation: ConsolidationState,
+    /// `cluster.changes` when the disruption loop last looked.
+    seen_changes: u64,
+    /// When the disruption loop last looked, for changes that are only time passing.
+    last_round: Timestamp,
+    /// `cluster.changes` and the instant after the last provisioning solve.
+    solved: Option<(u64, Timestamp)>,
+    work: Work,
     now: Timestamp,
     last_trigger: BTreeMap<String, Timestamp>,
     awaiting: Vec<Command>,
     running: Vec<Running>,
+    /// Claims being drained, with why.
+    draining: Vec<(String, String)>,
+    /// Job pods whose success is already scheduled.
+    job_timers: BTreeSet<String>,
     /// Claim name → the pods the provisioner meant it for.
     nominated: BTreeMap<String, Vec<String>>,
     /// Claims waiting for the cloud's answer, with their launch options.
@@ -136,6 +162,11 @@ impl<'p> Engine<'p> {
             cloud: SimCloud::new(input.cloud.clone(), input.seed),
             batcher: Batcher::new(input.batch),
             cadence: DisruptionCadence::new(input.disruption, EPOCH),
+            consolidation: ConsolidationState::new(EPOCH),
+            seen_changes: 0,
+            last_round: EPOCH,
+            solved: None,
+            work: Work::default(),
             input,
             provisioner,
             cluster: Cluster::default(),
@@ -144,6 +175,8 @@ impl<'p> Engine<'p> {
             last_trigger: BTreeMap::new(),
             awaiting: Vec::new(),
             running: Vec::new(),
+            draining: Vec::new(),
+            job_timers: BTreeSet::new(),
             nominated: BTreeMap::new(),
             pending_launch: BTreeMap::new(),
             timeline: Vec::new(),
@@ -193,6 +226,7 @@ impl<'p> Engine<'p> {
         loop {
             let next = self.next_wake();
             self.advance_to(next);
+            self.work.steps += 1;
             while let Some((_, e)) = self.queue.pop_due(self.now) {
                 self.handle(e);
             }
@@ -207,6 +241,7 @@ impl<'p> Engine<'p> {
                 None => {}
             }
             self.progress_commands();
+            self.progress_drains();
             self.settle();
             self.check_invariants();
             self.sample();
@@ -239,6 +274,7 @@ impl<'p> Engine<'p> {
         let (created, _) = self.cluster.reconcile(self.now);
         let _ = created;
         bind_pending(&mut self.cluster, self.now);
+        self.schedule_job_runs();
         let pending: BTreeSet<String> = self
             .cluster
             .pending_pods()
@@ -266,23 +302,43 @@ impl<'p> Engine<'p> {
             }
             Event::LaunchResult(claim) => self.launch_result(&claim),
             Event::NodeReady(claim) => self.node_ready(&claim),
-            Event::Interrupt(claim) => {
+            Event::Interrupt(claim) => self.interruption_notice(&claim),
+            Event::InstanceGone(claim) => {
                 if self
                     .cluster
                     .claims
                     .get(&claim)
                     .is_some_and(SimClaim::is_live)
                 {
-                    self.stats.interruptions += 1;
                     let what = self.describe_claim(&claim);
-                    self.log("interrupted", format!("spot interruption reclaims {what}"));
+                    let left = self
+                        .cluster
+                        .pods_on(&claim)
+                        .filter(|p| !p.is_daemonset_pod())
+                        .count();
+                    self.log(
+                        "interrupted",
+                        format!("{what} reclaimed by EC2, {left} pod(s) still on it"),
+                    );
                     self.remove_claim(&claim);
+                }
+            }
+            Event::PodSucceeded(key) => self.pod_succeeded(&key),
+            Event::PodGone(key) => {
+                if self
+                    .cluster
+                    .pods
+                    .get(&key)
+                    .is_some_and(|p| p.deletion_timestamp.is_some())
+                {
+                    self.cluster.remove_pod(&key, self.now);
                 }
             }
         }
     }
 
     fn apply(&mut self, action: SimAction) {
+        self.cluster.changed();
         match action {
             SimAction::ApplyNodePool(pool, types) => {
                 self.log(
@@ -456,8 +512,29 @@ impl<'p> Engine<'p> {
 
     /// One provisioning pass over the snapshot, after a batch window closed.
     fn provision(&mut self, batch_size: usize) {
+        if self.solved.is_some_and(|(changes, at)| {
+            changes == self.cluster.changes && !self.ice_expired_between(at, self.now)
+        }) {
+            // The same pending pods over the same cluster: the solve would say the same.
+            self.work.solves_skipped += 1;
+            return;
+        }
+        self.work.solves += 1;
         let snapshot = self.cluster.snapshot(self.now);
         let plan = self.provisioner.provision(&snapshot);
+        self.provision_plan(plan, batch_size);
+        self.solved = Some((self.cluster.changes, self.now));
+    }
+
+    /// Whether an insufficient-capacity mark ran out in `(from, to]`.
+    fn ice_expired_between(&self, from: Timestamp, to: Timestamp) -> bool {
+        self.cluster
+            .ice
+            .values()
+            .any(|until| *until > from && *until <= to)
+    }
+
+    fn provision_plan(&mut self, plan: crate::provision::ProvisionPlan, batch_size: usize) {
         if plan.new_claims.is_empty() && plan.unplaced.is_empty() {
             return;
         }
@@ -486,6 +563,7 @@ impl<'p> Engine<'p> {
 
     fn create_claim(&mut self, c: &ClaimRequest, reason: String) -> Option<String> {
         let pool = self.cluster.nodepool(&c.nodepool)?.clone();
+        self.cluster.changed();
         let name = self.cluster.next_claim_name(&pool.name);
         let claim = NodeClaim {
             name: name.clone(),
@@ -554,6 +632,7 @@ impl<'p> Engine<'p> {
             return;
         }
         let now = self.now;
+        self.cluster.changed();
         let usable: Vec<LaunchOption> = options
             .into_iter()
             .filter(|o| {
@@ -674,6 +753,8 @@ impl<'p> Engine<'p> {
         if !claim.is_live() {
             return;
         }
+        self.cluster.changes += 1;
+        let claim = self.cluster.claims.get_mut(name).expect("live claim");
         let c = &mut claim.claim;
         let node = Node {
             name: name.to_string(),
@@ -754,6 +835,7 @@ impl<'p> Engine<'p> {
         }
         claim.deleted_at = Some(now);
         claim.claim.deletion_timestamp = Some(now);
+        self.cluster.changes += 1;
         self.pending_launch.remove(name);
         let pods: Vec<String> = self.cluster.pods_on(name).map(|p| p.key()).collect();
         for p in pods {
@@ -762,7 +844,110 @@ impl<'p> Engine<'p> {
         self.nominated.remove(name);
     }
 
+    /// Schedules the success of every newly bound Job pod, `run-for` after it started.
+    fn schedule_job_runs(&mut self) {
+        let runs: BTreeMap<(String, String), Duration> = self
+            .cluster
+            .workloads
+            .iter()
+            .filter_map(|(k, w)| w.job.and_then(|j| j.run_for).map(|d| (k.clone(), d)))
+            .collect();
+        if runs.is_empty() {
+            return;
+        }
+        let mut due = Vec::new();
+        for p in self.cluster.pods.values() {
+            let (Some(o), Some(start)) = (&p.owner, p.start_time) else {
+                continue;
+            };
+            if o.kind != "Job" || p.node_name.is_none() || self.job_timers.contains(&p.key()) {
+                continue;
+            }
+            if let Some(d) = runs.get(&(p.namespace.clone(), o.name.clone())) {
+                due.push((p.key(), start.plus(*d)));
+            }
+        }
+        for (key, at) in due {
+            self.job_timers.insert(key.clone());
+            self.queue.push(at, Event::PodSucceeded(key));
+        }
+    }
+
+    /// A Job pod that is still running when its run ends succeeds and leaves its node.
+    fn pod_succeeded(&mut self, key: &str) {
+        self.job_timers.remove(key);
+        let Some(p) = self.cluster.pods.get(key) else {
+            return;
+        };
+        if p.deletion_timestamp.is_some() || p.node_name.is_none() {
+            return;
+        }
+        let job = (
+            p.namespace.clone(),
+            p.owner.as_ref().map(|o| o.name.clone()).unwrap_or_default(),
+        );
+        self.cluster.remove_pod(key, self.now);
+        let Some(w) = self.cluster.workloads.get_mut(&job) else {
+            return;
+        };
+        let Some(spec) = w.job.as_mut() else {
+            return;
+        };
+        spec.succeeded += 1;
+        let (done, of) = (spec.succeeded, spec.completions);
+        if done == of {
+            self.log(
+                "job-complete",
+                format!("Job/{}/{}: {done}/{of} completions", job.0, job.1),
+            );
+        }
+    }
+
+    /// Tells the consolidated marker about every change since the last round: cluster events,
+    /// and NodeClaims that became consolidatable or expired only because time passed.
+    fn observe_changes(&mut self) {
+        let (from, now) = (self.last_round, self.now);
+        self.last_round = now;
+        if self.cluster.changes != self.seen_changes {
+            self.seen_changes = self.cluster.changes;
+            self.consolidation.changed(now);
+            return;
+        }
+        let crossed = |t: Timestamp| t > from && t <= now;
+        let timed = self
+            .cluster
+            .claims
+            .values()
+            .filter(|c| c.is_live())
+            .any(|c| {
+                let quiet = c
+                    .claim
+                    .last_pod_event_time
+                    .unwrap_or(c.claim.creation_timestamp);
+                let consolidatable = self
+                    .cluster
+                    .nodepool(&c.claim.nodepool)
+                    .and_then(|p| p.disruption.consolidate_after)
+                    .is_some_and(|after| crossed(quiet.plus(after)));
+                let expired = c
+                    .claim
+                    .expire_after
+                    .is_some_and(|after| crossed(c.claim.creation_timestamp.plus(after)));
+                consolidatable || expired
+            });
+        if timed {
+            self.consolidation.changed(now);
+        }
+    }
+
     fn disruption_round(&mut self) {
+        self.observe_changes();
+        if self.consolidation.is_consolidated(self.now) {
+            self.work.plans_skipped += 1;
+            self.cadence.planned(self.now, Planned::Nothing);
+            return;
+        }
+        self.work.plans += 1;
         let snapshot = self.cluster.snapshot(self.now);
         let sim = EngineSimulator::default();
         let busy: BTreeSet<String> = self
@@ -770,12 +955,17 @@ impl<'p> Engine<'p> {
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
-        let round = plan(&snapshot, &sim, Settings::default());
-        let (forceful, graceful): (Vec<Command>, Vec<Command>) = round
+        let mut round = plan(&snapshot, &sim, Settings::default());
+        // Commands on nodes a running command already disrupts are not new work: the
+        // controller's candidates leave out nodes marked for deletion.
+        round
             .commands
-            .into_iter()
-            .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)))
-            .partition(|c| c.forceful);
+            .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)));
+        if plan_is_consolidated(&round, &snapshot.nodepools) {
+            self.consolidation.mark_consolidated(self.now);
+        }
+        let (forceful, graceful): (Vec<Command>, Vec<Command>) =
+            round.commands.into_iter().partition(|c| c.forceful);
         if !forceful.is_empty() {
             for c in forceful {
                 self.start(c);
@@ -826,6 +1016,7 @@ impl<'p> Engine<'p> {
     /// and the targets go once every replacement is Ready.
     fn start(&mut self, command: Command) {
         self.stats.commands += 1;
+        self.cluster.changed();
         self.check_consolidate_after(&command);
         for t in &command.targets {
             if let Some(node) = self
@@ -873,6 +1064,9 @@ impl<'p> Engine<'p> {
             .into_iter()
             .partition(|r| r.replacements.iter().any(|c| c == claim));
         self.running = keep;
+        if !failed.is_empty() {
+            self.cluster.changed();
+        }
         for r in failed {
             for t in &r.command.targets {
                 if let Some(node) = self
@@ -908,24 +1102,15 @@ impl<'p> Engine<'p> {
                 continue;
             }
             for t in &r.command.targets {
-                let what = self.describe_claim(&t.nodeclaim);
-                let pods = self
-                    .cluster
-                    .pods_on(&t.node)
-                    .filter(|p| !p.is_daemonset_pod())
-                    .count();
-                self.log(
-                    "disrupted",
-                    format!(
-                        "{what} removed by {} ({}), {pods} pod(s) evicted",
-                        r.command.method.as_str(),
-                        match r.command.decision {
-                            Decision::Delete => "delete",
-                            Decision::Replace => "replace",
-                        }
-                    ),
+                let why = format!(
+                    "{} ({})",
+                    r.command.method.as_str(),
+                    match r.command.decision {
+                        Decision::Delete => "delete",
+                        Decision::Replace => "replace",
+                    }
                 );
-                self.remove_claim(&t.nodeclaim);
+                self.drain(&t.nodeclaim, why);
                 self.stats.disrupted += 1;
             }
             self.stats.savings_per_hour += r.command.savings_per_hour;
@@ -938,6 +1123,118 @@ impl<'p> Engine<'p> {
                 ),
             );
         }
+    }
+
+    /// Deletes a claim gracefully: the node is cordoned, its pods are evicted and each goes
+    /// after its own grace period (capped by the NodePool's `terminationGracePeriod`, counted
+    /// from now), and the instance is terminated once no evictable pod is left.
+    fn drain(&mut self, name: &str, why: String) {
+        let now = self.now;
+        let Some(c) = self.cluster.claims.get_mut(name) else {
+            return;
+        };
+        if !c.is_live() || c.claim.deletion_timestamp.is_some() {
+            return;
+        }
+        c.claim.deletion_timestamp = Some(now);
+        let tgp = c.claim.termination_grace_period;
+        if let Some(node) = c.node.as_mut() {
+            node.unschedulable = true;
+            if !node.taints.iter().any(|t| t.key == DISRUPTED_TAINT) {
+                node.taints
+                    .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+            }
+        }
+        self.cluster.changed();
+        let deadline = tgp.map(|d| now.plus(d));
+        let pods: Vec<(String, Duration)> = self
+            .cluster
+            .pods_on(name)
+            .filter(|p| !p.is_daemonset_pod() && p.deletion_timestamp.is_none())
+            .map(|p| {
+                let own = p
+                    .termination_grace_period_seconds
+                    .map_or(DEFAULT_POD_GRACE, |s| Duration::from_secs(s.max(0) as u64));
+                (p.key(), own)
+            })
+            .collect();
+        let mut longest = Duration::ZERO;
+        for (key, own) in &pods {
+            let grace = match deadline {
+                Some(d) => (*own).min(d.since(now)),
+                None => *own,
+            };
+            longest = longest.max(grace);
+            if let Some(p) = self.cluster.pods.get_mut(key) {
+                p.deletion_timestamp = Some(now);
+            }
+            self.queue
+                .push(now.plus(grace), Event::PodGone(key.clone()));
+        }
+        let what = self.describe_claim(name);
+        self.log(
+            "draining",
+            format!(
+                "{what} cordoned and drained for {why}: {} pod(s) evicted, the last gone in {}s",
+                pods.len(),
+                longest.as_secs()
+            ),
+        );
+        self.draining.push((name.to_string(), why));
+    }
+
+    /// Terminates drained claims whose evicted pods are all gone.
+    fn progress_drains(&mut self) {
+        let draining = std::mem::take(&mut self.draining);
+        for (name, why) in draining {
+            let live = self
+                .cluster
+                .claims
+                .get(&name)
+                .is_some_and(SimClaim::is_live);
+            if !live {
+                continue;
+            }
+            let left = self.cluster.pods_on(&name).any(|p| !p.is_daemonset_pod());
+            if left {
+                self.draining.push((name, why));
+                continue;
+            }
+            let what = self.describe_claim(&name);
+            self.log("disrupted", format!("{what} drained and removed by {why}"));
+            self.remove_claim(&name);
+        }
+    }
+
+    /// A spot interruption notice: the node is cordoned and drained at once (its pods come
+    /// back pending and get new capacity), the offering is marked out of capacity, and EC2
+    /// reclaims the instance two minutes later whatever is still on it.
+    fn interruption_notice(&mut self, claim: &str) {
+        let Some(c) = self.cluster.claims.get(claim).filter(|c| c.is_live()) else {
+            return;
+        };
+        if let Some(i) = &c.instance {
+            self.cluster.ice.insert(
+                (i.instance_type.clone(), i.zone.clone(), i.capacity_type),
+                self.now.plus(ICE_TTL),
+            );
+        }
+        self.stats.interruptions += 1;
+        let what = self.describe_claim(claim);
+        self.log(
+            "interruption-notice",
+            format!(
+                "spot interruption notice for {what}; reclaimed at {}",
+                crate::report::clock(self.now.plus(SPOT_NOTICE).since(EPOCH))
+            ),
+        );
+        self.running
+            .retain(|r| r.command.targets.iter().all(|t| t.nodeclaim != claim));
+        self.drain(claim, "spot interruption".into());
+        self.queue.push(
+            self.now.plus(SPOT_NOTICE),
+            Event::InstanceGone(claim.to_string()),
+        );
     }
 
     /// A node is consolidated only once it has had no pod bound or removed for its NodePool's
@@ -1051,6 +1348,7 @@ impl<'p> Engine<'p> {
             samples: self.samples,
             summary,
             violations: self.violations,
+            work: self.work,
         }
     }
 

@@ -8,6 +8,7 @@
 //! kube-scheduler binding pods to Ready nodes ([`kube_scheduler`]), workload controllers
 //! ([`cluster`]), scenario files ([`scenario`]) and reports ([`report`]).
 
+pub mod bench;
 pub mod cloud;
 pub mod cluster;
 pub mod demo;

@@ -11,14 +11,21 @@ use nodewright_api::convert::documents::{ConvertOptions, Outcome, convert_docume
 use nodewright_api::document::Document;
 use nodewright_api::object::Object;
 use nodewright_api::workload::{Workload as ApiWorkload, expand_document};
-use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
+use nodewright_aws_model::{
+    AmiFamily, Catalog, EvictionSignal, NodeClassInput, Settings, SpotPrices, Zone,
+};
 use nodewright_core::cadence::{BatchWindow, DisruptionTimings};
-use nodewright_core::model::InstanceType;
+use nodewright_core::labels;
+use nodewright_core::model::{InstanceType, NodePool};
+use nodewright_core::requirements::Operator;
 use serde_json::Value;
 
-use crate::cluster::{Workload, WorkloadKind};
+use crate::cluster::{JobSpec, Workload, WorkloadKind, label_matches};
 use crate::engine::{EngineInput, SimAction, TimedAction};
 use crate::scenario::{Action, Scenario, ScenarioError};
+
+/// The annotation that says how long a Job's pods run before they succeed.
+pub const RUN_FOR_ANNOTATION: &str = "sim.nodewright.io/run-for";
 
 /// How long a run lasts after its last step when the scenario gives no `until`.
 pub const SETTLE: Duration = Duration::from_secs(15 * 60);
@@ -53,7 +60,7 @@ impl Loader<'_> {
         }
     }
 
-    fn instance_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+    fn instance_types(&self, input: &NodeClassInput) -> Arc<Vec<InstanceType>> {
         let zones: Vec<Zone> = self
             .scenario
             .cloud
@@ -65,9 +72,70 @@ impl Loader<'_> {
             &self.scenario.cloud.region,
             &zones,
             &Settings::default(),
-            &NodeClassInput::new(family),
+            input,
             &self.spot,
         ))
+    }
+
+    /// The EC2NodeClass settings that shape instance types: the AMI family and the kubelet's
+    /// pod density, reservations and hard eviction thresholds.
+    fn node_class_input(
+        &self,
+        family: AmiFamily,
+        kubelet: Option<&nodewright_api::aws::v1::KubeletConfiguration>,
+        describe: &str,
+        at: &str,
+    ) -> Result<NodeClassInput, ScenarioError> {
+        let mut input = NodeClassInput::new(family);
+        let Some(k) = kubelet else {
+            return Ok(input);
+        };
+        let bad = |field: &str, why: String| {
+            self.err(
+                at.into(),
+                format!("{describe}: spec.kubelet.{field}: {why}"),
+            )
+        };
+        let count = |field: &str, v: Option<i64>| -> Result<Option<u32>, ScenarioError> {
+            v.map(|n| u32::try_from(n).map_err(|_| bad(field, format!("{n} is out of range"))))
+                .transpose()
+        };
+        input.max_pods = count("maxPods", k.max_pods)?;
+        input.pods_per_core = count("podsPerCore", k.pods_per_core)?;
+        for (field, map, out) in [
+            ("kubeReserved", &k.kube_reserved, &mut input.kube_reserved),
+            (
+                "systemReserved",
+                &k.system_reserved,
+                &mut input.system_reserved,
+            ),
+        ] {
+            for (name, q) in map.iter().flatten() {
+                let v = nodewright_api::quantity::parse_resource(name, q)
+                    .map_err(|e| bad(&format!("{field}[{name}]"), e.to_string()))?;
+                out.insert(name.clone(), v);
+            }
+        }
+        for (signal, q) in k.eviction_hard.iter().flatten() {
+            let parsed = match q.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().ok().map(EvictionSignal::Percent),
+                None => nodewright_api::quantity::parse_resource("memory", q)
+                    .ok()
+                    .map(EvictionSignal::Bytes),
+            }
+            .ok_or_else(|| {
+                bad(
+                    &format!("evictionHard[{signal}]"),
+                    format!("{q:?} is neither a quantity nor a percentage"),
+                )
+            })?;
+            match signal.as_str() {
+                "memory.available" => input.eviction_hard_memory = Some(parsed),
+                "nodefs.available" => input.eviction_hard_nodefs = Some(parsed),
+                _ => {}
+            }
+        }
+        Ok(input)
     }
 
     /// Turns one batch of documents (applied together) into actions.
@@ -104,7 +172,13 @@ impl Loader<'_> {
                             ),
                         )
                     })?;
-                    self.classes.insert(name, self.instance_types(family));
+                    let input = self.node_class_input(
+                        family,
+                        nc.spec.kubelet.as_ref(),
+                        &item.doc.describe(),
+                        at,
+                    )?;
+                    self.classes.insert(name, self.instance_types(&input));
                 }
                 Object::NodePool(np) => pools.push((item.doc.describe(), np.clone())),
                 _ => {}
@@ -126,6 +200,7 @@ impl Loader<'_> {
             })?;
             let mut pool = pool;
             pool.ready = true;
+            let types = Arc::new(allowed_types(&pool, &types));
             out.push(SimAction::ApplyNodePool(pool, types));
         }
         Ok(out)
@@ -140,6 +215,7 @@ impl Loader<'_> {
             .unwrap_or("default")
             .to_string();
         let name = doc.name().to_string();
+        let mut job = None;
         let (kind, replicas) = match doc.kind() {
             "Deployment" => (WorkloadKind::Deployment, spec_int(doc, "/spec/replicas", 1)),
             "StatefulSet" => (
@@ -149,7 +225,12 @@ impl Loader<'_> {
             "Job" => {
                 let parallelism = spec_int(doc, "/spec/parallelism", 1);
                 let completions = spec_int(doc, "/spec/completions", parallelism);
-                (WorkloadKind::Deployment, parallelism.min(completions))
+                job = Some(JobSpec {
+                    completions: u32::try_from(completions.max(0)).unwrap_or(u32::MAX),
+                    run_for: self.run_for(doc, at)?,
+                    succeeded: 0,
+                });
+                (WorkloadKind::Job, parallelism)
             }
             "Pod" => (WorkloadKind::Pod, 1),
             "DaemonSet" => {
@@ -177,10 +258,96 @@ impl Loader<'_> {
             _ => return Err(located(format!("{}: no pod template", doc.describe()))),
         };
         let replicas = u32::try_from(replicas.max(0)).unwrap_or(u32::MAX);
-        Ok(vec![SimAction::ApplyWorkload(Workload::new(
-            kind, &namespace, &name, replicas, template,
-        ))])
+        let mut w = Workload::new(kind, &namespace, &name, replicas, template);
+        w.job = job;
+        Ok(vec![SimAction::ApplyWorkload(w)])
     }
+
+    /// A Job's `sim.nodewright.io/run-for` annotation (on the Job or its pod template): how
+    /// long each pod runs before it succeeds.
+    fn run_for(&self, doc: &Document, at: &str) -> Result<Option<Duration>, ScenarioError> {
+        for (pointer, field) in [
+            ("/metadata/annotations", "metadata.annotations"),
+            (
+                "/spec/template/metadata/annotations",
+                "spec.template.metadata.annotations",
+            ),
+        ] {
+            let Some(v) = doc
+                .value
+                .pointer(pointer)
+                .and_then(|a| a.get(RUN_FOR_ANNOTATION))
+            else {
+                continue;
+            };
+            let bad = |why: String| {
+                self.err(
+                    at.into(),
+                    format!("{}: {field}[{RUN_FOR_ANNOTATION}]: {why}", doc.describe()),
+                )
+            };
+            let text = v
+                .as_str()
+                .ok_or_else(|| bad(format!("expected a duration string, found {v}")))?;
+            let d = nodewright_core::disruption::duration::parse_go_duration(text)
+                .ok_or_else(|| bad(format!("{text:?} is not a duration such as 10m or 1h30m")))?;
+            return Ok(Some(d));
+        }
+        Ok(None)
+    }
+}
+
+/// The instance types a NodePool's requirements leave possible. The scheduler would drop the
+/// others on every solve; dropping them once here keeps each solve (and each consolidation
+/// simulation) from compiling a catalog the NodePool can never use. A requirement on a label
+/// the instance type says nothing about keeps the type, as in the scheduler.
+fn allowed_types(pool: &NodePool, types: &[InstanceType]) -> Vec<InstanceType> {
+    let offering_keys = [labels::ZONE, labels::CAPACITY_TYPE];
+    types
+        .iter()
+        .filter(|it| {
+            let mut known: BTreeMap<String, String> = BTreeMap::new();
+            let mut absent: BTreeSet<&str> = BTreeSet::new();
+            for r in &it.requirements {
+                match r.operator {
+                    Operator::In if r.values.len() == 1 => {
+                        known.insert(r.key.clone(), r.values[0].clone());
+                    }
+                    Operator::DoesNotExist => {
+                        absent.insert(r.key.as_str());
+                    }
+                    _ => {}
+                }
+            }
+            let labels_ok = pool.template.requirements.iter().all(|r| {
+                if let Some(v) = known.get(&r.key) {
+                    label_matches(r, &BTreeMap::from([(r.key.clone(), v.clone())]))
+                } else if absent.contains(r.key.as_str()) {
+                    label_matches(r, &BTreeMap::new())
+                } else {
+                    true
+                }
+            });
+            let offering_reqs: Vec<_> = pool
+                .template
+                .requirements
+                .iter()
+                .filter(|r| offering_keys.contains(&r.key.as_str()))
+                .collect();
+            labels_ok
+                && it.offerings.iter().any(|o| {
+                    let l = BTreeMap::from([
+                        (labels::ZONE.to_string(), o.zone.clone()),
+                        (
+                            labels::CAPACITY_TYPE.to_string(),
+                            o.capacity_type.as_str().to_string(),
+                        ),
+                    ]);
+                    offering_reqs.iter().all(|r| label_matches(r, &l))
+                })
+        })
+        .cloned()
+        .collect()
 }
 
 fn spec_int(doc: &Document, pointer: &str, default: i64) -> i64 {
@@ -281,6 +448,7 @@ fn check_references(
                     WorkloadKind::Deployment => "Deployment",
                     WorkloadKind::StatefulSet => "StatefulSet",
                     WorkloadKind::Pod => "Pod",
+                    WorkloadKind::Job => "Job",
                 };
                 known.insert((kind.into(), w.namespace.clone(), w.name.clone()));
             }
@@ -303,12 +471,7 @@ fn check_references(
                 }
             }
             SimAction::Delete(kind, ns, name) => {
-                // Jobs run as Deployments here.
-                let stored = if kind == "Job" {
-                    "Deployment"
-                } else {
-                    kind.as_str()
-                };
+                let stored = kind.as_str();
                 if !known.remove(&(stored.to_string(), ns.clone(), name.clone()))
                     && kind != "EC2NodeClass"
                 {

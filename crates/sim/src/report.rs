@@ -163,6 +163,22 @@ pub struct RunReport {
     pub summary: Summary,
     /// Invariant violations (empty in a correct run).
     pub violations: Vec<String>,
+    /// How much deciding the run took (not rendered: it depends on the engine, not the
+    /// cluster).
+    pub work: Work,
+}
+
+/// Counts of the decisions a run made and skipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Instants the virtual clock stopped at.
+    pub steps: usize,
+    pub solves: usize,
+    /// Batches whose pending pods and cluster were unchanged since the last solve.
+    pub solves_skipped: usize,
+    pub plans: usize,
+    /// Disruption rounds skipped because the cluster was consolidated and unchanged.
+    pub plans_skipped: usize,
 }
 
 #[cfg(test)]

@@ -126,11 +126,38 @@ fn an_interrupted_node_is_replaced_and_its_pods_placed_again() {
     assert_eq!(r.summary.interruptions, 1);
     assert!(r.summary.nodes_launched >= 2);
     assert_eq!(r.summary.pending_at_end, 0);
-    let interrupted = r.timeline.iter().find(|e| e.kind == "interrupted").unwrap();
+    // The notice cordons and drains the node at once; its pods get a new node before EC2
+    // reclaims the instance two minutes after the notice.
+    let notice = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "interruption-notice")
+        .unwrap();
+    assert_eq!(notice.at.as_secs(), 120);
+    let draining = r.timeline.iter().find(|e| e.kind == "draining").unwrap();
+    assert_eq!(draining.at, notice.at);
+    assert!(
+        draining.message.contains("spot interruption"),
+        "{draining:?}"
+    );
+    // Drained before the deadline (the pods' default 30 s grace), the node goes early.
+    let reclaimed = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disrupted" && e.message.contains("spot interruption"))
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(reclaimed.at.as_secs(), 150);
+    let replacement_ready = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "ready" && e.at > notice.at)
+        .unwrap();
+    let deadline = notice.at + std::time::Duration::from_secs(120);
+    assert!(replacement_ready.at < deadline, "{replacement_ready:?}");
     assert!(
         r.timeline
             .iter()
-            .any(|e| e.kind == "launch" && e.at > interrupted.at)
+            .any(|e| e.kind == "launch" && e.at >= notice.at && e.at < reclaimed.at)
     );
 }
 
@@ -250,7 +277,7 @@ fn spot_interruptions_follow_the_rate_and_the_workload_recovers() {
     let last_interrupt = r
         .timeline
         .iter()
-        .filter(|e| e.kind == "interrupted")
+        .filter(|e| e.kind == "interruption-notice")
         .map(|e| e.at)
         .max()
         .unwrap();
@@ -294,4 +321,122 @@ fn steps_naming_objects_the_scenario_never_created_are_errors() {
         e,
         "test.yaml: steps[1].delete: no Deployment default/app exists at this step"
     );
+}
+
+const JOB: &str = r#"
+  - inline:
+      apiVersion: batch/v1
+      kind: Job
+      metadata:
+        name: crunch
+        namespace: default
+        annotations: { sim.nodewright.io/run-for: 4m }
+      spec:
+        completions: 6
+        parallelism: 3
+        template:
+          spec:
+            restartPolicy: Never
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "3" } } }]
+"#;
+
+#[test]
+fn job_pods_finish_and_their_empty_nodes_are_consolidated() {
+    let text = format!(
+        "until: 20m\nmanifests:{}{JOB}\nsteps:\n  - {{ advance: 1m }}\n",
+        POOL.replace("LIMIT", "100")
+    );
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let done = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "job-complete")
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(done.message, "Job/default/crunch: 6/6 completions");
+    // Two waves of three pods, four minutes each, after the first nodes are Ready.
+    assert!(done.at.as_secs() >= 8 * 60, "{:?}", done.at);
+    // At most three pods ran at once: the peak pod count is the parallelism.
+    assert!(r.samples.iter().all(|s| s.pods <= 3));
+    assert_eq!(r.summary.pods_at_end, 0);
+    // The emptied nodes go.
+    assert_eq!(r.summary.nodes_at_end, 0, "{:#?}", r.timeline);
+    let removed = r.timeline.iter().filter(|e| e.kind == "disrupted").count();
+    assert!(removed >= 1);
+}
+
+#[test]
+fn a_bad_run_for_names_the_job_and_the_annotation() {
+    let text = format!(
+        "until: 5m\nmanifests:{}{}\n",
+        POOL.replace("LIMIT", "100"),
+        JOB.replace("run-for: 4m", "run-for: soon")
+    );
+    let e = run(&text).unwrap_err();
+    assert!(e.starts_with("test.yaml: manifests: "), "{e}");
+    assert!(e.contains("Job/crunch") || e.contains("crunch"), "{e}");
+    assert!(
+        e.contains("metadata.annotations[sim.nodewright.io/run-for]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn kubelet_max_pods_caps_each_node_and_forces_more_nodes() {
+    let tiny = |kubelet: &str| {
+        let text = scenario(
+            "1000",
+            "{}",
+            "  - { at: 5s, scale: default/app, replicas: 30 }\n",
+            "3m",
+        )
+        .replace(r#"cpu: "1""#, "cpu: 50m")
+        .replace(
+            "role: node-role",
+            &format!("role: node-role\n        {kubelet}"),
+        );
+        run(&text).unwrap()
+    };
+    let free = tiny("tags: { demo: \"true\" }");
+    let capped = tiny("kubelet: { maxPods: 10 }");
+    for r in [&free, &capped] {
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.summary.pending_at_end, 0);
+    }
+    assert_eq!(free.summary.nodes_at_end, 1, "{:#?}", free.timeline);
+    assert!(
+        capped.summary.nodes_at_end >= 3,
+        "{}",
+        capped.summary.nodes_at_end
+    );
+}
+
+#[test]
+fn a_bad_kubelet_setting_names_the_field() {
+    let text = scenario("100", "{}", "", "1m").replace(
+        "role: node-role",
+        "role: node-role\n        kubelet: { evictionHard: { memory.available: lots } }",
+    );
+    let e = run(&text).unwrap_err();
+    assert!(e.starts_with("test.yaml: manifests: "), "{e}");
+    assert!(e.contains("EC2NodeClass/default"), "{e}");
+}
+
+#[test]
+fn a_quiet_cluster_skips_disruption_rounds_until_something_changes() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n  - { at: 8m, scale: default/app, replicas: 1 }\n",
+        "12m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // A round every 10 s is about 72 rounds; once consolidated, only changes and the
+    // five-minute refresh plan again.
+    let w = r.work;
+    assert!(w.plans + w.plans_skipped >= 60, "{w:?}");
+    assert!(w.plans_skipped > 3 * w.plans, "{w:?}");
+    // The scale-down at 8m is a change: the node it empties is still consolidated.
+    assert!(r.summary.nodes_disrupted >= 1, "{:#?}", r.timeline);
 }

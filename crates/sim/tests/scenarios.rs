@@ -11,13 +11,15 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The seed scenarios under `scenarios/` and the simulator's own under `crates/sim/scenarios/`.
 fn scenario_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
-        .expect("scenarios/ exists")
+    let mut files: Vec<PathBuf> = ["scenarios", "crates/sim/scenarios"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root().join(dir)).expect("scenario dir exists"))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
-    files.sort();
+    files.sort_by_key(|p| p.file_name().map(|n| n.to_os_string()));
     files
 }
 

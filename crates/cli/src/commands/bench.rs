@@ -24,6 +24,8 @@ pub enum Which {
     Scheduling(SchedulingArgs),
     /// One full disruption planning round on a generated cluster.
     Consolidation(super::bench_consolidation::ConsolidationArgs),
+    /// Hours of hourly scaling on a generated cluster, run on the simulator.
+    Sim(super::bench_sim::SimArgs),
     /// Consolidation savings to a fixed point, ours against upstream's search, after a
     /// scale-down of the diverse benchmark.
     Savings(super::bench_savings::SavingsArgs),
@@ -54,6 +56,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.which {
         Which::Scheduling(a) => scheduling(a),
         Which::Consolidation(a) => super::bench_consolidation::run(a),
+        Which::Sim(a) => super::bench_sim::run(a),
         Which::Savings(a) => super::bench_savings::run(a),
     }
 }
