@@ -6,8 +6,8 @@ use clap::Subcommand;
 
 pub mod bench;
 pub mod bench_consolidation;
-pub mod bench_sim;
 pub mod bench_savings;
+pub mod bench_sim;
 pub mod controller;
 pub mod convert;
 pub mod crds;

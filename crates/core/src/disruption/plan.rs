@@ -335,7 +335,9 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     }
 
     // Single-node: evaluate every remaining candidate, within budget or not; act on the best
-    // saving within budget.
+    // saving within budget. One node is all a single-node command takes, so any candidate whose
+    // NodePool still has a node of budget left (after the multi-node command) may act, not only
+    // the prefix the multi-node search was limited to.
     let reduced = without_taken(snapshot, &taken);
     let mut best: Option<(usize, Command)> = None;
     let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
@@ -347,6 +349,15 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         .collect();
     // Every simulation first (several at once where the simulator can), then the decisions in
     // candidate order.
+    let budget_left: Vec<bool> = evaluated
+        .iter()
+        .map(|c| {
+            budgets
+                .remaining(&c.nodepool.name, DisruptionReason::Underutilized)
+                .0
+                > 0
+        })
+        .collect();
     let open: Vec<usize> = (0..evaluated.len())
         .filter(|&i| !taken.contains(&evaluated[i].node.name))
         .collect();
@@ -371,7 +382,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         .and_then(|cmd| consolidation::approve_balanced(cmd, &one, &graceful.candidates));
         if let Ok(cmd) = &r
             && !multi_found
-            && i < within
+            && budget_left[i]
             && best
                 .as_ref()
                 .is_none_or(|(_, b)| cmd.savings_per_hour > b.savings_per_hour)
@@ -384,7 +395,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         let name = evaluated[i].node.name.clone();
         let v = match (&best, r) {
             (Some((b, cmd)), _) if *b == i => disrupted(&name, cmd),
-            (_, Ok(cmd)) if i >= within => Verdict {
+            (_, Ok(cmd)) if i >= within && !budget_left[i] => Verdict {
                 node: name.clone(),
                 code: "budget-exhausted".into(),
                 message: format!(

@@ -520,3 +520,25 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn single_node_consolidation_is_not_limited_to_the_first_budgeted_candidates() {
+    // Budget 1: `a` ranks first but cannot move anywhere; `b` can. A single-node command only
+    // takes one node, so `b` may act although `a` filled the multi-node search's budget slot.
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 1000, 0.1, None),
+    ])
+    .node("a", "big", "on-demand", &[3900])
+    .node("b", "small", "on-demand", &[100]);
+    c.0.nodepools[0].disruption.budgets = vec![Budget {
+        nodes: BudgetNodes::Count(1),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    let p = c.plan();
+    assert_eq!(p.commands.len(), 1, "{:?}", p.verdicts);
+    assert_eq!(p.commands[0].targets[0].node, "b");
+    assert_eq!(p.commands[0].decision.as_str(), "delete");
+}
