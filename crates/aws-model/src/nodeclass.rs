@@ -18,6 +18,21 @@ pub enum AmiFamily {
 }
 
 impl AmiFamily {
+    /// The family named by an EC2NodeClass's `amiFamily` (or an alias's family), as spelled in
+    /// the API.
+    pub fn from_name(name: &str) -> Option<AmiFamily> {
+        Some(match name {
+            "AL2" => AmiFamily::AL2,
+            "AL2023" => AmiFamily::AL2023,
+            "Bottlerocket" => AmiFamily::Bottlerocket,
+            "Custom" => AmiFamily::Custom,
+            "Windows2019" => AmiFamily::Windows2019,
+            "Windows2022" => AmiFamily::Windows2022,
+            "Windows2025" => AmiFamily::Windows2025,
+            _ => return None,
+        })
+    }
+
     pub fn is_windows(self) -> bool {
         matches!(
             self,

@@ -16,19 +16,6 @@ pub struct ClassInputError {
     pub reason: String,
 }
 
-pub fn ami_family(name: &str) -> Option<AmiFamily> {
-    Some(match name {
-        "AL2" => AmiFamily::AL2,
-        "AL2023" => AmiFamily::AL2023,
-        "Bottlerocket" => AmiFamily::Bottlerocket,
-        "Custom" => AmiFamily::Custom,
-        "Windows2019" => AmiFamily::Windows2019,
-        "Windows2022" => AmiFamily::Windows2022,
-        "Windows2025" => AmiFamily::Windows2025,
-        _ => return None,
-    })
-}
-
 fn signal(text: &str) -> Result<EvictionSignal, String> {
     if let Some(p) = text.strip_suffix('%') {
         return p
@@ -54,9 +41,8 @@ pub fn node_class_input(class: &EC2NodeClass) -> Result<NodeClassInput, ClassInp
     let spec = &class.spec;
     let family = match spec.resolved_ami_family() {
         None => AmiFamily::AL2023,
-        Some(f) => {
-            ami_family(&f).ok_or_else(|| fail("spec.amiFamily", format!("unknown family {f:?}")))?
-        }
+        Some(f) => AmiFamily::from_name(&f)
+            .ok_or_else(|| fail("spec.amiFamily", format!("unknown family {f:?}")))?,
     };
     let mut input = NodeClassInput::new(family);
     if let Some(k) = &spec.kubelet {

@@ -163,23 +163,10 @@ pub struct SimCloud {
     types: Mutex<BTreeMap<AmiFamily, Arc<Vec<InstanceType>>>>,
 }
 
-fn ami_family(name: &str) -> Option<AmiFamily> {
-    Some(match name {
-        "AL2" => AmiFamily::AL2,
-        "AL2023" => AmiFamily::AL2023,
-        "Bottlerocket" => AmiFamily::Bottlerocket,
-        "Custom" => AmiFamily::Custom,
-        "Windows2019" => AmiFamily::Windows2019,
-        "Windows2022" => AmiFamily::Windows2022,
-        "Windows2025" => AmiFamily::Windows2025,
-        _ => return None,
-    })
-}
-
 fn family_of(class: Option<&EC2NodeClass>) -> AmiFamily {
     class
         .and_then(|c| c.spec.resolved_ami_family())
-        .and_then(|f| ami_family(&f))
+        .and_then(|f| AmiFamily::from_name(&f))
         .unwrap_or(AmiFamily::AL2023)
 }
 
@@ -359,7 +346,7 @@ impl CloudProvider for SimCloud {
             .spec
             .resolved_ami_family()
             .unwrap_or_else(|| "AL2023".into());
-        let Some(family) = ami_family(&family) else {
+        let Some(family) = AmiFamily::from_name(&family) else {
             return Err(CloudError::NodeClassNotReady {
                 name: class.metadata.name.clone().unwrap_or_default(),
                 reason: format!("unknown AMI family {family:?}"),

@@ -16,6 +16,16 @@ use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::{Resources, format_amount};
 
 pub const TERMINATION_FINALIZER: &str = "karpenter.sh/termination";
+
+/// An object's finalizers with ours removed: what to write once termination is done.
+pub fn finalizers_without_termination(meta: &ObjectMeta) -> Vec<String> {
+    meta.finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != TERMINATION_FINALIZER)
+        .cloned()
+        .collect()
+}
 pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
 pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
 /// The hash version this controller stamps (upstream's current one).

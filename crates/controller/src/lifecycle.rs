@@ -17,7 +17,7 @@ use nodewright_core::resources::{Resources, format_amount};
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
 
-use crate::claims::TERMINATION_FINALIZER;
+use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
 use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
 use crate::state::{SharedState, convert, lock};
@@ -566,14 +566,7 @@ impl Lifecycle {
                 }
             }
         }
-        let finalizers: Vec<String> = claim
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .filter(|f| *f != TERMINATION_FINALIZER)
-            .cloned()
-            .collect();
+        let finalizers = finalizers_without_termination(&claim.metadata);
         self.writer
             .patch_nodeclaim_meta(
                 &name,

@@ -13,7 +13,7 @@ use nodewright_cloud::CloudProvider;
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
 
-use crate::claims::TERMINATION_FINALIZER;
+use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
 use crate::lifecycle::{DISRUPTED_TAINT, TERMINATION_TIMESTAMP};
 use crate::state::{SharedState, lock};
@@ -241,14 +241,7 @@ impl Termination {
                 }
             }
         }
-        let finalizers: Vec<String> = node
-            .metadata
-            .finalizers
-            .iter()
-            .flatten()
-            .filter(|f| *f != TERMINATION_FINALIZER)
-            .cloned()
-            .collect();
+        let finalizers = finalizers_without_termination(&node.metadata);
         self.writer
             .patch_node(
                 &name,

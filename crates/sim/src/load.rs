@@ -38,19 +38,6 @@ struct Loader<'a> {
     classes: BTreeMap<String, Arc<Vec<InstanceType>>>,
 }
 
-fn ami_family(name: &str) -> Option<AmiFamily> {
-    Some(match name {
-        "AL2" => AmiFamily::AL2,
-        "AL2023" => AmiFamily::AL2023,
-        "Bottlerocket" => AmiFamily::Bottlerocket,
-        "Custom" => AmiFamily::Custom,
-        "Windows2019" => AmiFamily::Windows2019,
-        "Windows2022" => AmiFamily::Windows2022,
-        "Windows2025" => AmiFamily::Windows2025,
-        _ => return None,
-    })
-}
-
 impl Loader<'_> {
     fn err(&self, path: String, reason: String) -> ScenarioError {
         ScenarioError {
@@ -163,7 +150,7 @@ impl Loader<'_> {
                 Object::EC2NodeClass(nc) => {
                     let name = nc.metadata.name.clone().unwrap_or_default();
                     let family_name = nc.spec.resolved_ami_family().unwrap_or("AL2023".into());
-                    let family = ami_family(&family_name).ok_or_else(|| {
+                    let family = AmiFamily::from_name(&family_name).ok_or_else(|| {
                         self.err(
                             at.into(),
                             format!(
