@@ -1,6 +1,7 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
-//! metrics and health servers, and the loops (provisioner, lifecycle, termination,
-//! disruption). The cloud provider is chosen by the caller.
+//! metrics and health servers, the periodic cluster-state gauges, and the loops
+//! (provisioner, lifecycle, termination, disruption), each given the metrics and the event
+//! sink. The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,12 +15,14 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::disruption::Disruptor;
+use crate::events::{EventSink, KubeEvents};
 use crate::health;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
+use crate::state::gauges::{self, PodStartup};
 use crate::state::{ClusterState, lock};
 use crate::termination::Termination;
 use crate::watch as watchers;
@@ -34,6 +37,12 @@ pub enum RunError {
 
 /// How often the per-object loops (lifecycle, termination) pass over the state.
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the cluster-state gauges are refreshed (upstream's node metrics period).
+const GAUGES_EVERY: Duration = Duration::from_secs(5);
+
+/// The event source component, as upstream's events name it.
+const COMPONENT: &str = "karpenter";
 
 /// Runs until ctrl-c.
 pub async fn run(
@@ -65,18 +74,27 @@ pub async fn run(
         leader.clone(),
     ));
 
+    let events: Arc<dyn EventSink> = Arc::new(KubeEvents::new(client.clone(), COMPONENT));
+
     // Ready once every watch has listed.
     let (ready_tx, ready_rx) = watch::channel(false);
     {
         let state = state.clone();
         let metrics = metrics.clone();
         tokio::spawn(async move {
+            let mut startup = PodStartup::default();
+            let mut last_gauges: Option<std::time::Instant> = None;
             loop {
-                let (synced, nodes) = {
+                let synced = {
                     let s = lock(&state);
-                    (s.synced(), s.nodes.len())
+                    metrics.cluster_state(s.synced(), s.nodes.len());
+                    startup.observe(&s, &metrics);
+                    if last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
+                        gauges::set_all(&s, &metrics);
+                        last_gauges = Some(std::time::Instant::now());
+                    }
+                    s.synced()
                 };
-                metrics.cluster_state(synced, nodes);
                 let _ = ready_tx.send(synced);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -104,20 +122,26 @@ pub async fn run(
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
     let lifecycle = Arc::new(Lifecycle::new(
         state.clone(),
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
     let termination = Arc::new(Termination::new(
         state.clone(),
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
-    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock));
+    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
         max: settings.batch_max_duration,

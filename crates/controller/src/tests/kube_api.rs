@@ -28,6 +28,7 @@ const CREATED: &str = include_str!("../../tests/fixtures/nodeclaim-create-respon
 const EVICTION_429: &str = include_str!("../../tests/fixtures/eviction-429.json");
 const EVICTION_201: &str = include_str!("../../tests/fixtures/eviction-201.json");
 const NOT_FOUND: &str = include_str!("../../tests/fixtures/not-found-404.json");
+const POD_DELETED: &str = include_str!("../../tests/fixtures/pod-delete-200.json");
 
 async fn handler(
     State(log): State<Log>,
@@ -56,6 +57,7 @@ async fn handler(
             (StatusCode::CREATED, EVICTION_201)
         }
         (_, p) if p.contains("default-gone1") => (StatusCode::NOT_FOUND, NOT_FOUND),
+        ("DELETE", "/api/v1/namespaces/default/pods/web") => (StatusCode::OK, POD_DELETED),
         ("PATCH", p) if p.starts_with("/apis/karpenter.sh/v1/nodeclaims/") => {
             (StatusCode::OK, CREATED)
         }
@@ -197,4 +199,28 @@ async fn not_found_is_its_own_error() {
             name: "default-gone1".into()
         }
     );
+}
+
+#[tokio::test]
+async fn a_pod_is_deleted_with_the_grace_period_asked_for() {
+    let (api, log) = server().await;
+    api.delete_pod("default", "web", Some(7)).await.unwrap();
+    let e = api
+        .delete_pod("default", "default-gone1", Some(0))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen[0].method, "DELETE");
+    assert_eq!(seen[0].path, "/api/v1/namespaces/default/pods/web");
+    assert_eq!(seen[0].content_type, "application/json");
+    // DeleteOptions in the body: only the grace period, so the pod's own propagation and
+    // preconditions stay the API server's defaults.
+    assert_eq!(seen[0].body, json!({"gracePeriodSeconds": 7}));
+    // The API refuses nothing below zero, but 0 skips the kubelet: never less than 1 s.
+    assert_eq!(
+        seen[1].path,
+        "/api/v1/namespaces/default/pods/default-gone1"
+    );
+    assert_eq!(seen[1].body, json!({"gracePeriodSeconds": 1}));
 }
