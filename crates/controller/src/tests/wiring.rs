@@ -566,3 +566,37 @@ async fn namespace_labels_reach_the_snapshot() {
     let (snap, _) = s.snapshot(h.clock.now(), Default::default());
     assert_eq!(snap.namespaces["team-a"]["team"], "a");
 }
+
+#[tokio::test(start_paused = true)]
+async fn startup_is_observed_once_for_pods_seen_pending() {
+    let h = Harness::new();
+    h.pending_pod("web-1", "1");
+    // Running before anything watched it: not ours to time.
+    h.bind("old", "n1");
+    let mut startup = gauges::PodStartup::default();
+    startup.observe(&lock(&h.state), &h.metrics);
+    let mut p = super::pending_pod_json("web-1", "1");
+    p["spec"]["nodeName"] = json!("n1");
+    p["status"] = json!({"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-06-01T00:00:05Z"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2024-06-01T00:00:40Z"}]});
+    h.api.put_value(Kind::Pod, p);
+    startup.observe(&lock(&h.state), &h.metrics);
+    startup.observe(&lock(&h.state), &h.metrics);
+    let text = h.metrics.encode();
+    assert_eq!(
+        sample(&text, "karpenter_pods_startup_duration_seconds_count"),
+        Some("1"),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "karpenter_pods_startup_duration_seconds_sum"),
+        Some("40.0"),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "karpenter_pods_bound_duration_seconds_sum"),
+        Some("5.0"),
+        "{text}"
+    );
+}
