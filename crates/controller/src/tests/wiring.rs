@@ -600,3 +600,41 @@ async fn startup_is_observed_once_for_pods_seen_pending() {
         "{text}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn pod_affinity_finds_its_peers_through_namespace_labels() {
+    let h = Harness::new();
+    let name = initialized_node(&h).await;
+    h.api.put_value(
+        Kind::Namespace,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-a", "labels": {"team": "a"}}}),
+    );
+    let mut db = super::pending_pod_json("db", "100m");
+    db["metadata"]["namespace"] = json!("team-a");
+    db["metadata"]["labels"] = json!({"app": "db"});
+    db["spec"]["nodeName"] = json!("n1");
+    db["status"] = json!({"phase": "Running"});
+    h.api.put_value(Kind::Pod, db);
+    let mut web = super::pending_pod_json("web", "500m");
+    web["spec"]["affinity"] = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}},
+         "namespaceSelector": {"matchLabels": {"team": "a"}},
+         "topologyKey": "kubernetes.io/hostname"}]}});
+    h.api.put_value(Kind::Pod, web);
+
+    let (prov, ..) = loops(&h);
+    let p = prov.provision().await.unwrap();
+    assert!(p.created.is_empty() && p.unplaced.is_empty(), "{p:?}");
+    let nominated: Vec<_> = h
+        .events
+        .with_reason("Nominated")
+        .into_iter()
+        .filter(|e| e.regarding.name == "web")
+        .collect();
+    assert_eq!(nominated.len(), 1, "{nominated:?}");
+    assert_eq!(
+        nominated[0].message,
+        format!("Pod should schedule on: nodeclaim/{name}, node/n1")
+    );
+}
