@@ -108,6 +108,11 @@ impl ClusterState {
                 for o in listed {
                     self.put(o);
                 }
+                if kind == Kind::Pod {
+                    // Pods deleted while the watch was down take their nominations along.
+                    let pods = &self.pods;
+                    self.nominations.retain(|k, _| pods.contains_key(k));
+                }
                 self.synced.insert(kind);
             }
         }
