@@ -271,7 +271,10 @@ impl Disruptor {
                 .map(|q| {
                     let r = validate(&q.command, &fresh, &sim, settings);
                     // The fresh snapshot gives the replacements their current requests.
-                    let requests = replacement_requests(&fresh, &q.command, &sim.options);
+                    let requests = match &r {
+                        Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
+                        Err(_) => Vec::new(),
+                    };
                     (
                         Queued {
                             command: q.command,
