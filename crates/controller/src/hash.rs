@@ -148,13 +148,13 @@ mod tests {
     #[test]
     fn labels_taints_class_and_expiry_change_the_hash() {
         let h = nodepool_hash(&pool(base()));
-        let edits: Vec<Box<dyn Fn(&mut Value)>> = vec![
-            Box::new(|t| t["metadata"]["labels"]["team"] = json!("api")),
-            Box::new(|t| t["metadata"]["annotations"] = json!({"x": "y"})),
-            Box::new(|t| t["spec"]["taints"] = json!([{"key": "a", "effect": "NoSchedule"}])),
-            Box::new(|t| t["spec"]["nodeClassRef"]["name"] = json!("other")),
-            Box::new(|t| t["spec"]["expireAfter"] = json!("Never")),
-            Box::new(|t| t["spec"]["terminationGracePeriod"] = json!("1h")),
+        let edits: [fn(&mut Value); 6] = [
+            |t| t["metadata"]["labels"]["team"] = json!("api"),
+            |t| t["metadata"]["annotations"] = json!({"x": "y"}),
+            |t| t["spec"]["taints"] = json!([{"key": "a", "effect": "NoSchedule"}]),
+            |t| t["spec"]["nodeClassRef"]["name"] = json!("other"),
+            |t| t["spec"]["expireAfter"] = json!("Never"),
+            |t| t["spec"]["terminationGracePeriod"] = json!("1h"),
         ];
         for (i, edit) in edits.iter().enumerate() {
             let mut t = base();

@@ -24,7 +24,7 @@ pub const RESOLVE_EVERY: Duration = Duration::from_secs(60);
 
 /// The class's conditions in the shape the condition helpers take (the same JSON).
 pub fn class_conditions(conds: &[ClassCondition]) -> Vec<Condition> {
-    conds.iter().filter_map(|c| recode(c)).collect()
+    conds.iter().filter_map(recode).collect()
 }
 
 fn recode<A: serde::Serialize, B: serde::de::DeserializeOwned>(a: &A) -> Option<B> {
@@ -34,7 +34,7 @@ fn recode<A: serde::Serialize, B: serde::de::DeserializeOwned>(a: &A) -> Option<
 }
 
 fn to_class_conditions(conds: &[Condition]) -> Vec<ClassCondition> {
-    conds.iter().filter_map(|c| recode(c)).collect()
+    conds.iter().filter_map(recode).collect()
 }
 
 /// `resolved`'s conditions applied over `stored`'s, so unchanged conditions keep their
