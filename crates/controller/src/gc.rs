@@ -234,9 +234,12 @@ impl GarbageCollector {
     pub async fn run(self: Arc<Self>) {
         let mut passes = 0u32;
         loop {
+            let active = *self.leader.borrow() && lock(&self.state).synced();
             match self.collect().await {
                 Ok(c) => {
-                    passes = passes.saturating_add(1);
+                    if active {
+                        passes = passes.saturating_add(1);
+                    }
                     for e in &c.errors {
                         warn!(error = %e, "garbage collection step failed");
                     }

@@ -140,7 +140,13 @@ pub fn nodeclass_readiness(
                 .filter(|m| !m.is_empty())
                 .unwrap_or_else(|| "NodeClass not ready".into()),
         ),
-        None => ("False", "NodeClassNotReady", "NodeClass not ready".into()),
+        // Not resolved yet (a new class): unknown rather than false, so a fresh cluster does
+        // not report a failure it never had.
+        None => (
+            "Unknown",
+            "NodeClassNotReady",
+            "NodeClass has not been resolved yet".into(),
+        ),
     }
 }
 
@@ -167,6 +173,10 @@ pub fn desired(state: &ClusterState, pool: &NodePool, now: Timestamp) -> NodePoo
     let (total, count) = usage(state, &name);
     status.resources = Some(resource_list(&total, count, status.resources.as_ref()));
     status.nodes = Some(count);
+    let class_ref = &pool.spec.template.spec.node_class_ref;
+    if let Some(class) = state.nodeclasses.get(&class_ref.name) {
+        status.node_class_observed_generation = class.metadata.generation;
+    }
     let mut conds = status.conditions.clone().unwrap_or_default();
     let errs = validation_errors(pool);
     if errs.is_empty() {

@@ -91,6 +91,7 @@ async fn a_provisioned_pool_reports_its_nodes_resources_and_readiness() {
 
     let st = pool(&h).status.unwrap();
     assert_eq!(st.nodes, Some(1));
+    assert_eq!(st.node_class_observed_generation, Some(1));
     // The registered node's capacity (4 cpu, 16Gi, 110 pods), not the claim's.
     assert_eq!(
         resources(&h),
@@ -166,8 +167,13 @@ async fn a_pool_is_not_ready_while_its_class_is_missing_or_not_ready() {
         ("False".into(), "NodeClassReadyNotTrue".into())
     );
 
-    h.cloud.set_class_not_ready(Some("no subnets match"));
+    // A class that has not been resolved yet is unknown, not failed.
     nodeclass(&h);
+    let unresolved =
+        crate::status::nodepool::nodeclass_readiness(&crate::state::lock(&h.state), &pool(&h));
+    assert_eq!(unresolved.0, "Unknown");
+
+    h.cloud.set_class_not_ready(Some("no subnets match"));
     s.reconcile_all().await;
     let Some(Object::NodeClass(class)) = h.api.get(Kind::NodeClass, "default") else {
         panic!()
