@@ -21,6 +21,7 @@ struct Inner {
     ice: bool,
     fail: bool,
     class_not_ready: Option<String>,
+    drift: Option<String>,
 }
 
 pub struct TestCloud {
@@ -93,6 +94,11 @@ impl TestCloud {
     /// Makes node class resolution fail with `reason` (`None`: classes resolve Ready).
     pub fn set_class_not_ready(&self, reason: Option<&str>) {
         self.inner().class_not_ready = reason.map(str::to_string);
+    }
+
+    /// The drift reason every launched claim reports (`None`: not drifted).
+    pub fn set_drift(&self, reason: Option<&str>) {
+        self.inner().drift = reason.map(str::to_string);
     }
 
     /// An instance no claim knows about, as a crashed launch leaves behind.
@@ -260,6 +266,6 @@ impl CloudProvider for TestCloud {
         _claim: &NodeClaim,
         _class: Option<&EC2NodeClass>,
     ) -> Result<Option<String>, CloudError> {
-        Ok(None)
+        Ok(self.inner().drift.clone())
     }
 }

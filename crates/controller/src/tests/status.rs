@@ -366,3 +366,32 @@ async fn a_follower_writes_no_status() {
     assert_eq!(h.api.log().len(), log);
     assert!(pool(&h).status.is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn provider_drift_is_asked_every_five_minutes() {
+    let h = Harness::new();
+    nodeclass(&h);
+    let name = initialized_node(&h).await;
+    h.cloud.set_drift(Some("AMIDrift"));
+    let s = controller(&h);
+    s.reconcile_all().await;
+    let conds = claim(&h, &name).status.unwrap().conditions.unwrap();
+    assert_eq!(
+        condition(&conds, "Drifted"),
+        ("True".into(), "AMIDrift".into())
+    );
+    let (snap, _) = crate::state::lock(&h.state).snapshot(h.clock.now(), Default::default());
+    let c = snap.node_claims.iter().find(|c| c.name == name).unwrap();
+    assert_eq!(c.drifted.as_deref(), Some("AMIDrift"));
+
+    // The provider stops reporting drift; the answer is trusted for five minutes.
+    h.cloud.set_drift(None);
+    tokio::time::advance(std::time::Duration::from_secs(60)).await;
+    s.reconcile_all().await;
+    let conds = claim(&h, &name).status.unwrap().conditions.unwrap();
+    assert!(conditions::find(&conds, "Drifted").is_some());
+    tokio::time::advance(std::time::Duration::from_secs(240)).await;
+    s.reconcile_all().await;
+    let conds = claim(&h, &name).status.unwrap().conditions.unwrap();
+    assert!(conditions::find(&conds, "Drifted").is_none());
+}
