@@ -366,9 +366,9 @@ async fn al2023_launch_builds_template_fleet_and_tags_and_reuses_the_template() 
     for needle in [
         "apiVersion: node.eks.aws/v1alpha1",
         "kind: NodeConfig",
-        &format!("name: {cluster}"),
-        &format!("apiServerEndpoint: {ENDPOINT}"),
-        "cidr: 10.100.0.0/16",
+        &format!("name: \"{cluster}\""),
+        &format!("apiServerEndpoint: \"{ENDPOINT}\""),
+        "cidr: \"10.100.0.0/16\"",
         "karpenter.sh/nodepool=default",
         "team=web",
         "karpenter.sh/capacity-type=on-demand",
