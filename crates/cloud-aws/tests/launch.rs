@@ -220,6 +220,9 @@ async fn cluster_templates(moto: &Moto, cluster: &str) -> Vec<String> {
     names
 }
 
+/// Device name, size (GiB), volume type, encrypted.
+type Device = (String, Option<i32>, Option<String>, Option<bool>);
+
 fn decode(b64: &str) -> String {
     String::from_utf8(base64::decode(b64).expect("base64")).expect("utf-8")
 }
@@ -339,7 +342,7 @@ async fn al2023_launch_builds_template_fleet_and_tags_and_reuses_the_template() 
     assert_eq!(md.http_tokens().map(|t| t.as_str()), Some("required"));
     assert_eq!(md.http_put_response_hop_limit(), Some(1));
     assert_eq!(md.http_endpoint().map(|t| t.as_str()), Some("enabled"));
-    let devices: Vec<(String, Option<i32>, Option<String>, Option<bool>)> = data
+    let devices: Vec<Device> = data
         .block_device_mappings()
         .iter()
         .map(|b| {
