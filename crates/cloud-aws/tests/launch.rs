@@ -18,7 +18,7 @@ use nodewright_cloud_aws::AwsCloud;
 use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::error::AwsError;
 use nodewright_cloud_aws::launch::{
-    ClusterInfo, FleetApi, FleetCall, FleetFailure, FleetOutcome, SdkFleet,
+    BatchingFleet, ClusterInfo, FleetApi, FleetCall, FleetFailure, FleetOutcome, SdkFleet,
 };
 use nodewright_core::model::CapacityType;
 use support::{DISCOVERY, Moto, Seed};
@@ -120,6 +120,10 @@ async fn env(moto: Moto, name: &str) -> Env {
 
 impl Env {
     fn cloud(&self, fleet: Arc<Recording>) -> AwsCloud {
+        self.cloud_with(fleet)
+    }
+
+    fn cloud_with(&self, fleet: Arc<dyn FleetApi>) -> AwsCloud {
         support::cloud(&self.moto, &self.seed.cluster, &self.prefix, "1.32")
             .with_cluster_info(ClusterInfo {
                 endpoint: ENDPOINT.into(),
@@ -669,5 +673,77 @@ async fn missing_class_is_not_ready_and_custom_user_data_is_verbatim() {
     assert_eq!(
         ud.as_deref(),
         Some("#!/bin/bash\n/opt/join --cluster mine\n")
+    );
+}
+
+#[tokio::test]
+async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags() {
+    let moto = moto_or_skip!("batched_launch");
+    let env = env(moto, "launch-batch").await;
+    let recording = Recording::new(&env.moto, &[]);
+    let batching = Arc::new(BatchingFleet::with_window(
+        recording.clone(),
+        env.moto.clients.clone(),
+        std::time::Duration::from_millis(500),
+        std::time::Duration::from_secs(5),
+    ));
+    let cloud = env.cloud_with(batching);
+    let class = env.class("batch", "al2023@latest", "");
+    // The controller reconciles a class (creating its instance profile) before claims use it.
+    assert!(
+        cloud
+            .resolve_node_class(&class, now())
+            .await
+            .unwrap()
+            .is_ready()
+    );
+    let claims: Vec<NodeClaim> = (1..=3)
+        .map(|i| {
+            claim(
+                &format!("batch-{i}"),
+                "batch",
+                &["m5.large"],
+                "on-demand",
+                None,
+            )
+        })
+        .collect();
+    let (a, b, c) = tokio::join!(
+        cloud.launch(&claims[0], Some(&class)),
+        cloud.launch(&claims[1], Some(&class)),
+        cloud.launch(&claims[2], Some(&class)),
+    );
+    let launched = [a.expect("a"), b.expect("b"), c.expect("c")];
+    let calls = recording.calls();
+    assert_eq!(
+        calls.len(),
+        1,
+        "one CreateFleet for three identical launches"
+    );
+    assert_eq!(calls[0].total_target_capacity, 3);
+    assert!(!calls[0].tags.contains_key("karpenter.sh/nodeclaim"));
+    let mut ids: Vec<&str> = launched
+        .iter()
+        .map(|l| instance_id(&l.instance.provider_id))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "each claim has its own instance");
+    for (l, nc) in launched.iter().zip(&claims) {
+        let ec2 = instance(&env.moto, instance_id(&l.instance.provider_id)).await;
+        let tags = tags_of(ec2.tags());
+        assert_eq!(
+            tags.get("karpenter.sh/nodeclaim"),
+            nc.metadata.name.as_ref(),
+            "{tags:?}"
+        );
+        assert_eq!(
+            tags.get("karpenter.sh/nodepool").map(String::as_str),
+            Some("default")
+        );
+    }
+    assert_eq!(
+        cluster_templates(&env.moto, &env.seed.cluster).await.len(),
+        1
     );
 }

@@ -7,6 +7,7 @@
 //! and EC2, makes the templates exist, calls CreateFleet, and feeds capacity errors back into
 //! the unavailable-offerings cache before planning again.
 
+pub mod batch;
 pub mod claim;
 pub mod fleet;
 pub mod template;
@@ -17,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_aws_model::ice::{FleetError, Marked, UnavailableOfferings};
+use nodewright_aws_model::ice::{FleetError, Marked, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
 use nodewright_aws_model::launch::{FleetOverride, LaunchError, LaunchInput, plan_launch};
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
 use nodewright_core::labels::{self, aws};
@@ -32,6 +33,7 @@ use crate::cloud::{AwsCloud, now};
 use crate::error::AwsError;
 use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
 
+pub use batch::BatchingFleet;
 pub use fleet::{FleetApi, FleetCall, FleetFailure, FleetInstance, FleetOutcome, SdkFleet};
 pub use template::{TemplateCache, TemplateSpec};
 pub use userdata::ClusterInfo;
@@ -54,7 +56,10 @@ impl LaunchState {
         LaunchState {
             templates: TemplateCache::default(),
             unavailable: Mutex::new(UnavailableOfferings::new()),
-            fleet: Arc::new(SdkFleet::new(clients.clone())),
+            fleet: Arc::new(BatchingFleet::new(
+                Arc::new(SdkFleet::new(clients.clone())),
+                clients.clone(),
+            )),
             cluster: ClusterInfo::default(),
         }
     }
@@ -71,7 +76,8 @@ impl LaunchState {
 }
 
 impl AwsCloud {
-    /// The same provider with CreateFleet sent through `fleet`.
+    /// The same provider with CreateFleet sent through `fleet` (as is: wrap it in a
+    /// [`BatchingFleet`] to keep batching).
     pub fn with_fleet_api(mut self, fleet: Arc<dyn FleetApi>) -> Self {
         self.launch.fleet = fleet;
         self
@@ -243,7 +249,13 @@ impl AwsCloud {
         let mut marked = false;
         for e in errors {
             let Some(o) = matching_override(call, e) else {
-                tracing::warn!(code = %e.code, message = %e.message, "CreateFleet error for no known override");
+                if e.code == SPOT_ROLE_MISSING_CODE {
+                    // Not about one offering: spot as a whole is out until the role exists.
+                    cache.mark_capacity_type(CapacityType::Spot, now);
+                    marked = true;
+                } else {
+                    tracing::warn!(code = %e.code, message = %e.message, "CreateFleet error for no known override");
+                }
                 continue;
             };
             let fe = FleetError {
