@@ -208,3 +208,87 @@ impl FleetApi for BatchingFleet {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClientOptions, StaticCredentials};
+    use nodewright_aws_model::launch::AllocationStrategy;
+    use nodewright_core::model::CapacityType;
+    use std::sync::Mutex as StdMutex;
+
+    /// Records calls and fails them, so nothing reaches a network.
+    struct Failing(StdMutex<Vec<FleetCall>>);
+
+    #[async_trait]
+    impl FleetApi for Failing {
+        async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+            self.0.lock().unwrap().push(call.clone());
+            Err(AwsError::new("CreateFleet", "boom"))
+        }
+    }
+
+    fn call(claim: &str) -> FleetCall {
+        FleetCall {
+            capacity_type: CapacityType::OnDemand,
+            default_target_capacity_type: "on-demand",
+            allocation_strategy: AllocationStrategy::LowestPrice,
+            total_target_capacity: 1,
+            configs: Vec::new(),
+            tags: [
+                ("karpenter.sh/nodeclaim".to_string(), claim.to_string()),
+                ("karpenter.sh/nodepool".to_string(), "default".to_string()),
+            ]
+            .into(),
+            context: None,
+        }
+    }
+
+    async fn batching(inner: Arc<Failing>) -> BatchingFleet {
+        let clients = AwsClients::new(&ClientOptions {
+            region: "us-east-1".into(),
+            endpoint_url: Some("http://127.0.0.1:9".into()),
+            credentials: Some(StaticCredentials {
+                access_key_id: "x".into(),
+                secret_access_key: "x".into(),
+            }),
+        })
+        .await;
+        BatchingFleet::with_window(
+            inner,
+            clients,
+            Duration::from_millis(50),
+            Duration::from_secs(2),
+        )
+    }
+
+    #[tokio::test]
+    async fn identical_calls_go_out_once_and_share_the_failure() {
+        let inner = Arc::new(Failing(StdMutex::new(Vec::new())));
+        let b = batching(inner.clone()).await;
+        let (ca, cb) = (call("a"), call("b"));
+        let (x, y) = tokio::join!(b.create_fleet(&ca), b.create_fleet(&cb));
+        assert!(x.is_err() && y.is_err());
+        let calls = inner.0.lock().unwrap().clone();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].total_target_capacity, 2);
+        assert!(!calls[0].tags.contains_key("karpenter.sh/nodeclaim"));
+        assert_eq!(calls[0].tags["karpenter.sh/nodepool"], "default");
+    }
+
+    #[tokio::test]
+    async fn a_lone_or_different_call_keeps_its_own_request() {
+        let inner = Arc::new(Failing(StdMutex::new(Vec::new())));
+        let b = batching(inner.clone()).await;
+        let mut spot = call("b");
+        spot.capacity_type = CapacityType::Spot;
+        let ca = call("a");
+        let _ = tokio::join!(b.create_fleet(&ca), b.create_fleet(&spot));
+        let mut calls = inner.0.lock().unwrap().clone();
+        calls.sort_by_key(|c| c.tags["karpenter.sh/nodeclaim"].clone());
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].tags["karpenter.sh/nodeclaim"], "a");
+        assert_eq!(calls[1].capacity_type, CapacityType::Spot);
+        assert!(calls.iter().all(|c| c.total_target_capacity == 1));
+    }
+}
