@@ -689,14 +689,8 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
     ));
     let cloud = env.cloud_with(batching);
     let class = env.class("batch", "al2023@latest", "");
-    // The controller reconciles a class (creating its instance profile) before claims use it.
-    assert!(
-        cloud
-            .resolve_node_class(&class, now())
-            .await
-            .unwrap()
-            .is_ready()
-    );
+    // Concurrent launches of a new class: resolved once, so they do not race to attach the
+    // role to its new instance profile.
     let claims: Vec<NodeClaim> = (1..=3)
         .map(|i| {
             claim(

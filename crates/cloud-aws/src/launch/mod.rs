@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod claim;
 pub mod fleet;
+pub mod resolved;
 pub mod template;
 mod userdata;
 
@@ -46,6 +47,7 @@ const MAX_ATTEMPTS: usize = 8;
 /// CreateFleet implementation and how nodes reach the cluster.
 pub struct LaunchState {
     pub templates: TemplateCache,
+    pub resolved: resolved::ResolvedCache,
     unavailable: Mutex<UnavailableOfferings>,
     fleet: Arc<dyn FleetApi>,
     cluster: ClusterInfo,
@@ -55,6 +57,7 @@ impl LaunchState {
     pub fn new(clients: &AwsClients) -> Self {
         LaunchState {
             templates: TemplateCache::default(),
+            resolved: resolved::ResolvedCache::default(),
             unavailable: Mutex::new(UnavailableOfferings::new()),
             fleet: Arc::new(BatchingFleet::new(
                 Arc::new(SdkFleet::new(clients.clone())),
@@ -102,14 +105,15 @@ impl AwsCloud {
             reason: format!("nodeclaim {name} references a node class that does not exist"),
         })?;
         let class_name = class.metadata.name.clone().unwrap_or_default();
-        let resolved = self.resolve_node_class(class, now()).await?;
+        let resolved = self.launch.resolved.get(self, class).await?;
+        let resolved: &ResolvedNodeClass = &resolved;
         if !resolved.is_ready() {
             return Err(CloudError::NodeClassNotReady {
                 name: class_name,
-                reason: not_ready_reason(&resolved),
+                reason: not_ready_reason(resolved),
             });
         }
-        let types = self.instance_types_for(class, &resolved).await?;
+        let types = self.instance_types_for(class, resolved).await?;
         let reqs = claim::requirements(claim)?;
         let requests = claim::requests(claim)?;
         let (taints, startup_taints) = claim::taints(claim)?;
@@ -126,7 +130,7 @@ impl AwsCloud {
 
         let base = userdata::BaseConfig {
             class,
-            resolved: &resolved,
+            resolved,
             family,
             cluster_name: &self.settings.cluster_name,
             cluster: &self.launch.cluster,
@@ -143,7 +147,7 @@ impl AwsCloud {
             let subnets = {
                 let cache = self.launch.unavailable();
                 cache.apply(&mut types, now);
-                zonal_subnets(&resolved, &cache, now)
+                zonal_subnets(resolved, &cache, now)
             };
             let input = LaunchInput {
                 nodeclaim: name.clone(),
@@ -201,11 +205,16 @@ impl AwsCloud {
                     attempt -= 1;
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    if is_stale_resolution(&e) {
+                        self.launch.resolved.clear().await;
+                    }
+                    return Err(e.into());
+                }
             };
             let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
             if let Some(instance) = outcome.instances.first() {
-                return launched(&call, instance, &types, &resolved, self.region(), now);
+                return launched(&call, instance, &types, resolved, self.region(), now);
             }
             if !marked {
                 let codes: Vec<String> = outcome
@@ -389,6 +398,16 @@ fn is_missing_template(e: &AwsError) -> bool {
     e.code
         .as_deref()
         .is_some_and(|c| c.starts_with("InvalidLaunchTemplate") && c.contains("NotFound"))
+}
+
+/// CreateFleet named a subnet, group or image that no longer exists: resolve the class again.
+fn is_stale_resolution(e: &AwsError) -> bool {
+    e.code.as_deref().is_some_and(|c| {
+        (c.starts_with("InvalidSubnet")
+            || c.starts_with("InvalidGroup")
+            || c.starts_with("InvalidAMIID"))
+            && c.contains("NotFound")
+    })
 }
 
 /// The subnet each zone launches into: the one with the most free addresses (the resolved
