@@ -615,7 +615,11 @@ async fn spot_uses_price_capacity_optimized() {
     let env = env(moto, "launch-spot").await;
     let fleet = Recording::new(&env.moto, &[]);
     let cloud = env.cloud(fleet.clone());
-    let class = env.class("spot", "al2023@latest", "");
+    let class = env.class(
+        "spot",
+        "al2023@latest",
+        "  associatePublicIPAddress: true\n",
+    );
     let nc = claim("spot-1", "spot", &["m5.large"], "spot", None);
     let got = cloud.launch(&nc, Some(&class)).await.expect("launch");
     assert_eq!(got.instance.capacity_type, CapacityType::Spot);
@@ -628,6 +632,22 @@ async fn spot_uses_price_capacity_optimized() {
     assert_eq!(call.default_target_capacity_type, "spot");
     let data = template_data(&env.moto, &call.configs[0].template_name).await;
     assert!(decode(data.user_data().unwrap()).contains("karpenter.sh/capacity-type=spot"));
+    // With associatePublicIPAddress the template defines the primary interface, groups inside.
+    let nics = data.network_interfaces();
+    assert_eq!(nics.len(), 1, "{nics:?}");
+    assert_eq!(nics[0].device_index(), Some(0));
+    assert_eq!(nics[0].associate_public_ip_address(), Some(true));
+    let mut groups = nics[0].groups().to_vec();
+    groups.sort();
+    let mut want: Vec<String> = env
+        .seed
+        .security_groups
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    want.sort();
+    assert_eq!(groups, want);
+    assert!(data.security_group_ids().is_empty());
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use aws_sdk_ec2::types::{
     LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
     LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateInstanceMetadataTagsState,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
     LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest,
     RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
 };
@@ -65,6 +66,9 @@ pub struct TemplateSpec {
     pub metadata: MetadataSpec,
     pub block_devices: Vec<BlockDeviceSpec>,
     pub detailed_monitoring: bool,
+    /// `associatePublicIPAddress` and `ipPrefixCount`: when either is set the template defines
+    /// the primary network interface, and the security groups move into it.
+    pub primary_interface: Option<PrimaryInterface>,
     /// On the template itself and on the network interfaces it creates.
     pub tags: BTreeMap<String, String>,
 }
@@ -75,6 +79,13 @@ impl TemplateSpec {
     pub fn name(&self) -> String {
         format!("{NAME_PREFIX}{}", fnv64(format!("{self:?}").as_bytes()))
     }
+}
+
+/// The primary network interface's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrimaryInterface {
+    pub associate_public_ip_address: Option<bool>,
+    pub ipv4_prefix_count: Option<i32>,
 }
 
 /// `metadataOptions` with upstream's v1 defaults (hop limit 1, tokens required).
@@ -161,9 +172,22 @@ fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
 /// The SDK form of `spec`.
 pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
     let m = &spec.metadata;
-    let mut data = RequestLaunchTemplateData::builder()
-        .image_id(&spec.image_id)
-        .set_security_group_ids(Some(spec.security_group_ids.clone()))
+    let mut data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
+    data = match &spec.primary_interface {
+        // EC2 refuses groups both on the template and in its interfaces.
+        Some(nic) => data.network_interfaces(
+            LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                .device_index(0)
+                .network_card_index(0)
+                .delete_on_termination(true)
+                .set_associate_public_ip_address(nic.associate_public_ip_address)
+                .set_ipv4_prefix_count(nic.ipv4_prefix_count)
+                .set_groups(Some(spec.security_group_ids.clone()))
+                .build(),
+        ),
+        None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
+    };
+    let mut data = data
         .metadata_options(
             LaunchTemplateInstanceMetadataOptionsRequest::builder()
                 .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
@@ -330,6 +354,7 @@ mod tests {
             metadata: metadata(None),
             block_devices: block_devices(AmiFamily::AL2023, None).unwrap(),
             detailed_monitoring: false,
+            primary_interface: None,
             tags: BTreeMap::new(),
         }
     }

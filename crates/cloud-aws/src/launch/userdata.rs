@@ -63,6 +63,22 @@ fn kubelet_settings(k: Option<&KubeletConfiguration>) -> KubeletSettings {
     }
 }
 
+fn primary_interface(
+    public_ip: Option<bool>,
+    prefixes: Option<i64>,
+) -> Result<Option<template::PrimaryInterface>, String> {
+    if public_ip.is_none() && prefixes.is_none() {
+        return Ok(None);
+    }
+    let ipv4_prefix_count = prefixes
+        .map(|n| i32::try_from(n).map_err(|_| "spec.ipPrefixCount: out of range".to_string()))
+        .transpose()?;
+    Ok(Some(template::PrimaryInterface {
+        associate_public_ip_address: public_ip,
+        ipv4_prefix_count,
+    }))
+}
+
 impl BaseConfig<'_> {
     fn class_name(&self) -> String {
         self.class.metadata.name.clone().unwrap_or_default()
@@ -155,6 +171,11 @@ impl BaseConfig<'_> {
             metadata: template::metadata(spec.metadata_options.as_ref()),
             block_devices,
             detailed_monitoring: spec.detailed_monitoring.unwrap_or(false),
+            primary_interface: primary_interface(
+                spec.associate_public_ip_address,
+                spec.ip_prefix_count,
+            )
+            .map_err(|e| invalid(&class, e))?,
             tags,
         })
     }
