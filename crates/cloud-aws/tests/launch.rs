@@ -761,3 +761,43 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
         1
     );
 }
+
+#[tokio::test]
+async fn unused_templates_are_deleted_and_made_again_when_needed() {
+    let moto = moto_or_skip!("template_cleanup");
+    let env = env(moto, "launch-gc").await;
+    let fleet = Recording::new(&env.moto, &[]);
+    let cloud = env.cloud(fleet.clone());
+    let class = env.class("gc", "al2023@latest", "");
+    let nc = claim("gc-1", "gc", &["m5.large"], "on-demand", None);
+    cloud.launch(&nc, Some(&class)).await.expect("launch");
+    let cluster = &env.seed.cluster;
+    let before = cluster_templates(&env.moto, cluster).await;
+    assert_eq!(before.len(), 1);
+
+    // A restarted provider learns of the template and keeps it while it is recent.
+    let restarted = env.cloud(Recording::new(&env.moto, &[]));
+    let hour = std::time::Duration::from_secs(3600);
+    assert!(
+        restarted
+            .delete_unused_launch_templates(hour)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(cluster_templates(&env.moto, cluster).await, before);
+    let deleted = restarted
+        .delete_unused_launch_templates(std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(deleted, before);
+    assert!(cluster_templates(&env.moto, cluster).await.is_empty());
+
+    // The first provider still believes in it: the launch finds it gone and makes it again.
+    let again = claim("gc-2", "gc", &["m5.large"], "on-demand", None);
+    cloud
+        .launch(&again, Some(&class))
+        .await
+        .expect("launch after deletion");
+    assert_eq!(cluster_templates(&env.moto, cluster).await, before);
+}

@@ -48,6 +48,7 @@ const MAX_ATTEMPTS: usize = 8;
 pub struct LaunchState {
     pub templates: TemplateCache,
     pub resolved: resolved::ResolvedCache,
+    hydrated: std::sync::atomic::AtomicBool,
     unavailable: Mutex<UnavailableOfferings>,
     fleet: Arc<dyn FleetApi>,
     cluster: ClusterInfo,
@@ -58,6 +59,7 @@ impl LaunchState {
         LaunchState {
             templates: TemplateCache::default(),
             resolved: resolved::ResolvedCache::default(),
+            hydrated: std::sync::atomic::AtomicBool::new(false),
             unavailable: Mutex::new(UnavailableOfferings::new()),
             fleet: Arc::new(BatchingFleet::new(
                 Arc::new(SdkFleet::new(clients.clone())),
@@ -91,6 +93,30 @@ impl AwsCloud {
     pub fn with_cluster_info(mut self, cluster: ClusterInfo) -> Self {
         self.launch.cluster = cluster;
         self
+    }
+
+    /// Deletes this cluster's launch templates that no launch used for `idle`: run
+    /// periodically (upstream keeps a template a minute after its last use). The first call
+    /// after a start also picks up templates an earlier process created.
+    pub async fn delete_unused_launch_templates(
+        &self,
+        idle: std::time::Duration,
+    ) -> Result<Vec<String>, CloudError> {
+        if !self
+            .launch
+            .hydrated
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.launch
+                .templates
+                .hydrate(&self.clients, &self.settings.cluster_name)
+                .await?;
+        }
+        Ok(self
+            .launch
+            .templates
+            .delete_unused(&self.clients, idle)
+            .await?)
     }
 
     /// Launches one instance for the claim (launch templates, CreateFleet, ICE fallback).
