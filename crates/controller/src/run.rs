@@ -1,7 +1,7 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
-//! (provisioner, lifecycle, termination, disruption), each given the metrics and the event
-//! sink. The cloud provider is chosen by the caller.
+//! (provisioner, lifecycle, termination, disruption, status, garbage collection), the first
+//! four given the metrics and the event sink. The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use crate::clock::Clock;
 use crate::disruption::Disruptor;
 use crate::events::{EventSink, KubeEvents};
+use crate::gc::GarbageCollector;
 use crate::health;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
@@ -24,6 +25,7 @@ use crate::provisioner::Provisioner;
 use crate::settings::Settings;
 use crate::state::gauges::{self, PodStartup};
 use crate::state::{ClusterState, lock};
+use crate::status::{STATUS_EVERY, StatusController};
 use crate::termination::Termination;
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
@@ -141,6 +143,20 @@ pub async fn run(
         metrics.clone(),
         events.clone(),
     ));
+    let status = Arc::new(StatusController::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+        leader.clone(),
+    ));
+    let gc = Arc::new(GarbageCollector::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+        leader.clone(),
+    ));
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
@@ -150,6 +166,8 @@ pub async fn run(
     tokio::spawn(lifecycle.run(RECONCILE_EVERY));
     tokio::spawn(termination.run(RECONCILE_EVERY));
     tokio::spawn(disruptor.run());
+    tokio::spawn(status.run(STATUS_EVERY));
+    tokio::spawn(gc.run());
     info!(identity = %identity, "controller started");
     let _ = tokio::signal::ctrl_c().await;
     info!("shutting down");
