@@ -15,7 +15,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::disruption::Disruptor;
-use crate::events::{EventSink, KubeEvents};
+use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
 use crate::health;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
@@ -45,6 +45,22 @@ const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
 /// The event source component, as upstream's events name it.
 const COMPONENT: &str = "karpenter";
+
+/// Drops events while this replica does not hold the lease: the loops run on every replica
+/// (their writes are refused by [`LeaderGate`]), and a standby must not narrate decisions it
+/// cannot carry out.
+pub struct LeaderEvents {
+    pub inner: Arc<dyn EventSink>,
+    pub leader: watch::Receiver<bool>,
+}
+
+impl EventSink for LeaderEvents {
+    fn publish(&self, event: Event) {
+        if *self.leader.borrow() {
+            self.inner.publish(event);
+        }
+    }
+}
 
 /// Runs until ctrl-c.
 pub async fn run(
@@ -76,7 +92,10 @@ pub async fn run(
         leader.clone(),
     ));
 
-    let events: Arc<dyn EventSink> = Arc::new(KubeEvents::new(client.clone(), COMPONENT));
+    let events: Arc<dyn EventSink> = Arc::new(LeaderEvents {
+        inner: Arc::new(KubeEvents::new(client.clone(), COMPONENT)),
+        leader: leader.clone(),
+    });
 
     // Ready once every watch has listed.
     let (ready_tx, ready_rx) = watch::channel(false);
@@ -172,4 +191,26 @@ pub async fn run(
     let _ = tokio::signal::ctrl_c().await;
     info!("shutting down");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{MemoryEvents, ObjectRef, nominated};
+
+    #[test]
+    fn only_the_leader_publishes_events() {
+        let sink = Arc::new(MemoryEvents::new());
+        let (tx, rx) = watch::channel(false);
+        let gated = LeaderEvents {
+            inner: sink.clone(),
+            leader: rx,
+        };
+        gated.publish(nominated(ObjectRef::pod("default", "a"), "default-x"));
+        assert!(sink.events().is_empty());
+        tx.send(true).unwrap();
+        gated.publish(nominated(ObjectRef::pod("default", "b"), "default-x"));
+        assert_eq!(sink.events().len(), 1);
+        assert_eq!(sink.events()[0].regarding.name, "b");
+    }
 }
