@@ -107,10 +107,18 @@ impl AwsCloud {
             .hydrated
             .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
-            self.launch
+            let hydrated = self
+                .launch
                 .templates
                 .hydrate(&self.clients, &self.settings.cluster_name)
-                .await?;
+                .await;
+            if let Err(e) = hydrated {
+                // Try again on the next call.
+                self.launch
+                    .hydrated
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+                return Err(e.into());
+            }
         }
         Ok(self
             .launch

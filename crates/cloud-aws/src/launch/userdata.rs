@@ -180,3 +180,134 @@ impl BaseConfig<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodewright_core::resources::Resources;
+
+    fn class() -> EC2NodeClass {
+        let mut c = EC2NodeClass::default();
+        c.metadata.name = Some("web".into());
+        c
+    }
+
+    fn resolved() -> ResolvedNodeClass {
+        ResolvedNodeClass {
+            subnets: Vec::new(),
+            security_groups: vec![
+                crate::nodeclass::ResolvedSecurityGroup {
+                    id: "sg-b".into(),
+                    name: "b".into(),
+                },
+                crate::nodeclass::ResolvedSecurityGroup {
+                    id: "sg-a".into(),
+                    name: "a".into(),
+                },
+            ],
+            amis: Vec::new(),
+            instance_profile: Some("profile".into()),
+            status: Default::default(),
+            hash: String::new(),
+        }
+    }
+
+    fn it() -> InstanceType {
+        let mut it = InstanceType {
+            name: "m5.large".into(),
+            requirements: Vec::new(),
+            capacity: Resources::new().with(PODS, 29).with(CPU, 2000),
+            overhead: Default::default(),
+            offerings: Vec::new(),
+        };
+        it.overhead.kube_reserved = Resources::new().with(CPU, 70).with(MEMORY, 574 << 20);
+        it
+    }
+
+    fn ami() -> ResolvedAmi {
+        ResolvedAmi {
+            id: "ami-1".into(),
+            name: "n".into(),
+            creation_date: String::new(),
+            deprecated: false,
+            requirements: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kubelet_gets_the_types_pods_and_kube_reserved_and_the_capacity_type_label() {
+        let (c, r) = (class(), resolved());
+        let cluster = ClusterInfo {
+            endpoint: "https://e".into(),
+            ..Default::default()
+        };
+        let base = BaseConfig {
+            class: &c,
+            resolved: &r,
+            family: AmiFamily::AL2,
+            cluster_name: "prod",
+            cluster: &cluster,
+            node_labels: [("team".to_string(), "web".to_string())].into(),
+            taints: Vec::new(),
+        };
+        let b = base.bootstrap(&it(), CapacityType::Spot).unwrap();
+        assert_eq!(b.kubelet.max_pods, Some(29));
+        assert_eq!(b.kubelet.kube_reserved["cpu"], "70m");
+        assert_eq!(b.kubelet.kube_reserved["memory"], "574Mi");
+        assert_eq!(b.labels[labels::CAPACITY_TYPE], "spot");
+        assert_eq!(b.labels["team"], "web");
+
+        let tags: BTreeMap<String, String> = [
+            ("karpenter.sh/nodeclaim", "c1"),
+            ("karpenter.sh/nodepool", "default"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let t = base
+            .template(&ami(), &it(), CapacityType::Spot, &tags)
+            .unwrap();
+        assert_eq!(t.security_group_ids, ["sg-a", "sg-b"]);
+        assert_eq!(t.instance_profile.as_deref(), Some("profile"));
+        assert!(
+            !t.tags.contains_key("karpenter.sh/nodeclaim"),
+            "shared by claims"
+        );
+        assert_eq!(t.tags[CLUSTER_TAG], "prod");
+        assert_eq!(t.primary_interface, None);
+        let other = base
+            .template(&ami(), &it(), CapacityType::OnDemand, &tags)
+            .unwrap();
+        assert_ne!(t.name(), other.name(), "capacity type is in the user data");
+    }
+
+    #[test]
+    fn families_that_join_need_an_endpoint() {
+        let (c, r) = (class(), resolved());
+        let cluster = ClusterInfo::default();
+        let mut base = BaseConfig {
+            class: &c,
+            resolved: &r,
+            family: AmiFamily::AL2023,
+            cluster_name: "prod",
+            cluster: &cluster,
+            node_labels: BTreeMap::new(),
+            taints: Vec::new(),
+        };
+        let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
+        assert!(e.to_string().contains("endpoint"), "{e}");
+        base.family = AmiFamily::Custom;
+        assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
+    }
+
+    #[test]
+    fn primary_interface_only_when_asked_for() {
+        assert_eq!(primary_interface(None, None), Ok(None));
+        let p = primary_interface(Some(false), Some(2)).unwrap().unwrap();
+        assert_eq!(
+            (p.associate_public_ip_address, p.ipv4_prefix_count),
+            (Some(false), Some(2))
+        );
+        assert!(primary_interface(None, Some(i64::MAX)).is_err());
+    }
+}
