@@ -175,6 +175,7 @@ pub async fn run(
         cloud.clone(),
         clock,
         leader.clone(),
+        metrics.clone(),
     ));
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
