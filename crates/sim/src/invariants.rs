@@ -1,6 +1,8 @@
 //! What must hold after every step of a run: no node holds more than it can, every bound pod
 //! is on a live Ready node whose labels and taints it accepts, every node keeps its NodePool's
-//! requirements, and no NodePool exceeds its limits.
+//! requirements, no NodePool exceeds its limits, and no pod runs outside the zone of a volume
+//! it mounts. Evictions are checked as they happen: none leaves a PodDisruptionBudget with
+//! fewer healthy pods than it requires.
 
 use std::time::Duration;
 
@@ -32,11 +34,21 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             ));
         }
     }
+    // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
+    if cfg!(debug_assertions) && !cluster.index_is_consistent() {
+        out.push(format!(
+            "{t}: the per-node pod index disagrees with the pods"
+        ));
+    }
+    let ready: std::collections::BTreeMap<&str, &nodewright_core::model::Node> = cluster
+        .ready_nodes()
+        .map(|(_, n)| (n.name.as_str(), n))
+        .collect();
     for p in cluster.pods.values() {
         let Some(n) = &p.node_name else {
             continue;
         };
-        let Some((_, node)) = cluster.ready_nodes().find(|(_, node)| &node.name == n) else {
+        let Some(node) = ready.get(n.as_str()) else {
             out.push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
             continue;
         };
@@ -67,6 +79,30 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 "{t}: pod {} runs on {n} whose labels it does not select",
                 p.key()
             ));
+        }
+        for claim in &p.volume_claims {
+            let pv = cluster
+                .pvcs
+                .get(&(p.namespace.clone(), claim.clone()))
+                .and_then(|c| c.volume_name.as_ref())
+                .and_then(|v| cluster.pvs.get(v));
+            let Some(pv) = pv else {
+                continue;
+            };
+            let inside = pv.node_affinity.is_empty()
+                || pv.node_affinity.iter().any(|term| {
+                    term.match_expressions
+                        .iter()
+                        .all(|r| label_matches(r, &node.labels))
+                });
+            if !inside {
+                out.push(format!(
+                    "{t}: pod {} runs on {n} outside the zone of its volume {} ({})",
+                    p.key(),
+                    pv.name,
+                    crate::volumes::volume_zone(pv).unwrap_or("?")
+                ));
+            }
         }
     }
     for (c, node) in cluster.ready_nodes() {
@@ -106,6 +142,33 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
         }
     }
     out
+}
+
+/// After `pod` was evicted: every PodDisruptionBudget selecting it still has the healthy pods
+/// it requires (an eviction of a pod that was not healthy takes nothing from a budget).
+pub fn eviction(cluster: &Cluster, pod: &str, t: &str) -> Vec<String> {
+    let Some(p) = cluster.pods.get(pod) else {
+        return Vec::new();
+    };
+    if !p.ready {
+        return Vec::new();
+    }
+    cluster
+        .pdbs
+        .values()
+        .filter(|b| b.selects(p))
+        .filter_map(|b| {
+            let st = b.status(cluster);
+            (st.healthy < st.desired).then(|| {
+                format!(
+                    "{t}: evicting {pod} left PodDisruptionBudget {} with {} healthy pod(s), fewer than the {} it requires",
+                    b.key(),
+                    st.healthy,
+                    st.desired
+                )
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -185,7 +248,7 @@ mod tests {
     }
 
     fn add(c: &mut Cluster, p: Pod) {
-        c.pods.insert(p.key(), p);
+        c.insert_pod(p);
     }
 
     #[test]

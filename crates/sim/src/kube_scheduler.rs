@@ -39,6 +39,9 @@ pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
     {
         return Some("required node affinity does not match".into());
     }
+    if let Some(why) = crate::volumes::unfit(cluster, pod, node) {
+        return Some(why);
+    }
     let free = cluster.free(node);
     if !pod.requests.fits_in(&free) {
         return Some(format!(
@@ -121,13 +124,13 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
     });
     let mut bound = Vec::new();
     for pod in pending {
-        let nodes: Vec<Node> = cluster.ready_nodes().map(|(_, n)| n.clone()).collect();
-        let best = nodes
-            .iter()
+        let best = cluster
+            .ready_nodes()
+            .map(|(_, n)| n)
             .filter(|n| unfit(cluster, &pod, n).is_none())
-            .min_by_key(|n| score(cluster, &pod, n));
-        if let Some(node) = best {
-            let name = node.name.clone();
+            .min_by_key(|n| score(cluster, &pod, n))
+            .map(|n| n.name.clone());
+        if let Some(name) = best {
             cluster.bind(&pod.key(), &name, now);
             bound.push((pod.key(), name));
         }
@@ -184,7 +187,7 @@ mod tests {
             ..Pod::default()
         };
         let key = p.key();
-        c.pods.insert(key.clone(), p);
+        c.insert_pod(p);
         key
     }
 
