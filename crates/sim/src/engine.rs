@@ -1076,7 +1076,13 @@ impl<'p> Engine<'p> {
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
-        let mut round = plan(&snapshot, &sim, Settings::default());
+        // The simulator shows commands, not verdicts: simulating candidates that cannot be
+        // this round's command would only fill verdicts.
+        let settings = Settings {
+            only_actionable: true,
+            ..Settings::default()
+        };
+        let mut round = plan(&snapshot, &sim, settings);
         // Commands on nodes a running command already disrupts are not new work: the
         // controller's candidates leave out nodes marked for deletion.
         round

@@ -296,6 +296,92 @@ mod tests {
     }
 
     #[test]
+    fn an_eviction_below_a_budget_is_reported() {
+        use crate::cluster::{Workload, WorkloadKind};
+        use crate::disruption_budget::SimPdb;
+        let mut c = cluster();
+        let mut template = pod("t", 100, "n1");
+        template.labels.insert("app".into(), "a".into());
+        let w = Workload::new(WorkloadKind::Deployment, "d", "a", 2, template.clone());
+        c.workloads.insert(("d".into(), "a".into()), w);
+        for name in ["a-1", "a-2"] {
+            let mut p = template.clone();
+            p.name = name.into();
+            p.ready = true;
+            p.owner = Some(nodewright_core::model::OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: "a".into(),
+                controller: true,
+            });
+            add(&mut c, p);
+        }
+        let manifest = serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "a", "namespace": "d"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "a"}}}
+        }))
+        .unwrap();
+        c.pdbs
+            .insert(("d".into(), "a".into()), SimPdb::new(manifest).unwrap());
+        c.pods.get_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
+        assert!(eviction(&c, "d/a-1", "00:01").is_empty(), "one may go");
+        c.pods.get_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
+        let v = eviction(&c, "d/a-2", "00:01");
+        assert_eq!(
+            v,
+            vec!["00:01: evicting d/a-2 left PodDisruptionBudget d/a with 0 healthy pod(s), fewer than the 1 it requires".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_pod_outside_its_volume_zone_is_reported() {
+        use nodewright_core::model::{PersistentVolume, PersistentVolumeClaim};
+        use nodewright_core::requirements::NodeSelectorTerm;
+        let mut c = cluster();
+        let mut p = pod("db-0", 100, "n1");
+        p.volume_claims.push("data-db-0".into());
+        add(&mut c, p);
+        c.pvcs.insert(
+            ("d".into(), "data-db-0".into()),
+            PersistentVolumeClaim {
+                namespace: "d".into(),
+                name: "data-db-0".into(),
+                volume_name: Some("pv-1".into()),
+                storage_class: Some("ebs".into()),
+            },
+        );
+        let pinned = |zone: &str| PersistentVolume {
+            name: "pv-1".into(),
+            node_affinity: vec![NodeSelectorTerm {
+                match_expressions: vec![Requirement::new(
+                    nodewright_core::labels::ZONE,
+                    Operator::In,
+                    &[zone],
+                )],
+            }],
+            local_or_host_path: false,
+        };
+        c.claims
+            .get_mut("n1")
+            .unwrap()
+            .node
+            .as_mut()
+            .unwrap()
+            .labels
+            .insert(nodewright_core::labels::ZONE.into(), "us-east-1a".into());
+        c.pvs.insert("pv-1".into(), pinned("us-east-1a"));
+        assert!(check(&c, Duration::ZERO).is_empty());
+        c.pvs.insert("pv-1".into(), pinned("us-east-1b"));
+        assert_eq!(
+            check(&c, Duration::ZERO),
+            vec![
+                "00:00: pod d/db-0 runs on n1 outside the zone of its volume pv-1 (us-east-1b)"
+                    .to_string()
+            ]
+        );
+    }
+
+    #[test]
     fn the_disruption_taint_does_not_evict_pods_already_bound() {
         let mut c = cluster();
         add(&mut c, pod("a", 1000, "n1"));
