@@ -13,6 +13,7 @@ pub mod clients;
 pub mod cloud;
 pub mod error;
 pub mod instance_types;
+pub mod launch;
 pub mod nodeclass;
 pub mod parameters;
 pub mod pricing;
