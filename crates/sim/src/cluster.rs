@@ -79,6 +79,7 @@ pub struct Workload {
     pub job: Option<JobSpec>,
     /// A StatefulSet's `volumeClaimTemplates`.
     pub claim_templates: Vec<ClaimTemplate>,
+    /// The last replica number used; for a bare pod, 1 once it was made.
     next_ordinal: u64,
 }
 
@@ -382,6 +383,10 @@ impl Cluster {
         }
         for key in keys {
             let w = &self.workloads[&key];
+            // A bare pod has no controller: it is made once, and once gone it stays gone.
+            if w.kind == WorkloadKind::Pod && w.next_ordinal > 0 {
+                continue;
+            }
             let owned = owned_by.remove(&key).unwrap_or_default();
             let want = w.wanted() as usize;
             if owned.len() > want {
@@ -451,7 +456,10 @@ impl Cluster {
                     .unwrap_or(0);
                 format!("{}-{ordinal}", w.name)
             }
-            WorkloadKind::Pod => w.name.clone(),
+            WorkloadKind::Pod => {
+                w.next_ordinal = 1;
+                w.name.clone()
+            }
             WorkloadKind::Deployment | WorkloadKind::Job => {
                 w.next_ordinal += 1;
                 format!("{}-{:05}", w.name, w.next_ordinal)
@@ -536,3 +544,6 @@ pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool
         Operator::Lte => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a <= b),
     }
 }
+
+#[cfg(test)]
+mod tests;
