@@ -4,6 +4,7 @@
 mod support;
 
 use aws_sdk_ec2::types::{InstanceType, ResourceType};
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_cloud::{CloudError, CloudProvider, InstanceState, tags};
 use nodewright_cloud_aws::AwsClients;
@@ -143,14 +144,16 @@ async fn get_list_drift_and_terminate() {
     assert_eq!(cloud.is_drifted(&c, Some(&class)).await, Ok(None));
     assert_eq!(cloud.is_drifted(&c, None).await, Ok(None));
 
-    let drifted = |f: &dyn Fn(&mut nodewright_api::aws::v1::EC2NodeClass)| {
+    let drifted = |f: &dyn Fn(&mut EC2NodeClass)| {
         let mut changed = class.clone();
         f(&mut changed);
         let cloud = &cloud;
         let c = c.clone();
         async move { cloud.is_drifted(&c, Some(&changed)).await }
     };
-    let status = |cl: &mut nodewright_api::aws::v1::EC2NodeClass| cl.status.as_mut().unwrap();
+    fn status(cl: &mut EC2NodeClass) -> &mut EC2NodeClassStatus {
+        cl.status.as_mut().unwrap()
+    }
     assert_eq!(
         drifted(&|cl| status(cl).amis.as_mut().unwrap()[0].id = "ami-0newer".into()).await,
         Ok(Some("AMIDrift".into()))
