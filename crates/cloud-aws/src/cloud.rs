@@ -66,6 +66,7 @@ pub struct AwsCloud {
     pub parameters: Arc<dyn Parameters>,
     pub instance_types: InstanceTypeProvider,
     pub pricing: PricingProvider,
+    pub launch: crate::launch::LaunchState,
 }
 
 impl AwsCloud {
@@ -93,6 +94,7 @@ impl AwsCloud {
         let pricing =
             PricingProvider::new(&clients.region, prices, embedded, settings.isolated_vpc);
         AwsCloud {
+            launch: crate::launch::LaunchState::new(&clients),
             instance_types: InstanceTypeProvider::new(clients.clone()),
             clients,
             settings,

@@ -26,10 +26,10 @@ pub fn finalizers_without_termination(meta: &ObjectMeta) -> Vec<String> {
         .cloned()
         .collect()
 }
-pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
-pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
-/// The hash version this controller stamps (upstream's current one).
-pub const HASH_VERSION: &str = "v3";
+pub use crate::hash::{
+    HASH_ANNOTATION as NODEPOOL_HASH, HASH_VERSION,
+    HASH_VERSION_ANNOTATION as NODEPOOL_HASH_VERSION,
+};
 
 /// Five random characters from `[a-z0-9]`, as Kubernetes' generateName produces.
 pub fn random_suffix() -> String {
@@ -139,15 +139,7 @@ pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
     }
 
     let mut annotations: BTreeMap<String, String> = tmeta.annotations.clone().unwrap_or_default();
-    if let Some(h) = pool
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(NODEPOOL_HASH))
-    {
-        annotations.insert(NODEPOOL_HASH.into(), h.clone());
-        annotations.insert(NODEPOOL_HASH_VERSION.into(), HASH_VERSION.into());
-    }
+    annotations.extend(crate::hash::annotations(pool));
     if request.min_values_relaxed {
         annotations.insert(
             "karpenter.sh/nodeclaim-min-values-relaxed".into(),

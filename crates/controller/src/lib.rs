@@ -10,6 +10,8 @@ pub mod disruption;
 pub mod events;
 #[cfg(test)]
 mod fake_api;
+pub mod gc;
+pub mod hash;
 pub mod health;
 pub mod leader;
 pub mod lifecycle;
@@ -20,6 +22,7 @@ pub mod provisioner;
 pub mod run;
 pub mod settings;
 pub mod state;
+pub mod status;
 pub mod termination;
 #[cfg(test)]
 mod tests;

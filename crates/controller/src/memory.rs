@@ -8,6 +8,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Pod;
+use nodewright_api::aws::v1::EC2NodeClassStatus;
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
 use serde_json::Value;
@@ -315,5 +316,17 @@ impl KubeWriter for MemoryApi {
         status: &NodePoolStatus,
     ) -> Result<(), WriteError> {
         self.patch(Kind::NodePool, name, &status_patch(status), "status")
+    }
+
+    async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.patch(Kind::NodePool, name, &patch.to_merge_patch(), "patch")
+    }
+
+    async fn patch_nodeclass_status(
+        &self,
+        name: &str,
+        status: &EC2NodeClassStatus,
+    ) -> Result<(), WriteError> {
+        self.patch(Kind::NodeClass, name, &status_patch(status), "status")
     }
 }

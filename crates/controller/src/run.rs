@@ -1,6 +1,6 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, and the loops (provisioner, lifecycle, termination,
-//! disruption). The cloud provider is chosen by the caller.
+//! disruption, status, garbage collection). The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::disruption::Disruptor;
+use crate::gc::GarbageCollector;
 use crate::health;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
@@ -21,6 +22,7 @@ use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
 use crate::state::{ClusterState, lock};
+use crate::status::{STATUS_EVERY, StatusController};
 use crate::termination::Termination;
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
@@ -117,6 +119,20 @@ pub async fn run(
         cloud.clone(),
         clock,
     ));
+    let status = Arc::new(StatusController::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+        leader.clone(),
+    ));
+    let gc = Arc::new(GarbageCollector::new(
+        state.clone(),
+        writer.clone(),
+        cloud.clone(),
+        clock,
+        leader.clone(),
+    ));
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
@@ -126,6 +142,8 @@ pub async fn run(
     tokio::spawn(lifecycle.run(RECONCILE_EVERY));
     tokio::spawn(termination.run(RECONCILE_EVERY));
     tokio::spawn(disruptor.run());
+    tokio::spawn(status.run(STATUS_EVERY));
+    tokio::spawn(gc.run());
     info!(identity = %identity, "controller started");
     let _ = tokio::signal::ctrl_c().await;
     info!("shutting down");

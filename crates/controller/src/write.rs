@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use nodewright_api::aws::v1::EC2NodeClassStatus;
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
 use serde_json::{Map, Value, json};
@@ -133,6 +134,14 @@ pub trait KubeWriter: Send + Sync {
         name: &str,
         status: &NodePoolStatus,
     ) -> Result<(), WriteError>;
+    /// Labels and annotations of a NodePool (its drift hash).
+    async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError>;
+    /// The status subresource of an EC2NodeClass, as the cloud provider resolved it.
+    async fn patch_nodeclass_status(
+        &self,
+        name: &str,
+        status: &EC2NodeClassStatus,
+    ) -> Result<(), WriteError>;
 }
 
 /// Refuses every write while `leader` is false, so losing the lease stops all writers at once,
@@ -197,5 +206,17 @@ impl KubeWriter for LeaderGate {
     ) -> Result<(), WriteError> {
         self.check()?;
         self.inner.update_nodepool_status(name, status).await
+    }
+    async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodepool_meta(name, patch).await
+    }
+    async fn patch_nodeclass_status(
+        &self,
+        name: &str,
+        status: &EC2NodeClassStatus,
+    ) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodeclass_status(name, status).await
     }
 }

@@ -1,21 +1,585 @@
 //! Launching one instance for a NodeClaim: launch templates per resolved configuration,
 //! a CreateFleet `instant` request over the allowed offerings, and fallback past offerings
 //! that report insufficient capacity.
+//!
+//! The planning (filtering types, choosing the capacity type, laying out overrides, tags, user
+//! data) is `nodewright-aws-model`'s; this module gathers its inputs from the class, the claim
+//! and EC2, makes the templates exist, calls CreateFleet, and feeds capacity errors back into
+//! the unavailable-offerings cache before planning again.
+
+pub mod batch;
+pub mod claim;
+pub mod fleet;
+pub mod resolved;
+pub mod template;
+mod userdata;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudError, Launched};
+use nodewright_aws_model::ice::{FleetError, Marked, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
+use nodewright_aws_model::launch::{FleetOverride, LaunchError, LaunchInput, plan_launch};
+use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
+use nodewright_core::labels::{self, aws};
+use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_core::requirements::Operator;
+use nodewright_core::resources::Resources;
+use nodewright_core::time::Timestamp;
 
-use crate::cloud::AwsCloud;
+use crate::AwsClients;
+use crate::class_input::node_class_input;
+use crate::cloud::{AwsCloud, now};
+use crate::error::AwsError;
+use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
+
+pub use batch::BatchingFleet;
+pub use fleet::{FleetApi, FleetCall, FleetFailure, FleetInstance, FleetOutcome, SdkFleet};
+pub use template::{TemplateCache, TemplateSpec};
+pub use userdata::ClusterInfo;
+
+/// At most this many CreateFleet calls per launch; each one after the first follows capacity
+/// errors that removed at least one offering.
+const MAX_ATTEMPTS: usize = 8;
+
+/// What launches share across calls: the template cache, the unavailable-offerings cache, the
+/// CreateFleet implementation and how nodes reach the cluster.
+pub struct LaunchState {
+    pub templates: TemplateCache,
+    pub resolved: resolved::ResolvedCache,
+    hydrated: std::sync::atomic::AtomicBool,
+    unavailable: Mutex<UnavailableOfferings>,
+    fleet: Arc<dyn FleetApi>,
+    cluster: ClusterInfo,
+}
+
+impl LaunchState {
+    pub fn new(clients: &AwsClients) -> Self {
+        LaunchState {
+            templates: TemplateCache::default(),
+            resolved: resolved::ResolvedCache::default(),
+            hydrated: std::sync::atomic::AtomicBool::new(false),
+            unavailable: Mutex::new(UnavailableOfferings::new()),
+            fleet: Arc::new(BatchingFleet::new(
+                Arc::new(SdkFleet::new(clients.clone())),
+                clients.clone(),
+            )),
+            cluster: ClusterInfo::default(),
+        }
+    }
+
+    /// The unavailable-offerings cache (also for marking offerings from interruption events
+    /// and for applying availability to listed instance types).
+    pub fn unavailable(&self) -> MutexGuard<'_, UnavailableOfferings> {
+        self.unavailable.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn cluster(&self) -> &ClusterInfo {
+        &self.cluster
+    }
+}
 
 impl AwsCloud {
+    /// The same provider with CreateFleet sent through `fleet` (as is: wrap it in a
+    /// [`BatchingFleet`] to keep batching).
+    pub fn with_fleet_api(mut self, fleet: Arc<dyn FleetApi>) -> Self {
+        self.launch.fleet = fleet;
+        self
+    }
+
+    /// The same provider with nodes joining the cluster at `cluster` (endpoint, CA, service
+    /// CIDR), which every family's user data but Custom needs.
+    pub fn with_cluster_info(mut self, cluster: ClusterInfo) -> Self {
+        self.launch.cluster = cluster;
+        self
+    }
+
+    /// Deletes this cluster's launch templates that no launch used for `idle`: run
+    /// periodically (upstream keeps a template a minute after its last use). The first call
+    /// after a start also picks up templates an earlier process created.
+    pub async fn delete_unused_launch_templates(
+        &self,
+        idle: std::time::Duration,
+    ) -> Result<Vec<String>, CloudError> {
+        if !self
+            .launch
+            .hydrated
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let hydrated = self
+                .launch
+                .templates
+                .hydrate(&self.clients, &self.settings.cluster_name)
+                .await;
+            if let Err(e) = hydrated {
+                // Try again on the next call.
+                self.launch
+                    .hydrated
+                    .store(false, std::sync::atomic::Ordering::SeqCst);
+                return Err(e.into());
+            }
+        }
+        Ok(self
+            .launch
+            .templates
+            .delete_unused(&self.clients, idle)
+            .await?)
+    }
+
     /// Launches one instance for the claim (launch templates, CreateFleet, ICE fallback).
     pub async fn launch(
         &self,
         claim: &NodeClaim,
         class: Option<&EC2NodeClass>,
     ) -> Result<Launched, CloudError> {
-        let _ = (claim, class);
-        Err(CloudError::InvalidRequest("launch not built yet".into()))
+        let name = claim::name(claim).to_string();
+        let class = class.ok_or_else(|| CloudError::NodeClassNotReady {
+            name: claim.spec.node_class_ref.name.clone(),
+            reason: format!("nodeclaim {name} references a node class that does not exist"),
+        })?;
+        let class_name = class.metadata.name.clone().unwrap_or_default();
+        let resolved = self.launch.resolved.get(self, class).await?;
+        let resolved: &ResolvedNodeClass = &resolved;
+        if !resolved.is_ready() {
+            return Err(CloudError::NodeClassNotReady {
+                name: class_name,
+                reason: not_ready_reason(resolved),
+            });
+        }
+        let types = self.instance_types_for(class, resolved).await?;
+        let reqs = claim::requirements(claim)?;
+        let requests = claim::requests(claim)?;
+        let (taints, startup_taints) = claim::taints(claim)?;
+        let family = node_class_input(class)
+            .map_err(crate::cloud::AwsCloudError::from)?
+            .ami_family;
+        let nodepool = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .cloned()
+            .unwrap_or_default();
+
+        let base = userdata::BaseConfig {
+            class,
+            resolved,
+            family,
+            cluster_name: &self.settings.cluster_name,
+            cluster: &self.launch.cluster,
+            node_labels: claim::node_labels(claim, &reqs),
+            taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
+        };
+        let mut failed: Vec<(String, String, String)> = Vec::new();
+        let mut retried_missing_template = false;
+        let mut attempt = 0;
+        while attempt < MAX_ATTEMPTS {
+            attempt += 1;
+            let now = now();
+            let mut types = types.clone();
+            let subnets = {
+                let cache = self.launch.unavailable();
+                cache.apply(&mut types, now);
+                zonal_subnets(resolved, &cache, now)
+            };
+            let input = LaunchInput {
+                nodeclaim: name.clone(),
+                nodepool: nodepool.clone(),
+                nodeclass: class_name.clone(),
+                cluster_name: self.settings.cluster_name.clone(),
+                instance_types: types.clone(),
+                requirements: reqs.clone(),
+                requests: requests.clone(),
+                subnets,
+                user_tags: class.spec.tags.clone().unwrap_or_default(),
+                node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
+            };
+            let plan = match plan_launch(&input) {
+                Ok(p) => p,
+                Err(e) if e.is_insufficient_capacity() => {
+                    return Err(insufficient(&name, &e.to_string(), failed));
+                }
+                Err(e @ LaunchError::RestrictedTag { .. }) => {
+                    return Err(CloudError::InvalidRequest(format!(
+                        "EC2NodeClass {class_name}: spec.tags: {e}"
+                    )));
+                }
+                Err(e) => return Err(CloudError::InvalidRequest(e.to_string())),
+            };
+            for w in &plan.warnings {
+                tracing::warn!(nodeclaim = %name, "{w}");
+            }
+            let configs = self
+                .templates_for(
+                    &base,
+                    &types,
+                    plan.capacity_type,
+                    &plan.overrides,
+                    &plan.tags,
+                )
+                .await?;
+            let call = FleetCall {
+                capacity_type: plan.capacity_type,
+                default_target_capacity_type: plan.default_target_capacity_type,
+                allocation_strategy: plan.allocation_strategy,
+                total_target_capacity: plan.total_target_capacity,
+                configs,
+                tags: plan.tags.clone(),
+                context: class.spec.context.clone(),
+            };
+            let outcome = match self.launch.fleet.create_fleet(&call).await {
+                Ok(o) => o,
+                Err(e) if is_missing_template(&e) && !retried_missing_template => {
+                    // A template deleted behind our back: forget it and build it again, once.
+                    retried_missing_template = true;
+                    for c in &call.configs {
+                        self.launch.templates.forget(&c.template_name);
+                    }
+                    attempt -= 1;
+                    continue;
+                }
+                Err(e) => {
+                    if is_stale_resolution(&e) {
+                        self.launch.resolved.clear().await;
+                    }
+                    return Err(e.into());
+                }
+            };
+            let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
+            if let Some(instance) = outcome.instances.first() {
+                return launched(&call, instance, &types, resolved, self.region(), now);
+            }
+            if !marked {
+                let codes: Vec<String> = outcome
+                    .errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.code, e.message))
+                    .collect();
+                return Err(CloudError::Api {
+                    operation: "CreateFleet".into(),
+                    message: if codes.is_empty() {
+                        "no instance launched and no error reported".into()
+                    } else {
+                        codes.join("; ")
+                    },
+                    retryable: true,
+                });
+            }
+            tracing::info!(
+                nodeclaim = %name,
+                failed = failed.len(),
+                "offerings without capacity marked unavailable; launching with the rest"
+            );
+        }
+        Err(insufficient(
+            &name,
+            &format!("no instance after {MAX_ATTEMPTS} CreateFleet calls"),
+            failed,
+        ))
+    }
+
+    /// Caches what the errors say about capacity; true when at least one offering (or a whole
+    /// capacity type) was marked.
+    fn record_failures(
+        &self,
+        call: &FleetCall,
+        errors: &[FleetFailure],
+        now: Timestamp,
+        failed: &mut Vec<(String, String, String)>,
+    ) -> bool {
+        let mut cache = self.launch.unavailable();
+        let mut marked = false;
+        for e in errors {
+            let Some(o) = matching_override(call, e) else {
+                if e.code == SPOT_ROLE_MISSING_CODE {
+                    // Not about one offering: spot as a whole is out until the role exists.
+                    cache.mark_capacity_type(CapacityType::Spot, now);
+                    marked = true;
+                } else {
+                    tracing::warn!(code = %e.code, message = %e.message, "CreateFleet error for no known override");
+                }
+                continue;
+            };
+            let fe = FleetError {
+                code: e.code.clone(),
+                capacity_type: call.capacity_type,
+                instance_type: o.instance_type.clone(),
+                zone: o.zone.clone(),
+                subnet_id: Some(o.subnet_id.clone()),
+            };
+            match cache.record(&fe, now) {
+                Marked::Nothing => {
+                    tracing::warn!(code = %e.code, message = %e.message, instance_type = %o.instance_type, zone = %o.zone, "CreateFleet error");
+                }
+                _ => {
+                    marked = true;
+                    let entry = (
+                        o.instance_type.clone(),
+                        o.zone.clone(),
+                        call.capacity_type.as_str().to_string(),
+                    );
+                    if !failed.contains(&entry) {
+                        failed.push(entry);
+                    }
+                }
+            }
+        }
+        marked
+    }
+
+    /// One launch template per (image, max pods, kube-reserved) group of the overrides' types,
+    /// each made to exist.
+    async fn templates_for(
+        &self,
+        base: &userdata::BaseConfig<'_>,
+        types: &[InstanceType],
+        capacity_type: CapacityType,
+        overrides: &[FleetOverride],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<Vec<fleet::TemplateConfig>, CloudError> {
+        let mut groups: BTreeMap<String, (TemplateSpec, Vec<FleetOverride>)> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        let mut no_image: Vec<&str> = Vec::new();
+        for o in overrides {
+            let Some(it) = types.iter().find(|t| t.name == o.instance_type) else {
+                continue;
+            };
+            let Some(ami) = base.resolved.amis.iter().find(|a| ami_serves(a, it)) else {
+                no_image.push(&o.instance_type);
+                continue;
+            };
+            let spec = base.template(ami, it, capacity_type, tags)?;
+            let key = spec.name();
+            if !groups.contains_key(&key) {
+                order.push(key.clone());
+            }
+            groups
+                .entry(key)
+                .or_insert_with(|| (spec, Vec::new()))
+                .1
+                .push(o.clone());
+        }
+        if groups.is_empty() {
+            return Err(CloudError::InvalidRequest(format!(
+                "no instance types satisfy requirements of amis (types without an image: {})",
+                no_image
+                    .iter()
+                    .take(10)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let mut configs = Vec::new();
+        for key in order {
+            let (spec, overrides) = groups.remove(&key).unwrap_or_else(|| unreachable!());
+            let template_name = self
+                .launch
+                .templates
+                .ensure(&self.clients, &spec)
+                .await
+                .map_err(CloudError::from)?;
+            configs.push(fleet::TemplateConfig {
+                template_name,
+                overrides,
+            });
+        }
+        Ok(configs)
     }
 }
+
+fn not_ready_reason(resolved: &ResolvedNodeClass) -> String {
+    let bad: Vec<String> = resolved
+        .status
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| c.status != "True" && c.type_ != "Ready")
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.type_,
+                c.message.clone().or(c.reason.clone()).unwrap_or_default()
+            )
+        })
+        .collect();
+    if bad.is_empty() {
+        "not ready".into()
+    } else {
+        bad.join("; ")
+    }
+}
+
+fn insufficient(claim: &str, why: &str, offerings: Vec<(String, String, String)>) -> CloudError {
+    let listed: Vec<String> = offerings
+        .iter()
+        .take(10)
+        .map(|(t, z, c)| format!("{c}:{t}:{z}"))
+        .collect();
+    let message = if listed.is_empty() {
+        format!("nodeclaim {claim}: {why}")
+    } else {
+        format!(
+            "nodeclaim {claim}: {why}; unavailable: {}",
+            listed.join(", ")
+        )
+    };
+    CloudError::InsufficientCapacity { message, offerings }
+}
+
+fn is_missing_template(e: &AwsError) -> bool {
+    e.code
+        .as_deref()
+        .is_some_and(|c| c.starts_with("InvalidLaunchTemplate") && c.contains("NotFound"))
+}
+
+/// CreateFleet named a subnet, group or image that no longer exists: resolve the class again.
+fn is_stale_resolution(e: &AwsError) -> bool {
+    e.code.as_deref().is_some_and(|c| {
+        (c.starts_with("InvalidSubnet")
+            || c.starts_with("InvalidGroup")
+            || c.starts_with("InvalidAMIID"))
+            && c.contains("NotFound")
+    })
+}
+
+/// The subnet each zone launches into: the one with the most free addresses (the resolved
+/// list is sorted that way) that is not marked full.
+fn zonal_subnets(
+    resolved: &ResolvedNodeClass,
+    cache: &UnavailableOfferings,
+    now: Timestamp,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for s in &resolved.subnets {
+        if !cache.is_subnet_unavailable(&s.id, now) {
+            out.entry(s.zone.clone()).or_insert_with(|| s.id.clone());
+        }
+    }
+    out
+}
+
+/// The override a CreateFleet error is about: same type, and same subnet or zone when given.
+fn matching_override<'a>(call: &'a FleetCall, e: &FleetFailure) -> Option<&'a FleetOverride> {
+    let ty = e.instance_type.as_deref()?;
+    call.overrides().find(|o| {
+        o.instance_type == ty
+            && e.subnet_id.as_deref().is_none_or(|s| s == o.subnet_id)
+            && e.zone.as_deref().is_none_or(|z| z == o.zone)
+    })
+}
+
+/// The type's single value for `key`, if it has one.
+fn type_label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
+    it.requirements
+        .iter()
+        .find(|r| r.key == key && r.operator == Operator::In && r.values.len() == 1)
+        .map(|r| r.values[0].as_str())
+}
+
+/// Whether `ami`'s requirements (architecture, GPU/accelerator variant) admit `it`.
+fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
+    ami.requirements.iter().all(|r| {
+        let v = type_label(it, &r.key);
+        match r.operator.as_str() {
+            "In" => v.is_some_and(|v| r.values.iter().any(|x| x == v)),
+            "NotIn" => v.is_none_or(|v| !r.values.iter().any(|x| x == v)),
+            "Exists" => v.is_some(),
+            "DoesNotExist" => v.is_none(),
+            _ => true,
+        }
+    })
+}
+
+fn non_zero(r: &Resources) -> Resources {
+    let mut out = Resources::new();
+    for (k, v) in r.iter() {
+        if v != 0 {
+            out.set(k, v);
+        }
+    }
+    out
+}
+
+/// The claim-facing result of a launched instance.
+fn launched(
+    call: &FleetCall,
+    instance: &FleetInstance,
+    types: &[InstanceType],
+    resolved: &ResolvedNodeClass,
+    region: &str,
+    now: Timestamp,
+) -> Result<Launched, CloudError> {
+    // The override tells the zone when the response leaves it out.
+    let o = call.overrides().find(|o| {
+        o.instance_type == instance.instance_type
+            && instance
+                .subnet_id
+                .as_deref()
+                .is_none_or(|s| s == o.subnet_id)
+    });
+    let zone = instance
+        .zone
+        .clone()
+        .or_else(|| o.map(|o| o.zone.clone()))
+        .ok_or_else(|| CloudError::Api {
+            operation: "CreateFleet".into(),
+            message: format!(
+                "instance {} launched in an unknown zone",
+                instance.instance_id
+            ),
+            retryable: false,
+        })?;
+    let it = types
+        .iter()
+        .find(|t| t.name == instance.instance_type)
+        .ok_or_else(|| CloudError::Api {
+            operation: "CreateFleet".into(),
+            message: format!(
+                "instance {} has type {:?}, which was not requested",
+                instance.instance_id, instance.instance_type
+            ),
+            retryable: false,
+        })?;
+    let ami = resolved.amis.iter().find(|a| ami_serves(a, it));
+    let mut node_labels: BTreeMap<String, String> = it
+        .requirements
+        .iter()
+        .filter(|r| r.operator == Operator::In && r.values.len() == 1)
+        .map(|r| (r.key.clone(), r.values[0].clone()))
+        .collect();
+    node_labels.insert(labels::INSTANCE_TYPE.into(), it.name.clone());
+    node_labels.insert(labels::ZONE.into(), zone.clone());
+    node_labels.insert(labels::REGION.into(), region.to_string());
+    node_labels.insert(
+        labels::CAPACITY_TYPE.into(),
+        call.capacity_type.as_str().into(),
+    );
+    if let Some(id) = resolved
+        .subnets
+        .iter()
+        .find(|s| s.zone == zone)
+        .and_then(|s| s.zone_id.clone())
+    {
+        node_labels.insert(aws::ZONE_ID.into(), id);
+    }
+    Ok(Launched {
+        instance: Instance {
+            provider_id: format!("aws:///{zone}/{}", instance.instance_id),
+            instance_type: it.name.clone(),
+            zone,
+            capacity_type: call.capacity_type,
+            image_id: ami.map(|a| a.id.clone()),
+            state: InstanceState::Pending,
+            launched_at: Some(now),
+            tags: call.tags.clone(),
+        },
+        capacity: non_zero(&it.capacity),
+        allocatable: non_zero(&it.allocatable()),
+        labels: node_labels,
+    })
+}
+
+#[cfg(test)]
+mod tests;

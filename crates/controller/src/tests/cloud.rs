@@ -20,6 +20,8 @@ struct Inner {
     next: u32,
     ice: bool,
     fail: bool,
+    class_not_ready: Option<String>,
+    drift: Option<String>,
 }
 
 pub struct TestCloud {
@@ -89,6 +91,38 @@ impl TestCloud {
         self.inner().fail = on;
     }
 
+    /// Makes node class resolution fail with `reason` (`None`: classes resolve Ready).
+    pub fn set_class_not_ready(&self, reason: Option<&str>) {
+        self.inner().class_not_ready = reason.map(str::to_string);
+    }
+
+    /// The drift reason every launched claim reports (`None`: not drifted).
+    pub fn set_drift(&self, reason: Option<&str>) {
+        self.inner().drift = reason.map(str::to_string);
+    }
+
+    /// An instance no claim knows about, as a crashed launch leaves behind.
+    pub fn leak(&self, id: &str, launched_at: Option<nodewright_core::time::Timestamp>) -> String {
+        let instance = Instance {
+            provider_id: format!("aws:///us-east-1a/{id}"),
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::OnDemand,
+            image_id: Some("ami-123".into()),
+            state: InstanceState::Running,
+            launched_at,
+            tags: BTreeMap::new(),
+        };
+        let pid = instance.provider_id.clone();
+        self.inner().instances.insert(pid.clone(), instance);
+        pid
+    }
+
+    /// The instance disappears without the controller asking (terminated out of band).
+    pub fn vanish(&self, provider_id: &str) {
+        self.inner().instances.remove(provider_id);
+    }
+
     pub fn running(&self) -> Vec<Instance> {
         self.inner()
             .instances
@@ -107,9 +141,22 @@ impl CloudProvider for TestCloud {
 
     async fn reconcile_node_class(
         &self,
-        _class: &EC2NodeClass,
+        class: &EC2NodeClass,
     ) -> Result<EC2NodeClassStatus, CloudError> {
-        Ok(EC2NodeClassStatus::default())
+        if let Some(reason) = self.inner().class_not_ready.clone() {
+            return Err(CloudError::NodeClassNotReady {
+                name: class.metadata.name.clone().unwrap_or_default(),
+                reason,
+            });
+        }
+        Ok(serde_json::from_value(serde_json::json!({
+            "subnets": [{"id": "subnet-1", "zone": "us-east-1a"}],
+            "securityGroups": [{"id": "sg-1"}],
+            "amis": [{"id": "ami-123"}],
+            "instanceProfile": "test-node",
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]
+        }))
+        .unwrap_or_default())
     }
 
     async fn instance_types(
@@ -219,6 +266,6 @@ impl CloudProvider for TestCloud {
         _claim: &NodeClaim,
         _class: Option<&EC2NodeClass>,
     ) -> Result<Option<String>, CloudError> {
-        Ok(None)
+        Ok(self.inner().drift.clone())
     }
 }

@@ -57,8 +57,19 @@ async fn a_pending_pod_gets_a_claim_that_launches_registers_and_initializes() {
     assert_eq!(labels["karpenter.sh/nodepool"], "default");
     assert_eq!(labels["team"], "web");
     let ann = c.metadata.annotations.clone().unwrap();
-    assert_eq!(ann["karpenter.sh/nodepool-hash"], "1234");
-    assert!(ann.contains_key("karpenter.sh/nodepool-hash-version"));
+    // Stamped with the template's current hash, not the (stale) annotation on the pool.
+    let Some(Object::NodePool(pool)) = h.api.get(Kind::NodePool, "default") else {
+        panic!()
+    };
+    assert_eq!(
+        ann["karpenter.sh/nodepool-hash"],
+        crate::hash::nodepool_hash(&pool)
+    );
+    assert_ne!(ann["karpenter.sh/nodepool-hash"], "1234");
+    assert_eq!(
+        ann["karpenter.sh/nodepool-hash-version"],
+        crate::hash::HASH_VERSION
+    );
     assert_eq!(
         c.metadata.finalizers.clone().unwrap(),
         vec!["karpenter.sh/termination"]

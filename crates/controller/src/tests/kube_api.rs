@@ -28,6 +28,8 @@ const CREATED: &str = include_str!("../../tests/fixtures/nodeclaim-create-respon
 const EVICTION_429: &str = include_str!("../../tests/fixtures/eviction-429.json");
 const EVICTION_201: &str = include_str!("../../tests/fixtures/eviction-201.json");
 const NOT_FOUND: &str = include_str!("../../tests/fixtures/not-found-404.json");
+const NODEPOOL: &str = include_str!("../../tests/fixtures/nodepool-patch-response.json");
+const NODECLASS: &str = include_str!("../../tests/fixtures/ec2nodeclass-status-response.json");
 
 async fn handler(
     State(log): State<Log>,
@@ -63,6 +65,12 @@ async fn handler(
             StatusCode::OK,
             r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}"#,
         ),
+        ("PATCH", p) if p.starts_with("/apis/karpenter.sh/v1/nodepools/default") => {
+            (StatusCode::OK, NODEPOOL)
+        }
+        ("PATCH", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default/status") => {
+            (StatusCode::OK, NODECLASS)
+        }
         _ => (StatusCode::NOT_FOUND, NOT_FOUND),
     };
     (
@@ -197,4 +205,64 @@ async fn not_found_is_its_own_error() {
             name: "default-gone1".into()
         }
     );
+}
+
+#[tokio::test]
+async fn nodepool_and_nodeclass_writes_are_merge_patches_on_the_right_paths() {
+    let (api, log) = server().await;
+    let mut meta = MetaPatch::default();
+    meta.annotations.insert(
+        "karpenter.sh/nodepool-hash".into(),
+        Some("12786034405735297231".into()),
+    );
+    api.patch_nodepool_meta("default", &meta).await.unwrap();
+    let status: nodewright_api::v1::nodepool::NodePoolStatus =
+        serde_json::from_value(serde_json::from_str::<Value>(NODEPOOL).unwrap()["status"].clone())
+            .unwrap();
+    api.update_nodepool_status("default", &status)
+        .await
+        .unwrap();
+    let class_status: nodewright_api::aws::v1::EC2NodeClassStatus =
+        serde_json::from_value(serde_json::from_str::<Value>(NODECLASS).unwrap()["status"].clone())
+            .unwrap();
+    api.patch_nodeclass_status("default", &class_status)
+        .await
+        .unwrap();
+    let e = api
+        .patch_nodeclass_status("gone", &class_status)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        WriteError::NotFound {
+            kind: "EC2NodeClass".into(),
+            name: "gone".into()
+        }
+    );
+
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen[0].method, "PATCH");
+    assert_eq!(seen[0].path, "/apis/karpenter.sh/v1/nodepools/default");
+    assert_eq!(seen[0].content_type, "application/merge-patch+json");
+    assert_eq!(
+        seen[0].body,
+        json!({"metadata": {"annotations": {"karpenter.sh/nodepool-hash": "12786034405735297231"}}})
+    );
+    assert_eq!(
+        seen[1].path,
+        "/apis/karpenter.sh/v1/nodepools/default/status"
+    );
+    assert_eq!(seen[1].body["status"]["nodes"], 2);
+    assert_eq!(seen[1].body["status"]["resources"]["memory"], "32Gi");
+    assert_eq!(seen[1].body["status"]["conditions"][0]["type"], "Ready");
+    assert_eq!(
+        seen[2].path,
+        "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default/status"
+    );
+    assert_eq!(seen[2].content_type, "application/merge-patch+json");
+    assert_eq!(
+        seen[2].body["status"]["subnets"][0],
+        json!({"id": "subnet-0123456789abcdef0", "zone": "us-west-2a", "zoneID": "usw2-az1"})
+    );
+    assert_eq!(seen[2].body["status"]["instanceProfile"], "demo_1234567890");
 }

@@ -3,7 +3,9 @@
 mod cloud;
 mod disruption;
 mod e2e;
+mod gc;
 mod kube_api;
+mod status;
 mod termination;
 
 use std::sync::Arc;

@@ -9,6 +9,7 @@ use kube::Client;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
+use nodewright_api::aws::v1::EC2NodeClassStatus;
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
 use serde_json::{Value, json};
@@ -196,5 +197,33 @@ impl KubeWriter for KubeApi {
             .await
             .map(drop)
             .map_err(|e| classify("NodePool", name, e))
+    }
+
+    async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodePool)
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(patch.to_merge_patch()),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("NodePool", name, e))
+    }
+
+    async fn patch_nodeclass_status(
+        &self,
+        name: &str,
+        status: &EC2NodeClassStatus,
+    ) -> Result<(), WriteError> {
+        self.dynamic(Kind::NodeClass)
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(status_patch(status)),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| classify("EC2NodeClass", name, e))
     }
 }

@@ -17,7 +17,9 @@ use crate::time::Timestamp;
 pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
 pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
 /// The hash version this build computes; claims stamped with another version are not compared.
-pub const NODEPOOL_HASH_VERSION_CURRENT: &str = "v3";
+/// It is not upstream's (`v3`): the value is computed differently, so claims stamped by
+/// Karpenter are re-stamped rather than reported as drifted.
+pub const NODEPOOL_HASH_VERSION_CURRENT: &str = "nw1";
 
 const INSTANCE_TYPE_CHECK_MIN_AGE: Duration = Duration::from_secs(3600);
 
@@ -108,7 +110,10 @@ mod tests {
         let claim = NodeClaim {
             annotations: [
                 (NODEPOOL_HASH.to_string(), "h1".to_string()),
-                (NODEPOOL_HASH_VERSION.to_string(), "v3".to_string()),
+                (
+                    NODEPOOL_HASH_VERSION.to_string(),
+                    NODEPOOL_HASH_VERSION_CURRENT.to_string(),
+                ),
             ]
             .into_iter()
             .collect(),

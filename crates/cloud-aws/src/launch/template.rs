@@ -1,0 +1,481 @@
+//! Launch templates: one per distinct configuration (image, user data, security groups,
+//! instance profile, metadata options, block devices, tags), named
+//! `karpenter.k8s.aws/<hash of the configuration>` so equal configurations share one template
+//! and a changed one gets a new name. Templates are created when missing and remembered, so a
+//! second launch with the same configuration makes no template calls at all.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_sdk_ec2::types::{
+    Filter, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
+    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
+    LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateInstanceMetadataTagsState,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
+    LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest,
+    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+};
+use nodewright_api::aws::common::{BlockDeviceMapping, IntOrString, MetadataOptions};
+use nodewright_api::quantity::parse_units;
+use nodewright_aws_model::AmiFamily;
+
+use crate::AwsClients;
+use crate::error::AwsError;
+use crate::nodeclass::profile::fnv64;
+
+/// Name prefix of every template this controller creates.
+pub const NAME_PREFIX: &str = "karpenter.k8s.aws/";
+/// Tag carrying the cluster name on templates, so they can be found per cluster.
+pub const CLUSTER_TAG: &str = "karpenter.k8s.aws/cluster";
+
+const GI: i64 = 1 << 30;
+
+/// One EBS block device of a template.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockDeviceSpec {
+    pub device_name: String,
+    pub volume_size_gib: Option<i32>,
+    pub volume_type: Option<String>,
+    pub encrypted: Option<bool>,
+    pub delete_on_termination: Option<bool>,
+    pub iops: Option<i32>,
+    pub throughput: Option<i32>,
+    pub kms_key_id: Option<String>,
+    pub snapshot_id: Option<String>,
+}
+
+/// Instance metadata service options, defaults filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataSpec {
+    pub http_endpoint: String,
+    pub http_protocol_ipv6: String,
+    pub http_put_response_hop_limit: i32,
+    pub http_tokens: String,
+}
+
+/// Everything a template holds. Equal specs give equal names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateSpec {
+    pub image_id: String,
+    /// Base64.
+    pub user_data: String,
+    pub instance_profile: Option<String>,
+    /// Sorted.
+    pub security_group_ids: Vec<String>,
+    pub metadata: MetadataSpec,
+    pub block_devices: Vec<BlockDeviceSpec>,
+    pub detailed_monitoring: bool,
+    /// `associatePublicIPAddress` and `ipPrefixCount`: when either is set the template defines
+    /// the primary network interface, and the security groups move into it.
+    pub primary_interface: Option<PrimaryInterface>,
+    /// On the template itself and on the network interfaces it creates.
+    pub tags: BTreeMap<String, String>,
+}
+
+impl TemplateSpec {
+    /// `karpenter.k8s.aws/<FNV-1a 64 of the spec>`: the debug form lists every field in a
+    /// fixed order, with maps and sets sorted.
+    pub fn name(&self) -> String {
+        format!("{NAME_PREFIX}{}", fnv64(format!("{self:?}").as_bytes()))
+    }
+}
+
+/// The primary network interface's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrimaryInterface {
+    pub associate_public_ip_address: Option<bool>,
+    pub ipv4_prefix_count: Option<i32>,
+}
+
+/// `metadataOptions` with upstream's v1 defaults (hop limit 1, tokens required).
+pub fn metadata(options: Option<&MetadataOptions>) -> MetadataSpec {
+    let o = options.cloned().unwrap_or_default().with_defaults(1);
+    MetadataSpec {
+        http_endpoint: o.http_endpoint.unwrap_or_else(|| "enabled".into()),
+        http_protocol_ipv6: o.http_protocol_ipv6.unwrap_or_else(|| "disabled".into()),
+        http_put_response_hop_limit: o
+            .http_put_response_hop_limit
+            .and_then(|h| i32::try_from(h).ok())
+            .unwrap_or(1),
+        http_tokens: o.http_tokens.unwrap_or_else(|| "required".into()),
+    }
+}
+
+fn gp3(device: &str, gib: i32) -> BlockDeviceSpec {
+    BlockDeviceSpec {
+        device_name: device.into(),
+        volume_size_gib: Some(gib),
+        volume_type: Some("gp3".into()),
+        encrypted: Some(true),
+        delete_on_termination: Some(true),
+        ..Default::default()
+    }
+}
+
+/// The class's block devices, or the family's defaults (none for Custom: the image's own).
+pub fn block_devices(
+    family: AmiFamily,
+    mappings: Option<&[BlockDeviceMapping]>,
+) -> Result<Vec<BlockDeviceSpec>, String> {
+    let Some(mappings) = mappings.filter(|m| !m.is_empty()) else {
+        return Ok(match family {
+            AmiFamily::AL2 | AmiFamily::AL2023 => vec![gp3("/dev/xvda", 20)],
+            AmiFamily::Bottlerocket => vec![gp3("/dev/xvda", 4), gp3("/dev/xvdb", 20)],
+            AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025 => {
+                vec![gp3("/dev/sda1", 50)]
+            }
+            AmiFamily::Custom => Vec::new(),
+        });
+    };
+    let mut out = Vec::new();
+    for (i, m) in mappings.iter().enumerate() {
+        let ebs = m.ebs.clone().unwrap_or_default();
+        let size = match &ebs.volume_size {
+            None => None,
+            Some(IntOrString::Int(g)) => Some(*g),
+            Some(IntOrString::String(s)) => {
+                let bytes = parse_units(s)
+                    .map_err(|e| format!("spec.blockDeviceMappings[{i}].ebs.volumeSize: {e}"))?;
+                // EC2 takes whole GiB; round up so the volume is never smaller than asked.
+                Some((bytes + GI - 1) / GI)
+            }
+        };
+        let int = |field: &str, v: Option<i64>| -> Result<Option<i32>, String> {
+            v.map(|v| {
+                i32::try_from(v)
+                    .map_err(|_| format!("spec.blockDeviceMappings[{i}].ebs.{field}: out of range"))
+            })
+            .transpose()
+        };
+        out.push(BlockDeviceSpec {
+            device_name: m.device_name.clone().unwrap_or_default(),
+            volume_size_gib: int("volumeSize", size)?,
+            volume_type: ebs.volume_type.clone(),
+            encrypted: ebs.encrypted,
+            delete_on_termination: ebs.delete_on_termination,
+            iops: int("iops", ebs.iops)?,
+            throughput: int("throughput", ebs.throughput)?,
+            kms_key_id: ebs.kms_key_id.clone(),
+            snapshot_id: ebs.snapshot_id.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
+    tags.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
+}
+
+/// The SDK form of `spec`.
+pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
+    let m = &spec.metadata;
+    let mut data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
+    data = match &spec.primary_interface {
+        // EC2 refuses groups both on the template and in its interfaces.
+        Some(nic) => data.network_interfaces(
+            LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                .device_index(0)
+                .network_card_index(0)
+                .delete_on_termination(true)
+                .set_associate_public_ip_address(nic.associate_public_ip_address)
+                .set_ipv4_prefix_count(nic.ipv4_prefix_count)
+                .set_groups(Some(spec.security_group_ids.clone()))
+                .build(),
+        ),
+        None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
+    };
+    let mut data = data
+        .metadata_options(
+            LaunchTemplateInstanceMetadataOptionsRequest::builder()
+                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
+                    m.http_endpoint.as_str(),
+                ))
+                .http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(
+                    m.http_protocol_ipv6.as_str(),
+                ))
+                .http_put_response_hop_limit(m.http_put_response_hop_limit)
+                .http_tokens(LaunchTemplateHttpTokensState::from(m.http_tokens.as_str()))
+                .instance_metadata_tags(LaunchTemplateInstanceMetadataTagsState::Disabled)
+                .build(),
+        )
+        .monitoring(
+            LaunchTemplatesMonitoringRequest::builder()
+                .enabled(spec.detailed_monitoring)
+                .build(),
+        )
+        .tag_specifications(
+            LaunchTemplateTagSpecificationRequest::builder()
+                .resource_type(ResourceType::NetworkInterface)
+                .set_tags(Some(tag_list(&spec.tags)))
+                .build(),
+        );
+    if !spec.user_data.is_empty() {
+        data = data.user_data(&spec.user_data);
+    }
+    if let Some(p) = &spec.instance_profile {
+        data = data.iam_instance_profile(
+            LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
+                .name(p)
+                .build(),
+        );
+    }
+    for b in &spec.block_devices {
+        let ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
+            .set_volume_size(b.volume_size_gib)
+            .set_volume_type(b.volume_type.as_deref().map(VolumeType::from))
+            .set_encrypted(b.encrypted)
+            .set_delete_on_termination(b.delete_on_termination)
+            .set_iops(b.iops)
+            .set_throughput(b.throughput)
+            .set_kms_key_id(b.kms_key_id.clone())
+            .set_snapshot_id(b.snapshot_id.clone())
+            .build();
+        data = data.block_device_mappings(
+            LaunchTemplateBlockDeviceMappingRequest::builder()
+                .device_name(&b.device_name)
+                .ebs(ebs)
+                .build(),
+        );
+    }
+    data.build()
+}
+
+/// The templates known to exist, with when each was last used.
+#[derive(Debug, Default)]
+pub struct TemplateCache {
+    known: Mutex<BTreeMap<String, Instant>>,
+}
+
+fn lock(
+    m: &Mutex<BTreeMap<String, Instant>>,
+) -> std::sync::MutexGuard<'_, BTreeMap<String, Instant>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TemplateCache {
+    pub fn contains(&self, name: &str) -> bool {
+        lock(&self.known).contains_key(name)
+    }
+
+    pub fn forget(&self, name: &str) {
+        lock(&self.known).remove(name);
+    }
+
+    /// Marks `name` as existing and used now.
+    fn remember(&self, name: &str) {
+        lock(&self.known).insert(name.to_string(), Instant::now());
+    }
+
+    /// Adds the cluster's existing templates (after a restart), each as used now, so those
+    /// no configuration needs any more are deleted by [`TemplateCache::delete_unused`] later.
+    pub async fn hydrate(&self, clients: &AwsClients, cluster: &str) -> Result<usize, AwsError> {
+        let names = cluster_templates(clients, cluster).await?;
+        for n in &names {
+            self.remember(n);
+        }
+        Ok(names.len())
+    }
+
+    /// Deletes templates not used for `idle` from EC2 and the cache, returning their names.
+    /// A launch racing the deletion sees the template missing, forgets it and creates it again.
+    pub async fn delete_unused(
+        &self,
+        clients: &AwsClients,
+        idle: Duration,
+    ) -> Result<Vec<String>, AwsError> {
+        let stale: Vec<String> = {
+            let known = lock(&self.known);
+            known
+                .iter()
+                .filter(|(_, used)| used.elapsed() >= idle)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let mut deleted = Vec::new();
+        for name in stale {
+            let out = clients
+                .ec2
+                .delete_launch_template()
+                .launch_template_name(&name)
+                .send()
+                .await;
+            if let Err(e) = out {
+                let e = AwsError::from_sdk("DeleteLaunchTemplate", e);
+                if !e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
+                    return Err(e);
+                }
+            }
+            self.forget(&name);
+            deleted.push(name);
+        }
+        Ok(deleted)
+    }
+
+    /// Makes sure the template for `spec` exists and returns its name: from the cache, else
+    /// found by name, else created. Losing a creation race to another launch is success.
+    pub async fn ensure(
+        &self,
+        clients: &AwsClients,
+        spec: &TemplateSpec,
+    ) -> Result<String, AwsError> {
+        let name = spec.name();
+        if self.contains(&name) {
+            self.remember(&name);
+            return Ok(name);
+        }
+        if exists(clients, &name).await? {
+            self.remember(&name);
+            return Ok(name);
+        }
+        let created = clients
+            .ec2
+            .create_launch_template()
+            .launch_template_name(&name)
+            .launch_template_data(request_data(spec))
+            .tag_specifications(
+                TagSpecification::builder()
+                    .resource_type(ResourceType::LaunchTemplate)
+                    .set_tags(Some(tag_list(&spec.tags)))
+                    .build(),
+            )
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e) => {
+                let e = AwsError::from_sdk("CreateLaunchTemplate", e);
+                if !e
+                    .code
+                    .as_deref()
+                    .is_some_and(|c| c.contains("AlreadyExists"))
+                {
+                    return Err(e);
+                }
+            }
+        }
+        tracing::info!(launch_template = %name, image = %spec.image_id, "created launch template");
+        self.remember(&name);
+        Ok(name)
+    }
+}
+
+/// Names of the templates tagged with the cluster.
+async fn cluster_templates(clients: &AwsClients, cluster: &str) -> Result<Vec<String>, AwsError> {
+    let mut names = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let out = clients
+            .ec2
+            .describe_launch_templates()
+            .filters(
+                Filter::builder()
+                    .name(format!("tag:{CLUSTER_TAG}"))
+                    .values(cluster)
+                    .build(),
+            )
+            .set_next_token(token.clone())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeLaunchTemplates", e))?;
+        names.extend(
+            out.launch_templates()
+                .iter()
+                .filter_map(|t| t.launch_template_name())
+                .filter(|n| n.starts_with(NAME_PREFIX))
+                .map(str::to_string),
+        );
+        token = out
+            .next_token()
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        if token.is_none() {
+            return Ok(names);
+        }
+    }
+}
+
+async fn exists(clients: &AwsClients, name: &str) -> Result<bool, AwsError> {
+    let out = clients
+        .ec2
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("launch-template-name")
+                .values(name)
+                .build(),
+        )
+        .send()
+        .await;
+    match out {
+        Ok(o) => Ok(o
+            .launch_templates()
+            .iter()
+            .any(|t| t.launch_template_name() == Some(name))),
+        Err(e) => {
+            let e = AwsError::from_sdk("DescribeLaunchTemplates", e);
+            if e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> TemplateSpec {
+        TemplateSpec {
+            image_id: "ami-1".into(),
+            user_data: "dXNlcg==".into(),
+            instance_profile: Some("p".into()),
+            security_group_ids: vec!["sg-1".into()],
+            metadata: metadata(None),
+            block_devices: block_devices(AmiFamily::AL2023, None).unwrap(),
+            detailed_monitoring: false,
+            primary_interface: None,
+            tags: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn name_follows_the_configuration() {
+        let a = spec();
+        assert!(a.name().starts_with(NAME_PREFIX));
+        assert_eq!(a.name(), spec().name());
+        let mut b = spec();
+        b.user_data = "b3RoZXI=".into();
+        assert_ne!(a.name(), b.name());
+    }
+
+    #[test]
+    fn defaults_per_family() {
+        assert_eq!(metadata(None).http_tokens, "required");
+        assert_eq!(metadata(None).http_put_response_hop_limit, 1);
+        let br = block_devices(AmiFamily::Bottlerocket, None).unwrap();
+        assert_eq!(
+            br.iter()
+                .map(|b| (b.device_name.as_str(), b.volume_size_gib))
+                .collect::<Vec<_>>(),
+            [("/dev/xvda", Some(4)), ("/dev/xvdb", Some(20))]
+        );
+        assert!(block_devices(AmiFamily::Custom, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn sizes_round_up_to_whole_gib() {
+        let m: Vec<BlockDeviceMapping> = serde_json::from_str(
+            r#"[{"deviceName":"/dev/xvda","ebs":{"volumeSize":"1500Mi","volumeType":"gp2"}}]"#,
+        )
+        .unwrap();
+        let b = block_devices(AmiFamily::AL2023, Some(&m)).unwrap();
+        assert_eq!(b[0].volume_size_gib, Some(2));
+        assert_eq!(b[0].volume_type.as_deref(), Some("gp2"));
+    }
+}

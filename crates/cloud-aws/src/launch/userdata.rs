@@ -1,0 +1,313 @@
+//! The configuration of one launch template: the class's network, profile, metadata and block
+//! devices, and user data generated for the claim's labels and taints and the instance type's
+//! pod count and kube-reserved, so the kubelet reserves what the scheduler assumed.
+
+use std::collections::BTreeMap;
+
+use nodewright_api::aws::v1::{EC2NodeClass, KubeletConfiguration};
+use nodewright_aws_model::AmiFamily;
+use nodewright_aws_model::userdata::{BootstrapInput, KubeletSettings, generate};
+use nodewright_cloud::CloudError;
+use nodewright_core::labels;
+use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_core::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_amount};
+use nodewright_core::taints::Taint;
+
+use super::template::{self, CLUSTER_TAG, TemplateSpec};
+use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
+
+/// How a new node reaches the cluster's API server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterInfo {
+    /// `https://...`; required by every family but Custom.
+    pub endpoint: String,
+    /// The cluster CA, base64.
+    pub ca_bundle: Option<String>,
+    /// The service CIDR; AL2023's nodeadm requires it.
+    pub service_cidr: Option<String>,
+}
+
+/// What every template of one launch shares.
+pub struct BaseConfig<'a> {
+    pub class: &'a EC2NodeClass,
+    pub resolved: &'a ResolvedNodeClass,
+    pub family: AmiFamily,
+    pub cluster_name: &'a str,
+    pub cluster: &'a ClusterInfo,
+    pub node_labels: BTreeMap<String, String>,
+    /// Registration taints (claim taints, startup taints, unregistered).
+    pub taints: Vec<Taint>,
+}
+
+fn invalid(class: &str, reason: impl std::fmt::Display) -> CloudError {
+    CloudError::InvalidRequest(format!("EC2NodeClass {class}: {reason}"))
+}
+
+fn kubelet_settings(k: Option<&KubeletConfiguration>) -> KubeletSettings {
+    let Some(k) = k else {
+        return KubeletSettings::default();
+    };
+    KubeletSettings {
+        cluster_dns: k.cluster_dns.clone().unwrap_or_default(),
+        max_pods: k.max_pods,
+        pods_per_core: k.pods_per_core,
+        system_reserved: k.system_reserved.clone().unwrap_or_default(),
+        kube_reserved: k.kube_reserved.clone().unwrap_or_default(),
+        eviction_hard: k.eviction_hard.clone().unwrap_or_default(),
+        eviction_soft: k.eviction_soft.clone().unwrap_or_default(),
+        eviction_soft_grace_period: k.eviction_soft_grace_period.clone().unwrap_or_default(),
+        eviction_max_pod_grace_period: k.eviction_max_pod_grace_period,
+        image_gc_high_threshold_percent: k.image_gc_high_threshold_percent,
+        image_gc_low_threshold_percent: k.image_gc_low_threshold_percent,
+        cpu_cfs_quota: k.cpu_cfs_quota,
+    }
+}
+
+fn primary_interface(
+    public_ip: Option<bool>,
+    prefixes: Option<i64>,
+) -> Result<Option<template::PrimaryInterface>, String> {
+    if public_ip.is_none() && prefixes.is_none() {
+        return Ok(None);
+    }
+    let ipv4_prefix_count = prefixes
+        .map(|n| i32::try_from(n).map_err(|_| "spec.ipPrefixCount: out of range".to_string()))
+        .transpose()?;
+    Ok(Some(template::PrimaryInterface {
+        associate_public_ip_address: public_ip,
+        ipv4_prefix_count,
+    }))
+}
+
+impl BaseConfig<'_> {
+    fn class_name(&self) -> String {
+        self.class.metadata.name.clone().unwrap_or_default()
+    }
+
+    /// The user data for a node of type `it` with capacity type `capacity_type`.
+    pub fn bootstrap(
+        &self,
+        it: &InstanceType,
+        capacity_type: CapacityType,
+    ) -> Result<BootstrapInput, CloudError> {
+        if self.family != AmiFamily::Custom && self.cluster.endpoint.is_empty() {
+            return Err(invalid(
+                &self.class_name(),
+                "the cluster endpoint is not configured, so nodes could not join",
+            ));
+        }
+        let spec = &self.class.spec;
+        let mut input = BootstrapInput::new(self.family, self.cluster_name, &self.cluster.endpoint);
+        input.ca_bundle = self.cluster.ca_bundle.clone();
+        input.cluster_cidr = self.cluster.service_cidr.clone();
+        input.labels = self.node_labels.clone();
+        input.labels.insert(
+            labels::CAPACITY_TYPE.into(),
+            capacity_type.as_str().to_string(),
+        );
+        input.taints = self.taints.clone();
+        input.kubelet = kubelet_settings(spec.kubelet.as_ref());
+        // The pod count and kube-reserved the scheduler computed for this type, so the node's
+        // allocatable matches what pods were packed against.
+        let pods = it.capacity.get(PODS);
+        if pods > 0 {
+            input.kubelet.max_pods = Some(pods);
+        }
+        for res in [CPU, MEMORY, EPHEMERAL_STORAGE] {
+            let v = it.overhead.kube_reserved.get(res);
+            if v > 0 {
+                input
+                    .kubelet
+                    .kube_reserved
+                    .insert(res.to_string(), format_amount(res, v));
+            }
+        }
+        input.instance_store_raid0 = spec.instance_store_policy.as_deref() == Some("RAID0");
+        input.user_data = spec.user_data.clone();
+        Ok(input)
+    }
+
+    /// The template for type `it` launched from `ami`.
+    pub fn template(
+        &self,
+        ami: &ResolvedAmi,
+        it: &InstanceType,
+        capacity_type: CapacityType,
+        launch_tags: &BTreeMap<String, String>,
+    ) -> Result<TemplateSpec, CloudError> {
+        let class = self.class_name();
+        let spec = &self.class.spec;
+        let user_data =
+            generate(&self.bootstrap(it, capacity_type)?).map_err(|e| invalid(&class, e))?;
+        if let Some(w) = &user_data.warning {
+            tracing::warn!(ec2nodeclass = %class, "{w}");
+        }
+        let mut security_group_ids: Vec<String> = self
+            .resolved
+            .security_groups
+            .iter()
+            .map(|g| g.id.clone())
+            .collect();
+        security_group_ids.sort();
+        security_group_ids.dedup();
+        let block_devices =
+            template::block_devices(self.family, spec.block_device_mappings.as_deref())
+                .map_err(|e| invalid(&class, e))?;
+        // Templates are shared by claims, so they carry the launch tags minus the claim's own.
+        let mut tags: BTreeMap<String, String> = launch_tags
+            .iter()
+            .filter(|(k, _)| {
+                k.as_str() != nodewright_cloud::tags::NODECLAIM
+                    && k.as_str() != nodewright_cloud::tags::NAME
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        tags.insert(CLUSTER_TAG.into(), self.cluster_name.to_string());
+        Ok(TemplateSpec {
+            image_id: ami.id.clone(),
+            user_data: user_data.base64,
+            instance_profile: self.resolved.instance_profile.clone(),
+            security_group_ids,
+            metadata: template::metadata(spec.metadata_options.as_ref()),
+            block_devices,
+            detailed_monitoring: spec.detailed_monitoring.unwrap_or(false),
+            primary_interface: primary_interface(
+                spec.associate_public_ip_address,
+                spec.ip_prefix_count,
+            )
+            .map_err(|e| invalid(&class, e))?,
+            tags,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodewright_core::resources::Resources;
+
+    fn class() -> EC2NodeClass {
+        let mut c = EC2NodeClass::default();
+        c.metadata.name = Some("web".into());
+        c
+    }
+
+    fn resolved() -> ResolvedNodeClass {
+        ResolvedNodeClass {
+            subnets: Vec::new(),
+            security_groups: vec![
+                crate::nodeclass::ResolvedSecurityGroup {
+                    id: "sg-b".into(),
+                    name: "b".into(),
+                },
+                crate::nodeclass::ResolvedSecurityGroup {
+                    id: "sg-a".into(),
+                    name: "a".into(),
+                },
+            ],
+            amis: Vec::new(),
+            instance_profile: Some("profile".into()),
+            status: Default::default(),
+            hash: String::new(),
+        }
+    }
+
+    fn it() -> InstanceType {
+        let mut it = InstanceType {
+            name: "m5.large".into(),
+            requirements: Vec::new(),
+            capacity: Resources::new().with(PODS, 29).with(CPU, 2000),
+            overhead: Default::default(),
+            offerings: Vec::new(),
+        };
+        it.overhead.kube_reserved = Resources::new().with(CPU, 70).with(MEMORY, 574 << 20);
+        it
+    }
+
+    fn ami() -> ResolvedAmi {
+        ResolvedAmi {
+            id: "ami-1".into(),
+            name: "n".into(),
+            creation_date: String::new(),
+            deprecated: false,
+            requirements: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn kubelet_gets_the_types_pods_and_kube_reserved_and_the_capacity_type_label() {
+        let (c, r) = (class(), resolved());
+        let cluster = ClusterInfo {
+            endpoint: "https://e".into(),
+            ..Default::default()
+        };
+        let base = BaseConfig {
+            class: &c,
+            resolved: &r,
+            family: AmiFamily::AL2,
+            cluster_name: "prod",
+            cluster: &cluster,
+            node_labels: [("team".to_string(), "web".to_string())].into(),
+            taints: Vec::new(),
+        };
+        let b = base.bootstrap(&it(), CapacityType::Spot).unwrap();
+        assert_eq!(b.kubelet.max_pods, Some(29));
+        assert_eq!(b.kubelet.kube_reserved["cpu"], "70m");
+        assert_eq!(b.kubelet.kube_reserved["memory"], "574Mi");
+        assert_eq!(b.labels[labels::CAPACITY_TYPE], "spot");
+        assert_eq!(b.labels["team"], "web");
+
+        let tags: BTreeMap<String, String> = [
+            ("karpenter.sh/nodeclaim", "c1"),
+            ("karpenter.sh/nodepool", "default"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let t = base
+            .template(&ami(), &it(), CapacityType::Spot, &tags)
+            .unwrap();
+        assert_eq!(t.security_group_ids, ["sg-a", "sg-b"]);
+        assert_eq!(t.instance_profile.as_deref(), Some("profile"));
+        assert!(
+            !t.tags.contains_key("karpenter.sh/nodeclaim"),
+            "shared by claims"
+        );
+        assert_eq!(t.tags[CLUSTER_TAG], "prod");
+        assert_eq!(t.primary_interface, None);
+        let other = base
+            .template(&ami(), &it(), CapacityType::OnDemand, &tags)
+            .unwrap();
+        assert_ne!(t.name(), other.name(), "capacity type is in the user data");
+    }
+
+    #[test]
+    fn families_that_join_need_an_endpoint() {
+        let (c, r) = (class(), resolved());
+        let cluster = ClusterInfo::default();
+        let mut base = BaseConfig {
+            class: &c,
+            resolved: &r,
+            family: AmiFamily::AL2023,
+            cluster_name: "prod",
+            cluster: &cluster,
+            node_labels: BTreeMap::new(),
+            taints: Vec::new(),
+        };
+        let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
+        assert!(e.to_string().contains("endpoint"), "{e}");
+        base.family = AmiFamily::Custom;
+        assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
+    }
+
+    #[test]
+    fn primary_interface_only_when_asked_for() {
+        assert_eq!(primary_interface(None, None), Ok(None));
+        let p = primary_interface(Some(false), Some(2)).unwrap().unwrap();
+        assert_eq!(
+            (p.associate_public_ip_address, p.ipv4_prefix_count),
+            (Some(false), Some(2))
+        );
+        assert!(primary_interface(None, Some(i64::MAX)).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! The status writers: each EC2NodeClass's resolved status (from the cloud provider), each
+//! NodePool's drift hash, resources, node count and conditions, and each NodeClaim's hash
+//! stamp and `Drifted` condition. One loop runs them in that order (a pool's readiness reads
+//! its class's status), only while this replica holds the lease, and writes an object only
+//! when what it would write differs from what is stored.
+
+pub mod drift;
+pub mod nodeclass;
+pub mod nodepool;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nodewright_cloud::CloudProvider;
+use nodewright_core::time::Timestamp;
+use tokio::sync::watch;
+use tracing::warn;
+
+use crate::clock::Clock;
+use crate::state::{SharedState, lock};
+use crate::write::{KubeWriter, WriteError};
+
+/// Upstream's NodePool counter cadence; the other writers are cheap enough to share it.
+pub const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// What one pass wrote, by object name (for tests and logs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Written {
+    pub nodeclass_status: Vec<String>,
+    pub nodepool_hash: Vec<String>,
+    pub nodepool_status: Vec<String>,
+    pub nodeclaim_hash: Vec<String>,
+    pub nodeclaim_drift: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+pub struct StatusController {
+    state: SharedState,
+    writer: Arc<dyn KubeWriter>,
+    cloud: Arc<dyn CloudProvider>,
+    clock: Clock,
+    leader: watch::Receiver<bool>,
+    /// When each class was last resolved, and at which generation.
+    classes: Mutex<HashMap<String, (Option<i64>, Timestamp)>>,
+    /// The provider's last drift answer per claim uid, and when it was asked.
+    provider_drift: Mutex<HashMap<String, (Timestamp, Option<String>)>>,
+}
+
+impl StatusController {
+    pub fn new(
+        state: SharedState,
+        writer: Arc<dyn KubeWriter>,
+        cloud: Arc<dyn CloudProvider>,
+        clock: Clock,
+        leader: watch::Receiver<bool>,
+    ) -> Self {
+        StatusController {
+            state,
+            writer,
+            cloud,
+            clock,
+            leader,
+            classes: Mutex::new(HashMap::new()),
+            provider_drift: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// One pass over classes, pools and claims. Does nothing before sync or without the lease
+    /// (the cloud calls would be wasted and the writes refused).
+    pub async fn reconcile_all(&self) -> Written {
+        let mut out = Written::default();
+        if !*self.leader.borrow() || !lock(&self.state).synced() {
+            return out;
+        }
+        self.reconcile_nodeclasses(&mut out).await;
+        self.reconcile_nodepools(&mut out).await;
+        self.reconcile_drift(&mut out).await;
+        for e in &out.errors {
+            warn!(error = %e, "status write failed");
+        }
+        out
+    }
+
+    pub async fn run(self: Arc<Self>, every: Duration) {
+        loop {
+            self.reconcile_all().await;
+            tokio::time::sleep(every).await;
+        }
+    }
+}
+
+/// Records a failed write; a NotFound (the object went away meanwhile) is not a failure.
+fn record(out: &mut Written, what: &str, name: &str, r: Result<(), WriteError>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if e.is_not_found() => false,
+        Err(e) => {
+            out.errors.push(format!("{what} {name}: {e}"));
+            false
+        }
+    }
+}

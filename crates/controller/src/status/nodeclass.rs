@@ -1,0 +1,157 @@
+//! EC2NodeClass status: the cloud provider resolves each class (subnets, security groups,
+//! AMIs, instance profile, conditions) and the result is written to the status subresource.
+//! A class is resolved again when its generation changes and at least once a minute, so
+//! changes in the cloud (a new AMI, a deleted subnet) show up without an edit.
+//!
+//! Condition transition times are ours: a condition keeps its time while its status holds,
+//! whatever the provider sent. A provider that says the class cannot be ready gets a `Ready`
+//! condition of `False` with its reason; a failed cloud call leaves the status as it was.
+
+use std::time::Duration;
+
+use nodewright_api::aws::common::Condition as ClassCondition;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::shared::Condition;
+use nodewright_cloud::CloudError;
+use nodewright_core::time::Timestamp;
+
+use super::{StatusController, Written, record};
+use crate::conditions::{self as cond, READY};
+use crate::state::lock;
+
+/// How long a resolved class is trusted before asking the provider again.
+pub const RESOLVE_EVERY: Duration = Duration::from_secs(60);
+
+/// The class's conditions in the shape the condition helpers take (the same JSON).
+pub fn class_conditions(conds: &[ClassCondition]) -> Vec<Condition> {
+    conds.iter().filter_map(recode).collect()
+}
+
+fn recode<A: serde::Serialize, B: serde::de::DeserializeOwned>(a: &A) -> Option<B> {
+    serde_json::to_value(a)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+fn to_class_conditions(conds: &[Condition]) -> Vec<ClassCondition> {
+    conds.iter().filter_map(recode).collect()
+}
+
+/// `resolved`'s conditions applied over `stored`'s, so unchanged conditions keep their
+/// transition times; conditions the provider no longer reports are dropped.
+pub fn merge_conditions(
+    stored: &[Condition],
+    resolved: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let mut out: Vec<Condition> = stored
+        .iter()
+        .filter(|c| resolved.iter().any(|r| r.type_ == c.type_))
+        .cloned()
+        .collect();
+    for r in resolved {
+        cond::set(
+            &mut out,
+            &r.type_,
+            &r.status,
+            r.reason.as_deref().unwrap_or_default(),
+            r.message.as_deref().unwrap_or_default(),
+            now,
+        );
+    }
+    out
+}
+
+/// The status to store for `class` given the provider's answer.
+pub fn desired(
+    class: &EC2NodeClass,
+    resolved: Result<EC2NodeClassStatus, CloudError>,
+    now: Timestamp,
+) -> Option<EC2NodeClassStatus> {
+    let stored = class.status.clone().unwrap_or_default();
+    let stored_conds = class_conditions(stored.conditions.as_deref().unwrap_or_default());
+    match resolved {
+        Ok(mut status) => {
+            let conds = merge_conditions(
+                &stored_conds,
+                &class_conditions(status.conditions.as_deref().unwrap_or_default()),
+                now,
+            );
+            status.conditions = Some(to_class_conditions(&conds));
+            Some(status)
+        }
+        Err(CloudError::NodeClassNotReady { reason, .. }) => {
+            let mut status = stored;
+            let mut conds = stored_conds;
+            cond::set(
+                &mut conds,
+                READY,
+                "False",
+                "NodeClassNotReady",
+                &reason,
+                now,
+            );
+            status.conditions = Some(to_class_conditions(&conds));
+            Some(status)
+        }
+        Err(_) => None,
+    }
+}
+
+impl StatusController {
+    fn class_due(&self, class: &EC2NodeClass, now: Timestamp) -> bool {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let seen = self
+            .classes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&name)
+            .copied();
+        match seen {
+            None => true,
+            Some((generation, at)) => {
+                generation != class.metadata.generation
+                    || now.since(at) >= RESOLVE_EVERY
+                    || class.status.is_none()
+            }
+        }
+    }
+
+    pub(super) async fn reconcile_nodeclasses(&self, out: &mut Written) {
+        let classes: Vec<EC2NodeClass> = lock(&self.state)
+            .nodeclasses
+            .values()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .cloned()
+            .collect();
+        for class in classes {
+            let now = self.clock.now();
+            if !self.class_due(&class, now) {
+                continue;
+            }
+            let name = class.metadata.name.clone().unwrap_or_default();
+            let resolved = self.cloud.reconcile_node_class(&class).await;
+            if let Err(e) = &resolved
+                && !matches!(e, CloudError::NodeClassNotReady { .. })
+            {
+                out.errors
+                    .push(format!("resolving EC2NodeClass {name}: {e}"));
+                continue;
+            }
+            let Some(status) = desired(&class, resolved, now) else {
+                continue;
+            };
+            if class.status.as_ref() != Some(&status) {
+                let r = self.writer.patch_nodeclass_status(&name, &status).await;
+                if !record(out, "EC2NodeClass", &name, r) {
+                    continue;
+                }
+                out.nodeclass_status.push(name.clone());
+            }
+            self.classes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(name, (class.metadata.generation, now));
+        }
+    }
+}
