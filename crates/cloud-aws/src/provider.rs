@@ -133,13 +133,17 @@ impl CloudProvider for AwsCloud {
             .await
             .map_err(AwsCloudError::from)?;
         let prices = self.pricing.prices().await;
-        Ok(discovered.instance_types(
+        let mut types = discovered.instance_types(
             self.region(),
             &self.settings.model,
             &input,
             &zones,
             prices.book(),
-        ))
+        );
+        // Offerings that just reported insufficient capacity stay unavailable for a while,
+        // so the scheduler plans around them instead of retrying them.
+        self.launch.unavailable().apply(&mut types, now());
+        Ok(types)
     }
 
     async fn create(

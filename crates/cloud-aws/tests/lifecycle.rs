@@ -9,6 +9,7 @@ use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_cloud::{CloudError, CloudProvider, InstanceState, tags};
 use nodewright_cloud_aws::AwsClients;
 use nodewright_cloud_aws::nodeclass::hash::{HASH_ANNOTATION, HASH_VERSION_ANNOTATION};
+use nodewright_core::model::CapacityType;
 use support::DISCOVERY;
 
 macro_rules! moto_or_skip {
@@ -251,4 +252,26 @@ async fn instance_types_follow_the_class_subnet_zones() {
     let zones: Vec<&str> = m5.offerings.iter().map(|o| o.zone.as_str()).collect();
     assert!(!zones.is_empty());
     assert!(zones.iter().all(|z| z == zone), "{zones:?}");
+    let on_demand = |types: &[nodewright_core::model::InstanceType]| {
+        types
+            .iter()
+            .find(|t| t.name == "m5.large")
+            .and_then(|t| {
+                t.offerings
+                    .iter()
+                    .find(|o| o.capacity_type == CapacityType::OnDemand)
+            })
+            .map(|o| o.available)
+    };
+    assert_eq!(on_demand(&types), Some(true));
+
+    // An offering that just ran out of capacity is offered as unavailable.
+    cloud.launch.unavailable().mark_offering(
+        CapacityType::OnDemand,
+        "m5.large",
+        zone,
+        nodewright_cloud_aws::cloud::now(),
+    );
+    let types = cloud.instance_types(Some(&class)).await.expect("types");
+    assert_eq!(on_demand(&types), Some(false));
 }
