@@ -2,19 +2,23 @@
 //! delay, re-check each command on a fresh snapshot, then taint the targets, launch the
 //! replacements, wait until they are initialized, and only then delete the old claims (the
 //! termination controller drains and terminates them). A replacement that disappears or a
-//! command that outlives its timeout is rolled back: taint and condition removed.
+//! command that outlives its timeout is rolled back: taint and condition removed. Each round
+//! says for every node why it was not disrupted (`DisruptionBlocked`, `Unconsolidatable`) and
+//! records upstream's voluntary-disruption metrics.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};
+use nodewright_core::disruption::candidates::{MethodClass, select};
 use nodewright_core::disruption::command::{Command, Method};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
-use nodewright_core::disruption::plan::{self, Settings};
+use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
+use nodewright_core::model::Snapshot;
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
@@ -22,11 +26,81 @@ use tracing::{info, warn};
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
 use crate::conditions::{self as cond, DISRUPTION_REASON, INITIALIZED};
-use crate::lifecycle::DISRUPTED_TAINT;
-use crate::provisioner::snapshot;
+use crate::events::{self, EventSink, ObjectRef};
+use crate::lifecycle::{DISRUPTED_TAINT, consolidation_policy, termination_mode};
+use crate::metered::MeteredCloud;
+use crate::metrics::Metrics;
+use crate::provisioner::{replacement_requests, snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
 use crate::write::{KubeWriter, NodePatch, WriteError};
+
+/// Verdict codes that mean "something forbids disrupting this node now" (upstream's
+/// `DisruptionBlocked`), and those that mean "consolidation found nothing better"
+/// (`Unconsolidatable`). Other codes (not managed, not initialized, deleting, disrupted) say
+/// nothing a person needs to act on.
+const BLOCKED: &[&str] = &[
+    "nodepool-not-found",
+    "node-do-not-disrupt",
+    "pod-do-not-disrupt",
+    "pod-has-no-controller",
+    "pdb-blocked",
+    "multiple-pdbs",
+    "budget-exhausted",
+];
+const UNCONSOLIDATABLE: &[&str] = &[
+    "pods-do-not-fit",
+    "policy-when-empty",
+    "consolidation-disabled",
+];
+
+/// The graceful methods every round evaluates, as `(reason, consolidation_type)` labels.
+const EVALUATED: [Method; 4] = [
+    Method::Emptiness,
+    Method::Drift,
+    Method::MultiNodeConsolidation,
+    Method::SingleNodeConsolidation,
+];
+
+/// A planned command with its replacements' resource requests.
+#[derive(Clone, Debug)]
+struct Queued {
+    command: Command,
+    requests: Vec<Resources>,
+}
+
+/// What one planning pass computes off the runtime.
+struct RoundResult {
+    commands: Vec<Queued>,
+    verdicts: Vec<Verdict>,
+    eligible: BTreeMap<&'static str, usize>,
+    claims_by_node: BTreeMap<String, String>,
+}
+
+/// Candidates per metric reason: every graceful candidate may be consolidated, the empty ones
+/// may go by emptiness, the drifted ones by drift.
+fn eligible(snap: &Snapshot) -> BTreeMap<&'static str, usize> {
+    let graceful = select(snap, MethodClass::Graceful);
+    let eventual = select(snap, MethodClass::Eventual);
+    BTreeMap::from([
+        (
+            Method::Emptiness.reason_label(),
+            graceful.candidates.iter().filter(|c| c.is_empty()).count(),
+        ),
+        (
+            Method::SingleNodeConsolidation.reason_label(),
+            graceful.candidates.len(),
+        ),
+        (
+            Method::Drift.reason_label(),
+            eventual
+                .candidates
+                .iter()
+                .filter(|c| c.claim.drifted.is_some())
+                .count(),
+        ),
+    ])
+}
 
 /// Upstream's command timeout floor (80 ms × queued commands, clamped to 10 min .. 1 h).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -53,8 +127,10 @@ pub struct Disruptor {
     writer: Arc<dyn KubeWriter>,
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
+    metrics: Arc<Metrics>,
+    events: Arc<dyn EventSink>,
     pub settings: Settings,
-    pending: Mutex<Vec<Command>>,
+    pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
 }
 
@@ -64,12 +140,16 @@ impl Disruptor {
         writer: Arc<dyn KubeWriter>,
         cloud: Arc<dyn CloudProvider>,
         clock: Clock,
+        metrics: Arc<Metrics>,
+        events: Arc<dyn EventSink>,
     ) -> Self {
         Disruptor {
             state,
             writer,
-            cloud,
+            cloud: MeteredCloud::wrap(cloud, metrics.clone(), "disruption"),
             clock,
+            metrics,
+            events,
             settings: Settings::default(),
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
@@ -101,51 +181,107 @@ impl Disruptor {
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
         let busy = self.busy();
-        let result = tokio::task::spawn_blocking(move || {
-            plan::plan(&snap, &EngineSimulator::default(), settings)
+        let started = Instant::now();
+        let round = tokio::task::spawn_blocking(move || {
+            let sim = EngineSimulator::default();
+            let result = plan::plan(&snap, &sim, settings);
+            let commands = result
+                .commands
+                .into_iter()
+                .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.node)))
+                .map(|command| Queued {
+                    requests: replacement_requests(&snap, &command, &sim.options),
+                    command,
+                })
+                .collect();
+            RoundResult {
+                commands,
+                verdicts: result.verdicts,
+                eligible: eligible(&snap),
+                claims_by_node: snap
+                    .node_claims
+                    .iter()
+                    .filter_map(|c| Some((c.node_name.clone()?, c.name.clone())))
+                    .collect(),
+            }
         })
         .await
         .map_err(|e| e.to_string())?;
-        let commands: Vec<Command> = result
-            .commands
-            .into_iter()
-            .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.node)))
-            .collect();
+        let elapsed = started.elapsed().as_secs_f64();
+        for m in EVALUATED {
+            self.metrics
+                .disruption_evaluation(m.reason_label(), m.consolidation_type(), elapsed);
+        }
+        for (reason, n) in &round.eligible {
+            self.metrics.eligible_nodes(reason, *n);
+        }
+        self.publish_verdicts(&round.verdicts, &round.claims_by_node);
+        let commands = round.commands;
         if commands.is_empty() {
             return Ok(Planned::Nothing);
         }
         // Expiration is forceful and drift has no validation delay upstream: both start now.
-        let (immediate, graceful): (Vec<Command>, Vec<Command>) = commands
+        let (immediate, graceful): (Vec<Queued>, Vec<Queued>) = commands
             .into_iter()
-            .partition(|c| c.forceful || c.method == Method::Drift);
-        for c in &immediate {
-            info!(command = %c, "starting disruption");
-            self.start(c).await.map_err(|e| e.to_string())?;
+            .partition(|q| q.command.forceful || q.command.method == Method::Drift);
+        for q in &immediate {
+            info!(command = %q.command, "starting disruption");
+            self.start(q).await.map_err(|e| e.to_string())?;
         }
         if graceful.is_empty() {
             return Ok(Planned::StartedForceful);
         }
-        for c in &graceful {
-            info!(command = %c, "disruption planned; validating after the delay");
+        for q in &graceful {
+            info!(command = %q.command, "disruption planned; validating after the delay");
         }
         *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = graceful;
         Ok(Planned::AwaitingValidation)
     }
 
+    /// Says, on the Node and its NodeClaim, why a node is not disrupted.
+    fn publish_verdicts(&self, verdicts: &[Verdict], claims_by_node: &BTreeMap<String, String>) {
+        for v in verdicts {
+            let make: fn(ObjectRef, &str) -> events::Event = if BLOCKED.contains(&v.code.as_str()) {
+                events::disruption_blocked
+            } else if UNCONSOLIDATABLE.contains(&v.code.as_str()) {
+                events::unconsolidatable
+            } else {
+                continue;
+            };
+            self.events
+                .publish(make(ObjectRef::node(&v.node), &v.message));
+            if let Some(c) = claims_by_node.get(&v.node) {
+                self.events
+                    .publish(make(ObjectRef::nodeclaim(c), &v.message));
+            }
+        }
+    }
+
     /// Re-checks the planned commands on a fresh snapshot and starts those still valid.
     pub async fn validate_round(&self) -> Result<(Validated, Vec<String>), String> {
-        let commands = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let queued = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
         let fresh = snapshot(&self.state, self.cloud.as_ref(), self.clock.now())
             .await
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
-            commands
+            queued
                 .into_iter()
-                .map(|c| {
-                    let r = validate(&c, &fresh, &sim, settings);
-                    (c, r)
+                .map(|q| {
+                    let r = validate(&q.command, &fresh, &sim, settings);
+                    // The fresh snapshot gives the replacements their current requests.
+                    let requests = match &r {
+                        Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
+                        Err(_) => Vec::new(),
+                    };
+                    (
+                        Queued {
+                            command: q.command,
+                            requests,
+                        },
+                        r,
+                    )
                 })
                 .collect::<Vec<_>>()
         })
@@ -153,14 +289,16 @@ impl Disruptor {
         .map_err(|e| e.to_string())?;
         let mut started = 0;
         let mut rejected = Vec::new();
-        for (c, r) in checked {
+        for (q, r) in checked {
             match r {
                 Ok(()) => {
-                    self.start(&c).await.map_err(|e| e.to_string())?;
+                    self.start(&q).await.map_err(|e| e.to_string())?;
                     started += 1;
                 }
                 Err(why) => {
-                    info!(command = %c, reason = %why, "disruption command no longer valid");
+                    info!(command = %q.command, reason = %why, "disruption command no longer valid");
+                    self.metrics
+                        .disruption_failed_validation(q.command.method.consolidation_type());
                     rejected.push(why.to_string());
                 }
             }
@@ -176,14 +314,23 @@ impl Disruptor {
     }
 
     /// Marks the targets (taint, DisruptionReason) and creates the replacements.
-    async fn start(&self, c: &Command) -> Result<(), WriteError> {
+    async fn start(&self, q: &Queued) -> Result<(), WriteError> {
+        let c = &q.command;
         let now = self.clock.now();
         for t in &c.targets {
             self.set_taint(&t.node, true).await?;
             self.set_reason(&t.nodeclaim, Some(c.method)).await?;
         }
+        if let Some(t) = c.targets.first() {
+            self.metrics.disruption_decision(
+                c.decision.as_str(),
+                c.method.reason_label(),
+                c.method.consolidation_type(),
+                &t.nodepool,
+            );
+        }
         let mut replacements = Vec::new();
-        for r in &c.replacements {
+        for (i, r) in c.replacements.iter().enumerate() {
             let pool = lock(&self.state).nodepools.get(&r.nodepool).cloned();
             let Some(pool) = pool else { continue };
             let request = ClaimRequest {
@@ -196,22 +343,27 @@ impl Disruptor {
                     .filter(|q| q.key == labels::CAPACITY_TYPE)
                     .flat_map(|q| q.values.clone())
                     .collect(),
-                requests: Resources::new(),
+                requests: q.requests.get(i).cloned().unwrap_or_default(),
                 min_values_relaxed: false,
             };
             let name = format!("{}-{}", r.nodepool, claims::random_suffix());
-            let created = self
-                .writer
-                .create_nodeclaim(&claims::build(&pool, &request, &name))
-                .await?;
-            lock(&self.state).record_created(created);
+            submit_claim(
+                &self.state,
+                self.writer.as_ref(),
+                &self.metrics,
+                &claims::build(&pool, &request, &name),
+                c.method.reason_label(),
+            )
+            .await?;
+            self.events.publish(events::disruption_launching(
+                ObjectRef::nodeclaim(&name),
+                c.method.reason_label(),
+            ));
             replacements.push(name);
         }
         if c.forceful {
             // Expiration: no replacement first, delete now.
-            for t in &c.targets {
-                self.delete_claim(&t.nodeclaim).await?;
-            }
+            self.terminate_targets(c).await?;
             return Ok(());
         }
         self.running
@@ -222,6 +374,41 @@ impl Disruptor {
                 replacements,
                 started: now,
             });
+        Ok(())
+    }
+
+    /// Deletes the command's target claims (the termination controller drains them), with
+    /// upstream's `DisruptionTerminating` events and `nodeclaims_disrupted_total`.
+    async fn terminate_targets(&self, c: &Command) -> Result<(), WriteError> {
+        let reason = c.method.reason_label();
+        for t in &c.targets {
+            self.delete_claim(&t.nodeclaim).await?;
+            self.events.publish(events::disruption_terminating(
+                ObjectRef::node(&t.node),
+                reason,
+            ));
+            self.events.publish(events::disruption_terminating(
+                ObjectRef::nodeclaim(&t.nodeclaim),
+                reason,
+            ));
+            let (policy, mode) = {
+                let s = lock(&self.state);
+                (
+                    consolidation_policy(&s, &t.nodepool),
+                    s.nodeclaims
+                        .get(&t.nodeclaim)
+                        .map(termination_mode)
+                        .unwrap_or("graceful"),
+                )
+            };
+            self.metrics.nodeclaim_disrupted_with_mode(
+                reason,
+                &t.nodepool,
+                &t.capacity_type,
+                &policy,
+                mode,
+            );
+        }
         Ok(())
     }
 
@@ -296,6 +483,7 @@ impl Disruptor {
         let mut keep = Vec::new();
         let mut finished = Vec::new();
         for r in running {
+            let mut waiting = Vec::new();
             let (ready, lost) = {
                 let s = lock(&self.state);
                 let mut ready = true;
@@ -313,7 +501,11 @@ impl Disruptor {
                                 .as_ref()
                                 .and_then(|s| s.conditions.clone())
                                 .unwrap_or_default();
-                            ready &= cond::is_true(&conds, INITIALIZED);
+                            let initialized = cond::is_true(&conds, INITIALIZED);
+                            if !initialized {
+                                waiting.push(name.clone());
+                            }
+                            ready &= initialized;
                         }
                     }
                 }
@@ -329,12 +521,16 @@ impl Disruptor {
                 continue;
             }
             if ready {
-                for t in &r.command.targets {
-                    self.delete_claim(&t.nodeclaim).await?;
-                }
+                self.terminate_targets(&r.command).await?;
                 info!(command = %r.command, "disruption replacements ready; terminating targets");
                 finished.push(format!("terminated: {}", r.command));
                 continue;
+            }
+            for name in &waiting {
+                self.events
+                    .publish(events::disruption_waiting_readiness(ObjectRef::nodeclaim(
+                        name,
+                    )));
             }
             keep.push(r);
         }

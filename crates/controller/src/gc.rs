@@ -26,6 +26,7 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, parse_rfc3339};
 use crate::conditions::{self as cond, LAUNCHED};
+use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
 use crate::write::{KubeWriter, WriteError};
 
@@ -61,6 +62,7 @@ pub struct GarbageCollector {
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
     leader: watch::Receiver<bool>,
+    metrics: Arc<Metrics>,
     /// When an instance without a launch time was first listed: its age counts from then.
     first_seen: Mutex<HashMap<String, Timestamp>>,
 }
@@ -79,6 +81,7 @@ impl GarbageCollector {
         cloud: Arc<dyn CloudProvider>,
         clock: Clock,
         leader: watch::Receiver<bool>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         GarbageCollector {
             state,
@@ -86,6 +89,7 @@ impl GarbageCollector {
             cloud,
             clock,
             leader,
+            metrics,
             first_seen: Mutex::new(HashMap::new()),
         }
     }
@@ -181,7 +185,8 @@ impl GarbageCollector {
             .filter(|i| i.state != InstanceState::Terminated)
             .map(|i| i.provider_id.as_str())
             .collect();
-        let suspects: Vec<(String, String)> = {
+        // (claim, provider id, nodepool, capacity type): the last two label the metric.
+        let suspects: Vec<(String, String, String, String)> = {
             let s = lock(&self.state);
             s.nodeclaims
                 .values()
@@ -207,11 +212,21 @@ impl GarbageCollector {
                             .any(|c| c.type_ == "Ready" && c.status == "True")
                     });
                     let name = c.metadata.name.clone()?;
-                    (!node_ready).then(|| (name, pid.to_string()))
+                    let label = |key: &str| {
+                        c.metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(key))
+                            .cloned()
+                            .unwrap_or_default()
+                    };
+                    let pool = label(nodewright_core::labels::NODEPOOL);
+                    let capacity = label(nodewright_core::labels::CAPACITY_TYPE);
+                    (!node_ready).then(|| (name, pid.to_string(), pool, capacity))
                 })
                 .collect()
         };
-        for (name, pid) in suspects {
+        for (name, pid, pool, capacity) in suspects {
             match self.cloud.get(&pid).await {
                 Err(CloudError::NotFound { .. }) => {}
                 Ok(_) => continue,
@@ -223,6 +238,13 @@ impl GarbageCollector {
             match ok_if_gone(self.writer.delete_nodeclaim(&name).await) {
                 Ok(()) => {
                     info!(nodeclaim = %name, provider_id = %pid, "garbage collected a claim whose instance is gone");
+                    self.metrics.nodeclaim_disrupted_with_mode(
+                        "garbage_collected",
+                        &pool,
+                        &capacity,
+                        "",
+                        "forceful",
+                    );
                     out.nodeclaims.push(name);
                     self.delete_nodes_for(&pid, out).await;
                 }

@@ -17,6 +17,7 @@ pub mod leader;
 pub mod lifecycle;
 pub mod logging;
 pub mod memory;
+pub mod metered;
 pub mod metrics;
 pub mod provisioner;
 pub mod run;

@@ -20,6 +20,9 @@ use tracing::{info, warn};
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
 use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
+use crate::events::{self, EventSink, ObjectRef};
+use crate::metered::MeteredCloud;
+use crate::metrics::Metrics;
 use crate::state::{SharedState, convert, lock};
 use crate::write::{KubeWriter, MetaPatch, NodePatch, WriteError};
 
@@ -43,6 +46,8 @@ pub struct Lifecycle {
     writer: Arc<dyn KubeWriter>,
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
+    metrics: Arc<Metrics>,
+    events: Arc<dyn EventSink>,
     /// Launch results by claim uid, so a failed status write never launches twice.
     launched: Mutex<HashMap<String, Launched>>,
 }
@@ -89,18 +94,55 @@ fn node_ready(n: &Node) -> bool {
         .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
+fn claim_ref(c: &NodeClaim) -> ObjectRef {
+    let r = ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default());
+    match c.metadata.uid.clone() {
+        Some(uid) => r.with_uid(uid),
+        None => r,
+    }
+}
+
+/// The NodePool's `consolidationPolicy` (upstream's default when unset), for metric labels.
+pub fn consolidation_policy(state: &crate::state::ClusterState, pool: &str) -> String {
+    state
+        .nodepools
+        .get(pool)
+        .and_then(|p| p.spec.disruption.as_ref())
+        .and_then(|d| d.consolidation_policy.clone())
+        .unwrap_or_else(|| "WhenEmptyOrUnderutilized".into())
+}
+
+/// The `termination_mode` label: `graceful` without a terminationGracePeriod, `eventual` with
+/// a positive one, `forceful` with zero.
+pub fn termination_mode(claim: &NodeClaim) -> &'static str {
+    match claim
+        .spec
+        .termination_grace_period
+        .as_deref()
+        .and_then(|d| nodewright_api::v1::shared::parse_duration(d).ok())
+    {
+        None => "graceful",
+        Some(d) if d.is_zero() => "forceful",
+        Some(_) => "eventual",
+    }
+}
+
 impl Lifecycle {
     pub fn new(
         state: SharedState,
         writer: Arc<dyn KubeWriter>,
         cloud: Arc<dyn CloudProvider>,
         clock: Clock,
+        metrics: Arc<Metrics>,
+        events: Arc<dyn EventSink>,
     ) -> Self {
         Lifecycle {
             state,
             writer,
-            cloud,
+            cloud: MeteredCloud::wrap(cloud, metrics.clone(), "nodeclaim.lifecycle"),
             clock,
+            metrics,
+            events,
             launched: Mutex::new(HashMap::new()),
         }
     }
@@ -167,6 +209,7 @@ impl Lifecycle {
             if now.since(created) >= LAUNCH_TIMEOUT {
                 info!(nodeclaim = %name, "launch timed out; deleting");
                 self.writer.delete_nodeclaim(&name).await?;
+                self.count_disrupted(&claim, "launch_timeout");
                 return Ok(Outcome::Deleted("launch_timeout"));
             }
             match self.launch(&claim).await {
@@ -174,13 +217,23 @@ impl Lifecycle {
                     self.apply_launch(&claim, &launched, &mut status, &mut conds, now)
                         .await?;
                 }
-                Err(CloudError::InsufficientCapacity { message, .. }) => {
-                    info!(nodeclaim = %name, reason = %message, "insufficient capacity; deleting");
+                Err(e @ CloudError::InsufficientCapacity { .. }) => {
+                    info!(nodeclaim = %name, reason = %e, "insufficient capacity; deleting");
+                    self.events.publish(events::insufficient_capacity(
+                        claim_ref(&claim),
+                        &e.to_string(),
+                    ));
                     self.writer.delete_nodeclaim(&name).await?;
+                    self.count_disrupted(&claim, "insufficient_capacity");
                     return Ok(Outcome::Deleted("insufficient_capacity"));
                 }
-                Err(CloudError::NodeClassNotReady { .. }) => {
+                Err(e @ CloudError::NodeClassNotReady { .. }) => {
+                    self.events.publish(events::nodeclass_not_ready(
+                        claim_ref(&claim),
+                        &e.to_string(),
+                    ));
                     self.writer.delete_nodeclaim(&name).await?;
+                    self.count_disrupted(&claim, "nodeclass_not_ready");
                     return Ok(Outcome::Deleted("nodeclass_not_ready"));
                 }
                 Err(e) => {
@@ -296,6 +349,7 @@ impl Lifecycle {
                 if now.since(launched_at) >= REGISTRATION_TIMEOUT {
                     info!(nodeclaim = %name, "registration timed out; deleting");
                     self.writer.delete_nodeclaim(&name).await?;
+                    self.count_disrupted(claim, "registration_timeout");
                     return Ok(Some(Outcome::Deleted("registration_timeout")));
                 }
                 cond::set(
@@ -343,6 +397,15 @@ impl Lifecycle {
             .as_ref()
             .and_then(|s| s.taints.clone())
             .unwrap_or_default();
+        if !current
+            .iter()
+            .any(|t| t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
+        {
+            self.events
+                .publish(events::unregistered_taint_missing(ObjectRef::node(
+                    &node_name,
+                )));
+        }
         let mut taints: Vec<ApiTaint> = current
             .iter()
             .filter(|t| !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute"))
@@ -374,6 +437,15 @@ impl Lifecycle {
         }
         status.node_name = Some(node_name.clone());
         cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
+        self.metrics.node_created(
+            &label(labels::NODEPOOL),
+            &node_labels
+                .get(labels::ZONE)
+                .cloned()
+                .unwrap_or_else(|| label(labels::ZONE)),
+        );
         info!(nodeclaim = %name, node = %node_name, "registered nodeclaim");
         Ok(None)
     }
@@ -580,7 +652,39 @@ impl Lifecycle {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&claim.metadata.uid.clone().unwrap_or_default());
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
+        let pool = label(labels::NODEPOOL);
+        self.metrics.nodeclaim_terminated(
+            &pool,
+            &label(labels::CAPACITY_TYPE),
+            &label(labels::ZONE),
+        );
+        if let Some(deleted) = claim.metadata.deletion_timestamp.as_ref().map(from_time) {
+            self.metrics
+                .nodeclaim_termination_duration(&pool, now.since(deleted).as_secs_f64());
+        }
         info!(nodeclaim = %name, "finalized nodeclaim");
         Ok(Outcome::Finalized)
+    }
+
+    /// Counts a claim the lifecycle deleted (`karpenter_nodeclaims_disrupted_total`).
+    fn count_disrupted(&self, claim: &NodeClaim, reason: &str) {
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let pool = claim_labels
+            .get(labels::NODEPOOL)
+            .cloned()
+            .unwrap_or_default();
+        let policy = consolidation_policy(&lock(&self.state), &pool);
+        self.metrics.nodeclaim_disrupted_with_mode(
+            reason,
+            &pool,
+            claim_labels
+                .get(labels::CAPACITY_TYPE)
+                .map(String::as_str)
+                .unwrap_or_default(),
+            &policy,
+            termination_mode(claim),
+        );
     }
 }

@@ -329,4 +329,19 @@ impl KubeWriter for MemoryApi {
     ) -> Result<(), WriteError> {
         self.patch(Kind::NodeClass, name, &status_patch(status), "status")
     }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<(), WriteError> {
+        let key = format!("{namespace}/{name}");
+        let grace = grace_period_seconds.map_or_else(|| "default".to_string(), |g| g.to_string());
+        self.store()
+            .log
+            .push(format!("delete-pod Pod {key} grace={grace}"));
+        // As with evictions, the kubelet's grace period is not modelled: the pod is gone.
+        self.delete(Kind::Pod, &key)
+    }
 }

@@ -1,26 +1,38 @@
 //! The provisioner: batches provisionable pods (idle 1 s / max 10 s), waits for the cluster
 //! state to be synced, solves off the async runtime, and creates the NodeClaims the plan asks
 //! for, re-checking each NodePool's limits (in-flight claims included) before every create.
+//! Every pod placed on a claim is nominated to it (an event, and a record in the state so the
+//! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{BatchWindow, Batcher};
-use nodewright_core::model::{InstanceType, Snapshot};
+use nodewright_core::disruption::candidates::is_reschedulable;
+use nodewright_core::disruption::command::Command;
+use nodewright_core::disruption::engine_simulator::reduced;
+use nodewright_core::model::{InstanceType, Pod, Snapshot};
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::{self, Options, Plan};
+use nodewright_core::scheduling::{self, Options, Plan, Target};
 use nodewright_core::time::Timestamp;
 use thiserror::Error;
 use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
-use crate::state::{SharedState, convert, lock, pending_pods};
+use crate::events::{self, EventSink, ObjectRef};
+use crate::metered::MeteredCloud;
+use crate::metrics::Metrics;
+use crate::state::{ClusterState, SharedState, convert, lock, pending_pods};
 use crate::write::{KubeWriter, WriteError};
+
+/// The `reason` label of `karpenter_nodeclaims_created_total` for provisioning.
+pub const PROVISIONED: &str = "provisioned";
 
 #[derive(Debug, Error)]
 pub enum ProvisionError {
@@ -50,7 +62,120 @@ pub struct Provisioner {
     writer: Arc<dyn KubeWriter>,
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
+    metrics: Arc<Metrics>,
+    events: Arc<dyn EventSink>,
     pub options: Options,
+}
+
+/// Creates `claim` (built by [`claims::build`]), records it in flight so the next pass cannot
+/// launch it twice, and counts it under `reason`. The one way new claims are created, for
+/// provisioning and disruption replacements alike.
+pub async fn submit_claim(
+    state: &SharedState,
+    writer: &dyn KubeWriter,
+    metrics: &Metrics,
+    claim: &NodeClaim,
+    reason: &str,
+) -> Result<NodeClaim, WriteError> {
+    let created = writer.create_nodeclaim(claim).await?;
+    lock(state).record_created(created.clone());
+    let labels = claim.metadata.labels.clone().unwrap_or_default();
+    let relaxed = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key("karpenter.sh/nodeclaim-min-values-relaxed"));
+    metrics.nodeclaim_created_with(
+        reason,
+        labels
+            .get(nodewright_core::labels::NODEPOOL)
+            .map(String::as_str)
+            .unwrap_or_default(),
+        relaxed,
+    );
+    Ok(created)
+}
+
+/// The resource requests of a disruption command's replacements, as the provisioner computes
+/// them for new claims: the solve of the cluster without the targets, with the targets'
+/// reschedulable pods pending, gives each new claim its pods' requests plus the daemonset
+/// overhead. Replacements are matched to the solve's new claims by NodePool, in order; one
+/// the solve did not reproduce (the cluster moved) falls back to its share of the moving
+/// pods' requests when it is the only replacement, and to nothing otherwise.
+pub fn replacement_requests(
+    snap: &Snapshot,
+    command: &Command,
+    options: &Options,
+) -> Vec<Resources> {
+    if command.replacements.is_empty() {
+        return Vec::new();
+    }
+    let without: BTreeSet<String> = command.targets.iter().map(|t| t.node.clone()).collect();
+    let pods: Vec<&Pod> = snap
+        .pods
+        .iter()
+        .filter(|p| {
+            p.node_name.as_ref().is_some_and(|n| without.contains(n)) && is_reschedulable(p)
+        })
+        .collect();
+    let plan = scheduling::solve(&reduced(snap, &without, &pods), options);
+    let mut used = vec![false; plan.new_claims.len()];
+    let single = command.replacements.len() == 1;
+    command
+        .replacements
+        .iter()
+        .map(|r| {
+            let found = plan
+                .new_claims
+                .iter()
+                .enumerate()
+                .find(|(i, c)| !used[*i] && c.nodepool == r.nodepool)
+                .map(|(i, _)| i);
+            match found {
+                Some(i) => {
+                    used[i] = true;
+                    plan.new_claims[i].requests.clone()
+                }
+                None if single => {
+                    let mut sum = Resources::new();
+                    for p in &pods {
+                        sum.add(&p.requests);
+                    }
+                    sum
+                }
+                None => Resources::new(),
+            }
+        })
+        .collect()
+}
+
+/// The event reference of the pod at `key` (`namespace/name`), with its uid when known.
+pub fn pod_ref(state: &ClusterState, key: &str) -> ObjectRef {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    let r = ObjectRef::pod(ns, name);
+    match state.pods.get(key).and_then(|p| p.metadata.uid.clone()) {
+        Some(uid) => r.with_uid(uid),
+        None => r,
+    }
+}
+
+/// The claim behind a scheduling target: an in-flight claim by claim or node name, a node by
+/// its providerID.
+fn claim_of_target(state: &ClusterState, target: &str) -> Option<String> {
+    if let Some(c) = state.all_claims().find(|c| {
+        c.metadata.name.as_deref() == Some(target)
+            || c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(target)
+    }) {
+        return c.metadata.name.clone();
+    }
+    let pid = state
+        .nodes
+        .get(target)
+        .and_then(|n| n.spec.as_ref())
+        .and_then(|s| s.provider_id.clone())?;
+    state
+        .claim_by_provider_id(&pid)
+        .and_then(|c| c.metadata.name.clone())
 }
 
 /// The instance types of every NodePool, fetched once per node class.
@@ -147,12 +272,16 @@ impl Provisioner {
         writer: Arc<dyn KubeWriter>,
         cloud: Arc<dyn CloudProvider>,
         clock: Clock,
+        metrics: Arc<Metrics>,
+        events: Arc<dyn EventSink>,
     ) -> Self {
         Provisioner {
             state,
             writer,
-            cloud,
+            cloud: MeteredCloud::wrap(cloud, metrics.clone(), "provisioner"),
             clock,
+            metrics,
+            events,
             options: Options::default(),
         }
     }
@@ -164,23 +293,62 @@ impl Provisioner {
         }
         let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now()).await?;
         let mut out = Provisioned::default();
-        if !snap.pods.iter().any(|p| p.node_name.is_none()) {
+        let pending = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
+        self.metrics.queue_depth(pending);
+        if pending == 0 {
+            self.metrics.unschedulable_pods(0);
             return Ok(out);
         }
         let options = self.options.clone();
+        let started = Instant::now();
         let (snap, plan) = tokio::task::spawn_blocking(move || {
             let plan = scheduling::solve(&snap, &options);
             (snap, plan)
         })
         .await
         .map_err(|e| ProvisionError::Solver(e.to_string()))?;
+        self.metrics
+            .scheduling_duration(started.elapsed().as_secs_f64());
+        self.metrics.unschedulable_pods(plan.unplaced.len());
         out.unplaced = plan
             .unplaced
             .iter()
             .map(|u| (u.pod.clone(), u.reason.clone()))
             .collect();
+        {
+            let s = lock(&self.state);
+            for u in &plan.unplaced {
+                self.events
+                    .publish(events::failed_scheduling(pod_ref(&s, &u.pod), &u.reason));
+            }
+        }
+        self.nominate_existing(&plan);
         self.create_claims(&snap, &plan, &mut out).await;
         Ok(out)
+    }
+
+    /// Pods the plan puts on nodes and in-flight claims: nominated there (event and state).
+    fn nominate_existing(&self, plan: &Plan) {
+        let now = self.clock.now();
+        let mut s = lock(&self.state);
+        for p in &plan.placements {
+            let (name, on_node) = match &p.target {
+                Target::Node(n) => (n, true),
+                Target::InFlight(n) => (n, false),
+                Target::NewClaim(_) => continue,
+            };
+            let claim = claim_of_target(&s, name);
+            let pod = pod_ref(&s, &p.pod);
+            let event = match (&claim, on_node) {
+                (c, true) => events::nominated_on_node(pod, name, c.as_deref()),
+                (Some(c), false) => events::nominated(pod, c),
+                (None, false) => continue,
+            };
+            self.events.publish(event);
+            if let Some(c) = claim {
+                s.nominate(&p.pod, &c, now);
+            }
+        }
     }
 
     async fn create_claims(&self, snap: &Snapshot, plan: &Plan, out: &mut Provisioned) {
@@ -231,10 +399,26 @@ impl Provisioner {
                 out.limited.push(name);
                 continue;
             }
-            match self.writer.create_nodeclaim(&object).await {
-                Ok(created) => {
+            match submit_claim(
+                &self.state,
+                self.writer.as_ref(),
+                &self.metrics,
+                &object,
+                PROVISIONED,
+            )
+            .await
+            {
+                Ok(_) => {
                     info!(nodeclaim = %name, nodepool = %claim.nodepool, pods = claim.pods.len(), "created nodeclaim");
-                    lock(&self.state).record_created(created);
+                    {
+                        let now = self.clock.now();
+                        let mut s = lock(&self.state);
+                        for pod in &claim.pods {
+                            let r = pod_ref(&s, pod);
+                            self.events.publish(events::nominated(r, &name));
+                            s.nominate(pod, &name, now);
+                        }
+                    }
                     if let Some(c) = core_claim {
                         snap.node_claims.push(c);
                     }

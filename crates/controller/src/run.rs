@@ -1,6 +1,7 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
-//! metrics and health servers, and the loops (provisioner, lifecycle, termination,
-//! disruption, status, garbage collection). The cloud provider is chosen by the caller.
+//! metrics and health servers, the periodic cluster-state gauges, and the loops
+//! (provisioner, lifecycle, termination, disruption, status, garbage collection), the first
+//! four given the metrics and the event sink. The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::disruption::Disruptor;
+use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
 use crate::health;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
@@ -21,6 +23,7 @@ use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
+use crate::state::gauges::{self, PodStartup};
 use crate::state::{ClusterState, lock};
 use crate::status::{STATUS_EVERY, StatusController};
 use crate::termination::Termination;
@@ -36,6 +39,28 @@ pub enum RunError {
 
 /// How often the per-object loops (lifecycle, termination) pass over the state.
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often the cluster-state gauges are refreshed (upstream's node metrics period).
+const GAUGES_EVERY: Duration = Duration::from_secs(5);
+
+/// The event source component, as upstream's events name it.
+const COMPONENT: &str = "karpenter";
+
+/// Drops events while this replica does not hold the lease: the loops run on every replica
+/// (their writes are refused by [`LeaderGate`]), and a standby must not narrate decisions it
+/// cannot carry out.
+pub struct LeaderEvents {
+    pub inner: Arc<dyn EventSink>,
+    pub leader: watch::Receiver<bool>,
+}
+
+impl EventSink for LeaderEvents {
+    fn publish(&self, event: Event) {
+        if *self.leader.borrow() {
+            self.inner.publish(event);
+        }
+    }
+}
 
 /// Runs until ctrl-c.
 pub async fn run(
@@ -67,18 +92,30 @@ pub async fn run(
         leader.clone(),
     ));
 
+    let events: Arc<dyn EventSink> = Arc::new(LeaderEvents {
+        inner: Arc::new(KubeEvents::new(client.clone(), COMPONENT)),
+        leader: leader.clone(),
+    });
+
     // Ready once every watch has listed.
     let (ready_tx, ready_rx) = watch::channel(false);
     {
         let state = state.clone();
         let metrics = metrics.clone();
         tokio::spawn(async move {
+            let mut startup = PodStartup::default();
+            let mut last_gauges: Option<std::time::Instant> = None;
             loop {
-                let (synced, nodes) = {
+                let synced = {
                     let s = lock(&state);
-                    (s.synced(), s.nodes.len())
+                    metrics.cluster_state(s.synced(), s.nodes.len());
+                    startup.observe(&s, &metrics);
+                    if last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
+                        gauges::set_all(&s, &metrics);
+                        last_gauges = Some(std::time::Instant::now());
+                    }
+                    s.synced()
                 };
-                metrics.cluster_state(synced, nodes);
                 let _ = ready_tx.send(synced);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
@@ -106,18 +143,24 @@ pub async fn run(
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
     let lifecycle = Arc::new(Lifecycle::new(
         state.clone(),
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
     let termination = Arc::new(Termination::new(
         state.clone(),
         writer.clone(),
         cloud.clone(),
         clock,
+        metrics.clone(),
+        events.clone(),
     ));
     let status = Arc::new(StatusController::new(
         state.clone(),
@@ -132,8 +175,9 @@ pub async fn run(
         cloud.clone(),
         clock,
         leader.clone(),
+        metrics.clone(),
     ));
-    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock));
+    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
         max: settings.batch_max_duration,
@@ -148,4 +192,26 @@ pub async fn run(
     let _ = tokio::signal::ctrl_c().await;
     info!("shutting down");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{MemoryEvents, ObjectRef, nominated};
+
+    #[test]
+    fn only_the_leader_publishes_events() {
+        let sink = Arc::new(MemoryEvents::new());
+        let (tx, rx) = watch::channel(false);
+        let gated = LeaderEvents {
+            inner: sink.clone(),
+            leader: rx,
+        };
+        gated.publish(nominated(ObjectRef::pod("default", "a"), "default-x"));
+        assert!(sink.events().is_empty());
+        tx.send(true).unwrap();
+        gated.publish(nominated(ObjectRef::pod("default", "b"), "default-x"));
+        assert_eq!(sink.events().len(), 1);
+        assert_eq!(sink.events()[0].regarding.name, "b");
+    }
 }

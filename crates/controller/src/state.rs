@@ -3,6 +3,7 @@
 //! under a short lock and never await while holding it.
 
 pub mod convert;
+pub mod gauges;
 pub mod object;
 mod snapshot;
 
@@ -10,12 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
+use nodewright_core::time::Timestamp;
 
 pub use object::{Kind, Object, key_of};
 pub use snapshot::{pending_pods, provisionable};
@@ -43,6 +45,10 @@ pub struct ClusterState {
     pub pvs: BTreeMap<String, PersistentVolume>,
     pub pvcs: BTreeMap<String, PersistentVolumeClaim>,
     pub storage_classes: BTreeMap<String, StorageClass>,
+    /// Namespaces by name, labels only.
+    pub namespaces: BTreeMap<String, Namespace>,
+    /// Pending pods the provisioner placed on a claim, by pod key (see [`Nomination`]).
+    nominations: BTreeMap<String, Nomination>,
     /// Claims this controller created that the NodeClaim watch has not reported yet. They
     /// count towards limits and hold their pods, so the next loop cannot launch them twice.
     in_flight: BTreeMap<String, NodeClaim>,
@@ -50,6 +56,17 @@ pub struct ClusterState {
     relisting: BTreeMap<Kind, Vec<Object>>,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
+}
+
+/// How long a nomination outlives its claim's initialization: upstream's
+/// max(2 × BATCH_MAX_DURATION, 10 s) with the default batch window.
+pub const NOMINATION_WINDOW: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A pending pod placed on a claim by the provisioner.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nomination {
+    pub nodeclaim: String,
+    pub at: Timestamp,
 }
 
 pub type SharedState = Arc<Mutex<ClusterState>>;
@@ -91,6 +108,11 @@ impl ClusterState {
                 for o in listed {
                     self.put(o);
                 }
+                if kind == Kind::Pod {
+                    // Pods deleted while the watch was down take their nominations along.
+                    let pods = &self.pods;
+                    self.nominations.retain(|k, _| pods.contains_key(k));
+                }
                 self.synced.insert(kind);
             }
         }
@@ -106,6 +128,9 @@ impl ClusterState {
         let key = o.key();
         match o {
             Object::Pod(p) => {
+                if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
+                    self.nominations.remove(&key);
+                }
                 self.pods.insert(key, *p);
             }
             Object::Node(n) => {
@@ -136,12 +161,18 @@ impl ClusterState {
             Object::StorageClass(s) => {
                 self.storage_classes.insert(key, *s);
             }
+            Object::Namespace(n) => {
+                self.namespaces.insert(key, *n);
+            }
         }
     }
 
     fn remove(&mut self, kind: Kind, key: &str) {
         match kind {
-            Kind::Pod => drop(self.pods.remove(key)),
+            Kind::Pod => {
+                self.nominations.remove(key);
+                self.pods.remove(key);
+            }
             Kind::Node => drop(self.nodes.remove(key)),
             Kind::NodeClaim => {
                 self.in_flight.remove(key);
@@ -154,6 +185,7 @@ impl ClusterState {
             Kind::PersistentVolume => drop(self.pvs.remove(key)),
             Kind::PersistentVolumeClaim => drop(self.pvcs.remove(key)),
             Kind::StorageClass => drop(self.storage_classes.remove(key)),
+            Kind::Namespace => drop(self.namespaces.remove(key)),
         }
     }
 
@@ -169,6 +201,7 @@ impl ClusterState {
             Kind::PersistentVolume => self.pvs.clear(),
             Kind::PersistentVolumeClaim => self.pvcs.clear(),
             Kind::StorageClass => self.storage_classes.clear(),
+            Kind::Namespace => self.namespaces.clear(),
         }
     }
 
@@ -183,6 +216,54 @@ impl ClusterState {
     /// Every claim: observed ones and those created but not yet observed.
     pub fn all_claims(&self) -> impl Iterator<Item = &NodeClaim> {
         self.nodeclaims.values().chain(self.in_flight.values())
+    }
+
+    /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
+    /// `now`, so later batches leave it there instead of launching for it again.
+    pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
+        self.nominations.insert(
+            pod.to_string(),
+            Nomination {
+                nodeclaim: nodeclaim.to_string(),
+                at: now,
+            },
+        );
+    }
+
+    /// The claim `pod` is nominated to at `now`, while the nomination holds: the claim exists
+    /// and is not being deleted, and it is either still in flight (not initialized) or the
+    /// nomination (or the claim's initialization) is younger than [`NOMINATION_WINDOW`]. After
+    /// that the pod, if still pending, is the provisioner's again: kube-scheduler had its
+    /// chance on the new node.
+    pub fn nominated_claim(&self, pod: &str, now: Timestamp) -> Option<&NodeClaim> {
+        let n = self.nominations.get(pod)?;
+        let claim = self
+            .all_claims()
+            .find(|c| c.metadata.name.as_deref() == Some(n.nodeclaim.as_str()))?;
+        if claim.metadata.deletion_timestamp.is_some() {
+            return None;
+        }
+        let conds = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let Some(init) = crate::conditions::find(&conds, crate::conditions::INITIALIZED)
+            .filter(|c| c.status == "True")
+        else {
+            return Some(claim);
+        };
+        let initialized_at = init
+            .last_transition_time
+            .as_deref()
+            .and_then(crate::clock::parse_rfc3339)
+            .unwrap_or(n.at);
+        let since = if initialized_at > n.at {
+            initialized_at
+        } else {
+            n.at
+        };
+        (now.since(since) < NOMINATION_WINDOW).then_some(claim)
     }
 
     pub fn in_flight_count(&self) -> usize {

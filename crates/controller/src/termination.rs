@@ -1,7 +1,9 @@
 //! Node termination, driven by the `karpenter.sh/termination` finalizer: delete the claim,
 //! taint the node `karpenter.sh/disrupted:NoSchedule`, evict its pods in upstream's priority
-//! groups (PDBs answer 429 → retry later), stop waiting at the termination grace deadline,
-//! terminate the instance until the cloud reports it gone, then release the finalizer.
+//! groups (PDBs answer 429 → retry later), delete (bypassing PDBs) the pods whose own grace
+//! period would outlast the node's termination deadline, with a grace period that ends at the
+//! deadline, terminate the instance until the cloud reports it gone, then release the
+//! finalizer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,12 +17,19 @@ use tracing::{info, warn};
 
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
+use crate::conditions::{self as cond, DISRUPTION_REASON};
+use crate::events::{self, EventSink, ObjectRef};
 use crate::lifecycle::{DISRUPTED_TAINT, TERMINATION_TIMESTAMP};
+use crate::metered::MeteredCloud;
+use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 
 /// Pods stuck terminating longer than this are no longer waited for.
 const STUCK_TERMINATING: Duration = Duration::from_secs(60);
+
+/// A pod's own grace period when its spec does not say (the API server's default).
+const DEFAULT_POD_GRACE_SECONDS: i64 = 30;
 
 /// Where a node's termination stands after one pass.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +38,8 @@ pub enum Progress {
     Draining {
         evicted: Vec<String>,
         blocked: Vec<String>,
+        /// Deleted because the node's termination deadline is near or past.
+        deleted: Vec<String>,
         waiting: usize,
     },
     /// Drained; the instance is being terminated.
@@ -43,6 +54,27 @@ pub struct Termination {
     writer: Arc<dyn KubeWriter>,
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
+    metrics: Arc<Metrics>,
+    events: Arc<dyn EventSink>,
+}
+
+fn pod_grace_seconds(p: &Pod) -> Option<i64> {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+}
+
+/// The grace period to delete `p` with at `now`, when the node's `deadline` no longer leaves
+/// room for the pod's own: the time left until the deadline, at least 1 s. `None` while the
+/// pod's own grace period still ends before the deadline.
+pub fn forced_grace(p: &Pod, now: Timestamp, deadline: Timestamp) -> Option<i64> {
+    let own = pod_grace_seconds(p).unwrap_or(DEFAULT_POD_GRACE_SECONDS);
+    let left = if deadline > now {
+        i64::try_from(deadline.since(now).as_secs()).unwrap_or(i64::MAX)
+    } else {
+        0
+    };
+    (left <= own).then_some(left.max(1))
 }
 
 pub fn disrupted_taint() -> ApiTaint {
@@ -125,18 +157,48 @@ pub fn waits_for(p: &Pod, now: Timestamp) -> bool {
     }
 }
 
+fn pod_ref(p: &Pod) -> ObjectRef {
+    let r = ObjectRef::pod(
+        p.metadata.namespace.as_deref().unwrap_or_default(),
+        p.metadata.name.as_deref().unwrap_or_default(),
+    );
+    match p.metadata.uid.clone() {
+        Some(uid) => r.with_uid(uid),
+        None => r,
+    }
+}
+
+/// The `reason` label of drained pods: the claim's disruption reason in upstream's lowercase
+/// metric spelling, or `deleted` when the claim was deleted directly.
+fn disruption_reason(claim: &NodeClaim) -> String {
+    let conds = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    cond::find(&conds, DISRUPTION_REASON)
+        .filter(|c| c.status == "True")
+        .and_then(|c| c.reason.as_deref())
+        .map(str::to_lowercase)
+        .unwrap_or_else(|| "deleted".into())
+}
+
 impl Termination {
     pub fn new(
         state: SharedState,
         writer: Arc<dyn KubeWriter>,
         cloud: Arc<dyn CloudProvider>,
         clock: Clock,
+        metrics: Arc<Metrics>,
+        events: Arc<dyn EventSink>,
     ) -> Self {
         Termination {
             state,
             writer,
-            cloud,
+            cloud: MeteredCloud::wrap(cloud, metrics.clone(), "node.termination"),
             clock,
+            metrics,
+            events,
         }
     }
 
@@ -223,12 +285,29 @@ impl Termination {
             .and_then(|a| a.get(TERMINATION_TIMESTAMP))
             .and_then(|t| parse_rfc3339(t));
         let past_deadline = deadline.is_some_and(|d| now >= d);
-        if !past_deadline {
-            let progress = self.drain(&name, now).await?;
-            if let Progress::Draining { .. } = progress {
+        if let Some(d) = deadline
+            && !past_deadline
+        {
+            let at = crate::clock::rfc3339(d);
+            self.events
+                .publish(events::termination_grace_period_expiring(
+                    ObjectRef::node(&name),
+                    &at,
+                ));
+            if let Some(c) = &claim {
+                self.events
+                    .publish(events::termination_grace_period_expiring(
+                        ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
+                        &at,
+                    ));
+            }
+        }
+        let reason = claim.as_ref().map(disruption_reason).unwrap_or_default();
+        let progress = self.drain(&name, now, deadline, &reason).await?;
+        if let Progress::Draining { .. } = progress {
+            if !past_deadline {
                 return Ok(progress);
             }
-        } else {
             info!(node = %name, "termination grace period elapsed; not waiting for the drain");
         }
         if !pid.is_empty() {
@@ -254,12 +333,38 @@ impl Termination {
                 },
             )
             .await?;
+        let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        let pool = node_labels
+            .get(nodewright_core::labels::NODEPOOL)
+            .cloned()
+            .unwrap_or_default();
+        let zone = node_labels
+            .get(nodewright_core::labels::ZONE)
+            .cloned()
+            .unwrap_or_default();
+        self.metrics.node_terminated(&pool, &zone);
+        self.metrics.node_drained(&pool);
+        if let Some(deleted) = node.metadata.deletion_timestamp.as_ref().map(from_time) {
+            self.metrics
+                .node_termination_duration(&pool, now.since(deleted).as_secs_f64());
+        }
+        if let Some(created) = node.metadata.creation_timestamp.as_ref().map(from_time) {
+            self.metrics
+                .node_lifetime(&pool, now.since(created).as_secs_f64());
+        }
         info!(node = %name, "node terminated");
         Ok(Progress::Done)
     }
 
-    /// Evicts the first non-empty priority group; later groups wait until it is gone.
-    async fn drain(&self, node: &str, now: Timestamp) -> Result<Progress, WriteError> {
+    /// Deletes the pods the termination deadline leaves no room for, then evicts the first
+    /// non-empty priority group; later groups wait until it is gone.
+    async fn drain(
+        &self,
+        node: &str,
+        now: Timestamp,
+        deadline: Option<Timestamp>,
+        reason: &str,
+    ) -> Result<Progress, WriteError> {
         let pods: Vec<Pod> = lock(&self.state)
             .pods_on(node)
             .into_iter()
@@ -269,11 +374,41 @@ impl Termination {
         if pods.is_empty() {
             return Ok(Progress::Terminating);
         }
-        let group = pods.iter().map(drain_group).min().unwrap_or(0);
+        let mut deleted = Vec::new();
+        let mut rest = Vec::new();
+        for p in pods {
+            let grace = deadline.and_then(|d| forced_grace(&p, now, d).map(|g| (d, g)));
+            // A pod already terminating within that grace period needs no second delete.
+            let Some((d, grace)) = grace.filter(|(_, g)| {
+                p.metadata.deletion_timestamp.is_none()
+                    || p.metadata
+                        .deletion_grace_period_seconds
+                        .is_none_or(|current| current > *g)
+            }) else {
+                rest.push(p);
+                continue;
+            };
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            let pname = p.metadata.name.clone().unwrap_or_default();
+            match self.writer.delete_pod(&ns, &pname, Some(grace)).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+            info!(node = %node, pod = %format!("{ns}/{pname}"), grace_seconds = grace, "deleted pod at the termination deadline");
+            self.events.publish(events::disrupted_pod_delete(
+                pod_ref(&p),
+                &crate::clock::rfc3339(d),
+                grace,
+                pod_grace_seconds(&p),
+            ));
+            deleted.push(format!("{ns}/{pname}"));
+        }
+        let group = rest.iter().map(drain_group).min().unwrap_or(0);
         let mut evicted = Vec::new();
         let mut blocked = Vec::new();
         let mut waiting = 0;
-        for p in pods.iter().filter(|p| drain_group(p) == group) {
+        for p in rest.iter().filter(|p| drain_group(p) == group) {
             let ns = p.metadata.namespace.clone().unwrap_or_default();
             let pname = p.metadata.name.clone().unwrap_or_default();
             if p.metadata.deletion_timestamp.is_some() {
@@ -281,18 +416,29 @@ impl Termination {
                 continue;
             }
             match self.writer.evict_pod(&ns, &pname).await? {
-                Eviction::Evicted => evicted.push(format!("{ns}/{pname}")),
+                Eviction::Evicted => {
+                    self.metrics.eviction_request(200);
+                    self.metrics.pods_drained(reason);
+                    self.events.publish(events::evicted(pod_ref(p), reason));
+                    evicted.push(format!("{ns}/{pname}"));
+                }
                 Eviction::Blocked(why) => {
+                    self.metrics.eviction_request(429);
                     info!(node = %node, pod = %format!("{ns}/{pname}"), reason = %why, "eviction blocked");
+                    self.events.publish(events::failed_draining(
+                        ObjectRef::node(node),
+                        &format!("evicting pod {ns}/{pname}: {why}"),
+                    ));
                     blocked.push(format!("{ns}/{pname}"));
                 }
-                Eviction::Gone => {}
+                Eviction::Gone => self.metrics.eviction_request(404),
             }
         }
         Ok(Progress::Draining {
             evicted,
             blocked,
-            waiting: waiting + pods.len(),
+            waiting: waiting + rest.len(),
+            deleted,
         })
     }
 }

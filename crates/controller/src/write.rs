@@ -142,6 +142,14 @@ pub trait KubeWriter: Send + Sync {
         name: &str,
         status: &EC2NodeClassStatus,
     ) -> Result<(), WriteError>;
+    /// Deletes the pod, bypassing PDBs; `grace_period_seconds` overrides the pod's own
+    /// `terminationGracePeriodSeconds` (the drain shortens it to meet the node's deadline).
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<(), WriteError>;
 }
 
 /// Refuses every write while `leader` is false, so losing the lease stops all writers at once,
@@ -218,5 +226,16 @@ impl KubeWriter for LeaderGate {
     ) -> Result<(), WriteError> {
         self.check()?;
         self.inner.patch_nodeclass_status(name, status).await
+    }
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner
+            .delete_pod(namespace, name, grace_period_seconds)
+            .await
     }
 }

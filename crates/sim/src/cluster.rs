@@ -1,19 +1,21 @@
 //! The simulated cluster: NodePools, NodeClaims with their instances and nodes, pods, and the
 //! controllers (Deployments, StatefulSets, bare pods) that keep replicas alive.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use nodewright_core::labels;
 use nodewright_core::model::{
-    CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, Pod, PodPhase,
-    Snapshot,
+    CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodPhase, Snapshot, StorageClass,
 };
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
 use crate::cloud::Instance;
+use crate::disruption_budget::SimPdb;
+use crate::volumes::{self, ClaimTemplate, Provisioned};
 
 /// How long an offering stays unavailable after an insufficient-capacity error.
 pub const ICE_TTL: std::time::Duration = std::time::Duration::from_secs(180);
@@ -75,6 +77,8 @@ pub struct Workload {
     pub template: Pod,
     /// Set for Jobs.
     pub job: Option<JobSpec>,
+    /// A StatefulSet's `volumeClaimTemplates`.
+    pub claim_templates: Vec<ClaimTemplate>,
     next_ordinal: u64,
 }
 
@@ -93,6 +97,7 @@ impl Workload {
             replicas,
             template,
             job: None,
+            claim_templates: Vec::new(),
             next_ordinal: 0,
         }
     }
@@ -113,6 +118,7 @@ impl Workload {
         self.kind = newer.kind;
         self.replicas = newer.replicas;
         self.template = newer.template;
+        self.claim_templates = newer.claim_templates;
         if let (Some(j), Some(n)) = (self.job.as_mut(), newer.job) {
             j.completions = n.completions;
             j.run_for = n.run_for;
@@ -130,9 +136,22 @@ pub struct Cluster {
     /// Offerings out of capacity until the given time.
     pub ice: BTreeMap<(String, String, CapacityType), Timestamp>,
     pub claims: BTreeMap<String, SimClaim>,
+    /// Every pod by key. Read freely; add pods with [`Cluster::insert_pod`] and move them
+    /// with [`Cluster::bind`] / [`Cluster::remove_pod`], which keep the per-node index.
     pub pods: BTreeMap<String, Pod>,
+    /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
+    /// rather than a scan of every pod.
+    on_node: BTreeMap<String, BTreeSet<String>>,
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
+    /// PodDisruptionBudgets by (namespace, name).
+    pub pdbs: BTreeMap<(String, String), SimPdb>,
+    pub storage_classes: BTreeMap<String, StorageClass>,
+    /// PersistentVolumeClaims by (namespace, name); a StatefulSet's outlive its pods.
+    pub pvcs: BTreeMap<(String, String), PersistentVolumeClaim>,
+    pub pvs: BTreeMap<String, PersistentVolume>,
+    /// Volumes provisioned since the engine last took this list, for the timeline.
+    pub provisioned: Vec<Provisioned>,
     claim_seq: u64,
     /// Counts every change a provisioning or disruption decision could depend on (pods bound,
     /// created or removed; claims created, launched, Ready, tainted or deleted; objects
@@ -171,9 +190,53 @@ impl Cluster {
     }
 
     pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
-        self.pods
-            .values()
-            .filter(move |p| p.node_name.as_deref() == Some(node))
+        self.on_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
+    }
+
+    /// Adds (or replaces) a pod, bound or not.
+    pub fn insert_pod(&mut self, pod: Pod) {
+        let key = pod.key();
+        self.unindex(&key);
+        if let Some(n) = &pod.node_name {
+            self.on_node
+                .entry(n.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.pods.insert(key, pod);
+    }
+
+    fn unindex(&mut self, key: &str) {
+        let Some(node) = self.pods.get(key).and_then(|p| p.node_name.as_ref()) else {
+            return;
+        };
+        if let Some(set) = self.on_node.get_mut(node) {
+            set.remove(key);
+            if set.is_empty() {
+                self.on_node.remove(node);
+            }
+        }
+    }
+
+    /// Whether the per-node index agrees with the pods' `node_name`s (checked with the
+    /// invariants).
+    pub fn index_is_consistent(&self) -> bool {
+        let mut want: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (k, p) in &self.pods {
+            if let Some(n) = &p.node_name {
+                want.entry(n.as_str()).or_default().insert(k.as_str());
+            }
+        }
+        want.len() == self.on_node.len()
+            && want.iter().all(|(n, keys)| {
+                self.on_node
+                    .get(*n)
+                    .is_some_and(|have| have.iter().map(String::as_str).eq(keys.iter().copied()))
+            })
     }
 
     /// Allocatable minus the requests of the pods bound to `node`.
@@ -224,17 +287,23 @@ impl Cluster {
                 .collect(),
             pods: self.pods.values().cloned().collect(),
             daemonsets: self.daemonsets.clone(),
+            pdbs: self.pdbs.values().map(|b| b.observed(self)).collect(),
+            persistent_volume_claims: self.pvcs.values().cloned().collect(),
+            persistent_volumes: self.pvs.values().cloned().collect(),
+            storage_classes: self.storage_classes.values().cloned().collect(),
             ..Snapshot::default()
         }
     }
 
     /// Records a pod bind or unbind on the node's claim, for `consolidateAfter`.
     pub fn touch(&mut self, node: &str, now: Timestamp) {
-        if let Some(c) = self
-            .claims
-            .values_mut()
-            .find(|c| c.is_live() && c.claim.node_name.as_deref() == Some(node))
-        {
+        let owns = |c: &SimClaim| c.is_live() && c.claim.node_name.as_deref() == Some(node);
+        // Simulated nodes take their claim's name; look there before scanning.
+        let found = match self.claims.get_mut(node) {
+            Some(c) if owns(c) => Some(c),
+            _ => self.claims.values_mut().find(|c| owns(c)),
+        };
+        if let Some(c) = found {
             c.claim.last_pod_event_time = Some(now);
         }
     }
@@ -246,20 +315,30 @@ impl Cluster {
 
     pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
         self.changes += 1;
+        self.unindex(pod);
         if let Some(p) = self.pods.get_mut(pod) {
+            self.on_node
+                .entry(node.to_string())
+                .or_default()
+                .insert(pod.to_string());
             p.node_name = Some(node.to_string());
             p.phase = PodPhase::Running;
             p.start_time = Some(now);
             p.ready = true;
             let daemon = p.is_daemonset_pod();
+            let has_volumes = !p.volume_claims.is_empty();
             if !daemon {
                 self.touch(node, now);
+            }
+            if has_volumes {
+                volumes::provision_at_first_bind(self, pod, node);
             }
         }
     }
 
     /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
+        self.unindex(key);
         let p = self.pods.remove(key)?;
         self.changes += 1;
         if let Some(node) = &p.node_name
@@ -276,23 +355,34 @@ impl Cluster {
         let mut created = Vec::new();
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
-        for key in keys {
-            let w = &self.workloads[&key];
+        // Every controlled pod by (namespace, controller name), in one pass over the pods.
+        let mut by_owner: BTreeMap<(&str, &str), Vec<&Pod>> = BTreeMap::new();
+        for p in self.pods.values() {
+            if let Some(o) = p.owner.as_ref().filter(|o| o.controller) {
+                by_owner
+                    .entry((p.namespace.as_str(), o.name.as_str()))
+                    .or_default()
+                    .push(p);
+            }
+        }
+        let mut owned_by: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        for key in &keys {
+            let w = &self.workloads[key];
             // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
             // be gone, since the replacement takes its name.
             let count_terminating = w.kind == WorkloadKind::StatefulSet;
-            let owned: Vec<String> = self
-                .pods
-                .values()
-                .filter(|p| {
-                    p.namespace == key.0
-                        && p.owner
-                            .as_ref()
-                            .is_some_and(|o| o.controller && o.name == key.1)
-                        && (count_terminating || p.deletion_timestamp.is_none())
-                })
+            let owned = by_owner
+                .get(&(key.0.as_str(), key.1.as_str()))
+                .into_iter()
+                .flatten()
+                .filter(|p| count_terminating || p.deletion_timestamp.is_none())
                 .map(|p| p.key())
                 .collect();
+            owned_by.insert(key.clone(), owned);
+        }
+        for key in keys {
+            let w = &self.workloads[&key];
+            let owned = owned_by.remove(&key).unwrap_or_default();
             let want = w.wanted() as usize;
             if owned.len() > want {
                 let excess = owned.len() - want;
@@ -303,8 +393,13 @@ impl Cluster {
             } else {
                 for _ in owned.len()..want {
                     let pod = self.new_replica(&key, now);
+                    let templates = &self.workloads[&key].claim_templates;
+                    if !templates.is_empty() {
+                        let templates = templates.clone();
+                        volumes::ensure_claims(self, &key.0, &templates, &pod.name);
+                    }
                     created.push(pod.key());
-                    self.pods.insert(pod.key(), pod);
+                    self.insert_pod(pod);
                     self.changes += 1;
                 }
             }
@@ -365,6 +460,11 @@ impl Cluster {
         let mut pod = w.template.clone();
         pod.namespace = w.namespace.clone();
         pod.name = name.clone();
+        pod.volume_claims.extend(
+            w.claim_templates
+                .iter()
+                .map(|t| volumes::claim_name(t, &name)),
+        );
         pod.uid = format!("{}/{}", w.namespace, name);
         pod.owner = Some(OwnerRef {
             kind: match w.kind {

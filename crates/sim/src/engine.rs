@@ -41,6 +41,8 @@ pub enum SimAction {
     ApplyNodePool(NodePool, Arc<Vec<InstanceType>>),
     ApplyWorkload(Workload),
     ApplyDaemonSet(DaemonSet),
+    ApplyPdb(Box<crate::disruption_budget::SimPdb>),
+    ApplyStorageClass(nodewright_core::model::StorageClass),
     /// `kind`, namespace (empty for cluster-scoped), name.
     Delete(String, String, String),
     Scale {
@@ -87,7 +89,13 @@ enum Event {
     PodGone(String),
     /// A Job's pod finished its run.
     PodSucceeded(String),
+    /// The eviction queue asks again for the pods a draining claim still runs.
+    RetryEviction(String),
 }
+
+/// How long the eviction queue waits before asking again for a pod whose eviction a
+/// PodDisruptionBudget refused (its backoff tops out here).
+pub const EVICTION_RETRY: Duration = Duration::from_secs(10);
 
 /// How long EC2 gives between a spot interruption notice and reclaiming the instance.
 pub const SPOT_NOTICE: Duration = Duration::from_secs(120);
@@ -118,6 +126,7 @@ pub struct Engine<'p> {
     last_round: Timestamp,
     /// `cluster.changes` and the instant after the last provisioning solve.
     solved: Option<(u64, Timestamp)>,
+    settled: Settled,
     work: Work,
     now: Timestamp,
     last_trigger: BTreeMap<String, Timestamp>,
@@ -125,6 +134,8 @@ pub struct Engine<'p> {
     running: Vec<Running>,
     /// Claims being drained, with why.
     draining: Vec<(String, String)>,
+    /// Pods whose eviction was refused, already told on the timeline.
+    refused: BTreeSet<String>,
     /// Job pods whose success is already scheduled.
     job_timers: BTreeSet<String>,
     /// Claim name → the pods the provisioner meant it for.
@@ -137,6 +148,22 @@ pub struct Engine<'p> {
     stats: Stats,
     /// Invariant violations seen at any step (should stay empty).
     pub violations: Vec<String>,
+}
+
+/// What one eviction pass did.
+#[derive(Clone, Copy, Debug, Default)]
+struct Evictions {
+    evicted: usize,
+    refused: usize,
+    longest: Duration,
+}
+
+/// `cluster.changes` after the last reconcile, and after the last scheduler pass that bound
+/// nothing.
+#[derive(Clone, Copy, Debug, Default)]
+struct Settled {
+    reconciled: Option<u64>,
+    bound_nothing: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -166,6 +193,7 @@ impl<'p> Engine<'p> {
             seen_changes: 0,
             last_round: EPOCH,
             solved: None,
+            settled: Settled::default(),
             work: Work::default(),
             input,
             provisioner,
@@ -176,6 +204,7 @@ impl<'p> Engine<'p> {
             awaiting: Vec::new(),
             running: Vec::new(),
             draining: Vec::new(),
+            refused: BTreeSet::new(),
             job_timers: BTreeSet::new(),
             nominated: BTreeMap::new(),
             pending_launch: BTreeMap::new(),
@@ -271,9 +300,19 @@ impl<'p> Engine<'p> {
     /// Controllers create replicas, the kube-scheduler binds what fits, and pods that stay
     /// pending trigger the provisioner (again every 10 s while they wait).
     fn settle(&mut self) {
-        let (created, _) = self.cluster.reconcile(self.now);
-        let _ = created;
-        bind_pending(&mut self.cluster, self.now);
+        // Both passes are idempotent: over a cluster unchanged since they last ran (the
+        // reconcile) or last bound nothing (the scheduler), they would do nothing again.
+        if self.settled.reconciled != Some(self.cluster.changes) {
+            self.cluster.reconcile(self.now);
+            self.settled.reconciled = Some(self.cluster.changes);
+        }
+        if self.settled.bound_nothing != Some(self.cluster.changes) {
+            let bound = bind_pending(&mut self.cluster, self.now);
+            if bound.is_empty() {
+                self.settled.bound_nothing = Some(self.cluster.changes);
+            }
+            self.log_volume_placements(&bound);
+        }
         self.schedule_job_runs();
         let pending: BTreeSet<String> = self
             .cluster
@@ -290,6 +329,63 @@ impl<'p> Engine<'p> {
             if due {
                 self.batcher.trigger(self.now, &key);
                 self.last_trigger.insert(key, self.now);
+            }
+        }
+    }
+
+    /// Volumes provisioned by these binds, and pods that went back to a volume they already
+    /// had.
+    fn log_volume_placements(&mut self, bound: &[(String, String)]) {
+        let provisioned = std::mem::take(&mut self.cluster.provisioned);
+        for v in &provisioned {
+            self.log(
+                "volume",
+                format!(
+                    "{} provisioned in {} for {} (first placement of {} on {})",
+                    v.volume, v.zone, v.claim, v.pod, v.node
+                ),
+            );
+        }
+        for (pod, node) in bound {
+            let Some(p) = self.cluster.pods.get(pod) else {
+                continue;
+            };
+            let mut kept = Vec::new();
+            for claim in &p.volume_claims {
+                if provisioned
+                    .iter()
+                    .any(|v| v.claim == format!("{}/{claim}", p.namespace))
+                {
+                    continue;
+                }
+                let pv = self
+                    .cluster
+                    .pvcs
+                    .get(&(p.namespace.clone(), claim.clone()))
+                    .and_then(|c| c.volume_name.as_ref())
+                    .and_then(|v| self.cluster.pvs.get(v));
+                if let Some(pv) = pv {
+                    kept.push(format!(
+                        "{} ({})",
+                        pv.name,
+                        crate::volumes::volume_zone(pv).unwrap_or("?")
+                    ));
+                }
+            }
+            if !kept.is_empty() {
+                let zone = self
+                    .cluster
+                    .claims
+                    .get(node)
+                    .and_then(|c| c.node.as_ref())
+                    .and_then(|n| n.labels.get(nodewright_core::labels::ZONE))
+                    .cloned()
+                    .unwrap_or_default();
+                let msg = format!(
+                    "{pod} rescheduled on {node} in {zone}, with its volume {}",
+                    kept.join(", ")
+                );
+                self.log("volume", msg);
             }
         }
     }
@@ -324,6 +420,7 @@ impl<'p> Engine<'p> {
                 }
             }
             Event::PodSucceeded(key) => self.pod_succeeded(&key),
+            Event::RetryEviction(claim) => self.retry_eviction(&claim),
             Event::PodGone(key) => {
                 if self
                     .cluster
@@ -373,6 +470,22 @@ impl<'p> Engine<'p> {
                     .retain(|d| !(d.namespace == ds.namespace && d.name == ds.name));
                 self.cluster.daemonsets.push(ds);
             }
+            SimAction::ApplyPdb(b) => {
+                self.log("apply", format!("PodDisruptionBudget/{}", b.key()));
+                self.cluster
+                    .pdbs
+                    .insert((b.namespace().to_string(), b.name().to_string()), *b);
+            }
+            SimAction::ApplyStorageClass(sc) => {
+                self.log(
+                    "apply",
+                    format!(
+                        "StorageClass/{} ({}, {})",
+                        sc.name, sc.provisioner, sc.volume_binding_mode
+                    ),
+                );
+                self.cluster.storage_classes.insert(sc.name.clone(), sc);
+            }
             SimAction::Delete(kind, ns, name) => self.delete(&kind, &ns, &name),
             SimAction::Scale {
                 namespace,
@@ -415,6 +528,14 @@ impl<'p> Engine<'p> {
                 for c in claims {
                     self.remove_claim(&c);
                 }
+            }
+            "PodDisruptionBudget" => {
+                self.cluster
+                    .pdbs
+                    .remove(&(ns.to_string(), name.to_string()));
+            }
+            "StorageClass" => {
+                self.cluster.storage_classes.remove(name);
             }
             "DaemonSet" => {
                 self.cluster
@@ -797,7 +918,7 @@ impl<'p> Engine<'p> {
             let key = pod.key();
             // The kube-scheduler places daemon pods too; one that does not fit stays pending.
             let fits = crate::kube_scheduler::unfit(&self.cluster, &pod, &node).is_none();
-            self.cluster.pods.insert(key.clone(), pod);
+            self.cluster.insert_pod(pod);
             if fits {
                 self.cluster.bind(&key, name, now);
             } else {
@@ -955,7 +1076,13 @@ impl<'p> Engine<'p> {
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
-        let mut round = plan(&snapshot, &sim, Settings::default());
+        // The simulator shows commands, not verdicts: simulating candidates that cannot be
+        // this round's command would only fill verdicts.
+        let settings = Settings {
+            only_actionable: true,
+            ..Settings::default()
+        };
+        let mut round = plan(&snapshot, &sim, settings);
         // Commands on nodes a running command already disrupts are not new work: the
         // controller's candidates leave out nodes marked for deletion.
         round
@@ -1125,9 +1252,12 @@ impl<'p> Engine<'p> {
         }
     }
 
-    /// Deletes a claim gracefully: the node is cordoned, its pods are evicted and each goes
-    /// after its own grace period (capped by the NodePool's `terminationGracePeriod`, counted
-    /// from now), and the instance is terminated once no evictable pod is left.
+    /// Deletes a claim gracefully: the node is cordoned and its pods are evicted through the
+    /// Eviction API, so a PodDisruptionBudget can refuse one (the drain asks again later and
+    /// the node waits). Each evicted pod goes after its own grace period; the NodePool's
+    /// `terminationGracePeriod`, counted from now, bounds both: a pod whose grace would outlast
+    /// it is deleted whatever its budget says. The instance is terminated once no evictable pod
+    /// is left.
     fn drain(&mut self, name: &str, why: String) {
         let now = self.now;
         let Some(c) = self.cluster.claims.get_mut(name) else {
@@ -1137,7 +1267,6 @@ impl<'p> Engine<'p> {
             return;
         }
         c.claim.deletion_timestamp = Some(now);
-        let tgp = c.claim.termination_grace_period;
         if let Some(node) = c.node.as_mut() {
             node.unschedulable = true;
             if !node.taints.iter().any(|t| t.key == DISRUPTED_TAINT) {
@@ -1146,7 +1275,47 @@ impl<'p> Engine<'p> {
             }
         }
         self.cluster.changed();
-        let deadline = tgp.map(|d| now.plus(d));
+        let e = self.evict(name);
+        let what = self.describe_claim(name);
+        let held = match e.refused {
+            0 => String::new(),
+            n => format!("; {n} held back by PodDisruptionBudgets, retrying"),
+        };
+        self.log(
+            "draining",
+            format!(
+                "{what} cordoned and drained for {why}: {} pod(s) evicted, the last gone in {}s{held}",
+                e.evicted,
+                e.longest.as_secs()
+            ),
+        );
+        self.draining.push((name.to_string(), why));
+    }
+
+    /// The drain asks again for the pods still running on a claim being deleted.
+    fn retry_eviction(&mut self, name: &str) {
+        let draining = self
+            .cluster
+            .claims
+            .get(name)
+            .is_some_and(|c| c.is_live() && c.claim.deletion_timestamp.is_some());
+        if draining {
+            self.evict(name);
+        }
+    }
+
+    /// One pass of evictions over the pods on `name`; refused ones are retried later.
+    fn evict(&mut self, name: &str) -> Evictions {
+        let now = self.now;
+        let mut out = Evictions::default();
+        let Some(c) = self.cluster.claims.get(name) else {
+            return out;
+        };
+        let deadline = c
+            .claim
+            .termination_grace_period
+            .zip(c.claim.deletion_timestamp)
+            .map(|(tgp, since)| since.plus(tgp));
         let pods: Vec<(String, Duration)> = self
             .cluster
             .pods_on(name)
@@ -1158,29 +1327,81 @@ impl<'p> Engine<'p> {
                 (p.key(), own)
             })
             .collect();
-        let mut longest = Duration::ZERO;
-        for (key, own) in &pods {
+        let mut retry_at = now.plus(EVICTION_RETRY);
+        let t = crate::report::clock(now.since(EPOCH));
+        for (key, own) in pods {
+            // Karpenter deletes a pod that would otherwise outlive the node's grace period.
+            let forced = deadline.is_some_and(|d| now.plus(own) >= d);
+            if !forced && let Some(why) = self.eviction_refused(&key) {
+                out.refused += 1;
+                if let Some(d) = deadline {
+                    retry_at = retry_at.min(Timestamp(d.0 - own.as_millis() as i64));
+                }
+                if self.refused.insert(key.clone()) {
+                    self.log(
+                        "eviction-refused",
+                        format!("{key} on {name}: {why}; the drain retries"),
+                    );
+                }
+                continue;
+            }
             let grace = match deadline {
-                Some(d) => (*own).min(d.since(now)),
-                None => *own,
+                Some(d) => own.min(d.since(now)),
+                None => own,
             };
-            longest = longest.max(grace);
-            if let Some(p) = self.cluster.pods.get_mut(key) {
+            out.longest = out.longest.max(grace);
+            out.evicted += 1;
+            if let Some(p) = self.cluster.pods.get_mut(&key) {
                 p.deletion_timestamp = Some(now);
             }
+            self.cluster.changed();
             self.queue
                 .push(now.plus(grace), Event::PodGone(key.clone()));
+            if self.refused.remove(&key) {
+                let how = if forced {
+                    "deleted whatever its PodDisruptionBudget says: the NodePool's terminationGracePeriod is running out"
+                } else {
+                    "evicted: its PodDisruptionBudget allows it now"
+                };
+                self.log("evicted", format!("{key} on {name} {how}"));
+            }
+            if !forced {
+                let found = crate::invariants::eviction(&self.cluster, &key, &t);
+                self.violations.extend(found);
+            }
         }
-        let what = self.describe_claim(name);
-        self.log(
-            "draining",
-            format!(
-                "{what} cordoned and drained for {why}: {} pod(s) evicted, the last gone in {}s",
-                pods.len(),
-                longest.as_secs()
-            ),
-        );
-        self.draining.push((name.to_string(), why));
+        if out.refused > 0 {
+            self.queue
+                .push(retry_at.max(now), Event::RetryEviction(name.to_string()));
+        }
+        out
+    }
+
+    /// Why the Eviction API refuses to evict `key` now, if it does.
+    fn eviction_refused(&self, key: &str) -> Option<String> {
+        let pod = self.cluster.pods.get(key)?;
+        let matching: Vec<&crate::disruption_budget::SimPdb> = self
+            .cluster
+            .pdbs
+            .values()
+            .filter(|b| b.selects(pod))
+            .collect();
+        match matching.as_slice() {
+            [] => None,
+            [b] => (!b.allows_eviction(&self.cluster, pod)).then(|| {
+                let st = b.status(&self.cluster);
+                format!(
+                    "eviction refused by PodDisruptionBudget {} ({} healthy, {} required)",
+                    b.key(),
+                    st.healthy,
+                    st.desired
+                )
+            }),
+            many => Some(format!(
+                "eviction refused: the pod matches {} PodDisruptionBudgets",
+                many.len()
+            )),
+        }
     }
 
     /// Terminates drained claims whose evicted pods are all gone.
@@ -1294,17 +1515,17 @@ impl<'p> Engine<'p> {
                 .map(|p| p.requests.get(CPU))
                 .sum::<i64>();
         }
+        let (mut pods, mut pending_pods) = (0, 0);
+        for p in self.cluster.pods.values().filter(|p| !p.is_daemonset_pod()) {
+            pods += 1;
+            pending_pods += usize::from(p.node_name.is_none());
+        }
         let s = Sample {
             at: self.now.since(EPOCH),
             nodes: live,
             ready_nodes: self.cluster.ready_nodes().count(),
-            pods: self
-                .cluster
-                .pods
-                .values()
-                .filter(|p| !p.is_daemonset_pod())
-                .count(),
-            pending_pods: self.cluster.pending_pods().len(),
+            pods,
+            pending_pods,
             price_per_hour: self.price_per_hour(),
             cpu_requested_milli: requested,
             cpu_allocatable_milli: allocatable,

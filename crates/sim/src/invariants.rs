@@ -1,6 +1,8 @@
 //! What must hold after every step of a run: no node holds more than it can, every bound pod
 //! is on a live Ready node whose labels and taints it accepts, every node keeps its NodePool's
-//! requirements, and no NodePool exceeds its limits.
+//! requirements, no NodePool exceeds its limits, and no pod runs outside the zone of a volume
+//! it mounts. Evictions are checked as they happen: none leaves a PodDisruptionBudget with
+//! fewer healthy pods than it requires.
 
 use std::time::Duration;
 
@@ -32,11 +34,21 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             ));
         }
     }
+    // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
+    if cfg!(debug_assertions) && !cluster.index_is_consistent() {
+        out.push(format!(
+            "{t}: the per-node pod index disagrees with the pods"
+        ));
+    }
+    let ready: std::collections::BTreeMap<&str, &nodewright_core::model::Node> = cluster
+        .ready_nodes()
+        .map(|(_, n)| (n.name.as_str(), n))
+        .collect();
     for p in cluster.pods.values() {
         let Some(n) = &p.node_name else {
             continue;
         };
-        let Some((_, node)) = cluster.ready_nodes().find(|(_, node)| &node.name == n) else {
+        let Some(node) = ready.get(n.as_str()) else {
             out.push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
             continue;
         };
@@ -67,6 +79,30 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 "{t}: pod {} runs on {n} whose labels it does not select",
                 p.key()
             ));
+        }
+        for claim in &p.volume_claims {
+            let pv = cluster
+                .pvcs
+                .get(&(p.namespace.clone(), claim.clone()))
+                .and_then(|c| c.volume_name.as_ref())
+                .and_then(|v| cluster.pvs.get(v));
+            let Some(pv) = pv else {
+                continue;
+            };
+            let inside = pv.node_affinity.is_empty()
+                || pv.node_affinity.iter().any(|term| {
+                    term.match_expressions
+                        .iter()
+                        .all(|r| label_matches(r, &node.labels))
+                });
+            if !inside {
+                out.push(format!(
+                    "{t}: pod {} runs on {n} outside the zone of its volume {} ({})",
+                    p.key(),
+                    pv.name,
+                    crate::volumes::volume_zone(pv).unwrap_or("?")
+                ));
+            }
         }
     }
     for (c, node) in cluster.ready_nodes() {
@@ -106,6 +142,33 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
         }
     }
     out
+}
+
+/// After `pod` was evicted: every PodDisruptionBudget selecting it still has the healthy pods
+/// it requires (an eviction of a pod that was not healthy takes nothing from a budget).
+pub fn eviction(cluster: &Cluster, pod: &str, t: &str) -> Vec<String> {
+    let Some(p) = cluster.pods.get(pod) else {
+        return Vec::new();
+    };
+    if !p.ready {
+        return Vec::new();
+    }
+    cluster
+        .pdbs
+        .values()
+        .filter(|b| b.selects(p))
+        .filter_map(|b| {
+            let st = b.status(cluster);
+            (st.healthy < st.desired).then(|| {
+                format!(
+                    "{t}: evicting {pod} left PodDisruptionBudget {} with {} healthy pod(s), fewer than the {} it requires",
+                    b.key(),
+                    st.healthy,
+                    st.desired
+                )
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -185,7 +248,7 @@ mod tests {
     }
 
     fn add(c: &mut Cluster, p: Pod) {
-        c.pods.insert(p.key(), p);
+        c.insert_pod(p);
     }
 
     #[test]
@@ -229,6 +292,92 @@ mod tests {
         assert!(
             v.contains("NodePool p exceeds its cpu limit (8000 > 4000)"),
             "{v}"
+        );
+    }
+
+    #[test]
+    fn an_eviction_below_a_budget_is_reported() {
+        use crate::cluster::{Workload, WorkloadKind};
+        use crate::disruption_budget::SimPdb;
+        let mut c = cluster();
+        let mut template = pod("t", 100, "n1");
+        template.labels.insert("app".into(), "a".into());
+        let w = Workload::new(WorkloadKind::Deployment, "d", "a", 2, template.clone());
+        c.workloads.insert(("d".into(), "a".into()), w);
+        for name in ["a-1", "a-2"] {
+            let mut p = template.clone();
+            p.name = name.into();
+            p.ready = true;
+            p.owner = Some(nodewright_core::model::OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: "a".into(),
+                controller: true,
+            });
+            add(&mut c, p);
+        }
+        let manifest = serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "a", "namespace": "d"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "a"}}}
+        }))
+        .unwrap();
+        c.pdbs
+            .insert(("d".into(), "a".into()), SimPdb::new(manifest).unwrap());
+        c.pods.get_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
+        assert!(eviction(&c, "d/a-1", "00:01").is_empty(), "one may go");
+        c.pods.get_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
+        let v = eviction(&c, "d/a-2", "00:01");
+        assert_eq!(
+            v,
+            vec!["00:01: evicting d/a-2 left PodDisruptionBudget d/a with 0 healthy pod(s), fewer than the 1 it requires".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_pod_outside_its_volume_zone_is_reported() {
+        use nodewright_core::model::{PersistentVolume, PersistentVolumeClaim};
+        use nodewright_core::requirements::NodeSelectorTerm;
+        let mut c = cluster();
+        let mut p = pod("db-0", 100, "n1");
+        p.volume_claims.push("data-db-0".into());
+        add(&mut c, p);
+        c.pvcs.insert(
+            ("d".into(), "data-db-0".into()),
+            PersistentVolumeClaim {
+                namespace: "d".into(),
+                name: "data-db-0".into(),
+                volume_name: Some("pv-1".into()),
+                storage_class: Some("ebs".into()),
+            },
+        );
+        let pinned = |zone: &str| PersistentVolume {
+            name: "pv-1".into(),
+            node_affinity: vec![NodeSelectorTerm {
+                match_expressions: vec![Requirement::new(
+                    nodewright_core::labels::ZONE,
+                    Operator::In,
+                    &[zone],
+                )],
+            }],
+            local_or_host_path: false,
+        };
+        c.claims
+            .get_mut("n1")
+            .unwrap()
+            .node
+            .as_mut()
+            .unwrap()
+            .labels
+            .insert(nodewright_core::labels::ZONE.into(), "us-east-1a".into());
+        c.pvs.insert("pv-1".into(), pinned("us-east-1a"));
+        assert!(check(&c, Duration::ZERO).is_empty());
+        c.pvs.insert("pv-1".into(), pinned("us-east-1b"));
+        assert_eq!(
+            check(&c, Duration::ZERO),
+            vec![
+                "00:00: pod d/db-0 runs on n1 outside the zone of its volume pv-1 (us-east-1b)"
+                    .to_string()
+            ]
         );
     }
 

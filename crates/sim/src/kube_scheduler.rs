@@ -1,15 +1,16 @@
 //! The cluster's own kube-scheduler, approximated: bind pending pods to Ready nodes that fit.
 //!
 //! Filters: the node is Ready and schedulable, every NoSchedule/NoExecute taint is tolerated,
-//! the node selector and required node affinity match, requests fit in what is free, and hard
-//! topology spread (DoNotSchedule) keeps its skew. Among nodes that pass, soft spread
+//! the node selector and required node affinity match, the pod's volumes allow the node (a
+//! bound volume's zone, a StorageClass's allowed topologies), requests fit in what is free,
+//! and hard topology spread (DoNotSchedule) keeps its skew. Among nodes that pass, soft spread
 //! (ScheduleAnyway) prefers the least-populated domain, then the least allocated node, then the
 //! name. Pods are taken by priority, then age, then name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
-use nodewright_core::resources::CPU;
+use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::first_untolerated;
 use nodewright_core::time::Timestamp;
 
@@ -17,6 +18,11 @@ use crate::cluster::{Cluster, label_matches};
 
 /// Why `pod` cannot go on `node`, or `None` when it fits.
 pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
+    unfit_given(cluster, pod, node, &cluster.free(node))
+}
+
+/// [`unfit`] with what is free on the node already known.
+fn unfit_given(cluster: &Cluster, pod: &Pod, node: &Node, free: &Resources) -> Option<String> {
     if !node.ready || node.unschedulable || node.deletion_timestamp.is_some() {
         return Some("node is not schedulable".into());
     }
@@ -39,11 +45,13 @@ pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
     {
         return Some("required node affinity does not match".into());
     }
-    let free = cluster.free(node);
-    if !pod.requests.fits_in(&free) {
+    if let Some(why) = crate::volumes::unfit(cluster, pod, node) {
+        return Some(why);
+    }
+    if !pod.requests.fits_in(free) {
         return Some(format!(
             "insufficient {}",
-            pod.requests.shortfall(&free).join(", ")
+            pod.requests.shortfall(free).join(", ")
         ));
     }
     for c in pod
@@ -93,7 +101,12 @@ fn domain_counts(
     counts
 }
 
-fn score(cluster: &Cluster, pod: &Pod, node: &Node) -> (usize, i64, String) {
+fn score<'n>(
+    cluster: &Cluster,
+    pod: &Pod,
+    node: &'n Node,
+    free: &Resources,
+) -> (usize, i64, &'n str) {
     let soft: usize = pod
         .topology_spread
         .iter()
@@ -106,8 +119,8 @@ fn score(cluster: &Cluster, pod: &Pod, node: &Node) -> (usize, i64, String) {
         .sum();
     let alloc = node.allocatable.get(CPU).max(1);
     // Per-mille of CPU left free, negated so the emptiest node sorts first.
-    let free = -(cluster.free(node).get(CPU) * 1000 / alloc);
-    (soft, free, node.name.clone())
+    let free = -(free.get(CPU) * 1000 / alloc);
+    (soft, free, node.name.as_str())
 }
 
 /// Binds every pending pod it can, in kube-scheduler order. Returns `(pod, node)` pairs.
@@ -120,15 +133,25 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .then(a.key().cmp(&b.key()))
     });
     let mut bound = Vec::new();
+    // What is free on each Ready node, kept current as this pass binds pods.
+    let mut free: HashMap<String, Resources> = cluster
+        .ready_nodes()
+        .map(|(_, n)| (n.name.clone(), cluster.free(n)))
+        .collect();
     for pod in pending {
-        let nodes: Vec<Node> = cluster.ready_nodes().map(|(_, n)| n.clone()).collect();
-        let best = nodes
-            .iter()
-            .filter(|n| unfit(cluster, &pod, n).is_none())
-            .min_by_key(|n| score(cluster, &pod, n));
-        if let Some(node) = best {
-            let name = node.name.clone();
+        let best = cluster
+            .ready_nodes()
+            .map(|(_, n)| (n, &free[&n.name]))
+            // The cheap test first: most nodes are too full.
+            .filter(|(_, f)| pod.requests.fits_in(f))
+            .filter(|(n, f)| unfit_given(cluster, &pod, n, f).is_none())
+            .min_by_key(|(n, f)| score(cluster, &pod, n, f))
+            .map(|(n, _)| n.name.clone());
+        if let Some(name) = best {
             cluster.bind(&pod.key(), &name, now);
+            if let Some(f) = free.get_mut(&name) {
+                f.sub(&pod.requests);
+            }
             bound.push((pod.key(), name));
         }
     }
@@ -184,7 +207,7 @@ mod tests {
             ..Pod::default()
         };
         let key = p.key();
-        c.pods.insert(key.clone(), p);
+        c.insert_pod(p);
         key
     }
 
@@ -254,6 +277,49 @@ mod tests {
         let on_a = c.pods_on("a1").count();
         let on_b = c.pods_on("b1").count();
         assert_eq!((on_a, on_b), (2, 2));
+    }
+
+    #[test]
+    fn a_pod_with_a_bound_volume_goes_only_to_its_zone() {
+        use nodewright_core::model::{PersistentVolume, PersistentVolumeClaim};
+        use nodewright_core::requirements::{NodeSelectorTerm, Operator, Requirement};
+        let mut c = Cluster::default();
+        // The emptier node is in the wrong zone.
+        add_node(&mut c, "a1", "a", 2000);
+        add_node(&mut c, "b1", "b", 8000);
+        let key = pending(&mut c, "db-0", 500);
+        c.pods
+            .get_mut(&key)
+            .unwrap()
+            .volume_claims
+            .push("data-db-0".into());
+        c.pvcs.insert(
+            ("d".into(), "data-db-0".into()),
+            PersistentVolumeClaim {
+                namespace: "d".into(),
+                name: "data-db-0".into(),
+                volume_name: Some("pv".into()),
+                storage_class: None,
+            },
+        );
+        c.pvs.insert(
+            "pv".into(),
+            PersistentVolume {
+                name: "pv".into(),
+                node_affinity: vec![NodeSelectorTerm {
+                    match_expressions: vec![Requirement::new(
+                        "topology.kubernetes.io/zone",
+                        Operator::In,
+                        &["a"],
+                    )],
+                }],
+                local_or_host_path: false,
+            },
+        );
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![(key, "a1".to_string())]
+        );
     }
 
     #[test]

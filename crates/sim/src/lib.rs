@@ -12,6 +12,7 @@ pub mod bench;
 pub mod cloud;
 pub mod cluster;
 pub mod demo;
+pub mod disruption_budget;
 pub mod engine;
 pub mod events;
 pub mod invariants;
@@ -21,6 +22,7 @@ pub mod provision;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod volumes;
 
 use nodewright_aws_model::Catalog;
 

@@ -23,6 +23,7 @@ use serde_json::Value;
 use crate::cluster::{JobSpec, Workload, WorkloadKind, label_matches};
 use crate::engine::{EngineInput, SimAction, TimedAction};
 use crate::scenario::{Action, Scenario, ScenarioError};
+use crate::volumes::ClaimTemplate;
 
 /// The annotation that says how long a Job's pods run before they succeed.
 pub const RUN_FOR_ANNOTATION: &str = "sim.nodewright.io/run-for";
@@ -133,7 +134,11 @@ impl Loader<'_> {
         for item in &items {
             let object = match &item.outcome {
                 Outcome::NotKarpenter => {
-                    out.extend(self.workload(&item.doc, at)?);
+                    match item.doc.kind() {
+                        "PodDisruptionBudget" => out.push(self.pdb(&item.doc, at)?),
+                        "StorageClass" => out.push(self.storage_class(&item.doc, at)?),
+                        _ => out.extend(self.workload(&item.doc, at)?),
+                    }
                     continue;
                 }
                 Outcome::Failed(e) => {
@@ -193,6 +198,95 @@ impl Loader<'_> {
         Ok(out)
     }
 
+    /// A `policy/v1` PodDisruptionBudget; its status is the simulated cluster's to compute.
+    fn pdb(&self, doc: &Document, at: &str) -> Result<SimAction, ScenarioError> {
+        let bad = |why: String| self.err(at.into(), format!("{}: {why}", doc.describe()));
+        if doc.value.get("apiVersion").and_then(Value::as_str) != Some("policy/v1") {
+            return Err(bad(
+                "apiVersion: PodDisruptionBudgets are read as policy/v1".into(),
+            ));
+        }
+        let manifest: k8s_openapi::api::policy::v1::PodDisruptionBudget =
+            serde_json::from_value(doc.value.clone()).map_err(|e| bad(e.to_string()))?;
+        let pdb = crate::disruption_budget::SimPdb::new(manifest).map_err(bad)?;
+        Ok(SimAction::ApplyPdb(Box::new(pdb)))
+    }
+
+    /// A StorageClass, read as a cluster object is.
+    fn storage_class(&self, doc: &Document, at: &str) -> Result<SimAction, ScenarioError> {
+        let s = nodewright_api::cluster::read_cluster(
+            vec![doc.clone()],
+            Vec::new(),
+            nodewright_core::time::Timestamp(0),
+        )
+        .map_err(|e| self.err(at.into(), e.to_string()))?;
+        let sc = s.storage_classes.into_iter().next().ok_or_else(|| {
+            self.err(at.into(), format!("{}: not a StorageClass", doc.describe()))
+        })?;
+        if !matches!(
+            sc.volume_binding_mode.as_str(),
+            "WaitForFirstConsumer" | "Immediate"
+        ) {
+            return Err(self.err(
+                at.into(),
+                format!(
+                    "{}: volumeBindingMode: {:?} is neither WaitForFirstConsumer nor Immediate",
+                    doc.describe(),
+                    sc.volume_binding_mode
+                ),
+            ));
+        }
+        Ok(SimAction::ApplyStorageClass(sc))
+    }
+
+    /// A StatefulSet's `spec.volumeClaimTemplates`.
+    fn claim_templates(
+        &self,
+        doc: &Document,
+        at: &str,
+    ) -> Result<Vec<ClaimTemplate>, ScenarioError> {
+        let Some(list) = doc.value.pointer("/spec/volumeClaimTemplates") else {
+            return Ok(Vec::new());
+        };
+        let bad = |field: String, why: &str| {
+            self.err(
+                at.into(),
+                format!(
+                    "{}: spec.volumeClaimTemplates{field}: {why}",
+                    doc.describe()
+                ),
+            )
+        };
+        let items = list
+            .as_array()
+            .ok_or_else(|| bad(String::new(), "expected a list"))?;
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let name = t
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| bad(format!("[{i}].metadata.name"), "required"))?;
+                let storage_class = match t.pointer("/spec/storageClassName") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(c)) => Some(c.clone()),
+                    Some(_) => {
+                        return Err(bad(
+                            format!("[{i}].spec.storageClassName"),
+                            "expected a string",
+                        ));
+                    }
+                };
+                Ok(ClaimTemplate {
+                    name: name.to_string(),
+                    storage_class,
+                })
+            })
+            .collect()
+    }
+
     fn workload(&self, doc: &Document, at: &str) -> Result<Vec<SimAction>, ScenarioError> {
         let located = |reason: String| self.err(at.into(), reason);
         let namespace = doc
@@ -247,6 +341,9 @@ impl Loader<'_> {
         let replicas = u32::try_from(replicas.max(0)).unwrap_or(u32::MAX);
         let mut w = Workload::new(kind, &namespace, &name, replicas, template);
         w.job = job;
+        if kind == WorkloadKind::StatefulSet {
+            w.claim_templates = self.claim_templates(doc, at)?;
+        }
         Ok(vec![SimAction::ApplyWorkload(w)])
     }
 
@@ -370,7 +467,10 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
             Action::Delete(r) => vec![SimAction::Delete(
                 r.kind.clone(),
                 r.namespace.clone().unwrap_or_else(|| {
-                    if matches!(r.kind.as_str(), "NodePool" | "EC2NodeClass") {
+                    if matches!(
+                        r.kind.as_str(),
+                        "NodePool" | "EC2NodeClass" | "StorageClass"
+                    ) {
                         String::new()
                     } else {
                         "default".into()
@@ -441,6 +541,16 @@ fn check_references(
             }
             SimAction::ApplyDaemonSet(d) => {
                 known.insert(("DaemonSet".into(), d.namespace.clone(), d.name.clone()));
+            }
+            SimAction::ApplyPdb(b) => {
+                known.insert((
+                    "PodDisruptionBudget".into(),
+                    b.namespace().to_string(),
+                    b.name().to_string(),
+                ));
+            }
+            SimAction::ApplyStorageClass(c) => {
+                known.insert(("StorageClass".into(), String::new(), c.name.clone()));
             }
             SimAction::Scale {
                 namespace, name, ..

@@ -41,6 +41,8 @@ pub const SUPPORTED_KINDS: &[&str] = &[
     "Job",
     "Pod",
     "DaemonSet",
+    "PodDisruptionBudget",
+    "StorageClass",
 ];
 
 #[derive(Clone, Debug)]

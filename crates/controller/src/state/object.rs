@@ -2,7 +2,7 @@
 //! name) both the watch index and the in-memory API key them by.
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,10 +23,11 @@ pub enum Kind {
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    Namespace,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Pod,
         Kind::Node,
         Kind::NodeClaim,
@@ -37,6 +38,7 @@ impl Kind {
         Kind::PersistentVolume,
         Kind::PersistentVolumeClaim,
         Kind::StorageClass,
+        Kind::Namespace,
     ];
 
     /// `(group, version, kind, plural, namespaced)` as the API server serves it.
@@ -76,6 +78,7 @@ impl Kind {
                 "storageclasses",
                 false,
             ),
+            Kind::Namespace => ("", "v1", "Namespace", "namespaces", false),
         }
     }
 
@@ -106,6 +109,7 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     StorageClass(Box<StorageClass>),
+    Namespace(Box<Namespace>),
 }
 
 /// `namespace/name` for namespaced objects, `name` otherwise.
@@ -130,6 +134,7 @@ impl Object {
             Object::PersistentVolume(_) => Kind::PersistentVolume,
             Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
             Object::StorageClass(_) => Kind::StorageClass,
+            Object::Namespace(_) => Kind::Namespace,
         }
     }
 
@@ -145,6 +150,7 @@ impl Object {
             Object::PersistentVolume(o) => &o.metadata,
             Object::PersistentVolumeClaim(o) => &o.metadata,
             Object::StorageClass(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
         }
     }
 
@@ -160,6 +166,7 @@ impl Object {
             Object::PersistentVolume(o) => &mut o.metadata,
             Object::PersistentVolumeClaim(o) => &mut o.metadata,
             Object::StorageClass(o) => &mut o.metadata,
+            Object::Namespace(o) => &mut o.metadata,
         }
     }
 
@@ -191,6 +198,7 @@ impl Object {
             Kind::PersistentVolume => Object::PersistentVolume(typed(kind, value)?),
             Kind::PersistentVolumeClaim => Object::PersistentVolumeClaim(typed(kind, value)?),
             Kind::StorageClass => Object::StorageClass(typed(kind, value)?),
+            Kind::Namespace => Object::Namespace(typed(kind, value)?),
         };
         object.strip();
         Ok(object)
@@ -208,6 +216,7 @@ impl Object {
             Object::PersistentVolume(o) => serde_json::to_value(o),
             Object::PersistentVolumeClaim(o) => serde_json::to_value(o),
             Object::StorageClass(o) => serde_json::to_value(o),
+            Object::Namespace(o) => serde_json::to_value(o),
         };
         r.unwrap_or(Value::Null)
     }
@@ -262,6 +271,12 @@ impl Object {
                         c.args = None;
                     }
                 }
+            }
+            // Only the labels matter (pod-affinity namespaceSelectors).
+            Object::Namespace(n) => {
+                n.metadata.annotations = None;
+                n.spec = None;
+                n.status = None;
             }
             _ => {}
         }

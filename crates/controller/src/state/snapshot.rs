@@ -119,7 +119,20 @@ impl ClusterState {
                 continue;
             }
             match nodewright_api::workload::pod_from_api(p) {
-                Ok(pod) => s.pods.push(pod),
+                Ok(mut pod) => {
+                    // A pod nominated to a claim holds its place there: the solve counts
+                    // it on that claim instead of launching for it again.
+                    if !bound && let Some(c) = self.nominated_claim(key, now) {
+                        pod.node_name = Some(
+                            c.status
+                                .as_ref()
+                                .and_then(|s| s.node_name.clone())
+                                .or_else(|| c.metadata.name.clone())
+                                .unwrap_or_default(),
+                        );
+                    }
+                    s.pods.push(pod)
+                }
                 Err(e) => problems.push(format!("Pod {key}: {e}")),
             }
         }
@@ -135,6 +148,11 @@ impl ClusterState {
                 Err(e) => problems.push(e),
             }
         }
+        s.namespaces = self
+            .namespaces
+            .iter()
+            .map(|(name, n)| (name.clone(), n.metadata.labels.clone().unwrap_or_default()))
+            .collect();
         s.persistent_volumes = self.pvs.values().map(convert::pv).collect();
         s.persistent_volume_claims = self.pvcs.values().map(convert::pvc).collect();
         s.storage_classes = self

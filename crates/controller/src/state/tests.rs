@@ -93,3 +93,38 @@ fn in_flight_claims_count_until_the_watch_reports_them() {
     assert_eq!(s.all_claims().count(), 1);
     assert_eq!(s.in_flight_count(), 0);
 }
+
+#[test]
+fn nominations_follow_their_pods_and_claims() {
+    let mut s = ClusterState::default();
+    let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    s.apply(WatchEvent::Apply(pod(unschedulable("b"))));
+    let claim: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde"},
+        "spec": {"requirements": [], "nodeClassRef":
+            {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    }))
+    .unwrap();
+    s.record_created(claim);
+    s.nominate("default/a", "default-abcde", t0);
+    s.nominate("default/b", "default-abcde", t0);
+    s.nominate("default/c", "default-gone1", t0);
+    // In flight: the nomination holds however long the launch takes.
+    let later = t0.plus(std::time::Duration::from_secs(600));
+    assert!(s.nominated_claim("default/a", later).is_some());
+    // A claim that does not exist holds nothing.
+    assert!(s.nominated_claim("default/c", t0).is_none());
+    // A relist without pod b drops its nomination.
+    s.apply(WatchEvent::Init(Kind::Pod));
+    s.apply(WatchEvent::InitApply(pod(unschedulable("a"))));
+    s.apply(WatchEvent::InitDone(Kind::Pod));
+    assert!(s.nominations.contains_key("default/a"));
+    assert!(!s.nominations.contains_key("default/b"));
+    // Bound, the pod no longer needs it.
+    let mut bound = unschedulable("a");
+    bound["spec"]["nodeName"] = json!("n1");
+    s.apply(WatchEvent::Apply(pod(bound)));
+    assert!(s.nominated_claim("default/a", t0).is_none());
+}

@@ -34,7 +34,14 @@ fn tainted(h: &Harness, node: &str) -> bool {
 
 fn disruptor(h: &Harness) -> Disruptor {
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    Disruptor::new(h.state.clone(), w, h.cloud.clone(), h.clock)
+    Disruptor::new(
+        h.state.clone(),
+        w,
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    )
 }
 
 #[tokio::test(start_paused = true)]
@@ -123,7 +130,14 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     w.patch_nodeclaim_status(&name, &status).await.unwrap();
 
     let d = disruptor(&h);
-    let life = Lifecycle::new(h.state.clone(), w, h.cloud.clone(), h.clock);
+    let life = Lifecycle::new(
+        h.state.clone(),
+        w,
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     assert!(tainted(&h, "n1"));

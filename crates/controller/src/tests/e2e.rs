@@ -32,8 +32,22 @@ fn node(h: &Harness, name: &str) -> k8s_openapi::api::core::v1::Node {
 fn parts(h: &Harness) -> (Provisioner, Lifecycle) {
     let w: Arc<dyn KubeWriter> = h.api.clone();
     (
-        Provisioner::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock),
-        Lifecycle::new(h.state.clone(), w, h.cloud.clone(), h.clock),
+        Provisioner::new(
+            h.state.clone(),
+            w.clone(),
+            h.cloud.clone(),
+            h.clock,
+            h.metrics.clone(),
+            h.events.clone(),
+        ),
+        Lifecycle::new(
+            h.state.clone(),
+            w,
+            h.cloud.clone(),
+            h.clock,
+            h.metrics.clone(),
+            h.events.clone(),
+        ),
     )
 }
 
@@ -326,8 +340,22 @@ async fn losing_the_lease_stops_writes() {
     h.api.mark_synced();
     let (tx, rx) = watch::channel(false);
     let gated: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), rx));
-    let prov = Provisioner::new(h.state.clone(), gated.clone(), h.cloud.clone(), h.clock);
-    let life = Lifecycle::new(h.state.clone(), gated, h.cloud.clone(), h.clock);
+    let prov = Provisioner::new(
+        h.state.clone(),
+        gated.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    let life = Lifecycle::new(
+        h.state.clone(),
+        gated,
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
 
     let p = prov.provision().await.unwrap();
     assert!(p.created.is_empty());

@@ -20,6 +20,7 @@ fn collector(h: &Harness, leader: bool) -> GarbageCollector {
         h.cloud.clone(),
         h.clock,
         watch::channel(leader).1,
+        h.metrics.clone(),
     )
 }
 
@@ -103,6 +104,16 @@ async fn a_claim_whose_instance_is_gone_is_deleted_unless_its_node_is_ready() {
         panic!()
     };
     assert!(claim.metadata.deletion_timestamp.is_some());
+    let text = h.metrics.encode();
+    let line = text
+        .lines()
+        .find(|l| {
+            l.starts_with("karpenter_nodeclaims_disrupted_total{")
+                && l.contains("reason=\"garbage_collected\"")
+        })
+        .unwrap_or_else(|| panic!("no garbage_collected disruption in\n{text}"));
+    assert!(line.contains("nodepool=\"default\""), "{line}");
+    assert!(line.ends_with(" 1"), "{line}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -30,6 +30,7 @@ const EVICTION_201: &str = include_str!("../../tests/fixtures/eviction-201.json"
 const NOT_FOUND: &str = include_str!("../../tests/fixtures/not-found-404.json");
 const NODEPOOL: &str = include_str!("../../tests/fixtures/nodepool-patch-response.json");
 const NODECLASS: &str = include_str!("../../tests/fixtures/ec2nodeclass-status-response.json");
+const POD_DELETED: &str = include_str!("../../tests/fixtures/pod-delete-200.json");
 
 async fn handler(
     State(log): State<Log>,
@@ -58,6 +59,7 @@ async fn handler(
             (StatusCode::CREATED, EVICTION_201)
         }
         (_, p) if p.contains("default-gone1") => (StatusCode::NOT_FOUND, NOT_FOUND),
+        ("DELETE", "/api/v1/namespaces/default/pods/web") => (StatusCode::OK, POD_DELETED),
         ("PATCH", p) if p.starts_with("/apis/karpenter.sh/v1/nodeclaims/") => {
             (StatusCode::OK, CREATED)
         }
@@ -265,4 +267,28 @@ async fn nodepool_and_nodeclass_writes_are_merge_patches_on_the_right_paths() {
         json!({"id": "subnet-0123456789abcdef0", "zone": "us-west-2a", "zoneID": "usw2-az1"})
     );
     assert_eq!(seen[2].body["status"]["instanceProfile"], "demo_1234567890");
+}
+
+#[tokio::test]
+async fn a_pod_is_deleted_with_the_grace_period_asked_for() {
+    let (api, log) = server().await;
+    api.delete_pod("default", "web", Some(7)).await.unwrap();
+    let e = api
+        .delete_pod("default", "default-gone1", Some(0))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen[0].method, "DELETE");
+    assert_eq!(seen[0].path, "/api/v1/namespaces/default/pods/web");
+    assert_eq!(seen[0].content_type, "application/json");
+    // DeleteOptions in the body: only the grace period, so the pod's own propagation and
+    // preconditions stay the API server's defaults.
+    assert_eq!(seen[0].body, json!({"gracePeriodSeconds": 7}));
+    // The API refuses nothing below zero, but 0 skips the kubelet: never less than 1 s.
+    assert_eq!(
+        seen[1].path,
+        "/api/v1/namespaces/default/pods/default-gone1"
+    );
+    assert_eq!(seen[1].body, json!({"gracePeriodSeconds": 1}));
 }

@@ -7,13 +7,16 @@ mod gc;
 mod kube_api;
 mod status;
 mod termination;
+mod wiring;
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::events::MemoryEvents;
 use crate::memory::MemoryApi;
+use crate::metrics::Metrics;
 use crate::state::{ClusterState, Kind, SharedState};
 use cloud::TestCloud;
 use nodewright_core::time::Timestamp;
@@ -23,6 +26,8 @@ pub struct Harness {
     pub api: Arc<MemoryApi>,
     pub cloud: Arc<TestCloud>,
     pub clock: Clock,
+    pub metrics: Arc<Metrics>,
+    pub events: Arc<MemoryEvents>,
 }
 
 impl Harness {
@@ -36,6 +41,8 @@ impl Harness {
             api,
             cloud: Arc::new(TestCloud::new()),
             clock,
+            metrics: Arc::new(Metrics::new()),
+            events: Arc::new(MemoryEvents::new()),
         }
     }
 

@@ -18,8 +18,22 @@ pub async fn initialized_node(h: &Harness) -> String {
     h.pending_pod("seed", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
-    let life = Lifecycle::new(h.state.clone(), w, h.cloud.clone(), h.clock);
+    let prov = Provisioner::new(
+        h.state.clone(),
+        w.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    let life = Lifecycle::new(
+        h.state.clone(),
+        w,
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
     let name = prov.provision().await.unwrap().created[0].clone();
     life.reconcile_all().await;
     let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &name) else {
@@ -85,8 +99,22 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
     h.api.put_value(Kind::Pdb, pdb(0));
 
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let life = Lifecycle::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
-    let term = Termination::new(h.state.clone(), w.clone(), h.cloud.clone(), h.clock);
+    let life = Lifecycle::new(
+        h.state.clone(),
+        w.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    let term = Termination::new(
+        h.state.clone(),
+        w.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
 
     w.delete_nodeclaim(&claim).await.unwrap();
     life.reconcile_all().await; // deletes the node (held by its finalizer)

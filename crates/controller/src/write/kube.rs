@@ -72,6 +72,17 @@ pub fn eviction_body(namespace: &str, name: &str) -> Value {
     })
 }
 
+/// DeleteOptions for a pod: the grace period, when given, clamped to the API's range (a
+/// negative value is not allowed; 0 would mean "immediately" and skip the kubelet's cleanup,
+/// so the drain never asks for less than 1 s).
+pub fn pod_delete_params(grace_period_seconds: Option<i64>) -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: grace_period_seconds
+            .map(|g| u32::try_from(g.max(1)).unwrap_or(u32::MAX)),
+        ..DeleteParams::default()
+    }
+}
+
 /// The status subresource patch of a NodeClaim.
 pub fn status_patch<T: serde::Serialize>(status: &T) -> Value {
     json!({ "status": status })
@@ -225,5 +236,18 @@ impl KubeWriter for KubeApi {
             .await
             .map(drop)
             .map_err(|e| classify("EC2NodeClass", name, e))
+    }
+
+    async fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        grace_period_seconds: Option<i64>,
+    ) -> Result<(), WriteError> {
+        Api::<Pod>::namespaced(self.client.clone(), namespace)
+            .delete(name, &pod_delete_params(grace_period_seconds))
+            .await
+            .map(drop)
+            .map_err(|e| classify("Pod", &format!("{namespace}/{name}"), e))
     }
 }

@@ -5,6 +5,7 @@
 //! single-node consolidation); a node claimed by one method is not offered to the next, and
 //! every simulation treats already-claimed nodes as gone.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
@@ -18,6 +19,11 @@ use crate::model::{ConsolidationPolicy, DisruptionReason, NodeClaim, Pod, Snapsh
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub features: Features,
+    /// Simulate only the single-node candidates that could become this round's command; the
+    /// others get a `not-simulated` verdict (or `budget-exhausted` when their NodePool has
+    /// no budget left). The commands are the same either way: callers that never show
+    /// verdicts (the simulator) skip simulations whose only use is the verdict.
+    pub only_actionable: bool,
 }
 
 /// What happens to one node this round, or why nothing does.
@@ -303,6 +309,7 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     // Multi-node: the longest prefix that consolidates, found by binary search.
     let mut multi: Option<(usize, Command)> = None;
     let (mut lo, mut hi) = (2usize, consolidatable.len());
+    let taken_before_multi = taken.clone();
     let multi_snapshot = (lo <= hi).then(|| without_taken(snapshot, &taken));
     let multi_sim = multi_snapshot.as_ref().map(|s| prepare(simulator, s));
     while let Some(sim) = multi_sim.as_ref().filter(|_| lo <= hi) {
@@ -338,7 +345,10 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     // saving within budget. One node is all a single-node command takes, so any candidate whose
     // NodePool still has a node of budget left (after the multi-node command) may act, not only
     // the prefix the multi-node search was limited to.
-    let reduced = without_taken(snapshot, &taken);
+    // The single-node simulations run over the same snapshot as the multi-node search when
+    // that search took nothing: the compiled cluster is reused.
+    let reuse = taken == taken_before_multi;
+    let reduced = (!reuse || multi_sim.is_none()).then(|| without_taken(snapshot, &taken));
     let mut best: Option<(usize, Command)> = None;
     let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
     let within = consolidatable.len();
@@ -358,9 +368,12 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
                 > 0
         })
         .collect();
-    let open: Vec<usize> = (0..evaluated.len())
+    let untaken: Vec<usize> = (0..evaluated.len())
         .filter(|&i| !taken.contains(&evaluated[i].node.name))
         .collect();
+    let (open, unsimulated): (Vec<usize>, Vec<usize>) = untaken
+        .into_iter()
+        .partition(|&i| !settings.only_actionable || (!multi_found && budget_left[i]));
     let sims = if open.is_empty() {
         Vec::new()
     } else {
@@ -368,8 +381,28 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
             .iter()
             .map(|&i| consolidation::job(&[evaluated[i]]))
             .collect();
-        prepare(simulator, &reduced).simulate_all(&jobs)
+        match (&reduced, &multi_sim) {
+            (Some(r), _) => prepare(simulator, r).simulate_all(&jobs),
+            (None, Some(sim)) => sim.simulate_all(&jobs),
+            (None, None) => unreachable!("a snapshot is prepared whenever none is reused"),
+        }
     };
+    for i in unsimulated {
+        let name = evaluated[i].node.name.clone();
+        let v = if budget_left[i] {
+            Verdict {
+                node: name.clone(),
+                code: "not-simulated".into(),
+                message: "not simulated: it could not be this round's command".into(),
+            }
+        } else {
+            let binding = budgets
+                .remaining(&evaluated[i].nodepool.name, DisruptionReason::Underutilized)
+                .1;
+            exhausted(&name, &binding, DisruptionReason::Underutilized)
+        };
+        verdicts.entry(name).or_insert(v);
+    }
     for (&i, sim) in open.iter().zip(&sims) {
         let c = evaluated[i];
         let one = [c];
@@ -487,15 +520,15 @@ fn expiring_target(
 
 /// A copy of the snapshot without the nodes (and their pods' bindings) already claimed, so
 /// later simulations do not place pods on nodes that are going away.
-fn without_taken(snapshot: &Snapshot, taken: &BTreeSet<String>) -> Snapshot {
+fn without_taken<'s>(snapshot: &'s Snapshot, taken: &BTreeSet<String>) -> Cow<'s, Snapshot> {
     if taken.is_empty() {
-        return snapshot.clone();
+        return Cow::Borrowed(snapshot);
     }
     let mut s = snapshot.clone();
     s.nodes.retain(|n| !taken.contains(&n.name));
     s.pods
         .retain(|p: &Pod| p.node_name.as_ref().is_none_or(|n| !taken.contains(n)));
-    s
+    Cow::Owned(s)
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ fn errors_name_the_file_the_step_and_the_field() {
     );
     assert_eq!(
         err("steps:\n  - { delete: Service/x }\n"),
-        "demo.yaml: steps[0].delete: kind \"Service\" is not supported (supported: NodePool, EC2NodeClass, Provisioner, AWSNodeTemplate, Deployment, StatefulSet, Job, Pod, DaemonSet)"
+        "demo.yaml: steps[0].delete: kind \"Service\" is not supported (supported: NodePool, EC2NodeClass, Provisioner, AWSNodeTemplate, Deployment, StatefulSet, Job, Pod, DaemonSet, PodDisruptionBudget, StorageClass)"
     );
     assert_eq!(
         err("steps:\n  - { interrupt: node-1, zone: us-east-1a }\n"),
@@ -159,7 +159,7 @@ fn cloud_and_manifest_errors_point_at_the_field() {
     );
     assert_eq!(
         err("manifests:\n  - inline: { apiVersion: v1, kind: Service, metadata: { name: s } }\n"),
-        "demo.yaml: manifests[0]: demo.yaml:manifests[0].inline[0] Service/s: kind \"Service\" is not supported in scenarios (supported: NodePool, EC2NodeClass, Provisioner, AWSNodeTemplate, Deployment, StatefulSet, Job, Pod, DaemonSet)"
+        "demo.yaml: manifests[0]: demo.yaml:manifests[0].inline[0] Service/s: kind \"Service\" is not supported in scenarios (supported: NodePool, EC2NodeClass, Provisioner, AWSNodeTemplate, Deployment, StatefulSet, Job, Pod, DaemonSet, PodDisruptionBudget, StorageClass)"
     );
     assert_eq!(
         err("manifests:\n  - inline: { kind: Pod, metadata: {} }\n"),

@@ -306,6 +306,7 @@ fn spot_to_spot_needs_the_feature_gate_and_fifteen_options() {
             features: Features {
                 spot_to_spot_consolidation: true,
             },
+            ..Settings::default()
         },
     );
     assert_eq!(
@@ -517,6 +518,18 @@ mod properties {
             }
             prop_assert!(disrupted <= budget, "budget {} exceeded: {}", budget, disrupted);
             prop_assert_eq!(p.verdicts.len(), specs.len());
+        }
+
+        #[test]
+        fn simulating_only_actionable_candidates_gives_the_same_commands(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
+            let c = build(&specs, budget);
+            let only = Settings { only_actionable: true, ..Settings::default() };
+            prop_assert_eq!(&plan(&c.0, &FirstFit, only).commands, &c.plan().commands);
+            let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+            prop_assert_eq!(
+                &plan(&c.0, &engine, only).commands,
+                &plan(&c.0, &engine, Settings::default()).commands
+            );
         }
     }
 }

@@ -1,0 +1,127 @@
+//! Every cloud call a loop makes goes through [`MeteredCloud`], which times it and counts its
+//! failures under upstream's `karpenter_cloudprovider_duration_seconds` and
+//! `karpenter_cloudprovider_errors_total`, labelled with the calling controller, upstream's
+//! method name and the provider.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched};
+use nodewright_core::model::InstanceType;
+
+use crate::metrics::Metrics;
+
+pub struct MeteredCloud {
+    inner: Arc<dyn CloudProvider>,
+    metrics: Arc<Metrics>,
+    controller: &'static str,
+}
+
+/// The `error` label: upstream's error type names for the errors the controller branches on.
+pub fn error_label(e: &CloudError) -> &'static str {
+    match e {
+        CloudError::InsufficientCapacity { .. } => "InsufficientCapacityError",
+        CloudError::NotFound { .. } => "NodeClaimNotFoundError",
+        CloudError::NodeClassNotReady { .. } => "NodeClassNotReadyError",
+        CloudError::InvalidRequest(_) => "InvalidRequestError",
+        CloudError::Api { .. } => "CloudProviderError",
+    }
+}
+
+impl MeteredCloud {
+    /// Wraps `inner` for the loop named `controller` (upstream's controller names).
+    pub fn wrap(
+        inner: Arc<dyn CloudProvider>,
+        metrics: Arc<Metrics>,
+        controller: &'static str,
+    ) -> Arc<dyn CloudProvider> {
+        Arc::new(MeteredCloud {
+            inner,
+            metrics,
+            controller,
+        })
+    }
+
+    fn record<T>(&self, method: &str, started: Instant, r: &Result<T, CloudError>) {
+        self.metrics.cloudprovider_call_from(
+            self.controller,
+            method,
+            self.inner.name(),
+            started.elapsed().as_secs_f64(),
+            r.as_ref().err().map(error_label),
+        );
+    }
+}
+
+#[async_trait]
+impl CloudProvider for MeteredCloud {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    async fn reconcile_node_class(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.reconcile_node_class(class).await;
+        self.record("ReconcileNodeClass", t, &r);
+        r
+    }
+
+    async fn instance_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Vec<InstanceType>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.instance_types(class).await;
+        self.record("GetInstanceTypes", t, &r);
+        r
+    }
+
+    async fn create(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Launched, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.create(claim, class).await;
+        self.record("Create", t, &r);
+        r
+    }
+
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        let t = Instant::now();
+        let r = self.inner.delete(provider_id).await;
+        self.record("Delete", t, &r);
+        r
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.get(provider_id).await;
+        self.record("Get", t, &r);
+        r
+    }
+
+    async fn list(&self) -> Result<Vec<Instance>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.list().await;
+        self.record("List", t, &r);
+        r
+    }
+
+    async fn is_drifted(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.is_drifted(claim, class).await;
+        self.record("IsDrifted", t, &r);
+        r
+    }
+}

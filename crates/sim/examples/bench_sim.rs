@@ -1,0 +1,55 @@
+//! `cargo run --release -p nodewright-sim --example bench_sim -- NODES HOURS`: the
+//! simulator benchmark without the command-line crate (which also builds the AWS SDK).
+//! `-- FILE.yaml` runs a scenario file and prints its timeline and summary instead.
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(path) = args.get(1).filter(|a| a.ends_with(".yaml")) {
+        let text = std::fs::read_to_string(path).expect("readable scenario");
+        let source = nodewright_sim::scenario::FileSource {
+            base: std::path::Path::new(path)
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .to_path_buf(),
+        };
+        let scenario = nodewright_sim::scenario::parse_scenario(path, &text, &source)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let catalog = nodewright_aws_model::catalog::embedded().expect("embedded catalog");
+        let report = nodewright_sim::run(&scenario, &catalog, &mut |_| {}).expect("runs");
+        print!("{}", nodewright_sim::report::timeline_text(&report));
+        print!("{}", nodewright_sim::report::summary_text(&report));
+        for v in &report.violations {
+            println!("violation: {v}");
+        }
+        return;
+    }
+    let nodes = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let hours = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(2);
+    let spec = nodewright_sim::bench::BenchSpec {
+        nodes,
+        hours,
+        seed: 1,
+    };
+    let text = nodewright_sim::bench::scenario_yaml(&spec);
+    let scenario = nodewright_sim::scenario::parse_scenario(
+        "bench-sim.yaml",
+        &text,
+        &std::collections::BTreeMap::<&str, &str>::new(),
+    )
+    .expect("the generated scenario parses");
+    let catalog = nodewright_aws_model::catalog::embedded().expect("embedded catalog");
+    let started = std::time::Instant::now();
+    let report = nodewright_sim::run(&scenario, &catalog, &mut |_| {}).expect("runs");
+    let w = report.work;
+    println!(
+        "{nodes} nodes {hours} h: {:.2} s, steps {}, solves {} (+{} skipped), plans {} (+{} skipped), peak nodes {}, violations {}",
+        started.elapsed().as_secs_f64(),
+        w.steps,
+        w.solves,
+        w.solves_skipped,
+        w.plans,
+        w.plans_skipped,
+        report.summary.max_nodes,
+        report.violations.len()
+    );
+}

@@ -1,0 +1,243 @@
+//! PodDisruptionBudgets and StatefulSet volumes in scenarios: evictions a budget refuses, the
+//! NodePool's terminationGracePeriod overriding them, volumes pinning replicas to a zone, and
+//! errors for bad manifests.
+
+use std::collections::BTreeMap;
+
+use nodewright_sim::RunReport;
+use nodewright_sim::scenario::parse_scenario;
+
+const CLASS: &str = r#"
+  - inline:
+      apiVersion: karpenter.k8s.aws/v1
+      kind: EC2NodeClass
+      metadata: { name: default }
+      spec:
+        amiSelectorTerms: [{ alias: al2023@latest }]
+        role: node-role
+        subnetSelectorTerms: [{ tags: { demo: "true" } }]
+        securityGroupSelectorTerms: [{ tags: { demo: "true" } }]
+  - inline:
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: { name: default }
+      spec:
+        template:
+          spec:
+            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: default }
+            requirements:
+              - { key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m] }
+              - { key: karpenter.k8s.aws/instance-cpu, operator: In, values: ["8"] }
+              - { key: karpenter.sh/capacity-type, operator: In, values: [on-demand] }
+              - { key: kubernetes.io/arch, operator: In, values: [amd64] }
+            TGP
+        disruption: { consolidationPolicy: WhenEmpty, consolidateAfter: Never }
+  - inline:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: app, namespace: default }
+      spec:
+        replicas: 4
+        selector: { matchLabels: { app: app } }
+        template:
+          metadata: { labels: { app: app } }
+          spec:
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "1" } } }]
+"#;
+
+fn pdb(spec: &str) -> String {
+    format!(
+        "\n  - inline:\n      apiVersion: policy/v1\n      kind: PodDisruptionBudget\n      metadata: {{ name: app, namespace: default }}\n      spec: {spec}\n"
+    )
+}
+
+fn run(text: &str) -> Result<RunReport, String> {
+    let s = parse_scenario(
+        "test.yaml",
+        text,
+        &BTreeMap::<&'static str, &'static str>::new(),
+    )
+    .map_err(|e| e.to_string())?;
+    let catalog = nodewright_aws_model::catalog::embedded().unwrap();
+    nodewright_sim::run(&s, &catalog, &mut |_| {}).map_err(|e| e.to_string())
+}
+
+fn with_pdb(tgp: &str, budget: Option<&str>, steps: &str, until: &str) -> String {
+    let mut manifests = CLASS.replace("TGP", tgp);
+    if let Some(b) = budget {
+        manifests.push_str(&pdb(b));
+    }
+    format!("until: {until}\nmanifests:{manifests}\nsteps:\n{steps}")
+}
+
+fn lines(r: &RunReport, kind: &str) -> Vec<String> {
+    r.timeline
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.message.clone())
+        .collect()
+}
+
+#[test]
+fn a_drain_evicts_only_what_the_budget_allows_and_waits_for_the_rest() {
+    // An interruption drains the only node; with at most one pod unavailable, one pod goes
+    // and the other three wait (their replacements have nowhere to run until a new node is
+    // Ready).
+    let steps = "  - { at: 2m, interrupt: any, count: 1 }\n";
+    let held = run(&with_pdb(
+        "",
+        Some("{ maxUnavailable: 1, selector: { matchLabels: { app: app } } }"),
+        steps,
+        "3m",
+    ))
+    .unwrap();
+    assert!(held.violations.is_empty(), "{:#?}", held.violations);
+    let drains = lines(&held, "draining");
+    assert!(
+        drains[0].contains("1 pod(s) evicted") && drains[0].contains("3 held back"),
+        "{drains:?}"
+    );
+    assert_eq!(lines(&held, "eviction-refused").len(), 3);
+    // Once the first replacement runs, the budget lets the next pod go.
+    assert!(!lines(&held, "evicted").is_empty(), "{:#?}", held.timeline);
+
+    let free = run(&with_pdb("", None, steps, "3m")).unwrap();
+    assert!(lines(&free, "draining")[0].contains("4 pod(s) evicted"));
+    assert!(lines(&free, "eviction-refused").is_empty());
+}
+
+#[test]
+fn the_termination_grace_period_overrides_a_budget_that_never_allows_eviction() {
+    // The node expires at 3m; no pod may ever be evicted, so the drain waits until the
+    // NodePool's terminationGracePeriod (1m) leaves just the pods' 30 s grace, then deletes them.
+    let r = run(&with_pdb(
+        "expireAfter: 3m\n            terminationGracePeriod: 1m",
+        Some("{ maxUnavailable: 0, selector: { matchLabels: { app: app } } }"),
+        "",
+        "6m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let forced: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "evicted" && e.message.contains("terminationGracePeriod"))
+        .collect();
+    assert_eq!(forced.len(), 4, "{:#?}", r.timeline);
+    // Expired at 3:00 plus a few seconds of launch, deadline one minute on, less 30 s grace.
+    assert!(
+        forced.iter().all(|e| e.at.as_secs() >= 3 * 60 + 30),
+        "{forced:?}"
+    );
+    assert!(
+        !lines(&r, "disrupted").is_empty(),
+        "the node goes in the end"
+    );
+}
+
+#[test]
+fn bad_budgets_name_the_file_the_step_the_object_and_the_field() {
+    let step = |spec: &str, api: &str| {
+        format!(
+            "{}  - at: 1m\n    apply:\n      - inline:\n          apiVersion: {api}\n          kind: PodDisruptionBudget\n          metadata: {{ name: bad, namespace: default }}\n          spec: {spec}\n",
+            with_pdb("", None, "", "2m")
+        )
+    };
+    let both = run(&step(
+        "{ minAvailable: 1, maxUnavailable: 1, selector: { matchLabels: { app: app } } }",
+        "policy/v1",
+    ))
+    .unwrap_err();
+    assert!(both.starts_with("test.yaml: steps[0].apply: "), "{both}");
+    assert!(
+        both.contains("PodDisruptionBudget/default/bad")
+            || both.contains("PodDisruptionBudget/bad"),
+        "{both}"
+    );
+    assert!(both.contains("minAvailable and maxUnavailable"), "{both}");
+
+    let pct = run(&step(
+        "{ maxUnavailable: \"150%\", selector: { matchLabels: { app: app } } }",
+        "policy/v1",
+    ))
+    .unwrap_err();
+    assert!(pct.contains("spec.maxUnavailable"), "{pct}");
+
+    let old = run(&step("{ maxUnavailable: 1 }", "policy/v1beta1")).unwrap_err();
+    assert!(old.contains("apiVersion"), "{old}");
+}
+
+const STATEFUL: &str = r#"
+  - inline:
+      apiVersion: storage.k8s.io/v1
+      kind: StorageClass
+      metadata: { name: ebs }
+      provisioner: ebs.csi.aws.com
+      volumeBindingMode: WaitForFirstConsumer
+  - inline:
+      apiVersion: apps/v1
+      kind: StatefulSet
+      metadata: { name: db, namespace: default }
+      spec:
+        replicas: 2
+        selector: { matchLabels: { app: db } }
+        template:
+          metadata: { labels: { app: db } }
+          spec:
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "3" } } }]
+        volumeClaimTemplates:
+          - metadata: { name: data }
+            spec: { storageClassName: ebs }
+"#;
+
+#[test]
+fn a_replica_goes_back_to_its_volume_zone_after_its_node_is_interrupted() {
+    let text = format!(
+        "until: 6m\nmanifests:{}{STATEFUL}\nsteps:\n  - {{ at: 2m, interrupt: any, count: 1 }}\n",
+        CLASS.replace("TGP", "")
+    );
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let volumes = lines(&r, "volume");
+    let provisioned: Vec<&String> = volumes
+        .iter()
+        .filter(|m| m.contains("provisioned"))
+        .collect();
+    assert_eq!(provisioned.len(), 2, "{volumes:#?}");
+    let back: Vec<&String> = volumes
+        .iter()
+        .filter(|m| m.contains("rescheduled"))
+        .collect();
+    assert!(!back.is_empty(), "{:#?}", r.timeline);
+    for m in back {
+        // "... rescheduled on N in ZONE, with its volume pv-... (ZONE)"
+        let zone = m.split(" in ").nth(1).unwrap().split(',').next().unwrap();
+        assert!(m.ends_with(&format!("({zone})")), "{m}");
+    }
+    assert_eq!(r.summary.pending_at_end, 0);
+}
+
+#[test]
+fn bad_claim_templates_and_storage_classes_name_the_field() {
+    let bad_template = format!(
+        "manifests:{}{}",
+        CLASS.replace("TGP", ""),
+        STATEFUL.replace("metadata: { name: data }", "metadata: {}")
+    );
+    let e = run(&bad_template).unwrap_err();
+    assert!(
+        e.contains("StatefulSet/db") || e.contains("StatefulSet/default/db"),
+        "{e}"
+    );
+    assert!(
+        e.contains("spec.volumeClaimTemplates[0].metadata.name"),
+        "{e}"
+    );
+    let bad_mode = format!(
+        "manifests:{}{}",
+        CLASS.replace("TGP", ""),
+        STATEFUL.replace("WaitForFirstConsumer", "Later")
+    );
+    let e = run(&bad_mode).unwrap_err();
+    assert!(e.contains("volumeBindingMode"), "{e}");
+}
