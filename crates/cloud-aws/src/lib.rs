@@ -11,12 +11,16 @@
 pub mod class_input;
 pub mod clients;
 pub mod cloud;
+pub mod drift;
 pub mod error;
 pub mod instance_types;
+pub mod instances;
 pub mod launch;
 pub mod nodeclass;
 pub mod parameters;
 pub mod pricing;
+pub mod provider;
+pub mod refresh;
 
 pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
 pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};

@@ -2,6 +2,8 @@
 //! (or in-cluster config). `--cloud-provider sim` launches into the simulated cloud and runs
 //! its node agent, which creates Ready Node objects for the simulated instances, so the whole
 //! loop works on any Kubernetes API server (kind, k3d) without a cloud account.
+//! `--cloud-provider aws` launches EC2 instances; it needs a binary built with
+//! `--features aws`, which keeps the AWS SDK out of the default build.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,10 +15,15 @@ use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::settings::Settings;
 
+#[cfg(feature = "aws")]
+mod aws;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Provider {
     /// The simulated cloud (embedded AWS us-east-1 catalog) with its node agent.
     Sim,
+    /// EC2 in the region of `AWS_REGION` (binaries built with `--features aws`).
+    Aws,
 }
 
 #[derive(ClapArgs)]
@@ -25,10 +32,37 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "sim")]
     pub cloud_provider: Provider,
     #[command(flatten)]
+    pub aws: AwsArgs,
+    #[command(flatten)]
     pub settings: Settings,
 }
 
+/// Where the AWS provider sends its calls; the rest of its settings are the shared ones
+/// (`CLUSTER_NAME`, `VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`, `ISOLATED_VPC`).
+#[derive(ClapArgs, Clone, Debug, Default)]
+pub struct AwsArgs {
+    /// The AWS region (`AWS_DEFAULT_REGION` when unset).
+    #[arg(long, env = "AWS_REGION")]
+    pub aws_region: Option<String>,
+    /// Sends every AWS call to this URL instead of the regional endpoints (a local test
+    /// peer, a VPC endpoint).
+    #[arg(long, env = "AWS_ENDPOINT_URL")]
+    pub aws_endpoint_url: Option<String>,
+}
+
+#[cfg(not(feature = "aws"))]
+fn aws_unavailable() -> anyhow::Error {
+    anyhow::anyhow!(
+        "this nodewright was built without AWS support; build it with `cargo build --release --features aws` to use --cloud-provider aws"
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Refused before anything connects, so the message is the first thing a user sees.
+    #[cfg(not(feature = "aws"))]
+    if args.cloud_provider == Provider::Aws {
+        return Err(aws_unavailable());
+    }
     nodewright_controller::logging::init(&args.settings.log_level, true);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -56,6 +90,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());
                 sim
             }
+            #[cfg(feature = "aws")]
+            Provider::Aws => aws::start(&args.settings, &args.aws, &config).await?,
+            #[cfg(not(feature = "aws"))]
+            Provider::Aws => return Err(aws_unavailable()),
         };
         nodewright_controller::run::run(config, cloud, args.settings, identity).await?;
         Ok(ExitCode::SUCCESS)

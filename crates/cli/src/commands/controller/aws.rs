@@ -1,0 +1,196 @@
+//! `--cloud-provider aws`: the AWS provider built from the operator settings Karpenter's AWS
+//! provider reads (`CLUSTER_NAME`, `VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`,
+//! `ISOLATED_VPC`), the region and an optional endpoint override, with its instance types and
+//! prices refreshed in the background.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use nodewright_cloud::CloudProvider;
+use nodewright_cloud_aws::launch::ClusterInfo;
+use nodewright_cloud_aws::refresh::{self, RefreshIntervals};
+use nodewright_cloud_aws::{AwsClients, AwsCloud, AwsSettings, ClientOptions};
+use nodewright_controller::settings::Settings;
+
+use super::AwsArgs;
+
+/// The region from `--aws-region`/`AWS_REGION`, else `AWS_DEFAULT_REGION`.
+pub fn region(args: &AwsArgs, default_region: Option<String>) -> anyhow::Result<String> {
+    args.aws_region
+        .clone()
+        .or(default_region)
+        .filter(|r| !r.trim().is_empty())
+        .context("no AWS region: set AWS_REGION (or pass --aws-region)")
+}
+
+pub fn client_options(args: &AwsArgs, region: &str) -> ClientOptions {
+    ClientOptions {
+        region: region.to_string(),
+        endpoint_url: args
+            .aws_endpoint_url
+            .clone()
+            .filter(|u| !u.trim().is_empty()),
+        credentials: None,
+    }
+}
+
+/// `1.32` from the API server's version parts (`"1"`, `"32+"` on some managed clusters).
+pub fn kubernetes_version(major: &str, minor: &str) -> anyhow::Result<String> {
+    let digits = |s: &str| -> String { s.chars().take_while(char::is_ascii_digit).collect() };
+    let (major, minor) = (digits(major), digits(minor));
+    anyhow::ensure!(
+        !major.is_empty() && !minor.is_empty(),
+        "the API server reported no usable version"
+    );
+    Ok(format!("{major}.{minor}"))
+}
+
+pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSettings {
+    AwsSettings {
+        cluster_name: settings.cluster_name.clone(),
+        kubernetes_version: kubernetes_version.to_string(),
+        model: nodewright_aws_model::Settings {
+            vm_memory_overhead_percent: settings.vm_memory_overhead_percent,
+            reserved_enis: settings.reserved_enis,
+        },
+        isolated_vpc: settings.isolated_vpc,
+    }
+}
+
+/// How nodes reach the API server: `CLUSTER_ENDPOINT` (else the address the controller itself
+/// uses) and `CLUSTER_CA_BUNDLE`.
+pub fn cluster_info(settings: &Settings, api_server: &str) -> ClusterInfo {
+    let endpoint = if settings.cluster_endpoint.is_empty() {
+        api_server.trim_end_matches('/').to_string()
+    } else {
+        settings.cluster_endpoint.clone()
+    };
+    ClusterInfo {
+        endpoint,
+        ca_bundle: Some(settings.cluster_ca_bundle.clone()).filter(|c| !c.is_empty()),
+        service_cidr: None,
+    }
+}
+
+/// Launch templates no launch used for this long are deleted.
+const TEMPLATE_IDLE: Duration = Duration::from_secs(60);
+
+/// Builds the provider and starts its background tasks: instance type and price refresh,
+/// and the cleanup of unused launch templates.
+pub async fn start(
+    settings: &Settings,
+    args: &AwsArgs,
+    config: &kube::Config,
+) -> anyhow::Result<Arc<dyn CloudProvider>> {
+    let client = kube::Client::try_from(config.clone())?;
+    let region = region(args, std::env::var("AWS_DEFAULT_REGION").ok())?;
+    let clients = AwsClients::new(&client_options(args, &region)).await;
+    let info = client
+        .apiserver_version()
+        .await
+        .context("reading the Kubernetes version from the API server")?;
+    let version = kubernetes_version(&info.major, &info.minor)?;
+    tracing::info!(region = %region, kubernetes = %version, endpoint = ?args.aws_endpoint_url, "starting the AWS provider");
+    let cloud = Arc::new(
+        AwsCloud::new(clients, aws_settings(settings, &version))
+            .with_cluster_info(cluster_info(settings, &config.cluster_url.to_string())),
+    );
+    refresh::spawn(cloud.clone(), RefreshIntervals::default());
+    let templates = cloud.clone();
+    tokio::spawn(refresh::every(TEMPLATE_IDLE, move || {
+        let cloud = templates.clone();
+        async move {
+            if let Err(e) = cloud.delete_unused_launch_templates(TEMPLATE_IDLE).await {
+                tracing::warn!(error = %e, "deleting unused launch templates failed");
+            }
+        }
+    }));
+    Ok(cloud)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::super::{Args, Provider};
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(flags: &[&str]) -> Args {
+        let mut argv = vec!["nodewright"];
+        argv.extend_from_slice(flags);
+        Cli::try_parse_from(argv).expect("parses").args
+    }
+
+    #[test]
+    fn aws_flags_map_onto_the_provider_settings() {
+        let args = parse(&[
+            "--cloud-provider",
+            "aws",
+            "--cluster-name",
+            "prod",
+            "--aws-region",
+            "eu-west-1",
+            "--aws-endpoint-url",
+            "http://127.0.0.1:5000",
+            "--vm-memory-overhead-percent",
+            "0.1",
+            "--reserved-enis",
+            "2",
+            "--isolated-vpc",
+        ]);
+        assert_eq!(args.cloud_provider, Provider::Aws);
+        let region = region(&args.aws, Some("us-east-2".into())).unwrap();
+        assert_eq!(region, "eu-west-1");
+        let options = client_options(&args.aws, &region);
+        assert_eq!(
+            options.endpoint_url.as_deref(),
+            Some("http://127.0.0.1:5000")
+        );
+        assert_eq!(options.region, "eu-west-1");
+        let s = aws_settings(&args.settings, "1.32");
+        assert_eq!(s.cluster_name, "prod");
+        assert_eq!(s.kubernetes_version, "1.32");
+        assert_eq!(s.model.vm_memory_overhead_percent, 0.1);
+        assert_eq!(s.model.reserved_enis, 2);
+        assert!(s.isolated_vpc);
+    }
+
+    #[test]
+    fn nodes_join_at_the_configured_endpoint_or_the_controllers_own() {
+        let mut args = parse(&["--cloud-provider", "aws", "--cluster-name", "c"]);
+        let own = cluster_info(&args.settings, "https://10.0.0.1:6443/");
+        assert_eq!(own.endpoint, "https://10.0.0.1:6443");
+        assert_eq!(own.ca_bundle, None);
+        args.settings.cluster_endpoint = "https://ABC.gr7.us-west-2.eks.amazonaws.com".into();
+        args.settings.cluster_ca_bundle = "LS0t".into();
+        let set = cluster_info(&args.settings, "https://10.0.0.1:6443");
+        assert_eq!(set.endpoint, "https://ABC.gr7.us-west-2.eks.amazonaws.com");
+        assert_eq!(set.ca_bundle.as_deref(), Some("LS0t"));
+    }
+
+    #[test]
+    fn the_region_falls_back_and_is_required() {
+        let none = AwsArgs::default();
+        assert_eq!(
+            region(&none, Some("ap-south-1".into())).unwrap(),
+            "ap-south-1"
+        );
+        let e = region(&none, None).unwrap_err();
+        assert!(e.to_string().contains("AWS_REGION"), "{e}");
+        assert_eq!(client_options(&none, "us-east-1").endpoint_url, None);
+    }
+
+    #[test]
+    fn kubernetes_versions_from_the_api_server() {
+        assert_eq!(kubernetes_version("1", "32").unwrap(), "1.32");
+        assert_eq!(kubernetes_version("1", "31+").unwrap(), "1.31");
+        assert!(kubernetes_version("", "").is_err());
+    }
+}

@@ -1,0 +1,377 @@
+//! Whether a running instance still matches its node class, as Karpenter's AWS provider
+//! decides it. Pure: the caller fetches the instance and passes the class as the controller
+//! last resolved it (its status), and gets back the first reason found.
+//!
+//! Order: the class hash first (it needs no API call), then the image, security groups and
+//! subnet of the instance.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nodewright_api::aws::common::AmiRequirement;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_core::requirements::{Operator, Requirement};
+use thiserror::Error;
+
+use crate::instances::Ec2Instance;
+use crate::nodeclass::hash::{HASH_ANNOTATION, HASH_VERSION_ANNOTATION};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DriftReason {
+    NodeClass,
+    Ami,
+    SecurityGroup,
+    Subnet,
+}
+
+impl DriftReason {
+    /// The reason as Karpenter writes it into the `Drifted` condition.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftReason::NodeClass => "NodeClassDrift",
+            DriftReason::Ami => "AMIDrift",
+            DriftReason::SecurityGroup => "SecurityGroupDrift",
+            DriftReason::Subnet => "SubnetDrift",
+        }
+    }
+}
+
+/// The class status lacks what a check compares against; drift cannot be decided until the
+/// class is resolved again.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum DriftError {
+    #[error("no AMIs are present in the node class status")]
+    NoAmis,
+    #[error("no security groups are present in the node class status")]
+    NoSecurityGroups,
+    #[error("no subnets are present in the node class status")]
+    NoSubnets,
+}
+
+fn annotation<'a>(m: &'a Option<BTreeMap<String, String>>, key: &str) -> Option<&'a str> {
+    m.as_ref().and_then(|m| m.get(key)).map(String::as_str)
+}
+
+/// `NodeClassDrift` when the claim's class hash differs from the class's. Compared only when
+/// both carry a hash and the same hash version: a hash of another version says nothing.
+pub fn static_drift(claim: &NodeClaim, class: &EC2NodeClass) -> Option<DriftReason> {
+    let claim_ann = &claim.metadata.annotations;
+    let class_ann = &class.metadata.annotations;
+    let class_hash = annotation(class_ann, HASH_ANNOTATION)?;
+    let class_version = annotation(class_ann, HASH_VERSION_ANNOTATION)?;
+    let claim_hash = annotation(claim_ann, HASH_ANNOTATION)?;
+    let claim_version = annotation(claim_ann, HASH_VERSION_ANNOTATION)?;
+    (class_version == claim_version && class_hash != claim_hash).then_some(DriftReason::NodeClass)
+}
+
+/// Whether a node of an instance type described by `type_requirements` may run an image
+/// carrying `ami` requirements. A key the type says nothing about constrains nothing; a key
+/// it marks `DoesNotExist` is a label the node lacks.
+fn ami_serves(ami: &[AmiRequirement], type_requirements: &[Requirement]) -> bool {
+    ami.iter().all(|r| {
+        let Some(t) = type_requirements.iter().find(|t| t.key == r.key) else {
+            return true;
+        };
+        let values: Vec<&str> = match t.operator {
+            Operator::In => t.values.iter().map(String::as_str).collect(),
+            Operator::DoesNotExist => Vec::new(),
+            // The type's own labels are single values or absent; anything else is open.
+            _ => return true,
+        };
+        let wanted: BTreeSet<&str> = r.values.iter().flatten().map(String::as_str).collect();
+        let numeric = |f: fn(i64, i64) -> bool| {
+            let bound = r
+                .values
+                .iter()
+                .flatten()
+                .next()
+                .and_then(|v| v.parse().ok());
+            bound.is_some_and(|b| values.iter().any(|v| v.parse().is_ok_and(|v| f(v, b))))
+        };
+        match Operator::parse(&r.operator) {
+            Some(Operator::In) => values.iter().any(|v| wanted.contains(v)),
+            Some(Operator::NotIn) => {
+                values.is_empty() || values.iter().any(|v| !wanted.contains(v))
+            }
+            Some(Operator::Exists) => !values.is_empty(),
+            Some(Operator::DoesNotExist) => values.is_empty(),
+            Some(Operator::Gt) => numeric(|v, b| v > b),
+            Some(Operator::Lt) => numeric(|v, b| v < b),
+            Some(Operator::Gte) => numeric(|v, b| v >= b),
+            Some(Operator::Lte) => numeric(|v, b| v <= b),
+            None => false,
+        }
+    })
+}
+
+/// The first of `AMIDrift`, `SecurityGroupDrift`, `SubnetDrift` that applies to `instance`,
+/// judged against `status`. `type_requirements` are the requirements (labels) of the
+/// instance's type, which decide which of the status AMIs serve it.
+pub fn instance_drift(
+    instance: &Ec2Instance,
+    type_requirements: &[Requirement],
+    status: &EC2NodeClassStatus,
+) -> Result<Option<DriftReason>, DriftError> {
+    let amis = status.amis.as_deref().unwrap_or(&[]);
+    if amis.is_empty() {
+        return Err(DriftError::NoAmis);
+    }
+    let image = instance.instance.image_id.as_deref().unwrap_or_default();
+    let served = amis.iter().any(|a| {
+        a.id == image && ami_serves(a.requirements.as_deref().unwrap_or(&[]), type_requirements)
+    });
+    if !served {
+        return Ok(Some(DriftReason::Ami));
+    }
+
+    let groups: BTreeSet<&str> = status
+        .security_groups
+        .iter()
+        .flatten()
+        .map(|g| g.id.as_str())
+        .collect();
+    if groups.is_empty() {
+        return Err(DriftError::NoSecurityGroups);
+    }
+    let attached: BTreeSet<&str> = instance
+        .security_groups
+        .iter()
+        .map(String::as_str)
+        .collect();
+    if groups != attached {
+        return Ok(Some(DriftReason::SecurityGroup));
+    }
+
+    let subnets = status.subnets.as_deref().unwrap_or(&[]);
+    if subnets.is_empty() {
+        return Err(DriftError::NoSubnets);
+    }
+    let subnet = instance.subnet_id.as_deref().unwrap_or_default();
+    if !subnets.iter().any(|s| s.id == subnet) {
+        return Ok(Some(DriftReason::Subnet));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use nodewright_api::aws::common::{AmiStatus, SecurityGroupStatus, SubnetStatus};
+    use nodewright_cloud::{Instance, InstanceState};
+    use nodewright_core::model::CapacityType;
+
+    use super::*;
+
+    const ARCH: &str = "kubernetes.io/arch";
+    const GPU: &str = "karpenter.k8s.aws/instance-gpu-count";
+
+    fn req(key: &str, op: &str, values: &[&str]) -> AmiRequirement {
+        AmiRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
+            min_values: None,
+            extra: Default::default(),
+        }
+    }
+
+    fn ami(id: &str, reqs: Vec<AmiRequirement>) -> AmiStatus {
+        AmiStatus {
+            id: id.into(),
+            deprecated: None,
+            name: None,
+            requirements: Some(reqs),
+            extra: Default::default(),
+        }
+    }
+
+    /// AL2023-like status: a standard amd64 image, an nvidia amd64 image and an arm64 image.
+    fn status() -> EC2NodeClassStatus {
+        EC2NodeClassStatus {
+            amis: Some(vec![
+                ami(
+                    "ami-std",
+                    vec![req(ARCH, "In", &["amd64"]), req(GPU, "DoesNotExist", &[])],
+                ),
+                ami(
+                    "ami-gpu",
+                    vec![req(ARCH, "In", &["amd64"]), req(GPU, "Exists", &[])],
+                ),
+                ami("ami-arm", vec![req(ARCH, "In", &["arm64"])]),
+            ]),
+            subnets: Some(vec![SubnetStatus {
+                id: "subnet-a".into(),
+                zone: Some("us-east-1a".into()),
+                zone_id: None,
+                extra: Default::default(),
+            }]),
+            security_groups: Some(
+                ["sg-1", "sg-2"]
+                    .iter()
+                    .map(|id| SecurityGroupStatus {
+                        id: id.to_string(),
+                        name: None,
+                        extra: Default::default(),
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    fn instance(image: &str, subnet: &str, groups: &[&str]) -> Ec2Instance {
+        Ec2Instance {
+            instance: Instance {
+                provider_id: "aws:///us-east-1a/i-1".into(),
+                instance_type: "m5.large".into(),
+                zone: "us-east-1a".into(),
+                capacity_type: CapacityType::OnDemand,
+                image_id: Some(image.into()),
+                state: InstanceState::Running,
+                launched_at: None,
+                tags: Default::default(),
+            },
+            subnet_id: Some(subnet.into()),
+            security_groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn m5_large() -> Vec<Requirement> {
+        vec![
+            Requirement::single(ARCH, "amd64"),
+            Requirement::new(GPU, Operator::DoesNotExist, &[]),
+        ]
+    }
+
+    fn p3() -> Vec<Requirement> {
+        vec![
+            Requirement::single(ARCH, "amd64"),
+            Requirement::single(GPU, "1"),
+        ]
+    }
+
+    #[test]
+    fn an_instance_matching_its_class_has_not_drifted() {
+        let i = instance("ami-std", "subnet-a", &["sg-2", "sg-1"]);
+        assert_eq!(instance_drift(&i, &m5_large(), &status()), Ok(None));
+        let g = instance("ami-gpu", "subnet-a", &["sg-1", "sg-2"]);
+        assert_eq!(instance_drift(&g, &p3(), &status()), Ok(None));
+    }
+
+    #[test]
+    fn an_image_not_serving_the_type_is_ami_drift() {
+        // Gone from the status entirely.
+        let old = instance("ami-old", "subnet-a", &["sg-1", "sg-2"]);
+        assert_eq!(
+            instance_drift(&old, &m5_large(), &status()),
+            Ok(Some(DriftReason::Ami))
+        );
+        // Still in the status, but for GPU nodes or another architecture only.
+        for image in ["ami-gpu", "ami-arm"] {
+            let i = instance(image, "subnet-a", &["sg-1", "sg-2"]);
+            assert_eq!(
+                instance_drift(&i, &m5_large(), &status()),
+                Ok(Some(DriftReason::Ami)),
+                "{image}"
+            );
+        }
+        let std_on_gpu = instance("ami-std", "subnet-a", &["sg-1", "sg-2"]);
+        assert_eq!(
+            instance_drift(&std_on_gpu, &p3(), &status()),
+            Ok(Some(DriftReason::Ami))
+        );
+    }
+
+    #[test]
+    fn security_groups_must_be_the_same_set() {
+        for groups in [&["sg-1"][..], &["sg-1", "sg-2", "sg-3"], &["sg-3", "sg-4"]] {
+            let i = instance("ami-std", "subnet-a", groups);
+            assert_eq!(
+                instance_drift(&i, &m5_large(), &status()),
+                Ok(Some(DriftReason::SecurityGroup)),
+                "{groups:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_subnet_outside_the_class_is_subnet_drift_and_comes_after_the_others() {
+        let i = instance("ami-std", "subnet-z", &["sg-1", "sg-2"]);
+        assert_eq!(
+            instance_drift(&i, &m5_large(), &status()),
+            Ok(Some(DriftReason::Subnet))
+        );
+        let both = instance("ami-std", "subnet-z", &["sg-1"]);
+        assert_eq!(
+            instance_drift(&both, &m5_large(), &status()),
+            Ok(Some(DriftReason::SecurityGroup))
+        );
+    }
+
+    #[test]
+    fn an_unresolved_status_is_an_error_not_a_verdict() {
+        let i = instance("ami-std", "subnet-a", &["sg-1", "sg-2"]);
+        let mut s = status();
+        s.subnets = None;
+        assert_eq!(
+            instance_drift(&i, &m5_large(), &s),
+            Err(DriftError::NoSubnets)
+        );
+        s.security_groups = Some(vec![]);
+        assert_eq!(
+            instance_drift(&i, &m5_large(), &s),
+            Err(DriftError::NoSecurityGroups)
+        );
+        s.amis = None;
+        assert_eq!(instance_drift(&i, &m5_large(), &s), Err(DriftError::NoAmis));
+    }
+
+    #[test]
+    fn numeric_and_negative_ami_requirements() {
+        let cpu = "karpenter.k8s.aws/instance-cpu";
+        let t = vec![
+            Requirement::single(cpu, "8"),
+            Requirement::single(ARCH, "amd64"),
+        ];
+        assert!(ami_serves(&[req(cpu, "Gt", &["4"])], &t));
+        assert!(!ami_serves(&[req(cpu, "Lt", &["8"])], &t));
+        assert!(ami_serves(&[req(cpu, "Lte", &["8"])], &t));
+        assert!(ami_serves(&[req(ARCH, "NotIn", &["arm64"])], &t));
+        assert!(!ami_serves(&[req(ARCH, "NotIn", &["amd64"])], &t));
+        assert!(ami_serves(&[req("unknown/key", "In", &["x"])], &t));
+        assert!(!ami_serves(&[req(ARCH, "Bogus", &[])], &t));
+    }
+
+    fn annotated(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn the_class_hash_is_compared_only_within_one_version() {
+        let mut class = EC2NodeClass::default();
+        class.metadata.annotations =
+            annotated(&[(HASH_ANNOTATION, "111"), (HASH_VERSION_ANNOTATION, "nw1")]);
+        let mut claim = NodeClaim::default();
+        claim.metadata.annotations =
+            annotated(&[(HASH_ANNOTATION, "111"), (HASH_VERSION_ANNOTATION, "nw1")]);
+        assert_eq!(static_drift(&claim, &class), None);
+
+        claim.metadata.annotations =
+            annotated(&[(HASH_ANNOTATION, "222"), (HASH_VERSION_ANNOTATION, "nw1")]);
+        assert_eq!(static_drift(&claim, &class), Some(DriftReason::NodeClass));
+
+        // Another version (a claim launched by Karpenter itself): no verdict.
+        claim.metadata.annotations =
+            annotated(&[(HASH_ANNOTATION, "222"), (HASH_VERSION_ANNOTATION, "v4")]);
+        assert_eq!(static_drift(&claim, &class), None);
+        // No hash on either side: no verdict.
+        claim.metadata.annotations = annotated(&[(HASH_VERSION_ANNOTATION, "nw1")]);
+        assert_eq!(static_drift(&claim, &class), None);
+        class.metadata.annotations = None;
+        assert_eq!(static_drift(&NodeClaim::default(), &class), None);
+    }
+}

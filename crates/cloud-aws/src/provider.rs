@@ -1,0 +1,260 @@
+//! [`AwsCloud`] as the controller's [`CloudProvider`]: node classes resolved against EC2, SSM
+//! and IAM; instance types from the discovered catalog and current prices; launches through
+//! the fleet path; instances found, terminated and checked for drift through EC2.
+
+use async_trait::async_trait;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_aws_model::Zone;
+use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched};
+use nodewright_core::labels;
+use nodewright_core::model::InstanceType;
+use nodewright_core::requirements::Requirement;
+
+use crate::class_input::node_class_input;
+use crate::cloud::{AwsCloud, AwsCloudError, now};
+use crate::drift::{self, DriftError};
+use crate::instances;
+use crate::nodeclass::hash::{
+    HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION, nodeclass_hash,
+};
+
+fn class_name(class: &EC2NodeClass) -> String {
+    class.metadata.name.clone().unwrap_or_default()
+}
+
+/// The zones of the subnets in a class's status, sorted, without repeats.
+pub fn status_zones(status: Option<&EC2NodeClassStatus>) -> Vec<Zone> {
+    let mut zones: Vec<Zone> = status
+        .and_then(|s| s.subnets.as_deref())
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|s| {
+            Some(Zone {
+                name: s.zone.clone()?,
+                id: s.zone_id.clone(),
+            })
+        })
+        .collect();
+    zones.sort();
+    zones.dedup_by(|a, b| a.name == b.name);
+    zones
+}
+
+/// `class` with the hash annotations its spec gives now. The class controller writes the same
+/// values; computing them here keeps drift right even before that write lands.
+fn with_current_hash(class: &EC2NodeClass) -> EC2NodeClass {
+    let mut c = class.clone();
+    let ann = c.metadata.annotations.get_or_insert_with(Default::default);
+    ann.insert(HASH_ANNOTATION.to_string(), nodeclass_hash(class));
+    ann.insert(
+        HASH_VERSION_ANNOTATION.to_string(),
+        HASH_VERSION.to_string(),
+    );
+    c
+}
+
+impl AwsCloud {
+    /// The zones instance types of `class` are offered in: from its status when the class has
+    /// been resolved, else resolved now.
+    async fn class_zones(&self, class: &EC2NodeClass) -> Result<Vec<Zone>, CloudError> {
+        let zones = status_zones(class.status.as_ref());
+        if !zones.is_empty() {
+            return Ok(zones);
+        }
+        let resolved = self.resolve_node_class(class, now()).await?;
+        Ok(resolved.zones())
+    }
+
+    /// The requirements (labels) of `instance_type` as a node of `class` would carry them.
+    async fn type_requirements(
+        &self,
+        instance_type: &str,
+        class: &EC2NodeClass,
+    ) -> Result<Vec<Requirement>, CloudError> {
+        let input = node_class_input(class).map_err(AwsCloudError::from)?;
+        let discovered = self
+            .instance_types
+            .discovered()
+            .await
+            .map_err(AwsCloudError::from)?;
+        let info = discovered.info(instance_type).ok_or_else(|| {
+            CloudError::InvalidRequest(format!(
+                "instance type {instance_type} is not offered in {}",
+                self.region()
+            ))
+        })?;
+        let prices = self.pricing.prices().await;
+        nodewright_aws_model::build_instance_type(
+            info,
+            &self.settings.model,
+            &input,
+            self.region(),
+            &[],
+            prices.book(),
+        )
+        .map(|it| it.requirements)
+        .map_err(|e| CloudError::InvalidRequest(e.to_string()))
+    }
+}
+
+#[async_trait]
+impl CloudProvider for AwsCloud {
+    fn name(&self) -> &'static str {
+        "aws"
+    }
+
+    async fn reconcile_node_class(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<EC2NodeClassStatus, CloudError> {
+        let resolved = self.resolve_node_class(class, now()).await?;
+        Ok(resolved.status)
+    }
+
+    /// Without a class there is nothing to launch into: no types, so NodePools naming a
+    /// missing class are skipped rather than failing every other pool's provisioning.
+    async fn instance_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Vec<InstanceType>, CloudError> {
+        let Some(class) = class else {
+            return Ok(Vec::new());
+        };
+        let input = node_class_input(class).map_err(AwsCloudError::from)?;
+        let zones = self.class_zones(class).await?;
+        if zones.is_empty() {
+            tracing::debug!(nodeclass = %class_name(class), "no subnets resolved; no instance types");
+            return Ok(Vec::new());
+        }
+        let discovered = self
+            .instance_types
+            .discovered()
+            .await
+            .map_err(AwsCloudError::from)?;
+        let prices = self.pricing.prices().await;
+        let mut types = discovered.instance_types(
+            self.region(),
+            &self.settings.model,
+            &input,
+            &zones,
+            prices.book(),
+        );
+        // Offerings that just reported insufficient capacity stay unavailable for a while,
+        // so the scheduler plans around them instead of retrying them.
+        self.launch.unavailable().apply(&mut types, now());
+        Ok(types)
+    }
+
+    async fn create(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Launched, CloudError> {
+        self.launch(claim, class).await
+    }
+
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        instances::terminate(&self.clients, provider_id).await
+    }
+
+    async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
+        Ok(instances::get(&self.clients, provider_id).await?.instance)
+    }
+
+    async fn list(&self) -> Result<Vec<Instance>, CloudError> {
+        Ok(instances::list(&self.clients, &self.settings.cluster_name)
+            .await?
+            .into_iter()
+            .map(|i| i.instance)
+            .collect())
+    }
+
+    async fn is_drifted(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError> {
+        // A claim whose class is gone cannot be compared with anything.
+        let Some(class) = class else {
+            return Ok(None);
+        };
+        if let Some(reason) = drift::static_drift(claim, &with_current_hash(class)) {
+            return Ok(Some(reason.as_str().to_string()));
+        }
+        let Some(pid) = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .filter(|p| !p.is_empty())
+        else {
+            return Ok(None);
+        };
+        let instance = instances::get(&self.clients, pid).await?;
+        let type_name = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::INSTANCE_TYPE))
+            .cloned()
+            .unwrap_or_else(|| instance.instance.instance_type.clone());
+        let requirements = self.type_requirements(&type_name, class).await?;
+        let status = class.status.clone().unwrap_or_default();
+        drift::instance_drift(&instance, &requirements, &status)
+            .map(|r| r.map(|r| r.as_str().to_string()))
+            .map_err(|e: DriftError| CloudError::NodeClassNotReady {
+                name: class_name(class),
+                reason: e.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nodewright_api::aws::common::SubnetStatus;
+
+    use super::*;
+
+    fn subnet(id: &str, zone: Option<&str>) -> SubnetStatus {
+        SubnetStatus {
+            id: id.into(),
+            zone: zone.map(str::to_string),
+            zone_id: zone.map(|z| format!("use1-{z}")),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn zones_come_from_the_status_subnets_once_each() {
+        let status = EC2NodeClassStatus {
+            subnets: Some(vec![
+                subnet("s-1", Some("us-east-1b")),
+                subnet("s-2", Some("us-east-1a")),
+                subnet("s-3", Some("us-east-1b")),
+                subnet("s-4", None),
+            ]),
+            ..Default::default()
+        };
+        let names: Vec<String> = status_zones(Some(&status))
+            .into_iter()
+            .map(|z| z.name)
+            .collect();
+        assert_eq!(names, vec!["us-east-1a", "us-east-1b"]);
+        assert!(status_zones(None).is_empty());
+    }
+
+    #[test]
+    fn the_current_hash_replaces_a_stale_annotation() {
+        let mut class = EC2NodeClass::default();
+        class.spec.role = Some("r".into());
+        class.metadata.annotations = Some(
+            [(HASH_ANNOTATION.to_string(), "stale".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        let c = with_current_hash(&class);
+        let ann = c.metadata.annotations.unwrap();
+        assert_eq!(ann[HASH_ANNOTATION], nodeclass_hash(&class));
+        assert_eq!(ann[HASH_VERSION_ANNOTATION], HASH_VERSION);
+    }
+}
