@@ -704,8 +704,10 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
     let batching = Arc::new(BatchingFleet::with_window(
         recording.clone(),
         env.moto.clients.clone(),
-        std::time::Duration::from_millis(500),
-        std::time::Duration::from_secs(5),
+        // Wide enough that a loaded machine (moto answering slowly while the three launches
+        // resolve the class and build the template) still lands them in one batch.
+        std::time::Duration::from_secs(3),
+        std::time::Duration::from_secs(20),
     ));
     let cloud = env.cloud_with(batching);
     let class = env.class("batch", "al2023@latest", "");
