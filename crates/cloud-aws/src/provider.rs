@@ -41,8 +41,8 @@ pub fn status_zones(status: Option<&EC2NodeClassStatus>) -> Vec<Zone> {
     zones
 }
 
-/// `class` with the hash annotations its spec gives now. The class controller writes the same
-/// values; computing them here keeps drift right even before that write lands.
+/// `class` with the hash annotations its spec gives now, so drift compares against the
+/// current spec whether or not the annotation on the object has been written.
 fn with_current_hash(class: &EC2NodeClass) -> EC2NodeClass {
     let mut c = class.clone();
     let ann = c.metadata.annotations.get_or_insert_with(Default::default);
