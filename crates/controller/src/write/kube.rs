@@ -103,6 +103,26 @@ impl KubeApi {
     fn dynamic(&self, kind: Kind) -> Api<DynamicObject> {
         Api::all_with(self.client.clone(), &api_resource(kind))
     }
+
+    /// A JSON merge patch of one of our custom resources (`kind` names it in errors), on the
+    /// object itself or on its status subresource.
+    async fn merge_patch(
+        &self,
+        kind: Kind,
+        kind_name: &str,
+        name: &str,
+        body: Value,
+        status: bool,
+    ) -> Result<(), WriteError> {
+        let api = self.dynamic(kind);
+        let (params, patch) = (PatchParams::default(), Patch::Merge(body));
+        let r = if status {
+            api.patch_status(name, &params, &patch).await
+        } else {
+            api.patch(name, &params, &patch).await
+        };
+        r.map(drop).map_err(|e| classify(kind_name, name, e))
+    }
 }
 
 fn to_dynamic<T: serde::Serialize>(v: &T) -> Result<DynamicObject, WriteError> {
@@ -130,27 +150,25 @@ impl KubeWriter for KubeApi {
         name: &str,
         status: &NodeClaimStatus,
     ) -> Result<(), WriteError> {
-        self.dynamic(Kind::NodeClaim)
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(status_patch(status)),
-            )
-            .await
-            .map(drop)
-            .map_err(|e| classify("NodeClaim", name, e))
+        self.merge_patch(
+            Kind::NodeClaim,
+            "NodeClaim",
+            name,
+            status_patch(status),
+            true,
+        )
+        .await
     }
 
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
-        self.dynamic(Kind::NodeClaim)
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(patch.to_merge_patch()),
-            )
-            .await
-            .map(drop)
-            .map_err(|e| classify("NodeClaim", name, e))
+        self.merge_patch(
+            Kind::NodeClaim,
+            "NodeClaim",
+            name,
+            patch.to_merge_patch(),
+            false,
+        )
+        .await
     }
 
     async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError> {
@@ -199,27 +217,19 @@ impl KubeWriter for KubeApi {
         name: &str,
         status: &NodePoolStatus,
     ) -> Result<(), WriteError> {
-        self.dynamic(Kind::NodePool)
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(status_patch(status)),
-            )
+        self.merge_patch(Kind::NodePool, "NodePool", name, status_patch(status), true)
             .await
-            .map(drop)
-            .map_err(|e| classify("NodePool", name, e))
     }
 
     async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
-        self.dynamic(Kind::NodePool)
-            .patch(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(patch.to_merge_patch()),
-            )
-            .await
-            .map(drop)
-            .map_err(|e| classify("NodePool", name, e))
+        self.merge_patch(
+            Kind::NodePool,
+            "NodePool",
+            name,
+            patch.to_merge_patch(),
+            false,
+        )
+        .await
     }
 
     async fn patch_nodeclass_status(
@@ -227,15 +237,14 @@ impl KubeWriter for KubeApi {
         name: &str,
         status: &EC2NodeClassStatus,
     ) -> Result<(), WriteError> {
-        self.dynamic(Kind::NodeClass)
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(status_patch(status)),
-            )
-            .await
-            .map(drop)
-            .map_err(|e| classify("EC2NodeClass", name, e))
+        self.merge_patch(
+            Kind::NodeClass,
+            "EC2NodeClass",
+            name,
+            status_patch(status),
+            true,
+        )
+        .await
     }
 
     async fn delete_pod(
