@@ -2,10 +2,10 @@
 //! NodePool's terminationGracePeriod overriding them, volumes pinning replicas to a zone, and
 //! errors for bad manifests.
 
-use std::collections::BTreeMap;
-
 use nodewright_sim::RunReport;
-use nodewright_sim::scenario::parse_scenario;
+
+mod common;
+use common::run;
 
 const CLASS: &str = r#"
   - inline:
@@ -49,17 +49,6 @@ fn pdb(spec: &str) -> String {
     format!(
         "\n  - inline:\n      apiVersion: policy/v1\n      kind: PodDisruptionBudget\n      metadata: {{ name: app, namespace: default }}\n      spec: {spec}\n"
     )
-}
-
-fn run(text: &str) -> Result<RunReport, String> {
-    let s = parse_scenario(
-        "test.yaml",
-        text,
-        &BTreeMap::<&'static str, &'static str>::new(),
-    )
-    .map_err(|e| e.to_string())?;
-    let catalog = nodewright_aws_model::catalog::embedded().unwrap();
-    nodewright_sim::run(&s, &catalog, &mut |_| {}).map_err(|e| e.to_string())
 }
 
 fn with_pdb(tgp: &str, budget: Option<&str>, steps: &str, until: &str) -> String {

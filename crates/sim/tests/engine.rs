@@ -1,10 +1,10 @@
 //! The engine against small inline scenarios: cloud faults, limits, interruptions, and
 //! scenario errors found while loading manifests.
 
-use std::collections::BTreeMap;
-
 use nodewright_sim::RunReport;
-use nodewright_sim::scenario::parse_scenario;
+
+mod common;
+use common::run;
 
 const POOL: &str = r#"
   - inline:
@@ -48,17 +48,6 @@ fn scenario(limit: &str, cloud: &str, steps: &str, until: &str) -> String {
         "until: {until}\ncloud: {cloud}\nmanifests:{}\nsteps:\n{steps}",
         POOL.replace("LIMIT", limit)
     )
-}
-
-fn run(text: &str) -> Result<RunReport, String> {
-    let s = parse_scenario(
-        "test.yaml",
-        text,
-        &BTreeMap::<&'static str, &'static str>::new(),
-    )
-    .map_err(|e| e.to_string())?;
-    let catalog = nodewright_aws_model::catalog::embedded().unwrap();
-    nodewright_sim::run(&s, &catalog, &mut |_| {}).map_err(|e| e.to_string())
 }
 
 fn kinds(r: &RunReport, kind: &str) -> usize {
