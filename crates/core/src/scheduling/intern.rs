@@ -21,6 +21,8 @@ pub struct Interner {
     /// Ids in this range that `intern` found already present, recorded in order.
     watch: Option<(u32, u32)>,
     hits: Vec<u32>,
+    /// Every id `intern` returned since [`Interner::trace`], in call order.
+    trace: Option<Vec<u32>>,
 }
 
 impl Interner {
@@ -50,20 +52,47 @@ impl Interner {
         std::mem::take(&mut self.hits)
     }
 
+    /// Starts recording every id `intern` returns (see [`Interner::take_trace`]).
+    pub fn trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    /// The ids `intern` returned since [`Interner::trace`], in call order; stops recording.
+    pub fn take_trace(&mut self) -> Vec<u32> {
+        self.trace.take().unwrap_or_default()
+    }
+
     pub fn intern(&mut self, s: &str) -> u32 {
-        if let Some(id) = self.get(s) {
-            if let Some((lo, hi)) = self.watch
-                && (lo..hi).contains(&id)
-            {
-                self.hits.push(id);
+        let id = match self.get(s) {
+            Some(id) => {
+                if let Some((lo, hi)) = self.watch
+                    && (lo..hi).contains(&id)
+                {
+                    self.hits.push(id);
+                }
+                id
             }
-            return id;
+            None => {
+                let id = self.offset + self.names.len() as u32;
+                self.ids.insert(s.to_string(), id);
+                self.names.push(s.to_string());
+                self.numbers.push(s.parse::<i64>().ok());
+                id
+            }
+        };
+        if let Some(t) = &mut self.trace {
+            t.push(id);
         }
-        let id = self.offset + self.names.len() as u32;
-        self.ids.insert(s.to_string(), id);
-        self.names.push(s.to_string());
-        self.numbers.push(s.parse::<i64>().ok());
         id
+    }
+
+    /// A frozen copy of the first `n` ids, without any base layer.
+    pub fn prefix(&self, n: usize) -> Interner {
+        let mut out = Interner::new();
+        for id in 0..n as u32 {
+            out.intern(self.name(id));
+        }
+        out
     }
 
     pub fn get(&self, s: &str) -> Option<u32> {
@@ -122,5 +151,12 @@ mod tests {
         l.intern("b");
         l.intern("c");
         assert_eq!(l.take_hits(), vec![0]);
+        l.trace();
+        l.intern("c");
+        l.intern("a");
+        l.intern("d");
+        assert_eq!(l.take_trace(), vec![3, 0, 4]);
+        let p = l.prefix(3);
+        assert_eq!((p.len(), p.name(2), p.get("c")), (3, "b", None));
     }
 }

@@ -7,18 +7,23 @@
 //! their claims and their pods removed and the moving pods pending again (the lower bound
 //! aside, which it does not compute); a differential test holds it to that.
 //!
-//! Equality needs interned ids in the same relative order as a fresh compile. Ids a removed
-//! target interned first are the only ones that could move, so a target whose first-seen
-//! strings also appear elsewhere is never removed here, and a solve whose pods mention a
-//! removed target's strings is declined (`None`): the caller then solves in full.
+//! Equality needs interned ids in the same relative order as a fresh compile. Only the ids a
+//! removed target interned first can move: one that a later target also interns would be
+//! first seen there. From each target's interning sequence, recorded at compile time, a solve
+//! works out where those ids would land; when that changes nothing (the usual case: shared
+//! keys such as `karpenter.sh/initialized` are met again before anything new), the shared
+//! compile is used as it is. Otherwise the kept targets' requirements are compiled again on a
+//! layer over the ids before them (NodePools and well-known keys), which is a fresh compile of
+//! the targets without the snapshot copy or the NodePool compile.
 
 use std::collections::{BTreeSet, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::compile::ExistingC;
 use super::engine::{Engine, Options};
 use super::intern::Interner;
 use super::plan::Plan;
-use super::setup::{self, Existing, Targets};
+use super::setup::{self, Existing, Targets, World};
 use crate::model::{Pod, PodPhase, Snapshot};
 
 pub struct Prepared {
@@ -34,11 +39,20 @@ pub struct Prepared {
     pool_used: Vec<(Vec<i64>, i64)>,
     /// Per existing target, the node name whose removal takes it away.
     removed_by: Vec<Option<String>>,
-    /// Per existing target, whether dropping it could reorder the ids of what stays.
-    pinned: Vec<bool>,
-    /// Ids first interned by existing targets: `[start, end)`, and which target did.
+    /// Ids first interned by existing targets: `[start, end)`.
     fresh: (u32, u32),
-    owner: Vec<usize>,
+    /// The ids before `fresh`, which a compile of the kept targets layers on (made on demand).
+    pre: OnceLock<Arc<Interner>>,
+    /// Per id in `fresh`, the existing targets whose compile interned it, in order.
+    users: Vec<Vec<u32>>,
+    /// Per existing target, where in its interning sequence it met its first id of its own.
+    first_own: Vec<usize>,
+    /// Per existing target (and one past the last), how many targets before it own ids.
+    owning_before: Vec<u32>,
+    /// Per id in `fresh`, whether the daemons' requirements intern it.
+    daemon_hit: Vec<bool>,
+    /// The strings of the `daemon_hit` ids.
+    daemon_strings: Vec<String>,
     /// Pod keys that occur more than once in the snapshot.
     duplicate_keys: HashSet<String>,
 }
@@ -66,34 +80,33 @@ impl Prepared {
         if targets.interner.len() as u32 != end {
             return None;
         }
-        let mut owner = vec![usize::MAX; (end - start) as usize];
-        for (ei, &(a, b)) in targets.fresh.iter().enumerate() {
-            for id in a..b {
-                owner[(id - start) as usize] = ei;
-            }
-        }
-        let mut count = vec![0u32; owner.len()];
-        let mut bump = |id: u32| {
-            if (start..end).contains(&id) {
-                count[(id - start) as usize] += 1;
-            }
-        };
-        for e in targets.existing.iter() {
-            for r in &e.reqs.items {
-                bump(r.key);
-                for &v in &r.set.values {
-                    bump(v);
+        let width = (end - start) as usize;
+        let mut users: Vec<Vec<u32>> = vec![Vec::new(); width];
+        let mut first_own = vec![usize::MAX; targets.seqs.len()];
+        let mut owning_before = vec![0u32; targets.seqs.len() + 1];
+        for (ei, seq) in targets.seqs.iter().enumerate() {
+            let (a, b) = targets.fresh[ei];
+            for (i, &id) in seq.iter().enumerate() {
+                if (start..end).contains(&id) {
+                    let u = &mut users[(id - start) as usize];
+                    if u.last() != Some(&(ei as u32)) {
+                        u.push(ei as u32);
+                    }
+                }
+                if (a..b).contains(&id) && first_own[ei] == usize::MAX {
+                    first_own[ei] = i;
                 }
             }
+            owning_before[ei + 1] = owning_before[ei] + u32::from(a < b);
         }
-        let mut pinned: Vec<bool> = targets
-            .fresh
-            .iter()
-            .map(|&(a, b)| (a..b).any(|id| count[(id - start) as usize] != 1))
-            .collect();
+        let mut daemon_hit = vec![false; width];
         for id in daemon_hits {
-            pinned[owner[(id - start) as usize]] = true;
+            daemon_hit[(id - start) as usize] = true;
         }
+        let daemon_strings = (start..end)
+            .filter(|&id| daemon_hit[(id - start) as usize])
+            .map(|id| targets.interner.name(id).to_string())
+            .collect();
         let claimed: HashSet<&str> = s
             .node_claims
             .iter()
@@ -163,9 +176,13 @@ impl Prepared {
             pool_of,
             pool_used,
             removed_by,
-            pinned,
             fresh: (start, end),
-            owner,
+            pre: OnceLock::new(),
+            users,
+            first_own,
+            owning_before,
+            daemon_hit,
+            daemon_strings,
             duplicate_keys,
         })
     }
@@ -190,19 +207,19 @@ impl Prepared {
         let mut remap = vec![usize::MAX; t.existing.len()];
         let mut keep: Vec<u32> = Vec::with_capacity(t.existing.len());
         let mut removed = vec![false; t.existing.len()];
+        let mut removed_list: Vec<usize> = Vec::new();
         for (ei, by) in self.removed_by.iter().enumerate() {
             if by.as_ref().is_some_and(|n| without.contains(n)) {
-                if self.pinned[ei] {
-                    return None;
-                }
                 removed[ei] = true;
+                removed_list.push(ei);
             } else {
                 remap[ei] = keep.len();
                 keep.push(ei as u32);
             }
         }
+        let (same_order, vanished) = self.order_without(&removed, &removed_list)?;
         let mut pool_used = self.pool_used.clone();
-        for (ei, _) in removed.iter().enumerate().filter(|r| *r.1) {
+        for &ei in &removed_list {
             if let Some(pi) = self.pool_of[ei] {
                 for (u, a) in pool_used[pi].0.iter_mut().zip(&t.existing[ei].available) {
                     *u -= a;
@@ -210,26 +227,6 @@ impl Prepared {
                 pool_used[pi].1 -= 1;
             }
         }
-        let mut interner = Interner::layered(self.base.clone());
-        interner.watch(self.fresh);
-        let targets = Targets {
-            names: t.names.clone(),
-            interner,
-            pools: t.pools.clone(),
-            allow_undefined: t.allow_undefined.clone(),
-            existing: Existing {
-                all: t.existing.all.clone(),
-                keep: Some(keep.clone()),
-            },
-            existing_used: t.existing_used.subset(keep.clone()),
-            existing_ports: t.existing_ports.subset(keep),
-            hostname: t.hostname,
-            zone: t.zone,
-            capacity_type: t.capacity_type,
-            fresh: Vec::new(),
-            pool_used: Some(pool_used),
-            type_names: t.type_names.clone(),
-        };
         let stays = |list: &[(usize, usize)]| -> Vec<(&Pod, usize)> {
             list.iter()
                 .filter(|&&(_, ei)| remap[ei] != usize::MAX)
@@ -255,15 +252,21 @@ impl Prepared {
             .collect();
         order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
         let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &moving[i])).collect();
-        let mut world = setup::complete(s, targets, &schedule, &running);
-        let (lo, _) = self.fresh;
-        if world
-            .interner
-            .take_hits()
-            .iter()
-            .any(|&id| removed[self.owner[(id - lo) as usize]])
+        let shared = |recompile: bool| -> Option<World> {
+            let targets = self.kept_targets(s, &keep, pool_used.clone(), recompile)?;
+            Some(setup::complete(s, targets, &schedule, &running))
+        };
+        let mut world = shared(!same_order)?;
+        // A pod interning a string only removed targets had gets a new id in a fresh
+        // compile: after every target's, not where the shared compile has it.
+        if same_order
+            && world
+                .interner
+                .take_hits()
+                .iter()
+                .any(|id| vanished.contains(id))
         {
-            return None;
+            world = shared(true)?;
         }
         let local = Snapshot {
             pods: moving,
@@ -272,5 +275,139 @@ impl Prepared {
         let mut engine = Engine::new(&mut world, options.clone());
         let unplaced = engine.run();
         Some(engine.finish(&local, unplaced))
+    }
+
+    /// Whether a solve without `without` can use the shared compile as it is (`Some(true)`)
+    /// or compiles the kept targets again (`Some(false)`).
+    #[cfg(test)]
+    pub fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
+        let removed: Vec<bool> = self
+            .removed_by
+            .iter()
+            .map(|by| by.as_ref().is_some_and(|n| without.contains(n)))
+            .collect();
+        let list: Vec<usize> = (0..removed.len()).filter(|&i| removed[i]).collect();
+        self.order_without(&removed, &list).map(|(same, _)| same)
+    }
+
+    /// The strings the existing targets interned first, in id order.
+    #[cfg(test)]
+    pub fn target_strings(&self) -> Vec<String> {
+        (self.fresh.0..self.fresh.1)
+            .map(|id| self.base.name(id).to_string())
+            .collect()
+    }
+
+    /// Whether the ids that stay keep a fresh compile's relative order once `removed` go, and
+    /// the ids no kept target interns (they vanish); `None` when daemons would intern one of
+    /// those again, which only a full build replays.
+    fn order_without(&self, removed: &[bool], removed_list: &[usize]) -> Option<(bool, Vec<u32>)> {
+        let t = &self.targets;
+        let lo = self.fresh.0;
+        let mut same = true;
+        let mut vanished = Vec::new();
+        // Where each moved id lands in a fresh compile: (target, step in its sequence).
+        let mut last: Option<(usize, usize)> = None;
+        for &r in removed_list {
+            let (a, b) = t.fresh[r];
+            for id in a..b {
+                let at = (id - lo) as usize;
+                let Some(k) = self.users[at]
+                    .iter()
+                    .map(|&k| k as usize)
+                    .find(|&k| !removed[k])
+                else {
+                    if self.daemon_hit[at] {
+                        return None;
+                    }
+                    vanished.push(id);
+                    continue;
+                };
+                let step = t.seqs[k]
+                    .iter()
+                    .position(|&x| x == id)
+                    .expect("a user's sequence holds the id");
+                // Targets between its old owner and its new one that keep ids of their own
+                // would now come first; so would ids the new owner met before it.
+                let removed_owning = removed_list
+                    .iter()
+                    .filter(|&&x| x > r && x < k && t.fresh[x].0 < t.fresh[x].1)
+                    .count() as u32;
+                let between = self.owning_before[k] - self.owning_before[r + 1] - removed_owning;
+                if between > 0 || self.first_own[k] < step || last.is_some_and(|l| l >= (k, step)) {
+                    same = false;
+                }
+                last = Some((k, step));
+            }
+        }
+        Some((same, vanished))
+    }
+
+    /// The compiled targets without the removed ones (`keep` lists the others, in order):
+    /// the shared compile, or with `recompile` the kept targets' requirements compiled again
+    /// over the ids before them, as a fresh compile would number them.
+    fn kept_targets(
+        &self,
+        s: &Snapshot,
+        keep: &[u32],
+        pool_used: Vec<(Vec<i64>, i64)>,
+        recompile: bool,
+    ) -> Option<Targets> {
+        let t = &self.targets;
+        let (interner, existing) = if recompile {
+            let pre = self
+                .pre
+                .get_or_init(|| Arc::new(self.base.prefix(self.fresh.0 as usize)))
+                .clone();
+            let mut interner = Interner::layered(pre);
+            let all: Vec<ExistingC> = keep
+                .iter()
+                .map(|&ei| {
+                    let e = &t.existing[ei as usize];
+                    ExistingC {
+                        name: e.name.clone(),
+                        in_flight: e.in_flight,
+                        reqs: t.sources[ei as usize].reqs(s, &mut interner),
+                        taints: e.taints.clone(),
+                        available: e.available.clone(),
+                        initialized: e.initialized,
+                    }
+                })
+                .collect();
+            // The daemons then intern nothing new, as in the shared compile.
+            if self
+                .daemon_strings
+                .iter()
+                .any(|d| interner.get(d).is_none())
+            {
+                return None;
+            }
+            (interner, Existing::new(all))
+        } else {
+            let mut interner = Interner::layered(self.base.clone());
+            interner.watch(self.fresh);
+            let existing = Existing {
+                all: t.existing.all.clone(),
+                keep: Some(keep.to_vec()),
+            };
+            (interner, existing)
+        };
+        Some(Targets {
+            names: t.names.clone(),
+            interner,
+            pools: t.pools.clone(),
+            allow_undefined: t.allow_undefined.clone(),
+            existing,
+            existing_used: t.existing_used.subset(keep.to_vec()),
+            existing_ports: t.existing_ports.subset(keep.to_vec()),
+            hostname: t.hostname,
+            zone: t.zone,
+            capacity_type: t.capacity_type,
+            fresh: Vec::new(),
+            seqs: Vec::new(),
+            sources: Vec::new(),
+            pool_used: Some(pool_used),
+            type_names: t.type_names.clone(),
+        })
     }
 }

@@ -302,10 +302,31 @@ pub struct Targets {
     pub capacity_type: u32,
     /// Per existing target, the ids its labels interned first: `[start, end)`.
     pub fresh: Vec<(u32, u32)>,
+    /// Per existing target, every id its compile interned, in call order.
+    pub seqs: Vec<Vec<u32>>,
+    /// Per existing target, what it was compiled from.
+    pub sources: Vec<Source>,
     /// Per NodePool, the capacity and count of its existing targets, when already known.
     pub pool_used: Option<Vec<(Res, i64)>>,
     /// See [`type_names`], when already known.
     pub type_names: Option<Arc<TypeNames>>,
+}
+
+/// What an existing target was compiled from: an index into the snapshot's nodes or claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Node(usize),
+    Claim(usize),
+}
+
+impl Source {
+    /// The target's requirements compiled again, with `interner`.
+    pub fn reqs(self, s: &Snapshot, interner: &mut Interner) -> Reqs {
+        match self {
+            Source::Node(i) => compile::node_reqs(&s.nodes[i], interner),
+            Source::Claim(i) => compile::claim_reqs(&s.node_claims[i], interner),
+        }
+    }
 }
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.
@@ -375,9 +396,12 @@ pub fn targets(s: &Snapshot) -> Targets {
             .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
     });
     let mut fresh: Vec<(u32, u32)> = Vec::new();
+    let mut seqs: Vec<Vec<u32>> = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
     for i in nodes_sorted {
         let n = &s.nodes[i];
         let first = interner.len() as u32;
+        interner.trace();
         let init = initialized(i) || n.ready;
         let taints = n
             .taints
@@ -388,14 +412,16 @@ pub fn targets(s: &Snapshot) -> Targets {
         existing.push(ExistingC {
             name: n.name.clone(),
             in_flight: false,
-            reqs: compile::node_reqs(n, &mut interner),
+            reqs: Source::Node(i).reqs(s, &mut interner),
             taints,
             available: dense(&n.allocatable, &names),
             initialized: init,
         });
         fresh.push((first, interner.len() as u32));
+        seqs.push(interner.take_trace());
+        sources.push(Source::Node(i));
     }
-    for c in &s.node_claims {
+    for (ci, c) in s.node_claims.iter().enumerate() {
         if c.deletion_timestamp.is_some()
             || c.node_name
                 .as_deref()
@@ -431,15 +457,18 @@ pub fn targets(s: &Snapshot) -> Targets {
             continue;
         }
         let first = interner.len() as u32;
+        interner.trace();
         existing.push(ExistingC {
             name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
             in_flight: true,
-            reqs: compile::claim_reqs(c, &mut interner),
+            reqs: Source::Claim(ci).reqs(s, &mut interner),
             taints: c.taints.clone(),
             available: dense(&alloc, &names),
             initialized: false,
         });
         fresh.push((first, interner.len() as u32));
+        seqs.push(interner.take_trace());
+        sources.push(Source::Claim(ci));
     }
     let existing_used = PerTarget::new(existing.iter().map(|_| vec![0; names.len()]).collect());
     let existing_ports = PerTarget::new(existing.iter().map(|_| Vec::new()).collect());
@@ -455,6 +484,8 @@ pub fn targets(s: &Snapshot) -> Targets {
         zone,
         capacity_type,
         fresh,
+        seqs,
+        sources,
         pool_used: None,
         type_names: None,
     }

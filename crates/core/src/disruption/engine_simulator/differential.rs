@@ -108,8 +108,9 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
     s
 }
 
-/// A label every node carries, first seen on the first node: removing that node must not
-/// reorder ids, so the incremental path declines it and the full solve answers.
+/// A label every node carries, first seen on the first node and met on the others only after
+/// their hostname: removing that node would reorder ids, so those solves compile the kept
+/// targets again.
 fn with_shared_label(mut s: Snapshot) -> Snapshot {
     for (i, n) in s.nodes.iter_mut().enumerate() {
         n.labels
@@ -119,6 +120,43 @@ fn with_shared_label(mut s: Snapshot) -> Snapshot {
         p.node_selector.insert("team".into(), "b".into());
     }
     s
+}
+
+/// Labels every node carries whose keys sort before the hostname, first seen on the first
+/// node (as the lifecycle labels are): removing that node reorders nothing.
+fn with_lifecycle_labels(mut s: Snapshot) -> Snapshot {
+    for n in s.nodes.iter_mut() {
+        n.labels.insert(labels::REGISTERED.into(), "true".into());
+        n.labels.insert(labels::INITIALIZED.into(), "true".into());
+    }
+    s
+}
+
+/// The strings a fresh compile's targets intern first, in id order.
+fn fresh_target_strings(s: &Snapshot) -> Vec<String> {
+    let t = crate::scheduling::setup::targets(s);
+    let end = t.interner.len() as u32;
+    let start = t.fresh.first().map_or(end, |f| f.0);
+    (start..end)
+        .map(|id| t.interner.name(id).to_string())
+        .collect()
+}
+
+/// Where the prepared compile says its ids keep their order without `without`, they do: the
+/// strings that stay, in the shared compile's id order, are a fresh compile's.
+fn check_order(s: &Snapshot, compiled: &Prepared, without: &BTreeSet<String>) -> Option<bool> {
+    let keeps = compiled.keeps_order(without);
+    if keeps == Some(true) {
+        let fresh = fresh_target_strings(&reduced(s, without, &pods_on(s, without)));
+        let present: BTreeSet<&String> = fresh.iter().collect();
+        let shared: Vec<String> = compiled
+            .target_strings()
+            .into_iter()
+            .filter(|x| present.contains(x))
+            .collect();
+        assert_eq!(shared, fresh, "without {without:?}");
+    }
+    keeps
 }
 
 fn pods_on<'a>(s: &'a Snapshot, nodes: &BTreeSet<String>) -> Vec<&'a Pod> {
@@ -142,13 +180,17 @@ fn candidate_sets(nodes: &[Node]) -> Vec<BTreeSet<String>> {
     out
 }
 
-/// Compares both paths on every candidate set; returns how many the incremental path answered.
-fn compare(s: &Snapshot) -> (usize, usize) {
+/// Compares both paths on every candidate set; returns how many the incremental path answered
+/// and how many of those compiled the kept targets again.
+fn compare(s: &Snapshot) -> (usize, usize, usize) {
     let sim = EngineSimulator::default();
     let prepared = sim.prepare(s).expect("the cluster prepares");
     let compiled = Prepared::new(s).expect("the cluster compiles");
-    let (mut answered, mut total) = (0, 0);
+    let (mut answered, mut total, mut recompiled) = (0, 0, 0);
     for without in candidate_sets(&s.nodes) {
+        if check_order(s, &compiled, &without) == Some(false) {
+            recompiled += 1;
+        }
         let pods = pods_on(s, &without);
         let full = sim.simulate(s, &without, &pods);
         let fast = prepared.simulate(&without, &pods);
@@ -169,13 +211,13 @@ fn compare(s: &Snapshot) -> (usize, usize) {
     for (j, got) in jobs.iter().zip(all) {
         assert_eq!(got, sim.simulate(s, &j.without, &j.pods), "{:?}", j.without);
     }
-    (answered, total)
+    (answered, total, recompiled)
 }
 
 #[test]
 fn generated_clusters_simulate_the_same_incrementally() {
     for (nodes, pods, seed) in [(8, 60, 1), (20, 150, 2), (30, 400, 3), (40, 200, 4)] {
-        let (answered, total) = compare(&cluster(nodes, pods, seed));
+        let (answered, total, _) = compare(&cluster(nodes, pods, seed));
         assert_eq!(answered, total, "{nodes}/{pods}/{seed}");
     }
 }
@@ -183,17 +225,33 @@ fn generated_clusters_simulate_the_same_incrementally() {
 #[test]
 fn clusters_with_topology_simulate_the_same_incrementally() {
     for (nodes, pods, seed) in [(10, 80, 5), (25, 250, 6), (30, 500, 7)] {
-        let (answered, total) = compare(&with_topology(cluster(nodes, pods, seed)));
+        let (answered, total, _) = compare(&with_topology(cluster(nodes, pods, seed)));
         assert_eq!(answered, total, "{nodes}/{pods}/{seed}");
     }
 }
 
 #[test]
-fn a_shared_first_seen_label_falls_back_to_full_solves_and_still_agrees() {
+fn a_shared_first_seen_label_is_compiled_again_and_agrees() {
     let s = with_shared_label(cluster(16, 120, 8));
-    let (answered, total) = compare(&s);
-    // Sets without the first node are answered incrementally, the rest in full.
-    assert!(answered > 0 && answered < total, "{answered}/{total}");
+    let (answered, total, recompiled) = compare(&s);
+    assert_eq!(answered, total);
+    // Sets with the first node compile the kept targets again, the rest share the compile.
+    assert!(recompiled > 0 && recompiled < total, "{recompiled}/{total}");
+    let first: BTreeSet<String> = [s.nodes[0].name.clone()].into();
+    let c = Prepared::new(&s).unwrap();
+    assert_eq!(c.keeps_order(&first), Some(false));
+}
+
+#[test]
+fn shared_labels_met_before_anything_new_keep_the_shared_compile() {
+    for (nodes, pods, seed) in [(16, 120, 13), (24, 300, 14)] {
+        let s = with_lifecycle_labels(cluster(nodes, pods, seed));
+        let (answered, total, recompiled) = compare(&s);
+        assert_eq!((answered, recompiled), (total, 0), "{nodes}/{pods}/{seed}");
+    }
+    let s = with_shared_label(with_lifecycle_labels(with_topology(cluster(20, 200, 15))));
+    let (answered, total, _) = compare(&s);
+    assert_eq!(answered, total);
 }
 
 #[test]
@@ -208,6 +266,7 @@ fn plans_are_the_same_with_and_without_preparation() {
         cluster(30, 200, 9),
         with_topology(cluster(24, 240, 10)),
         with_shared_label(cluster(20, 160, 11)),
+        with_lifecycle_labels(with_topology(cluster(20, 160, 16))),
     ] {
         let settings = crate::disruption::plan::Settings::default();
         let fast = crate::disruption::plan::plan(&s, &EngineSimulator::default(), settings);
