@@ -13,6 +13,9 @@ use crate::model::HostPort;
 
 mod evaluate;
 mod finish;
+pub mod room;
+
+use room::Room;
 
 /// Settings of a solve.
 #[derive(Clone, Debug)]
@@ -94,8 +97,8 @@ pub struct Engine<'w> {
     pub pool_claims: Vec<i64>,
     pub placements: Vec<(usize, Tgt)>,
     /// Registered nodes and in-flight claims by free cpu: `(free millicores, existing index)`.
-    node_room: std::collections::BTreeSet<(i64, usize)>,
-    inflight_room: std::collections::BTreeSet<(i64, usize)>,
+    node_room: Room,
+    inflight_room: Room,
     /// Per class and relaxation level, existing nodes that cannot take it.
     dead_existing: Vec<Vec<Vec<u64>>>,
     /// New claims per zone value.
@@ -121,24 +124,24 @@ impl<'w> Engine<'w> {
         let np = w.pools.len();
         let r = w.names.len();
         let nc = w.classes.len();
-        // Built in bulk from sorted lists: far cheaper than one insert per target.
-        let mut node_room = Vec::with_capacity(n);
-        let mut inflight_room = Vec::new();
-        for (ei, e) in w.existing.iter().enumerate() {
-            let free = e.available.first().copied().unwrap_or(0)
-                - w.existing_used[ei].first().copied().unwrap_or(0);
-            if e.in_flight {
-                &mut inflight_room
-            } else {
-                &mut node_room
+        // A prepared cluster brings its targets already sorted; otherwise sort them here.
+        let base = w.room.clone().unwrap_or_else(|| {
+            let free: Vec<i64> = (0..n)
+                .map(|ei| {
+                    w.existing[ei].available.first().copied().unwrap_or(0)
+                        - w.existing_used[ei].first().copied().unwrap_or(0)
+                })
+                .collect();
+            let in_flight: Vec<bool> = w.existing.iter().map(|e| e.in_flight).collect();
+            let (nodes, in_flight) = room::sorted(&free, &in_flight);
+            room::RoomBase {
+                nodes,
+                in_flight,
+                hidden: Default::default(),
             }
-            .push((free, ei));
-        }
-        node_room.sort_unstable();
-        inflight_room.sort_unstable();
-        let node_room: std::collections::BTreeSet<(i64, usize)> = node_room.into_iter().collect();
-        let inflight_room: std::collections::BTreeSet<(i64, usize)> =
-            inflight_room.into_iter().collect();
+        });
+        let node_room = Room::new(base.nodes, base.hidden.clone(), n);
+        let inflight_room = Room::new(base.in_flight, base.hidden, n);
         Engine {
             w,
             opts,
@@ -171,7 +174,7 @@ impl<'w> Engine<'w> {
         let mut found: Option<(usize, usize)> = None;
         let mut refused: Vec<usize> = Vec::new();
         'tiers: for tier in [&self.node_room, &self.inflight_room] {
-            for &(_, ei) in tier.range((need_cpu, 0)..) {
+            for (_, ei) in tier.from(need_cpu) {
                 if self.is_dead_existing(ci, relax.level, ei) {
                     continue;
                 }
@@ -442,8 +445,7 @@ impl<'w> Engine<'w> {
                 } else {
                     &mut self.node_room
                 };
-                room.remove(&before);
-                room.insert(after);
+                room.update(ei, before.0, after.0);
                 self.w.existing_ports.get_mut(ei).extend(ports);
                 self.existing_pods[ei].extend_from_slice(pods);
                 treqs = self.w.existing[ei].reqs.clone();

@@ -16,10 +16,11 @@
 //! layer over the ids before them (NodePools and well-known keys), which is a fresh compile of
 //! the targets without the snapshot copy or the NodePool compile.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use super::compile::ExistingC;
+use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
 use super::intern::Interner;
 use super::plan::Plan;
@@ -37,8 +38,10 @@ pub struct Prepared {
     pool_of: Vec<Option<usize>>,
     /// Per NodePool, the capacity and count of all its existing targets.
     pool_used: Vec<(Vec<i64>, i64)>,
-    /// Per existing target, the node name whose removal takes it away.
-    removed_by: Vec<Option<String>>,
+    /// Per node name, the existing targets its removal takes away.
+    removed_by: HashMap<String, Vec<usize>>,
+    /// Registered nodes and in-flight claims by free cpu, with nothing removed.
+    room: (Sorted, Sorted),
     /// Ids first interned by existing targets: `[start, end)`.
     fresh: (u32, u32),
     /// The ids before `fresh`, which a compile of the kept targets layers on (made on demand).
@@ -112,11 +115,20 @@ impl Prepared {
             .iter()
             .filter_map(|c| c.node_name.as_deref())
             .collect();
-        let removed_by = targets
-            .existing
-            .iter()
-            .map(|e| (!e.in_flight || claimed.contains(e.name.as_str())).then(|| e.name.clone()))
+        let mut removed_by: HashMap<String, Vec<usize>> = HashMap::new();
+        for (ei, e) in targets.existing.iter().enumerate() {
+            if !e.in_flight || claimed.contains(e.name.as_str()) {
+                removed_by.entry(e.name.clone()).or_default().push(ei);
+            }
+        }
+        let free: Vec<i64> = (0..targets.existing.len())
+            .map(|ei| {
+                targets.existing[ei].available.first().copied().unwrap_or(0)
+                    - targets.existing_used[ei].first().copied().unwrap_or(0)
+            })
             .collect();
+        let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
+        let room = room::sorted(&free, &in_flight);
         let mut seen: HashSet<String> = HashSet::new();
         let mut duplicate_keys = HashSet::new();
         for p in &s.pods {
@@ -176,6 +188,7 @@ impl Prepared {
             pool_of,
             pool_used,
             removed_by,
+            room,
             fresh: (start, end),
             pre: OnceLock::new(),
             users,
@@ -204,15 +217,22 @@ impl Prepared {
             }
         }
         let t = &self.targets;
+        let mut removed_list: Vec<usize> = without
+            .iter()
+            .filter_map(|n| self.removed_by.get(n))
+            .flatten()
+            .copied()
+            .collect();
+        removed_list.sort_unstable();
+        removed_list.dedup();
+        let mut removed = vec![false; t.existing.len()];
+        for &ei in &removed_list {
+            removed[ei] = true;
+        }
         let mut remap = vec![usize::MAX; t.existing.len()];
         let mut keep: Vec<u32> = Vec::with_capacity(t.existing.len());
-        let mut removed = vec![false; t.existing.len()];
-        let mut removed_list: Vec<usize> = Vec::new();
-        for (ei, by) in self.removed_by.iter().enumerate() {
-            if by.as_ref().is_some_and(|n| without.contains(n)) {
-                removed[ei] = true;
-                removed_list.push(ei);
-            } else {
+        for (ei, r) in removed.iter().enumerate() {
+            if !r {
                 remap[ei] = keep.len();
                 keep.push(ei as u32);
             }
@@ -268,6 +288,11 @@ impl Prepared {
         {
             world = shared(true)?;
         }
+        world.room = Some(RoomBase {
+            nodes: self.room.0.clone(),
+            in_flight: self.room.1.clone(),
+            hidden: Arc::new(removed_list.iter().map(|&ei| ei as u32).collect()),
+        });
         let local = Snapshot {
             pods: moving,
             ..Snapshot::default()
@@ -281,12 +306,17 @@ impl Prepared {
     /// or compiles the kept targets again (`Some(false)`).
     #[cfg(test)]
     pub fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
-        let removed: Vec<bool> = self
-            .removed_by
+        let mut list: Vec<usize> = without
             .iter()
-            .map(|by| by.as_ref().is_some_and(|n| without.contains(n)))
+            .filter_map(|n| self.removed_by.get(n))
+            .flatten()
+            .copied()
             .collect();
-        let list: Vec<usize> = (0..removed.len()).filter(|&i| removed[i]).collect();
+        list.sort_unstable();
+        let mut removed = vec![false; self.targets.existing.len()];
+        for &ei in &list {
+            removed[ei] = true;
+        }
         self.order_without(&removed, &list).map(|(same, _)| same)
     }
 

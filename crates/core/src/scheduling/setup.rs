@@ -218,6 +218,8 @@ pub struct World {
     pub capacity_type: u32,
     pub pods_considered: usize,
     pub any_prefer_no_schedule: bool,
+    /// The existing targets by free cpu, when the caller already has them sorted.
+    pub room: Option<super::engine::room::RoomBase>,
 }
 
 pub fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
@@ -817,6 +819,7 @@ pub fn complete<'p>(
         capacity_type,
         pods_considered: schedule.len(),
         any_prefer_no_schedule,
+        room: None,
     }
 }
 
