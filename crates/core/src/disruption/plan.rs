@@ -21,10 +21,16 @@ pub struct Settings {
     pub features: Features,
     /// Simulate only the single-node candidates that could become this round's command; the
     /// others get a `not-simulated` verdict (or `budget-exhausted` when their NodePool has
-    /// no budget left). The commands are the same either way: callers that never show
+    /// no budget left). Candidates are then simulated priciest first, a batch at a time, and
+    /// the search stops once none left could save more than the best found (a node saves at
+    /// most its price). The commands are the same either way: callers that never show
     /// verdicts (the simulator) skip simulations whose only use is the verdict.
     pub only_actionable: bool,
 }
+
+/// Single-node simulations run per batch when the search may stop early: enough to keep
+/// every worker busy, few enough to waste little past the stopping point.
+const SINGLE_NODE_BATCH: usize = 16;
 
 /// What happens to one node this round, or why nothing does.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,6 +126,16 @@ fn expired(snapshot: &Snapshot, claim: &NodeClaim) -> bool {
 
 /// Plans one round of disruption over `snapshot`.
 pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
+    plan_in_batches(snapshot, simulator, settings, SINGLE_NODE_BATCH)
+}
+
+/// [`plan`] with `batch` single-node simulations at a time when the search may stop early.
+fn plan_in_batches(
+    snapshot: &Snapshot,
+    simulator: &dyn Simulator,
+    settings: Settings,
+    batch: usize,
+) -> DisruptionPlan {
     let mut out = DisruptionPlan::default();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
@@ -357,8 +373,8 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         .copied()
         .chain(over_budget.iter().map(|(c, _)| *c))
         .collect();
-    // Every simulation first (several at once where the simulator can), then the decisions in
-    // candidate order.
+    // Simulations run several at once where the simulator can; the best is the largest
+    // saving, the earliest candidate on a tie, whatever order they ran in.
     let budget_left: Vec<bool> = evaluated
         .iter()
         .map(|c| {
@@ -374,19 +390,6 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     let (open, unsimulated): (Vec<usize>, Vec<usize>) = untaken
         .into_iter()
         .partition(|&i| !settings.only_actionable || (!multi_found && budget_left[i]));
-    let sims = if open.is_empty() {
-        Vec::new()
-    } else {
-        let jobs: Vec<_> = open
-            .iter()
-            .map(|&i| consolidation::job(&[evaluated[i]]))
-            .collect();
-        match (&reduced, &multi_sim) {
-            (Some(r), _) => prepare(simulator, r).simulate_all(&jobs),
-            (None, Some(sim)) => sim.simulate_all(&jobs),
-            (None, None) => unreachable!("a snapshot is prepared whenever none is reused"),
-        }
-    };
     for i in unsimulated {
         let name = evaluated[i].node.name.clone();
         let v = if budget_left[i] {
@@ -403,26 +406,89 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
         };
         verdicts.entry(name).or_insert(v);
     }
-    for (&i, sim) in open.iter().zip(&sims) {
-        let c = evaluated[i];
-        let one = [c];
-        let r = consolidation::decide(
-            sim,
-            &one,
-            Method::SingleNodeConsolidation,
-            settings.features,
-        )
-        .and_then(|cmd| consolidation::approve_balanced(cmd, &one, &graceful.candidates));
-        if let Ok(cmd) = &r
-            && !multi_found
-            && budget_left[i]
-            && best
-                .as_ref()
-                .is_none_or(|(_, b)| cmd.savings_per_hour > b.savings_per_hour)
-        {
-            best = Some((i, cmd.clone()));
+    let prepared_reduced;
+    let sim: Option<&dyn PreparedSimulation> = if open.is_empty() {
+        None
+    } else {
+        match (&reduced, &multi_sim) {
+            (Some(r), _) => {
+                prepared_reduced = prepare(simulator, r);
+                Some(&*prepared_reduced)
+            }
+            (None, Some(sim)) => Some(&**sim),
+            (None, None) => unreachable!("a snapshot is prepared whenever none is reused"),
         }
-        results.push((i, r));
+    };
+    // Stopping early needs every candidate open to act and savings bounded by the price:
+    // finite prices, and no replacement that pays.
+    let early = settings.only_actionable
+        && open.iter().all(|&i| evaluated[i].price.is_finite())
+        && snapshot
+            .instance_types
+            .values()
+            .flat_map(|its| its.iter())
+            .flat_map(|it| &it.offerings)
+            .all(|o| o.price.is_finite() && o.price >= 0.0);
+    let mut queue = open.clone();
+    if early {
+        queue.sort_by(|&a, &b| {
+            evaluated[b]
+                .price
+                .total_cmp(&evaluated[a].price)
+                .then(a.cmp(&b))
+        });
+    }
+    let mut at = 0;
+    while let Some(sim) = sim.filter(|_| at < queue.len()) {
+        // The best is the largest saving, the earliest candidate on a tie; the next in the
+        // queue has the highest price left and the lowest index at that price.
+        if early && let Some((bi, b)) = &best {
+            let next = queue[at];
+            let bound = evaluated[next].price;
+            if bound < b.savings_per_hour || (bound == b.savings_per_hour && next > *bi) {
+                break;
+            }
+        }
+        let end = if early {
+            (at + batch.max(1)).min(queue.len())
+        } else {
+            queue.len()
+        };
+        let jobs: Vec<_> = queue[at..end]
+            .iter()
+            .map(|&i| consolidation::job(&[evaluated[i]]))
+            .collect();
+        for (&i, sim) in queue[at..end].iter().zip(&sim.simulate_all(&jobs)) {
+            let c = evaluated[i];
+            let one = [c];
+            let r = consolidation::decide(
+                sim,
+                &one,
+                Method::SingleNodeConsolidation,
+                settings.features,
+            )
+            .and_then(|cmd| consolidation::approve_balanced(cmd, &one, &graceful.candidates));
+            if let Ok(cmd) = &r
+                && !multi_found
+                && budget_left[i]
+                && best.as_ref().is_none_or(|(bi, b)| {
+                    cmd.savings_per_hour > b.savings_per_hour
+                        || (cmd.savings_per_hour == b.savings_per_hour && i < *bi)
+                })
+            {
+                best = Some((i, cmd.clone()));
+            }
+            results.push((i, r));
+        }
+        at = end;
+    }
+    for &i in &queue[at..] {
+        let name = evaluated[i].node.name.clone();
+        verdicts.entry(name.clone()).or_insert(Verdict {
+            node: name,
+            code: "not-simulated".into(),
+            message: "not simulated: no saving left to find could beat this round's best".into(),
+        });
     }
     for (i, r) in results {
         let name = evaluated[i].node.name.clone();

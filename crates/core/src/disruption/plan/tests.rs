@@ -530,7 +530,53 @@ mod properties {
                 &plan(&c.0, &engine, only).commands,
                 &plan(&c.0, &engine, Settings::default()).commands
             );
+            // Small batches make the priciest-first search stop early wherever it can.
+            for batch in [1, 2] {
+                prop_assert_eq!(
+                    &plan_in_batches(&c.0, &FirstFit, only, batch).commands,
+                    &c.plan().commands
+                );
+                prop_assert_eq!(
+                    &plan_in_batches(&c.0, &engine, only, batch).commands,
+                    &plan(&c.0, &engine, Settings::default()).commands
+                );
+            }
         }
+    }
+}
+
+#[test]
+fn the_single_node_search_stops_once_no_candidate_left_could_save_more() {
+    // `c` is the priciest and can go: no other node could save more, so with batches of one
+    // the search stops after it. Without the setting every candidate is simulated.
+    let c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("a", "small", "on-demand", &[300])
+    .node("b", "small", "on-demand", &[200])
+    .node("c", "big", "on-demand", &[100])
+    .node("d", "big", "on-demand", &[3000]);
+    let only = Settings {
+        only_actionable: true,
+        ..Settings::default()
+    };
+    let early = plan_in_batches(&c.0, &FirstFit, only, 1);
+    let full = c.plan();
+    assert_eq!(early.commands, full.commands);
+    let code = |p: &DisruptionPlan, n: &str| {
+        p.verdicts
+            .iter()
+            .find(|v| v.node == n)
+            .map(|v| v.code.clone())
+    };
+    assert_eq!(early.commands.len(), 1);
+    assert_eq!(early.commands[0].method, Method::SingleNodeConsolidation);
+    assert_eq!(early.commands[0].targets[0].node, "c");
+    // `d` costs as much but comes later, so it could only tie.
+    for n in ["a", "b", "d"] {
+        assert_eq!(code(&early, n).as_deref(), Some("not-simulated"), "{n}");
+        assert_ne!(code(&full, n).as_deref(), Some("not-simulated"), "{n}");
     }
 }
 
