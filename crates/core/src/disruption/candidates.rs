@@ -323,7 +323,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
             class == MethodClass::Graceful || claim.termination_grace_period.is_none();
         if pod_blockers_apply {
             let mut sorted: Vec<&Pod> = pods.to_vec();
-            sorted.sort_by_key(|p| p.key());
+            sorted.sort_by_cached_key(|p| p.key());
             let pod_block = sorted.iter().filter(|p| is_active(p)).find_map(|p| {
                 do_not_disrupt_until(p, now)
                     .map(|until| Blocker::PodDoNotDisrupt {

@@ -100,22 +100,53 @@ impl Simulator for EngineSimulator {
 /// moving pods pending again.
 pub fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Snapshot {
     let moving: BTreeSet<String> = pods.iter().map(|p| p.key()).collect();
-    let mut s = snapshot.clone();
-    s.nodes.retain(|n| !without.contains(&n.name));
-    s.node_claims
-        .retain(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)));
+    // Pod keys built in one buffer: this runs over every pod of the cluster.
+    let mut key = String::new();
+    let mut is_moving = |p: &Pod| {
+        key.clear();
+        key.push_str(&p.namespace);
+        key.push('/');
+        key.push_str(&p.name);
+        moving.contains(key.as_str())
+    };
     // Only the moving pods are in question: pods already pending are the provisioner's,
-    // and daemon pods on removed nodes go with their nodes.
-    s.pods.retain(|p| {
-        !moving.contains(&p.key()) && p.node_name.as_ref().is_some_and(|n| !without.contains(n))
-    });
-    s.pods.extend(pods.iter().map(|p| {
+    // and daemon pods on removed nodes go with their nodes. Only what stays is copied.
+    let mut kept_pods: Vec<Pod> = snapshot
+        .pods
+        .iter()
+        .filter(|p| p.node_name.as_ref().is_some_and(|n| !without.contains(n)) && !is_moving(p))
+        .cloned()
+        .collect();
+    kept_pods.extend(pods.iter().map(|p| {
         let mut q = (*p).clone();
         q.node_name = None;
         q.phase = PodPhase::Pending;
         q
     }));
-    s
+    Snapshot {
+        now: snapshot.now,
+        nodepools: snapshot.nodepools.clone(),
+        instance_types: snapshot.instance_types.clone(),
+        nodes: snapshot
+            .nodes
+            .iter()
+            .filter(|n| !without.contains(&n.name))
+            .cloned()
+            .collect(),
+        node_claims: snapshot
+            .node_claims
+            .iter()
+            .filter(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
+            .cloned()
+            .collect(),
+        pods: kept_pods,
+        daemonsets: snapshot.daemonsets.clone(),
+        pdbs: snapshot.pdbs.clone(),
+        persistent_volume_claims: snapshot.persistent_volume_claims.clone(),
+        persistent_volumes: snapshot.persistent_volumes.clone(),
+        storage_classes: snapshot.storage_classes.clone(),
+        namespaces: snapshot.namespaces.clone(),
+    }
 }
 
 /// What a solve of the reduced snapshot means for disruption.

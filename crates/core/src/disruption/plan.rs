@@ -144,11 +144,16 @@ fn plan_in_batches(
     // Expiration is forceful: no budgets, no blockers, no replacement first.
     let graceful = select(snapshot, MethodClass::Graceful);
     let eventual = select(snapshot, MethodClass::Eventual);
+    // The first node of each name, as a scan of the node list would find it.
+    let mut nodes_by_name: BTreeMap<&str, &crate::model::Node> = BTreeMap::new();
+    for n in &snapshot.nodes {
+        nodes_by_name.entry(n.name.as_str()).or_insert(n);
+    }
     for claim in &snapshot.node_claims {
         let Some(node) = claim
             .node_name
-            .as_ref()
-            .and_then(|n| snapshot.nodes.iter().find(|x| &x.name == n))
+            .as_deref()
+            .and_then(|n| nodes_by_name.get(n).copied())
         else {
             continue;
         };
@@ -590,11 +595,31 @@ fn without_taken<'s>(snapshot: &'s Snapshot, taken: &BTreeSet<String>) -> Cow<'s
     if taken.is_empty() {
         return Cow::Borrowed(snapshot);
     }
-    let mut s = snapshot.clone();
-    s.nodes.retain(|n| !taken.contains(&n.name));
-    s.pods
-        .retain(|p: &Pod| p.node_name.as_ref().is_none_or(|n| !taken.contains(n)));
-    Cow::Owned(s)
+    // Only what stays is copied.
+    Cow::Owned(Snapshot {
+        now: snapshot.now,
+        nodepools: snapshot.nodepools.clone(),
+        instance_types: snapshot.instance_types.clone(),
+        nodes: snapshot
+            .nodes
+            .iter()
+            .filter(|n| !taken.contains(&n.name))
+            .cloned()
+            .collect(),
+        node_claims: snapshot.node_claims.clone(),
+        pods: snapshot
+            .pods
+            .iter()
+            .filter(|p: &&Pod| p.node_name.as_ref().is_none_or(|n| !taken.contains(n)))
+            .cloned()
+            .collect(),
+        daemonsets: snapshot.daemonsets.clone(),
+        pdbs: snapshot.pdbs.clone(),
+        persistent_volume_claims: snapshot.persistent_volume_claims.clone(),
+        persistent_volumes: snapshot.persistent_volumes.clone(),
+        storage_classes: snapshot.storage_classes.clone(),
+        namespaces: snapshot.namespaces.clone(),
+    })
 }
 
 #[cfg(test)]
