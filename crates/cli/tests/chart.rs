@@ -88,8 +88,7 @@ fn objects(ctx: &Context) -> Result<Vec<Value>, String> {
             continue;
         }
         for doc in documents(&text) {
-            let v: Value =
-                serde_yaml::from_str(&doc).map_err(|e| format!("{file}: {e}\n{doc}"))?;
+            let v: Value = serde_yaml::from_str(&doc).map_err(|e| format!("{file}: {e}\n{doc}"))?;
             if !v.is_null() {
                 out.push(v);
             }
@@ -176,18 +175,43 @@ fn every_template_renders_to_well_formed_objects() {
             let name = str_at(o, &["metadata", "name"]).expect("name");
             assert!(name.starts_with(release), "{label}: {kind} {name}");
             if NAMESPACED.contains(&kind) {
-                assert!(str_at(o, &["metadata", "namespace"]).is_some(), "{label}: {kind} {name}");
+                assert!(
+                    str_at(o, &["metadata", "namespace"]).is_some(),
+                    "{label}: {kind} {name}"
+                );
             }
-            let labels = at(o, &["metadata", "labels"]).and_then(Value::as_mapping).unwrap();
-            assert!(labels.values().all(Value::is_string), "{label}: {kind} labels");
-            assert_eq!(str_at(o, &["metadata", "labels", "app.kubernetes.io/instance"]), Some(release));
+            let labels = at(o, &["metadata", "labels"])
+                .and_then(Value::as_mapping)
+                .unwrap();
+            assert!(
+                labels.values().all(Value::is_string),
+                "{label}: {kind} labels"
+            );
+            assert_eq!(
+                str_at(o, &["metadata", "labels", "app.kubernetes.io/instance"]),
+                Some(release)
+            );
         }
-        let selector = at(the(&objs, "Deployment"), &["spec", "selector", "matchLabels"]).unwrap();
-        let pod_labels = at(the(&objs, "Deployment"), &["spec", "template", "metadata", "labels"]).unwrap();
+        let selector = at(
+            the(&objs, "Deployment"),
+            &["spec", "selector", "matchLabels"],
+        )
+        .unwrap();
+        let pod_labels = at(
+            the(&objs, "Deployment"),
+            &["spec", "template", "metadata", "labels"],
+        )
+        .unwrap();
         assert_eq!(selector, pod_labels, "{label}");
-        assert_eq!(at(the(&objs, "Service"), &["spec", "selector"]), Some(selector));
         assert_eq!(
-            at(the(&objs, "PodDisruptionBudget"), &["spec", "selector", "matchLabels"]),
+            at(the(&objs, "Service"), &["spec", "selector"]),
+            Some(selector)
+        );
+        assert_eq!(
+            at(
+                the(&objs, "PodDisruptionBudget"),
+                &["spec", "selector", "matchLabels"]
+            ),
             Some(selector)
         );
     }
@@ -199,7 +223,10 @@ fn notes_render_for_every_variant() {
     for (label, overrides, release) in variants() {
         let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
         let notes = chart.render("NOTES.txt", &context(&refs, release)).unwrap();
-        assert!(notes.contains(&format!("namespace {NS}")), "{label}: {notes}");
+        assert!(
+            notes.contains(&format!("namespace {NS}")),
+            "{label}: {notes}"
+        );
     }
 }
 
@@ -282,11 +309,15 @@ fn grants(objs: &[Value]) -> (Vec<Rule>, BTreeMap<String, Vec<Rule>>) {
         if kind != "ClusterRoleBinding" && kind != "RoleBinding" {
             continue;
         }
-        let bound = at(b, &["subjects"]).and_then(Value::as_sequence).unwrap().iter().any(|s| {
-            str_at(s, &["kind"]) == Some("ServiceAccount")
-                && str_at(s, &["name"]) == Some(sa)
-                && str_at(s, &["namespace"]) == Some(sa_ns)
-        });
+        let bound = at(b, &["subjects"])
+            .and_then(Value::as_sequence)
+            .unwrap()
+            .iter()
+            .any(|s| {
+                str_at(s, &["kind"]) == Some("ServiceAccount")
+                    && str_at(s, &["name"]) == Some(sa)
+                    && str_at(s, &["namespace"]) == Some(sa_ns)
+            });
         if !bound {
             continue;
         }
@@ -296,7 +327,10 @@ fn grants(objs: &[Value]) -> (Vec<Rule>, BTreeMap<String, Vec<Rule>>) {
         let rules = role_rules(ref_kind, ref_name, ns);
         match kind {
             "ClusterRoleBinding" => cluster.extend(rules),
-            _ => namespaced.entry(ns.unwrap().to_string()).or_default().extend(rules),
+            _ => namespaced
+                .entry(ns.unwrap().to_string())
+                .or_default()
+                .extend(rules),
         }
     }
     (cluster, namespaced)
@@ -340,16 +374,20 @@ fn rbac_grants_every_permission_the_process_uses_and_no_more() {
             }
         }
         // Least privilege: nothing beyond the lists (no additionalClusterRoleRules here).
-        let all_rules = cluster
-            .iter()
-            .map(|r| (r, None))
-            .chain(namespaced.iter().flat_map(|(ns, rules)| rules.iter().map(move |r| (r, Some(ns.as_str())))));
+        let all_rules = cluster.iter().map(|r| (r, None)).chain(
+            namespaced
+                .iter()
+                .flat_map(|(ns, rules)| rules.iter().map(move |r| (r, Some(ns.as_str())))),
+        );
         for (rule, ns) in all_rules {
             for g in &rule.groups {
                 for res in &rule.resources {
                     for v in &rule.verbs {
                         let needed = permissions::allows(&required, g, res, v, ns, NS);
-                        assert!(needed, "{label}: {g}/{res} {v} in {ns:?} is granted but never used");
+                        assert!(
+                            needed,
+                            "{label}: {g}/{res} {v} in {ns:?} is granted but never used"
+                        );
                     }
                 }
             }
@@ -366,12 +404,21 @@ fn the_lease_role_is_in_the_namespace_the_controller_uses() {
         .iter()
         .find(|e| str_at(e, &["name"]) == Some("LEADER_ELECTION_NAMESPACE"))
         .expect("LEADER_ELECTION_NAMESPACE is set");
-    assert_eq!(str_at(lease_ns, &["valueFrom", "fieldRef", "fieldPath"]), Some("metadata.namespace"));
+    assert_eq!(
+        str_at(lease_ns, &["valueFrom", "fieldRef", "fieldPath"]),
+        Some("metadata.namespace")
+    );
     assert_eq!(str_at(deploy, &["metadata", "namespace"]), Some(NS));
     let (cluster, namespaced) = grants(&objs);
-    assert!(namespaced[NS].iter().any(|r| r.allows("coordination.k8s.io", "leases", "update")));
     assert!(
-        !cluster.iter().any(|r| r.allows("coordination.k8s.io", "leases", "update")),
+        namespaced[NS]
+            .iter()
+            .any(|r| r.allows("coordination.k8s.io", "leases", "update"))
+    );
+    assert!(
+        !cluster
+            .iter()
+            .any(|r| r.allows("coordination.k8s.io", "leases", "update")),
         "leases are not granted cluster-wide"
     );
 }
@@ -423,7 +470,10 @@ fn env_of(c: &Value) -> Vec<(String, Option<String>)> {
                     .unwrap_or_else(|| panic!("{name}: env values must be strings, got {v:?}"))
                     .to_string()
             });
-            assert!(value.is_some() || e.get("valueFrom").is_some(), "{name} has no value");
+            assert!(
+                value.is_some() || e.get("valueFrom").is_some(),
+                "{name} has no value"
+            );
             (name, value)
         })
         .collect()
@@ -446,7 +496,10 @@ fn binary_envs() -> BTreeSet<String> {
 #[test]
 fn the_deployment_passes_only_settings_the_binary_reads_and_they_parse() {
     let accepted = binary_envs();
-    assert!(accepted.contains("CLUSTER_NAME") && accepted.contains("AWS_REGION"), "{accepted:?}");
+    assert!(
+        accepted.contains("CLUSTER_NAME") && accepted.contains("AWS_REGION"),
+        "{accepted:?}"
+    );
     let flags = flag_for_env();
     for (label, overrides, release) in variants() {
         let objs = objects_for(&overrides, release);
@@ -459,11 +512,18 @@ fn the_deployment_passes_only_settings_the_binary_reads_and_they_parse() {
             .args(&args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{label}: {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{label}: {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let mut argv = vec!["nodewright".to_string()];
         for (name, value) in env_of(c) {
-            assert!(accepted.contains(&name), "{label}: the binary does not read {name}");
+            assert!(
+                accepted.contains(&name),
+                "{label}: the binary does not read {name}"
+            );
             if let Some(flag) = flags.get(&name) {
                 // valueFrom (the pod's namespace) stands in as a plain name.
                 argv.push(format!("--{flag}={}", value.unwrap_or_else(|| NS.into())));
@@ -472,7 +532,9 @@ fn the_deployment_passes_only_settings_the_binary_reads_and_they_parse() {
         let settings = SettingsCli::try_parse_from(&argv)
             .unwrap_or_else(|e| panic!("{label}: {argv:?}: {e}"))
             .settings;
-        settings.validate().unwrap_or_else(|e| panic!("{label}: {e}"));
+        settings
+            .validate()
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_eq!(settings.leader_election_namespace, NS, "{label}");
 
         // Ports: the container serves where the settings say, and the probes and Service
@@ -481,12 +543,31 @@ fn the_deployment_passes_only_settings_the_binary_reads_and_they_parse() {
             .as_sequence()
             .unwrap()
             .iter()
-            .map(|p| (str_at(p, &["name"]).unwrap().to_string(), p["containerPort"].as_u64().unwrap()))
+            .map(|p| {
+                (
+                    str_at(p, &["name"]).unwrap().to_string(),
+                    p["containerPort"].as_u64().unwrap(),
+                )
+            })
             .collect();
-        assert_eq!(ports["http-metrics"], u64::from(settings.metrics_port), "{label}");
-        assert_eq!(ports["http"], u64::from(settings.health_probe_port), "{label}");
-        assert_eq!(str_at(c, &["livenessProbe", "httpGet", "port"]), Some("http"));
-        assert_eq!(str_at(c, &["readinessProbe", "httpGet", "port"]), Some("http"));
+        assert_eq!(
+            ports["http-metrics"],
+            u64::from(settings.metrics_port),
+            "{label}"
+        );
+        assert_eq!(
+            ports["http"],
+            u64::from(settings.health_probe_port),
+            "{label}"
+        );
+        assert_eq!(
+            str_at(c, &["livenessProbe", "httpGet", "port"]),
+            Some("http")
+        );
+        assert_eq!(
+            str_at(c, &["readinessProbe", "httpGet", "port"]),
+            Some("http")
+        );
         let svc = the(&objs, "Service");
         let svc_port = &at(svc, &["spec", "ports"]).unwrap()[0];
         assert_eq!(str_at(svc_port, &["targetPort"]), Some("http-metrics"));
@@ -496,18 +577,35 @@ fn the_deployment_passes_only_settings_the_binary_reads_and_they_parse() {
 #[test]
 fn the_legacy_and_current_settings_names_reach_the_same_variables() {
     let objs = objects_for(&[LEGACY.into()], "nodewright");
-    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment"))).into_iter().collect();
+    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment")))
+        .into_iter()
+        .collect();
     assert_eq!(env["CLUSTER_NAME"].as_deref(), Some("old"));
-    assert_eq!(env["CLUSTER_ENDPOINT"].as_deref(), Some("https://old.example.com"));
+    assert_eq!(
+        env["CLUSTER_ENDPOINT"].as_deref(),
+        Some("https://old.example.com")
+    );
     assert_eq!(env["INTERRUPTION_QUEUE"].as_deref(), Some("q"));
     let objs = objects_for(&[AWS_FULL.into()], "karpenter");
-    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment"))).into_iter().collect();
-    assert_eq!(env["INTERRUPTION_QUEUE"].as_deref(), Some("prod-interruptions"));
+    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment")))
+        .into_iter()
+        .collect();
+    assert_eq!(
+        env["INTERRUPTION_QUEUE"].as_deref(),
+        Some("prod-interruptions")
+    );
     assert_eq!(env["AWS_REGION"].as_deref(), Some("us-west-2"));
-    assert!(env["FEATURE_GATES"].as_deref().unwrap().contains("SpotToSpotConsolidation=true"));
+    assert!(
+        env["FEATURE_GATES"]
+            .as_deref()
+            .unwrap()
+            .contains("SpotToSpotConsolidation=true")
+    );
     // The defaults leave optional settings out rather than passing empty strings.
     let objs = objects_for(&[AWS.into()], "karpenter");
-    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment"))).into_iter().collect();
+    let env: BTreeMap<String, Option<String>> = env_of(container(the(&objs, "Deployment")))
+        .into_iter()
+        .collect();
     assert!(!env.contains_key("INTERRUPTION_QUEUE") && !env.contains_key("CLUSTER_ENDPOINT"));
 }
 
@@ -515,9 +613,16 @@ fn the_legacy_and_current_settings_names_reach_the_same_variables() {
 fn the_probes_hit_routes_the_health_server_serves() {
     let objs = objects_for(&[AWS.into()], "karpenter");
     let c = container(the(&objs, "Deployment")).clone();
-    let live = str_at(&c, &["livenessProbe", "httpGet", "path"]).unwrap().to_string();
-    let ready = str_at(&c, &["readinessProbe", "httpGet", "path"]).unwrap().to_string();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let live = str_at(&c, &["livenessProbe", "httpGet", "path"])
+        .unwrap()
+        .to_string();
+    let ready = str_at(&c, &["readinessProbe", "httpGet", "path"])
+        .unwrap()
+        .to_string();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -527,17 +632,29 @@ fn the_probes_hit_routes_the_health_server_serves() {
             tokio::task::spawn_blocking(move || {
                 use std::io::{Read, Write};
                 let mut s = std::net::TcpStream::connect(addr).unwrap();
-                write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+                write!(
+                    s,
+                    "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                )
+                .unwrap();
                 let mut text = String::new();
                 s.read_to_string(&mut text).unwrap();
                 text.split_whitespace().nth(1).unwrap().to_string()
             })
         };
         assert_eq!(get(live.clone()).await.unwrap(), "200");
-        assert_eq!(get(ready.clone()).await.unwrap(), "503", "not ready before the watches list");
+        assert_eq!(
+            get(ready.clone()).await.unwrap(),
+            "503",
+            "not ready before the watches list"
+        );
         tx.send(true).unwrap();
         assert_eq!(get(ready).await.unwrap(), "200");
-        assert_eq!(get("/nope".into()).await.unwrap(), "404", "a wrong path would be caught");
+        assert_eq!(
+            get("/nope".into()).await.unwrap(),
+            "404",
+            "a wrong path would be caught"
+        );
     });
 }
 
@@ -547,13 +664,28 @@ fn the_controller_runs_locked_down() {
         let objs = objects_for(&overrides, release);
         let deploy = the(&objs, "Deployment");
         let pod = at(deploy, &["spec", "template", "spec"]).unwrap();
-        assert_eq!(at(pod, &["securityContext", "runAsNonRoot"]), Some(&Value::Bool(true)), "{label}");
+        assert_eq!(
+            at(pod, &["securityContext", "runAsNonRoot"]),
+            Some(&Value::Bool(true)),
+            "{label}"
+        );
         let sc = &container(deploy)["securityContext"];
         assert_eq!(sc["readOnlyRootFilesystem"], Value::Bool(true), "{label}");
-        assert_eq!(sc["allowPrivilegeEscalation"], Value::Bool(false), "{label}");
-        assert_eq!(strings(at(sc, &["capabilities", "drop"])), ["ALL"], "{label}");
+        assert_eq!(
+            sc["allowPrivilegeEscalation"],
+            Value::Bool(false),
+            "{label}"
+        );
+        assert_eq!(
+            strings(at(sc, &["capabilities", "drop"])),
+            ["ALL"],
+            "{label}"
+        );
         let sa = str_at(pod, &["serviceAccountName"]).unwrap();
-        assert_eq!(str_at(the(&objs, "ServiceAccount"), &["metadata", "name"]), Some(sa));
+        assert_eq!(
+            str_at(the(&objs, "ServiceAccount"), &["metadata", "name"]),
+            Some(sa)
+        );
     }
 }
 
@@ -561,18 +693,43 @@ fn the_controller_runs_locked_down() {
 fn replicas_and_rollout_fit_the_provider() {
     let objs = objects_for(&[AWS.into()], "karpenter");
     let d = the(&objs, "Deployment");
-    assert_eq!(at(d, &["spec", "replicas"]).and_then(Value::as_u64), Some(2));
-    assert!(at(d, &["spec", "template", "spec", "topologySpreadConstraints"]).is_some());
     assert_eq!(
-        at(the(&objs, "PodDisruptionBudget"), &["spec", "maxUnavailable"]).and_then(Value::as_u64),
+        at(d, &["spec", "replicas"]).and_then(Value::as_u64),
+        Some(2)
+    );
+    assert!(
+        at(
+            d,
+            &["spec", "template", "spec", "topologySpreadConstraints"]
+        )
+        .is_some()
+    );
+    assert_eq!(
+        at(
+            the(&objs, "PodDisruptionBudget"),
+            &["spec", "maxUnavailable"]
+        )
+        .and_then(Value::as_u64),
         Some(1)
     );
     // The simulated cloud is process memory: one replica, never two at once.
-    let sim = objects_for(&[AWS.into(), "{cloudProvider: sim, replicas: 3}".into()], "karpenter");
+    let sim = objects_for(
+        &[AWS.into(), "{cloudProvider: sim, replicas: 3}".into()],
+        "karpenter",
+    );
     let d = the(&sim, "Deployment");
-    assert_eq!(at(d, &["spec", "replicas"]).and_then(Value::as_u64), Some(1));
+    assert_eq!(
+        at(d, &["spec", "replicas"]).and_then(Value::as_u64),
+        Some(1)
+    );
     assert_eq!(str_at(d, &["spec", "strategy", "type"]), Some("Recreate"));
-    assert!(at(d, &["spec", "template", "spec", "topologySpreadConstraints"]).is_none());
+    assert!(
+        at(
+            d,
+            &["spec", "template", "spec", "topologySpreadConstraints"]
+        )
+        .is_none()
+    );
 }
 
 #[test]
@@ -581,13 +738,32 @@ fn irsa_keeps_the_service_account_name_an_existing_trust_policy_expects() {
     let sa = the(&objs, "ServiceAccount");
     assert_eq!(str_at(sa, &["metadata", "name"]), Some("karpenter"));
     assert_eq!(
-        str_at(sa, &["metadata", "annotations", "eks.amazonaws.com/role-arn"]),
+        str_at(
+            sa,
+            &["metadata", "annotations", "eks.amazonaws.com/role-arn"]
+        ),
         Some("arn:aws:iam::111122223333:role/KarpenterController")
     );
-    let objs = objects_for(&[AWS.into(), "{serviceAccount: {create: false, name: existing}}".into()], "karpenter");
-    assert!(!objs.iter().any(|o| str_at(o, &["kind"]) == Some("ServiceAccount")));
+    let objs = objects_for(
+        &[
+            AWS.into(),
+            "{serviceAccount: {create: false, name: existing}}".into(),
+        ],
+        "karpenter",
+    );
+    assert!(
+        !objs
+            .iter()
+            .any(|o| str_at(o, &["kind"]) == Some("ServiceAccount"))
+    );
     let deploy = the(&objs, "Deployment");
-    assert_eq!(str_at(deploy, &["spec", "template", "spec", "serviceAccountName"]), Some("existing"));
+    assert_eq!(
+        str_at(deploy, &["spec", "template", "spec", "serviceAccountName"]),
+        Some("existing")
+    );
     let (cluster, _) = grants(&objs);
-    assert!(!cluster.is_empty(), "bindings follow the named service account");
+    assert!(
+        !cluster.is_empty(),
+        "bindings follow the named service account"
+    );
 }

@@ -57,7 +57,10 @@ fn lex(src: &str) -> Result<Vec<Token>, String> {
                 .ok_or_else(|| "unterminated comment".to_string())?;
             let tail = &inner[close + 2..];
             let to_braces = tail.find("}}").ok_or("unterminated comment action")?;
-            if !tail[..to_braces].trim_matches(|c| c == ' ' || c == '-').is_empty() {
+            if !tail[..to_braces]
+                .trim_matches(|c| c == ' ' || c == '-')
+                .is_empty()
+            {
                 return Err("text after a comment inside its action".into());
             }
             close + 2 + to_braces
@@ -222,7 +225,9 @@ fn print(v: &Val) -> Result<String, String> {
         Val::Data(Value::String(s)) => Ok(s.clone()),
         Val::Data(Value::Bool(b)) => Ok(b.to_string()),
         Val::Data(Value::Number(n)) => Ok(n.to_string()),
-        Val::Data(Value::Null) => Err("printing a missing value (Helm would print <no value>)".into()),
+        Val::Data(Value::Null) => {
+            Err("printing a missing value (Helm would print <no value>)".into())
+        }
         other => Err(format!("printing a collection {other:?} without toYaml")),
     }
 }
@@ -290,7 +295,9 @@ impl Chart {
 
     fn pipeline(&self, p: &str, ctx: &Context) -> Result<Val, String> {
         if p.contains('(') || p.contains('$') {
-            return Err(format!("{p:?}: parentheses and variables are outside the subset"));
+            return Err(format!(
+                "{p:?}: parentheses and variables are outside the subset"
+            ));
         }
         let mut piped: Option<Val> = None;
         for command in split_outside_quotes(p, |c| c == '|') {
@@ -335,9 +342,7 @@ impl Chart {
         match path.as_slice() {
             ["Values", rest @ ..] => lookup(&ctx.values, rest, t),
             ["Release", "Name"] => Ok(Val::Data(Value::String(ctx.release_name.clone()))),
-            ["Release", "Namespace"] => {
-                Ok(Val::Data(Value::String(ctx.release_namespace.clone())))
-            }
+            ["Release", "Namespace"] => Ok(Val::Data(Value::String(ctx.release_namespace.clone()))),
             ["Release", "Service"] => Ok(Val::Data(Value::String("Helm".into()))),
             ["Chart", field @ ("Name" | "Version" | "AppVersion")] => {
                 let key = match *field {
@@ -345,7 +350,9 @@ impl Chart {
                     "Version" => "version",
                     _ => "appVersion",
                 };
-                Ok(Val::Data(ctx.chart.get(key).cloned().unwrap_or(Value::Null)))
+                Ok(Val::Data(
+                    ctx.chart.get(key).cloned().unwrap_or(Value::Null),
+                ))
             }
             _ => Err(format!("unknown term {t}")),
         }
@@ -410,7 +417,9 @@ impl Chart {
             "toYaml" => {
                 arity(1)?;
                 let text = serde_yaml::to_string(&data(&args[0])?).map_err(|e| e.to_string())?;
-                Ok(Val::Data(Value::String(text.trim_end_matches('\n').to_string())))
+                Ok(Val::Data(Value::String(
+                    text.trim_end_matches('\n').to_string(),
+                )))
             }
             "nindent" => {
                 arity(2)?;
@@ -486,7 +495,10 @@ pub fn value_paths(src: &str) -> Vec<String> {
         let end = tail
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'))
             .unwrap_or(tail.len());
-        out.push(tail[..end].trim_end_matches('.').to_string());
+        let path = tail[..end].trim_end_matches('.');
+        if !path.is_empty() {
+            out.push(path.to_string());
+        }
         rest = &tail[end..];
     }
     out
@@ -496,10 +508,10 @@ pub fn value_paths(src: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn chart(src: &str) -> (Chart, Context) {
-        let tokens = lex(src).unwrap();
+    fn chart(src: &str) -> Result<(Chart, Context), String> {
+        let tokens = lex(src)?;
         let mut defines = BTreeMap::new();
-        let (body, _) = parse(&tokens, &mut 0, &mut defines).unwrap();
+        let (body, _) = parse(&tokens, &mut 0, &mut defines)?;
         let chart = Chart {
             defines,
             files: BTreeMap::from([("t".to_string(), body)]),
@@ -510,26 +522,38 @@ mod tests {
             release_namespace: "ns".into(),
             chart: serde_yaml::from_str("name: c").unwrap(),
         };
-        (chart, ctx)
+        Ok((chart, ctx))
     }
 
     fn render(src: &str) -> Result<String, String> {
-        let (c, ctx) = chart(src);
+        let (c, ctx) = chart(src)?;
         c.render("t", &ctx)
     }
 
     #[test]
     fn trims_and_branches_follow_go() {
-        assert_eq!(render("x:\n  {{- if .Values.a.on }}\n  y: 1\n  {{- end }}\n").unwrap(), "x:\n  y: 1\n");
-        assert_eq!(render("x:\n  {{- if .Values.a.off }}\n  y: 1\n  {{- end }}\n").unwrap(), "x:\n");
         assert_eq!(
-            render("{{ if .Values.a.off }}1{{ else if eq .Values.a.s \"x\" }}2{{ else }}3{{ end }}").unwrap(),
+            render("x:\n  {{- if .Values.a.on }}\n  y: 1\n  {{- end }}\n").unwrap(),
+            "x:\n  y: 1\n"
+        );
+        assert_eq!(
+            render("x:\n  {{- if .Values.a.off }}\n  y: 1\n  {{- end }}\n").unwrap(),
+            "x:\n"
+        );
+        assert_eq!(
+            render(
+                "{{ if .Values.a.off }}1{{ else if eq .Values.a.s \"x\" }}2{{ else }}3{{ end }}"
+            )
+            .unwrap(),
             "2"
         );
         assert_eq!(render("a: {{ .Values.a.b | quote }}").unwrap(), "a: \"1\"");
         assert_eq!(render("{{ .Values.a.nope | default \"d\" }}").unwrap(), "d");
         assert_eq!(
-            render("{{- define \"l\" -}}\nk: v\n{{- end -}}\nm:\n  {{- include \"l\" . | nindent 2 }}").unwrap(),
+            render(
+                "{{- define \"l\" -}}\nk: v\n{{- end -}}\nm:\n  {{- include \"l\" . | nindent 2 }}"
+            )
+            .unwrap(),
             "m:\n  k: v"
         );
         assert_eq!(render("{{/* a {{ comment }} */}}\nz").unwrap(), "\nz");
@@ -538,10 +562,15 @@ mod tests {
     #[test]
     fn what_helm_would_print_as_no_value_is_an_error() {
         assert!(render("{{ .Values.a.nope }}").is_err());
-        assert!(render("{{ .Values.x.y }}").is_err(), "missing map on the way");
-        assert!(render("{{ .Values.a.nope | required \"need it\" }}")
-            .unwrap_err()
-            .contains("need it"));
+        assert!(
+            render("{{ .Values.x.y }}").is_err(),
+            "missing map on the way"
+        );
+        assert!(
+            render("{{ .Values.a.nope | required \"need it\" }}")
+                .unwrap_err()
+                .contains("need it")
+        );
         assert!(render("{{ range .Values.a }}{{ end }}").is_err());
         assert!(render("{{ .Values.a.s | upper }}").is_err());
     }

@@ -3,7 +3,6 @@
 //! verb [`REQUIRED`] grants must be one some request used, so the list stays minimal.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -120,7 +119,9 @@ impl KubeWriter for Audited {
         name: &str,
         grace_period_seconds: Option<i64>,
     ) -> Result<(), WriteError> {
-        self.0.delete_pod(namespace, name, grace_period_seconds).await
+        self.0
+            .delete_pod(namespace, name, grace_period_seconds)
+            .await
     }
 }
 
@@ -292,7 +293,10 @@ fn request_paths_read_as_rbac_does() {
     );
     assert_eq!(a.namespace.as_deref(), Some("web"));
     let a = access("GET", "/api/v1/namespaces");
-    assert_eq!((a.resource.as_str(), a.verb.as_str()), ("namespaces", "list"));
+    assert_eq!(
+        (a.resource.as_str(), a.verb.as_str()),
+        ("namespaces", "list")
+    );
     assert_eq!(a.namespace, None);
     let a = access("PATCH", "/apis/karpenter.sh/v1/nodepools/default/status");
     assert_eq!(
