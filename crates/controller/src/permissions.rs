@@ -86,7 +86,8 @@ pub const REQUIRED: &[Permission] = &[
 
 /// The simulated cloud's node agent (`nodewright-cloud-sim`'s `kwok.rs`), which runs in the
 /// controller process with `--cloud-provider sim` and plays the kubelet for its instances.
-/// Read from that file: `NodeAgent::reconcile` and `write_lease`.
+/// Read from that file (`NodeAgent::reconcile` and `write_lease`), and checked against the
+/// requests the agent sends by `crates/cli/tests/sim_agent_rbac.rs`.
 pub const SIM_NODE_AGENT: &[Permission] = &[
     // Lists its Nodes by label, registers new ones, deletes those of terminated instances.
     cluster("", "nodes", &["list", "create", "delete"]),
