@@ -4,7 +4,9 @@
 //! lease store and event sink really send, so a new API call cannot ship without its RBAC.
 //!
 //! Verbs are RBAC verbs: `get`, `list`, `watch`, `create`, `update` (PUT), `patch`, `delete`.
-//! Subresources are written `resource/subresource` as RBAC rules name them.
+//! Subresources are written `resource/subresource` as RBAC rules name them. Not listed: the
+//! AWS provider's `GET /version` at start-up, a non-resource URL every authenticated client
+//! may read through the built-in `system:public-info-viewer` role.
 
 /// Where a permission must be granted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
