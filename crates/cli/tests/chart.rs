@@ -767,3 +767,90 @@ fn irsa_keeps_the_service_account_name_an_existing_trust_policy_expects() {
         "bindings follow the named service account"
     );
 }
+
+// ---- values.schema.json ----
+
+fn schema() -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(chart_dir().join("values.schema.json")).unwrap())
+        .unwrap()
+}
+
+fn schema_enum(path: &[&str]) -> BTreeSet<String> {
+    let schema = schema();
+    let node = path
+        .iter()
+        .fold(&schema, |node, key| &node["properties"][*key]);
+    node["enum"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no enum at {path:?}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The values a flag of the settings accepts, from its clap definition.
+fn possible_values(long: &str) -> BTreeSet<String> {
+    SettingsCli::command()
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .unwrap_or_else(|| panic!("no --{long}"))
+        .get_possible_values()
+        .iter()
+        .map(|v| v.get_name().to_string())
+        .collect()
+}
+
+/// `--cloud-provider`'s values, as `nodewright controller --help` lists them.
+fn binary_providers() -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodewright"))
+        .args(["controller", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let section = help
+        .split("--cloud-provider <CLOUD_PROVIDER>")
+        .nth(1)
+        .unwrap()
+        .split("[default")
+        .next()
+        .unwrap();
+    section
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .map(|l| l.split(':').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_values_schema_allows_exactly_what_the_binary_accepts() {
+    assert_eq!(schema_enum(&["cloudProvider"]), binary_providers());
+    assert_eq!(schema_enum(&["logLevel"]), possible_values("log-level"));
+    assert_eq!(
+        schema_enum(&["settings", "preferencePolicy"]),
+        possible_values("preference-policy")
+    );
+    assert_eq!(
+        schema_enum(&["settings", "minValuesPolicy"]),
+        possible_values("min-values-policy")
+    );
+    // The chart's own values and the local ones are inside the schema's enums.
+    for overrides in [vec![], vec![local_values()]] {
+        let refs: Vec<&str> = overrides.iter().map(String::as_str).collect();
+        let v = context(&refs, "x").values;
+        for (path, value) in [
+            (vec!["cloudProvider"], at(&v, &["cloudProvider"])),
+            (vec!["logLevel"], at(&v, &["logLevel"])),
+            (
+                vec!["settings", "preferencePolicy"],
+                at(&v, &["settings", "preferencePolicy"]),
+            ),
+            (
+                vec!["settings", "minValuesPolicy"],
+                at(&v, &["settings", "minValuesPolicy"]),
+            ),
+        ] {
+            let value = value.and_then(Value::as_str).unwrap().to_string();
+            assert!(schema_enum(&path).contains(&value), "{path:?} = {value}");
+        }
+    }
+}
