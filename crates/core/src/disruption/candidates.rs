@@ -322,10 +322,11 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
         let pod_blockers_apply =
             class == MethodClass::Graceful || claim.termination_grace_period.is_none();
         if pod_blockers_apply {
-            let mut sorted: Vec<&Pod> = pods.to_vec();
-            sorted.sort_by_cached_key(|p| p.key());
-            let pod_block = sorted.iter().filter(|p| is_active(p)).find_map(|p| {
-                do_not_disrupt_until(p, now)
+            // The blocker of the first blocked pod by key (the earliest on equal keys): keys
+            // are built only for blocked pods, not to sort every pod of every node.
+            let mut first: Option<(String, Blocker)> = None;
+            for p in pods.iter().filter(|p| is_active(p)) {
+                let b = do_not_disrupt_until(p, now)
                     .map(|until| Blocker::PodDoNotDisrupt {
                         pod: p.key(),
                         until,
@@ -337,8 +338,15 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
                         } else {
                             None
                         }
-                    })
-            });
+                    });
+                if let Some(b) = b {
+                    let k = p.key();
+                    if first.as_ref().is_none_or(|(f, _)| k < *f) {
+                        first = Some((k, b));
+                    }
+                }
+            }
+            let pod_block = first.map(|(_, b)| b);
             if let Some(b) = pod_block {
                 block(&mut out, b);
                 continue;

@@ -296,3 +296,22 @@ fn any_owner_reference_counts_and_finished_or_mirror_pods_do_not_block() {
     let s = snapshot_with(vec![other, done, leaving, mirror], vec![]);
     assert_eq!(only_blocker(&s, MethodClass::Graceful), None);
 }
+
+#[test]
+fn the_blocked_pod_named_is_the_first_by_key_whatever_the_pod_order() {
+    let mut later = pod("z");
+    later
+        .annotations
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    let mut ownerless = pod("m");
+    ownerless.owner = None;
+    let mut first = pod("b");
+    first
+        .annotations
+        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    let s = snapshot_with(vec![later, ownerless, pod("a"), first], vec![]);
+    assert_eq!(
+        only_blocker(&s, MethodClass::Graceful).as_deref(),
+        Some("do-not-disrupt pod default/b")
+    );
+}
