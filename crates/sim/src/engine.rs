@@ -290,7 +290,7 @@ impl<'p> Engine<'p> {
 
     fn price_per_hour(&self) -> f64 {
         self.cluster
-            .claims
+            .claims()
             .values()
             .filter(|c| c.is_live())
             .map(SimClaim::price)
@@ -347,7 +347,7 @@ impl<'p> Engine<'p> {
             );
         }
         for (pod, node) in bound {
-            let Some(p) = self.cluster.pods.get(pod) else {
+            let Some(p) = self.cluster.pods().get(pod) else {
                 continue;
             };
             let mut kept = Vec::new();
@@ -375,7 +375,7 @@ impl<'p> Engine<'p> {
             if !kept.is_empty() {
                 let zone = self
                     .cluster
-                    .claims
+                    .claims()
                     .get(node)
                     .and_then(|c| c.node.as_ref())
                     .and_then(|n| n.labels.get(nodewright_core::labels::ZONE))
@@ -402,7 +402,7 @@ impl<'p> Engine<'p> {
             Event::InstanceGone(claim) => {
                 if self
                     .cluster
-                    .claims
+                    .claims()
                     .get(&claim)
                     .is_some_and(SimClaim::is_live)
                 {
@@ -424,7 +424,7 @@ impl<'p> Engine<'p> {
             Event::PodGone(key) => {
                 if self
                     .cluster
-                    .pods
+                    .pods()
                     .get(&key)
                     .is_some_and(|p| p.deletion_timestamp.is_some())
                 {
@@ -520,7 +520,7 @@ impl<'p> Engine<'p> {
                 self.cluster.nodepools.retain(|p| p.name != name);
                 let claims: Vec<String> = self
                     .cluster
-                    .claims
+                    .claims()
                     .values()
                     .filter(|c| c.is_live() && c.claim.nodepool == name)
                     .map(|c| c.claim.name.clone())
@@ -543,7 +543,7 @@ impl<'p> Engine<'p> {
                     .retain(|d| !(d.namespace == ns && d.name == name));
                 let pods: Vec<String> = self
                     .cluster
-                    .pods
+                    .pods()
                     .values()
                     .filter(|p| {
                         p.is_daemonset_pod() && p.owner.as_ref().is_some_and(|o| o.name == name)
@@ -565,7 +565,7 @@ impl<'p> Engine<'p> {
                 }
                 let pods: Vec<String> = self
                     .cluster
-                    .pods
+                    .pods()
                     .values()
                     .filter(|p| {
                         p.namespace == ns
@@ -588,7 +588,7 @@ impl<'p> Engine<'p> {
     fn interrupt(&mut self, target: InterruptTarget) {
         let mut live: Vec<&SimClaim> = self
             .cluster
-            .claims
+            .claims()
             .values()
             .filter(|c| c.is_live() && c.instance.is_some())
             .collect();
@@ -641,8 +641,7 @@ impl<'p> Engine<'p> {
             return;
         }
         self.work.solves += 1;
-        let snapshot = self.cluster.snapshot(self.now);
-        let plan = self.provisioner.provision(&snapshot);
+        let plan = self.provisioner.provision(self.cluster.view(self.now));
         self.provision_plan(plan, batch_size);
         self.solved = Some((self.cluster.changes, self.now));
     }
@@ -726,8 +725,8 @@ impl<'p> Engine<'p> {
             ),
         );
         self.nominated.insert(name.clone(), c.pods.clone());
-        self.cluster.claims.insert(
-            name.clone(),
+        self.cluster.insert_claim(
+            &name,
             SimClaim {
                 claim,
                 instance: None,
@@ -749,7 +748,12 @@ impl<'p> Engine<'p> {
         let Some(options) = self.pending_launch.remove(name) else {
             return;
         };
-        if !self.cluster.claims.get(name).is_some_and(SimClaim::is_live) {
+        if !self
+            .cluster
+            .claims()
+            .get(name)
+            .is_some_and(SimClaim::is_live)
+        {
             return;
         }
         let now = self.now;
@@ -766,12 +770,12 @@ impl<'p> Engine<'p> {
         match self.cloud.launch(&usable) {
             Ok(instance) => {
                 self.stats.launched += 1;
-                let claim = self.cluster.claims.get_mut(name).expect("live claim");
+                let pool_name = &self.cluster.claims()[name].claim.nodepool;
                 let pool = self
                     .cluster
                     .nodepools
                     .iter()
-                    .find(|p| p.name == claim.claim.nodepool)
+                    .find(|p| &p.name == pool_name)
                     .cloned()
                     .unwrap_or_default();
                 let it = self
@@ -790,6 +794,7 @@ impl<'p> Engine<'p> {
                     &self.input.cloud.region,
                     name,
                 );
+                let claim = self.cluster.claim_mut(name).expect("live claim");
                 let c = &mut claim.claim;
                 c.launched = true;
                 c.provider_id = Some(format!("aws:///{}/{}", instance.zone, instance.id));
@@ -808,12 +813,11 @@ impl<'p> Engine<'p> {
                 ]);
                 claim.launched_at = Some(now);
                 let spot = instance.capacity_type == CapacityType::Spot;
-                for o in &instance.out_of_capacity {
-                    self.cluster.ice.insert(
-                        (o.instance_type.clone(), o.zone.clone(), o.capacity_type),
-                        now.plus(ICE_TTL),
-                    );
-                }
+                let cold: Vec<_> = instance
+                    .out_of_capacity
+                    .iter()
+                    .map(|o| (o.instance_type.clone(), o.zone.clone(), o.capacity_type))
+                    .collect();
                 let skipped = match instance.out_of_capacity.len() {
                     0 => String::new(),
                     n => format!(
@@ -836,6 +840,9 @@ impl<'p> Engine<'p> {
                     instance.id
                 );
                 claim.instance = Some(instance);
+                for k in cold {
+                    self.cluster.ice.insert(k, now.plus(ICE_TTL));
+                }
                 self.log("launched", msg);
                 self.queue.push(
                     now.plus(self.input.cloud.registration_delay),
@@ -868,14 +875,14 @@ impl<'p> Engine<'p> {
 
     fn node_ready(&mut self, name: &str) {
         let now = self.now;
-        let Some(claim) = self.cluster.claims.get_mut(name) else {
+        let Some(claim) = self.cluster.claim_mut(name) else {
             return;
         };
         if !claim.is_live() {
             return;
         }
         self.cluster.changes += 1;
-        let claim = self.cluster.claims.get_mut(name).expect("live claim");
+        let claim = self.cluster.claim_mut(name).expect("live claim");
         let c = &mut claim.claim;
         let node = Node {
             name: name.to_string(),
@@ -933,7 +940,7 @@ impl<'p> Engine<'p> {
     fn describe_claim(&self, name: &str) -> String {
         match self
             .cluster
-            .claims
+            .claims()
             .get(name)
             .and_then(|c| c.instance.as_ref())
         {
@@ -948,7 +955,7 @@ impl<'p> Engine<'p> {
     /// Deletes a claim and its node; the node's pods go back to their controllers.
     fn remove_claim(&mut self, name: &str) {
         let now = self.now;
-        let Some(claim) = self.cluster.claims.get_mut(name) else {
+        let Some(claim) = self.cluster.claim_mut(name) else {
             return;
         };
         if !claim.is_live() {
@@ -977,7 +984,7 @@ impl<'p> Engine<'p> {
             return;
         }
         let mut due = Vec::new();
-        for p in self.cluster.pods.values() {
+        for p in self.cluster.pods().values() {
             let (Some(o), Some(start)) = (&p.owner, p.start_time) else {
                 continue;
             };
@@ -997,7 +1004,7 @@ impl<'p> Engine<'p> {
     /// A Job pod that is still running when its run ends succeeds and leaves its node.
     fn pod_succeeded(&mut self, key: &str) {
         self.job_timers.remove(key);
-        let Some(p) = self.cluster.pods.get(key) else {
+        let Some(p) = self.cluster.pods().get(key) else {
             return;
         };
         if p.deletion_timestamp.is_some() || p.node_name.is_none() {
@@ -1037,7 +1044,7 @@ impl<'p> Engine<'p> {
         let crossed = |t: Timestamp| t > from && t <= now;
         let timed = self
             .cluster
-            .claims
+            .claims()
             .values()
             .filter(|c| c.is_live())
             .any(|c| {
@@ -1069,20 +1076,20 @@ impl<'p> Engine<'p> {
             return;
         }
         self.work.plans += 1;
-        let snapshot = self.cluster.snapshot(self.now);
         let sim = EngineSimulator::default();
         let busy: BTreeSet<String> = self
             .running
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
+        let snapshot = self.cluster.view(self.now);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
         // this round's command would only fill verdicts.
         let settings = Settings {
             only_actionable: true,
             ..Settings::default()
         };
-        let mut round = plan(&snapshot, &sim, settings);
+        let mut round = plan(snapshot, &sim, settings);
         // Commands on nodes a running command already disrupts are not new work: the
         // controller's candidates leave out nodes marked for deletion.
         round
@@ -1114,8 +1121,8 @@ impl<'p> Engine<'p> {
         let sim = EngineSimulator::default();
         let mut started = false;
         for c in commands {
-            let fresh = self.cluster.snapshot(self.now);
-            match validate(&c, &fresh, &sim, Settings::default()) {
+            let fresh = self.cluster.view(self.now);
+            match validate(&c, fresh, &sim, Settings::default()) {
                 Ok(()) => {
                     self.start(c);
                     started = true;
@@ -1148,8 +1155,7 @@ impl<'p> Engine<'p> {
         for t in &command.targets {
             if let Some(node) = self
                 .cluster
-                .claims
-                .get_mut(&t.nodeclaim)
+                .claim_mut(&t.nodeclaim)
                 .and_then(|c| c.node.as_mut())
             {
                 node.taints
@@ -1198,8 +1204,7 @@ impl<'p> Engine<'p> {
             for t in &r.command.targets {
                 if let Some(node) = self
                     .cluster
-                    .claims
-                    .get_mut(&t.nodeclaim)
+                    .claim_mut(&t.nodeclaim)
                     .and_then(|c| c.node.as_mut())
                 {
                     node.taints.retain(|x| x.key != DISRUPTED_TAINT);
@@ -1220,7 +1225,7 @@ impl<'p> Engine<'p> {
         for r in running {
             let ready = r.replacements.iter().all(|c| {
                 self.cluster
-                    .claims
+                    .claims()
                     .get(c)
                     .is_some_and(|c| c.ready_node().is_some())
             });
@@ -1260,7 +1265,7 @@ impl<'p> Engine<'p> {
     /// is left.
     fn drain(&mut self, name: &str, why: String) {
         let now = self.now;
-        let Some(c) = self.cluster.claims.get_mut(name) else {
+        let Some(c) = self.cluster.claim_mut(name) else {
             return;
         };
         if !c.is_live() || c.claim.deletion_timestamp.is_some() {
@@ -1296,7 +1301,7 @@ impl<'p> Engine<'p> {
     fn retry_eviction(&mut self, name: &str) {
         let draining = self
             .cluster
-            .claims
+            .claims()
             .get(name)
             .is_some_and(|c| c.is_live() && c.claim.deletion_timestamp.is_some());
         if draining {
@@ -1308,7 +1313,7 @@ impl<'p> Engine<'p> {
     fn evict(&mut self, name: &str) -> Evictions {
         let now = self.now;
         let mut out = Evictions::default();
-        let Some(c) = self.cluster.claims.get(name) else {
+        let Some(c) = self.cluster.claims().get(name) else {
             return out;
         };
         let deadline = c
@@ -1351,7 +1356,7 @@ impl<'p> Engine<'p> {
             };
             out.longest = out.longest.max(grace);
             out.evicted += 1;
-            if let Some(p) = self.cluster.pods.get_mut(&key) {
+            if let Some(p) = self.cluster.pod_mut(&key) {
                 p.deletion_timestamp = Some(now);
             }
             self.cluster.changed();
@@ -1379,7 +1384,7 @@ impl<'p> Engine<'p> {
 
     /// Why the Eviction API refuses to evict `key` now, if it does.
     fn eviction_refused(&self, key: &str) -> Option<String> {
-        let pod = self.cluster.pods.get(key)?;
+        let pod = self.cluster.pods().get(key)?;
         let matching: Vec<&crate::disruption_budget::SimPdb> = self
             .cluster
             .pdbs
@@ -1410,7 +1415,7 @@ impl<'p> Engine<'p> {
         for (name, why) in draining {
             let live = self
                 .cluster
-                .claims
+                .claims()
                 .get(&name)
                 .is_some_and(SimClaim::is_live);
             if !live {
@@ -1431,7 +1436,7 @@ impl<'p> Engine<'p> {
     /// back pending and get new capacity), the offering is marked out of capacity, and EC2
     /// reclaims the instance two minutes later whatever is still on it.
     fn interruption_notice(&mut self, claim: &str) {
-        let Some(c) = self.cluster.claims.get(claim).filter(|c| c.is_live()) else {
+        let Some(c) = self.cluster.claims().get(claim).filter(|c| c.is_live()) else {
             return;
         };
         if let Some(i) = &c.instance {
@@ -1470,7 +1475,7 @@ impl<'p> Engine<'p> {
         }
         let t = crate::report::clock(self.now.since(EPOCH));
         for target in &command.targets {
-            let Some(c) = self.cluster.claims.get(&target.nodeclaim) else {
+            let Some(c) = self.cluster.claims().get(&target.nodeclaim) else {
                 continue;
             };
             let after = self
@@ -1500,7 +1505,7 @@ impl<'p> Engine<'p> {
     fn sample(&mut self) {
         let live = self
             .cluster
-            .claims
+            .claims()
             .values()
             .filter(|c| c.is_live() && c.instance.is_some())
             .count();
@@ -1516,7 +1521,12 @@ impl<'p> Engine<'p> {
                 .sum::<i64>();
         }
         let (mut pods, mut pending_pods) = (0, 0);
-        for p in self.cluster.pods.values().filter(|p| !p.is_daemonset_pod()) {
+        for p in self
+            .cluster
+            .pods()
+            .values()
+            .filter(|p| !p.is_daemonset_pod())
+        {
             pods += 1;
             pending_pods += usize::from(p.node_name.is_none());
         }

@@ -44,7 +44,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
         .ready_nodes()
         .map(|(_, n)| (n.name.as_str(), n))
         .collect();
-    for p in cluster.pods.values() {
+    for p in cluster.pods().values() {
         let Some(n) = &p.node_name else {
             continue;
         };
@@ -124,7 +124,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
     for pool in &cluster.nodepools {
         let mut used = Resources::new();
         let mut nodes = 0;
-        for c in cluster.claims.values() {
+        for c in cluster.claims().values() {
             if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
                 used.add(&c.claim.capacity);
                 nodes += 1;
@@ -147,7 +147,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
 /// After `pod` was evicted: every PodDisruptionBudget selecting it still has the healthy pods
 /// it requires (an eviction of a pod that was not healthy takes nothing from a budget).
 pub fn eviction(cluster: &Cluster, pod: &str, t: &str) -> Vec<String> {
-    let Some(p) = cluster.pods.get(pod) else {
+    let Some(p) = cluster.pods().get(pod) else {
         return Vec::new();
     };
     if !p.ready {
@@ -210,8 +210,8 @@ mod tests {
             ready: true,
             ..Node::default()
         };
-        c.claims.insert(
-            "n1".into(),
+        c.insert_claim(
+            "n1",
             SimClaim {
                 claim: NodeClaim {
                     name: "n1".into(),
@@ -267,7 +267,7 @@ mod tests {
         let mut picky = pod("d", 0, "n1");
         picky.node_selector.insert("zone".into(), "b".into());
         add(&mut c, picky);
-        let claim = c.claims.get_mut("n1").unwrap();
+        let claim = c.claim_mut("n1").unwrap();
         let node = claim.node.as_mut().unwrap();
         node.taints
             .push(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
@@ -323,9 +323,9 @@ mod tests {
         .unwrap();
         c.pdbs
             .insert(("d".into(), "a".into()), SimPdb::new(manifest).unwrap());
-        c.pods.get_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
+        c.pod_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
         assert!(eviction(&c, "d/a-1", "00:01").is_empty(), "one may go");
-        c.pods.get_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
+        c.pod_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
         let v = eviction(&c, "d/a-2", "00:01");
         assert_eq!(
             v,
@@ -361,8 +361,7 @@ mod tests {
             }],
             local_or_host_path: false,
         };
-        c.claims
-            .get_mut("n1")
+        c.claim_mut("n1")
             .unwrap()
             .node
             .as_mut()
@@ -385,7 +384,7 @@ mod tests {
     fn the_disruption_taint_does_not_evict_pods_already_bound() {
         let mut c = cluster();
         add(&mut c, pod("a", 1000, "n1"));
-        let node = c.claims.get_mut("n1").unwrap().node.as_mut().unwrap();
+        let node = c.claim_mut("n1").unwrap().node.as_mut().unwrap();
         node.taints
             .push(Taint::new(DISRUPTED, "", TaintEffect::NoSchedule));
         assert!(check(&c, Duration::ZERO).is_empty());

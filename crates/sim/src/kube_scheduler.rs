@@ -180,8 +180,8 @@ mod tests {
             ready: true,
             ..Node::default()
         };
-        c.claims.insert(
-            name.into(),
+        c.insert_claim(
+            name,
             SimClaim {
                 claim: NodeClaim {
                     name: name.into(),
@@ -212,8 +212,7 @@ mod tests {
     }
 
     fn spread(c: &mut Cluster, key: &str, when: WhenUnsatisfiable) {
-        c.pods
-            .get_mut(key)
+        c.pod_mut(key)
             .unwrap()
             .topology_spread
             .push(TopologySpreadConstraint {
@@ -239,15 +238,14 @@ mod tests {
         let big = pending(&mut c, "big", 1500);
         let bound = bind_pending(&mut c, Timestamp(0));
         assert_eq!(bound, vec![(fits, "small".to_string())]);
-        assert!(c.pods[&big].node_name.is_none());
+        assert!(c.pods()[&big].node_name.is_none());
     }
 
     #[test]
     fn untolerated_taints_keep_pods_off() {
         let mut c = Cluster::default();
         add_node(&mut c, "tainted", "a", 4000);
-        c.claims
-            .get_mut("tainted")
+        c.claim_mut("tainted")
             .unwrap()
             .node
             .as_mut()
@@ -255,9 +253,9 @@ mod tests {
             .taints = vec![Taint::new("dedicated", "gpu", TaintEffect::NoSchedule)];
         let p = pending(&mut c, "p", 100);
         assert!(bind_pending(&mut c, Timestamp(0)).is_empty());
-        let node = c.claims["tainted"].node.clone().unwrap();
+        let node = c.claims()["tainted"].node.clone().unwrap();
         assert_eq!(
-            unfit(&c, &c.pods[&p], &node).as_deref(),
+            unfit(&c, &c.pods()[&p], &node).as_deref(),
             Some("untolerated taint dedicated")
         );
     }
@@ -288,8 +286,7 @@ mod tests {
         add_node(&mut c, "a1", "a", 2000);
         add_node(&mut c, "b1", "b", 8000);
         let key = pending(&mut c, "db-0", 500);
-        c.pods
-            .get_mut(&key)
+        c.pod_mut(&key)
             .unwrap()
             .volume_claims
             .push("data-db-0".into());

@@ -78,11 +78,11 @@ pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
 
 /// Provisions a volume in `node`'s zone for every unbound claim of the pod `key`.
 pub fn provision_at_first_bind(cluster: &mut Cluster, key: &str, node: &str) {
-    let Some(pod) = cluster.pods.get(key) else {
+    let Some(pod) = cluster.pods().get(key) else {
         return;
     };
     let Some(zone) = cluster
-        .claims
+        .claims()
         .get(node)
         .and_then(|c| c.node.as_ref())
         .and_then(|n| n.labels.get(labels::ZONE))
