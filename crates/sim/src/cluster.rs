@@ -367,6 +367,13 @@ impl Cluster {
         }
     }
 
+    /// How many times a pod or a claim was added, changed or removed. Together with
+    /// [`Cluster::changes`] (bumped by every applied object) it tells whether anything a check
+    /// of the whole cluster reads may differ since the check last ran.
+    pub fn edits(&self) -> u64 {
+        self.maintained.edits
+    }
+
     /// Records a change (see [`Cluster::changes`]).
     pub fn changed(&mut self) {
         self.changes += 1;

@@ -17,7 +17,18 @@ const DISRUPTED: &str = "karpenter.sh/disrupted";
 
 /// Every violation at `at`, as sentences.
 pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
+    stamped(&violations(cluster), at)
+}
+
+/// `violations` as they read at `at`.
+pub fn stamped(violations: &[String], at: Duration) -> Vec<String> {
     let t = clock(at);
+    violations.iter().map(|v| format!("{t}: {v}")).collect()
+}
+
+/// Every violation, as sentences without the time: a function of the cluster alone, so an
+/// unchanged cluster has the same ones.
+pub fn violations(cluster: &Cluster) -> Vec<String> {
     let mut out = Vec::new();
     for (_, node) in cluster.ready_nodes() {
         let free = cluster.free(node);
@@ -28,7 +39,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .collect();
         if !over.is_empty() {
             out.push(format!(
-                "{t}: node {} is over-committed on {}",
+                "node {} is over-committed on {}",
                 node.name,
                 over.join(", ")
             ));
@@ -36,9 +47,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
     }
     // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
     if cfg!(debug_assertions) && !cluster.index_is_consistent() {
-        out.push(format!(
-            "{t}: the per-node pod index disagrees with the pods"
-        ));
+        out.push("the per-node pod index disagrees with the pods".to_string());
     }
     let ready: std::collections::BTreeMap<&str, &nodewright_core::model::Node> = cluster
         .ready_nodes()
@@ -49,7 +58,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             continue;
         };
         let Some(node) = ready.get(n.as_str()) else {
-            out.push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
+            out.push(format!("pod {} is bound to missing node {n}", p.key()));
             continue;
         };
         let taints: Vec<_> = node
@@ -60,7 +69,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .collect();
         if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
             out.push(format!(
-                "{t}: pod {} runs on {n} without tolerating {}",
+                "pod {} runs on {n} without tolerating {}",
                 p.key(),
                 taint.key
             ));
@@ -76,7 +85,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 }))
         {
             out.push(format!(
-                "{t}: pod {} runs on {n} whose labels it does not select",
+                "pod {} runs on {n} whose labels it does not select",
                 p.key()
             ));
         }
@@ -97,7 +106,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 });
             if !inside {
                 out.push(format!(
-                    "{t}: pod {} runs on {n} outside the zone of its volume {} ({})",
+                    "pod {} runs on {n} outside the zone of its volume {} ({})",
                     p.key(),
                     pv.name,
                     crate::volumes::volume_zone(pv).unwrap_or("?")
@@ -116,7 +125,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
         {
             out.push(format!(
-                "{t}: node {} breaks its NodePool's requirement {r}",
+                "node {} breaks its NodePool's requirement {r}",
                 node.name
             ));
         }
@@ -134,7 +143,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
         for (k, limit) in pool.limits.iter() {
             if used.get(k) > limit {
                 out.push(format!(
-                    "{t}: NodePool {} exceeds its {k} limit ({} > {limit})",
+                    "NodePool {} exceeds its {k} limit ({} > {limit})",
                     pool.name,
                     used.get(k)
                 ));

@@ -7,7 +7,7 @@
 //! (ScheduleAnyway) prefers the least-populated domain, then the least allocated node, then the
 //! name. Pods are taken by priority, then age, then name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
@@ -133,25 +133,35 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .then(a.key().cmp(&b.key()))
     });
     let mut bound = Vec::new();
-    // What is free on each Ready node, kept current as this pass binds pods.
-    let mut free: HashMap<String, Resources> = cluster
+    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
+    // readiness), kept current as this pass binds pods.
+    let mut free: Vec<Resources> = cluster
         .ready_nodes()
-        .map(|(_, n)| (n.name.clone(), cluster.free(n)))
+        .map(|(_, n)| cluster.free(n))
         .collect();
+    // At least the most any one node has free of each resource (binding only lowers it): a
+    // pod asking for more fits nowhere, which is most pending pods while nodes launch.
+    let mut most = Resources::new();
+    for f in &free {
+        most.max_with(f);
+    }
     for pod in pending {
+        if !pod.requests.fits_in(&most) {
+            continue;
+        }
         let best = cluster
             .ready_nodes()
-            .map(|(_, n)| (n, &free[&n.name]))
+            .zip(&free)
+            .enumerate()
+            .map(|(i, ((_, n), f))| (i, n, f))
             // The cheap test first: most nodes are too full.
-            .filter(|(_, f)| pod.requests.fits_in(f))
-            .filter(|(n, f)| unfit_given(cluster, &pod, n, f).is_none())
-            .min_by_key(|(n, f)| score(cluster, &pod, n, f))
-            .map(|(n, _)| n.name.clone());
-        if let Some(name) = best {
+            .filter(|(_, _, f)| pod.requests.fits_in(f))
+            .filter(|(_, n, f)| unfit_given(cluster, &pod, n, f).is_none())
+            .min_by_key(|(_, n, f)| score(cluster, &pod, n, f))
+            .map(|(i, n, _)| (i, n.name.clone()));
+        if let Some((i, name)) = best {
             cluster.bind(&pod.key(), &name, now);
-            if let Some(f) = free.get_mut(&name) {
-                f.sub(&pod.requests);
-            }
+            free[i].sub(&pod.requests);
             bound.push((pod.key(), name));
         }
     }

@@ -33,16 +33,20 @@ pub(super) struct Maintained {
     dirty_claims: BTreeSet<String>,
     /// Whether the lists were ever built.
     built: bool,
+    /// Counts every change to a pod or a claim, built or not.
+    pub(super) edits: u64,
 }
 
 impl Maintained {
     pub(super) fn pod_changed(&mut self, key: &str) {
+        self.edits += 1;
         if self.built && !self.dirty_pods.contains(key) {
             self.dirty_pods.insert(key.to_string());
         }
     }
 
     pub(super) fn claim_changed(&mut self, name: &str) {
+        self.edits += 1;
         if self.built && !self.dirty_claims.contains(name) {
             self.dirty_claims.insert(name.to_string());
         }
