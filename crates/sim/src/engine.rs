@@ -341,11 +341,15 @@ impl<'p> Engine<'p> {
     fn log_volume_placements(&mut self, bound: &[(String, String)]) {
         let provisioned = std::mem::take(&mut self.cluster.provisioned);
         for v in &provisioned {
+            let when = match &v.placement {
+                Some((pod, node)) => format!("first placement of {pod} on {node}"),
+                None => "Immediate binding".to_string(),
+            };
             self.log(
                 "volume",
                 format!(
-                    "{} provisioned in {} for {} (first placement of {} on {})",
-                    v.volume, v.zone, v.claim, v.pod, v.node
+                    "{} provisioned in {} for {} ({when})",
+                    v.volume, v.zone, v.claim
                 ),
             );
         }
