@@ -150,6 +150,8 @@ pub struct Engine<'p> {
     pub violations: Vec<String>,
     /// The cluster's `(changes, edits)` at the last invariant check, and what it found.
     checked: Option<((u64, u64), Vec<String>)>,
+    /// The cluster's `(changes, edits)` when its sample figures were last counted, and them.
+    counted: Option<((u64, u64), Sample)>,
 }
 
 /// What one eviction pass did.
@@ -216,6 +218,7 @@ impl<'p> Engine<'p> {
             stats: Stats::default(),
             violations: Vec::new(),
             checked: None,
+            counted: None,
         }
     }
 
@@ -291,13 +294,19 @@ impl<'p> Engine<'p> {
         self.now = t;
     }
 
-    fn price_per_hour(&self) -> f64 {
-        self.cluster
-            .claims()
-            .values()
-            .filter(|c| c.is_live())
-            .map(SimClaim::price)
-            .fold(0.0, |a, b| a + b)
+    fn price_per_hour(&mut self) -> f64 {
+        self.state().price_per_hour
+    }
+
+    /// The cluster's figures for a [`Sample`] (its `at` left at zero). They read nothing but
+    /// the cluster, so they are counted again only after it changed (see `check_invariants`).
+    fn state(&mut self) -> &Sample {
+        let key = (self.cluster.changes, self.cluster.edits());
+        if self.counted.as_ref().is_none_or(|(at, _)| *at != key) {
+            let s = count(&self.cluster);
+            self.counted = Some((key, s));
+        }
+        &self.counted.as_ref().expect("just counted").1
     }
 
     /// Controllers create replicas, the kube-scheduler binds what fits, and pods that stay
@@ -1519,43 +1528,11 @@ impl<'p> Engine<'p> {
     }
 
     fn sample(&mut self) {
-        let live = self
-            .cluster
-            .claims()
-            .values()
-            .filter(|c| c.is_live() && c.instance.is_some())
-            .count();
-        self.stats.max_nodes = self.stats.max_nodes.max(live);
-        let mut requested = 0;
-        let mut allocatable = 0;
-        for (_, n) in self.cluster.ready_nodes() {
-            allocatable += n.allocatable.get(CPU);
-            requested += self
-                .cluster
-                .pods_on(&n.name)
-                .map(|p| p.requests.get(CPU))
-                .sum::<i64>();
-        }
-        let (mut pods, mut pending_pods) = (0, 0);
-        for p in self
-            .cluster
-            .pods()
-            .values()
-            .filter(|p| !p.is_daemonset_pod())
-        {
-            pods += 1;
-            pending_pods += usize::from(p.node_name.is_none());
-        }
         let s = Sample {
             at: self.now.since(EPOCH),
-            nodes: live,
-            ready_nodes: self.cluster.ready_nodes().count(),
-            pods,
-            pending_pods,
-            price_per_hour: self.price_per_hour(),
-            cpu_requested_milli: requested,
-            cpu_allocatable_milli: allocatable,
+            ..self.state().clone()
         };
+        self.stats.max_nodes = self.stats.max_nodes.max(s.nodes);
         if self.samples.last().is_some_and(|l| l.at == s.at) {
             self.samples.pop();
         }
@@ -1617,6 +1594,46 @@ impl<'p> Engine<'p> {
         plan.unplaced
             .is_empty()
             .then_some((plan.cost, plan.lower_bound))
+    }
+}
+
+/// What a [`Sample`] says of `cluster`, at time zero.
+fn count(cluster: &Cluster) -> Sample {
+    let live = cluster
+        .claims()
+        .values()
+        .filter(|c| c.is_live() && c.instance.is_some())
+        .count();
+    let mut requested = 0;
+    let mut allocatable = 0;
+    let mut ready_nodes = 0;
+    for (_, n) in cluster.ready_nodes() {
+        ready_nodes += 1;
+        allocatable += n.allocatable.get(CPU);
+        requested += cluster
+            .pods_on(&n.name)
+            .map(|p| p.requests.get(CPU))
+            .sum::<i64>();
+    }
+    let (mut pods, mut pending_pods) = (0, 0);
+    for p in cluster.pods().values().filter(|p| !p.is_daemonset_pod()) {
+        pods += 1;
+        pending_pods += usize::from(p.node_name.is_none());
+    }
+    Sample {
+        at: Duration::ZERO,
+        nodes: live,
+        ready_nodes,
+        pods,
+        pending_pods,
+        price_per_hour: cluster
+            .claims()
+            .values()
+            .filter(|c| c.is_live())
+            .map(SimClaim::price)
+            .fold(0.0, |a, b| a + b),
+        cpu_requested_milli: requested,
+        cpu_allocatable_milli: allocatable,
     }
 }
 

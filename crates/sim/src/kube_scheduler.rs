@@ -133,6 +133,9 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .then(a.key().cmp(&b.key()))
     });
     let mut bound = Vec::new();
+    if pending.is_empty() {
+        return bound;
+    }
     // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
     // readiness), kept current as this pass binds pods.
     let mut free: Vec<Resources> = cluster
