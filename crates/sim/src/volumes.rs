@@ -8,8 +8,9 @@
 //!   it, in a zone chosen without a node, as the CSI external-provisioner does: among the zones
 //!   the class's `allowedTopologies` names, or else every zone the NodePools' instance types
 //!   are offered in (sorted), the one at a stable hash of the claim's name, with a StatefulSet
-//!   claim's ordinal added so the replicas of one set go round the zones. With no zone known
-//!   yet (no NodePool applied) the claim waits for its first consumer instead.
+//!   claim's ordinal added so the replicas of one set go round the zones. A claim created
+//!   while no zone is known (no NodePool applied) or before its class exists waits for its
+//!   first consumer instead.
 //!
 //! From then on the volume's node affinity pins every placement of the pod to that zone: the
 //! kube-scheduler refuses other nodes, and the provisioner and disruption planner see the
