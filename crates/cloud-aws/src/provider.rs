@@ -265,6 +265,27 @@ mod tests {
     }
 
     #[test]
+    fn a_claim_stamped_at_launch_drifts_once_its_class_changes() {
+        let mut class = EC2NodeClass::default();
+        class.spec.role = Some("r".into());
+        let stamp = hash_annotations(&class);
+        assert_eq!(stamp[HASH_ANNOTATION], nodeclass_hash(&class));
+        assert_eq!(stamp[HASH_VERSION_ANNOTATION], HASH_VERSION);
+        let mut claim = NodeClaim::default();
+        claim.metadata.annotations = Some(stamp.into_iter().collect());
+        // The class object itself need not carry the annotation yet.
+        assert_eq!(
+            drift::static_drift(&claim, &with_current_hash(&class)),
+            None
+        );
+        class.spec.role = Some("other".into());
+        assert_eq!(
+            drift::static_drift(&claim, &with_current_hash(&class)),
+            Some(drift::DriftReason::NodeClass)
+        );
+    }
+
+    #[test]
     fn the_current_hash_replaces_a_stale_annotation() {
         let mut class = EC2NodeClass::default();
         class.spec.role = Some("r".into());
