@@ -70,7 +70,12 @@ pub const REQUIRED: &[Permission] = &[
     cluster("karpenter.sh", "nodepools", &["list", "watch", "patch"]),
     // write/kube.rs: `update_nodepool_status` (a merge patch of the subresource).
     cluster("karpenter.sh", "nodepools/status", &["patch"]),
-    cluster("karpenter.k8s.aws", "ec2nodeclasses", WATCHED),
+    // write/kube.rs: `patch_nodeclass_meta` (the class hash annotations).
+    cluster(
+        "karpenter.k8s.aws",
+        "ec2nodeclasses",
+        &["list", "watch", "patch"],
+    ),
     // write/kube.rs: `patch_nodeclass_status`.
     cluster("karpenter.k8s.aws", "ec2nodeclasses/status", &["patch"]),
     // events.rs: a new series is created in the regarding object's namespace (`default` for

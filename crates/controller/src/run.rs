@@ -142,22 +142,28 @@ pub async fn run(
         metrics.clone(),
         events.clone(),
     ));
-    let lifecycle = Arc::new(Lifecycle::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    ));
-    let termination = Arc::new(Termination::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    ));
+    let lifecycle = Arc::new(
+        Lifecycle::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone()),
+    );
+    let termination = Arc::new(
+        Termination::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone()),
+    );
     let status = Arc::new(StatusController::new(
         state.clone(),
         writer.clone(),

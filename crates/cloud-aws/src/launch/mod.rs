@@ -578,6 +578,7 @@ fn launched(
         capacity: non_zero(&it.capacity),
         allocatable: non_zero(&it.allocatable()),
         labels: node_labels,
+        annotations: BTreeMap::new(),
     })
 }
 

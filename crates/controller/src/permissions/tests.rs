@@ -113,6 +113,9 @@ impl KubeWriter for Audited {
     ) -> Result<(), WriteError> {
         self.0.patch_nodeclass_status(name, status).await
     }
+    async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.0.patch_nodeclass_meta(name, patch).await
+    }
     async fn delete_pod(
         &self,
         namespace: &str,
@@ -156,6 +159,7 @@ async fn every_write(w: &dyn KubeWriter) {
     let _ = w
         .patch_nodeclass_status("default", &EC2NodeClassStatus::default())
         .await;
+    let _ = w.patch_nodeclass_meta("default", &meta).await;
     let _ = w.delete_pod("web", "web-2", Some(30)).await;
 }
 
