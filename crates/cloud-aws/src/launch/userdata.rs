@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use nodewright_api::aws::v1::{EC2NodeClass, KubeletConfiguration};
 use nodewright_aws_model::AmiFamily;
+use nodewright_aws_model::reservations;
+use nodewright_aws_model::resources::EFA;
 use nodewright_aws_model::userdata::{BootstrapInput, KubeletSettings, generate};
 use nodewright_cloud::CloudError;
 use nodewright_core::labels;
@@ -25,6 +27,9 @@ pub struct ClusterInfo {
     pub ca_bundle: Option<String>,
     /// The service CIDR; AL2023's nodeadm requires it.
     pub service_cidr: Option<String>,
+    /// Why the service CIDR is not known (EKS could not say), for the error of an AL2023
+    /// launch.
+    pub service_cidr_unknown: Option<String>,
 }
 
 /// What every template of one launch shares.
@@ -96,6 +101,19 @@ impl BaseConfig<'_> {
                 "the cluster endpoint is not configured, so nodes could not join",
             ));
         }
+        if self.family == AmiFamily::AL2023 && self.cluster.service_cidr.is_none() {
+            let why = self
+                .cluster
+                .service_cidr_unknown
+                .as_deref()
+                .unwrap_or("no source for it is configured");
+            return Err(invalid(
+                &self.class_name(),
+                format!(
+                    "amiFamily AL2023 needs the cluster's service CIDR, which is unknown: {why}"
+                ),
+            ));
+        }
         let spec = &self.class.spec;
         let mut input = BootstrapInput::new(self.family, self.cluster_name, &self.cluster.endpoint);
         input.ca_bundle = self.cluster.ca_bundle.clone();
@@ -127,13 +145,16 @@ impl BaseConfig<'_> {
         Ok(input)
     }
 
-    /// The template for type `it` launched from `ami`.
+    /// The template for type `it` launched from `ami`; with `efa` (the claim requests
+    /// `vpc.amazonaws.com/efa`) it gets one EFA interface per EFA the type has.
     pub fn template(
         &self,
         ami: &ResolvedAmi,
         it: &InstanceType,
         capacity_type: CapacityType,
         launch_tags: &BTreeMap<String, String>,
+        efa: bool,
+        reservation_id: Option<&str>,
     ) -> Result<TemplateSpec, CloudError> {
         let class = self.class_name();
         let spec = &self.class.spec;
@@ -176,6 +197,21 @@ impl BaseConfig<'_> {
                 spec.ip_prefix_count,
             )
             .map_err(|e| invalid(&class, e))?,
+            capacity_reservation: reservations::target(
+                !self.resolved.capacity_reservations.is_empty(),
+                capacity_type,
+                reservation_id.and_then(|id| {
+                    self.resolved
+                        .capacity_reservations
+                        .iter()
+                        .find(|r| r.id == id)
+                }),
+            ),
+            efa_interfaces: if efa {
+                u32::try_from(it.capacity.get(EFA)).unwrap_or(0)
+            } else {
+                0
+            },
             tags,
         })
     }
@@ -207,6 +243,7 @@ mod tests {
             ],
             amis: Vec::new(),
             instance_profile: Some("profile".into()),
+            capacity_reservations: Vec::new(),
             status: Default::default(),
             hash: String::new(),
         }
@@ -265,7 +302,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let t = base
-            .template(&ami(), &it(), CapacityType::Spot, &tags)
+            .template(&ami(), &it(), CapacityType::Spot, &tags, false, None)
             .unwrap();
         assert_eq!(t.security_group_ids, ["sg-a", "sg-b"]);
         assert_eq!(t.instance_profile.as_deref(), Some("profile"));
@@ -276,7 +313,7 @@ mod tests {
         assert_eq!(t.tags[CLUSTER_TAG], "prod");
         assert_eq!(t.primary_interface, None);
         let other = base
-            .template(&ami(), &it(), CapacityType::OnDemand, &tags)
+            .template(&ami(), &it(), CapacityType::OnDemand, &tags, false, None)
             .unwrap();
         assert_ne!(t.name(), other.name(), "capacity type is in the user data");
     }
@@ -296,6 +333,19 @@ mod tests {
         };
         let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
         assert!(e.to_string().contains("endpoint"), "{e}");
+        let known = ClusterInfo {
+            endpoint: "https://e".into(),
+            service_cidr_unknown: Some("EKS DescribeCluster for CLUSTER_NAME=prod failed".into()),
+            ..Default::default()
+        };
+        base.cluster = &known;
+        let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
+        assert!(e.to_string().contains("EC2NodeClass web"), "{e}");
+        assert!(e.to_string().contains("service CIDR"), "{e}");
+        assert!(e.to_string().contains("CLUSTER_NAME=prod failed"), "{e}");
+        base.family = AmiFamily::AL2;
+        assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
+        base.cluster = &cluster;
         base.family = AmiFamily::Custom;
         assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
     }
