@@ -814,7 +814,7 @@ async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
     let class = env.class(
         "hpc",
         "al2023@latest",
-        "  associatePublicIPAddress: false\n",
+        "  associatePublicIPAddress: false\n  connectionTracking: {tcpEstablishedTimeout: 120}\n",
     );
     let with_efa = |name: &str, efa: bool| -> NodeClaim {
         let request = if efa {
@@ -895,4 +895,11 @@ async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
     assert_eq!(nics.len(), 1);
     assert_eq!(nics[0].interface_type(), None);
     assert_eq!(nics[0].device_index(), Some(0));
+    // Connection tracking rides on every interface the template defines.
+    assert_eq!(
+        nics[0]
+            .connection_tracking_specification()
+            .and_then(|c| c.tcp_established_timeout()),
+        Some(120)
+    );
 }

@@ -9,8 +9,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::types::{
-    CapacityReservationPreference, CapacityReservationTarget, Filter,
-    LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateCapacityReservationSpecificationRequest,
+    CapacityReservationPreference, CapacityReservationTarget,
+    ConnectionTrackingSpecificationRequest, Filter, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateCapacityReservationSpecificationRequest, LaunchTemplateCpuOptionsRequest,
     LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
     LaunchTemplateIamInstanceProfileSpecificationRequest,
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
@@ -18,7 +19,8 @@ use aws_sdk_ec2::types::{
     LaunchTemplateInstanceMetadataTagsState,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
     LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest, MarketType,
-    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    NestedVirtualizationSpecification, RequestLaunchTemplateData, ResourceType, Tag,
+    TagSpecification, VolumeType,
 };
 use nodewright_api::aws::common::{BlockDeviceMapping, IntOrString, MetadataOptions};
 use nodewright_api::quantity::parse_units;
@@ -77,6 +79,10 @@ pub struct TemplateSpec {
     /// EFA interfaces, one per network card, when the claim requests
     /// `vpc.amazonaws.com/efa`: they replace the primary interface (0: none).
     pub efa_interfaces: u32,
+    /// `cpuOptions.nestedVirtualization` (`enabled`/`disabled`).
+    pub nested_virtualization: Option<String>,
+    /// `connectionTracking`, on every interface the template defines.
+    pub connection_tracking: Option<ConnectionTrackingSpec>,
     /// The capacity reservation setting, when the class selects reservations.
     pub capacity_reservation: Option<ReservationTarget>,
     /// On the template itself and on the network interfaces it creates.
@@ -88,6 +94,24 @@ impl TemplateSpec {
     /// fixed order, with maps and sets sorted.
     pub fn name(&self) -> String {
         format!("{NAME_PREFIX}{}", fnv64(format!("{self:?}").as_bytes()))
+    }
+}
+
+/// Idle timeouts (seconds) of tracked connections on the node's interfaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionTrackingSpec {
+    pub tcp_established_timeout: Option<i32>,
+    pub udp_stream_timeout: Option<i32>,
+    pub udp_timeout: Option<i32>,
+}
+
+impl ConnectionTrackingSpec {
+    fn request(&self) -> ConnectionTrackingSpecificationRequest {
+        ConnectionTrackingSpecificationRequest::builder()
+            .set_tcp_established_timeout(self.tcp_established_timeout)
+            .set_udp_stream_timeout(self.udp_stream_timeout)
+            .set_udp_timeout(self.udp_timeout)
+            .build()
     }
 }
 
@@ -192,6 +216,9 @@ fn efa_interfaces(
                 .delete_on_termination(true)
                 .set_associate_public_ip_address(public_ip)
                 .set_groups(Some(spec.security_group_ids.clone()))
+                .set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                )
                 .build()
         })
         .collect()
@@ -218,6 +245,9 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
                 .set_associate_public_ip_address(nic.associate_public_ip_address)
                 .set_ipv4_prefix_count(nic.ipv4_prefix_count)
                 .set_groups(Some(spec.security_group_ids.clone()))
+                .set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                )
                 .build(),
         ),
         None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
@@ -249,6 +279,13 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
         );
     if !spec.user_data.is_empty() {
         data = data.user_data(&spec.user_data);
+    }
+    if let Some(nv) = &spec.nested_virtualization {
+        data = data.cpu_options(
+            LaunchTemplateCpuOptionsRequest::builder()
+                .nested_virtualization(NestedVirtualizationSpecification::from(nv.as_str()))
+                .build(),
+        );
     }
     match &spec.capacity_reservation {
         None => {}
@@ -509,9 +546,46 @@ mod tests {
             detailed_monitoring: false,
             primary_interface: None,
             efa_interfaces: 0,
+            nested_virtualization: None,
+            connection_tracking: None,
             capacity_reservation: None,
             tags: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn cpu_options_and_connection_tracking() {
+        let plain = request_data(&spec());
+        assert!(plain.cpu_options().is_none());
+        let mut s = spec();
+        s.nested_virtualization = Some("enabled".into());
+        s.primary_interface = Some(PrimaryInterface {
+            associate_public_ip_address: None,
+            ipv4_prefix_count: None,
+        });
+        s.connection_tracking = Some(ConnectionTrackingSpec {
+            tcp_established_timeout: Some(120),
+            udp_stream_timeout: None,
+            udp_timeout: Some(30),
+        });
+        let d = request_data(&s);
+        assert_eq!(
+            d.cpu_options()
+                .and_then(|c| c.nested_virtualization())
+                .map(|n| n.as_str()),
+            Some("enabled")
+        );
+        let ct = d.network_interfaces()[0]
+            .connection_tracking_specification()
+            .unwrap();
+        assert_eq!(
+            (
+                ct.tcp_established_timeout(),
+                ct.udp_stream_timeout(),
+                ct.udp_timeout()
+            ),
+            (Some(120), None, Some(30))
+        );
     }
 
     #[test]

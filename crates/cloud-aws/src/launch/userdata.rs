@@ -68,11 +68,34 @@ fn kubelet_settings(k: Option<&KubeletConfiguration>) -> KubeletSettings {
     }
 }
 
+/// `connectionTracking` in the template's form.
+fn connection_tracking(
+    c: Option<&nodewright_api::aws::v1::ConnectionTracking>,
+) -> Result<Option<template::ConnectionTrackingSpec>, String> {
+    let Some(c) = c else {
+        return Ok(None);
+    };
+    let secs = |field: &str, v: Option<i64>| {
+        v.map(|n| {
+            i32::try_from(n).map_err(|_| format!("spec.connectionTracking.{field}: out of range"))
+        })
+        .transpose()
+    };
+    Ok(Some(template::ConnectionTrackingSpec {
+        tcp_established_timeout: secs("tcpEstablishedTimeout", c.tcp_established_timeout)?,
+        udp_stream_timeout: secs("udpStreamTimeout", c.udp_stream_timeout)?,
+        udp_timeout: secs("udpTimeout", c.udp_timeout)?,
+    }))
+}
+
+/// The primary interface, when the template must define it: for a public-IP choice, prefix
+/// delegation, or connection tracking (set per interface).
 fn primary_interface(
     public_ip: Option<bool>,
     prefixes: Option<i64>,
+    tracked: bool,
 ) -> Result<Option<template::PrimaryInterface>, String> {
-    if public_ip.is_none() && prefixes.is_none() {
+    if public_ip.is_none() && prefixes.is_none() && !tracked {
         return Ok(None);
     }
     let ipv4_prefix_count = prefixes
@@ -171,6 +194,8 @@ impl BaseConfig<'_> {
             .collect();
         security_group_ids.sort();
         security_group_ids.dedup();
+        let connection_tracking = connection_tracking(spec.connection_tracking.as_ref())
+            .map_err(|e| invalid(&class, e))?;
         let block_devices =
             template::block_devices(self.family, spec.block_device_mappings.as_deref())
                 .map_err(|e| invalid(&class, e))?;
@@ -195,8 +220,14 @@ impl BaseConfig<'_> {
             primary_interface: primary_interface(
                 spec.associate_public_ip_address,
                 spec.ip_prefix_count,
+                connection_tracking.is_some(),
             )
             .map_err(|e| invalid(&class, e))?,
+            nested_virtualization: spec
+                .cpu_options
+                .as_ref()
+                .and_then(|c| c.nested_virtualization.clone()),
+            connection_tracking,
             capacity_reservation: reservations::target(
                 !self.resolved.capacity_reservations.is_empty(),
                 capacity_type,
@@ -352,12 +383,24 @@ mod tests {
 
     #[test]
     fn primary_interface_only_when_asked_for() {
-        assert_eq!(primary_interface(None, None), Ok(None));
-        let p = primary_interface(Some(false), Some(2)).unwrap().unwrap();
+        assert_eq!(primary_interface(None, None, false), Ok(None));
+        assert!(primary_interface(None, None, true).unwrap().is_some());
+        let p = primary_interface(Some(false), Some(2), false)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (p.associate_public_ip_address, p.ipv4_prefix_count),
             (Some(false), Some(2))
         );
-        assert!(primary_interface(None, Some(i64::MAX)).is_err());
+        assert!(primary_interface(None, Some(i64::MAX), false).is_err());
+        let big = nodewright_api::aws::v1::ConnectionTracking {
+            udp_timeout: Some(i64::MAX),
+            ..Default::default()
+        };
+        assert!(
+            connection_tracking(Some(&big))
+                .unwrap_err()
+                .contains("udpTimeout")
+        );
     }
 }
