@@ -22,6 +22,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` or `grep -q` ends quietly, as other command-line tools do,
+    // instead of a panic from `println!` on the closed pipe.
+    sigpipe::reset();
     let cli = Cli::parse();
     match commands::run(cli.command) {
         Ok(code) => code,

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::Zone;
-use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched};
+use std::collections::BTreeMap;
+
+use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched, ReconciledNodeClass};
 use nodewright_core::labels;
 use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::Requirement;
@@ -41,16 +43,26 @@ pub fn status_zones(status: Option<&EC2NodeClassStatus>) -> Vec<Zone> {
     zones
 }
 
+/// The hash annotations `class`'s spec gives now: written on the class, and on every claim
+/// launched from it.
+pub fn hash_annotations(class: &EC2NodeClass) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (HASH_ANNOTATION.to_string(), nodeclass_hash(class)),
+        (
+            HASH_VERSION_ANNOTATION.to_string(),
+            HASH_VERSION.to_string(),
+        ),
+    ])
+}
+
 /// `class` with the hash annotations its spec gives now, so drift compares against the
 /// current spec whether or not the annotation on the object has been written.
 fn with_current_hash(class: &EC2NodeClass) -> EC2NodeClass {
     let mut c = class.clone();
-    let ann = c.metadata.annotations.get_or_insert_with(Default::default);
-    ann.insert(HASH_ANNOTATION.to_string(), nodeclass_hash(class));
-    ann.insert(
-        HASH_VERSION_ANNOTATION.to_string(),
-        HASH_VERSION.to_string(),
-    );
+    c.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .extend(hash_annotations(class));
     c
 }
 
@@ -107,9 +119,12 @@ impl CloudProvider for AwsCloud {
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
-    ) -> Result<EC2NodeClassStatus, CloudError> {
+    ) -> Result<ReconciledNodeClass, CloudError> {
         let resolved = self.resolve_node_class(class, now()).await?;
-        Ok(resolved.status)
+        Ok(ReconciledNodeClass {
+            status: resolved.status,
+            annotations: hash_annotations(class),
+        })
     }
 
     /// Without a class there is nothing to launch into: no types, so NodePools naming a
@@ -151,7 +166,13 @@ impl CloudProvider for AwsCloud {
         claim: &NodeClaim,
         class: Option<&EC2NodeClass>,
     ) -> Result<Launched, CloudError> {
-        self.launch(claim, class).await
+        let mut launched = self.launch(claim, class).await?;
+        // The claim carries the hash of the class it was launched from; `is_drifted`
+        // compares it with the class's current one.
+        if let Some(class) = class {
+            launched.annotations.extend(hash_annotations(class));
+        }
+        Ok(launched)
     }
 
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
@@ -241,6 +262,27 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["us-east-1a", "us-east-1b"]);
         assert!(status_zones(None).is_empty());
+    }
+
+    #[test]
+    fn a_claim_stamped_at_launch_drifts_once_its_class_changes() {
+        let mut class = EC2NodeClass::default();
+        class.spec.role = Some("r".into());
+        let stamp = hash_annotations(&class);
+        assert_eq!(stamp[HASH_ANNOTATION], nodeclass_hash(&class));
+        assert_eq!(stamp[HASH_VERSION_ANNOTATION], HASH_VERSION);
+        let mut claim = NodeClaim::default();
+        claim.metadata.annotations = Some(stamp.into_iter().collect());
+        // The class object itself need not carry the annotation yet.
+        assert_eq!(
+            drift::static_drift(&claim, &with_current_hash(&class)),
+            None
+        );
+        class.spec.role = Some("other".into());
+        assert_eq!(
+            drift::static_drift(&claim, &with_current_hash(&class)),
+            Some(drift::DriftReason::NodeClass)
+        );
     }
 
     #[test]

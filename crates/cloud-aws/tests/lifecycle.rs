@@ -140,7 +140,13 @@ async fn get_list_drift_and_terminate() {
     let mut class = support::class(&format!(
         "metadata: {{name: {cluster}}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  amiSelectorTerms: [{{id: {image}}}]\n  instanceProfile: p\n"
     ));
-    class.status = Some(cloud.reconcile_node_class(&class).await.expect("reconcile"));
+    class.status = Some(
+        cloud
+            .reconcile_node_class(&class)
+            .await
+            .expect("reconcile")
+            .status,
+    );
     let c = claim("default-abc", &pid);
     assert_eq!(cloud.is_drifted(&c, Some(&class)).await, Ok(None));
     assert_eq!(cloud.is_drifted(&c, None).await, Ok(None));

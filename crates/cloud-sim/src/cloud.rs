@@ -14,7 +14,9 @@ use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::quantity;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
-use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, Launched, tags};
+use nodewright_cloud::{
+    CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, tags,
+};
 use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering};
 use nodewright_core::requirements::{Operator, Requirement};
@@ -22,6 +24,7 @@ use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 use tokio::time::Instant;
 
+use crate::hash::{hash_annotations, static_drift};
 use crate::select::{Choice, candidates};
 
 /// Matches offerings; an unset field matches anything.
@@ -341,7 +344,7 @@ impl CloudProvider for SimCloud {
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
-    ) -> Result<EC2NodeClassStatus, CloudError> {
+    ) -> Result<ReconciledNodeClass, CloudError> {
         let family = class
             .spec
             .resolved_ami_family()
@@ -371,7 +374,7 @@ impl CloudProvider for SimCloud {
             message: Some(String::new()),
             ..Default::default()
         };
-        Ok(EC2NodeClassStatus {
+        let status = EC2NodeClassStatus {
             subnets: Some(subnets),
             security_groups: Some(vec![SecurityGroupStatus {
                 id: "sg-sim0001".into(),
@@ -386,6 +389,10 @@ impl CloudProvider for SimCloud {
             instance_profile: Some(format!("{}-node", self.config.cluster_name)),
             conditions: Some(vec![ready]),
             ..Default::default()
+        };
+        Ok(ReconciledNodeClass {
+            status,
+            annotations: hash_annotations(class),
         })
     }
 
@@ -535,6 +542,7 @@ impl CloudProvider for SimCloud {
             capacity: it.capacity.clone(),
             allocatable: it.allocatable(),
             labels: node_labels,
+            annotations: class.map(hash_annotations).unwrap_or_default(),
         })
     }
 
@@ -592,6 +600,9 @@ impl CloudProvider for SimCloud {
         let Some(class) = class else {
             return Ok(None);
         };
+        if let Some(reason) = static_drift(claim.metadata.annotations.as_ref(), class) {
+            return Ok(Some(reason.into()));
+        }
         let images: Vec<String> = match class.status.as_ref().and_then(|s| s.amis.as_ref()) {
             Some(amis) => amis.iter().map(|a| a.id.clone()).collect(),
             None => vec![image_for(family_of(Some(class)))],
@@ -845,7 +856,8 @@ mod tests {
                      "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}]}
         }))
         .unwrap();
-        let status = c.reconcile_node_class(&class).await.unwrap();
+        let reconciled = c.reconcile_node_class(&class).await.unwrap();
+        let status = reconciled.status;
         assert_eq!(status.subnets.as_ref().unwrap().len(), 3);
         assert_eq!(status.conditions.as_ref().unwrap()[0].status, "True");
         let l = c
@@ -864,6 +876,51 @@ mod tests {
         assert_eq!(
             c.is_drifted(&nc, Some(&ready)).await.unwrap().as_deref(),
             Some("AMIDrift")
+        );
+    }
+
+    #[tokio::test]
+    async fn claims_carry_the_class_hash_and_drift_when_the_class_spec_changes() {
+        use nodewright_cloud::annotations::{NODECLASS_HASH, NODECLASS_HASH_VERSION};
+        let c = cloud(SimCloudConfig::default());
+        let class: EC2NodeClass = serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "r",
+                     "subnetSelectorTerms": [{"tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"a": "b"}}]}
+        }))
+        .unwrap();
+        let reconciled = c.reconcile_node_class(&class).await.unwrap();
+        let hash = reconciled.annotations[NODECLASS_HASH].clone();
+        assert_eq!(reconciled.annotations[NODECLASS_HASH_VERSION], "sim1");
+        let l = c
+            .create(&claim("a", on_demand_amd64(), "1"), Some(&class))
+            .await
+            .unwrap();
+        assert_eq!(l.annotations, reconciled.annotations);
+        let unclassed = c
+            .create(&claim("b", on_demand_amd64(), "1"), None)
+            .await
+            .unwrap();
+        assert!(unclassed.annotations.is_empty());
+
+        let mut nc = claim("a", on_demand_amd64(), "1");
+        nc.metadata.annotations = Some(l.annotations.clone());
+        nc.status = Some(nodewright_api::v1::nodeclaim::NodeClaimStatus {
+            provider_id: Some(l.instance.provider_id.clone()),
+            ..Default::default()
+        });
+        let mut current = class.clone();
+        current.status = Some(reconciled.status);
+        assert_eq!(c.is_drifted(&nc, Some(&current)).await.unwrap(), None);
+        current.spec.role = Some("other-role".into());
+        assert_ne!(
+            c.reconcile_node_class(&current).await.unwrap().annotations[NODECLASS_HASH],
+            hash
+        );
+        assert_eq!(
+            c.is_drifted(&nc, Some(&current)).await.unwrap().as_deref(),
+            Some("NodeClassDrift")
         );
     }
 }

@@ -336,14 +336,8 @@ impl NodeAgent {
         let register_after = self.cloud.config().launch_delay + self.config.registration_delay;
         let now = Instant::now();
         let wall = Timestamp::now();
-        for action in plan(
-            &self.cloud.instances(),
-            &claims,
-            &registered,
-            now,
-            register_after,
-            wall,
-        ) {
+        let instances = self.cloud.instances();
+        for action in plan(&instances, &claims, &registered, now, register_after, wall) {
             match action {
                 Action::Register(node) => {
                     let name = node.metadata.name.clone().unwrap_or_default();
@@ -367,11 +361,21 @@ impl NodeAgent {
                         continue;
                     }
                     self.write_lease(&leases, &name, None, wall).await?;
-                    let ready = serde_json::json!({"status": {"conditions": [{
+                    let mut ready = serde_json::json!({"status": {"conditions": [{
                         "type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "kubelet is posting ready status",
                         "lastHeartbeatTime": Time(wall),
                     }]}});
+                    // Capacity rides along, as a kubelet's status updates carry it: a Node
+                    // whose first status write failed after its create still gets it.
+                    if let Some(i) = instances
+                        .iter()
+                        .find(|i| node_name(&i.instance.provider_id) == name)
+                    {
+                        ready["status"]["capacity"] = serde_json::json!(quantities(&i.capacity));
+                        ready["status"]["allocatable"] =
+                            serde_json::json!(quantities(&i.allocatable));
+                    }
                     nodes
                         .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&ready))
                         .await?;
@@ -692,11 +696,27 @@ mod kube_tests {
             Method::POST => {
                 let key = format!("{path}/{}", body["metadata"]["name"].as_str().unwrap());
                 let mut obj = body;
+                // Status is a subresource: the API server drops it on create.
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
                 obj["metadata"]["uid"] = json!(format!("uid-{}", o.len()));
                 o.insert(key, obj.clone());
                 reply(201, obj)
             }
             Method::PATCH => {
+                if path.ends_with("/status")
+                    && let Some(fail) = o.get_mut(FAIL_NEXT_STATUS)
+                    && fail.as_bool() == Some(true)
+                {
+                    *fail = json!(false);
+                    return reply(
+                        500,
+                        json!({"kind": "Status", "apiVersion": "v1",
+                        "status": "Failure", "message": "etcdserver: request timed out",
+                        "reason": "InternalError", "code": 500}),
+                    );
+                }
                 let key = path.trim_end_matches("/status").to_owned();
                 let apply = headers
                     .get("content-type")
@@ -720,6 +740,9 @@ mod kube_tests {
             _ => not_found(),
         }
     }
+
+    /// A key in the fake's store: while true, the next status patch fails with a 500.
+    const FAIL_NEXT_STATUS: &str = "fail-next-status";
 
     async fn server(objects: Objects) -> kube::Client {
         let app = axum::Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
@@ -794,5 +817,57 @@ mod kube_tests {
             "the node goes with its instance"
         );
         assert!(!o.keys().any(|k| k.contains("kube-node-lease")));
+    }
+
+    #[tokio::test]
+    async fn a_node_whose_first_status_write_failed_gets_its_capacity_on_the_next_heartbeat() {
+        let objects: Objects = Arc::default();
+        let client = server(objects.clone()).await;
+        let cloud = Arc::new(
+            SimCloud::new(SimCloudConfig {
+                launch_delay: Duration::ZERO,
+                ..SimCloudConfig::default()
+            })
+            .unwrap(),
+        );
+        let nc: NodeClaim = serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "nc-1", "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+        }))
+        .unwrap();
+        {
+            let mut o = objects.lock().unwrap();
+            o.insert(
+                "/apis/karpenter.sh/v1/nodeclaims/nc-1".into(),
+                serde_json::to_value(&nc).unwrap(),
+            );
+            o.insert(FAIL_NEXT_STATUS.into(), json!(true));
+        }
+        use nodewright_cloud::CloudProvider;
+        let launched = cloud.create(&nc, None).await.unwrap();
+        let key = format!(
+            "/api/v1/nodes/{}",
+            node_name(&launched.instance.provider_id)
+        );
+        let mut agent = NodeAgent::new(
+            cloud.clone(),
+            client,
+            AgentConfig {
+                registration_delay: Duration::ZERO,
+                heartbeat: Duration::ZERO,
+                ..AgentConfig::default()
+            },
+        );
+        assert!(agent.reconcile().await.is_err());
+        assert!(
+            objects.lock().unwrap()[&key]["status"].is_null(),
+            "created without a status"
+        );
+        agent.reconcile().await.unwrap();
+        let o = objects.lock().unwrap();
+        assert_eq!(o[&key]["status"]["capacity"]["cpu"], "2");
+        assert_eq!(o[&key]["status"]["allocatable"]["cpu"], "1930m");
     }
 }

@@ -4,6 +4,7 @@
 //! terminates, so the whole controller runs on any API server without a cloud account.
 
 mod cloud;
+pub mod hash;
 pub mod kwok;
 pub mod select;
 

@@ -20,6 +20,15 @@ pub mod tags {
     }
 }
 
+/// Annotation keys a provider reports for the controller to write.
+pub mod annotations {
+    /// The node class's drift hash: on the EC2NodeClass, and copied onto each claim launched
+    /// from it. A claim whose hash differs from its class's (same version) has drifted.
+    pub const NODECLASS_HASH: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
+    /// How the hash was computed; hashes of different versions are not compared.
+    pub const NODECLASS_HASH_VERSION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum InstanceState {
     Pending,
@@ -58,4 +67,7 @@ pub struct Launched {
     /// Well-known labels of the launched type and offering (instance type, zone, capacity
     /// type, architecture, os, instance family ...), merged into the claim's labels.
     pub labels: BTreeMap<String, String>,
+    /// Annotations for the claim (the node class hash it was launched with). These override
+    /// the claim's own values for the same keys.
+    pub annotations: BTreeMap<String, String>,
 }

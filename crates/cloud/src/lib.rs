@@ -9,13 +9,23 @@
 mod error;
 mod instance;
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::model::InstanceType;
 
 pub use error::CloudError;
-pub use instance::{Instance, InstanceState, Launched, tags};
+pub use instance::{Instance, InstanceState, Launched, annotations, tags};
+
+/// What reconciling a node class yields: its status and the annotations its own metadata
+/// should carry (the class hash), both written by the controller.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReconciledNodeClass {
+    pub status: EC2NodeClassStatus,
+    pub annotations: BTreeMap<String, String>,
+}
 
 /// A cloud the controller can launch nodes in. Implementations must be cheap to share
 /// (`Arc<dyn CloudProvider>`) and safe to call concurrently.
@@ -25,11 +35,12 @@ pub trait CloudProvider: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// Resolves a node class against the cloud (subnets, security groups, images, instance
-    /// profile) and returns the status the controller should write, conditions included.
+    /// profile) and returns the status the controller should write, conditions included,
+    /// plus the annotations the class's metadata should carry.
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
-    ) -> Result<EC2NodeClassStatus, CloudError>;
+    ) -> Result<ReconciledNodeClass, CloudError>;
 
     /// Every instance type a NodePool using `class` may launch, with offerings (zone,
     /// capacity type, price, availability) limited to what the class can reach.

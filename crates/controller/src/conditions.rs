@@ -87,3 +87,48 @@ pub fn set_ready(conds: &mut Vec<Condition>, now: Timestamp) -> bool {
         )
     }
 }
+
+/// The conditions of `after` whose status differs from `before`'s, each with the status it
+/// had (`Unknown` when it was absent), in `after`'s order. A condition that only changed its
+/// reason or message is not a transition.
+pub fn transitions<'a>(
+    before: &[Condition],
+    after: &'a [Condition],
+) -> Vec<(&'a Condition, String)> {
+    after
+        .iter()
+        .filter_map(|c| {
+            let was = find(before, &c.type_).map_or("Unknown", |b| b.status.as_str());
+            (was != c.status).then(|| (c, was.to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_are_status_changes_with_absent_as_unknown() {
+        let now = Timestamp(0);
+        let mut before = Vec::new();
+        set(&mut before, LAUNCHED, "True", LAUNCHED, "", now);
+        set(&mut before, REGISTERED, "Unknown", "NodeNotFound", "", now);
+        let mut after = before.clone();
+        set(&mut after, REGISTERED, "True", REGISTERED, "", now);
+        set(&mut after, INITIALIZED, "Unknown", "NodeNotReady", "x", now);
+        set(&mut after, READY, "False", "Broken", "", now);
+        set(&mut after, LAUNCHED, "True", LAUNCHED, "reworded", now);
+        let t: Vec<(String, String, String)> = transitions(&before, &after)
+            .into_iter()
+            .map(|(c, was)| (c.type_.clone(), was, c.status.clone()))
+            .collect();
+        assert_eq!(
+            t,
+            vec![
+                (REGISTERED.into(), "Unknown".into(), "True".into()),
+                (READY.into(), "Unknown".into(), "False".into())
+            ]
+        );
+    }
+}

@@ -12,13 +12,14 @@ use std::time::{Duration, Instant};
 
 use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};
-use nodewright_core::disruption::candidates::{MethodClass, select};
+use nodewright_core::disruption::budgets::allowed_disruptions;
+use nodewright_core::disruption::candidates::{MethodClass, budget_node_counts, select};
 use nodewright_core::disruption::command::{Command, Method};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
-use nodewright_core::model::Snapshot;
+use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
@@ -74,7 +75,29 @@ struct RoundResult {
     commands: Vec<Queued>,
     verdicts: Vec<Verdict>,
     eligible: BTreeMap<&'static str, usize>,
+    allowed: Vec<(String, &'static str, u32)>,
     claims_by_node: BTreeMap<String, String>,
+}
+
+/// Each NodePool's allowed disruptions per budget reason, as upstream's budget mapping sets
+/// `karpenter_nodepools_allowed_disruptions`: what the active budgets allow against the
+/// pool's node count, before subtracting nodes already disrupting (an unbounded pool reports
+/// 2147483647, upstream's MaxInt32).
+pub fn allowed_by_nodepool(snap: &Snapshot) -> Vec<(String, &'static str, u32)> {
+    let counts = budget_node_counts(snap);
+    let mut out = Vec::new();
+    for np in &snap.nodepools {
+        let count = counts.get(&np.name).map_or(0, |c| c.0);
+        for (reason, label) in [
+            (DisruptionReason::Empty, "empty"),
+            (DisruptionReason::Drifted, "drifted"),
+            (DisruptionReason::Underutilized, "underutilized"),
+        ] {
+            let a = allowed_disruptions(np, reason, count, 0, snap.now);
+            out.push((np.name.clone(), label, a.allowed));
+        }
+    }
+    out
 }
 
 /// Candidates per metric reason: every graceful candidate may be consolidated, the empty ones
@@ -198,6 +221,7 @@ impl Disruptor {
                 commands,
                 verdicts: result.verdicts,
                 eligible: eligible(&snap),
+                allowed: allowed_by_nodepool(&snap),
                 claims_by_node: snap
                     .node_claims
                     .iter()
@@ -215,6 +239,7 @@ impl Disruptor {
         for (reason, n) in &round.eligible {
             self.metrics.eligible_nodes(reason, *n);
         }
+        self.metrics.set_allowed_disruptions(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
         let commands = round.commands;
         if commands.is_empty() {
@@ -513,6 +538,11 @@ impl Disruptor {
             };
             if lost || now.since(r.started) >= COMMAND_TIMEOUT {
                 warn!(command = %r.command, "disruption command failed; rolling back");
+                self.metrics.disruption_queue_failure(
+                    r.command.decision.as_str(),
+                    r.command.method.reason_label(),
+                    r.command.method.consolidation_type(),
+                );
                 for t in &r.command.targets {
                     self.set_taint(&t.node, false).await?;
                     self.set_reason(&t.nodeclaim, None).await?;

@@ -315,6 +315,28 @@ pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
     )
 }
 
+/// A status condition of `object` changed status (`from` is `Unknown` when it was absent).
+/// Upstream's status controller reports every such change with the condition type as the
+/// reason; on a NodeClaim these are the `Launched`, `Registered`, `Initialized` and `Ready`
+/// events `kubectl describe` shows.
+pub fn condition_transitioned(
+    object: ObjectRef,
+    type_: &str,
+    from: &str,
+    to: &str,
+    reason: &str,
+    message: &str,
+) -> Event {
+    let mut text = format!(
+        "Status condition transitioned, Type: {type_}, Status: {from} -> {to}, Reason: {reason}"
+    );
+    if !message.is_empty() {
+        text.push_str(", Message: ");
+        text.push_str(message);
+    }
+    Event::new(object, EventType::Normal, type_, text)
+}
+
 /// Lifecycle: the launch failed for want of capacity.
 pub fn insufficient_capacity(nodeclaim: ObjectRef, error: &str) -> Event {
     let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));

@@ -19,6 +19,7 @@ pub mod logging;
 pub mod memory;
 pub mod metered;
 pub mod metrics;
+pub mod permissions;
 pub mod provisioner;
 pub mod run;
 pub mod settings;

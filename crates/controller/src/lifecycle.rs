@@ -1,8 +1,10 @@
-//! The NodeClaim lifecycle: finalizer, launch through the cloud, registration (match the Node
-//! by providerID, sync labels and taints, lift the unregistered taint), initialization (Ready,
-//! startup and ephemeral taints gone, extended resources present), the launch and
-//! registration timeouts, and finalization (delete the Node, terminate the instance, release
-//! the finalizer).
+//! The NodeClaim lifecycle: finalizer, launch through the cloud (provider labels fill in,
+//! provider annotations such as the node class hash are written), registration (match the
+//! Node by providerID, copy the claim's labels, annotations and taints onto it, lift the
+//! unregistered taint), initialization (Ready, startup and ephemeral taints gone, extended
+//! resources present), the launch and registration timeouts, and finalization (delete the
+//! Node, terminate the instance, release the finalizer). Every condition that changes status
+//! is reported as an event once its write has landed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ use nodewright_cloud::{CloudError, CloudProvider, Launched};
 use nodewright_core::labels;
 use nodewright_core::resources::{Resources, format_amount};
 use nodewright_core::time::Timestamp;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
@@ -50,6 +53,9 @@ pub struct Lifecycle {
     events: Arc<dyn EventSink>,
     /// Launch results by claim uid, so a failed status write never launches twice.
     launched: Mutex<HashMap<String, Launched>>,
+    /// While this is false the loop does nothing: its writes would be refused anyway, and its
+    /// cloud calls (launching, terminating) must come from the lease holder alone.
+    leader: Option<watch::Receiver<bool>>,
 }
 
 fn resource_list(r: &Resources) -> ResourceList {
@@ -144,11 +150,25 @@ impl Lifecycle {
             metrics,
             events,
             launched: Mutex::new(HashMap::new()),
+            leader: None,
         }
+    }
+
+    /// Runs only while `leader` says this replica holds the lease.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = Some(leader);
+        self
+    }
+
+    fn leading(&self) -> bool {
+        self.leader.as_ref().is_none_or(|l| *l.borrow())
     }
 
     /// Reconciles every claim once; returns each claim's outcome.
     pub async fn reconcile_all(&self) -> BTreeMap<String, Result<Outcome, String>> {
+        if !self.leading() {
+            return BTreeMap::new();
+        }
         let claims: Vec<NodeClaim> = lock(&self.state).nodeclaims.values().cloned().collect();
         let mut out = BTreeMap::new();
         for c in claims {
@@ -188,6 +208,7 @@ impl Lifecycle {
                     &name,
                     &MetaPatch {
                         finalizers: Some(f),
+                        resource_version: claim.metadata.resource_version.clone(),
                         ..Default::default()
                     },
                 )
@@ -259,11 +280,26 @@ impl Lifecycle {
         }
         cond::set_ready(&mut conds, now);
         status.conditions = Some(conds.clone());
-        if (status.clone(), conds) != before {
+        if (status.clone(), conds.clone()) != before {
             self.writer.patch_nodeclaim_status(&name, &status).await?;
+            self.publish_transitions(&claim, &before.1, &conds);
             return Ok(Outcome::Updated);
         }
         Ok(Outcome::Unchanged)
+    }
+
+    /// One event per condition whose status changed (upstream's status-condition events).
+    fn publish_transitions(&self, claim: &NodeClaim, before: &[Condition], after: &[Condition]) {
+        for (c, was) in cond::transitions(before, after) {
+            self.events.publish(events::condition_transitioned(
+                claim_ref(claim),
+                &c.type_,
+                &was,
+                &c.status,
+                c.reason.as_deref().unwrap_or_default(),
+                c.message.as_deref().unwrap_or_default(),
+            ));
+        }
     }
 
     async fn launch(&self, claim: &NodeClaim) -> Result<Launched, CloudError> {
@@ -312,6 +348,13 @@ impl Lifecycle {
         ] {
             if !existing.contains_key(k) {
                 patch.labels.insert(k.into(), Some(v.into()));
+            }
+        }
+        // Provider annotations override the claim's (upstream assigns them last).
+        let existing = claim.metadata.annotations.clone().unwrap_or_default();
+        for (k, v) in &l.annotations {
+            if existing.get(k) != Some(v) {
+                patch.annotations.insert(k.clone(), Some(v.clone()));
             }
         }
         if !patch.is_empty() {
@@ -377,8 +420,16 @@ impl Lifecycle {
         };
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        let node_annotations = node.metadata.annotations.clone().unwrap_or_default();
         let mut patch = NodePatch::default();
-        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        // The claim as last written: the launch may have added labels and annotations in
+        // this same pass.
+        let latest = lock(&self.state)
+            .nodeclaims
+            .get(&name)
+            .map(|c| c.metadata.clone())
+            .unwrap_or_else(|| claim.metadata.clone());
+        let claim_labels = latest.labels.clone().unwrap_or_default();
         for (k, v) in claim_labels
             .iter()
             .chain([(&labels::REGISTERED.to_string(), &"true".to_string())])
@@ -387,10 +438,17 @@ impl Lifecycle {
                 patch.meta.labels.insert(k.clone(), Some(v.clone()));
             }
         }
+        // Claim annotations win over the Node's, as upstream's registration assigns them.
+        for (k, v) in latest.annotations.iter().flatten() {
+            if node_annotations.get(k) != Some(v) {
+                patch.meta.annotations.insert(k.clone(), Some(v.clone()));
+            }
+        }
         let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
         if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
             finalizers.push(TERMINATION_FINALIZER.into());
             patch.meta.finalizers = Some(finalizers);
+            patch.meta.resource_version = node.metadata.resource_version.clone();
         }
         let current: Vec<ApiTaint> = node
             .spec
@@ -437,7 +495,6 @@ impl Lifecycle {
         }
         status.node_name = Some(node_name.clone());
         cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
-        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
         self.metrics.node_created(
             &label(labels::NODEPOOL),
@@ -627,8 +684,13 @@ impl Lifecycle {
                         now,
                     ) {
                         let mut s = status.clone();
-                        s.conditions = Some(conds);
+                        s.conditions = Some(conds.clone());
                         self.writer.patch_nodeclaim_status(&name, &s).await?;
+                        self.publish_transitions(
+                            claim,
+                            status.conditions.as_deref().unwrap_or_default(),
+                            &conds,
+                        );
                     }
                     return Ok(Outcome::Updated);
                 }
@@ -638,12 +700,20 @@ impl Lifecycle {
                 }
             }
         }
-        let finalizers = finalizers_without_termination(&claim.metadata);
+        // As for Nodes: the list and its version guard from the latest read, since this pass
+        // may already have written the termination timestamp.
+        let latest = lock(&self.state)
+            .nodeclaims
+            .get(&name)
+            .map(|c| c.metadata.clone())
+            .unwrap_or_else(|| claim.metadata.clone());
+        let finalizers = finalizers_without_termination(&latest);
         self.writer
             .patch_nodeclaim_meta(
                 &name,
                 &MetaPatch {
                     finalizers: Some(finalizers),
+                    resource_version: latest.resource_version.clone(),
                     ..Default::default()
                 },
             )

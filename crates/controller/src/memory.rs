@@ -1,6 +1,7 @@
 //! An in-memory API server for tests: an object store keyed by kind and `namespace/name` that
 //! applies the controller's writes with the API server's semantics that matter here
-//! (finalizers hold deletion, merge patches, evictions refused by PDBs with 429) and feeds
+//! (finalizers hold deletion, merge patches with an optional resourceVersion precondition,
+//! evictions refused by PDBs with 429) and feeds
 //! every change to a [`ClusterState`] as the watchers would.
 
 use std::collections::BTreeMap;
@@ -89,7 +90,19 @@ impl MemoryApi {
     }
 
     /// Creates or replaces an object as a user, kubelet or scheduler would.
-    pub fn put(&self, mut o: Object) -> Object {
+    pub fn put(&self, o: Object) -> Object {
+        let o = self.store_object(o);
+        self.emit(WatchEvent::Apply(o.clone()));
+        o
+    }
+
+    /// As [`MemoryApi::put`], but the watchers have not seen the change yet: the state keeps
+    /// the old object, as it does in a cluster while a watch event is in flight.
+    pub fn put_unseen(&self, o: Object) -> Object {
+        self.store_object(o)
+    }
+
+    fn store_object(&self, mut o: Object) -> Object {
         {
             let mut s = self.store();
             s.version += 1;
@@ -108,7 +121,6 @@ impl MemoryApi {
             s.log.push(format!("put {} {}", o.kind().name(), o.key()));
             s.objects.insert(key, o.clone());
         }
-        self.emit(WatchEvent::Apply(o.clone()));
         o
     }
 
@@ -175,6 +187,17 @@ impl MemoryApi {
                     name: key.into(),
                 });
             };
+            // A resourceVersion in the patch is a precondition, as the API server treats it.
+            if let Some(expected) = patch["metadata"]["resourceVersion"].as_str()
+                && o.meta().resource_version.as_deref() != Some(expected)
+            {
+                s.log.push(format!("conflict {} {key}", kind.name()));
+                return Err(WriteError::Conflict {
+                    kind: kind.name().into(),
+                    name: key.into(),
+                    message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+                });
+            }
             let mut v = o.to_value();
             merge(&mut v, patch);
             let mut updated = Object::from_value(kind, v).map_err(|e| WriteError::Api {
@@ -328,6 +351,10 @@ impl KubeWriter for MemoryApi {
         status: &EC2NodeClassStatus,
     ) -> Result<(), WriteError> {
         self.patch(Kind::NodeClass, name, &status_patch(status), "status")
+    }
+
+    async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.patch(Kind::NodeClass, name, &patch.to_merge_patch(), "patch")
     }
 
     async fn delete_pod(

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched};
+use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched, ReconciledNodeClass};
 use nodewright_core::model::InstanceType;
 
 use crate::metrics::Metrics;
@@ -65,7 +65,7 @@ impl CloudProvider for MeteredCloud {
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
-    ) -> Result<EC2NodeClassStatus, CloudError> {
+    ) -> Result<ReconciledNodeClass, CloudError> {
         let t = Instant::now();
         let r = self.inner.reconcile_node_class(class).await;
         self.record("ReconcileNodeClass", t, &r);

@@ -107,6 +107,7 @@ pub struct Metrics {
     pods_bound_duration: Histogram,
     nodepools_allowed_disruptions: Gauges,
     consolidation_timeouts: Counters,
+    disruption_queue_failures: Counters,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
     /// encoding, so a scrape never sees a half-replaced set.
     snapshot: Mutex<()>,
@@ -318,6 +319,11 @@ impl Metrics {
             "karpenter_voluntary_disruption_consolidation_timeouts",
             "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
         );
+        let disruption_queue_failures = counters(
+            r,
+            "karpenter_voluntary_disruption_queue_failures",
+            "The number of times that an enqueued disruption decision failed. Labeled by disruption method.",
+        );
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -344,6 +350,7 @@ impl Metrics {
             pods_bound_duration,
             nodepools_allowed_disruptions,
             consolidation_timeouts,
+            disruption_queue_failures,
             nodeclaims_created,
             nodeclaims_terminated,
             nodeclaims_disrupted,
@@ -723,6 +730,33 @@ impl Metrics {
                 ("reason", reason.to_owned()),
             ])
             .set(n as f64);
+    }
+
+    /// Replaces `karpenter_nodepools_allowed_disruptions` with one series per
+    /// `(nodepool, reason, allowed)`, so a deleted NodePool's series go away.
+    pub fn set_allowed_disruptions(&self, rows: &[(String, &str, u32)]) {
+        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        self.nodepools_allowed_disruptions.clear();
+        for (nodepool, reason, n) in rows {
+            self.nodepools_allowed_disruptions
+                .get_or_create(&vec![
+                    ("nodepool", nodepool.clone()),
+                    ("reason", (*reason).to_owned()),
+                ])
+                .set(f64::from(*n));
+        }
+    }
+
+    /// A started disruption command that failed (a replacement went away, or it timed out)
+    /// and was rolled back.
+    pub fn disruption_queue_failure(&self, decision: &str, reason: &str, consolidation_type: &str) {
+        self.disruption_queue_failures
+            .get_or_create(&vec![
+                ("decision", decision.to_owned()),
+                ("reason", reason.to_owned()),
+                ("consolidation_type", consolidation_type.to_owned()),
+            ])
+            .inc();
     }
 
     pub fn consolidation_timeout(&self, consolidation_type: &str) {

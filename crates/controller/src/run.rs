@@ -75,14 +75,10 @@ pub async fn run(
     let state = ClusterState::shared();
     let _watchers = watchers::spawn_all(client.clone(), state.clone());
 
-    let leader = if settings.leader_elect && !settings.disable_leader_election {
+    let leader = if settings.leader_election_enabled() {
         leader::spawn(
             Arc::new(KubeLeaseStore::new(client.clone())),
-            LeaseConfig::new(
-                &settings.leader_election_name,
-                &settings.leader_election_namespace,
-                &identity,
-            ),
+            LeaseConfig::from_settings(&settings, &identity),
         )
     } else {
         watch::channel(true).1
@@ -146,22 +142,28 @@ pub async fn run(
         metrics.clone(),
         events.clone(),
     ));
-    let lifecycle = Arc::new(Lifecycle::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    ));
-    let termination = Arc::new(Termination::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    ));
+    let lifecycle = Arc::new(
+        Lifecycle::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone()),
+    );
+    let termination = Arc::new(
+        Termination::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone()),
+    );
     let status = Arc::new(StatusController::new(
         state.clone(),
         writer.clone(),

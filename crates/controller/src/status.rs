@@ -1,8 +1,8 @@
-//! The status writers: each EC2NodeClass's resolved status (from the cloud provider), each
-//! NodePool's drift hash, resources, node count and conditions, and each NodeClaim's hash
-//! stamp and `Drifted` condition. One loop runs them in that order (a pool's readiness reads
-//! its class's status), only while this replica holds the lease, and writes an object only
-//! when what it would write differs from what is stored.
+//! The status writers: each EC2NodeClass's resolved status and hash annotations (from the
+//! cloud provider), each NodePool's drift hash, resources, node count and conditions, and
+//! each NodeClaim's hash stamp and `Drifted` condition. One loop runs them in that order (a
+//! pool's readiness reads its class's status), only while this replica holds the lease, and
+//! writes an object only when what it would write differs from what is stored.
 
 pub mod drift;
 pub mod nodeclass;
@@ -28,6 +28,7 @@ pub const STATUS_EVERY: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Written {
     pub nodeclass_status: Vec<String>,
+    pub nodeclass_meta: Vec<String>,
     pub nodepool_hash: Vec<String>,
     pub nodepool_status: Vec<String>,
     pub nodeclaim_hash: Vec<String>,

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint as ApiTaint};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::CloudProvider;
 use nodewright_core::time::Timestamp;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
@@ -56,6 +57,9 @@ pub struct Termination {
     clock: Clock,
     metrics: Arc<Metrics>,
     events: Arc<dyn EventSink>,
+    /// While this is false the loop does nothing: its writes would be refused anyway, and its
+    /// cloud calls (launching, terminating) must come from the lease holder alone.
+    leader: Option<watch::Receiver<bool>>,
 }
 
 fn pod_grace_seconds(p: &Pod) -> Option<i64> {
@@ -199,11 +203,25 @@ impl Termination {
             clock,
             metrics,
             events,
+            leader: None,
         }
+    }
+
+    /// Runs only while `leader` says this replica holds the lease.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = Some(leader);
+        self
+    }
+
+    fn leading(&self) -> bool {
+        self.leader.as_ref().is_none_or(|l| *l.borrow())
     }
 
     /// One pass over every terminating node we own.
     pub async fn reconcile_all(&self) -> BTreeMap<String, Result<Progress, String>> {
+        if !self.leading() {
+            return BTreeMap::new();
+        }
         let nodes: Vec<Node> = lock(&self.state)
             .nodes
             .values()
@@ -320,13 +338,21 @@ impl Termination {
                 }
             }
         }
-        let finalizers = finalizers_without_termination(&node.metadata);
+        // The finalizer list and the version guarding it come from the same, latest read: an
+        // earlier write of this pass (the taint) has moved the version on.
+        let latest = lock(&self.state)
+            .nodes
+            .get(&name)
+            .map(|n| n.metadata.clone())
+            .unwrap_or_else(|| node.metadata.clone());
+        let finalizers = finalizers_without_termination(&latest);
         self.writer
             .patch_node(
                 &name,
                 &NodePatch {
                     meta: MetaPatch {
                         finalizers: Some(finalizers),
+                        resource_version: latest.resource_version.clone(),
                         ..Default::default()
                     },
                     taints: None,

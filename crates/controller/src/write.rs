@@ -40,14 +40,24 @@ impl WriteError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, WriteError::NotFound { .. })
     }
+
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, WriteError::Conflict { .. })
+    }
 }
 
 /// Metadata changes: `Some(v)` sets a key, `None` removes it. `finalizers` replaces the list.
+///
+/// A merge patch replaces a list whole, so a finalizer change computed from a stale read
+/// would drop a finalizer another controller added meanwhile. `resource_version`, when set,
+/// guards against that: the API server refuses the patch with a conflict (409) unless the
+/// object is still at that version (upstream's optimistic lock on finalizer writes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MetaPatch {
     pub labels: BTreeMap<String, Option<String>>,
     pub annotations: BTreeMap<String, Option<String>>,
     pub finalizers: Option<Vec<String>>,
+    pub resource_version: Option<String>,
 }
 
 impl MetaPatch {
@@ -78,6 +88,9 @@ impl MetaPatch {
         }
         if let Some(f) = &self.finalizers {
             meta.insert("finalizers".into(), json!(f));
+        }
+        if let Some(v) = &self.resource_version {
+            meta.insert("resourceVersion".into(), json!(v));
         }
         json!({ "metadata": meta })
     }
@@ -142,6 +155,8 @@ pub trait KubeWriter: Send + Sync {
         name: &str,
         status: &EC2NodeClassStatus,
     ) -> Result<(), WriteError>;
+    /// Labels and annotations of an EC2NodeClass (its drift hash).
+    async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError>;
     /// Deletes the pod, bypassing PDBs; `grace_period_seconds` overrides the pod's own
     /// `terminationGracePeriodSeconds` (the drain shortens it to meet the node's deadline).
     async fn delete_pod(
@@ -226,6 +241,10 @@ impl KubeWriter for LeaderGate {
     ) -> Result<(), WriteError> {
         self.check()?;
         self.inner.patch_nodeclass_status(name, status).await
+    }
+    async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodeclass_meta(name, patch).await
     }
     async fn delete_pod(
         &self,

@@ -16,6 +16,7 @@ use nodewright_core::time::Timestamp;
 use crate::cloud::Instance;
 use crate::disruption_budget::SimPdb;
 use crate::volumes::{self, ClaimTemplate, Provisioned};
+use maintained::Maintained;
 
 /// How long an offering stays unavailable after an insufficient-capacity error.
 pub const ICE_TTL: std::time::Duration = std::time::Duration::from_secs(180);
@@ -136,10 +137,13 @@ pub struct Cluster {
     pub catalog: BTreeMap<String, Arc<Vec<InstanceType>>>,
     /// Offerings out of capacity until the given time.
     pub ice: BTreeMap<(String, String, CapacityType), Timestamp>,
-    pub claims: BTreeMap<String, SimClaim>,
-    /// Every pod by key. Read freely; add pods with [`Cluster::insert_pod`] and move them
-    /// with [`Cluster::bind`] / [`Cluster::remove_pod`], which keep the per-node index.
-    pub pods: BTreeMap<String, Pod>,
+    /// Read with [`Cluster::claims`]; change with [`Cluster::insert_claim`] and
+    /// [`Cluster::claim_mut`], which keep the maintained snapshot in step.
+    claims: BTreeMap<String, SimClaim>,
+    /// Every pod by key. Read with [`Cluster::pods`]; add pods with [`Cluster::insert_pod`],
+    /// move them with [`Cluster::bind`] / [`Cluster::remove_pod`] and change them with
+    /// [`Cluster::pod_mut`], which keep the per-node index and the maintained snapshot.
+    pods: BTreeMap<String, Pod>,
     /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
     /// rather than a scan of every pod.
     on_node: BTreeMap<String, BTreeSet<String>>,
@@ -158,12 +162,44 @@ pub struct Cluster {
     /// created or removed; claims created, launched, Ready, tainted or deleted; objects
     /// applied), so decisions over an unchanged cluster can be skipped.
     pub changes: u64,
+    /// The snapshot decisions see, kept up to date (see [`Cluster::view`]).
+    maintained: Maintained,
 }
 
 impl Cluster {
     pub fn next_claim_name(&mut self, nodepool: &str) -> String {
         self.claim_seq += 1;
         format!("{nodepool}-{:05}", self.claim_seq)
+    }
+
+    /// Every pod by key.
+    pub fn pods(&self) -> &BTreeMap<String, Pod> {
+        &self.pods
+    }
+
+    /// Every NodeClaim ever made by name, live or deleted.
+    pub fn claims(&self) -> &BTreeMap<String, SimClaim> {
+        &self.claims
+    }
+
+    /// A pod to change in place (not its node: that is [`Cluster::bind`]).
+    pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
+        let p = self.pods.get_mut(key)?;
+        self.maintained.pod_changed(key);
+        Some(p)
+    }
+
+    /// A claim (with its instance and node) to change in place.
+    pub fn claim_mut(&mut self, name: &str) -> Option<&mut SimClaim> {
+        let c = self.claims.get_mut(name)?;
+        self.maintained.claim_changed(name);
+        Some(c)
+    }
+
+    /// Adds (or replaces) a claim.
+    pub fn insert_claim(&mut self, name: &str, claim: SimClaim) {
+        self.maintained.claim_changed(name);
+        self.claims.insert(name.to_string(), claim);
     }
 
     pub fn nodepool(&self, name: &str) -> Option<&NodePool> {
@@ -202,6 +238,7 @@ impl Cluster {
     pub fn insert_pod(&mut self, pod: Pod) {
         let key = pod.key();
         self.unindex(&key);
+        self.maintained.pod_changed(&key);
         if let Some(n) = &pod.node_name {
             self.on_node
                 .entry(n.clone())
@@ -250,8 +287,36 @@ impl Cluster {
     }
 
     /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
-    /// catalog with offerings still inside their ICE window marked unavailable.
+    /// catalog with offerings still inside their ICE window marked unavailable. Built from
+    /// scratch; [`Cluster::view`] gives the same snapshot without copying what did not change.
     pub fn snapshot(&self, now: Timestamp) -> Snapshot {
+        let mut s = Snapshot {
+            nodes: self.ready_nodes().map(|(_, n)| n.clone()).collect(),
+            node_claims: self
+                .claims
+                .values()
+                .filter(|c| c.is_live())
+                .map(|c| c.claim.clone())
+                .collect(),
+            pods: self.pods.values().cloned().collect(),
+            ..Snapshot::default()
+        };
+        self.fill_rest(&mut s, now);
+        s
+    }
+
+    /// The same snapshot as [`Cluster::snapshot`], kept by the cluster: only the pods and
+    /// claims that changed since the last call are copied again.
+    pub fn view(&mut self, now: Timestamp) -> &Snapshot {
+        let mut m = std::mem::take(&mut self.maintained);
+        m.sync(&self.pods, &self.claims);
+        self.fill_rest(&mut m.snapshot, now);
+        self.maintained = m;
+        &self.maintained.snapshot
+    }
+
+    /// Everything of the snapshot but the pods, Nodes and NodeClaims: small lists, built anew.
+    fn fill_rest(&self, s: &mut Snapshot, now: Timestamp) {
         let mut instance_types = self.catalog.clone();
         let cold: Vec<&(String, String, CapacityType)> = self
             .ice
@@ -275,38 +340,38 @@ impl Cluster {
                 *list = Arc::new(types);
             }
         }
-        Snapshot {
-            now,
-            nodepools: self.nodepools.clone(),
-            instance_types,
-            nodes: self.ready_nodes().map(|(_, n)| n.clone()).collect(),
-            node_claims: self
-                .claims
-                .values()
-                .filter(|c| c.is_live())
-                .map(|c| c.claim.clone())
-                .collect(),
-            pods: self.pods.values().cloned().collect(),
-            daemonsets: self.daemonsets.clone(),
-            pdbs: self.pdbs.values().map(|b| b.observed(self)).collect(),
-            persistent_volume_claims: self.pvcs.values().cloned().collect(),
-            persistent_volumes: self.pvs.values().cloned().collect(),
-            storage_classes: self.storage_classes.values().cloned().collect(),
-            ..Snapshot::default()
-        }
+        s.now = now;
+        s.nodepools = self.nodepools.clone();
+        s.instance_types = instance_types;
+        s.daemonsets = self.daemonsets.clone();
+        s.pdbs = self.pdbs.values().map(|b| b.observed(self)).collect();
+        s.persistent_volume_claims = self.pvcs.values().cloned().collect();
+        s.persistent_volumes = self.pvs.values().cloned().collect();
+        s.storage_classes = self.storage_classes.values().cloned().collect();
     }
 
     /// Records a pod bind or unbind on the node's claim, for `consolidateAfter`.
     pub fn touch(&mut self, node: &str, now: Timestamp) {
         let owns = |c: &SimClaim| c.is_live() && c.claim.node_name.as_deref() == Some(node);
         // Simulated nodes take their claim's name; look there before scanning.
-        let found = match self.claims.get_mut(node) {
-            Some(c) if owns(c) => Some(c),
-            _ => self.claims.values_mut().find(|c| owns(c)),
+        let key = match self.claims.get(node) {
+            Some(c) if owns(c) => Some(node.to_string()),
+            _ => self
+                .claims
+                .iter()
+                .find(|(_, c)| owns(c))
+                .map(|(k, _)| k.clone()),
         };
-        if let Some(c) = found {
+        if let Some(c) = key.and_then(|k| self.claim_mut(&k)) {
             c.claim.last_pod_event_time = Some(now);
         }
+    }
+
+    /// How many times a pod or a claim was added, changed or removed. Together with
+    /// [`Cluster::changes`] (bumped by every applied object) it tells whether anything a check
+    /// of the whole cluster reads may differ since the check last ran.
+    pub fn edits(&self) -> u64 {
+        self.maintained.edits
     }
 
     /// Records a change (see [`Cluster::changes`]).
@@ -317,6 +382,7 @@ impl Cluster {
     pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
         self.changes += 1;
         self.unindex(pod);
+        self.maintained.pod_changed(pod);
         if let Some(p) = self.pods.get_mut(pod) {
             self.on_node
                 .entry(node.to_string())
@@ -340,6 +406,7 @@ impl Cluster {
     /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
         self.unindex(key);
+        self.maintained.pod_changed(key);
         let p = self.pods.remove(key)?;
         self.changes += 1;
         if let Some(node) = &p.node_name
@@ -545,5 +612,8 @@ pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool
     }
 }
 
+mod maintained;
+#[cfg(test)]
+mod maintained_tests;
 #[cfg(test)]
 mod tests;

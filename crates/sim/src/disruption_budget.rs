@@ -72,7 +72,7 @@ impl SimPdb {
     pub fn status(&self, cluster: &Cluster) -> PdbStatus {
         let spec = self.manifest.spec.clone().unwrap_or_default();
         let selected: Vec<&Pod> = cluster
-            .pods
+            .pods()
             .values()
             .filter(|p| !p.is_terminal() && self.selects(p))
             .collect();

@@ -17,7 +17,18 @@ const DISRUPTED: &str = "karpenter.sh/disrupted";
 
 /// Every violation at `at`, as sentences.
 pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
+    stamped(&violations(cluster), at)
+}
+
+/// `violations` as they read at `at`.
+pub fn stamped(violations: &[String], at: Duration) -> Vec<String> {
     let t = clock(at);
+    violations.iter().map(|v| format!("{t}: {v}")).collect()
+}
+
+/// Every violation, as sentences without the time: a function of the cluster alone, so an
+/// unchanged cluster has the same ones.
+pub fn violations(cluster: &Cluster) -> Vec<String> {
     let mut out = Vec::new();
     for (_, node) in cluster.ready_nodes() {
         let free = cluster.free(node);
@@ -28,7 +39,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .collect();
         if !over.is_empty() {
             out.push(format!(
-                "{t}: node {} is over-committed on {}",
+                "node {} is over-committed on {}",
                 node.name,
                 over.join(", ")
             ));
@@ -36,20 +47,18 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
     }
     // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
     if cfg!(debug_assertions) && !cluster.index_is_consistent() {
-        out.push(format!(
-            "{t}: the per-node pod index disagrees with the pods"
-        ));
+        out.push("the per-node pod index disagrees with the pods".to_string());
     }
     let ready: std::collections::BTreeMap<&str, &nodewright_core::model::Node> = cluster
         .ready_nodes()
         .map(|(_, n)| (n.name.as_str(), n))
         .collect();
-    for p in cluster.pods.values() {
+    for p in cluster.pods().values() {
         let Some(n) = &p.node_name else {
             continue;
         };
         let Some(node) = ready.get(n.as_str()) else {
-            out.push(format!("{t}: pod {} is bound to missing node {n}", p.key()));
+            out.push(format!("pod {} is bound to missing node {n}", p.key()));
             continue;
         };
         let taints: Vec<_> = node
@@ -60,7 +69,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .collect();
         if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
             out.push(format!(
-                "{t}: pod {} runs on {n} without tolerating {}",
+                "pod {} runs on {n} without tolerating {}",
                 p.key(),
                 taint.key
             ));
@@ -76,7 +85,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 }))
         {
             out.push(format!(
-                "{t}: pod {} runs on {n} whose labels it does not select",
+                "pod {} runs on {n} whose labels it does not select",
                 p.key()
             ));
         }
@@ -97,7 +106,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
                 });
             if !inside {
                 out.push(format!(
-                    "{t}: pod {} runs on {n} outside the zone of its volume {} ({})",
+                    "pod {} runs on {n} outside the zone of its volume {} ({})",
                     p.key(),
                     pv.name,
                     crate::volumes::volume_zone(pv).unwrap_or("?")
@@ -116,7 +125,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
             .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
         {
             out.push(format!(
-                "{t}: node {} breaks its NodePool's requirement {r}",
+                "node {} breaks its NodePool's requirement {r}",
                 node.name
             ));
         }
@@ -124,7 +133,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
     for pool in &cluster.nodepools {
         let mut used = Resources::new();
         let mut nodes = 0;
-        for c in cluster.claims.values() {
+        for c in cluster.claims().values() {
             if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
                 used.add(&c.claim.capacity);
                 nodes += 1;
@@ -134,7 +143,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
         for (k, limit) in pool.limits.iter() {
             if used.get(k) > limit {
                 out.push(format!(
-                    "{t}: NodePool {} exceeds its {k} limit ({} > {limit})",
+                    "NodePool {} exceeds its {k} limit ({} > {limit})",
                     pool.name,
                     used.get(k)
                 ));
@@ -147,7 +156,7 @@ pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
 /// After `pod` was evicted: every PodDisruptionBudget selecting it still has the healthy pods
 /// it requires (an eviction of a pod that was not healthy takes nothing from a budget).
 pub fn eviction(cluster: &Cluster, pod: &str, t: &str) -> Vec<String> {
-    let Some(p) = cluster.pods.get(pod) else {
+    let Some(p) = cluster.pods().get(pod) else {
         return Vec::new();
     };
     if !p.ready {
@@ -210,8 +219,8 @@ mod tests {
             ready: true,
             ..Node::default()
         };
-        c.claims.insert(
-            "n1".into(),
+        c.insert_claim(
+            "n1",
             SimClaim {
                 claim: NodeClaim {
                     name: "n1".into(),
@@ -267,7 +276,7 @@ mod tests {
         let mut picky = pod("d", 0, "n1");
         picky.node_selector.insert("zone".into(), "b".into());
         add(&mut c, picky);
-        let claim = c.claims.get_mut("n1").unwrap();
+        let claim = c.claim_mut("n1").unwrap();
         let node = claim.node.as_mut().unwrap();
         node.taints
             .push(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
@@ -323,9 +332,9 @@ mod tests {
         .unwrap();
         c.pdbs
             .insert(("d".into(), "a".into()), SimPdb::new(manifest).unwrap());
-        c.pods.get_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
+        c.pod_mut("d/a-1").unwrap().deletion_timestamp = Some(Default::default());
         assert!(eviction(&c, "d/a-1", "00:01").is_empty(), "one may go");
-        c.pods.get_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
+        c.pod_mut("d/a-2").unwrap().deletion_timestamp = Some(Default::default());
         let v = eviction(&c, "d/a-2", "00:01");
         assert_eq!(
             v,
@@ -361,8 +370,7 @@ mod tests {
             }],
             local_or_host_path: false,
         };
-        c.claims
-            .get_mut("n1")
+        c.claim_mut("n1")
             .unwrap()
             .node
             .as_mut()
@@ -385,7 +393,7 @@ mod tests {
     fn the_disruption_taint_does_not_evict_pods_already_bound() {
         let mut c = cluster();
         add(&mut c, pod("a", 1000, "n1"));
-        let node = c.claims.get_mut("n1").unwrap().node.as_mut().unwrap();
+        let node = c.claim_mut("n1").unwrap().node.as_mut().unwrap();
         node.taints
             .push(Taint::new(DISRUPTED, "", TaintEffect::NoSchedule));
         assert!(check(&c, Duration::ZERO).is_empty());

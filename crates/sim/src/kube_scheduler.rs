@@ -7,7 +7,7 @@
 //! (ScheduleAnyway) prefers the least-populated domain, then the least allocated node, then the
 //! name. Pods are taken by priority, then age, then name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
@@ -133,25 +133,38 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .then(a.key().cmp(&b.key()))
     });
     let mut bound = Vec::new();
-    // What is free on each Ready node, kept current as this pass binds pods.
-    let mut free: HashMap<String, Resources> = cluster
+    if pending.is_empty() {
+        return bound;
+    }
+    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
+    // readiness), kept current as this pass binds pods.
+    let mut free: Vec<Resources> = cluster
         .ready_nodes()
-        .map(|(_, n)| (n.name.clone(), cluster.free(n)))
+        .map(|(_, n)| cluster.free(n))
         .collect();
+    // At least the most any one node has free of each resource (binding only lowers it): a
+    // pod asking for more fits nowhere, which is most pending pods while nodes launch.
+    let mut most = Resources::new();
+    for f in &free {
+        most.max_with(f);
+    }
     for pod in pending {
+        if !pod.requests.fits_in(&most) {
+            continue;
+        }
         let best = cluster
             .ready_nodes()
-            .map(|(_, n)| (n, &free[&n.name]))
+            .zip(&free)
+            .enumerate()
+            .map(|(i, ((_, n), f))| (i, n, f))
             // The cheap test first: most nodes are too full.
-            .filter(|(_, f)| pod.requests.fits_in(f))
-            .filter(|(n, f)| unfit_given(cluster, &pod, n, f).is_none())
-            .min_by_key(|(n, f)| score(cluster, &pod, n, f))
-            .map(|(n, _)| n.name.clone());
-        if let Some(name) = best {
+            .filter(|(_, _, f)| pod.requests.fits_in(f))
+            .filter(|(_, n, f)| unfit_given(cluster, &pod, n, f).is_none())
+            .min_by_key(|(_, n, f)| score(cluster, &pod, n, f))
+            .map(|(i, n, _)| (i, n.name.clone()));
+        if let Some((i, name)) = best {
             cluster.bind(&pod.key(), &name, now);
-            if let Some(f) = free.get_mut(&name) {
-                f.sub(&pod.requests);
-            }
+            free[i].sub(&pod.requests);
             bound.push((pod.key(), name));
         }
     }
@@ -180,8 +193,8 @@ mod tests {
             ready: true,
             ..Node::default()
         };
-        c.claims.insert(
-            name.into(),
+        c.insert_claim(
+            name,
             SimClaim {
                 claim: NodeClaim {
                     name: name.into(),
@@ -212,8 +225,7 @@ mod tests {
     }
 
     fn spread(c: &mut Cluster, key: &str, when: WhenUnsatisfiable) {
-        c.pods
-            .get_mut(key)
+        c.pod_mut(key)
             .unwrap()
             .topology_spread
             .push(TopologySpreadConstraint {
@@ -239,15 +251,14 @@ mod tests {
         let big = pending(&mut c, "big", 1500);
         let bound = bind_pending(&mut c, Timestamp(0));
         assert_eq!(bound, vec![(fits, "small".to_string())]);
-        assert!(c.pods[&big].node_name.is_none());
+        assert!(c.pods()[&big].node_name.is_none());
     }
 
     #[test]
     fn untolerated_taints_keep_pods_off() {
         let mut c = Cluster::default();
         add_node(&mut c, "tainted", "a", 4000);
-        c.claims
-            .get_mut("tainted")
+        c.claim_mut("tainted")
             .unwrap()
             .node
             .as_mut()
@@ -255,9 +266,9 @@ mod tests {
             .taints = vec![Taint::new("dedicated", "gpu", TaintEffect::NoSchedule)];
         let p = pending(&mut c, "p", 100);
         assert!(bind_pending(&mut c, Timestamp(0)).is_empty());
-        let node = c.claims["tainted"].node.clone().unwrap();
+        let node = c.claims()["tainted"].node.clone().unwrap();
         assert_eq!(
-            unfit(&c, &c.pods[&p], &node).as_deref(),
+            unfit(&c, &c.pods()[&p], &node).as_deref(),
             Some("untolerated taint dedicated")
         );
     }
@@ -288,8 +299,7 @@ mod tests {
         add_node(&mut c, "a1", "a", 2000);
         add_node(&mut c, "b1", "b", 8000);
         let key = pending(&mut c, "db-0", 500);
-        c.pods
-            .get_mut(&key)
+        c.pod_mut(&key)
             .unwrap()
             .volume_claims
             .push("data-db-0".into());

@@ -230,3 +230,100 @@ fn bad_claim_templates_and_storage_classes_name_the_field() {
     let e = run(&bad_mode).unwrap_err();
     assert!(e.contains("volumeBindingMode"), "{e}");
 }
+
+/// The StatefulSet of [`STATEFUL`] on an `Immediate` class, with `allowed` as the class's
+/// `allowedTopologies` zones; the Deployment scaled to nothing, so every launch is for it.
+fn immediate(allowed: Option<&str>) -> RunReport {
+    let mut stateful = STATEFUL.replace(
+        "volumeBindingMode: WaitForFirstConsumer",
+        "volumeBindingMode: Immediate",
+    );
+    if let Some(zone) = allowed {
+        stateful = stateful.replace(
+            "      volumeBindingMode: Immediate",
+            &format!(
+                "      volumeBindingMode: Immediate\n      allowedTopologies:\n        - matchLabelExpressions:\n            - {{ key: topology.kubernetes.io/zone, values: [{zone}] }}"
+            ),
+        );
+    }
+    let text = format!(
+        "until: 6m\nmanifests:{}{stateful}\nsteps:\n  - {{ at: 2m, interrupt: any, count: 1 }}\n",
+        CLASS
+            .replace("TGP", "")
+            .replace("replicas: 4", "replicas: 0")
+    );
+    run(&text).unwrap()
+}
+
+/// The zone of every "launched" line.
+fn launch_zones(r: &RunReport) -> Vec<String> {
+    lines(r, "launched")
+        .iter()
+        .map(|m| {
+            m.split(" in ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn an_immediate_volume_is_bound_at_claim_creation_and_pins_its_pod_there() {
+    let r = immediate(Some("us-east-1b"));
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let volumes = lines(&r, "volume");
+    let provisioned: Vec<&String> = volumes
+        .iter()
+        .filter(|m| m.contains("provisioned"))
+        .collect();
+    assert_eq!(provisioned.len(), 2, "{volumes:#?}");
+    for m in &provisioned {
+        assert!(
+            m.contains("provisioned in us-east-1b") && m.ends_with("(Immediate binding)"),
+            "{m}"
+        );
+    }
+    // The first launch and the replacement after the interruption: all in the volume's zone.
+    let zones = launch_zones(&r);
+    assert!(zones.len() >= 2, "{:#?}", r.timeline);
+    assert!(zones.iter().all(|z| z == "us-east-1b"), "{zones:?}");
+    assert_eq!(r.summary.pending_at_end, 0);
+}
+
+#[test]
+fn without_allowed_topologies_an_immediate_claim_takes_a_zone_by_its_name() {
+    let r = immediate(None);
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let provisioned: Vec<String> = lines(&r, "volume")
+        .into_iter()
+        .filter(|m| m.contains("(Immediate binding)"))
+        .collect();
+    assert_eq!(provisioned.len(), 2, "{:#?}", r.timeline);
+    // Consecutive ordinals go to different zones; each replica's nodes follow its volume.
+    let zone = |m: &String| {
+        m.split(" in ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_ne!(
+        zone(&provisioned[0]),
+        zone(&provisioned[1]),
+        "{provisioned:?}"
+    );
+    let zones = launch_zones(&r);
+    for z in &zones {
+        assert!(
+            provisioned.iter().any(|m| zone(m) == *z),
+            "{z} in {zones:?}"
+        );
+    }
+    assert_eq!(r.summary.pending_at_end, 0);
+}

@@ -63,6 +63,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.cloud_provider == Provider::Aws {
         return Err(aws_unavailable());
     }
+    // Bad settings stop the start with the setting's name, before anything connects.
+    args.settings
+        .validate()
+        .context("checking the controller's settings")?;
     nodewright_controller::logging::init(&args.settings.log_level, true);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

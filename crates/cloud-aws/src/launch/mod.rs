@@ -637,6 +637,7 @@ fn launched(
         capacity,
         allocatable,
         labels: node_labels,
+        annotations: BTreeMap::new(),
     })
 }
 

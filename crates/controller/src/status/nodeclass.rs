@@ -3,21 +3,26 @@
 //! A class is resolved again when its generation changes and at least once a minute, so
 //! changes in the cloud (a new AMI, a deleted subnet) show up without an edit.
 //!
+//! The provider also says which annotations the class itself should carry (its drift hash);
+//! those that differ from what is stored are written in one merge patch of the metadata.
+//!
 //! Condition transition times are ours: a condition keeps its time while its status holds,
 //! whatever the provider sent. A provider that says the class cannot be ready gets a `Ready`
 //! condition of `False` with its reason; a failed cloud call leaves the status as it was.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use nodewright_api::aws::common::Condition as ClassCondition;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::shared::Condition;
-use nodewright_cloud::CloudError;
+use nodewright_cloud::{CloudError, ReconciledNodeClass};
 use nodewright_core::time::Timestamp;
 
 use super::{StatusController, Written, record};
 use crate::conditions::{self as cond, READY};
 use crate::state::lock;
+use crate::write::MetaPatch;
 
 /// How long a resolved class is trusted before asking the provider again.
 pub const RESOLVE_EVERY: Duration = Duration::from_secs(60);
@@ -60,6 +65,24 @@ pub fn merge_conditions(
         );
     }
     out
+}
+
+/// The annotation patch that brings `class` to `wanted`; `None` when it already carries them.
+/// Keys the provider does not mention are left alone.
+pub fn annotation_patch(
+    class: &EC2NodeClass,
+    wanted: &BTreeMap<String, String>,
+) -> Option<MetaPatch> {
+    let stored = class.metadata.annotations.clone().unwrap_or_default();
+    let annotations: BTreeMap<String, Option<String>> = wanted
+        .iter()
+        .filter(|(k, v)| stored.get(*k) != Some(*v))
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    (!annotations.is_empty()).then(|| MetaPatch {
+        annotations,
+        ..MetaPatch::default()
+    })
 }
 
 /// The status to store for `class` given the provider's answer.
@@ -137,6 +160,19 @@ impl StatusController {
                 out.errors
                     .push(format!("resolving EC2NodeClass {name}: {e}"));
                 continue;
+            }
+            let (resolved, annotations) = match resolved {
+                Ok(ReconciledNodeClass {
+                    status,
+                    annotations,
+                }) => (Ok(status), annotations),
+                Err(e) => (Err(e), BTreeMap::new()),
+            };
+            if let Some(patch) = annotation_patch(&class, &annotations) {
+                let r = self.writer.patch_nodeclass_meta(&name, &patch).await;
+                if record(out, "EC2NodeClass", &name, r) {
+                    out.nodeclass_meta.push(name.clone());
+                }
             }
             let Some(status) = desired(&class, resolved, now) else {
                 continue;

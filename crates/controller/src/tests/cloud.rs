@@ -8,7 +8,9 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, Launched};
+use nodewright_cloud::{
+    CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, annotations,
+};
 use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering, Overhead};
 use nodewright_core::requirements::{Operator, Requirement};
@@ -62,6 +64,20 @@ fn it(name: &str, cpu: i64, mem_gi: i64, price: f64) -> InstanceType {
             })
             .collect(),
     }
+}
+
+/// A stand-in class hash: the role, so tests change the hash by changing the role.
+pub fn class_hash(class: &EC2NodeClass) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            annotations::NODECLASS_HASH.to_string(),
+            format!("role-{}", class.spec.role.as_deref().unwrap_or_default()),
+        ),
+        (
+            annotations::NODECLASS_HASH_VERSION.to_string(),
+            "test1".to_string(),
+        ),
+    ])
 }
 
 pub fn catalog() -> Vec<InstanceType> {
@@ -142,21 +158,25 @@ impl CloudProvider for TestCloud {
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
-    ) -> Result<EC2NodeClassStatus, CloudError> {
+    ) -> Result<ReconciledNodeClass, CloudError> {
         if let Some(reason) = self.inner().class_not_ready.clone() {
             return Err(CloudError::NodeClassNotReady {
                 name: class.metadata.name.clone().unwrap_or_default(),
                 reason,
             });
         }
-        Ok(serde_json::from_value(serde_json::json!({
+        let status: EC2NodeClassStatus = serde_json::from_value(serde_json::json!({
             "subnets": [{"id": "subnet-1", "zone": "us-east-1a"}],
             "securityGroups": [{"id": "sg-1"}],
             "amis": [{"id": "ami-123"}],
             "instanceProfile": "test-node",
             "conditions": [{"type": "Ready", "status": "True", "reason": "Ready"}]
         }))
-        .unwrap_or_default())
+        .unwrap_or_default();
+        Ok(ReconciledNodeClass {
+            status,
+            annotations: class_hash(class),
+        })
     }
 
     async fn instance_types(
@@ -169,7 +189,7 @@ impl CloudProvider for TestCloud {
     async fn create(
         &self,
         claim: &NodeClaim,
-        _class: Option<&EC2NodeClass>,
+        class: Option<&EC2NodeClass>,
     ) -> Result<Launched, CloudError> {
         let mut inner = self.inner();
         if inner.fail {
@@ -225,6 +245,7 @@ impl CloudProvider for TestCloud {
             capacity: choice.capacity.clone(),
             allocatable: choice.allocatable(),
             labels: l,
+            annotations: class.map(class_hash).unwrap_or_default(),
         })
     }
 

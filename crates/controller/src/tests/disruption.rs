@@ -230,4 +230,85 @@ async fn a_lost_replacement_rolls_the_command_back() {
             .deletion_timestamp
             .is_none()
     );
+    assert!(
+        metric_lines(&h).contains(
+            &r#"karpenter_voluntary_disruption_queue_failures_total{decision="replace",reason="drifted",consolidation_type=""} 1"#
+                .to_string()
+        ),
+        "{}",
+        h.metrics.encode()
+    );
+}
+
+fn metric_lines(h: &Harness) -> Vec<String> {
+    h.metrics.encode().lines().map(str::to_string).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_command_is_not_a_queue_failure() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    d.step(&mut cadence).await;
+    assert!(d.running().is_empty());
+    assert!(
+        !metric_lines(&h)
+            .iter()
+            .any(|l| l.starts_with("karpenter_voluntary_disruption_queue_failures_total{")),
+        "{}",
+        h.metrics.encode()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    // A busy node: the rounds plan nothing, so each wake is a planning round.
+    h.bind("web", "n1");
+    // Ten nodes at a time, none for drift; a second pool with a percentage.
+    let mut v = h.api.get(Kind::NodePool, "default").unwrap().to_value();
+    v["spec"]["disruption"]["budgets"] =
+        json!([{"nodes": "10"}, {"nodes": "0", "reasons": ["Drifted"]}]);
+    h.api.put_value(Kind::NodePool, v.clone());
+    let mut other = v;
+    other["metadata"]["name"] = json!("batch");
+    other["metadata"]["uid"] = json!("np-batch");
+    other["spec"]["disruption"]["budgets"] = json!([{"nodes": "50%"}]);
+    h.api.put_value(Kind::NodePool, other);
+
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    d.step(&mut cadence).await;
+    let lines = metric_lines(&h);
+    for (pool, reason, n) in [
+        ("default", "empty", "10.0"),
+        ("default", "drifted", "0.0"),
+        ("default", "underutilized", "10.0"),
+        // No nodes: half of nothing.
+        ("batch", "empty", "0.0"),
+        ("batch", "underutilized", "0.0"),
+    ] {
+        let want = format!(
+            r#"karpenter_nodepools_allowed_disruptions{{nodepool="{pool}",reason="{reason}"}} {n}"#
+        );
+        assert!(lines.contains(&want), "{want} in {}", h.metrics.encode());
+    }
+
+    // The pool goes away: so do its series.
+    h.api.delete(Kind::NodePool, "batch").unwrap();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    d.step(&mut cadence).await;
+    assert!(
+        !metric_lines(&h)
+            .iter()
+            .any(|l| l.contains(r#"nodepool="batch""#)
+                && l.starts_with("karpenter_nodepools_allowed")),
+        "{}",
+        h.metrics.encode()
+    );
 }

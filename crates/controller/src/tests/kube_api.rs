@@ -31,6 +31,7 @@ const NOT_FOUND: &str = include_str!("../../tests/fixtures/not-found-404.json");
 const NODEPOOL: &str = include_str!("../../tests/fixtures/nodepool-patch-response.json");
 const NODECLASS: &str = include_str!("../../tests/fixtures/ec2nodeclass-status-response.json");
 const POD_DELETED: &str = include_str!("../../tests/fixtures/pod-delete-200.json");
+const CONFLICT: &str = include_str!("../../tests/fixtures/conflict-409.json");
 
 async fn handler(
     State(log): State<Log>,
@@ -60,6 +61,7 @@ async fn handler(
         }
         (_, p) if p.contains("default-gone1") => (StatusCode::NOT_FOUND, NOT_FOUND),
         ("DELETE", "/api/v1/namespaces/default/pods/web") => (StatusCode::OK, POD_DELETED),
+        ("PATCH", p) if p.contains("default-stale") => (StatusCode::CONFLICT, CONFLICT),
         ("PATCH", p) if p.starts_with("/apis/karpenter.sh/v1/nodeclaims/") => {
             (StatusCode::OK, CREATED)
         }
@@ -70,7 +72,8 @@ async fn handler(
         ("PATCH", p) if p.starts_with("/apis/karpenter.sh/v1/nodepools/default") => {
             (StatusCode::OK, NODEPOOL)
         }
-        ("PATCH", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default/status") => {
+        ("PATCH", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default/status")
+        | ("PATCH", "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default") => {
             (StatusCode::OK, NODECLASS)
         }
         _ => (StatusCode::NOT_FOUND, NOT_FOUND),
@@ -291,4 +294,49 @@ async fn a_pod_is_deleted_with_the_grace_period_asked_for() {
         "/api/v1/namespaces/default/pods/default-gone1"
     );
     assert_eq!(seen[1].body, json!({"gracePeriodSeconds": 1}));
+}
+
+#[tokio::test]
+async fn nodeclass_annotations_are_a_merge_patch_of_the_object_not_its_status() {
+    let (api, log) = server().await;
+    let mut meta = MetaPatch::default();
+    meta.annotations.insert(
+        "karpenter.k8s.aws/ec2nodeclass-hash".into(),
+        Some("123".into()),
+    );
+    api.patch_nodeclass_meta("default", &meta).await.unwrap();
+    let seen = log.lock().unwrap()[0].clone();
+    assert_eq!(seen.method, "PATCH");
+    assert_eq!(
+        seen.path,
+        "/apis/karpenter.k8s.aws/v1/ec2nodeclasses/default"
+    );
+    assert_eq!(seen.content_type, "application/merge-patch+json");
+    assert_eq!(
+        seen.body,
+        json!({"metadata": {"annotations": {"karpenter.k8s.aws/ec2nodeclass-hash": "123"}}})
+    );
+}
+
+#[tokio::test]
+async fn a_finalizer_write_carries_its_resource_version_and_a_stale_one_is_a_conflict() {
+    let (api, log) = server().await;
+    let meta = MetaPatch {
+        finalizers: Some(vec![]),
+        resource_version: Some("4242".into()),
+        ..MetaPatch::default()
+    };
+    let e = api
+        .patch_nodeclaim_meta("default-stale", &meta)
+        .await
+        .unwrap_err();
+    assert!(e.is_conflict(), "{e:?}");
+    assert!(!e.is_not_found());
+    let seen = log.lock().unwrap()[0].clone();
+    assert_eq!(seen.path, "/apis/karpenter.sh/v1/nodeclaims/default-stale");
+    assert_eq!(seen.content_type, "application/merge-patch+json");
+    assert_eq!(
+        seen.body,
+        json!({"metadata": {"finalizers": [], "resourceVersion": "4242"}})
+    );
 }

@@ -1,10 +1,13 @@
 //! Controller loops against the in-memory API and a small in-memory cloud.
 
+mod annotations;
 mod cloud;
 mod disruption;
 mod e2e;
+mod finalizers;
 mod gc;
 mod kube_api;
+mod lifecycle_events;
 mod status;
 mod termination;
 mod wiring;

@@ -247,6 +247,17 @@ impl KubeWriter for KubeApi {
         .await
     }
 
+    async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
+        self.merge_patch(
+            Kind::NodeClass,
+            "EC2NodeClass",
+            name,
+            patch.to_merge_patch(),
+            false,
+        )
+        .await
+    }
+
     async fn delete_pod(
         &self,
         namespace: &str,

@@ -1,0 +1,34 @@
+{{/*
+The templates keep to a small subset of Helm's template language, so that the chart tests
+(crates/cli/tests/chart.rs) can render every file faithfully without Helm:
+  values:     .Values.<path>, .Release.Name, .Release.Namespace, .Release.Service,
+              .Chart.Name, .Chart.Version, .Chart.AppVersion, "string", and . (for include)
+  functions:  include "name" ., default X, required "message", quote, toYaml, nindent N,
+              eq A B, ne A B, not X
+  actions:    if / else if / else / end, define / end, comments, and the {{- -}} trim markers
+No range, with, parentheses or variables. The RBAC rules are plain YAML.
+*/}}
+
+{{- define "nodewright.fullname" -}}
+{{ .Values.fullnameOverride | default .Release.Name }}
+{{- end -}}
+
+{{- define "nodewright.serviceAccountName" -}}
+{{- if .Values.serviceAccount.name -}}
+{{ .Values.serviceAccount.name }}
+{{- else -}}
+{{ include "nodewright.fullname" . }}
+{{- end -}}
+{{- end -}}
+
+{{- define "nodewright.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "nodewright.labels" -}}
+{{ include "nodewright.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}

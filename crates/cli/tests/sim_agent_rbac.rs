@@ -1,0 +1,252 @@
+//! The simulated cloud's node agent (which `nodewright controller --cloud-provider sim` runs in
+//! the controller process) against a local API stand-in that logs every request: through a
+//! registration, a heartbeat and a deletion, each request must be allowed by
+//! `permissions::SIM_NODE_AGENT`, and each verb that list grants must be used.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use nodewright_cloud::CloudProvider;
+use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent};
+use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
+use nodewright_controller::permissions::{SIM_NODE_AGENT, allows};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Store {
+    objects: BTreeMap<String, Value>,
+    /// (method, path, content type)
+    requests: Vec<(String, String, String)>,
+}
+
+type Shared = Arc<Mutex<Store>>;
+
+fn reply(code: StatusCode, v: &Value) -> Response {
+    (code, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
+fn not_found() -> Response {
+    reply(
+        StatusCode::NOT_FOUND,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "reason": "NotFound", "code": 404, "message": "not found"}),
+    )
+}
+
+fn merge(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                merge(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+/// Objects by path; a GET of a collection lists what is stored under it; PATCH creates a
+/// missing object as server-side apply does; `/status` writes land on the object.
+async fn handle(
+    store: Shared,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().trim_end_matches('/').to_string();
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let mut s = store.lock().unwrap();
+    s.requests
+        .push((method.to_string(), path.clone(), content_type.clone()));
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let object_path = path.trim_end_matches("/status").to_string();
+    match method {
+        Method::GET => {
+            if let Some(o) = s.objects.get(&path) {
+                return reply(StatusCode::OK, o);
+            }
+            let prefix = format!("{path}/");
+            let items: Vec<Value> = s
+                .objects
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix) && !k[prefix.len()..].contains('/'))
+                .map(|(_, v)| v.clone())
+                .collect();
+            reply(
+                StatusCode::OK,
+                &json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
+        Method::POST => {
+            let name = body["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let mut obj = body;
+            obj["metadata"]["uid"] = json!(format!("uid-{name}"));
+            obj["metadata"]["resourceVersion"] = json!("1");
+            s.objects.insert(format!("{path}/{name}"), obj.clone());
+            reply(StatusCode::CREATED, &obj)
+        }
+        Method::PATCH => {
+            let entry = s
+                .objects
+                .entry(object_path)
+                .or_insert_with(|| json!({"metadata": {}}));
+            merge(entry, &body);
+            let obj = entry.clone();
+            reply(StatusCode::OK, &obj)
+        }
+        Method::DELETE => match s.objects.remove(&path) {
+            Some(o) => reply(StatusCode::OK, &o),
+            None => not_found(),
+        },
+        _ => not_found(),
+    }
+}
+
+/// One API request in RBAC terms: `(group, resource, verb, namespace)`.
+fn rbac(
+    method: &str,
+    path: &str,
+    content_type: &str,
+) -> Vec<(String, String, String, Option<String>)> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match segs.as_slice() {
+        ["api", _, rest @ ..] => ("", rest),
+        ["apis", g, _, rest @ ..] => (*g, rest),
+        _ => panic!("not a resource path: {path}"),
+    };
+    let (ns, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        other => (None, other),
+    };
+    let (resource, named) = match rest {
+        [r] => (r.to_string(), false),
+        [r, _] => (r.to_string(), true),
+        [r, _, sub] => (format!("{r}/{sub}"), true),
+        _ => panic!("unexpected path {path}"),
+    };
+    let verbs: &[&str] = match (method, named) {
+        ("GET", true) => &["get"],
+        ("GET", false) => &["list"],
+        ("POST", _) => &["create"],
+        ("PUT", _) => &["update"],
+        // The API server authorizes an apply that finds no object as a create too.
+        ("PATCH", _) if content_type.starts_with("application/apply-patch") => &["patch", "create"],
+        ("PATCH", _) => &["patch"],
+        ("DELETE", _) => &["delete"],
+        _ => panic!("unexpected method {method}"),
+    };
+    verbs
+        .iter()
+        .map(|v| {
+            (
+                group.to_string(),
+                resource.clone(),
+                v.to_string(),
+                ns.clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
+    let store: Shared = Arc::default();
+    let claim = json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"requirements": [], "nodeClassRef":
+            {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    });
+    store.lock().unwrap().objects.insert(
+        "/apis/karpenter.sh/v1/nodeclaims/default-abcde".into(),
+        claim.clone(),
+    );
+    let shared = store.clone();
+    let app = Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
+        let s = shared.clone();
+        async move { handle(s, m, u, h, b).await }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client =
+        kube::Client::try_from(kube::Config::new(format!("http://{addr}").parse().unwrap()))
+            .unwrap();
+
+    let cloud = Arc::new(
+        SimCloud::new(SimCloudConfig {
+            launch_delay: Duration::ZERO,
+            termination_delay: Duration::ZERO,
+            ..SimCloudConfig::default()
+        })
+        .unwrap(),
+    );
+    let claim = serde_json::from_value(claim).unwrap();
+    let launched = cloud.create(&claim, None).await.unwrap();
+    let mut agent = NodeAgent::new(
+        cloud.clone(),
+        client,
+        AgentConfig {
+            registration_delay: Duration::ZERO,
+            interval: Duration::from_millis(10),
+            heartbeat: Duration::ZERO,
+        },
+    );
+    let count = |method: &str, needle: &str| {
+        store
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .filter(|(m, p, _)| m == method && p.contains(needle))
+            .count()
+    };
+    // Registers the Node (create, status, lease) ...
+    agent.reconcile().await.unwrap();
+    assert_eq!(count("POST", "/api/v1/nodes"), 1, "registered");
+    // ... heartbeats it ...
+    agent.reconcile().await.unwrap();
+    assert!(count("PATCH", "/status") >= 2, "heartbeat");
+    // ... and deletes it with its lease once the instance has terminated.
+    cloud.delete(&launched.instance.provider_id).await.unwrap();
+    agent.reconcile().await.unwrap();
+    assert_eq!(count("DELETE", "/api/v1/nodes/"), 1);
+    assert_eq!(count("DELETE", "/leases/"), 1);
+
+    let seen: BTreeSet<_> = store
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .flat_map(|(m, p, c)| rbac(m, p, c))
+        .collect();
+    for (g, r, v, ns) in &seen {
+        assert!(
+            allows(SIM_NODE_AGENT, g, r, v, ns.as_deref(), "unused"),
+            "{g}/{r} {v} in {ns:?} is not in SIM_NODE_AGENT"
+        );
+    }
+    for p in SIM_NODE_AGENT {
+        for v in p.verbs {
+            assert!(
+                seen.iter()
+                    .any(|(g, r, sv, _)| g == p.group && r == p.resource && sv == v),
+                "{}/{} {v} is listed but never used",
+                p.group,
+                p.resource
+            );
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The simulated cloud's node class hash, under the same annotation keys the AWS provider
+//! uses, so static drift (`NodeClassDrift`) works without an account: editing a class's spec
+//! changes its hash, and claims launched before the edit carry the old one.
+//!
+//! What is hashed is the spec without its selector terms (those resolve into status, and a
+//! change there shows up as a different image instead). The value is FNV-1a 64 over
+//! canonical JSON (object keys sorted), in decimal. Its version differs from the AWS
+//! provider's, so switching a cluster between the two never reports drift on its own.
+
+use std::collections::BTreeMap;
+
+use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_cloud::annotations::{NODECLASS_HASH, NODECLASS_HASH_VERSION};
+use serde_json::{Map, Value};
+
+pub const HASH_VERSION: &str = "sim1";
+
+/// Spec fields that resolve into status and so are not part of the hash.
+const IGNORED: &[&str] = &[
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+    "amiSelectorTerms",
+];
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+fn canonical(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<String, Value> =
+                m.into_iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(sorted.into_iter().collect::<Map<_, _>>())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
+        other => other,
+    }
+}
+
+/// The hash of `class`'s spec.
+pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
+    let mut spec = match serde_json::to_value(&class.spec) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    for k in IGNORED {
+        spec.remove(*k);
+    }
+    let text = canonical(Value::Object(spec)).to_string();
+    fnv1a64(text.as_bytes()).to_string()
+}
+
+/// The hash annotations for `class` as its spec stands now.
+pub fn hash_annotations(class: &EC2NodeClass) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (NODECLASS_HASH.to_string(), nodeclass_hash(class)),
+        (NODECLASS_HASH_VERSION.to_string(), HASH_VERSION.to_string()),
+    ])
+}
+
+/// `NodeClassDrift` when the claim was launched from a class whose hash (at this version)
+/// differs from `class`'s current one. A claim without a hash, or with one of another
+/// version, says nothing.
+pub fn static_drift(
+    claim_annotations: Option<&BTreeMap<String, String>>,
+    class: &EC2NodeClass,
+) -> Option<&'static str> {
+    let ann = claim_annotations?;
+    let (hash, version) = (ann.get(NODECLASS_HASH)?, ann.get(NODECLASS_HASH_VERSION)?);
+    (version == HASH_VERSION && *hash != nodeclass_hash(class)).then_some("NodeClassDrift")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodewright_api::aws::v1::{EC2NodeClassSpec, SubnetSelectorTerm};
+
+    fn class() -> EC2NodeClass {
+        EC2NodeClass {
+            spec: EC2NodeClassSpec {
+                ami_family: Some("AL2023".into()),
+                role: Some("r".into()),
+                tags: Some(
+                    [("b", "2"), ("a", "1")]
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn selector_terms_leave_the_hash_alone_and_other_fields_change_it() {
+        let c = class();
+        let h = nodeclass_hash(&c);
+        let mut with_subnets = c.clone();
+        with_subnets.spec.subnet_selector_terms = Some(vec![SubnetSelectorTerm {
+            id: Some("subnet-1".into()),
+            ..Default::default()
+        }]);
+        assert_eq!(nodeclass_hash(&with_subnets), h);
+        let mut retagged = c.clone();
+        retagged
+            .spec
+            .tags
+            .get_or_insert_with(Default::default)
+            .insert("team".into(), "web".into());
+        assert_ne!(nodeclass_hash(&retagged), h);
+    }
+
+    #[test]
+    fn drift_needs_the_same_version_and_a_different_hash() {
+        let c = class();
+        let stamped = hash_annotations(&c);
+        assert_eq!(static_drift(Some(&stamped), &c), None);
+        let mut edited = c.clone();
+        edited.spec.role = Some("other".into());
+        assert_eq!(
+            static_drift(Some(&stamped), &edited),
+            Some("NodeClassDrift")
+        );
+        let mut other_version = stamped.clone();
+        other_version.insert(NODECLASS_HASH_VERSION.into(), "nw1".into());
+        assert_eq!(static_drift(Some(&other_version), &edited), None);
+        assert_eq!(static_drift(None, &edited), None);
+    }
+}

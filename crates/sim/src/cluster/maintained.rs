@@ -1,0 +1,119 @@
+//! The snapshot the cluster keeps up to date between decisions.
+//!
+//! Building a [`Snapshot`] from scratch clones every pod, Node and NodeClaim; dropping it frees
+//! them again. Decisions run a few times a minute of virtual time while only a handful of
+//! objects change in between, so the cluster keeps one snapshot and remembers which pods and
+//! claims changed since it was last brought up to date: only those are cloned again. The
+//! small collections (NodePools, the ICE-marked catalog, DaemonSets, PDBs, volumes) are
+//! rebuilt every time, exactly as [`super::Cluster::snapshot`] builds them.
+//!
+//! The maintained snapshot equals a fresh one as long as every change to a pod or a claim goes
+//! through the cluster's methods, which mark it dirty; the fields are private to make that so.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nodewright_core::model::{Pod, Snapshot};
+
+use super::SimClaim;
+
+/// When more than one in this many entries changed, copying the whole list is cheaper than
+/// inserting and removing in place.
+const REBUILD_RATIO: usize = 8;
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Maintained {
+    pub(super) snapshot: Snapshot,
+    /// The pods' keys, parallel to `snapshot.pods`.
+    pod_keys: Vec<String>,
+    /// The live claims' names, parallel to `snapshot.node_claims`.
+    claim_keys: Vec<String>,
+    /// The names of the claims whose Ready nodes `snapshot.nodes` holds, in the same order.
+    node_keys: Vec<String>,
+    dirty_pods: BTreeSet<String>,
+    dirty_claims: BTreeSet<String>,
+    /// Whether the lists were ever built.
+    built: bool,
+    /// Counts every change to a pod or a claim, built or not.
+    pub(super) edits: u64,
+}
+
+impl Maintained {
+    pub(super) fn pod_changed(&mut self, key: &str) {
+        self.edits += 1;
+        if self.built && !self.dirty_pods.contains(key) {
+            self.dirty_pods.insert(key.to_string());
+        }
+    }
+
+    pub(super) fn claim_changed(&mut self, name: &str) {
+        self.edits += 1;
+        if self.built && !self.dirty_claims.contains(name) {
+            self.dirty_claims.insert(name.to_string());
+        }
+    }
+
+    /// Brings the pod, Node and NodeClaim lists up to date with what the cluster holds now.
+    pub(super) fn sync(
+        &mut self,
+        pods: &BTreeMap<String, Pod>,
+        claims: &BTreeMap<String, SimClaim>,
+    ) {
+        let s = &mut self.snapshot;
+        let dirty_pods = std::mem::take(&mut self.dirty_pods);
+        if !self.built || dirty_pods.len() * REBUILD_RATIO > self.pod_keys.len() {
+            (self.pod_keys, s.pods) = pods.iter().map(|(k, p)| (k.clone(), p.clone())).unzip();
+        } else {
+            patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, |k| {
+                pods.get(k).cloned()
+            });
+        }
+        let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());
+        let ready_node = |c: &SimClaim| c.ready_node().cloned();
+        let dirty_claims = std::mem::take(&mut self.dirty_claims);
+        if !self.built || dirty_claims.len() * REBUILD_RATIO > self.claim_keys.len() {
+            (self.claim_keys, s.node_claims) = claims
+                .iter()
+                .filter_map(|(k, c)| live_claim(c).map(|c| (k.clone(), c)))
+                .unzip();
+            (self.node_keys, s.nodes) = claims
+                .iter()
+                .filter_map(|(k, c)| ready_node(c).map(|n| (k.clone(), n)))
+                .unzip();
+        } else {
+            patch(
+                &mut self.claim_keys,
+                &mut s.node_claims,
+                &dirty_claims,
+                |k| claims.get(k).and_then(live_claim),
+            );
+            patch(&mut self.node_keys, &mut s.nodes, &dirty_claims, |k| {
+                claims.get(k).and_then(ready_node)
+            });
+        }
+        self.built = true;
+    }
+}
+
+/// Replaces, inserts or removes the entry of every key in `dirty`, keeping `keys` sorted and
+/// `items` parallel to it.
+fn patch<T>(
+    keys: &mut Vec<String>,
+    items: &mut Vec<T>,
+    dirty: &BTreeSet<String>,
+    now: impl Fn(&str) -> Option<T>,
+) {
+    for k in dirty {
+        match (keys.binary_search(k), now(k)) {
+            (Ok(i), Some(t)) => items[i] = t,
+            (Ok(i), None) => {
+                keys.remove(i);
+                items.remove(i);
+            }
+            (Err(i), Some(t)) => {
+                keys.insert(i, k.clone());
+                items.insert(i, t);
+            }
+            (Err(_), None) => {}
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The maintained snapshot against a freshly built one, after random sequences of cluster
+//! operations.
+
+use proptest::prelude::*;
+
+use nodewright_core::model::{Node, NodeClaim, Pod};
+use nodewright_core::taints::{Taint, TaintEffect};
+use nodewright_core::time::Timestamp;
+
+use super::{Cluster, SimClaim, Workload, WorkloadKind};
+
+#[derive(Clone, Debug)]
+enum Op {
+    InsertPod { pod: u8, on: Option<u8> },
+    Bind { pod: u8, node: u8 },
+    RemovePod(u8),
+    MarkDeleting(u8),
+    Relabel(u8),
+    InsertClaim(u8),
+    Ready(u8),
+    Taint(u8),
+    DeleteClaim(u8),
+    Touch(u8),
+    Scale(u8),
+    Reconcile,
+    View,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    // Few names, so operations often hit what earlier ones made.
+    let pod = 0u8..24;
+    let node = 0u8..8;
+    prop_oneof![
+        (pod.clone(), proptest::option::of(node.clone()))
+            .prop_map(|(pod, on)| Op::InsertPod { pod, on }),
+        (pod.clone(), node.clone()).prop_map(|(pod, node)| Op::Bind { pod, node }),
+        pod.clone().prop_map(Op::RemovePod),
+        pod.clone().prop_map(Op::MarkDeleting),
+        pod.prop_map(Op::Relabel),
+        node.clone().prop_map(Op::InsertClaim),
+        node.clone().prop_map(Op::Ready),
+        node.clone().prop_map(Op::Taint),
+        node.clone().prop_map(Op::DeleteClaim),
+        node.prop_map(Op::Touch),
+        (0u8..30).prop_map(Op::Scale),
+        Just(Op::Reconcile),
+        Just(Op::View),
+        Just(Op::View),
+    ]
+}
+
+fn pod_key(i: u8) -> String {
+    format!("default/p{i}")
+}
+
+fn node_name(i: u8) -> String {
+    format!("n{i}")
+}
+
+fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
+    match *op {
+        Op::InsertPod { pod, on } => c.insert_pod(Pod {
+            namespace: "default".into(),
+            name: format!("p{pod}"),
+            node_name: on.map(node_name),
+            ..Pod::default()
+        }),
+        Op::Bind { pod, node } => c.bind(&pod_key(pod), &node_name(node), now),
+        Op::RemovePod(pod) => {
+            c.remove_pod(&pod_key(pod), now);
+        }
+        Op::MarkDeleting(pod) => {
+            if let Some(p) = c.pod_mut(&pod_key(pod)) {
+                p.deletion_timestamp = Some(now);
+            }
+        }
+        Op::Relabel(pod) => {
+            if let Some(p) = c.pod_mut(&pod_key(pod)) {
+                p.labels.insert("v".into(), now.0.to_string());
+            }
+        }
+        Op::InsertClaim(node) => {
+            let name = node_name(node);
+            c.insert_claim(
+                &name,
+                SimClaim {
+                    claim: NodeClaim {
+                        name: name.clone(),
+                        creation_timestamp: now,
+                        ..NodeClaim::default()
+                    },
+                    instance: None,
+                    node: None,
+                    launched_at: None,
+                    deleted_at: None,
+                    reason: String::new(),
+                },
+            );
+        }
+        Op::Ready(node) => {
+            let name = node_name(node);
+            if let Some(claim) = c.claim_mut(&name) {
+                claim.claim.node_name = Some(name.clone());
+                claim.node = Some(Node {
+                    name,
+                    ready: true,
+                    creation_timestamp: now,
+                    ..Node::default()
+                });
+            }
+        }
+        Op::Taint(node) => {
+            if let Some(n) = c.claim_mut(&node_name(node)).and_then(|c| c.node.as_mut()) {
+                n.taints
+                    .push(Taint::new("example.com/t", "", TaintEffect::NoSchedule));
+            }
+        }
+        Op::DeleteClaim(node) => {
+            if let Some(claim) = c.claim_mut(&node_name(node)) {
+                claim.deleted_at = Some(now);
+                claim.claim.deletion_timestamp = Some(now);
+            }
+        }
+        Op::Touch(node) => c.touch(&node_name(node), now),
+        Op::Scale(replicas) => {
+            let w = Workload::new(WorkloadKind::Deployment, "apps", "web", replicas.into(), {
+                Pod::default()
+            });
+            match c.workloads.get_mut(&("apps".into(), "web".into())) {
+                Some(have) => have.update_from(w),
+                None => {
+                    c.workloads.insert(("apps".into(), "web".into()), w);
+                }
+            }
+        }
+        Op::Reconcile => {
+            c.reconcile(now);
+        }
+        Op::View => {
+            let fresh = format!("{:?}", c.snapshot(now));
+            assert_eq!(format!("{:?}", c.view(now)), fresh);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn the_maintained_snapshot_equals_a_fresh_one(ops in proptest::collection::vec(op(), 1..120)) {
+        let mut c = Cluster::default();
+        for (i, op) in ops.iter().enumerate() {
+            let now = Timestamp(1_000 * (i as i64 + 1));
+            apply(&mut c, op, now);
+        }
+        let now = Timestamp(1_000_000);
+        let fresh = format!("{:?}", c.snapshot(now));
+        prop_assert_eq!(format!("{:?}", c.view(now)), fresh);
+    }
+}
+
+/// A long quiet stretch after a bulk change: the in-place path (few changes over many pods)
+/// must be the one taken and still agree.
+#[test]
+fn few_changes_over_many_pods_patch_in_place() {
+    let mut c = Cluster::default();
+    for i in 0..100u8 {
+        apply(&mut c, &Op::InsertPod { pod: i, on: None }, Timestamp(1));
+    }
+    for i in 0..8u8 {
+        apply(&mut c, &Op::InsertClaim(i), Timestamp(2));
+        apply(&mut c, &Op::Ready(i), Timestamp(3));
+    }
+    let _ = c.view(Timestamp(4));
+    let steps = [
+        Op::Bind { pod: 3, node: 1 },
+        Op::RemovePod(7),
+        Op::InsertPod {
+            pod: 200,
+            on: Some(2),
+        },
+        Op::Relabel(50),
+        Op::Taint(4),
+        Op::DeleteClaim(6),
+        Op::Touch(1),
+    ];
+    for (i, op) in steps.iter().enumerate() {
+        let now = Timestamp(10 + i as i64);
+        apply(&mut c, op, now);
+        apply(&mut c, &Op::View, now);
+    }
+}

@@ -1,0 +1,275 @@
+//! The disruption loop: the consolidated marker, a planning round over the snapshot the
+//! cluster keeps, validation of graceful commands after their wait, and commands running
+//! until their replacements are Ready.
+
+use super::launch::replacement_options;
+use super::*;
+
+impl Engine<'_> {
+    /// Tells the consolidated marker about every change since the last round: cluster events,
+    /// and NodeClaims that became consolidatable or expired only because time passed.
+    pub(super) fn observe_changes(&mut self) {
+        let (from, now) = (self.last_round, self.now);
+        self.last_round = now;
+        if self.cluster.changes != self.seen_changes {
+            self.seen_changes = self.cluster.changes;
+            self.consolidation.changed(now);
+            return;
+        }
+        let crossed = |t: Timestamp| t > from && t <= now;
+        let timed = self
+            .cluster
+            .claims()
+            .values()
+            .filter(|c| c.is_live())
+            .any(|c| {
+                let quiet = c
+                    .claim
+                    .last_pod_event_time
+                    .unwrap_or(c.claim.creation_timestamp);
+                let consolidatable = self
+                    .cluster
+                    .nodepool(&c.claim.nodepool)
+                    .and_then(|p| p.disruption.consolidate_after)
+                    .is_some_and(|after| crossed(quiet.plus(after)));
+                let expired = c
+                    .claim
+                    .expire_after
+                    .is_some_and(|after| crossed(c.claim.creation_timestamp.plus(after)));
+                consolidatable || expired
+            });
+        if timed {
+            self.consolidation.changed(now);
+        }
+    }
+
+    pub(super) fn disruption_round(&mut self) {
+        self.observe_changes();
+        if self.consolidation.is_consolidated(self.now) {
+            self.work.plans_skipped += 1;
+            self.cadence.planned(self.now, Planned::Nothing);
+            return;
+        }
+        self.work.plans += 1;
+        let sim = EngineSimulator::default();
+        let busy: BTreeSet<String> = self
+            .running
+            .iter()
+            .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
+            .collect();
+        let snapshot = self.cluster.view(self.now);
+        // The simulator shows commands, not verdicts: simulating candidates that cannot be
+        // this round's command would only fill verdicts.
+        let settings = Settings {
+            only_actionable: true,
+            ..Settings::default()
+        };
+        let mut round = plan(snapshot, &sim, settings);
+        // Commands on nodes a running command already disrupts are not new work: the
+        // controller's candidates leave out nodes marked for deletion.
+        round
+            .commands
+            .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)));
+        if plan_is_consolidated(&round, &snapshot.nodepools) {
+            self.consolidation.mark_consolidated(self.now);
+        }
+        let (forceful, graceful): (Vec<Command>, Vec<Command>) =
+            round.commands.into_iter().partition(|c| c.forceful);
+        if !forceful.is_empty() {
+            for c in forceful {
+                self.start(c);
+            }
+            self.cadence.planned(self.now, Planned::StartedForceful);
+        } else if !graceful.is_empty() {
+            for c in &graceful {
+                self.log("disruption-planned", format!("{c}; re-checking in 15s"));
+            }
+            self.awaiting = graceful;
+            self.cadence.planned(self.now, Planned::AwaitingValidation);
+        } else {
+            self.cadence.planned(self.now, Planned::Nothing);
+        }
+    }
+
+    pub(super) fn validation(&mut self) {
+        let commands = std::mem::take(&mut self.awaiting);
+        let sim = EngineSimulator::default();
+        let mut started = false;
+        for c in commands {
+            let fresh = self.cluster.view(self.now);
+            match validate(&c, fresh, &sim, Settings::default()) {
+                Ok(()) => {
+                    self.start(c);
+                    started = true;
+                }
+                Err(why) => {
+                    self.stats.rejected += 1;
+                    self.log(
+                        "disruption-rejected",
+                        format!("{} ({}): {why}", c.method.as_str(), why.kind()),
+                    );
+                }
+            }
+        }
+        self.cadence.validated(
+            self.now,
+            if started {
+                Validated::Started
+            } else {
+                Validated::Rejected
+            },
+        );
+    }
+
+    /// Starts a command: targets are tainted so nothing new lands on them, replacements launch,
+    /// and the targets go once every replacement is Ready.
+    pub(super) fn start(&mut self, command: Command) {
+        self.stats.commands += 1;
+        self.cluster.changed();
+        self.check_consolidate_after(&command);
+        for t in &command.targets {
+            if let Some(node) = self
+                .cluster
+                .claim_mut(&t.nodeclaim)
+                .and_then(|c| c.node.as_mut())
+            {
+                node.taints
+                    .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+            }
+        }
+        let mut replacements = Vec::new();
+        for r in &command.replacements {
+            let options = replacement_options(
+                &self.cluster,
+                &r.nodepool,
+                &r.instance_types,
+                &r.requirements,
+            );
+            let request = ClaimRequest {
+                nodepool: r.nodepool.clone(),
+                requirements: r.requirements.iter().map(|q| q.to_string()).collect(),
+                options,
+                pods: Vec::new(),
+            };
+            let reason = format!(
+                "replacement for {} ({})",
+                targets(&command),
+                command.method.as_str()
+            );
+            if let Some(name) = self.create_claim(&request, reason) {
+                replacements.push(name);
+            }
+        }
+        self.log("disruption-started", command.to_string());
+        self.running.push(Running {
+            command,
+            replacements,
+        });
+    }
+
+    pub(super) fn fail_commands_waiting_on(&mut self, claim: &str) {
+        let (failed, keep): (Vec<Running>, Vec<Running>) = std::mem::take(&mut self.running)
+            .into_iter()
+            .partition(|r| r.replacements.iter().any(|c| c == claim));
+        self.running = keep;
+        if !failed.is_empty() {
+            self.cluster.changed();
+        }
+        for r in failed {
+            for t in &r.command.targets {
+                if let Some(node) = self
+                    .cluster
+                    .claim_mut(&t.nodeclaim)
+                    .and_then(|c| c.node.as_mut())
+                {
+                    node.taints.retain(|x| x.key != DISRUPTED_TAINT);
+                }
+            }
+            self.log(
+                "disruption-failed",
+                format!(
+                    "{}: replacement {claim} could not launch; targets untainted",
+                    r.command.method.as_str()
+                ),
+            );
+        }
+    }
+
+    pub(super) fn progress_commands(&mut self) {
+        let running = std::mem::take(&mut self.running);
+        for r in running {
+            let ready = r.replacements.iter().all(|c| {
+                self.cluster
+                    .claims()
+                    .get(c)
+                    .is_some_and(|c| c.ready_node().is_some())
+            });
+            if !ready && !r.command.forceful {
+                self.running.push(r);
+                continue;
+            }
+            for t in &r.command.targets {
+                let why = format!(
+                    "{} ({})",
+                    r.command.method.as_str(),
+                    match r.command.decision {
+                        Decision::Delete => "delete",
+                        Decision::Replace => "replace",
+                    }
+                );
+                self.drain(&t.nodeclaim, why);
+                self.stats.disrupted += 1;
+            }
+            self.stats.savings_per_hour += r.command.savings_per_hour;
+            self.log(
+                "saved",
+                format!(
+                    "${:.4}/h saved by {}",
+                    r.command.savings_per_hour,
+                    r.command.method.as_str()
+                ),
+            );
+        }
+    }
+
+    /// A node is consolidated only once it has had no pod bound or removed for its NodePool's
+    /// `consolidateAfter`.
+    pub(super) fn check_consolidate_after(&mut self, command: &Command) {
+        use nodewright_core::disruption::command::Method;
+        if !matches!(
+            command.method,
+            Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+        ) {
+            return;
+        }
+        let t = crate::report::clock(self.now.since(EPOCH));
+        for target in &command.targets {
+            let Some(c) = self.cluster.claims().get(&target.nodeclaim) else {
+                continue;
+            };
+            let after = self
+                .cluster
+                .nodepool(&c.claim.nodepool)
+                .and_then(|p| p.disruption.consolidate_after);
+            let quiet_since = c
+                .claim
+                .last_pod_event_time
+                .unwrap_or(c.claim.creation_timestamp);
+            match after {
+                Some(after) if self.now.since(quiet_since) >= after => {}
+                _ => self.violations.push(format!(
+                    "{t}: {} consolidated before consolidateAfter ({after:?}) elapsed",
+                    target.node
+                )),
+            }
+        }
+    }
+}
+
+pub(super) fn targets(c: &Command) -> String {
+    c.targets
+        .iter()
+        .map(|t| t.node.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

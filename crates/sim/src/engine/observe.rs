@@ -1,0 +1,172 @@
+//! What the engine records: the cluster's figures for the report's samples (counted once
+//! per cluster change), the invariant checks after every step, the volume lines of the
+//! timeline and the final lower bound.
+
+use super::*;
+
+impl Engine<'_> {
+    pub(super) fn price_per_hour(&mut self) -> f64 {
+        self.state().price_per_hour
+    }
+
+    /// The cluster's figures for a [`Sample`] (its `at` left at zero). They read nothing but
+    /// the cluster, so they are counted again only after it changed (see `check_invariants`).
+    pub(super) fn state(&mut self) -> &Sample {
+        let key = (self.cluster.changes, self.cluster.edits());
+        if self.counted.as_ref().is_none_or(|(at, _)| *at != key) {
+            let s = count(&self.cluster);
+            self.counted = Some((key, s));
+        }
+        &self.counted.as_ref().expect("just counted").1
+    }
+
+    /// Volumes provisioned by these binds, and pods that went back to a volume they already
+    /// had.
+    pub(super) fn log_volume_placements(&mut self, bound: &[(String, String)]) {
+        let provisioned = std::mem::take(&mut self.cluster.provisioned);
+        for v in &provisioned {
+            let when = match &v.placement {
+                Some((pod, node)) => format!("first placement of {pod} on {node}"),
+                None => "Immediate binding".to_string(),
+            };
+            self.log(
+                "volume",
+                format!(
+                    "{} provisioned in {} for {} ({when})",
+                    v.volume, v.zone, v.claim
+                ),
+            );
+        }
+        for (pod, node) in bound {
+            let Some(p) = self.cluster.pods().get(pod) else {
+                continue;
+            };
+            let mut kept = Vec::new();
+            for claim in &p.volume_claims {
+                if provisioned
+                    .iter()
+                    .any(|v| v.claim == format!("{}/{claim}", p.namespace))
+                {
+                    continue;
+                }
+                let pv = self
+                    .cluster
+                    .pvcs
+                    .get(&(p.namespace.clone(), claim.clone()))
+                    .and_then(|c| c.volume_name.as_ref())
+                    .and_then(|v| self.cluster.pvs.get(v));
+                if let Some(pv) = pv {
+                    kept.push(format!(
+                        "{} ({})",
+                        pv.name,
+                        crate::volumes::volume_zone(pv).unwrap_or("?")
+                    ));
+                }
+            }
+            if !kept.is_empty() {
+                let zone = self
+                    .cluster
+                    .claims()
+                    .get(node)
+                    .and_then(|c| c.node.as_ref())
+                    .and_then(|n| n.labels.get(nodewright_core::labels::ZONE))
+                    .cloned()
+                    .unwrap_or_default();
+                let msg = format!(
+                    "{pod} rescheduled on {node} in {zone}, with its volume {}",
+                    kept.join(", ")
+                );
+                self.log("volume", msg);
+            }
+        }
+    }
+
+    /// Checks, after every step, what must always hold.
+    /// The check reads nothing but the cluster, so over a cluster unchanged since the last
+    /// step (no applied object, no pod or claim touched) it finds what it found then.
+    pub(super) fn check_invariants(&mut self) {
+        let state = (self.cluster.changes, self.cluster.edits());
+        if self.checked.as_ref().is_none_or(|(at, _)| *at != state) {
+            let found = crate::invariants::violations(&self.cluster);
+            self.checked = Some((state, found));
+        }
+        if let Some((_, found)) = &self.checked {
+            let stamped = crate::invariants::stamped(found, self.now.since(EPOCH));
+            self.violations.extend(stamped);
+        }
+    }
+
+    pub(super) fn sample(&mut self) {
+        let s = Sample {
+            at: self.now.since(EPOCH),
+            ..self.state().clone()
+        };
+        self.stats.max_nodes = self.stats.max_nodes.max(s.nodes);
+        if self.samples.last().is_some_and(|l| l.at == s.at) {
+            self.samples.pop();
+        }
+        if self.samples.last().is_none_or(|l| !l.same_state(&s)) {
+            self.samples.push(s);
+        }
+    }
+
+    /// What the running pods would cost on fresh capacity, and its lower bound, asked of the
+    /// same provisioner over an empty cluster.
+    pub(super) fn final_bound(&self) -> Option<(f64, f64)> {
+        let mut s = self.cluster.snapshot(self.now);
+        s.nodes.clear();
+        s.node_claims.clear();
+        s.pods.retain(|p| !p.is_daemonset_pod());
+        if s.pods.is_empty() {
+            return None;
+        }
+        for p in &mut s.pods {
+            p.node_name = None;
+            p.phase = nodewright_core::model::PodPhase::Pending;
+        }
+        let plan = self.provisioner.provision(&s);
+        plan.unplaced
+            .is_empty()
+            .then_some((plan.cost, plan.lower_bound))
+    }
+}
+
+/// What a [`Sample`] says of `cluster`, at time zero.
+pub(super) fn count(cluster: &Cluster) -> Sample {
+    let live = cluster
+        .claims()
+        .values()
+        .filter(|c| c.is_live() && c.instance.is_some())
+        .count();
+    let mut requested = 0;
+    let mut allocatable = 0;
+    let mut ready_nodes = 0;
+    for (_, n) in cluster.ready_nodes() {
+        ready_nodes += 1;
+        allocatable += n.allocatable.get(CPU);
+        requested += cluster
+            .pods_on(&n.name)
+            .map(|p| p.requests.get(CPU))
+            .sum::<i64>();
+    }
+    let (mut pods, mut pending_pods) = (0, 0);
+    for p in cluster.pods().values().filter(|p| !p.is_daemonset_pod()) {
+        pods += 1;
+        pending_pods += usize::from(p.node_name.is_none());
+    }
+    Sample {
+        at: Duration::ZERO,
+        nodes: live,
+        ready_nodes,
+        pods,
+        pending_pods,
+        price_per_hour: cluster
+            .claims()
+            .values()
+            .filter(|c| c.is_live())
+            .map(SimClaim::price)
+            .fold(0.0, |a, b| a + b),
+        cpu_requested_milli: requested,
+        cpu_allocatable_milli: allocatable,
+    }
+}
