@@ -443,7 +443,9 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
     let (target, strategy) = match capacity_type {
         CapacityType::Spot => ("spot", AllocationStrategy::PriceCapacityOptimized),
         CapacityType::OnDemand => ("on-demand", AllocationStrategy::LowestPrice),
-        CapacityType::Reserved => ("reserved-capacity", AllocationStrategy::LowestPrice),
+        // Reservations hold on-demand capacity; a capacity block's launch switches this to
+        // `capacity-block` where the reservation's type is known.
+        CapacityType::Reserved => ("on-demand", AllocationStrategy::LowestPrice),
     };
     Ok(FleetRequest {
         capacity_type,

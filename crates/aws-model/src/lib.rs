@@ -18,6 +18,7 @@ pub mod launch;
 pub mod nodeclass;
 pub mod pricing;
 pub mod requirements;
+pub mod reservations;
 pub mod resources;
 pub mod settings;
 pub mod subnets;

@@ -63,6 +63,7 @@ pub struct AwsClients {
     pub ssm: aws_sdk_ssm::Client,
     pub iam: aws_sdk_iam::Client,
     pub pricing: aws_sdk_pricing::Client,
+    pub eks: aws_sdk_eks::Client,
 }
 
 impl AwsClients {
@@ -103,6 +104,7 @@ impl AwsClients {
             ssm: aws_sdk_ssm::Client::new(config),
             iam: aws_sdk_iam::Client::new(config),
             pricing: aws_sdk_pricing::Client::from_conf(pricing),
+            eks: aws_sdk_eks::Client::new(config),
         }
     }
 }

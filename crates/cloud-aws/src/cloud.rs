@@ -123,7 +123,8 @@ impl AwsCloud {
     }
 
     /// The instance types a NodePool using `class` may launch, zones limited to `resolved`'s
-    /// subnets, priced from the current prices, sorted by name. Availability from the ICE cache
+    /// subnets, priced from the current prices, sorted by name; with a `reserved` offering per
+    /// selected capacity reservation. Availability from the ICE cache
     /// is the launch path's to apply.
     pub async fn instance_types_for(
         &self,
@@ -133,12 +134,22 @@ impl AwsCloud {
         let input = node_class_input(class)?;
         let discovered = self.instance_types.discovered().await?;
         let prices = self.pricing.prices().await;
-        Ok(discovered.instance_types(
+        let zones = resolved.zones();
+        let mut types = discovered.instance_types(
             self.region(),
             &self.settings.model,
             &input,
-            &resolved.zones(),
+            &zones,
             prices.book(),
-        ))
+        );
+        if !resolved.capacity_reservations.is_empty() {
+            let names: Vec<String> = zones.into_iter().map(|z| z.name).collect();
+            nodewright_aws_model::reservations::add_reserved_offerings(
+                &mut types,
+                &resolved.capacity_reservations,
+                &names,
+            );
+        }
+        Ok(types)
     }
 }

@@ -11,6 +11,7 @@
 pub mod class_input;
 pub mod clients;
 pub mod cloud;
+pub mod cluster;
 pub mod drift;
 pub mod error;
 pub mod instance_types;

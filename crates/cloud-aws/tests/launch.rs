@@ -129,6 +129,7 @@ impl Env {
                 endpoint: ENDPOINT.into(),
                 ca_bundle: Some("Q0EgYnVuZGxl".into()),
                 service_cidr: Some("10.100.0.0/16".into()),
+                ..Default::default()
             })
             .with_fleet_api(fleet)
     }
@@ -802,4 +803,103 @@ async fn unused_templates_are_deleted_and_made_again_when_needed() {
         .await
         .expect("launch after deletion");
     assert_eq!(cluster_templates(&env.moto, cluster).await, before);
+}
+
+#[tokio::test]
+async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
+    let moto = moto_or_skip!("efa_launch");
+    let env = env(moto, "launch-efa").await;
+    let fleet = Recording::new(&env.moto, &[]);
+    let cloud = env.cloud(fleet.clone());
+    let class = env.class(
+        "hpc",
+        "al2023@latest",
+        "  associatePublicIPAddress: false\n  connectionTracking: {tcpEstablishedTimeout: 120}\n",
+    );
+    let with_efa = |name: &str, efa: bool| -> NodeClaim {
+        let request = if efa {
+            ", vpc.amazonaws.com/efa: '1'"
+        } else {
+            ""
+        };
+        serde_yaml::from_str(&format!(
+            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: hpc}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c6in.32xlarge]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}\n  resources: {{requests: {{cpu: '1'{request}}}}}\n"
+        ))
+        .expect("NodeClaim yaml")
+    };
+
+    // EFA requested: only the EFA type fits, and its template has both EFA interfaces.
+    let got = cloud
+        .launch(&with_efa("hpc-1", true), Some(&class))
+        .await
+        .expect("launch");
+    assert_eq!(got.instance.instance_type, "c6in.32xlarge");
+    assert_eq!(got.capacity.get("vpc.amazonaws.com/efa"), 2);
+    assert_eq!(got.allocatable.get("vpc.amazonaws.com/efa"), 2);
+    let call = &fleet.calls()[0];
+    assert!(call.overrides().all(|o| o.instance_type == "c6in.32xlarge"));
+    let data = template_data(&env.moto, &template_of(call, "c6in.32xlarge")).await;
+    let mut groups: Vec<String> = env
+        .seed
+        .security_groups
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    groups.sort();
+    let nics: Vec<_> = data
+        .network_interfaces()
+        .iter()
+        .map(|n| {
+            let mut g = n.groups().to_vec();
+            g.sort();
+            (
+                n.network_card_index(),
+                n.device_index(),
+                n.interface_type().map(str::to_string),
+                n.associate_public_ip_address(),
+                g,
+            )
+        })
+        .collect();
+    assert_eq!(
+        nics,
+        [
+            (
+                Some(0),
+                Some(0),
+                Some("efa".to_string()),
+                Some(false),
+                groups.clone()
+            ),
+            (
+                Some(1),
+                Some(1),
+                Some("efa".to_string()),
+                Some(false),
+                groups.clone()
+            ),
+        ]
+    );
+    assert!(data.security_group_ids().is_empty());
+
+    // Without the request the same type gets an ordinary interface and no EFA resource.
+    let fleet2 = Recording::new(&env.moto, &[]);
+    let plain = env.cloud(fleet2.clone());
+    let mut nc = with_efa("hpc-2", false);
+    nc.spec.requirements[0].values = Some(vec!["c6in.32xlarge".into()]);
+    let got = plain.launch(&nc, Some(&class)).await.expect("launch");
+    assert_eq!(got.instance.instance_type, "c6in.32xlarge");
+    assert!(!got.capacity.contains("vpc.amazonaws.com/efa"));
+    let data = template_data(&env.moto, &template_of(&fleet2.calls()[0], "c6in.32xlarge")).await;
+    let nics = data.network_interfaces();
+    assert_eq!(nics.len(), 1);
+    assert_eq!(nics[0].interface_type(), None);
+    assert_eq!(nics[0].device_index(), Some(0));
+    // Connection tracking rides on every interface the template defines.
+    assert_eq!(
+        nics[0]
+            .connection_tracking_specification()
+            .and_then(|c| c.tcp_established_timeout()),
+        Some(120)
+    );
 }

@@ -391,3 +391,51 @@ async fn instance_profile_is_created_tagged_and_follows_the_role() {
     assert_eq!(condition(&r.status, "InstanceProfileReady").0, "False");
     assert!(!r.is_ready());
 }
+
+#[tokio::test]
+async fn concurrent_reconciles_share_one_instance_profile() {
+    let moto = moto_or_skip!("concurrent_reconciles_share_one_instance_profile");
+    let cluster = support::unique("profile-race");
+    let seed = support::seed(&moto.clients, &cluster).await;
+    let cloud = support::cloud(&moto, &cluster, "", "1.32");
+    let class = support::class(&format!(
+        "metadata: {{name: default, uid: race-uid, generation: 1}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  amiSelectorTerms: [{{id: ami-ekslinux}}]\n  role: {role}\n",
+        role = seed.role
+    ));
+    // Several reconciles of one class at once all look, find nothing and create: the ones that
+    // lose (EntityAlreadyExists, then LimitExceeded adding the role) must still succeed.
+    let runs = (0..6).map(|_| cloud.resolve_node_class(&class, now()));
+    let results = futures::future::join_all(runs).await;
+    let mut names = BTreeSet::new();
+    for r in results {
+        let r = r.expect("reconcile");
+        assert!(r.is_ready(), "{:?}", r.status);
+        names.insert(r.instance_profile.clone().unwrap());
+    }
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = names.into_iter().next().unwrap();
+    let got = moto
+        .clients
+        .iam
+        .get_instance_profile()
+        .instance_profile_name(&name)
+        .send()
+        .await
+        .unwrap()
+        .instance_profile
+        .unwrap();
+    let roles: Vec<&str> = got.roles().iter().map(|r| r.role_name()).collect();
+    assert_eq!(roles, vec![seed.role.as_str()]);
+
+    // The losing side of the race, made deterministic: the profile appeared (with its role)
+    // between our look and our create.
+    let roles = nodewright_cloud_aws::nodeclass::profile::create_or_adopt(
+        &moto.clients,
+        &name,
+        "/karpenter/us-east-1/x/race-uid/",
+        &Default::default(),
+    )
+    .await
+    .expect("an existing profile is adopted");
+    assert_eq!(roles, vec![seed.role.clone()]);
+}

@@ -236,7 +236,7 @@ fn capacity_type_priority_reserved_spot_on_demand() {
     with_reserved.offerings.push(reserved);
     let plan = plan_launch(&input(vec![with_reserved.clone()])).unwrap();
     assert_eq!(plan.capacity_type, CapacityType::Reserved);
-    assert_eq!(plan.default_target_capacity_type, "reserved-capacity");
+    assert_eq!(plan.default_target_capacity_type, "on-demand");
     assert_eq!(plan.overrides[0].reservation_id.as_deref(), Some("cr-123"));
 
     let mut i = input(vec![with_reserved]);

@@ -21,6 +21,8 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::ice::{FleetError, Marked, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
 use nodewright_aws_model::launch::{FleetOverride, LaunchError, LaunchInput, plan_launch};
+use nodewright_aws_model::reservations::{self, ReservationType};
+use nodewright_aws_model::resources::EFA;
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
 use nodewright_core::labels::{self, aws};
 use nodewright_core::model::{CapacityType, InstanceType};
@@ -171,6 +173,8 @@ impl AwsCloud {
             node_labels: claim::node_labels(claim, &reqs),
             taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
         };
+        // Upstream attaches EFA interfaces only to claims that ask for EFA.
+        let efa = requests.get(EFA) > 0;
         let mut failed: Vec<(String, String, String)> = Vec::new();
         let mut retried_missing_template = false;
         let mut attempt = 0;
@@ -217,11 +221,17 @@ impl AwsCloud {
                     plan.capacity_type,
                     &plan.overrides,
                     &plan.tags,
+                    efa,
                 )
                 .await?;
             let call = FleetCall {
                 capacity_type: plan.capacity_type,
-                default_target_capacity_type: plan.default_target_capacity_type,
+                default_target_capacity_type: reserved_target_type(
+                    plan.capacity_type,
+                    plan.default_target_capacity_type,
+                    &plan.overrides,
+                    resolved,
+                ),
                 allocation_strategy: plan.allocation_strategy,
                 total_target_capacity: plan.total_target_capacity,
                 configs,
@@ -248,7 +258,7 @@ impl AwsCloud {
             };
             let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
             if let Some(instance) = outcome.instances.first() {
-                return launched(&call, instance, &types, resolved, self.region(), now);
+                return launched(&call, instance, &types, resolved, self.region(), now, efa);
             }
             if !marked {
                 let codes: Vec<String> = outcome
@@ -337,6 +347,7 @@ impl AwsCloud {
         capacity_type: CapacityType,
         overrides: &[FleetOverride],
         tags: &BTreeMap<String, String>,
+        efa: bool,
     ) -> Result<Vec<fleet::TemplateConfig>, CloudError> {
         let mut groups: BTreeMap<String, (TemplateSpec, Vec<FleetOverride>)> = BTreeMap::new();
         let mut order: Vec<String> = Vec::new();
@@ -349,7 +360,14 @@ impl AwsCloud {
                 no_image.push(&o.instance_type);
                 continue;
             };
-            let spec = base.template(ami, it, capacity_type, tags)?;
+            let spec = base.template(
+                ami,
+                it,
+                capacity_type,
+                tags,
+                efa,
+                o.reservation_id.as_deref(),
+            )?;
             let key = spec.name();
             if !groups.contains_key(&key) {
                 order.push(key.clone());
@@ -492,6 +510,29 @@ fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
     })
 }
 
+/// A reserved launch into capacity blocks targets `capacity-block` capacity; the plan's choice
+/// otherwise.
+fn reserved_target_type(
+    capacity_type: CapacityType,
+    planned: &'static str,
+    overrides: &[FleetOverride],
+    resolved: &ResolvedNodeClass,
+) -> &'static str {
+    if capacity_type != CapacityType::Reserved {
+        return planned;
+    }
+    let block = overrides
+        .iter()
+        .filter_map(|o| o.reservation_id.as_deref())
+        .filter_map(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
+        .any(|r| r.reservation_type == ReservationType::CapacityBlock);
+    if block {
+        reservations::fleet_target_capacity_type(ReservationType::CapacityBlock)
+    } else {
+        planned
+    }
+}
+
 fn non_zero(r: &Resources) -> Resources {
     let mut out = Resources::new();
     for (k, v) in r.iter() {
@@ -510,6 +551,7 @@ fn launched(
     resolved: &ResolvedNodeClass,
     region: &str,
     now: Timestamp,
+    efa: bool,
 ) -> Result<Launched, CloudError> {
     // The override tells the zone when the response leaves it out.
     let o = call.overrides().find(|o| {
@@ -556,6 +598,17 @@ fn launched(
         labels::CAPACITY_TYPE.into(),
         call.capacity_type.as_str().into(),
     );
+    if let Some(r) = o
+        .and_then(|o| o.reservation_id.as_deref())
+        .filter(|_| call.capacity_type == CapacityType::Reserved)
+        .and_then(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
+    {
+        node_labels.insert(aws::CAPACITY_RESERVATION_ID.into(), r.id.clone());
+        node_labels.insert(
+            aws::CAPACITY_RESERVATION_TYPE.into(),
+            r.reservation_type.as_str().into(),
+        );
+    }
     if let Some(id) = resolved
         .subnets
         .iter()
@@ -563,6 +616,12 @@ fn launched(
         .and_then(|s| s.zone_id.clone())
     {
         node_labels.insert(aws::ZONE_ID.into(), id);
+    }
+    // EFA devices count only when the node was launched with EFA interfaces.
+    let (mut capacity, mut allocatable) = (non_zero(&it.capacity), non_zero(&it.allocatable()));
+    if !efa {
+        capacity.set(EFA, 0);
+        allocatable.set(EFA, 0);
     }
     Ok(Launched {
         instance: Instance {
@@ -575,8 +634,8 @@ fn launched(
             launched_at: Some(now),
             tags: call.tags.clone(),
         },
-        capacity: non_zero(&it.capacity),
-        allocatable: non_zero(&it.allocatable()),
+        capacity,
+        allocatable,
         labels: node_labels,
         annotations: BTreeMap::new(),
     })

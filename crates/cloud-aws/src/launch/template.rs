@@ -9,17 +9,23 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::types::{
-    Filter, LaunchTemplateBlockDeviceMappingRequest, LaunchTemplateEbsBlockDeviceRequest,
-    LaunchTemplateHttpTokensState, LaunchTemplateIamInstanceProfileSpecificationRequest,
-    LaunchTemplateInstanceMetadataEndpointState, LaunchTemplateInstanceMetadataOptionsRequest,
-    LaunchTemplateInstanceMetadataProtocolIpv6, LaunchTemplateInstanceMetadataTagsState,
+    CapacityReservationPreference, CapacityReservationTarget,
+    ConnectionTrackingSpecificationRequest, Filter, LaunchTemplateBlockDeviceMappingRequest,
+    LaunchTemplateCapacityReservationSpecificationRequest, LaunchTemplateCpuOptionsRequest,
+    LaunchTemplateEbsBlockDeviceRequest, LaunchTemplateHttpTokensState,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
+    LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
+    LaunchTemplateInstanceMetadataTagsState,
     LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
-    LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest,
-    RequestLaunchTemplateData, ResourceType, Tag, TagSpecification, VolumeType,
+    LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest, MarketType,
+    NestedVirtualizationSpecification, RequestLaunchTemplateData, ResourceType, Tag,
+    TagSpecification, VolumeType,
 };
 use nodewright_api::aws::common::{BlockDeviceMapping, IntOrString, MetadataOptions};
 use nodewright_api::quantity::parse_units;
 use nodewright_aws_model::AmiFamily;
+use nodewright_aws_model::reservations::{ReservationTarget, ReservationType};
 
 use crate::AwsClients;
 use crate::error::AwsError;
@@ -70,6 +76,15 @@ pub struct TemplateSpec {
     /// `associatePublicIPAddress` and `ipPrefixCount`: when either is set the template defines
     /// the primary network interface, and the security groups move into it.
     pub primary_interface: Option<PrimaryInterface>,
+    /// EFA interfaces, one per network card, when the claim requests
+    /// `vpc.amazonaws.com/efa`: they replace the primary interface (0: none).
+    pub efa_interfaces: u32,
+    /// `cpuOptions.nestedVirtualization` (`enabled`/`disabled`).
+    pub nested_virtualization: Option<String>,
+    /// `connectionTracking`, on every interface the template defines.
+    pub connection_tracking: Option<ConnectionTrackingSpec>,
+    /// The capacity reservation setting, when the class selects reservations.
+    pub capacity_reservation: Option<ReservationTarget>,
     /// On the template itself and on the network interfaces it creates.
     pub tags: BTreeMap<String, String>,
 }
@@ -79,6 +94,24 @@ impl TemplateSpec {
     /// fixed order, with maps and sets sorted.
     pub fn name(&self) -> String {
         format!("{NAME_PREFIX}{}", fnv64(format!("{self:?}").as_bytes()))
+    }
+}
+
+/// Idle timeouts (seconds) of tracked connections on the node's interfaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionTrackingSpec {
+    pub tcp_established_timeout: Option<i32>,
+    pub udp_stream_timeout: Option<i32>,
+    pub udp_timeout: Option<i32>,
+}
+
+impl ConnectionTrackingSpec {
+    fn request(&self) -> ConnectionTrackingSpecificationRequest {
+        ConnectionTrackingSpecificationRequest::builder()
+            .set_tcp_established_timeout(self.tcp_established_timeout)
+            .set_udp_stream_timeout(self.udp_stream_timeout)
+            .set_udp_timeout(self.udp_timeout)
+            .build()
     }
 }
 
@@ -164,6 +197,33 @@ pub fn block_devices(
     Ok(out)
 }
 
+/// One EFA interface per network card. Card 0's is the primary interface (device 0); the
+/// others take device 1, so the primary card keeps precedence (for a public address).
+fn efa_interfaces(
+    spec: &TemplateSpec,
+) -> Vec<LaunchTemplateInstanceNetworkInterfaceSpecificationRequest> {
+    let public_ip = spec
+        .primary_interface
+        .as_ref()
+        .and_then(|p| p.associate_public_ip_address);
+    (0..spec.efa_interfaces)
+        .map(|card| {
+            let card = i32::try_from(card).unwrap_or(i32::MAX);
+            LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                .network_card_index(card)
+                .device_index(if card == 0 { 0 } else { 1 })
+                .interface_type("efa")
+                .delete_on_termination(true)
+                .set_associate_public_ip_address(public_ip)
+                .set_groups(Some(spec.security_group_ids.clone()))
+                .set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                )
+                .build()
+        })
+        .collect()
+}
+
 fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
     tags.iter()
         .map(|(k, v)| Tag::builder().key(k).value(v).build())
@@ -175,6 +235,7 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
     let m = &spec.metadata;
     let mut data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
     data = match &spec.primary_interface {
+        _ if spec.efa_interfaces > 0 => data.set_network_interfaces(Some(efa_interfaces(spec))),
         // EC2 refuses groups both on the template and in its interfaces.
         Some(nic) => data.network_interfaces(
             LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
@@ -184,6 +245,9 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
                 .set_associate_public_ip_address(nic.associate_public_ip_address)
                 .set_ipv4_prefix_count(nic.ipv4_prefix_count)
                 .set_groups(Some(spec.security_group_ids.clone()))
+                .set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                )
                 .build(),
         ),
         None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
@@ -215,6 +279,47 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
         );
     if !spec.user_data.is_empty() {
         data = data.user_data(&spec.user_data);
+    }
+    if let Some(nv) = &spec.nested_virtualization {
+        data = data.cpu_options(
+            LaunchTemplateCpuOptionsRequest::builder()
+                .nested_virtualization(NestedVirtualizationSpecification::from(nv.as_str()))
+                .build(),
+        );
+    }
+    match &spec.capacity_reservation {
+        None => {}
+        Some(ReservationTarget::None) => {
+            data = data.capacity_reservation_specification(
+                LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                    .capacity_reservation_preference(CapacityReservationPreference::None)
+                    .build(),
+            );
+        }
+        Some(ReservationTarget::Only {
+            id,
+            reservation_type,
+        }) => {
+            data = data.capacity_reservation_specification(
+                LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                    .capacity_reservation_preference(
+                        CapacityReservationPreference::CapacityReservationsOnly,
+                    )
+                    .capacity_reservation_target(
+                        CapacityReservationTarget::builder()
+                            .capacity_reservation_id(id)
+                            .build(),
+                    )
+                    .build(),
+            );
+            if *reservation_type == ReservationType::CapacityBlock {
+                data = data.instance_market_options(
+                    LaunchTemplateInstanceMarketOptionsRequest::builder()
+                        .market_type(MarketType::CapacityBlock)
+                        .build(),
+                );
+            }
+        }
     }
     if let Some(p) = &spec.instance_profile {
         data = data.iam_instance_profile(
@@ -440,8 +545,131 @@ mod tests {
             block_devices: block_devices(AmiFamily::AL2023, None).unwrap(),
             detailed_monitoring: false,
             primary_interface: None,
+            efa_interfaces: 0,
+            nested_virtualization: None,
+            connection_tracking: None,
+            capacity_reservation: None,
             tags: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn cpu_options_and_connection_tracking() {
+        let plain = request_data(&spec());
+        assert!(plain.cpu_options().is_none());
+        let mut s = spec();
+        s.nested_virtualization = Some("enabled".into());
+        s.primary_interface = Some(PrimaryInterface {
+            associate_public_ip_address: None,
+            ipv4_prefix_count: None,
+        });
+        s.connection_tracking = Some(ConnectionTrackingSpec {
+            tcp_established_timeout: Some(120),
+            udp_stream_timeout: None,
+            udp_timeout: Some(30),
+        });
+        let d = request_data(&s);
+        assert_eq!(
+            d.cpu_options()
+                .and_then(|c| c.nested_virtualization())
+                .map(|n| n.as_str()),
+            Some("enabled")
+        );
+        let ct = d.network_interfaces()[0]
+            .connection_tracking_specification()
+            .unwrap();
+        assert_eq!(
+            (
+                ct.tcp_established_timeout(),
+                ct.udp_stream_timeout(),
+                ct.udp_timeout()
+            ),
+            (Some(120), None, Some(30))
+        );
+    }
+
+    #[test]
+    fn reservation_targets_in_the_template() {
+        assert!(
+            request_data(&spec())
+                .capacity_reservation_specification()
+                .is_none()
+        );
+        let mut s = spec();
+        s.capacity_reservation = Some(ReservationTarget::None);
+        let d = request_data(&s);
+        let crs = d.capacity_reservation_specification().unwrap();
+        assert_eq!(
+            crs.capacity_reservation_preference(),
+            Some(&CapacityReservationPreference::None)
+        );
+        assert!(crs.capacity_reservation_target().is_none());
+        s.capacity_reservation = Some(ReservationTarget::Only {
+            id: "cr-1".into(),
+            reservation_type: ReservationType::CapacityBlock,
+        });
+        let d = request_data(&s);
+        let crs = d.capacity_reservation_specification().unwrap();
+        assert_eq!(
+            crs.capacity_reservation_preference(),
+            Some(&CapacityReservationPreference::CapacityReservationsOnly)
+        );
+        assert_eq!(
+            crs.capacity_reservation_target()
+                .and_then(|t| t.capacity_reservation_id()),
+            Some("cr-1")
+        );
+        assert_eq!(
+            d.instance_market_options().and_then(|m| m.market_type()),
+            Some(&MarketType::CapacityBlock)
+        );
+        assert_ne!(s.name(), spec().name());
+    }
+
+    #[test]
+    fn efa_interfaces_one_per_card_replace_the_template_groups() {
+        let mut s = spec();
+        s.efa_interfaces = 2;
+        s.primary_interface = Some(PrimaryInterface {
+            associate_public_ip_address: Some(false),
+            ipv4_prefix_count: Some(3),
+        });
+        let data = request_data(&s);
+        assert!(
+            data.security_group_ids().is_empty(),
+            "groups move into the interfaces"
+        );
+        let nics = data.network_interfaces();
+        let got: Vec<_> = nics
+            .iter()
+            .map(|n| {
+                (
+                    n.network_card_index(),
+                    n.device_index(),
+                    n.interface_type(),
+                    n.associate_public_ip_address(),
+                    n.groups().to_vec(),
+                    n.ipv4_prefix_count(),
+                )
+            })
+            .collect();
+        let groups = vec!["sg-1".to_string()];
+        assert_eq!(
+            got,
+            [
+                (
+                    Some(0),
+                    Some(0),
+                    Some("efa"),
+                    Some(false),
+                    groups.clone(),
+                    None
+                ),
+                (Some(1), Some(1), Some("efa"), Some(false), groups, None),
+            ]
+        );
+        assert_ne!(s.name(), spec().name());
+        assert!(request_data(&spec()).network_interfaces().is_empty());
     }
 
     #[test]

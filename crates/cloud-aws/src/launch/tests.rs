@@ -58,6 +58,7 @@ fn resolved(subnets: Vec<ResolvedSubnet>, amis: Vec<ResolvedAmi>) -> ResolvedNod
         security_groups: Vec::new(),
         amis,
         instance_profile: None,
+        capacity_reservations: Vec::new(),
         status: Default::default(),
         hash: String::new(),
     }
@@ -186,6 +187,7 @@ fn launched_instance_carries_labels_capacity_and_zone_from_the_override() {
         &r,
         "us-east-1",
         Timestamp(5),
+        false,
     )
     .unwrap();
     assert_eq!(got.instance.provider_id, "aws:///z-b/i-0abc");
@@ -214,7 +216,8 @@ fn launched_instance_carries_labels_capacity_and_zone_from_the_override() {
             &[it("m5.large", None)],
             &r,
             "r",
-            Timestamp(5)
+            Timestamp(5),
+            false
         )
         .is_err()
     );

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use nodewright_api::aws::v1::{EC2NodeClass, KubeletConfiguration};
 use nodewright_aws_model::AmiFamily;
+use nodewright_aws_model::reservations;
+use nodewright_aws_model::resources::EFA;
 use nodewright_aws_model::userdata::{BootstrapInput, KubeletSettings, generate};
 use nodewright_cloud::CloudError;
 use nodewright_core::labels;
@@ -25,6 +27,9 @@ pub struct ClusterInfo {
     pub ca_bundle: Option<String>,
     /// The service CIDR; AL2023's nodeadm requires it.
     pub service_cidr: Option<String>,
+    /// Why the service CIDR is not known (EKS could not say), for the error of an AL2023
+    /// launch.
+    pub service_cidr_unknown: Option<String>,
 }
 
 /// What every template of one launch shares.
@@ -63,11 +68,34 @@ fn kubelet_settings(k: Option<&KubeletConfiguration>) -> KubeletSettings {
     }
 }
 
+/// `connectionTracking` in the template's form.
+fn connection_tracking(
+    c: Option<&nodewright_api::aws::v1::ConnectionTracking>,
+) -> Result<Option<template::ConnectionTrackingSpec>, String> {
+    let Some(c) = c else {
+        return Ok(None);
+    };
+    let secs = |field: &str, v: Option<i64>| {
+        v.map(|n| {
+            i32::try_from(n).map_err(|_| format!("spec.connectionTracking.{field}: out of range"))
+        })
+        .transpose()
+    };
+    Ok(Some(template::ConnectionTrackingSpec {
+        tcp_established_timeout: secs("tcpEstablishedTimeout", c.tcp_established_timeout)?,
+        udp_stream_timeout: secs("udpStreamTimeout", c.udp_stream_timeout)?,
+        udp_timeout: secs("udpTimeout", c.udp_timeout)?,
+    }))
+}
+
+/// The primary interface, when the template must define it: for a public-IP choice, prefix
+/// delegation, or connection tracking (set per interface).
 fn primary_interface(
     public_ip: Option<bool>,
     prefixes: Option<i64>,
+    tracked: bool,
 ) -> Result<Option<template::PrimaryInterface>, String> {
-    if public_ip.is_none() && prefixes.is_none() {
+    if public_ip.is_none() && prefixes.is_none() && !tracked {
         return Ok(None);
     }
     let ipv4_prefix_count = prefixes
@@ -94,6 +122,19 @@ impl BaseConfig<'_> {
             return Err(invalid(
                 &self.class_name(),
                 "the cluster endpoint is not configured, so nodes could not join",
+            ));
+        }
+        if self.family == AmiFamily::AL2023 && self.cluster.service_cidr.is_none() {
+            let why = self
+                .cluster
+                .service_cidr_unknown
+                .as_deref()
+                .unwrap_or("no source for it is configured");
+            return Err(invalid(
+                &self.class_name(),
+                format!(
+                    "amiFamily AL2023 needs the cluster's service CIDR, which is unknown: {why}"
+                ),
             ));
         }
         let spec = &self.class.spec;
@@ -127,13 +168,16 @@ impl BaseConfig<'_> {
         Ok(input)
     }
 
-    /// The template for type `it` launched from `ami`.
+    /// The template for type `it` launched from `ami`; with `efa` (the claim requests
+    /// `vpc.amazonaws.com/efa`) it gets one EFA interface per EFA the type has.
     pub fn template(
         &self,
         ami: &ResolvedAmi,
         it: &InstanceType,
         capacity_type: CapacityType,
         launch_tags: &BTreeMap<String, String>,
+        efa: bool,
+        reservation_id: Option<&str>,
     ) -> Result<TemplateSpec, CloudError> {
         let class = self.class_name();
         let spec = &self.class.spec;
@@ -150,6 +194,8 @@ impl BaseConfig<'_> {
             .collect();
         security_group_ids.sort();
         security_group_ids.dedup();
+        let connection_tracking = connection_tracking(spec.connection_tracking.as_ref())
+            .map_err(|e| invalid(&class, e))?;
         let block_devices =
             template::block_devices(self.family, spec.block_device_mappings.as_deref())
                 .map_err(|e| invalid(&class, e))?;
@@ -174,8 +220,29 @@ impl BaseConfig<'_> {
             primary_interface: primary_interface(
                 spec.associate_public_ip_address,
                 spec.ip_prefix_count,
+                connection_tracking.is_some(),
             )
             .map_err(|e| invalid(&class, e))?,
+            nested_virtualization: spec
+                .cpu_options
+                .as_ref()
+                .and_then(|c| c.nested_virtualization.clone()),
+            connection_tracking,
+            capacity_reservation: reservations::target(
+                !self.resolved.capacity_reservations.is_empty(),
+                capacity_type,
+                reservation_id.and_then(|id| {
+                    self.resolved
+                        .capacity_reservations
+                        .iter()
+                        .find(|r| r.id == id)
+                }),
+            ),
+            efa_interfaces: if efa {
+                u32::try_from(it.capacity.get(EFA)).unwrap_or(0)
+            } else {
+                0
+            },
             tags,
         })
     }
@@ -207,6 +274,7 @@ mod tests {
             ],
             amis: Vec::new(),
             instance_profile: Some("profile".into()),
+            capacity_reservations: Vec::new(),
             status: Default::default(),
             hash: String::new(),
         }
@@ -265,7 +333,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let t = base
-            .template(&ami(), &it(), CapacityType::Spot, &tags)
+            .template(&ami(), &it(), CapacityType::Spot, &tags, false, None)
             .unwrap();
         assert_eq!(t.security_group_ids, ["sg-a", "sg-b"]);
         assert_eq!(t.instance_profile.as_deref(), Some("profile"));
@@ -276,7 +344,7 @@ mod tests {
         assert_eq!(t.tags[CLUSTER_TAG], "prod");
         assert_eq!(t.primary_interface, None);
         let other = base
-            .template(&ami(), &it(), CapacityType::OnDemand, &tags)
+            .template(&ami(), &it(), CapacityType::OnDemand, &tags, false, None)
             .unwrap();
         assert_ne!(t.name(), other.name(), "capacity type is in the user data");
     }
@@ -296,18 +364,43 @@ mod tests {
         };
         let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
         assert!(e.to_string().contains("endpoint"), "{e}");
+        let known = ClusterInfo {
+            endpoint: "https://e".into(),
+            service_cidr_unknown: Some("EKS DescribeCluster for CLUSTER_NAME=prod failed".into()),
+            ..Default::default()
+        };
+        base.cluster = &known;
+        let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
+        assert!(e.to_string().contains("EC2NodeClass web"), "{e}");
+        assert!(e.to_string().contains("service CIDR"), "{e}");
+        assert!(e.to_string().contains("CLUSTER_NAME=prod failed"), "{e}");
+        base.family = AmiFamily::AL2;
+        assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
+        base.cluster = &cluster;
         base.family = AmiFamily::Custom;
         assert!(base.bootstrap(&it(), CapacityType::OnDemand).is_ok());
     }
 
     #[test]
     fn primary_interface_only_when_asked_for() {
-        assert_eq!(primary_interface(None, None), Ok(None));
-        let p = primary_interface(Some(false), Some(2)).unwrap().unwrap();
+        assert_eq!(primary_interface(None, None, false), Ok(None));
+        assert!(primary_interface(None, None, true).unwrap().is_some());
+        let p = primary_interface(Some(false), Some(2), false)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (p.associate_public_ip_address, p.ipv4_prefix_count),
             (Some(false), Some(2))
         );
-        assert!(primary_interface(None, Some(i64::MAX)).is_err());
+        assert!(primary_interface(None, Some(i64::MAX), false).is_err());
+        let big = nodewright_api::aws::v1::ConnectionTracking {
+            udp_timeout: Some(i64::MAX),
+            ..Default::default()
+        };
+        assert!(
+            connection_tracking(Some(&big))
+                .unwrap_err()
+                .contains("udpTimeout")
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod hash;
 pub mod network;
 pub mod profile;
+pub mod reservations;
 
 use nodewright_api::aws::common::{AmiRequirement, AmiStatus, SecurityGroupStatus, SubnetStatus};
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
@@ -38,6 +39,8 @@ pub struct ResolvedNodeClass {
     /// Newest first; each with the node requirements it serves.
     pub amis: Vec<ResolvedAmi>,
     pub instance_profile: Option<String>,
+    /// The active capacity reservations `capacityReservationSelectorTerms` select, by id.
+    pub capacity_reservations: Vec<nodewright_aws_model::reservations::CapacityReservation>,
     pub status: EC2NodeClassStatus,
     /// Value of [`hash::HASH_ANNOTATION`] (version [`hash::HASH_VERSION`]).
     pub hash: String,
@@ -153,6 +156,14 @@ pub async fn reconcile(
         ),
     };
 
+    let capacity_reservations = reservations::resolve_capacity_reservations(
+        ctx.clients,
+        spec.capacity_reservation_selector_terms
+            .as_deref()
+            .unwrap_or(&[]),
+    )
+    .await?;
+
     let previous = class
         .status
         .as_ref()
@@ -192,7 +203,12 @@ pub async fn reconcile(
                 })
                 .collect()
         }),
-        capacity_reservations: None,
+        capacity_reservations: (!capacity_reservations.is_empty()).then(|| {
+            capacity_reservations
+                .iter()
+                .map(reservations::status)
+                .collect()
+        }),
         amis: (!amis.is_empty()).then(|| amis.iter().map(ami_status).collect()),
         instance_profile: instance_profile.clone(),
         conditions: Some(conds),
@@ -207,6 +223,7 @@ pub async fn reconcile(
         security_groups,
         amis,
         instance_profile,
+        capacity_reservations,
         status,
         hash: hash::nodeclass_hash(class),
     })

@@ -47,8 +47,68 @@ pub fn profile_tags(
     t
 }
 
+/// The roles of profile `name`, or `None` when it does not exist.
+async fn profile_roles(c: &AwsClients, name: &str) -> Result<Option<Vec<String>>, AwsError> {
+    match c
+        .iam
+        .get_instance_profile()
+        .instance_profile_name(name)
+        .send()
+        .await
+    {
+        Ok(out) => Ok(out.instance_profile.map(|p| {
+            p.roles()
+                .iter()
+                .map(|r| r.role_name().to_string())
+                .collect()
+        })),
+        Err(e) => {
+            let e = AwsError::from_sdk("GetInstanceProfile", e);
+            if e.is_not_found() { Ok(None) } else { Err(e) }
+        }
+    }
+}
+
+/// Creates profile `name`, or, when another reconcile created it since we looked
+/// (`EntityAlreadyExists`), reads the one that is there. Returns its roles.
+pub async fn create_or_adopt(
+    c: &AwsClients,
+    name: &str,
+    path: &str,
+    tags: &BTreeMap<String, String>,
+) -> Result<Vec<String>, AwsError> {
+    let iam_tags: Vec<Tag> = tags
+        .iter()
+        .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
+        .collect();
+    let created = c
+        .iam
+        .create_instance_profile()
+        .instance_profile_name(name)
+        .path(path)
+        .set_tags(Some(iam_tags))
+        .send()
+        .await;
+    match created {
+        Ok(_) => Ok(Vec::new()),
+        Err(e) => {
+            let e = AwsError::from_sdk("CreateInstanceProfile", e);
+            if e.code.as_deref() != Some("EntityAlreadyExists") {
+                return Err(e);
+            }
+            profile_roles(c, name).await?.ok_or_else(|| {
+                AwsError::new(
+                    "GetInstanceProfile",
+                    format!("instance profile {name} already exists but could not be read back"),
+                )
+            })
+        }
+    }
+}
+
 /// Makes sure profile `name` exists (created at `path` with `tags` if missing) and holds
-/// `role` and nothing else.
+/// `role` and nothing else. Safe to run concurrently for one profile: a create or role add
+/// that loses the race to another reconcile re-reads the profile instead of failing.
 pub async fn ensure_instance_profile(
     c: &AwsClients,
     name: &str,
@@ -56,66 +116,59 @@ pub async fn ensure_instance_profile(
     tags: &BTreeMap<String, String>,
     role: &str,
 ) -> Result<(), AwsError> {
-    let existing = match c
-        .iam
-        .get_instance_profile()
-        .instance_profile_name(name)
-        .send()
-        .await
-    {
-        Ok(out) => out.instance_profile,
-        Err(e) => {
-            let e = AwsError::from_sdk("GetInstanceProfile", e);
-            if !e.is_not_found() {
-                return Err(e);
-            }
-            None
-        }
-    };
-    let roles: Vec<String> = match existing {
-        Some(p) => p
-            .roles()
-            .iter()
-            .map(|r| r.role_name().to_string())
-            .collect(),
-        None => {
-            let iam_tags: Vec<Tag> = tags
-                .iter()
-                .filter_map(|(k, v)| Tag::builder().key(k).value(v).build().ok())
-                .collect();
-            c.iam
-                .create_instance_profile()
-                .instance_profile_name(name)
-                .path(path)
-                .set_tags(Some(iam_tags))
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("CreateInstanceProfile", e))?;
-            Vec::new()
-        }
+    let roles = match profile_roles(c, name).await? {
+        Some(roles) => roles,
+        None => create_or_adopt(c, name, path, tags).await?,
     };
     if roles.iter().any(|r| r == role) && roles.len() == 1 {
         return Ok(());
     }
     for other in roles.iter().filter(|r| *r != role) {
-        c.iam
+        let removed = c
+            .iam
             .remove_role_from_instance_profile()
             .instance_profile_name(name)
             .role_name(other)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e))?;
+            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e));
+        // Someone else removing it first is the same outcome.
+        if let Err(e) = removed
+            && !e.is_not_found()
+        {
+            return Err(e);
+        }
     }
-    if !roles.iter().any(|r| r == role) {
-        c.iam
-            .add_role_to_instance_profile()
-            .instance_profile_name(name)
-            .role_name(role)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("AddRoleToInstanceProfile", e))?;
+    if roles.iter().any(|r| r == role) {
+        return Ok(());
     }
-    Ok(())
+    let added = c
+        .iam
+        .add_role_to_instance_profile()
+        .instance_profile_name(name)
+        .role_name(role)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("AddRoleToInstanceProfile", e));
+    match added {
+        Ok(_) => Ok(()),
+        // A profile holds one role: a concurrent reconcile that added it first makes ours
+        // fail with LimitExceeded. Success if the role there is ours.
+        Err(e)
+            if matches!(
+                e.code.as_deref(),
+                Some("LimitExceeded" | "EntityAlreadyExists")
+            ) =>
+        {
+            let now = profile_roles(c, name).await?.unwrap_or_default();
+            if now.len() == 1 && now[0] == role {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

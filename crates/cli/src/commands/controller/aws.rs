@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nodewright_cloud::CloudProvider;
-use nodewright_cloud_aws::launch::ClusterInfo;
+use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::refresh::{self, RefreshIntervals};
 use nodewright_cloud_aws::{AwsClients, AwsCloud, AwsSettings, ClientOptions};
 use nodewright_controller::settings::Settings;
@@ -58,18 +58,16 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
     }
 }
 
-/// How nodes reach the API server: `CLUSTER_ENDPOINT` (else the address the controller itself
-/// uses) and `CLUSTER_CA_BUNDLE`.
-pub fn cluster_info(settings: &Settings, api_server: &str) -> ClusterInfo {
-    let endpoint = if settings.cluster_endpoint.is_empty() {
-        api_server.trim_end_matches('/').to_string()
-    } else {
-        settings.cluster_endpoint.clone()
-    };
-    ClusterInfo {
-        endpoint,
+/// What the settings and the controller's own client configuration say about how nodes reach
+/// the API server: `CLUSTER_ENDPOINT`, `CLUSTER_CA_BUNDLE`, the client's root certificates and
+/// address. EKS DescribeCluster fills in the rest at start.
+pub fn known_cluster_facts(settings: &Settings, config: &kube::Config) -> KnownClusterFacts {
+    KnownClusterFacts {
+        name: settings.cluster_name.clone(),
+        endpoint: Some(settings.cluster_endpoint.clone()).filter(|e| !e.is_empty()),
         ca_bundle: Some(settings.cluster_ca_bundle.clone()).filter(|c| !c.is_empty()),
-        service_cidr: None,
+        client_ca_bundle: config.root_cert.as_deref().and_then(cluster::pem_bundle),
+        api_server: config.cluster_url.to_string(),
     }
 }
 
@@ -92,10 +90,10 @@ pub async fn start(
         .context("reading the Kubernetes version from the API server")?;
     let version = kubernetes_version(&info.major, &info.minor)?;
     tracing::info!(region = %region, kubernetes = %version, endpoint = ?args.aws_endpoint_url, "starting the AWS provider");
-    let cloud = Arc::new(
-        AwsCloud::new(clients, aws_settings(settings, &version))
-            .with_cluster_info(cluster_info(settings, &config.cluster_url.to_string())),
-    );
+    let facts = cluster::resolve(&clients, &known_cluster_facts(settings, config)).await;
+    tracing::info!(endpoint = %facts.endpoint, service_cidr = ?facts.service_cidr, ca_bundle = facts.ca_bundle.is_some(), "cluster facts for node user data");
+    let cloud =
+        Arc::new(AwsCloud::new(clients, aws_settings(settings, &version)).with_cluster_info(facts));
     refresh::spawn(cloud.clone(), RefreshIntervals::default());
     let templates = cloud.clone();
     tokio::spawn(refresh::every(TEMPLATE_IDLE, move || {
@@ -163,16 +161,26 @@ mod tests {
     }
 
     #[test]
-    fn nodes_join_at_the_configured_endpoint_or_the_controllers_own() {
+    fn cluster_facts_from_the_settings_and_the_client_configuration() {
         let mut args = parse(&["--cloud-provider", "aws", "--cluster-name", "c"]);
-        let own = cluster_info(&args.settings, "https://10.0.0.1:6443/");
-        assert_eq!(own.endpoint, "https://10.0.0.1:6443");
-        assert_eq!(own.ca_bundle, None);
+        let mut config = kube::Config::new("https://10.0.0.1:6443/".parse().unwrap());
+        let bare = known_cluster_facts(&args.settings, &config);
+        assert_eq!(bare.name, "c");
+        assert_eq!(bare.api_server, "https://10.0.0.1:6443/");
+        assert_eq!(
+            (bare.endpoint, bare.ca_bundle, bare.client_ca_bundle),
+            (None, None, None)
+        );
+        config.root_cert = Some(vec![vec![1, 2, 3]]);
         args.settings.cluster_endpoint = "https://ABC.gr7.us-west-2.eks.amazonaws.com".into();
         args.settings.cluster_ca_bundle = "LS0t".into();
-        let set = cluster_info(&args.settings, "https://10.0.0.1:6443");
-        assert_eq!(set.endpoint, "https://ABC.gr7.us-west-2.eks.amazonaws.com");
+        let set = known_cluster_facts(&args.settings, &config);
+        assert_eq!(
+            set.endpoint.as_deref(),
+            Some("https://ABC.gr7.us-west-2.eks.amazonaws.com")
+        );
         assert_eq!(set.ca_bundle.as_deref(), Some("LS0t"));
+        assert_eq!(set.client_ca_bundle, cluster::pem_bundle(&[vec![1, 2, 3]]));
     }
 
     #[test]

@@ -1,0 +1,173 @@
+//! Cluster facts from EKS against moto through the real SDK: an EKS cluster created with a
+//! chosen service CIDR is described at start, its endpoint and CA fill in what the settings
+//! leave empty, and an AL2023 node launched afterwards carries that CIDR in its NodeConfig.
+
+mod support;
+
+use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
+use nodewright_aws_model::userdata::{base64, mime};
+use nodewright_cloud::CloudError;
+use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
+use support::{DISCOVERY, Moto};
+
+macro_rules! moto_or_skip {
+    ($name:expr) => {
+        match support::moto($name).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+const AL2023_PARAMETER: &str =
+    "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
+
+async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
+    moto.clients
+        .eks
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
+        .resources_vpc_config(
+            VpcConfigRequest::builder()
+                .set_subnet_ids(Some(subnets.to_vec()))
+                .build(),
+        )
+        .kubernetes_network_config(
+            KubernetesNetworkConfigRequest::builder()
+                .service_ipv4_cidr(cidr)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("CreateCluster");
+}
+
+fn known(name: &str) -> KnownClusterFacts {
+    KnownClusterFacts {
+        name: name.to_string(),
+        api_server: "https://10.0.0.1:443/".into(),
+        ..Default::default()
+    }
+}
+
+/// The `spec.cluster` map of the NodeConfig part of AL2023 user data (base64 MIME).
+fn node_config_cluster(user_data_b64: &str) -> serde_yaml::Mapping {
+    let text = String::from_utf8(base64::decode(user_data_b64).expect("base64")).unwrap();
+    let parts = mime::parse(&text).expect("MIME user data");
+    let part = parts
+        .iter()
+        .rev()
+        .find(|p| p.content_type == "application/node.eks.aws")
+        .expect("a NodeConfig part");
+    let doc: serde_yaml::Value = serde_yaml::from_str(&part.content).expect("NodeConfig YAML");
+    doc["spec"]["cluster"]
+        .as_mapping()
+        .expect("spec.cluster")
+        .clone()
+}
+
+#[tokio::test]
+async fn eks_supplies_the_service_cidr_endpoint_and_ca_and_al2023_nodes_carry_the_cidr() {
+    let moto = moto_or_skip!("eks_cluster_facts");
+    let name = support::unique("eks");
+    let seed = support::seed(&moto.clients, &name).await;
+    let subnets: Vec<String> = seed.subnets.iter().map(|(id, _)| id.clone()).collect();
+    create_eks_cluster(&moto, &name, &subnets, "10.123.0.0/16").await;
+
+    let described = cluster::describe_cluster(&moto.clients, &name)
+        .await
+        .expect("DescribeCluster");
+    assert_eq!(described.service_cidr.as_deref(), Some("10.123.0.0/16"));
+    let eks_endpoint = described.endpoint.clone().expect("an endpoint from EKS");
+    let eks_ca = described.ca_bundle.clone().expect("a CA from EKS");
+
+    // Nothing set: endpoint and CA come from EKS.
+    let info = cluster::resolve(&moto.clients, &known(&name)).await;
+    assert_eq!(info.service_cidr.as_deref(), Some("10.123.0.0/16"));
+    assert_eq!(info.endpoint, eks_endpoint);
+    assert_eq!(info.ca_bundle.as_deref(), Some(eks_ca.as_str()));
+    assert_eq!(info.service_cidr_unknown, None);
+
+    // CLUSTER_ENDPOINT and the client's own CA win; the CIDR still comes from EKS.
+    let mut set = known(&name);
+    set.endpoint = Some("https://api.example.internal".into());
+    set.client_ca_bundle = cluster::pem_bundle(&[vec![0x30, 0x03, 0x02, 0x01, 0x01]]);
+    let info = cluster::resolve(&moto.clients, &set).await;
+    assert_eq!(info.endpoint, "https://api.example.internal");
+    assert_eq!(info.ca_bundle, set.client_ca_bundle);
+    assert_eq!(info.service_cidr.as_deref(), Some("10.123.0.0/16"));
+
+    // An AL2023 launch with these facts: the NodeConfig names the cluster's CIDR.
+    let prefix = format!("/{name}");
+    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
+    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
+    let cloud = support::cloud(&moto, &name, &prefix, "1.32").with_cluster_info(info);
+    let mut class = support::class(&format!(
+        "metadata: {{name: web}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
+        role = seed.role
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_yaml::from_str(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: web-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: web}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+    )
+    .unwrap();
+    let launched = cloud.launch(&claim, Some(&class)).await.expect("launch");
+    let id = launched.instance.provider_id.rsplit('/').next().unwrap();
+    let attr = moto
+        .clients
+        .ec2
+        .describe_instance_attribute()
+        .instance_id(id)
+        .attribute(aws_sdk_ec2::types::InstanceAttributeName::UserData)
+        .send()
+        .await
+        .expect("DescribeInstanceAttribute");
+    let user_data = attr.user_data().and_then(|u| u.value()).expect("user data");
+    let c = node_config_cluster(user_data);
+    assert_eq!(c["cidr"].as_str(), Some("10.123.0.0/16"));
+    assert_eq!(c["name"].as_str(), Some(name.as_str()));
+    assert_eq!(
+        c["apiServerEndpoint"].as_str(),
+        Some("https://api.example.internal")
+    );
+    assert_eq!(
+        c["certificateAuthority"].as_str(),
+        set.client_ca_bundle.as_deref()
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_cluster_leaves_al2023_launches_failing_with_the_reason() {
+    let moto = moto_or_skip!("eks_cluster_missing");
+    let name = support::unique("no-eks");
+    let seed = support::seed(&moto.clients, &name).await;
+    let info = cluster::resolve(&moto.clients, &known(&name)).await;
+    assert_eq!(info.service_cidr, None);
+    assert_eq!(
+        info.endpoint, "https://10.0.0.1:443",
+        "falls back to the client's"
+    );
+    let why = info.service_cidr_unknown.clone().expect("a reason");
+    assert!(why.contains(&format!("CLUSTER_NAME={name}")), "{why}");
+    assert!(why.contains("ResourceNotFoundException"), "{why}");
+
+    let prefix = format!("/{name}");
+    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
+    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
+    let cloud = support::cloud(&moto, &name, &prefix, "1.32").with_cluster_info(info);
+    let mut class = support::class(&format!(
+        "metadata: {{name: web}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
+        role = seed.role
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_yaml::from_str(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: web-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: web}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+    )
+    .unwrap();
+    let e = cloud.launch(&claim, Some(&class)).await.unwrap_err();
+    assert!(matches!(e, CloudError::InvalidRequest(_)), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains("service CIDR"), "{msg}");
+    assert!(msg.contains(&format!("CLUSTER_NAME={name}")), "{msg}");
+}

@@ -1,0 +1,361 @@
+//! Capacity reservations end to end through the real SDK. moto 5.2 does not implement
+//! DescribeCapacityReservations, so the tests put a small proxy on 127.0.0.1 in front of moto:
+//! that one action is answered with a recorded EC2 response (XML in the shape of the EC2 API
+//! reference), everything else goes to moto unchanged. The SDK therefore parses real EC2 XML,
+//! and the rest of the path (subnets, images, templates, CreateFleet) is moto's.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud_aws::cloud::now;
+use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
+use nodewright_core::model::CapacityType;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use support::{DISCOVERY, Moto};
+
+macro_rules! moto_or_skip {
+    ($name:expr) => {
+        match support::moto($name).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+const AL2023_PARAMETER: &str =
+    "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
+
+fn reservation_xml(id: &str, zone: &str, free: u32, team: &str, kind: &str) -> String {
+    format!(
+        "<item>\
+<capacityReservationId>{id}</capacityReservationId>\
+<ownerId>123456789012</ownerId>\
+<capacityReservationArn>arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{id}</capacityReservationArn>\
+<availabilityZoneId>use1-az1</availabilityZoneId>\
+<instanceType>m5.large</instanceType>\
+<instancePlatform>Linux/UNIX</instancePlatform>\
+<availabilityZone>{zone}</availabilityZone>\
+<tenancy>default</tenancy>\
+<totalInstanceCount>4</totalInstanceCount>\
+<availableInstanceCount>{free}</availableInstanceCount>\
+<ebsOptimized>true</ebsOptimized>\
+<ephemeralStorage>false</ephemeralStorage>\
+<state>active</state>\
+<startDate>2026-01-01T00:00:00.000Z</startDate>\
+<endDate>2027-01-01T00:00:00.000Z</endDate>\
+<endDateType>limited</endDateType>\
+<instanceMatchCriteria>targeted</instanceMatchCriteria>\
+<createDate>2026-01-01T00:00:00.000Z</createDate>\
+<tagSet><item><key>team</key><value>{team}</value></item></tagSet>\
+<reservationType>{kind}</reservationType>\
+</item>"
+    )
+}
+
+fn describe_response(items: &[String]) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<DescribeCapacityReservationsResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">\
+<requestId>7c5b4a4e-0000-4000-8000-000000000001</requestId>\
+<capacityReservationSet>{}</capacityReservationSet>\
+</DescribeCapacityReservationsResponse>",
+        items.concat()
+    )
+}
+
+/// Reads one HTTP/1.1 request (headers, then a Content-Length body).
+async fn read_request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, buf[head_end..head_end + length].to_vec()))
+}
+
+/// Answers DescribeCapacityReservations with `body` (recording each request's form body) and
+/// forwards everything else to moto, one request per connection.
+struct Proxy {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+async fn proxy(moto_url: &str, body: String) -> Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = moto_url.trim_start_matches("http://").to_string();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let (upstream, body, seen) = (upstream.clone(), body.clone(), seen.clone());
+            tokio::spawn(async move {
+                let Some((head, req_body)) = read_request(&mut client).await else {
+                    return;
+                };
+                let form = String::from_utf8_lossy(&req_body).to_string();
+                if form.contains("Action=DescribeCapacityReservations") {
+                    seen.lock().unwrap().push(form);
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = client.write_all(reply.as_bytes()).await;
+                    return;
+                }
+                // Forward with the connection closed after the answer, so EOF ends it.
+                let mut head: Vec<String> = head
+                    .split("\r\n")
+                    .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
+                    .map(str::to_string)
+                    .collect();
+                head.push("Connection: close".into());
+                let mut raw = format!("{}\r\n\r\n", head.join("\r\n")).into_bytes();
+                raw.extend_from_slice(&req_body);
+                let Ok(mut up) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                if up.write_all(&raw).await.is_err() {
+                    return;
+                }
+                let mut answer = Vec::new();
+                let _ = up.read_to_end(&mut answer).await;
+                let _ = client.write_all(&answer).await;
+            });
+        }
+    });
+    Proxy { url, requests }
+}
+
+async fn clients_via(url: &str) -> AwsClients {
+    AwsClients::new(&ClientOptions {
+        region: support::REGION.into(),
+        endpoint_url: Some(url.to_string()),
+        credentials: Some(StaticCredentials {
+            access_key_id: "testing".into(),
+            secret_access_key: "testing".into(),
+        }),
+    })
+    .await
+}
+
+fn claim(name: &str, capacity: &str) -> NodeClaim {
+    serde_yaml::from_str(&format!(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity}]}}\n"
+    ))
+    .expect("NodeClaim yaml")
+}
+
+#[tokio::test]
+async fn reservations_resolve_into_status_offerings_and_targeted_launches() {
+    let moto = moto_or_skip!("capacity_reservations");
+    let name = support::unique("odcr");
+    let seed = support::seed(&moto.clients, &name).await;
+    let (zone_a, zone_b) = (seed.subnets[0].1.clone(), seed.subnets[1].1.clone());
+    let body = describe_response(&[
+        reservation_xml("cr-0aaa", &zone_a, 3, "ml", "default"),
+        reservation_xml("cr-0bbb", &zone_b, 0, "ml", "default"),
+        reservation_xml("cr-0ccc", &zone_a, 5, "web", "default"),
+    ]);
+    let proxy = proxy(&moto.url, body).await;
+    let via = Moto {
+        url: proxy.url.clone(),
+        clients: clients_via(&proxy.url).await,
+    };
+    let prefix = format!("/{name}");
+    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
+    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
+    let cloud = support::cloud(&via, &name, &prefix, "1.32").with_cluster_info(
+        nodewright_cloud_aws::launch::ClusterInfo {
+            endpoint: "https://api.example.internal".into(),
+            service_cidr: Some("10.100.0.0/16".into()),
+            ..Default::default()
+        },
+    );
+    let mut class = support::class(&format!(
+        "metadata: {{name: gpu}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n  capacityReservationSelectorTerms:\n    - tags: {{team: ml}}\n      ownerID: '123456789012'\n",
+        role = seed.role
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+
+    // Status: the two `team: ml` reservations, parsed from EC2's XML.
+    let resolved = cloud
+        .resolve_node_class(&class, now())
+        .await
+        .expect("reconcile");
+    assert!(resolved.is_ready(), "{:?}", resolved.status);
+    let status = resolved
+        .status
+        .capacity_reservations
+        .clone()
+        .expect("status");
+    let ids: Vec<&str> = status.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["cr-0aaa", "cr-0bbb"]);
+    assert_eq!(
+        status[0].availability_zone.as_deref(),
+        Some(zone_a.as_str())
+    );
+    assert_eq!(status[0].instance_type.as_deref(), Some("m5.large"));
+    assert_eq!(status[0].owner_id.as_deref(), Some("123456789012"));
+    assert_eq!(status[0].reservation_type.as_deref(), Some("default"));
+    assert_eq!(
+        status[0].instance_match_criteria.as_deref(),
+        Some("targeted")
+    );
+    assert_eq!(status[0].end_time.as_deref(), Some("2027-01-01T00:00:00Z"));
+    let sent = proxy.requests.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "one call for one term");
+    for needle in [
+        "Name=state",
+        "Value.1=active",
+        "Name=owner-id",
+        "Name=tag%3Ateam",
+        "Value.1=ml",
+    ] {
+        assert!(
+            sent[0].contains(needle),
+            "{needle} missing from {}",
+            sent[0]
+        );
+    }
+
+    // Offerings: m5.large gains a reserved offering per reservation, priced far below.
+    let types = cloud.instance_types_for(&class, &resolved).await.unwrap();
+    let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+    let reserved: Vec<_> = m5
+        .offerings
+        .iter()
+        .filter(|o| o.capacity_type == CapacityType::Reserved)
+        .collect();
+    assert_eq!(reserved.len(), 2);
+    let a = reserved.iter().find(|o| o.zone == zone_a).unwrap();
+    assert_eq!(a.reservation_id.as_deref(), Some("cr-0aaa"));
+    assert_eq!(a.reservation_capacity, Some(3));
+    assert!(a.available);
+    let od = m5
+        .offerings
+        .iter()
+        .find(|o| o.capacity_type == CapacityType::OnDemand && o.zone == zone_a)
+        .unwrap();
+    assert!(a.price < od.price / 1_000_000.0);
+    assert!(
+        !reserved
+            .iter()
+            .find(|o| o.zone == zone_b)
+            .unwrap()
+            .available
+    );
+
+    // A reserved launch goes into cr-0aaa: its template targets that reservation only.
+    let got = cloud
+        .launch(&claim("gpu-1", "reserved"), Some(&class))
+        .await
+        .expect("reserved launch");
+    assert_eq!(got.instance.capacity_type, CapacityType::Reserved);
+    assert_eq!(got.instance.zone, zone_a);
+    assert_eq!(got.labels["karpenter.sh/capacity-type"], "reserved");
+    assert_eq!(
+        got.labels["karpenter.k8s.aws/capacity-reservation-id"],
+        "cr-0aaa"
+    );
+    assert_eq!(
+        got.labels["karpenter.k8s.aws/capacity-reservation-type"],
+        "default"
+    );
+    let data = latest_template(&moto, &name).await;
+    let crs = data
+        .iter()
+        .find_map(|d| d.capacity_reservation_specification().cloned())
+        .expect("a template with a reservation setting");
+    assert_eq!(
+        crs.capacity_reservation_preference().map(|p| p.as_str()),
+        Some("capacity-reservations-only")
+    );
+    assert_eq!(
+        crs.capacity_reservation_target()
+            .and_then(|t| t.capacity_reservation_id()),
+        Some("cr-0aaa")
+    );
+
+    // An on-demand launch of the same class stays out of reservations.
+    cloud
+        .launch(&claim("gpu-2", "on-demand"), Some(&class))
+        .await
+        .expect("on-demand launch");
+    let prefs: Vec<String> = latest_template(&moto, &name)
+        .await
+        .iter()
+        .filter_map(|d| d.capacity_reservation_specification())
+        .filter_map(|c| {
+            c.capacity_reservation_preference()
+                .map(|p| p.as_str().to_string())
+        })
+        .collect();
+    assert!(prefs.contains(&"none".to_string()), "{prefs:?}");
+}
+
+/// The latest version's data of every launch template tagged for `cluster`.
+async fn latest_template(
+    moto: &Moto,
+    cluster: &str,
+) -> Vec<aws_sdk_ec2::types::ResponseLaunchTemplateData> {
+    let list = moto
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("tag:karpenter.k8s.aws/cluster")
+                .values(cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for t in list.launch_templates() {
+        let v = moto
+            .clients
+            .ec2
+            .describe_launch_template_versions()
+            .launch_template_name(t.launch_template_name().unwrap())
+            .versions("$Latest")
+            .send()
+            .await
+            .unwrap();
+        if let Some(d) = v.launch_template_versions()[0].launch_template_data() {
+            out.push(d.clone());
+        }
+    }
+    out
+}
