@@ -83,22 +83,8 @@ async fn provider_annotations_override_the_claims_and_node_annotations_are_kept(
     h.pending_pod("seed", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = h.provisioner();
+    let life = h.lifecycle();
     let name = prov.provision().await.unwrap().created[0].clone();
     // A stale stamp on the claim (say, from a template annotation) loses to the provider's.
     let mut stale = crate::write::MetaPatch::default();

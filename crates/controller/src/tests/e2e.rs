@@ -32,14 +32,7 @@ fn node(h: &Harness, name: &str) -> k8s_openapi::api::core::v1::Node {
 fn parts(h: &Harness) -> (Provisioner, Lifecycle) {
     let w: Arc<dyn KubeWriter> = h.api.clone();
     (
-        Provisioner::new(
-            h.state.clone(),
-            w.clone(),
-            h.cloud.clone(),
-            h.clock,
-            h.metrics.clone(),
-            h.events.clone(),
-        ),
+        h.provisioner(),
         Lifecycle::new(
             h.state.clone(),
             w,

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use super::Harness;
-use crate::lifecycle::{Lifecycle, Outcome};
-use crate::provisioner::Provisioner;
+use crate::lifecycle::Outcome;
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
 
@@ -16,22 +15,8 @@ async fn a_finalizer_added_behind_our_back_survives_the_release_of_ours() {
     h.pending_pod("web-1", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = h.provisioner();
+    let life = h.lifecycle();
     // Never launched, so finalizing is only the release of our finalizer.
     let name = prov.provision().await.unwrap().created[0].clone();
     w.delete_nodeclaim(&name).await.unwrap();

@@ -8,7 +8,6 @@ use tokio::sync::watch;
 use super::Harness;
 use crate::events::EventType;
 use crate::lifecycle::Lifecycle;
-use crate::provisioner::Provisioner;
 use crate::state::{Kind, Object};
 use crate::write::{KubeWriter, LeaderGate, WriteError};
 
@@ -38,14 +37,7 @@ async fn launch_registration_and_initialization_are_each_reported_once() {
     h.pending_pod("web-1", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = h.provisioner();
     let name = prov.provision().await.unwrap().created[0].clone();
 
     // A standby replica launches nothing and says nothing.
@@ -115,14 +107,7 @@ async fn a_transition_away_from_true_carries_its_message() {
     h.pending_pod("web-1", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = h.provisioner();
     let name = prov.provision().await.unwrap().created[0].clone();
     let life = lifecycle(&h, w);
     life.reconcile_all().await;

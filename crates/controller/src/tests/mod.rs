@@ -18,8 +18,10 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::events::MemoryEvents;
+use crate::lifecycle::Lifecycle;
 use crate::memory::MemoryApi;
 use crate::metrics::Metrics;
+use crate::provisioner::Provisioner;
 use crate::state::{ClusterState, Kind, SharedState};
 use cloud::TestCloud;
 use nodewright_core::time::Timestamp;
@@ -47,6 +49,30 @@ impl Harness {
             metrics: Arc::new(Metrics::new()),
             events: Arc::new(MemoryEvents::new()),
         }
+    }
+
+    /// A provisioner writing straight to the in-memory API (no leader gate).
+    pub fn provisioner(&self) -> Provisioner {
+        Provisioner::new(
+            self.state.clone(),
+            self.api.clone(),
+            self.cloud.clone(),
+            self.clock,
+            self.metrics.clone(),
+            self.events.clone(),
+        )
+    }
+
+    /// The claim lifecycle loop writing straight to the in-memory API (no leader gate).
+    pub fn lifecycle(&self) -> Lifecycle {
+        Lifecycle::new(
+            self.state.clone(),
+            self.api.clone(),
+            self.cloud.clone(),
+            self.clock,
+            self.metrics.clone(),
+            self.events.clone(),
+        )
     }
 
     pub fn nodepool(&self, name: &str, limits: Option<Value>) {

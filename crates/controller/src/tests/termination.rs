@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::Harness;
 use crate::lifecycle::Lifecycle;
-use crate::provisioner::Provisioner;
 use crate::state::{Kind, Object};
 use crate::termination::{Progress, Termination};
 use crate::write::KubeWriter;
@@ -18,14 +17,7 @@ pub async fn initialized_node(h: &Harness) -> String {
     h.pending_pod("seed", "1");
     h.api.mark_synced();
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = h.provisioner();
     let life = Lifecycle::new(
         h.state.clone(),
         w,
@@ -99,14 +91,7 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
     h.api.put_value(Kind::Pdb, pdb(0));
 
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let life = h.lifecycle();
     let term = Termination::new(
         h.state.clone(),
         w.clone(),
