@@ -20,6 +20,7 @@ pub mod object;
 pub mod quantity;
 pub mod schema;
 pub mod schema_check;
+pub mod stable_hash;
 pub mod to_core;
 pub mod v1;
 pub mod v1alpha5;

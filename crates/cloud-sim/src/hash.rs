@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_api::stable_hash::{fnv1a64, sorted_keys};
 use nodewright_cloud::annotations::{NODECLASS_HASH, NODECLASS_HASH_VERSION};
 use serde_json::{Map, Value};
 
@@ -23,27 +24,6 @@ const IGNORED: &[&str] = &[
     "amiSelectorTerms",
 ];
 
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-fn canonical(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let sorted: BTreeMap<String, Value> =
-                m.into_iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().collect::<Map<_, _>>())
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
-        other => other,
-    }
-}
-
 /// The hash of `class`'s spec.
 pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
     let mut spec = match serde_json::to_value(&class.spec) {
@@ -53,7 +33,7 @@ pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
     for k in IGNORED {
         spec.remove(*k);
     }
-    let text = canonical(Value::Object(spec)).to_string();
+    let text = sorted_keys(Value::Object(spec)).to_string();
     fnv1a64(text.as_bytes()).to_string()
 }
 

@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use nodewright_api::stable_hash::fnv1a64;
 use nodewright_api::v1::nodepool::{NodePool, defaults};
 use serde_json::{Map, Value};
 
@@ -23,15 +24,6 @@ pub use nodewright_core::disruption::drift::{
     NODEPOOL_HASH as HASH_ANNOTATION, NODEPOOL_HASH_VERSION as HASH_VERSION_ANNOTATION,
     NODEPOOL_HASH_VERSION_CURRENT as HASH_VERSION,
 };
-
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
 
 /// Keys sorted, zero values dropped, arrays sorted by their canonical text. `None` when the
 /// whole value is zero.

@@ -29,7 +29,7 @@ use nodewright_aws_model::reservations::{ReservationTarget, ReservationType};
 
 use crate::AwsClients;
 use crate::error::AwsError;
-use crate::nodeclass::profile::fnv64;
+use nodewright_api::stable_hash::fnv1a64;
 
 /// Name prefix of every template this controller creates.
 pub const NAME_PREFIX: &str = "karpenter.k8s.aws/";
@@ -93,7 +93,7 @@ impl TemplateSpec {
     /// `karpenter.k8s.aws/<FNV-1a 64 of the spec>`: the debug form lists every field in a
     /// fixed order, with maps and sets sorted.
     pub fn name(&self) -> String {
-        format!("{NAME_PREFIX}{}", fnv64(format!("{self:?}").as_bytes()))
+        format!("{NAME_PREFIX}{}", fnv1a64(format!("{self:?}").as_bytes()))
     }
 }
 

@@ -10,7 +10,7 @@
 use nodewright_api::aws::v1::EC2NodeClass;
 use serde_json::{Map, Value};
 
-use super::profile::fnv64;
+use nodewright_api::stable_hash::{fnv1a64, sorted_keys};
 
 pub const HASH_ANNOTATION: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
 pub const HASH_VERSION_ANNOTATION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
@@ -26,23 +26,6 @@ const IGNORED: &[&str] = &[
     "kubelet",
 ];
 
-fn canonical(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k, canonical(v)))
-                    .collect::<Map<_, _>>(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(canonical).collect()),
-        other => other,
-    }
-}
-
 /// The hash of `class`'s spec.
 pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
     let mut spec = match serde_json::to_value(&class.spec) {
@@ -57,12 +40,12 @@ pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
     }
     if let Some(k) = &class.spec.kubelet {
         let text = serde_json::to_value(k)
-            .map(|v| canonical(v).to_string())
+            .map(|v| sorted_keys(v).to_string())
             .unwrap_or_default();
         spec.insert("kubelet".into(), Value::String(text));
     }
-    let text = canonical(Value::Object(spec)).to_string();
-    fnv64(text.as_bytes()).to_string()
+    let text = sorted_keys(Value::Object(spec)).to_string();
+    fnv1a64(text.as_bytes()).to_string()
 }
 
 #[cfg(test)]

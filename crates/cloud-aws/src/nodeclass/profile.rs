@@ -8,21 +8,13 @@ use aws_sdk_iam::types::Tag;
 use crate::AwsClients;
 use crate::error::AwsError;
 
-/// 64-bit FNV-1a, for short stable names.
-pub fn fnv64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+use nodewright_api::stable_hash::fnv1a64;
 
 /// `<cluster>_<hash(region + class name + class uid)>`.
 pub fn profile_name(cluster: &str, region: &str, class: &str, uid: &str) -> String {
     format!(
         "{cluster}_{}",
-        fnv64(format!("{region}{class}{uid}").as_bytes())
+        fnv1a64(format!("{region}{class}{uid}").as_bytes())
     )
 }
 
