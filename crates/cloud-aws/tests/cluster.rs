@@ -6,8 +6,9 @@ mod support;
 
 use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
 use nodewright_aws_model::userdata::{base64, mime};
-use nodewright_cloud::CloudError;
+use nodewright_cloud::{CloudError, Launched};
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
+use nodewright_cloud_aws::launch::ClusterInfo;
 use support::{DISCOVERY, Moto};
 
 macro_rules! moto_or_skip {
@@ -67,6 +68,29 @@ fn node_config_cluster(user_data_b64: &str) -> serde_yaml::Mapping {
         .clone()
 }
 
+/// Launches one on-demand m5.large from an AL2023 class over `name`'s seeded subnets and
+/// security groups, with `info` as the cluster facts the provider was started with.
+async fn launch_al2023(
+    moto: &Moto,
+    name: &str,
+    role: &str,
+    info: ClusterInfo,
+) -> Result<Launched, CloudError> {
+    let prefix = format!("/{name}");
+    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
+    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
+    let cloud = support::cloud(moto, name, &prefix, "1.32").with_cluster_info(info);
+    let mut class = support::class(&format!(
+        "metadata: {{name: web}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_yaml::from_str(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: web-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: web}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+    )
+    .unwrap();
+    cloud.launch(&claim, Some(&class)).await
+}
+
 #[tokio::test]
 async fn eks_supplies_the_service_cidr_endpoint_and_ca_and_al2023_nodes_carry_the_cidr() {
     let moto = moto_or_skip!("eks_cluster_facts");
@@ -99,20 +123,9 @@ async fn eks_supplies_the_service_cidr_endpoint_and_ca_and_al2023_nodes_carry_th
     assert_eq!(info.service_cidr.as_deref(), Some("10.123.0.0/16"));
 
     // An AL2023 launch with these facts: the NodeConfig names the cluster's CIDR.
-    let prefix = format!("/{name}");
-    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
-    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
-    let cloud = support::cloud(&moto, &name, &prefix, "1.32").with_cluster_info(info);
-    let mut class = support::class(&format!(
-        "metadata: {{name: web}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
-        role = seed.role
-    ));
-    class.metadata.uid = Some(support::unique("uid"));
-    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_yaml::from_str(
-        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: web-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: web}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
-    )
-    .unwrap();
-    let launched = cloud.launch(&claim, Some(&class)).await.expect("launch");
+    let launched = launch_al2023(&moto, &name, &seed.role, info)
+        .await
+        .expect("launch");
     let id = launched.instance.provider_id.rsplit('/').next().unwrap();
     let attr = moto
         .clients
@@ -152,20 +165,9 @@ async fn an_unknown_cluster_leaves_al2023_launches_failing_with_the_reason() {
     assert!(why.contains(&format!("CLUSTER_NAME={name}")), "{why}");
     assert!(why.contains("ResourceNotFoundException"), "{why}");
 
-    let prefix = format!("/{name}");
-    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
-    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
-    let cloud = support::cloud(&moto, &name, &prefix, "1.32").with_cluster_info(info);
-    let mut class = support::class(&format!(
-        "metadata: {{name: web}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
-        role = seed.role
-    ));
-    class.metadata.uid = Some(support::unique("uid"));
-    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_yaml::from_str(
-        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: web-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: web}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
-    )
-    .unwrap();
-    let e = cloud.launch(&claim, Some(&class)).await.unwrap_err();
+    let e = launch_al2023(&moto, &name, &seed.role, info)
+        .await
+        .unwrap_err();
     assert!(matches!(e, CloudError::InvalidRequest(_)), "{e:?}");
     let msg = e.to_string();
     assert!(msg.contains("service CIDR"), "{msg}");
