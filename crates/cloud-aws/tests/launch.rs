@@ -705,15 +705,23 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
     let batching = Arc::new(BatchingFleet::with_window(
         recording.clone(),
         env.moto.clients.clone(),
-        // Wide enough that a loaded machine (moto answering slowly while the three launches
-        // resolve the class and build the template) still lands them in one batch.
+        // Far wider than the launches' spread once everything they look up is cached.
         std::time::Duration::from_secs(3),
         std::time::Duration::from_secs(20),
     ));
     let cloud = env.cloud_with(batching);
     let class = env.class("batch", "al2023@latest", "");
-    // Concurrent launches of a new class: resolved once, so they do not race to attach the
-    // role to its new instance profile.
+    // One launch first resolves the class, lists the types and creates the template, so the
+    // three below reach the batcher at once however slowly moto answers: otherwise their
+    // spread can outlast the idle window on a loaded machine.
+    cloud
+        .launch(
+            &claim("batch-0", "batch", &["m5.large"], "on-demand", None),
+            Some(&class),
+        )
+        .await
+        .expect("warm-up launch");
+    let before = recording.calls().len();
     let claims: Vec<NodeClaim> = (1..=3)
         .map(|i| {
             claim(
@@ -731,7 +739,7 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
         cloud.launch(&claims[2], Some(&class)),
     );
     let launched = [a.expect("a"), b.expect("b"), c.expect("c")];
-    let calls = recording.calls();
+    let calls = recording.calls().split_off(before);
     assert_eq!(
         calls.len(),
         1,
