@@ -308,11 +308,28 @@ impl Cluster {
     /// The same snapshot as [`Cluster::snapshot`], kept by the cluster: only the pods and
     /// claims that changed since the last call are copied again.
     pub fn view(&mut self, now: Timestamp) -> &Snapshot {
+        self.view_stamped(now).1
+    }
+
+    /// [`Cluster::view`] with its [`Cluster::view_generation`].
+    pub fn view_stamped(&mut self, now: Timestamp) -> (u64, &Snapshot) {
         let mut m = std::mem::take(&mut self.maintained);
         m.sync(&self.pods, &self.claims);
-        self.fill_rest(&mut m.snapshot, now);
+        let mut rest = Snapshot {
+            namespaces: m.snapshot.namespaces.clone(),
+            ..Snapshot::default()
+        };
+        self.fill_rest(&mut rest, now);
+        m.set_rest(rest);
         self.maintained = m;
-        &self.maintained.snapshot
+        (self.maintained.generation, &self.maintained.snapshot)
+    }
+
+    /// Changes whenever the last [`Cluster::view`] may differ from the one before it in
+    /// anything but its time: two views of one generation are the same snapshot at two
+    /// instants, so a decision that does not read the clock gives the same answer on both.
+    pub fn view_generation(&self) -> u64 {
+        self.maintained.generation
     }
 
     /// Everything of the snapshot but the pods, Nodes and NodeClaims: small lists, built anew.

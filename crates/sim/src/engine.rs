@@ -16,7 +16,6 @@ use nodewright_core::cadence::{
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
@@ -129,6 +128,8 @@ pub struct Engine<'p> {
     seen_changes: u64,
     /// When the disruption loop last looked, for changes that are only time passing.
     last_round: Timestamp,
+    /// Simulation answers over the current view generation (see `remembered`).
+    memo: std::cell::RefCell<remembered::Memo>,
     /// `cluster.changes` and the instant after the last provisioning solve.
     solved: Option<(u64, Timestamp)>,
     settled: Settled,
@@ -201,6 +202,7 @@ impl<'p> Engine<'p> {
             consolidation: ConsolidationState::new(EPOCH),
             seen_changes: 0,
             last_round: EPOCH,
+            memo: Default::default(),
             solved: None,
             settled: Settled::default(),
             work: Work::default(),
@@ -571,3 +573,4 @@ mod drain;
 mod jobs;
 mod launch;
 mod observe;
+mod remembered;

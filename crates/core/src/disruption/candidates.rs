@@ -15,9 +15,10 @@ use super::cost;
 use super::duration::parse_go_duration;
 use crate::labels;
 use crate::model::{
-    CapacityType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
     UnhealthyPodEvictionPolicy,
 };
+use crate::scheduling::intern::FastMap;
 use crate::time::Timestamp;
 
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
@@ -226,18 +227,17 @@ fn pdb_blocker(pod: &Pod, pdbs: &[&PodDisruptionBudget]) -> Option<Blocker> {
     })
 }
 
-/// The hourly price of the offering matching the node's zone and capacity type.
+/// The hourly price of the offering matching the node's zone and capacity type (0 when
+/// unknown); instance types are found through `types`, the first of each name per NodePool.
 fn node_price(
-    snapshot: &Snapshot,
+    types: &FastMap<(&str, &str), &InstanceType>,
     nodepool: &str,
     it: &str,
     zone: &str,
     ct: Option<CapacityType>,
 ) -> f64 {
-    snapshot
-        .instance_types
-        .get(nodepool)
-        .and_then(|its| its.iter().find(|i| i.name == it))
+    types
+        .get(&(nodepool, it))
         .and_then(|i| {
             i.offerings
                 .iter()
@@ -249,34 +249,90 @@ fn node_price(
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
 pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
-    let now = snapshot.now;
-    let claims_by_node: BTreeMap<&str, &NodeClaim> = snapshot
-        .node_claims
-        .iter()
-        .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
-        .collect();
-    let claims_by_provider: BTreeMap<&str, &NodeClaim> = snapshot
-        .node_claims
-        .iter()
-        .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
-        .collect();
-    let pools: BTreeMap<&str, &NodePool> = snapshot
-        .nodepools
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect();
-    let mut pods_by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
-    for p in &snapshot.pods {
-        if let Some(n) = &p.node_name {
-            pods_by_node.entry(n.as_str()).or_default().push(p);
+    select_with(&Tables::new(snapshot), snapshot, class)
+}
+
+/// [`select`] for both classes, sharing one pass over the pods.
+pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
+    let t = Tables::new(snapshot);
+    (
+        select_with(&t, snapshot, MethodClass::Graceful),
+        select_with(&t, snapshot, MethodClass::Eventual),
+    )
+}
+
+/// What selection looks up per node, built once per snapshot. Lookup tables only (nothing
+/// iterates them), the last entry of a key winning as a map built in order would have it.
+struct Tables<'a> {
+    claims_by_node: FastMap<&'a str, &'a NodeClaim>,
+    claims_by_provider: FastMap<&'a str, &'a NodeClaim>,
+    pools: FastMap<&'a str, &'a NodePool>,
+    pods_by_node: FastMap<&'a str, Vec<&'a Pod>>,
+    types: FastMap<(&'a str, &'a str), &'a InstanceType>,
+    pdbs: Vec<&'a PodDisruptionBudget>,
+    /// The nodes by name.
+    nodes: Vec<&'a Node>,
+}
+
+impl<'a> Tables<'a> {
+    fn new(snapshot: &'a Snapshot) -> Self {
+        let claims_by_node = snapshot
+            .node_claims
+            .iter()
+            .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+            .collect();
+        let claims_by_provider = snapshot
+            .node_claims
+            .iter()
+            .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
+            .collect();
+        let pools = snapshot
+            .nodepools
+            .iter()
+            .map(|p| (p.name.as_str(), p))
+            .collect();
+        let mut pods_by_node: FastMap<&str, Vec<&Pod>> = FastMap::default();
+        for p in &snapshot.pods {
+            if let Some(n) = &p.node_name {
+                pods_by_node.entry(n.as_str()).or_default().push(p);
+            }
+        }
+        let mut types: FastMap<(&str, &str), &InstanceType> = FastMap::default();
+        for (pool, its) in &snapshot.instance_types {
+            for it in its.iter() {
+                types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
+            }
+        }
+        let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        Tables {
+            claims_by_node,
+            claims_by_provider,
+            pools,
+            pods_by_node,
+            types,
+            pdbs: snapshot.pdbs.iter().collect(),
+            nodes,
         }
     }
-    let pdbs: Vec<&PodDisruptionBudget> = snapshot.pdbs.iter().collect();
+}
 
-    let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut out = Selection::default();
-    for node in nodes {
+fn select_with<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
+    let now = snapshot.now;
+    let Tables {
+        claims_by_node,
+        claims_by_provider,
+        pools,
+        pods_by_node,
+        types,
+        pdbs,
+        ..
+    } = t;
+    let mut out = Selection {
+        candidates: Vec::with_capacity(t.nodes.len()),
+        blocked: Vec::with_capacity(t.nodes.len()),
+    };
+    for &node in &t.nodes {
         let block = |out: &mut Selection<'a>, b: Blocker| out.blocked.push((node.name.clone(), b));
         let Some(pool_name) = node.labels.get(labels::NODEPOOL) else {
             block(&mut out, Blocker::NotManaged);
@@ -334,7 +390,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
                     .or_else(|| ownerless_blocker(p))
                     .or_else(|| {
                         if is_reschedulable(p) {
-                            pdb_blocker(p, &pdbs)
+                            pdb_blocker(p, pdbs)
                         } else {
                             None
                         }
@@ -392,7 +448,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
             .labels
             .get(labels::CAPACITY_TYPE)
             .and_then(|c| CapacityType::parse(c));
-        let price = node_price(snapshot, &pool.name, &instance_type, &zone, capacity_type);
+        let price = node_price(types, &pool.name, &instance_type, &zone, capacity_type);
         let reschedulable_pods: Vec<&Pod> = pods
             .iter()
             .copied()
@@ -420,7 +476,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
 /// Per NodePool: (nodes that count for budgets, nodes already disrupting). Counted nodes are
 /// managed and initialized; disrupting ones are not Ready or marked for deletion.
 pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
-    let claims: BTreeMap<&str, &NodeClaim> = snapshot
+    let claims: FastMap<&str, &NodeClaim> = snapshot
         .node_claims
         .iter()
         .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, MethodClass, budget_node_counts, select};
+use super::candidates::{Candidate, budget_node_counts, select_both};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::drift::drift_reason;
@@ -142,8 +142,7 @@ fn plan_in_batches(
     let mut budgets = Budgets::new(snapshot);
 
     // Expiration is forceful: no budgets, no blockers, no replacement first.
-    let graceful = select(snapshot, MethodClass::Graceful);
-    let eventual = select(snapshot, MethodClass::Eventual);
+    let (graceful, eventual) = select_both(snapshot);
     // The first node of each name, as a scan of the node list would find it.
     let mut nodes_by_name: BTreeMap<&str, &crate::model::Node> = BTreeMap::new();
     for n in &snapshot.nodes {

@@ -218,10 +218,18 @@ pub fn resource_names(s: &Snapshot) -> Interner {
     ] {
         names.intern(n);
     }
+    let common = [
+        resources::CPU,
+        resources::MEMORY,
+        resources::PODS,
+        resources::EPHEMERAL_STORAGE,
+        resources::NODES,
+    ];
     let mut extra: Vec<String> = Vec::new();
     let mut take = |r: &Resources| {
         for (k, _) in r.iter() {
-            if k != resources::NODES && names.get(k).is_none() {
+            // Almost every pod asks only for the common resources: no lookup for those.
+            if !common.contains(&k) && names.get(k).is_none() {
                 extra.push(k.to_string());
             }
         }

@@ -22,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 use super::compile::ExistingC;
 use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
-use super::intern::Interner;
+use super::intern::{FastSet, Interner};
 use super::plan::Plan;
 use super::setup::{self, Existing, Targets, World};
 use crate::model::{Pod, PodPhase, Snapshot};
@@ -129,12 +129,11 @@ impl Prepared {
             .collect();
         let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
         let room = room::sorted(&free, &in_flight);
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen: FastSet<(&str, &str)> = FastSet::default();
         let mut duplicate_keys = HashSet::new();
         for p in &s.pods {
-            let k = p.key();
-            if !seen.insert(k.clone()) {
-                duplicate_keys.insert(k);
+            if !seen.insert((p.namespace.as_str(), p.name.as_str())) {
+                duplicate_keys.insert(p.key());
             }
         }
         let anti = running

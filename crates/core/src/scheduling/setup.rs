@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
-use super::intern::Interner;
+use super::intern::{FastMap, Interner};
 use super::reqs::{self, Reqs};
 use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
 use crate::labels;
@@ -504,17 +504,17 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         existing_ports,
         ..
     } = t;
-    let existing_index: HashMap<String, usize> = existing
+    let existing_index: FastMap<&str, usize> = existing
         .iter()
         .enumerate()
-        .map(|(i, e)| (e.name.clone(), i))
+        .map(|(i, e)| (e.name.as_str(), i))
         .collect();
 
     let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut running: Vec<(usize, usize)> = Vec::new();
     for (pi, p) in s.pods.iter().enumerate() {
         let Some(node) = &p.node_name else { continue };
-        let Some(&ei) = existing_index.get(node) else {
+        let Some(&ei) = existing_index.get(node.as_str()) else {
             continue;
         };
         if p.is_terminal() || rescheduled.contains(&pi) {

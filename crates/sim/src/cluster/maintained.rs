@@ -11,6 +11,7 @@
 //! through the cluster's methods, which mark it dirty; the fields are private to make that so.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use nodewright_core::model::{Pod, Snapshot};
 
@@ -35,6 +36,9 @@ pub(super) struct Maintained {
     built: bool,
     /// Counts every change to a pod or a claim, built or not.
     pub(super) edits: u64,
+    /// Bumped by every [`Maintained::sync`] or [`Maintained::set_rest`] that may have changed
+    /// the snapshot (its time aside).
+    pub(super) generation: u64,
 }
 
 impl Maintained {
@@ -58,6 +62,9 @@ impl Maintained {
         pods: &BTreeMap<String, Pod>,
         claims: &BTreeMap<String, SimClaim>,
     ) {
+        if !self.built || !self.dirty_pods.is_empty() || !self.dirty_claims.is_empty() {
+            self.generation += 1;
+        }
         let s = &mut self.snapshot;
         let dirty_pods = std::mem::take(&mut self.dirty_pods);
         if !self.built || dirty_pods.len() * REBUILD_RATIO > self.pod_keys.len() {
@@ -91,6 +98,39 @@ impl Maintained {
             });
         }
         self.built = true;
+    }
+}
+
+impl Maintained {
+    /// Takes the small lists of `rest` (everything but the pods, Nodes and NodeClaims) and its
+    /// time; a new generation starts unless the lists are the ones already held.
+    pub(super) fn set_rest(&mut self, rest: Snapshot) {
+        let s = &mut self.snapshot;
+        let same_types = s.instance_types.len() == rest.instance_types.len()
+            && s.instance_types
+                .iter()
+                .zip(&rest.instance_types)
+                .all(|((k, a), (l, b))| k == l && (Arc::ptr_eq(a, b) || a == b));
+        let same = same_types
+            && s.nodepools == rest.nodepools
+            && s.daemonsets == rest.daemonsets
+            && s.pdbs == rest.pdbs
+            && s.persistent_volume_claims == rest.persistent_volume_claims
+            && s.persistent_volumes == rest.persistent_volumes
+            && s.storage_classes == rest.storage_classes
+            && s.namespaces == rest.namespaces;
+        if !same {
+            self.generation += 1;
+        }
+        s.now = rest.now;
+        s.nodepools = rest.nodepools;
+        s.instance_types = rest.instance_types;
+        s.daemonsets = rest.daemonsets;
+        s.pdbs = rest.pdbs;
+        s.persistent_volume_claims = rest.persistent_volume_claims;
+        s.persistent_volumes = rest.persistent_volumes;
+        s.storage_classes = rest.storage_classes;
+        s.namespaces = rest.namespaces;
     }
 }
 

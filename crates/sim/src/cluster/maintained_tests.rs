@@ -3,7 +3,12 @@
 
 use proptest::prelude::*;
 
-use nodewright_core::model::{Node, NodeClaim, Pod};
+use std::sync::Arc;
+
+use nodewright_core::model::{
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, PersistentVolumeClaim, Pod,
+};
+use nodewright_core::resources::Resources;
 use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
@@ -11,8 +16,14 @@ use super::{Cluster, SimClaim, Workload, WorkloadKind};
 
 #[derive(Clone, Debug)]
 enum Op {
-    InsertPod { pod: u8, on: Option<u8> },
-    Bind { pod: u8, node: u8 },
+    InsertPod {
+        pod: u8,
+        on: Option<u8>,
+    },
+    Bind {
+        pod: u8,
+        node: u8,
+    },
     RemovePod(u8),
     MarkDeleting(u8),
     Relabel(u8),
@@ -24,6 +35,10 @@ enum Op {
     Scale(u8),
     Reconcile,
     View,
+    /// Marks type `t{n % 2}` cold in the catalog's only zone until a few steps later.
+    Ice(u8),
+    Pvc(u8),
+    Pool(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -46,6 +61,9 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::Reconcile),
         Just(Op::View),
         Just(Op::View),
+        (0u8..4).prop_map(Op::Ice),
+        (0u8..4).prop_map(Op::Pvc),
+        (0u8..4).prop_map(Op::Pool),
     ]
 }
 
@@ -140,6 +158,55 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
             let fresh = format!("{:?}", c.snapshot(now));
             assert_eq!(format!("{:?}", c.view(now)), fresh);
         }
+        Op::Ice(n) => {
+            if c.catalog.is_empty() {
+                let types: Vec<InstanceType> =
+                    (0..2).map(|i| instance_type(&format!("t{i}"))).collect();
+                c.catalog.insert("default".into(), Arc::new(types));
+            }
+            let key = (
+                format!("t{}", n % 2),
+                "z".to_string(),
+                CapacityType::OnDemand,
+            );
+            c.ice
+                .insert(key, Timestamp(now.0 + 1_000 * i64::from(n + 1)));
+        }
+        Op::Pvc(n) => {
+            c.pvcs.insert(
+                ("default".into(), format!("v{n}")),
+                PersistentVolumeClaim {
+                    namespace: "default".into(),
+                    name: format!("v{n}"),
+                    ..PersistentVolumeClaim::default()
+                },
+            );
+        }
+        Op::Pool(n) => {
+            c.nodepools.retain(|p| p.name != format!("np{}", n % 2));
+            c.nodepools.push(NodePool {
+                name: format!("np{}", n % 2),
+                weight: i32::from(n),
+                ..NodePool::default()
+            });
+        }
+    }
+}
+
+fn instance_type(name: &str) -> InstanceType {
+    InstanceType {
+        name: name.into(),
+        requirements: vec![],
+        capacity: Resources::new(),
+        overhead: Default::default(),
+        offerings: vec![Offering {
+            zone: "z".into(),
+            capacity_type: CapacityType::OnDemand,
+            price: 1.0,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }],
     }
 }
 
@@ -157,6 +224,50 @@ proptest! {
         let fresh = format!("{:?}", c.snapshot(now));
         prop_assert_eq!(format!("{:?}", c.view(now)), fresh);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Two views of one generation are the same snapshot but for its time, whatever changed
+    /// in between (pods, claims, the small lists, ICE marks running out).
+    #[test]
+    fn one_generation_is_one_snapshot(ops in proptest::collection::vec(op(), 1..120)) {
+        let mut c = Cluster::default();
+        let mut last: Option<(u64, String)> = None;
+        for (i, op) in ops.iter().enumerate() {
+            let now = Timestamp(1_000 * (i as i64 + 1));
+            apply(&mut c, op, now);
+            let (generation, view) = c.view_stamped(now);
+            let mut timeless = view.clone();
+            timeless.now = Timestamp(0);
+            let text = format!("{timeless:?}");
+            if let Some((g, before)) = &last && *g == generation {
+                prop_assert_eq!(before, &text, "generation {} changed after {:?}", g, op);
+            }
+            last = Some((generation, text));
+        }
+    }
+}
+
+/// A view over an unchanged cluster keeps its generation; any change starts a new one.
+#[test]
+fn generations_follow_changes() {
+    let mut c = Cluster::default();
+    apply(&mut c, &Op::InsertPod { pod: 1, on: None }, Timestamp(1));
+    let g = c.view_stamped(Timestamp(2)).0;
+    assert_eq!(c.view_stamped(Timestamp(3)).0, g, "time alone is no change");
+    apply(&mut c, &Op::Relabel(1), Timestamp(4));
+    let g2 = c.view_stamped(Timestamp(5)).0;
+    assert_ne!(g2, g);
+    apply(&mut c, &Op::Pvc(0), Timestamp(6));
+    let g3 = c.view_stamped(Timestamp(7)).0;
+    assert_ne!(g3, g2);
+    apply(&mut c, &Op::Ice(0), Timestamp(8));
+    let g4 = c.view_stamped(Timestamp(9)).0;
+    assert_ne!(g4, g3);
+    assert_eq!(c.view_stamped(Timestamp(10)).0, g4, "still cold");
+    assert_ne!(c.view_stamped(Timestamp(20_000)).0, g4, "the mark ran out");
 }
 
 /// A long quiet stretch after a bulk change: the in-place path (few changes over many pods)

@@ -3,6 +3,7 @@
 //! until their replacements are Ready.
 
 use super::launch::replacement_options;
+use super::remembered::Remembering;
 use super::*;
 
 impl Engine<'_> {
@@ -51,13 +52,13 @@ impl Engine<'_> {
             return;
         }
         self.work.plans += 1;
-        let sim = EngineSimulator::default();
         let busy: BTreeSet<String> = self
             .running
             .iter()
             .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
             .collect();
-        let snapshot = self.cluster.view(self.now);
+        let (generation, snapshot) = self.cluster.view_stamped(self.now);
+        let sim = Remembering::new(&self.memo, generation, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
         // this round's command would only fill verdicts.
         let settings = Settings {
@@ -93,10 +94,10 @@ impl Engine<'_> {
 
     pub(super) fn validation(&mut self) {
         let commands = std::mem::take(&mut self.awaiting);
-        let sim = EngineSimulator::default();
         let mut started = false;
         for c in commands {
-            let fresh = self.cluster.view(self.now);
+            let (generation, fresh) = self.cluster.view_stamped(self.now);
+            let sim = Remembering::new(&self.memo, generation, fresh);
             match validate(&c, fresh, &sim, Settings::default()) {
                 Ok(()) => {
                     self.start(c);
