@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::simulate::{
     Job, PreparedSimulation, ReplacementOption, SimulatedClaim, Simulation, Simulator,
@@ -10,12 +11,16 @@ use super::simulate::{
 use crate::labels;
 use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
 use crate::requirements::Operator;
+use crate::scheduling::node_cache::NodeCache;
 use crate::scheduling::prepared::Prepared;
 use crate::scheduling::{self, Options, Plan, Target};
 
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
     pub options: Options,
+    /// Nodes compiled by earlier preparations, for callers that prepare one cluster over and
+    /// over as it changes (answers are the same with or without it).
+    pub nodes: Option<Arc<Mutex<NodeCache>>>,
 }
 
 fn option(
@@ -76,7 +81,13 @@ impl Simulator for EngineSimulator {
     }
 
     fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
-        let compiled = Prepared::new(snapshot)?;
+        let compiled = match &self.nodes {
+            Some(cache) => {
+                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                Prepared::new_with(snapshot, Some(&mut cache))
+            }
+            None => Prepared::new(snapshot),
+        }?;
         let mut claims_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, c) in snapshot.node_claims.iter().enumerate() {
             if let Some(n) = c.node_name.as_deref() {

@@ -11,6 +11,7 @@ pub mod compile;
 pub mod engine;
 pub mod intern;
 pub mod launch;
+pub mod node_cache;
 pub mod plan;
 pub mod prepared;
 pub mod reqs;

@@ -23,6 +23,7 @@ use super::compile::ExistingC;
 use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
 use super::intern::{FastSet, Interner};
+use super::node_cache::NodeCache;
 use super::plan::Plan;
 use super::setup::{self, Existing, Targets, World};
 use crate::model::{Pod, PodPhase, Snapshot};
@@ -64,13 +65,18 @@ impl Prepared {
     /// Compiles `s`; `None` when its shape needs full solves (pods on deleting nodes to
     /// reschedule, or daemons that bring strings of their own).
     pub fn new(s: &Snapshot) -> Option<Prepared> {
+        Self::new_with(s, None)
+    }
+
+    /// [`Prepared::new`], with nodes compiled before taken from `cache`.
+    pub fn new_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
         if setup::pods_to_schedule(s)
             .iter()
             .any(|&i| s.pods[i].node_name.is_some())
         {
             return None;
         }
-        let mut targets = setup::targets(s);
+        let mut targets = setup::targets_with(s, cache);
         let start = targets
             .fresh
             .first()

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
 use super::intern::{FastMap, Interner};
+use super::node_cache::NodeCache;
 use super::reqs::{self, Reqs};
 use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
 use crate::labels;
@@ -333,6 +334,14 @@ impl Source {
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.
 pub fn targets(s: &Snapshot) -> Targets {
+    targets_with(s, None)
+}
+
+/// [`targets`], with nodes compiled before taken from `cache` (the result is the same).
+pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets {
+    if let Some(c) = cache.as_deref_mut() {
+        c.begin();
+    }
     let names = compile::resource_names(s);
     let mut interner = Interner::new();
     let hostname = interner.intern(labels::HOSTNAME);
@@ -403,7 +412,6 @@ pub fn targets(s: &Snapshot) -> Targets {
     for i in nodes_sorted {
         let n = &s.nodes[i];
         let first = interner.len() as u32;
-        interner.trace();
         let init = initialized(i) || n.ready;
         let taints = n
             .taints
@@ -411,17 +419,28 @@ pub fn targets(s: &Snapshot) -> Targets {
             .filter(|t| init || !compile::is_ephemeral_taint(t))
             .cloned()
             .collect();
+        let (reqs, seq) = match cache.as_deref_mut() {
+            Some(c) => c.node_reqs(n, &mut interner),
+            None => {
+                interner.trace();
+                let reqs = Source::Node(i).reqs(s, &mut interner);
+                (reqs, interner.take_trace())
+            }
+        };
         existing.push(ExistingC {
             name: n.name.clone(),
             in_flight: false,
-            reqs: Source::Node(i).reqs(s, &mut interner),
+            reqs,
             taints,
             available: dense(&n.allocatable, &names),
             initialized: init,
         });
         fresh.push((first, interner.len() as u32));
-        seqs.push(interner.take_trace());
+        seqs.push(seq);
         sources.push(Source::Node(i));
+    }
+    if let Some(c) = cache {
+        c.end();
     }
     for (ci, c) in s.node_claims.iter().enumerate() {
         if c.deletion_timestamp.is_some()

@@ -10,10 +10,12 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::simulate::{Job, PreparedSimulation, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
+use nodewright_core::scheduling::node_cache::NodeCache;
 
 /// `(nodes removed, pods moved in the order given)`.
 type Key = (BTreeSet<String>, Vec<String>);
@@ -25,6 +27,8 @@ pub(crate) struct Memo {
     answers: BTreeMap<Key, Simulation>,
     /// Simulations answered from memory, for tests.
     pub(crate) reused: u64,
+    /// Nodes compiled by earlier rounds (see `nodewright_core::scheduling::node_cache`).
+    nodes: Arc<Mutex<NodeCache>>,
 }
 
 impl Memo {
@@ -53,7 +57,10 @@ impl<'m> Remembering<'m> {
     pub(crate) fn new(memo: &'m RefCell<Memo>, generation: u64, view: &Snapshot) -> Self {
         memo.borrow_mut().enter(generation);
         Remembering {
-            inner: EngineSimulator::default(),
+            inner: EngineSimulator {
+                nodes: Some(memo.borrow().nodes.clone()),
+                ..EngineSimulator::default()
+            },
             memo,
             view,
         }

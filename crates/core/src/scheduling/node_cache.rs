@@ -1,0 +1,277 @@
+//! Compiled node requirements kept from one compile of a cluster to the next.
+//!
+//! Compiling a node interns every label key and value (dozens per node: the instance type's
+//! labels come along) and builds its requirements. Between two decisions few nodes change, so
+//! the cache keeps, per node name, its labels, the strings its compile interned in call order
+//! and its requirements written against positions in that sequence. A later compile of a node
+//! with the same labels replays the sequence instead: each distinct string is interned once
+//! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
+//! it, so every id, the interner's contents and the recorded sequence come out exactly as a
+//! fresh compile's. The requirements are then renamed to those ids and sorted again.
+
+use std::collections::BTreeMap;
+
+use super::compile;
+use super::intern::{FastMap, Interner};
+use super::reqs::Reqs;
+use crate::model::Node;
+
+#[derive(Clone, Debug)]
+struct Entry {
+    labels: BTreeMap<String, String>,
+    /// The strings the node's compile interned, in call order, as cache string ids.
+    trace: Vec<u32>,
+    /// The requirements with every id replaced by its first position in `trace`.
+    reqs: Reqs,
+    /// The compile that last used the entry.
+    used: u64,
+}
+
+/// Compiled nodes by name, for compiles of one cluster over time (see the module header).
+#[derive(Clone, Debug, Default)]
+pub struct NodeCache {
+    /// Every string an entry refers to, numbered once for the cache's lifetime.
+    ids: FastMap<String, u32>,
+    names: Vec<String>,
+    entries: FastMap<String, Entry>,
+    compiles: u64,
+    /// Per cache string id, its id in the current compile (`u32::MAX` until met).
+    current: Vec<u32>,
+    /// Nodes answered from the cache and compiled afresh, for tests.
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl NodeCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a compile: ids of the last one mean nothing now.
+    pub(super) fn begin(&mut self) {
+        self.compiles += 1;
+        self.current.clear();
+        self.current.resize(self.names.len(), u32::MAX);
+    }
+
+    /// Ends a compile: entries of nodes it did not see are dropped.
+    pub(super) fn end(&mut self) {
+        let now = self.compiles;
+        self.entries.retain(|_, e| e.used == now);
+    }
+
+    fn string_id(&mut self, s: &str) -> u32 {
+        if let Some(&g) = self.ids.get(s) {
+            return g;
+        }
+        let g = self.names.len() as u32;
+        self.ids.insert(s.to_string(), g);
+        self.names.push(s.to_string());
+        self.current.push(u32::MAX);
+        g
+    }
+
+    /// `node`'s requirements compiled with `interner`, and every id the compile interned in
+    /// call order; the same as [`compile::node_reqs`] with the interner tracing.
+    pub(super) fn node_reqs(&mut self, node: &Node, interner: &mut Interner) -> (Reqs, Vec<u32>) {
+        let now = self.compiles;
+        if let Some(e) = self.entries.get_mut(&node.name)
+            && e.labels == node.labels
+        {
+            e.used = now;
+            self.hits += 1;
+            let e = &self.entries[&node.name];
+            let mut seq = Vec::with_capacity(e.trace.len());
+            for &g in &e.trace {
+                let slot = &mut self.current[g as usize];
+                if *slot == u32::MAX {
+                    *slot = interner.intern(&self.names[g as usize]);
+                }
+                seq.push(*slot);
+            }
+            let reqs = rename(&e.reqs, &seq);
+            return (reqs, seq);
+        }
+        self.misses += 1;
+        interner.trace();
+        let reqs = compile::node_reqs(node, interner);
+        let seq = interner.take_trace();
+        let trace: Vec<u32> = seq
+            .iter()
+            .map(|&id| {
+                let g = self.string_id(interner.name(id));
+                self.current[g as usize] = id;
+                g
+            })
+            .collect();
+        let position = |id: u32| {
+            seq.iter()
+                .position(|&x| x == id)
+                .expect("a compiled node's ids were all interned by its compile") as u32
+        };
+        let mut positional = reqs.clone();
+        for r in &mut positional.items {
+            r.key = position(r.key);
+            for v in &mut r.set.values {
+                *v = position(*v);
+            }
+        }
+        self.entries.insert(
+            node.name.clone(),
+            Entry {
+                labels: node.labels.clone(),
+                trace,
+                reqs: positional,
+                used: now,
+            },
+        );
+        (reqs, seq)
+    }
+}
+
+/// `reqs` written against positions in `seq`, with the ids found there, in id order.
+fn rename(reqs: &Reqs, seq: &[u32]) -> Reqs {
+    let mut out = reqs.clone();
+    for r in &mut out.items {
+        r.key = seq[r.key as usize];
+        for v in &mut r.set.values {
+            *v = seq[*v as usize];
+        }
+        r.set.values.sort_unstable();
+    }
+    out.items.sort_by_key(|r| r.key);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::disruption::bench::cluster;
+    use crate::labels;
+    use crate::model::Snapshot;
+    use crate::scheduling::setup::{Targets, targets, targets_with};
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Remove(usize),
+        /// A copy of a node under a new name, with a label of its own or a shared one.
+        Add {
+            from: usize,
+            own: bool,
+        },
+        Relabel {
+            node: usize,
+            value: u8,
+        },
+        Initialize(usize),
+        /// A deprecated zone label that disagrees with the node's zone.
+        OldZone {
+            node: usize,
+            value: u8,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..64).prop_map(Op::Remove),
+            (0usize..64, any::<bool>()).prop_map(|(from, own)| Op::Add { from, own }),
+            (0usize..64, 0u8..4).prop_map(|(node, value)| Op::Relabel { node, value }),
+            (0usize..64).prop_map(Op::Initialize),
+            (0usize..64, 0u8..3).prop_map(|(node, value)| Op::OldZone { node, value }),
+        ]
+    }
+
+    fn apply(s: &mut Snapshot, op: &Op, step: usize) {
+        let n = s.nodes.len();
+        if n == 0 {
+            return;
+        }
+        match *op {
+            Op::Remove(i) => {
+                s.nodes.remove(i % n);
+            }
+            Op::Add { from, own } => {
+                let mut node = s.nodes[from % n].clone();
+                node.name = format!("extra-{step:03}");
+                node.labels
+                    .insert(labels::HOSTNAME.into(), node.name.clone());
+                let (k, v) = if own {
+                    ("example.com/id", format!("id-{step}"))
+                } else {
+                    ("example.com/team", format!("team-{}", step % 3))
+                };
+                node.labels.insert(k.into(), v);
+                s.nodes.push(node);
+                s.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+            Op::Relabel { node, value } => {
+                s.nodes[node % n]
+                    .labels
+                    .insert("example.com/v".into(), format!("v{value}"));
+            }
+            Op::Initialize(i) => {
+                s.nodes[i % n]
+                    .labels
+                    .insert(labels::INITIALIZED.into(), "true".into());
+            }
+            Op::OldZone { node, value } => {
+                s.nodes[node % n].labels.insert(
+                    "failure-domain.beta.kubernetes.io/zone".into(),
+                    format!("test-zone-{value}"),
+                );
+            }
+        }
+    }
+
+    /// Everything a compile decides about the targets, ids included.
+    fn shape(t: &Targets) -> String {
+        let names: Vec<&str> = (0..t.interner.len() as u32)
+            .map(|id| t.interner.name(id))
+            .collect();
+        format!(
+            "{names:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            t.existing.all, t.fresh, t.seqs, t.sources
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Compiling with the cache, step after step of a changing cluster, gives exactly the
+        /// fresh compile: the same ids in the same order, requirements, sequences and ranges.
+        #[test]
+        fn cached_compiles_equal_fresh_ones(
+            seed in 0u64..1000,
+            ops in proptest::collection::vec(op(), 1..24),
+        ) {
+            let mut s = cluster(12, 40, seed);
+            let mut cache = NodeCache::new();
+            prop_assert_eq!(shape(&targets_with(&s, Some(&mut cache))), shape(&targets(&s)));
+            for (step, op) in ops.iter().enumerate() {
+                apply(&mut s, op, step);
+                prop_assert_eq!(
+                    shape(&targets_with(&s, Some(&mut cache))),
+                    shape(&targets(&s)),
+                    "after {:?}",
+                    op
+                );
+            }
+            prop_assert!(cache.hits > 0);
+        }
+    }
+
+    #[test]
+    fn unchanged_nodes_are_replayed_and_changed_ones_compiled() {
+        let mut s = cluster(10, 30, 1);
+        let mut cache = NodeCache::new();
+        let _ = targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.hits, cache.misses), (0, 10));
+        s.nodes[3]
+            .labels
+            .insert("example.com/v".into(), "changed".into());
+        let _ = targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.hits, cache.misses), (9, 11));
+    }
+}
