@@ -95,7 +95,11 @@ async fn handle(
     match method {
         Method::GET if query.contains("watch=true") => {
             let quiet = futures::stream::pending::<Result<Bytes, Infallible>>();
-            ([("content-type", "application/json")], Body::from_stream(quiet)).into_response()
+            (
+                [("content-type", "application/json")],
+                Body::from_stream(quiet),
+            )
+                .into_response()
         }
         Method::GET => {
             if let Some(o) = s.objects.get(&path) {

@@ -271,7 +271,7 @@ impl NodeAgent {
             .as_ref()
             .map(|w| w.store.state())
             .unwrap_or_default();
-        let pods = self.overlay(cached);
+        let pods = overlay(cached, &mut self.started, &mut self.deleted);
         let actions = pod_plan(kubelets, pods.iter().map(|p| p.as_ref()), wall);
         if actions.is_empty() {
             return Ok(());
@@ -315,32 +315,6 @@ impl NodeAgent {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// The cached pods, with this agent's own writes the watch has not shown yet laid over
-    /// them; forgets writes the watch has caught up with.
-    fn overlay(&mut self, cached: Vec<Arc<Pod>>) -> Vec<Arc<Pod>> {
-        let mut seen = BTreeSet::new();
-        let mut out = Vec::with_capacity(cached.len());
-        for pod in cached {
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
-            if self.deleted.contains(&uid) {
-                seen.insert(uid);
-                continue;
-            }
-            let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-            match self.started.get(&uid) {
-                Some(written) if !running => out.push(written.clone()),
-                _ => {
-                    self.started.remove(&uid);
-                    out.push(pod);
-                }
-            }
-            seen.insert(uid);
-        }
-        self.started.retain(|uid, _| seen.contains(uid));
-        self.deleted.retain(|uid| seen.contains(uid));
-        out
-    }
-
     async fn write_lease(
         &self,
         leases: &Api<Lease>,
@@ -379,6 +353,38 @@ impl NodeAgent {
             .await
             .map(|_| ())
     }
+}
+
+/// The cached pods, with this agent's own writes the watch has not shown yet laid over
+/// them; forgets writes the watch has caught up with.
+pub(crate) fn overlay(
+    cached: Vec<Arc<Pod>>,
+    started: &mut BTreeMap<String, Arc<Pod>>,
+    deleted: &mut BTreeSet<String>,
+) -> Vec<Arc<Pod>> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(cached.len());
+    for pod in cached {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if deleted.contains(&uid) {
+            seen.insert(uid);
+            continue;
+        }
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        // A deletion the watch shows is newer than any start this agent wrote.
+        let newer = running || pod.metadata.deletion_timestamp.is_some();
+        match started.get(&uid) {
+            Some(written) if !newer => out.push(written.clone()),
+            _ => {
+                started.remove(&uid);
+                out.push(pod);
+            }
+        }
+        seen.insert(uid);
+    }
+    started.retain(|uid, _| seen.contains(uid));
+    deleted.retain(|uid| seen.contains(uid));
+    out
 }
 
 /// The kubelet each of the agent's Node names plays: `Running` for a Node that is registered

@@ -265,3 +265,60 @@ fn kubelets_run_on_registered_running_instances_and_are_gone_with_their_nodes() 
         ])
     );
 }
+
+fn cached(name: &str, extra: Value) -> Arc<Pod> {
+    Arc::new(serde_json::from_value(pod(name, "n", extra).1).unwrap())
+}
+
+#[test]
+fn the_agents_own_writes_stand_until_the_watch_shows_them() {
+    let mut started = BTreeMap::from([
+        (
+            "uid-a".to_string(),
+            cached("a", json!({"status": {"phase": "Running"}})),
+        ),
+        (
+            "uid-b".to_string(),
+            cached("b", json!({"status": {"phase": "Running"}})),
+        ),
+        (
+            "uid-gone".to_string(),
+            cached("gone", json!({"status": {"phase": "Running"}})),
+        ),
+    ]);
+    let mut deleted = BTreeSet::from(["uid-c".to_string(), "uid-left".to_string()]);
+    let watch = vec![
+        // Started by the agent, not yet Running in the cache: the written pod stands.
+        cached("a", json!({})),
+        // Started, and then evicted: the cache's deletion is newer.
+        cached(
+            "b",
+            json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:20Z"}}),
+        ),
+        // Deleted by the agent, still in the cache: left out.
+        cached("c", json!({"status": {"phase": "Running"}})),
+        cached("d", json!({})),
+    ];
+    let out = overlay(watch, &mut started, &mut deleted);
+    let phases: Vec<(String, String, bool)> = out
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap(),
+                p.status.as_ref().unwrap().phase.clone().unwrap(),
+                p.metadata.deletion_timestamp.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("a".to_string(), "Running".to_string(), false),
+            ("b".to_string(), "Pending".to_string(), true),
+            ("d".to_string(), "Pending".to_string(), false),
+        ]
+    );
+    // Writes the cache caught up with, or whose pods left it, are forgotten.
+    assert_eq!(started.keys().collect::<Vec<_>>(), ["uid-a"]);
+    assert_eq!(deleted.iter().collect::<Vec<_>>(), ["uid-c"]);
+}
