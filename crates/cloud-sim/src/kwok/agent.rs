@@ -413,8 +413,10 @@ pub(crate) fn kubelets(
     out
 }
 
-/// Sends one pod action; `Ok(None)` when the pod is already gone or was replaced by another
-/// of the same name (the uid no longer matches), which needs nothing more.
+/// Sends one pod action; `Ok(None)` when the pod is already gone, or a delete's uid
+/// precondition failed because another pod of the same name replaced it: nothing more to do.
+/// (A status patch for a replaced pod fails validation instead, 422, which is reported: the
+/// same code would also mean a status the API server refuses, which must not pass quietly.)
 async fn apply_pod(client: &kube::Client, action: &PodAction) -> Result<Option<Pod>, kube::Error> {
     let PodRef {
         namespace,
@@ -447,7 +449,7 @@ async fn apply_pod(client: &kube::Client, action: &PodAction) -> Result<Option<P
         }
     };
     match result {
-        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409 | 422) => Ok(None),
+        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => Ok(None),
         other => other,
     }
 }
