@@ -1,19 +1,20 @@
-//! Simulations remembered while the cluster stands still.
+//! Simulations over the cluster's own view: incremental, and remembered while it stands still.
 //!
-//! A graceful command is planned, then re-checked on a fresh snapshot after the validation
-//! delay; more often than not nothing changed in between but the time, and the re-check asks
-//! the very simulation the planning round already ran. A simulation reads no clock, so over
-//! one [`Cluster::view_generation`](crate::cluster::Cluster::view_generation) its answer is
-//! fixed: this simulator keeps the answers given for the cluster's own view and hands them
-//! back instead of solving again. Simulations of any other snapshot (a planning round's copy
-//! without the nodes taken earlier in the round) pass straight through.
+//! A graceful command is re-checked on a fresh snapshot after the validation delay, with one
+//! simulation of its nodes gone. That simulation runs on the view's compile (nodes come from
+//! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
+//! full solve, and a simulation reads no clock, so over one
+//! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation) its answer is fixed
+//! and kept for the same question asked again. A planning round's many simulations are not
+//! kept (copying each answer costs more than the rare repeat saves); simulations of any other
+//! snapshot pass straight through.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
-use nodewright_core::disruption::simulate::{Job, PreparedSimulation, Simulation, Simulator};
+use nodewright_core::disruption::simulate::{PreparedSimulation, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
 use nodewright_core::scheduling::node_cache::NodeCache;
 
@@ -98,51 +99,20 @@ impl Simulator for Remembering<'_> {
         if let Some(s) = self.recall(&k) {
             return s;
         }
-        let s = self.inner.simulate(snapshot, without, pods);
+        // The view's nodes are mostly compiled already (the node cache): an incremental solve
+        // over its compile costs less than a full one, and answers the same.
+        let s = match self.inner.prepare(snapshot) {
+            Some(p) => p.simulate(without, pods),
+            None => self.inner.simulate(snapshot, without, pods),
+        };
         self.keep(k, &s);
         s
     }
 
     fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
-        let inner = self.inner.prepare(snapshot)?;
-        if !self.is_view(snapshot) {
-            return Some(inner);
-        }
-        Some(Box::new(RememberingPrepared { outer: self, inner }))
-    }
-}
-
-/// The prepared form of the view: the engine's incremental solves, with the same memory.
-struct RememberingPrepared<'a> {
-    outer: &'a Remembering<'a>,
-    inner: Box<dyn PreparedSimulation + 'a>,
-}
-
-impl PreparedSimulation for RememberingPrepared<'_> {
-    fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
-        let k = key(without, pods);
-        if let Some(s) = self.outer.recall(&k) {
-            return s;
-        }
-        let s = self.inner.simulate(without, pods);
-        self.outer.keep(k, &s);
-        s
-    }
-
-    fn simulate_all(&self, jobs: &[Job<'_>]) -> Vec<Simulation> {
-        let keys: Vec<Key> = jobs.iter().map(|j| key(&j.without, &j.pods)).collect();
-        let mut out: Vec<Option<Simulation>> = keys.iter().map(|k| self.outer.recall(k)).collect();
-        let missing: Vec<usize> = (0..jobs.len()).filter(|&i| out[i].is_none()).collect();
-        if !missing.is_empty() {
-            let asked: Vec<Job<'_>> = missing.iter().map(|&i| jobs[i].clone()).collect();
-            for (&i, s) in missing.iter().zip(self.inner.simulate_all(&asked)) {
-                self.outer.keep(keys[i].clone(), &s);
-                out[i] = Some(s);
-            }
-        }
-        out.into_iter()
-            .map(|s| s.expect("every job answered"))
-            .collect()
+        // A planning round runs many simulations whose answers a re-check rarely asks again:
+        // copying each into memory would cost more than it saves.
+        self.inner.prepare(snapshot)
     }
 }
 
@@ -153,6 +123,7 @@ mod tests {
     use nodewright_core::resources::CPU;
 
     use super::*;
+    use nodewright_core::disruption::simulate::Job;
 
     /// A job per node: the node gone, its pods moved.
     fn jobs(s: &Snapshot) -> Vec<Job<'_>> {
@@ -187,8 +158,11 @@ mod tests {
             let sim = Remembering::new(&memo, 1, &first);
             let prepared = prepare(&sim, &first);
             assert_eq!(prepared.simulate_all(&jobs(&first)), expected);
+            for (j, e) in jobs(&first).iter().zip(&expected) {
+                assert_eq!(&sim.simulate(&first, &j.without, &j.pods), e);
+            }
             assert_eq!(memo.borrow().reused, 0);
-            // The re-check asks again, unprepared: every answer comes from memory.
+            // Asked again within the generation: every answer comes from memory.
             for (j, e) in jobs(&first).iter().zip(&expected) {
                 assert_eq!(&sim.simulate(&first, &j.without, &j.pods), e);
             }
