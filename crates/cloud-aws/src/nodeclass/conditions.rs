@@ -8,6 +8,7 @@ pub const SUBNETS_READY: &str = "SubnetsReady";
 pub const SECURITY_GROUPS_READY: &str = "SecurityGroupsReady";
 pub const AMIS_READY: &str = "AMIsReady";
 pub const INSTANCE_PROFILE_READY: &str = "InstanceProfileReady";
+pub const CAPACITY_RESERVATIONS_READY: &str = "CapacityReservationsReady";
 pub const READY: &str = "Ready";
 
 /// The outcome of one part: `Ok(())` or a (reason, message).

@@ -175,6 +175,9 @@ pub async fn reconcile(
             (conditions::SECURITY_GROUPS_READY, groups_ok),
             (conditions::AMIS_READY, amis_ok),
             (conditions::INSTANCE_PROFILE_READY, profile_ok),
+            // Reservations that cannot be listed fail the whole reconcile (it is retried);
+            // selecting none, or none matching, is a valid state.
+            (conditions::CAPACITY_RESERVATIONS_READY, Ok(())),
         ],
         &previous,
         class.metadata.generation,
@@ -206,7 +209,7 @@ pub async fn reconcile(
         capacity_reservations: (!capacity_reservations.is_empty()).then(|| {
             capacity_reservations
                 .iter()
-                .map(reservations::status)
+                .map(|r| reservations::status(r, now.unix_seconds()))
                 .collect()
         }),
         amis: (!amis.is_empty()).then(|| amis.iter().map(ami_status).collect()),
