@@ -357,14 +357,20 @@ fn is_cluster_tag(key: &str) -> bool {
     })
 }
 
+/// The first of `tags`' keys the controller owns (`karpenter.sh/nodepool`,
+/// `kubernetes.io/cluster/<name>` ...), which a class may not set.
+pub fn restricted_tag(tags: &BTreeMap<String, String>) -> Option<&str> {
+    tags.keys()
+        .find(|k| RESTRICTED_TAGS.contains(&k.as_str()) || is_cluster_tag(k))
+        .map(String::as_str)
+}
+
 /// The tags every launched resource carries: the user's, then the controller's.
 pub fn launch_tags(input: &LaunchInput) -> Result<BTreeMap<String, String>, LaunchError> {
-    if let Some(key) = input
-        .user_tags
-        .keys()
-        .find(|k| RESTRICTED_TAGS.contains(&k.as_str()) || is_cluster_tag(k))
-    {
-        return Err(LaunchError::RestrictedTag { key: key.clone() });
+    if let Some(key) = restricted_tag(&input.user_tags) {
+        return Err(LaunchError::RestrictedTag {
+            key: key.to_string(),
+        });
     }
     let mut tags = input.user_tags.clone();
     tags.insert(
