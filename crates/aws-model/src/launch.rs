@@ -197,6 +197,16 @@ fn is_exotic(it: &InstanceType) -> bool {
         .any(|r| it.capacity.get(r) > 0)
 }
 
+/// Whether the launch `input` describes could use offering `o` of `it`: the type suits the
+/// claim's requirements and requests, and the offering is available, allowed and in a zone
+/// with a subnet.
+pub fn usable_offering(input: &LaunchInput, it: &InstanceType, o: &Offering) -> bool {
+    type_compatible(it, &input.requirements)
+        && input.requests.fits_in(&it.allocatable())
+        && offering_compatible(o, &input.requirements)
+        && input.subnets.contains_key(&o.zone)
+}
+
 /// CreateFleet takes one reservation per (type, zone) pool: keep the one with the most free
 /// capacity. Types without a reserved offering go, unless no type has one.
 fn keep_one_reservation_per_zone(types: &mut Vec<InstanceType>) {

@@ -248,6 +248,88 @@ pub fn fleet_target_capacity_type(
     }
 }
 
+/// The kind of a reservation as a launch sees it: each kind needs its own launch settings
+/// (market type, fleet target), so one launch uses one kind.
+fn kind(r: &CapacityReservation) -> (u8, ReservationType, bool) {
+    // Plain reservations first, then interruptible ones, then capacity blocks: a block is
+    // time-bound and prepaid per block, so it is used when nothing else holds capacity.
+    let rank = match (r.reservation_type, r.interruptible) {
+        (ReservationType::Default, false) => 0,
+        (ReservationType::Default, true) => 1,
+        (ReservationType::CapacityBlock, _) => 2,
+    };
+    (rank, r.reservation_type, r.interruptible)
+}
+
+/// Narrows the reserved offerings of `types` that the launch can use (`can_use`: the claim's
+/// requirements, requests and zones) to what one launch may mix, as upstream's launch filters
+/// do: a single kind of reservation (see [`kind`]), and for capacity blocks a single block, the
+/// cheapest (then lowest id). Other reserved offerings are made unavailable; on-demand and
+/// spot offerings are untouched.
+pub fn narrow_reserved_for_launch(
+    types: &mut [InstanceType],
+    reservations: &[CapacityReservation],
+    can_use: impl Fn(&InstanceType, &Offering) -> bool,
+) {
+    let by_id: BTreeMap<&str, &CapacityReservation> =
+        reservations.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut usable_ids: std::collections::BTreeSet<String> = Default::default();
+    for it in types.iter() {
+        for o in &it.offerings {
+            if o.capacity_type == CapacityType::Reserved && can_use(it, o) {
+                usable_ids.extend(o.reservation_id.clone());
+            }
+        }
+    }
+    let usable = |o: &Offering| {
+        o.available
+            && o.capacity_type == CapacityType::Reserved
+            && o.reservation_id
+                .as_ref()
+                .is_some_and(|id| usable_ids.contains(id))
+    };
+    let reservation_of = |o: &Offering| {
+        o.reservation_id
+            .as_deref()
+            .and_then(|id| by_id.get(id).copied())
+    };
+    let Some(chosen) = types
+        .iter()
+        .flat_map(|it| &it.offerings)
+        .filter(|o| usable(o))
+        .filter_map(|o| reservation_of(o).map(kind))
+        .min()
+    else {
+        return;
+    };
+    let block = (chosen.1 == ReservationType::CapacityBlock)
+        .then(|| {
+            types
+                .iter()
+                .flat_map(|it| &it.offerings)
+                .filter(|o| usable(o) && reservation_of(o).map(kind) == Some(chosen))
+                .min_by(|a, b| {
+                    a.price
+                        .total_cmp(&b.price)
+                        .then_with(|| a.reservation_id.cmp(&b.reservation_id))
+                })
+                .and_then(|o| o.reservation_id.clone())
+        })
+        .flatten();
+    for o in types.iter_mut().flat_map(|it| it.offerings.iter_mut()) {
+        if !usable(o) {
+            continue;
+        }
+        let keep = reservation_of(o).map(kind) == Some(chosen)
+            && block
+                .as_ref()
+                .is_none_or(|b| o.reservation_id.as_ref() == Some(b));
+        if !keep {
+            o.available = false;
+        }
+    }
+}
+
 /// What the provider knows about each reservation between two DescribeCapacityReservations
 /// calls: the last reported state, with the free-instance count adjusted by what happened
 /// since. Upstream keeps the same books: a launch takes one instance, a termination gives one
@@ -595,5 +677,74 @@ mod tests {
             "restrict never makes an offering available again"
         );
         assert!(types[0].offerings[0].available, "on-demand untouched");
+    }
+
+    #[test]
+    fn one_launch_uses_one_kind_of_reservation_and_one_capacity_block() {
+        let mut block_a = cr("cb-a", "m5.large", "a", 1);
+        block_a.reservation_type = ReservationType::CapacityBlock;
+        let mut block_b = cr("cb-b", "c5.large", "a", 1);
+        block_b.reservation_type = ReservationType::CapacityBlock;
+        let mut flexible = cr("cr-i", "m5.large", "b", 1);
+        flexible.interruptible = true;
+        let plain = cr("cr-p", "c5.large", "b", 1);
+        let all = vec![
+            block_a.clone(),
+            block_b.clone(),
+            flexible.clone(),
+            plain.clone(),
+        ];
+        let fresh = |rs: &[CapacityReservation]| {
+            let mut types = vec![
+                it("m5.large", &["a", "b"], 0.096),
+                it("c5.large", &["a", "b"], 0.085),
+            ];
+            add_reserved_offerings(&mut types, rs, &["a".into(), "b".into()], 0);
+            types
+        };
+        let available = |types: &[InstanceType]| {
+            let mut ids: Vec<String> = types
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .filter(|o| o.available && o.capacity_type == CapacityType::Reserved)
+                .filter_map(|o| o.reservation_id.clone())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let mut types = fresh(&all);
+        narrow_reserved_for_launch(&mut types, &all, |_, _| true);
+        assert_eq!(available(&types), ["cr-p"], "plain reservations first");
+        assert!(
+            types
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .filter(|o| o.capacity_type == CapacityType::OnDemand)
+                .all(|o| o.available),
+            "other capacity types untouched"
+        );
+        let rest = vec![block_a.clone(), block_b.clone(), flexible];
+        let mut types = fresh(&rest);
+        narrow_reserved_for_launch(&mut types, &rest, |_, _| true);
+        assert_eq!(available(&types), ["cr-i"], "then interruptible ones");
+        let blocks = vec![block_a, block_b];
+        let mut types = fresh(&blocks);
+        narrow_reserved_for_launch(&mut types, &blocks, |_, _| true);
+        assert_eq!(
+            available(&types),
+            ["cb-b"],
+            "one block, the cheapest (c5.large)"
+        );
+        // A claim that cannot use the plain reservation (zone a only) gets the blocks.
+        let mut types = fresh(&all);
+        narrow_reserved_for_launch(&mut types, &all, |_, o| o.zone == "a");
+        for t in types.iter_mut() {
+            t.offerings.retain(|o| o.zone == "a");
+        }
+        assert_eq!(
+            available(&types),
+            ["cb-b"],
+            "what the claim cannot use does not count"
+        );
     }
 }

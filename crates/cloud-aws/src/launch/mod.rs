@@ -22,7 +22,9 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::ice::{
     FleetError, Marked, SPOT_ROLE_MISSING_CODE, UNFULFILLABLE_CODES, UnavailableOfferings,
 };
-use nodewright_aws_model::launch::{FleetOverride, LaunchError, LaunchInput, plan_launch};
+use nodewright_aws_model::launch::{
+    FleetOverride, LaunchError, LaunchInput, plan_launch, usable_offering,
+};
 use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
@@ -200,7 +202,7 @@ impl AwsCloud {
                 cache.apply(&mut types, now);
                 zonal_subnets(resolved, &cache, now)
             };
-            let input = LaunchInput {
+            let mut input = LaunchInput {
                 nodeclaim: name.clone(),
                 nodepool: nodepool.clone(),
                 nodeclass: class_name.clone(),
@@ -212,6 +214,14 @@ impl AwsCloud {
                 user_tags: class.spec.tags.clone().unwrap_or_default(),
                 node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
             };
+            // One launch uses one kind of reservation (and one capacity block).
+            let mut narrowed = input.instance_types.clone();
+            reservations::narrow_reserved_for_launch(
+                &mut narrowed,
+                &resolved.capacity_reservations,
+                |it, o| usable_offering(&input, it, o),
+            );
+            input.instance_types = narrowed;
             let plan = match plan_launch(&input) {
                 Ok(p) => p,
                 Err(e) if e.is_insufficient_capacity() => {
