@@ -259,7 +259,7 @@ impl AwsCloud {
                 total_target_capacity: plan.total_target_capacity,
                 configs,
                 tags: plan.tags.clone(),
-                context: class.spec.context.clone(),
+                context: fleet_context(claim, class),
             };
             let outcome = match self.launch.fleet.create_fleet(&call).await {
                 Ok(o) => o,
@@ -450,6 +450,22 @@ impl AwsCloud {
         }
         Ok(configs)
     }
+}
+
+/// Set on a claim whose NodePool's minValues were relaxed to place it.
+const MIN_VALUES_RELAXED_ANNOTATION: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
+
+/// The class's `context` for CreateFleet, left out (as upstream does) when the claim's
+/// minValues were relaxed: the reserved capacity a context names was chosen for the full
+/// flexibility the relaxed claim no longer has.
+fn fleet_context(claim: &NodeClaim, class: &EC2NodeClass) -> Option<String> {
+    let relaxed = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIN_VALUES_RELAXED_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    class.spec.context.clone().filter(|_| !relaxed)
 }
 
 fn not_ready_reason(resolved: &ResolvedNodeClass) -> String {

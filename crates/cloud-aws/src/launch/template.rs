@@ -50,6 +50,8 @@ pub struct BlockDeviceSpec {
     pub throughput: Option<i32>,
     pub kms_key_id: Option<String>,
     pub snapshot_id: Option<String>,
+    /// MiB/s at which a volume from a snapshot is filled (`volumeInitializationRate`).
+    pub volume_initialization_rate: Option<i32>,
 }
 
 /// Instance metadata service options, defaults filled in.
@@ -247,6 +249,10 @@ pub fn block_devices(
             throughput: int("throughput", ebs.throughput)?,
             kms_key_id: ebs.kms_key_id.clone(),
             snapshot_id: ebs.snapshot_id.clone(),
+            volume_initialization_rate: int(
+                "volumeInitializationRate",
+                ebs.volume_initialization_rate,
+            )?,
         });
     }
     Ok(out)
@@ -410,6 +416,7 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
             .set_throughput(b.throughput)
             .set_kms_key_id(b.kms_key_id.clone())
             .set_snapshot_id(b.snapshot_id.clone())
+            .set_volume_initialization_rate(b.volume_initialization_rate)
             .build();
         data = data.block_device_mappings(
             LaunchTemplateBlockDeviceMappingRequest::builder()
@@ -859,6 +866,20 @@ mod tests {
             [("/dev/xvda", Some(4)), ("/dev/xvdb", Some(20))]
         );
         assert!(block_devices(AmiFamily::Custom, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn snapshot_volumes_keep_their_initialization_rate() {
+        let m: Vec<BlockDeviceMapping> = serde_json::from_str(
+            r#"[{"deviceName":"/dev/xvdb","ebs":{"snapshotID":"snap-1","volumeInitializationRate":200}}]"#,
+        )
+        .unwrap();
+        let mut s = spec();
+        s.block_devices = block_devices(AmiFamily::AL2023, Some(&m)).unwrap();
+        let d = request_data(&s);
+        let ebs = d.block_device_mappings()[0].ebs().unwrap();
+        assert_eq!(ebs.snapshot_id(), Some("snap-1"));
+        assert_eq!(ebs.volume_initialization_rate(), Some(200));
     }
 
     #[test]
