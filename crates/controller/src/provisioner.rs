@@ -438,40 +438,77 @@ impl Provisioner {
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
     /// they stay pending) and provisions when a batch closes.
     pub async fn run(self: Arc<Self>, window: BatchWindow) {
-        let mut batcher = Batcher::new(window);
-        let mut last_trigger: BTreeMap<String, Timestamp> = BTreeMap::new();
+        let mut trigger = Trigger::new(window);
         let tick = Duration::from_millis(100);
         loop {
-            let now = self.clock.now();
-            let pending = pending_pods(&lock(&self.state));
-            last_trigger.retain(|k, _| pending.contains(k));
-            for key in pending {
-                let due = last_trigger.get(&key).is_none_or(|t| {
-                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
-                });
-                if due {
-                    batcher.trigger(now, &key);
-                    last_trigger.insert(key, now);
-                }
-            }
-            if batcher.poll(now).is_some() {
-                match self.provision().await {
-                    Ok(p) if !p.created.is_empty() || !p.unplaced.is_empty() => {
-                        info!(
-                            created = p.created.len(),
-                            unplaced = p.unplaced.len(),
-                            "provisioning pass"
-                        )
-                    }
-                    Ok(_) => {}
-                    Err(ProvisionError::NotSynced) => {
-                        // Retry the same pods once the state is synced.
-                        last_trigger.clear();
-                    }
-                    Err(e) => warn!(error = %e, "provisioning failed"),
-                }
+            if trigger.due(&self.state, self.clock.now()) {
+                self.pass(&mut trigger).await;
             }
             tokio::time::sleep(tick).await;
         }
+    }
+
+    /// One provisioning pass after a batch closed, logged; a pass refused because the state
+    /// is not synced yet retries the same pods.
+    pub async fn pass(&self, trigger: &mut Trigger) -> Option<Provisioned> {
+        match self.provision().await {
+            Ok(p) => {
+                if !p.created.is_empty() || !p.unplaced.is_empty() {
+                    info!(
+                        created = p.created.len(),
+                        unplaced = p.unplaced.len(),
+                        "provisioning pass"
+                    )
+                }
+                Some(p)
+            }
+            Err(ProvisionError::NotSynced) => {
+                trigger.retry_all();
+                None
+            }
+            Err(e) => {
+                warn!(error = %e, "provisioning failed");
+                None
+            }
+        }
+    }
+}
+
+/// What wakes the provisioner: every provisionable pod triggers the batcher when first seen
+/// and again every [`POD_REQUEUE`](nodewright_core::cadence::batcher::POD_REQUEUE) while it
+/// stays pending.
+pub struct Trigger {
+    batcher: Batcher,
+    last_trigger: BTreeMap<String, Timestamp>,
+}
+
+impl Trigger {
+    pub fn new(window: BatchWindow) -> Self {
+        Trigger {
+            batcher: Batcher::new(window),
+            last_trigger: BTreeMap::new(),
+        }
+    }
+
+    /// Triggers for the pending pods at `now`; true when a batch has closed.
+    pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
+        let pending = pending_pods(&lock(state));
+        self.last_trigger.retain(|k, _| pending.contains(k));
+        for key in pending {
+            let due = self
+                .last_trigger
+                .get(&key)
+                .is_none_or(|t| now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE);
+            if due {
+                self.batcher.trigger(now, &key);
+                self.last_trigger.insert(key, now);
+            }
+        }
+        self.batcher.poll(now).is_some()
+    }
+
+    /// Forgets when pods last triggered, so all of them trigger again.
+    pub fn retry_all(&mut self) {
+        self.last_trigger.clear();
     }
 }
