@@ -5,8 +5,12 @@
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
@@ -33,6 +37,10 @@ use crate::write::{KubeWriter, WriteError};
 
 /// The `reason` label of `karpenter_nodeclaims_created_total` for provisioning.
 pub const PROVISIONED: &str = "provisioned";
+
+/// How many NodeClaim creates one pass keeps in flight: enough to hide the API server's
+/// round trip when a scale-up needs hundreds of claims, few enough not to flood it.
+pub const CREATE_PARALLELISM: usize = 16;
 
 #[derive(Debug, Error)]
 pub enum ProvisionError {
@@ -159,14 +167,32 @@ pub fn pod_ref(state: &ClusterState, key: &str) -> ObjectRef {
     }
 }
 
+/// The claims behind scheduling targets, by the names a target may carry: claim name and
+/// node name. A name two claims share goes to the first in [`ClusterState::all_claims`]
+/// order. Built once per pass so nominating many pods does not scan every claim per pod.
+fn claims_by_target(state: &ClusterState) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for c in state.all_claims() {
+        let Some(name) = c.metadata.name.clone() else {
+            continue;
+        };
+        if let Some(node) = c.status.as_ref().and_then(|s| s.node_name.clone()) {
+            out.entry(node).or_insert_with(|| name.clone());
+        }
+        out.entry(name.clone()).or_insert(name);
+    }
+    out
+}
+
 /// The claim behind a scheduling target: an in-flight claim by claim or node name, a node by
 /// its providerID.
-fn claim_of_target(state: &ClusterState, target: &str) -> Option<String> {
-    if let Some(c) = state.all_claims().find(|c| {
-        c.metadata.name.as_deref() == Some(target)
-            || c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(target)
-    }) {
-        return c.metadata.name.clone();
+fn claim_of_target(
+    state: &ClusterState,
+    by_target: &BTreeMap<String, String>,
+    target: &str,
+) -> Option<String> {
+    if let Some(c) = by_target.get(target) {
+        return Some(c.clone());
     }
     let pid = state
         .nodes
@@ -331,13 +357,14 @@ impl Provisioner {
     fn nominate_existing(&self, plan: &Plan) {
         let now = self.clock.now();
         let mut s = lock(&self.state);
+        let by_target = claims_by_target(&s);
         for p in &plan.placements {
             let (name, on_node) = match &p.target {
                 Target::Node(n) => (n, true),
                 Target::InFlight(n) => (n, false),
                 Target::NewClaim(_) => continue,
             };
-            let claim = claim_of_target(&s, name);
+            let claim = claim_of_target(&s, &by_target, name);
             let pod = pod_ref(&s, &p.pod);
             let event = match (&claim, on_node) {
                 (c, true) => events::nominated_on_node(pod, name, c.as_deref()),
@@ -351,11 +378,19 @@ impl Provisioner {
         }
     }
 
+    /// Creates the plan's new claims: each is built and checked against its NodePool's
+    /// limits in plan order (the pool's usage, claims earlier in this pass included, plus the
+    /// smallest node this claim may become), then the admitted ones are created up to
+    /// [`CREATE_PARALLELISM`] at a time, and each created claim's pods are nominated to it.
     async fn create_claims(&self, snap: &Snapshot, plan: &Plan, out: &mut Provisioned) {
-        let mut snap = snap.clone();
+        let mut pools: BTreeMap<String, Option<NodePool>> = BTreeMap::new();
+        let mut usage: BTreeMap<String, Resources> = BTreeMap::new();
+        let mut admitted = Vec::new();
         for claim in &plan.new_claims {
-            let pool = lock(&self.state).nodepools.get(&claim.nodepool).cloned();
-            let Some(pool) = pool else { continue };
+            let pool = pools
+                .entry(claim.nodepool.clone())
+                .or_insert_with(|| lock(&self.state).nodepools.get(&claim.nodepool).cloned());
+            let Some(pool) = pool.as_ref() else { continue };
             let request = ClaimRequest {
                 nodepool: claim.nodepool.clone(),
                 requirements: claim.requirement_list.clone(),
@@ -373,9 +408,7 @@ impl Provisioner {
                 min_values_relaxed: claim.min_values_relaxed,
             };
             let name = format!("{}-{}", claim.nodepool, claims::random_suffix());
-            let object = claims::build(&pool, &request, &name);
-            // Limits: everything the pool holds now, claims created earlier in this pass
-            // included, plus the smallest node this claim may become.
+            let object = claims::build(pool, &request, &name);
             let core_claim = convert::nodeclaim(&object).ok();
             let limits = snap
                 .nodepools
@@ -394,42 +427,57 @@ impl Provisioner {
             )
             .unwrap_or_default();
             add.set(nodewright_core::resources::NODES, 1);
-            if !within_limits(&limits, &pool_usage(&snap, &claim.nodepool), &add) {
+            let used = usage
+                .entry(claim.nodepool.clone())
+                .or_insert_with(|| pool_usage(snap, &claim.nodepool));
+            if !within_limits(&limits, used, &add) {
                 info!(nodepool = %claim.nodepool, "nodepool limit reached; claim not created");
                 out.limited.push(name);
                 continue;
             }
-            match submit_claim(
-                &self.state,
-                self.writer.as_ref(),
-                &self.metrics,
-                &object,
-                PROVISIONED,
-            )
-            .await
-            {
+            // What `pool_usage` would count for this claim once it exists: a claim that does
+            // not convert is not in the snapshot, so it holds nothing.
+            if core_claim.is_some() {
+                used.add(&add);
+            }
+            admitted.push((name, object, claim));
+        }
+        // Boxed so the stream's item type names no closure lifetime (the loop's future must
+        // stay `Send` for `tokio::spawn`).
+        type Create<'a> = Pin<Box<dyn Future<Output = Result<NodeClaim, WriteError>> + Send + 'a>>;
+        let creates: Vec<Create<'_>> = admitted
+            .iter()
+            .map(|(_, object, _)| {
+                Box::pin(submit_claim(
+                    &self.state,
+                    self.writer.as_ref(),
+                    &self.metrics,
+                    object,
+                    PROVISIONED,
+                )) as Create<'_>
+            })
+            .collect();
+        let results: Vec<_> = futures::stream::iter(creates)
+            .buffered(CREATE_PARALLELISM)
+            .collect()
+            .await;
+        for ((name, _, claim), result) in admitted.into_iter().zip(results) {
+            match result {
                 Ok(_) => {
                     info!(nodeclaim = %name, nodepool = %claim.nodepool, pods = claim.pods.len(), "created nodeclaim");
-                    {
-                        let now = self.clock.now();
-                        let mut s = lock(&self.state);
-                        for pod in &claim.pods {
-                            let r = pod_ref(&s, pod);
-                            self.events.publish(events::nominated(r, &name));
-                            s.nominate(pod, &name, now);
-                        }
+                    let now = self.clock.now();
+                    let mut s = lock(&self.state);
+                    for pod in &claim.pods {
+                        let r = pod_ref(&s, pod);
+                        self.events.publish(events::nominated(r, &name));
+                        s.nominate(pod, &name, now);
                     }
-                    if let Some(c) = core_claim {
-                        snap.node_claims.push(c);
-                    }
+                    drop(s);
                     out.created.push(name);
                 }
                 Err(e) => {
                     warn!(nodeclaim = %name, error = %e, "creating nodeclaim failed");
                     out.errors.push(format!("{name}: {e}"));
-                    if e == WriteError::NotLeader {
-                        return;
-                    }
                 }
             }
         }
@@ -493,7 +541,9 @@ impl Trigger {
     /// Triggers for the pending pods at `now`; true when a batch has closed.
     pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
         let pending = pending_pods(&lock(state));
-        self.last_trigger.retain(|k, _| pending.contains(k));
+        // `pending` is sorted: a binary search keeps this linear in the pods, not quadratic.
+        self.last_trigger
+            .retain(|k, _| pending.binary_search(k).is_ok());
         for key in pending {
             let due = self
                 .last_trigger

@@ -51,7 +51,7 @@ pub fn provisionable(p: &Pod) -> bool {
         })
 }
 
-/// Keys (`namespace/name`) of the provisionable pods.
+/// Keys (`namespace/name`) of the provisionable pods, sorted.
 pub fn pending_pods(state: &ClusterState) -> Vec<String> {
     state
         .pods

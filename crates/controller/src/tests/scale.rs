@@ -137,7 +137,7 @@ async fn batches_with_claims_in_flight_place_every_pod_on_exactly_one_claim() {
     // The claims are about as many as the pods need: no more than one partly filled claim
     // per wave beyond a perfect packing on the largest type.
     let total: i64 = pods.values().sum();
-    let floor = total.div_ceil(8000) as usize;
+    let floor = (total as u64).div_ceil(8000) as usize;
     assert!(
         claims.len() <= floor + 4,
         "{} claims for {total}m (perfect packing {floor})",
