@@ -49,6 +49,9 @@ pub struct ControllerArgs {
     /// Stop after the scale-up.
     #[arg(long)]
     pub no_scale_down: bool,
+    /// Round trip of every controller write to the API server, in virtual milliseconds.
+    #[arg(long, default_value_t = 5)]
+    pub api_latency_ms: u64,
     /// Give up on a phase after this many minutes of virtual time.
     #[arg(long, default_value_t = 60)]
     pub max_minutes: u64,
@@ -465,7 +468,9 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     let api = Arc::new(MemoryApi::new(state.clone(), clock));
     let sim =
         Arc::new(SimCloud::new(SimCloudConfig::default()).context("starting the simulated cloud")?);
-    let counting = Arc::new(CountingWriter::new(api.clone()));
+    let counting = Arc::new(
+        CountingWriter::new(api.clone()).with_latency(Duration::from_millis(args.api_latency_ms)),
+    );
     let writer: Arc<dyn KubeWriter> = counting.clone();
     let cloud: Arc<dyn CloudProvider> = sim.clone();
     let metrics = Arc::new(Metrics::new());
@@ -610,8 +615,8 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     };
 
     println!(
-        "bench controller: {n} pods at {} per second, {}% with a zone spread",
-        args.arrival_rate, args.spread_percent
+        "bench controller: {n} pods at {} per second, {}% with a zone spread, {} ms per API write",
+        args.arrival_rate, args.spread_percent, args.api_latency_ms
     );
     println!("scale-up");
     println!(

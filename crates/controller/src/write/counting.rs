@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use nodewright_api::aws::v1::EC2NodeClassStatus;
@@ -14,6 +15,7 @@ use super::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 pub struct CountingWriter {
     inner: Arc<dyn KubeWriter>,
     counts: Mutex<BTreeMap<&'static str, u64>>,
+    latency: Duration,
 }
 
 impl CountingWriter {
@@ -21,10 +23,21 @@ impl CountingWriter {
         CountingWriter {
             inner,
             counts: Mutex::new(BTreeMap::new()),
+            latency: Duration::ZERO,
         }
     }
 
-    fn count(&self, request: &'static str) {
+    /// Every request first waits `latency` (on tokio's clock), as a round trip to an API
+    /// server does.
+    pub fn with_latency(mut self, latency: Duration) -> Self {
+        self.latency = latency;
+        self
+    }
+
+    async fn count(&self, request: &'static str) {
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
         *self
             .counts
             .lock()
@@ -49,7 +62,7 @@ impl CountingWriter {
 #[async_trait]
 impl KubeWriter for CountingWriter {
     async fn create_nodeclaim(&self, claim: &NodeClaim) -> Result<NodeClaim, WriteError> {
-        self.count("create nodeclaims");
+        self.count("create nodeclaims").await;
         self.inner.create_nodeclaim(claim).await
     }
     async fn patch_nodeclaim_status(
@@ -57,27 +70,27 @@ impl KubeWriter for CountingWriter {
         name: &str,
         status: &NodeClaimStatus,
     ) -> Result<(), WriteError> {
-        self.count("patch nodeclaims/status");
+        self.count("patch nodeclaims/status").await;
         self.inner.patch_nodeclaim_status(name, status).await
     }
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
-        self.count("patch nodeclaims");
+        self.count("patch nodeclaims").await;
         self.inner.patch_nodeclaim_meta(name, patch).await
     }
     async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError> {
-        self.count("delete nodeclaims");
+        self.count("delete nodeclaims").await;
         self.inner.delete_nodeclaim(name).await
     }
     async fn patch_node(&self, name: &str, patch: &NodePatch) -> Result<(), WriteError> {
-        self.count("patch nodes");
+        self.count("patch nodes").await;
         self.inner.patch_node(name, patch).await
     }
     async fn delete_node(&self, name: &str) -> Result<(), WriteError> {
-        self.count("delete nodes");
+        self.count("delete nodes").await;
         self.inner.delete_node(name).await
     }
     async fn evict_pod(&self, namespace: &str, name: &str) -> Result<Eviction, WriteError> {
-        self.count("create pods/eviction");
+        self.count("create pods/eviction").await;
         self.inner.evict_pod(namespace, name).await
     }
     async fn update_nodepool_status(
@@ -85,11 +98,11 @@ impl KubeWriter for CountingWriter {
         name: &str,
         status: &NodePoolStatus,
     ) -> Result<(), WriteError> {
-        self.count("patch nodepools/status");
+        self.count("patch nodepools/status").await;
         self.inner.update_nodepool_status(name, status).await
     }
     async fn patch_nodepool_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
-        self.count("patch nodepools");
+        self.count("patch nodepools").await;
         self.inner.patch_nodepool_meta(name, patch).await
     }
     async fn patch_nodeclass_status(
@@ -97,11 +110,11 @@ impl KubeWriter for CountingWriter {
         name: &str,
         status: &EC2NodeClassStatus,
     ) -> Result<(), WriteError> {
-        self.count("patch ec2nodeclasses/status");
+        self.count("patch ec2nodeclasses/status").await;
         self.inner.patch_nodeclass_status(name, status).await
     }
     async fn patch_nodeclass_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
-        self.count("patch ec2nodeclasses");
+        self.count("patch ec2nodeclasses").await;
         self.inner.patch_nodeclass_meta(name, patch).await
     }
     async fn delete_pod(
@@ -110,7 +123,7 @@ impl KubeWriter for CountingWriter {
         name: &str,
         grace_period_seconds: Option<i64>,
     ) -> Result<(), WriteError> {
-        self.count("delete pods");
+        self.count("delete pods").await;
         self.inner
             .delete_pod(namespace, name, grace_period_seconds)
             .await
