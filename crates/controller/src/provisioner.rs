@@ -32,7 +32,7 @@ use crate::clock::Clock;
 use crate::events::{self, EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
-use crate::state::{ClusterState, SharedState, convert, lock, pending_pods};
+use crate::state::{ClusterState, SharedState, convert, lock};
 use crate::write::{KubeWriter, WriteError};
 
 /// The `reason` label of `karpenter_nodeclaims_created_total` for provisioning.
@@ -538,20 +538,21 @@ impl Trigger {
         }
     }
 
-    /// Triggers for the pending pods at `now`; true when a batch has closed.
+    /// Triggers for the pending pods at `now`; true when a batch has closed. Walks the
+    /// index's pending set under its lock without copying it: this runs every tick.
     pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
-        let pending = pending_pods(&lock(state));
-        // `pending` is sorted: a binary search keeps this linear in the pods, not quadratic.
-        self.last_trigger
-            .retain(|k, _| pending.binary_search(k).is_ok());
-        for key in pending {
-            let due = self
-                .last_trigger
-                .get(&key)
-                .is_none_or(|t| now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE);
-            if due {
-                self.batcher.trigger(now, &key);
-                self.last_trigger.insert(key, now);
+        {
+            let s = lock(state);
+            let pending = s.pending();
+            self.last_trigger.retain(|k, _| pending.contains(k));
+            for key in pending {
+                let due = self.last_trigger.get(key).is_none_or(|t| {
+                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
+                });
+                if due {
+                    self.batcher.trigger(now, key);
+                    self.last_trigger.insert(key.clone(), now);
+                }
             }
         }
         self.batcher.poll(now).is_some()

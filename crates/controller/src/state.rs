@@ -54,6 +54,9 @@ pub struct ClusterState {
     in_flight: BTreeMap<String, NodeClaim>,
     synced: BTreeSet<Kind>,
     relisting: BTreeMap<Kind, Vec<Object>>,
+    /// Keys of the provisionable pods (see [`provisionable`]), kept as pods change so the
+    /// provisioner's every-tick look at them does not walk every pod.
+    pending: BTreeSet<String>,
     /// Pod keys by the node they are bound to, so per-node questions do not scan every pod.
     pods_by_node: BTreeMap<String, BTreeSet<String>>,
     /// Node names by `spec.providerID`.
@@ -141,6 +144,11 @@ impl ClusterState {
                     unindex(&mut self.pods_by_node, pod_node(old), &key);
                 }
                 index(&mut self.pods_by_node, pod_node(&p), &key);
+                if provisionable(&p) {
+                    self.pending.insert(key.clone());
+                } else {
+                    self.pending.remove(&key);
+                }
                 self.pods.insert(key, *p);
             }
             Object::Node(n) => {
@@ -193,6 +201,7 @@ impl ClusterState {
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
+                self.pending.remove(key);
                 if let Some(old) = self.pods.remove(key) {
                     unindex(&mut self.pods_by_node, pod_node(&old), key);
                 }
@@ -228,6 +237,7 @@ impl ClusterState {
             Kind::Pod => {
                 self.pods.clear();
                 self.pods_by_node.clear();
+                self.pending.clear();
             }
             Kind::Node => {
                 self.nodes.clear();
@@ -259,6 +269,11 @@ impl ClusterState {
     /// Every claim: observed ones and those created but not yet observed.
     pub fn all_claims(&self) -> impl Iterator<Item = &NodeClaim> {
         self.nodeclaims.values().chain(self.in_flight.values())
+    }
+
+    /// Keys of the provisionable pods, sorted.
+    pub fn pending(&self) -> &BTreeSet<String> {
+        &self.pending
     }
 
     /// The claim named `name`, observed or in flight (claims are cluster-scoped: the key is
