@@ -754,6 +754,20 @@ impl Lifecycle {
             self.metrics
                 .nodeclaim_termination_duration(&pool, now.since(deleted).as_secs_f64());
         }
+        // The instance is gone by now: how long it took since the terminate call.
+        if let Some(terminating) = cond::find(
+            status.conditions.as_deref().unwrap_or_default(),
+            cond::INSTANCE_TERMINATING,
+        )
+        .filter(|c| c.status == "True")
+        .and_then(|c| c.last_transition_time.as_deref())
+        .and_then(parse_rfc3339)
+        {
+            self.metrics.nodeclaim_instance_termination_duration(
+                &pool,
+                now.since(terminating).as_secs_f64(),
+            );
+        }
         info!(nodeclaim = %name, "finalized nodeclaim");
         Ok(Outcome::Finalized)
     }

@@ -63,6 +63,8 @@ pub struct Provisioned {
     pub unplaced: Vec<(String, String)>,
     /// Writes that failed.
     pub errors: Vec<String>,
+    /// Every pod the solve decided on (placed or not), by key.
+    pub decided: Vec<String>,
 }
 
 pub struct Provisioner {
@@ -341,6 +343,12 @@ impl Provisioner {
             .iter()
             .map(|u| (u.pod.clone(), u.reason.clone()))
             .collect();
+        out.decided = plan
+            .placements
+            .iter()
+            .map(|p| p.pod.clone())
+            .chain(plan.unplaced.iter().map(|u| u.pod.clone()))
+            .collect();
         {
             let s = lock(&self.state);
             for u in &plan.unplaced {
@@ -501,6 +509,13 @@ impl Provisioner {
     pub async fn pass(&self, trigger: &mut Trigger) -> Option<Provisioned> {
         match self.provision().await {
             Ok(p) => {
+                let now = self.clock.now();
+                for pod in &p.decided {
+                    if let Some(seen) = trigger.first_seen.remove(pod) {
+                        self.metrics
+                            .pod_scheduling_decision(now.since(seen).as_secs_f64());
+                    }
+                }
                 if !p.created.is_empty() || !p.unplaced.is_empty() {
                     info!(
                         created = p.created.len(),
@@ -528,6 +543,9 @@ impl Provisioner {
 pub struct Trigger {
     batcher: Batcher,
     last_trigger: BTreeMap<String, Timestamp>,
+    /// When each pending pod was first seen, until its first scheduling decision
+    /// (`karpenter_pods_scheduling_decision_duration_seconds`).
+    first_seen: BTreeMap<String, Timestamp>,
 }
 
 impl Trigger {
@@ -535,6 +553,7 @@ impl Trigger {
         Trigger {
             batcher: Batcher::new(window),
             last_trigger: BTreeMap::new(),
+            first_seen: BTreeMap::new(),
         }
     }
 
@@ -545,11 +564,15 @@ impl Trigger {
             let s = lock(state);
             let pending = s.pending();
             self.last_trigger.retain(|k, _| pending.contains(k));
+            self.first_seen.retain(|k, _| pending.contains(k));
             for key in pending {
                 let due = self.last_trigger.get(key).is_none_or(|t| {
                     now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
                 });
                 if due {
+                    if !self.last_trigger.contains_key(key) && !self.first_seen.contains_key(key) {
+                        self.first_seen.insert(key.clone(), now);
+                    }
                     self.batcher.trigger(now, key);
                     self.last_trigger.insert(key.clone(), now);
                 }

@@ -169,3 +169,45 @@ async fn nodepool_limits_hold_across_batches_with_claims_in_flight() {
         "the limit leaves pods unplaced"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn scheduling_decisions_and_instance_terminations_are_timed() {
+    use std::time::Duration;
+
+    use nodewright_core::cadence::BatchWindow;
+
+    use crate::provisioner::Trigger;
+
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("web-1", "1");
+    h.api.mark_synced();
+    let prov = h.provisioner();
+    let mut trigger = Trigger::new(BatchWindow::default());
+    assert!(!trigger.due(&h.state, h.clock.now()));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(trigger.due(&h.state, h.clock.now()));
+    let name = prov.pass(&mut trigger).await.unwrap().created[0].clone();
+    let m = h.metrics.encode();
+    assert!(
+        m.contains("karpenter_pods_scheduling_decision_duration_seconds_count 1"),
+        "{m}"
+    );
+    assert!(m.contains("karpenter_pods_scheduling_decision_duration_seconds_sum 1.0"));
+
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    h.api.delete(Kind::NodeClaim, &name).unwrap();
+    for _ in 0..4 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        life.reconcile_all().await;
+    }
+    assert!(h.api.get(Kind::NodeClaim, &name).is_none());
+    let m = h.metrics.encode();
+    assert!(
+        m.contains(
+            r#"karpenter_nodeclaims_instance_termination_duration_seconds_count{nodepool="default"} 1"#
+        ),
+        "{m}"
+    );
+}
