@@ -6,6 +6,7 @@ use clap::Subcommand;
 
 pub mod bench;
 pub mod bench_consolidation;
+pub mod bench_controller;
 pub mod bench_savings;
 pub mod bench_sim;
 pub mod controller;

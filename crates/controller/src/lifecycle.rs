@@ -7,9 +7,12 @@
 //! is reported as an event once its write has landed.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint};
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::shared::{Condition, Quantity, ResourceList};
@@ -28,6 +31,9 @@ use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, convert, lock};
 use crate::write::{KubeWriter, MetaPatch, NodePatch, WriteError};
+
+/// Claims reconciled at once in a pass.
+pub const RECONCILE_PARALLELISM: usize = 32;
 
 pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -170,16 +176,30 @@ impl Lifecycle {
             return BTreeMap::new();
         }
         let claims: Vec<NodeClaim> = lock(&self.state).nodeclaims.values().cloned().collect();
-        let mut out = BTreeMap::new();
-        for c in claims {
-            let name = c.metadata.name.clone().unwrap_or_default();
-            let r = self.reconcile(c).await.map_err(|e| e.to_string());
-            if let Err(e) = &r {
-                warn!(nodeclaim = %name, error = %e, "nodeclaim reconcile failed");
-            }
-            out.insert(name, r);
-        }
-        out
+        // Claims are independent: up to RECONCILE_PARALLELISM at once, so one API round trip
+        // per write does not add up across thousands of claims. Boxed so the stream's item
+        // type names no closure lifetime (the loop's future must stay `Send`).
+        type Reconcile<'a> =
+            Pin<Box<dyn Future<Output = (String, Result<Outcome, String>)> + Send + 'a>>;
+        let passes: Vec<Reconcile<'_>> = claims
+            .into_iter()
+            .map(|c| {
+                Box::pin(async move {
+                    let name = c.metadata.name.clone().unwrap_or_default();
+                    let r = self.reconcile(c).await.map_err(|e| e.to_string());
+                    if let Err(e) = &r {
+                        warn!(nodeclaim = %name, error = %e, "nodeclaim reconcile failed");
+                    }
+                    (name, r)
+                }) as Reconcile<'_>
+            })
+            .collect();
+        futures::stream::iter(passes)
+            .buffered(RECONCILE_PARALLELISM)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect()
     }
 
     pub async fn run(self: Arc<Self>, every: Duration) {
@@ -733,6 +753,20 @@ impl Lifecycle {
         if let Some(deleted) = claim.metadata.deletion_timestamp.as_ref().map(from_time) {
             self.metrics
                 .nodeclaim_termination_duration(&pool, now.since(deleted).as_secs_f64());
+        }
+        // The instance is gone by now: how long it took since the terminate call.
+        if let Some(terminating) = cond::find(
+            status.conditions.as_deref().unwrap_or_default(),
+            cond::INSTANCE_TERMINATING,
+        )
+        .filter(|c| c.status == "True")
+        .and_then(|c| c.last_transition_time.as_deref())
+        .and_then(parse_rfc3339)
+        {
+            self.metrics.nodeclaim_instance_termination_duration(
+                &pool,
+                now.since(terminating).as_secs_f64(),
+            );
         }
         info!(nodeclaim = %name, "finalized nodeclaim");
         Ok(Outcome::Finalized)

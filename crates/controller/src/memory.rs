@@ -4,7 +4,7 @@
 //! evictions refused by PDBs with 429) and feeds
 //! every change to a [`ClusterState`] as the watchers would.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -32,6 +32,8 @@ pub struct MemoryApi {
     store: Mutex<Store>,
     state: SharedState,
     clock: Clock,
+    /// Kinds whose watch events are held back (see [`MemoryApi::hold`]), with the events.
+    held: Mutex<(BTreeSet<Kind>, Vec<WatchEvent>)>,
 }
 
 /// RFC 7386 merge.
@@ -60,6 +62,7 @@ impl MemoryApi {
             store: Mutex::new(Store::default()),
             state,
             clock,
+            held: Mutex::new((BTreeSet::new(), Vec::new())),
         }
     }
 
@@ -68,7 +71,53 @@ impl MemoryApi {
     }
 
     fn emit(&self, e: WatchEvent) {
+        {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let kind = match &e {
+                WatchEvent::Apply(o) | WatchEvent::Delete(o) | WatchEvent::InitApply(o) => {
+                    Some(o.kind())
+                }
+                WatchEvent::Init(_) | WatchEvent::InitDone(_) => None,
+            };
+            if kind.is_some_and(|k| held.0.contains(&k)) {
+                held.1.push(e);
+                return;
+            }
+        }
         lock(&self.state).apply(e);
+    }
+
+    /// Holds back the watch events of `kind` until [`MemoryApi::release`], as a slow watch
+    /// does: writes land in the store while the index still shows the old objects.
+    pub fn hold(&self, kind: Kind) {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .insert(kind);
+    }
+
+    /// Delivers the held events of `kind`, in order, and stops holding it.
+    pub fn release(&self, kind: Kind) {
+        let events: Vec<WatchEvent> = {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.0.remove(&kind);
+            let (mine, rest): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut held.1)
+                    .into_iter()
+                    .partition(|e| match e {
+                        WatchEvent::Apply(o) | WatchEvent::Delete(o) | WatchEvent::InitApply(o) => {
+                            o.kind() == kind
+                        }
+                        _ => false,
+                    });
+            held.1 = rest;
+            mine
+        };
+        let mut s = lock(&self.state);
+        for e in events {
+            s.apply(e);
+        }
     }
 
     /// Reports every kind as listed (the state becomes synced).

@@ -108,6 +108,8 @@ pub struct Metrics {
     nodepools_allowed_disruptions: Gauges,
     consolidation_timeouts: Counters,
     disruption_queue_failures: Counters,
+    nodeclaims_instance_termination_duration: Histograms,
+    pods_scheduling_decision_duration: Histogram,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
     /// encoding, so a scrape never sees a half-replaced set.
     snapshot: Mutex<()>,
@@ -324,6 +326,17 @@ impl Metrics {
             "karpenter_voluntary_disruption_queue_failures",
             "The number of times that an enqueued disruption decision failed. Labeled by disruption method.",
         );
+        let nodeclaims_instance_termination_duration = histograms(
+            r,
+            "karpenter_nodeclaims_instance_termination_duration_seconds",
+            "Duration of CloudProvider Instance termination in seconds.",
+        );
+        let pods_scheduling_decision_duration = duration_histogram();
+        r.register(
+            "karpenter_pods_scheduling_decision_duration_seconds",
+            "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
+            pods_scheduling_decision_duration.clone(),
+        );
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -351,6 +364,8 @@ impl Metrics {
             nodepools_allowed_disruptions,
             consolidation_timeouts,
             disruption_queue_failures,
+            nodeclaims_instance_termination_duration,
+            pods_scheduling_decision_duration,
             nodeclaims_created,
             nodeclaims_terminated,
             nodeclaims_disrupted,
@@ -721,6 +736,18 @@ impl Metrics {
 
     pub fn pod_bound(&self, seconds: f64) {
         self.pods_bound_duration.observe(seconds);
+    }
+
+    /// From the terminate call to the cloud reporting the instance gone.
+    pub fn nodeclaim_instance_termination_duration(&self, nodepool: &str, seconds: f64) {
+        self.nodeclaims_instance_termination_duration
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .observe(seconds);
+    }
+
+    /// From the provisioner first seeing a pending pod to its first scheduling decision.
+    pub fn pod_scheduling_decision(&self, seconds: f64) {
+        self.pods_scheduling_decision_duration.observe(seconds);
     }
 
     pub fn allowed_disruptions(&self, nodepool: &str, reason: &str, n: usize) {

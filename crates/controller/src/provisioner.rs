@@ -5,8 +5,12 @@
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use futures::StreamExt;
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
@@ -28,11 +32,15 @@ use crate::clock::Clock;
 use crate::events::{self, EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
-use crate::state::{ClusterState, SharedState, convert, lock, pending_pods};
+use crate::state::{ClusterState, SharedState, convert, lock};
 use crate::write::{KubeWriter, WriteError};
 
 /// The `reason` label of `karpenter_nodeclaims_created_total` for provisioning.
 pub const PROVISIONED: &str = "provisioned";
+
+/// How many NodeClaim creates one pass keeps in flight: enough to hide the API server's
+/// round trip when a scale-up needs hundreds of claims, few enough not to flood it.
+pub const CREATE_PARALLELISM: usize = 16;
 
 #[derive(Debug, Error)]
 pub enum ProvisionError {
@@ -55,6 +63,8 @@ pub struct Provisioned {
     pub unplaced: Vec<(String, String)>,
     /// Writes that failed.
     pub errors: Vec<String>,
+    /// Every pod the solve decided on (placed or not), by key.
+    pub decided: Vec<String>,
 }
 
 pub struct Provisioner {
@@ -159,14 +169,32 @@ pub fn pod_ref(state: &ClusterState, key: &str) -> ObjectRef {
     }
 }
 
+/// The claims behind scheduling targets, by the names a target may carry: claim name and
+/// node name. A name two claims share goes to the first in [`ClusterState::all_claims`]
+/// order. Built once per pass so nominating many pods does not scan every claim per pod.
+fn claims_by_target(state: &ClusterState) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for c in state.all_claims() {
+        let Some(name) = c.metadata.name.clone() else {
+            continue;
+        };
+        if let Some(node) = c.status.as_ref().and_then(|s| s.node_name.clone()) {
+            out.entry(node).or_insert_with(|| name.clone());
+        }
+        out.entry(name.clone()).or_insert(name);
+    }
+    out
+}
+
 /// The claim behind a scheduling target: an in-flight claim by claim or node name, a node by
 /// its providerID.
-fn claim_of_target(state: &ClusterState, target: &str) -> Option<String> {
-    if let Some(c) = state.all_claims().find(|c| {
-        c.metadata.name.as_deref() == Some(target)
-            || c.status.as_ref().and_then(|s| s.node_name.as_deref()) == Some(target)
-    }) {
-        return c.metadata.name.clone();
+fn claim_of_target(
+    state: &ClusterState,
+    by_target: &BTreeMap<String, String>,
+    target: &str,
+) -> Option<String> {
+    if let Some(c) = by_target.get(target) {
+        return Some(c.clone());
     }
     let pid = state
         .nodes
@@ -315,6 +343,12 @@ impl Provisioner {
             .iter()
             .map(|u| (u.pod.clone(), u.reason.clone()))
             .collect();
+        out.decided = plan
+            .placements
+            .iter()
+            .map(|p| p.pod.clone())
+            .chain(plan.unplaced.iter().map(|u| u.pod.clone()))
+            .collect();
         {
             let s = lock(&self.state);
             for u in &plan.unplaced {
@@ -331,13 +365,14 @@ impl Provisioner {
     fn nominate_existing(&self, plan: &Plan) {
         let now = self.clock.now();
         let mut s = lock(&self.state);
+        let by_target = claims_by_target(&s);
         for p in &plan.placements {
             let (name, on_node) = match &p.target {
                 Target::Node(n) => (n, true),
                 Target::InFlight(n) => (n, false),
                 Target::NewClaim(_) => continue,
             };
-            let claim = claim_of_target(&s, name);
+            let claim = claim_of_target(&s, &by_target, name);
             let pod = pod_ref(&s, &p.pod);
             let event = match (&claim, on_node) {
                 (c, true) => events::nominated_on_node(pod, name, c.as_deref()),
@@ -351,11 +386,19 @@ impl Provisioner {
         }
     }
 
+    /// Creates the plan's new claims: each is built and checked against its NodePool's
+    /// limits in plan order (the pool's usage, claims earlier in this pass included, plus the
+    /// smallest node this claim may become), then the admitted ones are created up to
+    /// [`CREATE_PARALLELISM`] at a time, and each created claim's pods are nominated to it.
     async fn create_claims(&self, snap: &Snapshot, plan: &Plan, out: &mut Provisioned) {
-        let mut snap = snap.clone();
+        let mut pools: BTreeMap<String, Option<NodePool>> = BTreeMap::new();
+        let mut usage: BTreeMap<String, Resources> = BTreeMap::new();
+        let mut admitted = Vec::new();
         for claim in &plan.new_claims {
-            let pool = lock(&self.state).nodepools.get(&claim.nodepool).cloned();
-            let Some(pool) = pool else { continue };
+            let pool = pools
+                .entry(claim.nodepool.clone())
+                .or_insert_with(|| lock(&self.state).nodepools.get(&claim.nodepool).cloned());
+            let Some(pool) = pool.as_ref() else { continue };
             let request = ClaimRequest {
                 nodepool: claim.nodepool.clone(),
                 requirements: claim.requirement_list.clone(),
@@ -373,9 +416,7 @@ impl Provisioner {
                 min_values_relaxed: claim.min_values_relaxed,
             };
             let name = format!("{}-{}", claim.nodepool, claims::random_suffix());
-            let object = claims::build(&pool, &request, &name);
-            // Limits: everything the pool holds now, claims created earlier in this pass
-            // included, plus the smallest node this claim may become.
+            let object = claims::build(pool, &request, &name);
             let core_claim = convert::nodeclaim(&object).ok();
             let limits = snap
                 .nodepools
@@ -394,42 +435,57 @@ impl Provisioner {
             )
             .unwrap_or_default();
             add.set(nodewright_core::resources::NODES, 1);
-            if !within_limits(&limits, &pool_usage(&snap, &claim.nodepool), &add) {
+            let used = usage
+                .entry(claim.nodepool.clone())
+                .or_insert_with(|| pool_usage(snap, &claim.nodepool));
+            if !within_limits(&limits, used, &add) {
                 info!(nodepool = %claim.nodepool, "nodepool limit reached; claim not created");
                 out.limited.push(name);
                 continue;
             }
-            match submit_claim(
-                &self.state,
-                self.writer.as_ref(),
-                &self.metrics,
-                &object,
-                PROVISIONED,
-            )
-            .await
-            {
+            // What `pool_usage` would count for this claim once it exists: a claim that does
+            // not convert is not in the snapshot, so it holds nothing.
+            if core_claim.is_some() {
+                used.add(&add);
+            }
+            admitted.push((name, object, claim));
+        }
+        // Boxed so the stream's item type names no closure lifetime (the loop's future must
+        // stay `Send` for `tokio::spawn`).
+        type Create<'a> = Pin<Box<dyn Future<Output = Result<NodeClaim, WriteError>> + Send + 'a>>;
+        let creates: Vec<Create<'_>> = admitted
+            .iter()
+            .map(|(_, object, _)| {
+                Box::pin(submit_claim(
+                    &self.state,
+                    self.writer.as_ref(),
+                    &self.metrics,
+                    object,
+                    PROVISIONED,
+                )) as Create<'_>
+            })
+            .collect();
+        let results: Vec<_> = futures::stream::iter(creates)
+            .buffered(CREATE_PARALLELISM)
+            .collect()
+            .await;
+        for ((name, _, claim), result) in admitted.into_iter().zip(results) {
+            match result {
                 Ok(_) => {
                     info!(nodeclaim = %name, nodepool = %claim.nodepool, pods = claim.pods.len(), "created nodeclaim");
-                    {
-                        let now = self.clock.now();
-                        let mut s = lock(&self.state);
-                        for pod in &claim.pods {
-                            let r = pod_ref(&s, pod);
-                            self.events.publish(events::nominated(r, &name));
-                            s.nominate(pod, &name, now);
-                        }
+                    let now = self.clock.now();
+                    let mut s = lock(&self.state);
+                    for pod in &claim.pods {
+                        let r = pod_ref(&s, pod);
+                        self.events.publish(events::nominated(r, &name));
+                        s.nominate(pod, &name, now);
                     }
-                    if let Some(c) = core_claim {
-                        snap.node_claims.push(c);
-                    }
+                    drop(s);
                     out.created.push(name);
                 }
                 Err(e) => {
                     warn!(nodeclaim = %name, error = %e, "creating nodeclaim failed");
                     out.errors.push(format!("{name}: {e}"));
-                    if e == WriteError::NotLeader {
-                        return;
-                    }
                 }
             }
         }
@@ -438,40 +494,95 @@ impl Provisioner {
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
     /// they stay pending) and provisions when a batch closes.
     pub async fn run(self: Arc<Self>, window: BatchWindow) {
-        let mut batcher = Batcher::new(window);
-        let mut last_trigger: BTreeMap<String, Timestamp> = BTreeMap::new();
+        let mut trigger = Trigger::new(window);
         let tick = Duration::from_millis(100);
         loop {
-            let now = self.clock.now();
-            let pending = pending_pods(&lock(&self.state));
-            last_trigger.retain(|k, _| pending.contains(k));
-            for key in pending {
-                let due = last_trigger.get(&key).is_none_or(|t| {
-                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
-                });
-                if due {
-                    batcher.trigger(now, &key);
-                    last_trigger.insert(key, now);
-                }
-            }
-            if batcher.poll(now).is_some() {
-                match self.provision().await {
-                    Ok(p) if !p.created.is_empty() || !p.unplaced.is_empty() => {
-                        info!(
-                            created = p.created.len(),
-                            unplaced = p.unplaced.len(),
-                            "provisioning pass"
-                        )
-                    }
-                    Ok(_) => {}
-                    Err(ProvisionError::NotSynced) => {
-                        // Retry the same pods once the state is synced.
-                        last_trigger.clear();
-                    }
-                    Err(e) => warn!(error = %e, "provisioning failed"),
-                }
+            if trigger.due(&self.state, self.clock.now()) {
+                self.pass(&mut trigger).await;
             }
             tokio::time::sleep(tick).await;
         }
+    }
+
+    /// One provisioning pass after a batch closed, logged; a pass refused because the state
+    /// is not synced yet retries the same pods.
+    pub async fn pass(&self, trigger: &mut Trigger) -> Option<Provisioned> {
+        match self.provision().await {
+            Ok(p) => {
+                let now = self.clock.now();
+                for pod in &p.decided {
+                    if let Some(seen) = trigger.first_seen.remove(pod) {
+                        self.metrics
+                            .pod_scheduling_decision(now.since(seen).as_secs_f64());
+                    }
+                }
+                if !p.created.is_empty() || !p.unplaced.is_empty() {
+                    info!(
+                        created = p.created.len(),
+                        unplaced = p.unplaced.len(),
+                        "provisioning pass"
+                    )
+                }
+                Some(p)
+            }
+            Err(ProvisionError::NotSynced) => {
+                trigger.retry_all();
+                None
+            }
+            Err(e) => {
+                warn!(error = %e, "provisioning failed");
+                None
+            }
+        }
+    }
+}
+
+/// What wakes the provisioner: every provisionable pod triggers the batcher when first seen
+/// and again every [`POD_REQUEUE`](nodewright_core::cadence::batcher::POD_REQUEUE) while it
+/// stays pending.
+pub struct Trigger {
+    batcher: Batcher,
+    last_trigger: BTreeMap<String, Timestamp>,
+    /// When each pending pod was first seen, until its first scheduling decision
+    /// (`karpenter_pods_scheduling_decision_duration_seconds`).
+    first_seen: BTreeMap<String, Timestamp>,
+}
+
+impl Trigger {
+    pub fn new(window: BatchWindow) -> Self {
+        Trigger {
+            batcher: Batcher::new(window),
+            last_trigger: BTreeMap::new(),
+            first_seen: BTreeMap::new(),
+        }
+    }
+
+    /// Triggers for the pending pods at `now`; true when a batch has closed. Walks the
+    /// index's pending set under its lock without copying it: this runs every tick.
+    pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
+        {
+            let s = lock(state);
+            let pending = s.pending();
+            self.last_trigger.retain(|k, _| pending.contains(k));
+            self.first_seen.retain(|k, _| pending.contains(k));
+            for key in pending {
+                let due = self.last_trigger.get(key).is_none_or(|t| {
+                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
+                });
+                if due {
+                    if !self.last_trigger.contains_key(key) && !self.first_seen.contains_key(key) {
+                        self.first_seen.insert(key.clone(), now);
+                    }
+                    self.batcher.trigger(now, key);
+                    self.last_trigger.insert(key.clone(), now);
+                }
+            }
+        }
+        self.batcher.poll(now).is_some()
+    }
+
+    /// Forgets when pods last triggered, so all of them trigger again.
+    pub fn retry_all(&mut self) {
+        self.last_trigger.clear();
     }
 }

@@ -54,6 +54,15 @@ pub struct ClusterState {
     in_flight: BTreeMap<String, NodeClaim>,
     synced: BTreeSet<Kind>,
     relisting: BTreeMap<Kind, Vec<Object>>,
+    /// Keys of the provisionable pods (see [`provisionable`]), kept as pods change so the
+    /// provisioner's every-tick look at them does not walk every pod.
+    pending: BTreeSet<String>,
+    /// Pod keys by the node they are bound to, so per-node questions do not scan every pod.
+    pods_by_node: BTreeMap<String, BTreeSet<String>>,
+    /// Node names by `spec.providerID`.
+    nodes_by_provider_id: BTreeMap<String, BTreeSet<String>>,
+    /// Observed claim keys by `status.providerID`.
+    claims_by_provider_id: BTreeMap<String, BTreeSet<String>>,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
 }
@@ -131,13 +140,34 @@ impl ClusterState {
                 if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
                     self.nominations.remove(&key);
                 }
+                if let Some(old) = self.pods.get(&key) {
+                    unindex(&mut self.pods_by_node, pod_node(old), &key);
+                }
+                index(&mut self.pods_by_node, pod_node(&p), &key);
+                if provisionable(&p) {
+                    self.pending.insert(key.clone());
+                } else {
+                    self.pending.remove(&key);
+                }
                 self.pods.insert(key, *p);
             }
             Object::Node(n) => {
+                if let Some(old) = self.nodes.get(&key) {
+                    unindex(&mut self.nodes_by_provider_id, node_provider_id(old), &key);
+                }
+                index(&mut self.nodes_by_provider_id, node_provider_id(&n), &key);
                 self.nodes.insert(key, *n);
             }
             Object::NodeClaim(c) => {
                 self.in_flight.remove(&key);
+                if let Some(old) = self.nodeclaims.get(&key) {
+                    unindex(
+                        &mut self.claims_by_provider_id,
+                        claim_provider_id(old),
+                        &key,
+                    );
+                }
+                index(&mut self.claims_by_provider_id, claim_provider_id(&c), &key);
                 self.nodeclaims.insert(key, *c);
             }
             Object::NodePool(p) => {
@@ -171,12 +201,25 @@ impl ClusterState {
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
-                self.pods.remove(key);
+                self.pending.remove(key);
+                if let Some(old) = self.pods.remove(key) {
+                    unindex(&mut self.pods_by_node, pod_node(&old), key);
+                }
             }
-            Kind::Node => drop(self.nodes.remove(key)),
+            Kind::Node => {
+                if let Some(old) = self.nodes.remove(key) {
+                    unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), key);
+                }
+            }
             Kind::NodeClaim => {
                 self.in_flight.remove(key);
-                self.nodeclaims.remove(key);
+                if let Some(old) = self.nodeclaims.remove(key) {
+                    unindex(
+                        &mut self.claims_by_provider_id,
+                        claim_provider_id(&old),
+                        key,
+                    );
+                }
             }
             Kind::NodePool => drop(self.nodepools.remove(key)),
             Kind::NodeClass => drop(self.nodeclasses.remove(key)),
@@ -191,9 +234,19 @@ impl ClusterState {
 
     fn clear(&mut self, kind: Kind) {
         match kind {
-            Kind::Pod => self.pods.clear(),
-            Kind::Node => self.nodes.clear(),
-            Kind::NodeClaim => self.nodeclaims.clear(),
+            Kind::Pod => {
+                self.pods.clear();
+                self.pods_by_node.clear();
+                self.pending.clear();
+            }
+            Kind::Node => {
+                self.nodes.clear();
+                self.nodes_by_provider_id.clear();
+            }
+            Kind::NodeClaim => {
+                self.nodeclaims.clear();
+                self.claims_by_provider_id.clear();
+            }
             Kind::NodePool => self.nodepools.clear(),
             Kind::NodeClass => self.nodeclasses.clear(),
             Kind::DaemonSet => self.daemonsets.clear(),
@@ -218,6 +271,19 @@ impl ClusterState {
         self.nodeclaims.values().chain(self.in_flight.values())
     }
 
+    /// Keys of the provisionable pods, sorted.
+    pub fn pending(&self) -> &BTreeSet<String> {
+        &self.pending
+    }
+
+    /// The claim named `name`, observed or in flight (claims are cluster-scoped: the key is
+    /// the name).
+    pub fn claim_named(&self, name: &str) -> Option<&NodeClaim> {
+        self.nodeclaims
+            .get(name)
+            .or_else(|| self.in_flight.get(name))
+    }
+
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
     /// `now`, so later batches leave it there instead of launching for it again.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
@@ -237,9 +303,7 @@ impl ClusterState {
     /// chance on the new node.
     pub fn nominated_claim(&self, pod: &str, now: Timestamp) -> Option<&NodeClaim> {
         let n = self.nominations.get(pod)?;
-        let claim = self
-            .all_claims()
-            .find(|c| c.metadata.name.as_deref() == Some(n.nodeclaim.as_str()))?;
+        let claim = self.claim_named(&n.nodeclaim)?;
         if claim.metadata.deletion_timestamp.is_some() {
             return None;
         }
@@ -272,38 +336,61 @@ impl ClusterState {
 
     /// The Node whose `spec.providerID` is `provider_id`.
     pub fn node_by_provider_id(&self, provider_id: &str) -> Vec<&Node> {
-        self.nodes
-            .values()
-            .filter(|n| {
-                n.spec
-                    .as_ref()
-                    .and_then(|s| s.provider_id.as_deref())
-                    .is_some_and(|p| p == provider_id)
-            })
+        self.nodes_by_provider_id
+            .get(provider_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.nodes.get(k))
             .collect()
     }
 
     /// The claim whose `status.providerID` is `provider_id`.
     pub fn claim_by_provider_id(&self, provider_id: &str) -> Option<&NodeClaim> {
-        self.nodeclaims.values().find(|c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .is_some_and(|p| p == provider_id)
-        })
+        self.claims_by_provider_id
+            .get(provider_id)?
+            .iter()
+            .find_map(|k| self.nodeclaims.get(k))
     }
 
     /// Pods bound to `node`.
     pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
-        self.pods
-            .values()
-            .filter(|p| {
-                p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .is_some_and(|n| n == node)
-            })
+        self.pods_by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.pods.get(k))
             .collect()
+    }
+}
+
+fn pod_node(p: &Pod) -> Option<&str> {
+    p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+}
+
+fn node_provider_id(n: &Node) -> Option<&str> {
+    n.spec.as_ref().and_then(|s| s.provider_id.as_deref())
+}
+
+fn claim_provider_id(c: &NodeClaim) -> Option<&str> {
+    c.status.as_ref().and_then(|s| s.provider_id.as_deref())
+}
+
+fn index(idx: &mut BTreeMap<String, BTreeSet<String>>, by: Option<&str>, key: &str) {
+    if let Some(by) = by {
+        idx.entry(by.to_string())
+            .or_default()
+            .insert(key.to_string());
+    }
+}
+
+fn unindex(idx: &mut BTreeMap<String, BTreeSet<String>>, by: Option<&str>, key: &str) {
+    if let Some(by) = by
+        && let Some(keys) = idx.get_mut(by)
+    {
+        keys.remove(key);
+        if keys.is_empty() {
+            idx.remove(by);
+        }
     }
 }
 

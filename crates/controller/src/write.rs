@@ -3,6 +3,7 @@
 //! [`crate::memory::MemoryApi`], and [`LeaderGate`] wraps either so only the lease holder
 //! writes.
 
+pub mod counting;
 pub mod kube;
 
 use std::collections::BTreeMap;

@@ -29,6 +29,8 @@ pub enum Which {
     /// Consolidation savings to a fixed point, ours against upstream's search, after a
     /// scale-down of the diverse benchmark.
     Savings(super::bench_savings::SavingsArgs),
+    /// The controller's loops against the in-memory API server with thousands of pods.
+    Controller(super::bench_controller::ControllerArgs),
 }
 
 #[derive(Args, Debug)]
@@ -58,6 +60,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Which::Consolidation(a) => super::bench_consolidation::run(a),
         Which::Sim(a) => super::bench_sim::run(a),
         Which::Savings(a) => super::bench_savings::run(a),
+        Which::Controller(a) => super::bench_controller::run(a),
     }
 }
 

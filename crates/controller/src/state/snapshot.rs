@@ -51,14 +51,9 @@ pub fn provisionable(p: &Pod) -> bool {
         })
 }
 
-/// Keys (`namespace/name`) of the provisionable pods.
+/// Keys (`namespace/name`) of the provisionable pods, sorted.
 pub fn pending_pods(state: &ClusterState) -> Vec<String> {
-    state
-        .pods
-        .iter()
-        .filter(|(_, p)| provisionable(p))
-        .map(|(k, _)| k.clone())
-        .collect()
+    state.pending().iter().cloned().collect()
 }
 
 impl ClusterState {

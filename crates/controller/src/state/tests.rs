@@ -128,3 +128,43 @@ fn nominations_follow_their_pods_and_claims() {
     s.apply(WatchEvent::Apply(pod(bound)));
     assert!(s.nominated_claim("default/a", t0).is_none());
 }
+
+#[test]
+fn the_pending_and_per_node_indexes_follow_binds_deletes_and_relists() {
+    let mut s = ClusterState::default();
+    for n in ["a", "b", "c"] {
+        s.apply(WatchEvent::Apply(pod(unschedulable(n))));
+    }
+    assert_eq!(pending_pods(&s), ["default/a", "default/b", "default/c"]);
+    let mut bound = unschedulable("a");
+    bound["spec"]["nodeName"] = json!("n1");
+    bound["status"] = json!({"phase": "Running"});
+    s.apply(WatchEvent::Apply(pod(bound.clone())));
+    assert_eq!(pending_pods(&s), ["default/b", "default/c"]);
+    assert_eq!(s.pods_on("n1").len(), 1);
+    bound["spec"]["nodeName"] = json!("n2");
+    s.apply(WatchEvent::Apply(pod(bound.clone())));
+    assert!(s.pods_on("n1").is_empty(), "a rebind leaves the old node");
+    assert_eq!(s.pods_on("n2").len(), 1);
+    s.apply(WatchEvent::Delete(pod(unschedulable("b"))));
+    assert_eq!(pending_pods(&s), ["default/c"]);
+    s.apply(WatchEvent::Init(Kind::Pod));
+    s.apply(WatchEvent::InitApply(pod(unschedulable("d"))));
+    s.apply(WatchEvent::InitDone(Kind::Pod));
+    assert_eq!(pending_pods(&s), ["default/d"]);
+    assert!(s.pods_on("n2").is_empty());
+
+    let node = |name: &str, pid: &str| {
+        Object::from_value(
+            Kind::Node,
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "spec": {"providerID": pid}}),
+        )
+        .unwrap()
+    };
+    s.apply(WatchEvent::Apply(node("n1", "aws:///a/i-1")));
+    assert_eq!(s.node_by_provider_id("aws:///a/i-1").len(), 1);
+    s.apply(WatchEvent::Apply(node("n1", "aws:///a/i-2")));
+    assert!(s.node_by_provider_id("aws:///a/i-1").is_empty());
+    assert_eq!(s.node_by_provider_id("aws:///a/i-2").len(), 1);
+}

@@ -8,6 +8,7 @@ mod finalizers;
 mod gc;
 mod kube_api;
 mod lifecycle_events;
+mod scale;
 mod status;
 mod termination;
 mod wiring;

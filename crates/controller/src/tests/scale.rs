@@ -1,0 +1,213 @@
+//! Provisioning a few hundred pods over several batches while the NodeClaim watch lags: claims
+//! one pass created are still in flight (created, not yet observed) when the next pass solves,
+//! and they must hold their pods and count towards the NodePool's limits.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use serde_json::json;
+
+use super::Harness;
+use crate::state::{Kind, Object, lock};
+
+const SIZES: [&str; 3] = ["500m", "1", "1500m"];
+
+fn millis(cpu: &str) -> i64 {
+    match cpu.strip_suffix('m') {
+        Some(m) => m.parse().unwrap(),
+        None => cpu.parse::<i64>().unwrap() * 1000,
+    }
+}
+
+/// CPU of the test cloud's instance types, in millicores.
+fn type_cpu(name: &str) -> i64 {
+    match name {
+        "m5.large" => 2000,
+        "m5.xlarge" => 4000,
+        "m5.2xlarge" => 8000,
+        other => panic!("unknown type {other}"),
+    }
+}
+
+/// Pod name → every claim it was nominated to, from the Nominated events.
+fn nominations(h: &Harness) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in h.events.events() {
+        if e.reason != "Nominated" {
+            continue;
+        }
+        let claim = e
+            .message
+            .split("nodeclaim/")
+            .nth(1)
+            .and_then(|c| c.split(',').next())
+            .unwrap_or_default()
+            .to_string();
+        out.entry(e.regarding.name.clone())
+            .or_default()
+            .insert(claim);
+    }
+    out
+}
+
+fn claims(h: &Harness) -> Vec<NodeClaim> {
+    h.api
+        .list(Kind::NodeClaim)
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::NodeClaim(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn allowed_cpu(c: &NodeClaim) -> Vec<i64> {
+    c.spec
+        .requirements
+        .iter()
+        .find(|r| r.key == "node.kubernetes.io/instance-type")
+        .map(|r| r.values().iter().map(|v| type_cpu(v)).collect())
+        .unwrap_or_default()
+}
+
+/// `waves` batches of `per_wave` pods, one provisioning pass each (and a second pass that
+/// must launch nothing); the NodeClaim watch is held back except after the waves listed in
+/// `observe_after`. Returns each pod's CPU request by name.
+async fn waves(
+    h: &Harness,
+    waves: usize,
+    per_wave: usize,
+    observe_after: &[usize],
+) -> BTreeMap<String, i64> {
+    let prov = h.provisioner();
+    h.api.mark_synced();
+    h.api.hold(Kind::NodeClaim);
+    let mut pods = BTreeMap::new();
+    let mut saw_in_flight = false;
+    for w in 0..waves {
+        for i in 0..per_wave {
+            let name = format!("w{w}-{i:03}");
+            let cpu = SIZES[(w * per_wave + i) % SIZES.len()];
+            h.pending_pod(&name, cpu);
+            pods.insert(name, millis(cpu));
+        }
+        let p = prov.provision().await.unwrap();
+        assert!(p.errors.is_empty(), "{p:?}");
+        saw_in_flight |= lock(&h.state).in_flight_count() > 0;
+        let again = prov.provision().await.unwrap();
+        assert!(again.created.is_empty(), "wave {w}: {again:?}");
+        if observe_after.contains(&w) {
+            h.api.release(Kind::NodeClaim);
+            h.api.hold(Kind::NodeClaim);
+        }
+    }
+    assert!(saw_in_flight, "the passes ran with claims in flight");
+    pods
+}
+
+#[tokio::test(start_paused = true)]
+async fn batches_with_claims_in_flight_place_every_pod_on_exactly_one_claim() {
+    let h = Harness::new();
+    h.nodepool("default", None);
+    let pods = waves(&h, 4, 80, &[1]).await;
+    let nominated = nominations(&h);
+    for name in pods.keys() {
+        let to = nominated.get(name).cloned().unwrap_or_default();
+        assert_eq!(to.len(), 1, "pod {name} nominated to {to:?}");
+    }
+    let claims = claims(&h);
+    let mut load: BTreeMap<String, i64> = BTreeMap::new();
+    for (pod, to) in &nominated {
+        let claim = to.iter().next().unwrap().clone();
+        *load.entry(claim).or_default() += pods[pod];
+    }
+    for c in &claims {
+        let name = c.metadata.name.clone().unwrap();
+        let used = load.get(&name).copied().unwrap_or(0);
+        assert!(
+            used > 0,
+            "claim {name} holds no pod: launched twice for the same pods"
+        );
+        let biggest = allowed_cpu(c).into_iter().max().unwrap();
+        assert!(
+            used <= biggest,
+            "claim {name}: {used}m on at most {biggest}m"
+        );
+    }
+    // The claims are about as many as the pods need: no more than one partly filled claim
+    // per wave beyond a perfect packing on the largest type.
+    let total: i64 = pods.values().sum();
+    let floor = (total as u64).div_ceil(8000) as usize;
+    assert!(
+        claims.len() <= floor + 4,
+        "{} claims for {total}m (perfect packing {floor})",
+        claims.len()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn nodepool_limits_hold_across_batches_with_claims_in_flight() {
+    let h = Harness::new();
+    h.nodepool("default", Some(json!({"cpu": "40"})));
+    let pods = waves(&h, 4, 80, &[2]).await;
+    let claims = claims(&h);
+    assert!(!claims.is_empty());
+    let held: i64 = claims
+        .iter()
+        .map(|c| allowed_cpu(c).into_iter().min().unwrap())
+        .sum();
+    assert!(
+        held <= 40_000,
+        "claims may hold {held}m against a 40 cpu limit"
+    );
+    let nominated = nominations(&h);
+    for (name, to) in &nominated {
+        assert_eq!(to.len(), 1, "pod {name} nominated to {to:?}");
+    }
+    assert!(
+        nominated.len() < pods.len(),
+        "the limit leaves pods unplaced"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn scheduling_decisions_and_instance_terminations_are_timed() {
+    use std::time::Duration;
+
+    use nodewright_core::cadence::BatchWindow;
+
+    use crate::provisioner::Trigger;
+
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("web-1", "1");
+    h.api.mark_synced();
+    let prov = h.provisioner();
+    let mut trigger = Trigger::new(BatchWindow::default());
+    assert!(!trigger.due(&h.state, h.clock.now()));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(trigger.due(&h.state, h.clock.now()));
+    let name = prov.pass(&mut trigger).await.unwrap().created[0].clone();
+    let m = h.metrics.encode();
+    assert!(
+        m.contains("karpenter_pods_scheduling_decision_duration_seconds_count 1"),
+        "{m}"
+    );
+    assert!(m.contains("karpenter_pods_scheduling_decision_duration_seconds_sum 1.0"));
+
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    h.api.delete(Kind::NodeClaim, &name).unwrap();
+    for _ in 0..4 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        life.reconcile_all().await;
+    }
+    assert!(h.api.get(Kind::NodeClaim, &name).is_none());
+    let m = h.metrics.encode();
+    assert!(
+        m.contains(
+            r#"karpenter_nodeclaims_instance_termination_duration_seconds_count{nodepool="default"} 1"#
+        ),
+        "{m}"
+    );
+}
