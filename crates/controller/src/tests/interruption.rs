@@ -271,14 +271,13 @@ async fn a_failed_delete_or_ack_leaves_the_message_on_the_queue() {
         h.metrics.clone(),
         h.events.clone(),
     );
-    queue.push(vec![delivery(
-        "r1",
-        InterruptionKind::InstanceStopped,
-        &["i-0001"],
-        None,
-    )]);
     let handled = ctl
-        .handle(queue.batches.lock().unwrap().pop_front().unwrap())
+        .handle(vec![delivery(
+            "r1",
+            InterruptionKind::InstanceStopped,
+            &["i-0001"],
+            None,
+        )])
         .await;
     assert_eq!(handled.acked, 0);
     assert_eq!(handled.failed.len(), 1, "{handled:?}");
