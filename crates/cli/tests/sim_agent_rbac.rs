@@ -1,18 +1,20 @@
 //! The simulated cloud's node agent (which `nodewright controller --cloud-provider sim` runs in
 //! the controller process) against a local API stand-in that logs every request: through a
-//! registration, a heartbeat and a deletion, each request must be allowed by
+//! registration, a heartbeat and a deletion, a pod started and a pod's deletion confirmed,
+//! each request must be allowed by
 //! `permissions::SIM_NODE_AGENT`, and each verb that list grants must be used.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use nodewright_cloud::CloudProvider;
-use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent};
+use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent, node_name};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::permissions::{SIM_NODE_AGENT, allows};
 use serde_json::{Value, json};
@@ -20,8 +22,8 @@ use serde_json::{Value, json};
 #[derive(Default)]
 struct Store {
     objects: BTreeMap<String, Value>,
-    /// (method, path, content type)
-    requests: Vec<(String, String, String)>,
+    /// (method, path, query, content type)
+    requests: Vec<(String, String, String, String)>,
 }
 
 type Shared = Arc<Mutex<Store>>;
@@ -49,8 +51,24 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Objects by path; a GET of a collection lists what is stored under it; PATCH creates a
-/// missing object as server-side apply does; `/status` writes land on the object.
+/// Whether `key` is in the collection at `path`: directly under it, or, for a cluster-wide
+/// list of a namespaced resource (`/api/v1/pods`), under any namespace's collection.
+fn member(key: &str, path: &str) -> bool {
+    let prefix = format!("{path}/");
+    if key.starts_with(&prefix) && !key[prefix.len()..].contains('/') {
+        return true;
+    }
+    let Some((group, resource)) = path.rsplit_once('/') else {
+        return false;
+    };
+    key.strip_prefix(&format!("{group}/namespaces/"))
+        .map(|rest| rest.split('/').collect::<Vec<_>>())
+        .is_some_and(|parts| matches!(parts.as_slice(), [_, r, _] if *r == resource))
+}
+
+/// Objects by path; a GET of a collection lists what is stored under it, a watch stays open
+/// without events; PATCH creates a missing object as server-side apply does; `/status` writes
+/// land on the object.
 async fn handle(
     store: Shared,
     method: Method,
@@ -64,21 +82,33 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let query = uri.query().unwrap_or_default().to_string();
     let mut s = store.lock().unwrap();
-    s.requests
-        .push((method.to_string(), path.clone(), content_type.clone()));
+    s.requests.push((
+        method.to_string(),
+        path.clone(),
+        query.clone(),
+        content_type.clone(),
+    ));
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let object_path = path.trim_end_matches("/status").to_string();
     match method {
+        Method::GET if query.contains("watch=true") => {
+            let quiet = futures::stream::pending::<Result<Bytes, Infallible>>();
+            (
+                [("content-type", "application/json")],
+                Body::from_stream(quiet),
+            )
+                .into_response()
+        }
         Method::GET => {
             if let Some(o) = s.objects.get(&path) {
                 return reply(StatusCode::OK, o);
             }
-            let prefix = format!("{path}/");
             let items: Vec<Value> = s
                 .objects
                 .iter()
-                .filter(|(k, _)| k.starts_with(&prefix) && !k[prefix.len()..].contains('/'))
+                .filter(|(k, _)| member(k, &path))
                 .map(|(_, v)| v.clone())
                 .collect();
             reply(
@@ -118,6 +148,7 @@ async fn handle(
 fn rbac(
     method: &str,
     path: &str,
+    query: &str,
     content_type: &str,
 ) -> Vec<(String, String, String, Option<String>)> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
@@ -136,7 +167,9 @@ fn rbac(
         [r, _, sub] => (format!("{r}/{sub}"), true),
         _ => panic!("unexpected path {path}"),
     };
+    let watch = query.split('&').any(|p| p == "watch=true");
     let verbs: &[&str] = match (method, named) {
+        ("GET", false) if watch => &["watch"],
         ("GET", true) => &["get"],
         ("GET", false) => &["list"],
         ("POST", _) => &["create"],
@@ -195,6 +228,26 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
     );
     let claim = serde_json::from_value(claim).unwrap();
     let launched = cloud.create(&claim, None).await.unwrap();
+    // Two pods the scheduler bound to the Node the agent is about to register: one to start,
+    // one being deleted.
+    let node = node_name(&launched.instance.provider_id);
+    for (name, terminating) in [("web-1", false), ("web-2", true)] {
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "web", "uid": format!("uid-{name}"),
+                         "resourceVersion": "1"},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx"}]},
+            "status": {"phase": "Pending"}
+        });
+        if terminating {
+            pod["metadata"]["deletionTimestamp"] = json!("2023-11-14T22:13:20Z");
+        }
+        store
+            .lock()
+            .unwrap()
+            .objects
+            .insert(format!("/api/v1/namespaces/web/pods/{name}"), pod);
+    }
     let mut agent = NodeAgent::new(
         cloud.clone(),
         client,
@@ -210,12 +263,15 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
             .unwrap()
             .requests
             .iter()
-            .filter(|(m, p, _)| m == method && p.contains(needle))
+            .filter(|(m, p, _, _)| m == method && p.contains(needle))
             .count()
     };
-    // Registers the Node (create, status, lease) ...
+    agent.wait_for_pods().await;
+    // Registers the Node (create, status, lease), starts one pod and deletes the other ...
     agent.reconcile().await.unwrap();
     assert_eq!(count("POST", "/api/v1/nodes"), 1, "registered");
+    assert_eq!(count("PATCH", "/pods/web-1/status"), 1, "started");
+    assert_eq!(count("DELETE", "/pods/web-2"), 1, "deletion confirmed");
     // ... heartbeats it ...
     agent.reconcile().await.unwrap();
     assert!(count("PATCH", "/status") >= 2, "heartbeat");
@@ -224,13 +280,26 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
     agent.reconcile().await.unwrap();
     assert_eq!(count("DELETE", "/api/v1/nodes/"), 1);
     assert_eq!(count("DELETE", "/leases/"), 1);
+    // The pod watch follows its list once the list is in.
+    for _ in 0..500 {
+        let watched = store
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .any(|(m, p, q, _)| m == "GET" && p == "/api/v1/pods" && q.contains("watch=true"));
+        if watched {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     let seen: BTreeSet<_> = store
         .lock()
         .unwrap()
         .requests
         .iter()
-        .flat_map(|(m, p, c)| rbac(m, p, c))
+        .flat_map(|(m, p, q, c)| rbac(m, p, q, c))
         .collect();
     for (g, r, v, ns) in &seen {
         assert!(

@@ -91,15 +91,21 @@ pub const REQUIRED: &[Permission] = &[
     },
 ];
 
-/// The simulated cloud's node agent (`nodewright-cloud-sim`'s `kwok.rs`), which runs in the
-/// controller process with `--cloud-provider sim` and plays the kubelet for its instances.
-/// Read from that file (`NodeAgent::reconcile` and `write_lease`), and checked against the
-/// requests the agent sends by `crates/cli/tests/sim_agent_rbac.rs`.
+/// The simulated cloud's node agent (`nodewright-cloud-sim`'s `kwok` module), which runs in
+/// the controller process with `--cloud-provider sim` and plays the kubelet for its instances
+/// and their pods. Read from `kwok/agent.rs` (`NodeAgent::reconcile`, `write_lease`,
+/// `PodWatch` and `apply_pod`), and checked against the requests the agent sends by
+/// `crates/cli/tests/sim_agent_rbac.rs`.
 pub const SIM_NODE_AGENT: &[Permission] = &[
     // Lists its Nodes by label, registers new ones, deletes those of terminated instances.
     cluster("", "nodes", &["list", "create", "delete"]),
     // Writes the registered Node's status and the Ready heartbeat.
     cluster("", "nodes/status", &["patch"]),
+    // Watches the pods bound to Nodes (a list then a watch), and deletes those its Nodes
+    // were asked to stop or that were left on a Node that is gone.
+    cluster("", "pods", &["list", "watch", "delete"]),
+    // Reports a bound pod's containers running and Ready.
+    cluster("", "pods/status", &["patch"]),
     // Lists the NodeClaims to copy their labels and taints onto the Node.
     cluster("karpenter.sh", "nodeclaims", &["list"]),
     // Node heartbeats: a server-side apply (a patch that creates the lease when absent) and

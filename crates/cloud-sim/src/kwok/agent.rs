@@ -1,0 +1,465 @@
+//! The kube side of the node agent: lists the cloud's instances, the NodeClaims and its own
+//! Nodes, watches the pods bound to Nodes, applies what [`plan`] and [`pod_plan`] decide, and
+//! sleeps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    Preconditions,
+};
+use kube::core::GroupVersionKind;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::InstanceState;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::node::{AGENT_LABEL, Action, node_ip, node_name, plan, quantities};
+use super::pod::{Kubelet, PodAction, PodRef, pod_plan};
+use crate::cloud::SimCloud;
+
+const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
+
+/// Pods bound to some Node and not finished: the only ones a kubelet acts on. (A finished
+/// pod needs no kubelet to go away: the API server deletes it at once.)
+pub const BOUND_PODS: &str = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+
+/// Pod writes in flight at once, so a scale-up of thousands of pods starts them in seconds
+/// without flooding the API server.
+const POD_WRITES_IN_FLIGHT: usize = 16;
+
+/// How long [`NodeAgent::run`] waits for the first pod list before its first pass, so that
+/// pass (which deletes the Nodes an earlier process registered) also deletes their pods.
+const FIRST_POD_LIST: Duration = Duration::from_secs(10);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    /// From a running instance to a registered Node (boot, kubelet start).
+    pub registration_delay: Duration,
+    /// How often the agent looks at the cloud and the cluster.
+    pub interval: Duration,
+    /// How often Leases and Ready heartbeats are renewed (the kubelet's default is 10 s).
+    pub heartbeat: Duration,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            registration_delay: Duration::from_secs(10),
+            interval: Duration::from_secs(1),
+            heartbeat: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The kube side of the agent.
+pub struct NodeAgent {
+    cloud: Arc<SimCloud>,
+    client: kube::Client,
+    config: AgentConfig,
+    last_heartbeat: BTreeMap<String, Instant>,
+    pods: Option<PodWatch>,
+    /// Pods this agent started, as the API server returned them, until the watch shows the
+    /// change; without it a lagging watch would have them started twice.
+    started: BTreeMap<String, Arc<Pod>>,
+    /// Uids of pods this agent deleted, until the watch drops them.
+    deleted: BTreeSet<String>,
+}
+
+/// The watch over [`BOUND_PODS`] and the cache it fills; the watch stops with the agent.
+struct PodWatch {
+    store: Store<Pod>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for PodWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl PodWatch {
+    fn start(client: kube::Client) -> Self {
+        let api: Api<Pod> = Api::all(client);
+        let (store, writer) = reflector::store();
+        let stream = watcher(api, watcher::Config::default().fields(BOUND_PODS))
+            .default_backoff()
+            .modify(|p: &mut Pod| p.metadata.managed_fields = None)
+            .reflect(writer)
+            .boxed();
+        let task = tokio::spawn(stream.for_each(|event| async move {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, "pod watch error; retrying with backoff");
+            }
+        }));
+        PodWatch { store, task }
+    }
+
+    fn ready(&self) -> bool {
+        matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
+    }
+}
+
+fn nodeclaim_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("karpenter.sh", "v1", "NodeClaim"),
+        "nodeclaims",
+    )
+}
+
+impl NodeAgent {
+    pub fn new(cloud: Arc<SimCloud>, client: kube::Client, config: AgentConfig) -> Self {
+        NodeAgent {
+            cloud,
+            client,
+            config,
+            last_heartbeat: BTreeMap::new(),
+            pods: None,
+            started: BTreeMap::new(),
+            deleted: BTreeSet::new(),
+        }
+    }
+
+    fn pod_watch(&mut self) -> &PodWatch {
+        let client = self.client.clone();
+        self.pods.get_or_insert_with(|| PodWatch::start(client))
+    }
+
+    /// Starts the pod watch if it has not started and waits for its first list.
+    pub async fn wait_for_pods(&mut self) {
+        let store = self.pod_watch().store.clone();
+        let _ = store.wait_until_ready().await;
+    }
+
+    /// Runs until the task is dropped; API errors are logged and retried next interval.
+    pub async fn run(mut self) {
+        if tokio::time::timeout(FIRST_POD_LIST, self.wait_for_pods())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the pod watch has not listed yet; starting without pods");
+        }
+        loop {
+            if let Err(e) = self.reconcile().await {
+                tracing::warn!(error = %e, "node agent pass failed");
+            }
+            tokio::time::sleep(self.config.interval).await;
+        }
+    }
+
+    /// One pass: list, plan and apply for Nodes, then for the pods on them (once the pod
+    /// watch has listed; it starts on the first pass).
+    pub async fn reconcile(&mut self) -> Result<(), kube::Error> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE);
+        let claims_api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &nodeclaim_resource());
+        let mut claims = BTreeMap::new();
+        for obj in claims_api.list(&ListParams::default()).await?.items {
+            let Ok(value) = serde_json::to_value(&obj) else {
+                continue;
+            };
+            match serde_json::from_value::<NodeClaim>(value) {
+                Ok(nc) => {
+                    if let Some(name) = nc.metadata.name.clone() {
+                        claims.insert(name, nc);
+                    }
+                }
+                Err(e) => tracing::debug!(error = %e, "skipping a NodeClaim that does not parse"),
+            }
+        }
+        let listed: BTreeSet<String> = nodes
+            .list(&ListParams::default().labels(&format!("{AGENT_LABEL}=true")))
+            .await?
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        let register_after = self.cloud.config().launch_delay + self.config.registration_delay;
+        let now = Instant::now();
+        let wall = Timestamp::now();
+        let instances = self.cloud.instances();
+        let mut registered = listed.clone();
+        for action in plan(&instances, &claims, &listed, now, register_after, wall) {
+            match action {
+                Action::Register(node) => {
+                    let name = node.metadata.name.clone().unwrap_or_default();
+                    registered.insert(name.clone());
+                    let created = nodes.create(&PostParams::default(), &node).await?;
+                    // Status is a subresource: the create drops it, so write it separately.
+                    let status = serde_json::json!({ "status": node.status });
+                    nodes
+                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                        .await?;
+                    self.write_lease(&leases, &name, created.metadata.uid.as_deref(), wall)
+                        .await?;
+                    self.last_heartbeat.insert(name.clone(), now);
+                    tracing::info!(node = %name, provider_id = ?node.spec.as_ref().and_then(|s| s.provider_id.as_ref()), "registered node");
+                }
+                Action::Heartbeat(name) => {
+                    let due = self
+                        .last_heartbeat
+                        .get(&name)
+                        .is_none_or(|t| now.duration_since(*t) >= self.config.heartbeat);
+                    if !due {
+                        continue;
+                    }
+                    self.write_lease(&leases, &name, None, wall).await?;
+                    let mut ready = serde_json::json!({"status": {"conditions": [{
+                        "type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                        "lastHeartbeatTime": Time(wall),
+                    }]}});
+                    // Capacity rides along, as a kubelet's status updates carry it: a Node
+                    // whose first status write failed after its create still gets it.
+                    if let Some(i) = instances
+                        .iter()
+                        .find(|i| node_name(&i.instance.provider_id) == name)
+                    {
+                        ready["status"]["capacity"] = serde_json::json!(quantities(&i.capacity));
+                        ready["status"]["allocatable"] =
+                            serde_json::json!(quantities(&i.allocatable));
+                    }
+                    nodes
+                        .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&ready))
+                        .await?;
+                    self.last_heartbeat.insert(name, now);
+                }
+                Action::Delete(name) => {
+                    registered.remove(&name);
+                    ignore_not_found(
+                        nodes
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                    )?;
+                    ignore_not_found(
+                        leases
+                            .delete(&name, &DeleteParams::default())
+                            .await
+                            .map(|_| ()),
+                    )?;
+                    self.last_heartbeat.remove(&name);
+                    tracing::info!(node = %name, "deleted node of a terminated instance");
+                }
+            }
+        }
+        let kubelets = kubelets(&instances, &listed, &registered);
+        self.reconcile_pods(&kubelets, wall).await
+    }
+
+    async fn reconcile_pods(
+        &mut self,
+        kubelets: &BTreeMap<String, Kubelet>,
+        wall: Timestamp,
+    ) -> Result<(), kube::Error> {
+        if !self.pod_watch().ready() {
+            tracing::debug!("the pod watch has not listed yet");
+            return Ok(());
+        }
+        let cached = self
+            .pods
+            .as_ref()
+            .map(|w| w.store.state())
+            .unwrap_or_default();
+        let pods = overlay(cached, &mut self.started, &mut self.deleted);
+        let actions = pod_plan(kubelets, pods.iter().map(|p| p.as_ref()), wall);
+        if actions.is_empty() {
+            return Ok(());
+        }
+        let client = &self.client;
+        let results: Vec<(PodAction, Result<Option<Pod>, kube::Error>)> =
+            futures::stream::iter(actions)
+                .map(|action| async move {
+                    let result = apply_pod(client, &action).await;
+                    (action, result)
+                })
+                .buffer_unordered(POD_WRITES_IN_FLIGHT)
+                .collect()
+                .await;
+        let (mut started, mut deleted, mut first_error) = (0, 0, None);
+        for (action, result) in results {
+            match (action, result) {
+                (PodAction::Start(r, _), Ok(Some(pod))) => {
+                    started += 1;
+                    if let Some(uid) = r.uid {
+                        self.started.insert(uid, Arc::new(pod));
+                    }
+                }
+                (PodAction::Delete(r), Ok(_)) => {
+                    deleted += 1;
+                    if let Some(uid) = r.uid {
+                        self.deleted.insert(uid);
+                    }
+                }
+                (_, Ok(None)) => {}
+                (action, Err(e)) => {
+                    let p = action.pod();
+                    tracing::warn!(namespace = %p.namespace, pod = %p.name, error = %e, "pod write failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if started + deleted > 0 {
+            tracing::info!(started, deleted, "played the kubelet for pods");
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn write_lease(
+        &self,
+        leases: &Api<Lease>,
+        name: &str,
+        node_uid: Option<&str>,
+        wall: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let owner = node_uid.map(|uid| {
+            vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "v1".into(),
+                    kind: "Node".into(),
+                    name: name.into(),
+                    uid: uid.into(),
+                    ..Default::default()
+                },
+            ]
+        });
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(NODE_LEASE_NAMESPACE.into()),
+                owner_references: owner,
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(name.into()),
+                lease_duration_seconds: Some(40),
+                renew_time: Some(MicroTime(wall)),
+                ..LeaseSpec::default()
+            }),
+        };
+        let params = PatchParams::apply("nodewright-sim-kubelet").force();
+        leases
+            .patch(name, &params, &Patch::Apply(&lease))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// The cached pods, with this agent's own writes the watch has not shown yet laid over
+/// them; forgets writes the watch has caught up with.
+pub(crate) fn overlay(
+    cached: Vec<Arc<Pod>>,
+    started: &mut BTreeMap<String, Arc<Pod>>,
+    deleted: &mut BTreeSet<String>,
+) -> Vec<Arc<Pod>> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(cached.len());
+    for pod in cached {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if deleted.contains(&uid) {
+            seen.insert(uid);
+            continue;
+        }
+        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        // A deletion the watch shows is newer than any start this agent wrote.
+        let newer = running || pod.metadata.deletion_timestamp.is_some();
+        match started.get(&uid) {
+            Some(written) if !newer => out.push(written.clone()),
+            _ => {
+                started.remove(&uid);
+                out.push(pod);
+            }
+        }
+        seen.insert(uid);
+    }
+    started.retain(|uid, _| seen.contains(uid));
+    deleted.retain(|uid| seen.contains(uid));
+    out
+}
+
+/// The kubelet each of the agent's Node names plays: `Running` for a Node that is registered
+/// (`listed` before this pass, `registered` after it) on a running instance; `Gone` for a name
+/// the agent uses (an instance's, or a Node it listed) with no Node after this pass. A Node on
+/// an instance that is still pending or already shutting down has no kubelet running.
+pub(crate) fn kubelets(
+    instances: &[crate::cloud::SimInstance],
+    listed: &BTreeSet<String>,
+    registered: &BTreeSet<String>,
+) -> BTreeMap<String, Kubelet> {
+    let mut out: BTreeMap<String, Kubelet> = listed
+        .iter()
+        .filter(|n| !registered.contains(*n))
+        .map(|n| (n.clone(), Kubelet::Gone))
+        .collect();
+    for i in instances {
+        let name = node_name(&i.instance.provider_id);
+        if !registered.contains(&name) {
+            out.insert(name, Kubelet::Gone);
+        } else if i.instance.state == InstanceState::Running {
+            let host_ip = node_ip(&i.instance.provider_id);
+            out.insert(name, Kubelet::Running { host_ip });
+        }
+    }
+    out
+}
+
+/// Sends one pod action; `Ok(None)` when the pod is already gone, or a delete's uid
+/// precondition failed because another pod of the same name replaced it: nothing more to do.
+/// (A status patch for a replaced pod fails validation instead, 422, which is reported: the
+/// same code would also mean a status the API server refuses, which must not pass quietly.)
+async fn apply_pod(client: &kube::Client, action: &PodAction) -> Result<Option<Pod>, kube::Error> {
+    let PodRef {
+        namespace,
+        name,
+        uid,
+    } = action.pod();
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let result = match action {
+        PodAction::Start(_, status) => {
+            // The uid in the patch makes it conditional, as the kubelet's own status patches:
+            // the API server refuses to change it.
+            let mut body = serde_json::json!({ "status": status });
+            if let Some(uid) = uid {
+                body["metadata"] = serde_json::json!({ "uid": uid });
+            }
+            api.patch_status(name, &PatchParams::default(), &Patch::Strategic(&body))
+                .await
+                .map(Some)
+        }
+        PodAction::Delete(_) => {
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: uid.as_ref().map(|uid| Preconditions {
+                    uid: Some(uid.clone()),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            api.delete(name, &params).await.map(|_| None)
+        }
+    };
+    match result {
+        Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409) => Ok(None),
+        other => other,
+    }
+}
+
+fn ignore_not_found(r: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match r {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,324 @@
+//! The agent against the in-process API server of `fake_api`.
+
+use super::*;
+use crate::cloud::{SimCloudConfig, SimInstance};
+use crate::kwok::fake_api::{Shared, server};
+use nodewright_cloud::{CloudProvider, Instance};
+use nodewright_core::resources::Resources;
+use serde_json::{Value, json};
+
+fn nodeclaim() -> NodeClaim {
+    serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "nc-1", "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
+                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    }))
+    .unwrap()
+}
+
+fn cloud(termination_delay: Duration) -> Arc<SimCloud> {
+    Arc::new(
+        SimCloud::new(SimCloudConfig {
+            launch_delay: Duration::ZERO,
+            termination_delay,
+            ..SimCloudConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+/// A fake API server holding the NodeClaim `nc-1`, a cloud with its instance running, and
+/// an agent that registers at once.
+async fn setup(config: AgentConfig) -> (Shared, Arc<SimCloud>, NodeAgent, String) {
+    let shared: Shared = Arc::default();
+    let client = server(shared.clone()).await;
+    let cloud = cloud(Duration::ZERO);
+    let nc = nodeclaim();
+    shared.lock().unwrap().objects.insert(
+        "/apis/karpenter.sh/v1/nodeclaims/nc-1".into(),
+        serde_json::to_value(&nc).unwrap(),
+    );
+    let launched = cloud.create(&nc, None).await.unwrap();
+    let agent = NodeAgent::new(
+        cloud.clone(),
+        client,
+        AgentConfig {
+            registration_delay: Duration::ZERO,
+            ..config
+        },
+    );
+    (shared, cloud, agent, launched.instance.provider_id)
+}
+
+fn pod(name: &str, node: &str, extra: Value) -> (String, Value) {
+    let mut v = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "web", "uid": format!("uid-{name}"),
+                     "resourceVersion": "1"},
+        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]},
+        "status": {"phase": "Pending", "qosClass": "BestEffort"}
+    });
+    if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
+        for (k, e) in extra {
+            if let (Some(Value::Object(into)), Value::Object(e)) = (v.get_mut(&k), e) {
+                into.extend(e);
+            }
+        }
+    }
+    (format!("/api/v1/namespaces/web/pods/{name}"), v)
+}
+
+fn count(shared: &Shared, prefix: &str) -> usize {
+    shared
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.starts_with(prefix))
+        .count()
+}
+
+#[tokio::test]
+async fn registers_heartbeats_and_deletes_nodes() {
+    let (shared, cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
+    let name = node_name(&provider_id);
+    agent.reconcile().await.unwrap();
+    {
+        let o = &shared.lock().unwrap().objects;
+        let node = &o[&format!("/api/v1/nodes/{name}")];
+        assert_eq!(node["spec"]["providerID"], json!(provider_id));
+        assert_eq!(
+            node["metadata"]["labels"]["karpenter.sh/nodepool"],
+            "default"
+        );
+        assert_eq!(node["status"]["conditions"][3]["type"], "Ready");
+        let lease =
+            &o[&format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")];
+        assert_eq!(lease["spec"]["holderIdentity"], json!(name));
+    }
+    // A second pass neither registers again nor fails.
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+    cloud.delete(&provider_id).await.unwrap();
+    agent.reconcile().await.unwrap();
+    let o = &shared.lock().unwrap().objects;
+    assert!(
+        !o.contains_key(&format!("/api/v1/nodes/{name}")),
+        "the node goes with its instance"
+    );
+    assert!(!o.keys().any(|k| k.contains("kube-node-lease")));
+}
+
+#[tokio::test]
+async fn a_node_whose_first_status_write_failed_gets_its_capacity_on_the_next_heartbeat() {
+    let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig {
+        heartbeat: Duration::ZERO,
+        ..AgentConfig::default()
+    })
+    .await;
+    shared.lock().unwrap().fail_next_status = true;
+    let key = format!("/api/v1/nodes/{}", node_name(&provider_id));
+    assert!(agent.reconcile().await.is_err());
+    assert!(
+        shared.lock().unwrap().objects[&key]["status"].is_null(),
+        "created without a status"
+    );
+    agent.reconcile().await.unwrap();
+    let o = &shared.lock().unwrap().objects;
+    assert_eq!(o[&key]["status"]["capacity"]["cpu"], "2");
+    assert_eq!(o[&key]["status"]["allocatable"]["cpu"], "1930m");
+}
+
+#[tokio::test]
+async fn pods_on_its_nodes_start_and_terminating_ones_are_deleted() {
+    let (shared, cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
+    let node = node_name(&provider_id);
+    let (pending, p) = pod("web-1", &node, json!({}));
+    let (terminating, t) = pod(
+        "web-2",
+        &node,
+        json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:50Z"},
+               "status": {"phase": "Running"}}),
+    );
+    let (foreign, f) = pod("other", "kind-worker", json!({}));
+    {
+        let o = &mut shared.lock().unwrap().objects;
+        o.insert(pending.clone(), p);
+        o.insert(terminating.clone(), t);
+        o.insert(foreign.clone(), f);
+    }
+    agent.wait_for_pods().await;
+    agent.reconcile().await.unwrap();
+    {
+        let o = &shared.lock().unwrap().objects;
+        let status = &o[&pending]["status"];
+        assert_eq!(status["phase"], "Running");
+        assert_eq!(status["hostIP"], json!(node_ip(&provider_id)));
+        assert!(
+            status["podIP"].as_str().unwrap().starts_with("100."),
+            "{status}"
+        );
+        assert_eq!(status["qosClass"], "BestEffort", "kept");
+        assert_eq!(status["containerStatuses"][0]["ready"], true);
+        assert!(
+            !o.contains_key(&terminating),
+            "deleted with a grace period of 0 (a graceful delete only marks it)"
+        );
+        assert_eq!(o[&foreign]["status"]["phase"], "Pending", "not ours");
+    }
+    // Settled pods are not written again, whether or not the watch has caught up.
+    for _ in 0..3 {
+        agent.reconcile().await.unwrap();
+    }
+    assert_eq!(count(&shared, "PATCH /api/v1/namespaces/web/pods/"), 1);
+    assert_eq!(count(&shared, "DELETE /api/v1/namespaces/web/pods/"), 1);
+
+    // The instance goes, its Node with it, and the pod left on it is deleted as an orphan.
+    cloud.delete(&provider_id).await.unwrap();
+    agent.reconcile().await.unwrap();
+    let o = &shared.lock().unwrap().objects;
+    assert!(!o.contains_key(&pending), "the orphan is deleted");
+    assert!(o.contains_key(&foreign));
+}
+
+#[tokio::test]
+async fn a_pod_bound_later_arrives_through_the_watch() {
+    let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
+    agent.wait_for_pods().await;
+    agent.reconcile().await.unwrap();
+    let (key, p) = pod("late", &node_name(&provider_id), json!({}));
+    shared.lock().unwrap().objects.insert(key.clone(), p);
+    for _ in 0..200 {
+        agent.reconcile().await.unwrap();
+        if shared.lock().unwrap().objects[&key]["status"]["phase"] == "Running" {
+            let watched = shared
+                .lock()
+                .unwrap()
+                .requests
+                .iter()
+                .any(|r| r.starts_with("GET /api/v1/pods?") && r.contains("watch=true"));
+            assert!(watched, "the pod came through the watch");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the pod never started");
+}
+
+fn instance(provider_id: &str, state: InstanceState) -> SimInstance {
+    SimInstance::for_tests(
+        Instance {
+            provider_id: provider_id.into(),
+            instance_type: "m5.large".into(),
+            zone: "us-east-1a".into(),
+            capacity_type: nodewright_core::model::CapacityType::OnDemand,
+            image_id: None,
+            state,
+            launched_at: None,
+            tags: BTreeMap::new(),
+        },
+        Resources::new(),
+        Resources::new(),
+        BTreeMap::new(),
+        Instant::now(),
+    )
+}
+
+#[test]
+fn kubelets_run_on_registered_running_instances_and_are_gone_with_their_nodes() {
+    let running = instance("aws:///z/i-run", InstanceState::Running);
+    let stopping = instance("aws:///z/i-stop", InstanceState::ShuttingDown);
+    let terminated = instance("aws:///z/i-gone", InstanceState::Terminated);
+    let young = instance("aws:///z/i-new", InstanceState::Running);
+    let n = |i: &SimInstance| node_name(&i.instance.provider_id);
+    let listed = BTreeSet::from([
+        n(&running),
+        n(&stopping),
+        n(&terminated),
+        "ip-10-0-0-1.ec2.internal".to_string(),
+    ]);
+    // This pass deleted the terminated instance's Node and the one with no instance.
+    let registered = BTreeSet::from([n(&running), n(&stopping)]);
+    let k = kubelets(
+        &[
+            running.clone(),
+            stopping.clone(),
+            terminated.clone(),
+            young.clone(),
+        ],
+        &listed,
+        &registered,
+    );
+    assert_eq!(
+        k,
+        BTreeMap::from([
+            (
+                n(&running),
+                Kubelet::Running {
+                    host_ip: node_ip("aws:///z/i-run")
+                }
+            ),
+            (n(&terminated), Kubelet::Gone),
+            (n(&young), Kubelet::Gone),
+            ("ip-10-0-0-1.ec2.internal".to_string(), Kubelet::Gone),
+        ])
+    );
+}
+
+fn cached(name: &str, extra: Value) -> Arc<Pod> {
+    Arc::new(serde_json::from_value(pod(name, "n", extra).1).unwrap())
+}
+
+#[test]
+fn the_agents_own_writes_stand_until_the_watch_shows_them() {
+    let mut started = BTreeMap::from([
+        (
+            "uid-a".to_string(),
+            cached("a", json!({"status": {"phase": "Running"}})),
+        ),
+        (
+            "uid-b".to_string(),
+            cached("b", json!({"status": {"phase": "Running"}})),
+        ),
+        (
+            "uid-gone".to_string(),
+            cached("gone", json!({"status": {"phase": "Running"}})),
+        ),
+    ]);
+    let mut deleted = BTreeSet::from(["uid-c".to_string(), "uid-left".to_string()]);
+    let watch = vec![
+        // Started by the agent, not yet Running in the cache: the written pod stands.
+        cached("a", json!({})),
+        // Started, and then evicted: the cache's deletion is newer.
+        cached(
+            "b",
+            json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:20Z"}}),
+        ),
+        // Deleted by the agent, still in the cache: left out.
+        cached("c", json!({"status": {"phase": "Running"}})),
+        cached("d", json!({})),
+    ];
+    let out = overlay(watch, &mut started, &mut deleted);
+    let phases: Vec<(String, String, bool)> = out
+        .iter()
+        .map(|p| {
+            (
+                p.metadata.name.clone().unwrap(),
+                p.status.as_ref().unwrap().phase.clone().unwrap(),
+                p.metadata.deletion_timestamp.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("a".to_string(), "Running".to_string(), false),
+            ("b".to_string(), "Pending".to_string(), true),
+            ("d".to_string(), "Pending".to_string(), false),
+        ]
+    );
+    // Writes the cache caught up with, or whose pods left it, are forgotten.
+    assert_eq!(started.keys().collect::<Vec<_>>(), ["uid-a"]);
+    assert_eq!(deleted.iter().collect::<Vec<_>>(), ["uid-c"]);
+}

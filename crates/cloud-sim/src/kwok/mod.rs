@@ -1,0 +1,21 @@
+//! The node agent: plays the kubelet for [`SimCloud`](crate::SimCloud) instances, as kwok
+//! does. For each running instance launched for a NodeClaim it registers a Node the way an
+//! EKS node bootstrapped from Karpenter's user data would (name, labels, taints, capacity,
+//! providerID, a Ready condition), keeps it alive (its Lease in `kube-node-lease` and the
+//! Ready heartbeat), and deletes it once the instance has terminated. For the pods bound to
+//! those Nodes it reports their containers running and Ready, and confirms their deletion.
+//!
+//! What should exist is decided by pure functions over plain data ([`node::plan`] for Nodes,
+//! [`pod::pod_plan`] for pods); [`NodeAgent`] only lists and watches, applies the plans and
+//! sleeps.
+
+mod agent;
+pub mod node;
+pub mod pod;
+
+pub use agent::{AgentConfig, NodeAgent};
+pub use node::{AGENT_LABEL, Action, UNREGISTERED_TAINT, desired_node, node_ip, node_name, plan};
+pub use pod::{Kubelet, PodAction, PodRef, pod_plan, running_status};
+
+#[cfg(test)]
+mod fake_api;

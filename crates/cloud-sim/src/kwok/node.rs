@@ -1,0 +1,422 @@
+//! The Node a kubelet registers for a simulated instance, and which Nodes to register,
+//! heartbeat or delete, decided over plain data ([`desired_node`], [`plan`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, NodeSystemInfo, Taint,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::InstanceState;
+use nodewright_core::labels;
+use nodewright_core::resources::{Resources, format_amount};
+use tokio::time::Instant;
+
+use crate::cloud::SimInstance;
+
+/// Marks the Nodes this agent registered, so it never touches anyone else's.
+pub const AGENT_LABEL: &str = "sim.nodewright/agent";
+pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
+const KUBELET_VERSION: &str = "v1.33.0-eks-sim";
+
+/// `ip-10-x-y-z.ec2.internal`, derived from the provider id so the same instance always gets
+/// the same name.
+pub fn node_name(provider_id: &str) -> String {
+    let [x, y, z] = private_ip(provider_id);
+    format!("ip-10-{x}-{y}-{z}.ec2.internal")
+}
+
+/// The Node's InternalIP, `10.x.y.z` as in its name.
+pub fn node_ip(provider_id: &str) -> String {
+    let [x, y, z] = private_ip(provider_id);
+    format!("10.{x}.{y}.{z}")
+}
+
+fn private_ip(provider_id: &str) -> [u8; 3] {
+    // FNV-1a: stable across runs and platforms.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in provider_id.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    let [a, b, c, _] = h.to_be_bytes();
+    [a, b, c.max(1)]
+}
+
+pub(crate) fn quantities(r: &Resources) -> BTreeMap<String, Quantity> {
+    r.iter()
+        .map(|(k, v)| (k.to_owned(), Quantity(format_amount(k, v))))
+        .collect()
+}
+
+fn taint(t: &nodewright_api::v1::Taint) -> Taint {
+    Taint {
+        key: t.key.clone(),
+        value: t.value.clone(),
+        effect: t.effect.clone(),
+        time_added: None,
+    }
+}
+
+fn condition(
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> NodeCondition {
+    NodeCondition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_heartbeat_time: Some(Time(now)),
+        last_transition_time: Some(Time(now)),
+    }
+}
+
+/// The Node a kubelet on `instance` registers for `claim`: the claim's labels plus the
+/// instance's well-known labels and hostname; the `karpenter.sh/unregistered` taint, the
+/// claim's taints and its startup taints; capacity and allocatable of the instance type.
+pub fn desired_node(instance: &SimInstance, claim: &NodeClaim, now: Timestamp) -> Node {
+    let name = node_name(&instance.instance.provider_id);
+    let mut node_labels = claim.metadata.labels.clone().unwrap_or_default();
+    for (k, v) in &instance.labels {
+        node_labels.insert(k.clone(), v.clone());
+    }
+    node_labels.insert(labels::HOSTNAME.into(), name.clone());
+    node_labels
+        .entry(labels::OS.into())
+        .or_insert_with(|| "linux".into());
+    node_labels.insert(AGENT_LABEL.into(), "true".into());
+
+    let mut taints = vec![Taint {
+        key: UNREGISTERED_TAINT.into(),
+        value: None,
+        effect: "NoExecute".into(),
+        time_added: None,
+    }];
+    let claim_taints = claim.spec.taints.iter().flatten();
+    let startup = claim.spec.startup_taints.iter().flatten();
+    for t in claim_taints.chain(startup) {
+        if !taints
+            .iter()
+            .any(|x| x.key == t.key && x.effect == t.effect)
+        {
+            taints.push(taint(t));
+        }
+    }
+
+    let ip = node_ip(&instance.instance.provider_id);
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(node_labels.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: Some(instance.instance.provider_id.clone()),
+            taints: Some(taints),
+            ..NodeSpec::default()
+        }),
+        status: Some(NodeStatus {
+            capacity: Some(quantities(&instance.capacity)),
+            allocatable: Some(quantities(&instance.allocatable)),
+            conditions: Some(vec![
+                condition(
+                    "MemoryPressure",
+                    "False",
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                    now,
+                ),
+                condition(
+                    "DiskPressure",
+                    "False",
+                    "KubeletHasNoDiskPressure",
+                    "kubelet has no disk pressure",
+                    now,
+                ),
+                condition(
+                    "PIDPressure",
+                    "False",
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available",
+                    now,
+                ),
+                condition(
+                    "Ready",
+                    "True",
+                    "KubeletReady",
+                    "kubelet is posting ready status",
+                    now,
+                ),
+            ]),
+            addresses: Some(vec![
+                NodeAddress {
+                    type_: "InternalIP".into(),
+                    address: ip,
+                },
+                NodeAddress {
+                    type_: "Hostname".into(),
+                    address: name.clone(),
+                },
+                NodeAddress {
+                    type_: "InternalDNS".into(),
+                    address: name,
+                },
+            ]),
+            node_info: Some(NodeSystemInfo {
+                architecture: node_labels.get(labels::ARCH).cloned().unwrap_or_default(),
+                operating_system: node_labels.get(labels::OS).cloned().unwrap_or_default(),
+                kubelet_version: KUBELET_VERSION.into(),
+                kube_proxy_version: KUBELET_VERSION.into(),
+                ..NodeSystemInfo::default()
+            }),
+            ..NodeStatus::default()
+        }),
+    }
+}
+
+/// One step of the agent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Register this Node (and its Lease).
+    Register(Box<Node>),
+    /// Renew the Lease and Ready heartbeat of this Node.
+    Heartbeat(String),
+    /// Delete this Node (and its Lease): its instance is gone.
+    Delete(String),
+}
+
+/// What to do, given the cloud's instances, the cluster's NodeClaims by name and the names of
+/// the Nodes this agent registered. An instance registers once it has been running for
+/// `register_after` since launch and its claim exists; a Node whose instance is terminated
+/// (or unknown) is deleted; every other registered Node on a running instance gets a
+/// heartbeat. Output is sorted by node name.
+pub fn plan(
+    instances: &[SimInstance],
+    claims: &BTreeMap<String, NodeClaim>,
+    registered: &BTreeSet<String>,
+    now: Instant,
+    register_after: Duration,
+    wall: Timestamp,
+) -> Vec<Action> {
+    let mut out: BTreeMap<String, Action> = BTreeMap::new();
+    let mut alive = BTreeSet::new();
+    for i in instances {
+        let name = node_name(&i.instance.provider_id);
+        match i.instance.state {
+            InstanceState::Terminated => continue,
+            InstanceState::Pending | InstanceState::ShuttingDown => {
+                // A shutting-down instance's kubelet has stopped: no heartbeat, but the Node
+                // stays until the instance is gone.
+                alive.insert(name);
+                continue;
+            }
+            InstanceState::Running => {}
+        }
+        alive.insert(name.clone());
+        if registered.contains(&name) {
+            out.insert(name.clone(), Action::Heartbeat(name));
+            continue;
+        }
+        if now.duration_since(i.launched_at()) < register_after {
+            continue;
+        }
+        let Some(claim) = i.instance.nodeclaim().and_then(|c| claims.get(c)) else {
+            continue;
+        };
+        out.insert(
+            name,
+            Action::Register(Box::new(desired_node(i, claim, wall))),
+        );
+    }
+    for name in registered {
+        if !alive.contains(name) {
+            out.insert(name.clone(), Action::Delete(name.clone()));
+        }
+    }
+    out.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodewright_cloud::Instance;
+    use nodewright_core::model::CapacityType;
+
+    fn instance(
+        provider_id: &str,
+        claim: &str,
+        state: InstanceState,
+        launched: Instant,
+    ) -> SimInstance {
+        SimInstance::for_tests(
+            Instance {
+                provider_id: provider_id.into(),
+                instance_type: "m5.large".into(),
+                zone: "us-east-1a".into(),
+                capacity_type: CapacityType::Spot,
+                image_id: None,
+                state,
+                launched_at: None,
+                tags: BTreeMap::from([("karpenter.sh/nodeclaim".to_string(), claim.to_string())]),
+            },
+            Resources::new()
+                .with("cpu", 2000)
+                .with("memory", 8 << 30)
+                .with("pods", 29),
+            Resources::new()
+                .with("cpu", 1930)
+                .with("memory", 7 << 30)
+                .with("pods", 29),
+            BTreeMap::from([
+                (labels::INSTANCE_TYPE.to_string(), "m5.large".to_string()),
+                (labels::ZONE.to_string(), "us-east-1a".to_string()),
+                (labels::CAPACITY_TYPE.to_string(), "spot".to_string()),
+                (labels::ARCH.to_string(), "amd64".to_string()),
+            ]),
+            launched,
+        )
+    }
+
+    fn claim(name: &str) -> NodeClaim {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default", "team": "web"}},
+            "spec": {
+                "requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
+                "startupTaints": [{"key": "cni-not-ready", "effect": "NoSchedule"}]
+            }
+        }))
+        .unwrap()
+    }
+
+    fn wall() -> Timestamp {
+        Timestamp::from_second(1_700_000_000).unwrap()
+    }
+
+    #[test]
+    fn names_look_like_eks_and_are_stable() {
+        let a = node_name("aws:///us-east-1a/i-0123456789abcdef0");
+        assert_eq!(a, node_name("aws:///us-east-1a/i-0123456789abcdef0"));
+        assert_ne!(a, node_name("aws:///us-east-1a/i-0123456789abcdef1"));
+        let parts: Vec<&str> = a.trim_end_matches(".ec2.internal").split('-').collect();
+        assert_eq!(parts[..2], ["ip", "10"]);
+        assert!(parts[2..].iter().all(|p| p.parse::<u8>().is_ok()));
+        assert!(a.ends_with(".ec2.internal"));
+    }
+
+    #[test]
+    fn the_node_carries_labels_taints_capacity_and_ready() {
+        let i = instance(
+            "aws:///us-east-1a/i-0abc",
+            "nc-1",
+            InstanceState::Running,
+            Instant::now(),
+        );
+        let node = desired_node(&i, &claim("nc-1"), wall());
+        let name = node.metadata.name.clone().unwrap();
+        let l = node.metadata.labels.as_ref().unwrap();
+        assert_eq!(l["karpenter.sh/nodepool"], "default");
+        assert_eq!(l["team"], "web");
+        assert_eq!(l[labels::INSTANCE_TYPE], "m5.large");
+        assert_eq!(l[labels::CAPACITY_TYPE], "spot");
+        assert_eq!(l[labels::HOSTNAME], name);
+        assert_eq!(l[labels::OS], "linux");
+        let spec = node.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.provider_id.as_deref(),
+            Some("aws:///us-east-1a/i-0abc")
+        );
+        let taints: Vec<(String, String)> = spec
+            .taints
+            .iter()
+            .flatten()
+            .map(|t| (t.key.clone(), t.effect.clone()))
+            .collect();
+        assert_eq!(
+            taints,
+            [
+                (
+                    "karpenter.sh/unregistered".to_string(),
+                    "NoExecute".to_string()
+                ),
+                ("dedicated".to_string(), "NoSchedule".to_string()),
+                ("cni-not-ready".to_string(), "NoSchedule".to_string()),
+            ]
+        );
+        let status = node.status.as_ref().unwrap();
+        assert_eq!(status.capacity.as_ref().unwrap()["cpu"].0, "2");
+        assert_eq!(status.allocatable.as_ref().unwrap()["cpu"].0, "1930m");
+        assert_eq!(status.allocatable.as_ref().unwrap()["memory"].0, "7Gi");
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(ready.status, "True");
+        assert_eq!(status.node_info.as_ref().unwrap().architecture, "amd64");
+    }
+
+    #[test]
+    fn plan_registers_heartbeats_and_deletes() {
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(30);
+        let claims = BTreeMap::from([("a".to_string(), claim("a")), ("b".to_string(), claim("b"))]);
+        let a = instance("aws:///z/i-a", "a", InstanceState::Running, t0);
+        let b = instance("aws:///z/i-b", "b", InstanceState::Running, t0);
+        let gone = instance("aws:///z/i-c", "c", InstanceState::Terminated, t0);
+        let orphan = instance("aws:///z/i-d", "missing", InstanceState::Running, t0);
+        let young = instance("aws:///z/i-e", "a", InstanceState::Running, later);
+        let registered = BTreeSet::from([
+            node_name("aws:///z/i-b"),
+            node_name("aws:///z/i-c"),
+            "ip-10-9-9-9.ec2.internal".to_string(),
+        ]);
+        let actions = plan(
+            &[a, b, gone, orphan, young],
+            &claims,
+            &registered,
+            later,
+            Duration::from_secs(13),
+            wall(),
+        );
+        let mut summary: Vec<String> = actions
+            .iter()
+            .map(|a| match a {
+                Action::Register(n) => format!(
+                    "register {}",
+                    n.spec.as_ref().unwrap().provider_id.as_ref().unwrap()
+                ),
+                Action::Heartbeat(n) => format!("heartbeat {n}"),
+                Action::Delete(n) => format!("delete {n}"),
+            })
+            .collect();
+        summary.sort();
+        let mut expected = vec![
+            "register aws:///z/i-a".to_string(),
+            format!("heartbeat {}", node_name("aws:///z/i-b")),
+            format!("delete {}", node_name("aws:///z/i-c")),
+            "delete ip-10-9-9-9.ec2.internal".to_string(),
+        ];
+        expected.sort();
+        assert_eq!(summary, expected);
+    }
+
+    #[test]
+    fn a_shutting_down_instance_keeps_its_node_without_heartbeats() {
+        let t0 = Instant::now();
+        let i = instance("aws:///z/i-a", "a", InstanceState::ShuttingDown, t0);
+        let registered = BTreeSet::from([node_name("aws:///z/i-a")]);
+        let claims = BTreeMap::from([("a".to_string(), claim("a"))]);
+        assert!(plan(&[i], &claims, &registered, t0, Duration::ZERO, wall()).is_empty());
+    }
+}

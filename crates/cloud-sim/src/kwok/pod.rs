@@ -1,0 +1,503 @@
+//! The kubelet's part for pods on the agent's Nodes, decided over plain data: a pod bound to
+//! one of them starts at once (phase Running, every container running and ready, an IP from
+//! the node's range), a pod with a deletion timestamp is confirmed deleted at once, and a pod
+//! left on a Node that no longer exists is deleted as the pod garbage collector does.
+//!
+//! Containers never exit: a pod of a Job, or one with `restartPolicy: Never`, stays Running
+//! until it is deleted, because the simulation has no way to know how long its work takes.
+//! Deletion does not wait out the grace period: simulated containers stop the moment they are
+//! asked to, which is what a drain of well-behaved workloads looks like (and what kwok does).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStatus,
+    HostIP, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use nodewright_api::stable_hash::fnv1a64;
+
+/// What the agent plays on one Node, by name. Pods on Nodes not in the map (another
+/// kubelet's, or one of the agent's whose instance is shutting down) are left alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kubelet {
+    /// Registered, on a running instance: pods start and deletions are confirmed.
+    Running { host_ip: String },
+    /// The agent's Node that no longer exists: its pods are orphans.
+    Gone,
+}
+
+/// A pod by name, with the uid every write is made conditional on, so a pod deleted and
+/// recreated under the same name (a StatefulSet's) is never mistaken for its predecessor.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PodAction {
+    /// Write this status: the pod's containers are running and it is Ready.
+    Start(PodRef, Box<PodStatus>),
+    /// Delete with a grace period of 0: its containers have stopped, or its Node is gone.
+    Delete(PodRef),
+}
+
+impl PodAction {
+    pub fn pod(&self) -> &PodRef {
+        match self {
+            PodAction::Start(p, _) | PodAction::Delete(p) => p,
+        }
+    }
+}
+
+/// Pod addresses come from 100.64.0.0/10 (the shared range EKS custom networking hands to
+/// pods), one /22 per Node chosen by the Node's name, so each Node holds up to 1,022 pods
+/// with distinct addresses. Two Nodes can draw the same /22; addresses are unique per Node,
+/// not across the cluster.
+const POD_NETWORK: [u8; 4] = [100, 64, 0, 0];
+const POD_NETWORK_BITS: u32 = 10;
+const NODE_RANGE_BITS: u32 = 22;
+const SLOTS: u64 = (1 << (32 - NODE_RANGE_BITS)) - 2;
+
+fn node_range(node: &str) -> u32 {
+    let ranges = 1u64 << (NODE_RANGE_BITS - POD_NETWORK_BITS);
+    let index = (fnv1a64(node.as_bytes()) % ranges) as u32;
+    u32::from_be_bytes(POD_NETWORK) + (index << (32 - NODE_RANGE_BITS))
+}
+
+/// The address for `uid` on `node`: a slot picked by the uid's hash, or the next free one
+/// after it when another pod holds it (`used` holds the Node's addresses in use). Stable for
+/// as long as the pod lives: it is chosen once and then read back from the pod's status.
+pub fn pod_ip(node: &str, uid: &str, used: &BTreeSet<u32>) -> Ipv4Addr {
+    let base = node_range(node);
+    let first = fnv1a64(uid.as_bytes()) % SLOTS;
+    let slot = (0..SLOTS)
+        .map(|k| (first + k) % SLOTS)
+        .find(|s| !used.contains(&(base + 1 + *s as u32)))
+        // A full range (over 1,022 pods) reuses the hashed slot.
+        .unwrap_or(first);
+    Ipv4Addr::from(base + 1 + slot as u32)
+}
+
+fn is_terminal(phase: Option<&str>) -> bool {
+    matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+fn phase(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref().and_then(|s| s.phase.as_deref())
+}
+
+fn host_network(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+}
+
+fn pod_ref(pod: &Pod) -> PodRef {
+    PodRef {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone(),
+    }
+}
+
+/// What to do for `pods` (any pods: those not bound to a Node in `nodes` are skipped), in
+/// (namespace, name) order. A pod already Running, Succeeded or Failed needs nothing, so a
+/// pass over thousands of settled pods writes nothing.
+pub fn pod_plan<'a>(
+    nodes: &BTreeMap<String, Kubelet>,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    now: Timestamp,
+) -> Vec<PodAction> {
+    let mut mine: BTreeMap<(String, String), (&'a Pod, &Kubelet, &str)> = BTreeMap::new();
+    let mut used: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    for pod in pods {
+        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+            continue;
+        };
+        let Some((node, kubelet)) = nodes.get_key_value(node) else {
+            continue;
+        };
+        if let Some(ip) = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.pod_ip.as_deref())
+            .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
+        {
+            used.entry(node).or_default().insert(u32::from(ip));
+        }
+        let r = pod_ref(pod);
+        mine.insert((r.namespace, r.name), (pod, kubelet, node.as_str()));
+    }
+    let mut out = Vec::new();
+    for (pod, kubelet, node) in mine.into_values() {
+        let host_ip = match kubelet {
+            Kubelet::Gone => {
+                out.push(PodAction::Delete(pod_ref(pod)));
+                continue;
+            }
+            Kubelet::Running { host_ip } => host_ip,
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            out.push(PodAction::Delete(pod_ref(pod)));
+            continue;
+        }
+        if phase(pod) == Some("Running") || is_terminal(phase(pod)) {
+            continue;
+        }
+        let ip = if host_network(pod) {
+            host_ip.clone()
+        } else {
+            let r = pod_ref(pod);
+            let key = r
+                .uid
+                .unwrap_or_else(|| format!("{}/{}", r.namespace, r.name));
+            let taken = used.entry(node).or_default();
+            let ip = pod_ip(node, &key, taken);
+            taken.insert(u32::from(ip));
+            ip.to_string()
+        };
+        out.push(PodAction::Start(
+            pod_ref(pod),
+            Box::new(running_status(pod, host_ip, &ip, now)),
+        ));
+    }
+    out
+}
+
+fn true_condition(type_: &str, since: Option<Time>, now: Timestamp) -> PodCondition {
+    PodCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        last_transition_time: Some(since.unwrap_or(Time(now))),
+        ..PodCondition::default()
+    }
+}
+
+fn container_id(pod: &Pod, container: &str) -> String {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    format!(
+        "containerd://{:016x}",
+        fnv1a64(format!("{uid}/{container}").as_bytes())
+    )
+}
+
+fn running(pod: &Pod, c: &Container, now: Timestamp) -> ContainerStatus {
+    ContainerStatus {
+        name: c.name.clone(),
+        image: c.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        container_id: Some(container_id(pod, &c.name)),
+        ready: true,
+        started: Some(true),
+        restart_count: 0,
+        state: Some(ContainerState {
+            running: Some(ContainerStateRunning {
+                started_at: Some(Time(now)),
+            }),
+            ..ContainerState::default()
+        }),
+        ..ContainerStatus::default()
+    }
+}
+
+fn completed(pod: &Pod, c: &Container, now: Timestamp) -> ContainerStatus {
+    ContainerStatus {
+        started: Some(false),
+        state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                container_id: Some(container_id(pod, &c.name)),
+                exit_code: 0,
+                reason: Some("Completed".into()),
+                started_at: Some(Time(now)),
+                finished_at: Some(Time(now)),
+                ..ContainerStateTerminated::default()
+            }),
+            ..ContainerState::default()
+        }),
+        ..running(pod, c, now)
+    }
+}
+
+/// The status a kubelet reports once `pod`'s containers have started: init containers ran
+/// to completion (sidecars, init containers with `restartPolicy: Always`, keep running),
+/// every container is running and ready, and the pod is Ready. Fields the agent does not own
+/// (QoS class, other conditions such as `DisruptionTarget`) are kept.
+pub fn running_status(pod: &Pod, host_ip: &str, pod_ip: &str, now: Timestamp) -> PodStatus {
+    let mut status = pod.status.clone().unwrap_or_default();
+    let existing = |type_: &str| {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_ && c.status == "True")
+            .and_then(|c| c.last_transition_time.clone())
+    };
+    let scheduled = existing("PodScheduled");
+    let ours = [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ];
+    let mut conditions: Vec<PodCondition> = ours
+        .iter()
+        .map(|t| {
+            let since = (*t == "PodScheduled").then(|| scheduled.clone()).flatten();
+            true_condition(t, since, now)
+        })
+        .collect();
+    conditions.extend(
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .filter(|c| !ours.contains(&c.type_.as_str()))
+            .cloned(),
+    );
+    let spec = pod.spec.clone().unwrap_or_default();
+    status.phase = Some("Running".into());
+    status.conditions = Some(conditions);
+    status.host_ip = Some(host_ip.into());
+    status.host_ips = Some(vec![HostIP { ip: host_ip.into() }]);
+    status.pod_ip = Some(pod_ip.into());
+    status.pod_ips = Some(vec![PodIP { ip: pod_ip.into() }]);
+    status.start_time = status.start_time.or(Some(Time(now)));
+    status.container_statuses = Some(
+        spec.containers
+            .iter()
+            .map(|c| running(pod, c, now))
+            .collect(),
+    );
+    status.init_container_statuses = spec.init_containers.map(|init| {
+        init.iter()
+            .map(|c| {
+                if c.restart_policy.as_deref() == Some("Always") {
+                    running(pod, c, now)
+                } else {
+                    completed(pod, c, now)
+                }
+            })
+            .collect()
+    });
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_700_000_100).unwrap()
+    }
+
+    fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
+        let mut v = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "web", "uid": format!("uid-{name}")},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]},
+            "status": {"phase": "Pending", "qosClass": "Burstable", "conditions": [
+                {"type": "PodScheduled", "status": "True",
+                 "lastTransitionTime": "2023-11-14T22:13:30Z"}]}
+        });
+        merge(&mut v, extra);
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn merge(t: &mut serde_json::Value, p: serde_json::Value) {
+        match (t, p) {
+            (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {
+                for (k, v) in p {
+                    merge(t.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (t, p) => *t = p,
+        }
+    }
+
+    fn nodes() -> BTreeMap<String, Kubelet> {
+        BTreeMap::from([
+            (
+                "ip-10-1-2-3.ec2.internal".to_string(),
+                Kubelet::Running {
+                    host_ip: "10.1.2.3".into(),
+                },
+            ),
+            ("ip-10-9-9-9.ec2.internal".to_string(), Kubelet::Gone),
+        ])
+    }
+
+    const NODE: &str = "ip-10-1-2-3.ec2.internal";
+
+    fn summary(actions: &[PodAction]) -> Vec<String> {
+        actions
+            .iter()
+            .map(|a| match a {
+                PodAction::Start(p, _) => format!("start {}", p.name),
+                PodAction::Delete(p) => format!("delete {}", p.name),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_pod_bound_to_a_running_node_starts() {
+        let p = pod(
+            "web-1",
+            NODE,
+            json!({"spec": {"initContainers": [
+                {"name": "migrate", "image": "migrate:1"},
+                {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}
+            ]}}),
+        );
+        let actions = pod_plan(&nodes(), [&p], now());
+        let [PodAction::Start(r, status)] = actions.as_slice() else {
+            panic!("expected one start, got {actions:?}");
+        };
+        assert_eq!(
+            (r.namespace.as_str(), r.name.as_str(), r.uid.as_deref()),
+            ("web", "web-1", Some("uid-web-1"))
+        );
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(status.host_ip.as_deref(), Some("10.1.2.3"));
+        assert_eq!(status.qos_class.as_deref(), Some("Burstable"), "kept");
+        assert_eq!(status.start_time, Some(Time(now())));
+        let ip: Ipv4Addr = status.pod_ip.as_deref().unwrap().parse().unwrap();
+        assert_eq!(ip.octets()[..1], [100]);
+        assert!((64..128).contains(&ip.octets()[1]), "inside 100.64.0.0/10");
+        assert_eq!(status.pod_ips.as_ref().unwrap()[0].ip, ip.to_string());
+        let conditions: BTreeMap<&str, (&str, Option<&Time>)> = status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c.type_.as_str(),
+                    (c.status.as_str(), c.last_transition_time.as_ref()),
+                )
+            })
+            .collect();
+        for t in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+            assert_eq!(conditions[t].0, "True", "{t}");
+        }
+        assert_eq!(conditions["Ready"].1, Some(&Time(now())));
+        assert_eq!(
+            conditions["PodScheduled"].1.unwrap().0.as_second(),
+            1_700_000_010,
+            "the scheduler's transition time is kept"
+        );
+        let [app] = status.container_statuses.as_deref().unwrap() else {
+            panic!("one container status");
+        };
+        assert_eq!(
+            (app.name.as_str(), app.image.as_str(), app.ready),
+            ("app", "nginx:1.27", true)
+        );
+        assert!(app.state.as_ref().unwrap().running.is_some());
+        let init = status.init_container_statuses.as_deref().unwrap();
+        let terminated = init[0].state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!(
+            (terminated.exit_code, terminated.reason.as_deref()),
+            (0, Some("Completed"))
+        );
+        assert!(init[1].state.as_ref().unwrap().running.is_some(), "sidecar");
+    }
+
+    #[test]
+    fn settled_pods_and_pods_elsewhere_need_nothing() {
+        let running = pod("running", NODE, json!({"status": {"phase": "Running"}}));
+        let done = pod("done", NODE, json!({"status": {"phase": "Succeeded"}}));
+        let elsewhere = pod("elsewhere", "kind-worker", json!({}));
+        let unbound: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "unbound", "namespace": "web"},
+            "spec": {"containers": [{"name": "app"}]}
+        }))
+        .unwrap();
+        let terminating_elsewhere = pod(
+            "t",
+            "kind-worker",
+            json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:30Z"}}),
+        );
+        let pods = [running, done, elsewhere, unbound, terminating_elsewhere];
+        assert!(pod_plan(&nodes(), &pods, now()).is_empty());
+    }
+
+    #[test]
+    fn terminating_pods_and_orphans_are_deleted() {
+        let terminating = pod(
+            "terminating",
+            NODE,
+            json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:30Z"},
+                   "status": {"phase": "Running"}}),
+        );
+        let orphan = pod(
+            "orphan",
+            "ip-10-9-9-9.ec2.internal",
+            json!({"status": {"phase": "Running"}}),
+        );
+        let new = pod("new", NODE, json!({}));
+        let actions = pod_plan(&nodes(), [&terminating, &orphan, &new], now());
+        assert_eq!(
+            summary(&actions),
+            ["start new", "delete orphan", "delete terminating"]
+        );
+        assert_eq!(
+            actions[2].pod().uid.as_deref(),
+            Some("uid-terminating"),
+            "the delete is made conditional on the uid"
+        );
+    }
+
+    #[test]
+    fn addresses_are_stable_and_distinct_on_a_node() {
+        let used = BTreeSet::new();
+        let a = pod_ip(NODE, "uid-a", &used);
+        assert_eq!(a, pod_ip(NODE, "uid-a", &used));
+        // Another pod whose hash lands on a taken address gets the next one.
+        let taken = BTreeSet::from([u32::from(a)]);
+        let b = pod_ip(NODE, "uid-a", &taken);
+        assert_eq!(u32::from(b), u32::from(a) + 1);
+        // The same Node's pods stay in one /22.
+        let c = pod_ip(NODE, "uid-c", &used);
+        assert_eq!(u32::from(a) >> 10, u32::from(c) >> 10);
+
+        // Many pods starting at once on one Node, some already addressed, never share one.
+        let mut pods: Vec<Pod> = (0..300)
+            .map(|i| pod(&format!("p{i}"), NODE, json!({})))
+            .collect();
+        let existing = pod_ip(NODE, "uid-p7", &used).to_string();
+        pods.push(pod(
+            "old",
+            NODE,
+            json!({"status": {"phase": "Running", "podIP": existing}}),
+        ));
+        let mut ips: BTreeSet<String> = pod_plan(&nodes(), &pods, now())
+            .iter()
+            .map(|a| match a {
+                PodAction::Start(_, s) => s.pod_ip.clone().unwrap(),
+                PodAction::Delete(_) => panic!("no deletes"),
+            })
+            .collect();
+        assert_eq!(ips.len(), 300);
+        assert!(
+            ips.insert(existing),
+            "the running pod's address is not reused"
+        );
+    }
+
+    #[test]
+    fn a_host_network_pod_takes_the_node_address() {
+        let p = pod("ds", NODE, json!({"spec": {"hostNetwork": true}}));
+        let actions = pod_plan(&nodes(), [&p], now());
+        let [PodAction::Start(_, status)] = actions.as_slice() else {
+            panic!("expected one start, got {actions:?}");
+        };
+        assert_eq!(status.pod_ip.as_deref(), Some("10.1.2.3"));
+    }
+}
