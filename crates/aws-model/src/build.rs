@@ -45,11 +45,40 @@ fn sorted_zones(zones: &[Zone]) -> Vec<Zone> {
 }
 
 /// Whether the NodeClass can launch this type at all. Karpenter keeps an incompatible type in
-/// the list with every offering unavailable. Of its checks only the AMI one is decidable from
-/// instance-type facts: AL2023 has no image for the first-generation Graviton `a1` family.
+/// the list with every offering unavailable. The checks: AL2023 has no image for the
+/// first-generation Graviton `a1` family; nested virtualization needs a type that reports it;
+/// connection tracking is a Nitro feature; and every `networkInterfaces` entry must exist on
+/// the type (ENA, card and device index, EFA for `efa-only`). Facts the source does not
+/// record filter nothing.
 pub fn nodeclass_compatible(info: &InstanceTypeInfo, nodeclass: &NodeClassInput) -> bool {
     let family = info.family_and_size().map(|(f, _)| f);
-    !(nodeclass.ami_family == AmiFamily::AL2023 && family == Some("a1"))
+    if nodeclass.ami_family == AmiFamily::AL2023 && family == Some("a1") {
+        return false;
+    }
+    if nodeclass.nested_virtualization && info.nested_virtualization == Some(false) {
+        return false;
+    }
+    if nodeclass.connection_tracking && info.hypervisor != "nitro" {
+        return false;
+    }
+    network_interfaces_fit(info, nodeclass)
+}
+
+fn network_interfaces_fit(info: &InstanceTypeInfo, nodeclass: &NodeClassInput) -> bool {
+    if nodeclass.network_interfaces.is_empty() {
+        return true;
+    }
+    if info.ena_supported == Some(false) {
+        return false;
+    }
+    nodeclass.network_interfaces.iter().all(|n| {
+        let slot_exists = info.network_cards.is_empty()
+            || info
+                .network_cards
+                .get(n.network_card_index as usize)
+                .is_some_and(|&max| n.device_index < max);
+        slot_exists && (!n.efa_only || info.efa_max_interfaces > 0)
+    })
 }
 
 /// One offering per zone and capacity type that has a price, available when the NodeClass

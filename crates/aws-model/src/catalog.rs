@@ -188,6 +188,10 @@ fn info_row(
         processor_manufacturer: (!processor.is_empty()).then(|| processor.to_string()),
         sustained_clock_mhz: x.sustained_clock_mhz,
         nitro_enclaves: x.nitro_enclaves,
+        // The catalog does not record these; unknown filters nothing.
+        nested_virtualization: None,
+        ena_supported: None,
+        network_cards: Vec::new(),
     })
 }
 

@@ -48,6 +48,14 @@ pub struct InstanceTypeInfo {
     pub sustained_clock_mhz: Option<u32>,
     /// `NitroEnclavesSupport == supported`.
     pub nitro_enclaves: bool,
+    /// `ProcessorInfo.SupportedFeatures` lists `nested-virtualization`; `None` when the source
+    /// does not say (the embedded catalog), which filters nothing.
+    pub nested_virtualization: Option<bool>,
+    /// `NetworkInfo.EnaSupport` is not `unsupported`; `None` when unknown.
+    pub ena_supported: Option<bool>,
+    /// `NetworkInfo.NetworkCards[].MaximumNetworkInterfaces`, indexed by network card; empty
+    /// when unknown.
+    pub network_cards: Vec<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,6 +169,9 @@ mod tests {
             processor_manufacturer: None,
             sustained_clock_mhz: None,
             nitro_enclaves: false,
+            nested_virtualization: None,
+            ena_supported: None,
+            network_cards: vec![],
         }
     }
 

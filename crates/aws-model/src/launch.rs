@@ -197,6 +197,16 @@ fn is_exotic(it: &InstanceType) -> bool {
         .any(|r| it.capacity.get(r) > 0)
 }
 
+/// Whether the launch `input` describes could use offering `o` of `it`: the type suits the
+/// claim's requirements and requests, and the offering is available, allowed and in a zone
+/// with a subnet.
+pub fn usable_offering(input: &LaunchInput, it: &InstanceType, o: &Offering) -> bool {
+    type_compatible(it, &input.requirements)
+        && input.requests.fits_in(&it.allocatable())
+        && offering_compatible(o, &input.requirements)
+        && input.subnets.contains_key(&o.zone)
+}
+
 /// CreateFleet takes one reservation per (type, zone) pool: keep the one with the most free
 /// capacity. Types without a reserved offering go, unless no type has one.
 fn keep_one_reservation_per_zone(types: &mut Vec<InstanceType>) {
@@ -357,14 +367,20 @@ fn is_cluster_tag(key: &str) -> bool {
     })
 }
 
+/// The first of `tags`' keys the controller owns (`karpenter.sh/nodepool`,
+/// `kubernetes.io/cluster/<name>` ...), which a class may not set.
+pub fn restricted_tag(tags: &BTreeMap<String, String>) -> Option<&str> {
+    tags.keys()
+        .find(|k| RESTRICTED_TAGS.contains(&k.as_str()) || is_cluster_tag(k))
+        .map(String::as_str)
+}
+
 /// The tags every launched resource carries: the user's, then the controller's.
 pub fn launch_tags(input: &LaunchInput) -> Result<BTreeMap<String, String>, LaunchError> {
-    if let Some(key) = input
-        .user_tags
-        .keys()
-        .find(|k| RESTRICTED_TAGS.contains(&k.as_str()) || is_cluster_tag(k))
-    {
-        return Err(LaunchError::RestrictedTag { key: key.clone() });
+    if let Some(key) = restricted_tag(&input.user_tags) {
+        return Err(LaunchError::RestrictedTag {
+            key: key.to_string(),
+        });
     }
     let mut tags = input.user_tags.clone();
     tags.insert(

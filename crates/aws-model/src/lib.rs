@@ -31,6 +31,6 @@ pub use build::{Zone, build_instance_type, build_offerings, capacity_types, node
 pub use catalog::Catalog;
 pub use error::{BuildError, DataError};
 pub use info::{Accelerator, Ebs, Gpu, InstanceTypeInfo, NeuronDevice};
-pub use nodeclass::{AmiFamily, BlockDevice, EvictionSignal, NodeClassInput};
+pub use nodeclass::{AmiFamily, BlockDevice, EvictionSignal, NetworkInterface, NodeClassInput};
 pub use pricing::{OnDemandPrices, PriceBook, SpotPrices, SpotSource};
 pub use settings::Settings;

@@ -127,6 +127,42 @@ pub struct NodeClassInput {
     pub block_device_mappings: Vec<BlockDevice>,
     /// `instanceStorePolicy: RAID0`.
     pub instance_store_raid0: bool,
+    /// `cpuOptions.nestedVirtualization: enabled`: only types that support it.
+    pub nested_virtualization: bool,
+    /// `connectionTracking` is set: only Nitro types.
+    pub connection_tracking: bool,
+    /// `networkInterfaces`; empty when unset.
+    pub network_interfaces: Vec<NetworkInterface>,
+}
+
+/// One `networkInterfaces` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetworkInterface {
+    pub network_card_index: u32,
+    pub device_index: u32,
+    /// `interfaceType: efa-only` (else `interface`).
+    pub efa_only: bool,
+}
+
+impl NodeClassInput {
+    /// The number of `efa-only` interfaces, on any card (`None` without `networkInterfaces`).
+    pub fn efa_only_interfaces(&self) -> Option<u32> {
+        (!self.network_interfaces.is_empty()).then(|| {
+            self.network_interfaces
+                .iter()
+                .filter(|n| n.efa_only)
+                .count() as u32
+        })
+    }
+
+    /// `efa-only` interfaces on the default network card: they take ENI slots the VPC CNI
+    /// cannot use for pods.
+    pub fn efa_only_on_card_zero(&self) -> u32 {
+        self.network_interfaces
+            .iter()
+            .filter(|n| n.efa_only && n.network_card_index == 0)
+            .count() as u32
+    }
 }
 
 impl NodeClassInput {
@@ -142,6 +178,9 @@ impl NodeClassInput {
             eviction_hard_nodefs: None,
             block_device_mappings: Vec::new(),
             instance_store_raid0: false,
+            nested_virtualization: false,
+            connection_tracking: false,
+            network_interfaces: Vec::new(),
         }
     }
 }

@@ -14,6 +14,10 @@ use nodewright_core::requirements::{Operator, Requirement};
 /// Reserved offerings cost the on-demand price divided by this.
 pub const RESERVED_PRICE_DIVISOR: f64 = 10_000_000.0;
 
+/// A capacity block is "expiring" this long before its end: EC2 reclaims the instances at the
+/// end, so nothing new launches into it and its nodes are drained ahead of time.
+pub const CAPACITY_BLOCK_EXPIRING_WINDOW_SECS: i64 = 40 * 60;
+
 /// `reservationType` of a reservation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ReservationType {
@@ -57,6 +61,10 @@ pub struct CapacityReservation {
     pub state: String,
     /// RFC 3339, when the reservation ends on its own.
     pub end_time: Option<String>,
+    /// The same end, as seconds since the Unix epoch.
+    pub end_unix: Option<i64>,
+    /// An interruptible reservation: EC2 may take its instances back.
+    pub interruptible: bool,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -64,6 +72,29 @@ impl CapacityReservation {
     /// Only active reservations can take instances.
     pub fn is_active(&self) -> bool {
         self.state == "active"
+    }
+
+    /// A capacity block within [`CAPACITY_BLOCK_EXPIRING_WINDOW_SECS`] of its end (or past it)
+    /// at `now_unix`. Other reservations do not expire this way.
+    pub fn is_expiring(&self, now_unix: i64) -> bool {
+        self.reservation_type == ReservationType::CapacityBlock
+            && self
+                .end_unix
+                .is_some_and(|end| end - now_unix <= CAPACITY_BLOCK_EXPIRING_WINDOW_SECS)
+    }
+
+    /// The status `state`: `expiring` for an expiring capacity block, else `active`.
+    pub fn status_state(&self, now_unix: i64) -> &'static str {
+        if self.is_expiring(now_unix) {
+            "expiring"
+        } else {
+            "active"
+        }
+    }
+
+    /// Whether a launch may go into it at `now_unix`: active, not expiring, one free instance.
+    pub fn can_launch(&self, now_unix: i64) -> bool {
+        self.is_active() && !self.is_expiring(now_unix) && self.available_instance_count > 0
     }
 }
 
@@ -116,11 +147,13 @@ pub fn select(
 
 /// Adds one `reserved` offering per reservation of each type, in the reservation's zone when
 /// that zone is one the class can launch into (`zones`), priced from the type's on-demand
-/// offering in that zone. A reservation with no free instance gives an unavailable offering.
+/// offering in that zone. A reservation with no free instance, or an expiring capacity block
+/// (at `now_unix`), gives an unavailable offering.
 pub fn add_reserved_offerings(
     types: &mut [InstanceType],
     reservations: &[CapacityReservation],
     zones: &[String],
+    now_unix: i64,
 ) {
     for it in types.iter_mut() {
         let mut added = Vec::new();
@@ -139,7 +172,8 @@ pub fn add_reserved_offerings(
                 zone: r.zone.clone(),
                 capacity_type: CapacityType::Reserved,
                 price: od.price / RESERVED_PRICE_DIVISOR,
-                available: r.is_active() && r.available_instance_count > 0,
+                // The type must suit the class too, as its on-demand offering says.
+                available: od.available && r.can_launch(now_unix),
                 reservation_id: Some(r.id.clone()),
                 reservation_capacity: Some(r.available_instance_count),
             });
@@ -174,6 +208,7 @@ pub enum ReservationTarget {
     Only {
         id: String,
         reservation_type: ReservationType,
+        interruptible: bool,
     },
     /// `none`: on-demand and spot stay out of open reservations the class did not pick.
     None,
@@ -193,17 +228,191 @@ pub fn target(
         (CapacityType::Reserved, Some(r)) => Some(ReservationTarget::Only {
             id: r.id.clone(),
             reservation_type: r.reservation_type,
+            interruptible: r.interruptible,
         }),
         _ => Some(ReservationTarget::None),
     }
 }
 
 /// CreateFleet's `DefaultTargetCapacityType` for a reserved launch: reservations hold
-/// on-demand capacity; capacity blocks have their own.
-pub fn fleet_target_capacity_type(reservation_type: ReservationType) -> &'static str {
-    match reservation_type {
-        ReservationType::Default => "on-demand",
-        ReservationType::CapacityBlock => "capacity-block",
+/// on-demand capacity; capacity blocks have their own; interruptible reservations are
+/// `reserved-capacity`, named in the fleet's `ReservedCapacityOptions`.
+pub fn fleet_target_capacity_type(
+    reservation_type: ReservationType,
+    interruptible: bool,
+) -> &'static str {
+    match (reservation_type, interruptible) {
+        (ReservationType::CapacityBlock, _) => "capacity-block",
+        (ReservationType::Default, true) => "reserved-capacity",
+        (ReservationType::Default, false) => "on-demand",
+    }
+}
+
+/// The kind of a reservation as a launch sees it: each kind needs its own launch settings
+/// (market type, fleet target), so one launch uses one kind.
+fn kind(r: &CapacityReservation) -> (u8, ReservationType, bool) {
+    // Plain reservations first, then interruptible ones, then capacity blocks: a block is
+    // time-bound and prepaid per block, so it is used when nothing else holds capacity.
+    let rank = match (r.reservation_type, r.interruptible) {
+        (ReservationType::Default, false) => 0,
+        (ReservationType::Default, true) => 1,
+        (ReservationType::CapacityBlock, _) => 2,
+    };
+    (rank, r.reservation_type, r.interruptible)
+}
+
+/// Narrows the reserved offerings of `types` that the launch can use (`can_use`: the claim's
+/// requirements, requests and zones) to what one launch may mix, as upstream's launch filters
+/// do: a single kind of reservation (see [`kind`]), and for capacity blocks a single block, the
+/// cheapest (then lowest id). Other reserved offerings are made unavailable; on-demand and
+/// spot offerings are untouched.
+pub fn narrow_reserved_for_launch(
+    types: &mut [InstanceType],
+    reservations: &[CapacityReservation],
+    can_use: impl Fn(&InstanceType, &Offering) -> bool,
+) {
+    let by_id: BTreeMap<&str, &CapacityReservation> =
+        reservations.iter().map(|r| (r.id.as_str(), r)).collect();
+    let mut usable_ids: std::collections::BTreeSet<String> = Default::default();
+    for it in types.iter() {
+        for o in &it.offerings {
+            if o.capacity_type == CapacityType::Reserved && can_use(it, o) {
+                usable_ids.extend(o.reservation_id.clone());
+            }
+        }
+    }
+    let usable = |o: &Offering| {
+        o.available
+            && o.capacity_type == CapacityType::Reserved
+            && o.reservation_id
+                .as_ref()
+                .is_some_and(|id| usable_ids.contains(id))
+    };
+    let reservation_of = |o: &Offering| {
+        o.reservation_id
+            .as_deref()
+            .and_then(|id| by_id.get(id).copied())
+    };
+    let Some(chosen) = types
+        .iter()
+        .flat_map(|it| &it.offerings)
+        .filter(|o| usable(o))
+        .filter_map(|o| reservation_of(o).map(kind))
+        .min()
+    else {
+        return;
+    };
+    let block = (chosen.1 == ReservationType::CapacityBlock)
+        .then(|| {
+            types
+                .iter()
+                .flat_map(|it| &it.offerings)
+                .filter(|o| usable(o) && reservation_of(o).map(kind) == Some(chosen))
+                .min_by(|a, b| {
+                    a.price
+                        .total_cmp(&b.price)
+                        .then_with(|| a.reservation_id.cmp(&b.reservation_id))
+                })
+                .and_then(|o| o.reservation_id.clone())
+        })
+        .flatten();
+    for o in types.iter_mut().flat_map(|it| it.offerings.iter_mut()) {
+        if !usable(o) {
+            continue;
+        }
+        let keep = reservation_of(o).map(kind) == Some(chosen)
+            && block
+                .as_ref()
+                .is_none_or(|b| o.reservation_id.as_ref() == Some(b));
+        if !keep {
+            o.available = false;
+        }
+    }
+}
+
+/// What the provider knows about each reservation between two DescribeCapacityReservations
+/// calls: the last reported state, with the free-instance count adjusted by what happened
+/// since. Upstream keeps the same books: a launch takes one instance, a termination gives one
+/// back, and a launch EC2 refused for lack of reserved capacity empties it, so the scheduler
+/// stops planning into a reservation that is used up before EC2 is asked again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReservationLedger {
+    known: BTreeMap<String, CapacityReservation>,
+}
+
+impl ReservationLedger {
+    pub fn new() -> Self {
+        ReservationLedger::default()
+    }
+
+    /// Takes EC2's fresh word for these reservations, replacing any adjusted counts.
+    pub fn observe(&mut self, reservations: &[CapacityReservation]) {
+        for r in reservations {
+            self.known.insert(r.id.clone(), r.clone());
+        }
+    }
+
+    /// The known reservations among `ids`, with their current counts, sorted by id. Ids never
+    /// observed are left out: nothing can be said about their capacity yet.
+    pub fn current<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<CapacityReservation> {
+        let mut out: Vec<CapacityReservation> = ids
+            .into_iter()
+            .filter_map(|id| self.known.get(id).cloned())
+            .collect();
+        out.sort_by(|a, b| a.id.cmp(&b.id));
+        out.dedup_by(|a, b| a.id == b.id);
+        out
+    }
+
+    /// The free count of `id`, if known.
+    pub fn free(&self, id: &str) -> Option<u32> {
+        self.known.get(id).map(|r| r.available_instance_count)
+    }
+
+    /// One instance launched into `id`.
+    pub fn launched(&mut self, id: &str) {
+        if let Some(r) = self.known.get_mut(id) {
+            r.available_instance_count = r.available_instance_count.saturating_sub(1);
+        }
+    }
+
+    /// One instance of `id` terminated.
+    pub fn released(&mut self, id: &str) {
+        if let Some(r) = self.known.get_mut(id) {
+            r.available_instance_count = r.available_instance_count.saturating_add(1);
+        }
+    }
+
+    /// EC2 refused a launch into `id` for want of capacity: none is free until EC2 says so.
+    pub fn exhausted(&mut self, id: &str) {
+        if let Some(r) = self.known.get_mut(id) {
+            r.available_instance_count = 0;
+        }
+    }
+
+    /// Brings the reserved offerings of `types` up to date: each known reservation's offering
+    /// gets the current free count, and becomes unavailable when no launch can go into it at
+    /// `now_unix`. Nothing is made available here; other reasons for unavailability stand.
+    pub fn restrict(&self, types: &mut [InstanceType], now_unix: i64) {
+        for it in types.iter_mut() {
+            for o in it
+                .offerings
+                .iter_mut()
+                .filter(|o| o.capacity_type == CapacityType::Reserved)
+            {
+                let Some(r) = o
+                    .reservation_id
+                    .as_deref()
+                    .and_then(|id| self.known.get(id))
+                else {
+                    continue;
+                };
+                o.reservation_capacity = Some(r.available_instance_count);
+                if !r.can_launch(now_unix) {
+                    o.available = false;
+                }
+            }
+        }
     }
 }
 
@@ -299,7 +508,7 @@ mod tests {
             cr("cr-full", "m5.large", "b", 0),
             cr("cr-z", "m5.large", "z", 5),
         ];
-        add_reserved_offerings(&mut types, &rs, &["a".into(), "b".into()]);
+        add_reserved_offerings(&mut types, &rs, &["a".into(), "b".into()], 0);
         let reserved: Vec<&Offering> = types[0]
             .offerings
             .iter()
@@ -337,7 +546,8 @@ mod tests {
             target(true, CapacityType::Reserved, Some(&r)),
             Some(ReservationTarget::Only {
                 id: "cr-1".into(),
-                reservation_type: ReservationType::Default
+                reservation_type: ReservationType::Default,
+                interruptible: false,
             })
         );
         assert_eq!(
@@ -345,12 +555,196 @@ mod tests {
             Some(ReservationTarget::None)
         );
         assert_eq!(
-            fleet_target_capacity_type(ReservationType::Default),
+            fleet_target_capacity_type(ReservationType::Default, false),
             "on-demand"
         );
         assert_eq!(
-            fleet_target_capacity_type(ReservationType::parse("capacity-block")),
+            fleet_target_capacity_type(ReservationType::parse("capacity-block"), false),
             "capacity-block"
+        );
+        assert_eq!(
+            fleet_target_capacity_type(ReservationType::Default, true),
+            "reserved-capacity"
+        );
+        let mut i = r.clone();
+        i.interruptible = true;
+        assert!(matches!(
+            target(true, CapacityType::Reserved, Some(&i)),
+            Some(ReservationTarget::Only {
+                interruptible: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn capacity_blocks_expire_forty_minutes_before_their_end() {
+        let end = 1_000_000;
+        let mut block = cr("cr-b", "p5.48xlarge", "a", 2);
+        block.reservation_type = ReservationType::CapacityBlock;
+        block.end_unix = Some(end);
+        let before = end - CAPACITY_BLOCK_EXPIRING_WINDOW_SECS - 1;
+        assert!(!block.is_expiring(before));
+        assert_eq!(block.status_state(before), "active");
+        assert!(block.can_launch(before));
+        let inside = end - CAPACITY_BLOCK_EXPIRING_WINDOW_SECS;
+        assert!(block.is_expiring(inside));
+        assert_eq!(block.status_state(inside), "expiring");
+        assert!(!block.can_launch(inside));
+        assert!(block.is_expiring(end + 5), "past the end");
+        let mut odcr = block.clone();
+        odcr.reservation_type = ReservationType::Default;
+        assert!(
+            !odcr.is_expiring(end + 5),
+            "only capacity blocks expire early"
+        );
+    }
+
+    #[test]
+    fn expiring_blocks_and_incompatible_types_give_unavailable_offerings() {
+        let mut block = cr("cr-b", "m5.large", "a", 2);
+        block.reservation_type = ReservationType::CapacityBlock;
+        block.end_unix = Some(10_000);
+        let mut types = vec![it("m5.large", &["a"], 0.1)];
+        add_reserved_offerings(&mut types, &[block.clone()], &["a".into()], 0);
+        assert!(types[0].offerings[1].available);
+        let mut types = vec![it("m5.large", &["a"], 0.1)];
+        add_reserved_offerings(&mut types, &[block.clone()], &["a".into()], 10_000 - 60);
+        assert!(!types[0].offerings[1].available, "inside the window");
+        let mut types = vec![it("m5.large", &["a"], 0.1)];
+        types[0].offerings[0].available = false;
+        add_reserved_offerings(&mut types, &[block], &["a".into()], 0);
+        assert!(
+            !types[0].offerings[1].available,
+            "a type the class cannot launch has no available reserved offering"
+        );
+    }
+
+    #[test]
+    fn the_ledger_counts_launches_terminations_and_refusals_until_ec2_speaks_again() {
+        let mut ledger = ReservationLedger::new();
+        ledger.observe(&[
+            cr("cr-1", "m5.large", "a", 2),
+            cr("cr-2", "m5.large", "b", 1),
+        ]);
+        ledger.launched("cr-1");
+        assert_eq!(ledger.free("cr-1"), Some(1));
+        ledger.launched("cr-1");
+        ledger.launched("cr-1");
+        assert_eq!(ledger.free("cr-1"), Some(0), "never below zero");
+        let now = ledger.current(["cr-1", "cr-9", "cr-1"]);
+        assert_eq!(now.len(), 1, "unknown ids left out, repeats once");
+        assert!(!now[0].can_launch(0), "used up");
+        ledger.released("cr-1");
+        assert_eq!(ledger.free("cr-1"), Some(1));
+        ledger.exhausted("cr-2");
+        assert_eq!(ledger.free("cr-2"), Some(0));
+        ledger.launched("cr-9");
+        assert_eq!(ledger.free("cr-9"), None, "unknown ids stay unknown");
+        ledger.observe(&[cr("cr-2", "m5.large", "b", 4)]);
+        assert_eq!(ledger.free("cr-2"), Some(4), "EC2's count replaces ours");
+        assert_eq!(ledger.free("cr-1"), Some(1), "others keep theirs");
+    }
+
+    #[test]
+    fn restrict_updates_counts_and_only_ever_takes_availability_away() {
+        let rs = vec![
+            cr("cr-1", "m5.large", "a", 1),
+            cr("cr-2", "m5.large", "b", 3),
+        ];
+        let mut types = vec![it("m5.large", &["a", "b"], 0.1)];
+        add_reserved_offerings(&mut types, &rs, &["a".into(), "b".into()], 0);
+        let mut ledger = ReservationLedger::new();
+        ledger.observe(&rs);
+        ledger.launched("cr-1");
+        ledger.launched("cr-2");
+        ledger.restrict(&mut types, 0);
+        let reserved = |types: &[InstanceType], id: &str| {
+            types[0]
+                .offerings
+                .iter()
+                .find(|o| o.reservation_id.as_deref() == Some(id))
+                .map(|o| (o.available, o.reservation_capacity))
+                .unwrap()
+        };
+        assert_eq!(reserved(&types, "cr-1"), (false, Some(0)), "used up");
+        assert_eq!(reserved(&types, "cr-2"), (true, Some(2)));
+        ledger.released("cr-1");
+        ledger.restrict(&mut types, 0);
+        assert_eq!(
+            reserved(&types, "cr-1"),
+            (false, Some(1)),
+            "restrict never makes an offering available again"
+        );
+        assert!(types[0].offerings[0].available, "on-demand untouched");
+    }
+
+    #[test]
+    fn one_launch_uses_one_kind_of_reservation_and_one_capacity_block() {
+        let mut block_a = cr("cb-a", "m5.large", "a", 1);
+        block_a.reservation_type = ReservationType::CapacityBlock;
+        let mut block_b = cr("cb-b", "c5.large", "a", 1);
+        block_b.reservation_type = ReservationType::CapacityBlock;
+        let mut flexible = cr("cr-i", "m5.large", "b", 1);
+        flexible.interruptible = true;
+        let plain = cr("cr-p", "c5.large", "b", 1);
+        let all = vec![
+            block_a.clone(),
+            block_b.clone(),
+            flexible.clone(),
+            plain.clone(),
+        ];
+        let fresh = |rs: &[CapacityReservation]| {
+            let mut types = vec![
+                it("m5.large", &["a", "b"], 0.096),
+                it("c5.large", &["a", "b"], 0.085),
+            ];
+            add_reserved_offerings(&mut types, rs, &["a".into(), "b".into()], 0);
+            types
+        };
+        let available = |types: &[InstanceType]| {
+            let mut ids: Vec<String> = types
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .filter(|o| o.available && o.capacity_type == CapacityType::Reserved)
+                .filter_map(|o| o.reservation_id.clone())
+                .collect();
+            ids.sort();
+            ids
+        };
+        let mut types = fresh(&all);
+        narrow_reserved_for_launch(&mut types, &all, |_, _| true);
+        assert_eq!(available(&types), ["cr-p"], "plain reservations first");
+        assert!(
+            types
+                .iter()
+                .flat_map(|t| &t.offerings)
+                .filter(|o| o.capacity_type == CapacityType::OnDemand)
+                .all(|o| o.available),
+            "other capacity types untouched"
+        );
+        let rest = vec![block_a.clone(), block_b.clone(), flexible];
+        let mut types = fresh(&rest);
+        narrow_reserved_for_launch(&mut types, &rest, |_, _| true);
+        assert_eq!(available(&types), ["cr-i"], "then interruptible ones");
+        let blocks = vec![block_a, block_b];
+        let mut types = fresh(&blocks);
+        narrow_reserved_for_launch(&mut types, &blocks, |_, _| true);
+        assert_eq!(
+            available(&types),
+            ["cb-b"],
+            "one block, the cheapest (c5.large)"
+        );
+        // A claim that cannot use the plain reservation (zone a only) gets the blocks.
+        let mut types = fresh(&all);
+        narrow_reserved_for_launch(&mut types, &all, |_, o| o.zone == "a");
+        for t in types.iter_mut() {
+            t.offerings.retain(|o| o.zone == "a");
+        }
+        assert_eq!(
+            available(&types),
+            ["cb-b"],
+            "what the claim cannot use does not count"
         );
     }
 }

@@ -57,7 +57,10 @@ pub fn pods(info: &InstanceTypeInfo, settings: &Settings, nc: &NodeClassInput) -
     let family = nc.ami_family;
     let mut count = match nc.max_pods {
         Some(m) => m as i64,
-        None if family.eni_limited_pod_density() => eni_limited_pods(info, settings.reserved_enis),
+        // efa-only interfaces on the default card take ENI slots no pod address comes from.
+        None if family.eni_limited_pod_density() => {
+            eni_limited_pods(info, settings.reserved_enis + nc.efa_only_on_card_zero())
+        }
         None => DEFAULT_MAX_PODS,
     };
     if let Some(ppc) = nc
@@ -129,7 +132,12 @@ pub fn capacity(info: &InstanceTypeInfo, settings: &Settings, nc: &NodeClassInpu
         .sum();
     r.set(AWS_NEURON, devices);
     r.set(AWS_NEURON_CORE, cores);
-    r.set(EFA, info.efa_max_interfaces as i64);
+    // With `networkInterfaces`, the node has exactly the efa-only interfaces it lists.
+    let efa = nc
+        .efa_only_interfaces()
+        .filter(|_| info.efa_max_interfaces > 0)
+        .unwrap_or(info.efa_max_interfaces);
+    r.set(EFA, efa as i64);
     if nc.ami_family.is_windows() {
         r.set(PRIVATE_IPV4_ADDRESS, info.ipv4_per_eni as i64 - 1);
     }

@@ -5,7 +5,9 @@
 use nodewright_api::aws::common::IntOrString;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::quantity::{parse_resource, parse_units};
-use nodewright_aws_model::{AmiFamily, BlockDevice, EvictionSignal, NodeClassInput};
+use nodewright_aws_model::{
+    AmiFamily, BlockDevice, EvictionSignal, NetworkInterface, NodeClassInput,
+};
 use thiserror::Error;
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -105,6 +107,27 @@ pub fn node_class_input(class: &EC2NodeClass) -> Result<NodeClassInput, ClassInp
         });
     }
     input.instance_store_raid0 = spec.instance_store_policy.as_deref() == Some("RAID0");
+    input.nested_virtualization = spec
+        .cpu_options
+        .as_ref()
+        .and_then(|c| c.nested_virtualization.as_deref())
+        == Some("enabled");
+    input.connection_tracking = spec.connection_tracking.is_some();
+    for (i, n) in spec.network_interfaces.iter().flatten().enumerate() {
+        let index = |field: &str, v: Option<i64>| {
+            u32::try_from(v.unwrap_or(0)).map_err(|_| {
+                fail(
+                    &format!("spec.networkInterfaces[{i}].{field}"),
+                    "must be between 0 and 4294967295".into(),
+                )
+            })
+        };
+        input.network_interfaces.push(NetworkInterface {
+            network_card_index: index("networkCardIndex", n.network_card_index)?,
+            device_index: index("deviceIndex", n.device_index)?,
+            efa_only: n.interface_type.as_deref() == Some("efa-only"),
+        });
+    }
     Ok(input)
 }
 
@@ -146,6 +169,34 @@ mod tests {
         assert_eq!(i.kube_reserved["cpu"], 250);
         assert_eq!(i.eviction_hard_memory, Some(EvictionSignal::Percent(5.0)));
         assert_eq!(i.block_device_mappings[0].volume_size, Some(20 << 30));
+    }
+
+    #[test]
+    fn launch_settings_that_narrow_instance_types_are_read() {
+        let class: EC2NodeClass = serde_yaml::from_str(
+            "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: hpc}\nspec:\n  cpuOptions: {nestedVirtualization: enabled}\n  connectionTracking: {udpTimeout: 30}\n  networkInterfaces:\n    - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}\n    - {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}\n",
+        )
+        .unwrap();
+        let i = node_class_input(&class).unwrap();
+        assert!(i.nested_virtualization && i.connection_tracking);
+        assert_eq!(
+            i.network_interfaces,
+            [
+                NetworkInterface {
+                    network_card_index: 0,
+                    device_index: 0,
+                    efa_only: false
+                },
+                NetworkInterface {
+                    network_card_index: 1,
+                    device_index: 0,
+                    efa_only: true
+                }
+            ]
+        );
+        let plain = node_class_input(&EC2NodeClass::default()).unwrap();
+        assert!(!plain.nested_virtualization && !plain.connection_tracking);
+        assert!(plain.network_interfaces.is_empty());
     }
 
     #[test]

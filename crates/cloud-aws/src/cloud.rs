@@ -148,6 +148,7 @@ impl AwsCloud {
                 &mut types,
                 &resolved.capacity_reservations,
                 &names,
+                now().unix_seconds(),
             );
         }
         Ok(types)

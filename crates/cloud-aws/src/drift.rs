@@ -22,6 +22,7 @@ pub enum DriftReason {
     Ami,
     SecurityGroup,
     Subnet,
+    CapacityReservation,
 }
 
 impl DriftReason {
@@ -32,6 +33,7 @@ impl DriftReason {
             DriftReason::Ami => "AMIDrift",
             DriftReason::SecurityGroup => "SecurityGroupDrift",
             DriftReason::Subnet => "SubnetDrift",
+            DriftReason::CapacityReservation => "CapacityReservationDrift",
         }
     }
 }
@@ -151,6 +153,27 @@ pub fn instance_drift(
         return Ok(Some(DriftReason::Subnet));
     }
     Ok(None)
+}
+
+/// `CapacityReservationDrift` when the claim was launched into a capacity reservation the
+/// class no longer selects (the selector changed, or the reservation ended and left the
+/// status). Claims outside reservations never drift this way.
+pub fn reservation_drift(claim: &NodeClaim, status: &EC2NodeClassStatus) -> Option<DriftReason> {
+    let labels = claim.metadata.labels.as_ref()?;
+    if labels
+        .get(nodewright_core::labels::CAPACITY_TYPE)
+        .map(String::as_str)
+        != Some(nodewright_core::labels::CAPACITY_TYPE_RESERVED)
+    {
+        return None;
+    }
+    let id = labels.get(nodewright_core::labels::aws::CAPACITY_RESERVATION_ID)?;
+    let selected = status
+        .capacity_reservations
+        .iter()
+        .flatten()
+        .any(|r| &r.id == id);
+    (!selected).then_some(DriftReason::CapacityReservation)
 }
 
 #[cfg(test)]
@@ -373,5 +396,42 @@ mod tests {
         assert_eq!(static_drift(&claim, &class), None);
         class.metadata.annotations = None;
         assert_eq!(static_drift(&NodeClaim::default(), &class), None);
+    }
+
+    #[test]
+    fn a_reserved_claim_drifts_once_its_reservation_is_no_longer_selected() {
+        use nodewright_api::aws::v1::CapacityReservationStatus;
+        let mut claim = NodeClaim::default();
+        let labelled = |pairs: &[(&str, &str)]| {
+            Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<BTreeMap<_, _>>(),
+            )
+        };
+        let selected = EC2NodeClassStatus {
+            capacity_reservations: Some(vec![CapacityReservationStatus {
+                id: "cr-1".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        claim.metadata.labels = labelled(&[
+            ("karpenter.sh/capacity-type", "reserved"),
+            ("karpenter.k8s.aws/capacity-reservation-id", "cr-1"),
+        ]);
+        assert_eq!(reservation_drift(&claim, &selected), None);
+        let dropped = EC2NodeClassStatus::default();
+        assert_eq!(
+            reservation_drift(&claim, &dropped).map(DriftReason::as_str),
+            Some("CapacityReservationDrift")
+        );
+        claim.metadata.labels = labelled(&[("karpenter.sh/capacity-type", "on-demand")]);
+        assert_eq!(
+            reservation_drift(&claim, &dropped),
+            None,
+            "not in a reservation"
+        );
     }
 }

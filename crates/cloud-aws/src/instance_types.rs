@@ -24,6 +24,26 @@ fn count(v: Option<i32>) -> u32 {
     v.unwrap_or(0).max(0) as u32
 }
 
+/// Maximum interfaces per network card, indexed by card; empty when EC2 lists no cards.
+fn network_cards(net: Option<&ec2::NetworkInfo>) -> Vec<u32> {
+    let Some(cards) = net.map(|n| n.network_cards()).filter(|c| !c.is_empty()) else {
+        return Vec::new();
+    };
+    let len = cards
+        .iter()
+        .filter_map(|c| c.network_card_index())
+        .map(|i| i.max(0) as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![0; len];
+    for c in cards {
+        if let Some(i) = c.network_card_index().filter(|i| *i >= 0) {
+            out[i as usize] = count(c.maximum_network_interfaces());
+        }
+    }
+    out
+}
+
 /// One `DescribeInstanceTypes` entry as the formulas read it; `None` without a name.
 pub fn info_from_sdk(t: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
     let name = t.instance_type()?.as_str().to_string();
@@ -154,6 +174,14 @@ pub fn info_from_sdk(t: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
             .and_then(|p| p.sustained_clock_speed_in_ghz())
             .map(|g| (g * 1000.0).round() as u32),
         nitro_enclaves: t.nitro_enclaves_support() == Some(&ec2::NitroEnclavesSupport::Supported),
+        nested_virtualization: processor.map(|p| {
+            p.supported_features()
+                .contains(&ec2::SupportedAdditionalProcessorFeature::NestedVirtualization)
+        }),
+        ena_supported: net
+            .and_then(|n| n.ena_support())
+            .map(|e| *e != ec2::EnaSupport::Unsupported),
+        network_cards: network_cards(net),
     })
 }
 

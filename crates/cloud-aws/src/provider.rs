@@ -78,6 +78,56 @@ impl AwsCloud {
         Ok(resolved.zones())
     }
 
+    /// A `reserved` offering per reservation in `class`'s status, with the free count the
+    /// provider's books hold. Reservations the books have not seen yet (a fresh process) are
+    /// listed from EC2 first.
+    async fn add_reserved_offerings(
+        &self,
+        class: &EC2NodeClass,
+        zones: &[Zone],
+        types: &mut [InstanceType],
+    ) -> Result<(), CloudError> {
+        let ids: Vec<String> = class
+            .status
+            .as_ref()
+            .and_then(|s| s.capacity_reservations.as_deref())
+            .unwrap_or(&[])
+            .iter()
+            .map(|r| r.id.clone())
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let known = self
+            .launch
+            .reservations()
+            .current(ids.iter().map(String::as_str));
+        if known.len() < ids.len() {
+            let listed = crate::nodeclass::reservations::resolve_capacity_reservations(
+                &self.clients,
+                class
+                    .spec
+                    .capacity_reservation_selector_terms
+                    .as_deref()
+                    .unwrap_or(&[]),
+            )
+            .await?;
+            self.launch.reservations().observe(&listed);
+        }
+        let reservations = self
+            .launch
+            .reservations()
+            .current(ids.iter().map(String::as_str));
+        let names: Vec<String> = zones.iter().map(|z| z.name.clone()).collect();
+        nodewright_aws_model::reservations::add_reserved_offerings(
+            types,
+            &reservations,
+            &names,
+            now().unix_seconds(),
+        );
+        Ok(())
+    }
+
     /// The requirements (labels) of `instance_type` as a node of `class` would carry them.
     async fn type_requirements(
         &self,
@@ -121,6 +171,9 @@ impl CloudProvider for AwsCloud {
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError> {
         let resolved = self.resolve_node_class(class, now()).await?;
+        self.launch
+            .reservations()
+            .observe(&resolved.capacity_reservations);
         Ok(ReconciledNodeClass {
             status: resolved.status,
             annotations: hash_annotations(class),
@@ -155,6 +208,8 @@ impl CloudProvider for AwsCloud {
             &zones,
             prices.book(),
         );
+        self.add_reserved_offerings(class, &zones, &mut types)
+            .await?;
         // Offerings that just reported insufficient capacity stay unavailable for a while,
         // so the scheduler plans around them instead of retrying them.
         self.launch.unavailable().apply(&mut types, now());
@@ -221,12 +276,13 @@ impl CloudProvider for AwsCloud {
             .unwrap_or_else(|| instance.instance.instance_type.clone());
         let requirements = self.type_requirements(&type_name, class).await?;
         let status = class.status.clone().unwrap_or_default();
-        drift::instance_drift(&instance, &requirements, &status)
-            .map(|r| r.map(|r| r.as_str().to_string()))
+        let found = drift::instance_drift(&instance, &requirements, &status)
             .map_err(|e: DriftError| CloudError::NodeClassNotReady {
                 name: class_name(class),
                 reason: e.to_string(),
-            })
+            })?
+            .or_else(|| drift::reservation_drift(claim, &status));
+        Ok(found.map(|r| r.as_str().to_string()))
     }
 }
 

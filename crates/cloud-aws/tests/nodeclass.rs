@@ -439,3 +439,40 @@ async fn concurrent_reconciles_share_one_instance_profile() {
     .expect("an existing profile is adopted");
     assert_eq!(roles, vec![seed.role.clone()]);
 }
+
+#[tokio::test]
+async fn validation_waits_on_dependencies_and_refuses_restricted_tags() {
+    let moto = moto_or_skip!("validation_waits_on_dependencies_and_refuses_restricted_tags");
+    let cluster = support::unique("validation");
+    support::seed(&moto.clients, &cluster).await;
+    let cloud = support::cloud(&moto, &cluster, "", "1.32");
+    let resolve = |groups: String, tags: &str| {
+        let class = support::class(&format!(
+            "metadata: {{name: c}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{groups}]\n  amiSelectorTerms: [{{id: ami-ekslinux}}]\n  instanceProfile: p\n  tags: {{{tags}}}\n"
+        ));
+        let cloud = &cloud;
+        async move { cloud.resolve_node_class(&class, now()).await.unwrap() }
+    };
+    let ours = format!("{{tags: {{{DISCOVERY}: {cluster}}}}}");
+
+    let fine = resolve(ours.clone(), "team: web").await;
+    assert_eq!(condition(&fine.status, "ValidationSucceeded").0, "True");
+    assert_eq!(
+        condition(&fine.status, "CapacityReservationsReady").0,
+        "True"
+    );
+    assert!(fine.is_ready());
+
+    let restricted = resolve(ours, "'karpenter.sh/nodepool': mine").await;
+    assert_eq!(
+        condition(&restricted.status, "ValidationSucceeded"),
+        ("False".into(), "TagValidationFailed".into())
+    );
+    assert!(!restricted.is_ready());
+
+    let waiting = resolve("{name: no-such-group-anywhere}".into(), "team: web").await;
+    assert_eq!(
+        condition(&waiting.status, "ValidationSucceeded"),
+        ("False".into(), "DependenciesNotReady".into())
+    );
+}

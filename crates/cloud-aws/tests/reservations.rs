@@ -29,7 +29,9 @@ macro_rules! moto_or_skip {
 const AL2023_PARAMETER: &str =
     "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
 
-fn reservation_xml(id: &str, zone: &str, free: u32, team: &str, kind: &str) -> String {
+const YEAR_END: &str = "2027-01-01T00:00:00.000Z";
+
+fn reservation_xml(id: &str, zone: &str, free: u32, team: &str, kind: &str, end: &str) -> String {
     format!(
         "<item>\
 <capacityReservationId>{id}</capacityReservationId>\
@@ -46,7 +48,7 @@ fn reservation_xml(id: &str, zone: &str, free: u32, team: &str, kind: &str) -> S
 <ephemeralStorage>false</ephemeralStorage>\
 <state>active</state>\
 <startDate>2026-01-01T00:00:00.000Z</startDate>\
-<endDate>2027-01-01T00:00:00.000Z</endDate>\
+<endDate>{end}</endDate>\
 <endDateType>limited</endDateType>\
 <instanceMatchCriteria>targeted</instanceMatchCriteria>\
 <createDate>2026-01-01T00:00:00.000Z</createDate>\
@@ -183,9 +185,9 @@ async fn reservations_resolve_into_status_offerings_and_targeted_launches() {
     let seed = support::seed(&moto.clients, &name).await;
     let (zone_a, zone_b) = (seed.subnets[0].1.clone(), seed.subnets[1].1.clone());
     let body = describe_response(&[
-        reservation_xml("cr-0aaa", &zone_a, 3, "ml", "default"),
-        reservation_xml("cr-0bbb", &zone_b, 0, "ml", "default"),
-        reservation_xml("cr-0ccc", &zone_a, 5, "web", "default"),
+        reservation_xml("cr-0aaa", &zone_a, 3, "ml", "default", YEAR_END),
+        reservation_xml("cr-0bbb", &zone_b, 0, "ml", "default", YEAR_END),
+        reservation_xml("cr-0ccc", &zone_a, 5, "web", "default", YEAR_END),
     ]);
     let proxy = proxy(&moto.url, body).await;
     let via = Moto {
@@ -358,4 +360,205 @@ async fn latest_template(
         }
     }
     out
+}
+
+/// Sends CreateFleet on to moto, except that any call naming reservation `full` is refused
+/// for it with `ReservationCapacityExceeded`, as EC2 answers once a reservation is used up.
+struct RefuseReservation {
+    inner: nodewright_cloud_aws::launch::SdkFleet,
+    full: String,
+    calls: Mutex<Vec<nodewright_cloud_aws::launch::FleetCall>>,
+}
+
+#[async_trait::async_trait]
+impl nodewright_cloud_aws::launch::FleetApi for RefuseReservation {
+    async fn create_fleet(
+        &self,
+        call: &nodewright_cloud_aws::launch::FleetCall,
+    ) -> Result<nodewright_cloud_aws::launch::FleetOutcome, nodewright_cloud_aws::AwsError> {
+        self.calls.lock().unwrap().push(call.clone());
+        let errors: Vec<_> = call
+            .overrides()
+            .filter(|o| o.reservation_id.as_deref() == Some(self.full.as_str()))
+            .map(|o| nodewright_cloud_aws::launch::FleetFailure {
+                code: "ReservationCapacityExceeded".into(),
+                message: "The requested capacity reservation has no available capacity.".into(),
+                instance_type: Some(o.instance_type.clone()),
+                subnet_id: Some(o.subnet_id.clone()),
+                zone: Some(o.zone.clone()),
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Ok(nodewright_cloud_aws::launch::FleetOutcome {
+                instances: Vec::new(),
+                errors,
+            });
+        }
+        self.inner.create_fleet(call).await
+    }
+}
+
+/// The reserved offerings of m5.large as the scheduler sees them: (id, available, capacity).
+fn reserved_of(types: &[nodewright_core::model::InstanceType]) -> Vec<(String, bool, Option<u32>)> {
+    let m5 = types
+        .iter()
+        .find(|t| t.name == "m5.large")
+        .expect("m5.large");
+    let mut out: Vec<_> = m5
+        .offerings
+        .iter()
+        .filter(|o| o.capacity_type == CapacityType::Reserved)
+        .map(|o| {
+            (
+                o.reservation_id.clone().unwrap_or_default(),
+                o.available,
+                o.reservation_capacity,
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() {
+    use nodewright_cloud::CloudProvider;
+    let moto = moto_or_skip!("reservation_books");
+    let name = support::unique("books");
+    let seed = support::seed(&moto.clients, &name).await;
+    let (zone_a, zone_b) = (seed.subnets[0].1.clone(), seed.subnets[1].1.clone());
+    // A capacity block ending in 20 minutes is inside its 40-minute expiring window.
+    let soon = nodewright_cloud_aws::nodeclass::conditions::rfc3339(
+        now().plus(std::time::Duration::from_secs(20 * 60)),
+    );
+    let body = describe_response(&[
+        reservation_xml("cr-0aaa", &zone_a, 1, "ml", "default", YEAR_END),
+        reservation_xml("cr-0bbb", &zone_b, 2, "ml", "default", YEAR_END),
+        reservation_xml("cr-0blk", &zone_a, 2, "ml", "capacity-block", &soon),
+    ]);
+    let proxy = proxy(&moto.url, body).await;
+    let via = Moto {
+        url: proxy.url.clone(),
+        clients: clients_via(&proxy.url).await,
+    };
+    let prefix = format!("/{name}");
+    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
+    support::put_parameter(&moto.clients, &prefix, AL2023_PARAMETER, &image).await;
+    let cluster = nodewright_cloud_aws::launch::ClusterInfo {
+        endpoint: "https://api.example.internal".into(),
+        service_cidr: Some("10.100.0.0/16".into()),
+        ..Default::default()
+    };
+    let fleet = Arc::new(RefuseReservation {
+        inner: nodewright_cloud_aws::launch::SdkFleet::new(via.clients.clone()),
+        full: "cr-0bbb".into(),
+        calls: Mutex::new(Vec::new()),
+    });
+    let cloud = support::cloud(&via, &name, &prefix, "1.32")
+        .with_cluster_info(cluster.clone())
+        .with_fleet_api(fleet.clone());
+    let mut class = support::class(&format!(
+        "metadata: {{name: gpu}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {name}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n  capacityReservationSelectorTerms: [{{tags: {{team: ml}}}}]\n",
+        role = seed.role
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+
+    // The controller's reconcile: status with states, the condition, and the books filled.
+    let reconciled = cloud.reconcile_node_class(&class).await.expect("reconcile");
+    let status = reconciled.status;
+    assert_eq!(
+        support::condition(&status, "CapacityReservationsReady").0,
+        "True"
+    );
+    assert_eq!(support::condition(&status, "Ready").0, "True");
+    let states: Vec<(String, Option<String>)> = status
+        .capacity_reservations
+        .iter()
+        .flatten()
+        .map(|r| (r.id.clone(), r.state.clone()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("cr-0aaa".to_string(), Some("active".to_string())),
+            ("cr-0bbb".to_string(), Some("active".to_string())),
+            ("cr-0blk".to_string(), Some("expiring".to_string())),
+        ]
+    );
+    class.status = Some(status);
+    let calls_after_reconcile = proxy.requests.lock().unwrap().len();
+
+    // What the scheduler sees: a reserved offering per reservation; the expiring block has
+    // none available.
+    let types = cloud.instance_types(Some(&class)).await.unwrap();
+    assert_eq!(
+        reserved_of(&types),
+        [
+            ("cr-0aaa".to_string(), true, Some(1)),
+            ("cr-0bbb".to_string(), true, Some(2)),
+            ("cr-0blk".to_string(), false, Some(2)),
+        ]
+    );
+    assert_eq!(
+        proxy.requests.lock().unwrap().len(),
+        calls_after_reconcile,
+        "the books answer; EC2 is not asked again"
+    );
+
+    // A reserved launch: cr-0bbb refuses, so it is marked used up and the launch lands in
+    // cr-0aaa, which then has no free instance either.
+    let got = cloud
+        .launch(&claim("gpu-1", "reserved"), Some(&class))
+        .await
+        .expect("reserved launch");
+    assert_eq!(
+        got.labels["karpenter.k8s.aws/capacity-reservation-id"],
+        "cr-0aaa"
+    );
+    assert_eq!(
+        got.labels["karpenter.k8s.aws/capacity-reservation-interruptible"],
+        "false"
+    );
+    let calls = fleet.calls.lock().unwrap().clone();
+    assert!(calls.len() >= 2, "refused, then launched: {}", calls.len());
+    assert!(
+        calls
+            .last()
+            .unwrap()
+            .overrides()
+            .all(|o| o.reservation_id.as_deref() == Some("cr-0aaa")),
+        "the retry leaves the refused reservation out"
+    );
+    let types = cloud.instance_types(Some(&class)).await.unwrap();
+    assert_eq!(
+        reserved_of(&types),
+        [
+            ("cr-0aaa".to_string(), false, Some(0)),
+            ("cr-0bbb".to_string(), false, Some(0)),
+            ("cr-0blk".to_string(), false, Some(2)),
+        ]
+    );
+    let e = cloud
+        .launch(&claim("gpu-2", "reserved"), Some(&class))
+        .await
+        .expect_err("no reservation has room");
+    assert!(
+        matches!(e, nodewright_cloud::CloudError::InsufficientCapacity { .. }),
+        "{e:?}"
+    );
+
+    // EC2's next count replaces the books.
+    cloud.reconcile_node_class(&class).await.expect("reconcile");
+    let types = cloud.instance_types(Some(&class)).await.unwrap();
+    assert_eq!(
+        reserved_of(&types)[0],
+        ("cr-0aaa".to_string(), true, Some(1))
+    );
+
+    // A fresh process with the class status but empty books lists the reservations once.
+    let fresh = support::cloud(&via, &name, &prefix, "1.32").with_cluster_info(cluster);
+    let before = proxy.requests.lock().unwrap().len();
+    let types = fresh.instance_types(Some(&class)).await.unwrap();
+    assert_eq!(reserved_of(&types).len(), 3);
+    assert_eq!(proxy.requests.lock().unwrap().len(), before + 1);
 }

@@ -78,6 +78,9 @@ pub fn p3_2xlarge() -> InstanceTypeInfo {
         processor_manufacturer: Some("Intel".into()),
         sustained_clock_mhz: Some(2300),
         nitro_enclaves: false,
+        nested_virtualization: None,
+        ena_supported: None,
+        network_cards: vec![],
     }
 }
 

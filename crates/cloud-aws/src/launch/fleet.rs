@@ -122,6 +122,16 @@ impl FleetApi for SdkFleet {
         ] {
             req = req.tag_specifications(tag_spec(resource, &call.tags));
         }
+        if call.default_target_capacity_type == "reserved-capacity" {
+            // Interruptible reservations are reached through reserved-capacity options.
+            req = req.reserved_capacity_options(
+                aws_sdk_ec2::types::ReservedCapacityOptionsRequest::builder()
+                    .reservation_types(
+                        aws_sdk_ec2::types::FleetReservationType::InterruptibleCapacityReservation,
+                    )
+                    .build(),
+            );
+        }
         req = match call.capacity_type {
             CapacityType::Spot => req.spot_options(
                 SpotOptionsRequest::builder()

@@ -19,9 +19,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_aws_model::ice::{FleetError, Marked, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
-use nodewright_aws_model::launch::{FleetOverride, LaunchError, LaunchInput, plan_launch};
-use nodewright_aws_model::reservations::{self, ReservationType};
+use nodewright_aws_model::ice::{
+    FleetError, Marked, SPOT_ROLE_MISSING_CODE, UNFULFILLABLE_CODES, UnavailableOfferings,
+};
+use nodewright_aws_model::launch::{
+    FleetOverride, LaunchError, LaunchInput, plan_launch, usable_offering,
+};
+use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
 use nodewright_core::labels::{self, aws};
@@ -52,6 +56,7 @@ pub struct LaunchState {
     pub resolved: resolved::ResolvedCache,
     hydrated: std::sync::atomic::AtomicBool,
     unavailable: Mutex<UnavailableOfferings>,
+    reservations: Mutex<ReservationLedger>,
     fleet: Arc<dyn FleetApi>,
     cluster: ClusterInfo,
 }
@@ -63,6 +68,7 @@ impl LaunchState {
             resolved: resolved::ResolvedCache::default(),
             hydrated: std::sync::atomic::AtomicBool::new(false),
             unavailable: Mutex::new(UnavailableOfferings::new()),
+            reservations: Mutex::new(ReservationLedger::new()),
             fleet: Arc::new(BatchingFleet::new(
                 Arc::new(SdkFleet::new(clients.clone())),
                 clients.clone(),
@@ -75,6 +81,12 @@ impl LaunchState {
     /// and for applying availability to listed instance types).
     pub fn unavailable(&self) -> MutexGuard<'_, UnavailableOfferings> {
         self.unavailable.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Free instances per capacity reservation: EC2's last count, adjusted by launches and
+    /// refusals since.
+    pub fn reservations(&self) -> MutexGuard<'_, ReservationLedger> {
+        self.reservations.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn cluster(&self) -> &ClusterInfo {
@@ -182,12 +194,15 @@ impl AwsCloud {
             attempt += 1;
             let now = now();
             let mut types = types.clone();
+            self.launch
+                .reservations()
+                .restrict(&mut types, now.unix_seconds());
             let subnets = {
                 let cache = self.launch.unavailable();
                 cache.apply(&mut types, now);
                 zonal_subnets(resolved, &cache, now)
             };
-            let input = LaunchInput {
+            let mut input = LaunchInput {
                 nodeclaim: name.clone(),
                 nodepool: nodepool.clone(),
                 nodeclass: class_name.clone(),
@@ -199,6 +214,14 @@ impl AwsCloud {
                 user_tags: class.spec.tags.clone().unwrap_or_default(),
                 node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
             };
+            // One launch uses one kind of reservation (and one capacity block).
+            let mut narrowed = input.instance_types.clone();
+            reservations::narrow_reserved_for_launch(
+                &mut narrowed,
+                &resolved.capacity_reservations,
+                |it, o| usable_offering(&input, it, o),
+            );
+            input.instance_types = narrowed;
             let plan = match plan_launch(&input) {
                 Ok(p) => p,
                 Err(e) if e.is_insufficient_capacity() => {
@@ -236,7 +259,7 @@ impl AwsCloud {
                 total_target_capacity: plan.total_target_capacity,
                 configs,
                 tags: plan.tags.clone(),
-                context: class.spec.context.clone(),
+                context: fleet_context(claim, class),
             };
             let outcome = match self.launch.fleet.create_fleet(&call).await {
                 Ok(o) => o,
@@ -258,7 +281,11 @@ impl AwsCloud {
             };
             let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
             if let Some(instance) = outcome.instances.first() {
-                return launched(&call, instance, &types, resolved, self.region(), now, efa);
+                let out = launched(&call, instance, &types, resolved, self.region(), now, efa)?;
+                if let Some(id) = out.labels.get(aws::CAPACITY_RESERVATION_ID) {
+                    self.launch.reservations().launched(id);
+                }
+                return Ok(out);
             }
             if !marked {
                 let codes: Vec<String> = outcome
@@ -311,6 +338,24 @@ impl AwsCloud {
                 }
                 continue;
             };
+            if call.capacity_type == CapacityType::Reserved
+                && UNFULFILLABLE_CODES.contains(&e.code.as_str())
+                && let Some(id) = o.reservation_id.as_deref()
+            {
+                // Upstream marks the reservation, not the offering: another reservation of
+                // the same type and zone may still have room.
+                self.launch.reservations().exhausted(id);
+                marked = true;
+                let entry = (
+                    o.instance_type.clone(),
+                    o.zone.clone(),
+                    call.capacity_type.as_str().to_string(),
+                );
+                if !failed.contains(&entry) {
+                    failed.push(entry);
+                }
+                continue;
+            }
             let fe = FleetError {
                 code: e.code.clone(),
                 capacity_type: call.capacity_type,
@@ -405,6 +450,22 @@ impl AwsCloud {
         }
         Ok(configs)
     }
+}
+
+/// Set on a claim whose NodePool's minValues were relaxed to place it.
+const MIN_VALUES_RELAXED_ANNOTATION: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
+
+/// The class's `context` for CreateFleet, left out (as upstream does) when the claim's
+/// minValues were relaxed: the reserved capacity a context names was chosen for the full
+/// flexibility the relaxed claim no longer has.
+fn fleet_context(claim: &NodeClaim, class: &EC2NodeClass) -> Option<String> {
+    let relaxed = claim
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MIN_VALUES_RELAXED_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    class.spec.context.clone().filter(|_| !relaxed)
 }
 
 fn not_ready_reason(resolved: &ResolvedNodeClass) -> String {
@@ -510,8 +571,9 @@ fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
     })
 }
 
-/// A reserved launch into capacity blocks targets `capacity-block` capacity; the plan's choice
-/// otherwise.
+/// A reserved launch targets the capacity its reservation holds (`on-demand`,
+/// `capacity-block`, or `reserved-capacity` for interruptible reservations); other launches
+/// keep the plan's choice.
 fn reserved_target_type(
     capacity_type: CapacityType,
     planned: &'static str,
@@ -521,16 +583,14 @@ fn reserved_target_type(
     if capacity_type != CapacityType::Reserved {
         return planned;
     }
-    let block = overrides
+    // Every override of a reserved plan has one reservation type (the plan filters to it).
+    overrides
         .iter()
         .filter_map(|o| o.reservation_id.as_deref())
-        .filter_map(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
-        .any(|r| r.reservation_type == ReservationType::CapacityBlock);
-    if block {
-        reservations::fleet_target_capacity_type(ReservationType::CapacityBlock)
-    } else {
-        planned
-    }
+        .find_map(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
+        .map_or(planned, |r| {
+            reservations::fleet_target_capacity_type(r.reservation_type, r.interruptible)
+        })
 }
 
 fn non_zero(r: &Resources) -> Resources {
@@ -607,6 +667,10 @@ fn launched(
         node_labels.insert(
             aws::CAPACITY_RESERVATION_TYPE.into(),
             r.reservation_type.as_str().into(),
+        );
+        node_labels.insert(
+            aws::CAPACITY_RESERVATION_INTERRUPTIBLE.into(),
+            r.interruptible.to_string(),
         );
     }
     if let Some(id) = resolved

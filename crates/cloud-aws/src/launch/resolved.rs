@@ -51,6 +51,10 @@ impl ResolvedCache {
             return Ok(r.clone());
         }
         let r = Arc::new(cloud.resolve_node_class(class, now()).await?);
+        cloud
+            .launch
+            .reservations()
+            .observe(&r.capacity_reservations);
         if r.is_ready() {
             entries.insert(key, (t, r.clone()));
         }

@@ -50,6 +50,8 @@ pub struct BlockDeviceSpec {
     pub throughput: Option<i32>,
     pub kms_key_id: Option<String>,
     pub snapshot_id: Option<String>,
+    /// MiB/s at which a volume from a snapshot is filled (`volumeInitializationRate`).
+    pub volume_initialization_rate: Option<i32>,
 }
 
 /// Instance metadata service options, defaults filled in.
@@ -79,6 +81,9 @@ pub struct TemplateSpec {
     /// EFA interfaces, one per network card, when the claim requests
     /// `vpc.amazonaws.com/efa`: they replace the primary interface (0: none).
     pub efa_interfaces: u32,
+    /// The class's `networkInterfaces`: when set, exactly these interfaces (they take
+    /// precedence over the generated EFA ones).
+    pub class_interfaces: Vec<ClassInterface>,
     /// `cpuOptions.nestedVirtualization` (`enabled`/`disabled`).
     pub nested_virtualization: Option<String>,
     /// `connectionTracking`, on every interface the template defines.
@@ -120,6 +125,58 @@ impl ConnectionTrackingSpec {
 pub struct PrimaryInterface {
     pub associate_public_ip_address: Option<bool>,
     pub ipv4_prefix_count: Option<i32>,
+    /// One IPv6 address in IPv6 clusters, so pods can be addressed.
+    pub ipv6_address_count: Option<i32>,
+}
+
+/// One `networkInterfaces` entry of the class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassInterface {
+    pub network_card_index: i32,
+    pub device_index: i32,
+    /// `efa-only`: an EFA device without an IP address (else a plain ENA interface).
+    pub efa_only: bool,
+}
+
+impl ClassInterface {
+    fn is_primary(&self) -> bool {
+        self.network_card_index == 0 && self.device_index == 0
+    }
+}
+
+/// The class's interfaces: each takes the security groups; the primary one takes the public
+/// address choice, prefixes and IPv6 address; all but `efa-only` ones take connection
+/// tracking, which EC2 does not support on EFA-only interfaces.
+fn class_interfaces(
+    spec: &TemplateSpec,
+) -> Vec<LaunchTemplateInstanceNetworkInterfaceSpecificationRequest> {
+    let primary = spec.primary_interface.as_ref();
+    spec.class_interfaces
+        .iter()
+        .map(|n| {
+            let mut b = LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                .network_card_index(n.network_card_index)
+                .device_index(n.device_index)
+                .delete_on_termination(true)
+                .set_groups(Some(spec.security_group_ids.clone()));
+            if n.efa_only {
+                b = b.interface_type("efa-only");
+            } else {
+                b = b.set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                );
+            }
+            if n.is_primary()
+                && let Some(p) = primary
+            {
+                b = b
+                    .set_associate_public_ip_address(p.associate_public_ip_address)
+                    .set_ipv4_prefix_count(p.ipv4_prefix_count)
+                    .set_ipv6_address_count(p.ipv6_address_count);
+            }
+            b.build()
+        })
+        .collect()
 }
 
 /// `metadataOptions` with upstream's v1 defaults (hop limit 1, tokens required).
@@ -192,6 +249,10 @@ pub fn block_devices(
             throughput: int("throughput", ebs.throughput)?,
             kms_key_id: ebs.kms_key_id.clone(),
             snapshot_id: ebs.snapshot_id.clone(),
+            volume_initialization_rate: int(
+                "volumeInitializationRate",
+                ebs.volume_initialization_rate,
+            )?,
         });
     }
     Ok(out)
@@ -206,6 +267,10 @@ fn efa_interfaces(
         .primary_interface
         .as_ref()
         .and_then(|p| p.associate_public_ip_address);
+    let ipv6 = spec
+        .primary_interface
+        .as_ref()
+        .and_then(|p| p.ipv6_address_count);
     (0..spec.efa_interfaces)
         .map(|card| {
             let card = i32::try_from(card).unwrap_or(i32::MAX);
@@ -215,6 +280,7 @@ fn efa_interfaces(
                 .interface_type("efa")
                 .delete_on_termination(true)
                 .set_associate_public_ip_address(public_ip)
+                .set_ipv6_address_count(ipv6.filter(|_| card == 0))
                 .set_groups(Some(spec.security_group_ids.clone()))
                 .set_connection_tracking_specification(
                     spec.connection_tracking.as_ref().map(|c| c.request()),
@@ -235,6 +301,9 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
     let m = &spec.metadata;
     let mut data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
     data = match &spec.primary_interface {
+        _ if !spec.class_interfaces.is_empty() => {
+            data.set_network_interfaces(Some(class_interfaces(spec)))
+        }
         _ if spec.efa_interfaces > 0 => data.set_network_interfaces(Some(efa_interfaces(spec))),
         // EC2 refuses groups both on the template and in its interfaces.
         Some(nic) => data.network_interfaces(
@@ -244,6 +313,7 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
                 .delete_on_termination(true)
                 .set_associate_public_ip_address(nic.associate_public_ip_address)
                 .set_ipv4_prefix_count(nic.ipv4_prefix_count)
+                .set_ipv6_address_count(nic.ipv6_address_count)
                 .set_groups(Some(spec.security_group_ids.clone()))
                 .set_connection_tracking_specification(
                     spec.connection_tracking.as_ref().map(|c| c.request()),
@@ -299,6 +369,7 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
         Some(ReservationTarget::Only {
             id,
             reservation_type,
+            interruptible,
         }) => {
             data = data.capacity_reservation_specification(
                 LaunchTemplateCapacityReservationSpecificationRequest::builder()
@@ -312,10 +383,17 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
                     )
                     .build(),
             );
-            if *reservation_type == ReservationType::CapacityBlock {
+            let market = match (reservation_type, interruptible) {
+                (ReservationType::CapacityBlock, _) => Some(MarketType::CapacityBlock),
+                (ReservationType::Default, true) => {
+                    Some(MarketType::InterruptibleCapacityReservation)
+                }
+                (ReservationType::Default, false) => None,
+            };
+            if let Some(market) = market {
                 data = data.instance_market_options(
                     LaunchTemplateInstanceMarketOptionsRequest::builder()
-                        .market_type(MarketType::CapacityBlock)
+                        .market_type(market)
                         .build(),
                 );
             }
@@ -338,6 +416,7 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
             .set_throughput(b.throughput)
             .set_kms_key_id(b.kms_key_id.clone())
             .set_snapshot_id(b.snapshot_id.clone())
+            .set_volume_initialization_rate(b.volume_initialization_rate)
             .build();
         data = data.block_device_mappings(
             LaunchTemplateBlockDeviceMappingRequest::builder()
@@ -546,6 +625,7 @@ mod tests {
             detailed_monitoring: false,
             primary_interface: None,
             efa_interfaces: 0,
+            class_interfaces: Vec::new(),
             nested_virtualization: None,
             connection_tracking: None,
             capacity_reservation: None,
@@ -562,6 +642,7 @@ mod tests {
         s.primary_interface = Some(PrimaryInterface {
             associate_public_ip_address: None,
             ipv4_prefix_count: None,
+            ipv6_address_count: None,
         });
         s.connection_tracking = Some(ConnectionTrackingSpec {
             tcp_established_timeout: Some(120),
@@ -607,6 +688,7 @@ mod tests {
         s.capacity_reservation = Some(ReservationTarget::Only {
             id: "cr-1".into(),
             reservation_type: ReservationType::CapacityBlock,
+            interruptible: false,
         });
         let d = request_data(&s);
         let crs = d.capacity_reservation_specification().unwrap();
@@ -624,6 +706,22 @@ mod tests {
             Some(&MarketType::CapacityBlock)
         );
         assert_ne!(s.name(), spec().name());
+        s.capacity_reservation = Some(ReservationTarget::Only {
+            id: "cr-2".into(),
+            reservation_type: ReservationType::Default,
+            interruptible: true,
+        });
+        let d = request_data(&s);
+        assert_eq!(
+            d.instance_market_options().and_then(|m| m.market_type()),
+            Some(&MarketType::InterruptibleCapacityReservation)
+        );
+        s.capacity_reservation = Some(ReservationTarget::Only {
+            id: "cr-2".into(),
+            reservation_type: ReservationType::Default,
+            interruptible: false,
+        });
+        assert!(request_data(&s).instance_market_options().is_none());
     }
 
     #[test]
@@ -633,6 +731,7 @@ mod tests {
         s.primary_interface = Some(PrimaryInterface {
             associate_public_ip_address: Some(false),
             ipv4_prefix_count: Some(3),
+            ipv6_address_count: None,
         });
         let data = request_data(&s);
         assert!(
@@ -673,6 +772,79 @@ mod tests {
     }
 
     #[test]
+    fn class_interfaces_are_the_templates_interfaces() {
+        let mut s = spec();
+        s.efa_interfaces = 4;
+        s.primary_interface = Some(PrimaryInterface {
+            associate_public_ip_address: Some(true),
+            ipv4_prefix_count: None,
+            ipv6_address_count: Some(1),
+        });
+        s.connection_tracking = Some(ConnectionTrackingSpec {
+            tcp_established_timeout: Some(120),
+            udp_stream_timeout: None,
+            udp_timeout: None,
+        });
+        s.class_interfaces = vec![
+            ClassInterface {
+                network_card_index: 0,
+                device_index: 0,
+                efa_only: false,
+            },
+            ClassInterface {
+                network_card_index: 1,
+                device_index: 0,
+                efa_only: true,
+            },
+        ];
+        let d = request_data(&s);
+        assert!(d.security_group_ids().is_empty());
+        let got: Vec<_> = d
+            .network_interfaces()
+            .iter()
+            .map(|n| {
+                (
+                    n.network_card_index(),
+                    n.interface_type(),
+                    n.associate_public_ip_address(),
+                    n.ipv6_address_count(),
+                    n.connection_tracking_specification().is_some(),
+                    n.groups().len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some(0), None, Some(true), Some(1), true, 1),
+                (Some(1), Some("efa-only"), None, None, false, 1),
+            ],
+            "the class's list, not one EFA interface per card"
+        );
+        assert_ne!(s.name(), spec().name());
+    }
+
+    #[test]
+    fn ipv6_clusters_give_the_primary_interface_an_ipv6_address() {
+        let mut s = spec();
+        s.primary_interface = Some(PrimaryInterface {
+            associate_public_ip_address: None,
+            ipv4_prefix_count: None,
+            ipv6_address_count: Some(1),
+        });
+        let d = request_data(&s);
+        assert_eq!(d.network_interfaces()[0].ipv6_address_count(), Some(1));
+        s.efa_interfaces = 2;
+        let d = request_data(&s);
+        let counts: Vec<_> = d
+            .network_interfaces()
+            .iter()
+            .map(|n| n.ipv6_address_count())
+            .collect();
+        assert_eq!(counts, [Some(1), None], "only the primary card's interface");
+    }
+
+    #[test]
     fn name_follows_the_configuration() {
         let a = spec();
         assert!(a.name().starts_with(NAME_PREFIX));
@@ -694,6 +866,20 @@ mod tests {
             [("/dev/xvda", Some(4)), ("/dev/xvdb", Some(20))]
         );
         assert!(block_devices(AmiFamily::Custom, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn snapshot_volumes_keep_their_initialization_rate() {
+        let m: Vec<BlockDeviceMapping> = serde_json::from_str(
+            r#"[{"deviceName":"/dev/xvdb","ebs":{"snapshotID":"snap-1","volumeInitializationRate":200}}]"#,
+        )
+        .unwrap();
+        let mut s = spec();
+        s.block_devices = block_devices(AmiFamily::AL2023, Some(&m)).unwrap();
+        let d = request_data(&s);
+        let ebs = d.block_device_mappings()[0].ebs().unwrap();
+        assert_eq!(ebs.snapshot_id(), Some("snap-1"));
+        assert_eq!(ebs.volume_initialization_rate(), Some(200));
     }
 
     #[test]

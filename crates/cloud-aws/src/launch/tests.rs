@@ -244,3 +244,27 @@ fn insufficient_capacity_lists_offerings_and_missing_templates_are_recognised() 
         &AwsError::new("CreateFleet", "x").with_code("InsufficientInstanceCapacity")
     ));
 }
+
+#[test]
+fn context_is_sent_unless_min_values_were_relaxed() {
+    let mut class = EC2NodeClass::default();
+    class.spec.context = Some("ctx-1".into());
+    let mut claim = NodeClaim::default();
+    assert_eq!(fleet_context(&claim, &class).as_deref(), Some("ctx-1"));
+    claim.metadata.annotations = Some(
+        [(
+            MIN_VALUES_RELAXED_ANNOTATION.to_string(),
+            "false".to_string(),
+        )]
+        .into(),
+    );
+    assert_eq!(fleet_context(&claim, &class).as_deref(), Some("ctx-1"));
+    claim.metadata.annotations = Some(
+        [(
+            MIN_VALUES_RELAXED_ANNOTATION.to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    assert_eq!(fleet_context(&claim, &class), None);
+}

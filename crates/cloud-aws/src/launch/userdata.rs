@@ -89,13 +89,14 @@ fn connection_tracking(
 }
 
 /// The primary interface, when the template must define it: for a public-IP choice, prefix
-/// delegation, or connection tracking (set per interface).
+/// delegation, connection tracking (set per interface) or an IPv6 address (IPv6 clusters).
 fn primary_interface(
     public_ip: Option<bool>,
     prefixes: Option<i64>,
     tracked: bool,
+    ipv6: bool,
 ) -> Result<Option<template::PrimaryInterface>, String> {
-    if public_ip.is_none() && prefixes.is_none() && !tracked {
+    if public_ip.is_none() && prefixes.is_none() && !tracked && !ipv6 {
         return Ok(None);
     }
     let ipv4_prefix_count = prefixes
@@ -104,7 +105,42 @@ fn primary_interface(
     Ok(Some(template::PrimaryInterface {
         associate_public_ip_address: public_ip,
         ipv4_prefix_count,
+        ipv6_address_count: ipv6.then_some(1),
     }))
+}
+
+/// Whether the cluster runs IPv6: its service CIDR, or else the kubelet's cluster DNS
+/// address, is IPv6.
+fn ipv6_cluster(cluster: &ClusterInfo, kubelet: Option<&KubeletConfiguration>) -> bool {
+    match &cluster.service_cidr {
+        Some(cidr) => cidr.contains(':'),
+        None => kubelet
+            .and_then(|k| k.cluster_dns.as_ref())
+            .and_then(|d| d.first())
+            .and_then(|ip| ip.parse::<std::net::IpAddr>().ok())
+            .is_some_and(|ip| ip.is_ipv6()),
+    }
+}
+
+/// `networkInterfaces` in the template's form.
+fn class_interfaces(
+    list: Option<&[nodewright_api::aws::v1::NetworkInterface]>,
+) -> Result<Vec<template::ClassInterface>, String> {
+    list.unwrap_or(&[])
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let index = |field: &str, v: Option<i64>| {
+                i32::try_from(v.unwrap_or(0))
+                    .map_err(|_| format!("spec.networkInterfaces[{i}].{field}: out of range"))
+            };
+            Ok(template::ClassInterface {
+                network_card_index: index("networkCardIndex", n.network_card_index)?,
+                device_index: index("deviceIndex", n.device_index)?,
+                efa_only: n.interface_type.as_deref() == Some("efa-only"),
+            })
+        })
+        .collect()
 }
 
 impl BaseConfig<'_> {
@@ -221,8 +257,11 @@ impl BaseConfig<'_> {
                 spec.associate_public_ip_address,
                 spec.ip_prefix_count,
                 connection_tracking.is_some(),
+                ipv6_cluster(self.cluster, spec.kubelet.as_ref()),
             )
             .map_err(|e| invalid(&class, e))?,
+            class_interfaces: class_interfaces(spec.network_interfaces.as_deref())
+                .map_err(|e| invalid(&class, e))?,
             nested_virtualization: spec
                 .cpu_options
                 .as_ref()
@@ -382,17 +421,102 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_clusters_and_class_interfaces_shape_the_template() {
+        let (mut c, r) = (class(), resolved());
+        c.spec.network_interfaces = Some(vec![
+            nodewright_api::aws::v1::NetworkInterface {
+                network_card_index: Some(0),
+                device_index: Some(0),
+                interface_type: Some("interface".into()),
+                ..Default::default()
+            },
+            nodewright_api::aws::v1::NetworkInterface {
+                network_card_index: Some(1),
+                device_index: Some(0),
+                interface_type: Some("efa-only".into()),
+                ..Default::default()
+            },
+        ]);
+        let cluster = ClusterInfo {
+            endpoint: "https://e".into(),
+            service_cidr: Some("fd00:10:96::/112".into()),
+            ..Default::default()
+        };
+        let base = BaseConfig {
+            class: &c,
+            resolved: &r,
+            family: AmiFamily::AL2023,
+            cluster_name: "prod",
+            cluster: &cluster,
+            node_labels: BTreeMap::new(),
+            taints: Vec::new(),
+        };
+        let t = base
+            .template(
+                &ami(),
+                &it(),
+                CapacityType::OnDemand,
+                &BTreeMap::new(),
+                false,
+                None,
+            )
+            .unwrap();
+        assert_eq!(
+            t.primary_interface
+                .as_ref()
+                .and_then(|p| p.ipv6_address_count),
+            Some(1)
+        );
+        assert_eq!(
+            t.class_interfaces,
+            [
+                template::ClassInterface {
+                    network_card_index: 0,
+                    device_index: 0,
+                    efa_only: false
+                },
+                template::ClassInterface {
+                    network_card_index: 1,
+                    device_index: 0,
+                    efa_only: true
+                }
+            ]
+        );
+        let v4 = ClusterInfo {
+            service_cidr: Some("10.100.0.0/16".into()),
+            ..cluster.clone()
+        };
+        assert!(!ipv6_cluster(&v4, None));
+        let unknown = ClusterInfo {
+            service_cidr: None,
+            ..cluster
+        };
+        let dns6 = KubeletConfiguration {
+            cluster_dns: Some(vec!["fd00:10:96::a".into()]),
+            ..Default::default()
+        };
+        assert!(ipv6_cluster(&unknown, Some(&dns6)));
+        assert!(!ipv6_cluster(&unknown, None));
+    }
+
+    #[test]
     fn primary_interface_only_when_asked_for() {
-        assert_eq!(primary_interface(None, None, false), Ok(None));
-        assert!(primary_interface(None, None, true).unwrap().is_some());
-        let p = primary_interface(Some(false), Some(2), false)
+        assert_eq!(primary_interface(None, None, false, false), Ok(None));
+        assert!(
+            primary_interface(None, None, true, false)
+                .unwrap()
+                .is_some()
+        );
+        let v6 = primary_interface(None, None, false, true).unwrap().unwrap();
+        assert_eq!(v6.ipv6_address_count, Some(1));
+        let p = primary_interface(Some(false), Some(2), false, false)
             .unwrap()
             .unwrap();
         assert_eq!(
             (p.associate_public_ip_address, p.ipv4_prefix_count),
             (Some(false), Some(2))
         );
-        assert!(primary_interface(None, Some(i64::MAX), false).is_err());
+        assert!(primary_interface(None, Some(i64::MAX), false, false).is_err());
         let big = nodewright_api::aws::v1::ConnectionTracking {
             udp_timeout: Some(i64::MAX),
             ..Default::default()

@@ -8,6 +8,8 @@ pub const SUBNETS_READY: &str = "SubnetsReady";
 pub const SECURITY_GROUPS_READY: &str = "SecurityGroupsReady";
 pub const AMIS_READY: &str = "AMIsReady";
 pub const INSTANCE_PROFILE_READY: &str = "InstanceProfileReady";
+pub const CAPACITY_RESERVATIONS_READY: &str = "CapacityReservationsReady";
+pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 pub const READY: &str = "Ready";
 
 /// The outcome of one part: `Ok(())` or a (reason, message).
@@ -84,6 +86,33 @@ pub fn conditions(
     out
 }
 
+/// `ValidationSucceeded`: the class's own settings are checked only once everything it
+/// depends on resolved (`DependenciesNotReady` until then); `spec.tags` may not carry a key the
+/// controller owns (`TagValidationFailed`).
+pub fn validation(
+    dependencies: &[(&str, Outcome)],
+    tags: &std::collections::BTreeMap<String, String>,
+) -> Outcome {
+    let waiting: Vec<&str> = dependencies
+        .iter()
+        .filter(|(_, o)| o.is_err())
+        .map(|(t, _)| *t)
+        .collect();
+    if !waiting.is_empty() {
+        return Err((
+            "DependenciesNotReady".into(),
+            format!("waiting on {}", waiting.join(", ")),
+        ));
+    }
+    if let Some(key) = nodewright_aws_model::launch::restricted_tag(tags) {
+        return Err((
+            "TagValidationFailed".into(),
+            format!("spec.tags: the tag key {key:?} is restricted"),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +155,28 @@ mod tests {
             (ready.status.as_str(), ready.last_transition_time.clone()),
             ("True", Some(rfc3339(t1)))
         );
+    }
+
+    #[test]
+    fn validation_waits_on_dependencies_then_checks_tags() {
+        let tags = |k: &str| [(k.to_string(), "x".to_string())].into();
+        let bad = [(
+            SUBNETS_READY,
+            Err(("SubnetsNotFound".into(), String::new())),
+        )];
+        let e = validation(&bad, &tags("team")).unwrap_err();
+        assert_eq!(e.0, "DependenciesNotReady");
+        assert!(e.1.contains(SUBNETS_READY));
+        let ok = [(SUBNETS_READY, Ok(()))];
+        assert_eq!(validation(&ok, &tags("team")), Ok(()));
+        for key in [
+            "karpenter.sh/nodepool",
+            "kubernetes.io/cluster/prod",
+            "eks:eks-cluster-name",
+        ] {
+            let e = validation(&ok, &tags(key)).unwrap_err();
+            assert_eq!(e.0, "TagValidationFailed", "{key}");
+            assert!(e.1.contains(key));
+        }
     }
 }

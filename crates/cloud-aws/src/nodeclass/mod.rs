@@ -169,17 +169,18 @@ pub async fn reconcile(
         .as_ref()
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
-    let conds = conditions::conditions(
-        &[
-            (conditions::SUBNETS_READY, subnets_ok),
-            (conditions::SECURITY_GROUPS_READY, groups_ok),
-            (conditions::AMIS_READY, amis_ok),
-            (conditions::INSTANCE_PROFILE_READY, profile_ok),
-        ],
-        &previous,
-        class.metadata.generation,
-        now,
-    );
+    let mut parts = vec![
+        (conditions::SUBNETS_READY, subnets_ok),
+        (conditions::SECURITY_GROUPS_READY, groups_ok),
+        (conditions::AMIS_READY, amis_ok),
+        (conditions::INSTANCE_PROFILE_READY, profile_ok),
+        // Reservations that cannot be listed fail the whole reconcile (it is retried);
+        // selecting none, or none matching, is a valid state.
+        (conditions::CAPACITY_RESERVATIONS_READY, Ok(())),
+    ];
+    let validated = conditions::validation(&parts, &spec.tags.clone().unwrap_or_default());
+    parts.push((conditions::VALIDATION_SUCCEEDED, validated));
+    let conds = conditions::conditions(&parts, &previous, class.metadata.generation, now);
 
     let status = EC2NodeClassStatus {
         subnets: (!subnets.is_empty()).then(|| {
@@ -206,7 +207,7 @@ pub async fn reconcile(
         capacity_reservations: (!capacity_reservations.is_empty()).then(|| {
             capacity_reservations
                 .iter()
-                .map(reservations::status)
+                .map(|r| reservations::status(r, now.unix_seconds()))
                 .collect()
         }),
         amis: (!amis.is_empty()).then(|| amis.iter().map(ami_status).collect()),

@@ -54,6 +54,8 @@ pub fn from_sdk(r: &SdkReservation) -> Option<CapacityReservation> {
             d.fmt(aws_sdk_ec2::primitives::DateTimeFormat::DateTime)
                 .ok()
         }),
+        end_unix: r.end_date().map(|d| d.secs()),
+        interruptible: r.interruptible().unwrap_or(false),
         tags: r
             .tags()
             .iter()
@@ -99,8 +101,9 @@ pub async fn resolve_capacity_reservations(
     Ok(reservations::select(&terms, &found))
 }
 
-/// The status entry of one reservation.
-pub fn status(r: &CapacityReservation) -> CapacityReservationStatus {
+/// The status entry of one reservation at `now_unix` (a capacity block near its end is
+/// `expiring`).
+pub fn status(r: &CapacityReservation, now_unix: i64) -> CapacityReservationStatus {
     CapacityReservationStatus {
         availability_zone: Some(r.zone.clone()),
         end_time: r.end_time.clone(),
@@ -109,8 +112,8 @@ pub fn status(r: &CapacityReservation) -> CapacityReservationStatus {
         instance_type: Some(r.instance_type.clone()),
         owner_id: Some(r.owner_id.clone()),
         reservation_type: Some(r.reservation_type.as_str().to_string()),
-        interruptible: None,
-        state: Some(r.state.clone()),
+        interruptible: Some(r.interruptible),
+        state: Some(r.status_state(now_unix).to_string()),
         extra: Default::default(),
     }
 }
@@ -140,12 +143,21 @@ mod tests {
         assert_eq!(r.reservation_type, ReservationType::CapacityBlock);
         assert_eq!(r.available_instance_count, 2);
         assert_eq!(r.tags["team"], "ml");
-        let s = status(&r);
+        assert_eq!(r.end_unix, Some(1_767_225_600));
+        assert!(!r.interruptible);
+        let s = status(&r, 1_767_225_600 - 3600);
         assert_eq!(s.id, "cr-0123");
         assert_eq!(s.reservation_type.as_deref(), Some("capacity-block"));
         assert_eq!(s.instance_match_criteria.as_deref(), Some("targeted"));
         assert_eq!(s.end_time.as_deref(), Some("2026-01-01T00:00:00Z"));
         assert_eq!(s.state.as_deref(), Some("active"));
+        assert_eq!(s.interruptible, Some(false));
+        let late = status(&r, 1_767_225_600 - 600);
+        assert_eq!(
+            late.state.as_deref(),
+            Some("expiring"),
+            "a block in its last 40 minutes"
+        );
         assert!(from_sdk(&SdkReservation::builder().build()).is_none());
     }
 }
