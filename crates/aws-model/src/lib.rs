@@ -14,6 +14,7 @@ mod csv;
 pub mod error;
 pub mod ice;
 pub mod info;
+pub mod interruption;
 pub mod launch;
 pub mod nodeclass;
 pub mod pricing;

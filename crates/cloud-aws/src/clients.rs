@@ -64,6 +64,7 @@ pub struct AwsClients {
     pub iam: aws_sdk_iam::Client,
     pub pricing: aws_sdk_pricing::Client,
     pub eks: aws_sdk_eks::Client,
+    pub sqs: aws_sdk_sqs::Client,
 }
 
 impl AwsClients {
@@ -105,6 +106,7 @@ impl AwsClients {
             iam: aws_sdk_iam::Client::new(config),
             pricing: aws_sdk_pricing::Client::from_conf(pricing),
             eks: aws_sdk_eks::Client::new(config),
+            sqs: aws_sdk_sqs::Client::new(config),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod drift;
 pub mod error;
 pub mod instance_types;
 pub mod instances;
+pub mod interruption;
 pub mod launch;
 pub mod nodeclass;
 pub mod parameters;

@@ -8,6 +8,7 @@
 
 mod error;
 mod instance;
+mod interruption;
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use nodewright_core::model::InstanceType;
 
 pub use error::CloudError;
 pub use instance::{Instance, InstanceState, Launched, annotations, tags};
+pub use interruption::{AckHandle, Delivery, Interruption, InterruptionKind, InterruptionSource};
 
 /// What reconciling a node class yields: its status and the annotations its own metadata
 /// should carry (the class hash), both written by the controller.

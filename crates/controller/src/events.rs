@@ -428,6 +428,15 @@ pub fn instance_unhealthy(object: ObjectRef) -> Event {
     )
 }
 
+pub fn capacity_reservation_interrupted(object: ObjectRef) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "CapacityReservationInstanceInterrupted",
+        "Capacity reservation interruption warning was triggered",
+    )
+}
+
 pub fn terminating_on_interruption(object: ObjectRef) -> Event {
     Event::new(
         object,

@@ -13,6 +13,7 @@ mod fake_api;
 pub mod gc;
 pub mod hash;
 pub mod health;
+pub mod interruption;
 pub mod leader;
 pub mod lifecycle;
 pub mod logging;

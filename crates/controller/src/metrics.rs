@@ -110,6 +110,7 @@ pub struct Metrics {
     disruption_queue_failures: Counters,
     nodeclaims_instance_termination_duration: Histograms,
     pods_scheduling_decision_duration: Histogram,
+    interruption: InterruptionMetrics,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
     /// encoding, so a scrape never sees a half-replaced set.
     snapshot: Mutex<()>,
@@ -337,6 +338,7 @@ impl Metrics {
             "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
             pods_scheduling_decision_duration.clone(),
         );
+        let interruption = InterruptionMetrics::register(r);
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -366,6 +368,7 @@ impl Metrics {
             disruption_queue_failures,
             nodeclaims_instance_termination_duration,
             pods_scheduling_decision_duration,
+            interruption,
             nodeclaims_created,
             nodeclaims_terminated,
             nodeclaims_disrupted,
@@ -790,6 +793,61 @@ impl Metrics {
         self.consolidation_timeouts
             .get_or_create(&vec![("consolidation_type", consolidation_type.to_owned())])
             .inc();
+    }
+}
+
+/// The interruption queue's families (`karpenter_interruption_*`).
+struct InterruptionMetrics {
+    received: Counters,
+    deleted: Counter,
+    queue_duration: Histogram,
+}
+
+impl InterruptionMetrics {
+    fn register(r: &mut Registry) -> Self {
+        let received = Counters::default();
+        r.register(
+            "karpenter_interruption_received_messages",
+            "Count of messages received from the interruption queue. Broken down by message type.",
+            received.clone(),
+        );
+        let deleted = Counter::default();
+        r.register(
+            "karpenter_interruption_deleted_messages",
+            "Count of messages deleted from the interruption queue.",
+            deleted.clone(),
+        );
+        let queue_duration = duration_histogram();
+        r.register(
+            "karpenter_interruption_message_queue_duration_seconds",
+            "Time from an interruption event being emitted until the controller handles it.",
+            queue_duration.clone(),
+        );
+        InterruptionMetrics {
+            received,
+            deleted,
+            queue_duration,
+        }
+    }
+}
+
+impl Metrics {
+    /// A message read from the interruption queue, by kind (`no_op` included).
+    pub fn interruption_received(&self, message_type: &str) {
+        self.interruption
+            .received
+            .get_or_create(&vec![("message_type", message_type.to_owned())])
+            .inc();
+    }
+
+    /// A message deleted from the interruption queue after it was handled.
+    pub fn interruption_deleted(&self) {
+        self.interruption.deleted.inc();
+    }
+
+    /// How long the message's event waited between being emitted and being handled.
+    pub fn interruption_queue_duration(&self, seconds: f64) {
+        self.interruption.queue_duration.observe(seconds);
     }
 }
 

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nodewright_cloud::CloudProvider;
+use nodewright_cloud::{CloudProvider, InterruptionSource};
 use nodewright_core::cadence::BatchWindow;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -18,6 +18,7 @@ use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
 use crate::health;
+use crate::interruption::InterruptionController;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
@@ -62,10 +63,12 @@ impl EventSink for LeaderEvents {
     }
 }
 
-/// Runs until ctrl-c.
+/// Runs until ctrl-c. With an `interruption` source (the AWS provider's queue when
+/// `INTERRUPTION_QUEUE` is set) the leader also handles interruption notices.
 pub async fn run(
     config: kube::Config,
     cloud: Arc<dyn CloudProvider>,
+    interruption: Option<Arc<dyn InterruptionSource>>,
     settings: Settings,
     identity: String,
 ) -> Result<(), RunError> {
@@ -179,6 +182,18 @@ pub async fn run(
         leader.clone(),
         metrics.clone(),
     ));
+    if let Some(source) = interruption {
+        let handler = InterruptionController::new(
+            state.clone(),
+            writer.clone(),
+            source,
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone());
+        tokio::spawn(Arc::new(handler).run());
+    }
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,

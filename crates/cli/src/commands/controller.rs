@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, ValueEnum};
-use nodewright_cloud::CloudProvider;
+use nodewright_cloud::{CloudProvider, InterruptionSource};
 use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::settings::Settings;
@@ -81,25 +81,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             std::env::var("HOSTNAME").unwrap_or_else(|_| "nodewright".into()),
             std::process::id()
         );
-        let cloud: Arc<dyn CloudProvider> = match args.cloud_provider {
-            Provider::Sim => {
-                let sim = Arc::new(
-                    SimCloud::new(SimCloudConfig {
-                        cluster_name: args.settings.cluster_name.clone(),
-                        ..SimCloudConfig::default()
-                    })
-                    .context("starting the simulated cloud")?,
-                );
-                let client = kube::Client::try_from(config.clone())?;
-                tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());
-                sim
-            }
-            #[cfg(feature = "aws")]
-            Provider::Aws => aws::start(&args.settings, &args.aws, &config).await?,
-            #[cfg(not(feature = "aws"))]
-            Provider::Aws => return Err(aws_unavailable()),
-        };
-        nodewright_controller::run::run(config, cloud, args.settings, identity).await?;
+        let (cloud, interruption): (Arc<dyn CloudProvider>, Option<Arc<dyn InterruptionSource>>) =
+            match args.cloud_provider {
+                Provider::Sim => {
+                    let sim = Arc::new(
+                        SimCloud::new(SimCloudConfig {
+                            cluster_name: args.settings.cluster_name.clone(),
+                            ..SimCloudConfig::default()
+                        })
+                        .context("starting the simulated cloud")?,
+                    );
+                    let client = kube::Client::try_from(config.clone())?;
+                    tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());
+                    // The simulated cloud has no interruption queue; INTERRUPTION_QUEUE is AWS's.
+                    (sim, None)
+                }
+                #[cfg(feature = "aws")]
+                Provider::Aws => aws::start(&args.settings, &args.aws, &config).await?,
+                #[cfg(not(feature = "aws"))]
+                Provider::Aws => return Err(aws_unavailable()),
+            };
+        nodewright_controller::run::run(config, cloud, interruption, args.settings, identity)
+            .await?;
         Ok(ExitCode::SUCCESS)
     })
 }

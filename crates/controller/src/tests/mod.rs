@@ -6,6 +6,7 @@ mod disruption;
 mod e2e;
 mod finalizers;
 mod gc;
+mod interruption;
 mod kube_api;
 mod lifecycle_events;
 mod scale;

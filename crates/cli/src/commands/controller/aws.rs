@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use nodewright_cloud::CloudProvider;
+use nodewright_cloud::{CloudProvider, InterruptionSource};
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
+use nodewright_cloud_aws::interruption::{QueueOptions, SqsInterruptionQueue};
 use nodewright_cloud_aws::refresh::{self, RefreshIntervals};
 use nodewright_cloud_aws::{AwsClients, AwsCloud, AwsSettings, ClientOptions};
 use nodewright_controller::settings::Settings;
@@ -74,13 +75,20 @@ pub fn known_cluster_facts(settings: &Settings, config: &kube::Config) -> KnownC
 /// Launch templates no launch used for this long are deleted.
 const TEMPLATE_IDLE: Duration = Duration::from_secs(60);
 
+/// The interruption queue's poll settings when `INTERRUPTION_QUEUE` names one.
+pub fn interruption_queue(settings: &Settings) -> Option<QueueOptions> {
+    let name = settings.interruption_queue.trim();
+    (!name.is_empty()).then(|| QueueOptions::new(name))
+}
+
 /// Builds the provider and starts its background tasks: instance type and price refresh,
-/// and the cleanup of unused launch templates.
+/// and the cleanup of unused launch templates. Also returns the interruption queue when
+/// `INTERRUPTION_QUEUE` is set; its SQS calls go to the same endpoint as the rest.
 pub async fn start(
     settings: &Settings,
     args: &AwsArgs,
     config: &kube::Config,
-) -> anyhow::Result<Arc<dyn CloudProvider>> {
+) -> anyhow::Result<(Arc<dyn CloudProvider>, Option<Arc<dyn InterruptionSource>>)> {
     let client = kube::Client::try_from(config.clone())?;
     let region = region(args, std::env::var("AWS_DEFAULT_REGION").ok())?;
     let clients = AwsClients::new(&client_options(args, &region)).await;
@@ -104,7 +112,11 @@ pub async fn start(
             }
         }
     }));
-    Ok(cloud)
+    let interruption = interruption_queue(settings).map(|options| {
+        tracing::info!(queue = %options.name, "handling interruption messages");
+        Arc::new(SqsInterruptionQueue::new(cloud.clone(), options)) as Arc<dyn InterruptionSource>
+    });
+    Ok((cloud, interruption))
 }
 
 #[cfg(test)]
@@ -181,6 +193,23 @@ mod tests {
         );
         assert_eq!(set.ca_bundle.as_deref(), Some("LS0t"));
         assert_eq!(set.client_ca_bundle, cluster::pem_bundle(&[vec![1, 2, 3]]));
+    }
+
+    #[test]
+    fn the_interruption_queue_is_polled_only_when_named() {
+        let args = parse(&["--cloud-provider", "aws", "--cluster-name", "c"]);
+        assert_eq!(interruption_queue(&args.settings), None);
+        let args = parse(&[
+            "--cloud-provider",
+            "aws",
+            "--cluster-name",
+            "c",
+            "--interruption-queue",
+            "Karpenter-prod",
+        ]);
+        let q = interruption_queue(&args.settings).unwrap();
+        assert_eq!(q.name, "Karpenter-prod");
+        assert_eq!(q.wait, Duration::from_secs(20));
     }
 
     #[test]

@@ -1,0 +1,211 @@
+//! The decision as plain data: notices against a small cluster state.
+
+use nodewright_cloud::{Interruption, InterruptionKind};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::state::{Kind, Object, WatchEvent};
+
+fn claim(name: &str, instance: Option<&str>, extra: Value) -> Object {
+    let mut v = json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "uid": format!("uid-{name}"),
+            "labels": {"karpenter.sh/nodepool": "spot", "karpenter.sh/capacity-type": "spot",
+                "node.kubernetes.io/instance-type": "m5.large",
+                "topology.kubernetes.io/zone": "us-west-2a"}},
+        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+    });
+    if let Some(id) = instance {
+        v["status"] = json!({"providerID": format!("aws:///us-west-2a/{id}")});
+    }
+    if let Value::Object(extra) = extra {
+        for (k, val) in extra {
+            if k == "metadata" {
+                for (mk, mv) in val.as_object().unwrap() {
+                    v["metadata"][mk] = mv.clone();
+                }
+            } else {
+                v[k] = val;
+            }
+        }
+    }
+    Object::from_value(Kind::NodeClaim, v).unwrap()
+}
+
+fn node(name: &str, instance: &str) -> Object {
+    Object::from_value(
+        Kind::Node,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "spec": {"providerID": format!("aws:///us-west-2a/{instance}")}}),
+    )
+    .unwrap()
+}
+
+fn state(objects: Vec<Object>) -> ClusterState {
+    let mut s = ClusterState::default();
+    for o in objects {
+        s.apply(WatchEvent::Apply(o));
+    }
+    s
+}
+
+fn notice(kind: InterruptionKind, ids: &[&str]) -> Interruption {
+    Interruption {
+        kind,
+        id: "event-1".into(),
+        instance_ids: ids.iter().map(|s| s.to_string()).collect(),
+        time: None,
+    }
+}
+
+fn reasons(d: &Decision) -> Vec<(String, String)> {
+    d.notify
+        .iter()
+        .map(|e| (e.reason.clone(), e.regarding.name.clone()))
+        .collect()
+}
+
+fn run(n: &Interruption, s: &ClusterState) -> Decision {
+    decide(n, s, &InstanceIndex::new(s))
+}
+
+#[test]
+fn a_spot_interruption_deletes_the_claim_and_names_claim_and_node() {
+    let s = state(vec![
+        claim("spot-a", Some("i-1"), json!({})),
+        node("ip-10-0-0-1", "i-1"),
+        claim("spot-b", Some("i-2"), json!({})),
+    ]);
+    let d = run(&notice(InterruptionKind::SpotInterrupted, &["i-1"]), &s);
+    assert_eq!(
+        reasons(&d),
+        [
+            ("SpotInterrupted".into(), "spot-a".into()),
+            ("SpotInterrupted".into(), "ip-10-0-0-1".into())
+        ]
+    );
+    assert_eq!(
+        d.delete,
+        vec![Deletion {
+            nodeclaim: "spot-a".into(),
+            provider_id: "aws:///us-west-2a/i-1".into(),
+            node: Some("ip-10-0-0-1".into()),
+            nodepool: "spot".into(),
+            capacity_type: "spot".into(),
+            consolidation_policy: "WhenEmptyOrUnderutilized".into(),
+            termination_mode: "graceful",
+        }]
+    );
+    assert!(d.unknown.is_empty());
+}
+
+#[test]
+fn each_terminating_kind_publishes_its_event() {
+    let s = state(vec![claim("c", Some("i-1"), json!({}))]);
+    for (kind, reason) in [
+        (InterruptionKind::ScheduledChange, "InstanceUnhealthy"),
+        (InterruptionKind::InstanceStopped, "InstanceStopping"),
+        (InterruptionKind::InstanceTerminated, "InstanceTerminating"),
+        (
+            InterruptionKind::CapacityReservationInterrupted,
+            "CapacityReservationInstanceInterrupted",
+        ),
+    ] {
+        let d = run(&notice(kind, &["i-1"]), &s);
+        assert_eq!(
+            reasons(&d),
+            [(reason.to_string(), "c".to_string())],
+            "{kind:?}"
+        );
+        assert_eq!(d.delete.len(), 1, "{kind:?}");
+        assert_eq!(d.delete[0].node, None);
+    }
+}
+
+#[test]
+fn a_rebalance_recommendation_only_tells() {
+    let s = state(vec![claim("c", Some("i-1"), json!({})), node("n", "i-1")]);
+    let d = run(
+        &notice(InterruptionKind::RebalanceRecommendation, &["i-1"]),
+        &s,
+    );
+    assert_eq!(
+        reasons(&d),
+        [
+            ("SpotRebalanceRecommendation".into(), "c".into()),
+            ("SpotRebalanceRecommendation".into(), "n".into())
+        ]
+    );
+    assert!(d.delete.is_empty());
+}
+
+#[test]
+fn no_ops_and_unknown_instances_do_nothing() {
+    let s = state(vec![claim("c", Some("i-1"), json!({}))]);
+    assert_eq!(
+        run(&notice(InterruptionKind::NoOp, &["i-1"]), &s),
+        Decision::default()
+    );
+    let d = run(&notice(InterruptionKind::SpotInterrupted, &["i-9"]), &s);
+    assert!(d.notify.is_empty() && d.delete.is_empty());
+    assert_eq!(d.unknown, vec!["i-9"]);
+}
+
+#[test]
+fn a_scheduled_change_covers_every_named_instance() {
+    let s = state(vec![
+        claim("a", Some("i-1"), json!({})),
+        claim("b", Some("i-2"), json!({})),
+        claim("unlaunched", None, json!({})),
+    ]);
+    let d = run(
+        &notice(InterruptionKind::ScheduledChange, &["i-2", "i-1", "i-3"]),
+        &s,
+    );
+    let deleted: Vec<&str> = d.delete.iter().map(|x| x.nodeclaim.as_str()).collect();
+    assert_eq!(deleted, ["b", "a"]);
+    assert_eq!(d.unknown, vec!["i-3"]);
+}
+
+#[test]
+fn a_claim_already_deleting_is_told_but_not_deleted_again() {
+    let s = state(vec![claim(
+        "c",
+        Some("i-1"),
+        json!({"metadata": {"deletionTimestamp": "2024-06-01T00:00:00Z", "finalizers": ["karpenter.sh/termination"]}}),
+    )]);
+    let d = run(&notice(InterruptionKind::SpotInterrupted, &["i-1"]), &s);
+    assert_eq!(reasons(&d), [("SpotInterrupted".into(), "c".into())]);
+    assert!(d.delete.is_empty());
+}
+
+#[test]
+fn the_termination_mode_and_policy_follow_the_claim_and_pool() {
+    let s = state(vec![
+        claim(
+            "c",
+            Some("i-1"),
+            json!({"spec": {"requirements": [], "terminationGracePeriod": "0s",
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}),
+        ),
+        Object::from_value(
+            Kind::NodePool,
+            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "spot"},
+                "spec": {"template": {"spec": {"requirements": [],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+                    "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}}}),
+        )
+        .unwrap(),
+    ]);
+    let d = run(&notice(InterruptionKind::InstanceTerminated, &["i-1"]), &s);
+    assert_eq!(d.delete[0].termination_mode, "forceful");
+    assert_eq!(d.delete[0].consolidation_policy, "WhenEmpty");
+}
+
+#[test]
+fn instance_ids_come_from_the_last_segment() {
+    assert_eq!(instance_id("aws:///us-east-1a/i-0abc"), Some("i-0abc"));
+    assert_eq!(instance_id("kwok://node-1/i-7"), Some("i-7"));
+    assert_eq!(instance_id("aws:///us-east-1a/"), None);
+    assert_eq!(instance_id("i-0abc"), None);
+}

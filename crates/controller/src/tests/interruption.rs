@@ -1,0 +1,347 @@
+//! Interruption notices against the in-memory API: the claim is deleted and then terminated by
+//! the ordinary path, the queue sees each delivery acknowledged once handled, failures leave
+//! the delivery on the queue, and a standby does not read the queue at all.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nodewright_cloud::{
+    AckHandle, CloudError, Delivery, Interruption, InterruptionKind, InterruptionSource,
+};
+use nodewright_core::time::Timestamp;
+use tokio::sync::watch;
+
+use super::Harness;
+use super::termination::initialized_node;
+use crate::interruption::{InterruptionController, PARALLELISM};
+use crate::state::{Kind, Object};
+use crate::termination::Termination;
+use crate::write::{KubeWriter, LeaderGate};
+
+/// A queue in memory: batches handed out by `receive`, acknowledgements recorded.
+#[derive(Default)]
+struct FakeQueue {
+    batches: Mutex<VecDeque<Vec<Delivery>>>,
+    acked: Mutex<Vec<String>>,
+    receives: AtomicUsize,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+impl FakeQueue {
+    fn push(&self, batch: Vec<Delivery>) {
+        self.batches.lock().unwrap().push_back(batch);
+    }
+    fn acked(&self) -> Vec<String> {
+        let mut a = self.acked.lock().unwrap().clone();
+        a.sort();
+        a
+    }
+}
+
+#[async_trait]
+impl InterruptionSource for FakeQueue {
+    async fn receive(&self) -> Result<Vec<Delivery>, CloudError> {
+        self.receives.fetch_add(1, Ordering::SeqCst);
+        let next = self.batches.lock().unwrap().pop_front();
+        match next {
+            Some(b) => Ok(b),
+            None => {
+                // A long poll that found nothing.
+                tokio::time::sleep(Duration::from_secs(20)).await;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    async fn ack(&self, handle: &AckHandle) -> Result<(), CloudError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if handle.0.starts_with("unackable") {
+            return Err(CloudError::Api {
+                operation: "DeleteMessage".into(),
+                message: "ReceiptHandleIsInvalid".into(),
+                retryable: false,
+            });
+        }
+        self.acked.lock().unwrap().push(handle.0.clone());
+        Ok(())
+    }
+}
+
+fn delivery(
+    handle: &str,
+    kind: InterruptionKind,
+    ids: &[&str],
+    time: Option<Timestamp>,
+) -> Delivery {
+    Delivery {
+        message: Ok(Interruption {
+            kind,
+            id: format!("event-{handle}"),
+            instance_ids: ids.iter().map(|s| s.to_string()).collect(),
+            time,
+        }),
+        ack: AckHandle(handle.into()),
+    }
+}
+
+fn controller(h: &Harness, queue: Arc<FakeQueue>) -> InterruptionController {
+    InterruptionController::new(
+        h.state.clone(),
+        h.api.clone(),
+        queue,
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    )
+}
+
+fn deleting(h: &Harness, claim: &str) -> bool {
+    match h.api.get(Kind::NodeClaim, claim) {
+        Some(Object::NodeClaim(c)) => c.metadata.deletion_timestamp.is_some(),
+        _ => false,
+    }
+}
+
+fn metric(h: &Harness, line: &str) -> bool {
+    h.metrics.encode().lines().any(|l| l == line)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spot_interruption_terminates_the_node_through_the_normal_path() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let queue = Arc::new(FakeQueue::default());
+    let emitted = Timestamp(h.clock.now().0 - 3_000);
+    queue.push(vec![delivery(
+        "r1",
+        InterruptionKind::SpotInterrupted,
+        &["i-0001"],
+        Some(emitted),
+    )]);
+    let ctl = controller(&h, queue.clone());
+
+    let handled = ctl.poll_once().await.unwrap();
+    assert_eq!(handled.deleted, vec![claim.clone()]);
+    assert_eq!((handled.acked, handled.failed.len()), (1, 0));
+    assert_eq!(queue.acked(), ["r1"]);
+    assert!(deleting(&h, &claim));
+
+    let reasons: Vec<(String, String)> = h
+        .events
+        .events()
+        .into_iter()
+        .filter(|e| e.reason == "SpotInterrupted" || e.reason == "TerminatingOnInterruption")
+        .map(|e| (e.reason, e.regarding.name))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("SpotInterrupted".to_string(), claim.clone()),
+            ("SpotInterrupted".to_string(), "n1".to_string()),
+            ("TerminatingOnInterruption".to_string(), claim.clone()),
+            ("TerminatingOnInterruption".to_string(), "n1".to_string()),
+        ]
+    );
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_received_messages_total{message_type="spot_interrupted"} 1"#
+    ));
+    assert!(metric(
+        &h,
+        "karpenter_interruption_deleted_messages_total 1"
+    ));
+    assert!(metric(
+        &h,
+        "karpenter_interruption_message_queue_duration_seconds_count 1"
+    ));
+    assert!(metric(
+        &h,
+        "karpenter_interruption_message_queue_duration_seconds_sum 3.0"
+    ));
+    assert!(metric(
+        &h,
+        r#"karpenter_nodeclaims_disrupted_total{reason="spot_interrupted",nodepool="default",capacity_type="on-demand",consolidation_policy="WhenEmptyOrUnderutilized",termination_mode="graceful"} 1"#
+    ));
+
+    // The ordinary termination follows: node deleted and drained, instance terminated,
+    // finalizers released.
+    let life = h.lifecycle();
+    let term = Termination::new(
+        h.state.clone(),
+        h.api.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    for _ in 0..6 {
+        life.reconcile_all().await;
+        term.reconcile_all().await;
+    }
+    assert!(h.cloud.running().is_empty());
+    assert!(h.api.get(Kind::Node, "n1").is_none());
+    assert!(h.api.get(Kind::NodeClaim, &claim).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rebalance_recommendation_is_acknowledged_without_deleting() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let queue = Arc::new(FakeQueue::default());
+    queue.push(vec![delivery(
+        "r1",
+        InterruptionKind::RebalanceRecommendation,
+        &["i-0001"],
+        None,
+    )]);
+    let handled = controller(&h, queue.clone()).poll_once().await.unwrap();
+    assert!(handled.deleted.is_empty());
+    assert_eq!(queue.acked(), ["r1"]);
+    assert!(!deleting(&h, &claim));
+    assert_eq!(h.events.with_reason("SpotRebalanceRecommendation").len(), 2);
+    assert!(h.events.with_reason("TerminatingOnInterruption").is_empty());
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_received_messages_total{message_type="rebalance_recommendation"} 1"#
+    ));
+    assert!(
+        !h.metrics
+            .encode()
+            .contains("karpenter_nodeclaims_disrupted_total{")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn unreadable_no_op_and_unknown_messages_are_deleted() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let queue = Arc::new(FakeQueue::default());
+    queue.push(vec![
+        Delivery {
+            message: Err("unreadable interruption message: not json".into()),
+            ack: AckHandle("garbage".into()),
+        },
+        delivery("noop", InterruptionKind::NoOp, &[], None),
+        delivery(
+            "other",
+            InterruptionKind::InstanceTerminated,
+            &["i-0999"],
+            None,
+        ),
+    ]);
+    let handled = controller(&h, queue.clone()).poll_once().await.unwrap();
+    assert_eq!(handled.acked, 3);
+    assert_eq!(queue.acked(), ["garbage", "noop", "other"]);
+    assert!(!deleting(&h, &claim));
+    assert!(metric(
+        &h,
+        "karpenter_interruption_deleted_messages_total 3"
+    ));
+    // An unreadable body has no type to count.
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_received_messages_total{message_type="no_op"} 1"#
+    ));
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_received_messages_total{message_type="instance_terminated"} 1"#
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_delete_or_ack_leaves_the_message_on_the_queue() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let queue = Arc::new(FakeQueue::default());
+    let (_tx, standby) = watch::channel(false);
+    let gated: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), standby));
+    let ctl = InterruptionController::new(
+        h.state.clone(),
+        gated,
+        queue.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    let handled = ctl
+        .handle(vec![delivery(
+            "r1",
+            InterruptionKind::InstanceStopped,
+            &["i-0001"],
+            None,
+        )])
+        .await;
+    assert_eq!(handled.acked, 0);
+    assert_eq!(handled.failed.len(), 1, "{handled:?}");
+    assert!(handled.failed[0].contains(&claim), "{handled:?}");
+    assert!(queue.acked().is_empty());
+    assert!(!deleting(&h, &claim));
+    assert!(
+        !h.metrics
+            .encode()
+            .contains("karpenter_interruption_deleted_messages_total 1")
+    );
+
+    let ctl = controller(&h, queue.clone());
+    let handled = ctl
+        .handle(vec![delivery(
+            "unackable",
+            InterruptionKind::InstanceStopped,
+            &["i-0001"],
+            None,
+        )])
+        .await;
+    assert_eq!(handled.deleted, vec![claim.clone()]);
+    assert_eq!(handled.acked, 0);
+    assert!(handled.failed[0].contains("acknowledging"), "{handled:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn deliveries_are_handled_ten_at_a_time() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    let queue = Arc::new(FakeQueue::default());
+    let batch: Vec<Delivery> = (0..25)
+        .map(|i| delivery(&format!("r{i:02}"), InterruptionKind::NoOp, &[], None))
+        .collect();
+    let handled = controller(&h, queue.clone()).handle(batch).await;
+    assert_eq!(handled.acked, 25);
+    assert_eq!(queue.max_in_flight.load(Ordering::SeqCst), PARALLELISM);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_the_synced_leader_reads_the_queue() {
+    let h = Harness::new();
+    let queue = Arc::new(FakeQueue::default());
+    let (leader_tx, leader) = watch::channel(false);
+    let ctl = Arc::new(controller(&h, queue.clone()).with_leader(leader));
+    let task = tokio::spawn(ctl.clone().run());
+
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(queue.receives.load(Ordering::SeqCst), 0);
+
+    // Leading but not synced: still nothing.
+    leader_tx.send(true).unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(queue.receives.load(Ordering::SeqCst), 0);
+
+    h.api.mark_synced();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(queue.receives.load(Ordering::SeqCst), 1);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(queue.receives.load(Ordering::SeqCst), 2);
+
+    // Losing the lease stops the polling once the poll under way returns.
+    leader_tx.send(false).unwrap();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(queue.receives.load(Ordering::SeqCst), 2);
+    task.abort();
+}
