@@ -17,55 +17,8 @@ mod time;
 
 pub use time::parse_rfc3339;
 
-/// What a message asks of the instances it names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    /// EC2 reclaims a spot instance in two minutes.
-    SpotInterrupted,
-    /// EC2 says a spot instance is at elevated risk of interruption. Informational.
-    RebalanceRecommendation,
-    /// AWS Health scheduled a change (retirement, maintenance) for EC2 instances.
-    ScheduledChange,
-    /// The instance is stopping or stopped.
-    InstanceStopped,
-    /// The instance is shutting down or terminated.
-    InstanceTerminated,
-    /// EC2 reclaims an instance running in a capacity reservation.
-    CapacityReservationInterrupted,
-    /// A well-formed event this controller does not act on.
-    NoOp,
-}
-
-impl Kind {
-    /// The `message_type` metric label and the disruption `reason`, as upstream spells them.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::SpotInterrupted => "spot_interrupted",
-            Kind::RebalanceRecommendation => "rebalance_recommendation",
-            Kind::ScheduledChange => "scheduled_change",
-            Kind::InstanceStopped => "instance_stopped",
-            Kind::InstanceTerminated => "instance_terminated",
-            Kind::CapacityReservationInterrupted => "capacity_reservation_interrupted",
-            Kind::NoOp => "no_op",
-        }
-    }
-
-    pub const ALL: [Kind; 7] = [
-        Kind::SpotInterrupted,
-        Kind::RebalanceRecommendation,
-        Kind::ScheduledChange,
-        Kind::InstanceStopped,
-        Kind::InstanceTerminated,
-        Kind::CapacityReservationInterrupted,
-        Kind::NoOp,
-    ];
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// What a message asks of the instances it names (the provider-neutral kinds).
+pub use nodewright_core::interruption::InterruptionKind as Kind;
 
 /// One parsed queue message.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@ pub mod cadence;
 pub mod calendar;
 pub mod cron;
 pub mod disruption;
+pub mod interruption;
 pub mod labels;
 pub mod model;
 pub mod requirements;

@@ -14,10 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use nodewright_aws_model::interruption::{self as model, Kind};
-use nodewright_cloud::{
-    AckHandle, CloudError, Delivery, Interruption, InterruptionKind, InterruptionSource,
-};
+use nodewright_aws_model::interruption as model;
+use nodewright_cloud::{AckHandle, CloudError, Delivery, Interruption, InterruptionSource};
 use tokio::sync::OnceCell;
 
 use crate::cloud::AwsCloud;
@@ -86,24 +84,11 @@ impl SqsInterruptionQueue {
     }
 }
 
-/// The provider-neutral kind of a parsed message.
-pub fn kind(kind: Kind) -> InterruptionKind {
-    match kind {
-        Kind::SpotInterrupted => InterruptionKind::SpotInterrupted,
-        Kind::RebalanceRecommendation => InterruptionKind::RebalanceRecommendation,
-        Kind::ScheduledChange => InterruptionKind::ScheduledChange,
-        Kind::InstanceStopped => InterruptionKind::InstanceStopped,
-        Kind::InstanceTerminated => InterruptionKind::InstanceTerminated,
-        Kind::CapacityReservationInterrupted => InterruptionKind::CapacityReservationInterrupted,
-        Kind::NoOp => InterruptionKind::NoOp,
-    }
-}
-
 /// A message body as the controller sees it: the notice, or why the body is unreadable.
 pub fn interpret(body: &str) -> Result<Interruption, String> {
     model::parse(body)
         .map(|m| Interruption {
-            kind: kind(m.kind),
+            kind: m.kind,
             id: m.id,
             instance_ids: m.instance_ids,
             time: m.time,
@@ -165,13 +150,7 @@ impl InterruptionSource for SqsInterruptionQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_kind_maps_to_the_same_label() {
-        for k in Kind::ALL {
-            assert_eq!(kind(k).as_str(), k.as_str());
-        }
-    }
+    use nodewright_cloud::InterruptionKind;
 
     #[test]
     fn bodies_become_notices_or_reasons() {
