@@ -34,6 +34,24 @@ pub fn sorted_keys(v: Value) -> Value {
     }
 }
 
+/// The serialized fields of `spec` without the `ignored` ones: what a spec hash starts from
+/// (fields that resolve into status are left out, so resolving them again is not drift).
+pub fn spec_fields<T: serde::Serialize>(spec: &T, ignored: &[&str]) -> Map<String, Value> {
+    let mut fields = match serde_json::to_value(spec) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    for k in ignored {
+        fields.remove(*k);
+    }
+    fields
+}
+
+/// The hash annotation's value for `fields`: FNV-1a of their key-sorted JSON, in decimal.
+pub fn hash_fields(fields: Map<String, Value>) -> String {
+    fnv1a64(sorted_keys(Value::Object(fields)).to_string().as_bytes()).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,8 @@
 use std::collections::BTreeMap;
 
 use nodewright_api::aws::v1::EC2NodeClass;
-use nodewright_api::stable_hash::{fnv1a64, sorted_keys};
+use nodewright_api::stable_hash::{hash_fields, spec_fields};
 use nodewright_cloud::annotations::{NODECLASS_HASH, NODECLASS_HASH_VERSION};
-use serde_json::{Map, Value};
 
 pub const HASH_VERSION: &str = "sim1";
 
@@ -26,15 +25,7 @@ const IGNORED: &[&str] = &[
 
 /// The hash of `class`'s spec.
 pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
-    let mut spec = match serde_json::to_value(&class.spec) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    for k in IGNORED {
-        spec.remove(*k);
-    }
-    let text = sorted_keys(Value::Object(spec)).to_string();
-    fnv1a64(text.as_bytes()).to_string()
+    hash_fields(spec_fields(&class.spec, IGNORED))
 }
 
 /// The hash annotations for `class` as its spec stands now.

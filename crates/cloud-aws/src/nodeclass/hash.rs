@@ -8,9 +8,9 @@
 //! hash once (the version annotation differs too, so nothing is reported as drifted).
 
 use nodewright_api::aws::v1::EC2NodeClass;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use nodewright_api::stable_hash::{fnv1a64, sorted_keys};
+use nodewright_api::stable_hash::{hash_fields, sorted_keys, spec_fields};
 
 pub const HASH_ANNOTATION: &str = "karpenter.k8s.aws/ec2nodeclass-hash";
 pub const HASH_VERSION_ANNOTATION: &str = "karpenter.k8s.aws/ec2nodeclass-hash-version";
@@ -28,13 +28,7 @@ const IGNORED: &[&str] = &[
 
 /// The hash of `class`'s spec.
 pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
-    let mut spec = match serde_json::to_value(&class.spec) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    for k in IGNORED {
-        spec.remove(*k);
-    }
+    let mut spec = spec_fields(&class.spec, IGNORED);
     if let Some(f) = class.spec.resolved_ami_family() {
         spec.insert("amiFamily".into(), Value::String(f));
     }
@@ -44,8 +38,7 @@ pub fn nodeclass_hash(class: &EC2NodeClass) -> String {
             .unwrap_or_default();
         spec.insert("kubelet".into(), Value::String(text));
     }
-    let text = sorted_keys(Value::Object(spec)).to_string();
-    fnv1a64(text.as_bytes()).to_string()
+    hash_fields(spec)
 }
 
 #[cfg(test)]
