@@ -67,6 +67,8 @@ pub struct AwsCloud {
     pub instance_types: InstanceTypeProvider,
     pub pricing: PricingProvider,
     pub launch: crate::launch::LaunchState,
+    /// Where launch failures are reported (the controller's metrics).
+    pub observer: crate::observe::Observer,
 }
 
 impl AwsCloud {
@@ -100,6 +102,7 @@ impl AwsCloud {
             settings,
             parameters,
             pricing,
+            observer: Default::default(),
         }
     }
 

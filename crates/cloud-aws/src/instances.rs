@@ -128,6 +128,14 @@ fn state_filter() -> Filter {
 
 /// The instance behind `provider_id`, in one of [`LISTED_STATES`].
 pub async fn get(clients: &AwsClients, provider_id: &str) -> Result<Ec2Instance, CloudError> {
+    Ok(describe(clients, provider_id).await?.0)
+}
+
+/// The instance behind `provider_id` and the capacity reservation it runs in, if any.
+async fn describe(
+    clients: &AwsClients,
+    provider_id: &str,
+) -> Result<(Ec2Instance, Option<String>), CloudError> {
     let id = instance_id(provider_id)?;
     let out = clients
         .ec2
@@ -149,8 +157,14 @@ pub async fn get(clients: &AwsClients, provider_id: &str) -> Result<Ec2Instance,
         .iter()
         .flat_map(|r| r.instances())
         .filter(|i| i.instance_id() == Some(id))
-        .filter_map(from_sdk)
-        .find(|i| i.instance.state != InstanceState::Terminated)
+        .filter_map(|i| {
+            let reservation = i
+                .capacity_reservation_id()
+                .filter(|r| !r.is_empty())
+                .map(str::to_string);
+            Some((from_sdk(i)?, reservation))
+        })
+        .find(|(i, _)| i.instance.state != InstanceState::Terminated)
         .ok_or_else(not_found)
 }
 
@@ -203,11 +217,15 @@ pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Ec2Instance
 
 /// Terminates the instance behind `provider_id`. Already shutting down: nothing is sent and
 /// the call succeeds, so the caller checks again later; already terminated or unknown:
-/// [`CloudError::NotFound`].
-pub async fn terminate(clients: &AwsClients, provider_id: &str) -> Result<(), CloudError> {
-    let current = get(clients, provider_id).await?;
+/// [`CloudError::NotFound`]. Returns the capacity reservation the instance leaves when this
+/// call sent the termination, so its free count can go up once and right away.
+pub async fn terminate(
+    clients: &AwsClients,
+    provider_id: &str,
+) -> Result<Option<String>, CloudError> {
+    let (current, reservation) = describe(clients, provider_id).await?;
     if current.instance.state == InstanceState::ShuttingDown {
-        return Ok(());
+        return Ok(None);
     }
     let id = instance_id(provider_id)?;
     match clients
@@ -218,7 +236,7 @@ pub async fn terminate(clients: &AwsClients, provider_id: &str) -> Result<(), Cl
         .await
         .map_err(|e| AwsError::from_sdk("TerminateInstances", e))
     {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(reservation),
         Err(e) if e.is_not_found() => Err(CloudError::NotFound {
             provider_id: provider_id.to_string(),
         }),

@@ -19,6 +19,7 @@ pub mod instances;
 pub mod interruption;
 pub mod launch;
 pub mod nodeclass;
+pub mod observe;
 pub mod parameters;
 pub mod pricing;
 pub mod provider;

@@ -7,8 +7,12 @@ use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::Zone;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched, ReconciledNodeClass};
+use nodewright_cloud::{
+    CloudError, CloudProvider, Instance, InstanceHealth, Launched, ProviderObserver,
+    ReconciledNodeClass,
+};
 use nodewright_core::labels;
 use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::Requirement;
@@ -16,6 +20,7 @@ use nodewright_core::requirements::Requirement;
 use crate::class_input::node_class_input;
 use crate::cloud::{AwsCloud, AwsCloudError, now};
 use crate::drift::{self, DriftError};
+use crate::error::AwsError;
 use crate::instances;
 use crate::nodeclass::hash::{
     HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION, nodeclass_hash,
@@ -230,8 +235,14 @@ impl CloudProvider for AwsCloud {
         Ok(launched)
     }
 
+    /// A terminated instance's reservation gets its place back at once, as upstream does, so
+    /// the next scheduling round can plan into it before EC2 is asked again.
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
-        instances::terminate(&self.clients, provider_id).await
+        if let Some(id) = instances::terminate(&self.clients, provider_id).await? {
+            self.launch.reservations().released(&id);
+            tracing::debug!(provider_id, capacity_reservation_id = %id, "reserved instance terminated; its reservation has one more free instance");
+        }
+        Ok(())
     }
 
     async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
@@ -283,6 +294,29 @@ impl CloudProvider for AwsCloud {
             })?
             .or_else(|| drift::reservation_drift(claim, &status));
         Ok(found.map(|r| r.as_str().to_string()))
+    }
+
+    async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {
+        crate::interruption::status::unhealthy_instances(&self.clients)
+            .await
+            .map_err(|e| {
+                if e.code.as_deref() == Some("UnauthorizedOperation") {
+                    AwsError {
+                        message: format!(
+                            "{}; the controller's IAM policy needs ec2:DescribeInstanceStatus for instance health checks",
+                            e.message
+                        ),
+                        ..e
+                    }
+                    .into()
+                } else {
+                    e.into()
+                }
+            })
+    }
+
+    fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {
+        self.observer.set(observer);
     }
 }
 

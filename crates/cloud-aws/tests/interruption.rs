@@ -1,7 +1,7 @@
 //! The interruption queue against moto's SQS through the real SDK: every event kind sent as
 //! EventBridge would deliver it comes back parsed, acknowledged messages are gone for good
-//! while unacknowledged ones return, an unreadable body is delivered as such, and a spot
-//! interruption warning marks the instance's offering unavailable for launches.
+//! while unacknowledged ones return, an unreadable body is delivered as such, and the pool of
+//! an interrupted claim the controller hands back is kept out of launches.
 
 mod support;
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{InstanceMarketOptionsRequest, InstanceType, MarketType};
 use aws_sdk_sqs::types::QueueAttributeName;
-use nodewright_cloud::{Delivery, InterruptionKind, InterruptionSource};
+use nodewright_cloud::{Delivery, InterruptedOffering, InterruptionKind, InterruptionSource};
 use nodewright_cloud_aws::AwsCloud;
 use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::interruption::{QueueOptions, SqsInterruptionQueue};
@@ -240,13 +240,42 @@ async fn every_kind_is_parsed_acknowledged_and_deleted() {
     .collect();
     assert_eq!(seen, expected);
 
-    // The spot warning took the instance's offering out of launches; other pools stay.
+    // Receiving marks nothing: the pool is marked only for an instance the controller finds
+    // a claim for, from that claim's labels.
+    assert!(!cloud.launch.unavailable().is_unavailable(
+        CapacityType::Spot,
+        "m5.large",
+        &zone,
+        now()
+    ));
+    queue.offering_interrupted(&InterruptedOffering {
+        kind: InterruptionKind::SpotInterrupted,
+        instance_type: "m5.large".into(),
+        zone: zone.clone(),
+        reservation_id: None,
+    });
     {
         let cache = cloud.launch.unavailable();
         assert!(cache.is_unavailable(CapacityType::Spot, "m5.large", &zone, now()));
         assert!(!cache.is_unavailable(CapacityType::OnDemand, "m5.large", &zone, now()));
         assert!(!cache.is_unavailable(CapacityType::Spot, "m5.xlarge", &zone, now()));
     }
+    // A reservation interruption marks the claim's reservation full instead.
+    cloud.launch.reservations().observe(&[
+        nodewright_aws_model::reservations::CapacityReservation {
+            id: "cr-9".into(),
+            available_instance_count: 2,
+            state: "active".into(),
+            ..Default::default()
+        },
+    ]);
+    queue.offering_interrupted(&InterruptedOffering {
+        kind: InterruptionKind::CapacityReservationInterrupted,
+        instance_type: "m5.large".into(),
+        zone: zone.clone(),
+        reservation_id: Some("cr-9".into()),
+    });
+    assert_eq!(cloud.launch.reservations().free("cr-9"), Some(0));
 
     // Acknowledge everything but the rebalance recommendation: only it comes back once its
     // visibility timeout ran out.

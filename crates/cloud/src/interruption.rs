@@ -34,6 +34,17 @@ pub struct Delivery {
     pub ack: AckHandle,
 }
 
+/// The pool an interrupted claim ran in, read from its labels: the controller hands it back to
+/// the source so the provider can keep the replacement out of that pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InterruptedOffering {
+    pub kind: InterruptionKind,
+    pub instance_type: String,
+    pub zone: String,
+    /// The claim's capacity reservation, when it ran in one.
+    pub reservation_id: Option<String>,
+}
+
 /// A queue of interruption notices.
 #[async_trait]
 pub trait InterruptionSource: Send + Sync {
@@ -43,4 +54,8 @@ pub trait InterruptionSource: Send + Sync {
 
     /// Removes a delivery from the queue for good.
     async fn ack(&self, handle: &AckHandle) -> Result<(), CloudError>;
+
+    /// A notice interrupted a claim running in `offering`. Sources whose provider keeps no
+    /// capacity memory ignore it.
+    fn offering_interrupted(&self, _offering: &InterruptedOffering) {}
 }

@@ -7,10 +7,12 @@
 //! (an in-memory cloud for running the controller on any cluster without an account).
 
 mod error;
+mod health;
 mod instance;
 mod interruption;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
@@ -18,8 +20,11 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::model::InstanceType;
 
 pub use error::CloudError;
+pub use health::{FailedCheck, HealthCategory, InstanceHealth, LaunchFailure, ProviderObserver};
 pub use instance::{Instance, InstanceState, Launched, annotations, tags};
-pub use interruption::{AckHandle, Delivery, Interruption, InterruptionKind, InterruptionSource};
+pub use interruption::{
+    AckHandle, Delivery, InterruptedOffering, Interruption, InterruptionKind, InterruptionSource,
+};
 
 /// What reconciling a node class yields: its status and the annotations its own metadata
 /// should carry (the class hash), both written by the controller.
@@ -79,4 +84,14 @@ pub trait CloudProvider: Send + Sync {
         claim: &NodeClaim,
         class: Option<&EC2NodeClass>,
     ) -> Result<Option<String>, CloudError>;
+
+    /// Instances whose health checks currently fail, with when each check started failing.
+    /// Healthy instances are left out. A cloud without health checks has no failing ones.
+    async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {
+        Ok(Vec::new())
+    }
+
+    /// Where to report launch failures and other observations from now on. A cloud that has
+    /// nothing to report ignores it.
+    fn observe_with(&self, _observer: Arc<dyn ProviderObserver>) {}
 }

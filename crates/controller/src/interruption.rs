@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use futures::stream::{self, StreamExt};
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudError, Delivery, Interruption, InterruptionKind, InterruptionSource};
+use nodewright_cloud::{
+    CloudError, Delivery, InterruptedOffering, Interruption, InterruptionKind, InterruptionSource,
+};
 use nodewright_core::labels;
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -59,6 +61,9 @@ pub struct Decision {
     pub delete: Vec<Deletion>,
     /// Instance ids no claim of this cluster runs on; nothing is done for them.
     pub unknown: Vec<String>,
+    /// The pools of interrupted claims, read from their labels, for the provider to keep
+    /// replacements out of (spot and capacity-reservation interruptions only).
+    pub mark: Vec<InterruptedOffering>,
 }
 
 /// Claims by the instance id in their `status.providerID` (the segment after the last `/`).
@@ -115,6 +120,30 @@ fn claim_ref(c: &NodeClaim) -> ObjectRef {
     }
 }
 
+/// The pool a claim interrupted by `kind` ran in, from its labels (`label`): upstream marks
+/// it only for spot interruptions (and reservation interruptions mark the reservation), and
+/// only when the claim says which instance type and zone it runs in.
+fn interrupted_offering(
+    kind: InterruptionKind,
+    label: &dyn Fn(&str) -> String,
+) -> Option<InterruptedOffering> {
+    if !matches!(
+        kind,
+        InterruptionKind::SpotInterrupted | InterruptionKind::CapacityReservationInterrupted
+    ) {
+        return None;
+    }
+    let offering = InterruptedOffering {
+        kind,
+        instance_type: label(labels::INSTANCE_TYPE),
+        zone: label(labels::ZONE),
+        reservation_id: Some(label(labels::aws::CAPACITY_RESERVATION_ID))
+            .filter(|id| !id.is_empty()),
+    };
+    let placed = !offering.instance_type.is_empty() && !offering.zone.is_empty();
+    (placed || offering.reservation_id.is_some()).then_some(offering)
+}
+
 /// What `notice` calls for, given the claims and nodes in `state` (indexed by `index`).
 pub fn decide(notice: &Interruption, state: &ClusterState, index: &InstanceIndex<'_>) -> Decision {
     let mut out = Decision::default();
@@ -144,9 +173,6 @@ pub fn decide(notice: &Interruption, state: &ClusterState, index: &InstanceIndex
             out.notify
                 .extend(notice_event(notice.kind, ObjectRef::node(n)));
         }
-        if !notice.kind.terminates() || claim.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
         let label = |key: &str| {
             claim
                 .metadata
@@ -156,6 +182,10 @@ pub fn decide(notice: &Interruption, state: &ClusterState, index: &InstanceIndex
                 .cloned()
                 .unwrap_or_default()
         };
+        out.mark.extend(interrupted_offering(notice.kind, &label));
+        if !notice.kind.terminates() || claim.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
         let nodepool = label(labels::NODEPOOL);
         out.delete.push(Deletion {
             consolidation_policy: consolidation_policy(state, &nodepool),
@@ -290,6 +320,9 @@ impl InterruptionController {
                 for e in decision.notify {
                     self.events.publish(e);
                 }
+                for o in &decision.mark {
+                    self.source.offering_interrupted(o);
+                }
                 for d in decision.delete {
                     match self.delete(kind, &d).await {
                         Ok(true) => out.deleted.push(d.nodeclaim),
@@ -366,6 +399,9 @@ impl InterruptionController {
         }
     }
 }
+
+pub mod health;
+pub mod reservations;
 
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,10 @@ use std::time::Instant;
 use async_trait::async_trait;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudError, CloudProvider, Instance, Launched, ReconciledNodeClass};
+use nodewright_cloud::{
+    CloudError, CloudProvider, Instance, InstanceHealth, LaunchFailure, Launched, ProviderObserver,
+    ReconciledNodeClass,
+};
 use nodewright_core::model::InstanceType;
 
 use crate::metrics::Metrics;
@@ -123,5 +126,23 @@ impl CloudProvider for MeteredCloud {
         let r = self.inner.is_drifted(claim, class).await;
         self.record("IsDrifted", t, &r);
         r
+    }
+
+    async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.unhealthy_instances().await;
+        self.record("UnhealthyInstances", t, &r);
+        r
+    }
+
+    fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {
+        self.inner.observe_with(observer);
+    }
+}
+
+/// The provider's launch failures become `karpenter_cloudprovider_instance_launch_failures_total`.
+impl ProviderObserver for Metrics {
+    fn launch_failed(&self, f: &LaunchFailure) {
+        self.launch_failure(&f.zone, &f.zone_id, &f.capacity_type, &f.reason);
     }
 }

@@ -796,11 +796,14 @@ impl Metrics {
     }
 }
 
-/// The interruption queue's families (`karpenter_interruption_*`).
+/// The interruption queue's families (`karpenter_interruption_*`), the instance-status
+/// poller's, and the provider's launch failures.
 struct InterruptionMetrics {
     received: Counters,
     deleted: Counter,
     queue_duration: Histogram,
+    status_unhealthy: Counters,
+    launch_failures: Counters,
 }
 
 impl InterruptionMetrics {
@@ -823,10 +826,24 @@ impl InterruptionMetrics {
             "Time from an interruption event being emitted until the controller handles it.",
             queue_duration.clone(),
         );
+        let status_unhealthy = Counters::default();
+        r.register(
+            "karpenter_interruption_instance_status_unhealthy",
+            "Instances found failing an EC2 status check or with a scheduled event, by category.",
+            status_unhealthy.clone(),
+        );
+        let launch_failures = Counters::default();
+        r.register(
+            "karpenter_cloudprovider_instance_launch_failures",
+            "Errors the cloud returned for launch attempts, by zone, zone id, capacity type and error code.",
+            launch_failures.clone(),
+        );
         InterruptionMetrics {
             received,
             deleted,
             queue_duration,
+            status_unhealthy,
+            launch_failures,
         }
     }
 }
@@ -848,6 +865,28 @@ impl Metrics {
     /// How long the message's event waited between being emitted and being handled.
     pub fn interruption_queue_duration(&self, seconds: f64) {
         self.interruption.queue_duration.observe(seconds);
+    }
+
+    /// An instance newly found unhealthy in `category` (`InstanceStatus`, `SystemStatus`,
+    /// `EventStatus`).
+    pub fn instance_status_unhealthy(&self, category: &str) {
+        self.interruption
+            .status_unhealthy
+            .get_or_create(&vec![("category", category.to_owned())])
+            .inc();
+    }
+
+    /// One error the cloud returned for a launch attempt.
+    pub fn launch_failure(&self, zone: &str, zone_id: &str, capacity_type: &str, reason: &str) {
+        self.interruption
+            .launch_failures
+            .get_or_create(&vec![
+                ("zone", zone.to_owned()),
+                ("zone_id", zone_id.to_owned()),
+                ("capacity_type", capacity_type.to_owned()),
+                ("reason", reason.to_owned()),
+            ])
+            .inc();
     }
 }
 

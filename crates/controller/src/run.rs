@@ -1,7 +1,8 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
-//! (provisioner, lifecycle, termination, disruption, status, garbage collection), the first
-//! four given the metrics and the event sink. The cloud provider is chosen by the caller.
+//! (provisioner, lifecycle, termination, disruption, status, garbage collection, instance
+//! health, capacity-reservation upkeep), the first four given the metrics and the event sink.
+//! The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,8 +20,11 @@ use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
 use crate::health;
 use crate::interruption::InterruptionController;
+use crate::interruption::health::InstanceHealthController;
+use crate::interruption::reservations::ReservationController;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
+use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
@@ -194,6 +198,33 @@ pub async fn run(
         .with_leader(leader.clone());
         tokio::spawn(Arc::new(handler).run());
     }
+    cloud.observe_with(metrics.clone());
+    let health = InstanceHealthController::new(
+        state.clone(),
+        writer.clone(),
+        MeteredCloud::wrap(
+            cloud.clone(),
+            metrics.clone(),
+            "interruption.instancestatus",
+        ),
+        clock,
+        metrics.clone(),
+        events.clone(),
+    )
+    .with_leader(leader.clone());
+    tokio::spawn(Arc::new(health).run());
+    let reservations = ReservationController::new(
+        state.clone(),
+        writer.clone(),
+        MeteredCloud::wrap(
+            cloud.clone(),
+            metrics.clone(),
+            "capacityreservation.capacitytype",
+        ),
+        clock,
+    )
+    .with_leader(leader.clone());
+    tokio::spawn(Arc::new(reservations).run());
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,

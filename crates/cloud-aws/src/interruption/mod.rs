@@ -4,24 +4,28 @@
 //!
 //! [`SqsInterruptionQueue`] resolves the queue's URL once (GetQueueUrl), long-polls
 //! ReceiveMessage, parses each body with `nodewright_aws_model::interruption` and deletes a
-//! message when the controller acknowledges it. A spot (or capacity-reservation) interruption
-//! warning also marks the instance's offering unavailable in the launch path's cache, so the
-//! replacement is not launched into the pool that is being reclaimed.
+//! message when the controller acknowledges it. When the controller reports that a spot (or
+//! capacity-reservation) warning interrupted one of its claims, the claim's pool is marked
+//! unavailable in the launch path's books, so the replacement is not launched into the pool
+//! that is being reclaimed. `status` reads EC2's health checks for the instance-status poller.
 
 mod offerings;
+pub mod status;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use nodewright_aws_model::interruption as model;
-use nodewright_cloud::{AckHandle, CloudError, Delivery, Interruption, InterruptionSource};
+use nodewright_cloud::{
+    AckHandle, CloudError, Delivery, InterruptedOffering, Interruption, InterruptionSource,
+};
 use tokio::sync::OnceCell;
 
-use crate::cloud::AwsCloud;
+use crate::cloud::{AwsCloud, now};
 use crate::error::AwsError;
 
-pub use offerings::mark_interrupted_offerings;
+pub use offerings::{Marked, mark_interrupted_offering};
 
 /// How the queue is polled. The defaults are upstream's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,7 +132,6 @@ impl InterruptionSource for SqsInterruptionQueue {
                 })
             })
             .collect();
-        mark_interrupted_offerings(&self.cloud, &deliveries).await;
         Ok(deliveries)
     }
 
@@ -144,6 +147,10 @@ impl InterruptionSource for SqsInterruptionQueue {
             .await
             .map_err(|e| AwsError::from_sdk("DeleteMessage", e))?;
         Ok(())
+    }
+
+    fn offering_interrupted(&self, offering: &InterruptedOffering) {
+        mark_interrupted_offering(&self.cloud, offering, now());
     }
 }
 

@@ -279,6 +279,7 @@ impl AwsCloud {
                     return Err(e.into());
                 }
             };
+            self.observer.fleet_errors(&call, &outcome.errors, resolved);
             let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
             if let Some(instance) = outcome.instances.first() {
                 let out = launched(&call, instance, &types, resolved, self.region(), now, efa)?;

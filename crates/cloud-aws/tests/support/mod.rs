@@ -3,6 +3,8 @@
 //! IAM objects a cluster's node classes select.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

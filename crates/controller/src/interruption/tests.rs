@@ -209,3 +209,49 @@ fn instance_ids_come_from_the_last_segment() {
     assert_eq!(instance_id("aws:///us-east-1a/"), None);
     assert_eq!(instance_id("i-0abc"), None);
 }
+
+#[test]
+fn only_interrupted_claims_mark_their_pool_from_their_labels() {
+    let s = state(vec![claim("spot-a", Some("i-1"), json!({}))]);
+    let d = run(
+        &notice(InterruptionKind::SpotInterrupted, &["i-1", "i-unknown"]),
+        &s,
+    );
+    assert_eq!(
+        d.mark,
+        vec![InterruptedOffering {
+            kind: InterruptionKind::SpotInterrupted,
+            instance_type: "m5.large".into(),
+            zone: "us-west-2a".into(),
+            reservation_id: None,
+        }],
+        "the instance without a claim marks nothing"
+    );
+    assert_eq!(d.unknown, ["i-unknown"]);
+    for kind in [
+        InterruptionKind::RebalanceRecommendation,
+        InterruptionKind::ScheduledChange,
+        InterruptionKind::InstanceStopped,
+    ] {
+        assert!(run(&notice(kind, &["i-1"]), &s).mark.is_empty(), "{kind:?}");
+    }
+}
+
+#[test]
+fn a_reservation_interruption_names_the_claims_reservation() {
+    let s = state(vec![claim(
+        "r",
+        Some("i-1"),
+        json!({"metadata": {"labels": {
+            "karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "reserved",
+            "karpenter.k8s.aws/capacity-reservation-id": "cr-1",
+        }}}),
+    )]);
+    let d = run(
+        &notice(InterruptionKind::CapacityReservationInterrupted, &["i-1"]),
+        &s,
+    );
+    assert_eq!(d.mark.len(), 1);
+    assert_eq!(d.mark[0].reservation_id.as_deref(), Some("cr-1"));
+    assert_eq!(d.delete.len(), 1);
+}

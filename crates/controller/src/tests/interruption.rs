@@ -345,3 +345,214 @@ async fn only_the_synced_leader_reads_the_queue() {
     assert_eq!(queue.receives.load(Ordering::SeqCst), 2);
     task.abort();
 }
+
+/// The test cloud with failing health checks to report.
+struct AilingCloud {
+    inner: Arc<super::cloud::TestCloud>,
+    reports: Mutex<Vec<nodewright_cloud::InstanceHealth>>,
+}
+
+#[async_trait]
+impl nodewright_cloud::CloudProvider for AilingCloud {
+    fn name(&self) -> &'static str {
+        "test"
+    }
+    async fn reconcile_node_class(
+        &self,
+        class: &nodewright_api::aws::v1::EC2NodeClass,
+    ) -> Result<nodewright_cloud::ReconciledNodeClass, CloudError> {
+        self.inner.reconcile_node_class(class).await
+    }
+    async fn instance_types(
+        &self,
+        class: Option<&nodewright_api::aws::v1::EC2NodeClass>,
+    ) -> Result<Vec<nodewright_core::model::InstanceType>, CloudError> {
+        self.inner.instance_types(class).await
+    }
+    async fn create(
+        &self,
+        claim: &nodewright_api::v1::nodeclaim::NodeClaim,
+        class: Option<&nodewright_api::aws::v1::EC2NodeClass>,
+    ) -> Result<nodewright_cloud::Launched, CloudError> {
+        self.inner.create(claim, class).await
+    }
+    async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        self.inner.delete(provider_id).await
+    }
+    async fn get(&self, provider_id: &str) -> Result<nodewright_cloud::Instance, CloudError> {
+        self.inner.get(provider_id).await
+    }
+    async fn list(&self) -> Result<Vec<nodewright_cloud::Instance>, CloudError> {
+        self.inner.list().await
+    }
+    async fn is_drifted(
+        &self,
+        claim: &nodewright_api::v1::nodeclaim::NodeClaim,
+        class: Option<&nodewright_api::aws::v1::EC2NodeClass>,
+    ) -> Result<Option<String>, CloudError> {
+        self.inner.is_drifted(claim, class).await
+    }
+    async fn unhealthy_instances(
+        &self,
+    ) -> Result<Vec<nodewright_cloud::InstanceHealth>, CloudError> {
+        Ok(self.reports.lock().unwrap().clone())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_status_check_deletes_the_claim_forcefully_after_two_minutes() {
+    use crate::interruption::health::InstanceHealthController;
+    use nodewright_cloud::{FailedCheck, HealthCategory, InstanceHealth};
+
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let cloud = Arc::new(AilingCloud {
+        inner: h.cloud.clone(),
+        reports: Mutex::new(vec![InstanceHealth {
+            instance_id: "i-0001".into(),
+            failed: vec![FailedCheck {
+                category: HealthCategory::SystemStatus,
+                name: "reachability".into(),
+                since: None,
+            }],
+        }]),
+    });
+    let ctl = InstanceHealthController::new(
+        h.state.clone(),
+        h.api.clone(),
+        cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    assert_eq!(ctl.poll_once().await.unwrap(), Vec::<String>::new());
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(ctl.poll_once().await.unwrap().is_empty(), "60 s in");
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(ctl.poll_once().await.unwrap(), vec![claim.clone()]);
+    assert!(deleting(&h, &claim));
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+        panic!("claim gone before its finalizer ran")
+    };
+    let stamp = c
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .get(crate::lifecycle::TERMINATION_TIMESTAMP)
+        .cloned();
+    assert_eq!(stamp, Some(crate::clock::rfc3339(h.clock.now())));
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_instance_status_unhealthy_total{category="SystemStatus"} 1"#
+    ));
+    assert!(metric(
+        &h,
+        r#"karpenter_nodeclaims_disrupted_total{reason="system_status",nodepool="default",capacity_type="on-demand",consolidation_policy="WhenEmptyOrUnderutilized",termination_mode="forceful"} 1"#
+    ));
+    let reasons: Vec<String> = h.events.events().into_iter().map(|e| e.reason).collect();
+    assert!(reasons.contains(&"InstanceUnhealthy".to_string()));
+    assert!(reasons.contains(&"TerminatingOnInterruption".to_string()));
+
+    // Once the claim is deleting, later polls leave it alone and count nothing more.
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert!(ctl.poll_once().await.unwrap().is_empty());
+    assert!(metric(
+        &h,
+        r#"karpenter_interruption_instance_status_unhealthy_total{category="SystemStatus"} 1"#
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spot_interruption_hands_the_claims_pool_to_the_source() {
+    #[derive(Default)]
+    struct Marking {
+        queue: FakeQueue,
+        marked: Mutex<Vec<nodewright_cloud::InterruptedOffering>>,
+    }
+    #[async_trait]
+    impl InterruptionSource for Marking {
+        async fn receive(&self) -> Result<Vec<Delivery>, CloudError> {
+            self.queue.receive().await
+        }
+        async fn ack(&self, handle: &AckHandle) -> Result<(), CloudError> {
+            self.queue.ack(handle).await
+        }
+        fn offering_interrupted(&self, o: &nodewright_cloud::InterruptedOffering) {
+            self.marked.lock().unwrap().push(o.clone());
+        }
+    }
+    let h = Harness::new();
+    initialized_node(&h).await;
+    let source = Arc::new(Marking::default());
+    source.queue.push(vec![delivery(
+        "r1",
+        InterruptionKind::SpotInterrupted,
+        &["i-0001", "i-elsewhere"],
+        None,
+    )]);
+    let ctl = InterruptionController::new(
+        h.state.clone(),
+        h.api.clone(),
+        source.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    ctl.poll_once().await.unwrap();
+    let marked = source.marked.lock().unwrap().clone();
+    assert_eq!(
+        marked.len(),
+        1,
+        "only the instance with a claim: {marked:?}"
+    );
+    assert_eq!(marked[0].kind, InterruptionKind::SpotInterrupted);
+    assert_eq!(marked[0].instance_type, "m5.large");
+    assert_eq!(marked[0].zone, "us-east-1a");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_whose_reservation_ended_is_relabelled_on_demand_with_its_node() {
+    use crate::interruption::reservations::ReservationController;
+    use crate::write::{MetaPatch, NodePatch};
+
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    // Launched into a reservation that EC2 has since dropped: the test cloud reports the
+    // instance as on-demand.
+    let mut p = MetaPatch::default();
+    p.labels
+        .insert("karpenter.sh/capacity-type".into(), Some("reserved".into()));
+    p.labels.insert(
+        "karpenter.k8s.aws/capacity-reservation-id".into(),
+        Some("cr-1".into()),
+    );
+    h.api.patch_nodeclaim_meta(&claim, &p).await.unwrap();
+    h.api
+        .patch_node(
+            "n1",
+            &NodePatch {
+                meta: p.clone(),
+                taints: None,
+            },
+        )
+        .await
+        .unwrap();
+    let ctl = ReservationController::new(h.state.clone(), h.api.clone(), h.cloud.clone(), h.clock);
+    let pass = ctl.pass().await;
+    assert!(pass.failed.is_empty(), "{:?}", pass.failed);
+    assert_eq!(pass.relabelled, vec![claim.clone(), "n1".to_string()]);
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+        panic!()
+    };
+    let labels = c.metadata.labels.unwrap_or_default();
+    assert_eq!(labels["karpenter.sh/capacity-type"], "on-demand");
+    assert!(!labels.contains_key("karpenter.k8s.aws/capacity-reservation-id"));
+    let Some(Object::Node(n)) = h.api.get(Kind::Node, "n1") else {
+        panic!()
+    };
+    assert_eq!(
+        n.metadata.labels.unwrap_or_default()["karpenter.sh/capacity-type"],
+        "on-demand"
+    );
+    assert_eq!(ctl.pass().await, Default::default(), "nothing left to do");
+}

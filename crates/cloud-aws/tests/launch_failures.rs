@@ -1,0 +1,132 @@
+//! Launch failures reach the registered observer: a launch whose first CreateFleet answer is
+//! `InsufficientInstanceCapacity` for one offering (injected: moto never reports it) reports
+//! one failure with that offering's zone, zone id and capacity type, and the fallback launch
+//! still succeeds against moto.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_cloud::{CloudProvider, LaunchFailure, ProviderObserver};
+use nodewright_cloud_aws::error::AwsError;
+use nodewright_cloud_aws::launch::{
+    ClusterInfo, FleetApi, FleetCall, FleetFailure, FleetOutcome, SdkFleet,
+};
+
+use support::DISCOVERY;
+
+macro_rules! moto_or_skip {
+    ($name:expr) => {
+        match support::moto($name).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+/// CreateFleet through moto, except that `(type, zone)` in `empty` reports no capacity.
+struct NoCapacity {
+    inner: SdkFleet,
+    empty: (String, String),
+}
+
+#[async_trait]
+impl FleetApi for NoCapacity {
+    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+        let errors: Vec<FleetFailure> = call
+            .overrides()
+            .filter(|o| o.instance_type == self.empty.0 && o.zone == self.empty.1)
+            .map(|o| FleetFailure {
+                code: "InsufficientInstanceCapacity".into(),
+                message: "We currently do not have sufficient capacity.".into(),
+                instance_type: Some(o.instance_type.clone()),
+                subnet_id: Some(o.subnet_id.clone()),
+                zone: Some(o.zone.clone()),
+            })
+            .collect();
+        if errors.is_empty() {
+            return self.inner.create_fleet(call).await;
+        }
+        Ok(FleetOutcome {
+            instances: Vec::new(),
+            errors,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<LaunchFailure>>);
+
+impl ProviderObserver for Recorder {
+    fn launch_failed(&self, failure: &LaunchFailure) {
+        self.0.lock().unwrap().push(failure.clone());
+    }
+}
+
+#[tokio::test]
+async fn each_fleet_error_is_reported_with_zone_zone_id_and_capacity_type() {
+    let moto = moto_or_skip!("launch_failures");
+    let cluster = support::unique("launch-fail");
+    let seed = support::seed(&moto.clients, &cluster).await;
+    let prefix = format!("/{cluster}");
+    let image = support::copy_image(&moto.clients, &format!("{cluster}-al2023"), &[]).await;
+    support::put_parameter(
+        &moto.clients,
+        &prefix,
+        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id",
+        &image,
+    )
+    .await;
+    let (subnet_a, zone_a) = seed.subnets[0].clone();
+    let cloud = support::cloud(&moto, &cluster, &prefix, "1.32")
+        .with_cluster_info(ClusterInfo {
+            endpoint: "https://api.example.internal".into(),
+            service_cidr: Some("10.100.0.0/16".into()),
+            ..Default::default()
+        })
+        .with_fleet_api(Arc::new(NoCapacity {
+            inner: SdkFleet::new(moto.clients.clone()),
+            empty: ("m5.large".into(), zone_a.clone()),
+        }));
+    let recorder = Arc::new(Recorder::default());
+    cloud.observe_with(recorder.clone());
+    let mut class = support::class(&format!(
+        "metadata: {{name: fail}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
+        role = seed.role
+    ));
+    class.metadata.uid = Some(support::unique("uid"));
+    let claim: NodeClaim = serde_yaml::from_str(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: fail-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: fail}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+    )
+    .unwrap();
+
+    let got = cloud.create(&claim, Some(&class)).await.expect("launch");
+    assert_ne!(got.instance.zone, zone_a, "fell back to another zone");
+
+    let zone_id = moto
+        .clients
+        .ec2
+        .describe_subnets()
+        .subnet_ids(&subnet_a)
+        .send()
+        .await
+        .unwrap()
+        .subnets()[0]
+        .availability_zone_id()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!zone_id.is_empty(), "moto reports zone ids");
+    let failures = recorder.0.lock().unwrap().clone();
+    assert_eq!(
+        failures,
+        [LaunchFailure {
+            zone: zone_a,
+            zone_id,
+            capacity_type: "on-demand".into(),
+            reason: "InsufficientInstanceCapacity".into(),
+        }],
+        "one failure for the one empty offering; the successful retry reports none"
+    );
+}

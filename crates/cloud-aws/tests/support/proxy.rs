@@ -1,0 +1,151 @@
+//! A small HTTP proxy on 127.0.0.1 in front of moto for the EC2 answers moto cannot give: a
+//! request whose form body the `answer` function recognises gets that canned EC2 XML; every
+//! other request goes to moto, and moto's reply body passes through `rewrite` (to add fields
+//! moto does not model). One request per connection; every form body is recorded.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub type Answer = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub type Rewrite = Arc<dyn Fn(&str, String) -> String + Send + Sync>;
+
+pub struct Proxy {
+    pub url: String,
+    /// Every request's form body, in arrival order.
+    pub requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    /// The recorded form bodies that contain `needle`.
+    pub fn sent(&self, needle: &str) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|f| f.contains(needle))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Reads one HTTP/1.1 message (headers, then a Content-Length body).
+async fn read_message(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length = content_length(&head).unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some((head, buf[head_end..head_end + length].to_vec()))
+}
+
+fn content_length(head: &str) -> Option<usize> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse::<usize>().ok())?
+    })
+}
+
+fn reply(status_line: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "{status_line}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+async fn forward(upstream: &str, head: &str, body: &[u8]) -> Option<Vec<u8>> {
+    let mut lines: Vec<String> = head
+        .split("\r\n")
+        .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
+        .map(str::to_string)
+        .collect();
+    lines.push("Connection: close".into());
+    let mut raw = format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes();
+    raw.extend_from_slice(body);
+    let mut up = TcpStream::connect(upstream).await.ok()?;
+    up.write_all(&raw).await.ok()?;
+    let mut answer = Vec::new();
+    let _ = up.read_to_end(&mut answer).await;
+    Some(answer)
+}
+
+/// Rewrites the body of a raw HTTP answer, keeping its status line and content type.
+fn rewritten(answer: &[u8], form: &str, rewrite: &Rewrite) -> Vec<u8> {
+    let Some(i) = answer.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return answer.to_vec();
+    };
+    let head = String::from_utf8_lossy(&answer[..i]).to_string();
+    let body = String::from_utf8_lossy(&answer[i + 4..]).to_string();
+    let status = head.lines().next().unwrap_or("HTTP/1.1 200 OK").to_string();
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "text/xml".into());
+    reply(&status, &content_type, &rewrite(form, body)).into_bytes()
+}
+
+pub async fn start(moto_url: &str, answer: Answer, rewrite: Rewrite) -> Proxy {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = moto_url.trim_start_matches("http://").to_string();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let (upstream, seen) = (upstream.clone(), seen.clone());
+            let (answer, rewrite) = (answer.clone(), rewrite.clone());
+            tokio::spawn(async move {
+                let Some((head, body)) = read_message(&mut client).await else {
+                    return;
+                };
+                let form = String::from_utf8_lossy(&body).to_string();
+                seen.lock().unwrap().push(form.clone());
+                if let Some(xml) = answer(&form) {
+                    let r = reply("HTTP/1.1 200 OK", "text/xml;charset=UTF-8", &xml);
+                    let _ = client.write_all(r.as_bytes()).await;
+                    return;
+                }
+                let Some(got) = forward(&upstream, &head, &body).await else {
+                    return;
+                };
+                let _ = client.write_all(&rewritten(&got, &form, &rewrite)).await;
+            });
+        }
+    });
+    Proxy { url, requests }
+}
+
+/// No canned answers.
+pub fn no_answers() -> Answer {
+    Arc::new(|_| None)
+}
+
+/// moto's replies unchanged.
+pub fn unchanged() -> Rewrite {
+    Arc::new(|_, body| body)
+}

@@ -1,0 +1,159 @@
+//! Capacity-block expiry and reserved-to-on-demand demotion as plain data.
+
+use std::collections::BTreeMap;
+
+use nodewright_cloud::{Instance, InstanceState};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::state::{Kind, Object, WatchEvent};
+
+const END: &str = "2026-01-01T12:00:00Z";
+
+fn end() -> Timestamp {
+    parse_rfc3339(END).unwrap()
+}
+
+fn claim(name: &str, instance: &str, labels: Value, deleting: bool) -> Object {
+    let mut v = json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+        "status": {"providerID": format!("aws:///us-east-1a/{instance}")},
+    });
+    if deleting {
+        v["metadata"]["deletionTimestamp"] = json!("2025-12-31T00:00:00Z");
+        v["metadata"]["finalizers"] = json!(["karpenter.sh/termination"]);
+    }
+    Object::from_value(Kind::NodeClaim, v).unwrap()
+}
+
+fn node(name: &str, instance: &str, labels: Value) -> Object {
+    Object::from_value(
+        Kind::Node,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": format!("aws:///us-east-1a/{instance}")}}),
+    )
+    .unwrap()
+}
+
+fn class(reservations: Value) -> Object {
+    Object::from_value(
+        Kind::NodeClass,
+        json!({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {"role": "r", "subnetSelectorTerms": [{"id": "subnet-1"}],
+                "securityGroupSelectorTerms": [{"id": "sg-1"}], "amiSelectorTerms": [{"alias": "al2023@latest"}]},
+            "status": {"capacityReservations": reservations}}),
+    )
+    .unwrap()
+}
+
+fn state(objects: Vec<Object>) -> ClusterState {
+    let mut s = ClusterState::default();
+    for o in objects {
+        s.apply(WatchEvent::Apply(o));
+    }
+    s
+}
+
+fn reserved(id: &str) -> Value {
+    json!({"karpenter.sh/capacity-type": "reserved", "karpenter.k8s.aws/capacity-reservation-id": id})
+}
+
+#[test]
+fn claims_in_a_capacity_block_go_forty_minutes_before_its_end() {
+    let s = state(vec![
+        class(json!([
+            {"id": "cr-block", "reservationType": "capacity-block", "endTime": END, "state": "active"},
+            {"id": "cr-odcr", "reservationType": "default", "endTime": END, "state": "active"},
+        ])),
+        claim("in-block", "i-1", reserved("cr-block"), false),
+        claim("in-odcr", "i-2", reserved("cr-odcr"), false),
+        claim("draining", "i-3", reserved("cr-block"), true),
+        claim(
+            "plain",
+            "i-4",
+            json!({"karpenter.sh/capacity-type": "on-demand"}),
+            false,
+        ),
+    ]);
+    let window = Duration::from_secs(40 * 60);
+    let before = Timestamp(end().0 - window.as_millis() as i64 - 1000);
+    assert!(expiring(&s, before).is_empty(), "41 minutes before the end");
+    let at = Timestamp(end().0 - window.as_millis() as i64);
+    assert_eq!(
+        expiring(&s, at),
+        [("in-block".to_string(), "cr-block".to_string())]
+    );
+}
+
+#[test]
+fn a_block_the_status_already_calls_expiring_counts_without_an_end_time() {
+    let s = state(vec![
+        class(json!([{"id": "cr-b", "reservationType": "capacity-block", "state": "expiring"}])),
+        claim("c", "i-1", reserved("cr-b"), false),
+    ]);
+    assert_eq!(expiring(&s, Timestamp(0)).len(), 1);
+}
+
+fn instance(id: &str, capacity_type: CapacityType) -> Instance {
+    Instance {
+        provider_id: format!("aws:///us-east-1a/{id}"),
+        instance_type: "m5.large".into(),
+        zone: "us-east-1a".into(),
+        capacity_type,
+        image_id: None,
+        state: InstanceState::Running,
+        launched_at: None,
+        tags: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_reserved_claim_ec2_moved_to_on_demand_is_relabelled_with_its_registered_nodes() {
+    let registered =
+        json!({"karpenter.sh/registered": "true", "karpenter.sh/capacity-type": "reserved"});
+    let s = state(vec![
+        claim("moved", "i-1", reserved("cr-1"), false),
+        node("n-1", "i-1", registered.clone()),
+        node(
+            "n-1-unregistered",
+            "i-1",
+            json!({"karpenter.sh/capacity-type": "reserved"}),
+        ),
+        claim("still", "i-2", reserved("cr-1"), false),
+        claim("deleting", "i-3", reserved("cr-1"), true),
+        claim(
+            "od",
+            "i-4",
+            json!({"karpenter.sh/capacity-type": "on-demand"}),
+            false,
+        ),
+    ]);
+    let got = demoted(
+        &s,
+        &[
+            instance("i-1", CapacityType::OnDemand),
+            instance("i-2", CapacityType::Reserved),
+            instance("i-3", CapacityType::OnDemand),
+            instance("i-4", CapacityType::OnDemand),
+            instance("i-9", CapacityType::OnDemand),
+        ],
+    );
+    assert_eq!(
+        got,
+        [Demoted {
+            nodeclaim: "moved".into(),
+            nodes: vec!["n-1".into()],
+        }]
+    );
+    let p = on_demand_patch().to_merge_patch();
+    assert_eq!(
+        p,
+        json!({"metadata": {"labels": {
+            "karpenter.sh/capacity-type": "on-demand",
+            "karpenter.k8s.aws/capacity-reservation-id": null,
+        }}})
+    );
+}
