@@ -65,6 +65,9 @@ pub struct ClusterState {
     claims_by_provider_id: BTreeMap<String, BTreeSet<String>>,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
+    /// Moves with every change to the index, so a loop can tell nothing changed since it
+    /// last looked (see [`ClusterState::changes`]).
+    changes: u64,
 }
 
 /// How long a nomination outlives its claim's initialization: upstream's
@@ -133,6 +136,7 @@ impl ClusterState {
     }
 
     fn put(&mut self, mut o: Object) {
+        self.changes += 1;
         o.strip();
         let key = o.key();
         match o {
@@ -198,6 +202,7 @@ impl ClusterState {
     }
 
     fn remove(&mut self, kind: Kind, key: &str) {
+        self.changes += 1;
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
@@ -233,6 +238,7 @@ impl ClusterState {
     }
 
     fn clear(&mut self, kind: Kind) {
+        self.changes += 1;
         match kind {
             Kind::Pod => {
                 self.pods.clear();
@@ -260,6 +266,7 @@ impl ClusterState {
 
     /// Records a claim the moment its create call returned, before the watch reports it.
     pub fn record_created(&mut self, claim: NodeClaim) {
+        self.changes += 1;
         let name = claim.metadata.name.clone().unwrap_or_default();
         if !self.nodeclaims.contains_key(&name) {
             self.in_flight.insert(name, claim);
@@ -287,6 +294,7 @@ impl ClusterState {
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
     /// `now`, so later batches leave it there instead of launching for it again.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
+        self.changes += 1;
         self.nominations.insert(
             pod.to_string(),
             Nomination {
@@ -328,6 +336,12 @@ impl ClusterState {
             n.at
         };
         (now.since(since) < NOMINATION_WINDOW).then_some(claim)
+    }
+
+    /// A counter that moves whenever an object is applied, deleted or relisted, a claim is
+    /// recorded in flight or a pod nominated: equal readings mean an unchanged index.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     pub fn in_flight_count(&self) -> usize {
