@@ -6,11 +6,14 @@
 //! says for every node why it was not disrupted (`DisruptionBlocked`, `Unconsolidatable`) and
 //! records upstream's voluntary-disruption metrics.
 //!
-//! As upstream marks a started command's candidates for deletion, the targets of running
-//! commands are planned as deleting: they are no longer candidates, they count against the
-//! budgets, and their pods must find room in every later simulation. So the next command can
-//! be planned while earlier ones wait for their replacements. A round that found nothing lets
-//! the next rounds skip until the index changes (see [`consolidated`]).
+//! As upstream marks a started command's candidates for deletion, the claims of running
+//! commands' targets are planned as deleting: they are no longer candidates and they count
+//! against the budgets, so the next command can be planned while earlier ones wait for their
+//! replacements. Their pods stay where they are in later simulations (the tainted node takes
+//! no new pods): the command's own replacement was sized for them, and later commands may not
+//! count on that replacement until it is initialized. Nodes whose instance is already being
+//! terminated leave the budgets, as upstream's `InstanceTerminating` claims do. A round that
+//! found nothing lets the next rounds skip until the index changes (see [`consolidated`]).
 
 mod consolidated;
 pub mod journal;
@@ -143,15 +146,17 @@ fn eligible(graceful: &Selection<'_>, eventual: &Selection<'_>) -> BTreeMap<&'st
 }
 
 /// Marks the running commands' targets (`busy` nodes) as being deleted in `snap`, as
-/// upstream's `MarkForDeletion` does in its cluster state once a command starts.
-fn mark_disrupting(snap: &mut Snapshot, busy: &BTreeSet<String>) {
+/// upstream's `MarkForDeletion` does in its cluster state once a command starts, and leaves
+/// out the nodes whose instance is terminating (`terminating`), which upstream no longer
+/// counts for budgets.
+fn mark_disrupting(snap: &mut Snapshot, busy: &BTreeSet<String>, terminating: &BTreeSet<String>) {
+    if !terminating.is_empty() {
+        snap.nodes.retain(|n| !terminating.contains(&n.name));
+    }
     if busy.is_empty() {
         return;
     }
     let now = snap.now;
-    for n in snap.nodes.iter_mut().filter(|n| busy.contains(&n.name)) {
-        n.deletion_timestamp.get_or_insert(now);
-    }
     for c in snap
         .node_claims
         .iter_mut()
@@ -285,6 +290,21 @@ impl Disruptor {
             .collect()
     }
 
+    /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
+    fn terminating(&self) -> BTreeSet<String> {
+        lock(&self.state)
+            .nodeclaims
+            .values()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_deref())
+                    .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
+            })
+            .filter_map(|c| c.status.as_ref()?.node_name.clone())
+            .collect()
+    }
+
     fn marker(&self) -> std::sync::MutexGuard<'_, Marker> {
         self.marker.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -300,9 +320,8 @@ impl Disruptor {
         }
         let now = self.clock.now();
         if self.marker().skip(changes, now) {
-            self.journal.record(|| {
-                Entry::new(now, What::Skipped, "consolidated, nothing changed".into())
-            });
+            self.journal
+                .record(|| Entry::new(now, What::Skipped, "consolidated, nothing changed".into()));
             return Ok(Planned::Nothing);
         }
         let mut snap = snapshot(&self.state, self.cloud.as_ref(), now)
@@ -310,7 +329,7 @@ impl Disruptor {
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
         let busy = self.busy();
-        mark_disrupting(&mut snap, &busy);
+        mark_disrupting(&mut snap, &busy, &self.terminating());
         let started = Instant::now();
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
@@ -419,7 +438,7 @@ impl Disruptor {
         let mut fresh = snapshot(&self.state, self.cloud.as_ref(), now)
             .await
             .map_err(|e| e.to_string())?;
-        mark_disrupting(&mut fresh, &self.busy());
+        mark_disrupting(&mut fresh, &self.busy(), &self.terminating());
         let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
@@ -684,14 +703,16 @@ impl Disruptor {
                     self.set_taint(&t.node, false).await?;
                     self.set_reason(&t.nodeclaim, None).await?;
                 }
-                self.journal.record(|| finished_entry(now, What::RolledBack, &r));
+                self.journal
+                    .record(|| finished_entry(now, What::RolledBack, &r));
                 finished.push(format!("rolled back: {}", r.command));
                 continue;
             }
             if ready {
                 self.terminate_targets(&r.command).await?;
                 info!(command = %r.command, "disruption replacements ready; terminating targets");
-                self.journal.record(|| finished_entry(now, What::Terminated, &r));
+                self.journal
+                    .record(|| finished_entry(now, What::Terminated, &r));
                 finished.push(format!("terminated: {}", r.command));
                 continue;
             }
