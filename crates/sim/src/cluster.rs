@@ -509,20 +509,29 @@ impl Cluster {
                     .push(p);
             }
         }
-        let mut owned_by: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        // Per workload, how many pods it owns, and their keys when it owns too many (only
+        // then are keys needed: building one per pod of every workload each time cost more
+        // than the rest of the pass).
+        let mut owned_by: BTreeMap<(String, String), (usize, Vec<String>)> = BTreeMap::new();
         for key in &keys {
             let w = &self.workloads[key];
             // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
             // be gone, since the replacement takes its name.
             let count_terminating = w.kind == WorkloadKind::StatefulSet;
-            let owned = by_owner
-                .get(&(key.0.as_str(), key.1.as_str()))
-                .into_iter()
-                .flatten()
-                .filter(|p| count_terminating || p.deletion_timestamp.is_none())
-                .map(|p| p.key())
-                .collect();
-            owned_by.insert(key.clone(), owned);
+            let owned = || {
+                by_owner
+                    .get(&(key.0.as_str(), key.1.as_str()))
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| count_terminating || p.deletion_timestamp.is_none())
+            };
+            let count = owned().count();
+            let keys = if count > w.wanted() as usize {
+                owned().map(|p| p.key()).collect()
+            } else {
+                Vec::new()
+            };
+            owned_by.insert(key.clone(), (count, keys));
         }
         for key in keys {
             let w = &self.workloads[&key];
@@ -530,16 +539,16 @@ impl Cluster {
             if w.kind == WorkloadKind::Pod && w.next_ordinal > 0 {
                 continue;
             }
-            let owned = owned_by.remove(&key).unwrap_or_default();
+            let (count, owned) = owned_by.remove(&key).unwrap_or_default();
             let want = w.wanted() as usize;
-            if owned.len() > want {
-                let excess = owned.len() - want;
+            if count > want {
+                let excess = count - want;
                 for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
                     self.remove_pod(&victim, now);
                     deleted.push(victim);
                 }
             } else {
-                for _ in owned.len()..want {
+                for _ in count..want {
                     let pod = self.new_replica(&key, now);
                     let templates = &self.workloads[&key].claim_templates;
                     if !templates.is_empty() {
