@@ -377,7 +377,12 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     let name = h.provisioner().provision().await.unwrap().created[0].clone();
     let life = h.lifecycle();
     life.reconcile_all().await;
-    let pid = claim(&h, &name).unwrap().status.unwrap().provider_id.unwrap();
+    let pid = claim(&h, &name)
+        .unwrap()
+        .status
+        .unwrap()
+        .provider_id
+        .unwrap();
     h.node_joins("n2", &pid);
     life.reconcile_all().await;
     let mut p = super::pending_pod_json("big", "3");
