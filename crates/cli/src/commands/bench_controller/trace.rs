@@ -30,6 +30,17 @@ pub struct Trace {
     terminations: Vec<Duration>,
 }
 
+fn label(w: What) -> &'static str {
+    match w {
+        What::Skipped => "Skipped",
+        What::Planned => "Planned",
+        What::Started => "Started",
+        What::Rejected => "Rejected",
+        What::Terminated => "Terminated",
+        What::RolledBack => "RolledBack",
+    }
+}
+
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -100,7 +111,7 @@ impl Trace {
                 println!(
                     "  {:>8.1} s  {:<10} nodes {:>4} ({deleting:>3} deleting), pending pods {:>4}: {}",
                     secs(e.at.since(self.start)),
-                    format!("{:?}", e.what),
+                    label(e.what),
                     s.nodes.len(),
                     s.pending().len(),
                     e.detail
