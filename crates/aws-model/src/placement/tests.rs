@@ -120,9 +120,9 @@ fn a_partition_is_pinned_only_when_the_claim_allows_exactly_one() {
     let g = group(Strategy::Partition, 4);
     assert_eq!(launch_partition(&[], &g), None);
     let one = req(aws::PLACEMENT_GROUP_PARTITION, Operator::In, &["3"]);
-    assert_eq!(launch_partition(&[one.clone()], &g), Some(3));
+    assert_eq!(launch_partition(std::slice::from_ref(&one), &g), Some(3));
     let two = req(aws::PLACEMENT_GROUP_PARTITION, Operator::In, &["2", "3"]);
-    assert_eq!(launch_partition(&[two.clone()], &g), None);
+    assert_eq!(launch_partition(std::slice::from_ref(&two), &g), None);
     let narrowed = req(aws::PLACEMENT_GROUP_PARTITION, Operator::NotIn, &["2"]);
     assert_eq!(launch_partition(&[two, narrowed], &g), Some(3));
     assert_eq!(launch_partition(&[one], &group(Strategy::Cluster, 0)), None);
