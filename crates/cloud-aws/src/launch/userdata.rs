@@ -267,6 +267,8 @@ impl BaseConfig<'_> {
                 .as_ref()
                 .and_then(|c| c.nested_virtualization.clone()),
             connection_tracking,
+            // Set per launch by the caller.
+            placement: None,
             capacity_reservation: reservations::target(
                 !self.resolved.capacity_reservations.is_empty(),
                 capacity_type,
@@ -314,6 +316,7 @@ mod tests {
             amis: Vec::new(),
             instance_profile: Some("profile".into()),
             capacity_reservations: Vec::new(),
+            placement_group: None,
             status: Default::default(),
             hash: String::new(),
         }
