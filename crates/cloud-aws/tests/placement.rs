@@ -457,6 +457,7 @@ async fn a_node_outside_the_class_placement_group_has_drifted() {
     let out = req.send().await.expect("RunInstances");
     let id = out.instances()[0].instance_id().unwrap().to_string();
 
+    let annotations = class.metadata.annotations.clone();
     let claim = |group: Option<&str>| {
         let mut c = NodeClaim::default();
         let mut labels = BTreeMap::from([(
@@ -467,7 +468,7 @@ async fn a_node_outside_the_class_placement_group_has_drifted() {
             labels.insert(aws::PLACEMENT_GROUP_ID.to_string(), g.to_string());
         }
         c.metadata.labels = Some(labels);
-        c.metadata.annotations = class.metadata.annotations.clone();
+        c.metadata.annotations = annotations.clone();
         c.status = Some(NodeClaimStatus {
             provider_id: Some(format!("aws:///{zone}/{id}")),
             ..Default::default()
