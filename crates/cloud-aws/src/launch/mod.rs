@@ -188,6 +188,7 @@ impl AwsCloud {
             cluster: &self.launch.cluster,
             node_labels: claim::node_labels(claim, &reqs),
             taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
+            placement: placement.clone(),
         };
         // Upstream attaches EFA interfaces only to claims that ask for EFA.
         let efa = requests.get(EFA) > 0;
@@ -249,7 +250,6 @@ impl AwsCloud {
                     &plan.overrides,
                     &plan.tags,
                     efa,
-                    &placement,
                 )
                 .await?;
             let call = FleetCall {
@@ -408,7 +408,6 @@ impl AwsCloud {
         overrides: &[FleetOverride],
         tags: &BTreeMap<String, String>,
         efa: bool,
-        placement: &LaunchPlacement,
     ) -> Result<Vec<fleet::TemplateConfig>, CloudError> {
         let mut groups: BTreeMap<String, (TemplateSpec, Vec<FleetOverride>)> = BTreeMap::new();
         let mut order: Vec<String> = Vec::new();
@@ -421,7 +420,7 @@ impl AwsCloud {
                 no_image.push(&o.instance_type);
                 continue;
             };
-            let mut spec = base.template(
+            let spec = base.template(
                 ami,
                 it,
                 capacity_type,
@@ -429,7 +428,6 @@ impl AwsCloud {
                 efa,
                 o.reservation_id.as_deref(),
             )?;
-            spec.placement = (!placement.is_default()).then(|| placement.clone());
             let key = spec.name();
             if !groups.contains_key(&key) {
                 order.push(key.clone());
