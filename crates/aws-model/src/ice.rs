@@ -33,6 +33,20 @@ pub fn offering_key(capacity_type: CapacityType, instance_type: &str, zone: &str
     format!("{}:{instance_type}:{zone}", capacity_type.as_str())
 }
 
+/// [`offering_key`] inside a placement group: `...:<zone>:<group id>[:<partition>]` (the
+/// scope from `LaunchPlacement::ice_scope`). Outside a group, the plain key.
+pub fn scoped_offering_key(
+    capacity_type: CapacityType,
+    instance_type: &str,
+    zone: &str,
+    scope: Option<&str>,
+) -> String {
+    match scope {
+        Some(s) => format!("{}:{s}", offering_key(capacity_type, instance_type, zone)),
+        None => offering_key(capacity_type, instance_type, zone),
+    }
+}
+
 /// One error CreateFleet returned for one override.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FleetError {
@@ -83,8 +97,21 @@ impl UnavailableOfferings {
         zone: &str,
         now: Timestamp,
     ) {
+        self.mark_offering_in(capacity_type, instance_type, zone, None, now);
+    }
+
+    /// [`Self::mark_offering`] within a placement-group scope: the offering stays usable
+    /// outside the group (and in the group's other partitions).
+    pub fn mark_offering_in(
+        &mut self,
+        capacity_type: CapacityType,
+        instance_type: &str,
+        zone: &str,
+        scope: Option<&str>,
+        now: Timestamp,
+    ) {
         self.offerings.insert(
-            offering_key(capacity_type, instance_type, zone),
+            scoped_offering_key(capacity_type, instance_type, zone, scope),
             now.plus(UNAVAILABLE_TTL),
         );
         *self.sequence.entry(instance_type.to_string()).or_default() += 1;
@@ -112,6 +139,12 @@ impl UnavailableOfferings {
 
     /// Caches what a CreateFleet error says about capacity.
     pub fn record(&mut self, error: &FleetError, now: Timestamp) -> Marked {
+        self.record_in(error, None, now)
+    }
+
+    /// [`Self::record`] for a launch into a placement group (`scope`): the offering is
+    /// marked for that group only; a full subnet and a missing spot role still count for all.
+    pub fn record_in(&mut self, error: &FleetError, scope: Option<&str>, now: Timestamp) -> Marked {
         if error.code == SPOT_ROLE_MISSING_CODE {
             self.mark_capacity_type(CapacityType::Spot, now);
             return Marked::CapacityType(CapacityType::Spot);
@@ -119,7 +152,13 @@ impl UnavailableOfferings {
         if !UNFULFILLABLE_CODES.contains(&error.code.as_str()) {
             return Marked::Nothing;
         }
-        self.mark_offering(error.capacity_type, &error.instance_type, &error.zone, now);
+        self.mark_offering_in(
+            error.capacity_type,
+            &error.instance_type,
+            &error.zone,
+            scope,
+            now,
+        );
         let subnet = error
             .subnet_id
             .clone()
@@ -128,7 +167,12 @@ impl UnavailableOfferings {
             self.mark_subnet(s, now);
         }
         Marked::Offering {
-            key: offering_key(error.capacity_type, &error.instance_type, &error.zone),
+            key: scoped_offering_key(
+                error.capacity_type,
+                &error.instance_type,
+                &error.zone,
+                scope,
+            ),
             subnet,
         }
     }
@@ -140,10 +184,26 @@ impl UnavailableOfferings {
         zone: &str,
         now: Timestamp,
     ) -> bool {
+        self.is_unavailable_in(capacity_type, instance_type, zone, None, now)
+    }
+
+    /// Whether the offering is marked for launches in `scope` (see [`scoped_offering_key`]).
+    pub fn is_unavailable_in(
+        &self,
+        capacity_type: CapacityType,
+        instance_type: &str,
+        zone: &str,
+        scope: Option<&str>,
+        now: Timestamp,
+    ) -> bool {
         live(self.capacity_types.get(&capacity_type), now)
             || live(
-                self.offerings
-                    .get(&offering_key(capacity_type, instance_type, zone)),
+                self.offerings.get(&scoped_offering_key(
+                    capacity_type,
+                    instance_type,
+                    zone,
+                    scope,
+                )),
                 now,
             )
     }
@@ -184,9 +244,19 @@ impl UnavailableOfferings {
 
     /// Sets `available = false` on every offering the cache holds.
     pub fn apply(&self, instance_types: &mut [InstanceType], now: Timestamp) {
+        self.apply_in(instance_types, None, now);
+    }
+
+    /// [`Self::apply`] for a class launching into a placement group (`scope`).
+    pub fn apply_in(
+        &self,
+        instance_types: &mut [InstanceType],
+        scope: Option<&str>,
+        now: Timestamp,
+    ) {
         for it in instance_types {
             for o in &mut it.offerings {
-                if self.is_unavailable(o.capacity_type, &it.name, &o.zone, now) {
+                if self.is_unavailable_in(o.capacity_type, &it.name, &o.zone, scope, now) {
                     o.available = false;
                 }
             }
@@ -232,6 +302,42 @@ mod tests {
     }
 
     const T0: Timestamp = Timestamp(1_000_000);
+
+    #[test]
+    fn capacity_errors_in_a_placement_group_stay_in_that_group() {
+        let mut c = UnavailableOfferings::new();
+        let e = err(
+            "InsufficientInstanceCapacity",
+            CapacityType::OnDemand,
+            "p5.48xlarge",
+            "us-east-1a",
+        );
+        let m = c.record_in(&e, Some("pg-1:2"), T0);
+        assert_eq!(
+            m,
+            Marked::Offering {
+                key: "on-demand:p5.48xlarge:us-east-1a:pg-1:2".into(),
+                subnet: None
+            }
+        );
+        let od = CapacityType::OnDemand;
+        assert!(c.is_unavailable_in(od, "p5.48xlarge", "us-east-1a", Some("pg-1:2"), T0));
+        assert!(!c.is_unavailable_in(od, "p5.48xlarge", "us-east-1a", Some("pg-1:3"), T0));
+        assert!(!c.is_unavailable_in(od, "p5.48xlarge", "us-east-1a", Some("pg-2"), T0));
+        assert!(!c.is_unavailable(od, "p5.48xlarge", "us-east-1a", T0));
+        let mut types = vec![it("p5.48xlarge", vec![offering("us-east-1a", od, 98.0)])];
+        c.apply_in(&mut types, Some("pg-1"), T0);
+        assert!(
+            types[0].offerings[0].available,
+            "other partitions stay usable"
+        );
+        c.apply_in(&mut types, Some("pg-1:2"), T0);
+        assert!(!types[0].offerings[0].available);
+        // Expiry still bumps the type's sequence (the key's second field is the type).
+        let before = c.sequence("p5.48xlarge");
+        c.evict_expired(T0.plus(UNAVAILABLE_TTL));
+        assert_ne!(c.sequence("p5.48xlarge"), before);
+    }
 
     #[test]
     fn ice_marks_one_offering_for_three_minutes() {

@@ -3,7 +3,7 @@
 
 /// One instance type's facts: a row of the embedded catalog, or one `InstanceTypeInfo` of
 /// `DescribeInstanceTypes` converted by the AWS provider.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct InstanceTypeInfo {
     /// `InstanceType`, e.g. `m5.large`.
     pub name: String,

@@ -17,6 +17,7 @@ pub mod info;
 pub mod interruption;
 pub mod launch;
 pub mod nodeclass;
+pub mod placement;
 pub mod pricing;
 pub mod requirements;
 pub mod reservations;

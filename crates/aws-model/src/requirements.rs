@@ -149,9 +149,13 @@ pub fn requirements(
     r.is(aws::NITRO_SANDBOX, info.nitro_enclaves);
     let flex = fs.is_some_and(|(f, _)| f.contains("-flex"));
     r.is(aws::INSTANCE_CAPABILITY_FLEX, flex);
-    // Upstream also offers `dedicated`; its prices and launch path are not modelled here, so
-    // only shared tenancy is advertised.
-    r.is(aws::INSTANCE_TENANCY, "default");
+    // Every type can run shared or on dedicated hardware; the claim's requirements pick one
+    // at launch (shared unless they rule it out).
+    let tenancies: Vec<String> = crate::placement::TENANCIES
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    r.any_of(aws::INSTANCE_TENANCY, &tenancies);
     let ids: Vec<String> = zones.iter().filter_map(|z| z.id.clone()).collect();
     if ids.is_empty() {
         r.maybe(aws::ZONE_ID, None);

@@ -69,6 +69,7 @@ pub struct AwsCloud {
     pub launch: crate::launch::LaunchState,
     /// Where launch failures are reported (the controller's metrics).
     pub observer: crate::observe::Observer,
+    pub placement_groups: nodeclass::placement::PlacementGroups,
 }
 
 impl AwsCloud {
@@ -97,6 +98,9 @@ impl AwsCloud {
             PricingProvider::new(&clients.region, prices, embedded, settings.isolated_vpc);
         AwsCloud {
             launch: crate::launch::LaunchState::new(&clients),
+            placement_groups: nodeclass::placement::PlacementGroups::new(Arc::new(
+                nodeclass::placement::SdkPlacementGroups::new(clients.clone()),
+            )),
             instance_types: InstanceTypeProvider::new(clients.clone()),
             clients,
             settings,
@@ -104,6 +108,15 @@ impl AwsCloud {
             pricing,
             observer: Default::default(),
         }
+    }
+
+    /// The same provider with placement groups looked up through `source` instead of EC2.
+    pub fn with_placement_group_source(
+        mut self,
+        source: Arc<dyn nodeclass::placement::PlacementGroupSource>,
+    ) -> Self {
+        self.placement_groups = nodeclass::placement::PlacementGroups::new(source);
+        self
     }
 
     pub fn region(&self) -> &str {
@@ -121,6 +134,7 @@ impl AwsCloud {
             parameters: self.parameters.as_ref(),
             cluster: &self.settings.cluster_name,
             kubernetes_version: &self.settings.kubernetes_version,
+            placement_groups: &self.placement_groups,
         };
         nodeclass::reconcile(&ctx, class, now).await
     }
@@ -153,6 +167,11 @@ impl AwsCloud {
                 &names,
                 now().unix_seconds(),
             );
+        }
+        if let Some(group) = &resolved.placement_group {
+            nodewright_aws_model::placement::apply_placement_group(&mut types, group, |n| {
+                discovered.info(n)
+            });
         }
         Ok(types)
     }

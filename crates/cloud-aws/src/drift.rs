@@ -3,7 +3,7 @@
 //! last resolved it (its status), and gets back the first reason found.
 //!
 //! Order: the class hash first (it needs no API call), then the image, security groups and
-//! subnet of the instance.
+//! subnet of the instance, the capacity reservation and the placement group.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +23,7 @@ pub enum DriftReason {
     SecurityGroup,
     Subnet,
     CapacityReservation,
+    PlacementGroup,
 }
 
 impl DriftReason {
@@ -34,6 +35,7 @@ impl DriftReason {
             DriftReason::SecurityGroup => "SecurityGroupDrift",
             DriftReason::Subnet => "SubnetDrift",
             DriftReason::CapacityReservation => "CapacityReservationDrift",
+            DriftReason::PlacementGroup => "PlacementGroupDrift",
         }
     }
 }
@@ -174,6 +176,27 @@ pub fn reservation_drift(claim: &NodeClaim, status: &EC2NodeClassStatus) -> Opti
         .flatten()
         .any(|r| &r.id == id);
     (!selected).then_some(DriftReason::CapacityReservation)
+}
+
+/// `PlacementGroupDrift` when the claim's `placement-group-id` label is not the id of the
+/// group the class names now: the selector was added, removed or points elsewhere. When the
+/// class names a group that cannot be resolved at the moment (`group` is `None` although
+/// `selected`), there is no verdict.
+pub fn placement_group_drift(
+    claim: &NodeClaim,
+    selected: bool,
+    group: Option<&nodewright_aws_model::placement::PlacementGroup>,
+) -> Option<DriftReason> {
+    if selected && group.is_none() {
+        return None;
+    }
+    let label = claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(nodewright_core::labels::aws::PLACEMENT_GROUP_ID))
+        .map(String::as_str);
+    (label != group.map(|g| g.id.as_str())).then_some(DriftReason::PlacementGroup)
 }
 
 #[cfg(test)]
@@ -433,5 +456,47 @@ mod tests {
             None,
             "not in a reservation"
         );
+    }
+
+    #[test]
+    fn a_claim_outside_the_class_placement_group_has_drifted() {
+        use nodewright_aws_model::placement::{PlacementGroup, Strategy};
+        let group = |id: &str| PlacementGroup {
+            id: id.into(),
+            name: "ml".into(),
+            strategy: Strategy::Cluster,
+            partition_count: 0,
+            spread_level: None,
+        };
+        let mut claim = NodeClaim::default();
+        // Neither has a group.
+        assert_eq!(placement_group_drift(&claim, false, None), None);
+        // The selector was added.
+        assert_eq!(
+            placement_group_drift(&claim, true, Some(&group("pg-1"))).map(DriftReason::as_str),
+            Some("PlacementGroupDrift")
+        );
+        claim.metadata.labels = Some(
+            [(
+                "karpenter.k8s.aws/placement-group-id".to_string(),
+                "pg-1".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(
+            placement_group_drift(&claim, true, Some(&group("pg-1"))),
+            None
+        );
+        // Pointed elsewhere, or removed.
+        assert_eq!(
+            placement_group_drift(&claim, true, Some(&group("pg-2"))),
+            Some(DriftReason::PlacementGroup)
+        );
+        assert_eq!(
+            placement_group_drift(&claim, false, None),
+            Some(DriftReason::PlacementGroup)
+        );
+        // Named but not resolvable now: no verdict.
+        assert_eq!(placement_group_drift(&claim, true, None), None);
     }
 }

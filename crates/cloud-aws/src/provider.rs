@@ -215,9 +215,22 @@ impl CloudProvider for AwsCloud {
         );
         self.add_reserved_offerings(class, &zones, &mut types)
             .await?;
+        let group = self
+            .placement_groups
+            .current(class.spec.placement_group_selector.as_ref())
+            .await;
+        if let Some(g) = &group {
+            nodewright_aws_model::placement::apply_placement_group(&mut types, g, |n| {
+                discovered.info(n)
+            });
+        }
         // Offerings that just reported insufficient capacity stay unavailable for a while,
-        // so the scheduler plans around them instead of retrying them.
-        self.launch.unavailable().apply(&mut types, now());
+        // so the scheduler plans around them instead of retrying them (inside the class's
+        // placement group, only what failed there).
+        let scope = group.map(|g| g.id);
+        self.launch
+            .unavailable()
+            .apply_in(&mut types, scope.as_deref(), now());
         Ok(types)
     }
 
@@ -293,6 +306,14 @@ impl CloudProvider for AwsCloud {
                 reason: e.to_string(),
             })?
             .or_else(|| drift::reservation_drift(claim, &status));
+        let found = match found {
+            Some(r) => Some(r),
+            None => {
+                let selector = class.spec.placement_group_selector.as_ref();
+                let group = self.placement_groups.current(selector).await;
+                drift::placement_group_drift(claim, selector.is_some(), group.as_ref())
+            }
+        };
         Ok(found.map(|r| r.as_str().to_string()))
     }
 

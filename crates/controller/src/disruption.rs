@@ -5,15 +5,29 @@
 //! command that outlives its timeout is rolled back: taint and condition removed. Each round
 //! says for every node why it was not disrupted (`DisruptionBlocked`, `Unconsolidatable`) and
 //! records upstream's voluntary-disruption metrics.
+//!
+//! As upstream marks a started command's candidates for deletion, the claims of running
+//! commands' targets are planned as deleting: they are no longer candidates and they count
+//! against the budgets, so the next command can be planned while earlier ones wait for their
+//! replacements. Their pods stay where they are in later simulations (the tainted node takes
+//! no new pods): the command's own replacement was sized for them, and later commands may not
+//! count on that replacement until it is initialized. Nodes whose instance is already being
+//! terminated leave the budgets, as upstream's `InstanceTerminating` claims do. A round that
+//! found nothing lets the next rounds skip until the index changes (see [`consolidated`]).
+
+mod consolidated;
+pub mod journal;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nodewright_cloud::CloudProvider;
-use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};
+use nodewright_core::cadence::{
+    DisruptionCadence, DisruptionTimings, Due, Planned, Validated, plan_is_consolidated,
+};
 use nodewright_core::disruption::budgets::allowed_disruptions;
-use nodewright_core::disruption::candidates::{MethodClass, budget_node_counts, select};
+use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both};
 use nodewright_core::disruption::command::{Command, Method};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
@@ -35,6 +49,8 @@ use crate::provisioner::{replacement_requests, snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
 use crate::write::{KubeWriter, NodePatch, WriteError};
+use consolidated::{Marker, next_timed_change};
+use journal::{Entry, Journal, What};
 
 /// Verdict codes that mean "something forbids disrupting this node now" (upstream's
 /// `DisruptionBlocked`), and those that mean "consolidation found nothing better"
@@ -77,6 +93,12 @@ struct RoundResult {
     eligible: BTreeMap<&'static str, usize>,
     allowed: Vec<(String, &'static str, u32)>,
     claims_by_node: BTreeMap<String, String>,
+    /// The round found nothing and no scheduled budget held it back.
+    consolidated: bool,
+    /// When this round's verdicts change with time alone.
+    timed: Option<Timestamp>,
+    /// Per NodePool: nodes counted for budgets and those already disrupting.
+    counts: BTreeMap<String, (u32, u32)>,
 }
 
 /// Each NodePool's allowed disruptions per budget reason, as upstream's budget mapping sets
@@ -102,9 +124,7 @@ pub fn allowed_by_nodepool(snap: &Snapshot) -> Vec<(String, &'static str, u32)> 
 
 /// Candidates per metric reason: every graceful candidate may be consolidated, the empty ones
 /// may go by emptiness, the drifted ones by drift.
-fn eligible(snap: &Snapshot) -> BTreeMap<&'static str, usize> {
-    let graceful = select(snap, MethodClass::Graceful);
-    let eventual = select(snap, MethodClass::Eventual);
+fn eligible(graceful: &Selection<'_>, eventual: &Selection<'_>) -> BTreeMap<&'static str, usize> {
     BTreeMap::from([
         (
             Method::Emptiness.reason_label(),
@@ -123,6 +143,73 @@ fn eligible(snap: &Snapshot) -> BTreeMap<&'static str, usize> {
                 .count(),
         ),
     ])
+}
+
+/// Marks the running commands' targets (`busy` nodes) as being deleted in `snap`, as
+/// upstream's `MarkForDeletion` does in its cluster state once a command starts, and leaves
+/// out the nodes whose instance is terminating (`terminating`), which upstream no longer
+/// counts for budgets.
+fn mark_disrupting(snap: &mut Snapshot, busy: &BTreeSet<String>, terminating: &BTreeSet<String>) {
+    if !terminating.is_empty() {
+        snap.nodes.retain(|n| !terminating.contains(&n.name));
+    }
+    if busy.is_empty() {
+        return;
+    }
+    let now = snap.now;
+    for c in snap
+        .node_claims
+        .iter_mut()
+        .filter(|c| c.node_name.as_ref().is_some_and(|n| busy.contains(n)))
+    {
+        c.deletion_timestamp.get_or_insert(now);
+    }
+}
+
+/// A command in a few words: method, decision, how many targets and replacements.
+fn brief(c: &Command) -> String {
+    format!(
+        "{} {} of {} node(s) with {} replacement(s), saving ${:.3}/h",
+        c.method.as_str(),
+        c.decision.as_str(),
+        c.targets.len(),
+        c.replacements.len(),
+        c.savings_per_hour
+    )
+}
+
+fn started_entry(now: Timestamp, c: &Command) -> Entry {
+    Entry::new(now, What::Started, brief(c)).nodes(c.targets.len())
+}
+
+fn finished_entry(now: Timestamp, what: What, r: &Running) -> Entry {
+    Entry::new(now, what, brief(&r.command))
+        .nodes(r.command.targets.len())
+        .took(now.since(r.started))
+}
+
+/// The journal's line for a planning round: its commands, its cost and the budgets it saw.
+fn round_summary(round: &RoundResult, secs: f64, running: usize) -> String {
+    let budgets: Vec<String> = round
+        .counts
+        .iter()
+        .map(|(pool, (nodes, disrupting))| {
+            let allowed = round
+                .allowed
+                .iter()
+                .find(|(p, r, _)| p == pool && *r == "underutilized")
+                .map_or(0, |a| a.2);
+            format!("{pool}: {disrupting} of {nodes} disrupting, budget {allowed}")
+        })
+        .collect();
+    let commands: Vec<String> = round.commands.iter().map(|q| brief(&q.command)).collect();
+    format!(
+        "{} command(s) in {:.0} ms with {running} running [{}]; {}",
+        commands.len(),
+        secs * 1000.0,
+        budgets.join(", "),
+        commands.join("; ")
+    )
 }
 
 /// Upstream's command timeout floor (80 ms × queued commands, clamped to 10 min .. 1 h).
@@ -155,6 +242,8 @@ pub struct Disruptor {
     pub settings: Settings,
     pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
+    marker: Mutex<Marker>,
+    pub journal: Journal,
 }
 
 impl Disruptor {
@@ -170,12 +259,19 @@ impl Disruptor {
             state,
             writer,
             cloud: MeteredCloud::wrap(cloud, metrics.clone(), "disruption"),
-            clock,
             metrics,
             events,
-            settings: Settings::default(),
+            // Upstream stops at the first command it finds: candidates that cannot be this
+            // round's command are not simulated only to fill in their verdicts.
+            settings: Settings {
+                only_actionable: true,
+                ..Settings::default()
+            },
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
+            marker: Mutex::new(Marker::new(clock.now())),
+            journal: Journal::default(),
+            clock,
         }
     }
 
@@ -194,24 +290,63 @@ impl Disruptor {
             .collect()
     }
 
+    /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
+    fn terminating(&self) -> BTreeSet<String> {
+        lock(&self.state)
+            .nodeclaims
+            .values()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_deref())
+                    .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
+            })
+            .filter_map(|c| c.status.as_ref()?.node_name.clone())
+            .collect()
+    }
+
+    fn marker(&self) -> std::sync::MutexGuard<'_, Marker> {
+        self.marker.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Plans one round. Forceful commands start at once; graceful ones wait for validation.
     pub async fn plan_round(&self) -> Result<Planned, String> {
-        if !lock(&self.state).synced() {
+        let (synced, changes) = {
+            let s = lock(&self.state);
+            (s.synced(), s.changes())
+        };
+        if !synced {
             return Ok(Planned::Nothing);
         }
-        let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now())
+        let now = self.clock.now();
+        if self.marker().skip(changes, now) {
+            self.journal
+                .record(|| Entry::new(now, What::Skipped, "consolidated, nothing changed".into()));
+            return Ok(Planned::Nothing);
+        }
+        let mut snap = snapshot(&self.state, self.cloud.as_ref(), now)
             .await
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
         let busy = self.busy();
+        mark_disrupting(&mut snap, &busy, &self.terminating());
         let started = Instant::now();
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
-            let result = plan::plan(&snap, &sim, settings);
+            let mut result = plan::plan(&snap, &sim, settings);
+            // The planner sees the running commands' targets as deleting; this only guards
+            // against a node joining two commands.
+            result
+                .commands
+                .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.node)));
+            let consolidated = plan_is_consolidated(&result, &snap.nodepools);
+            let (graceful, eventual) = select_both(&snap);
+            let timed = consolidated
+                .then(|| next_timed_change(&snap, &graceful.blocked))
+                .flatten();
             let commands = result
                 .commands
                 .into_iter()
-                .filter(|c| c.targets.iter().all(|t| !busy.contains(&t.node)))
                 .map(|command| Queued {
                     requests: replacement_requests(&snap, &command, &sim.options),
                     command,
@@ -220,17 +355,23 @@ impl Disruptor {
             RoundResult {
                 commands,
                 verdicts: result.verdicts,
-                eligible: eligible(&snap),
+                eligible: eligible(&graceful, &eventual),
                 allowed: allowed_by_nodepool(&snap),
+                counts: budget_node_counts(&snap),
                 claims_by_node: snap
                     .node_claims
                     .iter()
                     .filter_map(|c| Some((c.node_name.clone()?, c.name.clone())))
                     .collect(),
+                consolidated,
+                timed,
             }
         })
         .await
         .map_err(|e| e.to_string())?;
+        if round.consolidated {
+            self.marker().found_nothing(now, round.timed);
+        }
         let elapsed = started.elapsed().as_secs_f64();
         for m in EVALUATED {
             self.metrics
@@ -241,6 +382,13 @@ impl Disruptor {
         }
         self.metrics.set_allowed_disruptions(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
+        self.journal.record(|| {
+            let n = round.commands.iter().map(|q| q.command.targets.len()).sum();
+            let summary = round_summary(&round, elapsed, self.running().len());
+            Entry::new(now, What::Planned, summary)
+                .nodes(n)
+                .took(Duration::from_secs_f64(elapsed))
+        });
         let commands = round.commands;
         if commands.is_empty() {
             return Ok(Planned::Nothing);
@@ -250,6 +398,7 @@ impl Disruptor {
             .into_iter()
             .partition(|q| q.command.forceful || q.command.method == Method::Drift);
         for q in &immediate {
+            self.journal.record(|| started_entry(now, &q.command));
             info!(command = %q.command, "starting disruption");
             self.start(q).await.map_err(|e| e.to_string())?;
         }
@@ -285,9 +434,11 @@ impl Disruptor {
     /// Re-checks the planned commands on a fresh snapshot and starts those still valid.
     pub async fn validate_round(&self) -> Result<(Validated, Vec<String>), String> {
         let queued = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
-        let fresh = snapshot(&self.state, self.cloud.as_ref(), self.clock.now())
+        let now = self.clock.now();
+        let mut fresh = snapshot(&self.state, self.cloud.as_ref(), now)
             .await
             .map_err(|e| e.to_string())?;
+        mark_disrupting(&mut fresh, &self.busy(), &self.terminating());
         let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
@@ -317,10 +468,15 @@ impl Disruptor {
         for (q, r) in checked {
             match r {
                 Ok(()) => {
+                    self.journal.record(|| started_entry(now, &q.command));
                     self.start(&q).await.map_err(|e| e.to_string())?;
                     started += 1;
                 }
                 Err(why) => {
+                    self.journal.record(|| {
+                        let detail = format!("{}: {why}", brief(&q.command));
+                        Entry::new(now, What::Rejected, detail).nodes(q.command.targets.len())
+                    });
                     info!(command = %q.command, reason = %why, "disruption command no longer valid");
                     self.metrics
                         .disruption_failed_validation(q.command.method.consolidation_type());
@@ -547,12 +703,16 @@ impl Disruptor {
                     self.set_taint(&t.node, false).await?;
                     self.set_reason(&t.nodeclaim, None).await?;
                 }
+                self.journal
+                    .record(|| finished_entry(now, What::RolledBack, &r));
                 finished.push(format!("rolled back: {}", r.command));
                 continue;
             }
             if ready {
                 self.terminate_targets(&r.command).await?;
                 info!(command = %r.command, "disruption replacements ready; terminating targets");
+                self.journal
+                    .record(|| finished_entry(now, What::Terminated, &r));
                 finished.push(format!("terminated: {}", r.command));
                 continue;
             }

@@ -2,20 +2,32 @@
 //! same as upstream. Callers build an [`Event`] with one of the constructors below and hand it
 //! to an [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
 //!
-//! [`KubeEvents`] never blocks the caller: events go through a bounded queue to a background
-//! writer, which folds repeats of the same (object, reason, message) into one core/v1 Event
-//! whose `count` and `lastTimestamp` it patches at most once per flush interval. A hot loop
-//! therefore costs one create plus one patch per interval, not one write per call.
+//! Volume is bounded the way upstream bounds it, in two stages:
+//! - [`Throttle`] (upstream's recorder): an event carrying [`Dedupe`] values is published once
+//!   per (reason, values) within its timeout (two minutes unless the event says otherwise), and
+//!   an event under a [`Limit`] also needs a token from that limit's shared bucket (`Nominated`:
+//!   5 a second, bursts of 10). [`Recorded`] puts a throttle in front of any sink.
+//! - [`KubeEvents`] (client-go's broadcaster and correlator): events go through a bounded queue
+//!   to a background writer, which folds repeats of the same (object, reason, message) into one
+//!   core/v1 Event whose `count` and `lastTimestamp` it patches at most once per flush
+//!   interval, and keeps several writes in flight so a burst does not wait out one round trip
+//!   per event. An event that still finds the queue full is counted
+//!   (`nodewright_events_dropped_total`) and logged as a warning, never lost silently.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use k8s_openapi::api::core::v1 as corev1;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::metrics::Metrics;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EventType {
@@ -62,6 +74,19 @@ impl ObjectRef {
         self.uid = Some(uid.into());
         self
     }
+    /// What names the object in a de-duplication key: its uid, as upstream keys by, or its
+    /// kind and name when the uid is not known.
+    fn identity(&self) -> String {
+        match &self.uid {
+            Some(uid) => uid.clone(),
+            None => format!(
+                "{}/{}/{}",
+                self.kind,
+                self.namespace.as_deref().unwrap_or_default(),
+                self.name
+            ),
+        }
+    }
     fn build(api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Self {
         ObjectRef {
             api_version: api_version.into(),
@@ -79,6 +104,37 @@ pub struct Event {
     pub event_type: EventType,
     pub reason: String,
     pub message: String,
+    /// Publish at most once per (reason, values) within the timeout; `None` publishes every
+    /// occurrence (the writer still folds identical repeats into one Event's count).
+    pub dedupe: Option<Dedupe>,
+    /// The shared rate limit the event is subject to, if any.
+    pub limit: Option<Limit>,
+}
+
+/// What makes two events "the same" for upstream's recorder, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Dedupe {
+    pub values: Vec<String>,
+    pub timeout: Duration,
+}
+
+/// Upstream's default de-duplication timeout.
+pub const DEFAULT_DEDUPE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A rate limit shared by every event that names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Limit {
+    /// `Nominated`: a token bucket of 5 a second with bursts of 10, as upstream.
+    PodNomination,
+}
+
+impl Limit {
+    /// (events per second, burst).
+    fn rate(self) -> (f64, f64) {
+        match self {
+            Limit::PodNomination => (5.0, 10.0),
+        }
+    }
 }
 
 impl Event {
@@ -93,7 +149,27 @@ impl Event {
             event_type,
             reason: reason.into(),
             message: message.into(),
+            dedupe: None,
+            limit: None,
         }
+    }
+
+    /// De-duplicated on the object and `extra` values for `timeout`.
+    fn dedupe_on(mut self, extra: &[&str], timeout: Duration) -> Self {
+        let mut values = vec![self.regarding.identity()];
+        values.extend(extra.iter().map(|v| (*v).to_owned()));
+        self.dedupe = Some(Dedupe { values, timeout });
+        self
+    }
+
+    /// De-duplicated on the object alone for the default timeout.
+    fn dedupe_object(self) -> Self {
+        self.dedupe_on(&[], DEFAULT_DEDUPE_TIMEOUT)
+    }
+
+    fn limited(mut self, limit: Limit) -> Self {
+        self.limit = Some(limit);
+        self
     }
 }
 
@@ -162,6 +238,8 @@ pub fn nominated(pod: ObjectRef, nodeclaim: &str) -> Event {
         "Nominated",
         format!("Pod should schedule on: nodeclaim/{nodeclaim}"),
     )
+    .dedupe_object()
+    .limited(Limit::PodNomination)
 }
 
 pub fn nominated_on_node(pod: ObjectRef, node: &str, nodeclaim: Option<&str>) -> Event {
@@ -175,6 +253,8 @@ pub fn nominated_on_node(pod: ObjectRef, node: &str, nodeclaim: Option<&str>) ->
         "Nominated",
         format!("Pod should schedule on: {target}"),
     )
+    .dedupe_object()
+    .limited(Limit::PodNomination)
 }
 
 pub fn failed_scheduling(pod: ObjectRef, error: &str) -> Event {
@@ -184,6 +264,7 @@ pub fn failed_scheduling(pod: ObjectRef, error: &str) -> Event {
         "FailedScheduling",
         format!("Failed to schedule pod, {error}"),
     )
+    .dedupe_on(&[], Duration::from_secs(300))
 }
 
 pub fn no_compatible_instance_types(nodepool: ObjectRef) -> Event {
@@ -203,6 +284,7 @@ pub fn disruption_launching(nodeclaim: ObjectRef, reason: &str) -> Event {
         "DisruptionLaunching",
         format!("Launching NodeClaim: {}", title(reason)),
     )
+    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
 }
 
 pub fn disruption_waiting_readiness(nodeclaim: ObjectRef) -> Event {
@@ -212,6 +294,7 @@ pub fn disruption_waiting_readiness(nodeclaim: ObjectRef) -> Event {
         "DisruptionWaitingReadiness",
         "Waiting on readiness to continue disruption",
     )
+    .dedupe_object()
 }
 
 /// Sent for the Node and for its NodeClaim.
@@ -222,11 +305,12 @@ pub fn disruption_terminating(object: ObjectRef, reason: &str) -> Event {
         "DisruptionTerminating",
         format!("Disrupting Node: {}", title(reason)),
     )
+    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
 }
 
 /// Why a node (or claim) cannot be disrupted right now.
 pub fn disruption_blocked(object: ObjectRef, reason: &str) -> Event {
-    Event::new(object, EventType::Normal, "DisruptionBlocked", reason)
+    Event::new(object, EventType::Normal, "DisruptionBlocked", reason).dedupe_object()
 }
 
 pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
@@ -236,6 +320,8 @@ pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
         "DisruptionBlocked",
         "No allowed disruptions due to blocking budget",
     )
+    // A budget can change every minute.
+    .dedupe_on(&[], Duration::from_secs(60))
 }
 
 pub fn nodepool_blocked_for_reason(nodepool: ObjectRef, reason: &str) -> Event {
@@ -245,10 +331,12 @@ pub fn nodepool_blocked_for_reason(nodepool: ObjectRef, reason: &str) -> Event {
         "DisruptionBlocked",
         format!("No allowed disruptions for disruption reason {reason} due to blocking budget"),
     )
+    .dedupe_on(&[reason], Duration::from_secs(60))
 }
 
 pub fn unconsolidatable(object: ObjectRef, reason: &str) -> Event {
     Event::new(object, EventType::Normal, "Unconsolidatable", reason)
+        .dedupe_on(&[], Duration::from_secs(15 * 60))
 }
 
 /// Termination: a pod was evicted from a draining node.
@@ -259,6 +347,7 @@ pub fn evicted(pod: ObjectRef, reason: &str) -> Event {
         "Evicted",
         format!("Evicted pod: {reason}"),
     )
+    .dedupe_object()
 }
 
 /// A pod deleted because the node's termination grace period ran out.
@@ -277,6 +366,7 @@ pub fn disrupted_pod_delete(
             "Deleting the pod to accommodate the terminationTime {node_termination_time} of the node. The pod was granted {grace_seconds} seconds of grace-period of its {pod_grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation."
         ),
     )
+    .dedupe_object()
 }
 
 pub fn failed_draining(node: ObjectRef, error: &str) -> Event {
@@ -286,6 +376,7 @@ pub fn failed_draining(node: ObjectRef, error: &str) -> Event {
         "FailedDraining",
         format!("Failed to drain node, {error}"),
     )
+    .dedupe_object()
 }
 
 pub fn termination_grace_period_expiring(object: ObjectRef, deadline: &str) -> Event {
@@ -295,6 +386,7 @@ pub fn termination_grace_period_expiring(object: ObjectRef, deadline: &str) -> E
         "TerminationGracePeriodExpiring",
         format!("All pods will be deleted by {deadline}"),
     )
+    .dedupe_object()
 }
 
 pub fn failed_termination(object: ObjectRef, error: &str) -> Event {
@@ -313,6 +405,7 @@ pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
         "AwaitingVolumeDetachment",
         format!("Awaiting deletion of bound volumeattachments ({count})"),
     )
+    .dedupe_object()
 }
 
 /// A status condition of `object` changed status (`from` is `Unknown` when it was absent).
@@ -346,11 +439,12 @@ pub fn insufficient_capacity(nodeclaim: ObjectRef, error: &str) -> Event {
         "InsufficientCapacityError",
         msg,
     )
+    .dedupe_object()
 }
 
 pub fn nodeclass_not_ready(nodeclaim: ObjectRef, error: &str) -> Event {
     let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));
-    Event::new(nodeclaim, EventType::Warning, "NodeClassNotReady", msg)
+    Event::new(nodeclaim, EventType::Warning, "NodeClassNotReady", msg).dedupe_object()
 }
 
 pub fn unregistered_taint_missing(node: ObjectRef) -> Event {
@@ -457,6 +551,115 @@ fn truncate(message: &str) -> String {
         end -= 1;
     }
     format!("{}...", &message[..end])
+}
+
+// ---- upstream's recorder: de-duplication timeouts and rate limits ----
+
+/// A token bucket that starts full, as client-go's.
+#[derive(Clone, Debug)]
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+/// Decides which events are published, as upstream's recorder does: an event with [`Dedupe`]
+/// values is dropped while an earlier one with the same reason and values is younger than
+/// its timeout (the first one marks the key even when a rate limit then drops it, as
+/// upstream); an event under a [`Limit`] needs a token from that limit's bucket. Time is an
+/// argument, so the decisions are plain data.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    /// (reason, values) → when the key expires.
+    seen: BTreeMap<(String, Vec<String>), Instant>,
+    buckets: BTreeMap<Limit, Bucket>,
+    /// Size of `seen` after its last sweep; the next sweep waits until it has doubled, so
+    /// sweeping costs O(1) per event amortised.
+    swept_at: usize,
+}
+
+/// Why [`Throttle::admit`] turned an event away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The same (reason, values) was published within the timeout.
+    Duplicate,
+    /// The event's rate limit had no token left.
+    RateLimited,
+}
+
+impl Throttle {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether `event`, arriving at `now`, is published.
+    pub fn admit(&mut self, event: &Event, now: Instant) -> Result<(), Refused> {
+        if let Some(d) = &event.dedupe {
+            let key = (event.reason.to_lowercase(), d.values.clone());
+            if self.seen.get(&key).is_some_and(|until| now < *until) {
+                return Err(Refused::Duplicate);
+            }
+            self.seen.insert(key, now + d.timeout);
+            if self.seen.len() > 2 * self.swept_at.max(512) {
+                self.seen.retain(|_, until| now < *until);
+                self.swept_at = self.seen.len();
+            }
+        }
+        if let Some(limit) = event.limit {
+            let (rate, burst) = limit.rate();
+            let b = self.buckets.entry(limit).or_insert(Bucket {
+                tokens: burst,
+                last: now,
+            });
+            let refill = now.saturating_duration_since(b.last).as_secs_f64() * rate;
+            b.tokens = (b.tokens + refill).min(burst);
+            b.last = now;
+            if b.tokens < 1.0 {
+                return Err(Refused::RateLimited);
+            }
+            b.tokens -= 1.0;
+        }
+        Ok(())
+    }
+
+    /// Keys remembered; for tests.
+    pub fn remembered(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+/// A sink behind upstream's recorder: what [`Throttle`] admits (at tokio's clock) reaches
+/// `inner`.
+pub struct Recorded<S> {
+    inner: S,
+    throttle: Mutex<Throttle>,
+}
+
+impl<S: EventSink> Recorded<S> {
+    pub fn new(inner: S) -> Self {
+        Recorded {
+            inner,
+            throttle: Mutex::new(Throttle::new()),
+        }
+    }
+}
+
+impl<S: EventSink> EventSink for Recorded<S> {
+    fn publish(&self, event: Event) {
+        let admitted = self
+            .throttle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .admit(&event, Instant::now());
+        if admitted.is_ok() {
+            self.inner.publish(event);
+        }
+    }
+}
+
+impl<S: EventSink + ?Sized> EventSink for Arc<S> {
+    fn publish(&self, event: Event) {
+        (**self).publish(event)
+    }
 }
 
 // ---- de-duplication, as pure data ----
@@ -632,29 +835,95 @@ pub fn to_core_event(
 pub const DEDUPE_WINDOW: Duration = Duration::from_secs(120);
 /// How often repeats are written back as count updates.
 pub const FLUSH_INTERVAL: Duration = Duration::from_secs(10);
-/// Events queued beyond this are dropped (and logged) rather than stalling the caller.
-const QUEUE: usize = 1024;
+/// Events queued beyond this are dropped, counted and logged rather than stalling the caller.
+/// With the throttle in front, only a burst of distinct, un-limited events (evictions of a
+/// thousand pods at once) can reach it.
+pub const QUEUE: usize = 1024;
+/// Writes the writer keeps in flight: a round trip of 5 ms then allows some 1,600 events a
+/// second, well above what the throttle lets through.
+pub const WRITES_IN_FLIGHT: usize = 8;
+/// Events the writer takes off the queue per round (each round's writes finish before the
+/// next, so a series' count update never overtakes its create).
+const ROUND: usize = 64;
+/// At most one warning per this interval about a full queue; the count goes in it.
+const DROP_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 /// Writes events to the API server from a background task.
 pub struct KubeEvents {
     tx: mpsc::Sender<Event>,
+    throttle: Mutex<Throttle>,
+    metrics: Option<Arc<Metrics>>,
+    drops: Mutex<Drops>,
+}
+
+/// Events dropped on a full queue since the last warning.
+#[derive(Default)]
+struct Drops {
+    since_warning: u64,
+    warned: Option<Instant>,
 }
 
 impl KubeEvents {
     /// Starts the writer on the current tokio runtime. `component` is the reporting
     /// component ("karpenter" keeps dashboards that filter on it working).
     pub fn new(client: kube::Client, component: &str) -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE);
+        Self::with_queue(client, component, QUEUE)
+    }
+
+    fn with_queue(client: kube::Client, component: &str, queue: usize) -> Self {
+        let (tx, rx) = mpsc::channel(queue);
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| component.to_owned());
         tokio::spawn(write_loop(client, component.to_owned(), instance, rx));
-        KubeEvents { tx }
+        KubeEvents {
+            tx,
+            throttle: Mutex::new(Throttle::new()),
+            metrics: None,
+            drops: Mutex::new(Drops::default()),
+        }
+    }
+
+    /// Counts events dropped on a full queue in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn dropped(&self, event: &Event) {
+        if let Some(m) = &self.metrics {
+            m.event_dropped(&event.reason);
+        }
+        let now = Instant::now();
+        let mut d = self.drops.lock().unwrap_or_else(|e| e.into_inner());
+        d.since_warning += 1;
+        if d.warned
+            .is_none_or(|t| now.saturating_duration_since(t) >= DROP_WARNING_EVERY)
+        {
+            tracing::warn!(
+                dropped = d.since_warning,
+                reason = %event.reason,
+                "event queue full, dropping events"
+            );
+            d.since_warning = 0;
+            d.warned = Some(now);
+        }
     }
 }
 
 impl EventSink for KubeEvents {
     fn publish(&self, event: Event) {
-        if let Err(e) = self.tx.try_send(event) {
-            tracing::debug!(error = %e, "event queue full, dropping event");
+        let admitted = self
+            .throttle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .admit(&event, Instant::now());
+        if admitted.is_err() {
+            return;
+        }
+        match self.tx.try_send(event) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(event)) => self.dropped(&event),
+            // The writer is gone: the runtime is shutting down.
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
 }
@@ -670,17 +939,27 @@ async fn write_loop(
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + FLUSH_INTERVAL, FLUSH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut received = Vec::with_capacity(ROUND);
     loop {
         let writes = tokio::select! {
-            received = rx.recv() => match received {
-                Some(event) => dedupe.observe(event, Timestamp::now()).into_iter().collect(),
-                None => dedupe.flush(Timestamp::now() + DEDUPE_WINDOW),
-            },
+            n = rx.recv_many(&mut received, ROUND) => {
+                if n == 0 {
+                    dedupe.flush(Timestamp::now() + DEDUPE_WINDOW)
+                } else {
+                    let now = Timestamp::now();
+                    received
+                        .drain(..)
+                        .filter_map(|event| dedupe.observe(event, now))
+                        .collect()
+                }
+            }
             _ = tick.tick() => dedupe.flush(Timestamp::now()),
         };
-        for write in writes {
-            apply(&client, &component, &instance, write).await;
-        }
+        futures::stream::iter(writes)
+            .for_each_concurrent(WRITES_IN_FLIGHT, |write| {
+                apply(&client, &component, &instance, write)
+            })
+            .await;
         if rx.is_closed() && rx.is_empty() && dedupe.is_empty() {
             return;
         }
@@ -823,9 +1102,19 @@ mod tests {
     async fn kube_events_fold_a_hot_loop_into_one_create_and_one_patch() {
         let (client, state) = crate::fake_api::start().await;
         let sink = KubeEvents::new(client, "karpenter");
+        // An event upstream does not de-duplicate (a condition flapping), so every repeat
+        // reaches the writer; and one it does, which reaches it once.
         for _ in 0..50 {
-            sink.publish(disruption_blocked(
+            sink.publish(condition_transitioned(
                 ObjectRef::node("n1"),
+                "Ready",
+                "False",
+                "True",
+                "KubeletReady",
+                "",
+            ));
+            sink.publish(disruption_blocked(
+                ObjectRef::node("n2"),
                 "pdb prevents eviction",
             ));
         }
@@ -856,17 +1145,22 @@ mod tests {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert_eq!(writes("POST"), 1);
+        assert_eq!(writes("POST"), 2);
         assert_eq!(writes("PATCH"), 1);
         let s = state.lock().unwrap();
-        let (path, event) = s.objects.iter().next().unwrap();
+        let mut objects = s.objects.iter();
+        let (path, event) = objects.next().unwrap();
         assert!(
             path.starts_with("/api/v1/namespaces/default/events/n1."),
             "{path}"
         );
         assert_eq!(event["count"], 50);
-        assert_eq!(event["reason"], "DisruptionBlocked");
+        assert_eq!(event["reason"], "Ready");
         assert_eq!(event["involvedObject"]["kind"], "Node");
+        let (path, event) = objects.next().unwrap();
+        assert!(path.contains("/events/n2."), "{path}");
+        assert_eq!(event["count"], 1);
+        assert_eq!(event["reason"], "DisruptionBlocked");
     }
 
     #[test]
@@ -890,5 +1184,156 @@ mod tests {
             "x",
         );
         assert_eq!(node_ev.metadata.namespace.as_deref(), Some("default"));
+    }
+
+    fn pod(i: usize) -> ObjectRef {
+        ObjectRef::pod("web", &format!("web-{i}")).with_uid(format!("uid-{i}"))
+    }
+
+    #[test]
+    fn a_burst_of_nominations_is_limited_as_upstream() {
+        let mut t = Throttle::new();
+        let t0 = Instant::now();
+        let admitted = |t: &mut Throttle, pods: std::ops::Range<usize>, at: Instant| {
+            pods.filter(|i| t.admit(&nominated(pod(*i), "default-a"), at).is_ok())
+                .count()
+        };
+        // 5,000 distinct pods at once: the bucket's burst of 10.
+        assert_eq!(admitted(&mut t, 0..5000, t0), 10);
+        // A second later, 5 more tokens.
+        assert_eq!(admitted(&mut t, 5000..6000, t0 + Duration::from_secs(1)), 5);
+        // Every pod seen is remembered, admitted or not: none of them again for two minutes,
+        // even with tokens to spare.
+        let later = t0 + Duration::from_secs(100);
+        assert_eq!(admitted(&mut t, 0..6000, later), 0);
+        assert_eq!(
+            t.admit(&nominated(pod(7), "default-b"), later),
+            Err(Refused::Duplicate),
+            "another claim in the message is still the same pod's nomination"
+        );
+        // Past the timeout, a pod's nomination is news again.
+        let after = t0 + Duration::from_secs(130);
+        assert_eq!(t.admit(&nominated(pod(7), "default-b"), after), Ok(()));
+    }
+
+    #[test]
+    fn dedupe_timeouts_follow_the_event() {
+        let mut t = Throttle::new();
+        let t0 = Instant::now();
+        let fail = |m: &str| failed_scheduling(pod(1), m);
+        assert_eq!(t.admit(&fail("no capacity"), t0), Ok(()));
+        // Same pod, another reason text, four minutes on: still within five minutes.
+        let at = t0 + Duration::from_secs(240);
+        assert_eq!(t.admit(&fail("other"), at), Err(Refused::Duplicate));
+        assert_eq!(
+            t.admit(&fail("other"), t0 + Duration::from_secs(301)),
+            Ok(())
+        );
+        // A NodePool's budget can change every minute.
+        let np = || nodepool_blocked(ObjectRef::nodepool("default").with_uid("np"));
+        assert_eq!(t.admit(&np(), t0), Ok(()));
+        assert_eq!(
+            t.admit(&np(), t0 + Duration::from_secs(59)),
+            Err(Refused::Duplicate)
+        );
+        assert_eq!(t.admit(&np(), t0 + Duration::from_secs(61)), Ok(()));
+        // Disruption events keyed on their reason: a new reason is a new event.
+        let nc = || ObjectRef::nodeclaim("nc").with_uid("u");
+        assert_eq!(
+            t.admit(&disruption_terminating(nc(), "drifted"), t0),
+            Ok(())
+        );
+        assert_eq!(
+            t.admit(&disruption_terminating(nc(), "drifted"), t0),
+            Err(Refused::Duplicate)
+        );
+        assert_eq!(
+            t.admit(&disruption_terminating(nc(), "expired"), t0),
+            Ok(())
+        );
+        // Events without dedupe values always pass (the writer folds exact repeats).
+        let ready = || condition_transitioned(nc(), "Ready", "False", "True", "Ready", "");
+        assert_eq!(t.admit(&ready(), t0), Ok(()));
+        assert_eq!(t.admit(&ready(), t0), Ok(()));
+    }
+
+    #[test]
+    fn expired_keys_are_swept() {
+        let mut t = Throttle::new();
+        let t0 = Instant::now();
+        for i in 0..2000 {
+            let at = t0 + Duration::from_secs(i as u64);
+            let _ = t.admit(&evicted(pod(i), "drifted"), at);
+        }
+        // Only keys younger than two minutes (and those since the last sweep) are kept.
+        assert!(t.remembered() < 1100, "{}", t.remembered());
+    }
+
+    #[test]
+    fn recorded_sinks_pass_on_what_the_throttle_admits() {
+        let memory = Arc::new(MemoryEvents::new());
+        let sink = Recorded::new(memory.clone());
+        for i in 0..100 {
+            sink.publish(nominated(pod(i), "default-a"));
+            sink.publish(evicted(pod(i), "drifted"));
+            sink.publish(evicted(pod(i), "drifted"));
+        }
+        assert_eq!(memory.with_reason("Nominated").len(), 10);
+        assert_eq!(memory.with_reason("Evicted").len(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_counts_and_warns_instead_of_dropping_silently() {
+        let (client, _state) = crate::fake_api::start().await;
+        let metrics = Arc::new(Metrics::new());
+        let sink = KubeEvents::with_queue(client, "karpenter", 2).with_metrics(metrics.clone());
+        // The writer cannot run before this test yields: the queue takes two, drops three.
+        for i in 0..5 {
+            sink.publish(condition_transitioned(
+                ObjectRef::nodeclaim(&format!("nc-{i}")),
+                "Ready",
+                "False",
+                "True",
+                "Ready",
+                "",
+            ));
+        }
+        let text = metrics.encode();
+        assert!(
+            text.lines()
+                .any(|l| l == "nodewright_events_dropped_total{reason=\"Ready\"} 3"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_writer_keeps_up_with_a_burst_of_distinct_events() {
+        let (client, state) = crate::fake_api::start().await;
+        let metrics = Arc::new(Metrics::new());
+        let sink = KubeEvents::new(client, "karpenter").with_metrics(metrics.clone());
+        for i in 0..QUEUE {
+            sink.publish(evicted(pod(i), "drifted"));
+        }
+        let posts = || {
+            state
+                .lock()
+                .unwrap()
+                .requests
+                .iter()
+                .filter(|(m, _)| m == "POST")
+                .count()
+        };
+        for _ in 0..500 {
+            if posts() == QUEUE {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(posts(), QUEUE);
+        assert!(
+            !metrics
+                .encode()
+                .contains("nodewright_events_dropped_total{")
+        );
     }
 }

@@ -111,6 +111,9 @@ pub struct Metrics {
     nodeclaims_instance_termination_duration: Histograms,
     pods_scheduling_decision_duration: Histogram,
     interruption: InterruptionMetrics,
+    events: EventMetrics,
+    /// The gauge rows last published from the index, so a tick updates only what changed.
+    gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
     /// encoding, so a scrape never sees a half-replaced set.
     snapshot: Mutex<()>,
@@ -339,6 +342,7 @@ impl Metrics {
             pods_scheduling_decision_duration.clone(),
         );
         let interruption = InterruptionMetrics::register(r);
+        let events = EventMetrics::register(r);
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -369,6 +373,8 @@ impl Metrics {
             nodeclaims_instance_termination_duration,
             pods_scheduling_decision_duration,
             interruption,
+            events,
+            gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,
             nodeclaims_disrupted,
@@ -658,23 +664,69 @@ impl Metrics {
         let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
         self.pods_state.clear();
         for pod in pods {
-            self.pods_state
-                .get_or_create(&vec![
-                    ("name", pod.name.clone()),
-                    ("namespace", pod.namespace.clone()),
-                    ("owner", pod.owner.clone()),
-                    ("node", pod.node.clone()),
-                    ("scheduled", pod.scheduled.to_string()),
-                    ("nodepool", pod.nodepool.clone()),
-                    ("zone", pod.zone.clone()),
-                    ("capacity_type", pod.capacity_type.clone()),
-                    ("instance_type", pod.instance_type.clone()),
-                    ("phase", pod.phase.clone()),
-                    ("ready", pod.ready.to_string()),
-                    ("managed", (!pod.nodepool.is_empty()).to_string()),
-                ])
-                .set(1.0);
+            self.pods_state.get_or_create(&pod_labels(pod)).set(1.0);
         }
+    }
+
+    /// Replaces one pod's `karpenter_pods_state` series: `old` (as last set) goes, `new`
+    /// comes; either may be absent (a pod added or deleted).
+    pub fn replace_pod(&self, old: Option<&PodGauge>, new: Option<&PodGauge>) {
+        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = old {
+            self.pods_state.remove(&pod_labels(old));
+        }
+        if let Some(new) = new {
+            self.pods_state.get_or_create(&pod_labels(new)).set(1.0);
+        }
+    }
+
+    /// Replaces one node's `karpenter_nodes_*` resource series, as [`Metrics::replace_pod`]
+    /// does for a pod. The cluster utilisation is set apart ([`Metrics::set_utilization`]).
+    pub fn replace_node(&self, old: Option<&NodeGauge>, new: Option<&NodeGauge>) {
+        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = old {
+            for (family, values) in [
+                (&self.nodes_allocatable, &old.allocatable),
+                (&self.nodes_pod_requests, &old.pod_requests),
+                (&self.nodes_pod_limits, &old.pod_limits),
+                (&self.nodes_daemon_requests, &old.daemon_requests),
+            ] {
+                for resource in values.keys() {
+                    family.remove(&node_labels(old, resource));
+                }
+            }
+        }
+        if let Some(new) = new {
+            for (family, values) in [
+                (&self.nodes_allocatable, &new.allocatable),
+                (&self.nodes_pod_requests, &new.pod_requests),
+                (&self.nodes_pod_limits, &new.pod_limits),
+                (&self.nodes_daemon_requests, &new.daemon_requests),
+            ] {
+                for (resource, value) in values {
+                    family
+                        .get_or_create(&node_labels(new, resource))
+                        .set(*value);
+                }
+            }
+        }
+    }
+
+    /// Replaces `karpenter_cluster_utilization_percent` with the given percentages by
+    /// resource name.
+    pub fn set_utilization(&self, percent: &BTreeMap<String, f64>) {
+        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        self.cluster_utilization.clear();
+        for (resource, value) in percent {
+            self.cluster_utilization
+                .get_or_create(&vec![("resource_type", resource_label(resource))])
+                .set(*value);
+        }
+    }
+
+    /// The gauge rows last published by `state::gauges::set_all`.
+    pub(crate) fn gauge_rows(&self) -> &Mutex<crate::state::gauges::Published> {
+        &self.gauge_rows
     }
 
     /// One call into the cloud provider; `error` names the failure kind when it failed.
@@ -890,6 +942,34 @@ impl Metrics {
     }
 }
 
+/// Kubernetes events the writer could not take. Upstream has no such family (client-go drops
+/// silently), so it carries the project's own prefix.
+struct EventMetrics {
+    dropped: Counters,
+}
+
+impl EventMetrics {
+    fn register(r: &mut Registry) -> Self {
+        let dropped = Counters::default();
+        r.register(
+            "nodewright_events_dropped",
+            "Number of Kubernetes events dropped because the event writer's queue was full. Labeled by event reason.",
+            dropped.clone(),
+        );
+        EventMetrics { dropped }
+    }
+}
+
+impl Metrics {
+    /// An event dropped on a full writer queue.
+    pub fn event_dropped(&self, reason: &str) {
+        self.events
+            .dropped
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+}
+
 /// Go's spelling of the architecture, as upstream's `goarch` label carries it.
 fn arch_label() -> &'static str {
     match std::env::consts::ARCH {
@@ -902,6 +982,23 @@ fn arch_label() -> &'static str {
 /// Upstream's resource label spelling: lowercase with `-` as `_`.
 fn resource_label(resource: &str) -> String {
     resource.to_lowercase().replace('-', "_")
+}
+
+fn pod_labels(pod: &PodGauge) -> Labels {
+    vec![
+        ("name", pod.name.clone()),
+        ("namespace", pod.namespace.clone()),
+        ("owner", pod.owner.clone()),
+        ("node", pod.node.clone()),
+        ("scheduled", pod.scheduled.to_string()),
+        ("nodepool", pod.nodepool.clone()),
+        ("zone", pod.zone.clone()),
+        ("capacity_type", pod.capacity_type.clone()),
+        ("instance_type", pod.instance_type.clone()),
+        ("phase", pod.phase.clone()),
+        ("ready", pod.ready.to_string()),
+        ("managed", (!pod.nodepool.is_empty()).to_string()),
+    ]
 }
 
 fn node_labels(node: &NodeGauge, resource: &str) -> Labels {

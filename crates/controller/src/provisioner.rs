@@ -586,3 +586,65 @@ impl Trigger {
         self.last_trigger.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::Provisioner;
+    use crate::events::{EventSink, Recorded};
+    use crate::state::lock;
+    use crate::tests::Harness;
+
+    fn provisioner(h: &Harness) -> Provisioner {
+        let sink: Arc<dyn EventSink> = Arc::new(Recorded::new(h.events.clone()));
+        Provisioner::new(
+            h.state.clone(),
+            h.api.clone(),
+            h.cloud.clone(),
+            h.clock,
+            h.metrics.clone(),
+            sink,
+        )
+    }
+
+    /// Upstream's recorder in front of the events: a 5,000-pod pass nominates every pod in
+    /// the index but publishes 10 `Nominated` events (the rate limit's burst), each for a
+    /// distinct pod; pods arriving a second later get the 5 tokens that refilled.
+    #[tokio::test(start_paused = true)]
+    async fn a_large_pass_nominates_every_pod_and_publishes_what_upstream_would() {
+        let h = Harness::new();
+        h.nodepool("default", None);
+        h.api.mark_synced();
+        for i in 0..5000 {
+            h.pending_pod(&format!("p{i:04}"), "250m");
+        }
+        let prov = provisioner(&h);
+        let out = prov.provision().await.unwrap();
+        assert!(out.errors.is_empty() && out.unplaced.is_empty(), "{out:?}");
+        let now = h.clock.now();
+        {
+            let s = lock(&h.state);
+            for i in 0..5000 {
+                let key = format!("default/p{i:04}");
+                assert!(
+                    s.nominated_claim(&key, now).is_some(),
+                    "{key} not nominated"
+                );
+            }
+        }
+        let nominated = h.events.with_reason("Nominated");
+        let pods: BTreeSet<String> = nominated.iter().map(|e| e.regarding.name.clone()).collect();
+        assert_eq!((nominated.len(), pods.len()), (10, 10));
+
+        tokio::time::advance(Duration::from_secs(1)).await;
+        for i in 0..100 {
+            h.pending_pod(&format!("q{i:03}"), "250m");
+        }
+        let out = prov.provision().await.unwrap();
+        assert!(out.errors.is_empty() && out.unplaced.is_empty(), "{out:?}");
+        assert_eq!(h.events.with_reason("Nominated").len(), 15);
+    }
+}

@@ -96,7 +96,7 @@ pub async fn run(
     ));
 
     let events: Arc<dyn EventSink> = Arc::new(LeaderEvents {
-        inner: Arc::new(KubeEvents::new(client.clone(), COMPONENT)),
+        inner: Arc::new(KubeEvents::new(client.clone(), COMPONENT).with_metrics(metrics.clone())),
         leader: leader.clone(),
     });
 

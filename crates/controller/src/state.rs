@@ -2,6 +2,7 @@
 //! (from kube-runtime watchers in a cluster, from the in-memory API in tests). Loops read it
 //! under a short lock and never await while holding it.
 
+pub mod changes;
 pub mod convert;
 pub mod gauges;
 pub mod object;
@@ -17,8 +18,10 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
+use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
+use changes::ChangeLog;
 pub use object::{Kind, Object, key_of};
 pub use snapshot::{pending_pods, provisionable};
 
@@ -63,13 +66,72 @@ pub struct ClusterState {
     nodes_by_provider_id: BTreeMap<String, BTreeSet<String>>,
     /// Observed claim keys by `status.providerID`.
     claims_by_provider_id: BTreeMap<String, BTreeSet<String>>,
+    /// Each bound or provisionable pod in the engine's model, converted when the pod
+    /// changes, so a provisioning pass or a gauge tick does not convert every pod again.
+    models: BTreeMap<String, PodModel>,
+    /// What the pods bound to each node request and limit, kept as pods change.
+    usage: BTreeMap<String, NodeUsage>,
+    /// Pods changed (their own change, or their node's labels), for incremental readers.
+    pub pod_log: ChangeLog,
+    /// Nodes changed (their own change, or a change of the pods bound to them).
+    pub node_log: ChangeLog,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
+    /// Moves with every change to the index, so a loop can tell nothing changed since it
+    /// last looked (see [`ClusterState::changes`]).
+    changes: u64,
 }
 
 /// How long a nomination outlives its claim's initialization: upstream's
 /// max(2 × BATCH_MAX_DURATION, 10 s) with the default batch window.
 pub const NOMINATION_WINDOW: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A pod's conversion into the engine's model and what it adds to its node's usage.
+#[derive(Clone, Debug)]
+struct PodModel {
+    pod: Result<nodewright_core::model::Pod, String>,
+    /// The node it counts on (bound and not finished) and what it adds there.
+    on: Option<(String, PodUsage)>,
+}
+
+/// What one pod adds to its node's gauges.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PodUsage {
+    requests: Resources,
+    limits: Resources,
+    daemon: bool,
+}
+
+/// Resource sums of the running (not finished) pods bound to one node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeUsage {
+    pub requests: Resources,
+    pub limits: Resources,
+    /// Requests of the pods a DaemonSet owns.
+    pub daemon_requests: Resources,
+    /// Pods counted, so an emptied entry can be dropped.
+    pods: usize,
+}
+
+impl NodeUsage {
+    fn add(&mut self, u: &PodUsage) {
+        self.requests.add(&u.requests);
+        self.limits.add(&u.limits);
+        if u.daemon {
+            self.daemon_requests.add(&u.requests);
+        }
+        self.pods += 1;
+    }
+
+    fn sub(&mut self, u: &PodUsage) {
+        self.requests.sub(&u.requests);
+        self.limits.sub(&u.limits);
+        if u.daemon {
+            self.daemon_requests.sub(&u.requests);
+        }
+        self.pods -= 1;
+    }
+}
 
 /// A pending pod placed on a claim by the provisioner.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,6 +195,7 @@ impl ClusterState {
     }
 
     fn put(&mut self, mut o: Object) {
+        self.changes += 1;
         o.strip();
         let key = o.key();
         match o {
@@ -149,14 +212,31 @@ impl ClusterState {
                 } else {
                     self.pending.remove(&key);
                 }
-                self.pods.insert(key, *p);
+                self.forget_model(&key);
+                if let Some(model) = model_of(&p) {
+                    if let Some((node, u)) = &model.on {
+                        self.usage.entry(node.clone()).or_default().add(u);
+                        self.node_log.touch(node, self.nodes.len());
+                    }
+                    self.models.insert(key.clone(), model);
+                }
+                self.pods.insert(key.clone(), *p);
+                self.pod_log.touch(&key, self.pods.len());
             }
             Object::Node(n) => {
-                if let Some(old) = self.nodes.get(&key) {
-                    unindex(&mut self.nodes_by_provider_id, node_provider_id(old), &key);
-                }
+                let relabelled = match self.nodes.get(&key) {
+                    Some(old) => {
+                        unindex(&mut self.nodes_by_provider_id, node_provider_id(old), &key);
+                        gauge_labels(old) != gauge_labels(&n)
+                    }
+                    None => true,
+                };
                 index(&mut self.nodes_by_provider_id, node_provider_id(&n), &key);
-                self.nodes.insert(key, *n);
+                self.nodes.insert(key.clone(), *n);
+                self.node_log.touch(&key, self.nodes.len());
+                if relabelled {
+                    self.touch_pods_on(&key);
+                }
             }
             Object::NodeClaim(c) => {
                 self.in_flight.remove(&key);
@@ -198,17 +278,22 @@ impl ClusterState {
     }
 
     fn remove(&mut self, kind: Kind, key: &str) {
+        self.changes += 1;
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
                 self.pending.remove(key);
+                self.forget_model(key);
                 if let Some(old) = self.pods.remove(key) {
                     unindex(&mut self.pods_by_node, pod_node(&old), key);
+                    self.pod_log.touch(key, self.pods.len());
                 }
             }
             Kind::Node => {
                 if let Some(old) = self.nodes.remove(key) {
                     unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), key);
+                    self.node_log.touch(key, self.nodes.len());
+                    self.touch_pods_on(key);
                 }
             }
             Kind::NodeClaim => {
@@ -233,15 +318,22 @@ impl ClusterState {
     }
 
     fn clear(&mut self, kind: Kind) {
+        self.changes += 1;
         match kind {
             Kind::Pod => {
                 self.pods.clear();
                 self.pods_by_node.clear();
                 self.pending.clear();
+                self.models.clear();
+                self.usage.clear();
+                self.pod_log.reset();
+                self.node_log.reset();
             }
             Kind::Node => {
                 self.nodes.clear();
                 self.nodes_by_provider_id.clear();
+                self.node_log.reset();
+                self.pod_log.reset();
             }
             Kind::NodeClaim => {
                 self.nodeclaims.clear();
@@ -260,6 +352,7 @@ impl ClusterState {
 
     /// Records a claim the moment its create call returned, before the watch reports it.
     pub fn record_created(&mut self, claim: NodeClaim) {
+        self.changes += 1;
         let name = claim.metadata.name.clone().unwrap_or_default();
         if !self.nodeclaims.contains_key(&name) {
             self.in_flight.insert(name, claim);
@@ -287,6 +380,7 @@ impl ClusterState {
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
     /// `now`, so later batches leave it there instead of launching for it again.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
+        self.changes += 1;
         self.nominations.insert(
             pod.to_string(),
             Nomination {
@@ -330,6 +424,12 @@ impl ClusterState {
         (now.since(since) < NOMINATION_WINDOW).then_some(claim)
     }
 
+    /// A counter that moves whenever an object is applied, deleted or relisted, a claim is
+    /// recorded in flight or a pod nominated: equal readings mean an unchanged index.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     pub fn in_flight_count(&self) -> usize {
         self.in_flight.len()
     }
@@ -352,6 +452,44 @@ impl ClusterState {
             .find_map(|k| self.nodeclaims.get(k))
     }
 
+    /// The engine's model of the bound or provisionable pod at `key` (converted when the pod
+    /// last changed), or a fresh conversion of `pod` when the index holds none for it.
+    pub fn pod_model(&self, key: &str, pod: &Pod) -> Result<nodewright_core::model::Pod, String> {
+        match self.models.get(key) {
+            Some(m) => m.pod.clone(),
+            None => nodewright_api::workload::pod_from_api(pod).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// What the running pods bound to `node` request and limit.
+    pub fn node_usage(&self, node: &str) -> Option<&NodeUsage> {
+        self.usage.get(node)
+    }
+
+    /// Takes the pod at `key` out of its node's usage and drops its model.
+    fn forget_model(&mut self, key: &str) {
+        let Some(old) = self.models.remove(key) else {
+            return;
+        };
+        if let Some((node, u)) = &old.on
+            && let Some(sum) = self.usage.get_mut(node)
+        {
+            sum.sub(u);
+            if sum.pods == 0 {
+                self.usage.remove(node);
+            }
+            self.node_log.touch(node, self.nodes.len());
+        }
+    }
+
+    /// Marks every pod bound to `node` changed: their gauges carry the node's labels.
+    fn touch_pods_on(&mut self, node: &str) {
+        let live = self.pods.len();
+        for key in self.pods_by_node.get(node).into_iter().flatten() {
+            self.pod_log.touch(key, live);
+        }
+    }
+
     /// Pods bound to `node`.
     pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
         self.pods_by_node
@@ -361,6 +499,42 @@ impl ClusterState {
             .filter_map(|k| self.pods.get(k))
             .collect()
     }
+}
+
+/// The model of a pod the snapshot takes (bound or provisionable); `None` for others.
+fn model_of(p: &Pod) -> Option<PodModel> {
+    let node = pod_node(p).filter(|n| !n.is_empty());
+    if node.is_none() && !provisionable(p) {
+        return None;
+    }
+    let pod = nodewright_api::workload::pod_from_api(p).map_err(|e| e.to_string());
+    let finished = matches!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    let on = node.filter(|_| !finished).map(|n| {
+        let usage = PodUsage {
+            requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
+            limits: gauges::pod_limits(p),
+            daemon: gauges::owned_by_daemonset(p),
+        };
+        (n.to_owned(), usage)
+    });
+    Some(PodModel { pod, on })
+}
+
+/// The node labels a pod's gauge row carries.
+fn gauge_labels(n: &Node) -> [Option<&String>; 5] {
+    let l = n.metadata.labels.as_ref();
+    let get = |k: &str| l.and_then(|l| l.get(k));
+    use nodewright_core::labels;
+    [
+        get(labels::NODEPOOL),
+        get(labels::ZONE),
+        get(labels::INSTANCE_TYPE),
+        get(labels::CAPACITY_TYPE),
+        get(labels::ARCH),
+    ]
 }
 
 fn pod_node(p: &Pod) -> Option<&str> {

@@ -331,7 +331,12 @@ impl Termination {
         if !pid.is_empty() {
             match self.cloud.delete(&pid).await {
                 Err(e) if e.is_not_found() => {}
-                Ok(()) => return Ok(Progress::Terminating),
+                Ok(()) => {
+                    if let Some(c) = &claim {
+                        self.mark_instance_terminating(c, now).await?;
+                    }
+                    return Ok(Progress::Terminating);
+                }
                 Err(e) => {
                     warn!(node = %name, error = %e, "terminating instance failed");
                     return Ok(Progress::Terminating);
@@ -380,6 +385,34 @@ impl Termination {
         }
         info!(node = %name, "node terminated");
         Ok(Progress::Done)
+    }
+
+    /// Sets `InstanceTerminating` on the claim once its instance's termination has started,
+    /// as upstream does before it waits for the instance to go: the node then no longer
+    /// counts for disruption budgets.
+    async fn mark_instance_terminating(
+        &self,
+        claim: &NodeClaim,
+        now: Timestamp,
+    ) -> Result<(), WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let mut status = claim.status.clone().unwrap_or_default();
+        let mut conds = status.conditions.clone().unwrap_or_default();
+        if !cond::set(
+            &mut conds,
+            cond::INSTANCE_TERMINATING,
+            "True",
+            "InstanceTerminating",
+            "",
+            now,
+        ) {
+            return Ok(());
+        }
+        status.conditions = Some(conds);
+        match self.writer.patch_nodeclaim_status(&name, &status).await {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes the pods the termination deadline leaves no room for, then evicts the first

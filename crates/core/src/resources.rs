@@ -36,6 +36,10 @@ impl Resources {
     pub fn set(&mut self, name: &str, amount: i64) {
         if amount == 0 {
             self.0.remove(name);
+        } else if let Some(v) = self.0.get_mut(name) {
+            // In place: the list is summed over every pod of a node, and a fresh key per
+            // amount would be an allocation each time.
+            *v = amount;
         } else {
             self.0.insert(name.to_string(), amount);
         }
@@ -63,14 +67,29 @@ impl Resources {
     /// Adds every amount of `other` to this list.
     pub fn add(&mut self, other: &Resources) {
         for (k, v) in other.iter() {
-            self.set(k, self.get(k).saturating_add(v));
+            self.update(k, |a| a.saturating_add(v));
         }
     }
 
     /// Subtracts every amount of `other` from this list (the result may go negative).
     pub fn sub(&mut self, other: &Resources) {
         for (k, v) in other.iter() {
-            self.set(k, self.get(k).saturating_sub(v));
+            self.update(k, |a| a.saturating_sub(v));
+        }
+    }
+
+    /// Sets `name` to `f` of its amount, with one lookup when it is listed.
+    fn update(&mut self, name: &str, f: impl FnOnce(i64) -> i64) {
+        match self.0.get_mut(name) {
+            Some(v) => {
+                let amount = f(*v);
+                if amount == 0 {
+                    self.0.remove(name);
+                } else {
+                    *v = amount;
+                }
+            }
+            None => self.set(name, f(0)),
         }
     }
 
@@ -153,6 +172,37 @@ mod tests {
         let gpu = req.clone().with("nvidia.com/gpu", 1);
         assert!(!gpu.fits_in(&avail));
         assert_eq!(gpu.shortfall(&avail), vec!["nvidia.com/gpu".to_string()]);
+    }
+
+    #[test]
+    fn arithmetic_updates_listed_and_new_amounts() {
+        let mut a = Resources::new().with(CPU, 500).with(MEMORY, 100);
+        a.add(&Resources::new().with(CPU, 250).with(PODS, 2));
+        assert_eq!(
+            a,
+            Resources::new()
+                .with(CPU, 750)
+                .with(MEMORY, 100)
+                .with(PODS, 2)
+        );
+        a.sub(
+            &Resources::new()
+                .with(MEMORY, 100)
+                .with(EPHEMERAL_STORAGE, 5),
+        );
+        assert_eq!(
+            a,
+            Resources::new()
+                .with(CPU, 750)
+                .with(PODS, 2)
+                .with(EPHEMERAL_STORAGE, -5)
+        );
+        assert!(!a.contains(MEMORY), "a zero is dropped, not kept");
+        a.set(CPU, i64::MAX);
+        a.add(&Resources::new().with(CPU, 1));
+        assert_eq!(a.get(CPU), i64::MAX, "saturates");
+        a.set(PODS, 0);
+        assert!(!a.contains(PODS));
     }
 
     #[test]

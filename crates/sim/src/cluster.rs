@@ -164,6 +164,35 @@ pub struct Cluster {
     pub changes: u64,
     /// The snapshot decisions see, kept up to date (see [`Cluster::view`]).
     maintained: Maintained,
+    /// Pods and claims changed since the invariant check last looked (see [`Journal`]).
+    journal: Journal,
+}
+
+/// The pods and claims changed since [`Cluster::take_journal`] was last called, so a check of
+/// the whole cluster can look again at only what they touch. Nothing is recorded before the
+/// first call: the first answer is `everything`.
+#[derive(Clone, Debug, Default)]
+pub struct Journal {
+    /// Whether anything may have changed that the sets do not name (the first call).
+    pub everything: bool,
+    pub pods: BTreeSet<String>,
+    pub claims: BTreeSet<String>,
+    /// Whether the journal records (set by the first take).
+    recording: bool,
+}
+
+impl Journal {
+    fn pod(&mut self, key: &str) {
+        if self.recording && !self.pods.contains(key) {
+            self.pods.insert(key.to_string());
+        }
+    }
+
+    fn claim(&mut self, name: &str) {
+        if self.recording && !self.claims.contains(name) {
+            self.claims.insert(name.to_string());
+        }
+    }
 }
 
 impl Cluster {
@@ -182,10 +211,30 @@ impl Cluster {
         &self.claims
     }
 
+    fn pod_changed(&mut self, key: &str) {
+        self.maintained.pod_changed(key);
+        self.journal.pod(key);
+    }
+
+    fn claim_changed(&mut self, name: &str) {
+        self.maintained.claim_changed(name);
+        self.journal.claim(name);
+    }
+
+    /// The pods and claims changed since the last call (everything, at the first), and a
+    /// fresh journal.
+    pub fn take_journal(&mut self) -> Journal {
+        let mut j = std::mem::take(&mut self.journal);
+        self.journal.recording = true;
+        j.everything = !j.recording;
+        j
+    }
+
     /// A pod to change in place (not its node: that is [`Cluster::bind`]).
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
         let p = self.pods.get_mut(key)?;
         self.maintained.pod_changed(key);
+        self.journal.pod(key);
         Some(p)
     }
 
@@ -193,12 +242,13 @@ impl Cluster {
     pub fn claim_mut(&mut self, name: &str) -> Option<&mut SimClaim> {
         let c = self.claims.get_mut(name)?;
         self.maintained.claim_changed(name);
+        self.journal.claim(name);
         Some(c)
     }
 
     /// Adds (or replaces) a claim.
     pub fn insert_claim(&mut self, name: &str, claim: SimClaim) {
-        self.maintained.claim_changed(name);
+        self.claim_changed(name);
         self.claims.insert(name.to_string(), claim);
     }
 
@@ -234,11 +284,20 @@ impl Cluster {
             .filter_map(|k| self.pods.get(k))
     }
 
+    /// The keys of the pods bound to `node`.
+    pub fn pod_keys_on(&self, node: &str) -> impl Iterator<Item = &str> {
+        self.on_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
     /// Adds (or replaces) a pod, bound or not.
     pub fn insert_pod(&mut self, pod: Pod) {
         let key = pod.key();
         self.unindex(&key);
-        self.maintained.pod_changed(&key);
+        self.pod_changed(&key);
         if let Some(n) = &pod.node_name {
             self.on_node
                 .entry(n.clone())
@@ -399,7 +458,7 @@ impl Cluster {
     pub fn bind(&mut self, pod: &str, node: &str, now: Timestamp) {
         self.changes += 1;
         self.unindex(pod);
-        self.maintained.pod_changed(pod);
+        self.pod_changed(pod);
         if let Some(p) = self.pods.get_mut(pod) {
             self.on_node
                 .entry(node.to_string())
@@ -423,7 +482,7 @@ impl Cluster {
     /// Removes a pod; its controller replaces it at the next [`Cluster::reconcile`].
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
         self.unindex(key);
-        self.maintained.pod_changed(key);
+        self.pod_changed(key);
         let p = self.pods.remove(key)?;
         self.changes += 1;
         if let Some(node) = &p.node_name
@@ -450,20 +509,29 @@ impl Cluster {
                     .push(p);
             }
         }
-        let mut owned_by: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+        // Per workload, how many pods it owns, and their keys when it owns too many (only
+        // then are keys needed: building one per pod of every workload each time cost more
+        // than the rest of the pass).
+        let mut owned_by: BTreeMap<(String, String), (usize, Vec<String>)> = BTreeMap::new();
         for key in &keys {
             let w = &self.workloads[key];
             // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
             // be gone, since the replacement takes its name.
             let count_terminating = w.kind == WorkloadKind::StatefulSet;
-            let owned = by_owner
-                .get(&(key.0.as_str(), key.1.as_str()))
-                .into_iter()
-                .flatten()
-                .filter(|p| count_terminating || p.deletion_timestamp.is_none())
-                .map(|p| p.key())
-                .collect();
-            owned_by.insert(key.clone(), owned);
+            let owned = || {
+                by_owner
+                    .get(&(key.0.as_str(), key.1.as_str()))
+                    .into_iter()
+                    .flatten()
+                    .filter(|p| count_terminating || p.deletion_timestamp.is_none())
+            };
+            let count = owned().count();
+            let keys = if count > w.wanted() as usize {
+                owned().map(|p| p.key()).collect()
+            } else {
+                Vec::new()
+            };
+            owned_by.insert(key.clone(), (count, keys));
         }
         for key in keys {
             let w = &self.workloads[&key];
@@ -471,16 +539,16 @@ impl Cluster {
             if w.kind == WorkloadKind::Pod && w.next_ordinal > 0 {
                 continue;
             }
-            let owned = owned_by.remove(&key).unwrap_or_default();
+            let (count, owned) = owned_by.remove(&key).unwrap_or_default();
             let want = w.wanted() as usize;
-            if owned.len() > want {
-                let excess = owned.len() - want;
+            if count > want {
+                let excess = count - want;
                 for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
                     self.remove_pod(&victim, now);
                     deleted.push(victim);
                 }
             } else {
-                for _ in owned.len()..want {
+                for _ in count..want {
                     let pod = self.new_replica(&key, now);
                     let templates = &self.workloads[&key].claim_templates;
                     if !templates.is_empty() {

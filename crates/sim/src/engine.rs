@@ -156,6 +156,8 @@ pub struct Engine<'p> {
     pub violations: Vec<String>,
     /// The cluster's `(changes, edits)` at the last invariant check, and what it found.
     checked: Option<((u64, u64), Vec<String>)>,
+    /// The invariant check, looking again at only what changed since it last ran.
+    checker: crate::invariants::Checker,
     /// The cluster's `(changes, edits)` when its sample figures were last counted, and them.
     counted: Option<((u64, u64), Sample)>,
 }
@@ -225,6 +227,7 @@ impl<'p> Engine<'p> {
             stats: Stats::default(),
             violations: Vec::new(),
             checked: None,
+            checker: Default::default(),
             counted: None,
         }
     }

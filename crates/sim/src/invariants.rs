@@ -6,11 +6,17 @@
 
 use std::time::Duration;
 
+use nodewright_core::model::{Node, Pod};
 use nodewright_core::resources::{NODES, Resources};
 use nodewright_core::taints::first_untolerated;
 
-use crate::cluster::{Cluster, label_matches};
+use crate::cluster::{Cluster, SimClaim, label_matches};
 use crate::report::clock;
+
+mod incremental;
+#[cfg(test)]
+mod incremental_tests;
+pub use incremental::Checker;
 
 /// The taint put on nodes being disrupted; pods bound before it arrived may stay.
 const DISRUPTED: &str = "karpenter.sh/disrupted";
@@ -27,109 +33,133 @@ pub fn stamped(violations: &[String], at: Duration) -> Vec<String> {
 }
 
 /// Every violation, as sentences without the time: a function of the cluster alone, so an
-/// unchanged cluster has the same ones.
+/// unchanged cluster has the same ones. [`Checker`] finds the same, looking again at only
+/// what changed.
 pub fn violations(cluster: &Cluster) -> Vec<String> {
     let mut out = Vec::new();
     for (_, node) in cluster.ready_nodes() {
-        let free = cluster.free(node);
-        let over: Vec<String> = free
-            .iter()
-            .filter(|(_, v)| *v < 0)
-            .map(|(k, _)| k.to_string())
-            .collect();
-        if !over.is_empty() {
-            out.push(format!(
-                "node {} is over-committed on {}",
-                node.name,
-                over.join(", ")
-            ));
-        }
+        out.extend(over_commit(cluster, node));
     }
-    // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
-    if cfg!(debug_assertions) && !cluster.index_is_consistent() {
-        out.push("the per-node pod index disagrees with the pods".to_string());
-    }
-    let ready: std::collections::BTreeMap<&str, &nodewright_core::model::Node> = cluster
+    index_check(cluster, &mut out);
+    let ready: std::collections::BTreeMap<&str, &Node> = cluster
         .ready_nodes()
         .map(|(_, n)| (n.name.as_str(), n))
         .collect();
     for p in cluster.pods().values() {
-        let Some(n) = &p.node_name else {
-            continue;
-        };
-        let Some(node) = ready.get(n.as_str()) else {
-            out.push(format!("pod {} is bound to missing node {n}", p.key()));
-            continue;
-        };
-        let taints: Vec<_> = node
-            .taints
-            .iter()
-            .filter(|x| x.key != DISRUPTED)
-            .cloned()
-            .collect();
-        if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
-            out.push(format!(
-                "pod {} runs on {n} without tolerating {}",
-                p.key(),
-                taint.key
-            ));
-        }
-        if p.node_selector
-            .iter()
-            .any(|(k, v)| node.labels.get(k) != Some(v))
-            || (!p.required_node_affinity.is_empty()
-                && !p.required_node_affinity.iter().any(|term| {
-                    term.match_expressions
-                        .iter()
-                        .all(|r| label_matches(r, &node.labels))
-                }))
-        {
-            out.push(format!(
-                "pod {} runs on {n} whose labels it does not select",
-                p.key()
-            ));
-        }
-        for claim in &p.volume_claims {
-            let pv = cluster
-                .pvcs
-                .get(&(p.namespace.clone(), claim.clone()))
-                .and_then(|c| c.volume_name.as_ref())
-                .and_then(|v| cluster.pvs.get(v));
-            let Some(pv) = pv else {
-                continue;
-            };
-            let inside = pv.node_affinity.is_empty()
-                || pv.node_affinity.iter().any(|term| {
-                    term.match_expressions
-                        .iter()
-                        .all(|r| label_matches(r, &node.labels))
-                });
-            if !inside {
-                out.push(format!(
-                    "pod {} runs on {n} outside the zone of its volume {} ({})",
-                    p.key(),
-                    pv.name,
-                    crate::volumes::volume_zone(pv).unwrap_or("?")
-                ));
-            }
-        }
+        pod_violations(cluster, p, &|n| ready.get(n).copied(), &mut out);
     }
     for (c, node) in cluster.ready_nodes() {
-        let Some(pool) = cluster.nodepool(&c.claim.nodepool) else {
+        out.extend(pool_requirement(cluster, c, node));
+    }
+    limits(cluster, &mut out);
+    out
+}
+
+/// Whether `node` holds more than it can.
+fn over_commit(cluster: &Cluster, node: &Node) -> Option<String> {
+    let free = cluster.free(node);
+    let over: Vec<String> = free
+        .iter()
+        .filter(|(_, v)| *v < 0)
+        .map(|(k, _)| k.to_string())
+        .collect();
+    (!over.is_empty()).then(|| {
+        format!(
+            "node {} is over-committed on {}",
+            node.name,
+            over.join(", ")
+        )
+    })
+}
+
+/// The per-node pod index against the pods.
+fn index_check(cluster: &Cluster, out: &mut Vec<String>) {
+    // A full cross-check costs a pass over every pod; debug builds (the tests) pay it.
+    if cfg!(debug_assertions) && !cluster.index_is_consistent() {
+        out.push("the per-node pod index disagrees with the pods".to_string());
+    }
+}
+
+/// What is wrong with where `p` runs, `ready` finding the Ready node of a name.
+fn pod_violations<'c>(
+    cluster: &'c Cluster,
+    p: &Pod,
+    ready: &dyn Fn(&str) -> Option<&'c Node>,
+    out: &mut Vec<String>,
+) {
+    let Some(n) = &p.node_name else {
+        return;
+    };
+    let Some(node) = ready(n.as_str()) else {
+        out.push(format!("pod {} is bound to missing node {n}", p.key()));
+        return;
+    };
+    let taints: Vec<_> = node
+        .taints
+        .iter()
+        .filter(|x| x.key != DISRUPTED)
+        .cloned()
+        .collect();
+    if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
+        out.push(format!(
+            "pod {} runs on {n} without tolerating {}",
+            p.key(),
+            taint.key
+        ));
+    }
+    if p.node_selector
+        .iter()
+        .any(|(k, v)| node.labels.get(k) != Some(v))
+        || (!p.required_node_affinity.is_empty()
+            && !p.required_node_affinity.iter().any(|term| {
+                term.match_expressions
+                    .iter()
+                    .all(|r| label_matches(r, &node.labels))
+            }))
+    {
+        out.push(format!(
+            "pod {} runs on {n} whose labels it does not select",
+            p.key()
+        ));
+    }
+    for claim in &p.volume_claims {
+        let pv = cluster
+            .pvcs
+            .get(&(p.namespace.clone(), claim.clone()))
+            .and_then(|c| c.volume_name.as_ref())
+            .and_then(|v| cluster.pvs.get(v));
+        let Some(pv) = pv else {
             continue;
         };
-        if let Some(r) = pool
-            .template
-            .requirements
-            .iter()
-            .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
-        {
+        let inside = pv.node_affinity.is_empty()
+            || pv.node_affinity.iter().any(|term| {
+                term.match_expressions
+                    .iter()
+                    .all(|r| label_matches(r, &node.labels))
+            });
+        if !inside {
             out.push(format!(
-                "node {} breaks its NodePool's requirement {r}",
-                node.name
+                "pod {} runs on {n} outside the zone of its volume {} ({})",
+                p.key(),
+                pv.name,
+                crate::volumes::volume_zone(pv).unwrap_or("?")
             ));
         }
     }
+}
+
+/// Whether the Ready `node` of claim `c` breaks one of its NodePool's requirements.
+fn pool_requirement(cluster: &Cluster, c: &SimClaim, node: &Node) -> Option<String> {
+    let pool = cluster.nodepool(&c.claim.nodepool)?;
+    pool.template
+        .requirements
+        .iter()
+        .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
+        .map(|r| format!("node {} breaks its NodePool's requirement {r}", node.name))
+}
+
+/// NodePools over their limits.
+fn limits(cluster: &Cluster, out: &mut Vec<String>) {
     for pool in &cluster.nodepools {
         let mut used = Resources::new();
         let mut nodes = 0;
@@ -150,7 +180,6 @@ pub fn violations(cluster: &Cluster) -> Vec<String> {
             }
         }
     }
-    out
 }
 
 /// After `pod` was evicted: every PodDisruptionBudget selecting it still has the healthy pods

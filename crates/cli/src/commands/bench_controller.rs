@@ -7,6 +7,8 @@
 //! what it cost in wall time, CPU time and memory. Then half the pods go, and it reports how
 //! long consolidation took to settle.
 
+mod trace;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -55,6 +57,11 @@ pub struct ControllerArgs {
     /// Give up on a phase after this many minutes of virtual time.
     #[arg(long, default_value_t = 60)]
     pub max_minutes: u64,
+    /// Print the disruption loop's journal during the scale-down: every round (skipped or
+    /// planned, its cost, the budgets it saw), every command re-checked, started and finished,
+    /// with the cluster's nodes at that moment.
+    #[arg(long)]
+    pub trace_disruption: bool,
 }
 
 struct Deploy {
@@ -674,10 +681,15 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         let mut last_total = writes_before;
         let mut replaced = 0;
         let mut tick = 0u64;
+        loops.disruptor.journal.enable();
+        let mut trace = trace::Trace::new(args.trace_disruption, started);
         loop {
             loops.tick(&mut world, &mut meter, tick, true).await;
             if tick.is_multiple_of(10) {
                 replaced += world.replace_evicted();
+                let s = lock(&state);
+                trace.observe(loops.disruptor.journal.take(), &s);
+                trace.watch_claims(&s, clock.now());
             }
             let total = counting.total();
             if total != last_total {
@@ -708,6 +720,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
             meter.total().as_secs_f64()
         );
         meter.print();
+        trace.print_summary();
         let after = counting.counts();
         let delta: BTreeMap<&str, u64> = after
             .iter()

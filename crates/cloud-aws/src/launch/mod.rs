@@ -25,6 +25,7 @@ use nodewright_aws_model::ice::{
 use nodewright_aws_model::launch::{
     FleetOverride, LaunchError, LaunchInput, plan_launch, usable_offering,
 };
+use nodewright_aws_model::placement::LaunchPlacement;
 use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
@@ -163,6 +164,9 @@ impl AwsCloud {
         }
         let types = self.instance_types_for(class, resolved).await?;
         let reqs = claim::requirements(claim)?;
+        // Tenancy, placement group and partition are the claim's, not per instance type.
+        let placement = LaunchPlacement::new(&reqs, resolved.placement_group.as_ref());
+        let ice_scope = placement.ice_scope();
         let requests = claim::requests(claim)?;
         let (taints, startup_taints) = claim::taints(claim)?;
         let family = node_class_input(class)
@@ -184,6 +188,7 @@ impl AwsCloud {
             cluster: &self.launch.cluster,
             node_labels: claim::node_labels(claim, &reqs),
             taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
+            placement: placement.clone(),
         };
         // Upstream attaches EFA interfaces only to claims that ask for EFA.
         let efa = requests.get(EFA) > 0;
@@ -199,7 +204,7 @@ impl AwsCloud {
                 .restrict(&mut types, now.unix_seconds());
             let subnets = {
                 let cache = self.launch.unavailable();
-                cache.apply(&mut types, now);
+                cache.apply_in(&mut types, ice_scope.as_deref(), now);
                 zonal_subnets(resolved, &cache, now)
             };
             let mut input = LaunchInput {
@@ -280,9 +285,18 @@ impl AwsCloud {
                 }
             };
             self.observer.fleet_errors(&call, &outcome.errors, resolved);
-            let marked = self.record_failures(&call, &outcome.errors, now, &mut failed);
+            let marked = self.record_failures(
+                &call,
+                &outcome.errors,
+                ice_scope.as_deref(),
+                now,
+                &mut failed,
+            );
             if let Some(instance) = outcome.instances.first() {
-                let out = launched(&call, instance, &types, resolved, self.region(), now, efa)?;
+                let mut out = launched(&call, instance, &types, resolved, self.region(), now, efa)?;
+                for (key, value) in placement.labels() {
+                    out.labels.insert(key.to_string(), value);
+                }
                 if let Some(id) = out.labels.get(aws::CAPACITY_RESERVATION_ID) {
                     self.launch.reservations().launched(id);
                 }
@@ -323,6 +337,7 @@ impl AwsCloud {
         &self,
         call: &FleetCall,
         errors: &[FleetFailure],
+        scope: Option<&str>,
         now: Timestamp,
         failed: &mut Vec<(String, String, String)>,
     ) -> bool {
@@ -364,7 +379,7 @@ impl AwsCloud {
                 zone: o.zone.clone(),
                 subnet_id: Some(o.subnet_id.clone()),
             };
-            match cache.record(&fe, now) {
+            match cache.record_in(&fe, scope, now) {
                 Marked::Nothing => {
                     tracing::warn!(code = %e.code, message = %e.message, instance_type = %o.instance_type, zone = %o.zone, "CreateFleet error");
                 }
@@ -385,7 +400,7 @@ impl AwsCloud {
     }
 
     /// One launch template per (image, max pods, kube-reserved) group of the overrides' types,
-    /// each made to exist.
+    /// with the launch's placement (tenancy, group, partition), each made to exist.
     async fn templates_for(
         &self,
         base: &userdata::BaseConfig<'_>,

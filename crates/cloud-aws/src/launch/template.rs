@@ -17,14 +17,15 @@ use aws_sdk_ec2::types::{
     LaunchTemplateInstanceMarketOptionsRequest, LaunchTemplateInstanceMetadataEndpointState,
     LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplateInstanceMetadataProtocolIpv6,
     LaunchTemplateInstanceMetadataTagsState,
-    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest,
+    LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, LaunchTemplatePlacementRequest,
     LaunchTemplateTagSpecificationRequest, LaunchTemplatesMonitoringRequest, MarketType,
     NestedVirtualizationSpecification, RequestLaunchTemplateData, ResourceType, Tag,
-    TagSpecification, VolumeType,
+    TagSpecification, Tenancy, VolumeType,
 };
 use nodewright_api::aws::common::{BlockDeviceMapping, IntOrString, MetadataOptions};
 use nodewright_api::quantity::parse_units;
 use nodewright_aws_model::AmiFamily;
+use nodewright_aws_model::placement::LaunchPlacement;
 use nodewright_aws_model::reservations::{ReservationTarget, ReservationType};
 
 use crate::AwsClients;
@@ -90,6 +91,9 @@ pub struct TemplateSpec {
     pub connection_tracking: Option<ConnectionTrackingSpec>,
     /// The capacity reservation setting, when the class selects reservations.
     pub capacity_reservation: Option<ReservationTarget>,
+    /// Tenancy, placement group and partition; `None` for shared tenancy outside a group
+    /// (no `Placement` block, so such templates keep their names).
+    pub placement: Option<LaunchPlacement>,
     /// On the template itself and on the network interfaces it creates.
     pub tags: BTreeMap<String, String>,
 }
@@ -399,6 +403,15 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
             }
         }
     }
+    if let Some(p) = &spec.placement {
+        data = data.placement(
+            LaunchTemplatePlacementRequest::builder()
+                .tenancy(Tenancy::from(p.tenancy))
+                .set_group_id(p.group_id.clone())
+                .set_partition_number(p.partition.and_then(|n| i32::try_from(n).ok()))
+                .build(),
+        );
+    }
     if let Some(p) = &spec.instance_profile {
         data = data.iam_instance_profile(
             LaunchTemplateIamInstanceProfileSpecificationRequest::builder()
@@ -629,8 +642,30 @@ mod tests {
             nested_virtualization: None,
             connection_tracking: None,
             capacity_reservation: None,
+            placement: None,
             tags: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn placement_goes_into_the_template_and_its_name() {
+        assert!(request_data(&spec()).placement().is_none());
+        let mut s = spec();
+        s.placement = Some(LaunchPlacement {
+            tenancy: "dedicated",
+            group_id: Some("pg-0abc".into()),
+            partition: Some(2),
+        });
+        let d = request_data(&s);
+        let p = d.placement().unwrap();
+        assert_eq!(
+            (p.tenancy(), p.group_id(), p.partition_number()),
+            (Some(&Tenancy::Dedicated), Some("pg-0abc"), Some(2))
+        );
+        assert_ne!(s.name(), spec().name());
+        let mut other_partition = s.clone();
+        other_partition.placement.as_mut().unwrap().partition = Some(3);
+        assert_ne!(s.name(), other_partition.name());
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn resolved(subnets: Vec<ResolvedSubnet>, amis: Vec<ResolvedAmi>) -> ResolvedNod
         amis,
         instance_profile: None,
         capacity_reservations: Vec::new(),
+        placement_group: None,
         status: Default::default(),
         hash: String::new(),
     }

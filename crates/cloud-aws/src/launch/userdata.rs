@@ -42,6 +42,8 @@ pub struct BaseConfig<'a> {
     pub node_labels: BTreeMap<String, String>,
     /// Registration taints (claim taints, startup taints, unregistered).
     pub taints: Vec<Taint>,
+    /// The claim's tenancy, placement group and partition.
+    pub placement: nodewright_aws_model::placement::LaunchPlacement,
 }
 
 fn invalid(class: &str, reason: impl std::fmt::Display) -> CloudError {
@@ -267,6 +269,7 @@ impl BaseConfig<'_> {
                 .as_ref()
                 .and_then(|c| c.nested_virtualization.clone()),
             connection_tracking,
+            placement: (!self.placement.is_default()).then(|| self.placement.clone()),
             capacity_reservation: reservations::target(
                 !self.resolved.capacity_reservations.is_empty(),
                 capacity_type,
@@ -314,6 +317,7 @@ mod tests {
             amis: Vec::new(),
             instance_profile: Some("profile".into()),
             capacity_reservations: Vec::new(),
+            placement_group: None,
             status: Default::default(),
             hash: String::new(),
         }
@@ -356,6 +360,7 @@ mod tests {
             cluster: &cluster,
             node_labels: [("team".to_string(), "web".to_string())].into(),
             taints: Vec::new(),
+            placement: nodewright_aws_model::placement::LaunchPlacement::new(&[], None),
         };
         let b = base.bootstrap(&it(), CapacityType::Spot).unwrap();
         assert_eq!(b.kubelet.max_pods, Some(29));
@@ -400,6 +405,7 @@ mod tests {
             cluster: &cluster,
             node_labels: BTreeMap::new(),
             taints: Vec::new(),
+            placement: nodewright_aws_model::placement::LaunchPlacement::new(&[], None),
         };
         let e = base.bootstrap(&it(), CapacityType::OnDemand).unwrap_err();
         assert!(e.to_string().contains("endpoint"), "{e}");
@@ -450,6 +456,7 @@ mod tests {
             cluster: &cluster,
             node_labels: BTreeMap::new(),
             taints: Vec::new(),
+            placement: nodewright_aws_model::placement::LaunchPlacement::new(&[], None),
         };
         let t = base
             .template(

@@ -1,5 +1,5 @@
-//! EC2NodeClass reconciliation: subnets, security groups, AMIs and the instance profile
-//! resolved against AWS, turned into the status the controller writes (with conditions) and
+//! EC2NodeClass reconciliation: subnets, security groups, AMIs, capacity reservations, the
+//! placement group and the instance profile resolved against AWS, turned into the status the controller writes (with conditions) and
 //! kept in richer form ([`ResolvedNodeClass`]) for instance types and launches.
 
 pub mod aliases;
@@ -7,6 +7,7 @@ pub mod amis;
 pub mod conditions;
 pub mod hash;
 pub mod network;
+pub mod placement;
 pub mod profile;
 pub mod reservations;
 
@@ -28,6 +29,7 @@ pub struct NodeClassContext<'a> {
     pub cluster: &'a str,
     /// The cluster's Kubernetes version (`1.32`), for alias parameter paths.
     pub kubernetes_version: &'a str,
+    pub placement_groups: &'a placement::PlacementGroups,
 }
 
 /// Everything resolved for a class, plus the status and hash derived from it.
@@ -41,6 +43,8 @@ pub struct ResolvedNodeClass {
     pub instance_profile: Option<String>,
     /// The active capacity reservations `capacityReservationSelectorTerms` select, by id.
     pub capacity_reservations: Vec<nodewright_aws_model::reservations::CapacityReservation>,
+    /// The group `placementGroupSelector` names, when it exists.
+    pub placement_group: Option<nodewright_aws_model::placement::PlacementGroup>,
     pub status: EC2NodeClassStatus,
     /// Value of [`hash::HASH_ANNOTATION`] (version [`hash::HASH_VERSION`]).
     pub hash: String,
@@ -164,6 +168,9 @@ pub async fn reconcile(
     )
     .await?;
 
+    let (placement_group, placement_ok) =
+        placement::resolve(ctx.placement_groups, spec.placement_group_selector.as_ref()).await;
+
     let previous = class
         .status
         .as_ref()
@@ -178,6 +185,10 @@ pub async fn reconcile(
         // selecting none, or none matching, is a valid state.
         (conditions::CAPACITY_RESERVATIONS_READY, Ok(())),
     ];
+    // Only a class that names a placement group has the condition (and waits on it).
+    if let Some(outcome) = placement_ok {
+        parts.push((placement::PLACEMENT_GROUP_READY, outcome));
+    }
     let validated = conditions::validation(&parts, &spec.tags.clone().unwrap_or_default());
     parts.push((conditions::VALIDATION_SUCCEEDED, validated));
     let conds = conditions::conditions(&parts, &previous, class.metadata.generation, now);
@@ -225,6 +236,7 @@ pub async fn reconcile(
         amis,
         instance_profile,
         capacity_reservations,
+        placement_group,
         status,
         hash: hash::nodeclass_hash(class),
     })

@@ -3,6 +3,10 @@
 //! the node's range), a pod with a deletion timestamp is confirmed deleted at once, and a pod
 //! left on a Node that no longer exists is deleted as the pod garbage collector does.
 //!
+//! As the kubelet does, a pod with `spec.readinessGates` is Ready only while every gate's
+//! condition (set by another controller, a load balancer's for instance) is True; a running
+//! pod's Ready condition follows its gates as they change.
+//!
 //! Containers never exit: a pod of a Job, or one with `restartPolicy: Never`, stays Running
 //! until it is deleted, because the simulation has no way to know how long its work takes.
 //! Deletion does not wait out the grace period: simulated containers stop the moment they are
@@ -40,7 +44,8 @@ pub struct PodRef {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum PodAction {
-    /// Write this status: the pod's containers are running and it is Ready.
+    /// Write this status: the pod's containers are running, and it is Ready unless a
+    /// readiness gate holds it back (also sent for a running pod whose gates changed).
     Start(PodRef, Box<PodStatus>),
     /// Delete with a grace period of 0: its containers have stopped, or its Node is gone.
     Delete(PodRef),
@@ -147,7 +152,13 @@ pub fn pod_plan<'a>(
             out.push(PodAction::Delete(pod_ref(pod)));
             continue;
         }
-        if phase(pod) == Some("Running") || is_terminal(phase(pod)) {
+        if is_terminal(phase(pod)) {
+            continue;
+        }
+        if phase(pod) == Some("Running") {
+            if let Some(status) = readiness_update(pod, now) {
+                out.push(PodAction::Start(pod_ref(pod), Box::new(status)));
+            }
             continue;
         }
         let ip = if host_network(pod) {
@@ -224,10 +235,76 @@ fn completed(pod: &Pod, c: &Container, now: Timestamp) -> ContainerStatus {
     }
 }
 
+/// Why `pod`'s readiness gates hold it back, in the kubelet's words; `None` when every
+/// gate's condition is True (or the pod has no gates).
+fn gates_not_ready(pod: &Pod) -> Option<String> {
+    let gates = pod.spec.as_ref().and_then(|s| s.readiness_gates.as_ref())?;
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let unready: Vec<String> = gates
+        .iter()
+        .filter_map(|g| {
+            let found = conditions
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == g.condition_type);
+            match found {
+                None => Some(format!(
+                    "corresponding condition of pod readiness gate \"{}\" does not exist.",
+                    g.condition_type
+                )),
+                Some(c) if c.status != "True" => Some(format!(
+                    "the status of pod readiness gate \"{}\" is not \"True\", but {}",
+                    g.condition_type, c.status
+                )),
+                Some(_) => None,
+            }
+        })
+        .collect();
+    (!unready.is_empty()).then(|| unready.join(", "))
+}
+
+/// The pod's Ready condition with every container ready: True, or False with the kubelet's
+/// `ReadinessGatesNotReady` reason. The transition time is `since` when the status is
+/// unchanged, else `now`.
+fn ready_condition(pod: &Pod, previous: Option<&PodCondition>, now: Timestamp) -> PodCondition {
+    let held = gates_not_ready(pod);
+    let status = if held.is_some() { "False" } else { "True" };
+    let since = previous
+        .filter(|c| c.status == status)
+        .and_then(|c| c.last_transition_time.clone());
+    PodCondition {
+        type_: "Ready".into(),
+        status: status.into(),
+        last_transition_time: Some(since.unwrap_or(Time(now))),
+        reason: held.is_some().then(|| "ReadinessGatesNotReady".into()),
+        message: held,
+        ..PodCondition::default()
+    }
+}
+
+/// The status of a running `pod` whose Ready condition no longer matches its readiness gates,
+/// or `None` when it does (a pod without gates always does once it runs).
+fn readiness_update(pod: &Pod, now: Timestamp) -> Option<PodStatus> {
+    pod.spec.as_ref()?.readiness_gates.as_ref()?;
+    let mut status = pod.status.clone().unwrap_or_default();
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let previous = conditions.iter().position(|c| c.type_ == "Ready");
+    let want = ready_condition(pod, previous.map(|i| &conditions[i]), now);
+    match previous {
+        Some(i) if conditions[i].status == want.status && conditions[i].message == want.message => {
+            return None;
+        }
+        Some(i) => conditions[i] = want,
+        None => conditions.push(want),
+    }
+    Some(status)
+}
+
 /// The status a kubelet reports once `pod`'s containers have started: init containers ran
 /// to completion (sidecars, init containers with `restartPolicy: Always`, keep running),
-/// every container is running and ready, and the pod is Ready. Fields the agent does not own
-/// (QoS class, other conditions such as `DisruptionTarget`) are kept.
+/// every container is running and ready, and the pod is Ready unless one of its readiness
+/// gates is not True. Fields the agent does not own (QoS class, other conditions such as
+/// `DisruptionTarget` or the gates' own) are kept.
 pub fn running_status(pod: &Pod, host_ip: &str, pod_ip: &str, now: Timestamp) -> PodStatus {
     let mut status = pod.status.clone().unwrap_or_default();
     let existing = |type_: &str| {
@@ -249,6 +326,9 @@ pub fn running_status(pod: &Pod, host_ip: &str, pod_ip: &str, now: Timestamp) ->
     let mut conditions: Vec<PodCondition> = ours
         .iter()
         .map(|t| {
+            if *t == "Ready" {
+                return ready_condition(pod, None, now);
+            }
             let since = (*t == "PodScheduled").then(|| scheduled.clone()).flatten();
             true_condition(t, since, now)
         })
@@ -499,5 +579,116 @@ mod tests {
             panic!("expected one start, got {actions:?}");
         };
         assert_eq!(status.pod_ip.as_deref(), Some("10.1.2.3"));
+    }
+
+    fn condition<'a>(status: &'a PodStatus, type_: &str) -> &'a PodCondition {
+        status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} condition"))
+    }
+
+    fn started(actions: &[PodAction]) -> &PodStatus {
+        let [PodAction::Start(_, status)] = actions else {
+            panic!("expected one start, got {actions:?}");
+        };
+        status
+    }
+
+    #[test]
+    fn a_readiness_gate_without_its_condition_keeps_the_pod_unready() {
+        let gated = json!({"spec": {"readinessGates": [
+            {"conditionType": "target-health.elbv2.k8s.aws/web"},
+            {"conditionType": "example.com/warm"}
+        ]}});
+        let p = pod("web-1", NODE, gated.clone());
+        let actions = pod_plan(&nodes(), [&p], now());
+        let status = started(&actions);
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(condition(status, "ContainersReady").status, "True");
+        let ready = condition(status, "Ready");
+        assert_eq!(ready.status, "False");
+        assert_eq!(ready.reason.as_deref(), Some("ReadinessGatesNotReady"));
+        assert_eq!(
+            ready.message.as_deref(),
+            Some(
+                "corresponding condition of pod readiness gate \"target-health.elbv2.k8s.aws/web\" does not exist., corresponding condition of pod readiness gate \"example.com/warm\" does not exist."
+            )
+        );
+
+        // One gate True, the other False: still not Ready, and the message names the False one.
+        let mut half = gated.clone();
+        merge(
+            &mut half,
+            json!({"status": {"conditions": [
+                {"type": "target-health.elbv2.k8s.aws/web", "status": "True"},
+                {"type": "example.com/warm", "status": "False"}
+            ]}}),
+        );
+        let p = pod("web-2", NODE, half);
+        let actions = pod_plan(&nodes(), [&p], now());
+        let ready = condition(started(&actions), "Ready");
+        assert_eq!(ready.status, "False");
+        assert_eq!(
+            ready.message.as_deref(),
+            Some(
+                "the status of pod readiness gate \"example.com/warm\" is not \"True\", but False"
+            )
+        );
+        // The gates' own conditions belong to their controllers and are kept.
+        assert_eq!(
+            condition(started(&actions), "example.com/warm").status,
+            "False"
+        );
+    }
+
+    #[test]
+    fn a_running_pod_becomes_ready_when_its_gates_turn_true() {
+        let gate = "target-health.elbv2.k8s.aws/web";
+        let unready = |gate_status: &str| {
+            pod(
+                "web-1",
+                NODE,
+                json!({"spec": {"readinessGates": [{"conditionType": gate}]},
+                       "status": {"phase": "Running", "conditions": [
+                    {"type": "PodScheduled", "status": "True",
+                     "lastTransitionTime": "2023-11-14T22:13:30Z"},
+                    {"type": "ContainersReady", "status": "True",
+                     "lastTransitionTime": "2023-11-14T22:13:30Z"},
+                    {"type": "Ready", "status": "False", "reason": "ReadinessGatesNotReady",
+                     "message": format!("corresponding condition of pod readiness gate \"{gate}\" does not exist."),
+                     "lastTransitionTime": "2023-11-14T22:13:30Z"},
+                    {"type": gate, "status": gate_status}]}}),
+            )
+        };
+        // The gate is still False: Ready stays False, but the message changes with it.
+        let actions = pod_plan(&nodes(), [&unready("False")], now());
+        let ready = condition(started(&actions), "Ready");
+        assert_eq!(ready.status, "False");
+        assert_eq!(
+            ready.last_transition_time.as_ref().unwrap().0.as_second(),
+            1_700_000_010,
+            "no transition: the time is kept"
+        );
+        // The gate turned True: the pod becomes Ready now.
+        let p = unready("True");
+        let actions = pod_plan(&nodes(), [&p], now());
+        let status = started(&actions);
+        let ready = condition(status, "Ready");
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_deref()),
+            ("True", None)
+        );
+        assert_eq!(ready.last_transition_time, Some(Time(now())));
+        assert_eq!(condition(status, gate).status, "True");
+        // Once Ready matches the gates, there is nothing more to write.
+        let mut settled = p.clone();
+        settled.status = Some(status.clone());
+        assert!(pod_plan(&nodes(), [&settled], now()).is_empty());
+        // A running pod without gates is never rewritten (see also the settled-pods test).
+        let plain = pod("plain", NODE, json!({"status": {"phase": "Running"}}));
+        assert!(pod_plan(&nodes(), [&plain], now()).is_empty());
     }
 }

@@ -11,7 +11,7 @@ use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
 
 use super::*;
-use crate::events::{EventSink, KubeEvents, ObjectRef, disruption_blocked};
+use crate::events::{EventSink, KubeEvents, ObjectRef, condition_transitioned};
 use crate::leader::{KubeLeaseStore, LeaseRecord, LeaseStore};
 use crate::state::{ClusterState, Kind};
 use crate::write::kube::{KubeApi, api_resource};
@@ -202,10 +202,18 @@ async fn observed() -> BTreeSet<Access> {
         .await
         .unwrap();
 
-    // A repeat is folded into a count patch, written when the sink closes.
+    // A repeat (of an event the recorder does not de-duplicate) is folded into a count
+    // patch, written when the sink closes.
     let events = KubeEvents::new(client.clone(), "karpenter");
     for _ in 0..2 {
-        events.publish(disruption_blocked(ObjectRef::pod("web", "web-1"), "pdb"));
+        events.publish(condition_transitioned(
+            ObjectRef::pod("web", "web-1"),
+            "Ready",
+            "False",
+            "True",
+            "Ready",
+            "",
+        ));
     }
     drop(events);
     wait_for(&state, |r| {

@@ -113,7 +113,7 @@ impl ClusterState {
             if !bound && !provisionable(p) {
                 continue;
             }
-            match nodewright_api::workload::pod_from_api(p) {
+            match self.pod_model(key, p) {
                 Ok(mut pod) => {
                     // A pod nominated to a claim holds its place there: the solve counts
                     // it on that claim instead of launching for it again.

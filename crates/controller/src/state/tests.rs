@@ -168,3 +168,42 @@ fn the_pending_and_per_node_indexes_follow_binds_deletes_and_relists() {
     assert!(s.node_by_provider_id("aws:///a/i-1").is_empty());
     assert_eq!(s.node_by_provider_id("aws:///a/i-2").len(), 1);
 }
+
+#[test]
+fn cached_pod_models_follow_their_pods() {
+    use nodewright_core::resources::CPU;
+    let mut s = ClusterState::default();
+    let snap_cpu = |s: &ClusterState| -> Vec<(String, i64)> {
+        let (snap, _) = s.snapshot(Timestamp(0), Default::default());
+        snap.pods
+            .iter()
+            .map(|p| (p.name.clone(), p.requests.get(CPU)))
+            .collect()
+    };
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    assert_eq!(snap_cpu(&s), [("a".to_string(), 1000)]);
+    // A changed pod is converted again: the snapshot never sees a stale model.
+    let mut bigger = unschedulable("a");
+    bigger["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("3");
+    s.apply(WatchEvent::Apply(pod(bigger.clone())));
+    assert_eq!(snap_cpu(&s), [("a".to_string(), 3000)]);
+    // Bound, it counts on its node; deleted, it is gone from both.
+    bigger["spec"]["nodeName"] = json!("n1");
+    bigger["status"] = json!({"phase": "Running"});
+    s.apply(WatchEvent::Apply(pod(bigger.clone())));
+    assert_eq!(snap_cpu(&s), [("a".to_string(), 3000)]);
+    assert_eq!(s.node_usage("n1").unwrap().requests.get(CPU), 3000);
+    s.apply(WatchEvent::Delete(pod(bigger)));
+    assert!(snap_cpu(&s).is_empty());
+    assert!(s.node_usage("n1").is_none());
+    // A pod that does not convert is reported by the snapshot, as before.
+    let mut bad = unschedulable("b");
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("lots");
+    s.apply(WatchEvent::Apply(pod(bad)));
+    let (snap, problems) = s.snapshot(Timestamp(0), Default::default());
+    assert!(snap.pods.is_empty());
+    assert!(
+        problems.iter().any(|p| p.starts_with("Pod default/b:")),
+        "{problems:?}"
+    );
+}

@@ -312,3 +312,101 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
         h.metrics.encode()
     );
 }
+
+/// Planning rounds so far, from the evaluation histogram of single-node consolidation.
+fn rounds(h: &Harness) -> u64 {
+    let prefix = r#"karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count{reason="underutilized",consolidation_type="single"} "#;
+    metric_lines(h)
+        .iter()
+        .find_map(|l| l.strip_prefix(prefix).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn rounds_that_found_nothing_are_skipped_until_the_cluster_changes() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    // A busy node that nothing can replace: the round finds nothing.
+    h.bind("web", "n1");
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    assert_eq!(rounds(&h), 1);
+    // Nothing changed: the next rounds do not plan.
+    for _ in 0..3 {
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    }
+    assert_eq!(rounds(&h), 1);
+    // A pod arrives: the next round plans again.
+    h.bind("api", "n1");
+    tokio::time::advance(Duration::from_secs(10)).await;
+    d.step(&mut cadence).await;
+    assert_eq!(rounds(&h), 2);
+    // Five minutes without a change and the verdict lapses on its own.
+    tokio::time::advance(Duration::from_secs(300)).await;
+    d.step(&mut cadence).await;
+    assert_eq!(rounds(&h), 3);
+}
+
+/// Marks the claim `name` drifted.
+async fn drift(h: &Harness, name: &str) {
+    let mut c = claim(h, name).unwrap();
+    let mut status = c.status.take().unwrap();
+    let mut conds = status.conditions.take().unwrap();
+    conditions::set(
+        &mut conds,
+        "Drifted",
+        "True",
+        "NodePoolDrifted",
+        "",
+        h.clock.now(),
+    );
+    status.conditions = Some(conds);
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    w.patch_nodeclaim_status(name, &status).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement() {
+    let h = Harness::new();
+    let first = initialized_node(&h).await;
+    h.bind("web", "n1");
+    // A second node: a pod that does not fit next to `web`.
+    h.pending_pod("big", "3");
+    let name = h.provisioner().provision().await.unwrap().created[0].clone();
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    let pid = claim(&h, &name)
+        .unwrap()
+        .status
+        .unwrap()
+        .provider_id
+        .unwrap();
+    h.node_joins("n2", &pid);
+    life.reconcile_all().await;
+    let mut p = super::pending_pod_json("big", "3");
+    p["spec"]["nodeName"] = json!("n2");
+    p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    h.api.put_value(Kind::Pod, p);
+    // Both drifted; the budget allows both at once.
+    let mut v = h.api.get(Kind::NodePool, "default").unwrap().to_value();
+    v["spec"]["disruption"]["budgets"] = json!([{"nodes": "2"}]);
+    h.api.put_value(Kind::NodePool, v);
+    drift(&h, &first).await;
+    drift(&h, &name).await;
+
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    assert_eq!(d.running().len(), 1);
+    let target = d.running()[0].command.targets[0].node.clone();
+    // The first command's replacement is not initialized yet; its target is not offered
+    // again, so the next round drifts the other node.
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let running = d.running();
+    assert_eq!(running.len(), 2);
+    let other = running[1].command.targets[0].node.clone();
+    assert_ne!(target, other);
+    assert!(tainted(&h, "n1") && tainted(&h, "n2"));
+}

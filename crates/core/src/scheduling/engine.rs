@@ -429,6 +429,12 @@ impl<'w> Engine<'w> {
         let req = self.w.classes[ci].requests.clone();
         let ports = self.w.classes[ci].host_ports.clone();
         let (treqs, taints): (Reqs, Vec<crate::taints::Taint>);
+        // The target's requirements and taints are read only for topology counts; copying
+        // them for classes that count nothing cost an allocation per label per placement.
+        let counts = {
+            let c = &self.w.classes[ci];
+            !c.counted_by.is_empty() || !c.owns_inverse.is_empty()
+        };
         let tgt = match choice.target {
             Tgt::Existing(ei) => {
                 let free = |e: &Self| {
@@ -448,8 +454,14 @@ impl<'w> Engine<'w> {
                 room.update(ei, before.0, after.0);
                 self.w.existing_ports.get_mut(ei).extend(ports);
                 self.existing_pods[ei].extend_from_slice(pods);
-                treqs = self.w.existing[ei].reqs.clone();
-                taints = self.w.existing[ei].taints.clone();
+                (treqs, taints) = if counts {
+                    (
+                        self.w.existing[ei].reqs.clone(),
+                        self.w.existing[ei].taints.clone(),
+                    )
+                } else {
+                    (Reqs::new(), Vec::new())
+                };
                 Tgt::Existing(ei)
             }
             Tgt::Claim(k) | Tgt::NewClaim(k) => {
@@ -532,8 +544,11 @@ impl<'w> Engine<'w> {
                 }
                 cl.max_alloc = max_alloc;
                 cl.charged = charged;
-                treqs = cl.reqs.clone();
-                taints = p.taints.clone();
+                (treqs, taints) = if counts {
+                    (cl.reqs.clone(), p.taints.clone())
+                } else {
+                    (Reqs::new(), Vec::new())
+                };
                 Tgt::Claim(k)
             }
         };

@@ -13,6 +13,7 @@ pub mod intern;
 pub mod launch;
 pub mod node_cache;
 pub mod plan;
+pub mod pool_cache;
 pub mod prepared;
 pub mod reqs;
 pub mod setup;

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use super::compile;
 use super::intern::{FastMap, Interner};
+use super::pool_cache::PoolCache;
 use super::reqs::Reqs;
 use crate::model::Node;
 
@@ -40,6 +41,8 @@ pub struct NodeCache {
     /// Nodes answered from the cache and compiled afresh, for tests.
     pub hits: u64,
     pub misses: u64,
+    /// The NodePools compiled last (they are compiled before any node).
+    pub pools: PoolCache,
 }
 
 impl NodeCache {
@@ -171,6 +174,16 @@ mod tests {
             node: usize,
             value: u8,
         },
+        /// The NodePool's weight changes.
+        Weigh(i32),
+        /// The instance types are copied into a new list, one offering made unavailable or
+        /// (`cold: false`) unchanged.
+        Catalog {
+            cold: bool,
+            index: usize,
+        },
+        /// A DaemonSet is added.
+        Daemon(u8),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -180,6 +193,9 @@ mod tests {
             (0usize..64, 0u8..4).prop_map(|(node, value)| Op::Relabel { node, value }),
             (0usize..64).prop_map(Op::Initialize),
             (0usize..64, 0u8..3).prop_map(|(node, value)| Op::OldZone { node, value }),
+            (0i32..3).prop_map(Op::Weigh),
+            (any::<bool>(), 0usize..400).prop_map(|(cold, index)| Op::Catalog { cold, index }),
+            (0u8..3).prop_map(Op::Daemon),
         ]
     }
 
@@ -189,6 +205,27 @@ mod tests {
             return;
         }
         match *op {
+            Op::Weigh(w) => s.nodepools[0].weight = w,
+            Op::Catalog { cold, index } => {
+                for list in s.instance_types.values_mut() {
+                    let mut types = (**list).clone();
+                    if cold && !types.is_empty() {
+                        let i = index % types.len();
+                        if let Some(o) = types[i].offerings.first_mut() {
+                            o.available = false;
+                        }
+                    }
+                    *list = std::sync::Arc::new(types);
+                }
+            }
+            Op::Daemon(d) => s.daemonsets.push(crate::model::DaemonSet {
+                namespace: "kube-system".into(),
+                name: format!("d{d}-{step}"),
+                pod: crate::model::Pod {
+                    requests: crate::resources::Resources::new().with(crate::resources::CPU, 50),
+                    ..crate::model::Pod::default()
+                },
+            }),
             Op::Remove(i) => {
                 s.nodes.remove(i % n);
             }
@@ -231,8 +268,14 @@ mod tests {
             .map(|id| t.interner.name(id))
             .collect();
         format!(
-            "{names:?}\n{:?}\n{:?}\n{:?}\n{:?}",
-            t.existing.all, t.fresh, t.seqs, t.sources
+            "{names:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            t.existing.all,
+            t.fresh,
+            t.seqs,
+            t.sources,
+            t.pools,
+            t.allow_undefined,
+            (t.hostname, t.zone, t.capacity_type)
         )
     }
 
@@ -259,7 +302,31 @@ mod tests {
                 );
             }
             prop_assert!(cache.hits > 0);
+            // Once more over an unchanged cluster: the NodePools come from the cache.
+            prop_assert_eq!(shape(&targets_with(&s, Some(&mut cache))), shape(&targets(&s)));
+            prop_assert!(cache.pools.hits > 0);
         }
+    }
+
+    #[test]
+    fn unchanged_nodepools_are_reused_and_changed_ones_compiled() {
+        let mut s = cluster(4, 10, 1);
+        let mut cache = NodeCache::new();
+        let _ = targets_with(&s, Some(&mut cache));
+        let _ = targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.pools.hits, cache.pools.misses), (1, 1));
+        // An equal catalog in a new list is the same input.
+        for list in s.instance_types.values_mut() {
+            *list = std::sync::Arc::new((**list).clone());
+        }
+        let _ = targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.pools.hits, cache.pools.misses), (2, 1));
+        s.nodepools[0].weight += 1;
+        assert_eq!(
+            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets(&s))
+        );
+        assert_eq!((cache.pools.hits, cache.pools.misses), (2, 2));
     }
 
     #[test]

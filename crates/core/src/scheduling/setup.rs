@@ -343,50 +343,17 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
         c.begin();
     }
     let names = compile::resource_names(s);
-    let mut interner = Interner::new();
-    let hostname = interner.intern(labels::HOSTNAME);
-    let zone = interner.intern(labels::ZONE);
-    let capacity_type = interner.intern(labels::CAPACITY_TYPE);
-
-    // NodePools in weight order, each with its instance types ranked by price.
-    let empty = Vec::new();
-    let pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
-        .into_iter()
-        .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
-        .map(|i| {
-            let np = &s.nodepools[i];
-            let its = s
-                .instance_types
-                .get(&np.name)
-                .map(|v| v.as_slice())
-                .unwrap_or(&empty);
-            compile::compile_pool(&PoolBuild { np, its }, s, &names, &mut interner)
-        })
-        .collect();
-
-    let mut allow_undefined = vec![false; 0];
-    let mut allow = |interner: &mut Interner, key: &str| {
-        let id = interner.intern(key) as usize;
-        if allow_undefined.len() <= id {
-            allow_undefined.resize(id + 1, false);
-        }
-        allow_undefined[id] = true;
+    let PoolsCompiled {
+        mut interner,
+        pools,
+        allow_undefined,
+        hostname,
+        zone,
+        capacity_type,
+    } = match cache.as_deref_mut() {
+        Some(c) => c.pools.get(s, &names),
+        None => compile_pools(s, &names),
     };
-    for k in labels::WELL_KNOWN.iter().chain(labels::aws::WELL_KNOWN) {
-        allow(&mut interner, k);
-    }
-    let it_keys: BTreeSet<u32> = pools
-        .iter()
-        .flat_map(|p| {
-            p.its
-                .iter()
-                .flat_map(|it| it.reqs.items.iter().map(|r| r.key))
-        })
-        .collect();
-    for k in it_keys {
-        let name = interner.name(k).to_string();
-        allow(&mut interner, &name);
-    }
 
     // Existing targets: initialized nodes first, then by name; in-flight claims after them.
     let live_nodes: Vec<usize> = (0..s.nodes.len())
@@ -512,6 +479,75 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     }
 }
 
+/// The part of a compile that reads only the NodePools, their instance types, the DaemonSets
+/// and the resource names: the NodePools compiled in weight order, and the interner after
+/// them and the label keys every node may leave undefined.
+#[derive(Clone, Debug)]
+pub struct PoolsCompiled {
+    pub interner: Interner,
+    pub pools: Vec<PoolC>,
+    pub allow_undefined: Vec<bool>,
+    pub hostname: u32,
+    pub zone: u32,
+    pub capacity_type: u32,
+}
+
+/// Compiles the NodePools of `s` (see [`PoolsCompiled`]).
+pub fn compile_pools(s: &Snapshot, names: &Interner) -> PoolsCompiled {
+    let mut interner = Interner::new();
+    let hostname = interner.intern(labels::HOSTNAME);
+    let zone = interner.intern(labels::ZONE);
+    let capacity_type = interner.intern(labels::CAPACITY_TYPE);
+
+    // NodePools in weight order, each with its instance types ranked by price.
+    let empty = Vec::new();
+    let pools: Vec<PoolC> = compile::pool_order(&s.nodepools)
+        .into_iter()
+        .filter(|&i| s.nodepools[i].replicas.is_none() && s.nodepools[i].ready)
+        .map(|i| {
+            let np = &s.nodepools[i];
+            let its = s
+                .instance_types
+                .get(&np.name)
+                .map(|v| v.as_slice())
+                .unwrap_or(&empty);
+            compile::compile_pool(&PoolBuild { np, its }, s, names, &mut interner)
+        })
+        .collect();
+
+    let mut allow_undefined = vec![false; 0];
+    let mut allow = |interner: &mut Interner, key: &str| {
+        let id = interner.intern(key) as usize;
+        if allow_undefined.len() <= id {
+            allow_undefined.resize(id + 1, false);
+        }
+        allow_undefined[id] = true;
+    };
+    for k in labels::WELL_KNOWN.iter().chain(labels::aws::WELL_KNOWN) {
+        allow(&mut interner, k);
+    }
+    let it_keys: BTreeSet<u32> = pools
+        .iter()
+        .flat_map(|p| {
+            p.its
+                .iter()
+                .flat_map(|it| it.reqs.items.iter().map(|r| r.key))
+        })
+        .collect();
+    for k in it_keys {
+        let name = interner.name(k).to_string();
+        allow(&mut interner, &name);
+    }
+    PoolsCompiled {
+        interner,
+        pools,
+        allow_undefined,
+        hostname,
+        zone,
+        capacity_type,
+    }
+}
+
 /// Counts the pods running on the targets (all but `rescheduled`) and the daemons that still
 /// have to start; returns the running pods as `(pod index, existing index)`.
 pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Vec<(usize, usize)> {
@@ -539,12 +575,12 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         if p.is_terminal() || rescheduled.contains(&pi) {
             continue;
         }
-        for (u, r) in existing_used
-            .get_mut(ei)
-            .iter_mut()
-            .zip(dense(&p.requests, names))
-        {
-            *u += r;
+        // What `dense` would give, added in place: no vector per running pod.
+        let used = existing_used.get_mut(ei);
+        for (k, r) in p.requests.iter() {
+            if let Some(id) = names.get(k) {
+                used[id as usize] += r;
+            }
         }
         existing_ports
             .get_mut(ei)
