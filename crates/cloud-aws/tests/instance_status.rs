@@ -158,14 +158,14 @@ async fn failed_checks_and_events_are_read_from_every_page_once_each() {
             }
             Some(if form.contains("Name=instance-status.status") {
                 if form.contains("NextToken=page-2") {
-                    page(&[initializing.clone()], None)
+                    page(std::slice::from_ref(&initializing), None)
                 } else {
-                    page(&[impaired_a.clone()], Some("page-2"))
+                    page(std::slice::from_ref(&impaired_a), Some("page-2"))
                 }
             } else if form.contains("Name=system-status.status") {
                 page(&[system.clone(), impaired_a.clone()], None)
             } else {
-                page(&[retiring.clone()], None)
+                page(std::slice::from_ref(&retiring), None)
             })
         }) as proxy::Answer
     };
