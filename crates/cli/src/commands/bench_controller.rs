@@ -21,7 +21,7 @@ use nodewright_cloud_sim::kwok::{self, Action};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::clock::Clock;
 use nodewright_controller::disruption::Disruptor;
-use nodewright_controller::events::{Event, EventSink};
+use nodewright_controller::events::{Event, EventSink, Recorded};
 use nodewright_controller::lifecycle::Lifecycle;
 use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
@@ -482,7 +482,8 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     let cloud: Arc<dyn CloudProvider> = sim.clone();
     let metrics = Arc::new(Metrics::new());
     let events = Arc::new(CountingEvents::default());
-    let sink: Arc<dyn EventSink> = events.clone();
+    // Counted behind upstream's dedupe and rate limit: what a cluster's API would receive.
+    let sink: Arc<dyn EventSink> = Arc::new(Recorded::new(events.clone()));
     let mut loops = Loops {
         provisioner: Provisioner::new(
             state.clone(),
