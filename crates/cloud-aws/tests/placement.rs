@@ -26,6 +26,7 @@ use nodewright_cloud_aws::nodeclass::placement::{PlacementGroupSource, Query, in
 use nodewright_core::labels::aws;
 use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::Operator;
+use support::proxy;
 use support::{DISCOVERY, Moto, Seed};
 
 macro_rules! moto_or_skip {
@@ -513,44 +514,9 @@ async fn a_node_outside_the_class_placement_group_has_drifted() {
 // with EC2's XML (a group, or EC2's error for a name or id it does not know) and forwards every
 // other call to moto, so the SDK parses what EC2 sends and the rest of the path is moto's.
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
 const KAFKA_XML: &str = "<item><groupName>NAME</groupName><state>available</state>\
 <strategy>partition</strategy><partitionCount>3</partitionCount><groupId>pg-0p9</groupId>\
 <groupArn>arn:aws:ec2:us-east-1:123456789012:placement-group/NAME</groupArn></item>";
-
-async fn read_request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some((head, buf[head_end..head_end + length].to_vec()))
-}
 
 /// EC2's answer to one DescribePlacementGroups form: the group named `name` (id `pg-0p9`),
 /// or `InvalidPlacementGroup.Unknown`.
@@ -577,53 +543,13 @@ xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>7c5b4a4e-0000-4000
     }
 }
 
-/// The proxy's address and the DescribePlacementGroups forms it answered.
-async fn proxy(moto_url: &str, name: String) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let upstream = moto_url.trim_start_matches("http://").to_string();
-    let forms = Arc::new(Mutex::new(Vec::new()));
-    let seen = forms.clone();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let (upstream, name, seen) = (upstream.clone(), name.clone(), seen.clone());
-            tokio::spawn(async move {
-                let Some((head, body)) = read_request(&mut client).await else {
-                    return;
-                };
-                let form = String::from_utf8_lossy(&body).to_string();
-                if form.contains("Action=DescribePlacementGroups") {
-                    let (code, xml) = placement_answer(&form, &name);
-                    seen.lock().unwrap().push(form);
-                    let reason = if code == 200 { "OK" } else { "Bad Request" };
-                    let reply = format!(
-                        "HTTP/1.1 {code} {reason}\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{xml}",
-                        xml.len()
-                    );
-                    let _ = client.write_all(reply.as_bytes()).await;
-                    return;
-                }
-                let mut lines: Vec<String> = head
-                    .split("\r\n")
-                    .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
-                    .map(str::to_string)
-                    .collect();
-                lines.push("Connection: close".into());
-                let mut raw = format!("{}\r\n\r\n", lines.join("\r\n")).into_bytes();
-                raw.extend_from_slice(&body);
-                let Ok(mut up) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                if up.write_all(&raw).await.is_err() {
-                    return;
-                }
-                let mut answer = Vec::new();
-                let _ = up.read_to_end(&mut answer).await;
-                let _ = client.write_all(&answer).await;
-            });
-        }
+/// A proxy that answers DescribePlacementGroups for the group `name` and forwards the rest.
+async fn proxy(moto_url: &str, name: String) -> proxy::Proxy {
+    let answer: proxy::Reply = Arc::new(move |form: &str| {
+        form.contains("Action=DescribePlacementGroups")
+            .then(|| placement_answer(form, &name))
     });
-    (url, forms)
+    proxy::start_replies(moto_url, answer, proxy::unchanged()).await
 }
 
 #[tokio::test]
@@ -632,7 +558,8 @@ async fn the_sdk_lookup_reads_ec2_answers() {
     let env = env(moto, "pgsdk").await;
     let cluster = env.seed.cluster.clone();
     let name = format!("{cluster}-kafka");
-    let (url, forms) = proxy(&env.moto.url, name.clone()).await;
+    let answering = proxy(&env.moto.url, name.clone()).await;
+    let url = answering.url.clone();
     let via = Moto {
         url: url.clone(),
         clients: nodewright_cloud_aws::AwsClients::new(&nodewright_cloud_aws::ClientOptions {
@@ -670,7 +597,7 @@ async fn the_sdk_lookup_reads_ec2_answers() {
         ("False".into(), "PlacementGroupNotFound".into())
     );
 
-    let forms = forms.lock().unwrap().clone();
+    let forms = answering.sent("Action=DescribePlacementGroups");
     assert!(
         forms
             .iter()

@@ -12,9 +12,8 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
 use nodewright_core::model::CapacityType;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
+use support::proxy::{self, Proxy};
 use support::{DISCOVERY, Moto};
 
 macro_rules! moto_or_skip {
@@ -69,94 +68,18 @@ fn describe_response(items: &[String]) -> String {
     )
 }
 
-/// Reads one HTTP/1.1 request (headers, then a Content-Length body).
-async fn read_request(s: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse::<usize>().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some((head, buf[head_end..head_end + length].to_vec()))
-}
-
-/// Answers DescribeCapacityReservations with `body` (recording each request's form body) and
-/// forwards everything else to moto, one request per connection.
-struct Proxy {
-    url: String,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
+/// Answers DescribeCapacityReservations with `body` and forwards everything else to moto.
 async fn proxy(moto_url: &str, body: String) -> Proxy {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let upstream = moto_url.trim_start_matches("http://").to_string();
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let seen = requests.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut client, _)) = listener.accept().await else {
-                return;
-            };
-            let (upstream, body, seen) = (upstream.clone(), body.clone(), seen.clone());
-            tokio::spawn(async move {
-                let Some((head, req_body)) = read_request(&mut client).await else {
-                    return;
-                };
-                let form = String::from_utf8_lossy(&req_body).to_string();
-                if form.contains("Action=DescribeCapacityReservations") {
-                    seen.lock().unwrap().push(form);
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/xml;charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = client.write_all(reply.as_bytes()).await;
-                    return;
-                }
-                // Forward with the connection closed after the answer, so EOF ends it.
-                let mut head: Vec<String> = head
-                    .split("\r\n")
-                    .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
-                    .map(str::to_string)
-                    .collect();
-                head.push("Connection: close".into());
-                let mut raw = format!("{}\r\n\r\n", head.join("\r\n")).into_bytes();
-                raw.extend_from_slice(&req_body);
-                let Ok(mut up) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                if up.write_all(&raw).await.is_err() {
-                    return;
-                }
-                let mut answer = Vec::new();
-                let _ = up.read_to_end(&mut answer).await;
-                let _ = client.write_all(&answer).await;
-            });
-        }
+    let answer: proxy::Answer = Arc::new(move |form: &str| {
+        form.contains("Action=DescribeCapacityReservations")
+            .then(|| body.clone())
     });
-    Proxy { url, requests }
+    proxy::start(moto_url, answer, proxy::unchanged()).await
+}
+
+/// How many DescribeCapacityReservations calls the proxy answered.
+fn describe_calls(proxy: &Proxy) -> usize {
+    proxy.sent("Action=DescribeCapacityReservations").len()
 }
 
 async fn clients_via(url: &str) -> AwsClients {
@@ -235,7 +158,7 @@ async fn reservations_resolve_into_status_offerings_and_targeted_launches() {
         Some("targeted")
     );
     assert_eq!(status[0].end_time.as_deref(), Some("2027-01-01T00:00:00Z"));
-    let sent = proxy.requests.lock().unwrap().clone();
+    let sent = proxy.sent("Action=DescribeCapacityReservations");
     assert_eq!(sent.len(), 1, "one call for one term");
     for needle in [
         "Name=state",
@@ -486,7 +409,7 @@ async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() 
         ]
     );
     class.status = Some(status);
-    let calls_after_reconcile = proxy.requests.lock().unwrap().len();
+    let calls_after_reconcile = describe_calls(&proxy);
 
     // What the scheduler sees: a reserved offering per reservation; the expiring block has
     // none available.
@@ -500,7 +423,7 @@ async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() 
         ]
     );
     assert_eq!(
-        proxy.requests.lock().unwrap().len(),
+        describe_calls(&proxy),
         calls_after_reconcile,
         "the books answer; EC2 is not asked again"
     );
@@ -557,8 +480,8 @@ async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() 
 
     // A fresh process with the class status but empty books lists the reservations once.
     let fresh = support::cloud(&via, &name, &prefix, "1.32").with_cluster_info(cluster);
-    let before = proxy.requests.lock().unwrap().len();
+    let before = describe_calls(&proxy);
     let types = fresh.instance_types(Some(&class)).await.unwrap();
     assert_eq!(reserved_of(&types).len(), 3);
-    assert_eq!(proxy.requests.lock().unwrap().len(), before + 1);
+    assert_eq!(describe_calls(&proxy), before + 1);
 }

@@ -1,5 +1,6 @@
 //! A small HTTP proxy on 127.0.0.1 in front of moto for the EC2 answers moto cannot give: a
-//! request whose form body the `answer` function recognises gets that canned EC2 XML; every
+//! request whose form body the `answer` function recognises gets that canned EC2 XML (with
+//! its HTTP status, so EC2's error answers can be given too); every
 //! other request goes to moto, and moto's reply body passes through `rewrite` (to add fields
 //! moto does not model). One request per connection; every form body is recorded.
 
@@ -9,6 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 pub type Answer = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// Like [`Answer`], with the HTTP status to answer with.
+pub type Reply = Arc<dyn Fn(&str) -> Option<(u16, String)> + Send + Sync>;
 pub type Rewrite = Arc<dyn Fn(&str, String) -> String + Send + Sync>;
 
 pub struct Proxy {
@@ -106,7 +109,18 @@ fn rewritten(answer: &[u8], form: &str, rewrite: &Rewrite) -> Vec<u8> {
     reply(&status, &content_type, &rewrite(form, body)).into_bytes()
 }
 
+/// A proxy whose canned answers are all successes.
 pub async fn start(moto_url: &str, answer: Answer, rewrite: Rewrite) -> Proxy {
+    start_replies(
+        moto_url,
+        Arc::new(move |form| Some((200, answer(form)?))),
+        rewrite,
+    )
+    .await
+}
+
+/// A proxy whose canned answers carry their own HTTP status.
+pub async fn start_replies(moto_url: &str, answer: Reply, rewrite: Rewrite) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let upstream = moto_url.trim_start_matches("http://").to_string();
@@ -125,8 +139,12 @@ pub async fn start(moto_url: &str, answer: Answer, rewrite: Rewrite) -> Proxy {
                 };
                 let form = String::from_utf8_lossy(&body).to_string();
                 seen.lock().unwrap().push(form.clone());
-                if let Some(xml) = answer(&form) {
-                    let r = reply("HTTP/1.1 200 OK", "text/xml;charset=UTF-8", &xml);
+                if let Some((code, xml)) = answer(&form) {
+                    let status = match code {
+                        200 => "HTTP/1.1 200 OK".to_string(),
+                        _ => format!("HTTP/1.1 {code} Bad Request"),
+                    };
+                    let r = reply(&status, "text/xml;charset=UTF-8", &xml);
                     let _ = client.write_all(r.as_bytes()).await;
                     return;
                 }
