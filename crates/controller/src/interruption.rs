@@ -52,6 +52,47 @@ pub struct Deletion {
     pub termination_mode: &'static str,
 }
 
+/// Deletes a claim for an interruption or an unhealthy instance: the delete, the log line,
+/// upstream's `TerminatingOnInterruption` events and the disrupted-claim metric.
+pub(crate) struct Deleter<'a> {
+    pub writer: &'a dyn KubeWriter,
+    pub events: &'a dyn EventSink,
+    pub metrics: &'a Metrics,
+}
+
+impl Deleter<'_> {
+    /// `Ok(false)` when the claim was already gone.
+    pub async fn delete(
+        &self,
+        reason: &str,
+        d: &Deletion,
+        message: &str,
+    ) -> Result<bool, crate::write::WriteError> {
+        match self.writer.delete_nodeclaim(&d.nodeclaim).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        info!(nodeclaim = %d.nodeclaim, provider_id = %d.provider_id, reason, "{message}");
+        self.events
+            .publish(events::terminating_on_interruption(ObjectRef::nodeclaim(
+                &d.nodeclaim,
+            )));
+        if let Some(n) = &d.node {
+            self.events
+                .publish(events::terminating_on_interruption(ObjectRef::node(n)));
+        }
+        self.metrics.nodeclaim_disrupted_with_mode(
+            reason,
+            &d.nodepool,
+            &d.capacity_type,
+            &d.consolidation_policy,
+            d.termination_mode,
+        );
+        Ok(true)
+    }
+}
+
 /// What one notice calls for.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Decision {
@@ -351,28 +392,14 @@ impl InterruptionController {
 
     /// Deletes one claim; `Ok(false)` when it was already gone.
     async fn delete(&self, kind: &str, d: &Deletion) -> Result<bool, crate::write::WriteError> {
-        match self.writer.delete_nodeclaim(&d.nodeclaim).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => return Ok(false),
-            Err(e) => return Err(e),
+        let gone = Deleter {
+            writer: self.writer.as_ref(),
+            events: self.events.as_ref(),
+            metrics: &self.metrics,
         }
-        info!(nodeclaim = %d.nodeclaim, provider_id = %d.provider_id, reason = kind, "initiating delete from interruption message");
-        self.events
-            .publish(events::terminating_on_interruption(ObjectRef::nodeclaim(
-                &d.nodeclaim,
-            )));
-        if let Some(n) = &d.node {
-            self.events
-                .publish(events::terminating_on_interruption(ObjectRef::node(n)));
-        }
-        self.metrics.nodeclaim_disrupted_with_mode(
-            kind,
-            &d.nodepool,
-            &d.capacity_type,
-            &d.consolidation_policy,
-            d.termination_mode,
-        );
-        Ok(true)
+        .delete(kind, d, "initiating delete from interruption message")
+        .await?;
+        Ok(gone)
     }
 
     /// Polls forever: long-polls while active, idles otherwise, backs off after failures.

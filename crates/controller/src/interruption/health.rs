@@ -19,9 +19,9 @@ use nodewright_cloud::{CloudProvider, HealthCategory, InstanceHealth};
 use nodewright_core::labels;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::warn;
 
-use super::{Deletion, InstanceIndex, claim_ref};
+use super::{Deleter, Deletion, InstanceIndex, claim_ref};
 use crate::clock::{Clock, rfc3339};
 use crate::events::{self, Event, EventSink, ObjectRef};
 use crate::lifecycle::{TERMINATION_TIMESTAMP, consolidation_policy};
@@ -284,29 +284,18 @@ impl InstanceHealthController {
                 Err(e) => return Err(e),
             }
         }
-        match self.writer.delete_nodeclaim(&d.nodeclaim).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => return Ok(false),
-            Err(e) => return Err(e),
+        let message = if u.forceful {
+            "initiating forceful delete for an unhealthy instance"
+        } else {
+            "initiating delete for an instance with a scheduled event"
+        };
+        Deleter {
+            writer: self.writer.as_ref(),
+            events: self.events.as_ref(),
+            metrics: &self.metrics,
         }
-        let reason = u.category.reason();
-        info!(nodeclaim = %d.nodeclaim, provider_id = %d.provider_id, reason, forceful = u.forceful, "initiating delete for an unhealthy instance");
-        self.events
-            .publish(events::terminating_on_interruption(ObjectRef::nodeclaim(
-                &d.nodeclaim,
-            )));
-        if let Some(n) = &d.node {
-            self.events
-                .publish(events::terminating_on_interruption(ObjectRef::node(n)));
-        }
-        self.metrics.nodeclaim_disrupted_with_mode(
-            reason,
-            &d.nodepool,
-            &d.capacity_type,
-            &d.consolidation_policy,
-            d.termination_mode,
-        );
-        Ok(true)
+        .delete(u.category.reason(), d, message)
+        .await
     }
 
     /// Polls every [`POLL_EVERY`] while active.
