@@ -185,6 +185,42 @@ fn interrupted_offering(
     (placed || offering.reservation_id.is_some()).then_some(offering)
 }
 
+/// A claim's label, empty when it has none.
+fn claim_label(claim: &NodeClaim, key: &str) -> String {
+    claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What deleting `claim` needs to know: its Node (found by provider id in `state`), and the
+/// labels and policy its metrics and events carry. `None` for a claim without a name.
+pub(crate) fn deletion(claim: &NodeClaim, state: &ClusterState) -> Option<Deletion> {
+    let name = claim.metadata.name.clone()?;
+    let provider_id = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.provider_id.clone())
+        .unwrap_or_default();
+    let node = state
+        .node_by_provider_id(&provider_id)
+        .first()
+        .and_then(|n| n.metadata.name.clone());
+    let nodepool = claim_label(claim, labels::NODEPOOL);
+    Some(Deletion {
+        consolidation_policy: consolidation_policy(state, &nodepool),
+        nodepool,
+        capacity_type: claim_label(claim, labels::CAPACITY_TYPE),
+        termination_mode: termination_mode(claim),
+        nodeclaim: name,
+        provider_id,
+        node,
+    })
+}
+
 /// What `notice` calls for, given the claims and nodes in `state` (indexed by `index`).
 pub fn decide(notice: &Interruption, state: &ClusterState, index: &InstanceIndex<'_>) -> Decision {
     let mut out = Decision::default();
@@ -196,47 +232,23 @@ pub fn decide(notice: &Interruption, state: &ClusterState, index: &InstanceIndex
             out.unknown.push(id.clone());
             continue;
         };
-        let Some(name) = claim.metadata.name.clone() else {
+        let Some(deletion) = deletion(claim, state) else {
             continue;
         };
-        let provider_id = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.provider_id.clone())
-            .unwrap_or_default();
-        let node = state
-            .node_by_provider_id(&provider_id)
-            .first()
-            .and_then(|n| n.metadata.name.clone());
         out.notify
             .extend(notice_event(notice.kind, claim_ref(claim)));
-        if let Some(n) = &node {
+        if let Some(n) = &deletion.node {
             out.notify
                 .extend(notice_event(notice.kind, ObjectRef::node(n)));
         }
-        let label = |key: &str| {
-            claim
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(key))
-                .cloned()
-                .unwrap_or_default()
-        };
-        out.mark.extend(interrupted_offering(notice.kind, &label));
+        out.mark
+            .extend(interrupted_offering(notice.kind, &|key: &str| {
+                claim_label(claim, key)
+            }));
         if !notice.kind.terminates() || claim.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let nodepool = label(labels::NODEPOOL);
-        out.delete.push(Deletion {
-            consolidation_policy: consolidation_policy(state, &nodepool),
-            nodepool,
-            capacity_type: label(labels::CAPACITY_TYPE),
-            termination_mode: termination_mode(claim),
-            nodeclaim: name,
-            provider_id,
-            node,
-        });
+        out.delete.push(deletion);
     }
     out
 }

@@ -14,17 +14,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{CloudProvider, HealthCategory, InstanceHealth};
-use nodewright_core::labels;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::warn;
 
-use super::{Deleter, Deletion, InstanceIndex, claim_ref};
+use super::{Deleter, Deletion, InstanceIndex, claim_ref, deletion};
 use crate::clock::{Clock, rfc3339};
 use crate::events::{self, Event, EventSink, ObjectRef};
-use crate::lifecycle::{TERMINATION_TIMESTAMP, consolidation_policy};
+use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metrics::Metrics;
 use crate::state::{ClusterState, SharedState, lock};
 use crate::write::{KubeWriter, MetaPatch, WriteError};
@@ -154,38 +152,6 @@ pub fn decide(
         });
     }
     out
-}
-
-fn deletion(claim: &NodeClaim, state: &ClusterState) -> Option<Deletion> {
-    let name = claim.metadata.name.clone()?;
-    let label = |key: &str| {
-        claim
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(key))
-            .cloned()
-            .unwrap_or_default()
-    };
-    let provider_id = claim
-        .status
-        .as_ref()
-        .and_then(|s| s.provider_id.clone())
-        .unwrap_or_default();
-    let node = state
-        .node_by_provider_id(&provider_id)
-        .first()
-        .and_then(|n| n.metadata.name.clone());
-    let nodepool = label(labels::NODEPOOL);
-    Some(Deletion {
-        consolidation_policy: consolidation_policy(state, &nodepool),
-        nodepool,
-        capacity_type: label(labels::CAPACITY_TYPE),
-        termination_mode: crate::lifecycle::termination_mode(claim),
-        nodeclaim: name,
-        provider_id,
-        node,
-    })
 }
 
 pub struct InstanceHealthController {
