@@ -5,6 +5,7 @@ mod cloud;
 mod disruption;
 mod e2e;
 mod finalizers;
+mod finished_pods;
 mod gc;
 mod interruption;
 mod kube_api;
