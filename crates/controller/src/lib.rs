@@ -21,6 +21,7 @@ pub mod memory;
 pub mod metered;
 pub mod metrics;
 pub mod permissions;
+pub mod podevents;
 pub mod provisioner;
 pub mod run;
 pub mod settings;

@@ -12,7 +12,7 @@ mod kube_api;
 mod lifecycle_events;
 mod scale;
 mod status;
-mod termination;
+pub(crate) mod termination;
 mod wiring;
 
 use std::sync::Arc;
