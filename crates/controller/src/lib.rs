@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod clock;
+pub mod cloud_metrics;
 pub mod conditions;
 pub mod disruption;
 pub mod events;

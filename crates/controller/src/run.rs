@@ -1,8 +1,8 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
 //! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
-//! instance health, capacity-reservation upkeep), the first four given the metrics and the
-//! event sink.
+//! instance health, capacity-reservation upkeep, instance-type metrics), the first four given
+//! the metrics and the event sink.
 //! The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::Clock;
+use crate::cloud_metrics::CloudMetrics;
 use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
@@ -201,6 +202,13 @@ pub async fn run(
         tokio::spawn(Arc::new(handler).run());
     }
     cloud.observe_with(metrics.clone());
+    let cloud_metrics = CloudMetrics::new(
+        state.clone(),
+        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "cloudprovider.metrics"),
+        metrics.clone(),
+    )
+    .with_leader(leader.clone());
+    tokio::spawn(Arc::new(cloud_metrics).run());
     let health = InstanceHealthController::new(
         state.clone(),
         writer.clone(),

@@ -1,7 +1,7 @@
 //! Controller loops against the in-memory API and a small in-memory cloud.
 
 mod annotations;
-mod cloud;
+pub(crate) mod cloud;
 mod disruption;
 mod e2e;
 mod finalizers;
