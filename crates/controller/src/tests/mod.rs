@@ -1,7 +1,7 @@
 //! Controller loops against the in-memory API and a small in-memory cloud.
 
 mod annotations;
-mod cloud;
+pub(crate) mod cloud;
 mod disruption;
 mod e2e;
 mod finalizers;
@@ -12,7 +12,7 @@ mod kube_api;
 mod lifecycle_events;
 mod scale;
 mod status;
-mod termination;
+pub(crate) mod termination;
 mod wiring;
 
 use std::sync::Arc;
