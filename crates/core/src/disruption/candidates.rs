@@ -545,7 +545,8 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
         .iter()
         .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
         .collect();
-    let mut counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    // Counted under borrowed names; one owned name per NodePool at the end.
+    let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
     for node in &snapshot.nodes {
         let (Some(pool), Some(claim)) = (
             node.labels.get(labels::NODEPOOL),
@@ -556,13 +557,16 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
         if !claim.initialized {
             continue;
         }
-        let entry = counts.entry(pool.clone()).or_default();
+        let entry = counts.entry(pool.as_str()).or_default();
         entry.0 += 1;
         if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
             entry.1 += 1;
         }
     }
     counts
+        .into_iter()
+        .map(|(pool, n)| (pool.to_string(), n))
+        .collect()
 }
 
 #[cfg(test)]

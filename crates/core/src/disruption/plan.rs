@@ -19,6 +19,7 @@ use crate::model::{
     ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Pod, Snapshot,
 };
 use crate::scheduling::intern::FastMap;
+use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
@@ -124,15 +125,14 @@ fn disrupted(node: &str, command: &Command) -> Verdict {
     }
 }
 
-fn expired(snapshot: &Snapshot, claim: &NodeClaim) -> bool {
+/// `pools` holds the first NodePool of each name, as a scan of the list would find it.
+fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) -> bool {
     let expire_after = claim.expire_after.or_else(|| {
-        snapshot
-            .nodepools
-            .iter()
-            .find(|p| p.name == claim.nodepool)
+        pools
+            .get(claim.nodepool.as_str())
             .and_then(|p| p.template.expire_after)
     });
-    expire_after.is_some_and(|e| snapshot.now.since(claim.creation_timestamp) >= e)
+    expire_after.is_some_and(|e| now.since(claim.creation_timestamp) >= e)
 }
 
 /// Plans one round of disruption over `snapshot`.
@@ -154,36 +154,47 @@ fn plan_in_batches(
 
     // Expiration is forceful: no budgets, no blockers, no replacement first.
     let (graceful, eventual) = select_both(snapshot);
-    // The first node of each name, as a scan of the node list would find it.
-    let mut nodes_by_name: FastMap<&str, &Node> = FastMap::default();
-    for n in &snapshot.nodes {
-        nodes_by_name.entry(n.name.as_str()).or_insert(n);
-    }
+    // The first node of each name, as a scan of the node list would find it; built only once
+    // a claim has expired.
+    let nodes_by_name: OnceCell<FastMap<&str, &Node>> = OnceCell::new();
     for claim in &snapshot.node_claims {
-        let Some(node) = claim
-            .node_name
-            .as_deref()
-            .and_then(|n| nodes_by_name.get(n).copied())
-        else {
+        if claim.deletion_timestamp.is_some() || !expired(&budgets.pools, snapshot.now, claim) {
+            continue;
+        }
+        let Some(node) = claim.node_name.as_deref().and_then(|n| {
+            nodes_by_name
+                .get_or_init(|| {
+                    let mut m = FastMap::default();
+                    for n in &snapshot.nodes {
+                        m.entry(n.name.as_str()).or_insert(n);
+                    }
+                    m
+                })
+                .get(n)
+                .copied()
+        }) else {
             continue;
         };
-        if claim.deletion_timestamp.is_none() && expired(snapshot, claim) {
-            let cmd = Command::new(
-                Method::Expiration,
-                vec![expiring_target(snapshot, claim, node)],
-                vec![],
-            );
-            verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
-            taken.insert(node.name.clone());
-            out.commands.push(cmd);
-        }
+        let cmd = Command::new(
+            Method::Expiration,
+            vec![expiring_target(snapshot, claim, node)],
+            vec![],
+        );
+        verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
+        taken.insert(node.name.clone());
+        out.commands.push(cmd);
     }
     for (node, blocker) in &graceful.blocked {
-        verdicts.entry(node.clone()).or_insert_with(|| Verdict {
-            node: node.clone(),
-            code: blocker.code().into(),
-            message: blocker.to_string(),
-        });
+        if !verdicts.contains_key(node) {
+            verdicts.insert(
+                node.clone(),
+                Verdict {
+                    node: node.clone(),
+                    code: blocker.code().into(),
+                    message: blocker.to_string(),
+                },
+            );
+        }
     }
 
     // Emptiness: every empty candidate within budget, in one command.
@@ -434,6 +445,9 @@ fn plan_in_batches(
         .into_iter()
         .partition(|&i| !settings.only_actionable || (!multi_found && budget_left[i]));
     for i in unsimulated {
+        if verdicts.contains_key(&evaluated[i].node.name) {
+            continue;
+        }
         let name = evaluated[i].node.name.clone();
         let v = if budget_left[i] {
             Verdict {
@@ -524,6 +538,9 @@ fn plan_in_batches(
         at = end;
     }
     for &i in &queue[at..] {
+        if verdicts.contains_key(&evaluated[i].node.name) {
+            continue;
+        }
         let name = evaluated[i].node.name.clone();
         verdicts.entry(name.clone()).or_insert(Verdict {
             node: name,
@@ -572,13 +589,16 @@ fn plan_in_batches(
 
     // Everything else that was a candidate is simply not worth disrupting now.
     for c in &graceful.candidates {
-        verdicts
-            .entry(c.node.name.clone())
-            .or_insert_with(|| Verdict {
-                node: c.node.name.clone(),
-                code: "no-action".into(),
-                message: "no disruption method applies".into(),
-            });
+        if !verdicts.contains_key(&c.node.name) {
+            verdicts.insert(
+                c.node.name.clone(),
+                Verdict {
+                    node: c.node.name.clone(),
+                    code: "no-action".into(),
+                    message: "no disruption method applies".into(),
+                },
+            );
+        }
     }
     out.verdicts = verdicts.into_values().collect();
     out
