@@ -9,6 +9,7 @@ mod gc;
 mod interruption;
 mod kube_api;
 mod lifecycle_events;
+mod registration;
 mod scale;
 mod status;
 mod termination;
