@@ -92,8 +92,8 @@ impl Prepared {
 
     /// [`Prepared::new`], with nodes compiled before taken from `cache`, or the whole compile
     /// when the cache was told (see [`NodeCache::same_as`]) that `s` equals one it compiled.
-    pub fn new_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Option<Prepared> {
-        let Some(c) = cache.as_deref_mut() else {
+    pub fn new_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
+        let Some(c) = cache else {
             return Self::compile(s, None);
         };
         let key = c.same.take();
