@@ -4,8 +4,8 @@
 //! simulation of its nodes gone. That simulation runs on the view's compile (nodes come from
 //! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
 //! full solve, and a simulation reads no clock, so over one
-//! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation) its answer is fixed
-//! and kept for the same question asked again. A planning round's many simulations are not
+//! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
+//! commands running, its answer is fixed and kept for the same question asked again. A planning round's many simulations are not
 //! kept (copying each answer costs more than the rare repeat saves); simulations of any other
 //! snapshot pass straight through.
 
@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::simulate::{PreparedSimulation, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
 use nodewright_core::scheduling::node_cache::NodeCache;
@@ -21,10 +22,10 @@ use nodewright_core::scheduling::node_cache::NodeCache;
 /// `(nodes removed, pods moved in the order given)`.
 type Key = (BTreeSet<String>, Vec<String>);
 
-/// The answers of one view generation.
+/// The answers of one view generation, as the running commands leave it.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    generation: Option<u64>,
+    generation: Option<(u64, InFlight)>,
     answers: BTreeMap<Key, Simulation>,
     /// Simulations answered from memory, for tests.
     pub(crate) reused: u64,
@@ -33,10 +34,11 @@ pub(crate) struct Memo {
 }
 
 impl Memo {
-    /// Forgets everything when `generation` is not the one the answers belong to.
-    fn enter(&mut self, generation: u64) {
-        if self.generation != Some(generation) {
-            self.generation = Some(generation);
+    /// Forgets everything when `generation` and `held` are not what the answers belong to.
+    fn enter(&mut self, generation: u64, held: &InFlight) {
+        let current = self.generation.as_ref();
+        if current.is_none_or(|(g, h)| *g != generation || h != held) {
+            self.generation = Some((generation, held.clone()));
             self.answers.clear();
         }
     }
@@ -54,9 +56,15 @@ pub(crate) struct Remembering<'m> {
 }
 
 impl<'m> Remembering<'m> {
-    /// A simulator for decisions over `view`, the cluster's view of `generation`.
-    pub(crate) fn new(memo: &'m RefCell<Memo>, generation: u64, view: &Snapshot) -> Self {
-        memo.borrow_mut().enter(generation);
+    /// A simulator for decisions over `view`: the cluster's view of `generation` as the
+    /// running commands (`held`) leave it.
+    pub(crate) fn new(
+        memo: &'m RefCell<Memo>,
+        generation: u64,
+        held: &InFlight,
+        view: &Snapshot,
+    ) -> Self {
+        memo.borrow_mut().enter(generation, held);
         Remembering {
             inner: EngineSimulator {
                 nodes: Some(memo.borrow().nodes.clone()),
@@ -155,7 +163,7 @@ mod tests {
         let first = cluster(20, 120, 7);
         let expected = plain(&first);
         {
-            let sim = Remembering::new(&memo, 1, &first);
+            let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
             let prepared = prepare(&sim, &first);
             assert_eq!(prepared.simulate_all(&jobs(&first)), expected);
             for (j, e) in jobs(&first).iter().zip(&expected) {
@@ -175,7 +183,7 @@ mod tests {
         }
         let expected = plain(&second);
         assert_ne!(expected, plain(&first));
-        let sim = Remembering::new(&memo, 2, &second);
+        let sim = Remembering::new(&memo, 2, &InFlight::default(), &second);
         let before = memo.borrow().reused;
         for (j, e) in jobs(&second).iter().zip(&expected) {
             assert_eq!(&sim.simulate(&second, &j.without, &j.pods), e);
