@@ -408,6 +408,9 @@ impl Disruptor {
     /// Says, on the Node and its NodeClaim, why a node is not disrupted.
     fn publish_verdicts(&self, verdicts: &[Verdict], claims_by_node: &BTreeMap<String, String>) {
         for v in verdicts {
+            if !events::announces_block(&v.code) {
+                continue;
+            }
             let make: fn(ObjectRef, &str) -> events::Event = if BLOCKED.contains(&v.code.as_str()) {
                 events::disruption_blocked
             } else if UNCONSOLIDATABLE.contains(&v.code.as_str()) {

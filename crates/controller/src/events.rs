@@ -274,6 +274,8 @@ pub fn no_compatible_instance_types(nodepool: ObjectRef) -> Event {
         "NoCompatibleInstanceTypes",
         "NodePool requirements filtered out all compatible available instance types",
     )
+    // The instance types on offer change as capacity comes and goes.
+    .dedupe_on(&[], Duration::from_secs(60))
 }
 
 /// Disruption: a replacement for a disrupted node is being launched.
@@ -311,6 +313,14 @@ pub fn disruption_terminating(object: ObjectRef, reason: &str) -> Event {
 /// Why a node (or claim) cannot be disrupted right now.
 pub fn disruption_blocked(object: ObjectRef, reason: &str) -> Event {
     Event::new(object, EventType::Normal, "DisruptionBlocked", reason).dedupe_object()
+}
+
+/// Whether a node blocked for the verdict `code` gets a `DisruptionBlocked` event. Not when
+/// the block is `karpenter.sh/do-not-disrupt` on the node or on one of its pods: that is a
+/// user's deliberate choice, not a problem to point out, and upstream stays silent about it
+/// (the node is still left alone, and its verdict still logged).
+pub fn announces_block(code: &str) -> bool {
+    !matches!(code, "node-do-not-disrupt" | "pod-do-not-disrupt")
 }
 
 pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
@@ -396,6 +406,7 @@ pub fn failed_termination(object: ObjectRef, error: &str) -> Event {
         "FailedTermination",
         format!("Failed to terminate, {error}"),
     )
+    .dedupe_object()
 }
 
 pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
@@ -412,6 +423,10 @@ pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
 /// Upstream's status controller reports every such change with the condition type as the
 /// reason; on a NodeClaim these are the `Launched`, `Registered`, `Initialized` and `Ready`
 /// events `kubectl describe` shows.
+///
+/// De-duplicated on the transition itself (object, from, to and the condition's reason), not
+/// on the object alone: a condition that flaps publishes each direction at most once per two
+/// minutes, while a change after a change (Ready lost, then regained) is always published.
 pub fn condition_transitioned(
     object: ObjectRef,
     type_: &str,
@@ -428,6 +443,7 @@ pub fn condition_transitioned(
         text.push_str(message);
     }
     Event::new(object, EventType::Normal, type_, text)
+        .dedupe_on(&[from, to, reason], DEFAULT_DEDUPE_TIMEOUT)
 }
 
 /// Lifecycle: the launch failed for want of capacity.
@@ -454,6 +470,7 @@ pub fn unregistered_taint_missing(node: ObjectRef) -> Event {
         "UnregisteredTaintMissing",
         "Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter managed nodes",
     )
+    .dedupe_object()
 }
 
 pub fn failed_consistency_check(nodeclaim: ObjectRef, message: &str) -> Event {
@@ -463,6 +480,8 @@ pub fn failed_consistency_check(nodeclaim: ObjectRef, message: &str) -> Event {
         "FailedConsistencyCheck",
         message,
     )
+    // Another failed check on the same claim is news.
+    .dedupe_on(&[message], DEFAULT_DEDUPE_TIMEOUT)
 }
 
 /// Pod annotation: a `karpenter.sh/do-not-disrupt` value that is neither "true" nor a
@@ -472,11 +491,16 @@ pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
         pod,
         EventType::Warning,
         "InvalidDoNotDisruptAnnotation",
-        format!("Invalid karpenter.sh/do-not-disrupt annotation value {value:?}, ignoring"),
+        format!(
+            "Invalid karpenter.sh/do-not-disrupt annotation value {value:?}, ignoring annotation. Use 'true' or a duration like '5m', '1h'"
+        ),
     )
+    .dedupe_on(&[value], DEFAULT_DEDUPE_TIMEOUT)
 }
 
-/// AWS interruption events.
+/// AWS interruption events, each sent for the NodeClaim and for its Node and published once
+/// per object per two minutes, as upstream: a message the queue delivers again (SQS is
+/// at-least-once) or a health check that keeps failing is not news.
 pub fn spot_interrupted(object: ObjectRef) -> Event {
     Event::new(
         object,
@@ -484,6 +508,7 @@ pub fn spot_interrupted(object: ObjectRef) -> Event {
         "SpotInterrupted",
         "Spot interruption warning was triggered",
     )
+    .dedupe_object()
 }
 
 pub fn spot_rebalance_recommendation(object: ObjectRef) -> Event {
@@ -493,6 +518,7 @@ pub fn spot_rebalance_recommendation(object: ObjectRef) -> Event {
         "SpotRebalanceRecommendation",
         "Spot rebalance recommendation was triggered",
     )
+    .dedupe_object()
 }
 
 pub fn instance_stopping(object: ObjectRef) -> Event {
@@ -502,6 +528,7 @@ pub fn instance_stopping(object: ObjectRef) -> Event {
         "InstanceStopping",
         "Instance is stopping",
     )
+    .dedupe_object()
 }
 
 pub fn instance_terminating(object: ObjectRef) -> Event {
@@ -511,6 +538,7 @@ pub fn instance_terminating(object: ObjectRef) -> Event {
         "InstanceTerminating",
         "Instance is terminating",
     )
+    .dedupe_object()
 }
 
 pub fn instance_unhealthy(object: ObjectRef) -> Event {
@@ -520,6 +548,7 @@ pub fn instance_unhealthy(object: ObjectRef) -> Event {
         "InstanceUnhealthy",
         "An unhealthy warning was triggered for the instance",
     )
+    .dedupe_object()
 }
 
 pub fn capacity_reservation_interrupted(object: ObjectRef) -> Event {
@@ -529,15 +558,19 @@ pub fn capacity_reservation_interrupted(object: ObjectRef) -> Event {
         "CapacityReservationInstanceInterrupted",
         "Capacity reservation interruption warning was triggered",
     )
+    .dedupe_object()
 }
 
+/// Sent for the NodeClaim and for its Node, each message naming its own kind.
 pub fn terminating_on_interruption(object: ObjectRef) -> Event {
+    let message = format!("Interruption triggered termination for the {}", object.kind);
     Event::new(
         object,
         EventType::Warning,
         "TerminatingOnInterruption",
-        "Interruption triggered termination for the NodeClaim/Node",
+        message,
     )
+    .dedupe_object()
 }
 
 /// Long cloud errors (a fleet error lists every offering) are cut the way upstream cuts them.
@@ -1102,16 +1135,14 @@ mod tests {
     async fn kube_events_fold_a_hot_loop_into_one_create_and_one_patch() {
         let (client, state) = crate::fake_api::start().await;
         let sink = KubeEvents::new(client, "karpenter");
-        // An event upstream does not de-duplicate (a condition flapping), so every repeat
-        // reaches the writer; and one it does, which reaches it once.
+        // An event without de-duplication values, so every repeat reaches the writer; and
+        // one with them, which reaches it once.
         for _ in 0..50 {
-            sink.publish(condition_transitioned(
+            sink.publish(Event::new(
                 ObjectRef::node("n1"),
+                EventType::Normal,
                 "Ready",
-                "False",
-                "True",
-                "KubeletReady",
-                "",
+                "Node is ready",
             ));
             sink.publish(disruption_blocked(
                 ObjectRef::node("n2"),
@@ -1252,9 +1283,164 @@ mod tests {
             Ok(())
         );
         // Events without dedupe values always pass (the writer folds exact repeats).
-        let ready = || condition_transitioned(nc(), "Ready", "False", "True", "Ready", "");
-        assert_eq!(t.admit(&ready(), t0), Ok(()));
-        assert_eq!(t.admit(&ready(), t0), Ok(()));
+        let plain = || Event::new(nc(), EventType::Normal, "Ready", "ready");
+        assert_eq!(t.admit(&plain(), t0), Ok(()));
+        assert_eq!(t.admit(&plain(), t0), Ok(()));
+    }
+
+    /// Every constructor, with the arguments that vary.
+    fn every_constructor() -> Vec<Event> {
+        let p = || pod(1);
+        let n = || ObjectRef::node("n1").with_uid("node-uid");
+        let nc = || ObjectRef::nodeclaim("nc").with_uid("nc-uid");
+        let np = || ObjectRef::nodepool("default").with_uid("np-uid");
+        vec![
+            nominated(p(), "nc"),
+            nominated_on_node(p(), "n1", Some("nc")),
+            failed_scheduling(p(), "no fit"),
+            no_compatible_instance_types(np()),
+            disruption_launching(nc(), "drifted"),
+            disruption_waiting_readiness(nc()),
+            disruption_terminating(n(), "drifted"),
+            disruption_blocked(n(), "pdb"),
+            nodepool_blocked(np()),
+            nodepool_blocked_for_reason(np(), "Drifted"),
+            unconsolidatable(n(), "policy"),
+            evicted(p(), "drifted"),
+            disrupted_pod_delete(p(), "2024-06-01T00:00:00Z", 30, None),
+            failed_draining(n(), "pdb"),
+            termination_grace_period_expiring(n(), "2024-06-01T00:00:00Z"),
+            failed_termination(nc(), "boom"),
+            awaiting_volume_detachment(n(), 1),
+            condition_transitioned(nc(), "Ready", "False", "True", "Ready", ""),
+            insufficient_capacity(nc(), "ice"),
+            nodeclass_not_ready(nc(), "not ready"),
+            unregistered_taint_missing(n()),
+            failed_consistency_check(nc(), "expected 4 cpu"),
+            invalid_do_not_disrupt(p(), "soon"),
+            spot_interrupted(nc()),
+            spot_rebalance_recommendation(nc()),
+            instance_stopping(nc()),
+            instance_terminating(nc()),
+            instance_unhealthy(nc()),
+            capacity_reservation_interrupted(nc()),
+            terminating_on_interruption(nc()),
+        ]
+    }
+
+    #[test]
+    fn every_event_the_controller_builds_is_de_duplicated() {
+        let events = every_constructor();
+        // A new constructor must be listed above (the count guards the list), and carry
+        // de-duplication values naming its object.
+        let source = include_str!("events.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap()];
+        let constructors = code.matches("-> Event {").count();
+        assert_eq!(events.len(), constructors);
+        for e in &events {
+            let d = e
+                .dedupe
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} has no dedupe values", e.reason));
+            let uid = e.regarding.uid.as_deref().unwrap();
+            assert_eq!(
+                d.values.first().map(String::as_str),
+                Some(uid),
+                "{}",
+                e.reason
+            );
+        }
+    }
+
+    #[test]
+    fn a_repeat_within_two_minutes_is_dropped_and_news_is_not() {
+        let t0 = Instant::now();
+        let soon = t0 + Duration::from_secs(60);
+        let later = t0 + Duration::from_secs(121);
+        let nc = || ObjectRef::nodeclaim("nc").with_uid("nc-uid");
+        let node = || ObjectRef::node("n1").with_uid("node-uid");
+        // (first, a repeat that is dropped, an event that is news at once)
+        let cases: Vec<(Event, Event, Event)> = vec![
+            // Interruption: the same message delivered twice; the Node is another object.
+            (
+                spot_interrupted(nc()),
+                spot_interrupted(nc()),
+                spot_interrupted(node()),
+            ),
+            (
+                instance_unhealthy(nc()),
+                instance_unhealthy(nc()),
+                instance_stopping(nc()),
+            ),
+            (
+                terminating_on_interruption(nc()),
+                terminating_on_interruption(nc()),
+                terminating_on_interruption(node()),
+            ),
+            // A condition: the same transition again is dropped, the way back is not.
+            (
+                condition_transitioned(nc(), "Ready", "False", "True", "KubeletReady", ""),
+                condition_transitioned(nc(), "Ready", "False", "True", "KubeletReady", ""),
+                condition_transitioned(nc(), "Ready", "True", "False", "NodeNotReady", ""),
+            ),
+            (
+                failed_consistency_check(nc(), "expected 4 cpu, found 2"),
+                failed_consistency_check(nc(), "expected 4 cpu, found 2"),
+                failed_consistency_check(nc(), "expected 16Gi memory, found 8Gi"),
+            ),
+            (
+                invalid_do_not_disrupt(pod(1), "soon"),
+                invalid_do_not_disrupt(pod(1), "soon"),
+                invalid_do_not_disrupt(pod(1), "-5m"),
+            ),
+            (
+                unregistered_taint_missing(node()),
+                unregistered_taint_missing(node()),
+                unregistered_taint_missing(ObjectRef::node("n2").with_uid("n2")),
+            ),
+        ];
+        for (first, repeat, news) in cases {
+            let mut t = Throttle::new();
+            assert_eq!(t.admit(&first, t0), Ok(()), "{}", first.message);
+            assert_eq!(
+                t.admit(&repeat, soon),
+                Err(Refused::Duplicate),
+                "{}",
+                repeat.message
+            );
+            assert_eq!(t.admit(&news, soon), Ok(()), "{}", news.message);
+            assert_eq!(t.admit(&repeat, later), Ok(()), "{}", repeat.message);
+        }
+        // Budgets and offerings change by the minute: their events are news again sooner.
+        let mut t = Throttle::new();
+        let none = || no_compatible_instance_types(ObjectRef::nodepool("np").with_uid("np"));
+        assert_eq!(t.admit(&none(), t0), Ok(()));
+        assert_eq!(
+            t.admit(&none(), t0 + Duration::from_secs(59)),
+            Err(Refused::Duplicate)
+        );
+        assert_eq!(t.admit(&none(), t0 + Duration::from_secs(61)), Ok(()));
+    }
+
+    #[test]
+    fn interruption_termination_names_each_object() {
+        assert_eq!(
+            terminating_on_interruption(ObjectRef::nodeclaim("nc")).message,
+            "Interruption triggered termination for the NodeClaim"
+        );
+        assert_eq!(
+            terminating_on_interruption(ObjectRef::node("n")).message,
+            "Interruption triggered termination for the Node"
+        );
+    }
+
+    #[test]
+    fn a_deliberate_do_not_disrupt_is_not_announced_as_blocked() {
+        assert!(!announces_block("pod-do-not-disrupt"));
+        assert!(!announces_block("node-do-not-disrupt"));
+        for code in ["pdb-blocked", "multiple-pdbs", "pod-has-no-controller"] {
+            assert!(announces_block(code), "{code}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod claims;
 pub mod clock;
+pub mod cloud_metrics;
 pub mod conditions;
 pub mod disruption;
 pub mod events;
@@ -21,6 +22,7 @@ pub mod memory;
 pub mod metered;
 pub mod metrics;
 pub mod permissions;
+pub mod podevents;
 pub mod provisioner;
 pub mod run;
 pub mod settings;

@@ -17,6 +17,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+pub mod offerings;
+pub use offerings::OfferingRows;
+
 /// A label set: keys are fixed per family, values come from the call.
 type Labels = Vec<(&'static str, String)>;
 type Counters = Family<Labels, Counter>;
@@ -111,6 +114,7 @@ pub struct Metrics {
     nodeclaims_instance_termination_duration: Histograms,
     pods_scheduling_decision_duration: Histogram,
     interruption: InterruptionMetrics,
+    offerings: offerings::OfferingMetrics,
     events: EventMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
@@ -343,6 +347,7 @@ impl Metrics {
         );
         let interruption = InterruptionMetrics::register(r);
         let events = EventMetrics::register(r);
+        let offerings = offerings::OfferingMetrics::register(r);
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -374,6 +379,7 @@ impl Metrics {
             pods_scheduling_decision_duration,
             interruption,
             events,
+            offerings,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,

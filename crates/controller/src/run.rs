@@ -1,7 +1,8 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
-//! (provisioner, lifecycle, termination, disruption, status, garbage collection, instance
-//! health, capacity-reservation upkeep), the first four given the metrics and the event sink.
+//! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
+//! instance health, capacity-reservation upkeep, instance-type metrics), the first four given
+//! the metrics and the event sink.
 //! The cloud provider is chosen by the caller.
 
 use std::net::SocketAddr;
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::Clock;
+use crate::cloud_metrics::CloudMetrics;
 use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
 use crate::gc::GarbageCollector;
@@ -26,6 +28,7 @@ use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
+use crate::podevents::PodEvents;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
 use crate::state::gauges::{self, PodStartup};
@@ -199,6 +202,13 @@ pub async fn run(
         tokio::spawn(Arc::new(handler).run());
     }
     cloud.observe_with(metrics.clone());
+    let cloud_metrics = CloudMetrics::new(
+        state.clone(),
+        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "cloudprovider.metrics"),
+        metrics.clone(),
+    )
+    .with_leader(leader.clone());
+    tokio::spawn(Arc::new(cloud_metrics).run());
     let health = InstanceHealthController::new(
         state.clone(),
         writer.clone(),
@@ -225,6 +235,8 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     tokio::spawn(Arc::new(reservations).run());
+    let pod_events =
+        Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
@@ -233,6 +245,7 @@ pub async fn run(
     tokio::spawn(provisioner.run(window));
     tokio::spawn(lifecycle.run(RECONCILE_EVERY));
     tokio::spawn(termination.run(RECONCILE_EVERY));
+    tokio::spawn(pod_events.run(RECONCILE_EVERY));
     tokio::spawn(disruptor.run());
     tokio::spawn(status.run(STATUS_EVERY));
     tokio::spawn(gc.run());

@@ -1,5 +1,5 @@
 //! `nodewright bench controller`: the controller's own loops (provisioner, NodeClaim
-//! lifecycle, termination, disruption) against the in-memory API server and the simulated
+//! lifecycle, termination, pod events, disruption) against the in-memory API server and the simulated
 //! cloud on a paused clock. A node agent registers instances as the simulated cloud's agent
 //! does in a cluster, and a stand-in for kube-scheduler binds each pending pod to the node of
 //! the claim it was nominated to. Pods of four Deployments arrive at a steady rate; the bench
@@ -25,6 +25,7 @@ use nodewright_controller::events::{Event, EventSink, Recorded};
 use nodewright_controller::lifecycle::Lifecycle;
 use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
+use nodewright_controller::podevents::PodEvents;
 use nodewright_controller::provisioner::{Provisioner, Trigger};
 use nodewright_controller::state::gauges::{self, PodStartup};
 use nodewright_controller::state::{
@@ -378,6 +379,7 @@ struct Loops {
     trigger: Trigger,
     lifecycle: Lifecycle,
     termination: Termination,
+    pod_events: PodEvents,
     disruptor: Disruptor,
     cadence: DisruptionCadence,
     metrics: Arc<Metrics>,
@@ -412,6 +414,9 @@ impl Loops {
             let t = Instant::now();
             self.termination.reconcile_all().await;
             meter.add("termination", t);
+            let t = Instant::now();
+            self.pod_events.pass().await;
+            meter.add("pod events", t);
             if disrupt {
                 let t = Instant::now();
                 self.disruptor.step(&mut self.cadence).await;
@@ -510,6 +515,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
             metrics.clone(),
             sink.clone(),
         ),
+        pod_events: PodEvents::new(state.clone(), writer.clone(), clock),
         disruptor: Disruptor::new(
             state.clone(),
             writer.clone(),

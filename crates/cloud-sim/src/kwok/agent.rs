@@ -71,8 +71,9 @@ pub struct NodeAgent {
     /// Pods this agent started, as the API server returned them, until the watch shows the
     /// change; without it a lagging watch would have them started twice.
     started: BTreeMap<String, Arc<Pod>>,
-    /// Uids of pods this agent deleted, until the watch drops them.
-    deleted: BTreeSet<String>,
+    /// Uids of pods this agent deleted or finished, until the watch drops them (or shows
+    /// them finished); without it a lagging watch would have a finished pod finished again.
+    done: BTreeSet<String>,
 }
 
 /// The watch over [`BOUND_PODS`] and the cache it fills; the watch stops with the agent.
@@ -125,7 +126,7 @@ impl NodeAgent {
             last_heartbeat: BTreeMap::new(),
             pods: None,
             started: BTreeMap::new(),
-            deleted: BTreeSet::new(),
+            done: BTreeSet::new(),
         }
     }
 
@@ -271,7 +272,7 @@ impl NodeAgent {
             .as_ref()
             .map(|w| w.store.state())
             .unwrap_or_default();
-        let pods = overlay(cached, &mut self.started, &mut self.deleted);
+        let pods = overlay(cached, &mut self.started, &mut self.done);
         let actions = pod_plan(kubelets, pods.iter().map(|p| p.as_ref()), wall);
         if actions.is_empty() {
             return Ok(());
@@ -286,7 +287,7 @@ impl NodeAgent {
                 .buffer_unordered(POD_WRITES_IN_FLIGHT)
                 .collect()
                 .await;
-        let (mut started, mut deleted, mut first_error) = (0, 0, None);
+        let (mut started, mut deleted, mut finished, mut first_error) = (0, 0, 0, None);
         for (action, result) in results {
             match (action, result) {
                 (PodAction::Start(r, _), Ok(Some(pod))) => {
@@ -298,7 +299,13 @@ impl NodeAgent {
                 (PodAction::Delete(r), Ok(_)) => {
                     deleted += 1;
                     if let Some(uid) = r.uid {
-                        self.deleted.insert(uid);
+                        self.done.insert(uid);
+                    }
+                }
+                (PodAction::Finish(r, _), Ok(Some(_))) => {
+                    finished += 1;
+                    if let Some(uid) = r.uid {
+                        self.done.insert(uid);
                     }
                 }
                 (_, Ok(None)) => {}
@@ -309,8 +316,8 @@ impl NodeAgent {
                 }
             }
         }
-        if started + deleted > 0 {
-            tracing::info!(started, deleted, "played the kubelet for pods");
+        if started + deleted + finished > 0 {
+            tracing::info!(started, finished, deleted, "played the kubelet for pods");
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -356,17 +363,26 @@ impl NodeAgent {
 }
 
 /// The cached pods, with this agent's own writes the watch has not shown yet laid over
-/// them; forgets writes the watch has caught up with.
+/// them (pods it deleted or finished, `done`, are left out); forgets writes the watch has
+/// caught up with.
 pub(crate) fn overlay(
     cached: Vec<Arc<Pod>>,
     started: &mut BTreeMap<String, Arc<Pod>>,
-    deleted: &mut BTreeSet<String>,
+    done: &mut BTreeSet<String>,
 ) -> Vec<Arc<Pod>> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(cached.len());
     for pod in cached {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        if deleted.contains(&uid) {
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            // The watch shows the pod finished: nothing of ours is newer.
+            started.remove(&uid);
+            done.remove(&uid);
+            out.push(pod);
+            continue;
+        }
+        if done.contains(&uid) {
             seen.insert(uid);
             continue;
         }
@@ -383,7 +399,7 @@ pub(crate) fn overlay(
         seen.insert(uid);
     }
     started.retain(|uid, _| seen.contains(uid));
-    deleted.retain(|uid| seen.contains(uid));
+    done.retain(|uid| seen.contains(uid));
     out
 }
 
@@ -425,7 +441,7 @@ async fn apply_pod(client: &kube::Client, action: &PodAction) -> Result<Option<P
     } = action.pod();
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let result = match action {
-        PodAction::Start(_, status) => {
+        PodAction::Start(_, status) | PodAction::Finish(_, status) => {
             // The uid in the patch makes it conditional, as the kubelet's own status patches:
             // the API server refuses to change it.
             let mut body = serde_json::json!({ "status": status });

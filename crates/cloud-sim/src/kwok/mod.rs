@@ -3,7 +3,8 @@
 //! EKS node bootstrapped from Karpenter's user data would (name, labels, taints, capacity,
 //! providerID, a Ready condition), keeps it alive (its Lease in `kube-node-lease` and the
 //! Ready heartbeat), and deletes it once the instance has terminated. For the pods bound to
-//! those Nodes it reports their containers running and Ready, and confirms their deletion.
+//! those Nodes it reports their containers running and Ready, ends them when their work is
+//! done or their deadline passes (see [`pod`]), and confirms their deletion.
 //!
 //! What should exist is decided by pure functions over plain data ([`node::plan`] for Nodes,
 //! [`pod::pod_plan`] for pods); [`NodeAgent`] only lists and watches, applies the plans and
@@ -15,7 +16,10 @@ pub mod pod;
 
 pub use agent::{AgentConfig, NodeAgent};
 pub use node::{AGENT_LABEL, Action, UNREGISTERED_TAINT, desired_node, node_ip, node_name, plan};
-pub use pod::{Kubelet, PodAction, PodRef, pod_plan, running_status};
+pub use pod::{
+    Ending, Kubelet, PodAction, PodRef, RUN_FOR_ANNOTATION, ending, finished_status, pod_plan,
+    running_status,
+};
 
 #[cfg(test)]
 mod fake_api;

@@ -7,10 +7,17 @@
 //! condition (set by another controller, a load balancer's for instance) is True; a running
 //! pod's Ready condition follows its gates as they change.
 //!
-//! Containers never exit: a pod of a Job, or one with `restartPolicy: Never`, stays Running
-//! until it is deleted, because the simulation has no way to know how long its work takes.
-//! Deletion does not wait out the grace period: simulated containers stop the moment they are
-//! asked to, which is what a drain of well-behaved workloads looks like (and what kwok does).
+//! Nothing really runs, so how long a pod's work takes is said on the pod: with the
+//! annotation [`RUN_FOR_ANNOTATION`] (`sim.nodewright.io/run-for: 10m`, the simulator's
+//! annotation for Jobs) and `restartPolicy: Never` or `OnFailure`, its containers exit with
+//! code 0 that long after the pod started, and the pod Succeeds, as a Job's pod whose work is
+//! done. A pod with `spec.activeDeadlineSeconds` that runs past it Fails with reason
+//! `DeadlineExceeded`, its containers stopped, as the kubelet does; whichever comes first
+//! wins. Without either, containers never exit: a pod of a Deployment restarts its containers
+//! anyway (`restartPolicy: Always` ignores the annotation), and a Job's pod without the
+//! annotation stays Running until it is deleted. Deletion does not wait out the grace period:
+//! simulated containers stop the moment they are asked to, which is what a drain of
+//! well-behaved workloads looks like (and what kwok does).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -20,8 +27,13 @@ use k8s_openapi::api::core::v1::{
     HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use nodewright_api::stable_hash::fnv1a64;
+use nodewright_core::disruption::duration::parse_go_duration;
+
+/// How long a pod's containers run before they exit with code 0, as a Go duration (`90s`,
+/// `10m`, `1h30m`). The same annotation sets a Job's run time in the simulator.
+pub const RUN_FOR_ANNOTATION: &str = "sim.nodewright.io/run-for";
 
 /// What the agent plays on one Node, by name. Pods on Nodes not in the map (another
 /// kubelet's, or one of the agent's whose instance is shutting down) are left alone.
@@ -49,13 +61,61 @@ pub enum PodAction {
     Start(PodRef, Box<PodStatus>),
     /// Delete with a grace period of 0: its containers have stopped, or its Node is gone.
     Delete(PodRef),
+    /// Write this status: the pod's containers have exited and it Succeeded or Failed.
+    Finish(PodRef, Box<PodStatus>),
 }
 
 impl PodAction {
     pub fn pod(&self) -> &PodRef {
         match self {
-            PodAction::Start(p, _) | PodAction::Delete(p) => p,
+            PodAction::Start(p, _) | PodAction::Delete(p) | PodAction::Finish(p, _) => p,
         }
+    }
+}
+
+/// How a running pod ends, and when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Its work is done ([`RUN_FOR_ANNOTATION`]): every container exits with code 0.
+    Completed(Timestamp),
+    /// It ran past `spec.activeDeadlineSeconds`: the kubelet stops it and it Fails.
+    DeadlineExceeded(Timestamp),
+}
+
+impl Ending {
+    fn at(self) -> Timestamp {
+        match self {
+            Ending::Completed(t) | Ending::DeadlineExceeded(t) => t,
+        }
+    }
+}
+
+/// When `pod`, started at its `status.startTime`, ends: at its run time if its containers are
+/// not restarted on exit, or at its active deadline, whichever is first (the deadline on a
+/// tie: the kubelet enforces it before it would see the exit); `None` if neither applies. An
+/// annotation that is not a duration is ignored, as a kubelet ignores annotations.
+pub fn ending(pod: &Pod) -> Option<Ending> {
+    let start = pod.status.as_ref()?.start_time.as_ref()?.0;
+    let spec = pod.spec.as_ref()?;
+    let restarts = spec.restart_policy.as_deref().unwrap_or("Always") == "Always";
+    let completed = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RUN_FOR_ANNOTATION))
+        .filter(|_| !restarts)
+        .and_then(|v| parse_go_duration(v))
+        .and_then(|d| SignedDuration::try_from(d).ok())
+        .and_then(|d| start.checked_add(d).ok())
+        .map(Ending::Completed);
+    let deadline = spec
+        .active_deadline_seconds
+        .filter(|s| *s > 0)
+        .and_then(|s| start.checked_add(SignedDuration::from_secs(s)).ok())
+        .map(Ending::DeadlineExceeded);
+    match (completed, deadline) {
+        (Some(c), Some(d)) if c.at() < d.at() => Some(c),
+        (c, d) => d.or(c),
     }
 }
 
@@ -156,6 +216,13 @@ pub fn pod_plan<'a>(
             continue;
         }
         if phase(pod) == Some("Running") {
+            if let Some(end) = ending(pod).filter(|e| e.at() <= now) {
+                out.push(PodAction::Finish(
+                    pod_ref(pod),
+                    Box::new(finished_status(pod, end)),
+                ));
+                continue;
+            }
             if let Some(status) = readiness_update(pod, now) {
                 out.push(PodAction::Start(pod_ref(pod), Box::new(status)));
             }
@@ -233,6 +300,82 @@ fn completed(pod: &Pod, c: &Container, now: Timestamp) -> ContainerStatus {
         }),
         ..running(pod, c, now)
     }
+}
+
+/// A container that was running (since `started_at`) and exited with `exit_code` at `at`.
+fn exited(
+    pod: &Pod,
+    c: &ContainerStatus,
+    exit_code: i32,
+    reason: &str,
+    at: Timestamp,
+) -> ContainerStatus {
+    let started_at = c
+        .state
+        .as_ref()
+        .and_then(|s| s.running.as_ref())
+        .and_then(|r| r.started_at.clone());
+    ContainerStatus {
+        ready: false,
+        started: Some(false),
+        state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                container_id: Some(container_id(pod, &c.name)),
+                exit_code,
+                reason: Some(reason.into()),
+                started_at,
+                finished_at: Some(Time(at)),
+                ..ContainerStateTerminated::default()
+            }),
+            ..ContainerState::default()
+        }),
+        ..c.clone()
+    }
+}
+
+/// The status a kubelet reports once `pod` has ended: phase Succeeded (every container exited
+/// 0) or Failed with reason `DeadlineExceeded` (every container stopped by SIGTERM, 143);
+/// running sidecars stop with them. The pod and its containers are no longer Ready; its
+/// addresses and the conditions the agent does not own are kept.
+pub fn finished_status(pod: &Pod, end: Ending) -> PodStatus {
+    let mut status = pod.status.clone().unwrap_or_default();
+    let at = end.at();
+    let (phase, exit_code, exit_reason, not_ready) = match end {
+        Ending::Completed(_) => ("Succeeded", 0, "Completed", "PodCompleted"),
+        Ending::DeadlineExceeded(_) => ("Failed", 143, "Error", "PodFailed"),
+    };
+    status.phase = Some(phase.into());
+    if let Ending::DeadlineExceeded(_) = end {
+        status.reason = Some("DeadlineExceeded".into());
+        status.message =
+            Some("Pod was active on the node longer than the specified deadline".into());
+    }
+    for c in status.conditions.iter_mut().flatten() {
+        if matches!(c.type_.as_str(), "Ready" | "ContainersReady") && c.status != "False" {
+            *c = PodCondition {
+                type_: c.type_.clone(),
+                status: "False".into(),
+                reason: Some(not_ready.into()),
+                last_transition_time: Some(Time(at)),
+                ..PodCondition::default()
+            };
+        }
+    }
+    let stop = |c: &ContainerStatus| {
+        let running = c.state.as_ref().is_some_and(|s| s.running.is_some());
+        if running {
+            exited(pod, c, exit_code, exit_reason, at)
+        } else {
+            c.clone()
+        }
+    };
+    if let Some(cs) = status.container_statuses.as_mut() {
+        *cs = cs.iter().map(stop).collect();
+    }
+    if let Some(cs) = status.init_container_statuses.as_mut() {
+        *cs = cs.iter().map(stop).collect();
+    }
+    status
 }
 
 /// Why `pod`'s readiness gates hold it back, in the kubelet's words; `None` when every
@@ -422,6 +565,7 @@ mod tests {
             .map(|a| match a {
                 PodAction::Start(p, _) => format!("start {}", p.name),
                 PodAction::Delete(p) => format!("delete {}", p.name),
+                PodAction::Finish(p, _) => format!("finish {}", p.name),
             })
             .collect()
     }
@@ -561,7 +705,7 @@ mod tests {
             .iter()
             .map(|a| match a {
                 PodAction::Start(_, s) => s.pod_ip.clone().unwrap(),
-                PodAction::Delete(_) => panic!("no deletes"),
+                PodAction::Delete(_) | PodAction::Finish(..) => panic!("only starts"),
             })
             .collect();
         assert_eq!(ips.len(), 300);
@@ -690,5 +834,169 @@ mod tests {
         // A running pod without gates is never rewritten (see also the settled-pods test).
         let plain = pod("plain", NODE, json!({"status": {"phase": "Running"}}));
         assert!(pod_plan(&nodes(), [&plain], now()).is_empty());
+    }
+
+    /// A pod the agent started at `now() - age_secs`, with `extra` merged in.
+    fn started_pod(name: &str, age_secs: i64, extra: serde_json::Value) -> Pod {
+        let start = Timestamp::from_second(now().as_second() - age_secs).unwrap();
+        let mut p = pod(name, NODE, extra);
+        let status = running_status(&p, "10.1.2.3", "100.64.0.9", start);
+        p.status = Some(status);
+        p
+    }
+
+    fn finished(actions: &[PodAction]) -> &PodStatus {
+        let [PodAction::Finish(_, status)] = actions else {
+            panic!("expected one finish, got {actions:?}");
+        };
+        status
+    }
+
+    fn job(run_for: &str) -> serde_json::Value {
+        json!({"metadata": {"annotations": {RUN_FOR_ANNOTATION: run_for}},
+               "spec": {"restartPolicy": "Never"}})
+    }
+
+    #[test]
+    fn a_job_pod_succeeds_once_its_run_time_is_up() {
+        // Nine minutes into ten: still running, nothing to write.
+        let p = started_pod("batch-1", 540, job("10m"));
+        assert!(pod_plan(&nodes(), [&p], now()).is_empty());
+
+        let p = started_pod("batch-1", 600, job("10m"));
+        let actions = pod_plan(&nodes(), [&p], now());
+        let status = finished(&actions);
+        assert_eq!(status.phase.as_deref(), Some("Succeeded"));
+        assert_eq!(status.reason, None);
+        assert_eq!(status.pod_ip.as_deref(), Some("100.64.0.9"), "kept");
+        let [app] = status.container_statuses.as_deref().unwrap() else {
+            panic!("one container status");
+        };
+        assert!(!app.ready);
+        let t = app.state.as_ref().unwrap().terminated.as_ref().unwrap();
+        assert_eq!((t.exit_code, t.reason.as_deref()), (0, Some("Completed")));
+        assert_eq!(t.finished_at, Some(Time(now())));
+        assert_eq!(
+            t.started_at.as_ref().map(|s| s.0.as_second()),
+            Some(now().as_second() - 600),
+            "the container ran from the pod's start"
+        );
+        let ready = condition(status, "Ready");
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_deref()),
+            ("False", Some("PodCompleted"))
+        );
+        assert_eq!(condition(status, "ContainersReady").status, "False");
+        assert_eq!(condition(status, "PodScheduled").status, "True", "kept");
+
+        // Finished a while ago (the agent was down): the exit is dated when it happened.
+        let p = started_pod("batch-1", 900, job("10m"));
+        let actions = pod_plan(&nodes(), [&p], now());
+        let t = finished(&actions).container_statuses.as_ref().unwrap()[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .clone()
+            .unwrap();
+        assert_eq!(
+            t.finished_at.map(|f| f.0.as_second()),
+            Some(now().as_second() - 300)
+        );
+
+        // Once the pod is Succeeded there is nothing more to do.
+        let mut done = p.clone();
+        done.status = Some(finished(&actions).clone());
+        assert!(pod_plan(&nodes(), [&done], now()).is_empty());
+    }
+
+    #[test]
+    fn a_pod_past_its_active_deadline_fails() {
+        let mut extra = job("10m");
+        merge(&mut extra, json!({"spec": {"activeDeadlineSeconds": 300}}));
+        assert!(pod_plan(&nodes(), [&started_pod("b", 299, extra.clone())], now()).is_empty());
+        let p = started_pod("b", 300, extra);
+        let actions = pod_plan(&nodes(), [&p], now());
+        let status = finished(&actions);
+        assert_eq!(status.phase.as_deref(), Some("Failed"));
+        assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
+        assert_eq!(
+            status.message.as_deref(),
+            Some("Pod was active on the node longer than the specified deadline")
+        );
+        let t = status.container_statuses.as_ref().unwrap()[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .terminated
+            .clone()
+            .unwrap();
+        assert_eq!(t.exit_code, 143);
+        assert_eq!(
+            condition(status, "Ready").reason.as_deref(),
+            Some("PodFailed")
+        );
+
+        // Any pod has a deadline, a Deployment's too; a run time shorter than the deadline
+        // completes first.
+        let deployment = json!({"spec": {"activeDeadlineSeconds": 60}});
+        let actions = pod_plan(&nodes(), [&started_pod("d", 60, deployment)], now());
+        assert_eq!(finished(&actions).phase.as_deref(), Some("Failed"));
+        let mut quick = job("1m");
+        merge(&mut quick, json!({"spec": {"activeDeadlineSeconds": 300}}));
+        let actions = pod_plan(&nodes(), [&started_pod("q", 600, quick)], now());
+        assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
+    }
+
+    #[test]
+    fn a_run_time_needs_containers_that_are_not_restarted_and_a_duration() {
+        // restartPolicy Always (the default) restarts an exited container: the pod runs on.
+        let always = json!({"metadata": {"annotations": {RUN_FOR_ANNOTATION: "1m"}}});
+        assert!(pod_plan(&nodes(), [&started_pod("web", 600, always)], now()).is_empty());
+        // OnFailure: an exit with code 0 ends the pod.
+        let mut on_failure = job("1m");
+        merge(
+            &mut on_failure,
+            json!({"spec": {"restartPolicy": "OnFailure"}}),
+        );
+        let actions = pod_plan(&nodes(), [&started_pod("j", 60, on_failure)], now());
+        assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
+        // Not a duration: ignored.
+        assert!(pod_plan(&nodes(), [&started_pod("j", 600, job("soon"))], now()).is_empty());
+        // A pod not started yet starts first; its run time counts from then.
+        let fresh = pod("j", NODE, job("0s"));
+        let actions = pod_plan(&nodes(), [&fresh], now());
+        let status = started(&actions);
+        let mut running = fresh.clone();
+        running.status = Some(status.clone());
+        let actions = pod_plan(&nodes(), [&running], now());
+        assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
+    }
+
+    #[test]
+    fn sidecars_stop_with_the_pod() {
+        let mut extra = job("1m");
+        merge(
+            &mut extra,
+            json!({"spec": {"initContainers": [
+                {"name": "migrate", "image": "migrate:1"},
+                {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}
+            ]}}),
+        );
+        let actions = pod_plan(&nodes(), [&started_pod("j", 60, extra)], now());
+        let init = finished(&actions).init_container_statuses.clone().unwrap();
+        let states: Vec<(i32, Option<Time>)> = init
+            .iter()
+            .map(|c| {
+                let t = c.state.as_ref().unwrap().terminated.as_ref().unwrap();
+                (t.exit_code, t.finished_at.clone())
+            })
+            .collect();
+        let start = Time(Timestamp::from_second(now().as_second() - 60).unwrap());
+        assert_eq!(
+            states,
+            [(0, Some(start)), (0, Some(Time(now())))],
+            "the init container's own exit is kept; the sidecar stops now"
+        );
     }
 }

@@ -11,7 +11,7 @@ use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::nodepool::NodePoolStatus;
 
 use super::*;
-use crate::events::{EventSink, KubeEvents, ObjectRef, condition_transitioned};
+use crate::events::{Event, EventSink, EventType, KubeEvents, ObjectRef};
 use crate::leader::{KubeLeaseStore, LeaseRecord, LeaseStore};
 use crate::state::{ClusterState, Kind};
 use crate::write::kube::{KubeApi, api_resource};
@@ -202,17 +202,15 @@ async fn observed() -> BTreeSet<Access> {
         .await
         .unwrap();
 
-    // A repeat (of an event the recorder does not de-duplicate) is folded into a count
-    // patch, written when the sink closes.
+    // A repeat (of an event without de-duplication values) is folded into a count patch,
+    // written when the sink closes.
     let events = KubeEvents::new(client.clone(), "karpenter");
     for _ in 0..2 {
-        events.publish(condition_transitioned(
+        events.publish(Event::new(
             ObjectRef::pod("web", "web-1"),
+            EventType::Normal,
             "Ready",
-            "False",
-            "True",
-            "Ready",
-            "",
+            "Pod is ready",
         ));
     }
     drop(events);

@@ -58,7 +58,7 @@ pub(super) fn pod_limits(p: &Pod) -> Resources {
     sum
 }
 
-pub(super) fn owned_by_daemonset(p: &Pod) -> bool {
+pub(crate) fn owned_by_daemonset(p: &Pod) -> bool {
     p.metadata
         .owner_references
         .iter()

@@ -1,17 +1,18 @@
 //! Controller loops against the in-memory API and a small in-memory cloud.
 
 mod annotations;
-mod cloud;
+pub(crate) mod cloud;
 mod disruption;
 mod e2e;
 mod finalizers;
+mod finished_pods;
 mod gc;
 mod interruption;
 mod kube_api;
 mod lifecycle_events;
 mod scale;
 mod status;
-mod termination;
+pub(crate) mod termination;
 mod wiring;
 
 use std::sync::Arc;

@@ -249,16 +249,94 @@ fn node_price(
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
 pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
-    select_with(&Tables::new(snapshot), snapshot, class)
+    let t = Tables::new(snapshot);
+    let mut out = Selection::with_capacity(t.nodes.len());
+    let mut scratch = Vec::new();
+    for &node in &t.nodes {
+        let (claim, pool, pods) = match admitted(&t, node) {
+            Ok(found) => found,
+            Err(b) => {
+                out.blocked.push((node.name.clone(), b));
+                continue;
+            }
+        };
+        let pod_blockers_apply =
+            class == MethodClass::Graceful || claim.termination_grace_period.is_none();
+        let blocker = pod_blockers_apply
+            .then(|| pod_blocker(pods, &t.pdbs, snapshot.now))
+            .flatten()
+            .or_else(|| {
+                (class == MethodClass::Graceful)
+                    .then(|| consolidate_after_blocker(pool, claim, snapshot.now))
+                    .flatten()
+            });
+        match blocker {
+            Some(b) => out.blocked.push((node.name.clone(), b)),
+            None => out.candidates.push(candidate(
+                &t,
+                node,
+                claim,
+                pool,
+                pods,
+                snapshot.now,
+                &mut scratch,
+            )),
+        }
+    }
+    out
 }
 
-/// [`select`] for both classes, sharing one pass over the pods.
+/// [`select`] for both classes (graceful, eventual) in one pass over the nodes: what the
+/// classes share (the node's lookups, its pod blockers, the candidate itself) is worked out
+/// once per node.
 pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
     let t = Tables::new(snapshot);
-    (
-        select_with(&t, snapshot, MethodClass::Graceful),
-        select_with(&t, snapshot, MethodClass::Eventual),
-    )
+    let now = snapshot.now;
+    let mut graceful = Selection::with_capacity(t.nodes.len());
+    let mut eventual = Selection::with_capacity(t.nodes.len());
+    let mut scratch = Vec::new();
+    for &node in &t.nodes {
+        let (claim, pool, pods) = match admitted(&t, node) {
+            Ok(found) => found,
+            Err(b) => {
+                graceful.blocked.push((node.name.clone(), b.clone()));
+                eventual.blocked.push((node.name.clone(), b));
+                continue;
+            }
+        };
+        // Graceful methods always respect pod blockers, so they are always worked out.
+        let pod_block = pod_blocker(pods, &t.pdbs, now);
+        let eventual_block = if claim.termination_grace_period.is_none() {
+            pod_block.clone()
+        } else {
+            None
+        };
+        let graceful_block = pod_block.or_else(|| consolidate_after_blocker(pool, claim, now));
+        let c = (graceful_block.is_none() || eventual_block.is_none())
+            .then(|| candidate(&t, node, claim, pool, pods, now, &mut scratch));
+        match graceful_block {
+            Some(b) => graceful.blocked.push((node.name.clone(), b)),
+            None => graceful
+                .candidates
+                .push(c.clone().expect("built when a class takes it")),
+        }
+        match eventual_block {
+            Some(b) => eventual.blocked.push((node.name.clone(), b)),
+            None => eventual
+                .candidates
+                .push(c.expect("built when a class takes it")),
+        }
+    }
+    (graceful, eventual)
+}
+
+impl Selection<'_> {
+    fn with_capacity(n: usize) -> Self {
+        Selection {
+            candidates: Vec::with_capacity(n),
+            blocked: Vec::with_capacity(n),
+        }
+    }
 }
 
 /// What selection looks up per node, built once per snapshot. Lookup tables only (nothing
@@ -317,160 +395,146 @@ impl<'a> Tables<'a> {
     }
 }
 
-fn select_with<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
-    let now = snapshot.now;
-    let Tables {
-        claims_by_node,
-        claims_by_provider,
-        pools,
-        pods_by_node,
-        types,
-        pdbs,
-        ..
-    } = t;
-    let mut out = Selection {
-        candidates: Vec::with_capacity(t.nodes.len()),
-        blocked: Vec::with_capacity(t.nodes.len()),
+/// The checks both method classes make, in their order: the node's claim, NodePool and pods,
+/// or the first reason it is not a candidate for any method.
+#[allow(clippy::type_complexity)]
+fn admitted<'a, 't>(
+    t: &'t Tables<'a>,
+    node: &'a Node,
+) -> Result<(&'a NodeClaim, &'a NodePool, &'t [&'a Pod]), Blocker> {
+    let Some(pool_name) = node.labels.get(labels::NODEPOOL) else {
+        return Err(Blocker::NotManaged);
     };
-    for &node in &t.nodes {
-        let block = |out: &mut Selection<'a>, b: Blocker| out.blocked.push((node.name.clone(), b));
-        let Some(pool_name) = node.labels.get(labels::NODEPOOL) else {
-            block(&mut out, Blocker::NotManaged);
-            continue;
-        };
-        let claim = claims_by_node
-            .get(node.name.as_str())
-            .or_else(|| claims_by_provider.get(node.provider_id.as_str()))
-            .copied();
-        let Some(claim) = claim else {
-            block(&mut out, Blocker::NoNodeClaim);
-            continue;
-        };
-        let Some(&pool) = pools.get(pool_name.as_str()) else {
-            block(
-                &mut out,
-                Blocker::NodePoolNotFound {
-                    nodepool: pool_name.clone(),
-                },
-            );
-            continue;
-        };
-        if !claim.initialized {
-            block(&mut out, Blocker::NotInitialized);
-            continue;
-        }
-        if node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
-            block(&mut out, Blocker::Deleting);
-            continue;
-        }
-        if node
-            .annotations
-            .get(DO_NOT_DISRUPT)
-            .is_some_and(|v| v == "true")
-        {
-            block(&mut out, Blocker::NodeDoNotDisrupt);
-            continue;
-        }
-        let pods: &[&Pod] = pods_by_node
-            .get(node.name.as_str())
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let pod_blockers_apply =
-            class == MethodClass::Graceful || claim.termination_grace_period.is_none();
-        if pod_blockers_apply {
-            // The blocker of the first blocked pod by key (the earliest on equal keys): keys
-            // are built only for blocked pods, not to sort every pod of every node.
-            let mut first: Option<(String, Blocker)> = None;
-            for p in pods.iter().filter(|p| is_active(p)) {
-                let b = do_not_disrupt_until(p, now)
-                    .map(|until| Blocker::PodDoNotDisrupt {
-                        pod: p.key(),
-                        until,
-                    })
-                    .or_else(|| ownerless_blocker(p))
-                    .or_else(|| {
-                        if is_reschedulable(p) {
-                            pdb_blocker(p, pdbs)
-                        } else {
-                            None
-                        }
-                    });
-                if let Some(b) = b {
-                    let k = p.key();
-                    if first.as_ref().is_none_or(|(f, _)| k < *f) {
-                        first = Some((k, b));
-                    }
-                }
-            }
-            let pod_block = first.map(|(_, b)| b);
-            if let Some(b) = pod_block {
-                block(&mut out, b);
-                continue;
-            }
-        }
-        if class == MethodClass::Graceful {
-            match pool.disruption.consolidate_after {
-                None => {
-                    block(
-                        &mut out,
-                        Blocker::ConsolidationDisabled {
-                            nodepool: pool.name.clone(),
-                        },
-                    );
-                    continue;
-                }
-                Some(after) if !after.is_zero() => {
-                    let since = claim
-                        .last_pod_event_time
-                        .or(claim.initialized_at)
-                        .unwrap_or(claim.creation_timestamp);
-                    let elapsed = now.since(since);
-                    if elapsed < after {
-                        block(
-                            &mut out,
-                            Blocker::ConsolidateAfter {
-                                remaining: after - elapsed,
-                            },
-                        );
-                        continue;
-                    }
-                }
-                Some(_) => {}
-            }
-        }
-        let instance_type = node
-            .labels
-            .get(labels::INSTANCE_TYPE)
-            .cloned()
-            .unwrap_or_default();
-        let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
-        let capacity_type = node
-            .labels
-            .get(labels::CAPACITY_TYPE)
-            .and_then(|c| CapacityType::parse(c));
-        let price = node_price(types, &pool.name, &instance_type, &zone, capacity_type);
-        let reschedulable_pods: Vec<&Pod> = pods
-            .iter()
-            .copied()
-            .filter(|p| is_reschedulable(p))
-            .collect();
-        let age = now.since(claim.creation_timestamp);
-        let lifetime =
-            cost::lifetime_remaining(claim.expire_after.or(pool.template.expire_after), age);
-        out.candidates.push(Candidate {
-            node,
-            claim,
-            nodepool: pool,
-            instance_type,
-            zone,
-            capacity_type,
-            price,
-            disruption_cost: cost::disruption_cost(reschedulable_pods.iter().copied(), lifetime),
-            reschedule_cost: cost::reschedule_cost(reschedulable_pods.iter().copied()),
-            reschedulable_pods,
+    let claim = t
+        .claims_by_node
+        .get(node.name.as_str())
+        .or_else(|| t.claims_by_provider.get(node.provider_id.as_str()))
+        .copied();
+    let Some(claim) = claim else {
+        return Err(Blocker::NoNodeClaim);
+    };
+    let Some(&pool) = t.pools.get(pool_name.as_str()) else {
+        return Err(Blocker::NodePoolNotFound {
+            nodepool: pool_name.clone(),
         });
+    };
+    if !claim.initialized {
+        return Err(Blocker::NotInitialized);
     }
-    out
+    if node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
+        return Err(Blocker::Deleting);
+    }
+    if node
+        .annotations
+        .get(DO_NOT_DISRUPT)
+        .is_some_and(|v| v == "true")
+    {
+        return Err(Blocker::NodeDoNotDisrupt);
+    }
+    let pods: &[&Pod] = t
+        .pods_by_node
+        .get(node.name.as_str())
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    Ok((claim, pool, pods))
+}
+
+/// The blocker of the first blocked pod by key (the earliest on equal keys): keys are built
+/// only for blocked pods, not to sort every pod of every node.
+fn pod_blocker(pods: &[&Pod], pdbs: &[&PodDisruptionBudget], now: Timestamp) -> Option<Blocker> {
+    let mut first: Option<(String, Blocker)> = None;
+    for p in pods.iter().filter(|p| is_active(p)) {
+        let b = do_not_disrupt_until(p, now)
+            .map(|until| Blocker::PodDoNotDisrupt {
+                pod: p.key(),
+                until,
+            })
+            .or_else(|| ownerless_blocker(p))
+            .or_else(|| {
+                if is_reschedulable(p) {
+                    pdb_blocker(p, pdbs)
+                } else {
+                    None
+                }
+            });
+        if let Some(b) = b {
+            let k = p.key();
+            if first.as_ref().is_none_or(|(f, _)| k < *f) {
+                first = Some((k, b));
+            }
+        }
+    }
+    first.map(|(_, b)| b)
+}
+
+/// Graceful methods only: consolidation is off for the NodePool, or `consolidateAfter` has not
+/// elapsed since the claim's last pod event.
+fn consolidate_after_blocker(
+    pool: &NodePool,
+    claim: &NodeClaim,
+    now: Timestamp,
+) -> Option<Blocker> {
+    match pool.disruption.consolidate_after {
+        None => Some(Blocker::ConsolidationDisabled {
+            nodepool: pool.name.clone(),
+        }),
+        Some(after) if !after.is_zero() => {
+            let since = claim
+                .last_pod_event_time
+                .or(claim.initialized_at)
+                .unwrap_or(claim.creation_timestamp);
+            let elapsed = now.since(since);
+            (elapsed < after).then(|| Blocker::ConsolidateAfter {
+                remaining: after - elapsed,
+            })
+        }
+        Some(_) => None,
+    }
+}
+
+/// The candidate for an admitted node; `scratch` holds its pods' eviction costs.
+fn candidate<'a>(
+    t: &Tables<'a>,
+    node: &'a Node,
+    claim: &'a NodeClaim,
+    pool: &'a NodePool,
+    pods: &[&'a Pod],
+    now: Timestamp,
+    scratch: &mut Vec<f64>,
+) -> Candidate<'a> {
+    let instance_type = node
+        .labels
+        .get(labels::INSTANCE_TYPE)
+        .cloned()
+        .unwrap_or_default();
+    let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
+    let capacity_type = node
+        .labels
+        .get(labels::CAPACITY_TYPE)
+        .and_then(|c| CapacityType::parse(c));
+    let price = node_price(&t.types, &pool.name, &instance_type, &zone, capacity_type);
+    let reschedulable_pods: Vec<&Pod> = pods
+        .iter()
+        .copied()
+        .filter(|p| is_reschedulable(p))
+        .collect();
+    let age = now.since(claim.creation_timestamp);
+    let lifetime = cost::lifetime_remaining(claim.expire_after.or(pool.template.expire_after), age);
+    // Each pod's eviction cost once, summed in the same order as the two cost functions.
+    scratch.clear();
+    scratch.extend(reschedulable_pods.iter().map(|p| cost::eviction_cost(p)));
+    Candidate {
+        node,
+        claim,
+        nodepool: pool,
+        instance_type,
+        zone,
+        capacity_type,
+        price,
+        disruption_cost: cost::disruption_cost_of(scratch, lifetime),
+        reschedule_cost: cost::reschedule_cost_of(scratch),
+        reschedulable_pods,
+    }
 }
 
 /// Per NodePool: (nodes that count for budgets, nodes already disrupting). Counted nodes are
@@ -481,7 +545,8 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
         .iter()
         .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
         .collect();
-    let mut counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    // Counted under borrowed names; one owned name per NodePool at the end.
+    let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
     for node in &snapshot.nodes {
         let (Some(pool), Some(claim)) = (
             node.labels.get(labels::NODEPOOL),
@@ -492,13 +557,16 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
         if !claim.initialized {
             continue;
         }
-        let entry = counts.entry(pool.clone()).or_default();
+        let entry = counts.entry(pool.as_str()).or_default();
         entry.0 += 1;
         if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
             entry.1 += 1;
         }
     }
     counts
+        .into_iter()
+        .map(|(pool, n)| (pool.to_string(), n))
+        .collect()
 }
 
 #[cfg(test)]

@@ -39,12 +39,22 @@ pub fn reschedule_cost<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> f64 {
         .sum::<f64>()
 }
 
+/// [`reschedule_cost`] from the pods' eviction costs, in the same order.
+pub fn reschedule_cost_of(eviction_costs: &[f64]) -> f64 {
+    1.0 + eviction_costs.iter().map(|c| c.max(0.0)).sum::<f64>()
+}
+
 /// `Σ eviction_cost × lifetime_remaining`.
 pub fn disruption_cost<'a>(
     pods: impl IntoIterator<Item = &'a Pod>,
     lifetime_remaining: f64,
 ) -> f64 {
     pods.into_iter().map(eviction_cost).sum::<f64>() * lifetime_remaining
+}
+
+/// [`disruption_cost`] from the pods' eviction costs, in the same order.
+pub fn disruption_cost_of(eviction_costs: &[f64], lifetime_remaining: f64) -> f64 {
+    eviction_costs.iter().copied().sum::<f64>() * lifetime_remaining
 }
 
 #[cfg(test)]

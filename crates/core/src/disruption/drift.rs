@@ -59,6 +59,24 @@ pub fn drift_reason(
     instance_types: &[InstanceType],
     now: Timestamp,
 ) -> Option<String> {
+    drift_reason_with(
+        claim,
+        node,
+        nodepool,
+        |name| instance_types.iter().find(|it| it.name == name),
+        now,
+    )
+}
+
+/// [`drift_reason`] with the NodePool's instance types found through `instance_type` (the
+/// first of a name, as a scan of the list finds it).
+pub fn drift_reason_with<'t>(
+    claim: &NodeClaim,
+    node: &Node,
+    nodepool: &NodePool,
+    instance_type: impl FnOnce(&str) -> Option<&'t InstanceType>,
+    now: Timestamp,
+) -> Option<String> {
     let version = claim
         .annotations
         .get(NODEPOOL_HASH_VERSION)
@@ -83,7 +101,7 @@ pub fn drift_reason(
     {
         let zone = node.labels.get(labels::ZONE);
         let ct = node.labels.get(labels::CAPACITY_TYPE);
-        let found = instance_types.iter().find(|it| &it.name == name);
+        let found = instance_type(name);
         let offering_ok = found.is_some_and(|it| {
             it.offerings.iter().any(|o| {
                 zone.is_none_or(|z| *z == o.zone)

@@ -6,15 +6,20 @@
 //! every simulation treats already-claimed nodes as gone.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
 use super::candidates::{Candidate, budget_node_counts, select_both};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
-use super::drift::drift_reason;
+use super::drift::drift_reason_with;
 use super::simulate::{PreparedSimulation, Simulator, prepare};
-use crate::model::{ConsolidationPolicy, DisruptionReason, NodeClaim, Pod, Snapshot};
+use crate::model::{
+    ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Pod, Snapshot,
+};
+use crate::scheduling::intern::FastMap;
+use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
@@ -58,21 +63,28 @@ impl DisruptionPlan {
 /// every later decision, exactly as they would once their command is running.
 struct Budgets<'s> {
     snapshot: &'s Snapshot,
+    /// The first NodePool of each name, as a scan of the list would find it.
+    pools: FastMap<&'s str, &'s NodePool>,
     counts: BTreeMap<String, (u32, u32)>,
     taken: BTreeMap<String, u32>,
 }
 
 impl<'s> Budgets<'s> {
     fn new(snapshot: &'s Snapshot) -> Self {
+        let mut pools: FastMap<&str, &NodePool> = FastMap::default();
+        for p in &snapshot.nodepools {
+            pools.entry(p.name.as_str()).or_insert(p);
+        }
         Budgets {
             snapshot,
+            pools,
             counts: budget_node_counts(snapshot),
             taken: BTreeMap::new(),
         }
     }
 
     fn remaining(&self, pool: &str, reason: DisruptionReason) -> (u32, String) {
-        let Some(np) = self.snapshot.nodepools.iter().find(|p| p.name == pool) else {
+        let Some(np) = self.pools.get(pool).copied() else {
             return (0, String::new());
         };
         let (count, disrupting) = self.counts.get(pool).copied().unwrap_or((0, 0));
@@ -113,15 +125,14 @@ fn disrupted(node: &str, command: &Command) -> Verdict {
     }
 }
 
-fn expired(snapshot: &Snapshot, claim: &NodeClaim) -> bool {
+/// `pools` holds the first NodePool of each name, as a scan of the list would find it.
+fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) -> bool {
     let expire_after = claim.expire_after.or_else(|| {
-        snapshot
-            .nodepools
-            .iter()
-            .find(|p| p.name == claim.nodepool)
+        pools
+            .get(claim.nodepool.as_str())
             .and_then(|p| p.template.expire_after)
     });
-    expire_after.is_some_and(|e| snapshot.now.since(claim.creation_timestamp) >= e)
+    expire_after.is_some_and(|e| now.since(claim.creation_timestamp) >= e)
 }
 
 /// Plans one round of disruption over `snapshot`.
@@ -143,36 +154,47 @@ fn plan_in_batches(
 
     // Expiration is forceful: no budgets, no blockers, no replacement first.
     let (graceful, eventual) = select_both(snapshot);
-    // The first node of each name, as a scan of the node list would find it.
-    let mut nodes_by_name: BTreeMap<&str, &crate::model::Node> = BTreeMap::new();
-    for n in &snapshot.nodes {
-        nodes_by_name.entry(n.name.as_str()).or_insert(n);
-    }
+    // The first node of each name, as a scan of the node list would find it; built only once
+    // a claim has expired.
+    let nodes_by_name: OnceCell<FastMap<&str, &Node>> = OnceCell::new();
     for claim in &snapshot.node_claims {
-        let Some(node) = claim
-            .node_name
-            .as_deref()
-            .and_then(|n| nodes_by_name.get(n).copied())
-        else {
+        if claim.deletion_timestamp.is_some() || !expired(&budgets.pools, snapshot.now, claim) {
+            continue;
+        }
+        let Some(node) = claim.node_name.as_deref().and_then(|n| {
+            nodes_by_name
+                .get_or_init(|| {
+                    let mut m = FastMap::default();
+                    for n in &snapshot.nodes {
+                        m.entry(n.name.as_str()).or_insert(n);
+                    }
+                    m
+                })
+                .get(n)
+                .copied()
+        }) else {
             continue;
         };
-        if claim.deletion_timestamp.is_none() && expired(snapshot, claim) {
-            let cmd = Command::new(
-                Method::Expiration,
-                vec![expiring_target(snapshot, claim, node)],
-                vec![],
-            );
-            verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
-            taken.insert(node.name.clone());
-            out.commands.push(cmd);
-        }
+        let cmd = Command::new(
+            Method::Expiration,
+            vec![expiring_target(snapshot, claim, node)],
+            vec![],
+        );
+        verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
+        taken.insert(node.name.clone());
+        out.commands.push(cmd);
     }
     for (node, blocker) in &graceful.blocked {
-        verdicts.entry(node.clone()).or_insert_with(|| Verdict {
-            node: node.clone(),
-            code: blocker.code().into(),
-            message: blocker.to_string(),
-        });
+        if !verdicts.contains_key(node) {
+            verdicts.insert(
+                node.clone(),
+                Verdict {
+                    node: node.clone(),
+                    code: blocker.code().into(),
+                    message: blocker.to_string(),
+                },
+            );
+        }
     }
 
     // Emptiness: every empty candidate within budget, in one command.
@@ -208,17 +230,36 @@ fn plan_in_batches(
     }
 
     // Drift: empty drifted nodes first, then the longest drifted; one command per round.
-    let pools_its = &snapshot.instance_types;
+    // Instance types by NodePool and name, built only if a drift check asks for one.
+    let types: OnceCell<FastMap<(&str, &str), &InstanceType>> = OnceCell::new();
+    let type_of = |pool: &str, name: &str| {
+        types
+            .get_or_init(|| {
+                let mut m = FastMap::default();
+                for (pool, its) in &snapshot.instance_types {
+                    for it in its.iter() {
+                        m.entry((pool.as_str(), it.name.as_str())).or_insert(it);
+                    }
+                }
+                m
+            })
+            .get(&(pool, name))
+            .copied()
+    };
     let mut drifted: Vec<(&Candidate<'_>, String)> = eventual
         .candidates
         .iter()
         .filter(|c| !taken.contains(&c.node.name))
         .filter_map(|c| {
-            let its = pools_its
-                .get(&c.nodepool.name)
-                .map(|v| v.as_slice())
-                .unwrap_or(&[]);
-            drift_reason(c.claim, c.node, c.nodepool, its, snapshot.now).map(|r| (c, r))
+            let pool = c.nodepool.name.as_str();
+            drift_reason_with(
+                c.claim,
+                c.node,
+                c.nodepool,
+                |name| type_of(pool, name),
+                snapshot.now,
+            )
+            .map(|r| (c, r))
         })
         .collect();
     drifted.sort_by(|(a, _), (b, _)| {
@@ -296,6 +337,9 @@ fn plan_in_batches(
     let mut consolidatable: Vec<&Candidate<'_>> = Vec::new();
     // Evaluated too, so their verdict says what consolidating them would do.
     let mut over_budget: Vec<(&Candidate<'_>, String)> = Vec::new();
+    // Per NodePool: its Underutilized allowance (nothing is taken during this pass) and how
+    // many candidates it already admitted.
+    let mut admitted: FastMap<&str, ((u32, String), u32)> = FastMap::default();
     for c in ranked
         .iter()
         .filter(|c| !taken.contains(&c.node.name) && !c.is_empty())
@@ -314,15 +358,17 @@ fn plan_in_batches(
             );
             continue;
         }
-        let (left, binding) = budgets.remaining(&c.nodepool.name, DisruptionReason::Underutilized);
-        let already = consolidatable
-            .iter()
-            .filter(|x| x.nodepool.name == c.nodepool.name)
-            .count() as u32;
-        if left <= already {
-            over_budget.push((c, binding));
+        let ((left, binding), already) =
+            admitted.entry(c.nodepool.name.as_str()).or_insert_with(|| {
+                let allowance =
+                    budgets.remaining(&c.nodepool.name, DisruptionReason::Underutilized);
+                (allowance, 0)
+            });
+        if *left <= *already {
+            over_budget.push((c, binding.clone()));
             continue;
         }
+        *already += 1;
         consolidatable.push(c);
     }
 
@@ -379,14 +425,18 @@ fn plan_in_batches(
         .collect();
     // Simulations run several at once where the simulator can; the best is the largest
     // saving, the earliest candidate on a tie, whatever order they ran in.
+    // Nothing is taken between here and the end of the search: one allowance per NodePool.
+    let mut allowances: FastMap<&str, (u32, String)> = FastMap::default();
+    for c in &evaluated {
+        allowances
+            .entry(c.nodepool.name.as_str())
+            .or_insert_with(|| {
+                budgets.remaining(&c.nodepool.name, DisruptionReason::Underutilized)
+            });
+    }
     let budget_left: Vec<bool> = evaluated
         .iter()
-        .map(|c| {
-            budgets
-                .remaining(&c.nodepool.name, DisruptionReason::Underutilized)
-                .0
-                > 0
-        })
+        .map(|c| allowances[c.nodepool.name.as_str()].0 > 0)
         .collect();
     let untaken: Vec<usize> = (0..evaluated.len())
         .filter(|&i| !taken.contains(&evaluated[i].node.name))
@@ -395,6 +445,9 @@ fn plan_in_batches(
         .into_iter()
         .partition(|&i| !settings.only_actionable || (!multi_found && budget_left[i]));
     for i in unsimulated {
+        if verdicts.contains_key(&evaluated[i].node.name) {
+            continue;
+        }
         let name = evaluated[i].node.name.clone();
         let v = if budget_left[i] {
             Verdict {
@@ -403,9 +456,7 @@ fn plan_in_batches(
                 message: "not simulated: it could not be this round's command".into(),
             }
         } else {
-            let binding = budgets
-                .remaining(&evaluated[i].nodepool.name, DisruptionReason::Underutilized)
-                .1;
+            let binding = allowances[evaluated[i].nodepool.name.as_str()].1.clone();
             exhausted(&name, &binding, DisruptionReason::Underutilized)
         };
         verdicts.entry(name).or_insert(v);
@@ -487,6 +538,9 @@ fn plan_in_batches(
         at = end;
     }
     for &i in &queue[at..] {
+        if verdicts.contains_key(&evaluated[i].node.name) {
+            continue;
+        }
         let name = evaluated[i].node.name.clone();
         verdicts.entry(name.clone()).or_insert(Verdict {
             node: name,
@@ -535,13 +589,16 @@ fn plan_in_batches(
 
     // Everything else that was a candidate is simply not worth disrupting now.
     for c in &graceful.candidates {
-        verdicts
-            .entry(c.node.name.clone())
-            .or_insert_with(|| Verdict {
-                node: c.node.name.clone(),
-                code: "no-action".into(),
-                message: "no disruption method applies".into(),
-            });
+        if !verdicts.contains_key(&c.node.name) {
+            verdicts.insert(
+                c.node.name.clone(),
+                Verdict {
+                    node: c.node.name.clone(),
+                    code: "no-action".into(),
+                    message: "no disruption method applies".into(),
+                },
+            );
+        }
     }
     out.verdicts = verdicts.into_values().collect();
     out

@@ -94,7 +94,8 @@ pub struct PoolC {
 pub struct ExistingC {
     pub name: String,
     pub in_flight: bool,
-    pub reqs: Reqs,
+    /// Shared with the node cache, which hands the same requirements to later compiles.
+    pub reqs: std::sync::Arc<Reqs>,
     pub taints: Vec<Taint>,
     pub available: Res,
     pub initialized: bool,
@@ -218,18 +219,21 @@ pub fn resource_names(s: &Snapshot) -> Interner {
     ] {
         names.intern(n);
     }
-    let common = [
-        resources::CPU,
-        resources::MEMORY,
-        resources::PODS,
-        resources::EPHEMERAL_STORAGE,
-        resources::NODES,
-    ];
+    let common = |k: &str| {
+        matches!(
+            k,
+            resources::CPU
+                | resources::MEMORY
+                | resources::PODS
+                | resources::EPHEMERAL_STORAGE
+                | resources::NODES
+        )
+    };
     let mut extra: Vec<String> = Vec::new();
     let mut take = |r: &Resources| {
         for (k, _) in r.iter() {
             // Almost every pod asks only for the common resources: no lookup for those.
-            if !common.contains(&k) && names.get(k).is_none() {
+            if !common(k) && names.get(k).is_none() {
                 extra.push(k.to_string());
             }
         }

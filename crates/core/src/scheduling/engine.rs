@@ -456,7 +456,7 @@ impl<'w> Engine<'w> {
                 self.existing_pods[ei].extend_from_slice(pods);
                 (treqs, taints) = if counts {
                     (
-                        self.w.existing[ei].reqs.clone(),
+                        Reqs::clone(&self.w.existing[ei].reqs),
                         self.w.existing[ei].taints.clone(),
                     )
                 } else {

@@ -7,13 +7,18 @@
 //! with the same labels replays the sequence instead: each distinct string is interned once
 //! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
 //! it, so every id, the interner's contents and the recorded sequence come out exactly as a
-//! fresh compile's. The requirements are then renamed to those ids and sorted again.
+//! fresh compile's. The requirements are then renamed to those ids and sorted again, unless
+//! the replayed ids are exactly those of the node's last compile (every node before it and the
+//! NodePools unchanged, the usual case): then the requirements renamed then are handed out
+//! again, shared, with nothing copied or sorted.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::compile;
 use super::intern::{FastMap, Interner};
 use super::pool_cache::PoolCache;
+use super::prepared::Prepared;
 use super::reqs::Reqs;
 use crate::model::Node;
 
@@ -24,6 +29,8 @@ struct Entry {
     trace: Vec<u32>,
     /// The requirements with every id replaced by its first position in `trace`.
     reqs: Reqs,
+    /// The ids the node's last compile interned and its requirements renamed to them.
+    last: (Arc<Vec<u32>>, Arc<Reqs>),
     /// The compile that last used the entry.
     used: u64,
 }
@@ -38,16 +45,35 @@ pub struct NodeCache {
     compiles: u64,
     /// Per cache string id, its id in the current compile (`u32::MAX` until met).
     current: Vec<u32>,
+    /// The ids a replay interned, before they are compared with the last compile's.
+    scratch: Vec<u32>,
     /// Nodes answered from the cache and compiled afresh, for tests.
     pub hits: u64,
     pub misses: u64,
+    /// Hits whose ids were those of the node's last compile (nothing renamed), for tests.
+    pub same_ids: u64,
     /// The NodePools compiled last (they are compiled before any node).
     pub pools: PoolCache,
+    /// What the next compile's snapshot equals, when the caller knows (see `same_as`).
+    pub(super) same: Option<u64>,
+    /// The last compile made under a `same_as` key, with that key.
+    pub(super) kept: Option<(u64, Option<Prepared>)>,
+    /// Compiles answered whole from `kept`, for tests.
+    pub compiles_reused: u64,
 }
 
 impl NodeCache {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Says that the next compile ([`Prepared::new_with`]) is of a snapshot equal, its time
+    /// aside, to every other snapshot compiled after `same_as` with the same `key`: the
+    /// compile is then answered with the last one made under that key. A compile reads no
+    /// clock, so the answer is the same. Callers use a key that changes whenever anything but
+    /// the time may have changed.
+    pub fn same_as(&mut self, key: u64) {
+        self.same = Some(key);
     }
 
     /// Starts a compile: ids of the last one mean nothing now.
@@ -76,15 +102,19 @@ impl NodeCache {
 
     /// `node`'s requirements compiled with `interner`, and every id the compile interned in
     /// call order; the same as [`compile::node_reqs`] with the interner tracing.
-    pub(super) fn node_reqs(&mut self, node: &Node, interner: &mut Interner) -> (Reqs, Vec<u32>) {
+    pub(super) fn node_reqs(
+        &mut self,
+        node: &Node,
+        interner: &mut Interner,
+    ) -> (Arc<Reqs>, Arc<Vec<u32>>) {
         let now = self.compiles;
         if let Some(e) = self.entries.get_mut(&node.name)
             && e.labels == node.labels
         {
             e.used = now;
             self.hits += 1;
-            let e = &self.entries[&node.name];
-            let mut seq = Vec::with_capacity(e.trace.len());
+            let seq = &mut self.scratch;
+            seq.clear();
             for &g in &e.trace {
                 let slot = &mut self.current[g as usize];
                 if *slot == u32::MAX {
@@ -92,8 +122,12 @@ impl NodeCache {
                 }
                 seq.push(*slot);
             }
-            let reqs = rename(&e.reqs, &seq);
-            return (reqs, seq);
+            if *seq != *e.last.0 {
+                e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq)));
+            } else {
+                self.same_ids += 1;
+            }
+            return (e.last.1.clone(), e.last.0.clone());
         }
         self.misses += 1;
         interner.trace();
@@ -119,12 +153,15 @@ impl NodeCache {
                 *v = position(*v);
             }
         }
+        let reqs = Arc::new(reqs);
+        let seq = Arc::new(seq);
         self.entries.insert(
             node.name.clone(),
             Entry {
                 labels: node.labels.clone(),
                 trace,
                 reqs: positional,
+                last: (seq.clone(), reqs.clone()),
                 used: now,
             },
         );
@@ -155,6 +192,7 @@ mod tests {
     use crate::labels;
     use crate::model::Snapshot;
     use crate::scheduling::setup::{Targets, targets, targets_with};
+    use std::sync::Arc;
 
     #[derive(Clone, Debug)]
     enum Op {
@@ -308,6 +346,78 @@ mod tests {
         }
     }
 
+    /// Solves of `compiled` without each of the first few nodes (their pods moving), and
+    /// without nothing.
+    fn solves(s: &Snapshot, compiled: &Prepared) -> Vec<Option<crate::scheduling::Plan>> {
+        let options = crate::scheduling::Options::default();
+        let mut sets: Vec<std::collections::BTreeSet<String>> = vec![Default::default()];
+        sets.extend(s.nodes.iter().take(4).map(|n| [n.name.clone()].into()));
+        sets.iter()
+            .map(|without| {
+                let pods: Vec<&crate::model::Pod> = s
+                    .pods
+                    .iter()
+                    .filter(|p| p.node_name.as_ref().is_some_and(|n| without.contains(n)))
+                    .collect();
+                compiled.solve(s, without, &pods, &options)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Compiles from the cache (nodes replayed, requirements handed out again when their
+        /// ids did not move, whole compiles kept under a key) solve exactly as fresh ones.
+        #[test]
+        fn kept_compiles_solve_as_fresh_ones(
+            seed in 0u64..1000,
+            ops in proptest::collection::vec(op(), 1..12),
+        ) {
+            let mut s = cluster(10, 60, seed);
+            let mut cache = NodeCache::new();
+            for (step, op) in ops.iter().enumerate() {
+                apply(&mut s, op, step);
+                let fresh = Prepared::new(&s).map(|p| solves(&s, &p));
+                cache.same_as(step as u64);
+                let cached = Prepared::new_with(&s, Some(&mut cache));
+                prop_assert_eq!(cached.as_ref().map(|p| solves(&s, p)), fresh.clone());
+                // The same cluster later: the kept compile answers, the same way.
+                s.now = crate::time::Timestamp(s.now.0 + 15_000);
+                let reused = cache.compiles_reused;
+                cache.same_as(step as u64);
+                let kept = Prepared::new_with(&s, Some(&mut cache));
+                prop_assert_eq!(cache.compiles_reused, reused + 1);
+                prop_assert_eq!(kept.as_ref().map(|p| solves(&s, p)), fresh);
+            }
+        }
+    }
+
+    #[test]
+    fn a_compile_is_kept_only_under_its_key() {
+        let mut s = cluster(6, 30, 2);
+        let mut cache = NodeCache::new();
+        cache.same_as(1);
+        let first = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        // Without a key, a compile neither uses nor replaces the kept one.
+        let _ = Prepared::new_with(&s, Some(&mut cache));
+        cache.same_as(1);
+        let again = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        assert_eq!(cache.compiles_reused, 1);
+        assert!(Arc::ptr_eq(&first.0, &again.0));
+        // Another key compiles anew, and sees the change.
+        s.nodes.remove(0);
+        cache.same_as(2);
+        let changed = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        assert_eq!(cache.compiles_reused, 1);
+        assert_eq!(
+            solves(&s, &changed),
+            solves(&s, &Prepared::new(&s).unwrap())
+        );
+        let nodes = |p: &Prepared| p.targets.existing.iter().filter(|e| !e.in_flight).count();
+        assert_eq!(nodes(&first), nodes(&changed) + 1);
+    }
+
     #[test]
     fn unchanged_nodepools_are_reused_and_changed_ones_compiled() {
         let mut s = cluster(4, 10, 1);
@@ -340,5 +450,17 @@ mod tests {
             .insert("example.com/v".into(), "changed".into());
         let _ = targets_with(&s, Some(&mut cache));
         assert_eq!((cache.hits, cache.misses), (9, 11));
+        // Nodes before the changed one keep their ids: their requirements are shared, not
+        // renamed; so is everything once nothing changes.
+        assert!(
+            cache.same_ids > 0 && cache.same_ids < 9,
+            "{}",
+            cache.same_ids
+        );
+        let before = cache.same_ids;
+        let a = targets_with(&s, Some(&mut cache));
+        let b = targets_with(&s, Some(&mut cache));
+        assert_eq!(cache.same_ids, before + 20);
+        assert!(Arc::ptr_eq(&a.existing[0].reqs, &b.existing[0].reqs));
     }
 }

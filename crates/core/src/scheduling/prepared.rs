@@ -28,8 +28,30 @@ use super::plan::Plan;
 use super::setup::{self, Existing, Targets, World};
 use crate::model::{Pod, PodPhase, Snapshot};
 
-pub struct Prepared {
-    targets: Targets,
+/// A compiled cluster; cheap to clone (the compile is shared), so a cache can hand it out
+/// again for the same cluster.
+#[derive(Clone)]
+pub struct Prepared(pub(super) Arc<Compiled>);
+
+impl std::ops::Deref for Prepared {
+    type Target = Compiled;
+
+    fn deref(&self) -> &Compiled {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("targets", &self.targets.existing.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Prepared`] shares.
+pub struct Compiled {
+    pub(super) targets: Targets,
     base: Arc<Interner>,
     /// Pods running on existing targets: `(pod index, existing index)`.
     running: Vec<(usize, usize)>,
@@ -68,8 +90,28 @@ impl Prepared {
         Self::new_with(s, None)
     }
 
-    /// [`Prepared::new`], with nodes compiled before taken from `cache`.
-    pub fn new_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
+    /// [`Prepared::new`], with nodes compiled before taken from `cache`, or the whole compile
+    /// when the cache was told (see [`NodeCache::same_as`]) that `s` equals one it compiled.
+    pub fn new_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Option<Prepared> {
+        let Some(c) = cache.as_deref_mut() else {
+            return Self::compile(s, None);
+        };
+        let key = c.same.take();
+        if let Some(k) = key
+            && let Some((kept, compiled)) = &c.kept
+            && *kept == k
+        {
+            c.compiles_reused += 1;
+            return compiled.clone();
+        }
+        let compiled = Self::compile(s, Some(&mut *c));
+        if let Some(k) = key {
+            c.kept = Some((k, compiled.clone()));
+        }
+        compiled
+    }
+
+    fn compile(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
         if setup::pods_to_schedule(s)
             .iter()
             .any(|&i| s.pods[i].node_name.is_some())
@@ -135,13 +177,7 @@ impl Prepared {
             .collect();
         let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
         let room = room::sorted(&free, &in_flight);
-        let mut seen: FastSet<(&str, &str)> = FastSet::default();
-        let mut duplicate_keys = HashSet::new();
-        for p in &s.pods {
-            if !seen.insert((p.namespace.as_str(), p.name.as_str())) {
-                duplicate_keys.insert(p.key());
-            }
-        }
+        let duplicate_keys = duplicate_keys(&s.pods);
         let anti = running
             .iter()
             .copied()
@@ -185,7 +221,7 @@ impl Prepared {
         }
         targets.type_names = Some(setup::type_names(&targets.pools));
         let base = Arc::new(std::mem::take(&mut targets.interner));
-        Some(Prepared {
+        Some(Prepared(Arc::new(Compiled {
             targets,
             base,
             running,
@@ -202,7 +238,7 @@ impl Prepared {
             daemon_hit,
             daemon_strings,
             duplicate_keys,
-        })
+        })))
     }
 
     /// Solves `pods` (each bound to a node in `without`) on the prepared snapshot `s` without
@@ -402,7 +438,7 @@ impl Prepared {
                     ExistingC {
                         name: e.name.clone(),
                         in_flight: e.in_flight,
-                        reqs: t.sources[ei as usize].reqs(s, &mut interner),
+                        reqs: Arc::new(t.sources[ei as usize].reqs(s, &mut interner)),
                         taints: e.taints.clone(),
                         available: e.available.clone(),
                         initialized: e.initialized,
@@ -445,4 +481,28 @@ impl Prepared {
             type_names: t.type_names.clone(),
         })
     }
+}
+
+/// Pod keys that occur more than once. Snapshots usually list pods by key, so a pass over
+/// neighbours finds them; any other order falls back to a set.
+fn duplicate_keys(pods: &[Pod]) -> HashSet<String> {
+    fn key(p: &Pod) -> (&str, &str) {
+        (p.namespace.as_str(), p.name.as_str())
+    }
+    let mut out = HashSet::new();
+    if pods.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        for w in pods.windows(2) {
+            if key(&w[0]) == key(&w[1]) {
+                out.insert(w[1].key());
+            }
+        }
+        return out;
+    }
+    let mut seen: FastSet<(&str, &str)> = FastSet::default();
+    for p in pods {
+        if !seen.insert(key(p)) {
+            out.insert(p.key());
+        }
+    }
+    out
 }

@@ -306,7 +306,7 @@ pub struct Targets {
     /// Per existing target, the ids its labels interned first: `[start, end)`.
     pub fresh: Vec<(u32, u32)>,
     /// Per existing target, every id its compile interned, in call order.
-    pub seqs: Vec<Vec<u32>>,
+    pub seqs: Vec<Arc<Vec<u32>>>,
     /// Per existing target, what it was compiled from.
     pub sources: Vec<Source>,
     /// Per NodePool, the capacity and count of its existing targets, when already known.
@@ -374,7 +374,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
     });
     let mut fresh: Vec<(u32, u32)> = Vec::new();
-    let mut seqs: Vec<Vec<u32>> = Vec::new();
+    let mut seqs: Vec<Arc<Vec<u32>>> = Vec::new();
     let mut sources: Vec<Source> = Vec::new();
     for i in nodes_sorted {
         let n = &s.nodes[i];
@@ -391,7 +391,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             None => {
                 interner.trace();
                 let reqs = Source::Node(i).reqs(s, &mut interner);
-                (reqs, interner.take_trace())
+                (Arc::new(reqs), Arc::new(interner.take_trace()))
             }
         };
         existing.push(ExistingC {
@@ -449,13 +449,13 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
         existing.push(ExistingC {
             name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
             in_flight: true,
-            reqs: Source::Claim(ci).reqs(s, &mut interner),
+            reqs: Arc::new(Source::Claim(ci).reqs(s, &mut interner)),
             taints: c.taints.clone(),
             available: dense(&alloc, &names),
             initialized: false,
         });
         fresh.push((first, interner.len() as u32));
-        seqs.push(interner.take_trace());
+        seqs.push(Arc::new(interner.take_trace()));
         sources.push(Source::Claim(ci));
     }
     let existing_used = PerTarget::new(existing.iter().map(|_| vec![0; names.len()]).collect());
@@ -565,6 +565,10 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         .map(|(i, e)| (e.name.as_str(), i))
         .collect();
 
+    // Resource names are few: a scan beats hashing each pod's request keys.
+    let resource_ids: Vec<(&str, usize)> = (0..names.len())
+        .map(|i| (names.name(i as u32), i))
+        .collect();
     let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut running: Vec<(usize, usize)> = Vec::new();
     for (pi, p) in s.pods.iter().enumerate() {
@@ -578,13 +582,15 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         // What `dense` would give, added in place: no vector per running pod.
         let used = existing_used.get_mut(ei);
         for (k, r) in p.requests.iter() {
-            if let Some(id) = names.get(k) {
-                used[id as usize] += r;
+            if let Some(&(_, id)) = resource_ids.iter().find(|(n, _)| *n == k) {
+                used[id] += r;
             }
         }
-        existing_ports
-            .get_mut(ei)
-            .extend(p.host_ports.iter().cloned());
+        if !p.host_ports.is_empty() {
+            existing_ports
+                .get_mut(ei)
+                .extend(p.host_ports.iter().cloned());
+        }
         if let Some(o) = &p.owner
             && o.kind == "DaemonSet"
         {

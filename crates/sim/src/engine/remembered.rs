@@ -8,6 +8,11 @@
 //! commands running, its answer is fixed and kept for the same question asked again. A planning round's many simulations are not
 //! kept (copying each answer costs more than the rare repeat saves); simulations of any other
 //! snapshot pass straight through.
+//!
+//! The view's compile itself is kept too: within a generation the view differs only in its
+//! time, which a compile does not read, so a planning round and the re-checks after it over an
+//! unchanged cluster share one compile (`NodeCache::same_as`), and so do rounds while nothing
+//! changes.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,6 +58,7 @@ pub(crate) struct Remembering<'m> {
     inner: EngineSimulator,
     memo: &'m RefCell<Memo>,
     view: *const Snapshot,
+    generation: u64,
 }
 
 impl<'m> Remembering<'m> {
@@ -72,11 +78,28 @@ impl<'m> Remembering<'m> {
             },
             memo,
             view,
+            generation,
         }
     }
 
     fn is_view(&self, s: &Snapshot) -> bool {
         std::ptr::eq(s, self.view)
+    }
+
+    /// The inner simulator prepared for `snapshot`; the view's compile is kept for its
+    /// generation.
+    fn prepare_inner<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        if self.is_view(snapshot) {
+            let nodes = self.memo.borrow().nodes.clone();
+            nodes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .same_as(self.generation);
+        }
+        self.inner.prepare(snapshot)
     }
 
     fn recall(&self, k: &Key) -> Option<Simulation> {
@@ -109,7 +132,7 @@ impl Simulator for Remembering<'_> {
         }
         // The view's nodes are mostly compiled already (the node cache): an incremental solve
         // over its compile costs less than a full one, and answers the same.
-        let s = match self.inner.prepare(snapshot) {
+        let s = match self.prepare_inner(snapshot) {
             Some(p) => p.simulate(without, pods),
             None => self.inner.simulate(snapshot, without, pods),
         };
@@ -120,7 +143,7 @@ impl Simulator for Remembering<'_> {
     fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
         // A planning round runs many simulations whose answers a re-check rarely asks again:
         // copying each into memory would cost more than it saves.
-        self.inner.prepare(snapshot)
+        self.prepare_inner(snapshot)
     }
 }
 

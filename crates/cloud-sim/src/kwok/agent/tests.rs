@@ -322,3 +322,87 @@ fn the_agents_own_writes_stand_until_the_watch_shows_them() {
     assert_eq!(started.keys().collect::<Vec<_>>(), ["uid-a"]);
     assert_eq!(deleted.iter().collect::<Vec<_>>(), ["uid-c"]);
 }
+
+#[test]
+fn a_pod_the_agent_finished_is_left_out_until_the_watch_shows_it_finished() {
+    let mut started = BTreeMap::new();
+    let mut done = BTreeSet::from(["uid-a".to_string(), "uid-b".to_string()]);
+    let running = json!({"status": {"phase": "Running"}});
+    // The watch lags: `a` still shows Running and must not be finished again.
+    let out = overlay(
+        vec![cached("a", running.clone()), cached("b", running.clone())],
+        &mut started,
+        &mut done,
+    );
+    assert!(out.is_empty(), "{out:?}");
+    assert_eq!(done.len(), 2);
+    // The watch caught up with `a` (a watch without the field selector shows it finished).
+    let out = overlay(
+        vec![
+            cached("a", json!({"status": {"phase": "Succeeded"}})),
+            cached("b", running),
+        ],
+        &mut started,
+        &mut done,
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(done.iter().collect::<Vec<_>>(), ["uid-b"]);
+}
+
+#[tokio::test]
+async fn pods_finish_when_their_work_is_done_or_their_deadline_passes() {
+    let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
+    let node = node_name(&provider_id);
+    // A Job's pod whose work takes no time, and a pod that has run past its deadline.
+    let (job, j) = pod(
+        "job-1",
+        &node,
+        json!({"metadata": {"annotations": {"sim.nodewright.io/run-for": "0s"}},
+               "spec": {"restartPolicy": "Never"}}),
+    );
+    let (late, l) = pod(
+        "late",
+        &node,
+        json!({"spec": {"activeDeadlineSeconds": 60},
+               "status": {"phase": "Running", "startTime": "2023-11-14T22:13:20Z",
+                          "containerStatuses": [{"name": "app", "image": "nginx:1.27",
+                              "imageID": "", "ready": true, "restartCount": 0,
+                              "state": {"running": {"startedAt": "2023-11-14T22:13:20Z"}}}]}}),
+    );
+    {
+        let o = &mut shared.lock().unwrap().objects;
+        o.insert(job.clone(), j);
+        o.insert(late.clone(), l);
+    }
+    agent.wait_for_pods().await;
+    // The first pass starts the Job's pod and stops the late one; the next finishes the Job's.
+    agent.reconcile().await.unwrap();
+    {
+        let o = &shared.lock().unwrap().objects;
+        assert_eq!(o[&job]["status"]["phase"], "Running");
+        let status = &o[&late]["status"];
+        assert_eq!(status["phase"], "Failed");
+        assert_eq!(status["reason"], "DeadlineExceeded");
+        assert_eq!(
+            status["containerStatuses"][0]["state"]["terminated"]["startedAt"],
+            "2023-11-14T22:13:20Z"
+        );
+    }
+    agent.reconcile().await.unwrap();
+    {
+        let o = &shared.lock().unwrap().objects;
+        let status = &o[&job]["status"];
+        assert_eq!(status["phase"], "Succeeded");
+        let terminated = &status["containerStatuses"][0]["state"]["terminated"];
+        assert_eq!(terminated["exitCode"], 0);
+        assert_eq!(terminated["reason"], "Completed");
+        assert_eq!(status["containerStatuses"][0]["ready"], false);
+    }
+    // Finished pods are not written again, whether or not the watch has caught up.
+    for _ in 0..3 {
+        agent.reconcile().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(count(&shared, "PATCH /api/v1/namespaces/web/pods/"), 3);
+    assert_eq!(count(&shared, "DELETE /api/v1/namespaces/web/pods/"), 0);
+}

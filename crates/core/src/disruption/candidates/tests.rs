@@ -315,3 +315,154 @@ fn the_blocked_pod_named_is_the_first_by_key_whatever_the_pod_order() {
         Some("do-not-disrupt pod default/b")
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What can differ about one node and its pods.
+    #[derive(Clone, Debug)]
+    struct NodeSpec {
+        managed: bool,
+        has_claim: bool,
+        by_provider: bool,
+        initialized: bool,
+        deleting: bool,
+        node_protected: bool,
+        grace_period: bool,
+        quiet_secs: i64,
+        zone_b: bool,
+        expires: bool,
+        /// Per pod: (do-not-disrupt, ownerless, daemon, finished, priority, deletion cost).
+        pods: Vec<(bool, bool, bool, bool, i32, Option<i32>)>,
+    }
+
+    fn node_spec() -> impl Strategy<Value = NodeSpec> {
+        let pod = (
+            prop::bool::weighted(0.1),
+            prop::bool::weighted(0.1),
+            prop::bool::weighted(0.2),
+            prop::bool::weighted(0.1),
+            prop::sample::select(vec![0, 1 << 24, -(1 << 26)]),
+            prop::option::weighted(0.2, -2_000_000_000i32..2_000_000_000),
+        );
+        (
+            (
+                prop::bool::weighted(0.9),
+                prop::bool::weighted(0.9),
+                any::<bool>(),
+                prop::bool::weighted(0.9),
+                prop::bool::weighted(0.1),
+                prop::bool::weighted(0.1),
+            ),
+            (any::<bool>(), 0i64..120, any::<bool>(), any::<bool>()),
+            prop::collection::vec(pod, 0..5),
+        )
+            .prop_map(
+                |(
+                    (managed, has_claim, by_provider, initialized, deleting, node_protected),
+                    (grace_period, quiet_secs, zone_b, expires),
+                    pods,
+                )| NodeSpec {
+                    managed,
+                    has_claim,
+                    by_provider,
+                    initialized,
+                    deleting,
+                    node_protected,
+                    grace_period,
+                    quiet_secs,
+                    zone_b,
+                    expires,
+                    pods,
+                },
+            )
+    }
+
+    fn build(specs: &[NodeSpec], consolidate_after: Option<u64>, pdb_allows: i32) -> Snapshot {
+        let mut s = snapshot_with(vec![], vec![pdb("web", pdb_allows)]);
+        s.nodepools[0].disruption.consolidate_after = consolidate_after.map(Duration::from_secs);
+        let template_node = s.nodes.remove(0);
+        let template_claim = s.node_claims.remove(0);
+        // Reversed, so selection's own ordering by name is exercised.
+        for (i, spec) in specs.iter().enumerate().rev() {
+            let name = format!("n{i}");
+            let mut node = template_node.clone();
+            node.name = name.clone();
+            node.provider_id = format!("p{i}");
+            if !spec.managed {
+                node.labels.remove(labels::NODEPOOL);
+            }
+            if spec.zone_b {
+                node.labels.insert(labels::ZONE.into(), "us-east-1b".into());
+            }
+            if spec.node_protected {
+                node.annotations
+                    .insert(DO_NOT_DISRUPT.into(), "true".into());
+            }
+            if spec.has_claim {
+                let mut claim = template_claim.clone();
+                claim.name = format!("default-{i}");
+                if spec.by_provider {
+                    claim.node_name = None;
+                }
+                claim.provider_id = Some(node.provider_id.clone());
+                claim.initialized = spec.initialized;
+                claim.deletion_timestamp = spec.deleting.then_some(NOW);
+                claim.termination_grace_period = spec.grace_period.then(|| Duration::from_secs(60));
+                claim.last_pod_event_time = Some(Timestamp(NOW.0 - spec.quiet_secs * 1000));
+                claim.creation_timestamp = Timestamp(NOW.0 - 3_600_000);
+                claim.expire_after = spec.expires.then(|| Duration::from_secs(7200));
+                s.node_claims.push(claim);
+            }
+            for (j, &(dnd, ownerless, daemon, finished, priority, deletion_cost)) in
+                spec.pods.iter().enumerate()
+            {
+                let mut p = pod(&format!("p{i}-{j}"));
+                p.node_name = Some(name.clone());
+                p.priority = priority;
+                if dnd {
+                    p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
+                }
+                if let Some(c) = deletion_cost {
+                    p.annotations
+                        .insert(cost::POD_DELETION_COST.into(), c.to_string());
+                }
+                if ownerless {
+                    p.owner = None;
+                }
+                if daemon && let Some(o) = p.owner.as_mut() {
+                    o.kind = "DaemonSet".into();
+                }
+                if finished {
+                    p.phase = PodPhase::Succeeded;
+                }
+                s.pods.push(p);
+            }
+            s.nodes.push(node);
+        }
+        s
+    }
+
+    proptest! {
+        /// The one-pass selection for both classes is exactly the selection of each class.
+        #[test]
+        fn selecting_both_classes_at_once_equals_selecting_each(
+            specs in prop::collection::vec(node_spec(), 0..8),
+            consolidate_after in prop::option::weighted(0.8, prop::sample::select(vec![0u64, 30, 90])),
+            pdb_allows in 0i32..2,
+        ) {
+            let s = build(&specs, consolidate_after, pdb_allows);
+            let (graceful, eventual) = select_both(&s);
+            prop_assert_eq!(
+                format!("{graceful:?}"),
+                format!("{:?}", select(&s, MethodClass::Graceful))
+            );
+            prop_assert_eq!(
+                format!("{eventual:?}"),
+                format!("{:?}", select(&s, MethodClass::Eventual))
+            );
+        }
+    }
+}

@@ -350,6 +350,42 @@ fn drifted_node_is_replaced_one_at_a_time() {
 }
 
 #[test]
+fn a_node_whose_instance_type_left_the_catalog_drifts_once_it_is_an_hour_old() {
+    let mut c = Cluster::new(vec![
+        it("small", 2000, 0.1, None),
+        it("big", 4000, 0.4, None),
+    ])
+    .node("a", "big", "on-demand", &[500])
+    .node("b", "small", "on-demand", &[500]);
+    // "big" is gone; "small" is listed twice, the first entry with no offering in zone "a".
+    let mut shadow = it("small", 2000, 0.1, None);
+    for o in &mut shadow.offerings {
+        o.zone = "elsewhere".into();
+    }
+    c.0.instance_types.insert(
+        "default".into(),
+        Arc::new(vec![shadow, it("small", 2000, 0.1, None)]),
+    );
+    let young = c.plan();
+    assert!(young.commands.iter().all(|c| c.method != Method::Drift));
+    for claim in &mut c.0.node_claims {
+        claim.creation_timestamp = Timestamp(NOW.0 - 2 * 3_600_000);
+    }
+    let old = c.plan();
+    let drift: Vec<&Command> = old
+        .commands
+        .iter()
+        .filter(|c| c.method == Method::Drift)
+        .collect();
+    assert_eq!(drift.len(), 1);
+    // The first "small" in the list has no offering where "b" runs: it drifted too, and waits.
+    assert_eq!(drift[0].targets[0].node, "a");
+    assert_eq!(verdict(&old, "a").code, "disrupted");
+    assert_eq!(verdict(&old, "b").code, "drift-queued");
+    assert!(verdict(&old, "b").message.contains("InstanceTypeNotFound"));
+}
+
+#[test]
 fn plans_are_deterministic_and_blocked_nodes_say_why() {
     let mut c = Cluster::new(vec![it("big", 4000, 0.4, None)])
         .node("a", "big", "on-demand", &[1000])

@@ -1,0 +1,81 @@
+//! The cloud's instance types and offerings as gauges (upstream's
+//! `karpenter_cloudprovider_instance_type_*` families), replaced as a whole on each refresh
+//! so a type or offering the cloud no longer lists leaves no stale series.
+
+use std::collections::BTreeMap;
+
+use prometheus_client::registry::Registry;
+
+use super::{Gauges, Metrics};
+
+/// What one refresh publishes: per instance type its cores and memory, and per
+/// (instance type, capacity type, zone) whether it can be launched and its price.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OfferingRows {
+    /// Instance type → (vCPU cores, memory bytes).
+    pub types: BTreeMap<String, (f64, f64)>,
+    /// (instance type, capacity type, zone) → (available, US dollars per hour).
+    pub offerings: BTreeMap<(String, String, String), (bool, f64)>,
+}
+
+pub(super) struct OfferingMetrics {
+    cpu_cores: Gauges,
+    memory_bytes: Gauges,
+    available: Gauges,
+    price: Gauges,
+}
+
+impl OfferingMetrics {
+    pub(super) fn register(r: &mut Registry) -> Self {
+        let mut gauges = |name: &str, help: &str| {
+            let f = Gauges::default();
+            r.register(name, help, f.clone());
+            f
+        };
+        OfferingMetrics {
+            cpu_cores: gauges(
+                "karpenter_cloudprovider_instance_type_cpu_cores",
+                "VCPUs cores for a given instance type.",
+            ),
+            memory_bytes: gauges(
+                "karpenter_cloudprovider_instance_type_memory_bytes",
+                "Memory, in bytes, for a given instance type.",
+            ),
+            available: gauges(
+                "karpenter_cloudprovider_instance_type_offering_available",
+                "Instance type offering availability, by instance type, capacity type and zone.",
+            ),
+            price: gauges(
+                "karpenter_cloudprovider_instance_type_offering_price_estimate",
+                "Instance type offering estimated hourly price, by instance type, capacity type and zone.",
+            ),
+        }
+    }
+}
+
+impl Metrics {
+    /// Replaces every instance-type and offering series with `rows`.
+    pub fn set_offerings(&self, rows: &OfferingRows) {
+        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let m = &self.offerings;
+        for f in [&m.cpu_cores, &m.memory_bytes, &m.available, &m.price] {
+            f.clear();
+        }
+        for (it, (cores, bytes)) in &rows.types {
+            let labels = vec![("instance_type", it.clone())];
+            m.cpu_cores.get_or_create(&labels).set(*cores);
+            m.memory_bytes.get_or_create(&labels).set(*bytes);
+        }
+        for ((it, capacity_type, zone), (available, price)) in &rows.offerings {
+            let labels = vec![
+                ("instance_type", it.clone()),
+                ("capacity_type", capacity_type.clone()),
+                ("zone", zone.clone()),
+            ];
+            m.available
+                .get_or_create(&labels)
+                .set(if *available { 1.0 } else { 0.0 });
+            m.price.get_or_create(&labels).set(*price);
+        }
+    }
+}
