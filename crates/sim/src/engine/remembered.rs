@@ -9,8 +9,8 @@
 //! kept (copying each answer costs more than the rare repeat saves); simulations of any other
 //! snapshot pass straight through.
 //!
-//! The view's compile itself is kept too: within a generation the view differs only in its
-//! time, which a compile does not read, so a planning round and the re-checks after it over an
+//! The view's compile itself is kept too: within a generation, with the same commands running,
+//! the view differs only in its time, which a compile does not read, so a planning round and the re-checks after it over an
 //! unchanged cluster share one compile (`NodeCache::same_as`), and so do rounds while nothing
 //! changes.
 
@@ -31,6 +31,8 @@ type Key = (BTreeSet<String>, Vec<String>);
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
     generation: Option<(u64, InFlight)>,
+    /// Moves whenever `generation` does: the key of the view's kept compile.
+    epoch: u64,
     answers: BTreeMap<Key, Simulation>,
     /// Simulations answered from memory, for tests.
     pub(crate) reused: u64,
@@ -44,6 +46,7 @@ impl Memo {
         let current = self.generation.as_ref();
         if current.is_none_or(|(g, h)| *g != generation || h != held) {
             self.generation = Some((generation, held.clone()));
+            self.epoch += 1;
             self.answers.clear();
         }
     }
@@ -58,7 +61,9 @@ pub(crate) struct Remembering<'m> {
     inner: EngineSimulator,
     memo: &'m RefCell<Memo>,
     view: *const Snapshot,
-    generation: u64,
+    /// The memo's epoch for this view: it changes with the generation and with the commands
+    /// running, both of which change the view.
+    epoch: u64,
 }
 
 impl<'m> Remembering<'m> {
@@ -71,6 +76,7 @@ impl<'m> Remembering<'m> {
         view: &Snapshot,
     ) -> Self {
         memo.borrow_mut().enter(generation, held);
+        let epoch = memo.borrow().epoch;
         Remembering {
             inner: EngineSimulator {
                 nodes: Some(memo.borrow().nodes.clone()),
@@ -78,7 +84,7 @@ impl<'m> Remembering<'m> {
             },
             memo,
             view,
-            generation,
+            epoch,
         }
     }
 
@@ -87,7 +93,7 @@ impl<'m> Remembering<'m> {
     }
 
     /// The inner simulator prepared for `snapshot`; the view's compile is kept for its
-    /// generation.
+    /// generation and running commands.
     fn prepare_inner<'a>(
         &'a self,
         snapshot: &'a Snapshot,
@@ -97,7 +103,7 @@ impl<'m> Remembering<'m> {
             nodes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .same_as(self.generation);
+                .same_as(self.epoch);
         }
         self.inner.prepare(snapshot)
     }
@@ -178,6 +184,24 @@ mod tests {
             .iter()
             .map(|j| engine.simulate(s, &j.without, &j.pods))
             .collect()
+    }
+
+    #[test]
+    fn commands_starting_within_a_generation_change_the_kept_compile() {
+        let memo = RefCell::new(Memo::default());
+        let first = cluster(20, 120, 7);
+        {
+            let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
+            prepare(&sim, &first).simulate_all(&jobs(&first));
+        }
+        // Same generation, commands now running on every node: no node takes moving pods.
+        let mut held = InFlight::default();
+        held.targets
+            .extend(first.node_claims.iter().map(|c| c.name.clone()));
+        let view = held.view(&first);
+        let expected = plain(&view);
+        let sim = Remembering::new(&memo, 1, &held, &view);
+        assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
     }
 
     #[test]
