@@ -28,6 +28,15 @@ pub const SPOT_ROLE_MISSING_CODE: &str = "AuthFailure.ServiceLinkedRoleCreationN
 
 const SUBNET_FULL_CODE: &str = "InsufficientFreeAddressesInSubnet";
 
+/// Whether a CreateFleet error for a launch into a rack-spread placement group says the group
+/// already holds its limit of instances (seven running per zone) in the override's zone.
+/// EC2 reports this as a launch failure of the override; what sets it apart from an ordinary
+/// capacity error is that its message names the placement group together with its limit.
+pub fn is_spread_limit(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("placement group") && ["limit", "maximum", "seven"].iter().any(|w| m.contains(w))
+}
+
 /// `<capacityType>:<instanceType>:<zone>`.
 pub fn offering_key(capacity_type: CapacityType, instance_type: &str, zone: &str) -> String {
     format!("{}:{instance_type}:{zone}", capacity_type.as_str())
@@ -74,6 +83,9 @@ pub struct UnavailableOfferings {
     offerings: BTreeMap<String, Timestamp>,
     capacity_types: BTreeMap<CapacityType, Timestamp>,
     subnets: BTreeMap<String, Timestamp>,
+    /// `<group id>:<zone>` of spread groups that are full in a zone: every type and capacity
+    /// type in that zone is out for launches into the group.
+    group_zones: BTreeMap<String, Timestamp>,
     /// Bumped whenever an instance type's availability may have changed, so a cache of built
     /// offerings knows to rebuild.
     sequence: BTreeMap<String, u64>,
@@ -130,6 +142,23 @@ impl UnavailableOfferings {
         self.capacity_types
             .insert(capacity_type, now.plus(UNAVAILABLE_TTL));
         self.global_sequence += 1;
+    }
+
+    /// Marks `zone` full for launches into the spread group `group_id` (any partition scope
+    /// of the group is covered too), for every instance and capacity type.
+    pub fn mark_group_zone(&mut self, group_id: &str, zone: &str, now: Timestamp) {
+        self.group_zones
+            .insert(format!("{group_id}:{zone}"), now.plus(UNAVAILABLE_TTL));
+        self.global_sequence += 1;
+    }
+
+    /// Whether `zone` is marked full for launches in `scope` (a group id, or
+    /// `<group id>:<partition>`).
+    pub fn is_group_zone_full(&self, scope: Option<&str>, zone: &str, now: Timestamp) -> bool {
+        let Some(group) = scope.and_then(|s| s.split(':').next()) else {
+            return false;
+        };
+        live(self.group_zones.get(&format!("{group}:{zone}")), now)
     }
 
     pub fn mark_subnet(&mut self, subnet_id: &str, now: Timestamp) {
@@ -197,6 +226,7 @@ impl UnavailableOfferings {
         now: Timestamp,
     ) -> bool {
         live(self.capacity_types.get(&capacity_type), now)
+            || self.is_group_zone_full(scope, zone, now)
             || live(
                 self.offerings.get(&scoped_offering_key(
                     capacity_type,
@@ -231,6 +261,11 @@ impl UnavailableOfferings {
             self.global_sequence += 1;
         }
         self.subnets.retain(|_, e| now < *e);
+        let before = self.group_zones.len();
+        self.group_zones.retain(|_, e| now < *e);
+        if self.group_zones.len() != before {
+            self.global_sequence += 1;
+        }
     }
 
     /// Live offering keys, sorted.
@@ -337,6 +372,58 @@ mod tests {
         let before = c.sequence("p5.48xlarge");
         c.evict_expired(T0.plus(UNAVAILABLE_TTL));
         assert_ne!(c.sequence("p5.48xlarge"), before);
+    }
+
+    #[test]
+    fn a_full_spread_group_zone_hides_every_type_there_for_that_group_only() {
+        let mut c = UnavailableOfferings::new();
+        let before = c.sequence("m5.large");
+        c.mark_group_zone("pg-s", "us-east-1a", T0);
+        assert_ne!(c.sequence("m5.large"), before, "every type must rebuild");
+        let (od, spot) = (CapacityType::OnDemand, CapacityType::Spot);
+        for (ct, ty) in [(od, "m5.large"), (spot, "c5.xlarge"), (od, "r6i.2xlarge")] {
+            assert!(c.is_unavailable_in(ct, ty, "us-east-1a", Some("pg-s"), T0));
+            assert!(!c.is_unavailable_in(ct, ty, "us-east-1b", Some("pg-s"), T0));
+            assert!(!c.is_unavailable_in(ct, ty, "us-east-1a", Some("pg-other"), T0));
+            assert!(!c.is_unavailable(ct, ty, "us-east-1a", T0));
+        }
+        let mut types = vec![it(
+            "m5.large",
+            vec![
+                offering("us-east-1a", od, 0.1),
+                offering("us-east-1b", od, 0.1),
+            ],
+        )];
+        c.apply_in(&mut types, Some("pg-s"), T0);
+        assert_eq!(
+            types[0]
+                .offerings
+                .iter()
+                .map(|o| o.available)
+                .collect::<Vec<_>>(),
+            vec![false, true]
+        );
+        let later = T0.plus(UNAVAILABLE_TTL);
+        assert!(!c.is_unavailable_in(od, "m5.large", "us-east-1a", Some("pg-s"), later));
+        let seen = c.sequence("m5.large");
+        c.evict_expired(later);
+        assert_ne!(c.sequence("m5.large"), seen, "expiry is a change too");
+    }
+
+    #[test]
+    fn the_spread_limit_is_told_apart_from_plain_capacity_errors() {
+        assert!(is_spread_limit(
+            "You have reached the limit of instances in the spread placement group pg-1 in us-east-1a"
+        ));
+        assert!(is_spread_limit(
+            "The maximum number of running instances for placement group 'db' has been reached."
+        ));
+        assert!(!is_spread_limit(
+            "We currently do not have sufficient m5.large capacity in the Availability Zone you requested (us-east-1a)."
+        ));
+        assert!(!is_spread_limit(
+            "You have requested more vCPU capacity than your current vCPU limit"
+        ));
     }
 
     #[test]

@@ -96,18 +96,29 @@ impl PlacementGroup {
 
 /// Adds `group`'s requirements to every type (replacing any earlier placement-group ones),
 /// and makes every offering of a type the group cannot hold unavailable. `infos` looks a
-/// type's facts up by name; a type it does not know keeps its offerings.
+/// type's facts up by name; a type it does not know keeps its offerings. EC2 puts no
+/// Dedicated Instance into a spread group, so in one the types offer shared tenancy only.
 pub fn apply_placement_group<'a>(
     types: &mut [InstanceType],
     group: &PlacementGroup,
     info: impl Fn(&str) -> Option<&'a InstanceTypeInfo>,
 ) {
     let added = group.requirements();
+    let shared_only = group.strategy == Strategy::Spread;
     for it in types {
         it.requirements.retain(|r| {
             r.key != aws::PLACEMENT_GROUP_ID && r.key != aws::PLACEMENT_GROUP_PARTITION
         });
         it.requirements.extend(added.iter().cloned());
+        if shared_only {
+            for r in it
+                .requirements
+                .iter_mut()
+                .filter(|r| r.key == aws::INSTANCE_TENANCY)
+            {
+                r.values.retain(|v| v == TENANCY_DEFAULT);
+            }
+        }
         if info(&it.name).is_some_and(|i| !group.admits(i)) {
             for o in &mut it.offerings {
                 o.available = false;

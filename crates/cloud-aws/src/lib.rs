@@ -24,6 +24,7 @@ pub mod parameters;
 pub mod pricing;
 pub mod provider;
 pub mod refresh;
+pub mod registration;
 
 pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
 pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceHealth, Launched, ProviderObserver,
-    ReconciledNodeClass,
+    ReconciledNodeClass, Registration, ReservationEnd,
 };
 use nodewright_core::labels;
 use nodewright_core::model::InstanceType;
@@ -315,6 +315,34 @@ impl CloudProvider for AwsCloud {
             }
         };
         Ok(found.map(|r| r.as_str().to_string()))
+    }
+
+    /// The placement-group partition EC2 chose, for claims launched without a pinned one.
+    async fn registration_hooks(
+        &self,
+        claim: &NodeClaim,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Registration, CloudError> {
+        self.partition_hook(claim).await
+    }
+
+    /// DescribeCapacityReservations by id, for blocks claims sit in that no class lists.
+    async fn capacity_reservations(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<ReservationEnd>, CloudError> {
+        let found = crate::nodeclass::reservations::reservations_by_id(&self.clients, ids).await?;
+        Ok(found
+            .into_iter()
+            .map(|r| ReservationEnd {
+                capacity_block: r.reservation_type
+                    == nodewright_aws_model::reservations::ReservationType::CapacityBlock,
+                end: r
+                    .end_unix
+                    .map(|s| nodewright_core::time::Timestamp(s.saturating_mul(1000))),
+                id: r.id,
+            })
+            .collect())
     }
 
     async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {

@@ -21,7 +21,9 @@ use nodewright_aws_model::placement::{PlacementGroup, Strategy};
 use nodewright_cloud::{CloudProvider, tags};
 use nodewright_cloud_aws::AwsCloud;
 use nodewright_cloud_aws::error::AwsError;
-use nodewright_cloud_aws::launch::ClusterInfo;
+use nodewright_cloud_aws::launch::{
+    ClusterInfo, FleetApi, FleetCall, FleetFailure, FleetOutcome, SdkFleet,
+};
 use nodewright_cloud_aws::nodeclass::placement::{PlacementGroupSource, Query, instance_partition};
 use nodewright_core::labels::aws;
 use nodewright_core::model::InstanceType;
@@ -98,6 +100,7 @@ async fn env(moto: Moto, name: &str) -> Env {
             Strategy::Partition,
             3,
         ),
+        group("pg-0s1", &format!("{cluster}-db"), Strategy::Spread, 0),
     ]);
     Env {
         moto,
@@ -109,7 +112,12 @@ async fn env(moto: Moto, name: &str) -> Env {
 
 impl Env {
     fn cloud(&self) -> AwsCloud {
-        support::cloud(&self.moto, &self.seed.cluster, &self.prefix, "1.32")
+        self.cloud_on(&self.moto)
+    }
+
+    /// The provider talking to `moto` (moto itself, or a proxy in front of it).
+    fn cloud_on(&self, moto: &Moto) -> AwsCloud {
+        support::cloud(moto, &self.seed.cluster, &self.prefix, "1.32")
             .with_cluster_info(ClusterInfo {
                 endpoint: "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com".into(),
                 ca_bundle: Some("Q0EgYnVuZGxl".into()),
@@ -610,4 +618,324 @@ async fn the_sdk_lookup_reads_ec2_answers() {
             .all(|f| f.contains("Filter.1.Name=state") && f.contains("Filter.1.Value.1=available")),
         "{forms:?}"
     );
+}
+
+// Registration: the partition EC2 chose reaches the claim through the provider's hook. moto
+// records no partition, so a proxy adds `partitionNumber` to DescribeInstances answers once the
+// test says EC2 has placed the instance.
+
+/// The claim as the controller holds it after the launch: the provider's labels and the
+/// instance's provider id.
+fn launched_claim(base: &NodeClaim, launched: &nodewright_cloud::Launched) -> NodeClaim {
+    let mut c = base.clone();
+    c.metadata.labels = Some(
+        c.metadata
+            .labels
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .chain(launched.labels.clone())
+            .collect(),
+    );
+    c.status = Some(NodeClaimStatus {
+        provider_id: Some(launched.instance.provider_id.clone()),
+        ..Default::default()
+    });
+    c
+}
+
+#[tokio::test]
+async fn an_unpinned_partition_launch_learns_its_partition_at_registration() {
+    let moto = moto_or_skip!("an_unpinned_partition_launch_learns_its_partition_at_registration");
+    let env = env(moto, "pgreg").await;
+    let cluster = env.seed.cluster.clone();
+    let placed: Arc<Mutex<Option<u32>>> = Arc::new(Mutex::new(None));
+    let partition = placed.clone();
+    let rewrite: proxy::Rewrite =
+        Arc::new(
+            move |form: &str, body: String| match *partition.lock().unwrap() {
+                Some(p) if form.contains("Action=DescribeInstances&") => body.replace(
+                    "<placement>",
+                    &format!("<placement><partitionNumber>{p}</partitionNumber>"),
+                ),
+                _ => body,
+            },
+        );
+    let proxied = proxy::start(&env.moto.url, proxy::no_answers(), rewrite).await;
+    let via = Moto {
+        url: proxied.url.clone(),
+        clients: nodewright_cloud_aws::AwsClients::new(&nodewright_cloud_aws::ClientOptions {
+            region: support::REGION.into(),
+            endpoint_url: Some(proxied.url.clone()),
+            credentials: Some(nodewright_cloud_aws::StaticCredentials {
+                access_key_id: "testing".into(),
+                secret_access_key: "testing".into(),
+            }),
+        })
+        .await,
+    };
+    let cloud = env.cloud_on(&via);
+    let kafka = reconciled(
+        &cloud,
+        env.class("kafka", &format!("{{name: {cluster}-kafka}}")),
+    )
+    .await;
+
+    let free = claim("kafka-free", "kafka", "");
+    let launched = cloud.create(&free, Some(&kafka)).await.expect("launch");
+    assert!(!launched.labels.contains_key(aws::PLACEMENT_GROUP_PARTITION));
+    let free = launched_claim(&free, &launched);
+    let instance_id = launched
+        .instance
+        .provider_id
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+
+    // EC2 has not said where the instance went: registration waits.
+    let pending = cloud
+        .registration_hooks(&free, Some(&kafka))
+        .await
+        .expect("hook");
+    assert!(pending.labels.is_empty());
+    let why = pending.pending.expect("pending");
+    assert!(
+        why.contains(&instance_id) && why.contains("pg-0p1"),
+        "{why}"
+    );
+
+    // It has: the claim and node gain the partition.
+    *placed.lock().unwrap() = Some(2);
+    let done = cloud
+        .registration_hooks(&free, Some(&kafka))
+        .await
+        .expect("hook");
+    assert_eq!(done.pending, None);
+    assert_eq!(
+        done.labels,
+        BTreeMap::from([(aws::PLACEMENT_GROUP_PARTITION.to_string(), "2".to_string())])
+    );
+    let asked = proxied.sent("Action=DescribeInstances&");
+    assert!(
+        asked
+            .iter()
+            .any(|f| f.contains(&format!("InstanceId.1={instance_id}"))),
+        "{asked:?}"
+    );
+
+    // A pinned claim already knows its partition, and a cluster group or no group has none:
+    // nothing to do and nothing asked of EC2.
+    let pinned = claim(
+        "kafka-pinned",
+        "kafka",
+        "    - {key: karpenter.k8s.aws/placement-group-partition, operator: In, values: ['3']}\n",
+    );
+    let l = cloud.create(&pinned, Some(&kafka)).await.expect("launch");
+    let pinned = launched_claim(&pinned, &l);
+    let hpc = reconciled(
+        &cloud,
+        env.class("hpc", &format!("{{name: {cluster}-hpc}}")),
+    )
+    .await;
+    let base = claim("hpc-a", "hpc", "");
+    let l = cloud.create(&base, Some(&hpc)).await.expect("launch");
+    let in_cluster_group = launched_claim(&base, &l);
+    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let base = claim("plain-a", "plain", "");
+    let l = cloud.create(&base, Some(&plain)).await.expect("launch");
+    let ungrouped = launched_claim(&base, &l);
+    let before = proxied.sent("Action=DescribeInstances&").len();
+    for (c, class) in [
+        (&pinned, &kafka),
+        (&in_cluster_group, &hpc),
+        (&ungrouped, &plain),
+    ] {
+        assert_eq!(
+            cloud.registration_hooks(c, Some(class)).await,
+            Ok(nodewright_cloud::Registration::done()),
+            "{:?}",
+            c.metadata.name
+        );
+    }
+    assert_eq!(proxied.sent("Action=DescribeInstances&").len(), before);
+
+    // A partition group that is gone has nothing to learn.
+    env.groups.0.lock().unwrap().retain(|g| g.id != "pg-0p1");
+    let fresh = env.cloud_on(&via);
+    assert_eq!(
+        fresh.registration_hooks(&free, Some(&kafka)).await,
+        Ok(nodewright_cloud::Registration::done())
+    );
+}
+
+// A spread group holds at most seven running instances per zone. When EC2 says the group is
+// full in a zone, no type can go there for the group, so the zone is closed for the group as a
+// whole (and only for it). moto has no placement groups, so the refusal is injected in front of
+// its CreateFleet.
+
+/// CreateFleet through moto, except that every override in `full` is refused with the spread
+/// group's limit; every call's overrides are recorded.
+struct SpreadFull {
+    inner: SdkFleet,
+    full: String,
+    calls: Mutex<Vec<Vec<(String, String)>>>,
+}
+
+#[async_trait]
+impl FleetApi for SpreadFull {
+    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+        self.calls.lock().unwrap().push(
+            call.overrides()
+                .map(|o| (o.instance_type.clone(), o.zone.clone()))
+                .collect(),
+        );
+        let errors: Vec<FleetFailure> = call
+            .overrides()
+            .filter(|o| o.zone == self.full)
+            .map(|o| FleetFailure {
+                code: "InsufficientInstanceCapacity".into(),
+                message: format!(
+                    "The maximum number of running instances for the spread placement group pg-0s1 in {} has been reached.",
+                    o.zone
+                ),
+                instance_type: Some(o.instance_type.clone()),
+                subnet_id: Some(o.subnet_id.clone()),
+                zone: Some(o.zone.clone()),
+            })
+            .collect();
+        if errors.is_empty() {
+            return self.inner.create_fleet(call).await;
+        }
+        Ok(FleetOutcome {
+            instances: Vec::new(),
+            errors,
+        })
+    }
+}
+
+fn available_zones(types: &[InstanceType], name: &str) -> Vec<String> {
+    let mut zones: Vec<String> = types
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap()
+        .offerings
+        .iter()
+        .filter(|o| o.available)
+        .map(|o| o.zone.clone())
+        .collect();
+    zones.sort();
+    zones.dedup();
+    zones
+}
+
+#[tokio::test]
+async fn a_full_spread_group_zone_is_closed_for_every_type_of_that_group() {
+    let moto = moto_or_skip!("a_full_spread_group_zone_is_closed_for_every_type_of_that_group");
+    let env = env(moto, "pgspread").await;
+    let cluster = env.seed.cluster.clone();
+    let full = env.seed.subnets[0].1.clone();
+    let fleet = Arc::new(SpreadFull {
+        inner: SdkFleet::new(env.moto.clients.clone()),
+        full: full.clone(),
+        calls: Mutex::new(Vec::new()),
+    });
+    let cloud = env.cloud().with_fleet_api(fleet.clone());
+    let db = reconciled(&cloud, env.class("db", &format!("{{name: {cluster}-db}}"))).await;
+    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let before = cloud.instance_types(Some(&db)).await.expect("types");
+    assert!(available_zones(&before, "c5.large").contains(&full));
+
+    let claim: NodeClaim = serde_yaml::from_str(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: db-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: db}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n  resources: {requests: {cpu: 500m, memory: 1Gi}}\n",
+    )
+    .unwrap();
+    let launched = cloud.create(&claim, Some(&db)).await.expect("launch");
+    assert_ne!(launched.instance.zone, full);
+    assert_eq!(launched.labels[aws::PLACEMENT_GROUP_ID], "pg-0s1");
+    let calls = fleet.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[0].iter().any(|(_, z)| z == &full));
+    assert!(
+        calls[1].iter().all(|(_, z)| z != &full),
+        "the retry leaves the full zone out for every type: {calls:?}"
+    );
+
+    // Every type of the group, spot included, is out of that zone; other zones, and classes
+    // outside the group, are untouched.
+    let after = cloud.instance_types(Some(&db)).await.expect("types");
+    for name in ["m5.large", "c5.large", "r5.xlarge"] {
+        assert!(!available_zones(&after, name).contains(&full), "{name}");
+        assert!(!available_zones(&after, name).is_empty(), "{name}");
+    }
+    assert!(
+        after
+            .iter()
+            .flat_map(|t| &t.offerings)
+            .filter(|o| o.zone == full)
+            .all(|o| !o.available)
+    );
+    let outside = cloud.instance_types(Some(&plain)).await.expect("types");
+    assert!(available_zones(&outside, "c5.large").contains(&full));
+}
+
+fn tenancy_claim(name: &str, class: &str, capacity_type: &str) -> NodeClaim {
+    serde_yaml::from_str(&format!(
+        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_type}]}}\n    - {{key: karpenter.k8s.aws/instance-tenancy, operator: In, values: [dedicated]}}\n  resources: {{requests: {{cpu: 500m, memory: 1Gi}}}}\n"
+    ))
+    .unwrap()
+}
+
+/// EC2 runs Spot Instances on dedicated hardware (only `host` tenancy is refused for spot),
+/// so a spot claim that needs dedicated tenancy launches as such; a spread group takes no
+/// Dedicated Instances, so there the same claim finds no type to launch.
+#[tokio::test]
+async fn dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group() {
+    let moto = moto_or_skip!("dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group");
+    let env = env(moto, "pgtenancy").await;
+    let cloud = env.cloud();
+    let cluster = env.seed.cluster.clone();
+    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let spot = cloud
+        .create(
+            &tenancy_claim("spot-dedicated", "plain", "spot"),
+            Some(&plain),
+        )
+        .await
+        .expect("launch");
+    assert_eq!(spot.labels[aws::INSTANCE_TENANCY], "dedicated");
+    assert_eq!(
+        spot.instance.capacity_type,
+        nodewright_core::model::CapacityType::Spot
+    );
+    let mut tenancies = Vec::new();
+    for n in cluster_templates(&env.moto, &cluster).await {
+        if let Some(p) = template_placement(&env.moto, &n).await {
+            tenancies.push(p.tenancy().cloned());
+        }
+    }
+    assert_eq!(tenancies, vec![Some(Tenancy::Dedicated)]);
+
+    let db = reconciled(&cloud, env.class("db", &format!("{{name: {cluster}-db}}"))).await;
+    let types = cloud.instance_types(Some(&db)).await.expect("types");
+    let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
+    assert_eq!(
+        requirement(m5, aws::INSTANCE_TENANCY).map(|r| r.values.clone()),
+        Some(vec!["default".to_string()])
+    );
+    for capacity_type in ["spot", "on-demand"] {
+        let refused = cloud
+            .create(
+                &tenancy_claim("db-dedicated", "db", capacity_type),
+                Some(&db),
+            )
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(nodewright_cloud::CloudError::InsufficientCapacity { .. })
+            ),
+            "{capacity_type}: {refused:?}"
+        );
+    }
 }

@@ -485,3 +485,101 @@ async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() 
     assert_eq!(reserved_of(&types).len(), 3);
     assert_eq!(describe_calls(&proxy), before + 1);
 }
+
+/// EC2's answer for one DescribeCapacityReservations form: the known reservations among the
+/// ids it names, or `InvalidCapacityReservationId.NotFound` when it names one EC2 never had.
+fn by_id_answer(form: &str, known: &[(&str, String)]) -> (u16, String) {
+    let asked: Vec<&str> = form
+        .split('&')
+        .filter(|kv| kv.starts_with("CapacityReservationId."))
+        .filter_map(|kv| kv.split_once('=').map(|(_, v)| v))
+        .collect();
+    if asked.iter().any(|id| !known.iter().any(|(k, _)| k == id)) {
+        return (
+            400,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error>\
+<Code>InvalidCapacityReservationId.NotFound</Code><Message>The capacity reservation ID does not exist</Message>\
+</Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000cc</RequestID></Response>"
+                .to_string(),
+        );
+    }
+    let items: Vec<String> = known
+        .iter()
+        .filter(|(k, _)| asked.contains(k))
+        .map(|(_, xml)| xml.clone())
+        .collect();
+    (200, describe_response(&items))
+}
+
+#[tokio::test]
+async fn reservations_are_looked_up_by_id_skipping_ids_ec2_does_not_know() {
+    use nodewright_cloud::{CloudProvider, ReservationEnd};
+    let moto = moto_or_skip!("reservations_by_id");
+    let name = support::unique("crbyid");
+    let zone = "us-east-1a";
+    let known = vec![
+        (
+            "cr-0b10c",
+            reservation_xml(
+                "cr-0b10c",
+                zone,
+                0,
+                "ml",
+                "capacity-block",
+                "2026-03-01T12:00:00.000Z",
+            ),
+        ),
+        (
+            "cr-0dcr",
+            reservation_xml("cr-0dcr", zone, 2, "ml", "default", YEAR_END),
+        ),
+    ];
+    let answer: proxy::Reply = Arc::new(move |form: &str| {
+        form.contains("Action=DescribeCapacityReservations")
+            .then(|| by_id_answer(form, &known))
+    });
+    let proxied = proxy::start_replies(&moto.url, answer, proxy::unchanged()).await;
+    let via = Moto {
+        url: proxied.url.clone(),
+        clients: clients_via(&proxied.url).await,
+    };
+    let cloud = support::cloud(&via, &name, &format!("/{name}"), "1.32");
+    let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    let got = cloud
+        .capacity_reservations(&ids(&["cr-0dcr", "cr-0b10c"]))
+        .await
+        .expect("lookup");
+    let end = nodewright_core::time::Timestamp(1_772_366_400_000); // 2026-03-01T12:00:00Z
+    assert_eq!(
+        got,
+        vec![
+            ReservationEnd {
+                id: "cr-0b10c".into(),
+                capacity_block: true,
+                end: Some(end),
+            },
+            ReservationEnd {
+                id: "cr-0dcr".into(),
+                capacity_block: false,
+                end: Some(nodewright_core::time::Timestamp(1_798_761_600_000)),
+            },
+        ]
+    );
+    let forms = proxied.sent("Action=DescribeCapacityReservations");
+    assert_eq!(forms.len(), 1, "one call for both ids");
+    assert!(!forms[0].contains("Filter"), "any state: {}", forms[0]);
+
+    // An id EC2 never had fails the whole call; the others are then asked for one by one.
+    let got = cloud
+        .capacity_reservations(&ids(&["cr-0b10c", "cr-0gone"]))
+        .await
+        .expect("lookup");
+    assert_eq!(
+        got.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["cr-0b10c"]
+    );
+    assert_eq!(proxied.sent("Action=DescribeCapacityReservations").len(), 4);
+    assert_eq!(cloud.capacity_reservations(&[]).await, Ok(Vec::new()));
+    assert_eq!(proxied.sent("Action=DescribeCapacityReservations").len(), 4);
+}

@@ -10,6 +10,8 @@ mod error;
 mod health;
 mod instance;
 mod interruption;
+mod registration;
+mod reservation;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +27,8 @@ pub use instance::{Instance, InstanceState, Launched, annotations, tags};
 pub use interruption::{
     AckHandle, Delivery, InterruptedOffering, Interruption, InterruptionKind, InterruptionSource,
 };
+pub use registration::Registration;
+pub use reservation::ReservationEnd;
 
 /// What reconciling a node class yields: its status and the annotations its own metadata
 /// should carry (the class hash), both written by the controller.
@@ -84,6 +88,29 @@ pub trait CloudProvider: Send + Sync {
         claim: &NodeClaim,
         class: Option<&EC2NodeClass>,
     ) -> Result<Option<String>, CloudError>;
+
+    /// Provider work between a claim's Node appearing and the Node being registered (the
+    /// unregistered taint lifted). Labels the result carries go onto the claim and the Node;
+    /// a pending result keeps the Node unregistered (`Registered=False`,
+    /// `RegistrationHookPending`) and the controller asks again on its next pass. A cloud with
+    /// nothing to do at registration has nothing pending.
+    async fn registration_hooks(
+        &self,
+        _claim: &NodeClaim,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Registration, CloudError> {
+        Ok(Registration::done())
+    }
+
+    /// The capacity reservations `ids` name, as the cloud reports them now (ids it does not
+    /// know are left out). The controller asks for reservations its claims sit in that no node
+    /// class lists any more, so a capacity block's end is seen however the claim got there.
+    async fn capacity_reservations(
+        &self,
+        _ids: &[String],
+    ) -> Result<Vec<ReservationEnd>, CloudError> {
+        Ok(Vec::new())
+    }
 
     /// Instances whose health checks currently fail, with when each check started failing.
     /// Healthy instances are left out. A cloud without health checks has no failing ones.

@@ -1,7 +1,7 @@
 //! The NodeClaim lifecycle: finalizer, launch through the cloud (provider labels fill in,
 //! provider annotations such as the node class hash are written), registration (match the
-//! Node by providerID, copy the claim's labels, annotations and taints onto it, lift the
-//! unregistered taint), initialization (Ready, startup and ephemeral taints gone, extended
+//! Node by providerID, copy the claim's labels, annotations and taints onto it, run the
+//! provider's registration hooks, lift the unregistered taint once none is pending), initialization (Ready, startup and ephemeral taints gone, extended
 //! resources present), the launch and registration timeouts, and finalization (delete the
 //! Node, terminate the instance, release the finalizer). Every condition that changes status
 //! is reported as an event once its write has landed.
@@ -16,7 +16,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint};
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::shared::{Condition, Quantity, ResourceList};
-use nodewright_cloud::{CloudError, CloudProvider, Launched};
+use nodewright_cloud::{CloudError, CloudProvider, Launched, Registration};
 use nodewright_core::labels;
 use nodewright_core::resources::{Resources, format_amount};
 use nodewright_core::time::Timestamp;
@@ -40,6 +40,8 @@ pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
 pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
 pub const TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
+/// The `Registered` reason while a provider registration hook has not finished.
+pub const REGISTRATION_HOOK_PENDING: &str = "RegistrationHookPending";
 
 /// Why a claim was deleted by the lifecycle (upstream's metric reasons).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -405,15 +407,8 @@ impl Lifecycle {
             .collect();
         let node = match nodes.as_slice() {
             [] => {
-                let launched_at = cond::find(conds, LAUNCHED)
-                    .and_then(|c| c.last_transition_time.as_deref())
-                    .and_then(parse_rfc3339)
-                    .unwrap_or(now);
-                if now.since(launched_at) >= REGISTRATION_TIMEOUT {
-                    info!(nodeclaim = %name, "registration timed out; deleting");
-                    self.writer.delete_nodeclaim(&name).await?;
-                    self.count_disrupted(claim, "registration_timeout");
-                    return Ok(Some(Outcome::Deleted("registration_timeout")));
+                if let Some(o) = self.registration_timed_out(claim, conds, now).await? {
+                    return Ok(Some(o));
                 }
                 cond::set(
                     conds,
@@ -449,10 +444,23 @@ impl Lifecycle {
             .get(&name)
             .map(|c| c.metadata.clone())
             .unwrap_or_else(|| claim.metadata.clone());
-        let claim_labels = latest.labels.clone().unwrap_or_default();
+        let mut claim_labels = latest.labels.clone().unwrap_or_default();
+        let hook = self.run_registration_hooks(claim, &latest, status).await;
+        let mut gained = MetaPatch::default();
+        for (k, v) in &hook.labels {
+            if !claim_labels.contains_key(k) {
+                claim_labels.insert(k.clone(), v.clone());
+                gained.labels.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        if !gained.is_empty() {
+            self.writer.patch_nodeclaim_meta(&name, &gained).await?;
+        }
+        let registered =
+            (!hook.is_pending()).then(|| (labels::REGISTERED.to_string(), "true".to_string()));
         for (k, v) in claim_labels
             .iter()
-            .chain([(&labels::REGISTERED.to_string(), &"true".to_string())])
+            .chain(registered.iter().map(|(k, v)| (k, v)))
         {
             if node_labels.get(k) != Some(v) {
                 patch.meta.labels.insert(k.clone(), Some(v.clone()));
@@ -484,9 +492,12 @@ impl Lifecycle {
                     &node_name,
                 )));
         }
+        // The unregistered taint is lifted only once every hook is done.
         let mut taints: Vec<ApiTaint> = current
             .iter()
-            .filter(|t| !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute"))
+            .filter(|t| {
+                hook.is_pending() || !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
+            })
             .cloned()
             .collect();
         let sync = node_labels
@@ -513,6 +524,20 @@ impl Lifecycle {
         if !patch.is_empty() {
             self.writer.patch_node(&node_name, &patch).await?;
         }
+        if let Some(why) = &hook.pending {
+            if let Some(o) = self.registration_timed_out(claim, conds, now).await? {
+                return Ok(Some(o));
+            }
+            cond::set(
+                conds,
+                REGISTERED,
+                "False",
+                REGISTRATION_HOOK_PENDING,
+                why,
+                now,
+            );
+            return Ok(None);
+        }
         status.node_name = Some(node_name.clone());
         cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
@@ -525,6 +550,57 @@ impl Lifecycle {
         );
         info!(nodeclaim = %name, node = %node_name, "registered nodeclaim");
         Ok(None)
+    }
+
+    /// Deletes the claim once it has stayed unregistered for [`REGISTRATION_TIMEOUT`] since
+    /// its launch.
+    async fn registration_timed_out(
+        &self,
+        claim: &NodeClaim,
+        conds: &[Condition],
+        now: Timestamp,
+    ) -> Result<Option<Outcome>, WriteError> {
+        let launched_at = cond::find(conds, LAUNCHED)
+            .and_then(|c| c.last_transition_time.as_deref())
+            .and_then(parse_rfc3339)
+            .unwrap_or(now);
+        if now.since(launched_at) < REGISTRATION_TIMEOUT {
+            return Ok(None);
+        }
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        info!(nodeclaim = %name, "registration timed out; deleting");
+        self.writer.delete_nodeclaim(&name).await?;
+        self.count_disrupted(claim, "registration_timeout");
+        Ok(Some(Outcome::Deleted("registration_timeout")))
+    }
+
+    /// The provider's registration hooks for the claim as last written (`meta`, `status`).
+    /// A hook that fails keeps registration pending, with the error as the reason.
+    async fn run_registration_hooks(
+        &self,
+        claim: &NodeClaim,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        status: &NodeClaimStatus,
+    ) -> Registration {
+        let mut current = claim.clone();
+        current.metadata = meta.clone();
+        current.status = Some(status.clone());
+        let class = lock(&self.state)
+            .nodeclasses
+            .get(&claim.spec.node_class_ref.name)
+            .cloned();
+        match self
+            .cloud
+            .registration_hooks(&current, class.as_ref())
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                let name = claim.metadata.name.as_deref().unwrap_or_default();
+                warn!(nodeclaim = %name, error = %e, "registration hook failed");
+                Registration::pending(format!("registration hook failed: {e}"))
+            }
+        }
     }
 
     async fn initialize(

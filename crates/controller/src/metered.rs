@@ -11,7 +11,7 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceHealth, LaunchFailure, Launched, ProviderObserver,
-    ReconciledNodeClass,
+    ReconciledNodeClass, Registration, ReservationEnd,
 };
 use nodewright_core::model::InstanceType;
 
@@ -126,6 +126,21 @@ impl CloudProvider for MeteredCloud {
         let r = self.inner.is_drifted(claim, class).await;
         self.record("IsDrifted", t, &r);
         r
+    }
+
+    async fn registration_hooks(
+        &self,
+        claim: &NodeClaim,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Registration, CloudError> {
+        self.inner.registration_hooks(claim, class).await
+    }
+
+    async fn capacity_reservations(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<ReservationEnd>, CloudError> {
+        self.inner.capacity_reservations(ids).await
     }
 
     async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {

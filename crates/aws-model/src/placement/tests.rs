@@ -158,3 +158,29 @@ fn launch_placement_labels_and_ice_scope() {
         vec![(aws::INSTANCE_TENANCY, "default".to_string())]
     );
 }
+
+#[test]
+fn a_spread_group_offers_shared_tenancy_only() {
+    let tenancy = req(aws::INSTANCE_TENANCY, Operator::In, TENANCIES);
+    let with_tenancy = || {
+        let mut t = it("m5.large");
+        t.requirements.push(tenancy.clone());
+        t
+    };
+    let mut spread = vec![with_tenancy()];
+    apply_placement_group(&mut spread, &group(Strategy::Spread, 0), |_| None);
+    let got = spread[0]
+        .requirements
+        .iter()
+        .find(|r| r.key == aws::INSTANCE_TENANCY)
+        .unwrap();
+    assert_eq!(
+        (got.operator, got.values.clone()),
+        (Operator::In, vec!["default".to_string()])
+    );
+    for s in [Strategy::Cluster, Strategy::Partition] {
+        let mut other = vec![with_tenancy()];
+        apply_placement_group(&mut other, &group(s, 2), |_| None);
+        assert!(other[0].requirements.contains(&tenancy), "{s:?}");
+    }
+}

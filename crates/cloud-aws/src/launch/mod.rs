@@ -21,11 +21,12 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::ice::{
     FleetError, Marked, SPOT_ROLE_MISSING_CODE, UNFULFILLABLE_CODES, UnavailableOfferings,
+    is_spread_limit,
 };
 use nodewright_aws_model::launch::{
     FleetOverride, LaunchError, LaunchInput, plan_launch, usable_offering,
 };
-use nodewright_aws_model::placement::LaunchPlacement;
+use nodewright_aws_model::placement::{LaunchPlacement, Strategy};
 use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
@@ -167,6 +168,12 @@ impl AwsCloud {
         // Tenancy, placement group and partition are the claim's, not per instance type.
         let placement = LaunchPlacement::new(&reqs, resolved.placement_group.as_ref());
         let ice_scope = placement.ice_scope();
+        // A spread group's per-zone limit closes the whole zone for the group, not one type.
+        let spread_group = resolved
+            .placement_group
+            .as_ref()
+            .filter(|g| g.strategy == Strategy::Spread)
+            .map(|g| g.id.clone());
         let requests = claim::requests(claim)?;
         let (taints, startup_taints) = claim::taints(claim)?;
         let family = node_class_input(class)
@@ -289,6 +296,7 @@ impl AwsCloud {
                 &call,
                 &outcome.errors,
                 ice_scope.as_deref(),
+                spread_group.as_deref(),
                 now,
                 &mut failed,
             );
@@ -332,12 +340,13 @@ impl AwsCloud {
     }
 
     /// Caches what the errors say about capacity; true when at least one offering (or a whole
-    /// capacity type) was marked.
+    /// capacity type, or a zone of the spread group `spread_group`) was marked.
     fn record_failures(
         &self,
         call: &FleetCall,
         errors: &[FleetFailure],
         scope: Option<&str>,
+        spread_group: Option<&str>,
         now: Timestamp,
         failed: &mut Vec<(String, String, String)>,
     ) -> bool {
@@ -354,6 +363,22 @@ impl AwsCloud {
                 }
                 continue;
             };
+            if let Some(group) = spread_group
+                && is_spread_limit(&e.message)
+            {
+                tracing::info!(placement_group = %group, zone = %o.zone, code = %e.code, "spread placement group is full in this zone");
+                cache.mark_group_zone(group, &o.zone, now);
+                marked = true;
+                let entry = (
+                    o.instance_type.clone(),
+                    o.zone.clone(),
+                    call.capacity_type.as_str().to_string(),
+                );
+                if !failed.contains(&entry) {
+                    failed.push(entry);
+                }
+                continue;
+            }
             if call.capacity_type == CapacityType::Reserved
                 && UNFULFILLABLE_CODES.contains(&e.code.as_str())
                 && let Some(id) = o.reservation_id.as_deref()

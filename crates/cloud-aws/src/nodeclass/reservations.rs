@@ -101,6 +101,61 @@ pub async fn resolve_capacity_reservations(
     Ok(reservations::select(&terms, &found))
 }
 
+/// EC2's answer to an id it does not know (or one malformed).
+fn is_unknown_id(e: &AwsError) -> bool {
+    e.code
+        .as_deref()
+        .is_some_and(|c| c.starts_with("InvalidCapacityReservationId"))
+}
+
+async fn describe_ids(
+    c: &AwsClients,
+    ids: &[String],
+) -> Result<Vec<CapacityReservation>, AwsError> {
+    let mut found = Vec::new();
+    let mut pages = c
+        .ec2
+        .describe_capacity_reservations()
+        .set_capacity_reservation_ids(Some(ids.to_vec()))
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| AwsError::from_sdk("DescribeCapacityReservations", e))?;
+        found.extend(page.capacity_reservations().iter().filter_map(from_sdk));
+    }
+    Ok(found)
+}
+
+/// The reservations with these ids, in whatever state (a block that has ended is still
+/// reported), sorted by id. Ids EC2 does not know are left out: as one such id fails the
+/// whole call, the ids are then asked for one at a time.
+pub async fn reservations_by_id(
+    c: &AwsClients,
+    ids: &[String],
+) -> Result<Vec<CapacityReservation>, AwsError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found = match describe_ids(c, ids).await {
+        Ok(found) => found,
+        Err(e) if is_unknown_id(&e) => {
+            let mut found = Vec::new();
+            for id in ids {
+                match describe_ids(c, std::slice::from_ref(id)).await {
+                    Ok(r) => found.extend(r),
+                    Err(e) if is_unknown_id(&e) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            found
+        }
+        Err(e) => return Err(e),
+    };
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    found.dedup_by(|a, b| a.id == b.id);
+    Ok(found)
+}
+
 /// The status entry of one reservation at `now_unix` (a capacity block near its end is
 /// `expiring`).
 pub fn status(r: &CapacityReservation, now_unix: i64) -> CapacityReservationStatus {

@@ -3,7 +3,9 @@
 //!
 //! - a claim in a capacity block that has entered its expiring window (the last
 //!   [`EXPIRING_WINDOW`] before the block's end, ten minutes before EC2 starts reclaiming) is
-//!   deleted, so its pods move while there is time;
+//!   deleted, so its pods move while there is time. The blocks' ends come from the node
+//!   classes' status, and for blocks a claim sits in that no class lists any more, from the
+//!   cloud;
 //! - a claim labelled `reserved` whose instance EC2 now reports as on-demand (its reservation
 //!   ended or was cancelled, and EC2 kept the instance) is relabelled
 //!   `karpenter.sh/capacity-type=on-demand` without its reservation id, and so are its
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{CloudProvider, Instance};
+use nodewright_cloud::{CloudProvider, Instance, ReservationEnd};
 use nodewright_core::labels;
 use nodewright_core::model::CapacityType;
 use nodewright_core::time::Timestamp;
@@ -32,6 +34,9 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(60);
 
 /// A capacity block is expiring this long before its end (upstream's 40 minutes).
 pub const EXPIRING_WINDOW: Duration = Duration::from_secs(40 * 60);
+
+/// The reservation-type label value of a capacity block.
+const CAPACITY_BLOCK: &str = "capacity-block";
 
 fn label<'a>(claim: &'a NodeClaim, key: &str) -> Option<&'a str> {
     claim
@@ -50,7 +55,7 @@ fn expiring_blocks(state: &ClusterState, now: Timestamp) -> BTreeSet<String> {
         .values()
         .filter_map(|c| c.status.as_ref()?.capacity_reservations.as_ref())
         .flatten()
-        .filter(|r| r.reservation_type.as_deref() == Some("capacity-block"))
+        .filter(|r| r.reservation_type.as_deref() == Some(CAPACITY_BLOCK))
         .filter(|r| {
             r.state.as_deref() == Some("expiring")
                 || r.end_time
@@ -62,10 +67,48 @@ fn expiring_blocks(state: &ClusterState, now: Timestamp) -> BTreeSet<String> {
         .collect()
 }
 
+/// Capacity blocks live claims sit in (by their reservation id and type labels) that no node
+/// class's status lists, sorted: their end times must be looked up in the cloud.
+pub fn unlisted_blocks(state: &ClusterState) -> Vec<String> {
+    let listed: BTreeSet<&str> = state
+        .nodeclasses
+        .values()
+        .filter_map(|c| c.status.as_ref()?.capacity_reservations.as_ref())
+        .flatten()
+        .map(|r| r.id.as_str())
+        .collect();
+    let ids: BTreeSet<String> = state
+        .nodeclaims
+        .values()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .filter(|c| label(c, labels::aws::CAPACITY_RESERVATION_TYPE) == Some(CAPACITY_BLOCK))
+        .filter_map(|c| label(c, labels::aws::CAPACITY_RESERVATION_ID))
+        .filter(|id| !id.is_empty() && !listed.contains(id))
+        .map(str::to_string)
+        .collect();
+    ids.into_iter().collect()
+}
+
 /// Claims (not already deleting) in a capacity block that is expiring at `now`, sorted, with
-/// the reservation each is in.
+/// the reservation each is in. Blocks come from the node classes' status.
 pub fn expiring(state: &ClusterState, now: Timestamp) -> Vec<(String, String)> {
-    let blocks = expiring_blocks(state, now);
+    expiring_with(state, now, &[])
+}
+
+/// [`expiring`], with blocks no class lists whose ends the cloud reported (`looked_up`).
+pub fn expiring_with(
+    state: &ClusterState,
+    now: Timestamp,
+    looked_up: &[ReservationEnd],
+) -> Vec<(String, String)> {
+    let mut blocks = expiring_blocks(state, now);
+    blocks.extend(
+        looked_up
+            .iter()
+            .filter(|r| r.capacity_block)
+            .filter(|r| r.end.is_some_and(|end| end <= now.plus(EXPIRING_WINDOW)))
+            .map(|r| r.id.clone()),
+    );
     if blocks.is_empty() {
         return Vec::new();
     }
@@ -188,7 +231,20 @@ impl ReservationController {
     pub async fn pass(&self) -> Pass {
         let mut out = Pass::default();
         let now = self.clock.now();
-        let doomed = expiring(&lock(&self.state), now);
+        let unlisted = unlisted_blocks(&lock(&self.state));
+        let looked_up = if unlisted.is_empty() {
+            Vec::new()
+        } else {
+            match self.cloud.capacity_reservations(&unlisted).await {
+                Ok(r) => r,
+                Err(e) => {
+                    out.failed
+                        .push(format!("looking up capacity blocks {unlisted:?}: {e}"));
+                    Vec::new()
+                }
+            }
+        };
+        let doomed = expiring_with(&lock(&self.state), now, &looked_up);
         for (claim, reservation) in doomed {
             match self.writer.delete_nodeclaim(&claim).await {
                 Ok(()) => {

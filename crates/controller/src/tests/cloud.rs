@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{
-    CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, annotations,
+    CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass,
+    Registration, ReservationEnd, annotations,
 };
 use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering, Overhead};
@@ -24,6 +25,10 @@ struct Inner {
     fail: bool,
     class_not_ready: Option<String>,
     drift: Option<String>,
+    registration: Option<Result<Registration, String>>,
+    hook_calls: usize,
+    reservations: Vec<ReservationEnd>,
+    reservation_lookups: Vec<Vec<String>>,
 }
 
 pub struct TestCloud {
@@ -115,6 +120,27 @@ impl TestCloud {
     /// The drift reason every launched claim reports (`None`: not drifted).
     pub fn set_drift(&self, reason: Option<&str>) {
         self.inner().drift = reason.map(str::to_string);
+    }
+
+    /// What the registration hooks answer from now on (`None`: nothing to do; `Err`: the
+    /// hook fails with that message).
+    pub fn set_registration(&self, r: Option<Result<Registration, String>>) {
+        self.inner().registration = r;
+    }
+
+    /// How often the registration hooks ran.
+    pub fn hook_calls(&self) -> usize {
+        self.inner().hook_calls
+    }
+
+    /// The reservations the cloud knows by id.
+    pub fn set_reservations(&self, r: Vec<ReservationEnd>) {
+        self.inner().reservations = r;
+    }
+
+    /// The ids each reservation lookup asked for.
+    pub fn reservation_lookups(&self) -> Vec<Vec<String>> {
+        self.inner().reservation_lookups.clone()
     }
 
     /// An instance no claim knows about, as a crashed launch leaves behind.
@@ -247,6 +273,38 @@ impl CloudProvider for TestCloud {
             labels: l,
             annotations: class.map(class_hash).unwrap_or_default(),
         })
+    }
+
+    async fn registration_hooks(
+        &self,
+        _claim: &NodeClaim,
+        _class: Option<&EC2NodeClass>,
+    ) -> Result<Registration, CloudError> {
+        let mut inner = self.inner();
+        inner.hook_calls += 1;
+        match inner.registration.clone() {
+            None => Ok(Registration::done()),
+            Some(Ok(r)) => Ok(r),
+            Some(Err(message)) => Err(CloudError::Api {
+                operation: "DescribeInstances".into(),
+                message,
+                retryable: true,
+            }),
+        }
+    }
+
+    async fn capacity_reservations(
+        &self,
+        ids: &[String],
+    ) -> Result<Vec<ReservationEnd>, CloudError> {
+        let mut inner = self.inner();
+        inner.reservation_lookups.push(ids.to_vec());
+        Ok(inner
+            .reservations
+            .iter()
+            .filter(|r| ids.contains(&r.id))
+            .cloned()
+            .collect())
     }
 
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {

@@ -556,3 +556,51 @@ async fn a_claim_whose_reservation_ended_is_relabelled_on_demand_with_its_node()
     );
     assert_eq!(ctl.pass().await, Default::default(), "nothing left to do");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claim_in_a_capacity_block_no_class_lists_is_deleted_before_the_block_ends() {
+    use crate::interruption::reservations::{EXPIRING_WINDOW, ReservationController};
+    use crate::write::MetaPatch;
+    use nodewright_cloud::ReservationEnd;
+
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let mut p = MetaPatch::default();
+    for (k, v) in [
+        ("karpenter.sh/capacity-type", "reserved"),
+        ("karpenter.k8s.aws/capacity-reservation-id", "cr-block"),
+        (
+            "karpenter.k8s.aws/capacity-reservation-type",
+            "capacity-block",
+        ),
+    ] {
+        p.labels.insert(k.into(), Some(v.into()));
+    }
+    let ctl = ReservationController::new(h.state.clone(), h.api.clone(), h.cloud.clone(), h.clock);
+    let block_ending_in = |d: Duration| {
+        h.cloud.set_reservations(vec![ReservationEnd {
+            id: "cr-block".into(),
+            capacity_block: true,
+            end: Some(h.clock.now().plus(d)),
+        }]);
+    };
+    // The block ends in 41 minutes: not yet. (The test cloud reports the instance as
+    // on-demand, so the same pass relabels the claim; the labels are put back below.)
+    h.api.patch_nodeclaim_meta(&claim, &p).await.unwrap();
+    block_ending_in(EXPIRING_WINDOW + Duration::from_secs(60));
+    let pass = ctl.pass().await;
+    assert!(pass.deleted.is_empty(), "{pass:?}");
+    assert_eq!(
+        h.cloud.reservation_lookups(),
+        vec![vec!["cr-block".to_string()]]
+    );
+    // Forty minutes before its end the claim goes.
+    h.api.patch_nodeclaim_meta(&claim, &p).await.unwrap();
+    block_ending_in(EXPIRING_WINDOW);
+    let pass = ctl.pass().await;
+    assert_eq!(pass.deleted, vec![claim.clone()], "{pass:?}");
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+        panic!()
+    };
+    assert!(c.metadata.deletion_timestamp.is_some());
+}

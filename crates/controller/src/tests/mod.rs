@@ -10,6 +10,7 @@ mod gc;
 mod interruption;
 mod kube_api;
 mod lifecycle_events;
+mod registration;
 mod scale;
 mod status;
 pub(crate) mod termination;

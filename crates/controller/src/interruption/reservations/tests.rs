@@ -157,3 +157,45 @@ fn a_reserved_claim_ec2_moved_to_on_demand_is_relabelled_with_its_registered_nod
         }}})
     );
 }
+
+fn block(id: &str) -> Value {
+    json!({"karpenter.sh/capacity-type": "reserved",
+        "karpenter.k8s.aws/capacity-reservation-id": id,
+        "karpenter.k8s.aws/capacity-reservation-type": "capacity-block"})
+}
+
+#[test]
+fn blocks_no_class_lists_are_looked_up_and_their_claims_expire_too() {
+    let s = state(vec![
+        class(json!([{"id": "cr-listed", "reservationType": "capacity-block", "endTime": END}])),
+        claim("listed", "i-1", block("cr-listed"), false),
+        claim("orphan", "i-2", block("cr-gone"), false),
+        claim("orphan-2", "i-3", block("cr-gone"), false),
+        claim("odcr", "i-4", reserved("cr-odcr"), false),
+        claim("deleting", "i-5", block("cr-deleting"), true),
+    ]);
+    assert_eq!(unlisted_blocks(&s), vec!["cr-gone".to_string()]);
+    let at = Timestamp(end().0 - EXPIRING_WINDOW.as_millis() as i64);
+    // Without the lookup only the listed block is seen.
+    assert_eq!(
+        expiring(&s, at),
+        [("listed".to_string(), "cr-listed".to_string())]
+    );
+    let gone = |end: Timestamp, capacity_block: bool| ReservationEnd {
+        id: "cr-gone".into(),
+        capacity_block,
+        end: Some(end),
+    };
+    assert_eq!(
+        expiring_with(&s, at, &[gone(end(), true)]),
+        [
+            ("listed".to_string(), "cr-listed".to_string()),
+            ("orphan".to_string(), "cr-gone".to_string()),
+            ("orphan-2".to_string(), "cr-gone".to_string()),
+        ]
+    );
+    // A block that ends later, or a reservation that is no block, keeps its claims.
+    let later = Timestamp(end().0 + 3_600_000);
+    assert_eq!(expiring_with(&s, at, &[gone(later, true)]).len(), 1);
+    assert_eq!(expiring_with(&s, at, &[gone(end(), false)]).len(), 1);
+}
