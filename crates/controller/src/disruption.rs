@@ -6,14 +6,15 @@
 //! says for every node why it was not disrupted (`DisruptionBlocked`, `Unconsolidatable`) and
 //! records upstream's voluntary-disruption metrics.
 //!
-//! As upstream marks a started command's candidates for deletion, the claims of running
-//! commands' targets are planned as deleting: they are no longer candidates and they count
-//! against the budgets, so the next command can be planned while earlier ones wait for their
+//! Rounds plan and re-check on the snapshot as running commands leave it
+//! ([`InFlight::view`]): as upstream marks a started command's candidates for deletion, the
+//! claims of running commands' targets are planned as deleting (no longer candidates, counted
+//! against the budgets), so the next command can be planned while earlier ones wait for their
 //! replacements. Their pods stay where they are in later simulations (the tainted node takes
-//! no new pods): the command's own replacement was sized for them, and later commands may not
-//! count on that replacement until it is initialized. Nodes whose instance is already being
-//! terminated leave the budgets, as upstream's `InstanceTerminating` claims do. A round that
-//! found nothing lets the next rounds skip until the index changes (see [`consolidated`]).
+//! no new pods), and the replacements sized for them, until initialized, are reserved: no
+//! other candidate's pods land on them. Nodes whose instance is already being terminated
+//! leave the budgets, as upstream's `InstanceTerminating` claims do. A round that found
+//! nothing lets the next rounds skip until the index changes (see [`consolidated`]).
 
 mod consolidated;
 pub mod journal;
@@ -30,6 +31,7 @@ use nodewright_core::disruption::budgets::allowed_disruptions;
 use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both};
 use nodewright_core::disruption::command::{Command, Method};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
@@ -143,27 +145,6 @@ fn eligible(graceful: &Selection<'_>, eventual: &Selection<'_>) -> BTreeMap<&'st
                 .count(),
         ),
     ])
-}
-
-/// Marks the running commands' targets (`busy` nodes) as being deleted in `snap`, as
-/// upstream's `MarkForDeletion` does in its cluster state once a command starts, and leaves
-/// out the nodes whose instance is terminating (`terminating`), which upstream no longer
-/// counts for budgets.
-fn mark_disrupting(snap: &mut Snapshot, busy: &BTreeSet<String>, terminating: &BTreeSet<String>) {
-    if !terminating.is_empty() {
-        snap.nodes.retain(|n| !terminating.contains(&n.name));
-    }
-    if busy.is_empty() {
-        return;
-    }
-    let now = snap.now;
-    for c in snap
-        .node_claims
-        .iter_mut()
-        .filter(|c| c.node_name.as_ref().is_some_and(|n| busy.contains(n)))
-    {
-        c.deletion_timestamp.get_or_insert(now);
-    }
 }
 
 /// A command in a few words: method, decision, how many targets and replacements.
@@ -290,6 +271,18 @@ impl Disruptor {
             .collect()
     }
 
+    /// What the running commands hold, and the nodes already terminating.
+    fn in_flight(&self) -> InFlight {
+        let mut held = InFlight {
+            terminating: self.terminating(),
+            ..InFlight::default()
+        };
+        for r in self.running() {
+            held.add(&r.command, r.replacements.iter().map(String::as_str));
+        }
+        held
+    }
+
     /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
     fn terminating(&self) -> BTreeSet<String> {
         lock(&self.state)
@@ -329,7 +322,7 @@ impl Disruptor {
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
         let busy = self.busy();
-        mark_disrupting(&mut snap, &busy, &self.terminating());
+        self.in_flight().apply(&mut snap);
         let started = Instant::now();
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
@@ -441,7 +434,7 @@ impl Disruptor {
         let mut fresh = snapshot(&self.state, self.cloud.as_ref(), now)
             .await
             .map_err(|e| e.to_string())?;
-        mark_disrupting(&mut fresh, &self.busy(), &self.terminating());
+        self.in_flight().apply(&mut fresh);
         let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();

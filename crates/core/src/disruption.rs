@@ -13,6 +13,7 @@ pub mod cost;
 pub mod drift;
 pub mod duration;
 pub mod engine_simulator;
+pub mod in_flight;
 pub mod plan;
 pub mod simulate;
 pub mod upstream;

@@ -429,3 +429,100 @@ fn a_quiet_cluster_skips_disruption_rounds_until_something_changes() {
     // The scale-down at 8m is a change: the node it empties is still consolidated.
     assert!(r.summary.nodes_disrupted >= 1, "{:#?}", r.timeline);
 }
+
+/// Two `app` pods that never share a node, each next to a `filler` pod that sizes its node up.
+const APART: &str = r#"until: 10m
+cloud: {}
+manifests:
+  - inline:
+      apiVersion: karpenter.k8s.aws/v1
+      kind: EC2NodeClass
+      metadata: { name: default }
+      spec:
+        amiSelectorTerms: [{ alias: al2023@latest }]
+        role: node-role
+        subnetSelectorTerms: [{ tags: { demo: "true" } }]
+        securityGroupSelectorTerms: [{ tags: { demo: "true" } }]
+  - inline:
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: { name: default }
+      spec:
+        template:
+          spec:
+            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: default }
+            requirements:
+              - { key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m] }
+              - { key: karpenter.sh/capacity-type, operator: In, values: [on-demand] }
+              - { key: kubernetes.io/arch, operator: In, values: [amd64] }
+        disruption:
+          consolidationPolicy: WhenEmptyOrUnderutilized
+          consolidateAfter: 30s
+          budgets: [{ nodes: "100%" }]
+  - inline:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: app, namespace: default }
+      spec:
+        replicas: 0
+        selector: { matchLabels: { app: app } }
+        template:
+          metadata: { labels: { app: app } }
+          spec:
+            affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: { matchLabels: { app: app } }
+                    topologyKey: kubernetes.io/hostname
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "1" } } }]
+  - inline:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: { name: filler, namespace: default }
+      spec:
+        replicas: 0
+        selector: { matchLabels: { app: filler } }
+        template:
+          metadata: { labels: { app: filler } }
+          spec:
+            affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: { matchLabels: { app: filler } }
+                    topologyKey: kubernetes.io/hostname
+            containers: [{ name: c, image: pause, resources: { requests: { cpu: "6" } } }]
+steps:
+  - { at: 5s, scale: default/app, replicas: 2 }
+  - { at: 5s, scale: default/filler, replicas: 2 }
+  - { at: 3m, scale: default/filler, replicas: 0 }
+"#;
+
+#[test]
+fn a_second_replace_starts_while_the_first_waits_for_its_replacement() {
+    let r = run(APART).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // Commands started and not yet done (their replacements Ready), along the timeline.
+    let mut running = 0i32;
+    let mut most = 0;
+    let mut started = Vec::new();
+    for e in &r.timeline {
+        if e.kind == "disruption-started" {
+            running += 1;
+            started.push(e.message.as_str());
+        } else if e.kind == "saved" {
+            running -= 1;
+        }
+        most = most.max(running);
+    }
+    // Once the filler goes, each app node is replaced by a smaller one.
+    assert_eq!(started.len(), 2, "{:#?}", r.timeline);
+    assert!(
+        started
+            .iter()
+            .all(|m| m.starts_with("single-node-consolidation: replace:")),
+        "{started:?}"
+    );
+    // The second app node's pod does not count on the first one's launching replacement:
+    // both replacements launch together.
+    assert_eq!(most, 2, "{:#?}", r.timeline);
+}

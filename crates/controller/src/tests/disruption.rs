@@ -410,3 +410,93 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     assert_ne!(target, other);
     assert!(tainted(&h, "n1") && tainted(&h, "n2"));
 }
+
+/// A running pod of 1 cpu on `node` holding host port 8080: two such pods never share a node.
+fn port_pod(name: &str, node: &str) -> serde_json::Value {
+    let mut p = super::pending_pod_json(name, "1");
+    p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+    p["spec"]["nodeName"] = json!(node);
+    p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    p
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
+    let h = Harness::new();
+    h.nodepool("default", None);
+    // Two pods too big to share a node: two m5.2xlarge claims.
+    h.pending_pod("big-a", "5");
+    h.pending_pod("big-b", "5");
+    h.api.mark_synced();
+    let created = h.provisioner().provision().await.unwrap().created;
+    assert_eq!(created.len(), 2, "{created:?}");
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    for (node, name) in ["n1", "n2"].into_iter().zip(&created) {
+        let pid = claim(&h, name)
+            .unwrap()
+            .status
+            .unwrap()
+            .provider_id
+            .unwrap();
+        h.node_joins(node, &pid);
+    }
+    life.reconcile_all().await;
+    h.api.delete(Kind::Pod, "default/big-a").unwrap();
+    h.api.delete(Kind::Pod, "default/big-b").unwrap();
+    // What is left on each node fits an m5.large, and the two pods cannot share one.
+    h.api.put_value(Kind::Pod, port_pod("a", "n1"));
+    h.api.put_value(Kind::Pod, port_pod("b", "n2"));
+
+    let d = disruptor(&h);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let first = d.running()[0].clone();
+    assert_eq!(
+        first.command.decision.as_str(),
+        "replace",
+        "{}",
+        first.command
+    );
+    let replacement = &first.replacements[0];
+    assert!(
+        !claim(&h, replacement)
+            .unwrap()
+            .status
+            .and_then(|s| s.conditions)
+            .is_some_and(|c| conditions::is_true(&c, "Initialized"))
+    );
+
+    // The replacement is still launching. Its capacity is the first target's pod's, so the
+    // other node's pod may not count on it: the next round replaces the other node too.
+    let mut planned = None;
+    for _ in 0..3 {
+        tokio::time::advance(Duration::from_secs(10)).await;
+        match d.step(&mut cadence).await {
+            Step::Planned(n) => {
+                planned = Some(n);
+                break;
+            }
+            Step::Idle => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(planned, Some(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let running = d.running();
+    assert_eq!(running.len(), 2);
+    assert_ne!(
+        running[0].command.targets[0].node,
+        running[1].command.targets[0].node
+    );
+    assert_eq!(running[1].command.decision.as_str(), "replace");
+    assert!(tainted(&h, "n1") && tainted(&h, "n2"));
+    // Neither target is deleted before its replacement is initialized.
+    for r in &running {
+        let target = claim(&h, &r.command.targets[0].nodeclaim).unwrap();
+        assert!(target.metadata.deletion_timestamp.is_none());
+    }
+}

@@ -1,6 +1,13 @@
 //! The disruption loop: the consolidated marker, a planning round over the snapshot the
 //! cluster keeps, validation of graceful commands after their wait, and commands running
-//! until their replacements are Ready.
+//! until their replacements are Ready. Rounds and re-checks see the snapshot as running
+//! commands leave it, as the controller does ([`InFlight::view`]): targets deleting, their
+//! pods in place, and the replacements sized for those pods reserved until initialized.
+
+use std::borrow::Cow;
+
+use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::model::Snapshot;
 
 use super::launch::replacement_options;
 use super::remembered::Remembering;
@@ -52,13 +59,11 @@ impl Engine<'_> {
             return;
         }
         self.work.plans += 1;
-        let busy: BTreeSet<String> = self
-            .running
-            .iter()
-            .flat_map(|r| r.command.targets.iter().map(|t| t.nodeclaim.clone()))
-            .collect();
-        let (generation, snapshot) = self.cluster.view_stamped(self.now);
-        let sim = Remembering::new(&self.memo, generation, snapshot);
+        let held = self.in_flight();
+        let (generation, view) = self.cluster.view_stamped(self.now);
+        let planned: Cow<'_, Snapshot> = held.view(view);
+        let snapshot: &Snapshot = &planned;
+        let sim = Remembering::new(&self.memo, generation, &held, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
         // this round's command would only fill verdicts.
         let settings = Settings {
@@ -66,11 +71,13 @@ impl Engine<'_> {
             ..Settings::default()
         };
         let mut round = plan(snapshot, &sim, settings);
-        // Commands on nodes a running command already disrupts are not new work: the
-        // controller's candidates leave out nodes marked for deletion.
-        round
-            .commands
-            .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.nodeclaim)));
+        // The view has the running commands' targets deleting; this only guards against a
+        // node joining two commands.
+        round.commands.retain(|c| {
+            c.targets
+                .iter()
+                .all(|t| !held.targets.contains(&t.nodeclaim))
+        });
         if plan_is_consolidated(&round, &snapshot.nodepools) {
             self.consolidation.mark_consolidated(self.now);
         }
@@ -96,9 +103,11 @@ impl Engine<'_> {
         let commands = std::mem::take(&mut self.awaiting);
         let mut started = false;
         for c in commands {
-            let (generation, fresh) = self.cluster.view_stamped(self.now);
-            let sim = Remembering::new(&self.memo, generation, fresh);
-            match validate(&c, fresh, &sim, Settings::default()) {
+            let held = self.in_flight();
+            let (generation, view) = self.cluster.view_stamped(self.now);
+            let fresh: Cow<'_, Snapshot> = held.view(view);
+            let sim = Remembering::new(&self.memo, generation, &held, &fresh);
+            match validate(&c, &fresh, &sim, Settings::default()) {
                 Ok(()) => {
                     self.start(c);
                     started = true;
@@ -120,6 +129,15 @@ impl Engine<'_> {
                 Validated::Rejected
             },
         );
+    }
+
+    /// What the running commands hold: their targets and the replacements they launched.
+    fn in_flight(&self) -> InFlight {
+        let mut held = InFlight::default();
+        for r in &self.running {
+            held.add(&r.command, r.replacements.iter().map(String::as_str));
+        }
+        held
     }
 
     /// Starts a command: targets are tainted so nothing new lands on them, replacements launch,

@@ -4,13 +4,13 @@
 //! simulation of its nodes gone. That simulation runs on the view's compile (nodes come from
 //! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
 //! full solve, and a simulation reads no clock, so over one
-//! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation) its answer is fixed
-//! and kept for the same question asked again. A planning round's many simulations are not
+//! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
+//! commands running, its answer is fixed and kept for the same question asked again. A planning round's many simulations are not
 //! kept (copying each answer costs more than the rare repeat saves); simulations of any other
 //! snapshot pass straight through.
 //!
-//! The view's compile itself is kept too: within a generation the view differs only in its
-//! time, which a compile does not read, so a planning round and the re-checks after it over an
+//! The view's compile itself is kept too: within a generation, with the same commands running,
+//! the view differs only in its time, which a compile does not read, so a planning round and the re-checks after it over an
 //! unchanged cluster share one compile (`NodeCache::same_as`), and so do rounds while nothing
 //! changes.
 
@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::simulate::{PreparedSimulation, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
 use nodewright_core::scheduling::node_cache::NodeCache;
@@ -26,10 +27,12 @@ use nodewright_core::scheduling::node_cache::NodeCache;
 /// `(nodes removed, pods moved in the order given)`.
 type Key = (BTreeSet<String>, Vec<String>);
 
-/// The answers of one view generation.
+/// The answers of one view generation, as the running commands leave it.
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    generation: Option<u64>,
+    generation: Option<(u64, InFlight)>,
+    /// Moves whenever `generation` does: the key of the view's kept compile.
+    epoch: u64,
     answers: BTreeMap<Key, Simulation>,
     /// Simulations answered from memory, for tests.
     pub(crate) reused: u64,
@@ -38,10 +41,12 @@ pub(crate) struct Memo {
 }
 
 impl Memo {
-    /// Forgets everything when `generation` is not the one the answers belong to.
-    fn enter(&mut self, generation: u64) {
-        if self.generation != Some(generation) {
-            self.generation = Some(generation);
+    /// Forgets everything when `generation` and `held` are not what the answers belong to.
+    fn enter(&mut self, generation: u64, held: &InFlight) {
+        let current = self.generation.as_ref();
+        if current.is_none_or(|(g, h)| *g != generation || h != held) {
+            self.generation = Some((generation, held.clone()));
+            self.epoch += 1;
             self.answers.clear();
         }
     }
@@ -56,13 +61,22 @@ pub(crate) struct Remembering<'m> {
     inner: EngineSimulator,
     memo: &'m RefCell<Memo>,
     view: *const Snapshot,
-    generation: u64,
+    /// The memo's epoch for this view: it changes with the generation and with the commands
+    /// running, both of which change the view.
+    epoch: u64,
 }
 
 impl<'m> Remembering<'m> {
-    /// A simulator for decisions over `view`, the cluster's view of `generation`.
-    pub(crate) fn new(memo: &'m RefCell<Memo>, generation: u64, view: &Snapshot) -> Self {
-        memo.borrow_mut().enter(generation);
+    /// A simulator for decisions over `view`: the cluster's view of `generation` as the
+    /// running commands (`held`) leave it.
+    pub(crate) fn new(
+        memo: &'m RefCell<Memo>,
+        generation: u64,
+        held: &InFlight,
+        view: &Snapshot,
+    ) -> Self {
+        memo.borrow_mut().enter(generation, held);
+        let epoch = memo.borrow().epoch;
         Remembering {
             inner: EngineSimulator {
                 nodes: Some(memo.borrow().nodes.clone()),
@@ -70,7 +84,7 @@ impl<'m> Remembering<'m> {
             },
             memo,
             view,
-            generation,
+            epoch,
         }
     }
 
@@ -79,7 +93,7 @@ impl<'m> Remembering<'m> {
     }
 
     /// The inner simulator prepared for `snapshot`; the view's compile is kept for its
-    /// generation.
+    /// generation and running commands.
     fn prepare_inner<'a>(
         &'a self,
         snapshot: &'a Snapshot,
@@ -89,7 +103,7 @@ impl<'m> Remembering<'m> {
             nodes
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .same_as(self.generation);
+                .same_as(self.epoch);
         }
         self.inner.prepare(snapshot)
     }
@@ -173,12 +187,30 @@ mod tests {
     }
 
     #[test]
+    fn commands_starting_within_a_generation_change_the_kept_compile() {
+        let memo = RefCell::new(Memo::default());
+        let first = cluster(20, 120, 7);
+        {
+            let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
+            prepare(&sim, &first).simulate_all(&jobs(&first));
+        }
+        // Same generation, commands now running on every node: no node takes moving pods.
+        let mut held = InFlight::default();
+        held.targets
+            .extend(first.node_claims.iter().map(|c| c.name.clone()));
+        let view = held.view(&first);
+        let expected = plain(&view);
+        let sim = Remembering::new(&memo, 1, &held, &view);
+        assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
+    }
+
+    #[test]
     fn answers_are_reused_within_a_generation_only() {
         let memo = RefCell::new(Memo::default());
         let first = cluster(20, 120, 7);
         let expected = plain(&first);
         {
-            let sim = Remembering::new(&memo, 1, &first);
+            let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
             let prepared = prepare(&sim, &first);
             assert_eq!(prepared.simulate_all(&jobs(&first)), expected);
             for (j, e) in jobs(&first).iter().zip(&expected) {
@@ -198,7 +230,7 @@ mod tests {
         }
         let expected = plain(&second);
         assert_ne!(expected, plain(&first));
-        let sim = Remembering::new(&memo, 2, &second);
+        let sim = Remembering::new(&memo, 2, &InFlight::default(), &second);
         let before = memo.borrow().reused;
         for (j, e) in jobs(&second).iter().zip(&expected) {
             assert_eq!(&sim.simulate(&second, &j.without, &j.pods), e);

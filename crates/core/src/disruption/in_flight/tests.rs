@@ -1,0 +1,362 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::disruption::bench;
+use crate::disruption::candidates::budget_node_counts;
+use crate::disruption::command::{Decision, Method};
+use crate::disruption::engine_simulator::{EngineSimulator, reduced};
+use crate::disruption::plan::{Settings, plan};
+use crate::disruption::simulate::Simulator;
+use crate::disruption::validate::validate;
+use crate::labels;
+use crate::model::{
+    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
+    Pod, PodPhase,
+};
+use crate::requirements::Requirement;
+use crate::resources::{CPU, MEMORY, PODS, Resources};
+use crate::scheduling::{self, Options, Target};
+use crate::time::Timestamp;
+
+fn it(name: &str, cpu: i64, price: f64) -> InstanceType {
+    InstanceType {
+        name: name.into(),
+        requirements: vec![
+            Requirement::single(labels::INSTANCE_TYPE, name),
+            Requirement::single(labels::ARCH, "amd64"),
+            Requirement::single(labels::OS, "linux"),
+        ],
+        capacity: Resources::new()
+            .with(CPU, cpu)
+            .with(MEMORY, 16 << 30)
+            .with(PODS, 110),
+        overhead: Default::default(),
+        offerings: vec![Offering {
+            zone: "a".into(),
+            capacity_type: CapacityType::OnDemand,
+            price,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }],
+    }
+}
+
+fn node_labels(name: &str, ty: &str) -> BTreeMap<String, String> {
+    [
+        (labels::NODEPOOL, "default"),
+        (labels::INSTANCE_TYPE, ty),
+        (labels::ZONE, "a"),
+        (labels::CAPACITY_TYPE, "on-demand"),
+        (labels::ARCH, "amd64"),
+        (labels::OS, "linux"),
+        (labels::HOSTNAME, name),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Initialized `large` nodes, each running one pod of `cpu` millicores; a `small` node would
+/// do for each of them alone.
+fn cluster(nodes: &[(&str, i64)]) -> Snapshot {
+    let its = vec![it("large", 4000, 0.4), it("small", 2000, 0.2)];
+    let mut pool = NodePool {
+        name: "default".into(),
+        ready: true,
+        ..NodePool::default()
+    };
+    pool.disruption.budgets = vec![Budget {
+        nodes: BudgetNodes::Percent(100),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    let mut s = Snapshot {
+        now: Timestamp(1_000_000),
+        nodepools: vec![pool],
+        instance_types: [("default".to_string(), Arc::new(its.clone()))]
+            .into_iter()
+            .collect(),
+        ..Snapshot::default()
+    };
+    let large = &its[0];
+    for (name, cpu) in nodes {
+        s.nodes.push(Node {
+            name: name.to_string(),
+            provider_id: format!("p-{name}"),
+            labels: node_labels(name, "large"),
+            capacity: large.capacity.clone(),
+            allocatable: large.allocatable(),
+            ready: true,
+            ..Node::default()
+        });
+        s.node_claims.push(NodeClaim {
+            name: format!("c-{name}"),
+            nodepool: "default".into(),
+            node_name: Some(name.to_string()),
+            provider_id: Some(format!("p-{name}")),
+            launched: true,
+            registered: true,
+            initialized: true,
+            ..NodeClaim::default()
+        });
+        s.pods.push(Pod {
+            namespace: "default".into(),
+            name: format!("{name}-0"),
+            uid: format!("{name}-0"),
+            node_name: Some(name.to_string()),
+            phase: PodPhase::Running,
+            ready: true,
+            requests: Resources::new()
+                .with(CPU, *cpu)
+                .with(MEMORY, 1 << 30)
+                .with(PODS, 1),
+            owner: Some(OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: "rs".into(),
+                controller: true,
+            }),
+            ..Pod::default()
+        });
+    }
+    s
+}
+
+/// A replacement claim of type `small` that is launching: no node yet.
+fn launching(name: &str) -> NodeClaim {
+    NodeClaim {
+        name: name.into(),
+        nodepool: "default".into(),
+        requirements: vec![
+            Requirement::single(labels::NODEPOOL, "default"),
+            Requirement::single(labels::INSTANCE_TYPE, "small"),
+            Requirement::single(labels::ZONE, "a"),
+            Requirement::single(labels::CAPACITY_TYPE, "on-demand"),
+        ],
+        launched: true,
+        ..NodeClaim::default()
+    }
+}
+
+/// `n1` is being replaced by `r1`, which is still launching; `n2` could be replaced too.
+fn replace_in_flight() -> (Snapshot, InFlight) {
+    let mut s = cluster(&[("n1", 500), ("n2", 500)]);
+    s.node_claims.push(launching("r1"));
+    let mut running = InFlight::default();
+    running.targets.insert("c-n1".into());
+    running.replacements.insert("r1".into());
+    (s, running)
+}
+
+#[test]
+fn a_second_replace_is_found_while_the_first_waits_for_its_replacement() {
+    let (s, running) = replace_in_flight();
+    let view = running.view(&s);
+    let p = plan(&view, &EngineSimulator::default(), Settings::default());
+    assert_eq!(p.commands.len(), 1, "{:?}", p.verdicts);
+    let cmd = &p.commands[0];
+    assert_eq!(cmd.method, Method::SingleNodeConsolidation, "{cmd}");
+    assert_eq!(cmd.decision, Decision::Replace, "{cmd}");
+    assert_eq!(cmd.targets[0].node, "n2");
+    assert_eq!(
+        cmd.replacements[0].instance_types,
+        vec!["small".to_string()]
+    );
+    // The command holds on the same view after the validation delay.
+    let settings = Settings::default();
+    assert_eq!(
+        validate(cmd, &view, &EngineSimulator::default(), settings),
+        Ok(())
+    );
+
+    // The same round without the reservation: n2's pod lands on the launching replacement,
+    // which is no safe landing spot, and nothing is found.
+    let mut unreserved = running.clone();
+    unreserved.replacements.clear();
+    let p = plan(
+        &unreserved.view(&s),
+        &EngineSimulator::default(),
+        Settings::default(),
+    );
+    assert!(p.commands.is_empty(), "{:?}", p.commands);
+    let n2 = p.verdicts.iter().find(|v| v.node == "n2").unwrap();
+    assert!(n2.message.contains("not initialized"), "{n2:?}");
+}
+
+#[test]
+fn the_targets_keep_their_pods_and_take_no_others() {
+    let (s, running) = replace_in_flight();
+    let view = running.view(&s);
+    // n1 has room for n2's pod, and r1 is empty: neither may take it.
+    let pods: Vec<&Pod> = view.pods.iter().filter(|p| p.name == "n2-0").collect();
+    let without: BTreeSet<String> = ["n2".to_string()].into();
+    let reduced = reduced(&view, &without, &pods);
+    let solved = scheduling::solve(&reduced, &Options::default());
+    assert!(solved.unplaced.is_empty(), "{:?}", solved.unplaced);
+    assert_eq!(solved.new_claims.len(), 1);
+    assert!(
+        solved
+            .placements
+            .iter()
+            .all(|p| matches!(p.target, Target::NewClaim(_))),
+        "{:?}",
+        solved.placements
+    );
+    // n1's pod is not moved by anyone's simulation: it is still bound to n1.
+    let n1_pod = view.pods.iter().find(|p| p.name == "n1-0").unwrap();
+    assert_eq!(n1_pod.node_name.as_deref(), Some("n1"));
+    let sim = EngineSimulator::default().simulate(&view, &without, &pods);
+    assert!(sim.failures.is_empty(), "{:?}", sim.failures);
+    assert_eq!(sim.new_claims.len(), 1);
+}
+
+#[test]
+fn targets_are_deleting_and_count_against_the_budgets_the_reservation_does_not() {
+    let (mut s, running) = replace_in_flight();
+    // The replacement registered, not yet initialized.
+    s.nodes.push(Node {
+        name: "r1-node".into(),
+        provider_id: "p-r1".into(),
+        labels: node_labels("r1-node", "small"),
+        allocatable: Resources::new()
+            .with(CPU, 2000)
+            .with(MEMORY, 16 << 30)
+            .with(PODS, 110),
+        ready: true,
+        ..Node::default()
+    });
+    let r1 = s.node_claims.iter_mut().find(|c| c.name == "r1").unwrap();
+    r1.node_name = Some("r1-node".into());
+    r1.registered = true;
+
+    let view = running.view(&s);
+    let claim = |name: &str| view.node_claims.iter().find(|c| c.name == name).unwrap();
+    let node = |name: &str| view.nodes.iter().find(|n| n.name == name).unwrap();
+    let closed = |taints: &[Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
+    assert_eq!(claim("c-n1").deletion_timestamp, Some(s.now));
+    assert!(closed(&node("n1").taints));
+    assert!(closed(&node("r1-node").taints) && closed(&claim("r1").taints));
+    assert!(claim("c-n2").deletion_timestamp.is_none() && !closed(&node("n2").taints));
+    // Two initialized nodes, one of them disrupting; the replacement counts for nothing.
+    assert_eq!(budget_node_counts(&view)["default"], (2, 1));
+    let mut targets_only = running.clone();
+    targets_only.replacements.clear();
+    assert_eq!(
+        budget_node_counts(&view),
+        budget_node_counts(&targets_only.view(&s))
+    );
+    // The replacement is no candidate.
+    let p = plan(&view, &EngineSimulator::default(), Settings::default());
+    assert!(p.commands.iter().all(|c| c.targets[0].node == "n2"));
+    let v = p.verdicts.iter().find(|v| v.node == "r1-node").unwrap();
+    assert_eq!(v.code, "not-initialized");
+}
+
+#[test]
+fn initialized_replacements_and_idle_rounds_are_left_alone() {
+    let (mut s, running) = replace_in_flight();
+    s.node_claims
+        .iter_mut()
+        .find(|c| c.name == "r1")
+        .unwrap()
+        .initialized = true;
+    let view = running.view(&s);
+    let r1 = view.node_claims.iter().find(|c| c.name == "r1").unwrap();
+    assert!(r1.taints.is_empty());
+    // Nothing in flight: the snapshot itself.
+    assert!(matches!(
+        InFlight::default().view(&s),
+        Cow::Borrowed(b) if std::ptr::eq(b, &s)
+    ));
+}
+
+#[test]
+fn terminating_nodes_leave_the_view() {
+    let (s, _) = replace_in_flight();
+    let mut running = InFlight::default();
+    running.terminating.insert("n1".into());
+    let view = running.view(&s);
+    assert!(view.nodes.iter().all(|n| n.name != "n1"));
+    assert_eq!(budget_node_counts(&view)["default"], (1, 0));
+}
+
+/// A cluster of generated nodes with one node's command running: its claim a target, a
+/// launching replacement that would fit any moving pod.
+fn running_case(nodes: usize, pods: usize, seed: u64, target: usize) -> (Snapshot, InFlight) {
+    let mut s = bench::cluster(nodes, pods, seed);
+    let biggest = s.instance_types["default"]
+        .iter()
+        .max_by_key(|it| it.capacity.get(CPU))
+        .unwrap()
+        .name
+        .clone();
+    let zone = s.nodes[0].labels[labels::ZONE].clone();
+    s.node_claims.push(NodeClaim {
+        name: "replacement".into(),
+        nodepool: "default".into(),
+        requirements: vec![
+            Requirement::single(labels::NODEPOOL, "default"),
+            Requirement::single(labels::INSTANCE_TYPE, &biggest),
+            Requirement::single(labels::ZONE, &zone),
+        ],
+        launched: true,
+        creation_timestamp: s.now,
+        ..NodeClaim::default()
+    });
+    let mut running = InFlight::default();
+    running
+        .targets
+        .insert(s.node_claims[target % nodes].name.clone());
+    running.replacements.insert("replacement".into());
+    (s, running)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Whatever a round plans beside a running command: none of its targets is the running
+    /// command's, its simulations put no pod on the reserved replacement or the running
+    /// targets (the pods already there are counted once, where they are), and the budgets
+    /// are what they would be without the reservation.
+    #[test]
+    fn rounds_beside_a_running_command_leave_its_nodes_alone(
+        seed in 0u64..1000,
+        target in 0usize..12,
+    ) {
+        let (s, running) = running_case(12, 60, seed, target);
+        let view = running.view(&s);
+        let target_node = s.node_claims[target % 12].node_name.clone().unwrap();
+        let mut targets_only = running.clone();
+        targets_only.replacements.clear();
+        prop_assert_eq!(
+            budget_node_counts(&view),
+            budget_node_counts(&targets_only.view(&s))
+        );
+        let p = plan(&view, &EngineSimulator::default(), Settings::default());
+        for c in &p.commands {
+            for t in &c.targets {
+                prop_assert!(t.node != target_node, "{}", c);
+                prop_assert!(!running.targets.contains(&t.nodeclaim), "{}", c);
+            }
+            let without: BTreeSet<String> = c.targets.iter().map(|t| t.node.clone()).collect();
+            let pods: Vec<&Pod> = view
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_ref().is_some_and(|n| without.contains(n)))
+                .filter(|p| !p.is_daemonset_pod())
+                .collect();
+            let solved = scheduling::solve(&reduced(&view, &without, &pods), &Options::default());
+            for placed in &solved.placements {
+                let on = match &placed.target {
+                    Target::Node(n) | Target::InFlight(n) => n.as_str(),
+                    Target::NewClaim(_) => continue,
+                };
+                prop_assert!(on != "replacement" && on != target_node, "{} on {}", placed.pod, on);
+            }
+        }
+    }
+}
