@@ -7,7 +7,7 @@ use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::disruption::{Disruptor, Step};
+use crate::disruption::Step;
 use crate::state::{Kind, Object, WatchEvent};
 use crate::tests::Harness;
 use crate::tests::termination::initialized_node;
@@ -166,18 +166,6 @@ async fn the_claim_records_pod_events_at_most_every_ten_seconds() {
     drop(tx);
 }
 
-fn disruptor(h: &Harness) -> Disruptor {
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    Disruptor::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    )
-}
-
 /// The NodePool `default` waiting `after` before consolidating.
 fn consolidate_after(h: &Harness, after: &str) {
     let Some(Object::NodePool(np)) = h.api.get(Kind::NodePool, "default") else {
@@ -203,7 +191,7 @@ async fn consolidate_after_counts_from_the_last_pod_leaving() {
         if record {
             pe.pass().await;
         }
-        let d = disruptor(&h);
+        let d = h.disruptor();
         let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
         if !record {
             // Without the time, the wait counts from initialization and is long over.

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
-use crate::disruption::{Disruptor, Step};
+use crate::disruption::Step;
 use crate::lifecycle::Lifecycle;
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
@@ -32,23 +32,11 @@ fn tainted(h: &Harness, node: &str) -> bool {
         .any(|t| t.key == "karpenter.sh/disrupted")
 }
 
-fn disruptor(h: &Harness) -> Disruptor {
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    Disruptor::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    )
-}
-
 #[tokio::test(start_paused = true)]
 async fn an_empty_node_is_deleted_after_the_validation_delay() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     // Nothing happens before the delay.
@@ -88,7 +76,7 @@ async fn an_empty_node_is_deleted_after_the_validation_delay() {
 async fn a_command_the_cluster_outgrew_is_rejected_on_recheck() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     // A pod lands on the node during the delay.
@@ -129,7 +117,7 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     let w: Arc<dyn KubeWriter> = h.api.clone();
     w.patch_nodeclaim_status(&name, &status).await.unwrap();
 
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let life = Lifecycle::new(
         h.state.clone(),
         w,
@@ -207,7 +195,7 @@ async fn a_lost_replacement_rolls_the_command_back() {
     status.conditions = Some(conds);
     let w: Arc<dyn KubeWriter> = h.api.clone();
     w.patch_nodeclaim_status(&name, &status).await.unwrap();
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     d.step(&mut cadence).await;
     let replacement = d.running()[0].replacements[0].clone();
@@ -248,7 +236,7 @@ fn metric_lines(h: &Harness) -> Vec<String> {
 async fn a_completed_command_is_not_a_queue_failure() {
     let h = Harness::new();
     initialized_node(&h).await;
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     tokio::time::advance(Duration::from_secs(15)).await;
@@ -281,7 +269,7 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
     other["spec"]["disruption"]["budgets"] = json!([{"nodes": "50%"}]);
     h.api.put_value(Kind::NodePool, other);
 
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     d.step(&mut cadence).await;
     let lines = metric_lines(&h);
@@ -328,7 +316,7 @@ async fn rounds_that_found_nothing_are_skipped_until_the_cluster_changes() {
     initialized_node(&h).await;
     // A busy node that nothing can replace: the round finds nothing.
     h.bind("web", "n1");
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Idle);
     assert_eq!(rounds(&h), 1);
@@ -396,7 +384,7 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     drift(&h, &first).await;
     drift(&h, &name).await;
 
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     assert_eq!(d.running().len(), 1);
@@ -448,7 +436,7 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
     h.api.put_value(Kind::Pod, port_pod("a", "n1"));
     h.api.put_value(Kind::Pod, port_pod("b", "n2"));
 
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     tokio::time::advance(Duration::from_secs(15)).await;

@@ -3,7 +3,6 @@
 //! pod), and a `karpenter.sh/do-not-disrupt` block is kept without a `DisruptionBlocked`
 //! event, as upstream.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
@@ -11,21 +10,8 @@ use serde_json::{Value, json};
 
 use super::Harness;
 use super::termination::initialized_node;
-use crate::disruption::{Disruptor, Step};
+use crate::disruption::Step;
 use crate::state::{Kind, Object, gauges, lock};
-use crate::write::KubeWriter;
-
-fn disruptor(h: &Harness) -> Disruptor {
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    Disruptor::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    )
-}
 
 /// A pod of the Job `batch` on `n1`, running, asking not to be disrupted.
 fn job_pod(cpu: &str) -> Value {
@@ -72,7 +58,7 @@ async fn a_do_not_disrupt_pod_blocks_its_node_without_an_event() {
     let h = Harness::new();
     initialized_node(&h).await;
     h.api.put_value(Kind::Pod, job_pod("100m"));
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Idle);
     assert!(
@@ -90,7 +76,7 @@ async fn a_do_not_disrupt_pod_blocks_its_node_without_an_event() {
     let mut n = serde_json::to_value(*n).unwrap();
     n["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "true"});
     h.api.put_value(Kind::Node, n);
-    let d = disruptor(&h);
+    let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Idle);
     assert!(h.events.with_reason("DisruptionBlocked").is_empty());
@@ -104,7 +90,7 @@ async fn a_finished_job_pod_leaves_its_node_empty() {
         let pod = job_pod("1");
         h.api.put_value(Kind::Pod, pod.clone());
         assert_eq!(cpu_requests_on_n1(&h), 1.0);
-        let d = disruptor(&h);
+        let d = h.disruptor();
         let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
         assert_eq!(d.step(&mut cadence).await, Step::Idle, "{phase}");
 

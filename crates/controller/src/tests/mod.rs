@@ -21,6 +21,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::disruption::Disruptor;
 use crate::events::MemoryEvents;
 use crate::lifecycle::Lifecycle;
 use crate::memory::MemoryApi;
@@ -58,6 +59,18 @@ impl Harness {
     /// A provisioner writing straight to the in-memory API (no leader gate).
     pub fn provisioner(&self) -> Provisioner {
         Provisioner::new(
+            self.state.clone(),
+            self.api.clone(),
+            self.cloud.clone(),
+            self.clock,
+            self.metrics.clone(),
+            self.events.clone(),
+        )
+    }
+
+    /// The disruption loop writing straight to the in-memory API (no leader gate).
+    pub fn disruptor(&self) -> Disruptor {
+        Disruptor::new(
             self.state.clone(),
             self.api.clone(),
             self.cloud.clone(),
