@@ -1,9 +1,10 @@
 //! The NodeClaim lifecycle: finalizer, launch through the cloud (provider labels fill in,
 //! provider annotations such as the node class hash are written), registration (match the
 //! Node by providerID, copy the claim's labels, annotations and taints onto it, run the
-//! provider's registration hooks, lift the unregistered taint once none is pending), initialization (Ready, startup and ephemeral taints gone, extended
-//! resources present), the launch and registration timeouts, and finalization (delete the
-//! Node, terminate the instance, release the finalizer). Every condition that changes status
+//! provider's registration hooks, lift the unregistered taint once none is pending),
+//! initialization (Ready, startup and ephemeral taints gone, extended resources present),
+//! the launch and registration timeouts, and finalization (delete the Node, terminate the
+//! instance, release the finalizer). Every condition that changes status
 //! is reported as an event once its write has landed.
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,11 +1,11 @@
 //! `nodewright bench controller`: the controller's own loops (provisioner, NodeClaim
-//! lifecycle, termination, pod events, disruption) against the in-memory API server and the simulated
-//! cloud on a paused clock. A node agent registers instances as the simulated cloud's agent
-//! does in a cluster, and a stand-in for kube-scheduler binds each pending pod to the node of
-//! the claim it was nominated to. Pods of four Deployments arrive at a steady rate; the bench
-//! reports how long until every pod had a claim and a node, what the controller wrote, and
-//! what it cost in wall time, CPU time and memory. Then half the pods go, and it reports how
-//! long consolidation took to settle.
+//! lifecycle, termination, pod events, disruption) against the in-memory API server and the
+//! simulated cloud on a paused clock. A node agent registers instances as the simulated
+//! cloud's agent does in a cluster, and a stand-in for kube-scheduler binds each pending pod
+//! to the node of the claim it was nominated to. Pods of four Deployments arrive at a steady
+//! rate; the bench reports how long until every pod had a claim and a node, what the
+//! controller wrote, and what it cost in wall time, CPU time and memory. Then half the pods
+//! go, and it reports how long consolidation took to settle.
 
 mod trace;
 

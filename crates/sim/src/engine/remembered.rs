@@ -5,14 +5,14 @@
 //! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
 //! full solve, and a simulation reads no clock, so over one
 //! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
-//! commands running, its answer is fixed and kept for the same question asked again. A planning round's many simulations are not
-//! kept (copying each answer costs more than the rare repeat saves); simulations of any other
-//! snapshot pass straight through.
+//! commands running, its answer is fixed and kept for the same question asked again. A
+//! planning round's many simulations are not kept (copying each answer costs more than the
+//! rare repeat saves); simulations of any other snapshot pass straight through.
 //!
 //! The view's compile itself is kept too: within a generation, with the same commands running,
-//! the view differs only in its time, which a compile does not read, so a planning round and the re-checks after it over an
-//! unchanged cluster share one compile (`NodeCache::same_as`), and so do rounds while nothing
-//! changes.
+//! the view differs only in its time, which a compile does not read, so a planning round and
+//! the re-checks after it over an unchanged cluster share one compile (`NodeCache::same_as`),
+//! and so do rounds while nothing changes.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
