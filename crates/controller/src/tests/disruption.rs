@@ -10,7 +10,6 @@ use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
 use crate::disruption::Step;
-use crate::lifecycle::Lifecycle;
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
 
@@ -101,31 +100,10 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
     h.bind("web", "n1");
-    // Mark the claim drifted.
-    let mut c = claim(&h, &name).unwrap();
-    let mut status = c.status.take().unwrap();
-    let mut conds = status.conditions.take().unwrap();
-    conditions::set(
-        &mut conds,
-        "Drifted",
-        "True",
-        "NodePoolDrifted",
-        "",
-        h.clock.now(),
-    );
-    status.conditions = Some(conds);
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    w.patch_nodeclaim_status(&name, &status).await.unwrap();
+    drift(&h, &name).await;
 
     let d = h.disruptor();
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let life = h.lifecycle();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     assert!(tainted(&h, "n1"));
@@ -181,26 +159,13 @@ async fn a_lost_replacement_rolls_the_command_back() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
     h.bind("web", "n1");
-    let mut c = claim(&h, &name).unwrap();
-    let mut status = c.status.take().unwrap();
-    let mut conds = status.conditions.take().unwrap();
-    conditions::set(
-        &mut conds,
-        "Drifted",
-        "True",
-        "NodePoolDrifted",
-        "",
-        h.clock.now(),
-    );
-    status.conditions = Some(conds);
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    w.patch_nodeclaim_status(&name, &status).await.unwrap();
+    drift(&h, &name).await;
     let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     d.step(&mut cadence).await;
     let replacement = d.running()[0].replacements[0].clone();
     // The replacement fails (e.g. insufficient capacity deletes it).
-    w.delete_nodeclaim(&replacement).await.unwrap();
+    h.api.delete_nodeclaim(&replacement).await.unwrap();
     let finished = d.progress().await.unwrap();
     assert!(finished[0].starts_with("rolled back"), "{finished:?}");
     assert!(!tainted(&h, "n1"));
