@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::clock::Clock;
 use crate::state::convert::label_selector;
 use crate::state::{Kind, Object, SharedState, WatchEvent, lock};
-use crate::write::kube::status_patch;
+use crate::write::kube::{nodeclaim_status_patch, pod_event_time_patch, status_patch};
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 
 #[derive(Default)]
@@ -359,7 +359,20 @@ impl KubeWriter for MemoryApi {
         name: &str,
         status: &NodeClaimStatus,
     ) -> Result<(), WriteError> {
-        self.patch(Kind::NodeClaim, name, &status_patch(status), "status")
+        self.patch(
+            Kind::NodeClaim,
+            name,
+            &nodeclaim_status_patch(status),
+            "status",
+        )
+    }
+
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
+    ) -> Result<(), WriteError> {
+        self.patch(Kind::NodeClaim, name, &pod_event_time_patch(time), "status")
     }
 
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {

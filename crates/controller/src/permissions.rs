@@ -64,7 +64,7 @@ pub const REQUIRED: &[Permission] = &[
         "nodeclaims",
         &["list", "watch", "create", "patch", "delete"],
     ),
-    // write/kube.rs: `patch_nodeclaim_status`.
+    // write/kube.rs: `patch_nodeclaim_status`, `patch_nodeclaim_pod_event_time`.
     cluster("karpenter.sh", "nodeclaims/status", &["patch"]),
     // write/kube.rs: `patch_nodepool_meta` (the drift hash annotation).
     cluster("karpenter.sh", "nodepools", &["list", "watch", "patch"]),

@@ -8,13 +8,16 @@
 //! so a burst of pods costs one write per claim per ten seconds. Which nodes saw a pod event
 //! is worked out from the index's pod change log by [`Tracker`], a pure function of what it
 //! saw before and the index now.
+//!
+//! This loop is the field's only writer: every other NodeClaim status write leaves it out
+//! (`KubeWriter::patch_nodeclaim_status`), so a status computed from a copy of the claim read
+//! before the last pod event cannot put the older time back.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use nodewright_api::v1::nodeclaim::NodeClaimStatus;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::warn;
@@ -230,13 +233,14 @@ impl PodEvents {
             written.retain(|name, _| s.nodeclaims.contains_key(name));
             due(&s, &nodes, written, now)
         };
-        let status = NodeClaimStatus {
-            last_pod_event_time: Some(rfc3339(now)),
-            ..NodeClaimStatus::default()
-        };
+        let time = rfc3339(now);
         let mut done = Vec::new();
         for name in claims {
-            match self.writer.patch_nodeclaim_status(&name, &status).await {
+            match self
+                .writer
+                .patch_nodeclaim_pod_event_time(&name, &time)
+                .await
+            {
                 Ok(()) => done.push(name),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => warn!(nodeclaim = %name, error = %e, "writing lastPodEventTime"),

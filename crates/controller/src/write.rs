@@ -133,10 +133,19 @@ pub enum Eviction {
 pub trait KubeWriter: Send + Sync {
     /// Creates the claim; returns it as stored (uid, resourceVersion, timestamps set).
     async fn create_nodeclaim(&self, claim: &NodeClaim) -> Result<NodeClaim, WriteError>;
+    /// Writes the status fields the claim's lifecycle, drift and disruption loops own. Never
+    /// `lastPodEventTime`: that is [`KubeWriter::patch_nodeclaim_pod_event_time`]'s alone,
+    /// so a status computed from an older copy of the claim cannot put an older time back.
     async fn patch_nodeclaim_status(
         &self,
         name: &str,
         status: &NodeClaimStatus,
+    ) -> Result<(), WriteError>;
+    /// Sets `status.lastPodEventTime` (RFC 3339) and nothing else.
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
     ) -> Result<(), WriteError>;
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError>;
     async fn delete_nodeclaim(&self, name: &str) -> Result<(), WriteError>;
@@ -202,6 +211,14 @@ impl KubeWriter for LeaderGate {
     ) -> Result<(), WriteError> {
         self.check()?;
         self.inner.patch_nodeclaim_status(name, status).await
+    }
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
+    ) -> Result<(), WriteError> {
+        self.check()?;
+        self.inner.patch_nodeclaim_pod_event_time(name, time).await
     }
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
         self.check()?;

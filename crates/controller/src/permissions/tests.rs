@@ -81,6 +81,13 @@ impl KubeWriter for Audited {
     ) -> Result<(), WriteError> {
         self.0.patch_nodeclaim_status(name, status).await
     }
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
+    ) -> Result<(), WriteError> {
+        self.0.patch_nodeclaim_pod_event_time(name, time).await
+    }
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
         self.0.patch_nodeclaim_meta(name, patch).await
     }
@@ -142,6 +149,9 @@ async fn every_write(w: &dyn KubeWriter) {
     let _ = w.create_nodeclaim(&claim).await;
     let _ = w
         .patch_nodeclaim_status("default-abcde", &NodeClaimStatus::default())
+        .await;
+    let _ = w
+        .patch_nodeclaim_pod_event_time("default-abcde", "2024-06-01T00:00:00Z")
         .await;
     let _ = w.patch_nodeclaim_meta("default-abcde", &meta).await;
     let _ = w.delete_nodeclaim("default-abcde").await;

@@ -3,13 +3,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use nodewright_cloud::Registration;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
 use serde_json::{Value, json};
 
 use super::*;
 use crate::disruption::Step;
+use crate::lifecycle::Outcome;
 use crate::state::{Kind, Object, WatchEvent};
 use crate::tests::Harness;
+use crate::tests::registration::joined;
 use crate::tests::termination::initialized_node;
 
 fn pod(name: &str, node: Option<&str>, phase: &str) -> Value {
@@ -206,4 +209,34 @@ async fn consolidate_after_counts_from_the_last_pod_leaving() {
         tokio::time::advance(Duration::from_secs(31)).await;
         assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_status_write_from_an_older_copy_keeps_the_newer_pod_event_time() {
+    let h = Harness::new();
+    let pending = Registration::pending("partition not known yet");
+    let claim = joined(&h, Some(Ok(pending))).await;
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    let pe = loop_for(&h);
+    pe.pass().await;
+    h.bind("a", "n1");
+    assert_eq!(pe.pass().await, vec![claim.clone()]);
+
+    // The claim watch lags: the index keeps the copy from before the next pod event.
+    h.api.hold(Kind::NodeClaim);
+    tokio::time::advance(Duration::from_secs(15)).await;
+    h.bind("b", "n1");
+    assert_eq!(pe.pass().await, vec![claim.clone()]);
+    let newer = Some(rfc3339(h.clock.now()));
+    assert_eq!(claim_time(&h, &claim), newer);
+
+    // Registration completes from that older copy and writes the claim's status.
+    h.cloud.set_registration(Some(Ok(Registration::done())));
+    assert_eq!(
+        life.reconcile_all().await.get(&claim),
+        Some(&Ok(Outcome::Updated))
+    );
+    h.api.release(Kind::NodeClaim);
+    assert_eq!(claim_time(&h, &claim), newer);
 }

@@ -129,8 +129,10 @@ async fn create_posts_the_claim_and_reads_the_stored_object() {
 #[tokio::test]
 async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
     let (api, log) = server().await;
+    // The pod-event time of the copy the status came from is not this writer's to send.
     let status = NodeClaimStatus {
         provider_id: Some("aws:///us-west-2a/i-1".into()),
+        last_pod_event_time: Some("2024-06-01T00:00:00Z".into()),
         ..Default::default()
     };
     api.patch_nodeclaim_status("default-x7k2p", &status)
@@ -148,6 +150,9 @@ async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
         ..Default::default()
     };
     api.patch_node("n1", &node).await.unwrap();
+    api.patch_nodeclaim_pod_event_time("default-x7k2p", "2024-06-01T00:00:10Z")
+        .await
+        .unwrap();
 
     let seen = log.lock().unwrap().clone();
     assert_eq!(seen[0].method, "PATCH");
@@ -172,6 +177,11 @@ async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
     assert_eq!(
         seen[2].body,
         json!({"metadata": {}, "spec": {"taints": []}})
+    );
+    assert_eq!(seen[3].path, seen[0].path);
+    assert_eq!(
+        seen[3].body,
+        json!({"status": {"lastPodEventTime": "2024-06-01T00:00:10Z"}})
     );
 }
 

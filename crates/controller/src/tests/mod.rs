@@ -10,7 +10,7 @@ mod gc;
 mod interruption;
 mod kube_api;
 mod lifecycle_events;
-mod registration;
+pub(crate) mod registration;
 mod scale;
 mod status;
 pub(crate) mod termination;

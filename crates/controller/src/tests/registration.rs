@@ -53,7 +53,7 @@ fn label(labels: &Option<std::collections::BTreeMap<String, String>>, k: &str) -
 }
 
 /// A launched claim whose Node has joined, with the hooks answering `hook`.
-async fn joined(h: &Harness, hook: Option<Result<Registration, String>>) -> String {
+pub(crate) async fn joined(h: &Harness, hook: Option<Result<Registration, String>>) -> String {
     h.nodepool("default", None);
     h.pending_pod("web-1", "1");
     h.api.mark_synced();

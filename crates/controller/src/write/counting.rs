@@ -73,6 +73,14 @@ impl KubeWriter for CountingWriter {
         self.count("patch nodeclaims/status").await;
         self.inner.patch_nodeclaim_status(name, status).await
     }
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
+    ) -> Result<(), WriteError> {
+        self.count("patch nodeclaims/status").await;
+        self.inner.patch_nodeclaim_pod_event_time(name, time).await
+    }
     async fn patch_nodeclaim_meta(&self, name: &str, patch: &MetaPatch) -> Result<(), WriteError> {
         self.count("patch nodeclaims").await;
         self.inner.patch_nodeclaim_meta(name, patch).await

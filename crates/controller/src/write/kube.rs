@@ -83,9 +83,24 @@ pub fn pod_delete_params(grace_period_seconds: Option<i64>) -> DeleteParams {
     }
 }
 
-/// The status subresource patch of a NodeClaim.
+/// The status subresource patch of a NodeClaim, NodePool or EC2NodeClass.
 pub fn status_patch<T: serde::Serialize>(status: &T) -> Value {
     json!({ "status": status })
+}
+
+/// A NodeClaim's status patch from any writer but the pod-event loop: `lastPodEventTime` is
+/// left out, so the merge keeps whatever time the API server holds.
+pub fn nodeclaim_status_patch(status: &NodeClaimStatus) -> Value {
+    let mut patch = status_patch(status);
+    if let Some(s) = patch["status"].as_object_mut() {
+        s.remove("lastPodEventTime");
+    }
+    patch
+}
+
+/// The pod-event loop's patch: the time and nothing else.
+pub fn pod_event_time_patch(time: &str) -> Value {
+    json!({ "status": { "lastPodEventTime": time } })
 }
 
 /// The client's built-in retry resends 429s with backoff; an eviction refused by a PDB must
@@ -154,7 +169,22 @@ impl KubeWriter for KubeApi {
             Kind::NodeClaim,
             "NodeClaim",
             name,
-            status_patch(status),
+            nodeclaim_status_patch(status),
+            true,
+        )
+        .await
+    }
+
+    async fn patch_nodeclaim_pod_event_time(
+        &self,
+        name: &str,
+        time: &str,
+    ) -> Result<(), WriteError> {
+        self.merge_patch(
+            Kind::NodeClaim,
+            "NodeClaim",
+            name,
+            pod_event_time_patch(time),
             true,
         )
         .await
