@@ -8,14 +8,18 @@
 //!   Their pods stay where they are in the simulations, and the target takes no new pods (it
 //!   carries the `karpenter.sh/disrupted` taint in the cluster, and in the planning snapshot
 //!   even before the taint is observed);
-//! - its replacements that are not initialized yet are reserved: their capacity is already
+//! - its replacements are reserved until the command finishes: their capacity is already
 //!   spoken for by the targets' pods, which the simulations keep on the targets. A reserved
 //!   replacement carries the same taint in the planning snapshot, so no other candidate's
-//!   pods land on it, and being uninitialized it is no candidate. Without this, the other
-//!   candidates' pods would land on the empty-looking replacement and fail the simulation (a
-//!   pod placed on an uninitialized claim is no safe landing spot), and a round with a
-//!   replacement in flight would find nothing. The reservation changes no budget: budgets
-//!   count initialized nodes only;
+//!   pods land on it. Without this, the other candidates' pods would land on the
+//!   empty-looking replacement: while it launches they fail the simulation (a pod placed on
+//!   an uninitialized claim is no safe landing spot), so a round with a replacement in flight
+//!   would find nothing; once it is initialized they succeed, and a second command counts on
+//!   room the first one's pods are about to take. A replacement stays reserved after it
+//!   initializes, while its command waits for its other replacements or for the next pass
+//!   to delete the targets, and is planned as still initializing until then: no candidate
+//!   (an empty replacement would otherwise be the first thing emptiness removes, failing the
+//!   command that launched it) and not counted by the budgets, as before it initialized;
 //! - nodes whose instance is already terminating leave the snapshot, as upstream leaves
 //!   `InstanceTerminating` claims out of the budget counts.
 //!
@@ -82,9 +86,10 @@ impl InFlight {
             if self.targets.contains(&c.name) {
                 c.deletion_timestamp.get_or_insert(now);
                 closed.extend(c.node_name.clone());
-            } else if self.replacements.contains(&c.name) && !c.initialized {
+            } else if self.replacements.contains(&c.name) {
                 // An unregistered claim is placed on by its own taints.
                 add_taint(&mut c.taints);
+                c.initialized = false;
                 closed.extend(c.node_name.clone());
             }
         }

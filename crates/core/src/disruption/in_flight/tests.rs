@@ -214,10 +214,8 @@ fn the_targets_keep_their_pods_and_take_no_others() {
     assert_eq!(sim.new_claims.len(), 1);
 }
 
-#[test]
-fn targets_are_deleting_and_count_against_the_budgets_the_reservation_does_not() {
-    let (mut s, running) = replace_in_flight();
-    // The replacement registered, not yet initialized.
+/// The replacement `r1` registers as the empty, Ready node `r1-node`, `initialized` or not.
+fn registered(s: &mut Snapshot, initialized: bool) {
     s.nodes.push(Node {
         name: "r1-node".into(),
         provider_id: "p-r1".into(),
@@ -231,12 +229,24 @@ fn targets_are_deleting_and_count_against_the_budgets_the_reservation_does_not()
     });
     let r1 = s.node_claims.iter_mut().find(|c| c.name == "r1").unwrap();
     r1.node_name = Some("r1-node".into());
+    r1.provider_id = Some("p-r1".into());
     r1.registered = true;
+    r1.initialized = initialized;
+    r1.initialized_at = initialized.then_some(s.now);
+}
+
+fn closed(taints: &[Taint]) -> bool {
+    taints.iter().any(|t| t.key == DISRUPTED_TAINT)
+}
+
+#[test]
+fn targets_are_deleting_and_count_against_the_budgets_the_reservation_does_not() {
+    let (mut s, running) = replace_in_flight();
+    registered(&mut s, false);
 
     let view = running.view(&s);
     let claim = |name: &str| view.node_claims.iter().find(|c| c.name == name).unwrap();
     let node = |name: &str| view.nodes.iter().find(|n| n.name == name).unwrap();
-    let closed = |taints: &[Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
     assert_eq!(claim("c-n1").deletion_timestamp, Some(s.now));
     assert!(closed(&node("n1").taints));
     assert!(closed(&node("r1-node").taints) && closed(&claim("r1").taints));
@@ -257,16 +267,53 @@ fn targets_are_deleting_and_count_against_the_budgets_the_reservation_does_not()
 }
 
 #[test]
-fn initialized_replacements_and_idle_rounds_are_left_alone() {
+fn an_initialized_replacement_stays_reserved_until_its_command_finishes() {
     let (mut s, running) = replace_in_flight();
-    s.node_claims
-        .iter_mut()
-        .find(|c| c.name == "r1")
-        .unwrap()
-        .initialized = true;
+    registered(&mut s, true);
     let view = running.view(&s);
     let r1 = view.node_claims.iter().find(|c| c.name == "r1").unwrap();
-    assert!(r1.taints.is_empty());
+    assert!(closed(&r1.taints) && !r1.initialized);
+    let r1_node = view.nodes.iter().find(|n| n.name == "r1-node").unwrap();
+    assert!(closed(&r1_node.taints));
+    // As while it launched: n2's pod needs a node of its own, the replacement is no
+    // candidate and the budgets do not count it.
+    let p = plan(&view, &EngineSimulator::default(), Settings::default());
+    assert_eq!(p.commands.len(), 1, "{:?}", p.verdicts);
+    assert_eq!(p.commands[0].targets[0].node, "n2");
+    assert_eq!(p.commands[0].decision, Decision::Replace);
+    let v = p.verdicts.iter().find(|v| v.node == "r1-node").unwrap();
+    assert_eq!(v.code, "not-initialized");
+    assert_eq!(budget_node_counts(&view)["default"], (2, 1));
+
+    // Unreserved, the empty replacement is the first thing to go, and n2's pod would move
+    // onto the room n1's pod is about to take.
+    let mut unreserved = running.clone();
+    unreserved.replacements.clear();
+    let free = unreserved.view(&s);
+    let p = plan(&free, &EngineSimulator::default(), Settings::default());
+    assert!(
+        p.commands
+            .iter()
+            .any(|c| c.targets.iter().any(|t| t.node == "r1-node")),
+        "{:?}",
+        p.commands
+    );
+    let n2: Vec<&Pod> = free.pods.iter().filter(|p| p.name == "n2-0").collect();
+    let without: BTreeSet<String> = ["n2".to_string()].into();
+    let solved = scheduling::solve(&reduced(&free, &without, &n2), &Options::default());
+    assert!(
+        solved
+            .placements
+            .iter()
+            .any(|p| matches!(&p.target, Target::Node(n) if n == "r1-node")),
+        "{:?}",
+        solved.placements
+    );
+}
+
+#[test]
+fn idle_rounds_are_left_alone() {
+    let (s, _) = replace_in_flight();
     // Nothing in flight: the snapshot itself.
     assert!(matches!(
         InFlight::default().view(&s),
