@@ -11,13 +11,16 @@
 //! claims of running commands' targets are planned as deleting (no longer candidates, counted
 //! against the budgets), so the next command can be planned while earlier ones wait for their
 //! replacements. Their pods stay where they are in later simulations (the tainted node takes
-//! no new pods), and the replacements sized for them, until initialized, are reserved: no
-//! other candidate's pods land on them. Nodes whose instance is already being terminated
-//! leave the budgets, as upstream's `InstanceTerminating` claims do. A round that found
-//! nothing lets the next rounds skip until the index changes (see [`consolidated`]).
+//! no new pods), and the replacements sized for them are reserved until the targets have
+//! drained: no other candidate's pods land on them, and they are no candidates. Nodes whose
+//! instance is already being terminated leave the budgets, as upstream's
+//! `InstanceTerminating` claims do. A round that found nothing lets the next rounds skip
+//! until the index changes (see [`consolidated`]). A replace command whose targets took pods
+//! its planned replacement cannot hold is rejected at the re-check (see [`sizing`]).
 
 mod consolidated;
 pub mod journal;
+mod sizing;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -29,7 +32,7 @@ use nodewright_core::cadence::{
 };
 use nodewright_core::disruption::budgets::allowed_disruptions;
 use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both};
-use nodewright_core::disruption::command::{Command, Method};
+use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
@@ -223,6 +226,8 @@ pub struct Disruptor {
     pub settings: Settings,
     pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
+    /// Finished commands whose targets still drain, with when they finished.
+    draining: Mutex<Vec<(Running, Timestamp)>>,
     marker: Mutex<Marker>,
     pub journal: Journal,
 }
@@ -250,6 +255,7 @@ impl Disruptor {
             },
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
+            draining: Mutex::new(Vec::new()),
             marker: Mutex::new(Marker::new(clock.now())),
             journal: Journal::default(),
             clock,
@@ -271,16 +277,43 @@ impl Disruptor {
             .collect()
     }
 
-    /// What the running commands hold, and the nodes already terminating.
-    fn in_flight(&self) -> InFlight {
+    /// What the running commands hold, and the nodes already terminating. A finished
+    /// command's replacements stay reserved while its targets drain: the evicted pods are
+    /// pending on their way to them, and no simulation counts pending pods.
+    pub(crate) fn in_flight(&self) -> InFlight {
         let mut held = InFlight {
             terminating: self.terminating(),
             ..InFlight::default()
         };
-        for r in self.running() {
+        let draining = self
+            .draining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for r in self.running().iter().chain(draining.iter().map(|(r, _)| r)) {
             held.add(&r.command, r.replacements.iter().map(String::as_str));
         }
         held
+    }
+
+    /// Forgets finished commands whose targets are drained (gone, or their instance
+    /// terminating), or that finished a command timeout ago.
+    fn forget_drained(&self, now: Timestamp) {
+        let s = lock(&self.state);
+        let draining = |t: &Target| {
+            s.nodeclaims.get(&t.nodeclaim).is_some_and(|c| {
+                !c.status
+                    .as_ref()
+                    .and_then(|st| st.conditions.as_deref())
+                    .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
+            })
+        };
+        self.draining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(r, finished)| {
+                now.since(*finished) < COMMAND_TIMEOUT && r.command.targets.iter().any(draining)
+            });
     }
 
     /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
@@ -441,12 +474,18 @@ impl Disruptor {
             queued
                 .into_iter()
                 .map(|q| {
-                    let r = validate(&q.command, &fresh, &sim, settings);
+                    let mut r =
+                        validate(&q.command, &fresh, &sim, settings).map_err(|e| e.to_string());
                     // The fresh snapshot gives the replacements their current requests.
                     let requests = match &r {
                         Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
                         Err(_) => Vec::new(),
                     };
+                    if r.is_ok()
+                        && let Some(why) = sizing::outgrown(&fresh, &q.command, &requests)
+                    {
+                        r = Err(why);
+                    }
                     (
                         Queued {
                             command: q.command,
@@ -476,7 +515,7 @@ impl Disruptor {
                     info!(command = %q.command, reason = %why, "disruption command no longer valid");
                     self.metrics
                         .disruption_failed_validation(q.command.method.consolidation_type());
-                    rejected.push(why.to_string());
+                    rejected.push(why);
                 }
             }
         }
@@ -656,6 +695,7 @@ impl Disruptor {
     /// back when a replacement is gone or the command timed out.
     pub async fn progress(&self) -> Result<Vec<String>, WriteError> {
         let now = self.clock.now();
+        self.forget_drained(now);
         let running = self.running();
         let mut keep = Vec::new();
         let mut finished = Vec::new();
@@ -710,6 +750,10 @@ impl Disruptor {
                 self.journal
                     .record(|| finished_entry(now, What::Terminated, &r));
                 finished.push(format!("terminated: {}", r.command));
+                self.draining
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((r, now));
                 continue;
             }
             for name in &waiting {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
-use crate::disruption::Step;
+use crate::disruption::{Disruptor, Running, Step};
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
 
@@ -373,9 +373,9 @@ fn port_pod(name: &str, node: &str) -> serde_json::Value {
     p
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
-    let h = Harness::new();
+/// Two nodes, each left with one pod that fits a smaller node and holds host port 8080 (so
+/// the two never share a node), and the disruptor once it has started replacing the first.
+async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Running) {
     h.nodepool("default", None);
     // Two pods too big to share a node: two m5.2xlarge claims.
     h.pending_pod("big-a", "5");
@@ -386,12 +386,7 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
     let life = h.lifecycle();
     life.reconcile_all().await;
     for (node, name) in ["n1", "n2"].into_iter().zip(&created) {
-        let pid = claim(&h, name)
-            .unwrap()
-            .status
-            .unwrap()
-            .provider_id
-            .unwrap();
+        let pid = claim(h, name).unwrap().status.unwrap().provider_id.unwrap();
         h.node_joins(node, &pid);
     }
     life.reconcile_all().await;
@@ -407,6 +402,26 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     let first = d.running()[0].clone();
+    (d, cadence, first)
+}
+
+/// Steps `d` every ten seconds until a round plans something; that round's command count.
+async fn next_planned(d: &Disruptor, cadence: &mut DisruptionCadence) -> Option<usize> {
+    for _ in 0..3 {
+        tokio::time::advance(Duration::from_secs(10)).await;
+        match d.step(cadence).await {
+            Step::Planned(n) => return Some(n),
+            Step::Idle => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    None
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
+    let h = Harness::new();
+    let (d, mut cadence, first) = first_replace_started(&h).await;
     assert_eq!(
         first.command.decision.as_str(),
         "replace",
@@ -424,19 +439,7 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
 
     // The replacement is still launching. Its capacity is the first target's pod's, so the
     // other node's pod may not count on it: the next round replaces the other node too.
-    let mut planned = None;
-    for _ in 0..3 {
-        tokio::time::advance(Duration::from_secs(10)).await;
-        match d.step(&mut cadence).await {
-            Step::Planned(n) => {
-                planned = Some(n);
-                break;
-            }
-            Step::Idle => {}
-            other => panic!("{other:?}"),
-        }
-    }
-    assert_eq!(planned, Some(1));
+    assert_eq!(next_planned(&d, &mut cadence).await, Some(1));
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     let running = d.running();
@@ -452,4 +455,70 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
         let target = claim(&h, &r.command.targets[0].nodeclaim).unwrap();
         assert!(target.metadata.deletion_timestamp.is_none());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replacement_stays_reserved_while_its_target_drains() {
+    let h = Harness::new();
+    let (d, mut cadence, first) = first_replace_started(&h).await;
+    let target = first.command.targets[0].clone();
+    // The replacement launches, joins and initializes; the next pass deletes the target.
+    let life = h.lifecycle();
+    life.reconcile_all().await;
+    let pid = claim(&h, &first.replacements[0])
+        .unwrap()
+        .status
+        .unwrap()
+        .provider_id
+        .unwrap();
+    h.node_joins("n3", &pid);
+    life.reconcile_all().await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    d.progress().await.unwrap();
+    assert!(d.running().is_empty());
+    let deleting = claim(&h, &target.nodeclaim).unwrap();
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+
+    // The target's pod has not moved yet, so the empty-looking replacement is its: the other
+    // node's pod, which cannot share a node with it, needs a replacement of its own, and the
+    // replacement itself is no candidate.
+    assert_eq!(next_planned(&d, &mut cadence).await, Some(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let second = d.running()[0].clone();
+    assert_ne!(
+        second.command.targets[0].node, target.node,
+        "{}",
+        second.command
+    );
+    assert_ne!(second.command.targets[0].node, "n3", "{}", second.command);
+    assert_eq!(
+        second.command.decision.as_str(),
+        "replace",
+        "{}",
+        second.command
+    );
+    assert!(d.in_flight().replacements.contains(&first.replacements[0]));
+
+    // Once the target is drained, the replacement is an ordinary node again.
+    let mut drained = claim(&h, &target.nodeclaim).unwrap();
+    let mut conds = drained.status.take().unwrap().conditions.unwrap();
+    conditions::set(
+        &mut conds,
+        "InstanceTerminating",
+        "True",
+        "InstanceTerminating",
+        "",
+        h.clock.now(),
+    );
+    let status = nodewright_api::v1::nodeclaim::NodeClaimStatus {
+        conditions: Some(conds),
+        ..Default::default()
+    };
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    w.patch_nodeclaim_status(&target.nodeclaim, &status)
+        .await
+        .unwrap();
+    d.progress().await.unwrap();
+    assert!(!d.in_flight().replacements.contains(&first.replacements[0]));
 }
