@@ -1,6 +1,5 @@
 //! Disruption: plan, wait the validation delay, re-check, act; replacements before deletion.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
@@ -124,13 +123,7 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     );
 
     life.reconcile_all().await;
-    let pid = claim(&h, &replacement)
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n2", &pid);
+    h.claim_joins("n2", &replacement);
     life.reconcile_all().await;
     assert!(conditions::is_true(
         &claim(&h, &replacement)
@@ -304,20 +297,7 @@ async fn rounds_that_found_nothing_are_skipped_until_the_cluster_changes() {
 
 /// Marks the claim `name` drifted.
 async fn drift(h: &Harness, name: &str) {
-    let mut c = claim(h, name).unwrap();
-    let mut status = c.status.take().unwrap();
-    let mut conds = status.conditions.take().unwrap();
-    conditions::set(
-        &mut conds,
-        "Drifted",
-        "True",
-        "NodePoolDrifted",
-        "",
-        h.clock.now(),
-    );
-    status.conditions = Some(conds);
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    w.patch_nodeclaim_status(name, &status).await.unwrap();
+    h.set_condition(name, "Drifted", "NodePoolDrifted").await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -330,13 +310,7 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     let name = h.provisioner().provision().await.unwrap().created[0].clone();
     let life = h.lifecycle();
     life.reconcile_all().await;
-    let pid = claim(&h, &name)
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n2", &pid);
+    h.claim_joins("n2", &name);
     life.reconcile_all().await;
     let mut p = super::pending_pod_json("big", "3");
     p["spec"]["nodeName"] = json!("n2");
@@ -386,8 +360,7 @@ async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Ru
     let life = h.lifecycle();
     life.reconcile_all().await;
     for (node, name) in ["n1", "n2"].into_iter().zip(&created) {
-        let pid = claim(h, name).unwrap().status.unwrap().provider_id.unwrap();
-        h.node_joins(node, &pid);
+        h.claim_joins(node, name);
     }
     life.reconcile_all().await;
     h.api.delete(Kind::Pod, "default/big-a").unwrap();
@@ -465,13 +438,7 @@ async fn a_replacement_stays_reserved_while_its_target_drains() {
     // The replacement launches, joins and initializes; the next pass deletes the target.
     let life = h.lifecycle();
     life.reconcile_all().await;
-    let pid = claim(&h, &first.replacements[0])
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n3", &pid);
+    h.claim_joins("n3", &first.replacements[0]);
     life.reconcile_all().await;
     tokio::time::advance(Duration::from_secs(1)).await;
     d.progress().await.unwrap();
@@ -501,24 +468,12 @@ async fn a_replacement_stays_reserved_while_its_target_drains() {
     assert!(d.in_flight().replacements.contains(&first.replacements[0]));
 
     // Once the target is drained, the replacement is an ordinary node again.
-    let mut drained = claim(&h, &target.nodeclaim).unwrap();
-    let mut conds = drained.status.take().unwrap().conditions.unwrap();
-    conditions::set(
-        &mut conds,
+    h.set_condition(
+        &target.nodeclaim,
         "InstanceTerminating",
-        "True",
         "InstanceTerminating",
-        "",
-        h.clock.now(),
-    );
-    let status = nodewright_api::v1::nodeclaim::NodeClaimStatus {
-        conditions: Some(conds),
-        ..Default::default()
-    };
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    w.patch_nodeclaim_status(&target.nodeclaim, &status)
-        .await
-        .unwrap();
+    )
+    .await;
     d.progress().await.unwrap();
     assert!(!d.in_flight().replacements.contains(&first.replacements[0]));
 }

@@ -72,10 +72,7 @@ async fn launch_registration_and_initialization_are_each_reported_once() {
     // Registration is still pending: Unknown to Unknown is no transition.
     assert!(messages(&h, "Registered").is_empty());
 
-    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &name) else {
-        panic!()
-    };
-    h.node_joins("n1", &c.status.unwrap().provider_id.unwrap());
+    h.claim_joins("n1", &name);
     life.reconcile_all().await;
     assert_eq!(
         messages(&h, "Registered"),

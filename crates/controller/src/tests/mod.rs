@@ -21,13 +21,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::conditions;
 use crate::disruption::Disruptor;
 use crate::events::MemoryEvents;
 use crate::lifecycle::Lifecycle;
 use crate::memory::MemoryApi;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
-use crate::state::{ClusterState, Kind, SharedState};
+use crate::state::{ClusterState, Kind, Object, SharedState};
+use crate::write::KubeWriter;
 use cloud::TestCloud;
 use nodewright_core::time::Timestamp;
 
@@ -138,6 +140,32 @@ impl Harness {
                 }
             }),
         );
+    }
+
+    /// The Node of claim `claim` joining as `node` (see [`Harness::node_joins`]).
+    pub fn claim_joins(&self, node: &str, claim: &str) {
+        let Some(Object::NodeClaim(c)) = self.api.get(Kind::NodeClaim, claim) else {
+            panic!("no claim {claim}")
+        };
+        let pid = c.status.and_then(|s| s.provider_id);
+        self.node_joins(
+            node,
+            &pid.unwrap_or_else(|| panic!("{claim} is not launched")),
+        );
+    }
+
+    /// Sets condition `type_` of claim `claim` true with `reason`, as its own controller
+    /// would (drift detection, termination).
+    pub async fn set_condition(&self, claim: &str, type_: &str, reason: &str) {
+        let Some(Object::NodeClaim(c)) = self.api.get(Kind::NodeClaim, claim) else {
+            panic!("no claim {claim}")
+        };
+        let mut status = c.status.unwrap_or_default();
+        let mut conds = status.conditions.take().unwrap_or_default();
+        conditions::set(&mut conds, type_, "True", reason, "", self.clock.now());
+        status.conditions = Some(conds);
+        let w: Arc<dyn KubeWriter> = self.api.clone();
+        w.patch_nodeclaim_status(claim, &status).await.unwrap();
     }
 
     /// kube-scheduler binding a pod.

@@ -62,8 +62,7 @@ pub(crate) async fn joined(h: &Harness, hook: Option<Result<Registration, String
     let life = h.lifecycle();
     life.reconcile_all().await;
     life.reconcile_all().await;
-    let pid = claim(h, &name).status.unwrap().provider_id.unwrap();
-    h.node_joins("n1", &pid);
+    h.claim_joins("n1", &name);
     name
 }
 

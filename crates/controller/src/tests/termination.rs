@@ -6,7 +6,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::Harness;
-use crate::lifecycle::Lifecycle;
 use crate::state::{Kind, Object};
 use crate::termination::{Progress, Termination};
 use crate::write::KubeWriter;
@@ -16,22 +15,10 @@ pub async fn initialized_node(h: &Harness) -> String {
     h.nodepool("default", None);
     h.pending_pod("seed", "1");
     h.api.mark_synced();
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    let prov = h.provisioner();
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
-    let name = prov.provision().await.unwrap().created[0].clone();
+    let life = h.lifecycle();
+    let name = h.provisioner().provision().await.unwrap().created[0].clone();
     life.reconcile_all().await;
-    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &name) else {
-        panic!()
-    };
-    h.node_joins("n1", &c.status.unwrap().provider_id.unwrap());
+    h.claim_joins("n1", &name);
     life.reconcile_all().await;
     h.api.delete(Kind::Pod, "default/seed").unwrap();
     name

@@ -129,13 +129,7 @@ async fn provisioning_and_launch_are_counted_and_nominate_the_pod() {
 
     // Launch and registration: the Create call and the new node are counted.
     life.reconcile_all().await;
-    let pid = claim(&h, &name)
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n1", &pid);
+    h.claim_joins("n1", &name);
     life.reconcile_all().await;
     let text = h.metrics.encode();
     assert_eq!(
@@ -236,13 +230,7 @@ async fn a_nominated_pod_does_not_launch_a_second_claim() {
     let (prov, life, ..) = loops(&h);
     let name = prov.provision().await.unwrap().created[0].clone();
     life.reconcile_all().await;
-    let pid = claim(&h, &name)
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n1", &pid);
+    h.claim_joins("n1", &name);
     life.reconcile_all().await;
     // Registered, still carrying its startup taint: kube-scheduler cannot bind the pod yet,
     // and to a fresh solve the node looks closed to it.
@@ -391,20 +379,7 @@ async fn a_replacement_carries_its_pods_requests_and_the_disruption_is_reported(
     let h = Harness::new();
     let name = initialized_node(&h).await;
     h.bind("web", "n1");
-    let mut c = claim(&h, &name).unwrap();
-    let mut status = c.status.take().unwrap();
-    let mut conds = status.conditions.take().unwrap();
-    conditions::set(
-        &mut conds,
-        "Drifted",
-        "True",
-        "NodePoolDrifted",
-        "",
-        h.clock.now(),
-    );
-    status.conditions = Some(conds);
-    let w: Arc<dyn KubeWriter> = h.api.clone();
-    w.patch_nodeclaim_status(&name, &status).await.unwrap();
+    h.set_condition(&name, "Drifted", "NodePoolDrifted").await;
 
     let (_, life, _, d) = loops(&h);
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
@@ -436,13 +411,7 @@ async fn a_replacement_carries_its_pods_requests_and_the_disruption_is_reported(
     );
 
     life.reconcile_all().await;
-    let pid = claim(&h, &replacement)
-        .unwrap()
-        .status
-        .unwrap()
-        .provider_id
-        .unwrap();
-    h.node_joins("n2", &pid);
+    h.claim_joins("n2", &replacement);
     life.reconcile_all().await;
     tokio::time::advance(Duration::from_secs(1)).await;
     d.step(&mut cadence).await;
