@@ -347,13 +347,15 @@ fn port_pod(name: &str, node: &str) -> serde_json::Value {
     p
 }
 
-/// Two nodes, each left with one pod that fits a smaller node and holds host port 8080 (so
-/// the two never share a node), and the disruptor once it has started replacing the first.
-async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Running) {
+/// Nodes `n1` and `n2`, each launched for a pod of `cpu` holding host port 8080 (so the two
+/// never share a node); those pods are gone again.
+async fn two_nodes(h: &Harness, cpu: &str) {
     h.nodepool("default", None);
-    // Two pods too big to share a node: two m5.2xlarge claims.
-    h.pending_pod("big-a", "5");
-    h.pending_pod("big-b", "5");
+    for name in ["big-a", "big-b"] {
+        let mut p = super::pending_pod_json(name, cpu);
+        p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
+        h.api.put_value(Kind::Pod, p);
+    }
     h.api.mark_synced();
     let created = h.provisioner().provision().await.unwrap().created;
     assert_eq!(created.len(), 2, "{created:?}");
@@ -365,6 +367,12 @@ async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Ru
     life.reconcile_all().await;
     h.api.delete(Kind::Pod, "default/big-a").unwrap();
     h.api.delete(Kind::Pod, "default/big-b").unwrap();
+}
+
+/// Two m5.2xlarge nodes, each left with one pod that fits a smaller node and holds host port
+/// 8080, and the disruptor once it has started replacing the first.
+async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Running) {
+    two_nodes(h, "5").await;
     // What is left on each node fits an m5.large, and the two pods cannot share one.
     h.api.put_value(Kind::Pod, port_pod("a", "n1"));
     h.api.put_value(Kind::Pod, port_pod("b", "n2"));
@@ -476,4 +484,36 @@ async fn a_replacement_stays_reserved_while_its_target_drains() {
     .await;
     d.progress().await.unwrap();
     assert!(!d.in_flight().replacements.contains(&first.replacements[0]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck() {
+    let h = Harness::new();
+    // Two m5.xlarge nodes.
+    two_nodes(&h, "3").await;
+    // n1's pod cannot join n2's, which may not be disrupted: n1 is planned to be replaced by
+    // an m5.large, the one cheaper type.
+    h.api.put_value(Kind::Pod, port_pod("a", "n1"));
+    let mut b = port_pod("b", "n2");
+    b["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "true"});
+    h.api.put_value(Kind::Pod, b);
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+
+    // Before the re-check n2 empties and n1 takes 2 cpu more: all of n1's pods now fit on
+    // n2, but no longer on the replacement planned for them.
+    h.api.delete(Kind::Pod, "default/b").unwrap();
+    let mut extra = super::pending_pod_json("extra", "2");
+    extra["spec"]["nodeName"] = json!("n1");
+    extra["status"] =
+        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    h.api.put_value(Kind::Pod, extra);
+    tokio::time::advance(Duration::from_secs(15)).await;
+    match d.step(&mut cadence).await {
+        Step::Rejected(why) => assert!(why[0].contains("planned replacement"), "{why:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(d.running().is_empty());
+    assert!(!tainted(&h, "n1"));
 }
