@@ -103,6 +103,7 @@ impl Simulator for EngineSimulator {
             snapshot,
             compiled,
             claims_by_name,
+            types: TypeIndex::new(snapshot),
         }))
     }
 }
@@ -173,16 +174,42 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
             .find(|c| c.node_name.as_deref() == Some(name) || c.name == name)
             .is_none_or(|c| c.initialized)
     };
-    simulation_with(snapshot, plan, &initialized)
+    simulation_with(&TypeIndex::new(snapshot), plan, &initialized)
+}
+
+/// Each NodePool's instance types by name, so a replacement option is found without a scan
+/// of the NodePool's list. A name listed twice keeps its first entry, as a scan would find.
+struct TypeIndex<'a> {
+    by_pool: HashMap<&'a str, HashMap<&'a str, &'a InstanceType>>,
+}
+
+impl<'a> TypeIndex<'a> {
+    fn new(s: &'a Snapshot) -> TypeIndex<'a> {
+        let by_pool = s
+            .instance_types
+            .iter()
+            .map(|(pool, its)| {
+                let mut m: HashMap<&str, &InstanceType> = HashMap::with_capacity(its.len());
+                for it in its.iter() {
+                    m.entry(it.name.as_str()).or_insert(it);
+                }
+                (pool.as_str(), m)
+            })
+            .collect();
+        TypeIndex { by_pool }
+    }
+
+    fn get(&self, pool: &str, name: &str) -> Option<&'a InstanceType> {
+        self.by_pool.get(pool)?.get(name).copied()
+    }
 }
 
 /// [`simulation`] with the lookup "is the claim behind this target initialized?" given.
 fn simulation_with(
-    snapshot: &Snapshot,
+    types: &TypeIndex<'_>,
     plan: &Plan,
     initialized: &dyn Fn(&str) -> bool,
 ) -> Simulation {
-    let s = snapshot;
     let mut failures: Vec<(String, String)> = plan
         .unplaced
         .iter()
@@ -220,11 +247,10 @@ fn simulation_with(
                 })
                 .unwrap_or_else(|| vec![CapacityType::OnDemand, CapacityType::Spot]);
             cts.sort();
-            let its = s.instance_types.get(&c.nodepool);
             let options: Vec<ReplacementOption> = c
                 .instance_types
                 .iter()
-                .filter_map(|o| its.and_then(|v| v.iter().find(|it| it.name == plan.name_of(o))))
+                .filter_map(|o| types.get(&c.nodepool, plan.name_of(o)))
                 .filter_map(|it| option(it, zones.as_deref(), &cts))
                 .collect();
             let mut offered: Vec<CapacityType> = cts
@@ -259,6 +285,7 @@ struct EnginePrepared<'a> {
     compiled: Prepared,
     /// Claim indices by node name and by claim name, in snapshot order.
     claims_by_name: HashMap<&'a str, Vec<usize>>,
+    types: TypeIndex<'a>,
 }
 
 impl PreparedSimulation for EnginePrepared<'_> {
@@ -278,7 +305,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
                         })
                         .is_none_or(|c| c.initialized)
                 };
-                simulation_with(self.snapshot, &plan, &initialized)
+                simulation_with(&self.types, &plan, &initialized)
             }
             None => self.simulator.simulate(self.snapshot, without, pods),
         }
