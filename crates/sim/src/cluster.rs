@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::labels;
 use nodewright_core::model::{
     CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
@@ -11,6 +12,7 @@ use nodewright_core::model::{
 };
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
+use nodewright_core::scheduling::intern::FastMap;
 use nodewright_core::time::Timestamp;
 
 use crate::cloud::Instance;
@@ -384,6 +386,17 @@ impl Cluster {
         (self.maintained.generation, &self.maintained.snapshot)
     }
 
+    /// [`Cluster::view_stamped`] as the running commands `held` leave it ([`InFlight::view`]),
+    /// applied to the kept snapshot in place instead of copied; the next view puts it back.
+    pub fn view_held(&mut self, now: Timestamp, held: &InFlight) -> (u64, &Snapshot) {
+        self.view_stamped(now);
+        let m = &mut self.maintained;
+        if !held.is_empty() {
+            m.applied = Some(held.apply_reversibly(&mut m.snapshot));
+        }
+        (m.generation, &m.snapshot)
+    }
+
     /// Changes whenever the last [`Cluster::view`] may differ from the one before it in
     /// anything but its time: two views of one generation are the same snapshot at two
     /// instants, so a decision that does not read the clock gives the same answer on both.
@@ -499,39 +512,51 @@ impl Cluster {
         let mut created = Vec::new();
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
-        // Every controlled pod by (namespace, controller name), in one pass over the pods.
-        let mut by_owner: BTreeMap<(&str, &str), Vec<&Pod>> = BTreeMap::new();
+        // How many pods each (namespace, controller name) controls, terminating ones apart, in
+        // one pass over the pods; their keys only for workloads that own too many (building
+        // one per pod of every workload each time cost more than the rest of the pass).
+        let mut counts: FastMap<(&str, &str), (usize, usize)> = FastMap::default();
         for p in self.pods.values() {
             if let Some(o) = p.owner.as_ref().filter(|o| o.controller) {
-                by_owner
+                let c = counts
                     .entry((p.namespace.as_str(), o.name.as_str()))
-                    .or_default()
-                    .push(p);
+                    .or_default();
+                c.0 += 1;
+                c.1 += usize::from(p.deletion_timestamp.is_none());
             }
         }
-        // Per workload, how many pods it owns, and their keys when it owns too many (only
-        // then are keys needed: building one per pod of every workload each time cost more
-        // than the rest of the pass).
+        // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to be
+        // gone, since the replacement takes its name.
+        let counts_terminating = |w: &Workload| w.kind == WorkloadKind::StatefulSet;
         let mut owned_by: BTreeMap<(String, String), (usize, Vec<String>)> = BTreeMap::new();
+        let mut excess: FastMap<(&str, &str), bool> = FastMap::default();
         for key in &keys {
             let w = &self.workloads[key];
-            // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
-            // be gone, since the replacement takes its name.
-            let count_terminating = w.kind == WorkloadKind::StatefulSet;
-            let owned = || {
-                by_owner
-                    .get(&(key.0.as_str(), key.1.as_str()))
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| count_terminating || p.deletion_timestamp.is_none())
-            };
-            let count = owned().count();
-            let keys = if count > w.wanted() as usize {
-                owned().map(|p| p.key()).collect()
-            } else {
-                Vec::new()
-            };
-            owned_by.insert(key.clone(), (count, keys));
+            let (all, live) = counts
+                .get(&(key.0.as_str(), key.1.as_str()))
+                .copied()
+                .unwrap_or_default();
+            let count = if counts_terminating(w) { all } else { live };
+            if count > w.wanted() as usize {
+                excess.insert((key.0.as_str(), key.1.as_str()), counts_terminating(w));
+            }
+            owned_by.insert(key.clone(), (count, Vec::new()));
+        }
+        if !excess.is_empty() {
+            for p in self.pods.values() {
+                let Some(o) = p.owner.as_ref().filter(|o| o.controller) else {
+                    continue;
+                };
+                let owner = (p.namespace.as_str(), o.name.as_str());
+                if let Some(&terminating_too) = excess.get(&owner)
+                    && (terminating_too || p.deletion_timestamp.is_none())
+                {
+                    let k = (owner.0.to_string(), owner.1.to_string());
+                    if let Some(e) = owned_by.get_mut(&k) {
+                        e.1.push(p.key());
+                    }
+                }
+            }
         }
         for key in keys {
             let w = &self.workloads[&key];

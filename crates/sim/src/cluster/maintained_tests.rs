@@ -3,8 +3,10 @@
 
 use proptest::prelude::*;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, PersistentVolumeClaim, Pod,
 };
@@ -35,6 +37,12 @@ enum Op {
     Scale(u8),
     Reconcile,
     View,
+    /// A view as running commands leave it: bit `i` of each mask names claim and node `n{i}`.
+    HeldView {
+        targets: u8,
+        replacements: u8,
+        terminating: u8,
+    },
     /// Marks type `t{n % 2}` cold in the catalog's only zone until a few steps later.
     Ice(u8),
     Pvc(u8),
@@ -61,6 +69,13 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::Reconcile),
         Just(Op::View),
         Just(Op::View),
+        (any::<u8>(), any::<u8>(), any::<u8>()).prop_map(|(targets, replacements, terminating)| {
+            Op::HeldView {
+                targets,
+                replacements,
+                terminating,
+            }
+        }),
         (0u8..4).prop_map(Op::Ice),
         (0u8..4).prop_map(Op::Pvc),
         (0u8..4).prop_map(Op::Pool),
@@ -157,6 +172,26 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
         Op::View => {
             let fresh = format!("{:?}", c.snapshot(now));
             assert_eq!(format!("{:?}", c.view(now)), fresh);
+        }
+        Op::HeldView {
+            targets,
+            replacements,
+            terminating,
+        } => {
+            let names = |mask: u8| -> BTreeSet<String> {
+                (0..8u8)
+                    .filter(|i| mask & (1 << i) != 0)
+                    .map(node_name)
+                    .collect()
+            };
+            let held = InFlight {
+                targets: names(targets),
+                replacements: names(replacements),
+                terminating: names(terminating),
+            };
+            let fresh = c.snapshot(now);
+            let expected = format!("{:?}", held.view(&fresh));
+            assert_eq!(format!("{:?}", c.view_held(now, &held).1), expected);
         }
         Op::Ice(n) => {
             if c.catalog.is_empty() {
