@@ -149,6 +149,10 @@ pub struct Cluster {
     /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
     /// rather than a scan of every pod.
     on_node: BTreeMap<String, BTreeSet<String>>,
+    /// Per node name, the allocatable its free resources were worked out from and the result
+    /// ([`Cluster::free_of_ready`]); dropped whenever a pod on the node is added, moved,
+    /// changed or removed, and not used once the allocatable differs.
+    free_cache: FastMap<String, (Resources, Resources)>,
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     /// PodDisruptionBudgets by (namespace, name).
@@ -235,6 +239,9 @@ impl Cluster {
     /// A pod to change in place (not its node: that is [`Cluster::bind`]).
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
         let p = self.pods.get_mut(key)?;
+        if let Some(n) = &p.node_name {
+            self.free_cache.remove(n);
+        }
         self.maintained.pod_changed(key);
         self.journal.pod(key);
         Some(p)
@@ -301,6 +308,7 @@ impl Cluster {
         self.unindex(&key);
         self.pod_changed(&key);
         if let Some(n) = &pod.node_name {
+            self.free_cache.remove(n);
             self.on_node
                 .entry(n.clone())
                 .or_default()
@@ -313,6 +321,7 @@ impl Cluster {
         let Some(node) = self.pods.get(key).and_then(|p| p.node_name.as_ref()) else {
             return;
         };
+        self.free_cache.remove(node);
         if let Some(set) = self.on_node.get_mut(node) {
             set.remove(key);
             if set.is_empty() {
@@ -345,6 +354,44 @@ impl Cluster {
             free.sub(&p.requests);
         }
         free
+    }
+
+    /// [`Cluster::free`] of every Ready node, in [`Cluster::ready_nodes`] order. Nodes whose
+    /// pods and allocatable did not change since the last call are not summed again.
+    pub fn free_of_ready(&mut self) -> Vec<Resources> {
+        let mut out = Vec::new();
+        let mut ready = 0;
+        for c in self.claims.values() {
+            let Some(n) = c.ready_node() else { continue };
+            ready += 1;
+            if let Some((alloc, free)) = self.free_cache.get(&n.name)
+                && *alloc == n.allocatable
+            {
+                out.push(free.clone());
+                continue;
+            }
+            // As `free`, which borrows the whole cluster.
+            let mut free = n.allocatable.clone();
+            for k in self.on_node.get(&n.name).into_iter().flatten() {
+                if let Some(p) = self.pods.get(k) {
+                    free.sub(&p.requests);
+                }
+            }
+            self.free_cache
+                .insert(n.name.clone(), (n.allocatable.clone(), free.clone()));
+            out.push(free);
+        }
+        // Nodes gone since: forget them once they outnumber the Ready ones.
+        if self.free_cache.len() > 2 * ready + 16 {
+            let names: BTreeSet<&str> = self
+                .claims
+                .values()
+                .filter_map(|c| c.ready_node())
+                .map(|n| n.name.as_str())
+                .collect();
+            self.free_cache.retain(|k, _| names.contains(k.as_str()));
+        }
+        out
     }
 
     /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
@@ -473,6 +520,7 @@ impl Cluster {
         self.unindex(pod);
         self.pod_changed(pod);
         if let Some(p) = self.pods.get_mut(pod) {
+            self.free_cache.remove(node);
             self.on_node
                 .entry(node.to_string())
                 .or_default()
