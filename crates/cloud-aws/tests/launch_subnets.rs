@@ -152,32 +152,17 @@ async fn launches_in_a_row_spread_over_a_zones_subnets_by_predicted_addresses() 
     let first = env.seed.subnets[0].0.clone();
     let class = env.class("spread");
 
-    let a = env
-        .cloud
-        .launch(
-            &claim("spread-a", "spread", &["m5.large"], zone),
-            Some(&class),
-        )
-        .await
-        .expect("first launch");
-    let b = env
-        .cloud
-        .launch(
-            &claim("spread-b", "spread", &["m5.large"], zone),
-            Some(&class),
-        )
-        .await
-        .expect("second launch");
-    let subnet_a = instance(&env.moto, &a.instance.provider_id)
-        .await
-        .subnet_id()
-        .map(str::to_string)
-        .unwrap();
-    let subnet_b = instance(&env.moto, &b.instance.provider_id)
-        .await
-        .subnet_id()
-        .map(str::to_string)
-        .unwrap();
+    let mut launched = Vec::new();
+    for name in ["spread-a", "spread-b"] {
+        let got = env
+            .cloud
+            .launch(&claim(name, "spread", &["m5.large"], zone), Some(&class))
+            .await
+            .expect("launch");
+        let ec2 = instance(&env.moto, &got.instance.provider_id).await;
+        launched.push(ec2.subnet_id().map(str::to_string).expect("subnet"));
+    }
+    let (subnet_a, subnet_b) = (launched[0].clone(), launched[1].clone());
     let mut got = vec![subnet_a.clone(), subnet_b.clone()];
     got.sort();
     let mut want = vec![first, second];
