@@ -13,6 +13,8 @@ pub mod cost;
 pub mod drift;
 pub mod duration;
 pub mod engine_simulator;
+#[cfg(test)]
+mod fixture;
 pub mod in_flight;
 pub mod plan;
 pub mod simulate;

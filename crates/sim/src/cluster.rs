@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::labels;
 use nodewright_core::model::{
     CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
@@ -11,6 +12,7 @@ use nodewright_core::model::{
 };
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
+use nodewright_core::scheduling::intern::FastMap;
 use nodewright_core::time::Timestamp;
 
 use crate::cloud::Instance;
@@ -147,6 +149,10 @@ pub struct Cluster {
     /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
     /// rather than a scan of every pod.
     on_node: BTreeMap<String, BTreeSet<String>>,
+    /// Per node name, the allocatable its free resources were worked out from and the result
+    /// ([`Cluster::free_of_ready`]); dropped whenever a pod on the node is added, moved,
+    /// changed or removed, and not used once the allocatable differs.
+    free_cache: FastMap<String, (Resources, Resources)>,
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     /// PodDisruptionBudgets by (namespace, name).
@@ -233,6 +239,9 @@ impl Cluster {
     /// A pod to change in place (not its node: that is [`Cluster::bind`]).
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
         let p = self.pods.get_mut(key)?;
+        if let Some(n) = &p.node_name {
+            self.free_cache.remove(n);
+        }
         self.maintained.pod_changed(key);
         self.journal.pod(key);
         Some(p)
@@ -299,6 +308,7 @@ impl Cluster {
         self.unindex(&key);
         self.pod_changed(&key);
         if let Some(n) = &pod.node_name {
+            self.free_cache.remove(n);
             self.on_node
                 .entry(n.clone())
                 .or_default()
@@ -311,6 +321,7 @@ impl Cluster {
         let Some(node) = self.pods.get(key).and_then(|p| p.node_name.as_ref()) else {
             return;
         };
+        self.free_cache.remove(node);
         if let Some(set) = self.on_node.get_mut(node) {
             set.remove(key);
             if set.is_empty() {
@@ -343,6 +354,44 @@ impl Cluster {
             free.sub(&p.requests);
         }
         free
+    }
+
+    /// [`Cluster::free`] of every Ready node, in [`Cluster::ready_nodes`] order. Nodes whose
+    /// pods and allocatable did not change since the last call are not summed again.
+    pub fn free_of_ready(&mut self) -> Vec<Resources> {
+        let mut out = Vec::new();
+        let mut ready = 0;
+        for c in self.claims.values() {
+            let Some(n) = c.ready_node() else { continue };
+            ready += 1;
+            if let Some((alloc, free)) = self.free_cache.get(&n.name)
+                && *alloc == n.allocatable
+            {
+                out.push(free.clone());
+                continue;
+            }
+            // As `free`, which borrows the whole cluster.
+            let mut free = n.allocatable.clone();
+            for k in self.on_node.get(&n.name).into_iter().flatten() {
+                if let Some(p) = self.pods.get(k) {
+                    free.sub(&p.requests);
+                }
+            }
+            self.free_cache
+                .insert(n.name.clone(), (n.allocatable.clone(), free.clone()));
+            out.push(free);
+        }
+        // Nodes gone since: forget them once they outnumber the Ready ones.
+        if self.free_cache.len() > 2 * ready + 16 {
+            let names: BTreeSet<&str> = self
+                .claims
+                .values()
+                .filter_map(|c| c.ready_node())
+                .map(|n| n.name.as_str())
+                .collect();
+            self.free_cache.retain(|k, _| names.contains(k.as_str()));
+        }
+        out
     }
 
     /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
@@ -382,6 +431,17 @@ impl Cluster {
         m.set_rest(rest);
         self.maintained = m;
         (self.maintained.generation, &self.maintained.snapshot)
+    }
+
+    /// [`Cluster::view_stamped`] as the running commands `held` leave it ([`InFlight::view`]),
+    /// applied to the kept snapshot in place instead of copied; the next view puts it back.
+    pub fn view_held(&mut self, now: Timestamp, held: &InFlight) -> (u64, &Snapshot) {
+        self.view_stamped(now);
+        let m = &mut self.maintained;
+        if !held.is_empty() {
+            m.applied = Some(held.apply_reversibly(&mut m.snapshot));
+        }
+        (m.generation, &m.snapshot)
     }
 
     /// Changes whenever the last [`Cluster::view`] may differ from the one before it in
@@ -460,6 +520,7 @@ impl Cluster {
         self.unindex(pod);
         self.pod_changed(pod);
         if let Some(p) = self.pods.get_mut(pod) {
+            self.free_cache.remove(node);
             self.on_node
                 .entry(node.to_string())
                 .or_default()
@@ -499,39 +560,51 @@ impl Cluster {
         let mut created = Vec::new();
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
-        // Every controlled pod by (namespace, controller name), in one pass over the pods.
-        let mut by_owner: BTreeMap<(&str, &str), Vec<&Pod>> = BTreeMap::new();
+        // How many pods each (namespace, controller name) controls, terminating ones apart, in
+        // one pass over the pods; their keys only for workloads that own too many (building
+        // one per pod of every workload each time cost more than the rest of the pass).
+        let mut counts: FastMap<(&str, &str), (usize, usize)> = FastMap::default();
         for p in self.pods.values() {
             if let Some(o) = p.owner.as_ref().filter(|o| o.controller) {
-                by_owner
+                let c = counts
                     .entry((p.namespace.as_str(), o.name.as_str()))
-                    .or_default()
-                    .push(p);
+                    .or_default();
+                c.0 += 1;
+                c.1 += usize::from(p.deletion_timestamp.is_none());
             }
         }
-        // Per workload, how many pods it owns, and their keys when it owns too many (only
-        // then are keys needed: building one per pod of every workload each time cost more
-        // than the rest of the pass).
+        // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to be
+        // gone, since the replacement takes its name.
+        let counts_terminating = |w: &Workload| w.kind == WorkloadKind::StatefulSet;
         let mut owned_by: BTreeMap<(String, String), (usize, Vec<String>)> = BTreeMap::new();
+        let mut excess: FastMap<(&str, &str), bool> = FastMap::default();
         for key in &keys {
             let w = &self.workloads[key];
-            // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to
-            // be gone, since the replacement takes its name.
-            let count_terminating = w.kind == WorkloadKind::StatefulSet;
-            let owned = || {
-                by_owner
-                    .get(&(key.0.as_str(), key.1.as_str()))
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| count_terminating || p.deletion_timestamp.is_none())
-            };
-            let count = owned().count();
-            let keys = if count > w.wanted() as usize {
-                owned().map(|p| p.key()).collect()
-            } else {
-                Vec::new()
-            };
-            owned_by.insert(key.clone(), (count, keys));
+            let (all, live) = counts
+                .get(&(key.0.as_str(), key.1.as_str()))
+                .copied()
+                .unwrap_or_default();
+            let count = if counts_terminating(w) { all } else { live };
+            if count > w.wanted() as usize {
+                excess.insert((key.0.as_str(), key.1.as_str()), counts_terminating(w));
+            }
+            owned_by.insert(key.clone(), (count, Vec::new()));
+        }
+        if !excess.is_empty() {
+            for p in self.pods.values() {
+                let Some(o) = p.owner.as_ref().filter(|o| o.controller) else {
+                    continue;
+                };
+                let owner = (p.namespace.as_str(), o.name.as_str());
+                if let Some(&terminating_too) = excess.get(&owner)
+                    && (terminating_too || p.deletion_timestamp.is_none())
+                {
+                    let k = (owner.0.to_string(), owner.1.to_string());
+                    if let Some(e) = owned_by.get_mut(&k) {
+                        e.1.push(p.key());
+                    }
+                }
+            }
         }
         for key in keys {
             let w = &self.workloads[&key];

@@ -138,10 +138,7 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
     }
     // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
     // readiness), kept current as this pass binds pods.
-    let mut free: Vec<Resources> = cluster
-        .ready_nodes()
-        .map(|(_, n)| cluster.free(n))
-        .collect();
+    let mut free: Vec<Resources> = cluster.free_of_ready();
     // At least the most any one node has free of each resource (binding only lowers it): a
     // pod asking for more fits nowhere, which is most pending pods while nodes launch.
     let mut most = Resources::new();

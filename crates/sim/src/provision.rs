@@ -4,8 +4,11 @@
 //! [`Provisioner`] (the core scheduler, [`CoreProvisioner`]) and launches what comes back.
 //! Disruption asks the core's own engine-backed simulator the same way.
 
+use std::sync::{Arc, Mutex};
+
 use nodewright_core::model::Snapshot;
 
+use nodewright_core::scheduling::node_cache::NodeCache;
 use nodewright_core::scheduling::{self, Options, Target};
 
 use crate::cloud::LaunchOption;
@@ -51,11 +54,16 @@ pub trait Provisioner {
 #[derive(Clone, Debug, Default)]
 pub struct CoreProvisioner {
     pub options: Options,
+    /// Nodes compiled by earlier solves: the cluster changes little between two, and the plan
+    /// is the same with or without them.
+    pub nodes: Arc<Mutex<NodeCache>>,
 }
 
 impl Provisioner for CoreProvisioner {
     fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
-        let plan = scheduling::solve(snapshot, &self.options);
+        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let plan = scheduling::solve_with(snapshot, &self.options, Some(&mut nodes));
+        drop(nodes);
         let rendered: Vec<Vec<String>> = plan
             .new_claims
             .iter()

@@ -103,6 +103,7 @@ impl Simulator for EngineSimulator {
             snapshot,
             compiled,
             claims_by_name,
+            types: TypeIndex::new(snapshot),
         }))
     }
 }
@@ -173,16 +174,42 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
             .find(|c| c.node_name.as_deref() == Some(name) || c.name == name)
             .is_none_or(|c| c.initialized)
     };
-    simulation_with(snapshot, plan, &initialized)
+    simulation_with(&TypeIndex::new(snapshot), plan, &initialized)
+}
+
+/// Each NodePool's instance types by name, so a replacement option is found without a scan
+/// of the NodePool's list. A name listed twice keeps its first entry, as a scan would find.
+struct TypeIndex<'a> {
+    by_pool: HashMap<&'a str, HashMap<&'a str, &'a InstanceType>>,
+}
+
+impl<'a> TypeIndex<'a> {
+    fn new(s: &'a Snapshot) -> TypeIndex<'a> {
+        let by_pool = s
+            .instance_types
+            .iter()
+            .map(|(pool, its)| {
+                let mut m: HashMap<&str, &InstanceType> = HashMap::with_capacity(its.len());
+                for it in its.iter() {
+                    m.entry(it.name.as_str()).or_insert(it);
+                }
+                (pool.as_str(), m)
+            })
+            .collect();
+        TypeIndex { by_pool }
+    }
+
+    fn get(&self, pool: &str, name: &str) -> Option<&'a InstanceType> {
+        self.by_pool.get(pool)?.get(name).copied()
+    }
 }
 
 /// [`simulation`] with the lookup "is the claim behind this target initialized?" given.
 fn simulation_with(
-    snapshot: &Snapshot,
+    types: &TypeIndex<'_>,
     plan: &Plan,
     initialized: &dyn Fn(&str) -> bool,
 ) -> Simulation {
-    let s = snapshot;
     let mut failures: Vec<(String, String)> = plan
         .unplaced
         .iter()
@@ -220,11 +247,10 @@ fn simulation_with(
                 })
                 .unwrap_or_else(|| vec![CapacityType::OnDemand, CapacityType::Spot]);
             cts.sort();
-            let its = s.instance_types.get(&c.nodepool);
             let options: Vec<ReplacementOption> = c
                 .instance_types
                 .iter()
-                .filter_map(|o| its.and_then(|v| v.iter().find(|it| it.name == plan.name_of(o))))
+                .filter_map(|o| types.get(&c.nodepool, plan.name_of(o)))
                 .filter_map(|it| option(it, zones.as_deref(), &cts))
                 .collect();
             let mut offered: Vec<CapacityType> = cts
@@ -259,6 +285,7 @@ struct EnginePrepared<'a> {
     compiled: Prepared,
     /// Claim indices by node name and by claim name, in snapshot order.
     claims_by_name: HashMap<&'a str, Vec<usize>>,
+    types: TypeIndex<'a>,
 }
 
 impl PreparedSimulation for EnginePrepared<'_> {
@@ -278,7 +305,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
                         })
                         .is_none_or(|c| c.initialized)
                 };
-                simulation_with(self.snapshot, &plan, &initialized)
+                simulation_with(&self.types, &plan, &initialized)
             }
             None => self.simulator.simulate(self.snapshot, without, pods),
         }
@@ -327,120 +354,13 @@ mod differential;
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-    use std::sync::Arc;
-
     use super::*;
     use crate::disruption::command::{Decision, Method};
+    use crate::disruption::fixture;
     use crate::disruption::plan::{Settings, plan};
-    use crate::model::{Budget, BudgetNodes, Node, NodeClaim, NodePool, Offering, OwnerRef, Pod};
-    use crate::requirements::Requirement;
-    use crate::resources::{CPU, MEMORY, PODS, Resources};
-    use crate::time::Timestamp;
-
-    fn it(name: &str, cpu: i64, price: f64) -> InstanceType {
-        InstanceType {
-            name: name.into(),
-            requirements: vec![
-                Requirement::single(labels::INSTANCE_TYPE, name),
-                Requirement::single(labels::ARCH, "amd64"),
-                Requirement::single(labels::OS, "linux"),
-            ],
-            capacity: Resources::new()
-                .with(CPU, cpu)
-                .with(MEMORY, 16 << 30)
-                .with(PODS, 110),
-            overhead: Default::default(),
-            offerings: ["a", "b"]
-                .into_iter()
-                .map(|z| Offering {
-                    zone: z.into(),
-                    capacity_type: CapacityType::OnDemand,
-                    price,
-                    available: true,
-                    reservation_id: None,
-                    reservation_capacity: None,
-                })
-                .collect(),
-        }
-    }
 
     fn cluster(nodes: &[(&str, &str, &[i64])]) -> Snapshot {
-        let its = vec![it("large", 4000, 0.4), it("small", 2000, 0.2)];
-        let mut pool = NodePool {
-            name: "default".into(),
-            ready: true,
-            ..NodePool::default()
-        };
-        pool.disruption.budgets = vec![Budget {
-            nodes: BudgetNodes::Percent(100),
-            schedule: None,
-            duration: None,
-            reasons: vec![],
-        }];
-        let mut s = Snapshot {
-            now: Timestamp(1_000_000),
-            nodepools: vec![pool],
-            instance_types: [("default".to_string(), Arc::new(its.clone()))]
-                .into_iter()
-                .collect(),
-            ..Snapshot::default()
-        };
-        for (name, ty, pods) in nodes {
-            let t = its.iter().find(|i| i.name == *ty).unwrap();
-            let node_labels: BTreeMap<String, String> = [
-                (labels::NODEPOOL, "default"),
-                (labels::INSTANCE_TYPE, ty),
-                (labels::ZONE, "a"),
-                (labels::CAPACITY_TYPE, "on-demand"),
-                (labels::ARCH, "amd64"),
-                (labels::OS, "linux"),
-                (labels::HOSTNAME, name),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-            s.nodes.push(Node {
-                name: name.to_string(),
-                provider_id: format!("p-{name}"),
-                labels: node_labels,
-                capacity: t.capacity.clone(),
-                allocatable: t.allocatable(),
-                ready: true,
-                ..Node::default()
-            });
-            s.node_claims.push(NodeClaim {
-                name: format!("c-{name}"),
-                nodepool: "default".into(),
-                node_name: Some(name.to_string()),
-                provider_id: Some(format!("p-{name}")),
-                launched: true,
-                registered: true,
-                initialized: true,
-                ..NodeClaim::default()
-            });
-            for (i, cpu) in pods.iter().enumerate() {
-                s.pods.push(Pod {
-                    namespace: "default".into(),
-                    name: format!("{name}-{i}"),
-                    uid: format!("{name}-{i}"),
-                    node_name: Some(name.to_string()),
-                    phase: crate::model::PodPhase::Running,
-                    ready: true,
-                    requests: Resources::new()
-                        .with(CPU, *cpu)
-                        .with(MEMORY, 1 << 30)
-                        .with(PODS, 1),
-                    owner: Some(OwnerRef {
-                        kind: "ReplicaSet".into(),
-                        name: "rs".into(),
-                        controller: true,
-                    }),
-                    ..Pod::default()
-                });
-            }
-        }
-        s
+        fixture::cluster(&["a", "b"], nodes)
     }
 
     #[test]

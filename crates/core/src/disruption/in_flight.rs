@@ -29,7 +29,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::command::Command;
-use crate::model::Snapshot;
+use crate::model::{Node, Snapshot};
 use crate::taints::{Taint, TaintEffect};
 
 /// The taint of a node being disrupted: nothing new may land on it.
@@ -71,43 +71,106 @@ impl InFlight {
 
     /// Turns `snapshot` into [`InFlight::view`] in place.
     pub fn apply(&self, snapshot: &mut Snapshot) {
+        let _ = self.apply_reversibly(snapshot);
+    }
+
+    /// [`InFlight::apply`], remembering what it changed so [`Applied::revert`] can put the
+    /// snapshot back exactly as it was: a caller that keeps one snapshot up to date plans on
+    /// the view without copying every node, claim and pod.
+    pub fn apply_reversibly(&self, snapshot: &mut Snapshot) -> Applied {
+        let mut done = Applied::default();
         if !self.terminating.is_empty() {
-            snapshot
-                .nodes
-                .retain(|n| !self.terminating.contains(&n.name));
+            let all = std::mem::take(&mut snapshot.nodes);
+            snapshot.nodes.reserve(all.len());
+            for (i, n) in all.into_iter().enumerate() {
+                if self.terminating.contains(&n.name) {
+                    done.removed.push((i, n));
+                } else {
+                    snapshot.nodes.push(n);
+                }
+            }
         }
         if self.targets.is_empty() && self.replacements.is_empty() {
-            return;
+            return done;
         }
         let now = snapshot.now;
         // Nodes that must take no new pods: the targets' and the reserved replacements'.
         let mut closed: BTreeSet<String> = BTreeSet::new();
-        for c in &mut snapshot.node_claims {
+        for (i, c) in snapshot.node_claims.iter_mut().enumerate() {
             if self.targets.contains(&c.name) {
-                c.deletion_timestamp.get_or_insert(now);
+                if c.deletion_timestamp.is_none() {
+                    c.deletion_timestamp = Some(now);
+                    done.deleting.push(i);
+                }
                 closed.extend(c.node_name.clone());
             } else if self.replacements.contains(&c.name) {
                 // An unregistered claim is placed on by its own taints.
-                add_taint(&mut c.taints);
-                c.initialized = false;
+                if add_taint(&mut c.taints) {
+                    done.tainted_claims.push(i);
+                }
+                // Planned as still initializing: no candidate, not counted by budgets.
+                if c.initialized {
+                    c.initialized = false;
+                    done.uninitialized.push(i);
+                }
                 closed.extend(c.node_name.clone());
             }
         }
-        for n in &mut snapshot.nodes {
-            if closed.contains(&n.name) {
-                add_taint(&mut n.taints);
+        for (i, n) in snapshot.nodes.iter_mut().enumerate() {
+            if closed.contains(&n.name) && add_taint(&mut n.taints) {
+                done.tainted_nodes.push(i);
             }
+        }
+        done
+    }
+}
+
+/// What [`InFlight::apply_reversibly`] changed in a snapshot.
+#[derive(Clone, Debug, Default)]
+#[must_use = "a snapshot applied in place is put back with `revert`"]
+pub struct Applied {
+    /// Nodes taken out, with their positions before.
+    removed: Vec<(usize, Node)>,
+    /// Claims given a deletion time.
+    deleting: Vec<usize>,
+    /// Initialized replacements planned as still initializing.
+    uninitialized: Vec<usize>,
+    /// Claims and nodes (positions after the removal) given the disrupted taint, last.
+    tainted_claims: Vec<usize>,
+    tainted_nodes: Vec<usize>,
+}
+
+impl Applied {
+    /// Puts `snapshot`, as [`InFlight::apply_reversibly`] left it, back as it was before.
+    pub fn revert(self, snapshot: &mut Snapshot) {
+        for i in self.tainted_nodes {
+            snapshot.nodes[i].taints.pop();
+        }
+        for i in self.tainted_claims {
+            snapshot.node_claims[i].taints.pop();
+        }
+        for i in self.deleting {
+            snapshot.node_claims[i].deletion_timestamp = None;
+        }
+        for i in self.uninitialized {
+            snapshot.node_claims[i].initialized = true;
+        }
+        // Ascending positions: each node goes back where it was once those before it are.
+        for (i, n) in self.removed {
+            snapshot.nodes.insert(i, n);
         }
     }
 }
 
-fn add_taint(taints: &mut Vec<Taint>) {
-    if !taints
+/// Adds the disrupted taint last unless the taints have it; whether it was added.
+fn add_taint(taints: &mut Vec<Taint>) -> bool {
+    let has = taints
         .iter()
-        .any(|t| t.key == DISRUPTED_TAINT && t.effect == TaintEffect::NoSchedule)
-    {
+        .any(|t| t.key == DISRUPTED_TAINT && t.effect == TaintEffect::NoSchedule);
+    if !has {
         taints.push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
     }
+    !has
 }
 
 #[cfg(test)]

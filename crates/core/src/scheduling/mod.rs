@@ -27,7 +27,17 @@ use crate::model::Snapshot;
 
 /// Plans the snapshot's pending pods.
 pub fn solve(snapshot: &Snapshot, options: &Options) -> Plan {
-    let mut world = setup::build(snapshot);
+    solve_with(snapshot, options, None)
+}
+
+/// [`solve`], with nodes compiled by earlier solves taken from `cache` (the plan is the same):
+/// for callers that solve one cluster over and over as it changes.
+pub fn solve_with(
+    snapshot: &Snapshot,
+    options: &Options,
+    cache: Option<&mut node_cache::NodeCache>,
+) -> Plan {
+    let mut world = setup::build_with(snapshot, cache);
     let mut engine = engine::Engine::new(&mut world, options.clone());
     let unplaced = engine.run();
     let mut plan = engine.finish(snapshot, unplaced);

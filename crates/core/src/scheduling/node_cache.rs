@@ -346,6 +346,40 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        /// Full solves with the cache, step after step of a changing cluster with pods to
+        /// place, plan exactly as fresh ones.
+        #[test]
+        fn cached_full_solves_equal_fresh_ones(
+            seed in 0u64..1000,
+            ops in proptest::collection::vec(op(), 1..10),
+        ) {
+            let mut s = cluster(10, 40, seed);
+            for p in s.pods.iter_mut().step_by(7) {
+                p.node_name = None;
+                p.phase = crate::model::PodPhase::Pending;
+            }
+            let options = crate::scheduling::Options::default();
+            let mut cache = NodeCache::new();
+            let solve = |s: &Snapshot, cache: &mut NodeCache| {
+                crate::scheduling::solve_with(s, &options, Some(cache))
+            };
+            prop_assert_eq!(solve(&s, &mut cache), crate::scheduling::solve(&s, &options));
+            for (step, op) in ops.iter().enumerate() {
+                apply(&mut s, op, step);
+                prop_assert_eq!(
+                    solve(&s, &mut cache),
+                    crate::scheduling::solve(&s, &options),
+                    "after {:?}",
+                    op
+                );
+            }
+            prop_assert!(cache.hits > 0);
+        }
+    }
+
     /// Solves of `compiled` without each of the first few nodes (their pods moving), and
     /// without nothing.
     fn solves(s: &Snapshot, compiled: &Prepared) -> Vec<Option<crate::scheduling::Plan>> {

@@ -271,7 +271,12 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
 
 /// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
 pub fn build(s: &Snapshot) -> World {
-    let mut t = targets(s);
+    build_with(s, None)
+}
+
+/// [`build`], with nodes compiled before taken from `cache` (the result is the same).
+pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> World {
+    let mut t = targets_with(s, cache);
     let schedule = pods_to_schedule(s);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let running = usage(s, &mut t, &rescheduled);

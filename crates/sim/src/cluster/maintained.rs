@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use nodewright_core::disruption::in_flight::Applied;
 use nodewright_core::model::{Pod, Snapshot};
 
 use super::SimClaim;
@@ -39,9 +40,19 @@ pub(super) struct Maintained {
     /// Bumped by every [`Maintained::sync`] or [`Maintained::set_rest`] that may have changed
     /// the snapshot (its time aside).
     pub(super) generation: u64,
+    /// Running commands applied to `snapshot` in place (see [`super::Cluster::view_held`]);
+    /// reverted before anything else reads or updates it.
+    pub(super) applied: Option<Applied>,
 }
 
 impl Maintained {
+    /// Puts back the snapshot a [`super::Cluster::view_held`] changed in place.
+    pub(super) fn revert(&mut self) {
+        if let Some(a) = self.applied.take() {
+            a.revert(&mut self.snapshot);
+        }
+    }
+
     pub(super) fn pod_changed(&mut self, key: &str) {
         self.edits += 1;
         if self.built && !self.dirty_pods.contains(key) {
@@ -62,6 +73,7 @@ impl Maintained {
         pods: &BTreeMap<String, Pod>,
         claims: &BTreeMap<String, SimClaim>,
     ) {
+        self.revert();
         if !self.built || !self.dirty_pods.is_empty() || !self.dirty_claims.is_empty() {
             self.generation += 1;
         }
@@ -105,6 +117,7 @@ impl Maintained {
     /// Takes the small lists of `rest` (everything but the pods, Nodes and NodeClaims) and its
     /// time; a new generation starts unless the lists are the ones already held.
     pub(super) fn set_rest(&mut self, rest: Snapshot) {
+        self.revert();
         let s = &mut self.snapshot;
         let same_types = s.instance_types.len() == rest.instance_types.len()
             && s.instance_types

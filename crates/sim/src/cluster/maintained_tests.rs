@@ -3,12 +3,14 @@
 
 use proptest::prelude::*;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, PersistentVolumeClaim, Pod,
 };
-use nodewright_core::resources::Resources;
+use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
@@ -27,7 +29,11 @@ enum Op {
     RemovePod(u8),
     MarkDeleting(u8),
     Relabel(u8),
+    /// A pod's requests change in place.
+    Resize(u8),
     InsertClaim(u8),
+    /// A Ready node's allocatable changes.
+    Grow(u8),
     Ready(u8),
     Taint(u8),
     DeleteClaim(u8),
@@ -35,6 +41,12 @@ enum Op {
     Scale(u8),
     Reconcile,
     View,
+    /// A view as running commands leave it: bit `i` of each mask names claim and node `n{i}`.
+    HeldView {
+        targets: u8,
+        replacements: u8,
+        terminating: u8,
+    },
     /// Marks type `t{n % 2}` cold in the catalog's only zone until a few steps later.
     Ice(u8),
     Pvc(u8),
@@ -51,8 +63,10 @@ fn op() -> impl Strategy<Value = Op> {
         (pod.clone(), node.clone()).prop_map(|(pod, node)| Op::Bind { pod, node }),
         pod.clone().prop_map(Op::RemovePod),
         pod.clone().prop_map(Op::MarkDeleting),
-        pod.prop_map(Op::Relabel),
+        pod.clone().prop_map(Op::Relabel),
+        pod.prop_map(Op::Resize),
         node.clone().prop_map(Op::InsertClaim),
+        node.clone().prop_map(Op::Grow),
         node.clone().prop_map(Op::Ready),
         node.clone().prop_map(Op::Taint),
         node.clone().prop_map(Op::DeleteClaim),
@@ -61,6 +75,13 @@ fn op() -> impl Strategy<Value = Op> {
         Just(Op::Reconcile),
         Just(Op::View),
         Just(Op::View),
+        (any::<u8>(), any::<u8>(), any::<u8>()).prop_map(|(targets, replacements, terminating)| {
+            Op::HeldView {
+                targets,
+                replacements,
+                terminating,
+            }
+        }),
         (0u8..4).prop_map(Op::Ice),
         (0u8..4).prop_map(Op::Pvc),
         (0u8..4).prop_map(Op::Pool),
@@ -95,6 +116,16 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
         Op::Relabel(pod) => {
             if let Some(p) = c.pod_mut(&pod_key(pod)) {
                 p.labels.insert("v".into(), now.0.to_string());
+            }
+        }
+        Op::Resize(pod) => {
+            if let Some(p) = c.pod_mut(&pod_key(pod)) {
+                p.requests = Resources::new().with(CPU, now.0 % 7_000);
+            }
+        }
+        Op::Grow(node) => {
+            if let Some(n) = c.claim_mut(&node_name(node)).and_then(|c| c.node.as_mut()) {
+                n.allocatable = Resources::new().with(CPU, now.0 % 11_000);
             }
         }
         Op::InsertClaim(node) => {
@@ -157,6 +188,28 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
         Op::View => {
             let fresh = format!("{:?}", c.snapshot(now));
             assert_eq!(format!("{:?}", c.view(now)), fresh);
+            let summed: Vec<Resources> = c.ready_nodes().map(|(_, n)| c.free(n)).collect();
+            assert_eq!(c.free_of_ready(), summed);
+        }
+        Op::HeldView {
+            targets,
+            replacements,
+            terminating,
+        } => {
+            let names = |mask: u8| -> BTreeSet<String> {
+                (0..8u8)
+                    .filter(|i| mask & (1 << i) != 0)
+                    .map(node_name)
+                    .collect()
+            };
+            let held = InFlight {
+                targets: names(targets),
+                replacements: names(replacements),
+                terminating: names(terminating),
+            };
+            let fresh = c.snapshot(now);
+            let expected = format!("{:?}", held.view(&fresh));
+            assert_eq!(format!("{:?}", c.view_held(now, &held).1), expected);
         }
         Op::Ice(n) => {
             if c.catalog.is_empty() {

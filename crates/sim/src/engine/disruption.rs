@@ -4,10 +4,7 @@
 //! commands leave it, as the controller does ([`InFlight::view`]): targets deleting, their
 //! pods in place, and the replacements sized for those pods reserved until initialized.
 
-use std::borrow::Cow;
-
 use nodewright_core::disruption::in_flight::InFlight;
-use nodewright_core::model::Snapshot;
 
 use super::launch::replacement_options;
 use super::remembered::Remembering;
@@ -60,9 +57,7 @@ impl Engine<'_> {
         }
         self.work.plans += 1;
         let held = self.in_flight();
-        let (generation, view) = self.cluster.view_stamped(self.now);
-        let planned: Cow<'_, Snapshot> = held.view(view);
-        let snapshot: &Snapshot = &planned;
+        let (generation, snapshot) = self.cluster.view_held(self.now, &held);
         let sim = Remembering::new(&self.memo, generation, &held, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
         // this round's command would only fill verdicts.
@@ -104,10 +99,9 @@ impl Engine<'_> {
         let mut started = false;
         for c in commands {
             let held = self.in_flight();
-            let (generation, view) = self.cluster.view_stamped(self.now);
-            let fresh: Cow<'_, Snapshot> = held.view(view);
-            let sim = Remembering::new(&self.memo, generation, &held, &fresh);
-            match validate(&c, &fresh, &sim, Settings::default()) {
+            let (generation, fresh) = self.cluster.view_held(self.now, &held);
+            let sim = Remembering::new(&self.memo, generation, &held, fresh);
+            match validate(&c, fresh, &sim, Settings::default()) {
                 Ok(()) => {
                     self.start(c);
                     started = true;

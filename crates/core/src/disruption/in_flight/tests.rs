@@ -1,5 +1,4 @@
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 
@@ -8,122 +7,27 @@ use crate::disruption::bench;
 use crate::disruption::candidates::budget_node_counts;
 use crate::disruption::command::{Decision, Method};
 use crate::disruption::engine_simulator::{EngineSimulator, reduced};
+use crate::disruption::fixture::{self, node_labels};
 use crate::disruption::plan::{Settings, plan};
 use crate::disruption::simulate::Simulator;
 use crate::disruption::validate::validate;
 use crate::labels;
-use crate::model::{
-    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
-    Pod, PodPhase,
-};
+use crate::model::{Node, NodeClaim, Pod};
 use crate::requirements::Requirement;
 use crate::resources::{CPU, MEMORY, PODS, Resources};
 use crate::scheduling::{self, Options, Target};
 use crate::time::Timestamp;
 
-fn it(name: &str, cpu: i64, price: f64) -> InstanceType {
-    InstanceType {
-        name: name.into(),
-        requirements: vec![
-            Requirement::single(labels::INSTANCE_TYPE, name),
-            Requirement::single(labels::ARCH, "amd64"),
-            Requirement::single(labels::OS, "linux"),
-        ],
-        capacity: Resources::new()
-            .with(CPU, cpu)
-            .with(MEMORY, 16 << 30)
-            .with(PODS, 110),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "a".into(),
-            capacity_type: CapacityType::OnDemand,
-            price,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
-    }
-}
-
-fn node_labels(name: &str, ty: &str) -> BTreeMap<String, String> {
-    [
-        (labels::NODEPOOL, "default"),
-        (labels::INSTANCE_TYPE, ty),
-        (labels::ZONE, "a"),
-        (labels::CAPACITY_TYPE, "on-demand"),
-        (labels::ARCH, "amd64"),
-        (labels::OS, "linux"),
-        (labels::HOSTNAME, name),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
 /// Initialized `large` nodes, each running one pod of `cpu` millicores; a `small` node would
 /// do for each of them alone.
 fn cluster(nodes: &[(&str, i64)]) -> Snapshot {
-    let its = vec![it("large", 4000, 0.4), it("small", 2000, 0.2)];
-    let mut pool = NodePool {
-        name: "default".into(),
-        ready: true,
-        ..NodePool::default()
-    };
-    pool.disruption.budgets = vec![Budget {
-        nodes: BudgetNodes::Percent(100),
-        schedule: None,
-        duration: None,
-        reasons: vec![],
-    }];
-    let mut s = Snapshot {
-        now: Timestamp(1_000_000),
-        nodepools: vec![pool],
-        instance_types: [("default".to_string(), Arc::new(its.clone()))]
-            .into_iter()
-            .collect(),
-        ..Snapshot::default()
-    };
-    let large = &its[0];
-    for (name, cpu) in nodes {
-        s.nodes.push(Node {
-            name: name.to_string(),
-            provider_id: format!("p-{name}"),
-            labels: node_labels(name, "large"),
-            capacity: large.capacity.clone(),
-            allocatable: large.allocatable(),
-            ready: true,
-            ..Node::default()
-        });
-        s.node_claims.push(NodeClaim {
-            name: format!("c-{name}"),
-            nodepool: "default".into(),
-            node_name: Some(name.to_string()),
-            provider_id: Some(format!("p-{name}")),
-            launched: true,
-            registered: true,
-            initialized: true,
-            ..NodeClaim::default()
-        });
-        s.pods.push(Pod {
-            namespace: "default".into(),
-            name: format!("{name}-0"),
-            uid: format!("{name}-0"),
-            node_name: Some(name.to_string()),
-            phase: PodPhase::Running,
-            ready: true,
-            requests: Resources::new()
-                .with(CPU, *cpu)
-                .with(MEMORY, 1 << 30)
-                .with(PODS, 1),
-            owner: Some(OwnerRef {
-                kind: "ReplicaSet".into(),
-                name: "rs".into(),
-                controller: true,
-            }),
-            ..Pod::default()
-        });
-    }
-    s
+    let cpus: Vec<[i64; 1]> = nodes.iter().map(|&(_, cpu)| [cpu]).collect();
+    let nodes: Vec<(&str, &str, &[i64])> = nodes
+        .iter()
+        .zip(&cpus)
+        .map(|(&(name, _), cpu)| (name, "large", &cpu[..]))
+        .collect();
+    fixture::cluster(&["a"], &nodes)
 }
 
 /// A replacement claim of type `small` that is launching: no node yet.
@@ -405,5 +309,72 @@ proptest! {
                 prop_assert!(on != "replacement" && on != target_node, "{} on {}", placed.pod, on);
             }
         }
+    }
+}
+
+/// A generated cluster with some claims launching (no node), some already deleting or
+/// tainted disrupted, and running commands naming any of them, some nodes terminating.
+fn reversible_case(seed: u64, picks: &[(u8, u8)]) -> (Snapshot, InFlight) {
+    let mut s = bench::cluster(10, 40, seed);
+    let n = s.node_claims.len();
+    let mut held = InFlight::default();
+    for (i, &(what, state)) in picks.iter().enumerate() {
+        let at = i % n;
+        let c = &mut s.node_claims[at];
+        match state % 4 {
+            0 => {}
+            1 => c.initialized = false,
+            2 => c.deletion_timestamp = Some(Timestamp(5)),
+            _ => c
+                .taints
+                .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule)),
+        }
+        if state.is_multiple_of(3)
+            && let Some(node) = s.nodes.get_mut(at)
+        {
+            node.taints
+                .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+        }
+        let name = s.node_claims[at].name.clone();
+        match what % 4 {
+            0 => {}
+            1 => {
+                held.targets.insert(name);
+            }
+            2 => {
+                held.replacements.insert(name);
+            }
+            _ => {
+                held.terminating
+                    .insert(s.nodes[at % s.nodes.len()].name.clone());
+            }
+        }
+    }
+    s.node_claims.push(launching("launching"));
+    if picks.len().is_multiple_of(2) {
+        held.replacements.insert("launching".into());
+    }
+    (s, held)
+}
+
+proptest! {
+    /// The view applied in place equals the copied one, and reverting gives back exactly the
+    /// snapshot it was applied to.
+    #[test]
+    fn applying_in_place_equals_the_view_and_reverts_exactly(
+        seed in 0u64..1000,
+        picks in proptest::collection::vec((0u8..8, 0u8..12), 0..14),
+    ) {
+        let (s, held) = reversible_case(seed, &picks);
+        let view = held.view(&s);
+        let mut in_place = s.clone();
+        let applied = held.apply_reversibly(&mut in_place);
+        prop_assert_eq!(&in_place.nodes, &view.nodes);
+        prop_assert_eq!(&in_place.node_claims, &view.node_claims);
+        prop_assert_eq!(&in_place.pods, &view.pods);
+        applied.revert(&mut in_place);
+        prop_assert_eq!(&in_place.nodes, &s.nodes);
+        prop_assert_eq!(&in_place.node_claims, &s.node_claims);
+        prop_assert_eq!(&in_place.pods, &s.pods);
     }
 }
