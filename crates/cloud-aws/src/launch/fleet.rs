@@ -98,9 +98,13 @@ fn tag_spec(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpeci
         .build()
 }
 
-#[async_trait]
-impl FleetApi for SdkFleet {
-    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+impl SdkFleet {
+    /// The CreateFleet request for `call`, unsent (launches send it; node class validation
+    /// sends it as a dry run).
+    pub fn request(
+        &self,
+        call: &FleetCall,
+    ) -> aws_sdk_ec2::operation::create_fleet::builders::CreateFleetFluentBuilder {
         let mut req = self
             .clients
             .ec2
@@ -167,7 +171,15 @@ impl FleetApi for SdkFleet {
             }
             req = req.launch_template_configs(c.build());
         }
-        let out = req
+        req
+    }
+}
+
+#[async_trait]
+impl FleetApi for SdkFleet {
+    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+        let out = self
+            .request(call)
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("CreateFleet", e))?;

@@ -259,6 +259,7 @@ pub fn cloud(
             kubernetes_version: kubernetes.to_string(),
             model: Default::default(),
             isolated_vpc: false,
+            disable_dry_run: false,
         },
         parameters,
         prices,

@@ -56,6 +56,7 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
             reserved_enis: settings.reserved_enis,
         },
         isolated_vpc: settings.isolated_vpc,
+        disable_dry_run: settings.disable_dry_run,
     }
 }
 
