@@ -213,6 +213,7 @@ impl AwsCloud {
                     subnet_id: subnet.to_string(),
                     priority: price,
                     reservation_id: None,
+                    image_id: Some(ami.id.clone()),
                 }],
             }],
             tags: tags.clone(),
