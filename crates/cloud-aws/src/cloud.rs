@@ -29,6 +29,8 @@ pub struct AwsSettings {
     pub model: Settings,
     /// `ISOLATED_VPC`: no Pricing API calls.
     pub isolated_vpc: bool,
+    /// `DISABLE_DRY_RUN`: node class validation sends no authorization dry runs.
+    pub disable_dry_run: bool,
 }
 
 /// Errors of [`AwsCloud`]'s building blocks.
@@ -70,6 +72,8 @@ pub struct AwsCloud {
     /// Where launch failures are reported (the controller's metrics).
     pub observer: crate::observe::Observer,
     pub placement_groups: nodeclass::placement::PlacementGroups,
+    /// Node class launch verdicts (dry runs), kept 30 minutes.
+    pub validation: nodeclass::validation::ValidationCache,
 }
 
 impl AwsCloud {
@@ -107,6 +111,7 @@ impl AwsCloud {
             parameters,
             pricing,
             observer: Default::default(),
+            validation: Default::default(),
         }
     }
 

@@ -175,10 +175,11 @@ impl CloudProvider for AwsCloud {
         &self,
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError> {
-        let resolved = self.resolve_node_class(class, now()).await?;
+        let mut resolved = self.resolve_node_class(class, now()).await?;
         self.launch
             .reservations()
             .observe(&resolved.capacity_reservations);
+        self.validate_launch(class, &mut resolved, now()).await;
         Ok(ReconciledNodeClass {
             status: resolved.status,
             annotations: hash_annotations(class),

@@ -12,7 +12,7 @@ pub mod claim;
 pub mod fleet;
 pub mod resolved;
 pub mod template;
-mod userdata;
+pub(crate) mod userdata;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -671,7 +671,7 @@ fn type_label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
 }
 
 /// Whether `ami`'s requirements (architecture, GPU/accelerator variant) admit `it`.
-fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
+pub(crate) fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
     ami.requirements.iter().all(|r| {
         let v = type_label(it, &r.key);
         match r.operator.as_str() {
