@@ -64,17 +64,18 @@ pub struct LaunchState {
 }
 
 impl LaunchState {
-    pub fn new(clients: &AwsClients) -> Self {
+    /// Launch state whose batched CreateFleet calls are reported to `observer`.
+    pub fn new(clients: &AwsClients, observer: &crate::observe::Observer) -> Self {
         LaunchState {
             templates: TemplateCache::default(),
             resolved: resolved::ResolvedCache::default(),
             hydrated: std::sync::atomic::AtomicBool::new(false),
             unavailable: Mutex::new(UnavailableOfferings::new()),
             reservations: Mutex::new(ReservationLedger::new()),
-            fleet: Arc::new(BatchingFleet::new(
-                Arc::new(SdkFleet::new(clients.clone())),
-                clients.clone(),
-            )),
+            fleet: Arc::new(
+                BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
+                    .observed_by(observer.clone()),
+            ),
             cluster: ClusterInfo::default(),
         }
     }
