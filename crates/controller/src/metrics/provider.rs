@@ -133,4 +133,28 @@ mod tests {
             assert!(s.iter().any(|l| l == line), "{line} missing from {s:#?}");
         }
     }
+
+    #[test]
+    fn the_providers_reports_reach_the_families() {
+        use nodewright_cloud::{BatchFlushed, ProviderObserver, TerminationFailure};
+        let m = Metrics::new();
+        let observer: &dyn ProviderObserver = &m;
+        observer.termination_failed(&TerminationFailure {
+            zone: "us-east-1c".into(),
+            zone_id: "use1-az3".into(),
+        });
+        observer.batch_flushed(&BatchFlushed {
+            batcher: "create_fleet",
+            size: 5,
+            window_seconds: 0.1,
+        });
+        let s = samples(&m);
+        for line in [
+            r#"karpenter_cloudprovider_instance_termination_failures_total{zone="us-east-1c",zone_id="use1-az3"} 1"#,
+            r#"karpenter_cloudprovider_batcher_batch_size_sum{batcher="create_fleet"} 5.0"#,
+            r#"karpenter_cloudprovider_batcher_batch_time_seconds_sum{batcher="create_fleet"} 0.1"#,
+        ] {
+            assert!(s.iter().any(|l| l == line), "{line} missing from {s:#?}");
+        }
+    }
 }
