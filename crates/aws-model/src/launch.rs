@@ -67,6 +67,9 @@ pub struct FleetOverride {
     /// The offering's price; lower is tried first.
     pub priority: f64,
     pub reservation_id: Option<String>,
+    /// The image for this type (`ImageId`), chosen by architecture and variant once the
+    /// class's images are known; the plan leaves it empty.
+    pub image_id: Option<String>,
 }
 
 /// An instant CreateFleet for one instance.
@@ -81,7 +84,9 @@ pub struct FleetRequest {
     pub overrides: Vec<FleetOverride>,
     /// For instance, volume and fleet.
     pub tags: BTreeMap<String, String>,
-    pub warnings: Vec<String>,
+    /// Zone → the addresses a launch there is expected to take (see
+    /// [`predicted_usage`](crate::subnets::predicted_usage)), for each zone with an override.
+    pub predicted_ips: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -429,6 +434,7 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
                     subnet_id: subnet.clone(),
                     priority: o.price,
                     reservation_id: o.reservation_id.clone(),
+                    image_id: None,
                 });
             }
         }
@@ -440,21 +446,18 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
             .then_with(|| a.zone.cmp(&b.zone))
     });
 
-    let mut warnings = Vec::new();
-    let spot_allowed = all_allow(
-        &input.requirements,
-        labels::CAPACITY_TYPE,
-        Some(CapacityType::Spot.as_str()),
-    );
-    if capacity_type == CapacityType::OnDemand
-        && spot_allowed
-        && types.len() < ON_DEMAND_FALLBACK_WARN_TYPES
-    {
-        warnings.push(format!(
-            "at least {ON_DEMAND_FALLBACK_WARN_TYPES} instance types are recommended when flexible to spot but launching on-demand; this launch has {}",
-            types.len()
-        ));
-    }
+    let predicted_ips = overrides
+        .iter()
+        .map(|o| o.zone.as_str())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|zone| {
+            (
+                zone.to_string(),
+                crate::subnets::predicted_usage(&types, capacity_type, zone),
+            )
+        })
+        .collect();
 
     let (target, strategy) = match capacity_type {
         CapacityType::Spot => ("spot", AllocationStrategy::PriceCapacityOptimized),
@@ -470,8 +473,33 @@ pub fn plan_launch(input: &LaunchInput) -> Result<FleetRequest, LaunchError> {
         total_target_capacity: 1,
         overrides,
         tags,
-        warnings,
+        predicted_ips,
     })
+}
+
+/// Upstream warns when a claim that could run on spot launches on-demand with fewer than
+/// [`ON_DEMAND_FALLBACK_WARN_TYPES`] instance types: so few types make spot capacity errors,
+/// and with them the on-demand fallback, likely. The number of distinct types among
+/// `overrides` when the warning is due.
+pub fn few_types_on_demand_fallback(
+    requirements: &[Requirement],
+    capacity_type: CapacityType,
+    overrides: &[FleetOverride],
+) -> Option<usize> {
+    let spot_allowed = all_allow(
+        requirements,
+        labels::CAPACITY_TYPE,
+        Some(CapacityType::Spot.as_str()),
+    );
+    if capacity_type != CapacityType::OnDemand || !spot_allowed {
+        return None;
+    }
+    let types = overrides
+        .iter()
+        .map(|o| o.instance_type.as_str())
+        .collect::<BTreeSet<_>>()
+        .len();
+    (types < ON_DEMAND_FALLBACK_WARN_TYPES).then_some(types)
 }
 
 #[cfg(test)]

@@ -158,6 +158,19 @@ async fn reconciled(cloud: &AwsCloud, mut class: EC2NodeClass) -> EC2NodeClass {
     class
 }
 
+impl Env {
+    /// Class `name` as `cloud` reconciles it, in this cluster's group `<cluster>-<group>`
+    /// (`hpc`, `kafka` or `db`), or in none when `group` is empty.
+    async fn ready(&self, cloud: &AwsCloud, name: &str, group: &str) -> EC2NodeClass {
+        let selector = if group.is_empty() {
+            String::new()
+        } else {
+            format!("{{name: {}-{group}}}", self.seed.cluster)
+        };
+        reconciled(cloud, self.class(name, &selector)).await
+    }
+}
+
 #[tokio::test]
 async fn the_selector_resolves_by_name_and_by_id_and_reports_a_missing_group() {
     let moto = moto_or_skip!("the_selector_resolves_by_name_and_by_id_and_reports_a_missing_group");
@@ -165,7 +178,7 @@ async fn the_selector_resolves_by_name_and_by_id_and_reports_a_missing_group() {
     let cloud = env.cloud();
     let cluster = env.seed.cluster.clone();
 
-    let none = reconciled(&cloud, env.class("plain", "")).await;
+    let none = env.ready(&cloud, "plain", "").await;
     let status = none.status.as_ref().unwrap();
     assert_eq!(support::condition(status, "Ready").0, "True");
     assert!(
@@ -240,13 +253,8 @@ async fn instance_types_of_a_class_in_a_group_carry_the_group() {
     let moto = moto_or_skip!("instance_types_of_a_class_in_a_group_carry_the_group");
     let env = env(moto, "pgtypes").await;
     let cloud = env.cloud();
-    let cluster = env.seed.cluster.clone();
 
-    let kafka = reconciled(
-        &cloud,
-        env.class("kafka", &format!("{{name: {cluster}-kafka}}")),
-    )
-    .await;
+    let kafka = env.ready(&cloud, "kafka", "kafka").await;
     let types = cloud.instance_types(Some(&kafka)).await.expect("types");
     let m5 = types
         .iter()
@@ -262,11 +270,7 @@ async fn instance_types_of_a_class_in_a_group_carry_the_group() {
     let tenancy = requirement(m5, aws::INSTANCE_TENANCY).unwrap();
     assert_eq!(tenancy.values, vec!["default", "dedicated"]);
 
-    let hpc = reconciled(
-        &cloud,
-        env.class("hpc", &format!("{{name: {cluster}-hpc}}")),
-    )
-    .await;
+    let hpc = env.ready(&cloud, "hpc", "hpc").await;
     let types = cloud.instance_types(Some(&hpc)).await.expect("types");
     let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
     assert!(requirement(m5, aws::PLACEMENT_GROUP_PARTITION).is_none());
@@ -276,7 +280,7 @@ async fn instance_types_of_a_class_in_a_group_carry_the_group() {
     assert!(!t3.offerings.is_empty());
     assert!(t3.offerings.iter().all(|o| !o.available));
 
-    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let plain = env.ready(&cloud, "plain", "").await;
     let types = cloud.instance_types(Some(&plain)).await.expect("types");
     let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
     assert!(requirement(m5, aws::PLACEMENT_GROUP_ID).is_none());
@@ -318,11 +322,7 @@ async fn launches_carry_tenancy_group_and_partition_in_the_template() {
     let cluster = env.seed.cluster.clone();
 
     // A partition group, the claim pinned to partition 2 on dedicated hardware.
-    let kafka = reconciled(
-        &cloud,
-        env.class("kafka", &format!("{{name: {cluster}-kafka}}")),
-    )
-    .await;
+    let kafka = env.ready(&cloud, "kafka", "kafka").await;
     let pinned = claim(
         "kafka-a",
         "kafka",
@@ -364,16 +364,12 @@ async fn launches_carry_tenancy_group_and_partition_in_the_template() {
     );
 
     // A cluster group with shared tenancy, and a class without a group.
-    let hpc = reconciled(
-        &cloud,
-        env.class("hpc", &format!("{{name: {cluster}-hpc}}")),
-    )
-    .await;
+    let hpc = env.ready(&cloud, "hpc", "hpc").await;
     cloud
         .create(&claim("hpc-a", "hpc", ""), Some(&hpc))
         .await
         .expect("launch");
-    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let plain = env.ready(&cloud, "plain", "").await;
     let p = cloud
         .create(&claim("plain-a", "plain", ""), Some(&plain))
         .await
@@ -434,11 +430,7 @@ async fn a_node_outside_the_class_placement_group_has_drifted() {
     let env = env(moto, "pgdrift").await;
     let cloud = env.cloud();
     let cluster = env.seed.cluster.clone();
-    let class = reconciled(
-        &cloud,
-        env.class("hpc", &format!("{{name: {cluster}-hpc}}")),
-    )
-    .await;
+    let class = env.ready(&cloud, "hpc", "hpc").await;
     let image = class.status.as_ref().unwrap().amis.as_ref().unwrap()[0]
         .id
         .clone();
@@ -648,7 +640,6 @@ fn launched_claim(base: &NodeClaim, launched: &nodewright_cloud::Launched) -> No
 async fn an_unpinned_partition_launch_learns_its_partition_at_registration() {
     let moto = moto_or_skip!("an_unpinned_partition_launch_learns_its_partition_at_registration");
     let env = env(moto, "pgreg").await;
-    let cluster = env.seed.cluster.clone();
     let placed: Arc<Mutex<Option<u32>>> = Arc::new(Mutex::new(None));
     let partition = placed.clone();
     let rewrite: proxy::Rewrite =
@@ -675,11 +666,7 @@ async fn an_unpinned_partition_launch_learns_its_partition_at_registration() {
         .await,
     };
     let cloud = env.cloud_on(&via);
-    let kafka = reconciled(
-        &cloud,
-        env.class("kafka", &format!("{{name: {cluster}-kafka}}")),
-    )
-    .await;
+    let kafka = env.ready(&cloud, "kafka", "kafka").await;
 
     let free = claim("kafka-free", "kafka", "");
     let launched = cloud.create(&free, Some(&kafka)).await.expect("launch");
@@ -733,15 +720,11 @@ async fn an_unpinned_partition_launch_learns_its_partition_at_registration() {
     );
     let l = cloud.create(&pinned, Some(&kafka)).await.expect("launch");
     let pinned = launched_claim(&pinned, &l);
-    let hpc = reconciled(
-        &cloud,
-        env.class("hpc", &format!("{{name: {cluster}-hpc}}")),
-    )
-    .await;
+    let hpc = env.ready(&cloud, "hpc", "hpc").await;
     let base = claim("hpc-a", "hpc", "");
     let l = cloud.create(&base, Some(&hpc)).await.expect("launch");
     let in_cluster_group = launched_claim(&base, &l);
-    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let plain = env.ready(&cloud, "plain", "").await;
     let base = claim("plain-a", "plain", "");
     let l = cloud.create(&base, Some(&plain)).await.expect("launch");
     let ungrouped = launched_claim(&base, &l);
@@ -833,7 +816,6 @@ fn available_zones(types: &[InstanceType], name: &str) -> Vec<String> {
 async fn a_full_spread_group_zone_is_closed_for_every_type_of_that_group() {
     let moto = moto_or_skip!("a_full_spread_group_zone_is_closed_for_every_type_of_that_group");
     let env = env(moto, "pgspread").await;
-    let cluster = env.seed.cluster.clone();
     let full = env.seed.subnets[0].1.clone();
     let fleet = Arc::new(SpreadFull {
         inner: SdkFleet::new(env.moto.clients.clone()),
@@ -841,8 +823,8 @@ async fn a_full_spread_group_zone_is_closed_for_every_type_of_that_group() {
         calls: Mutex::new(Vec::new()),
     });
     let cloud = env.cloud().with_fleet_api(fleet.clone());
-    let db = reconciled(&cloud, env.class("db", &format!("{{name: {cluster}-db}}"))).await;
-    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let db = env.ready(&cloud, "db", "db").await;
+    let plain = env.ready(&cloud, "plain", "").await;
     let before = cloud.instance_types(Some(&db)).await.expect("types");
     assert!(available_zones(&before, "c5.large").contains(&full));
 
@@ -895,7 +877,7 @@ async fn dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group() {
     let env = env(moto, "pgtenancy").await;
     let cloud = env.cloud();
     let cluster = env.seed.cluster.clone();
-    let plain = reconciled(&cloud, env.class("plain", "")).await;
+    let plain = env.ready(&cloud, "plain", "").await;
     let spot = cloud
         .create(
             &tenancy_claim("spot-dedicated", "plain", "spot"),
@@ -916,7 +898,7 @@ async fn dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group() {
     }
     assert_eq!(tenancies, vec![Some(Tenancy::Dedicated)]);
 
-    let db = reconciled(&cloud, env.class("db", &format!("{{name: {cluster}-db}}"))).await;
+    let db = env.ready(&cloud, "db", "db").await;
     let types = cloud.instance_types(Some(&db)).await.expect("types");
     let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
     assert_eq!(

@@ -262,9 +262,79 @@ fn capacity_type_priority_reserved_spot_on_demand() {
     assert_eq!(plan.capacity_type, OD);
     assert_eq!(plan.allocation_strategy.as_str(), "lowest-price");
     assert_eq!(
-        plan.warnings.len(),
-        1,
+        few_types_on_demand_fallback(&i.requirements, plan.capacity_type, &plan.overrides),
+        Some(1),
         "spot-flexible claim with 1 type on demand"
+    );
+}
+
+#[test]
+fn few_types_warning_only_for_spot_flexible_claims_launching_on_demand() {
+    let o = |ty: &str, zone: &str| FleetOverride {
+        instance_type: ty.into(),
+        zone: zone.into(),
+        subnet_id: format!("subnet-{zone}"),
+        priority: 0.1,
+        reservation_id: None,
+        image_id: None,
+    };
+    // Four types, one of them in two zones: four distinct types.
+    let four = vec![
+        o("m5.large", "a"),
+        o("m5.large", "b"),
+        o("c5.large", "a"),
+        o("r5.large", "a"),
+        o("m6i.large", "a"),
+    ];
+    let mut five = four.clone();
+    five.push(o("c6i.large", "a"));
+    let any: Vec<Requirement> = Vec::new();
+    let both = vec![Requirement::new(
+        labels::CAPACITY_TYPE,
+        Operator::In,
+        &["spot", "on-demand"],
+    )];
+    let od_only = vec![Requirement::single(labels::CAPACITY_TYPE, "on-demand")];
+    assert_eq!(few_types_on_demand_fallback(&any, OD, &four), Some(4));
+    assert_eq!(few_types_on_demand_fallback(&both, OD, &four), Some(4));
+    assert_eq!(
+        few_types_on_demand_fallback(&both, OD, &five),
+        None,
+        "five is enough"
+    );
+    assert_eq!(
+        few_types_on_demand_fallback(&od_only, OD, &four),
+        None,
+        "the claim never wanted spot"
+    );
+    assert_eq!(
+        few_types_on_demand_fallback(&both, SPOT, &four),
+        None,
+        "launching spot"
+    );
+    assert_eq!(
+        few_types_on_demand_fallback(&both, CapacityType::Reserved, &four),
+        None
+    );
+}
+
+#[test]
+fn the_plan_predicts_the_fewest_pods_per_zone_it_launches_in() {
+    let mut small = it("m5.large", 2000, vec![off("us-east-1a", OD, 0.096)]);
+    small.capacity.set(nodewright_core::resources::PODS, 29);
+    let mut big = it(
+        "m5.xlarge",
+        4000,
+        vec![off("us-east-1a", OD, 0.192), off("us-east-1b", OD, 0.192)],
+    );
+    big.capacity.set(nodewright_core::resources::PODS, 58);
+    let plan = plan_launch(&input(vec![small, big])).unwrap();
+    assert_eq!(
+        plan.predicted_ips,
+        BTreeMap::from([
+            ("us-east-1a".to_string(), 29),
+            ("us-east-1b".to_string(), 58),
+        ])
     );
 }
 
@@ -309,7 +379,7 @@ fn overrides_pair_types_with_zone_subnets_cheapest_first() {
         ]
     );
     assert_eq!(plan.total_target_capacity, 1);
-    assert!(plan.warnings.is_empty());
+    assert!(plan.overrides.iter().all(|o| o.image_id.is_none()));
 
     i.subnets.clear();
     let err = plan_launch(&i).unwrap_err();

@@ -98,6 +98,37 @@ fn tag_spec(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpeci
         .build()
 }
 
+/// The request's `LaunchTemplateConfigs`: one per template, each override naming its type,
+/// subnet, zone, priority and (as upstream sends it) the image its template launches.
+pub fn template_configs(call: &FleetCall) -> Vec<FleetLaunchTemplateConfigRequest> {
+    call.configs
+        .iter()
+        .map(|config| {
+            let spec = FleetLaunchTemplateSpecificationRequest::builder()
+                .launch_template_name(&config.template_name)
+                .version("$Latest")
+                .build();
+            let overrides = config
+                .overrides
+                .iter()
+                .map(|o| {
+                    FleetLaunchTemplateOverridesRequest::builder()
+                        .instance_type(SdkInstanceType::from(o.instance_type.as_str()))
+                        .subnet_id(&o.subnet_id)
+                        .availability_zone(&o.zone)
+                        .priority(o.priority)
+                        .set_image_id(o.image_id.clone())
+                        .build()
+                })
+                .collect();
+            FleetLaunchTemplateConfigRequest::builder()
+                .launch_template_specification(spec)
+                .set_overrides(Some(overrides))
+                .build()
+        })
+        .collect()
+}
+
 #[async_trait]
 impl FleetApi for SdkFleet {
     async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
@@ -148,25 +179,7 @@ impl FleetApi for SdkFleet {
                     .build(),
             ),
         };
-        for config in &call.configs {
-            let mut c = FleetLaunchTemplateConfigRequest::builder().launch_template_specification(
-                FleetLaunchTemplateSpecificationRequest::builder()
-                    .launch_template_name(&config.template_name)
-                    .version("$Latest")
-                    .build(),
-            );
-            for o in &config.overrides {
-                c = c.overrides(
-                    FleetLaunchTemplateOverridesRequest::builder()
-                        .instance_type(SdkInstanceType::from(o.instance_type.as_str()))
-                        .subnet_id(&o.subnet_id)
-                        .availability_zone(&o.zone)
-                        .priority(o.priority)
-                        .build(),
-                );
-            }
-            req = req.launch_template_configs(c.build());
-        }
+        req = req.set_launch_template_configs(Some(template_configs(call)));
         let out = req
             .send()
             .await

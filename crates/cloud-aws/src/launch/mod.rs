@@ -14,7 +14,7 @@ pub mod resolved;
 pub mod template;
 mod userdata;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
@@ -24,11 +24,13 @@ use nodewright_aws_model::ice::{
     is_spread_limit,
 };
 use nodewright_aws_model::launch::{
-    FleetOverride, LaunchError, LaunchInput, plan_launch, usable_offering,
+    FleetOverride, LaunchError, LaunchInput, few_types_on_demand_fallback, plan_launch,
+    usable_offering,
 };
 use nodewright_aws_model::placement::{LaunchPlacement, Strategy};
 use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
+use nodewright_aws_model::subnets::{InflightAddresses, SubnetInfo};
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
 use nodewright_core::labels::{self, aws};
 use nodewright_core::model::{CapacityType, InstanceType};
@@ -59,6 +61,7 @@ pub struct LaunchState {
     hydrated: std::sync::atomic::AtomicBool,
     unavailable: Mutex<UnavailableOfferings>,
     reservations: Mutex<ReservationLedger>,
+    addresses: Mutex<InflightAddresses>,
     fleet: Arc<dyn FleetApi>,
     cluster: ClusterInfo,
 }
@@ -72,6 +75,7 @@ impl LaunchState {
             hydrated: std::sync::atomic::AtomicBool::new(false),
             unavailable: Mutex::new(UnavailableOfferings::new()),
             reservations: Mutex::new(ReservationLedger::new()),
+            addresses: Mutex::new(InflightAddresses::new()),
             fleet: Arc::new(
                 BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
                     .observed_by(observer.clone()),
@@ -90,6 +94,12 @@ impl LaunchState {
     /// refusals since.
     pub fn reservations(&self) -> MutexGuard<'_, ReservationLedger> {
         self.reservations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Free addresses per subnet: the last DescribeSubnets count less what launches since are
+    /// predicted to have taken.
+    pub fn addresses(&self) -> MutexGuard<'_, InflightAddresses> {
+        self.addresses.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn cluster(&self) -> &ClusterInfo {
@@ -210,47 +220,53 @@ impl AwsCloud {
             self.launch
                 .reservations()
                 .restrict(&mut types, now.unix_seconds());
-            let subnets = {
-                let cache = self.launch.unavailable();
-                cache.apply_in(&mut types, ice_scope.as_deref(), now);
-                zonal_subnets(resolved, &cache, now)
+            let subnets = subnet_infos(resolved);
+            let (plan, deduction) = {
+                // Choosing subnets, planning and deducting the prediction happen under one lock,
+                // so launches alongside this one see its deduction before they choose.
+                let mut addresses = self.launch.addresses();
+                let chosen = {
+                    let cache = self.launch.unavailable();
+                    cache.apply_in(&mut types, ice_scope.as_deref(), now);
+                    addresses.zonal_subnets(&subnets, &cache, now)
+                };
+                let mut input = LaunchInput {
+                    nodeclaim: name.clone(),
+                    nodepool: nodepool.clone(),
+                    nodeclass: class_name.clone(),
+                    cluster_name: self.settings.cluster_name.clone(),
+                    instance_types: types.clone(),
+                    requirements: reqs.clone(),
+                    requests: requests.clone(),
+                    subnets: chosen,
+                    user_tags: class.spec.tags.clone().unwrap_or_default(),
+                    node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
+                };
+                // One launch uses one kind of reservation (and one capacity block).
+                let mut narrowed = input.instance_types.clone();
+                reservations::narrow_reserved_for_launch(
+                    &mut narrowed,
+                    &resolved.capacity_reservations,
+                    |it, o| usable_offering(&input, it, o),
+                );
+                input.instance_types = narrowed;
+                let plan = match plan_launch(&input) {
+                    Ok(p) => p,
+                    Err(e) if e.is_insufficient_capacity() => {
+                        return Err(insufficient(&name, &e.to_string(), failed));
+                    }
+                    Err(e @ LaunchError::RestrictedTag { .. }) => {
+                        return Err(CloudError::InvalidRequest(format!(
+                            "EC2NodeClass {class_name}: spec.tags: {e}"
+                        )));
+                    }
+                    Err(e) => return Err(CloudError::InvalidRequest(e.to_string())),
+                };
+                let deduction =
+                    addresses.deduct(&subnets, &input.subnets, &plan.predicted_ips, now);
+                (plan, deduction)
             };
-            let mut input = LaunchInput {
-                nodeclaim: name.clone(),
-                nodepool: nodepool.clone(),
-                nodeclass: class_name.clone(),
-                cluster_name: self.settings.cluster_name.clone(),
-                instance_types: types.clone(),
-                requirements: reqs.clone(),
-                requests: requests.clone(),
-                subnets,
-                user_tags: class.spec.tags.clone().unwrap_or_default(),
-                node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
-            };
-            // One launch uses one kind of reservation (and one capacity block).
-            let mut narrowed = input.instance_types.clone();
-            reservations::narrow_reserved_for_launch(
-                &mut narrowed,
-                &resolved.capacity_reservations,
-                |it, o| usable_offering(&input, it, o),
-            );
-            input.instance_types = narrowed;
-            let plan = match plan_launch(&input) {
-                Ok(p) => p,
-                Err(e) if e.is_insufficient_capacity() => {
-                    return Err(insufficient(&name, &e.to_string(), failed));
-                }
-                Err(e @ LaunchError::RestrictedTag { .. }) => {
-                    return Err(CloudError::InvalidRequest(format!(
-                        "EC2NodeClass {class_name}: spec.tags: {e}"
-                    )));
-                }
-                Err(e) => return Err(CloudError::InvalidRequest(e.to_string())),
-            };
-            for w in &plan.warnings {
-                tracing::warn!(nodeclaim = %name, "{w}");
-            }
-            let configs = self
+            let configs = match self
                 .templates_for(
                     &base,
                     &types,
@@ -259,7 +275,25 @@ impl AwsCloud {
                     &plan.tags,
                     efa,
                 )
-                .await?;
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    self.launch.addresses().settle(&deduction, &BTreeSet::new());
+                    return Err(e);
+                }
+            };
+            let overrides: Vec<FleetOverride> =
+                configs.iter().flat_map(|c| c.overrides.clone()).collect();
+            if let Some(n) = few_types_on_demand_fallback(&reqs, plan.capacity_type, &overrides) {
+                tracing::warn!(
+                    nodeclaim = %name,
+                    instance_types = n,
+                    recommended = nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
+                    "at least {} instance types are recommended when flexible to spot but launching on-demand; this launch has {n}",
+                    nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
+                );
+            }
             let call = FleetCall {
                 capacity_type: plan.capacity_type,
                 default_target_capacity_type: reserved_target_type(
@@ -274,7 +308,13 @@ impl AwsCloud {
                 tags: plan.tags.clone(),
                 context: fleet_context(claim, class),
             };
-            let outcome = match self.launch.fleet.create_fleet(&call).await {
+            let result = self.launch.fleet.create_fleet(&call).await;
+            let launched_into = match &result {
+                Ok(o) => launched_subnets(&call, o),
+                Err(_) => BTreeSet::new(),
+            };
+            self.launch.addresses().settle(&deduction, &launched_into);
+            let outcome = match result {
                 Ok(o) => o,
                 Err(e) if is_missing_template(&e) && !retried_missing_template => {
                     // A template deleted behind our back: forget it and build it again, once.
@@ -438,15 +478,8 @@ impl AwsCloud {
     ) -> Result<Vec<fleet::TemplateConfig>, CloudError> {
         let mut groups: BTreeMap<String, (TemplateSpec, Vec<FleetOverride>)> = BTreeMap::new();
         let mut order: Vec<String> = Vec::new();
-        let mut no_image: Vec<&str> = Vec::new();
-        for o in overrides {
-            let Some(it) = types.iter().find(|t| t.name == o.instance_type) else {
-                continue;
-            };
-            let Some(ami) = base.resolved.amis.iter().find(|a| ami_serves(a, it)) else {
-                no_image.push(&o.instance_type);
-                continue;
-            };
+        let mut no_image: Vec<String> = Vec::new();
+        for (o, it, ami) in with_images(overrides, types, &base.resolved.amis, &mut no_image) {
             let spec = base.template(
                 ami,
                 it,
@@ -463,7 +496,7 @@ impl AwsCloud {
                 .entry(key)
                 .or_insert_with(|| (spec, Vec::new()))
                 .1
-                .push(o.clone());
+                .push(o);
         }
         if groups.is_empty() {
             return Err(CloudError::InvalidRequest(format!(
@@ -565,18 +598,57 @@ fn is_stale_resolution(e: &AwsError) -> bool {
     })
 }
 
-/// The subnet each zone launches into: the one with the most free addresses (the resolved
-/// list is sorted that way) that is not marked full.
-fn zonal_subnets(
-    resolved: &ResolvedNodeClass,
-    cache: &UnavailableOfferings,
-    now: Timestamp,
-) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for s in &resolved.subnets {
-        if !cache.is_subnet_unavailable(&s.id, now) {
-            out.entry(s.zone.clone()).or_insert_with(|| s.id.clone());
-        }
+/// The class's subnets with their counted free addresses.
+fn subnet_infos(resolved: &ResolvedNodeClass) -> Vec<SubnetInfo> {
+    resolved
+        .subnets
+        .iter()
+        .map(|s| SubnetInfo {
+            id: s.id.clone(),
+            zone: s.zone.clone(),
+            available_ips: s.available_ips,
+        })
+        .collect()
+}
+
+/// The subnets CreateFleet launched into: each instance's own, else its override's.
+fn launched_subnets(call: &FleetCall, outcome: &FleetOutcome) -> BTreeSet<String> {
+    outcome
+        .instances
+        .iter()
+        .filter_map(|i| {
+            i.subnet_id.clone().or_else(|| {
+                call.overrides()
+                    .find(|o| {
+                        o.instance_type == i.instance_type
+                            && i.zone.as_deref().is_none_or(|z| z == o.zone)
+                    })
+                    .map(|o| o.subnet_id.clone())
+            })
+        })
+        .collect()
+}
+
+/// Each override whose type some image serves, with the type and that image (the first
+/// that serves it), its `image_id` set; the names of types no image serves go to `no_image`.
+fn with_images<'a>(
+    overrides: &[FleetOverride],
+    types: &'a [InstanceType],
+    amis: &'a [ResolvedAmi],
+    no_image: &mut Vec<String>,
+) -> Vec<(FleetOverride, &'a InstanceType, &'a ResolvedAmi)> {
+    let mut out = Vec::new();
+    for o in overrides {
+        let Some(it) = types.iter().find(|t| t.name == o.instance_type) else {
+            continue;
+        };
+        let Some(ami) = amis.iter().find(|a| ami_serves(a, it)) else {
+            no_image.push(o.instance_type.clone());
+            continue;
+        };
+        let mut o = o.clone();
+        o.image_id = Some(ami.id.clone());
+        out.push((o, it, ami));
     }
     out
 }

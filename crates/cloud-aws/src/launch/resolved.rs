@@ -50,7 +50,13 @@ impl ResolvedCache {
         if let Some((_, r)) = entries.get(&key) {
             return Ok(r.clone());
         }
-        let r = Arc::new(cloud.resolve_node_class(class, now()).await?);
+        let resolved_at = now();
+        let r = Arc::new(cloud.resolve_node_class(class, resolved_at).await?);
+        // A fresh DescribeSubnets count replaces the addresses predicted in flight.
+        cloud
+            .launch
+            .addresses()
+            .refresh(&super::subnet_infos(&r), resolved_at);
         cloud
             .launch
             .reservations()

@@ -72,6 +72,7 @@ fn over(ty: &str, zone: &str, subnet: &str) -> FleetOverride {
         subnet_id: subnet.into(),
         priority: 0.1,
         reservation_id: None,
+        image_id: None,
     }
 }
 
@@ -117,25 +118,134 @@ fn images_serve_types_by_architecture_and_variant() {
     assert!(!ami_serves(&arm, &cpu));
 }
 
+fn arm(name: &str) -> InstanceType {
+    let mut t = it(name, None);
+    t.requirements[0] = Requirement::new(labels::ARCH, Operator::In, &["arm64"]);
+    t
+}
+
 #[test]
-fn one_subnet_per_zone_skipping_full_ones() {
-    let r = resolved(
+fn each_override_names_the_image_for_its_architecture() {
+    let amis = vec![
+        ami(
+            "ami-amd",
+            vec![AmiRequirement::new(labels::ARCH, "In", &["amd64"])],
+        ),
+        ami(
+            "ami-arm",
+            vec![AmiRequirement::new(labels::ARCH, "In", &["arm64"])],
+        ),
+    ];
+    let types = vec![it("m5.large", None), arm("m6g.large"), arm("c6g.large")];
+    let overrides = vec![
+        over("m6g.large", "z-a", "s-a"),
+        over("m5.large", "z-a", "s-a"),
+        over("c6g.large", "z-b", "s-b"),
+        over("x9.large", "z-a", "s-a"),
+    ];
+    let mut no_image = Vec::new();
+    let got = with_images(&overrides, &types, &amis, &mut no_image);
+    let images: Vec<(&str, Option<&str>)> = got
+        .iter()
+        .map(|(o, _, _)| (o.instance_type.as_str(), o.image_id.as_deref()))
+        .collect();
+    assert_eq!(
+        images,
         vec![
-            subnet("s-a1", "z-a"),
-            subnet("s-a2", "z-a"),
-            subnet("s-b", "z-b"),
+            ("m6g.large", Some("ami-arm")),
+            ("m5.large", Some("ami-amd")),
+            ("c6g.large", Some("ami-arm")),
         ],
-        Vec::new(),
+        "a type the launch does not know is left out"
     );
-    let mut cache = UnavailableOfferings::new();
-    let t = Timestamp(1_000);
-    let got = zonal_subnets(&r, &cache, t);
-    assert_eq!(got["z-a"], "s-a1", "most free addresses first");
-    assert_eq!(got["z-b"], "s-b");
-    cache.mark_subnet("s-a1", t);
-    assert_eq!(zonal_subnets(&r, &cache, t)["z-a"], "s-a2");
-    cache.mark_subnet("s-b", t);
-    assert!(!zonal_subnets(&r, &cache, t).contains_key("z-b"));
+    assert!(no_image.is_empty());
+
+    let only_amd = &amis[..1];
+    let got = with_images(&overrides, &types, only_amd, &mut no_image);
+    assert_eq!(got.len(), 1);
+    assert_eq!(no_image, vec!["m6g.large", "c6g.large"]);
+
+    // The CreateFleet input carries each override's image.
+    let mut c = call(Vec::new());
+    c.configs = vec![
+        fleet::TemplateConfig {
+            template_name: "karpenter.k8s.aws/arm".into(),
+            overrides: with_images(&overrides[..1], &types, &amis, &mut Vec::new())
+                .into_iter()
+                .map(|(o, _, _)| o)
+                .collect(),
+        },
+        fleet::TemplateConfig {
+            template_name: "karpenter.k8s.aws/amd".into(),
+            overrides: with_images(&overrides[1..2], &types, &amis, &mut Vec::new())
+                .into_iter()
+                .map(|(o, _, _)| o)
+                .collect(),
+        },
+    ];
+    let sent: Vec<(String, String, String)> = fleet::template_configs(&c)
+        .iter()
+        .flat_map(|cfg| {
+            let name = cfg
+                .launch_template_specification()
+                .and_then(|s| s.launch_template_name())
+                .unwrap_or_default()
+                .to_string();
+            cfg.overrides()
+                .iter()
+                .map(move |o| {
+                    (
+                        name.clone(),
+                        o.instance_type()
+                            .map(|t| t.as_str().to_string())
+                            .unwrap_or_default(),
+                        o.image_id().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            (
+                "karpenter.k8s.aws/arm".into(),
+                "m6g.large".into(),
+                "ami-arm".into()
+            ),
+            (
+                "karpenter.k8s.aws/amd".into(),
+                "m5.large".into(),
+                "ami-amd".into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn the_subnets_launched_into_come_from_the_instances_or_their_overrides() {
+    let c = call(vec![
+        over("m5.large", "z-a", "s-a"),
+        over("m5.large", "z-b", "s-b"),
+        over("c5.large", "z-c", "s-c"),
+    ]);
+    let inst = |ty: &str, subnet: Option<&str>, zone: Option<&str>| FleetInstance {
+        instance_id: "i-1".into(),
+        instance_type: ty.into(),
+        subnet_id: subnet.map(str::to_string),
+        zone: zone.map(str::to_string),
+    };
+    let outcome = FleetOutcome {
+        instances: vec![
+            inst("m5.large", Some("s-b"), None),
+            inst("c5.large", None, None),
+            inst("m5.large", None, Some("z-a")),
+        ],
+        errors: Vec::new(),
+    };
+    let got: Vec<String> = launched_subnets(&c, &outcome).into_iter().collect();
+    assert_eq!(got, vec!["s-a", "s-b", "s-c"]);
+    assert!(launched_subnets(&c, &FleetOutcome::default()).is_empty());
 }
 
 #[test]
