@@ -67,7 +67,8 @@ pub struct LaunchState {
 }
 
 impl LaunchState {
-    pub fn new(clients: &AwsClients) -> Self {
+    /// Launch state whose batched CreateFleet calls are reported to `observer`.
+    pub fn new(clients: &AwsClients, observer: &crate::observe::Observer) -> Self {
         LaunchState {
             templates: TemplateCache::default(),
             resolved: resolved::ResolvedCache::default(),
@@ -75,10 +76,10 @@ impl LaunchState {
             unavailable: Mutex::new(UnavailableOfferings::new()),
             reservations: Mutex::new(ReservationLedger::new()),
             addresses: Mutex::new(InflightAddresses::new()),
-            fleet: Arc::new(BatchingFleet::new(
-                Arc::new(SdkFleet::new(clients.clone())),
-                clients.clone(),
-            )),
+            fleet: Arc::new(
+                BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
+                    .observed_by(observer.clone()),
+            ),
             cluster: ClusterInfo::default(),
         }
     }
