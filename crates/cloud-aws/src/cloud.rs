@@ -29,6 +29,8 @@ pub struct AwsSettings {
     pub model: Settings,
     /// `ISOLATED_VPC`: no Pricing API calls.
     pub isolated_vpc: bool,
+    /// `DISABLE_DRY_RUN`: node class validation sends no authorization dry runs.
+    pub disable_dry_run: bool,
 }
 
 /// Errors of [`AwsCloud`]'s building blocks.
@@ -67,9 +69,14 @@ pub struct AwsCloud {
     pub instance_types: InstanceTypeProvider,
     pub pricing: PricingProvider,
     pub launch: crate::launch::LaunchState,
-    /// Where launch failures are reported (the controller's metrics).
+    /// Where launch and termination failures and batches are reported (the controller's
+    /// metrics).
     pub observer: crate::observe::Observer,
+    /// Spaces CreateTags calls after registration (see [`crate::tagging`]).
+    pub tag_pacer: crate::tagging::Pacer,
     pub placement_groups: nodeclass::placement::PlacementGroups,
+    /// Node class launch verdicts (dry runs), kept 30 minutes.
+    pub validation: nodeclass::validation::ValidationCache,
 }
 
 impl AwsCloud {
@@ -96,8 +103,9 @@ impl AwsCloud {
             });
         let pricing =
             PricingProvider::new(&clients.region, prices, embedded, settings.isolated_vpc);
+        let observer = crate::observe::Observer::default();
         AwsCloud {
-            launch: crate::launch::LaunchState::new(&clients),
+            launch: crate::launch::LaunchState::new(&clients, &observer),
             placement_groups: nodeclass::placement::PlacementGroups::new(Arc::new(
                 nodeclass::placement::SdkPlacementGroups::new(clients.clone()),
             )),
@@ -106,7 +114,9 @@ impl AwsCloud {
             settings,
             parameters,
             pricing,
-            observer: Default::default(),
+            observer,
+            validation: Default::default(),
+            tag_pacer: Default::default(),
         }
     }
 

@@ -1,5 +1,7 @@
 //! The EC2 instances this controller launched: one by provider id, all of the cluster's by
-//! their tags, and termination.
+//! their tags, and termination. A termination EC2 refuses is reported to the observer with
+//! the instance's zone and zone id (upstream's
+//! `karpenter_cloudprovider_instance_termination_failures_total`).
 //!
 //! Instances are listed in the states pending, running, stopping, stopped and shutting-down.
 //! A terminated instance (or one EC2 no longer knows) is [`CloudError::NotFound`]; a
@@ -9,12 +11,13 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{self as ec2, Filter};
-use nodewright_cloud::{CloudError, Instance, InstanceState, tags};
+use nodewright_cloud::{CloudError, Instance, InstanceState, TerminationFailure, tags};
 use nodewright_core::model::CapacityType;
 use nodewright_core::time::Timestamp;
 
 use crate::AwsClients;
 use crate::error::AwsError;
+use crate::observe::Observer;
 
 /// The states in which an instance still counts as existing.
 pub const LISTED_STATES: &[&str] = &["pending", "running", "stopping", "stopped", "shutting-down"];
@@ -128,14 +131,20 @@ fn state_filter() -> Filter {
 
 /// The instance behind `provider_id`, in one of [`LISTED_STATES`].
 pub async fn get(clients: &AwsClients, provider_id: &str) -> Result<Ec2Instance, CloudError> {
-    Ok(describe(clients, provider_id).await?.0)
+    Ok(describe(clients, provider_id).await?.instance)
 }
 
-/// The instance behind `provider_id` and the capacity reservation it runs in, if any.
-async fn describe(
-    clients: &AwsClients,
-    provider_id: &str,
-) -> Result<(Ec2Instance, Option<String>), CloudError> {
+/// What DescribeInstances says about one instance beyond [`Ec2Instance`].
+struct Described {
+    instance: Ec2Instance,
+    /// The capacity reservation it runs in.
+    reservation: Option<String>,
+    /// Its zone's id, when EC2 reports it with the placement.
+    zone_id: Option<String>,
+}
+
+/// The instance behind `provider_id`.
+async fn describe(clients: &AwsClients, provider_id: &str) -> Result<Described, CloudError> {
     let id = instance_id(provider_id)?;
     let out = clients
         .ec2
@@ -158,13 +167,20 @@ async fn describe(
         .flat_map(|r| r.instances())
         .filter(|i| i.instance_id() == Some(id))
         .filter_map(|i| {
-            let reservation = i
-                .capacity_reservation_id()
-                .filter(|r| !r.is_empty())
-                .map(str::to_string);
-            Some((from_sdk(i)?, reservation))
+            Some(Described {
+                instance: from_sdk(i)?,
+                reservation: i
+                    .capacity_reservation_id()
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_string),
+                zone_id: i
+                    .placement()
+                    .and_then(|p| p.availability_zone_id())
+                    .filter(|z| !z.is_empty())
+                    .map(str::to_string),
+            })
         })
-        .find(|(i, _)| i.instance.state != InstanceState::Terminated)
+        .find(|d| d.instance.instance.state != InstanceState::Terminated)
         .ok_or_else(not_found)
 }
 
@@ -218,12 +234,18 @@ pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Ec2Instance
 /// Terminates the instance behind `provider_id`. Already shutting down: nothing is sent and
 /// the call succeeds, so the caller checks again later; already terminated or unknown:
 /// [`CloudError::NotFound`]. Returns the capacity reservation the instance leaves when this
-/// call sent the termination, so its free count can go up once and right away.
+/// call sent the termination, so its free count can go up once and right away. Any other
+/// refusal is reported to `observer`.
 pub async fn terminate(
     clients: &AwsClients,
     provider_id: &str,
+    observer: &Observer,
 ) -> Result<Option<String>, CloudError> {
-    let (current, reservation) = describe(clients, provider_id).await?;
+    let Described {
+        instance: current,
+        reservation,
+        zone_id,
+    } = describe(clients, provider_id).await?;
     if current.instance.state == InstanceState::ShuttingDown {
         return Ok(None);
     }
@@ -240,7 +262,43 @@ pub async fn terminate(
         Err(e) if e.is_not_found() => Err(CloudError::NotFound {
             provider_id: provider_id.to_string(),
         }),
-        Err(e) => Err(e.into()),
+        Err(e) => {
+            let zone = current.instance.zone;
+            let zone_id = match zone_id {
+                Some(z) => z,
+                None => zone_id_of(clients, &zone).await,
+            };
+            observer.termination_failed(&TerminationFailure { zone, zone_id });
+            Err(e.into())
+        }
+    }
+}
+
+/// The id of the zone named `zone` (`us-east-1a` → `use1-az1`); empty when EC2 does not say.
+/// Only asked on a failed termination, so it is not cached.
+async fn zone_id_of(clients: &AwsClients, zone: &str) -> String {
+    if zone.is_empty() {
+        return String::new();
+    }
+    match clients
+        .ec2
+        .describe_availability_zones()
+        .zone_names(zone)
+        .send()
+        .await
+    {
+        Ok(out) => out
+            .availability_zones()
+            .iter()
+            .find(|z| z.zone_name() == Some(zone))
+            .and_then(|z| z.zone_id())
+            .unwrap_or_default()
+            .to_string(),
+        Err(e) => {
+            let e = AwsError::from_sdk("DescribeAvailabilityZones", e);
+            tracing::debug!(zone, error = %e, "zone id unknown for a failed termination");
+            String::new()
+        }
     }
 }
 

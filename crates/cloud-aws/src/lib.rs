@@ -25,6 +25,7 @@ pub mod pricing;
 pub mod provider;
 pub mod refresh;
 pub mod registration;
+pub mod tagging;
 
 pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
 pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};

@@ -1,19 +1,21 @@
-//! Where the provider reports what it observes while launching: each error CreateFleet returns
-//! becomes one [`LaunchFailure`] (upstream's
-//! `karpenter_cloudprovider_instance_launch_failures_total{zone, zone_id, capacity_type,
-//! reason}`), handed to the observer the controller registered.
+//! Where the provider reports what it observes: each error CreateFleet returns becomes one
+//! [`LaunchFailure`] (upstream's `karpenter_cloudprovider_instance_launch_failures_total{zone,
+//! zone_id, capacity_type, reason}`), each refused TerminateInstances one
+//! [`TerminationFailure`], and each batch of merged calls one [`BatchFlushed`]; all are handed
+//! to the observer the controller registered.
 
 use std::sync::{Arc, RwLock};
 
-use nodewright_cloud::{LaunchFailure, ProviderObserver};
+use nodewright_cloud::{BatchFlushed, LaunchFailure, ProviderObserver, TerminationFailure};
 
 use crate::launch::{FleetCall, FleetFailure};
 use crate::nodeclass::ResolvedNodeClass;
 
-/// The observer slot; empty until the controller registers one.
-#[derive(Default)]
+/// The observer slot; empty until the controller registers one. Clones share the slot, so the
+/// batchers built with the provider see the observer registered later.
+#[derive(Clone, Default)]
 pub struct Observer {
-    inner: RwLock<Option<Arc<dyn ProviderObserver>>>,
+    inner: Arc<RwLock<Option<Arc<dyn ProviderObserver>>>>,
 }
 
 impl Observer {
@@ -23,6 +25,18 @@ impl Observer {
 
     fn get(&self) -> Option<Arc<dyn ProviderObserver>> {
         self.inner.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn termination_failed(&self, failure: &TerminationFailure) {
+        if let Some(o) = self.get() {
+            o.termination_failed(failure);
+        }
+    }
+
+    pub fn batch_flushed(&self, batch: &BatchFlushed) {
+        if let Some(o) = self.get() {
+            o.batch_flushed(batch);
+        }
     }
 
     /// Reports every error of one CreateFleet answer.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceHealth, Launched, ProviderObserver,
-    ReconciledNodeClass, Registration, ReservationEnd,
+    ReconciledNodeClass, RegisteredInstance, Registration, ReservationEnd,
 };
 use nodewright_core::labels;
 use nodewright_core::model::InstanceType;
@@ -175,10 +175,11 @@ impl CloudProvider for AwsCloud {
         &self,
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError> {
-        let resolved = self.resolve_node_class(class, now()).await?;
+        let mut resolved = self.resolve_node_class(class, now()).await?;
         self.launch
             .reservations()
             .observe(&resolved.capacity_reservations);
+        self.validate_launch(class, &mut resolved, now()).await;
         Ok(ReconciledNodeClass {
             status: resolved.status,
             annotations: hash_annotations(class),
@@ -251,7 +252,7 @@ impl CloudProvider for AwsCloud {
     /// A terminated instance's reservation gets its place back at once, as upstream does, so
     /// the next scheduling round can plan into it before EC2 is asked again.
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
-        if let Some(id) = instances::terminate(&self.clients, provider_id).await? {
+        if let Some(id) = instances::terminate(&self.clients, provider_id, &self.observer).await? {
             self.launch.reservations().released(&id);
             tracing::debug!(provider_id, capacity_reservation_id = %id, "reserved instance terminated; its reservation has one more free instance");
         }
@@ -324,6 +325,15 @@ impl CloudProvider for AwsCloud {
         _class: Option<&EC2NodeClass>,
     ) -> Result<Registration, CloudError> {
         self.partition_hook(claim).await
+    }
+
+    fn tagged_annotations(&self) -> BTreeMap<String, String> {
+        crate::tagging::tagged_annotations()
+    }
+
+    /// `Name`, `karpenter.sh/nodeclaim` and `eks:eks-cluster-name` on the instance.
+    async fn tag_registered(&self, instance: &RegisteredInstance) -> Result<(), CloudError> {
+        self.tag_registered_instance(instance).await
     }
 
     /// DescribeCapacityReservations by id, for blocks claims sit in that no class lists.

@@ -131,6 +131,16 @@ async fn bottlerocket_sandbox_class_from_v1beta1_becomes_ready() {
             .starts_with("sandbox_")
     );
     assert!(!r.hash.is_empty());
+    // The controller's reconcile also builds a Bottlerocket launch for the seed and dry-runs
+    // it: moto answers every dry run with DryRunOperation.
+    use nodewright_cloud::CloudProvider;
+    let reconciled = cloud.reconcile_node_class(&class).await.unwrap().status;
+    assert_eq!(
+        condition(&reconciled, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into()),
+        "{reconciled:#?}"
+    );
+    assert_eq!(condition(&reconciled, "Ready").0, "True");
 }
 
 #[tokio::test]

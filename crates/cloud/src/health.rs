@@ -1,7 +1,7 @@
 //! What a provider observes about its instances beyond their lifecycle: failed health checks
 //! (EC2's instance and system status checks, scheduled maintenance) for the controller's
-//! instance-status poller, and launch failures for the controller's metrics. Both are plain
-//! data; the controller decides what to do with them.
+//! instance-status poller, and launch and termination failures and batched calls for the
+//! controller's metrics. All are plain data; the controller decides what to do with them.
 
 use nodewright_core::time::Timestamp;
 
@@ -65,7 +65,31 @@ pub struct LaunchFailure {
     pub reason: String,
 }
 
+/// A termination the cloud refused (the instance is protected, the call was not allowed ...).
+/// An instance that is already gone is not a failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminationFailure {
+    pub zone: String,
+    /// The zone's id (`use1-az1`); empty when unknown.
+    pub zone_id: String,
+}
+
+/// One batch of merged cloud calls, as it was sent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchFlushed {
+    /// Which batcher (`create_fleet` ...), the `batcher` label of upstream's batcher metrics.
+    pub batcher: &'static str,
+    /// How many calls the batch merged.
+    pub size: usize,
+    /// Seconds from the batch's first call to its sending.
+    pub window_seconds: f64,
+}
+
 /// Where a provider reports what it observes while working (the controller's metrics).
 pub trait ProviderObserver: Send + Sync {
     fn launch_failed(&self, failure: &LaunchFailure);
+
+    fn termination_failed(&self, _failure: &TerminationFailure) {}
+
+    fn batch_flushed(&self, _batch: &BatchFlushed) {}
 }

@@ -12,6 +12,7 @@ mod instance;
 mod interruption;
 mod registration;
 mod reservation;
+mod tagging;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,13 +23,17 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::model::InstanceType;
 
 pub use error::CloudError;
-pub use health::{FailedCheck, HealthCategory, InstanceHealth, LaunchFailure, ProviderObserver};
+pub use health::{
+    BatchFlushed, FailedCheck, HealthCategory, InstanceHealth, LaunchFailure, ProviderObserver,
+    TerminationFailure,
+};
 pub use instance::{Instance, InstanceState, Launched, annotations, tags};
 pub use interruption::{
     AckHandle, Delivery, InterruptedOffering, Interruption, InterruptionKind, InterruptionSource,
 };
 pub use registration::Registration;
 pub use reservation::ReservationEnd;
+pub use tagging::RegisteredInstance;
 
 /// What reconciling a node class yields: its status and the annotations its own metadata
 /// should carry (the class hash), both written by the controller.
@@ -100,6 +105,22 @@ pub trait CloudProvider: Send + Sync {
         _class: Option<&EC2NodeClass>,
     ) -> Result<Registration, CloudError> {
         Ok(Registration::done())
+    }
+
+    /// The annotations a claim carries once [`CloudProvider::tag_registered`] has done its
+    /// work on the claim's instance (`karpenter.k8s.aws/tagged` for EC2). Empty for a cloud
+    /// with nothing to do after registration: the controller then never calls the hook and
+    /// never writes a marker.
+    fn tagged_annotations(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    /// Tags the instance of a registered claim with what registration told (the node's name)
+    /// along with the claim's and the cluster's names. Called until it succeeds, then the
+    /// controller writes [`CloudProvider::tagged_annotations`] on the claim.
+    /// [`CloudError::NotFound`] means the instance is gone and there is nothing to tag.
+    async fn tag_registered(&self, _instance: &RegisteredInstance) -> Result<(), CloudError> {
+        Ok(())
     }
 
     /// The capacity reservations `ids` name, as the cloud reports them now (ids it does not

@@ -28,6 +28,7 @@ pub mod run;
 pub mod settings;
 pub mod state;
 pub mod status;
+pub mod tagging;
 pub mod termination;
 #[cfg(test)]
 mod tests;

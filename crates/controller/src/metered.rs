@@ -3,6 +3,7 @@
 //! `karpenter_cloudprovider_errors_total`, labelled with the calling controller, upstream's
 //! method name and the provider.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,8 +11,9 @@ use async_trait::async_trait;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{
-    CloudError, CloudProvider, Instance, InstanceHealth, LaunchFailure, Launched, ProviderObserver,
-    ReconciledNodeClass, Registration, ReservationEnd,
+    BatchFlushed, CloudError, CloudProvider, Instance, InstanceHealth, LaunchFailure, Launched,
+    ProviderObserver, ReconciledNodeClass, RegisteredInstance, Registration, ReservationEnd,
+    TerminationFailure,
 };
 use nodewright_core::model::InstanceType;
 
@@ -143,6 +145,16 @@ impl CloudProvider for MeteredCloud {
         self.inner.capacity_reservations(ids).await
     }
 
+    fn tagged_annotations(&self) -> BTreeMap<String, String> {
+        self.inner.tagged_annotations()
+    }
+
+    /// Not timed: upstream tags through its instance provider, outside the cloud-provider
+    /// methods its duration metric lists.
+    async fn tag_registered(&self, instance: &RegisteredInstance) -> Result<(), CloudError> {
+        self.inner.tag_registered(instance).await
+    }
+
     async fn unhealthy_instances(&self) -> Result<Vec<InstanceHealth>, CloudError> {
         let t = Instant::now();
         let r = self.inner.unhealthy_instances().await;
@@ -155,9 +167,19 @@ impl CloudProvider for MeteredCloud {
     }
 }
 
-/// The provider's launch failures become `karpenter_cloudprovider_instance_launch_failures_total`.
+/// The provider's launch failures become `karpenter_cloudprovider_instance_launch_failures_total`,
+/// its refused terminations `karpenter_cloudprovider_instance_termination_failures_total`, and
+/// its batches the `karpenter_cloudprovider_batcher_*` histograms.
 impl ProviderObserver for Metrics {
     fn launch_failed(&self, f: &LaunchFailure) {
         self.launch_failure(&f.zone, &f.zone_id, &f.capacity_type, &f.reason);
+    }
+
+    fn termination_failed(&self, f: &TerminationFailure) {
+        self.termination_failure(&f.zone, &f.zone_id);
+    }
+
+    fn batch_flushed(&self, b: &BatchFlushed) {
+        self.batch_flushed(b.batcher, b.size, b.window_seconds);
     }
 }

@@ -18,6 +18,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 pub mod offerings;
+mod provider;
 pub use offerings::OfferingRows;
 
 /// A label set: keys are fixed per family, values come from the call.
@@ -115,6 +116,7 @@ pub struct Metrics {
     pods_scheduling_decision_duration: Histogram,
     interruption: InterruptionMetrics,
     offerings: offerings::OfferingMetrics,
+    provider: provider::ProviderMetrics,
     events: EventMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
@@ -348,6 +350,7 @@ impl Metrics {
         let interruption = InterruptionMetrics::register(r);
         let events = EventMetrics::register(r);
         let offerings = offerings::OfferingMetrics::register(r);
+        let provider = provider::ProviderMetrics::register(r);
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -380,6 +383,7 @@ impl Metrics {
             interruption,
             events,
             offerings,
+            provider,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,

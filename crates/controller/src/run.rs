@@ -1,9 +1,9 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
 //! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
-//! instance health, capacity-reservation upkeep, instance-type metrics), the first four given
-//! the metrics and the event sink.
-//! The cloud provider is chosen by the caller.
+//! instance health, capacity-reservation upkeep, instance tagging after registration,
+//! instance-type metrics), the first four given the metrics and the event sink. The cloud
+//! provider is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,6 +34,7 @@ use crate::settings::Settings;
 use crate::state::gauges::{self, PodStartup};
 use crate::state::{ClusterState, lock};
 use crate::status::{STATUS_EVERY, StatusController};
+use crate::tagging::TaggingController;
 use crate::termination::Termination;
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
@@ -235,6 +236,13 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     tokio::spawn(Arc::new(reservations).run());
+    let tagging = TaggingController::new(
+        state.clone(),
+        writer.clone(),
+        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "nodeclaim.tagging"),
+    )
+    .with_leader(leader.clone());
+    tokio::spawn(Arc::new(tagging).run(crate::tagging::CHECK_EVERY));
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
     let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));

@@ -3,6 +3,10 @@
 //! call for as many instances, and each caller gets one of them. The claim-specific tags
 //! (`karpenter.sh/nodeclaim`, `Name`) are what differ between such calls; they are left out of
 //! the merged request and put on each caller's instance afterwards.
+//!
+//! Each batch sent is reported to the observer (its size and how long its window stayed open),
+//! as upstream's `karpenter_cloudprovider_batcher_batch_size` and `_batch_time_seconds` with
+//! `batcher="create_fleet"`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,6 +20,10 @@ use tokio::time::Instant;
 use super::fleet::{FleetApi, FleetCall, FleetOutcome};
 use crate::AwsClients;
 use crate::error::AwsError;
+use crate::observe::Observer;
+
+/// The `batcher` label of this batcher's metrics.
+pub const BATCHER: &str = "create_fleet";
 
 /// A batch closes once no call joined for this long ...
 pub const IDLE: Duration = Duration::from_millis(35);
@@ -40,6 +48,7 @@ struct Waiter {
 struct Batch {
     call: FleetCall,
     waiters: Vec<Waiter>,
+    opened: Instant,
     last_join: Instant,
 }
 
@@ -50,6 +59,7 @@ pub struct BatchingFleet {
     idle: Duration,
     max_wait: Duration,
     open: Arc<Mutex<BTreeMap<String, Batch>>>,
+    observer: Observer,
 }
 
 /// The call without claim-specific tags, and those tags.
@@ -81,7 +91,14 @@ impl BatchingFleet {
             idle,
             max_wait,
             open: Arc::new(Mutex::new(BTreeMap::new())),
+            observer: Observer::default(),
         }
+    }
+
+    /// The same batcher reporting each batch it sends to `observer`.
+    pub fn observed_by(mut self, observer: Observer) -> Self {
+        self.observer = observer;
+        self
     }
 
     /// Waits out the batch's window, then sends it and hands out the instances.
@@ -92,14 +109,14 @@ impl BatchingFleet {
         key: String,
         idle: Duration,
         max_wait: Duration,
+        observer: Observer,
     ) {
-        let opened = Instant::now();
         let batch = loop {
             let wake = {
                 let mut map = open.lock().await;
                 let Some(b) = map.get(&key) else { return };
                 let idle_until = b.last_join + idle;
-                let deadline = opened + max_wait;
+                let deadline = b.opened + max_wait;
                 let now = Instant::now();
                 if now >= idle_until || now >= deadline || b.waiters.len() >= MAX_ITEMS {
                     break map.remove(&key);
@@ -110,6 +127,11 @@ impl BatchingFleet {
         };
         let Some(batch) = batch else { return };
         let n = batch.waiters.len();
+        observer.batch_flushed(&nodewright_cloud::BatchFlushed {
+            batcher: BATCHER,
+            size: n,
+            window_seconds: batch.opened.elapsed().as_secs_f64(),
+        });
         if n == 1 {
             // Alone: the original request, claim tags included.
             let w = batch.waiters.into_iter().next();
@@ -180,12 +202,14 @@ impl FleetApi for BatchingFleet {
                     b.last_join = Instant::now();
                 }
                 None => {
+                    let now = Instant::now();
                     map.insert(
                         key.clone(),
                         Batch {
                             call: shared,
                             waiters: vec![waiter],
-                            last_join: Instant::now(),
+                            opened: now,
+                            last_join: now,
                         },
                     );
                     // Its own task, so a caller that gives up does not strand the others.
@@ -196,6 +220,7 @@ impl FleetApi for BatchingFleet {
                         key,
                         self.idle,
                         self.max_wait,
+                        self.observer.clone(),
                     ));
                 }
             }
@@ -290,5 +315,36 @@ mod tests {
         assert_eq!(calls[0].tags["karpenter.sh/nodeclaim"], "a");
         assert_eq!(calls[1].capacity_type, CapacityType::Spot);
         assert!(calls.iter().all(|c| c.total_target_capacity == 1));
+    }
+
+    #[derive(Default)]
+    struct Batches(StdMutex<Vec<nodewright_cloud::BatchFlushed>>);
+
+    impl nodewright_cloud::ProviderObserver for Batches {
+        fn launch_failed(&self, _: &nodewright_cloud::LaunchFailure) {}
+        fn batch_flushed(&self, b: &nodewright_cloud::BatchFlushed) {
+            self.0.lock().unwrap().push(b.clone());
+        }
+    }
+
+    #[tokio::test]
+    async fn every_batch_sent_is_reported_with_its_size_and_window() {
+        let inner = Arc::new(Failing(StdMutex::new(Vec::new())));
+        let seen = Arc::new(Batches::default());
+        let observer = Observer::default();
+        let b = batching(inner.clone()).await.observed_by(observer.clone());
+        // Registered after the batcher was built, as the controller does.
+        observer.set(seen.clone());
+        let (ca, cb) = (call("a"), call("b"));
+        let _ = tokio::join!(b.create_fleet(&ca), b.create_fleet(&cb));
+        let _ = b.create_fleet(&call("c")).await;
+        let got = seen.0.lock().unwrap().clone();
+        let sizes: Vec<(&str, usize)> = got.iter().map(|f| (f.batcher, f.size)).collect();
+        assert_eq!(sizes, vec![("create_fleet", 2), ("create_fleet", 1)]);
+        // Each window stayed open at least the idle time and closed well before the maximum.
+        for f in &got {
+            assert!(f.window_seconds >= 0.05, "{f:?}");
+            assert!(f.window_seconds < 2.0, "{f:?}");
+        }
     }
 }

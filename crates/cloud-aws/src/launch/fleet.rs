@@ -129,9 +129,13 @@ pub fn template_configs(call: &FleetCall) -> Vec<FleetLaunchTemplateConfigReques
         .collect()
 }
 
-#[async_trait]
-impl FleetApi for SdkFleet {
-    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+impl SdkFleet {
+    /// The CreateFleet request for `call`, unsent (launches send it; node class validation
+    /// sends it as a dry run).
+    pub fn request(
+        &self,
+        call: &FleetCall,
+    ) -> aws_sdk_ec2::operation::create_fleet::builders::CreateFleetFluentBuilder {
         let mut req = self
             .clients
             .ec2
@@ -179,8 +183,15 @@ impl FleetApi for SdkFleet {
                     .build(),
             ),
         };
-        req = req.set_launch_template_configs(Some(template_configs(call)));
-        let out = req
+        req.set_launch_template_configs(Some(template_configs(call)))
+    }
+}
+
+#[async_trait]
+impl FleetApi for SdkFleet {
+    async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
+        let out = self
+            .request(call)
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("CreateFleet", e))?;

@@ -12,7 +12,7 @@ pub mod claim;
 pub mod fleet;
 pub mod resolved;
 pub mod template;
-mod userdata;
+pub(crate) mod userdata;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -67,7 +67,8 @@ pub struct LaunchState {
 }
 
 impl LaunchState {
-    pub fn new(clients: &AwsClients) -> Self {
+    /// Launch state whose batched CreateFleet calls are reported to `observer`.
+    pub fn new(clients: &AwsClients, observer: &crate::observe::Observer) -> Self {
         LaunchState {
             templates: TemplateCache::default(),
             resolved: resolved::ResolvedCache::default(),
@@ -75,10 +76,10 @@ impl LaunchState {
             unavailable: Mutex::new(UnavailableOfferings::new()),
             reservations: Mutex::new(ReservationLedger::new()),
             addresses: Mutex::new(InflightAddresses::new()),
-            fleet: Arc::new(BatchingFleet::new(
-                Arc::new(SdkFleet::new(clients.clone())),
-                clients.clone(),
-            )),
+            fleet: Arc::new(
+                BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
+                    .observed_by(observer.clone()),
+            ),
             cluster: ClusterInfo::default(),
         }
     }
@@ -671,7 +672,7 @@ fn type_label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
 }
 
 /// Whether `ami`'s requirements (architecture, GPU/accelerator variant) admit `it`.
-fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
+pub(crate) fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
     ami.requirements.iter().all(|r| {
         let v = type_label(it, &r.key);
         match r.operator.as_str() {

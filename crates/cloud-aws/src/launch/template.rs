@@ -441,6 +441,23 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
     data.build()
 }
 
+/// The CreateLaunchTemplate request for `spec`, unsent (launches send it; node class
+/// validation sends it as a dry run).
+pub fn create_request(
+    ec2: &aws_sdk_ec2::Client,
+    spec: &TemplateSpec,
+) -> aws_sdk_ec2::operation::create_launch_template::builders::CreateLaunchTemplateFluentBuilder {
+    ec2.create_launch_template()
+        .launch_template_name(spec.name())
+        .launch_template_data(request_data(spec))
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::LaunchTemplate)
+                .set_tags(Some(tag_list(&spec.tags)))
+                .build(),
+        )
+}
+
 /// The templates known to exist, with when each was last used.
 #[derive(Debug, Default)]
 pub struct TemplateCache {
@@ -528,19 +545,7 @@ impl TemplateCache {
             self.remember(&name);
             return Ok(name);
         }
-        let created = clients
-            .ec2
-            .create_launch_template()
-            .launch_template_name(&name)
-            .launch_template_data(request_data(spec))
-            .tag_specifications(
-                TagSpecification::builder()
-                    .resource_type(ResourceType::LaunchTemplate)
-                    .set_tags(Some(tag_list(&spec.tags)))
-                    .build(),
-            )
-            .send()
-            .await;
+        let created = create_request(&clients.ec2, spec).send().await;
         match created {
             Ok(_) => {}
             Err(e) => {

@@ -10,6 +10,7 @@ pub mod network;
 pub mod placement;
 pub mod profile;
 pub mod reservations;
+pub mod validation;
 
 use nodewright_api::aws::common::{AmiRequirement, AmiStatus, SecurityGroupStatus, SubnetStatus};
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};

@@ -238,6 +238,8 @@ pub async fn put_parameter(c: &AwsClients, prefix: &str, name: &str, value: &str
 }
 
 /// A test-wide `AwsCloud` whose SSM lookups read under `prefix`, with the given cluster.
+/// Nodes would reach the cluster at a made-up endpoint (with a CA and a service CIDR), so
+/// every family's user data can be built; tests about that set their own.
 pub fn cloud(
     moto: &Moto,
     cluster: &str,
@@ -259,10 +261,17 @@ pub fn cloud(
             kubernetes_version: kubernetes.to_string(),
             model: Default::default(),
             isolated_vpc: false,
+            disable_dry_run: false,
         },
         parameters,
         prices,
     )
+    .with_cluster_info(nodewright_cloud_aws::launch::ClusterInfo {
+        endpoint: "https://cluster.test.internal".into(),
+        ca_bundle: Some("Q0EgYnVuZGxl".into()),
+        service_cidr: Some("10.100.0.0/16".into()),
+        ..Default::default()
+    })
 }
 
 /// A v1 EC2NodeClass from YAML.

@@ -10,7 +10,7 @@ use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass,
-    Registration, ReservationEnd, annotations,
+    RegisteredInstance, Registration, ReservationEnd, annotations,
 };
 use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering, Overhead};
@@ -29,6 +29,9 @@ struct Inner {
     hook_calls: usize,
     reservations: Vec<ReservationEnd>,
     reservation_lookups: Vec<Vec<String>>,
+    /// Marker annotations of a tagged claim; empty: this cloud does not tag.
+    tag_markers: BTreeMap<String, String>,
+    tagged: Vec<RegisteredInstance>,
 }
 
 pub struct TestCloud {
@@ -141,6 +144,19 @@ impl TestCloud {
     /// The ids each reservation lookup asked for.
     pub fn reservation_lookups(&self) -> Vec<Vec<String>> {
         self.inner().reservation_lookups.clone()
+    }
+
+    /// Makes the cloud tag registered instances, marking claims with `markers`.
+    pub fn set_tagging(&self, markers: &[(&str, &str)]) {
+        self.inner().tag_markers = markers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+
+    /// Every instance the tagging hook was asked to tag, in order.
+    pub fn tagged(&self) -> Vec<RegisteredInstance> {
+        self.inner().tagged.clone()
     }
 
     /// An instance no claim knows about, as a crashed launch leaves behind.
@@ -305,6 +321,26 @@ impl CloudProvider for TestCloud {
             .filter(|r| ids.contains(&r.id))
             .cloned()
             .collect())
+    }
+
+    fn tagged_annotations(&self) -> BTreeMap<String, String> {
+        self.inner().tag_markers.clone()
+    }
+
+    /// Records the request and puts the node's name on the instance, as EC2 would.
+    async fn tag_registered(&self, instance: &RegisteredInstance) -> Result<(), CloudError> {
+        let mut inner = self.inner();
+        inner.tagged.push(instance.clone());
+        let Some(i) = inner.instances.get_mut(&instance.provider_id) else {
+            return Err(CloudError::NotFound {
+                provider_id: instance.provider_id.clone(),
+            });
+        };
+        i.tags.insert(
+            nodewright_cloud::tags::NAME.into(),
+            instance.node_name.clone(),
+        );
+        Ok(())
     }
 
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {

@@ -13,6 +13,7 @@ mod lifecycle_events;
 pub(crate) mod registration;
 mod scale;
 mod status;
+mod tagging;
 pub(crate) mod termination;
 mod wiring;
 

@@ -1,7 +1,7 @@
 //! `--cloud-provider aws`: the AWS provider built from the operator settings Karpenter's AWS
 //! provider reads (`CLUSTER_NAME`, `VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`,
-//! `ISOLATED_VPC`), the region and an optional endpoint override, with its instance types and
-//! prices refreshed in the background.
+//! `ISOLATED_VPC`, `DISABLE_DRY_RUN`), the region and an optional endpoint override, with its
+//! instance types and prices refreshed in the background.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +56,7 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
             reserved_enis: settings.reserved_enis,
         },
         isolated_vpc: settings.isolated_vpc,
+        disable_dry_run: settings.disable_dry_run,
     }
 }
 
@@ -154,6 +155,7 @@ mod tests {
             "--reserved-enis",
             "2",
             "--isolated-vpc",
+            "--disable-dry-run",
         ]);
         assert_eq!(args.cloud_provider, Provider::Aws);
         let region = region(&args.aws, Some("us-east-2".into())).unwrap();
@@ -170,6 +172,12 @@ mod tests {
         assert_eq!(s.model.vm_memory_overhead_percent, 0.1);
         assert_eq!(s.model.reserved_enis, 2);
         assert!(s.isolated_vpc);
+        assert!(s.disable_dry_run);
+        let defaults = aws_settings(
+            &parse(&["--cloud-provider", "aws", "--cluster-name", "c"]).settings,
+            "1.32",
+        );
+        assert!(!defaults.disable_dry_run, "dry runs are on by default");
     }
 
     #[test]

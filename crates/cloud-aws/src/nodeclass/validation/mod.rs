@@ -1,0 +1,345 @@
+//! `ValidationSucceeded` beyond the class's own settings: can the controller actually launch
+//! from it? Once every dependency resolved, the launch configuration a node of the class would
+//! get is built (user data size-checked against EC2's limit) and, unless `DISABLE_DRY_RUN`,
+//! `CreateFleet`, `CreateLaunchTemplate` and `RunInstances` are sent with `DryRun=true` to learn
+//! whether the controller's IAM policy allows them.
+//!
+//! This module holds the decisions (what an answer means, what is cached, which condition
+//! results); [`dryrun`] builds and sends the requests.
+
+pub mod dryrun;
+pub mod run_instances;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nodewright_api::aws::common::Condition;
+use nodewright_api::stable_hash::fnv1a64;
+use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_core::resources::{CPU, MEMORY};
+use nodewright_core::time::Timestamp;
+
+use super::aliases::{ACCELERATOR_COUNT_LABEL, GPU_COUNT_LABEL};
+use super::conditions::{self, Outcome, READY, VALIDATION_SUCCEEDED};
+use super::{ResolvedAmi, ResolvedNodeClass};
+use crate::error::AwsError;
+
+pub const CREATE_FLEET_AUTH_FAILED: &str = "CreateFleetAuthCheckFailed";
+pub const CREATE_LAUNCH_TEMPLATE_AUTH_FAILED: &str = "CreateLaunchTemplateAuthCheckFailed";
+pub const RUN_INSTANCES_AUTH_FAILED: &str = "RunInstancesAuthCheckFailed";
+pub const USER_DATA_SIZE_LIMIT_EXCEEDED: &str = "UserDataSizeLimitExceeded";
+/// The class's launch configuration cannot be built (the cluster endpoint or service CIDR its
+/// user data needs is unknown, user data of the wrong form ...): every launch would fail.
+pub const LAUNCH_CONFIGURATION_INVALID: &str = "LaunchConfigurationInvalid";
+/// A dry run gave no verdict (throttling, a network error, an answer that is neither success
+/// nor a refusal) and there is no earlier verdict to keep.
+pub const AUTH_CHECK_INCOMPLETE: &str = "AuthCheckIncomplete";
+
+/// How long a verdict is reused, as upstream.
+pub const TTL: Duration = Duration::from_secs(30 * 60);
+
+/// Instance types upstream validates with when nothing narrows the choice (one per
+/// architecture); preferred when the class can launch them.
+const PREFERRED_TYPES: &[&str] = &["m5.large", "m6g.large"];
+
+/// Error codes that mean the caller's identity may not make the call.
+const AUTH_CODES: &[&str] = &[
+    "UnauthorizedOperation",
+    "AccessDenied",
+    "AccessDeniedException",
+];
+
+/// The calls a launch makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    CreateFleet,
+    CreateLaunchTemplate,
+    RunInstances,
+}
+
+impl Call {
+    pub fn operation(self) -> &'static str {
+        match self {
+            Call::CreateFleet => "CreateFleet",
+            Call::CreateLaunchTemplate => "CreateLaunchTemplate",
+            Call::RunInstances => "RunInstances",
+        }
+    }
+
+    /// The condition reason when the controller may not make this call.
+    pub fn auth_reason(self) -> &'static str {
+        match self {
+            Call::CreateFleet => CREATE_FLEET_AUTH_FAILED,
+            Call::CreateLaunchTemplate => CREATE_LAUNCH_TEMPLATE_AUTH_FAILED,
+            Call::RunInstances => RUN_INSTANCES_AUTH_FAILED,
+        }
+    }
+}
+
+/// What one dry run (or the checks before them) says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// EC2 would have made the call.
+    Passed,
+    /// The class cannot launch: a condition reason and message.
+    Failed {
+        reason: &'static str,
+        message: String,
+    },
+    /// No verdict: try again on the next reconcile.
+    Undecided { message: String },
+}
+
+impl Verdict {
+    fn failed(reason: &'static str, message: impl Into<String>) -> Self {
+        Verdict::Failed {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// What EC2's answer to a dry run of `call` means. `DryRunOperation` is EC2's "would have
+/// succeeded"; an authorization refusal fails the class; an oversized user data refusal is
+/// reported as such. Throttling, network errors, an instance profile EC2 does not see yet
+/// (IAM is eventually consistent) and anything unexpected give no verdict.
+pub fn classify(call: Call, err: &AwsError) -> Verdict {
+    let code = err.code.as_deref().unwrap_or_default();
+    if code == "DryRunOperation" {
+        return Verdict::Passed;
+    }
+    if AUTH_CODES.contains(&code) {
+        return Verdict::failed(
+            call.auth_reason(),
+            format!(
+                "the controller is not authorized to call ec2:{} ({})",
+                call.operation(),
+                err.message
+            ),
+        );
+    }
+    let lower = err.message.to_ascii_lowercase();
+    if code == "InvalidParameterValue"
+        && lower.contains("user data")
+        && (lower.contains("limit") || lower.contains("exceed") || lower.contains("too large"))
+    {
+        return Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, err.message.clone());
+    }
+    let why = if err.retryable {
+        "EC2 is throttling or unreachable"
+    } else if lower.contains("instance profile") {
+        "the instance profile is not visible to EC2 yet"
+    } else {
+        "unexpected answer"
+    };
+    Verdict::Undecided {
+        message: format!(
+            "the ec2:{} dry run gave no verdict ({why}): {}",
+            call.operation(),
+            err.message
+        ),
+    }
+}
+
+/// Verdicts per class, each with the key of what was validated: a verdict is reused for
+/// [`TTL`] while the key is unchanged. One entry per class, so the cache is as large as the
+/// number of classes.
+#[derive(Debug)]
+pub struct ValidationCache {
+    ttl: Duration,
+    entries: Mutex<BTreeMap<String, (u64, Instant, Verdict)>>,
+}
+
+impl Default for ValidationCache {
+    fn default() -> Self {
+        ValidationCache::new(TTL)
+    }
+}
+
+impl ValidationCache {
+    pub fn new(ttl: Duration) -> Self {
+        ValidationCache {
+            ttl,
+            entries: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, Instant, Verdict)>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The verdict for `class` if one was stored for `key` less than the TTL before `now`.
+    pub fn get(&self, class: &str, key: u64, now: Instant) -> Option<Verdict> {
+        let entries = self.lock();
+        let (k, at, verdict) = entries.get(class)?;
+        (*k == key && now.saturating_duration_since(*at) < self.ttl).then(|| verdict.clone())
+    }
+
+    /// Stores a verdict; an undecided one is not a verdict and is not kept.
+    pub fn put(&self, class: &str, key: u64, verdict: Verdict, now: Instant) {
+        if matches!(verdict, Verdict::Undecided { .. }) {
+            return;
+        }
+        self.lock().insert(class.to_string(), (key, now, verdict));
+    }
+}
+
+/// The key of what a validation covers: the class (its uid and spec hash), what it resolved
+/// to (subnets, groups, images, profile, placement group, reservations), the instance type
+/// validated with, and how nodes reach the cluster. Free addresses are left out: they change
+/// all the time and do not change the answer.
+pub fn cache_key(
+    uid: &str,
+    spec_hash: &str,
+    resolved: &ResolvedNodeClass,
+    instance_type: &str,
+    cluster: &impl std::fmt::Debug,
+) -> u64 {
+    let subnets: Vec<(&str, &str)> = resolved
+        .subnets
+        .iter()
+        .map(|s| (s.id.as_str(), s.zone.as_str()))
+        .collect();
+    let groups: Vec<&str> = resolved
+        .security_groups
+        .iter()
+        .map(|g| g.id.as_str())
+        .collect();
+    let amis: Vec<(&str, &Vec<_>)> = resolved
+        .amis
+        .iter()
+        .map(|a| (a.id.as_str(), &a.requirements))
+        .collect();
+    let reservations: Vec<&str> = resolved
+        .capacity_reservations
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect();
+    let group = resolved.placement_group.as_ref().map(|g| g.id.as_str());
+    let text = format!(
+        "{uid}|{spec_hash}|{subnets:?}|{groups:?}|{amis:?}|{:?}|{group:?}|{reservations:?}|{instance_type}|{cluster:?}",
+        resolved.instance_profile
+    );
+    fnv1a64(text.as_bytes())
+}
+
+/// Whether `ami` is a standard image (no GPU or accelerator variant): GPU images can carry a
+/// larger root snapshot than the class's block devices allow for standard nodes.
+fn is_standard(ami: &ResolvedAmi) -> bool {
+    !ami.requirements.iter().any(|r| {
+        (r.key == GPU_COUNT_LABEL || r.key == ACCELERATOR_COUNT_LABEL) && r.operator == "Exists"
+    })
+}
+
+fn has_on_demand(it: &InstanceType) -> bool {
+    it.offerings
+        .iter()
+        .any(|o| o.capacity_type == CapacityType::OnDemand)
+}
+
+/// The instance type (and the image it would boot) to validate with: a type a standard image
+/// serves if there is one (else any image), with an on-demand offering; upstream's defaults
+/// (`m5.large`, `m6g.large`) first, then the smallest (vCPUs, memory, name).
+pub fn choose_instance_type<'a>(
+    types: &'a [InstanceType],
+    amis: &'a [ResolvedAmi],
+) -> Option<(&'a InstanceType, &'a ResolvedAmi)> {
+    let pick = |standard_only: bool| {
+        let mut found: Vec<(&InstanceType, &ResolvedAmi)> = types
+            .iter()
+            .filter(|it| has_on_demand(it))
+            .filter_map(|it| {
+                amis.iter()
+                    .filter(|a| !standard_only || is_standard(a))
+                    .find(|a| crate::launch::ami_serves(a, it))
+                    .map(|a| (it, a))
+            })
+            .collect();
+        found.sort_by(|(a, _), (b, _)| {
+            let rank = |n: &str| {
+                PREFERRED_TYPES
+                    .iter()
+                    .position(|p| *p == n)
+                    .unwrap_or(PREFERRED_TYPES.len())
+            };
+            rank(&a.name)
+                .cmp(&rank(&b.name))
+                .then(a.capacity.get(CPU).cmp(&b.capacity.get(CPU)))
+                .then(a.capacity.get(MEMORY).cmp(&b.capacity.get(MEMORY)))
+                .then(a.name.cmp(&b.name))
+        });
+        found.into_iter().next()
+    };
+    pick(true).or_else(|| pick(false))
+}
+
+/// Reasons that are a verdict about the class (not a wait on its dependencies).
+fn is_verdict_reason(reason: &str) -> bool {
+    [
+        CREATE_FLEET_AUTH_FAILED,
+        CREATE_LAUNCH_TEMPLATE_AUTH_FAILED,
+        RUN_INSTANCES_AUTH_FAILED,
+        USER_DATA_SIZE_LIMIT_EXCEEDED,
+        LAUNCH_CONFIGURATION_INVALID,
+    ]
+    .contains(&reason)
+}
+
+/// The verdict the stored status holds, to keep while a dry run gives none: `True`, or
+/// `False` with one of this module's reasons.
+pub fn stored_verdict(previous: &[Condition]) -> Option<Outcome> {
+    let c = previous.iter().find(|c| c.type_ == VALIDATION_SUCCEEDED)?;
+    match c.status.as_str() {
+        "True" => Some(Ok(())),
+        "False" => {
+            let reason = c.reason.clone().unwrap_or_default();
+            is_verdict_reason(&reason).then(|| Err((reason, c.message.clone().unwrap_or_default())))
+        }
+        _ => None,
+    }
+}
+
+/// The outcome a verdict gives: a pass is `True`; a failure is `False` with its reason; no
+/// verdict keeps the stored one, or is `False` ([`AUTH_CHECK_INCOMPLETE`]) when there is none,
+/// as an unchecked class is not known to be launchable.
+pub fn outcome(verdict: Verdict, previous: &[Condition]) -> Outcome {
+    match verdict {
+        Verdict::Passed => Ok(()),
+        Verdict::Failed { reason, message } => Err((reason.to_string(), message)),
+        Verdict::Undecided { message } => stored_verdict(previous)
+            .unwrap_or_else(|| Err((AUTH_CHECK_INCOMPLETE.to_string(), message))),
+    }
+}
+
+/// `conds` with `ValidationSucceeded` set to `validated` and `Ready` worked out again;
+/// transition times come from `previous` (the stored status).
+pub fn with_validation(
+    conds: &[Condition],
+    validated: &Outcome,
+    previous: &[Condition],
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let parts: Vec<(&str, Outcome)> = conds
+        .iter()
+        .filter(|c| c.type_ != READY)
+        .map(|c| {
+            let outcome = if c.type_ == VALIDATION_SUCCEEDED {
+                validated.clone()
+            } else if c.status == "True" {
+                Ok(())
+            } else {
+                Err((
+                    c.reason.clone().unwrap_or_default(),
+                    c.message.clone().unwrap_or_default(),
+                ))
+            };
+            (c.type_.as_str(), outcome)
+        })
+        .collect();
+    conditions::conditions(&parts, previous, generation, now)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,300 @@
+//! A `RunInstances` request equivalent to launching one instance from a launch template: the
+//! template's data (as the launch path builds it) moved field by field into RunInstances'
+//! shapes, with the instance type, the subnet and the instance and volume tags CreateFleet
+//! would add. EC2 authorizes RunInstances for every instance CreateFleet launches, so this is
+//! the call whose permissions the class needs.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_ec2::operation::run_instances::builders::RunInstancesFluentBuilder;
+use aws_sdk_ec2::types::{
+    BlockDeviceMapping, CapacityReservationSpecification, CpuOptionsRequest, EbsBlockDevice,
+    HttpTokensState, IamInstanceProfileSpecification, InstanceMarketOptionsRequest,
+    InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, InstanceMetadataProtocolState,
+    InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType, Placement,
+    RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled, Tag, TagSpecification,
+};
+
+fn tag_spec(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecification {
+    TagSpecification::builder()
+        .resource_type(resource)
+        .set_tags(Some(
+            tags.iter()
+                .map(|(k, v)| Tag::builder().key(k).value(v).build())
+                .collect(),
+        ))
+        .build()
+}
+
+/// The interfaces of `data` in RunInstances' form; the primary one (device 0 on card 0) is
+/// put in `subnet`.
+fn interfaces(
+    data: &RequestLaunchTemplateData,
+    subnet: &str,
+) -> Vec<InstanceNetworkInterfaceSpecification> {
+    data.network_interfaces()
+        .iter()
+        .map(|n| {
+            let primary =
+                n.device_index().unwrap_or(0) == 0 && n.network_card_index().unwrap_or(0) == 0;
+            InstanceNetworkInterfaceSpecification::builder()
+                .set_device_index(n.device_index())
+                .set_network_card_index(n.network_card_index())
+                .set_associate_public_ip_address(n.associate_public_ip_address())
+                .set_delete_on_termination(n.delete_on_termination())
+                .set_interface_type(n.interface_type().map(str::to_string))
+                .set_ipv4_prefix_count(n.ipv4_prefix_count())
+                .set_ipv6_address_count(n.ipv6_address_count())
+                .set_groups(Some(n.groups().to_vec()))
+                .set_connection_tracking_specification(
+                    n.connection_tracking_specification().cloned(),
+                )
+                .set_subnet_id(primary.then(|| subnet.to_string()))
+                .build()
+        })
+        .collect()
+}
+
+fn block_devices(data: &RequestLaunchTemplateData) -> Vec<BlockDeviceMapping> {
+    data.block_device_mappings()
+        .iter()
+        .map(|b| {
+            let ebs = b.ebs().map(|e| {
+                EbsBlockDevice::builder()
+                    .set_volume_size(e.volume_size())
+                    .set_volume_type(e.volume_type().cloned())
+                    .set_encrypted(e.encrypted())
+                    .set_delete_on_termination(e.delete_on_termination())
+                    .set_iops(e.iops())
+                    .set_throughput(e.throughput())
+                    .set_kms_key_id(e.kms_key_id().map(str::to_string))
+                    .set_snapshot_id(e.snapshot_id().map(str::to_string))
+                    .set_volume_initialization_rate(e.volume_initialization_rate())
+                    .build()
+            });
+            BlockDeviceMapping::builder()
+                .set_device_name(b.device_name().map(str::to_string))
+                .set_ebs(ebs)
+                .build()
+        })
+        .collect()
+}
+
+/// RunInstances for one `instance_type` instance in `subnet` from template data `data`, with
+/// `tags` on the instance and its volumes. Unsent.
+pub fn run_instances_request(
+    ec2: &aws_sdk_ec2::Client,
+    data: &RequestLaunchTemplateData,
+    instance_type: &str,
+    subnet: &str,
+    tags: &BTreeMap<String, String>,
+) -> RunInstancesFluentBuilder {
+    let mut req = ec2
+        .run_instances()
+        .min_count(1)
+        .max_count(1)
+        .instance_type(InstanceType::from(instance_type))
+        .set_image_id(data.image_id().map(str::to_string))
+        .set_user_data(data.user_data().map(str::to_string));
+    req = if data.network_interfaces().is_empty() {
+        req.subnet_id(subnet)
+            .set_security_group_ids(Some(data.security_group_ids().to_vec()))
+    } else {
+        req.set_network_interfaces(Some(interfaces(data, subnet)))
+    };
+    if let Some(p) = data.iam_instance_profile() {
+        req = req.iam_instance_profile(
+            IamInstanceProfileSpecification::builder()
+                .set_arn(p.arn().map(str::to_string))
+                .set_name(p.name().map(str::to_string))
+                .build(),
+        );
+    }
+    if let Some(m) = data.metadata_options() {
+        req = req.metadata_options(
+            InstanceMetadataOptionsRequest::builder()
+                .set_http_endpoint(
+                    m.http_endpoint()
+                        .map(|v| InstanceMetadataEndpointState::from(v.as_str())),
+                )
+                .set_http_protocol_ipv6(
+                    m.http_protocol_ipv6()
+                        .map(|v| InstanceMetadataProtocolState::from(v.as_str())),
+                )
+                .set_http_put_response_hop_limit(m.http_put_response_hop_limit())
+                .set_http_tokens(m.http_tokens().map(|v| HttpTokensState::from(v.as_str())))
+                .set_instance_metadata_tags(
+                    m.instance_metadata_tags()
+                        .map(|v| InstanceMetadataTagsState::from(v.as_str())),
+                )
+                .build(),
+        );
+    }
+    if let Some(m) = data.monitoring() {
+        req = req.monitoring(
+            RunInstancesMonitoringEnabled::builder()
+                .enabled(m.enabled().unwrap_or(false))
+                .build(),
+        );
+    }
+    let devices = block_devices(data);
+    if !devices.is_empty() {
+        req = req.set_block_device_mappings(Some(devices));
+    }
+    if let Some(p) = data.placement() {
+        req = req.placement(
+            Placement::builder()
+                .set_tenancy(p.tenancy().cloned())
+                .set_group_id(p.group_id().map(str::to_string))
+                .set_partition_number(p.partition_number())
+                .build(),
+        );
+    }
+    if let Some(c) = data.cpu_options() {
+        req = req.cpu_options(
+            CpuOptionsRequest::builder()
+                .set_nested_virtualization(c.nested_virtualization().cloned())
+                .build(),
+        );
+    }
+    if let Some(c) = data.capacity_reservation_specification() {
+        req = req.capacity_reservation_specification(
+            CapacityReservationSpecification::builder()
+                .set_capacity_reservation_preference(c.capacity_reservation_preference().cloned())
+                .set_capacity_reservation_target(c.capacity_reservation_target().cloned())
+                .build(),
+        );
+    }
+    if let Some(m) = data.instance_market_options() {
+        req = req.instance_market_options(
+            InstanceMarketOptionsRequest::builder()
+                .set_market_type(m.market_type().cloned())
+                .build(),
+        );
+    }
+    for t in data.tag_specifications() {
+        req = req.tag_specifications(
+            TagSpecification::builder()
+                .set_resource_type(t.resource_type().cloned())
+                .set_tags(Some(t.tags().to_vec()))
+                .build(),
+        );
+    }
+    for resource in [ResourceType::Instance, ResourceType::Volume] {
+        req = req.tag_specifications(tag_spec(resource, tags));
+    }
+    req
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::template::{self, TemplateSpec};
+    use nodewright_aws_model::AmiFamily;
+
+    fn client() -> aws_sdk_ec2::Client {
+        let config = aws_sdk_ec2::Config::builder()
+            .behavior_version(aws_sdk_ec2::config::BehaviorVersion::latest())
+            .region(aws_sdk_ec2::config::Region::new("us-east-1"))
+            .build();
+        aws_sdk_ec2::Client::from_conf(config)
+    }
+
+    fn spec() -> TemplateSpec {
+        TemplateSpec {
+            image_id: "ami-1".into(),
+            user_data: "dXNlcg==".into(),
+            instance_profile: Some("profile".into()),
+            security_group_ids: vec!["sg-1".into(), "sg-2".into()],
+            metadata: template::metadata(None),
+            block_devices: template::block_devices(AmiFamily::AL2023, None).unwrap(),
+            detailed_monitoring: true,
+            primary_interface: None,
+            efa_interfaces: 0,
+            class_interfaces: Vec::new(),
+            nested_virtualization: None,
+            connection_tracking: None,
+            capacity_reservation: None,
+            placement: None,
+            tags: [("team".to_string(), "a".to_string())].into(),
+        }
+    }
+
+    #[test]
+    fn a_template_without_interfaces_launches_into_the_subnet_with_its_groups() {
+        let tags = [("karpenter.sh/nodepool".to_string(), String::new())].into();
+        let req = run_instances_request(
+            &client(),
+            &template::request_data(&spec()),
+            "m5.large",
+            "subnet-1",
+            &tags,
+        );
+        let i = req.as_input();
+        assert_eq!(i.get_image_id().as_deref(), Some("ami-1"));
+        assert_eq!(i.get_user_data().as_deref(), Some("dXNlcg=="));
+        assert_eq!(i.get_instance_type(), &Some(InstanceType::M5Large));
+        assert_eq!((i.get_min_count(), i.get_max_count()), (&Some(1), &Some(1)));
+        assert_eq!(i.get_subnet_id().as_deref(), Some("subnet-1"));
+        assert_eq!(
+            i.get_security_group_ids().clone().unwrap(),
+            vec!["sg-1".to_string(), "sg-2".to_string()]
+        );
+        assert_eq!(
+            i.get_iam_instance_profile().as_ref().and_then(|p| p.name()),
+            Some("profile")
+        );
+        let m = i.get_metadata_options().clone().unwrap();
+        assert_eq!(m.http_tokens(), Some(&HttpTokensState::Required));
+        assert_eq!(m.http_put_response_hop_limit(), Some(1));
+        assert_eq!(
+            i.get_monitoring().as_ref().and_then(|m| m.enabled()),
+            Some(true)
+        );
+        let root = &i.get_block_device_mappings().clone().unwrap()[0];
+        assert_eq!(root.device_name(), Some("/dev/xvda"));
+        assert_eq!(root.ebs().and_then(|e| e.volume_size()), Some(20));
+        assert_eq!(root.ebs().and_then(|e| e.encrypted()), Some(true));
+        let kinds: Vec<ResourceType> = i
+            .get_tag_specifications()
+            .clone()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.resource_type().cloned())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ResourceType::NetworkInterface,
+                ResourceType::Instance,
+                ResourceType::Volume
+            ]
+        );
+    }
+
+    #[test]
+    fn a_template_with_interfaces_puts_the_primary_one_in_the_subnet() {
+        let mut s = spec();
+        s.primary_interface = Some(template::PrimaryInterface {
+            associate_public_ip_address: Some(false),
+            ipv4_prefix_count: Some(2),
+            ipv6_address_count: None,
+        });
+        let req = run_instances_request(
+            &client(),
+            &template::request_data(&s),
+            "m5.large",
+            "subnet-9",
+            &BTreeMap::new(),
+        );
+        let i = req.as_input();
+        assert_eq!(i.get_subnet_id(), &None, "EC2 refuses both");
+        assert_eq!(i.get_security_group_ids(), &None);
+        let nics = i.get_network_interfaces().clone().unwrap();
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].subnet_id(), Some("subnet-9"));
+        assert_eq!(nics[0].groups(), ["sg-1", "sg-2"]);
+        assert_eq!(nics[0].ipv4_prefix_count(), Some(2));
+        assert_eq!(nics[0].associate_public_ip_address(), Some(false));
+    }
+}

@@ -1,0 +1,379 @@
+use super::*;
+use crate::nodeclass::aliases::{ARCH_LABEL, Requirement as AmiRequirement};
+use crate::nodeclass::{ResolvedSecurityGroup, ResolvedSubnet};
+use nodewright_core::model::Offering;
+use nodewright_core::requirements::Requirement;
+use nodewright_core::resources::Resources;
+
+fn err(code: &str, message: &str, retryable: bool) -> AwsError {
+    AwsError {
+        operation: "X".into(),
+        code: Some(code.into()),
+        message: message.into(),
+        retryable,
+    }
+}
+
+#[test]
+fn dry_run_operation_is_a_pass_and_refusals_name_the_call() {
+    let ok = err("DryRunOperation", "Request would have succeeded", false);
+    for call in [
+        Call::CreateFleet,
+        Call::CreateLaunchTemplate,
+        Call::RunInstances,
+    ] {
+        assert_eq!(classify(call, &ok), Verdict::Passed);
+    }
+    let denied = err("UnauthorizedOperation", "You are not authorized", false);
+    let reasons: Vec<Verdict> = [
+        Call::CreateFleet,
+        Call::CreateLaunchTemplate,
+        Call::RunInstances,
+    ]
+    .into_iter()
+    .map(|c| classify(c, &denied))
+    .collect();
+    let names: Vec<&str> = reasons
+        .iter()
+        .map(|v| match v {
+            Verdict::Failed { reason, message } => {
+                assert!(message.contains("not authorized"), "{message}");
+                *reason
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "CreateFleetAuthCheckFailed",
+            "CreateLaunchTemplateAuthCheckFailed",
+            "RunInstancesAuthCheckFailed"
+        ]
+    );
+    let Verdict::Failed { message, .. } = classify(Call::RunInstances, &denied) else {
+        unreachable!()
+    };
+    assert!(message.contains("ec2:RunInstances"), "{message}");
+    for code in ["AccessDenied", "AccessDeniedException"] {
+        assert!(matches!(
+            classify(Call::CreateFleet, &err(code, "no", false)),
+            Verdict::Failed {
+                reason: "CreateFleetAuthCheckFailed",
+                ..
+            }
+        ));
+    }
+}
+
+#[test]
+fn oversized_user_data_refusals_are_their_own_reason() {
+    let e = err(
+        "InvalidParameterValue",
+        "User data is limited to 16384 bytes",
+        false,
+    );
+    assert!(matches!(
+        classify(Call::RunInstances, &e),
+        Verdict::Failed {
+            reason: "UserDataSizeLimitExceeded",
+            ..
+        }
+    ));
+    // Another invalid parameter is no verdict about the class's permissions.
+    let other = err("InvalidParameterValue", "Invalid value for tenancy", false);
+    assert!(matches!(
+        classify(Call::RunInstances, &other),
+        Verdict::Undecided { .. }
+    ));
+}
+
+#[test]
+fn throttling_profiles_not_yet_visible_and_surprises_give_no_verdict() {
+    let cases = [
+        (err("RequestLimitExceeded", "slow down", true), "throttling"),
+        (
+            err(
+                "InvalidParameterValue",
+                "Value (p) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name",
+                false,
+            ),
+            "not visible",
+        ),
+        (err("InternalError", "boom", false), "unexpected"),
+    ];
+    for (e, why) in cases {
+        match classify(Call::RunInstances, &e) {
+            Verdict::Undecided { message } => {
+                assert!(message.contains(why), "{message}");
+                assert!(message.contains(&e.message), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let transport = AwsError {
+        operation: "CreateFleet".into(),
+        code: None,
+        message: "dispatch failure".into(),
+        retryable: true,
+    };
+    assert!(matches!(
+        classify(Call::CreateFleet, &transport),
+        Verdict::Undecided { .. }
+    ));
+}
+
+#[test]
+fn the_cache_reuses_a_verdict_for_its_key_until_it_expires() {
+    let cache = ValidationCache::new(Duration::from_secs(1800));
+    let t0 = Instant::now();
+    let failed = Verdict::Failed {
+        reason: RUN_INSTANCES_AUTH_FAILED,
+        message: "no".into(),
+    };
+    assert_eq!(cache.get("web", 1, t0), None);
+    cache.put("web", 1, failed.clone(), t0);
+    assert_eq!(
+        cache.get("web", 1, t0 + Duration::from_secs(1799)),
+        Some(failed)
+    );
+    assert_eq!(cache.get("web", 1, t0 + Duration::from_secs(1800)), None);
+    assert_eq!(
+        cache.get("web", 2, t0),
+        None,
+        "another key is another check"
+    );
+    assert_eq!(cache.get("api", 1, t0), None);
+    // A new key replaces the class's entry: one entry per class.
+    cache.put("web", 2, Verdict::Passed, t0);
+    assert_eq!(cache.get("web", 2, t0), Some(Verdict::Passed));
+    assert_eq!(cache.get("web", 1, t0), None);
+    // No verdict is not stored.
+    cache.put(
+        "web",
+        3,
+        Verdict::Undecided {
+            message: "throttled".into(),
+        },
+        t0,
+    );
+    assert_eq!(cache.get("web", 3, t0), None);
+    assert_eq!(cache.get("web", 2, t0), Some(Verdict::Passed));
+}
+
+fn ami(id: &str, arch: &str, gpu: bool) -> ResolvedAmi {
+    let mut requirements = vec![AmiRequirement::new(ARCH_LABEL, "In", &[arch])];
+    requirements.push(AmiRequirement::new(
+        GPU_COUNT_LABEL,
+        if gpu { "Exists" } else { "DoesNotExist" },
+        &[],
+    ));
+    ResolvedAmi {
+        id: id.into(),
+        name: id.into(),
+        creation_date: String::new(),
+        deprecated: false,
+        requirements,
+    }
+}
+
+fn itype(name: &str, arch: &str, cpu: i64, gpus: Option<&str>) -> InstanceType {
+    let mut requirements = vec![Requirement::single(ARCH_LABEL, arch)];
+    if let Some(g) = gpus {
+        requirements.push(Requirement::single(GPU_COUNT_LABEL, g));
+    }
+    InstanceType {
+        name: name.into(),
+        requirements,
+        capacity: Resources::new().with(CPU, cpu).with(MEMORY, cpu << 22),
+        overhead: Default::default(),
+        offerings: vec![Offering {
+            zone: "us-east-1a".into(),
+            capacity_type: CapacityType::OnDemand,
+            price: 0.1,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }],
+    }
+}
+
+#[test]
+fn the_validation_type_prefers_upstreams_defaults_then_the_smallest_standard_type() {
+    let amis = vec![
+        ami("ami-gpu", "amd64", true),
+        ami("ami-std", "amd64", false),
+    ];
+    let types = vec![
+        itype("g5.xlarge", "amd64", 4000, Some("1")),
+        itype("c5.large", "amd64", 2000, None),
+        itype("m5.xlarge", "amd64", 4000, None),
+        itype("m5.large", "amd64", 2000, None),
+    ];
+    let (it, a) = choose_instance_type(&types, &amis).unwrap();
+    assert_eq!((it.name.as_str(), a.id.as_str()), ("m5.large", "ami-std"));
+    let (it, _) = choose_instance_type(&types[..3], &amis).unwrap();
+    assert_eq!(it.name, "c5.large", "smallest, then by name");
+    // Only a GPU image: its types are used.
+    let (it, a) = choose_instance_type(&types, &amis[..1]).unwrap();
+    assert_eq!((it.name.as_str(), a.id.as_str()), ("g5.xlarge", "ami-gpu"));
+    // An arm64-only class gets an arm64 type.
+    let arm = vec![ami("ami-arm", "arm64", false)];
+    let mut with_arm = types.clone();
+    with_arm.push(itype("m6g.large", "arm64", 2000, None));
+    let (it, _) = choose_instance_type(&with_arm, &arm).unwrap();
+    assert_eq!(it.name, "m6g.large");
+    // Nothing on demand: nothing to check with.
+    let mut spot_only = itype("m5.large", "amd64", 2000, None);
+    spot_only.offerings[0].capacity_type = CapacityType::Spot;
+    assert_eq!(choose_instance_type(&[spot_only], &amis), None);
+    assert_eq!(choose_instance_type(&types, &arm), None);
+}
+
+fn resolved() -> ResolvedNodeClass {
+    ResolvedNodeClass {
+        subnets: vec![ResolvedSubnet {
+            id: "subnet-1".into(),
+            zone: "us-east-1a".into(),
+            zone_id: None,
+            available_ips: 250,
+        }],
+        security_groups: vec![ResolvedSecurityGroup {
+            id: "sg-1".into(),
+            name: "nodes".into(),
+        }],
+        amis: vec![ami("ami-std", "amd64", false)],
+        instance_profile: Some("profile".into()),
+        capacity_reservations: Vec::new(),
+        placement_group: None,
+        status: Default::default(),
+        hash: "1".into(),
+    }
+}
+
+#[test]
+fn the_key_follows_what_is_validated_but_not_free_addresses() {
+    let r = resolved();
+    let key = |r: &ResolvedNodeClass, hash: &str, it: &str, cluster: &str| {
+        cache_key("uid", hash, r, it, &cluster)
+    };
+    let base = key(&r, "1", "m5.large", "https://a");
+    let mut fewer = r.clone();
+    fewer.subnets[0].available_ips = 3;
+    assert_eq!(key(&fewer, "1", "m5.large", "https://a"), base);
+    assert_ne!(key(&r, "2", "m5.large", "https://a"), base, "spec");
+    assert_ne!(key(&r, "1", "c5.large", "https://a"), base, "type");
+    assert_ne!(key(&r, "1", "m5.large", "https://b"), base, "cluster");
+    let mut other = r.clone();
+    other.amis[0].id = "ami-new".into();
+    assert_ne!(key(&other, "1", "m5.large", "https://a"), base, "image");
+    let mut other = r.clone();
+    other.instance_profile = Some("p2".into());
+    assert_ne!(key(&other, "1", "m5.large", "https://a"), base, "profile");
+    let mut other = r.clone();
+    other.security_groups[0].id = "sg-2".into();
+    assert_ne!(key(&other, "1", "m5.large", "https://a"), base, "groups");
+    assert_ne!(
+        cache_key("uid2", "1", &r, "m5.large", &"https://a"),
+        base,
+        "uid"
+    );
+}
+
+fn cond(type_: &str, status: &str, reason: &str) -> Condition {
+    Condition {
+        type_: type_.into(),
+        status: status.into(),
+        last_transition_time: Some("2026-01-01T00:00:00Z".into()),
+        observed_generation: Some(1),
+        reason: Some(reason.into()),
+        message: Some("m".into()),
+        extra: Default::default(),
+    }
+}
+
+#[test]
+fn no_verdict_keeps_the_stored_one_or_holds_the_class_back() {
+    let undecided = || Verdict::Undecided {
+        message: "throttled".into(),
+    };
+    let stored_ok = [cond(VALIDATION_SUCCEEDED, "True", VALIDATION_SUCCEEDED)];
+    assert_eq!(outcome(undecided(), &stored_ok), Ok(()));
+    let stored_denied = [cond(
+        VALIDATION_SUCCEEDED,
+        "False",
+        CREATE_FLEET_AUTH_FAILED,
+    )];
+    assert_eq!(
+        outcome(undecided(), &stored_denied),
+        Err((CREATE_FLEET_AUTH_FAILED.into(), "m".into()))
+    );
+    // Waiting on dependencies is no verdict about launching.
+    let waiting = [cond(VALIDATION_SUCCEEDED, "False", "DependenciesNotReady")];
+    assert_eq!(
+        outcome(undecided(), &waiting),
+        Err((AUTH_CHECK_INCOMPLETE.into(), "throttled".into()))
+    );
+    assert_eq!(
+        outcome(undecided(), &[]),
+        Err((AUTH_CHECK_INCOMPLETE.into(), "throttled".into()))
+    );
+    // A fresh verdict wins over the stored one.
+    assert_eq!(outcome(Verdict::Passed, &stored_denied), Ok(()));
+    assert_eq!(
+        outcome(
+            Verdict::Failed {
+                reason: USER_DATA_SIZE_LIMIT_EXCEEDED,
+                message: "big".into()
+            },
+            &stored_ok
+        ),
+        Err((USER_DATA_SIZE_LIMIT_EXCEEDED.into(), "big".into()))
+    );
+}
+
+#[test]
+fn a_failed_check_turns_ready_false_and_keeps_the_other_conditions() {
+    let t = Timestamp(1_800_000_000_000);
+    let conds = conditions::conditions(
+        &[
+            (conditions::SUBNETS_READY, Ok(())),
+            (conditions::AMIS_READY, Ok(())),
+            (VALIDATION_SUCCEEDED, Ok(())),
+        ],
+        &[],
+        Some(2),
+        t,
+    );
+    let denied: Outcome = Err((RUN_INSTANCES_AUTH_FAILED.into(), "not allowed".into()));
+    let out = with_validation(&conds, &denied, &conds, Some(2), t);
+    let get = |type_: &str| out.iter().find(|c| c.type_ == type_).unwrap().clone();
+    assert_eq!(out.len(), 4);
+    let v = get(VALIDATION_SUCCEEDED);
+    assert_eq!(
+        (v.status.as_str(), v.reason.as_deref(), v.message.as_deref()),
+        (
+            "False",
+            Some(RUN_INSTANCES_AUTH_FAILED),
+            Some("not allowed")
+        )
+    );
+    let ready = get(READY);
+    assert_eq!(ready.status, "False");
+    assert_eq!(
+        ready.message.as_deref(),
+        Some("ValidationSucceeded not ready")
+    );
+    assert_eq!(get(conditions::SUBNETS_READY).status, "True");
+    // Passing again: Ready is back, the other conditions keep their transition times.
+    let later = Timestamp(1_800_000_060_000);
+    let back = with_validation(&out, &Ok(()), &out, Some(2), later);
+    let ready = back.iter().find(|c| c.type_ == READY).unwrap();
+    assert_eq!(ready.status, "True");
+    assert_eq!(ready.last_transition_time, Some(conditions::rfc3339(later)));
+    let subnets = back
+        .iter()
+        .find(|c| c.type_ == conditions::SUBNETS_READY)
+        .unwrap();
+    assert_eq!(subnets.last_transition_time, Some(conditions::rfc3339(t)));
+}

@@ -1,0 +1,310 @@
+//! `ValidationSucceeded` from launch checks against moto: the authorization dry runs a
+//! reconcile sends (seen through a recording proxy), their cache, `DISABLE_DRY_RUN`, oversized
+//! user data, and EC2's refusals (which moto never sends, so the proxy answers with them).
+
+mod support;
+
+use std::sync::Arc;
+
+use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_cloud::CloudProvider;
+use nodewright_cloud_aws::launch::ClusterInfo;
+use nodewright_cloud_aws::{AwsClients, AwsCloud, ClientOptions, StaticCredentials};
+use support::proxy::{self, Proxy};
+use support::{DISCOVERY, Moto, Seed, condition};
+
+macro_rules! moto_or_skip {
+    ($name:expr) => {
+        match support::moto($name).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
+
+const ACTIONS: [&str; 3] = [
+    "Action=CreateFleet",
+    "Action=CreateLaunchTemplate",
+    "Action=RunInstances",
+];
+
+struct Env {
+    seed: Seed,
+    image: String,
+    proxy: Proxy,
+    via: Moto,
+}
+
+async fn clients_via(url: &str) -> AwsClients {
+    AwsClients::new(&ClientOptions {
+        region: support::REGION.into(),
+        endpoint_url: Some(url.to_string()),
+        credentials: Some(StaticCredentials {
+            access_key_id: "testing".into(),
+            secret_access_key: "testing".into(),
+        }),
+    })
+    .await
+}
+
+/// A seeded cluster and an image, with a proxy in front of moto that answers with `reply`
+/// where it gives an answer and records every request.
+async fn env(moto: &Moto, name: &str, reply: proxy::Reply) -> Env {
+    let cluster = support::unique(name);
+    let seed = support::seed(&moto.clients, &cluster).await;
+    let image = support::copy_image(&moto.clients, &support::unique("img"), &[]).await;
+    let proxy = proxy::start_replies(&moto.url, reply, proxy::unchanged()).await;
+    let via = Moto {
+        url: proxy.url.clone(),
+        clients: clients_via(&proxy.url).await,
+    };
+    Env {
+        seed,
+        image,
+        proxy,
+        via,
+    }
+}
+
+impl Env {
+    fn cloud(&self) -> AwsCloud {
+        support::cloud(&self.via, &self.seed.cluster, "", "1.32").with_cluster_info(ClusterInfo {
+            endpoint: "https://validation.example.com".into(),
+            ca_bundle: Some("Q0EgYnVuZGxl".into()),
+            service_cidr: Some("10.100.0.0/16".into()),
+            ..Default::default()
+        })
+    }
+
+    fn class(&self, extra: &str) -> EC2NodeClass {
+        let cluster = &self.seed.cluster;
+        let mut class = support::class(&format!(
+            "metadata: {{name: {cluster}, generation: 1}}\nspec:\n  amiFamily: AL2023\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  amiSelectorTerms: [{{id: {}}}]\n  role: {}\n  tags: {{team: web}}\n{extra}",
+            self.image, self.seed.role
+        ));
+        class.metadata.uid = Some(support::unique("uid"));
+        class
+    }
+
+    /// The dry runs sent so far, per action.
+    fn dry_runs(&self) -> Vec<usize> {
+        ACTIONS
+            .iter()
+            .map(|a| {
+                self.proxy
+                    .sent(a)
+                    .iter()
+                    .filter(|f| f.contains("DryRun=true"))
+                    .count()
+            })
+            .collect()
+    }
+}
+
+fn error_xml(code: &str, message: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
+<Message>{message}</Message></Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000dd</RequestID></Response>"
+    )
+}
+
+/// A reply that refuses dry runs of `action` with `code`.
+fn refuse(action: &'static str, status: u16, code: &'static str) -> proxy::Reply {
+    Arc::new(move |form: &str| {
+        (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true")).then(|| {
+            (
+                status,
+                error_xml(code, "You are not authorized to perform this operation."),
+            )
+        })
+    })
+}
+
+fn no_replies() -> proxy::Reply {
+    Arc::new(|_| None)
+}
+
+#[tokio::test]
+async fn a_class_validates_with_one_dry_run_of_each_launch_call_then_uses_the_verdict() {
+    let moto = moto_or_skip!("validation_dry_runs");
+    let env = env(&moto, "dryrun", no_replies()).await;
+    let cloud = env.cloud();
+    let class = env.class("");
+
+    let status = cloud
+        .reconcile_node_class(&class)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into()),
+        "{status:#?}"
+    );
+    assert_eq!(condition(&status, "Ready").0, "True");
+    assert_eq!(env.dry_runs(), [1, 1, 1]);
+    // What was checked is what a launch sends: the class's image, profile, groups and tags.
+    let run = &env.proxy.sent("Action=RunInstances")[0];
+    assert!(run.contains(&format!("ImageId={}", env.image)), "{run}");
+    assert!(run.contains("InstanceType=m5.large"), "{run}");
+    assert!(run.contains("IamInstanceProfile.Name="), "{run}");
+    assert!(run.contains(&env.seed.security_groups[0].0), "{run}");
+    assert!(run.contains("UserData="), "{run}");
+    let fleet = &env.proxy.sent("Action=CreateFleet")[0];
+    assert!(
+        fleet.contains("LaunchTemplateName=karpenter.k8s.aws%2F"),
+        "{fleet}"
+    );
+    assert!(fleet.contains("Value=web"), "the class's tags: {fleet}");
+    // Dry runs create nothing.
+    let templates = moto
+        .clients
+        .ec2
+        .describe_launch_templates()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("tag:karpenter.k8s.aws/cluster")
+                .values(&env.seed.cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(templates.launch_templates().is_empty());
+
+    // The verdict is reused: no more dry runs for the same class.
+    let mut stored = class.clone();
+    stored.status = Some(status);
+    let again = cloud
+        .reconcile_node_class(&stored)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&again, "ValidationSucceeded").0, "True");
+    assert_eq!(env.dry_runs(), [1, 1, 1]);
+
+    // A change to what a launch would send is checked again.
+    let mut changed = env.class("  metadataOptions: {httpPutResponseHopLimit: 2}\n");
+    changed.metadata.name = class.metadata.name.clone();
+    changed.metadata.uid = class.metadata.uid.clone();
+    cloud
+        .reconcile_node_class(&changed)
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [2, 2, 2]);
+}
+
+#[tokio::test]
+async fn disable_dry_run_sends_none() {
+    let moto = moto_or_skip!("validation_disable_dry_run");
+    let env = env(&moto, "nodryrun", no_replies()).await;
+    let mut cloud = env.cloud();
+    cloud.settings.disable_dry_run = true;
+    let status = cloud
+        .reconcile_node_class(&env.class(""))
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "ValidationSucceeded").0, "True");
+    assert_eq!(condition(&status, "Ready").0, "True");
+    assert_eq!(env.dry_runs(), [0, 0, 0]);
+}
+
+#[tokio::test]
+async fn oversized_user_data_fails_validation_before_any_dry_run() {
+    let moto = moto_or_skip!("validation_user_data_size");
+    let env = env(&moto, "bigdata", no_replies()).await;
+    let cloud = env.cloud();
+    let big = "x".repeat(17_000);
+    let class = env.class(&format!("  userData: |\n    #!/bin/bash\n    echo {big}\n"));
+    let mut custom = class.clone();
+    custom.spec.ami_family = Some("Custom".into());
+    for c in [class, custom] {
+        let status = cloud
+            .reconcile_node_class(&c)
+            .await
+            .expect("reconcile")
+            .status;
+        assert_eq!(
+            condition(&status, "ValidationSucceeded"),
+            ("False".into(), "UserDataSizeLimitExceeded".into()),
+            "{:?}",
+            c.spec.ami_family
+        );
+        assert_eq!(condition(&status, "Ready").0, "False");
+    }
+    assert_eq!(env.dry_runs(), [0, 0, 0]);
+}
+
+#[tokio::test]
+async fn refused_dry_runs_name_the_call_the_controller_may_not_make() {
+    let moto = moto_or_skip!("validation_refusals");
+    for (action, reason) in [
+        ("CreateFleet", "CreateFleetAuthCheckFailed"),
+        (
+            "CreateLaunchTemplate",
+            "CreateLaunchTemplateAuthCheckFailed",
+        ),
+        ("RunInstances", "RunInstancesAuthCheckFailed"),
+    ] {
+        let env = env(
+            &moto,
+            "refused",
+            refuse(action, 403, "UnauthorizedOperation"),
+        )
+        .await;
+        let status = env
+            .cloud()
+            .reconcile_node_class(&env.class(""))
+            .await
+            .expect("reconcile")
+            .status;
+        assert_eq!(
+            condition(&status, "ValidationSucceeded"),
+            ("False".into(), reason.into())
+        );
+        assert_eq!(condition(&status, "Ready").0, "False");
+    }
+}
+
+#[tokio::test]
+async fn a_throttled_dry_run_keeps_the_stored_verdict_and_is_tried_again() {
+    let moto = moto_or_skip!("validation_throttled");
+    let env = env(
+        &moto,
+        "throttled",
+        refuse("CreateLaunchTemplate", 503, "RequestLimitExceeded"),
+    )
+    .await;
+    let cloud = env.cloud();
+    let class = env.class("");
+    // Never checked: not known to be launchable.
+    let first = cloud
+        .reconcile_node_class(&class)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(
+        condition(&first, "ValidationSucceeded"),
+        ("False".into(), "AuthCheckIncomplete".into())
+    );
+    // Checked before: the verdict stands while EC2 throttles, and each reconcile tries again.
+    let mut stored = class.clone();
+    let mut ok = first.clone();
+    for c in ok.conditions.iter_mut().flatten() {
+        if c.type_ == "ValidationSucceeded" {
+            c.status = "True".into();
+            c.reason = Some("ValidationSucceeded".into());
+        }
+    }
+    stored.status = Some(ok);
+    let second = cloud
+        .reconcile_node_class(&stored)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&second, "ValidationSucceeded").0, "True");
+    assert_eq!(condition(&second, "Ready").0, "True");
+    let tried = env.dry_runs()[1];
+    assert_eq!(tried, 2, "one attempt per reconcile, no retries");
+}
