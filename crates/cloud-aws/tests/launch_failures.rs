@@ -71,14 +71,7 @@ async fn each_fleet_error_is_reported_with_zone_zone_id_and_capacity_type() {
     let cluster = support::unique("launch-fail");
     let seed = support::seed(&moto.clients, &cluster).await;
     let prefix = format!("/{cluster}");
-    let image = support::copy_image(&moto.clients, &format!("{cluster}-al2023"), &[]).await;
-    support::put_parameter(
-        &moto.clients,
-        &prefix,
-        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id",
-        &image,
-    )
-    .await;
+    support::publish_al2023(&moto.clients, &cluster, &prefix).await;
     let (subnet_a, zone_a) = seed.subnets[0].clone();
     let cloud = support::cloud(&moto, &cluster, &prefix, "1.32")
         .with_cluster_info(ClusterInfo {

@@ -83,14 +83,7 @@ async fn env(moto: Moto, name: &str) -> Env {
     let cluster = support::unique(name);
     let seed = support::seed(&moto.clients, &cluster).await;
     let prefix = format!("/{cluster}");
-    let image = support::copy_image(&moto.clients, &format!("{cluster}-al2023"), &[]).await;
-    support::put_parameter(
-        &moto.clients,
-        &prefix,
-        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id",
-        &image,
-    )
-    .await;
+    support::publish_al2023(&moto.clients, &cluster, &prefix).await;
     let groups = Arc::new(Groups::default());
     groups.0.lock().unwrap().extend([
         group("pg-0c1", &format!("{cluster}-hpc"), Strategy::Cluster, 0),

@@ -84,14 +84,7 @@ async fn terminating_a_reserved_instance_frees_its_place_right_away() {
         .await,
     };
     let prefix = format!("/{name}");
-    let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
-    support::put_parameter(
-        &moto.clients,
-        &prefix,
-        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id",
-        &image,
-    )
-    .await;
+    support::publish_al2023(&moto.clients, &name, &prefix).await;
     let cloud = support::cloud(&via, &name, &prefix, "1.32").with_cluster_info(
         nodewright_cloud_aws::launch::ClusterInfo {
             endpoint: "https://api.example.internal".into(),

@@ -78,14 +78,7 @@ async fn a_registered_claims_instance_is_named_after_its_node() {
     let cluster = support::unique("tagging");
     let seed = support::seed(&moto.clients, &cluster).await;
     let prefix = format!("/{cluster}");
-    let image = support::copy_image(&moto.clients, &format!("{cluster}-al2023"), &[]).await;
-    support::put_parameter(
-        &moto.clients,
-        &prefix,
-        "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id",
-        &image,
-    )
-    .await;
+    support::publish_al2023(&moto.clients, &cluster, &prefix).await;
     let cloud = support::cloud(&moto, &cluster, &prefix, "1.32").with_cluster_info(ClusterInfo {
         endpoint: "https://api.example.internal".into(),
         service_cidr: Some("10.100.0.0/16".into()),

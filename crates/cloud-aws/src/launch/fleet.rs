@@ -87,7 +87,11 @@ impl SdkFleet {
     }
 }
 
-fn tag_spec(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecification {
+/// `tags` as one tag specification for `resource`.
+pub(crate) fn tag_spec(
+    resource: ResourceType,
+    tags: &BTreeMap<String, String>,
+) -> TagSpecification {
     TagSpecification::builder()
         .resource_type(resource)
         .set_tags(Some(

@@ -237,6 +237,18 @@ pub async fn put_parameter(c: &AwsClients, prefix: &str, name: &str, value: &str
         .expect("PutParameter");
 }
 
+/// The public SSM parameter naming the recommended AL2023 (x86_64) image for Kubernetes 1.32.
+pub const AL2023_132: &str =
+    "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
+
+/// A copy of moto's EKS image named `{name}-al2023`, published under `prefix` as the
+/// recommended AL2023 image for 1.32 (what `al2023@latest` resolves to). Returns its id.
+pub async fn publish_al2023(c: &AwsClients, name: &str, prefix: &str) -> String {
+    let image = copy_image(c, &format!("{name}-al2023"), &[]).await;
+    put_parameter(c, prefix, AL2023_132, &image).await;
+    image
+}
+
 /// A test-wide `AwsCloud` whose SSM lookups read under `prefix`, with the given cluster.
 /// Nodes would reach the cluster at a made-up endpoint (with a CA and a service CIDR), so
 /// every family's user data can be built; tests about that set their own.

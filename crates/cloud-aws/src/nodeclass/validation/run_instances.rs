@@ -12,19 +12,10 @@ use aws_sdk_ec2::types::{
     HttpTokensState, IamInstanceProfileSpecification, InstanceMarketOptionsRequest,
     InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, InstanceMetadataProtocolState,
     InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType, Placement,
-    RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled, Tag, TagSpecification,
+    RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled, TagSpecification,
 };
 
-fn tag_spec(resource: ResourceType, tags: &BTreeMap<String, String>) -> TagSpecification {
-    TagSpecification::builder()
-        .resource_type(resource)
-        .set_tags(Some(
-            tags.iter()
-                .map(|(k, v)| Tag::builder().key(k).value(v).build())
-                .collect(),
-        ))
-        .build()
-}
+use crate::launch::fleet::tag_spec;
 
 /// The interfaces of `data` in RunInstances' form; the primary one (device 0 on card 0) is
 /// put in `subnet`.
