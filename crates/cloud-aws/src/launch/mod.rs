@@ -410,14 +410,7 @@ impl AwsCloud {
                 tracing::info!(placement_group = %group, zone = %o.zone, code = %e.code, "spread placement group is full in this zone");
                 cache.mark_group_zone(group, &o.zone, now);
                 marked = true;
-                let entry = (
-                    o.instance_type.clone(),
-                    o.zone.clone(),
-                    call.capacity_type.as_str().to_string(),
-                );
-                if !failed.contains(&entry) {
-                    failed.push(entry);
-                }
+                note_failed(failed, o, call.capacity_type);
                 continue;
             }
             if call.capacity_type == CapacityType::Reserved
@@ -428,14 +421,7 @@ impl AwsCloud {
                 // the same type and zone may still have room.
                 self.launch.reservations().exhausted(id);
                 marked = true;
-                let entry = (
-                    o.instance_type.clone(),
-                    o.zone.clone(),
-                    call.capacity_type.as_str().to_string(),
-                );
-                if !failed.contains(&entry) {
-                    failed.push(entry);
-                }
+                note_failed(failed, o, call.capacity_type);
                 continue;
             }
             let fe = FleetError {
@@ -451,14 +437,7 @@ impl AwsCloud {
                 }
                 _ => {
                     marked = true;
-                    let entry = (
-                        o.instance_type.clone(),
-                        o.zone.clone(),
-                        call.capacity_type.as_str().to_string(),
-                    );
-                    if !failed.contains(&entry) {
-                        failed.push(entry);
-                    }
+                    note_failed(failed, o, call.capacity_type);
                 }
             }
         }
@@ -654,6 +633,22 @@ fn with_images<'a>(
 }
 
 /// The override a CreateFleet error is about: same type, and same subnet or zone when given.
+/// Adds the offering `o` of `capacity_type` to the launch's failed offerings, once.
+fn note_failed(
+    failed: &mut Vec<(String, String, String)>,
+    o: &FleetOverride,
+    capacity_type: CapacityType,
+) {
+    let entry = (
+        o.instance_type.clone(),
+        o.zone.clone(),
+        capacity_type.as_str().to_string(),
+    );
+    if !failed.contains(&entry) {
+        failed.push(entry);
+    }
+}
+
 fn matching_override<'a>(call: &'a FleetCall, e: &FleetFailure) -> Option<&'a FleetOverride> {
     let ty = e.instance_type.as_deref()?;
     call.overrides().find(|o| {
