@@ -123,10 +123,9 @@ impl NodeCache {
                 seq.push(*slot);
             }
             if *seq != *e.last.0 {
-                // The buffer becomes the kept sequence; the next replay starts a new one.
-                let seq = std::mem::take(seq);
-                let reqs = Arc::new(rename(&e.reqs, &seq));
-                e.last = (Arc::new(seq), reqs);
+                // Copied (one allocation of the right size): the buffer keeps its capacity
+                // for the next replay, which would otherwise grow a new one push by push.
+                e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq)));
             } else {
                 self.same_ids += 1;
             }
