@@ -15,12 +15,12 @@
 //! drained: no other candidate's pods land on them, and they are no candidates. Nodes whose
 //! instance is already being terminated leave the budgets, as upstream's
 //! `InstanceTerminating` claims do. A round that found nothing lets the next rounds skip
-//! until the index changes (see [`consolidated`]). A replace command whose targets took pods
-//! its planned replacement cannot hold is rejected at the re-check (see [`sizing`]).
+//! until the index changes (see [`consolidated`]). The re-check is core's
+//! ([`validate`]): a replace whose pods now fit without a new node, or need one its planned
+//! instance types cannot all be, is rejected there.
 
 mod consolidated;
 pub mod journal;
-mod sizing;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -468,24 +468,18 @@ impl Disruptor {
             .await
             .map_err(|e| e.to_string())?;
         self.in_flight().apply(&mut fresh);
-        let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
             queued
                 .into_iter()
                 .map(|q| {
-                    let mut r =
-                        validate(&q.command, &fresh, &sim, settings).map_err(|e| e.to_string());
-                    // The fresh snapshot gives the replacements their current requests.
+                    let r = validate(&q.command, &fresh, &sim).map_err(|e| e.to_string());
+                    // The fresh snapshot gives the replacements their current requests: the
+                    // re-check's simulation found every planned instance type to hold them.
                     let requests = match &r {
                         Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
                         Err(_) => Vec::new(),
                     };
-                    if r.is_ok()
-                        && let Some(why) = sizing::outgrown(&fresh, &q.command, &requests)
-                    {
-                        r = Err(why);
-                    }
                     (
                         Queued {
                             command: q.command,

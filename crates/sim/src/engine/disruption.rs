@@ -101,7 +101,7 @@ impl Engine<'_> {
             let held = self.in_flight();
             let (generation, fresh) = self.cluster.view_held(self.now, &held);
             let sim = Remembering::new(&self.memo, generation, &held, fresh);
-            match validate(&c, fresh, &sim, Settings::default()) {
+            match validate(&c, fresh, &sim) {
                 Ok(()) => {
                     self.start(c);
                     started = true;
