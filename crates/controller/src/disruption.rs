@@ -35,6 +35,7 @@ use nodewright_core::disruption::candidates::{Selection, budget_node_counts, sel
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
@@ -227,7 +228,7 @@ pub struct Disruptor {
     pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
     /// Finished commands whose targets still drain, with when they finished.
-    draining: Mutex<Vec<(Running, Timestamp)>>,
+    draining: Mutex<Draining>,
     marker: Mutex<Marker>,
     pub journal: Journal,
 }
@@ -255,7 +256,7 @@ impl Disruptor {
             },
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
-            draining: Mutex::new(Vec::new()),
+            draining: Mutex::new(Draining::default()),
             marker: Mutex::new(Marker::new(clock.now())),
             journal: Journal::default(),
             clock,
@@ -278,31 +279,29 @@ impl Disruptor {
     }
 
     /// What the running commands hold, and the nodes already terminating. A finished
-    /// command's replacements stay reserved while its targets drain: the evicted pods are
-    /// pending on their way to them, and no simulation counts pending pods.
+    /// command's replacements stay reserved while its targets drain (see [`Draining`]).
     pub(crate) fn in_flight(&self) -> InFlight {
         let mut held = InFlight {
             terminating: self.terminating(),
             ..InFlight::default()
         };
-        let draining = self
-            .draining
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for r in self.running().iter().chain(draining.iter().map(|(r, _)| r)) {
+        for r in self.running() {
             held.add(&r.command, r.replacements.iter().map(String::as_str));
         }
+        self.draining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .hold(&mut held);
         held
     }
 
     /// Forgets finished commands whose targets are drained (gone, or their instance
-    /// terminating), or that finished a command timeout ago.
+    /// terminating), or that finished long enough ago.
     fn forget_drained(&self, now: Timestamp) {
         let s = lock(&self.state);
-        let draining = |t: &Target| {
-            s.nodeclaims.get(&t.nodeclaim).is_some_and(|c| {
-                !c.status
+        let drained = |t: &Target| {
+            s.nodeclaims.get(&t.nodeclaim).is_none_or(|c| {
+                c.status
                     .as_ref()
                     .and_then(|st| st.conditions.as_deref())
                     .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
@@ -311,9 +310,7 @@ impl Disruptor {
         self.draining
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|(r, finished)| {
-                now.since(*finished) < COMMAND_TIMEOUT && r.command.targets.iter().any(draining)
-            });
+            .forget_drained(now, drained);
     }
 
     /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
@@ -747,7 +744,7 @@ impl Disruptor {
                 self.draining
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push((r, now));
+                    .finished(r.command, r.replacements, now);
                 continue;
             }
             for name in &waiting {
