@@ -54,6 +54,7 @@ use crate::metrics::Metrics;
 use crate::provisioner::{replacement_requests, snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
+use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, NodePatch, WriteError};
 use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
@@ -659,7 +660,7 @@ impl Disruptor {
         let Some(c) = lock(&self.state).nodeclaims.get(claim).cloned() else {
             return Ok(());
         };
-        let mut status = c.status.unwrap_or_default();
+        let mut status = c.status.clone().unwrap_or_default();
         let mut conds = status.conditions.clone().unwrap_or_default();
         let changed = match method {
             Some(m) => {
@@ -677,7 +678,7 @@ impl Disruptor {
         };
         if changed {
             status.conditions = Some(conds);
-            self.writer.patch_nodeclaim_status(claim, &status).await?;
+            write_status(&*self.writer, &self.state, &c, &status).await?;
         }
         Ok(())
     }
