@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use nodewright_core::model::{Node, Pod};
-use nodewright_core::resources::{NODES, Resources};
+use nodewright_core::resources::NODES;
 use nodewright_core::taints::first_untolerated;
 
 use crate::cluster::{Cluster, SimClaim, label_matches};
@@ -217,7 +217,7 @@ mod tests {
 
     use nodewright_core::model::{Node, NodeClaim, NodePool, Pod};
     use nodewright_core::requirements::{Operator, Requirement};
-    use nodewright_core::resources::CPU;
+    use nodewright_core::resources::{CPU, Resources};
     use nodewright_core::taints::{Taint, TaintEffect};
 
     use super::*;
