@@ -325,21 +325,17 @@ impl<'p> Engine<'p> {
             self.log_volume_placements(&bound);
         }
         self.schedule_job_runs();
-        let pending: BTreeSet<String> = self
-            .cluster
-            .pending_pods()
-            .into_iter()
-            .map(|p| p.key())
-            .collect();
+        let pending = self.cluster.pending_keys();
+        let now = self.now;
         self.last_trigger.retain(|k, _| pending.contains(k));
         for key in pending {
             let due = self
                 .last_trigger
-                .get(&key)
-                .is_none_or(|t| self.now >= t.plus(POD_REQUEUE));
+                .get(key)
+                .is_none_or(|t| now >= t.plus(POD_REQUEUE));
             if due {
-                self.batcher.trigger(self.now, &key);
-                self.last_trigger.insert(key, self.now);
+                self.batcher.trigger(now, key);
+                self.last_trigger.insert(key.clone(), now);
             }
         }
     }
