@@ -331,6 +331,12 @@ impl CloudProvider for AwsCloud {
         crate::tagging::tagged_annotations()
     }
 
+    /// Only claims of an EC2NodeClass: upstream's tagging controller watches claims managed
+    /// by this provider and nothing else.
+    fn tagged_node_classes(&self) -> &'static [(&'static str, &'static str)] {
+        crate::tagging::TAGGED_NODE_CLASSES
+    }
+
     /// `Name`, `karpenter.sh/nodeclaim` and `eks:eks-cluster-name` on the instance.
     async fn tag_registered(&self, instance: &RegisteredInstance) -> Result<(), CloudError> {
         self.tag_registered_instance(instance).await
