@@ -252,7 +252,14 @@ impl CloudProvider for AwsCloud {
     /// A terminated instance's reservation gets its place back at once, as upstream does, so
     /// the next scheduling round can plan into it before EC2 is asked again.
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
-        if let Some(id) = instances::terminate(&self.clients, provider_id, &self.observer).await? {
+        if let Some(id) = instances::terminate(
+            &self.clients,
+            &self.instance_batchers,
+            provider_id,
+            &self.observer,
+        )
+        .await?
+        {
             self.launch.reservations().released(&id);
             tracing::debug!(provider_id, capacity_reservation_id = %id, "reserved instance terminated; its reservation has one more free instance");
         }
@@ -260,7 +267,9 @@ impl CloudProvider for AwsCloud {
     }
 
     async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
-        Ok(instances::get(&self.clients, provider_id).await?.instance)
+        Ok(instances::get(&self.instance_batchers, provider_id)
+            .await?
+            .instance)
     }
 
     async fn list(&self) -> Result<Vec<Instance>, CloudError> {
@@ -291,7 +300,7 @@ impl CloudProvider for AwsCloud {
         else {
             return Ok(None);
         };
-        let instance = instances::get(&self.clients, pid).await?;
+        let instance = instances::get(&self.instance_batchers, pid).await?;
         let type_name = claim
             .metadata
             .labels

@@ -90,7 +90,7 @@ impl AwsCloud {
         &self,
         registered: &RegisteredInstance,
     ) -> Result<(), CloudError> {
-        let current = instances::get(&self.clients, &registered.provider_id).await?;
+        let current = instances::get(&self.instance_batchers, &registered.provider_id).await?;
         let tags = missing_tags(
             registration_tags(registered, &self.settings.cluster_name),
             &current.instance.tags,
