@@ -175,10 +175,18 @@ impl CloudProvider for AwsCloud {
         &self,
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError> {
-        let mut resolved = self.resolve_node_class(class, now()).await?;
+        let resolved_at = now();
+        let mut resolved = self.resolve_node_class(class, resolved_at).await?;
         self.launch
             .reservations()
             .observe(&resolved.capacity_reservations);
+        // The subnets' free-address counts were just read: they replace the in-flight
+        // predictions on the class's reconcile cadence, not only when a launch resolves the
+        // class, so the predictions cannot drift from EC2's count for longer than a cycle
+        // (upstream refreshes them on every subnet listing).
+        self.launch
+            .addresses()
+            .refresh(&crate::launch::subnet_infos(&resolved), resolved_at);
         self.validate_launch(class, &mut resolved, now()).await;
         Ok(ReconciledNodeClass {
             status: resolved.status,

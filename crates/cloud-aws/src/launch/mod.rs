@@ -578,7 +578,7 @@ fn is_stale_resolution(e: &AwsError) -> bool {
 }
 
 /// The class's subnets with their counted free addresses.
-fn subnet_infos(resolved: &ResolvedNodeClass) -> Vec<SubnetInfo> {
+pub(crate) fn subnet_infos(resolved: &ResolvedNodeClass) -> Vec<SubnetInfo> {
     resolved
         .subnets
         .iter()
