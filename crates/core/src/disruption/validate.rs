@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, MethodClass, budget_node_counts, select};
+use super::candidates::{Candidate, MethodClass, budget_node_counts, select_only};
 use super::command::{Command, Decision, Method};
 use super::consolidation;
 use super::drift::drift_reason;
@@ -77,7 +77,8 @@ pub fn validate(
     } else {
         MethodClass::Graceful
     };
-    let selection = select(fresh, class);
+    let names: Vec<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
+    let selection = select_only(fresh, class, &names);
     let mut current: Vec<&Candidate<'_>> = Vec::new();
     for t in &command.targets {
         if let Some((_, b)) = selection.blocked.iter().find(|(n, _)| n == &t.node) {
