@@ -74,6 +74,8 @@ pub struct AwsCloud {
     pub observer: crate::observe::Observer,
     /// Spaces CreateTags calls after registration (see [`crate::tagging`]).
     pub tag_pacer: crate::tagging::Pacer,
+    /// Merges concurrent DescribeInstances and TerminateInstances calls.
+    pub instance_batchers: crate::instance_batch::InstanceBatchers,
     pub placement_groups: nodeclass::placement::PlacementGroups,
     /// Node class launch verdicts (dry runs), kept 30 minutes.
     pub validation: nodeclass::validation::ValidationCache,
@@ -106,6 +108,7 @@ impl AwsCloud {
         let observer = crate::observe::Observer::default();
         AwsCloud {
             launch: crate::launch::LaunchState::new(&clients, &observer),
+            instance_batchers: crate::instance_batch::InstanceBatchers::new(&clients, &observer),
             placement_groups: nodeclass::placement::PlacementGroups::new(Arc::new(
                 nodeclass::placement::SdkPlacementGroups::new(clients.clone()),
             )),

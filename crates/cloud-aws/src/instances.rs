@@ -19,8 +19,8 @@ use crate::AwsClients;
 use crate::error::AwsError;
 use crate::observe::Observer;
 
-/// The states in which an instance still counts as existing.
-pub const LISTED_STATES: &[&str] = &["pending", "running", "stopping", "stopped", "shutting-down"];
+pub use crate::instance_batch::LISTED_STATES;
+use crate::instance_batch::{InstanceBatchers, state_filter};
 
 /// An instance as EC2 describes it: the provider-neutral view plus the network placement the
 /// drift checks compare against the node class.
@@ -121,17 +121,13 @@ pub fn from_sdk(i: &ec2::Instance) -> Option<Ec2Instance> {
     })
 }
 
-fn state_filter() -> Filter {
-    let mut f = Filter::builder().name("instance-state-name");
-    for s in LISTED_STATES {
-        f = f.values(*s);
-    }
-    f.build()
-}
-
-/// The instance behind `provider_id`, in one of [`LISTED_STATES`].
-pub async fn get(clients: &AwsClients, provider_id: &str) -> Result<Ec2Instance, CloudError> {
-    Ok(describe(clients, provider_id).await?.instance)
+/// The instance behind `provider_id`, in one of [`LISTED_STATES`]. Looked up through the
+/// DescribeInstances batcher, so concurrent lookups share one call.
+pub async fn get(
+    batchers: &InstanceBatchers,
+    provider_id: &str,
+) -> Result<Ec2Instance, CloudError> {
+    Ok(describe(batchers, provider_id).await?.instance)
 }
 
 /// What DescribeInstances says about one instance beyond [`Ec2Instance`].
@@ -144,44 +140,30 @@ struct Described {
 }
 
 /// The instance behind `provider_id`.
-async fn describe(clients: &AwsClients, provider_id: &str) -> Result<Described, CloudError> {
+async fn describe(batchers: &InstanceBatchers, provider_id: &str) -> Result<Described, CloudError> {
     let id = instance_id(provider_id)?;
-    let out = clients
-        .ec2
-        .describe_instances()
-        .instance_ids(id)
-        .filters(state_filter())
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk("DescribeInstances", e));
     let not_found = || CloudError::NotFound {
         provider_id: provider_id.to_string(),
     };
-    let out = match out {
-        Ok(o) => o,
-        Err(e) if e.is_not_found() => return Err(not_found()),
-        Err(e) => return Err(e.into()),
+    let Some(i) = batchers.describe(id).await? else {
+        return Err(not_found());
     };
-    out.reservations()
-        .iter()
-        .flat_map(|r| r.instances())
-        .filter(|i| i.instance_id() == Some(id))
-        .filter_map(|i| {
-            Some(Described {
-                instance: from_sdk(i)?,
-                reservation: i
-                    .capacity_reservation_id()
-                    .filter(|r| !r.is_empty())
-                    .map(str::to_string),
-                zone_id: i
-                    .placement()
-                    .and_then(|p| p.availability_zone_id())
-                    .filter(|z| !z.is_empty())
-                    .map(str::to_string),
-            })
-        })
-        .find(|d| d.instance.instance.state != InstanceState::Terminated)
-        .ok_or_else(not_found)
+    let instance = from_sdk(&i).ok_or_else(not_found)?;
+    if instance.instance.state == InstanceState::Terminated {
+        return Err(not_found());
+    }
+    Ok(Described {
+        instance,
+        reservation: i
+            .capacity_reservation_id()
+            .filter(|r| !r.is_empty())
+            .map(str::to_string),
+        zone_id: i
+            .placement()
+            .and_then(|p| p.availability_zone_id())
+            .filter(|z| !z.is_empty())
+            .map(str::to_string),
+    })
 }
 
 /// Every instance of `cluster` this controller launched: tagged with a NodePool and
@@ -236,8 +218,13 @@ pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Ec2Instance
 /// [`CloudError::NotFound`]. Returns the capacity reservation the instance leaves when this
 /// call sent the termination, so its free count can go up once and right away. Any other
 /// refusal is reported to `observer`.
+///
+/// Both the lookup and the termination go through the batchers, so concurrent terminations
+/// share one DescribeInstances and one TerminateInstances; a refusal is still the one EC2
+/// gave for this instance.
 pub async fn terminate(
     clients: &AwsClients,
+    batchers: &InstanceBatchers,
     provider_id: &str,
     observer: &Observer,
 ) -> Result<Option<String>, CloudError> {
@@ -245,19 +232,12 @@ pub async fn terminate(
         instance: current,
         reservation,
         zone_id,
-    } = describe(clients, provider_id).await?;
+    } = describe(batchers, provider_id).await?;
     if current.instance.state == InstanceState::ShuttingDown {
         return Ok(None);
     }
     let id = instance_id(provider_id)?;
-    match clients
-        .ec2
-        .terminate_instances()
-        .instance_ids(id)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk("TerminateInstances", e))
-    {
+    match batchers.terminate(id).await {
         Ok(_) => Ok(reservation),
         Err(e) if e.is_not_found() => Err(CloudError::NotFound {
             provider_id: provider_id.to_string(),

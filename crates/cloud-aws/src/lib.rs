@@ -8,12 +8,14 @@
 //! tests exercise the same code as production; only what moto cannot serve (AWS's public SSM
 //! parameters, real prices) sits behind narrow traits ([`Parameters`], [`PriceSource`]).
 
+pub mod batcher;
 pub mod class_input;
 pub mod clients;
 pub mod cloud;
 pub mod cluster;
 pub mod drift;
 pub mod error;
+pub mod instance_batch;
 pub mod instance_types;
 pub mod instances;
 pub mod interruption;

@@ -175,10 +175,18 @@ impl CloudProvider for AwsCloud {
         &self,
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError> {
-        let mut resolved = self.resolve_node_class(class, now()).await?;
+        let resolved_at = now();
+        let mut resolved = self.resolve_node_class(class, resolved_at).await?;
         self.launch
             .reservations()
             .observe(&resolved.capacity_reservations);
+        // The subnets' free-address counts were just read: they replace the in-flight
+        // predictions on the class's reconcile cadence, not only when a launch resolves the
+        // class, so the predictions cannot drift from EC2's count for longer than a cycle
+        // (upstream refreshes them on every subnet listing).
+        self.launch
+            .addresses()
+            .refresh(&crate::launch::subnet_infos(&resolved), resolved_at);
         self.validate_launch(class, &mut resolved, now()).await;
         Ok(ReconciledNodeClass {
             status: resolved.status,
@@ -252,7 +260,14 @@ impl CloudProvider for AwsCloud {
     /// A terminated instance's reservation gets its place back at once, as upstream does, so
     /// the next scheduling round can plan into it before EC2 is asked again.
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
-        if let Some(id) = instances::terminate(&self.clients, provider_id, &self.observer).await? {
+        if let Some(id) = instances::terminate(
+            &self.clients,
+            &self.instance_batchers,
+            provider_id,
+            &self.observer,
+        )
+        .await?
+        {
             self.launch.reservations().released(&id);
             tracing::debug!(provider_id, capacity_reservation_id = %id, "reserved instance terminated; its reservation has one more free instance");
         }
@@ -260,7 +275,9 @@ impl CloudProvider for AwsCloud {
     }
 
     async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
-        Ok(instances::get(&self.clients, provider_id).await?.instance)
+        Ok(instances::get(&self.instance_batchers, provider_id)
+            .await?
+            .instance)
     }
 
     async fn list(&self) -> Result<Vec<Instance>, CloudError> {
@@ -291,7 +308,7 @@ impl CloudProvider for AwsCloud {
         else {
             return Ok(None);
         };
-        let instance = instances::get(&self.clients, pid).await?;
+        let instance = instances::get(&self.instance_batchers, pid).await?;
         let type_name = claim
             .metadata
             .labels
@@ -329,6 +346,12 @@ impl CloudProvider for AwsCloud {
 
     fn tagged_annotations(&self) -> BTreeMap<String, String> {
         crate::tagging::tagged_annotations()
+    }
+
+    /// Only claims of an EC2NodeClass: upstream's tagging controller watches claims managed
+    /// by this provider and nothing else.
+    fn tagged_node_classes(&self) -> &'static [(&'static str, &'static str)] {
+        crate::tagging::TAGGED_NODE_CLASSES
     }
 
     /// `Name`, `karpenter.sh/nodeclaim` and `eks:eks-cluster-name` on the instance.

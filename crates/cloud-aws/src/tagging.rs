@@ -28,6 +28,12 @@ pub const CLUSTER_NAME_TAGGED: &str = "compatibility.karpenter.k8s.aws/cluster-n
 /// The tag naming the EKS cluster.
 pub const EKS_CLUSTER_NAME: &str = "eks:eks-cluster-name";
 
+/// The claims whose instances are tagged: those of an EC2NodeClass.
+pub const TAGGED_NODE_CLASSES: &[(&str, &str)] =
+    &[(NODE_CLASS_GROUP, nodewright_api::aws::v1::KIND)];
+/// The API group of EC2NodeClass.
+pub const NODE_CLASS_GROUP: &str = "karpenter.k8s.aws";
+
 /// The least time between two CreateTags calls of this kind.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -84,7 +90,7 @@ impl AwsCloud {
         &self,
         registered: &RegisteredInstance,
     ) -> Result<(), CloudError> {
-        let current = instances::get(&self.clients, &registered.provider_id).await?;
+        let current = instances::get(&self.instance_batchers, &registered.provider_id).await?;
         let tags = missing_tags(
             registration_tags(registered, &self.settings.cluster_name),
             &current.instance.tags,

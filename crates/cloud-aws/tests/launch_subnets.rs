@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_aws_model::subnets::SubnetInfo;
+use nodewright_cloud::CloudProvider;
 use nodewright_cloud_aws::AwsCloud;
+use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::error::AwsError;
 use nodewright_cloud_aws::launch::{ClusterInfo, FleetApi, FleetCall, FleetOutcome, SdkFleet};
 use support::{DISCOVERY, Moto, Seed, ZONES};
@@ -179,6 +182,61 @@ async fn launches_in_a_row_spread_over_a_zones_subnets_by_predicted_addresses() 
     for (call, subnet) in calls.iter().zip([&subnet_a, &subnet_b]) {
         assert!(call.overrides().all(|o| &o.subnet_id == subnet), "{call:?}");
     }
+}
+
+/// EC2's free-address count of `subnet` now.
+async fn counted(moto: &Moto, subnet: &str) -> u64 {
+    moto.clients
+        .ec2
+        .describe_subnets()
+        .subnet_ids(subnet)
+        .send()
+        .await
+        .expect("DescribeSubnets")
+        .subnets()[0]
+        .available_ip_address_count()
+        .expect("count") as u64
+}
+
+#[tokio::test]
+async fn a_class_reconcile_replaces_the_predicted_addresses_with_ec2s_count() {
+    let moto = moto_or_skip!("launch_subnets_reconcile_refresh");
+    let env = env(moto, "launch-refresh").await;
+    let zone = ZONES[0];
+    let subnet = env.seed.subnets[0].0.clone();
+    let class = env.class("refresh");
+    let info = SubnetInfo {
+        id: subnet.clone(),
+        zone: zone.to_string(),
+        available_ips: 0,
+    };
+    let before = counted(&env.moto, &subnet).await;
+    env.cloud
+        .launch(
+            &claim("refresh-a", "refresh", &["m5.large"], zone),
+            Some(&class),
+        )
+        .await
+        .expect("launch");
+    // The launch predicted the instance's pods (29 for m5.large) taken from the subnet.
+    let predicted = env.cloud.launch.addresses().free(&info, now());
+    assert_eq!(predicted, before as i64 - 29);
+    let after = counted(&env.moto, &subnet).await;
+    assert_ne!(
+        predicted, after as i64,
+        "EC2 counts the instance, not its pods"
+    );
+
+    // The class's periodic reconcile reads the subnets again; its count replaces the
+    // prediction without waiting for the next launch to resolve the class.
+    env.cloud
+        .reconcile_node_class(&class)
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        env.cloud.launch.addresses().free(&info, now()),
+        after as i64
+    );
 }
 
 #[tokio::test]

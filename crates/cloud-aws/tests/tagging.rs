@@ -114,6 +114,11 @@ async fn a_registered_claims_instance_is_named_after_its_node() {
             (CLUSTER_NAME_TAGGED.to_string(), "true".to_string()),
         ])
     );
+    // Only claims of an EC2NodeClass are this provider's to tag.
+    assert_eq!(
+        cloud.tagged_node_classes(),
+        &[("karpenter.k8s.aws", "EC2NodeClass")]
+    );
     let registered = RegisteredInstance {
         nodeclaim: "tag-1".into(),
         node_name: "ip-10-0-1-23.ec2.internal".into(),

@@ -115,6 +115,14 @@ pub trait CloudProvider: Send + Sync {
         BTreeMap::new()
     }
 
+    /// The node classes, as (`group`, `kind`) of a claim's `nodeClassRef`, whose claims
+    /// [`CloudProvider::tag_registered`] is for (`karpenter.k8s.aws` `EC2NodeClass` for EC2).
+    /// A claim naming any other kind of class belongs to another provider and is left alone.
+    /// Empty: every claim.
+    fn tagged_node_classes(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// Tags the instance of a registered claim with what registration told (the node's name)
     /// along with the claim's and the cluster's names. Called until it succeeds, then the
     /// controller writes [`CloudProvider::tagged_annotations`] on the claim.

@@ -149,6 +149,10 @@ impl CloudProvider for MeteredCloud {
         self.inner.tagged_annotations()
     }
 
+    fn tagged_node_classes(&self) -> &'static [(&'static str, &'static str)] {
+        self.inner.tagged_node_classes()
+    }
+
     /// Not timed: upstream tags through its instance provider, outside the cloud-provider
     /// methods its duration metric lists.
     async fn tag_registered(&self, instance: &RegisteredInstance) -> Result<(), CloudError> {

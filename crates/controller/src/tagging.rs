@@ -3,7 +3,9 @@
 //! carry the provider's marker annotations has its instance tagged by the provider
 //! ([`CloudProvider::tag_registered`]); the markers are then written on the claim, so each
 //! instance is tagged once. A provider with no markers does nothing after registration and
-//! the loop stays idle.
+//! the loop stays idle. Only claims of the provider's own node classes
+//! ([`CloudProvider::tagged_node_classes`]: `karpenter.k8s.aws` `EC2NodeClass` for EC2) are
+//! considered, as upstream's controller watches only the claims its provider manages.
 //!
 //! [`untagged`] is the pure half; [`TaggingController`] is the shell, writing only on the
 //! leader.
@@ -23,10 +25,13 @@ use crate::write::{KubeWriter, MetaPatch};
 pub const CHECK_EVERY: Duration = Duration::from_secs(5);
 
 /// Registered, live claims missing any of `markers` (key and value), sorted by claim name.
-/// With no markers nothing is missing.
+/// With no markers nothing is missing. When `classes` (group, kind) is not empty, only claims
+/// whose `nodeClassRef` names one of them count: a claim of another provider's node class is
+/// not this provider's to tag.
 pub fn untagged(
     state: &ClusterState,
     markers: &BTreeMap<String, String>,
+    classes: &[(&str, &str)],
 ) -> Vec<RegisteredInstance> {
     if markers.is_empty() {
         return Vec::new();
@@ -35,6 +40,10 @@ pub fn untagged(
         .nodeclaims
         .values()
         .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .filter(|c| {
+            let r = &c.spec.node_class_ref;
+            classes.is_empty() || classes.iter().any(|(g, k)| r.group == *g && r.kind == *k)
+        })
         .filter(|c| {
             let have = c.metadata.annotations.as_ref();
             markers
@@ -122,7 +131,8 @@ impl TaggingController {
             return out;
         }
         let markers = self.cloud.tagged_annotations();
-        let todo = untagged(&lock(&self.state), &markers);
+        let classes = self.cloud.tagged_node_classes();
+        let todo = untagged(&lock(&self.state), &markers, classes);
         if todo.is_empty() {
             return out;
         }
@@ -258,7 +268,7 @@ mod tests {
                 false,
             ),
         ]);
-        let todo = untagged(&s, &markers());
+        let todo = untagged(&s, &markers(), &[]);
         assert_eq!(
             names(&todo),
             vec!["a-ready", "b-ready", "half-done", "marked-false"]
@@ -273,6 +283,30 @@ mod tests {
         );
     }
 
+    /// A registered, unmarked claim whose `nodeClassRef` is (`group`, `kind`).
+    fn claim_of(name: &str, group: &str, kind: &str) -> Object {
+        let mut o = claim(name, registered("i-1", name), json!({}), false);
+        if let Object::NodeClaim(c) = &mut o {
+            c.spec.node_class_ref.group = group.into();
+            c.spec.node_class_ref.kind = kind.into();
+        }
+        o
+    }
+
+    #[test]
+    fn only_claims_of_the_providers_node_classes_are_tagged() {
+        let s = state(vec![
+            claim_of("ec2", "karpenter.k8s.aws", "EC2NodeClass"),
+            claim_of("kwok", "karpenter.kwok.sh", "KWOKNodeClass"),
+            claim_of("other-kind", "karpenter.k8s.aws", "OtherNodeClass"),
+            claim_of("other-group", "example.com", "EC2NodeClass"),
+        ]);
+        let ec2 = [("karpenter.k8s.aws", "EC2NodeClass")];
+        assert_eq!(names(&untagged(&s, &markers(), &ec2)), vec!["ec2"]);
+        // A provider that names no classes considers every claim.
+        assert_eq!(untagged(&s, &markers(), &[]).len(), 4);
+    }
+
     #[test]
     fn a_provider_without_markers_tags_nothing() {
         let s = state(vec![claim(
@@ -281,7 +315,7 @@ mod tests {
             json!({}),
             false,
         )]);
-        assert!(untagged(&s, &BTreeMap::new()).is_empty());
+        assert!(untagged(&s, &BTreeMap::new(), &[]).is_empty());
     }
 
     #[test]

@@ -4,9 +4,8 @@
 //! (`karpenter.sh/nodeclaim`, `Name`) are what differ between such calls; they are left out of
 //! the merged request and put on each caller's instance afterwards.
 //!
-//! Each batch sent is reported to the observer (its size and how long its window stayed open),
-//! as upstream's `karpenter_cloudprovider_batcher_batch_size` and `_batch_time_seconds` with
-//! `batcher="create_fleet"`.
+//! The windows, the fan-out and the batch metrics (`batcher="create_fleet"`) are
+//! [`crate::batcher`]'s; this module says what is merged and how the instances are shared.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,11 +13,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::Tag;
-use tokio::sync::{Mutex, oneshot};
-use tokio::time::Instant;
 
 use super::fleet::{FleetApi, FleetCall, FleetOutcome};
 use crate::AwsClients;
+use crate::batcher::{Batcher, Executor, Window};
 use crate::error::AwsError;
 use crate::observe::Observer;
 
@@ -37,31 +35,6 @@ const CLAIM_TAGS: &[&str] = &[
     nodewright_cloud::tags::NAME,
 ];
 
-type Reply = oneshot::Sender<Result<FleetOutcome, AwsError>>;
-
-struct Waiter {
-    /// The caller's claim-specific tags.
-    own_tags: BTreeMap<String, String>,
-    reply: Reply,
-}
-
-struct Batch {
-    call: FleetCall,
-    waiters: Vec<Waiter>,
-    opened: Instant,
-    last_join: Instant,
-}
-
-/// A [`FleetApi`] that merges identical calls and sends them through `inner`.
-pub struct BatchingFleet {
-    inner: Arc<dyn FleetApi>,
-    clients: AwsClients,
-    idle: Duration,
-    max_wait: Duration,
-    open: Arc<Mutex<BTreeMap<String, Batch>>>,
-    observer: Observer,
-}
-
 /// The call without claim-specific tags, and those tags.
 fn split(call: &FleetCall) -> (FleetCall, BTreeMap<String, String>) {
     let mut shared = call.clone();
@@ -72,6 +45,54 @@ fn split(call: &FleetCall) -> (FleetCall, BTreeMap<String, String>) {
         }
     }
     (shared, own)
+}
+
+/// Sends a batch of identical calls as one CreateFleet for as many instances.
+struct FleetSender {
+    inner: Arc<dyn FleetApi>,
+    clients: AwsClients,
+}
+
+#[async_trait]
+impl Executor for FleetSender {
+    /// The call without its claim tags, spelled out.
+    type Key = String;
+    type Item = FleetCall;
+    type Output = Result<FleetOutcome, AwsError>;
+
+    async fn execute(&self, _key: &String, calls: Vec<FleetCall>) -> Vec<Self::Output> {
+        if calls.len() == 1 {
+            // Alone: the original request, claim tags included.
+            return vec![self.inner.create_fleet(&calls[0]).await];
+        }
+        let n = calls.len();
+        let (mut call, _) = split(&calls[0]);
+        call.total_target_capacity = n as u32;
+        tracing::debug!(instances = n, "sending batched CreateFleet");
+        match self.inner.create_fleet(&call).await {
+            Err(e) => vec![Err(e); n],
+            Ok(outcome) => {
+                let mut instances = outcome.instances.into_iter();
+                let mut out = Vec::with_capacity(n);
+                for c in &calls {
+                    let mine = instances.next();
+                    if let Some(i) = &mine {
+                        tag_instance(&self.clients, &i.instance_id, &split(c).1).await;
+                    }
+                    out.push(Ok(FleetOutcome {
+                        instances: mine.into_iter().collect(),
+                        errors: outcome.errors.clone(),
+                    }));
+                }
+                out
+            }
+        }
+    }
+}
+
+/// A [`FleetApi`] that merges identical calls and sends them through `inner`.
+pub struct BatchingFleet {
+    batcher: Batcher<FleetSender>,
 }
 
 impl BatchingFleet {
@@ -85,86 +106,37 @@ impl BatchingFleet {
         idle: Duration,
         max_wait: Duration,
     ) -> Self {
-        BatchingFleet {
-            inner,
-            clients,
+        Self::build(inner, clients, idle, max_wait, Observer::default())
+    }
+
+    fn build(
+        inner: Arc<dyn FleetApi>,
+        clients: AwsClients,
+        idle: Duration,
+        max_wait: Duration,
+        observer: Observer,
+    ) -> Self {
+        let window = Window {
             idle,
             max_wait,
-            open: Arc::new(Mutex::new(BTreeMap::new())),
-            observer: Observer::default(),
+            max_items: MAX_ITEMS,
+        };
+        BatchingFleet {
+            batcher: Batcher::new(BATCHER, FleetSender { inner, clients }, window, observer),
         }
     }
 
     /// The same batcher reporting each batch it sends to `observer`.
-    pub fn observed_by(mut self, observer: Observer) -> Self {
-        self.observer = observer;
-        self
-    }
-
-    /// Waits out the batch's window, then sends it and hands out the instances.
-    async fn flush(
-        inner: Arc<dyn FleetApi>,
-        clients: AwsClients,
-        open: Arc<Mutex<BTreeMap<String, Batch>>>,
-        key: String,
-        idle: Duration,
-        max_wait: Duration,
-        observer: Observer,
-    ) {
-        let batch = loop {
-            let wake = {
-                let mut map = open.lock().await;
-                let Some(b) = map.get(&key) else { return };
-                let idle_until = b.last_join + idle;
-                let deadline = b.opened + max_wait;
-                let now = Instant::now();
-                if now >= idle_until || now >= deadline || b.waiters.len() >= MAX_ITEMS {
-                    break map.remove(&key);
-                }
-                idle_until.min(deadline)
-            };
-            tokio::time::sleep_until(wake).await;
-        };
-        let Some(batch) = batch else { return };
-        let n = batch.waiters.len();
-        observer.batch_flushed(&nodewright_cloud::BatchFlushed {
-            batcher: BATCHER,
-            size: n,
-            window_seconds: batch.opened.elapsed().as_secs_f64(),
-        });
-        if n == 1 {
-            // Alone: the original request, claim tags included.
-            let w = batch.waiters.into_iter().next();
-            if let Some(w) = w {
-                let mut call = batch.call;
-                call.tags.extend(w.own_tags);
-                let _ = w.reply.send(inner.create_fleet(&call).await);
-            }
-            return;
-        }
-        let mut call = batch.call;
-        call.total_target_capacity = n as u32;
-        tracing::debug!(instances = n, "sending batched CreateFleet");
-        match inner.create_fleet(&call).await {
-            Err(e) => {
-                for w in batch.waiters {
-                    let _ = w.reply.send(Err(e.clone()));
-                }
-            }
-            Ok(outcome) => {
-                let mut instances = outcome.instances.into_iter();
-                for w in batch.waiters {
-                    let mine = instances.next();
-                    if let Some(i) = &mine {
-                        tag_instance(&clients, &i.instance_id, &w.own_tags).await;
-                    }
-                    let _ = w.reply.send(Ok(FleetOutcome {
-                        instances: mine.into_iter().collect(),
-                        errors: outcome.errors.clone(),
-                    }));
-                }
-            }
-        }
+    pub fn observed_by(self, observer: Observer) -> Self {
+        let s = self.batcher.executor();
+        let window = self.batcher.window();
+        Self::build(
+            s.inner.clone(),
+            s.clients.clone(),
+            window.idle,
+            window.max_wait,
+            observer,
+        )
     }
 }
 
@@ -187,50 +159,11 @@ async fn tag_instance(clients: &AwsClients, id: &str, tags: &BTreeMap<String, St
 #[async_trait]
 impl FleetApi for BatchingFleet {
     async fn create_fleet(&self, call: &FleetCall) -> Result<FleetOutcome, AwsError> {
-        let (shared, own_tags) = split(call);
-        let key = format!("{shared:?}");
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut map = self.open.lock().await;
-            let waiter = Waiter {
-                own_tags,
-                reply: tx,
-            };
-            match map.get_mut(&key) {
-                Some(b) => {
-                    b.waiters.push(waiter);
-                    b.last_join = Instant::now();
-                }
-                None => {
-                    let now = Instant::now();
-                    map.insert(
-                        key.clone(),
-                        Batch {
-                            call: shared,
-                            waiters: vec![waiter],
-                            opened: now,
-                            last_join: now,
-                        },
-                    );
-                    // Its own task, so a caller that gives up does not strand the others.
-                    tokio::spawn(Self::flush(
-                        self.inner.clone(),
-                        self.clients.clone(),
-                        self.open.clone(),
-                        key,
-                        self.idle,
-                        self.max_wait,
-                        self.observer.clone(),
-                    ));
-                }
-            }
-        }
-        rx.await.unwrap_or_else(|_| {
-            Err(AwsError::new(
-                "CreateFleet",
-                "the batched request was dropped before it was sent",
-            ))
-        })
+        let key = format!("{:?}", split(call).0);
+        self.batcher
+            .add(key, call.clone())
+            .await
+            .unwrap_or_else(|e| Err(AwsError::new("CreateFleet", e.to_string())))
     }
 }
 

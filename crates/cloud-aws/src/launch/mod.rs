@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod claim;
+pub mod failures;
 pub mod fleet;
 pub mod resolved;
 pub mod template;
@@ -19,10 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_aws_model::ice::{
-    FleetError, Marked, SPOT_ROLE_MISSING_CODE, UNFULFILLABLE_CODES, UnavailableOfferings,
-    is_spread_limit,
-};
+use nodewright_aws_model::ice::{FleetError, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
 use nodewright_aws_model::launch::{
     FleetOverride, LaunchError, LaunchInput, few_types_on_demand_fallback, plan_launch,
     usable_offering,
@@ -45,6 +43,7 @@ use crate::error::AwsError;
 use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
 
 pub use batch::BatchingFleet;
+pub use failures::FailureKind;
 pub use fleet::{FleetApi, FleetCall, FleetFailure, FleetInstance, FleetOutcome, SdkFleet};
 pub use template::{TemplateCache, TemplateSpec};
 pub use userdata::ClusterInfo;
@@ -404,42 +403,43 @@ impl AwsCloud {
                 }
                 continue;
             };
-            if let Some(group) = spread_group
-                && is_spread_limit(&e.message)
-            {
-                tracing::info!(placement_group = %group, zone = %o.zone, code = %e.code, "spread placement group is full in this zone");
-                cache.mark_group_zone(group, &o.zone, now);
-                marked = true;
-                note_failed(failed, o, call.capacity_type);
-                continue;
-            }
-            if call.capacity_type == CapacityType::Reserved
-                && UNFULFILLABLE_CODES.contains(&e.code.as_str())
-                && let Some(id) = o.reservation_id.as_deref()
-            {
-                // Upstream marks the reservation, not the offering: another reservation of
-                // the same type and zone may still have room.
-                self.launch.reservations().exhausted(id);
-                marked = true;
-                note_failed(failed, o, call.capacity_type);
-                continue;
-            }
-            let fe = FleetError {
-                code: e.code.clone(),
-                capacity_type: call.capacity_type,
-                instance_type: o.instance_type.clone(),
-                zone: o.zone.clone(),
-                subnet_id: Some(o.subnet_id.clone()),
-            };
-            match cache.record_in(&fe, scope, now) {
-                Marked::Nothing => {
-                    tracing::warn!(code = %e.code, message = %e.message, instance_type = %o.instance_type, zone = %o.zone, "CreateFleet error");
+            let kind = failures::classify(
+                &e.code,
+                &e.message,
+                call.capacity_type,
+                spread_group.is_some(),
+                o.reservation_id.is_some(),
+            );
+            match (kind, spread_group, o.reservation_id.as_deref()) {
+                (FailureKind::SpreadZoneFull, Some(group), _) => {
+                    tracing::info!(placement_group = %group, zone = %o.zone, code = %e.code, "spread placement group is full in this zone");
+                    cache.mark_group_zone(group, &o.zone, now);
+                }
+                (FailureKind::ReservationFull, _, Some(id)) => {
+                    // Upstream marks the reservation, not the offering: another reservation
+                    // of the same type and zone may still have room.
+                    self.launch.reservations().exhausted(id);
+                }
+                (FailureKind::SpotRoleMissing, _, _) => {
+                    cache.mark_capacity_type(CapacityType::Spot, now);
+                }
+                (FailureKind::Offering, _, _) => {
+                    let fe = FleetError {
+                        code: e.code.clone(),
+                        capacity_type: call.capacity_type,
+                        instance_type: o.instance_type.clone(),
+                        zone: o.zone.clone(),
+                        subnet_id: Some(o.subnet_id.clone()),
+                    };
+                    cache.record_in(&fe, scope, now);
                 }
                 _ => {
-                    marked = true;
-                    note_failed(failed, o, call.capacity_type);
+                    tracing::warn!(code = %e.code, message = %e.message, instance_type = %o.instance_type, zone = %o.zone, "CreateFleet error");
+                    continue;
                 }
             }
+            marked = true;
+            note_failed(failed, o, call.capacity_type);
         }
         marked
     }
@@ -578,7 +578,7 @@ fn is_stale_resolution(e: &AwsError) -> bool {
 }
 
 /// The class's subnets with their counted free addresses.
-fn subnet_infos(resolved: &ResolvedNodeClass) -> Vec<SubnetInfo> {
+pub(crate) fn subnet_infos(resolved: &ResolvedNodeClass) -> Vec<SubnetInfo> {
     resolved
         .subnets
         .iter()
