@@ -110,13 +110,24 @@ fn error_xml(code: &str, message: &str) -> String {
 
 /// A reply that refuses dry runs of `action` with `code`.
 fn refuse(action: &'static str, status: u16, code: &'static str) -> proxy::Reply {
+    refuse_with(
+        action,
+        status,
+        code,
+        "You are not authorized to perform this operation.",
+    )
+}
+
+/// A reply that refuses dry runs of `action` with `code` and `message`.
+fn refuse_with(
+    action: &'static str,
+    status: u16,
+    code: &'static str,
+    message: &'static str,
+) -> proxy::Reply {
     Arc::new(move |form: &str| {
-        (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true")).then(|| {
-            (
-                status,
-                error_xml(code, "You are not authorized to perform this operation."),
-            )
-        })
+        (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true"))
+            .then(|| (status, error_xml(code, message)))
     })
 }
 
@@ -307,4 +318,35 @@ async fn a_throttled_dry_run_keeps_the_stored_verdict_and_is_tried_again() {
     assert_eq!(condition(&second, "Ready").0, "True");
     let tried = env.dry_runs()[1];
     assert_eq!(tried, 2, "one attempt per reconcile, no retries");
+}
+
+#[tokio::test]
+async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
+    let moto = moto_or_skip!("validation_user_data_refused");
+    // The message is not one the controller knows: the code alone decides.
+    for action in ["CreateLaunchTemplate", "RunInstances"] {
+        let env = env(
+            &moto,
+            "udrefused",
+            refuse_with(
+                action,
+                400,
+                "InvalidUserData.Malformed",
+                "The request was refused.",
+            ),
+        )
+        .await;
+        let status = env
+            .cloud()
+            .reconcile_node_class(&env.class(""))
+            .await
+            .expect("reconcile")
+            .status;
+        assert_eq!(
+            condition(&status, "ValidationSucceeded"),
+            ("False".into(), "UserDataSizeLimitExceeded".into()),
+            "{action}"
+        );
+        assert_eq!(condition(&status, "Ready").0, "False");
+    }
 }

@@ -100,9 +100,32 @@ impl Verdict {
     }
 }
 
+/// EC2's code for user data it will not take: more than 16 KiB once decoded, or not base64.
+pub const INVALID_USER_DATA: &str = "InvalidUserData.Malformed";
+
+/// A refusal of the request's user data. EC2 answers oversized user data with
+/// [`INVALID_USER_DATA`]; the controller always sends valid base64, so that code means the
+/// size unless the message says the encoding is at fault. An `InvalidParameterValue` that
+/// names the user data limit (as some EC2 peers send) is read as the size too.
+fn user_data_refusal(code: &str, lower: &str, message: &str) -> Option<Verdict> {
+    let about_size = || {
+        lower.contains("user data")
+            && (lower.contains("limit") || lower.contains("exceed") || lower.contains("too large"))
+    };
+    if code == INVALID_USER_DATA {
+        return Some(if lower.contains("base64") {
+            Verdict::failed(LAUNCH_CONFIGURATION_INVALID, message)
+        } else {
+            Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, message)
+        });
+    }
+    (code == "InvalidParameterValue" && about_size())
+        .then(|| Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, message))
+}
+
 /// What EC2's answer to a dry run of `call` means. `DryRunOperation` is EC2's "would have
-/// succeeded"; an authorization refusal fails the class; an oversized user data refusal is
-/// reported as such. Throttling, network errors, an instance profile EC2 does not see yet
+/// succeeded"; an authorization refusal fails the class; a refusal of the user data (EC2's
+/// `InvalidUserData.Malformed`) is reported as oversized user data. Throttling, network errors, an instance profile EC2 does not see yet
 /// (IAM is eventually consistent) and anything unexpected give no verdict.
 pub fn classify(call: Call, err: &AwsError) -> Verdict {
     let code = err.code.as_deref().unwrap_or_default();
@@ -120,11 +143,8 @@ pub fn classify(call: Call, err: &AwsError) -> Verdict {
         );
     }
     let lower = err.message.to_ascii_lowercase();
-    if code == "InvalidParameterValue"
-        && lower.contains("user data")
-        && (lower.contains("limit") || lower.contains("exceed") || lower.contains("too large"))
-    {
-        return Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, err.message.clone());
+    if let Some(verdict) = user_data_refusal(code, &lower, &err.message) {
+        return verdict;
     }
     let why = if err.retryable {
         "EC2 is throttling or unreachable"

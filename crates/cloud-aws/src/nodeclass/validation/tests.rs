@@ -68,6 +68,34 @@ fn dry_run_operation_is_a_pass_and_refusals_name_the_call() {
 
 #[test]
 fn oversized_user_data_refusals_are_their_own_reason() {
+    // By EC2's code, whatever the message says.
+    for message in ["User data is limited to 16384 bytes", "", "request refused"] {
+        let e = err("InvalidUserData.Malformed", message, false);
+        assert!(
+            matches!(
+                classify(Call::CreateLaunchTemplate, &e),
+                Verdict::Failed {
+                    reason: "UserDataSizeLimitExceeded",
+                    ..
+                }
+            ),
+            "{message:?}"
+        );
+    }
+    // The same code about the encoding is a broken launch configuration, not its size.
+    let encoding = err(
+        "InvalidUserData.Malformed",
+        "Invalid BASE64 encoding of user data.",
+        false,
+    );
+    assert!(matches!(
+        classify(Call::RunInstances, &encoding),
+        Verdict::Failed {
+            reason: "LaunchConfigurationInvalid",
+            ..
+        }
+    ));
+    // By the message only as a fallback, under the generic code.
     let e = err(
         "InvalidParameterValue",
         "User data is limited to 16384 bytes",
