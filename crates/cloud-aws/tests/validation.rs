@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_cloud::CloudProvider;
+use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
 use nodewright_cloud_aws::{AwsClients, AwsCloud, ClientOptions, StaticCredentials};
 use support::proxy::{self, Proxy};
@@ -74,6 +75,18 @@ impl Env {
             service_cidr: Some("10.100.0.0/16".into()),
             ..Default::default()
         })
+    }
+
+    /// The provider with the cluster facts it resolved itself from EKS at start.
+    async fn cloud_resolving(&self, eks: &AwsClients, eks_cluster: &str) -> AwsCloud {
+        let known = KnownClusterFacts {
+            name: eks_cluster.to_string(),
+            endpoint: Some("https://validation.example.com".into()),
+            ca_bundle: Some("Q0EgYnVuZGxl".into()),
+            ..Default::default()
+        };
+        let info = cluster::resolve(eks, &known).await;
+        support::cloud(&self.via, &self.seed.cluster, "", "1.32").with_cluster_info(info)
     }
 
     fn class(&self, extra: &str) -> EC2NodeClass {
@@ -349,4 +362,102 @@ async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
         );
         assert_eq!(condition(&status, "Ready").0, "False");
     }
+}
+
+async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
+    use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
+    moto.clients
+        .eks
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
+        .resources_vpc_config(
+            VpcConfigRequest::builder()
+                .set_subnet_ids(Some(subnets.to_vec()))
+                .build(),
+        )
+        .kubernetes_network_config(
+            KubernetesNetworkConfigRequest::builder()
+                .service_ipv4_cidr(cidr)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("CreateCluster");
+}
+
+#[tokio::test]
+async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr() {
+    let moto = moto_or_skip!("validation_cluster_cidr");
+    let env = env(&moto, "nocidr", no_replies()).await;
+    // No EKS cluster of that name: DescribeCluster fails at start.
+    let mut cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    let class = env.class("");
+    // Not even a stored pass or DISABLE_DRY_RUN lets it through.
+    let mut stored = class.clone();
+    stored.status = Some(
+        env.cloud()
+            .reconcile_node_class(&class)
+            .await
+            .expect("reconcile")
+            .status,
+    );
+    assert_eq!(
+        condition(stored.status.as_ref().unwrap(), "Ready").0,
+        "True"
+    );
+    let sent = env.dry_runs();
+    for disable in [false, true] {
+        cloud.settings.disable_dry_run = disable;
+        let reconciled = cloud
+            .reconcile_node_class(&stored)
+            .await
+            .expect("reconcile");
+        assert_eq!(
+            condition(&reconciled.status, "ValidationSucceeded"),
+            ("False".into(), "ClusterCIDRResolutionFailed".into()),
+            "disable_dry_run={disable}"
+        );
+        assert_eq!(condition(&reconciled.status, "Ready").0, "False");
+        let c = reconciled
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "ValidationSucceeded")
+            .unwrap();
+        let message = c.message.clone().unwrap_or_default();
+        assert!(
+            message.contains(&format!("CLUSTER_NAME={}", env.seed.cluster)),
+            "{message}"
+        );
+        assert!(message.contains("ResourceNotFoundException"), "{message}");
+    }
+    assert_eq!(env.dry_runs(), sent, "nothing is dry-run without the CIDR");
+
+    // AL2 nodes do not need it.
+    let mut al2 = env.class("");
+    al2.spec.ami_family = Some("AL2".into());
+    cloud.settings.disable_dry_run = false;
+    let status = cloud
+        .reconcile_node_class(&al2)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
+
+    // Once EKS knows the cluster, a provider started afterwards validates the class.
+    let subnets: Vec<String> = env.seed.subnets.iter().map(|(id, _)| id.clone()).collect();
+    create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.123.0.0/16").await;
+    let cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    let status = cloud
+        .reconcile_node_class(&class)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into())
+    );
+    assert_eq!(condition(&status, "Ready").0, "True");
 }

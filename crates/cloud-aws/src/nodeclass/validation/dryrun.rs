@@ -15,8 +15,9 @@ use nodewright_core::time::Timestamp;
 
 use super::run_instances::run_instances_request;
 use super::{
-    Call, LAUNCH_CONFIGURATION_INVALID, USER_DATA_SIZE_LIMIT_EXCEEDED, Verdict, cache_key,
-    choose_instance_type, classify, outcome, with_validation,
+    CLUSTER_CIDR_RESOLUTION_FAILED, Call, LAUNCH_CONFIGURATION_INVALID,
+    USER_DATA_SIZE_LIMIT_EXCEEDED, Verdict, cache_key, choose_instance_type, classify,
+    cluster_cidr_missing, outcome, with_validation,
 };
 use crate::class_input::node_class_input;
 use crate::cloud::AwsCloud;
@@ -79,14 +80,31 @@ impl AwsCloud {
         resolved: &mut ResolvedNodeClass,
         now: Timestamp,
     ) {
-        if !condition_true(resolved, VALIDATION_SUCCEEDED) {
-            return;
-        }
         let previous = class
             .status
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
+        // First, as upstream: without the CIDR no AL2023 node can join, whatever else holds.
+        let family = node_class_input(class).map(|i| i.ami_family);
+        if let Some(why) = family
+            .ok()
+            .and_then(|f| cluster_cidr_missing(f, self.launch.cluster()))
+        {
+            tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{why}");
+            let conds = resolved.status.conditions.clone().unwrap_or_default();
+            resolved.status.conditions = Some(with_validation(
+                &conds,
+                &Err((CLUSTER_CIDR_RESOLUTION_FAILED.to_string(), why)),
+                &previous,
+                class.metadata.generation,
+                now,
+            ));
+            return;
+        }
+        if !condition_true(resolved, VALIDATION_SUCCEEDED) {
+            return;
+        }
         let verdict = self.launch_verdict(class, resolved).await;
         if let Verdict::Undecided { message } | Verdict::Failed { message, .. } = &verdict {
             tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{message}");

@@ -24,6 +24,8 @@ use super::aliases::{ACCELERATOR_COUNT_LABEL, GPU_COUNT_LABEL};
 use super::conditions::{self, Outcome, READY, VALIDATION_SUCCEEDED};
 use super::{ResolvedAmi, ResolvedNodeClass};
 use crate::error::AwsError;
+use crate::launch::ClusterInfo;
+use nodewright_aws_model::AmiFamily;
 
 pub const CREATE_FLEET_AUTH_FAILED: &str = "CreateFleetAuthCheckFailed";
 pub const CREATE_LAUNCH_TEMPLATE_AUTH_FAILED: &str = "CreateLaunchTemplateAuthCheckFailed";
@@ -32,6 +34,9 @@ pub const USER_DATA_SIZE_LIMIT_EXCEEDED: &str = "UserDataSizeLimitExceeded";
 /// The class's launch configuration cannot be built (the cluster endpoint or service CIDR its
 /// user data needs is unknown, user data of the wrong form ...): every launch would fail.
 pub const LAUNCH_CONFIGURATION_INVALID: &str = "LaunchConfigurationInvalid";
+/// The class uses AL2023, whose nodes cannot join without the cluster's service CIDR, and EKS
+/// `DescribeCluster` did not give it: no node of the class could join.
+pub const CLUSTER_CIDR_RESOLUTION_FAILED: &str = "ClusterCIDRResolutionFailed";
 /// A dry run gave no verdict (throttling, a network error, an answer that is neither success
 /// nor a refusal) and there is no earlier verdict to keep.
 pub const AUTH_CHECK_INCOMPLETE: &str = "AuthCheckIncomplete";
@@ -292,6 +297,21 @@ pub fn choose_instance_type<'a>(
         found.into_iter().next()
     };
     pick(true).or_else(|| pick(false))
+}
+
+/// Why a class of `family` cannot launch nodes that join `cluster`: AL2023's NodeConfig needs
+/// the service CIDR, which only EKS `DescribeCluster` gives. `None` when nothing is missing.
+pub fn cluster_cidr_missing(family: AmiFamily, cluster: &ClusterInfo) -> Option<String> {
+    if family != AmiFamily::AL2023 || cluster.service_cidr.is_some() {
+        return None;
+    }
+    let why = cluster
+        .service_cidr_unknown
+        .as_deref()
+        .unwrap_or("EKS DescribeCluster was not asked");
+    Some(format!(
+        "amiFamily AL2023 needs the cluster's service CIDR, which is unknown: {why}"
+    ))
 }
 
 /// Reasons that are a verdict about the class (not a wait on its dependencies).

@@ -405,3 +405,23 @@ fn a_failed_check_turns_ready_false_and_keeps_the_other_conditions() {
         .unwrap();
     assert_eq!(subnets.last_transition_time, Some(conditions::rfc3339(t)));
 }
+
+#[test]
+fn only_al2023_needs_the_service_cidr_and_the_reason_says_why_it_is_missing() {
+    let unknown = ClusterInfo {
+        endpoint: "https://a".into(),
+        service_cidr_unknown: Some("EKS DescribeCluster for CLUSTER_NAME=prod failed".into()),
+        ..Default::default()
+    };
+    let why = cluster_cidr_missing(AmiFamily::AL2023, &unknown).expect("missing");
+    assert!(why.contains("service CIDR"), "{why}");
+    assert!(why.contains("CLUSTER_NAME=prod"), "{why}");
+    for family in [AmiFamily::AL2, AmiFamily::Bottlerocket, AmiFamily::Custom] {
+        assert_eq!(cluster_cidr_missing(family, &unknown), None, "{family:?}");
+    }
+    let known = ClusterInfo {
+        service_cidr: Some("10.100.0.0/16".into()),
+        ..unknown
+    };
+    assert_eq!(cluster_cidr_missing(AmiFamily::AL2023, &known), None);
+}
