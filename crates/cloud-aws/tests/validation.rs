@@ -461,3 +461,80 @@ async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr()
     );
     assert_eq!(condition(&status, "Ready").0, "True");
 }
+
+fn nodepool(name: &str, class: &str, requirements: &str) -> nodewright_api::v1::nodepool::NodePool {
+    serde_yaml::from_str(&format!(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n      requirements: {requirements}\n"
+    ))
+    .expect("NodePool yaml")
+}
+
+/// The instance types the RunInstances dry runs named, in order.
+fn run_types(env: &Env) -> Vec<String> {
+    env.proxy
+        .sent("Action=RunInstances")
+        .iter()
+        .filter(|f| f.contains("DryRun=true"))
+        .filter_map(|f| {
+            f.split('&')
+                .find_map(|p| p.strip_prefix("InstanceType="))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_dry_run_launches_what_a_nodepool_using_the_class_could() {
+    let moto = moto_or_skip!("validation_nodepool_types");
+    let env = env(&moto, "pools", no_replies()).await;
+    let cloud = env.cloud();
+    let class = env.class("");
+    let name = class.metadata.name.clone().unwrap();
+    let compute = nodepool(
+        "compute",
+        &name,
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [c5.large]}]",
+    );
+    // A pool of another class does not count.
+    let other = nodepool(
+        "other",
+        "someone-else",
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [r5.large]}]",
+    );
+    let status = cloud
+        .reconcile_node_class_for(&class, &[compute.clone(), other.clone()])
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
+    assert_eq!(run_types(&env), ["c5.large"]);
+    let fleet = &env.proxy.sent("Action=CreateFleet")[0];
+    assert!(fleet.contains("InstanceType=c5.large"), "{fleet}");
+    assert!(fleet.contains("Value=compute"), "the pool's tag: {fleet}");
+
+    // Same pool, same launch: the verdict is reused.
+    cloud
+        .reconcile_node_class_for(&class, &[compute, other])
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [1, 1, 1]);
+
+    // The pool now wants spot m5.xlarge: a different launch, checked again as spot.
+    let spot = nodepool(
+        "compute",
+        &name,
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}, {key: karpenter.sh/capacity-type, operator: In, values: [spot]}]",
+    );
+    cloud
+        .reconcile_node_class_for(&class, &[spot])
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [2, 2, 2]);
+    assert_eq!(run_types(&env), ["c5.large", "m5.xlarge"]);
+    let fleet = &env.proxy.sent("Action=CreateFleet")[1];
+    assert!(fleet.contains("DefaultTargetCapacityType=spot"), "{fleet}");
+
+    // No pool uses the class any more: upstream's default type.
+    cloud.reconcile_node_class(&class).await.expect("reconcile");
+    assert_eq!(run_types(&env), ["c5.large", "m5.xlarge", "m5.large"]);
+}
