@@ -15,12 +15,12 @@
 //! drained: no other candidate's pods land on them, and they are no candidates. Nodes whose
 //! instance is already being terminated leave the budgets, as upstream's
 //! `InstanceTerminating` claims do. A round that found nothing lets the next rounds skip
-//! until the index changes (see [`consolidated`]). A replace command whose targets took pods
-//! its planned replacement cannot hold is rejected at the re-check (see [`sizing`]).
+//! until the index changes (see [`consolidated`]). The re-check is core's
+//! ([`validate`]): a replace whose pods now fit without a new node, or need one its planned
+//! instance types cannot all be, is rejected there.
 
 mod consolidated;
 pub mod journal;
-mod sizing;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -35,6 +35,7 @@ use nodewright_core::disruption::candidates::{Selection, budget_node_counts, sel
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
@@ -53,6 +54,7 @@ use crate::metrics::Metrics;
 use crate::provisioner::{replacement_requests, snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
+use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, NodePatch, WriteError};
 use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
@@ -227,7 +229,7 @@ pub struct Disruptor {
     pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
     /// Finished commands whose targets still drain, with when they finished.
-    draining: Mutex<Vec<(Running, Timestamp)>>,
+    draining: Mutex<Draining>,
     marker: Mutex<Marker>,
     pub journal: Journal,
 }
@@ -255,7 +257,7 @@ impl Disruptor {
             },
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
-            draining: Mutex::new(Vec::new()),
+            draining: Mutex::new(Draining::default()),
             marker: Mutex::new(Marker::new(clock.now())),
             journal: Journal::default(),
             clock,
@@ -278,31 +280,29 @@ impl Disruptor {
     }
 
     /// What the running commands hold, and the nodes already terminating. A finished
-    /// command's replacements stay reserved while its targets drain: the evicted pods are
-    /// pending on their way to them, and no simulation counts pending pods.
+    /// command's replacements stay reserved while its targets drain (see [`Draining`]).
     pub(crate) fn in_flight(&self) -> InFlight {
         let mut held = InFlight {
             terminating: self.terminating(),
             ..InFlight::default()
         };
-        let draining = self
-            .draining
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for r in self.running().iter().chain(draining.iter().map(|(r, _)| r)) {
+        for r in self.running() {
             held.add(&r.command, r.replacements.iter().map(String::as_str));
         }
+        self.draining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .hold(&mut held);
         held
     }
 
     /// Forgets finished commands whose targets are drained (gone, or their instance
-    /// terminating), or that finished a command timeout ago.
+    /// terminating), or that finished long enough ago.
     fn forget_drained(&self, now: Timestamp) {
         let s = lock(&self.state);
-        let draining = |t: &Target| {
-            s.nodeclaims.get(&t.nodeclaim).is_some_and(|c| {
-                !c.status
+        let drained = |t: &Target| {
+            s.nodeclaims.get(&t.nodeclaim).is_none_or(|c| {
+                c.status
                     .as_ref()
                     .and_then(|st| st.conditions.as_deref())
                     .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
@@ -311,9 +311,7 @@ impl Disruptor {
         self.draining
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .retain(|(r, finished)| {
-                now.since(*finished) < COMMAND_TIMEOUT && r.command.targets.iter().any(draining)
-            });
+            .forget_drained(now, drained);
     }
 
     /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
@@ -468,24 +466,18 @@ impl Disruptor {
             .await
             .map_err(|e| e.to_string())?;
         self.in_flight().apply(&mut fresh);
-        let settings = self.settings;
         let checked = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
             queued
                 .into_iter()
                 .map(|q| {
-                    let mut r =
-                        validate(&q.command, &fresh, &sim, settings).map_err(|e| e.to_string());
-                    // The fresh snapshot gives the replacements their current requests.
+                    let r = validate(&q.command, &fresh, &sim).map_err(|e| e.to_string());
+                    // The fresh snapshot gives the replacements their current requests: the
+                    // re-check's simulation found every planned instance type to hold them.
                     let requests = match &r {
                         Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
                         Err(_) => Vec::new(),
                     };
-                    if r.is_ok()
-                        && let Some(why) = sizing::outgrown(&fresh, &q.command, &requests)
-                    {
-                        r = Err(why);
-                    }
                     (
                         Queued {
                             command: q.command,
@@ -668,7 +660,7 @@ impl Disruptor {
         let Some(c) = lock(&self.state).nodeclaims.get(claim).cloned() else {
             return Ok(());
         };
-        let mut status = c.status.unwrap_or_default();
+        let mut status = c.status.clone().unwrap_or_default();
         let mut conds = status.conditions.clone().unwrap_or_default();
         let changed = match method {
             Some(m) => {
@@ -686,7 +678,7 @@ impl Disruptor {
         };
         if changed {
             status.conditions = Some(conds);
-            self.writer.patch_nodeclaim_status(claim, &status).await?;
+            write_status(&*self.writer, &self.state, &c, &status).await?;
         }
         Ok(())
     }
@@ -753,7 +745,7 @@ impl Disruptor {
                 self.draining
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push((r, now));
+                    .finished(r.command, r.replacements, now);
                 continue;
             }
             for name in &waiting {

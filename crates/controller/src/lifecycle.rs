@@ -31,6 +31,7 @@ use crate::events::{self, EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, convert, lock};
+use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, MetaPatch, NodePatch, WriteError};
 
 /// Claims reconciled at once in a pass.
@@ -304,7 +305,7 @@ impl Lifecycle {
         cond::set_ready(&mut conds, now);
         status.conditions = Some(conds.clone());
         if (status.clone(), conds.clone()) != before {
-            self.writer.patch_nodeclaim_status(&name, &status).await?;
+            write_status(&*self.writer, &self.state, &claim, &status).await?;
             self.publish_transitions(&claim, &before.1, &conds);
             return Ok(Outcome::Updated);
         }
@@ -782,7 +783,7 @@ impl Lifecycle {
                     ) {
                         let mut s = status.clone();
                         s.conditions = Some(conds.clone());
-                        self.writer.patch_nodeclaim_status(&name, &s).await?;
+                        write_status(&*self.writer, &self.state, claim, &s).await?;
                         self.publish_transitions(
                             claim,
                             status.conditions.as_deref().unwrap_or_default(),

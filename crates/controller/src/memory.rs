@@ -358,11 +358,12 @@ impl KubeWriter for MemoryApi {
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError> {
         self.patch(
             Kind::NodeClaim,
             name,
-            &nodeclaim_status_patch(status),
+            &nodeclaim_status_patch(status, resource_version),
             "status",
         )
     }

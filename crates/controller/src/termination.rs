@@ -24,6 +24,7 @@ use crate::lifecycle::{DISRUPTED_TAINT, TERMINATION_TIMESTAMP};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
+use crate::write::claim_status::write_status;
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 
 /// Pods stuck terminating longer than this are no longer waited for.
@@ -395,7 +396,6 @@ impl Termination {
         claim: &NodeClaim,
         now: Timestamp,
     ) -> Result<(), WriteError> {
-        let name = claim.metadata.name.clone().unwrap_or_default();
         let mut status = claim.status.clone().unwrap_or_default();
         let mut conds = status.conditions.clone().unwrap_or_default();
         if !cond::set(
@@ -409,7 +409,7 @@ impl Termination {
             return Ok(());
         }
         status.conditions = Some(conds);
-        match self.writer.patch_nodeclaim_status(&name, &status).await {
+        match write_status(&*self.writer, &self.state, claim, &status).await {
             Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }

@@ -3,6 +3,7 @@
 //! [`crate::memory::MemoryApi`], and [`LeaderGate`] wraps either so only the lease holder
 //! writes.
 
+pub mod claim_status;
 pub mod counting;
 pub mod kube;
 
@@ -136,10 +137,14 @@ pub trait KubeWriter: Send + Sync {
     /// Writes the status fields the claim's lifecycle, drift and disruption loops own. Never
     /// `lastPodEventTime`: that is [`KubeWriter::patch_nodeclaim_pod_event_time`]'s alone,
     /// so a status computed from an older copy of the claim cannot put an older time back.
+    /// `resource_version`, the version of the copy `status` was computed from, makes the
+    /// write conditional (409 Conflict if the claim changed since): the patch replaces
+    /// `conditions` whole. Loops write through [`claim_status::write_status`].
     async fn patch_nodeclaim_status(
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError>;
     /// Sets `status.lastPodEventTime` (RFC 3339) and nothing else.
     async fn patch_nodeclaim_pod_event_time(
@@ -208,9 +213,12 @@ impl KubeWriter for LeaderGate {
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError> {
         self.check()?;
-        self.inner.patch_nodeclaim_status(name, status).await
+        self.inner
+            .patch_nodeclaim_status(name, status, resource_version)
+            .await
     }
     async fn patch_nodeclaim_pod_event_time(
         &self,

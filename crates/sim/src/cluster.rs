@@ -18,6 +18,7 @@ use nodewright_core::time::Timestamp;
 use crate::cloud::Instance;
 use crate::disruption_budget::SimPdb;
 use crate::volumes::{self, ClaimTemplate, Provisioned};
+use ledger::Ledger;
 use maintained::Maintained;
 
 /// How long an offering stays unavailable after an insufficient-capacity error.
@@ -152,7 +153,7 @@ pub struct Cluster {
     /// Per node name, the allocatable its free resources were worked out from and the result
     /// ([`Cluster::free_of_ready`]); dropped whenever a pod on the node is added, moved,
     /// changed or removed, and not used once the allocatable differs.
-    free_cache: FastMap<String, (Resources, Resources)>,
+    free_cache: FastMap<String, (Resources, Arc<Resources>)>,
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     /// PodDisruptionBudgets by (namespace, name).
@@ -172,6 +173,8 @@ pub struct Cluster {
     maintained: Maintained,
     /// Pods and claims changed since the invariant check last looked (see [`Journal`]).
     journal: Journal,
+    /// Pods per controller, pending pods and cpu requested per node, kept per pod change.
+    ledger: Ledger,
 }
 
 /// The pods and claims changed since [`Cluster::take_journal`] was last called, so a check of
@@ -220,6 +223,7 @@ impl Cluster {
     fn pod_changed(&mut self, key: &str) {
         self.maintained.pod_changed(key);
         self.journal.pod(key);
+        self.ledger.note(key);
     }
 
     fn claim_changed(&mut self, name: &str) {
@@ -244,6 +248,7 @@ impl Cluster {
         }
         self.maintained.pod_changed(key);
         self.journal.pod(key);
+        self.ledger.note(key);
         Some(p)
     }
 
@@ -278,6 +283,36 @@ impl Cluster {
             .find(|c| c.is_live() && c.claim.node_name.as_deref() == Some(node))
     }
 
+    /// Brings the per-pod figures ([`Cluster::pending_keys`], [`Cluster::workload_pods`],
+    /// [`Cluster::requested_cpu_on`]) up to date with the pods.
+    pub fn sync_ledger(&mut self) {
+        self.ledger.sync(&self.pods);
+    }
+
+    /// The keys of [`Cluster::pending_pods`], in the same order.
+    pub fn pending_keys(&mut self) -> &BTreeSet<String> {
+        self.sync_ledger();
+        self.ledger.pending()
+    }
+
+    /// Pods no DaemonSet owns, as of the last [`Cluster::sync_ledger`].
+    pub fn workload_pods(&self) -> usize {
+        self.ledger.workload_pods()
+    }
+
+    /// How many keys [`Cluster::pending_keys`] holds, as of the last [`Cluster::sync_ledger`].
+    pub fn pending_count(&self) -> usize {
+        self.ledger.pending().len()
+    }
+
+    /// Summed cpu requests of the pods bound to `node`, as of the last
+    /// [`Cluster::sync_ledger`].
+    pub fn requested_cpu_on(&self, node: &str) -> i64 {
+        self.ledger.node_cpu(node)
+    }
+
+    /// Unbound pods no DaemonSet owns, by key (a scan of every pod; see
+    /// [`Cluster::pending_keys`]).
     pub fn pending_pods(&self) -> Vec<&Pod> {
         self.pods
             .values()
@@ -358,7 +393,9 @@ impl Cluster {
 
     /// [`Cluster::free`] of every Ready node, in [`Cluster::ready_nodes`] order. Nodes whose
     /// pods and allocatable did not change since the last call are not summed again.
-    pub fn free_of_ready(&mut self) -> Vec<Resources> {
+    /// Shared with the cache: a caller that changes an entry copies it first
+    /// (`Arc::make_mut`), so a pass that binds nothing copies nothing.
+    pub fn free_of_ready(&mut self) -> Vec<Arc<Resources>> {
         let mut out = Vec::new();
         let mut ready = 0;
         for c in self.claims.values() {
@@ -367,7 +404,7 @@ impl Cluster {
             if let Some((alloc, free)) = self.free_cache.get(&n.name)
                 && *alloc == n.allocatable
             {
-                out.push(free.clone());
+                out.push(Arc::clone(free));
                 continue;
             }
             // As `free`, which borrows the whole cluster.
@@ -377,8 +414,9 @@ impl Cluster {
                     free.sub(&p.requests);
                 }
             }
+            let free = Arc::new(free);
             self.free_cache
-                .insert(n.name.clone(), (n.allocatable.clone(), free.clone()));
+                .insert(n.name.clone(), (n.allocatable.clone(), Arc::clone(&free)));
             out.push(free);
         }
         // Nodes gone since: forget them once they outnumber the Ready ones.
@@ -560,19 +598,10 @@ impl Cluster {
         let mut created = Vec::new();
         let mut deleted = Vec::new();
         let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
-        // How many pods each (namespace, controller name) controls, terminating ones apart, in
-        // one pass over the pods; their keys only for workloads that own too many (building
-        // one per pod of every workload each time cost more than the rest of the pass).
-        let mut counts: FastMap<(&str, &str), (usize, usize)> = FastMap::default();
-        for p in self.pods.values() {
-            if let Some(o) = p.owner.as_ref().filter(|o| o.controller) {
-                let c = counts
-                    .entry((p.namespace.as_str(), o.name.as_str()))
-                    .or_default();
-                c.0 += 1;
-                c.1 += usize::from(p.deletion_timestamp.is_none());
-            }
-        }
+        // How many pods each (namespace, controller name) controls, terminating ones apart,
+        // from the ledger; their keys only for workloads that own too many (building one per
+        // pod of every workload each time cost more than the rest of the pass).
+        self.sync_ledger();
         // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to be
         // gone, since the replacement takes its name.
         let counts_terminating = |w: &Workload| w.kind == WorkloadKind::StatefulSet;
@@ -580,10 +609,7 @@ impl Cluster {
         let mut excess: FastMap<(&str, &str), bool> = FastMap::default();
         for key in &keys {
             let w = &self.workloads[key];
-            let (all, live) = counts
-                .get(&(key.0.as_str(), key.1.as_str()))
-                .copied()
-                .unwrap_or_default();
+            let (all, live) = self.ledger.controlled(key);
             let count = if counts_terminating(w) { all } else { live };
             if count > w.wanted() as usize {
                 excess.insert((key.0.as_str(), key.1.as_str()), counts_terminating(w));
@@ -770,6 +796,7 @@ pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool
     }
 }
 
+mod ledger;
 mod maintained;
 #[cfg(test)]
 mod maintained_tests;

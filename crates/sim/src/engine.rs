@@ -16,6 +16,7 @@ use nodewright_core::cadence::{
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
+use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
@@ -138,6 +139,8 @@ pub struct Engine<'p> {
     last_trigger: BTreeMap<String, Timestamp>,
     awaiting: Vec<Command>,
     running: Vec<Running>,
+    /// Finished commands whose targets still drain: their replacements stay reserved.
+    finished: Draining,
     /// Claims being drained, with why.
     draining: Vec<(String, String)>,
     /// Pods whose eviction was refused, already told on the timeline.
@@ -216,6 +219,7 @@ impl<'p> Engine<'p> {
             last_trigger: BTreeMap::new(),
             awaiting: Vec::new(),
             running: Vec::new(),
+            finished: Draining::default(),
             draining: Vec::new(),
             refused: BTreeSet::new(),
             job_timers: BTreeSet::new(),
@@ -321,21 +325,17 @@ impl<'p> Engine<'p> {
             self.log_volume_placements(&bound);
         }
         self.schedule_job_runs();
-        let pending: BTreeSet<String> = self
-            .cluster
-            .pending_pods()
-            .into_iter()
-            .map(|p| p.key())
-            .collect();
+        let pending = self.cluster.pending_keys();
+        let now = self.now;
         self.last_trigger.retain(|k, _| pending.contains(k));
         for key in pending {
             let due = self
                 .last_trigger
-                .get(&key)
-                .is_none_or(|t| self.now >= t.plus(POD_REQUEUE));
+                .get(key)
+                .is_none_or(|t| now >= t.plus(POD_REQUEUE));
             if due {
-                self.batcher.trigger(self.now, &key);
-                self.last_trigger.insert(key, self.now);
+                self.batcher.trigger(now, key);
+                self.last_trigger.insert(key.clone(), now);
             }
         }
     }

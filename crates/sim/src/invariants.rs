@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use nodewright_core::model::{Node, Pod};
-use nodewright_core::resources::{NODES, Resources};
+use nodewright_core::resources::NODES;
 use nodewright_core::taints::first_untolerated;
 
 use crate::cluster::{Cluster, SimClaim, label_matches};
@@ -158,24 +158,26 @@ fn pool_requirement(cluster: &Cluster, c: &SimClaim, node: &Node) -> Option<Stri
         .map(|r| format!("node {} breaks its NodePool's requirement {r}", node.name))
 }
 
-/// NodePools over their limits.
+/// NodePools over their limits. Only the resources a limit names are summed (with the same
+/// saturating sum as `Resources::add`): a pool without limits costs nothing.
 fn limits(cluster: &Cluster, out: &mut Vec<String>) {
-    for pool in &cluster.nodepools {
-        let mut used = Resources::new();
+    for pool in cluster.nodepools.iter().filter(|p| !p.limits.is_empty()) {
+        let mut used: Vec<(&str, i64, i64)> = pool.limits.iter().map(|(k, l)| (k, l, 0)).collect();
         let mut nodes = 0;
         for c in cluster.claims().values() {
             if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
-                used.add(&c.claim.capacity);
+                for (k, _, u) in &mut used {
+                    *u = u.saturating_add(c.claim.capacity.get(k));
+                }
                 nodes += 1;
             }
         }
-        used.set(NODES, nodes);
-        for (k, limit) in pool.limits.iter() {
-            if used.get(k) > limit {
+        for (k, limit, u) in used {
+            let used = if k == NODES { nodes } else { u };
+            if used > limit {
                 out.push(format!(
-                    "NodePool {} exceeds its {k} limit ({} > {limit})",
-                    pool.name,
-                    used.get(k)
+                    "NodePool {} exceeds its {k} limit ({used} > {limit})",
+                    pool.name
                 ));
             }
         }
@@ -215,7 +217,7 @@ mod tests {
 
     use nodewright_core::model::{Node, NodeClaim, NodePool, Pod};
     use nodewright_core::requirements::{Operator, Requirement};
-    use nodewright_core::resources::CPU;
+    use nodewright_core::resources::{CPU, Resources};
     use nodewright_core::taints::{Taint, TaintEffect};
 
     use super::*;
@@ -426,5 +428,63 @@ mod tests {
         node.taints
             .push(Taint::new(DISRUPTED, "", TaintEffect::NoSchedule));
         assert!(check(&c, Duration::ZERO).is_empty());
+    }
+
+    /// The limit check as first written: every claim's whole capacity summed.
+    fn limits_plain(cluster: &Cluster) -> Vec<String> {
+        let mut out = Vec::new();
+        for pool in &cluster.nodepools {
+            let mut used = Resources::new();
+            let mut nodes = 0;
+            for c in cluster.claims().values() {
+                if c.is_live() && c.claim.nodepool == pool.name && c.instance.is_some() {
+                    used.add(&c.claim.capacity);
+                    nodes += 1;
+                }
+            }
+            used.set(NODES, nodes);
+            for (k, limit) in pool.limits.iter() {
+                if used.get(k) > limit {
+                    out.push(format!(
+                        "NodePool {} exceeds its {k} limit ({} > {limit})",
+                        pool.name,
+                        used.get(k)
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn limits_sum_only_what_they_name_and_find_the_same() {
+        let shapes: [&[(&str, i64)]; 5] = [
+            &[],
+            &[(CPU, 4000)],
+            &[(CPU, 1000), (NODES, 0), ("memory", 0)],
+            &[(NODES, 1), ("nvidia.com/gpu", 0)],
+            &[(CPU, i64::MAX), ("memory", 1)],
+        ];
+        for shape in shapes {
+            for extra in 0..3 {
+                let mut c = cluster();
+                let mut l = Resources::new();
+                for (k, v) in shape {
+                    l.set_explicit(k, *v);
+                }
+                c.nodepools[0].limits = l;
+                for i in 0..extra {
+                    let mut claim = c.claims()["n1"].clone();
+                    claim.claim.name = format!("x{i}");
+                    claim.claim.capacity =
+                        Resources::new().with(CPU, i64::MAX - 10).with("memory", 5);
+                    claim.deleted_at = (i == 1).then_some(nodewright_core::time::Timestamp(1));
+                    c.insert_claim(&format!("x{i}"), claim);
+                }
+                let mut fast = Vec::new();
+                limits(&c, &mut fast);
+                assert_eq!(fast, limits_plain(&c), "{shape:?} with {extra} more");
+            }
+        }
     }
 }

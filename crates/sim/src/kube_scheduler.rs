@@ -8,6 +8,7 @@
 //! name. Pods are taken by priority, then age, then name.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
@@ -125,27 +126,35 @@ fn score<'n>(
 
 /// Binds every pending pod it can, in kube-scheduler order. Returns `(pod, node)` pairs.
 pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, String)> {
-    let mut pending: Vec<Pod> = cluster.pending_pods().into_iter().cloned().collect();
-    pending.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.creation_timestamp.cmp(&b.creation_timestamp))
-            .then(a.key().cmp(&b.key()))
-    });
     let mut bound = Vec::new();
-    if pending.is_empty() {
+    if cluster.pending_keys().is_empty() {
         return bound;
     }
+    // Pod keys are unique, so this order is total: no sort can tell two entries apart.
+    let mut pending: Vec<(std::cmp::Reverse<i32>, Timestamp, String)> = {
+        let keys: Vec<String> = cluster.pending_keys().iter().cloned().collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let p = cluster.pods().get(&k)?;
+                Some((std::cmp::Reverse(p.priority), p.creation_timestamp, k))
+            })
+            .collect()
+    };
+    pending.sort_unstable();
     // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
-    // readiness), kept current as this pass binds pods.
-    let mut free: Vec<Resources> = cluster.free_of_ready();
+    // readiness), kept current as this pass binds pods; shared with the cluster's cache until
+    // a bind changes an entry.
+    let mut free: Vec<Arc<Resources>> = cluster.free_of_ready();
     // At least the most any one node has free of each resource (binding only lowers it): a
     // pod asking for more fits nowhere, which is most pending pods while nodes launch.
     let mut most = Resources::new();
     for f in &free {
         most.max_with(f);
     }
-    for pod in pending {
+    for (_, _, key) in pending {
+        let Some(pod) = cluster.pods().get(&key) else {
+            continue;
+        };
         if !pod.requests.fits_in(&most) {
             continue;
         }
@@ -153,16 +162,17 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .ready_nodes()
             .zip(&free)
             .enumerate()
-            .map(|(i, ((_, n), f))| (i, n, f))
+            .map(|(i, ((_, n), f))| (i, n, &**f))
             // The cheap test first: most nodes are too full.
             .filter(|(_, _, f)| pod.requests.fits_in(f))
-            .filter(|(_, n, f)| unfit_given(cluster, &pod, n, f).is_none())
-            .min_by_key(|(_, n, f)| score(cluster, &pod, n, f))
+            .filter(|(_, n, f)| unfit_given(cluster, pod, n, f).is_none())
+            .min_by_key(|(_, n, f)| score(cluster, pod, n, f))
             .map(|(i, n, _)| (i, n.name.clone()));
         if let Some((i, name)) = best {
-            cluster.bind(&pod.key(), &name, now);
-            free[i].sub(&pod.requests);
-            bound.push((pod.key(), name));
+            let requests = pod.requests.clone();
+            cluster.bind(&key, &name, now);
+            Arc::make_mut(&mut free[i]).sub(&requests);
+            bound.push((key, name));
         }
     }
     bound
@@ -344,5 +354,115 @@ mod tests {
         // Zone b has no room, so zone a may hold only one more than b's zero.
         assert_eq!(c.pods_on("a1").count(), 1);
         assert_eq!(c.pending_pods().len(), 2);
+    }
+
+    /// The pass as first written: every pending pod cloned, every node's free resources summed
+    /// afresh for each pod. The kept free resources, the ledger's pending keys and the borrowed
+    /// pods must bind exactly what it binds.
+    fn bind_pending_plain(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, String)> {
+        let mut pending: Vec<Pod> = cluster.pending_pods().into_iter().cloned().collect();
+        pending.sort_by(|a, b| {
+            b.priority
+                .cmp(&a.priority)
+                .then(a.creation_timestamp.cmp(&b.creation_timestamp))
+                .then(a.key().cmp(&b.key()))
+        });
+        let mut bound = Vec::new();
+        for pod in pending {
+            let best = cluster
+                .ready_nodes()
+                .filter(|(_, n)| unfit(cluster, &pod, n).is_none())
+                .min_by_key(|(_, n)| score(cluster, &pod, n, &cluster.free(n)))
+                .map(|(_, n)| n.name.clone());
+            if let Some(name) = best {
+                cluster.bind(&pod.key(), &name, now);
+                bound.push((pod.key(), name));
+            }
+        }
+        bound
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Node {
+            zone: u8,
+            cpu: u16,
+        },
+        Pod {
+            cpu: u16,
+            priority: i8,
+            spread: Option<bool>,
+        },
+        Remove(u8),
+        Pass,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u8..3, 500u16..4000).prop_map(|(zone, cpu)| Step::Node { zone, cpu }),
+            (50u16..2500, -1i8..2, proptest::option::of(any::<bool>())).prop_map(
+                |(cpu, priority, spread)| Step::Pod {
+                    cpu,
+                    priority,
+                    spread
+                }
+            ),
+            (0u8..40).prop_map(Step::Remove),
+            Just(Step::Pass),
+            Just(Step::Pass),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_kept_pass_binds_what_the_plain_one_does(
+            steps in proptest::collection::vec(step(), 1..60)
+        ) {
+            let (mut fast, mut plain) = (Cluster::default(), Cluster::default());
+            let (mut nodes, mut pods) = (0, 0);
+            for (t, s) in steps.iter().enumerate() {
+                let now = Timestamp(t as i64 * 1000);
+                for c in [&mut fast, &mut plain] {
+                    match s {
+                        Step::Node { zone, cpu } => {
+                            add_node(c, &format!("n{nodes}"), &format!("z{zone}"), i64::from(*cpu))
+                        }
+                        Step::Pod { cpu, priority, spread: how } => {
+                            let key = pending(c, &format!("p{pods}"), i64::from(*cpu));
+                            let p = c.pod_mut(&key).unwrap();
+                            p.priority = i32::from(*priority);
+                            p.creation_timestamp = Timestamp(now.0 / 3000);
+                            if let Some(hard) = how {
+                                let when = if *hard {
+                                    WhenUnsatisfiable::DoNotSchedule
+                                } else {
+                                    WhenUnsatisfiable::ScheduleAnyway
+                                };
+                                spread(c, &key, when);
+                            }
+                        }
+                        Step::Remove(i) => {
+                            c.remove_pod(&format!("d/p{i}"), now);
+                        }
+                        Step::Pass => {}
+                    }
+                }
+                match s {
+                    Step::Node { .. } => nodes += 1,
+                    Step::Pod { .. } => pods += 1,
+                    Step::Remove(_) => {}
+                    Step::Pass => {
+                        let a = bind_pending(&mut fast, now);
+                        let b = bind_pending_plain(&mut plain, now);
+                        proptest::prop_assert_eq!(a, b);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(
+                bind_pending(&mut fast, Timestamp(0)),
+                bind_pending_plain(&mut plain, Timestamp(0))
+            );
+        }
     }
 }

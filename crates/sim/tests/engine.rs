@@ -526,3 +526,86 @@ fn a_second_replace_starts_while_the_first_waits_for_its_replacement() {
     // both replacements launch together.
     assert_eq!(most, 2, "{:#?}", r.timeline);
 }
+
+/// [`APART`] with a 5-minute grace period on the `app` pods, so a replaced node drains slowly,
+/// and one filler per node that go at different times: the second node is planned while the
+/// first one's replacement waits for the pod still leaving the first node.
+fn apart_staggered() -> String {
+    let one_filler = |name: &str| {
+        format!(
+            r#"  - inline:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {{ name: {name}, namespace: default }}
+      spec:
+        replicas: 0
+        selector: {{ matchLabels: {{ app: {name} }} }}
+        template:
+          metadata: {{ labels: {{ app: {name}, heavy: "true" }} }}
+          spec:
+            affinity:
+              podAntiAffinity:
+                requiredDuringSchedulingIgnoredDuringExecution:
+                  - labelSelector: {{ matchLabels: {{ heavy: "true" }} }}
+                    topologyKey: kubernetes.io/hostname
+            containers: [{{ name: c, image: pause, resources: {{ requests: {{ cpu: "6" }} }} }}]
+"#
+        )
+    };
+    let (head, _) = APART.split_once("  - inline:\n      apiVersion: apps/v1\n      kind: Deployment\n      metadata: { name: filler").unwrap();
+    let head = head.replace(
+        "          spec:\n            affinity:",
+        "          spec:\n            terminationGracePeriodSeconds: 300\n            affinity:",
+    );
+    format!(
+        "{head}{}{}steps:
+  - {{ at: 5s, scale: default/app, replicas: 2 }}
+  - {{ at: 5s, scale: default/filler-a, replicas: 1 }}
+  - {{ at: 5s, scale: default/filler-b, replicas: 1 }}
+  - {{ at: 3m, scale: default/filler-a, replicas: 0 }}
+  - {{ at: 5m, scale: default/filler-b, replicas: 0 }}
+",
+        one_filler("filler-a"),
+        one_filler("filler-b")
+    )
+    .replace("until: 10m", "until: 20m")
+}
+
+#[test]
+fn a_replacement_stays_reserved_while_its_target_drains() {
+    let text = apart_staggered();
+    let r = run(&text).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // Replacement claim -> the node it replaces, and when each target was drained and gone.
+    let mut replaces: Vec<(String, String)> = Vec::new();
+    let mut gone: Vec<(String, std::time::Duration)> = Vec::new();
+    for e in &r.timeline {
+        let first = e.message.split_whitespace().nth(1).unwrap_or_default();
+        if e.kind == "launch"
+            && let Some((_, target)) = e.message.split_once("for replacement for ")
+        {
+            let target = target.split_whitespace().next().unwrap_or_default();
+            replaces.push((first.to_string(), target.to_string()));
+        }
+        if e.kind == "disrupted" {
+            let node = e.message.split_whitespace().next().unwrap_or_default();
+            gone.push((node.to_string(), e.at));
+        }
+    }
+    assert!(replaces.len() >= 2, "{:#?}", r.timeline);
+    // The targets' `app` pods take five minutes to leave. Until they have, the replacement is
+    // spoken for by them: it is no candidate, even once its command finished.
+    for e in r.timeline.iter().filter(|e| e.kind == "disruption-started") {
+        for (replacement, target) in &replaces {
+            let drained = gone.iter().find(|(n, _)| n == target).map(|(_, at)| *at);
+            if e.message.contains(&format!("{replacement}/")) {
+                assert!(
+                    drained.is_some_and(|d| d <= e.at),
+                    "{replacement} disrupted at {:?} while {target} drained: {}",
+                    e.at,
+                    e.message
+                );
+            }
+        }
+    }
+}

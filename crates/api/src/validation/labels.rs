@@ -174,23 +174,22 @@ pub fn qualified_name_error(key: &str) -> Option<String> {
             "{key:?} is not a qualified name: name part must be 1 to 63 characters"
         ));
     }
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let ends_ok = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if !ok_chars || !ends_ok {
+    if !is_name_shaped(name) {
         return Some(format!(
             "{key:?} is not a qualified name: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
         ));
     }
     None
+}
+
+/// Alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric: the shape shared
+/// by a qualified name's name part and a non-empty label value.
+fn is_name_shaped(s: &str) -> bool {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && alnum(s.chars().next())
+        && alnum(s.chars().last())
 }
 
 /// A lowercase RFC 1123 subdomain, as used for object names and label prefixes.
@@ -217,18 +216,7 @@ pub fn label_value_error(value: &str) -> Option<String> {
     if value.is_empty() {
         return None;
     }
-    let ok_chars = value
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let ends_ok = value
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric())
-        && value
-            .chars()
-            .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if !ok_chars || !ends_ok {
+    if !is_name_shaped(value) {
         return Some(format!(
             "invalid label value {value:?}: must be empty or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
         ));

@@ -98,6 +98,11 @@ fn parse<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T, WorkloadEr
     })
 }
 
+/// A workload's `spec`, which every kind here must have.
+fn required<'a, T>(spec: &'a Option<T>, path: &Path) -> Result<&'a T, FieldError> {
+    spec.as_ref().ok_or_else(|| path.error("missing"))
+}
+
 /// Pods or a DaemonSet from one document; `None` for kinds that are not workloads.
 pub fn expand_document(doc: &Document) -> Result<Option<Workload>, WorkloadError> {
     let located = |error: FieldError| WorkloadError {
@@ -112,53 +117,35 @@ pub fn expand_document(doc: &Document) -> Result<Option<Workload>, WorkloadError
         }
         "Deployment" => {
             let d: apps::Deployment = parse(doc)?;
-            let s = d
-                .spec
-                .as_ref()
-                .ok_or_else(|| located(spec.error("missing")))?;
+            let s = required(&d.spec, &spec).map_err(located)?;
             let n = i64::from(s.replicas.unwrap_or(1));
-            Workload::Pods(
-                expand_template("Deployment", &d.metadata, &s.template, n, &spec)
-                    .map_err(located)?,
-            )
+            let pods = expand_template("Deployment", &d.metadata, &s.template, n, &spec);
+            Workload::Pods(pods.map_err(located)?)
         }
         "ReplicaSet" => {
             let d: apps::ReplicaSet = parse(doc)?;
-            let s = d
-                .spec
-                .as_ref()
-                .ok_or_else(|| located(spec.error("missing")))?;
+            let s = required(&d.spec, &spec).map_err(located)?;
             let t = s.template.clone().unwrap_or_default();
             let n = i64::from(s.replicas.unwrap_or(1));
-            Workload::Pods(
-                expand_template("ReplicaSet", &d.metadata, &t, n, &spec).map_err(located)?,
-            )
+            let pods = expand_template("ReplicaSet", &d.metadata, &t, n, &spec);
+            Workload::Pods(pods.map_err(located)?)
         }
         "StatefulSet" => {
             let d: apps::StatefulSet = parse(doc)?;
-            let s = d
-                .spec
-                .as_ref()
-                .ok_or_else(|| located(spec.error("missing")))?;
+            let s = required(&d.spec, &spec).map_err(located)?;
             let n = i64::from(s.replicas.unwrap_or(1));
-            Workload::Pods(
-                expand_template("StatefulSet", &d.metadata, &s.template, n, &spec)
-                    .map_err(located)?,
-            )
+            let pods = expand_template("StatefulSet", &d.metadata, &s.template, n, &spec);
+            Workload::Pods(pods.map_err(located)?)
         }
         "Job" => {
             let d: batch::Job = parse(doc)?;
-            let s = d
-                .spec
-                .as_ref()
-                .ok_or_else(|| located(spec.error("missing")))?;
+            let s = required(&d.spec, &spec).map_err(located)?;
             let parallel = i64::from(s.parallelism.unwrap_or(1));
             let n = s
                 .completions
                 .map_or(parallel, |c| parallel.min(i64::from(c)));
-            Workload::Pods(
-                expand_template("Job", &d.metadata, &s.template, n, &spec).map_err(located)?,
-            )
+            let pods = expand_template("Job", &d.metadata, &s.template, n, &spec);
+            Workload::Pods(pods.map_err(located)?)
         }
         "DaemonSet" => {
             let d: apps::DaemonSet = parse(doc)?;
@@ -225,5 +212,54 @@ mod tests {
             text.starts_with("test.yaml[0] Deployment/bad: spec.template.spec.containers[0]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_workload_without_spec_is_an_error_at_spec() {
+        for kind in ["Deployment", "ReplicaSet", "StatefulSet", "Job"] {
+            let api_version = if kind == "Job" { "batch/v1" } else { "apps/v1" };
+            let d = doc(serde_json::json!({
+                "apiVersion": api_version, "kind": kind, "metadata": {"name": "bare"}
+            }));
+            let text = expand_document(&d).unwrap_err().to_string();
+            assert_eq!(text, format!("test.yaml[0] {kind}/bare: spec: missing"));
+        }
+    }
+
+    #[test]
+    fn pod_affinity_errors_name_the_term() {
+        let selector =
+            serde_json::json!({"matchExpressions": [{"key": "app", "operator": "Near"}]});
+        for (field, list) in [
+            (
+                "podAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[1]",
+            ),
+            (
+                "podAntiAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution[1]",
+            ),
+            (
+                "podAntiAffinity",
+                "preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm",
+            ),
+        ] {
+            let good = serde_json::json!({"topologyKey": "zone", "labelSelector": {}});
+            let bad = serde_json::json!({"topologyKey": "zone", "labelSelector": selector});
+            let terms = if list.starts_with("required") {
+                serde_json::json!({"requiredDuringSchedulingIgnoredDuringExecution": [good, bad]})
+            } else {
+                serde_json::json!({"preferredDuringSchedulingIgnoredDuringExecution":
+                    [{"weight": 1, "podAffinityTerm": bad}]})
+            };
+            let d = doc(serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c"}], "affinity": {field: terms}}
+            }));
+            let text = expand_document(&d).unwrap_err().to_string();
+            let at =
+                format!("spec.affinity.{field}.{list}.labelSelector.matchExpressions[0].operator");
+            assert!(text.contains(&at), "{text} lacks {at}");
+        }
     }
 }

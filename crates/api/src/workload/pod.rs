@@ -154,6 +154,27 @@ fn affinity_term(t: &api::PodAffinityTerm, path: &Path) -> Result<PodAffinityTer
     })
 }
 
+/// The required and preferred terms of a `podAffinity` or `podAntiAffinity` at `path`; the
+/// two Kubernetes types hold the same fields.
+fn affinity_terms(
+    required: &Option<Vec<api::PodAffinityTerm>>,
+    preferred: &Option<Vec<api::WeightedPodAffinityTerm>>,
+    path: &Path,
+) -> Result<(Vec<PodAffinityTerm>, Vec<WeightedPodAffinityTerm>), FieldError> {
+    let rp = path.field("requiredDuringSchedulingIgnoredDuringExecution");
+    let required = required
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| affinity_term(t, &rp.index(i)))
+        .collect::<Result<_, _>>()?;
+    let preferred = weighted_terms(
+        preferred,
+        &path.field("preferredDuringSchedulingIgnoredDuringExecution"),
+    )?;
+    Ok((required, preferred))
+}
+
 fn weighted_terms(
     list: &Option<Vec<api::WeightedPodAffinityTerm>>,
     path: &Path,
@@ -356,33 +377,17 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
             }
         }
         if let Some(pa) = &aff.pod_affinity {
-            let pp = ap.field("podAffinity");
-            let rp = pp.field("requiredDuringSchedulingIgnoredDuringExecution");
-            pod.pod_affinity = pa
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, t)| affinity_term(t, &rp.index(i)))
-                .collect::<Result<_, _>>()?;
-            pod.preferred_pod_affinity = weighted_terms(
+            (pod.pod_affinity, pod.preferred_pod_affinity) = affinity_terms(
+                &pa.required_during_scheduling_ignored_during_execution,
                 &pa.preferred_during_scheduling_ignored_during_execution,
-                &pp.field("preferredDuringSchedulingIgnoredDuringExecution"),
+                &ap.field("podAffinity"),
             )?;
         }
         if let Some(pa) = &aff.pod_anti_affinity {
-            let pp = ap.field("podAntiAffinity");
-            let rp = pp.field("requiredDuringSchedulingIgnoredDuringExecution");
-            pod.pod_anti_affinity = pa
-                .required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, t)| affinity_term(t, &rp.index(i)))
-                .collect::<Result<_, _>>()?;
-            pod.preferred_pod_anti_affinity = weighted_terms(
+            (pod.pod_anti_affinity, pod.preferred_pod_anti_affinity) = affinity_terms(
+                &pa.required_during_scheduling_ignored_during_execution,
                 &pa.preferred_during_scheduling_ignored_during_execution,
-                &pp.field("preferredDuringSchedulingIgnoredDuringExecution"),
+                &ap.field("podAntiAffinity"),
             )?;
         }
     }

@@ -78,8 +78,11 @@ impl KubeWriter for Audited {
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError> {
-        self.0.patch_nodeclaim_status(name, status).await
+        self.0
+            .patch_nodeclaim_status(name, status, resource_version)
+            .await
     }
     async fn patch_nodeclaim_pod_event_time(
         &self,
@@ -148,7 +151,7 @@ async fn every_write(w: &dyn KubeWriter) {
     meta.labels.insert("a".into(), Some("b".into()));
     let _ = w.create_nodeclaim(&claim).await;
     let _ = w
-        .patch_nodeclaim_status("default-abcde", &NodeClaimStatus::default())
+        .patch_nodeclaim_status("default-abcde", &NodeClaimStatus::default(), None)
         .await;
     let _ = w
         .patch_nodeclaim_pod_event_time("default-abcde", "2024-06-01T00:00:00Z")

@@ -231,12 +231,19 @@ async fn a_status_write_from_an_older_copy_keeps_the_newer_pod_event_time() {
     let newer = Some(rfc3339(h.clock.now()));
     assert_eq!(claim_time(&h, &claim), newer);
 
-    // Registration completes from that older copy and writes the claim's status.
+    // Registration completes from that older copy: its status write is refused, since the
+    // claim changed after that copy was read, and the pass after the watch delivered the
+    // claim writes it.
     h.cloud.set_registration(Some(Ok(Registration::done())));
+    let refused = life.reconcile_all().await.get(&claim).cloned();
+    assert!(
+        matches!(&refused, Some(Err(e)) if e.to_string().contains("conflict")),
+        "{refused:?}"
+    );
+    h.api.release(Kind::NodeClaim);
     assert_eq!(
         life.reconcile_all().await.get(&claim),
         Some(&Ok(Outcome::Updated))
     );
-    h.api.release(Kind::NodeClaim);
     assert_eq!(claim_time(&h, &claim), newer);
 }

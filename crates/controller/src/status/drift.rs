@@ -22,6 +22,7 @@ use crate::conditions::{self as cond, DRIFTED, LAUNCHED};
 use crate::hash::{self, HASH_VERSION};
 use crate::state::lock;
 use crate::write::MetaPatch;
+use crate::write::claim_status::write_status;
 
 /// Upstream re-checks a claim's drift every five minutes; the hash comparison is free and runs
 /// every pass, the provider is asked at this cadence.
@@ -161,7 +162,7 @@ impl StatusController {
                 conditions: Some(conds),
                 ..NodeClaimStatus::default()
             };
-            let r = self.writer.patch_nodeclaim_status(&name, &status).await;
+            let r = write_status(&*self.writer, &self.state, &claim, &status).await;
             if record(out, "NodeClaim", &name, r) {
                 out.nodeclaim_drift.push(name);
             }

@@ -486,13 +486,11 @@ async fn a_replacement_stays_reserved_while_its_target_drains() {
     assert!(!d.in_flight().replacements.contains(&first.replacements[0]));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck() {
-    let h = Harness::new();
-    // Two m5.xlarge nodes.
-    two_nodes(&h, "3").await;
-    // n1's pod cannot join n2's, which may not be disrupted: n1 is planned to be replaced by
-    // an m5.large, the one cheaper type.
+/// Two m5.xlarge nodes: `n1`'s pod, which fits an m5.large, cannot join `n2`'s, which may not
+/// be disrupted, so `n1` is planned to be replaced by an m5.large, the one cheaper type.
+/// Before the re-check `n1` takes a pod of 2 cpu more.
+async fn replace_planned_then_target_grows(h: &Harness) -> (Disruptor, DisruptionCadence) {
+    two_nodes(h, "3").await;
     h.api.put_value(Kind::Pod, port_pod("a", "n1"));
     let mut b = port_pod("b", "n2");
     b["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "true"});
@@ -500,18 +498,49 @@ async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck()
     let d = h.disruptor();
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
-
-    // Before the re-check n2 empties and n1 takes 2 cpu more: all of n1's pods now fit on
-    // n2, but no longer on the replacement planned for them.
-    h.api.delete(Kind::Pod, "default/b").unwrap();
     let mut extra = super::pending_pod_json("extra", "2");
     extra["spec"]["nodeName"] = json!("n1");
     extra["status"] =
         json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
     h.api.put_value(Kind::Pod, extra);
+    (d, cadence)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replace_whose_pods_now_fit_without_a_new_node_is_rejected_on_recheck() {
+    let h = Harness::new();
+    let (d, mut cadence) = replace_planned_then_target_grows(&h).await;
+    // n2 empties: all of n1's pods now fit there. The planned replacement would only add a
+    // node (and no longer holds them); the next round finds the delete.
+    h.api.delete(Kind::Pod, "default/b").unwrap();
     tokio::time::advance(Duration::from_secs(15)).await;
     match d.step(&mut cadence).await {
-        Step::Rejected(why) => assert!(why[0].contains("planned replacement"), "{why:?}"),
+        Step::Rejected(why) => assert!(why[0].contains("without a new node"), "{why:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(d.running().is_empty());
+    assert!(!tainted(&h, "n1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck() {
+    let h = Harness::new();
+    let (d, mut cadence) = replace_planned_then_target_grows(&h).await;
+    // n2 fills up too: n1's pods still need a new node, but one bigger than the planned
+    // m5.large.
+    let mut full = super::pending_pod_json("full", "2500m");
+    full["spec"]["nodeName"] = json!("n2");
+    full["status"] =
+        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    h.api.put_value(Kind::Pod, full);
+    tokio::time::advance(Duration::from_secs(15)).await;
+    match d.step(&mut cadence).await {
+        Step::Rejected(why) => {
+            assert!(
+                why[0].contains("m5.large is no longer a valid replacement"),
+                "{why:?}"
+            )
+        }
         other => panic!("{other:?}"),
     }
     assert!(d.running().is_empty());

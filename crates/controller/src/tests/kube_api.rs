@@ -135,7 +135,7 @@ async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
         last_pod_event_time: Some("2024-06-01T00:00:00Z".into()),
         ..Default::default()
     };
-    api.patch_nodeclaim_status("default-x7k2p", &status)
+    api.patch_nodeclaim_status("default-x7k2p", &status, Some("41"))
         .await
         .unwrap();
     let mut meta = MetaPatch::default();
@@ -163,7 +163,10 @@ async fn status_and_metadata_are_merge_patches_on_the_right_paths() {
     assert_eq!(seen[0].content_type, "application/merge-patch+json");
     assert_eq!(
         seen[0].body,
-        json!({"status": {"providerID": "aws:///us-west-2a/i-1"}})
+        json!({
+            "metadata": {"resourceVersion": "41"},
+            "status": {"providerID": "aws:///us-west-2a/i-1"}
+        })
     );
     assert_eq!(
         seen[1].path,
@@ -348,5 +351,28 @@ async fn a_finalizer_write_carries_its_resource_version_and_a_stale_one_is_a_con
     assert_eq!(
         seen.body,
         json!({"metadata": {"finalizers": [], "resourceVersion": "4242"}})
+    );
+}
+
+#[tokio::test]
+async fn a_status_write_carries_its_resource_version_and_a_stale_one_is_a_conflict() {
+    let (api, log) = server().await;
+    let status = NodeClaimStatus {
+        node_name: Some("n1".into()),
+        ..Default::default()
+    };
+    let e = api
+        .patch_nodeclaim_status("default-stale", &status, Some("4242"))
+        .await
+        .unwrap_err();
+    assert!(e.is_conflict(), "{e:?}");
+    let seen = log.lock().unwrap()[0].clone();
+    assert_eq!(
+        seen.path,
+        "/apis/karpenter.sh/v1/nodeclaims/default-stale/status"
+    );
+    assert_eq!(
+        seen.body,
+        json!({"metadata": {"resourceVersion": "4242"}, "status": {"nodeName": "n1"}})
     );
 }

@@ -1,6 +1,7 @@
 //! Controller loops against the in-memory API and a small in-memory cloud.
 
 mod annotations;
+mod claim_status;
 pub(crate) mod cloud;
 mod disruption;
 mod e2e;
@@ -166,7 +167,10 @@ impl Harness {
         conditions::set(&mut conds, type_, "True", reason, "", self.clock.now());
         status.conditions = Some(conds);
         let w: Arc<dyn KubeWriter> = self.api.clone();
-        w.patch_nodeclaim_status(claim, &status).await.unwrap();
+        let version = c.metadata.resource_version.clone();
+        w.patch_nodeclaim_status(claim, &status, version.as_deref())
+            .await
+            .unwrap();
     }
 
     /// kube-scheduler binding a pod.

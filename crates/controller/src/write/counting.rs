@@ -69,9 +69,12 @@ impl KubeWriter for CountingWriter {
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError> {
         self.count("patch nodeclaims/status").await;
-        self.inner.patch_nodeclaim_status(name, status).await
+        self.inner
+            .patch_nodeclaim_status(name, status, resource_version)
+            .await
     }
     async fn patch_nodeclaim_pod_event_time(
         &self,

@@ -89,11 +89,15 @@ pub fn status_patch<T: serde::Serialize>(status: &T) -> Value {
 }
 
 /// A NodeClaim's status patch from any writer but the pod-event loop: `lastPodEventTime` is
-/// left out, so the merge keeps whatever time the API server holds.
-pub fn nodeclaim_status_patch(status: &NodeClaimStatus) -> Value {
+/// left out, so the merge keeps whatever time the API server holds. With `resource_version`
+/// the API server applies it only to that version of the claim (409 Conflict otherwise).
+pub fn nodeclaim_status_patch(status: &NodeClaimStatus, resource_version: Option<&str>) -> Value {
     let mut patch = status_patch(status);
     if let Some(s) = patch["status"].as_object_mut() {
         s.remove("lastPodEventTime");
+    }
+    if let Some(v) = resource_version {
+        patch["metadata"] = json!({ "resourceVersion": v });
     }
     patch
 }
@@ -164,12 +168,13 @@ impl KubeWriter for KubeApi {
         &self,
         name: &str,
         status: &NodeClaimStatus,
+        resource_version: Option<&str>,
     ) -> Result<(), WriteError> {
         self.merge_patch(
             Kind::NodeClaim,
             "NodeClaim",
             name,
-            nodeclaim_status_patch(status),
+            nodeclaim_status_patch(status, resource_version),
             true,
         )
         .await

@@ -18,7 +18,7 @@ use crate::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
     UnhealthyPodEvictionPolicy,
 };
-use crate::scheduling::intern::FastMap;
+use crate::scheduling::intern::{FastMap, FastSet};
 use crate::time::Timestamp;
 
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
@@ -249,11 +249,25 @@ fn node_price(
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
 pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
-    let t = Tables::new(snapshot);
+    select_in(&Tables::new(snapshot, None), snapshot, class)
+}
+
+/// [`select`] of the nodes named in `names` only (a re-check's few targets): each node's
+/// verdict reads only what concerns that node, so it is the one `select` gives, and only
+/// their pods, claims and instance types are looked up.
+pub fn select_only<'a>(
+    snapshot: &'a Snapshot,
+    class: MethodClass,
+    names: &[&str],
+) -> Selection<'a> {
+    select_in(&Tables::new(snapshot, Some(names)), snapshot, class)
+}
+
+fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
     let mut out = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
     for &node in &t.nodes {
-        let (claim, pool, pods) = match admitted(&t, node) {
+        let (claim, pool, pods) = match admitted(t, node) {
             Ok(found) => found,
             Err(b) => {
                 out.blocked.push((node.name.clone(), b));
@@ -273,7 +287,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
         match blocker {
             Some(b) => out.blocked.push((node.name.clone(), b)),
             None => out.candidates.push(candidate(
-                &t,
+                t,
                 node,
                 claim,
                 pool,
@@ -290,7 +304,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
 /// classes share (the node's lookups, its pod blockers, the candidate itself) is worked out
 /// once per node.
 pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
-    let t = Tables::new(snapshot);
+    let t = Tables::new(snapshot, None);
     let now = snapshot.now;
     let mut graceful = Selection::with_capacity(t.nodes.len());
     let mut eventual = Selection::with_capacity(t.nodes.len());
@@ -353,16 +367,41 @@ struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
-    fn new(snapshot: &'a Snapshot) -> Self {
+    /// The tables for every node, or (`only`) for the nodes of those names: then only what
+    /// those nodes look up is entered, each entry as the full tables have it.
+    fn new(snapshot: &'a Snapshot, only: Option<&[&str]>) -> Self {
+        let mut nodes: Vec<&Node> = match only {
+            None => snapshot.nodes.iter().collect(),
+            Some(names) => snapshot
+                .nodes
+                .iter()
+                .filter(|n| names.contains(&n.name.as_str()))
+                .collect(),
+        };
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        let wanted: Option<FastSet<&str>> =
+            only.map(|_| nodes.iter().map(|n| n.name.as_str()).collect());
+        let wanted_provider: Option<FastSet<&str>> =
+            only.map(|_| nodes.iter().map(|n| n.provider_id.as_str()).collect());
+        let wanted_pool: Option<FastSet<&str>> = only.map(|_| {
+            nodes
+                .iter()
+                .filter_map(|n| n.labels.get(labels::NODEPOOL).map(String::as_str))
+                .collect()
+        });
+        let asked =
+            |set: &Option<FastSet<&str>>, key: &str| set.as_ref().is_none_or(|s| s.contains(key));
         let claims_by_node = snapshot
             .node_claims
             .iter()
             .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+            .filter(|(n, _)| asked(&wanted, n))
             .collect();
         let claims_by_provider = snapshot
             .node_claims
             .iter()
             .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
+            .filter(|(p, _)| asked(&wanted_provider, p))
             .collect();
         let pools = snapshot
             .nodepools
@@ -370,19 +409,24 @@ impl<'a> Tables<'a> {
             .map(|p| (p.name.as_str(), p))
             .collect();
         let mut pods_by_node: FastMap<&str, Vec<&Pod>> = FastMap::default();
+        pods_by_node.reserve(nodes.len());
         for p in &snapshot.pods {
-            if let Some(n) = &p.node_name {
+            if let Some(n) = &p.node_name
+                && asked(&wanted, n)
+            {
                 pods_by_node.entry(n.as_str()).or_default().push(p);
             }
         }
         let mut types: FastMap<(&str, &str), &InstanceType> = FastMap::default();
         for (pool, its) in &snapshot.instance_types {
+            if !asked(&wanted_pool, pool) {
+                continue;
+            }
+            types.reserve(its.len());
             for it in its.iter() {
                 types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
             }
         }
-        let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
         Tables {
             claims_by_node,
             claims_by_provider,

@@ -23,7 +23,10 @@
 //! - nodes whose instance is already terminating leave the snapshot, as upstream leaves
 //!   `InstanceTerminating` claims out of the budget counts.
 //!
-//! The controller and the simulator both plan and re-check on [`InFlight::view`].
+//! The controller and the simulator both plan and re-check on [`InFlight::view`], and both
+//! keep a finished command's replacements reserved while its targets drain ([`draining`]).
+
+pub mod draining;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

@@ -5,12 +5,11 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, MethodClass, budget_node_counts, select};
-use super::command::{Command, Decision, Method};
+use super::candidates::{Candidate, MethodClass, budget_node_counts, select_only};
+use super::command::{Command, Method};
 use super::consolidation;
 use super::drift::drift_reason;
-use super::plan::Settings;
-use super::simulate::Simulator;
+use super::simulate::{Simulation, Simulator};
 use crate::model::{Pod, Snapshot};
 
 /// Why a command was rejected on re-check; `kind()` matches Karpenter's
@@ -57,7 +56,6 @@ pub fn validate(
     command: &Command,
     fresh: &Snapshot,
     simulator: &dyn Simulator,
-    settings: Settings,
 ) -> Result<(), Invalid> {
     if command.method == Method::Expiration {
         return match command
@@ -77,7 +75,8 @@ pub fn validate(
     } else {
         MethodClass::Graceful
     };
-    let selection = select(fresh, class);
+    let names: Vec<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
+    let selection = select_only(fresh, class, &names);
     let mut current: Vec<&Candidate<'_>> = Vec::new();
     for t in &command.targets {
         if let Some((_, b)) = selection.blocked.iter().find(|(n, _)| n == &t.node) {
@@ -150,40 +149,56 @@ pub fn validate(
             }
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
-            let again = consolidation::compute(
-                fresh,
-                simulator,
-                &current,
-                command.method,
-                settings.features,
-            )
-            .map_err(|r| Invalid::Scheduling(r.to_string()))?;
-            match (command.decision, again.decision) {
-                (Decision::Delete, Decision::Delete) => Ok(()),
-                (Decision::Delete, Decision::Replace) => {
-                    Err(Invalid::Scheduling("pods now need a new node".into()))
-                }
-                (Decision::Replace, Decision::Replace) => {
-                    let now: BTreeSet<&String> = again
-                        .replacements
-                        .iter()
-                        .flat_map(|r| &r.instance_types)
-                        .collect();
-                    match command
-                        .replacements
-                        .iter()
-                        .flat_map(|r| &r.instance_types)
-                        .find(|it| !now.contains(it))
-                    {
-                        Some(it) => Err(Invalid::Churn(format!(
-                            "instance type {it} is no longer a valid replacement"
-                        ))),
-                        None => Ok(()),
-                    }
-                }
-                (Decision::Replace, Decision::Delete) => Ok(()),
-            }
+            let job = consolidation::job(&current);
+            let sim = simulator.simulate(fresh, &job.without, &job.pods);
+            same_outcome(command, &sim)
         }
         Method::Expiration => Ok(()),
     }
 }
+
+/// Upstream's rule for a consolidation re-simulated on a fresh snapshot: every moving pod
+/// still schedules, and the simulation asks for exactly the new nodes the command planned. A
+/// delete must still need none. A replace must still need one, and every instance type
+/// planned for it must still be an option of that one: the simulation does no price
+/// filtering, so its options are a superset of a still-valid plan's. A replace whose pods now
+/// fit without a new node is rejected too, since launching the replacement would only add a
+/// node; the next round finds the better command (a delete). No consolidation ever asks for
+/// more than one new node.
+fn same_outcome(command: &Command, sim: &Simulation) -> Result<(), Invalid> {
+    if let Some((pod, why)) = sim.failures.first() {
+        return Err(Invalid::Scheduling(format!("pod {pod}: {why}")));
+    }
+    match (sim.new_claims.as_slice(), command.replacements.as_slice()) {
+        ([], []) => Ok(()),
+        ([], [_, ..]) => Err(Invalid::Scheduling(
+            "the pods now fit without a new node; a better consolidation is likely".into(),
+        )),
+        ([_], []) => Err(Invalid::Scheduling("the pods now need a new node".into())),
+        ([claim], [planned]) => {
+            let now: BTreeSet<&str> = claim
+                .options
+                .iter()
+                .map(|o| o.instance_type.as_str())
+                .collect();
+            match planned
+                .instance_types
+                .iter()
+                .find(|it| !now.contains(it.as_str()))
+            {
+                Some(it) => Err(Invalid::Churn(format!(
+                    "instance type {it} is no longer a valid replacement"
+                ))),
+                None => Ok(()),
+            }
+        }
+        (claims, planned) => Err(Invalid::Scheduling(format!(
+            "the pods now need {} new nodes, the command planned {}",
+            claims.len(),
+            planned.len()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -24,7 +24,7 @@ use crate::model::Node;
 
 #[derive(Clone, Debug)]
 struct Entry {
-    labels: BTreeMap<String, String>,
+    labels: Packed,
     /// The strings the node's compile interned, in call order, as cache string ids.
     trace: Vec<u32>,
     /// The requirements with every id replaced by its first position in `trace`.
@@ -109,7 +109,7 @@ impl NodeCache {
     ) -> (Arc<Reqs>, Arc<Vec<u32>>) {
         let now = self.compiles;
         if let Some(e) = self.entries.get_mut(&node.name)
-            && e.labels == node.labels
+            && e.labels.same(&node.labels)
         {
             e.used = now;
             self.hits += 1;
@@ -123,6 +123,8 @@ impl NodeCache {
                 seq.push(*slot);
             }
             if *seq != *e.last.0 {
+                // Copied (one allocation of the right size): the buffer keeps its capacity
+                // for the next replay, which would otherwise grow a new one push by push.
                 e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq)));
             } else {
                 self.same_ids += 1;
@@ -158,7 +160,7 @@ impl NodeCache {
         self.entries.insert(
             node.name.clone(),
             Entry {
-                labels: node.labels.clone(),
+                labels: Packed::of(&node.labels),
                 trace,
                 reqs: positional,
                 last: (seq.clone(), reqs.clone()),
@@ -166,6 +168,52 @@ impl NodeCache {
             },
         );
         (reqs, seq)
+    }
+}
+
+/// A node's labels in key order, packed into one buffer (each key and value as its length and
+/// bytes): comparing a node's map with it reads the kept side in one sequential pass, where two
+/// maps of separately allocated strings cost a cache miss per string on both sides.
+#[derive(Clone, Debug)]
+struct Packed {
+    count: usize,
+    bytes: Vec<u8>,
+}
+
+impl Packed {
+    fn of(labels: &BTreeMap<String, String>) -> Packed {
+        let mut bytes = Vec::new();
+        for (k, v) in labels {
+            for s in [k, v] {
+                bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(s.as_bytes());
+            }
+        }
+        Packed {
+            count: labels.len(),
+            bytes,
+        }
+    }
+
+    /// Whether `labels` are exactly the packed ones.
+    fn same(&self, labels: &BTreeMap<String, String>) -> bool {
+        if self.count != labels.len() {
+            return false;
+        }
+        let mut rest = self.bytes.as_slice();
+        for (k, v) in labels {
+            for s in [k, v] {
+                let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+                    return false;
+                };
+                let n = u32::from_le_bytes(*len) as usize;
+                if tail.len() < n || tail[..n] != *s.as_bytes() {
+                    return false;
+                }
+                rest = &tail[n..];
+            }
+        }
+        rest.is_empty()
     }
 }
 
@@ -177,9 +225,14 @@ fn rename(reqs: &Reqs, seq: &[u32]) -> Reqs {
         for v in &mut r.set.values {
             *v = seq[*v as usize];
         }
-        r.set.values.sort_unstable();
+        if !r.set.values.is_sorted() {
+            r.set.values.sort_unstable();
+        }
     }
-    out.items.sort_by_key(|r| r.key);
+    // Ids usually move together (a node before this one gone): often still in order.
+    if !out.items.is_sorted_by_key(|r| r.key) {
+        out.items.sort_by_key(|r| r.key);
+    }
     out
 }
 
@@ -450,6 +503,31 @@ mod tests {
         );
         let nodes = |p: &Prepared| p.targets.existing.iter().filter(|e| !e.in_flight).count();
         assert_eq!(nodes(&first), nodes(&changed) + 1);
+    }
+
+    #[test]
+    fn packed_labels_equal_only_the_same_labels() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let a = map(&[("ab", "c"), ("k", "")]);
+        let packed = Packed::of(&a);
+        assert!(packed.same(&a));
+        // The same bytes split differently, a missing or extra label, another value.
+        for other in [
+            map(&[("a", "bc"), ("k", "")]),
+            map(&[("ab", "c")]),
+            map(&[("ab", "c"), ("k", ""), ("z", "")]),
+            map(&[("ab", "c"), ("k", "x")]),
+            map(&[("ab", "c"), ("l", "")]),
+            map(&[]),
+        ] {
+            assert!(!packed.same(&other), "{other:?}");
+        }
+        assert!(Packed::of(&map(&[])).same(&map(&[])));
     }
 
     #[test]

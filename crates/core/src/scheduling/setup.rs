@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
-use super::intern::{FastMap, Interner};
+use super::intern::{FastMap, FastSet, Interner};
 use super::node_cache::NodeCache;
 use super::reqs::{self, Reqs};
 use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
@@ -364,15 +364,20 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     let live_nodes: Vec<usize> = (0..s.nodes.len())
         .filter(|&i| s.nodes[i].deletion_timestamp.is_none() && !s.nodes[i].unschedulable)
         .collect();
-    let node_names: BTreeSet<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
-    let mut existing: Vec<ExistingC> = Vec::new();
+    let node_names: FastSet<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut existing: Vec<ExistingC> = Vec::with_capacity(live_nodes.len());
     let mut nodes_sorted = live_nodes.clone();
-    let initialized = |i: usize| {
-        s.nodes[i]
-            .labels
-            .get(labels::INITIALIZED)
-            .is_some_and(|v| v == "true")
-    };
+    // Looked up once per node, not once per comparison of the sort.
+    let init_label: Vec<bool> = s
+        .nodes
+        .iter()
+        .map(|n| {
+            n.labels
+                .get(labels::INITIALIZED)
+                .is_some_and(|v| v == "true")
+        })
+        .collect();
+    let initialized = |i: usize| init_label[i];
     nodes_sorted.sort_by(|&a, &b| {
         initialized(b)
             .cmp(&initialized(a))

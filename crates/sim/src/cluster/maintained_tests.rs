@@ -3,12 +3,13 @@
 
 use proptest::prelude::*;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::model::{
-    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, PersistentVolumeClaim, Pod,
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
+    PersistentVolumeClaim, Pod,
 };
 use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};
@@ -102,6 +103,21 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
             namespace: "default".into(),
             name: format!("p{pod}"),
             node_name: on.map(node_name),
+            // Some daemons and some pods of a controller, for the ledger's figures.
+            owner: match pod % 4 {
+                0 => Some(OwnerRef {
+                    kind: "DaemonSet".into(),
+                    name: "agent".into(),
+                    controller: true,
+                }),
+                1 => Some(OwnerRef {
+                    kind: "ReplicaSet".into(),
+                    name: format!("rs{}", pod % 3),
+                    controller: true,
+                }),
+                _ => None,
+            },
+            requests: Resources::new().with(CPU, i64::from(pod) * 100),
             ..Pod::default()
         }),
         Op::Bind { pod, node } => c.bind(&pod_key(pod), &node_name(node), now),
@@ -189,7 +205,9 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
             let fresh = format!("{:?}", c.snapshot(now));
             assert_eq!(format!("{:?}", c.view(now)), fresh);
             let summed: Vec<Resources> = c.ready_nodes().map(|(_, n)| c.free(n)).collect();
-            assert_eq!(c.free_of_ready(), summed);
+            let kept: Vec<Resources> = c.free_of_ready().iter().map(|f| (**f).clone()).collect();
+            assert_eq!(kept, summed);
+            ledger_matches_a_scan(c);
         }
         Op::HeldView {
             targets,
@@ -242,6 +260,48 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
                 weight: i32::from(n),
                 ..NodePool::default()
             });
+        }
+    }
+}
+
+/// The ledger's figures against a scan of every pod.
+fn ledger_matches_a_scan(c: &mut Cluster) {
+    let scanned: Vec<String> = c.pending_pods().iter().map(|p| p.key()).collect();
+    let kept: Vec<String> = c.pending_keys().iter().cloned().collect();
+    assert_eq!(kept, scanned);
+    assert_eq!(c.pending_count(), scanned.len());
+    let workload = c.pods().values().filter(|p| !p.is_daemonset_pod()).count();
+    assert_eq!(c.workload_pods(), workload);
+    let mut cpu: BTreeMap<String, i64> = BTreeMap::new();
+    let mut controlled: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    for p in c.pods().values() {
+        if let Some(n) = &p.node_name {
+            *cpu.entry(n.clone()).or_default() += p.requests.get(CPU);
+        }
+        if let Some(o) = p.owner.as_ref().filter(|o| o.controller) {
+            let e = controlled
+                .entry((p.namespace.clone(), o.name.clone()))
+                .or_default();
+            e.0 += 1;
+            e.1 += usize::from(p.deletion_timestamp.is_none());
+        }
+    }
+    for i in 0..8 {
+        let n = node_name(i);
+        assert_eq!(
+            c.requested_cpu_on(&n),
+            cpu.get(&n).copied().unwrap_or(0),
+            "{n}"
+        );
+    }
+    for owner in ["rs0", "rs1", "rs2", "agent", "web"] {
+        for ns in ["default", "apps"] {
+            let k = (ns.to_string(), owner.to_string());
+            assert_eq!(
+                c.ledger.controlled(&k),
+                controlled.get(&k).copied().unwrap_or_default(),
+                "{k:?}"
+            );
         }
     }
 }

@@ -2,7 +2,8 @@
 //! cluster keeps, validation of graceful commands after their wait, and commands running
 //! until their replacements are Ready. Rounds and re-checks see the snapshot as running
 //! commands leave it, as the controller does ([`InFlight::view`]): targets deleting, their
-//! pods in place, and the replacements sized for those pods reserved until initialized.
+//! pods in place, and the replacements sized for those pods reserved until the command's
+//! targets have drained (`Draining`).
 
 use nodewright_core::disruption::in_flight::InFlight;
 
@@ -101,7 +102,7 @@ impl Engine<'_> {
             let held = self.in_flight();
             let (generation, fresh) = self.cluster.view_held(self.now, &held);
             let sim = Remembering::new(&self.memo, generation, &held, fresh);
-            match validate(&c, fresh, &sim, Settings::default()) {
+            match validate(&c, fresh, &sim) {
                 Ok(()) => {
                     self.start(c);
                     started = true;
@@ -125,12 +126,21 @@ impl Engine<'_> {
         );
     }
 
-    /// What the running commands hold: their targets and the replacements they launched.
-    fn in_flight(&self) -> InFlight {
+    /// What the running commands hold, their targets and the replacements they launched, and
+    /// what finished commands whose targets still drain hold.
+    fn in_flight(&mut self) -> InFlight {
+        let cluster = &self.cluster;
+        self.finished.forget_drained(self.now, |t| {
+            !cluster
+                .claims()
+                .get(&t.nodeclaim)
+                .is_some_and(SimClaim::is_live)
+        });
         let mut held = InFlight::default();
         for r in &self.running {
             held.add(&r.command, r.replacements.iter().map(String::as_str));
         }
+        self.finished.hold(&mut held);
         held
     }
 
@@ -242,6 +252,7 @@ impl Engine<'_> {
                     r.command.method.as_str()
                 ),
             );
+            self.finished.finished(r.command, r.replacements, self.now);
         }
     }
 

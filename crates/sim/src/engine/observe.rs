@@ -3,7 +3,6 @@
 //! timeline and the final lower bound.
 
 use super::*;
-use nodewright_core::scheduling::intern::FastMap;
 
 impl Engine<'_> {
     pub(super) fn price_per_hour(&mut self) -> f64 {
@@ -15,6 +14,7 @@ impl Engine<'_> {
     pub(super) fn state(&mut self) -> &Sample {
         let key = (self.cluster.changes, self.cluster.edits());
         if self.counted.as_ref().is_none_or(|(at, _)| *at != key) {
+            self.cluster.sync_ledger();
             let s = count(&self.cluster);
             self.counted = Some((key, s));
         }
@@ -136,7 +136,8 @@ impl Engine<'_> {
     }
 }
 
-/// What a [`Sample`] says of `cluster`, at time zero.
+/// What a [`Sample`] says of `cluster`, at time zero, with its ledger synced
+/// ([`Cluster::sync_ledger`]).
 pub(super) fn count(cluster: &Cluster) -> Sample {
     let live = cluster
         .claims()
@@ -145,30 +146,20 @@ pub(super) fn count(cluster: &Cluster) -> Sample {
         .count();
     let mut allocatable = 0;
     let mut ready_nodes = 0;
-    // Ready nodes by name, with how many there are of the name: every one of them counts the
-    // requests of the pods bound to that name.
-    let mut ready: FastMap<&str, i64> = FastMap::default();
+    // Every Ready node counts the requests of the pods bound to its name, even when two
+    // share a name.
+    let mut requested = 0;
     for (_, n) in cluster.ready_nodes() {
         ready_nodes += 1;
         allocatable += n.allocatable.get(CPU);
-        *ready.entry(n.name.as_str()).or_default() += 1;
-    }
-    let (mut pods, mut pending_pods, mut requested) = (0, 0, 0);
-    for p in cluster.pods().values() {
-        if let Some(times) = p.node_name.as_deref().and_then(|n| ready.get(n)) {
-            requested += times * p.requests.get(CPU);
-        }
-        if !p.is_daemonset_pod() {
-            pods += 1;
-            pending_pods += usize::from(p.node_name.is_none());
-        }
+        requested += cluster.requested_cpu_on(&n.name);
     }
     Sample {
         at: Duration::ZERO,
         nodes: live,
         ready_nodes,
-        pods,
-        pending_pods,
+        pods: cluster.workload_pods(),
+        pending_pods: cluster.pending_count(),
         price_per_hour: cluster
             .claims()
             .values()

@@ -464,5 +464,44 @@ mod properties {
                 format!("{:?}", select(&s, MethodClass::Eventual))
             );
         }
+
+        /// Selecting a few nodes by name gives exactly their entries of the full selection.
+        #[test]
+        fn selecting_some_nodes_equals_their_part_of_selecting_all(
+            specs in prop::collection::vec(node_spec(), 0..8),
+            consolidate_after in prop::option::weighted(0.8, prop::sample::select(vec![0u64, 30, 90])),
+            pdb_allows in 0i32..2,
+            picks in prop::collection::vec(0usize..10, 0..4),
+        ) {
+            let s = build(&specs, consolidate_after, pdb_allows);
+            let mut names: Vec<&str> = picks
+                .iter()
+                .map(|&i| s.nodes.get(i).map_or("no-such-node", |n| n.name.as_str()))
+                .collect();
+            names.dedup();
+            for class in [MethodClass::Graceful, MethodClass::Eventual] {
+                let all = select(&s, class);
+                let only = select_only(&s, class, &names);
+                let picked = |n: &str| names.contains(&n);
+                let want_candidates: Vec<String> = all
+                    .candidates
+                    .iter()
+                    .filter(|c| picked(&c.node.name))
+                    .map(|c| format!("{c:?}"))
+                    .collect();
+                let want_blocked: Vec<String> = all
+                    .blocked
+                    .iter()
+                    .filter(|(n, _)| picked(n))
+                    .map(|b| format!("{b:?}"))
+                    .collect();
+                let got_candidates: Vec<String> =
+                    only.candidates.iter().map(|c| format!("{c:?}")).collect();
+                let got_blocked: Vec<String> =
+                    only.blocked.iter().map(|b| format!("{b:?}")).collect();
+                prop_assert_eq!(got_candidates, want_candidates);
+                prop_assert_eq!(got_blocked, want_blocked);
+            }
+        }
     }
 }

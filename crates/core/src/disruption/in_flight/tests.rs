@@ -71,11 +71,7 @@ fn a_second_replace_is_found_while_the_first_waits_for_its_replacement() {
         vec!["small".to_string()]
     );
     // The command holds on the same view after the validation delay.
-    let settings = Settings::default();
-    assert_eq!(
-        validate(cmd, &view, &EngineSimulator::default(), settings),
-        Ok(())
-    );
+    assert_eq!(validate(cmd, &view, &EngineSimulator::default()), Ok(()));
 
     // The same round without the reservation: n2's pod lands on the launching replacement,
     // which is no safe landing spot, and nothing is found.

@@ -416,19 +416,13 @@ fn validation_rejects_what_changed() {
         .iter()
         .find(|c| c.method == Method::Emptiness)
         .unwrap();
-    assert_eq!(
-        validate(empty, &c.0, &FirstFit, Settings::default()),
-        Ok(())
-    );
+    assert_eq!(validate(empty, &c.0, &FirstFit), Ok(()));
     let consolidate = p
         .commands
         .iter()
         .find(|c| c.method != Method::Emptiness)
         .unwrap();
-    assert_eq!(
-        validate(consolidate, &c.0, &FirstFit, Settings::default()),
-        Ok(())
-    );
+    assert_eq!(validate(consolidate, &c.0, &FirstFit), Ok(()));
 
     // A pod landed on the empty node, and a protected pod on a consolidation target.
     let mut fresh = c.0.clone();
@@ -436,7 +430,7 @@ fn validation_rejects_what_changed() {
     moved.name = "late".into();
     moved.node_name = Some("a".into());
     fresh.pods.push(moved);
-    let err = validate(empty, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    let err = validate(empty, &fresh, &FirstFit).unwrap_err();
     assert_eq!(err.to_string(), "node a is no longer empty");
     let target = &consolidate.targets[0].node;
     let pod = fresh
@@ -445,7 +439,7 @@ fn validation_rejects_what_changed() {
         .find(|p| p.node_name.as_ref() == Some(target))
         .unwrap();
     pod.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
-    let err = validate(consolidate, &fresh, &FirstFit, Settings::default()).unwrap_err();
+    let err = validate(consolidate, &fresh, &FirstFit).unwrap_err();
     assert_eq!(err.kind(), "churn");
 }
 
