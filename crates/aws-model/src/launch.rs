@@ -161,7 +161,7 @@ fn all_allow(reqs: &[Requirement], key: &str, v: Option<&str>) -> bool {
 
 /// The type's labels are compatible with the claim: every label the type describes is one
 /// the claim admits. Zone and capacity type are offering properties, checked there.
-fn type_compatible(it: &InstanceType, reqs: &[Requirement]) -> bool {
+pub fn type_compatible(it: &InstanceType, reqs: &[Requirement]) -> bool {
     it.requirements.iter().all(|tr| match tr.operator {
         Operator::In => tr.values.iter().any(|v| all_allow(reqs, &tr.key, Some(v))),
         Operator::DoesNotExist => all_allow(reqs, &tr.key, None),
@@ -169,7 +169,8 @@ fn type_compatible(it: &InstanceType, reqs: &[Requirement]) -> bool {
     })
 }
 
-fn offering_compatible(o: &Offering, reqs: &[Requirement]) -> bool {
+/// The offering is available and in a zone and capacity type (and reservation) `reqs` admit.
+pub fn offering_compatible(o: &Offering, reqs: &[Requirement]) -> bool {
     o.available
         && all_allow(reqs, labels::ZONE, Some(&o.zone))
         && all_allow(reqs, labels::CAPACITY_TYPE, Some(o.capacity_type.as_str()))

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
 use nodewright_aws_model::Zone;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::instances;
 use crate::nodeclass::hash::{
     HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION, nodeclass_hash,
 };
+use crate::nodeclass::validation::PoolDemand;
 
 fn class_name(class: &EC2NodeClass) -> String {
     class.metadata.name.clone().unwrap_or_default()
@@ -171,9 +173,18 @@ impl CloudProvider for AwsCloud {
         "aws"
     }
 
+    /// Without the NodePools that use it, the class is validated with a launch it alone allows.
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,
+    ) -> Result<ReconciledNodeClass, CloudError> {
+        self.reconcile_node_class_for(class, &[]).await
+    }
+
+    async fn reconcile_node_class_for(
+        &self,
+        class: &EC2NodeClass,
+        nodepools: &[NodePool],
     ) -> Result<ReconciledNodeClass, CloudError> {
         let resolved_at = now();
         let mut resolved = self.resolve_node_class(class, resolved_at).await?;
@@ -187,7 +198,9 @@ impl CloudProvider for AwsCloud {
         self.launch
             .addresses()
             .refresh(&crate::launch::subnet_infos(&resolved), resolved_at);
-        self.validate_launch(class, &mut resolved, now()).await;
+        let pools = pool_demands(class, nodepools);
+        self.validate_launch(class, &mut resolved, &pools, now())
+            .await;
         Ok(ReconciledNodeClass {
             status: resolved.status,
             annotations: hash_annotations(class),
@@ -400,6 +413,29 @@ impl CloudProvider for AwsCloud {
     fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {
         self.observer.set(observer);
     }
+}
+
+/// What the NodePools using `class` (by `nodeClassRef` name, not being deleted) ask of its
+/// nodes, sorted by name. A pool that does not convert is left out and logged: it cannot
+/// launch either.
+fn pool_demands(class: &EC2NodeClass, nodepools: &[NodePool]) -> Vec<PoolDemand> {
+    let name = class_name(class);
+    let mut out: Vec<PoolDemand> = nodepools
+        .iter()
+        .filter(|np| {
+            np.spec.template.spec.node_class_ref.name == name
+                && np.metadata.deletion_timestamp.is_none()
+        })
+        .filter_map(|np| match nodewright_api::to_core::nodepool(np) {
+            Ok(pool) => Some(PoolDemand::new(&pool)),
+            Err(errors) => {
+                tracing::debug!(nodeclass = %name, nodepool = %np.metadata.name.as_deref().unwrap_or(""), errors = errors.len(), "NodePool left out of validation: it does not convert");
+                None
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 #[cfg(test)]

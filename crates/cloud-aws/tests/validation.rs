@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_cloud::CloudProvider;
+use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
 use nodewright_cloud_aws::{AwsClients, AwsCloud, ClientOptions, StaticCredentials};
 use support::proxy::{self, Proxy};
@@ -76,6 +77,18 @@ impl Env {
         })
     }
 
+    /// The provider with the cluster facts it resolved itself from EKS at start.
+    async fn cloud_resolving(&self, eks: &AwsClients, eks_cluster: &str) -> AwsCloud {
+        let known = KnownClusterFacts {
+            name: eks_cluster.to_string(),
+            endpoint: Some("https://validation.example.com".into()),
+            ca_bundle: Some("Q0EgYnVuZGxl".into()),
+            ..Default::default()
+        };
+        let info = cluster::resolve(eks, &known).await;
+        support::cloud(&self.via, &self.seed.cluster, "", "1.32").with_cluster_info(info)
+    }
+
     fn class(&self, extra: &str) -> EC2NodeClass {
         let cluster = &self.seed.cluster;
         let mut class = support::class(&format!(
@@ -110,13 +123,24 @@ fn error_xml(code: &str, message: &str) -> String {
 
 /// A reply that refuses dry runs of `action` with `code`.
 fn refuse(action: &'static str, status: u16, code: &'static str) -> proxy::Reply {
+    refuse_with(
+        action,
+        status,
+        code,
+        "You are not authorized to perform this operation.",
+    )
+}
+
+/// A reply that refuses dry runs of `action` with `code` and `message`.
+fn refuse_with(
+    action: &'static str,
+    status: u16,
+    code: &'static str,
+    message: &'static str,
+) -> proxy::Reply {
     Arc::new(move |form: &str| {
-        (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true")).then(|| {
-            (
-                status,
-                error_xml(code, "You are not authorized to perform this operation."),
-            )
-        })
+        (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true"))
+            .then(|| (status, error_xml(code, message)))
     })
 }
 
@@ -307,4 +331,210 @@ async fn a_throttled_dry_run_keeps_the_stored_verdict_and_is_tried_again() {
     assert_eq!(condition(&second, "Ready").0, "True");
     let tried = env.dry_runs()[1];
     assert_eq!(tried, 2, "one attempt per reconcile, no retries");
+}
+
+#[tokio::test]
+async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
+    let moto = moto_or_skip!("validation_user_data_refused");
+    // The message is not one the controller knows: the code alone decides.
+    for action in ["CreateLaunchTemplate", "RunInstances"] {
+        let env = env(
+            &moto,
+            "udrefused",
+            refuse_with(
+                action,
+                400,
+                "InvalidUserData.Malformed",
+                "The request was refused.",
+            ),
+        )
+        .await;
+        let status = env
+            .cloud()
+            .reconcile_node_class(&env.class(""))
+            .await
+            .expect("reconcile")
+            .status;
+        assert_eq!(
+            condition(&status, "ValidationSucceeded"),
+            ("False".into(), "UserDataSizeLimitExceeded".into()),
+            "{action}"
+        );
+        assert_eq!(condition(&status, "Ready").0, "False");
+    }
+}
+
+async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
+    use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
+    moto.clients
+        .eks
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
+        .resources_vpc_config(
+            VpcConfigRequest::builder()
+                .set_subnet_ids(Some(subnets.to_vec()))
+                .build(),
+        )
+        .kubernetes_network_config(
+            KubernetesNetworkConfigRequest::builder()
+                .service_ipv4_cidr(cidr)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("CreateCluster");
+}
+
+#[tokio::test]
+async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr() {
+    let moto = moto_or_skip!("validation_cluster_cidr");
+    let env = env(&moto, "nocidr", no_replies()).await;
+    // No EKS cluster of that name: DescribeCluster fails at start.
+    let mut cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    let class = env.class("");
+    // Not even a stored pass or DISABLE_DRY_RUN lets it through.
+    let mut stored = class.clone();
+    stored.status = Some(
+        env.cloud()
+            .reconcile_node_class(&class)
+            .await
+            .expect("reconcile")
+            .status,
+    );
+    assert_eq!(
+        condition(stored.status.as_ref().unwrap(), "Ready").0,
+        "True"
+    );
+    let sent = env.dry_runs();
+    for disable in [false, true] {
+        cloud.settings.disable_dry_run = disable;
+        let reconciled = cloud
+            .reconcile_node_class(&stored)
+            .await
+            .expect("reconcile");
+        assert_eq!(
+            condition(&reconciled.status, "ValidationSucceeded"),
+            ("False".into(), "ClusterCIDRResolutionFailed".into()),
+            "disable_dry_run={disable}"
+        );
+        assert_eq!(condition(&reconciled.status, "Ready").0, "False");
+        let c = reconciled
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "ValidationSucceeded")
+            .unwrap();
+        let message = c.message.clone().unwrap_or_default();
+        assert!(
+            message.contains(&format!("CLUSTER_NAME={}", env.seed.cluster)),
+            "{message}"
+        );
+        assert!(message.contains("ResourceNotFoundException"), "{message}");
+    }
+    assert_eq!(env.dry_runs(), sent, "nothing is dry-run without the CIDR");
+
+    // AL2 nodes do not need it.
+    let mut al2 = env.class("");
+    al2.spec.ami_family = Some("AL2".into());
+    cloud.settings.disable_dry_run = false;
+    let status = cloud
+        .reconcile_node_class(&al2)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
+
+    // Once EKS knows the cluster, a provider started afterwards validates the class.
+    let subnets: Vec<String> = env.seed.subnets.iter().map(|(id, _)| id.clone()).collect();
+    create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.123.0.0/16").await;
+    let cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    let status = cloud
+        .reconcile_node_class(&class)
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into())
+    );
+    assert_eq!(condition(&status, "Ready").0, "True");
+}
+
+fn nodepool(name: &str, class: &str, requirements: &str) -> nodewright_api::v1::nodepool::NodePool {
+    serde_yaml::from_str(&format!(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n      requirements: {requirements}\n"
+    ))
+    .expect("NodePool yaml")
+}
+
+/// The instance types the RunInstances dry runs named, in order.
+fn run_types(env: &Env) -> Vec<String> {
+    env.proxy
+        .sent("Action=RunInstances")
+        .iter()
+        .filter(|f| f.contains("DryRun=true"))
+        .filter_map(|f| {
+            f.split('&')
+                .find_map(|p| p.strip_prefix("InstanceType="))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_dry_run_launches_what_a_nodepool_using_the_class_could() {
+    let moto = moto_or_skip!("validation_nodepool_types");
+    let env = env(&moto, "pools", no_replies()).await;
+    let cloud = env.cloud();
+    let class = env.class("");
+    let name = class.metadata.name.clone().unwrap();
+    let compute = nodepool(
+        "compute",
+        &name,
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [c5.large]}]",
+    );
+    // A pool of another class does not count.
+    let other = nodepool(
+        "other",
+        "someone-else",
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [r5.large]}]",
+    );
+    let status = cloud
+        .reconcile_node_class_for(&class, &[compute.clone(), other.clone()])
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
+    assert_eq!(run_types(&env), ["c5.large"]);
+    let fleet = &env.proxy.sent("Action=CreateFleet")[0];
+    assert!(fleet.contains("InstanceType=c5.large"), "{fleet}");
+    assert!(fleet.contains("Value=compute"), "the pool's tag: {fleet}");
+
+    // Same pool, same launch: the verdict is reused.
+    cloud
+        .reconcile_node_class_for(&class, &[compute, other])
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [1, 1, 1]);
+
+    // The pool now wants spot m5.xlarge: a different launch, checked again as spot.
+    let spot = nodepool(
+        "compute",
+        &name,
+        "[{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}, {key: karpenter.sh/capacity-type, operator: In, values: [spot]}]",
+    );
+    cloud
+        .reconcile_node_class_for(&class, &[spot])
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [2, 2, 2]);
+    assert_eq!(run_types(&env), ["c5.large", "m5.xlarge"]);
+    let fleet = &env.proxy.sent("Action=CreateFleet")[1];
+    assert!(fleet.contains("DefaultTargetCapacityType=spot"), "{fleet}");
+
+    // No pool uses the class any more: upstream's default type.
+    cloud.reconcile_node_class(&class).await.expect("reconcile");
+    assert_eq!(run_types(&env), ["c5.large", "m5.xlarge", "m5.large"]);
 }

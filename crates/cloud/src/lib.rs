@@ -20,6 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
 use nodewright_core::model::InstanceType;
 
 pub use error::CloudError;
@@ -57,6 +58,18 @@ pub trait CloudProvider: Send + Sync {
         &self,
         class: &EC2NodeClass,
     ) -> Result<ReconciledNodeClass, CloudError>;
+
+    /// [`Self::reconcile_node_class`] knowing the NodePools that use the class, so a provider
+    /// that checks whether the class can launch checks a launch one of them could make.
+    /// Providers that check nothing of the kind need not tell the two apart.
+    async fn reconcile_node_class_for(
+        &self,
+        class: &EC2NodeClass,
+        nodepools: &[NodePool],
+    ) -> Result<ReconciledNodeClass, CloudError> {
+        let _ = nodepools;
+        self.reconcile_node_class(class).await
+    }
 
     /// Every instance type a NodePool using `class` may launch, with offerings (zone,
     /// capacity type, price, availability) limited to what the class can reach.

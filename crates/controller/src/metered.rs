@@ -10,6 +10,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
 use nodewright_cloud::{
     BatchFlushed, CloudError, CloudProvider, Instance, InstanceHealth, LaunchFailure, Launched,
     ProviderObserver, ReconciledNodeClass, RegisteredInstance, Registration, ReservationEnd,
@@ -73,6 +74,17 @@ impl CloudProvider for MeteredCloud {
     ) -> Result<ReconciledNodeClass, CloudError> {
         let t = Instant::now();
         let r = self.inner.reconcile_node_class(class).await;
+        self.record("ReconcileNodeClass", t, &r);
+        r
+    }
+
+    async fn reconcile_node_class_for(
+        &self,
+        class: &EC2NodeClass,
+        nodepools: &[NodePool],
+    ) -> Result<ReconciledNodeClass, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.reconcile_node_class_for(class, nodepools).await;
         self.record("ReconcileNodeClass", t, &r);
         r
     }

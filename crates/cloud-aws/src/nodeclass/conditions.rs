@@ -171,6 +171,8 @@ mod tests {
         assert_eq!(validation(&ok, &tags("team")), Ok(()));
         for key in [
             "karpenter.sh/nodepool",
+            "karpenter.sh/nodeclaim",
+            "karpenter.k8s.aws/ec2nodeclass",
             "kubernetes.io/cluster/prod",
             "eks:eks-cluster-name",
         ] {

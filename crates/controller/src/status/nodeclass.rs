@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use nodewright_api::aws::common::Condition as ClassCondition;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::v1::nodepool::NodePool;
 use nodewright_api::v1::shared::Condition;
 use nodewright_cloud::{CloudError, ReconciledNodeClass};
 use nodewright_core::time::Timestamp;
@@ -121,6 +122,19 @@ pub fn desired(
     }
 }
 
+/// The NodePools whose template names the EC2NodeClass `class`: the provider validates the
+/// class with a launch one of them could make.
+pub fn pools_using(pools: &[NodePool], class: &str) -> Vec<NodePool> {
+    pools
+        .iter()
+        .filter(|np| {
+            let r = &np.spec.template.spec.node_class_ref;
+            r.name == class && r.kind == "EC2NodeClass"
+        })
+        .cloned()
+        .collect()
+}
+
 impl StatusController {
     fn class_due(&self, class: &EC2NodeClass, now: Timestamp) -> bool {
         let name = class.metadata.name.clone().unwrap_or_default();
@@ -141,19 +155,25 @@ impl StatusController {
     }
 
     pub(super) async fn reconcile_nodeclasses(&self, out: &mut Written) {
-        let classes: Vec<EC2NodeClass> = lock(&self.state)
-            .nodeclasses
-            .values()
-            .filter(|c| c.metadata.deletion_timestamp.is_none())
-            .cloned()
-            .collect();
+        let (classes, pools): (Vec<EC2NodeClass>, Vec<NodePool>) = {
+            let s = lock(&self.state);
+            (
+                s.nodeclasses
+                    .values()
+                    .filter(|c| c.metadata.deletion_timestamp.is_none())
+                    .cloned()
+                    .collect(),
+                s.nodepools.values().cloned().collect(),
+            )
+        };
         for class in classes {
             let now = self.clock.now();
             if !self.class_due(&class, now) {
                 continue;
             }
             let name = class.metadata.name.clone().unwrap_or_default();
-            let resolved = self.cloud.reconcile_node_class(&class).await;
+            let users = pools_using(&pools, &name);
+            let resolved = self.cloud.reconcile_node_class_for(&class, &users).await;
             if let Err(e) = &resolved
                 && !matches!(e, CloudError::NodeClassNotReady { .. })
             {

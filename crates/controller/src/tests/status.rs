@@ -402,3 +402,27 @@ async fn provider_drift_is_asked_every_five_minutes() {
     let conds = claim(&h, &name).status.unwrap().conditions.unwrap();
     assert!(conditions::find(&conds, "Drifted").is_none());
 }
+
+#[test]
+fn a_class_is_validated_with_the_pools_that_name_it() {
+    let np = |name: &str, class: &str, kind: &str| -> NodePool {
+        serde_json::from_value(json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name},
+            "spec": {"template": {"spec": {"requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": kind, "name": class}}}}
+        }))
+        .unwrap()
+    };
+    let pools = [
+        np("a", "default", "EC2NodeClass"),
+        np("b", "other", "EC2NodeClass"),
+        np("c", "default", "SomeOtherClass"),
+        np("d", "default", "EC2NodeClass"),
+    ];
+    let names: Vec<String> = crate::status::nodeclass::pools_using(&pools, "default")
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["a", "d"]);
+}

@@ -10,13 +10,14 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_aws_model::launch::{AllocationStrategy, FleetOverride, LaunchInput, launch_tags};
 use nodewright_aws_model::placement::LaunchPlacement;
 use nodewright_aws_model::userdata::{UserDataError, generate, registration_taints};
-use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_core::model::CapacityType;
 use nodewright_core::time::Timestamp;
 
 use super::run_instances::run_instances_request;
 use super::{
-    Call, LAUNCH_CONFIGURATION_INVALID, USER_DATA_SIZE_LIMIT_EXCEEDED, Verdict, cache_key,
-    choose_instance_type, classify, outcome, with_validation,
+    CLUSTER_CIDR_RESOLUTION_FAILED, Call, Choice, LAUNCH_CONFIGURATION_INVALID, PoolDemand,
+    USER_DATA_SIZE_LIMIT_EXCEEDED, Verdict, cache_key, choose_launch, classify,
+    cluster_cidr_missing, outcome, with_validation,
 };
 use crate::class_input::node_class_input;
 use crate::cloud::AwsCloud;
@@ -24,8 +25,8 @@ use crate::error::AwsError;
 use crate::launch::fleet::{FleetCall, SdkFleet, TemplateConfig};
 use crate::launch::template;
 use crate::launch::userdata::BaseConfig;
+use crate::nodeclass::ResolvedNodeClass;
 use crate::nodeclass::conditions::VALIDATION_SUCCEEDED;
-use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
 
 /// A dry run's answer: any success EC2 sends back instead of `DryRunOperation` (a peer that
 /// ignores the flag) counts as a pass too.
@@ -55,39 +56,53 @@ fn condition_true(resolved: &ResolvedNodeClass, type_: &str) -> bool {
         .any(|c| c.type_ == type_ && c.status == "True")
 }
 
-/// The subnet to launch `it` into: the first (most free addresses) in a zone offering it
-/// on demand.
-fn subnet_for<'a>(
-    resolved: &'a ResolvedNodeClass,
-    it: &InstanceType,
-) -> Option<(&'a str, &'a str, f64)> {
-    resolved.subnets.iter().find_map(|s| {
-        it.offerings
-            .iter()
-            .find(|o| o.zone == s.zone && o.capacity_type == CapacityType::OnDemand)
-            .map(|o| (s.id.as_str(), s.zone.as_str(), o.price))
-    })
+/// The subnet to launch into in `zone`: the first there (most free addresses).
+fn subnet_in<'a>(resolved: &'a ResolvedNodeClass, zone: &str) -> Option<&'a str> {
+    resolved
+        .subnets
+        .iter()
+        .find(|s| s.zone == zone)
+        .map(|s| s.id.as_str())
 }
 
 impl AwsCloud {
     /// Brings `resolved`'s `ValidationSucceeded` (and `Ready`) up to date with what a launch
-    /// from `class` would meet. Only a class whose own checks passed is looked at; its
-    /// verdict is cached for [`super::TTL`] per class and key.
+    /// from `class` would meet, one that a NodePool of `pools` (those using the class) could
+    /// make. Only a class whose own checks passed is looked at; its verdict is cached for
+    /// [`super::TTL`] per class and key.
     pub async fn validate_launch(
         &self,
         class: &EC2NodeClass,
         resolved: &mut ResolvedNodeClass,
+        pools: &[PoolDemand],
         now: Timestamp,
     ) {
-        if !condition_true(resolved, VALIDATION_SUCCEEDED) {
-            return;
-        }
         let previous = class
             .status
             .as_ref()
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
-        let verdict = self.launch_verdict(class, resolved).await;
+        // First, as upstream: without the CIDR no AL2023 node can join, whatever else holds.
+        let family = node_class_input(class).map(|i| i.ami_family);
+        if let Some(why) = family
+            .ok()
+            .and_then(|f| cluster_cidr_missing(f, self.launch.cluster()))
+        {
+            tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{why}");
+            let conds = resolved.status.conditions.clone().unwrap_or_default();
+            resolved.status.conditions = Some(with_validation(
+                &conds,
+                &Err((CLUSTER_CIDR_RESOLUTION_FAILED.to_string(), why)),
+                &previous,
+                class.metadata.generation,
+                now,
+            ));
+            return;
+        }
+        if !condition_true(resolved, VALIDATION_SUCCEEDED) {
+            return;
+        }
+        let verdict = self.launch_verdict(class, resolved, pools).await;
         if let Verdict::Undecided { message } | Verdict::Failed { message, .. } = &verdict {
             tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{message}");
         }
@@ -103,7 +118,12 @@ impl AwsCloud {
     }
 
     /// The cached verdict for `class`, else a fresh one (cached unless undecided).
-    async fn launch_verdict(&self, class: &EC2NodeClass, resolved: &ResolvedNodeClass) -> Verdict {
+    async fn launch_verdict(
+        &self,
+        class: &EC2NodeClass,
+        resolved: &ResolvedNodeClass,
+        pools: &[PoolDemand],
+    ) -> Verdict {
         let name = class.metadata.name.clone().unwrap_or_default();
         let types = match self.instance_types_for(class, resolved).await {
             Ok(t) => t,
@@ -113,36 +133,40 @@ impl AwsCloud {
                 };
             }
         };
-        let Some((it, ami)) = choose_instance_type(&types, &resolved.amis) else {
+        let Some(choice) = choose_launch(&types, &resolved.amis, pools) else {
             return Verdict::Undecided {
-                message: "no instance type offered on demand in the class's zones is served by its AMIs, so no launch could be checked".into(),
+                message: "no instance type offered in the class's zones is served by its AMIs, so no launch could be checked".into(),
             };
         };
+        if !pools.is_empty() && choice.nodepool.is_none() {
+            tracing::info!(nodeclass = %name, "no NodePool using the class admits a launch it offers; validating with one the class alone allows");
+        }
         let key = cache_key(
             class.metadata.uid.as_deref().unwrap_or(""),
             &resolved.hash,
             resolved,
-            &it.name,
+            &choice.key(),
             &(self.launch.cluster(), self.settings.disable_dry_run),
         );
         if let Some(cached) = self.validation.get(&name, key, Instant::now()) {
             return cached;
         }
-        let verdict = self.check_launch(class, resolved, it, ami).await;
+        let verdict = self.check_launch(class, resolved, &choice).await;
         self.validation
             .put(&name, key, verdict.clone(), Instant::now());
         verdict
     }
 
-    /// Builds the launch for one on-demand `it` from `ami` and, unless dry runs are off,
-    /// dry-runs CreateFleet, CreateLaunchTemplate and RunInstances (upstream's order).
+    /// Builds the launch `choice` describes (one instance of its type, image and offering)
+    /// and, unless dry runs are off, dry-runs CreateFleet, CreateLaunchTemplate and
+    /// RunInstances (upstream's order).
     async fn check_launch(
         &self,
         class: &EC2NodeClass,
         resolved: &ResolvedNodeClass,
-        it: &InstanceType,
-        ami: &ResolvedAmi,
+        choice: &Choice<'_>,
     ) -> Verdict {
+        let (it, ami, capacity_type) = (choice.instance_type, choice.ami, choice.capacity_type);
         let name = class.metadata.name.clone().unwrap_or_default();
         let invalid = |e: &dyn std::fmt::Display| Verdict::Failed {
             reason: LAUNCH_CONFIGURATION_INVALID,
@@ -162,7 +186,7 @@ impl AwsCloud {
             taints: registration_taints(&[], &[]),
             placement: LaunchPlacement::new(&[], resolved.placement_group.as_ref()),
         };
-        let bootstrap = match base.bootstrap(it, CapacityType::OnDemand) {
+        let bootstrap = match base.bootstrap(it, capacity_type) {
             Ok(b) => b,
             Err(e) => return invalid(&e),
         };
@@ -178,6 +202,7 @@ impl AwsCloud {
         }
         let tags = match launch_tags(&LaunchInput {
             nodeclass: name.clone(),
+            nodepool: choice.nodepool.unwrap_or_default().to_string(),
             cluster_name: self.settings.cluster_name.clone(),
             user_tags: class.spec.tags.clone().unwrap_or_default(),
             ..Default::default()
@@ -185,33 +210,34 @@ impl AwsCloud {
             Ok(t) => t,
             Err(e) => return invalid(&e),
         };
-        let spec = match base.template(ami, it, CapacityType::OnDemand, &tags, false, None) {
+        let spec = match base.template(ami, it, capacity_type, &tags, false, None) {
             Ok(s) => s,
             Err(e) => return invalid(&e),
         };
         if self.settings.disable_dry_run {
             return Verdict::Passed;
         }
-        let Some((subnet, zone, price)) = subnet_for(resolved, it) else {
+        let Some(subnet) = subnet_in(resolved, choice.zone) else {
             return Verdict::Undecided {
-                message: format!(
-                    "{} is offered on demand in none of the class's zones",
-                    it.name
-                ),
+                message: format!("the class has no subnet in {}", choice.zone),
             };
         };
+        let (target, strategy) = match capacity_type {
+            CapacityType::Spot => ("spot", AllocationStrategy::PriceCapacityOptimized),
+            _ => ("on-demand", AllocationStrategy::LowestPrice),
+        };
         let call = FleetCall {
-            capacity_type: CapacityType::OnDemand,
-            default_target_capacity_type: "on-demand",
-            allocation_strategy: AllocationStrategy::LowestPrice,
+            capacity_type,
+            default_target_capacity_type: target,
+            allocation_strategy: strategy,
             total_target_capacity: 1,
             configs: vec![TemplateConfig {
                 template_name: spec.name(),
                 overrides: vec![FleetOverride {
                     instance_type: it.name.clone(),
-                    zone: zone.to_string(),
+                    zone: choice.zone.to_string(),
                     subnet_id: subnet.to_string(),
-                    priority: price,
+                    priority: choice.price,
                     reservation_id: None,
                     image_id: Some(ami.id.clone()),
                 }],

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use nodewright_api::aws::common::Condition;
 use nodewright_api::stable_hash::fnv1a64;
-use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_aws_model::launch::{offering_compatible, type_compatible};
+use nodewright_core::model::{CapacityType, InstanceType, NodePool};
+use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::{CPU, MEMORY};
 use nodewright_core::time::Timestamp;
 
@@ -24,6 +26,8 @@ use super::aliases::{ACCELERATOR_COUNT_LABEL, GPU_COUNT_LABEL};
 use super::conditions::{self, Outcome, READY, VALIDATION_SUCCEEDED};
 use super::{ResolvedAmi, ResolvedNodeClass};
 use crate::error::AwsError;
+use crate::launch::ClusterInfo;
+use nodewright_aws_model::AmiFamily;
 
 pub const CREATE_FLEET_AUTH_FAILED: &str = "CreateFleetAuthCheckFailed";
 pub const CREATE_LAUNCH_TEMPLATE_AUTH_FAILED: &str = "CreateLaunchTemplateAuthCheckFailed";
@@ -32,6 +36,9 @@ pub const USER_DATA_SIZE_LIMIT_EXCEEDED: &str = "UserDataSizeLimitExceeded";
 /// The class's launch configuration cannot be built (the cluster endpoint or service CIDR its
 /// user data needs is unknown, user data of the wrong form ...): every launch would fail.
 pub const LAUNCH_CONFIGURATION_INVALID: &str = "LaunchConfigurationInvalid";
+/// The class uses AL2023, whose nodes cannot join without the cluster's service CIDR, and EKS
+/// `DescribeCluster` did not give it: no node of the class could join.
+pub const CLUSTER_CIDR_RESOLUTION_FAILED: &str = "ClusterCIDRResolutionFailed";
 /// A dry run gave no verdict (throttling, a network error, an answer that is neither success
 /// nor a refusal) and there is no earlier verdict to keep.
 pub const AUTH_CHECK_INCOMPLETE: &str = "AuthCheckIncomplete";
@@ -100,9 +107,32 @@ impl Verdict {
     }
 }
 
+/// EC2's code for user data it will not take: more than 16 KiB once decoded, or not base64.
+pub const INVALID_USER_DATA: &str = "InvalidUserData.Malformed";
+
+/// A refusal of the request's user data. EC2 answers oversized user data with
+/// [`INVALID_USER_DATA`]; the controller always sends valid base64, so that code means the
+/// size unless the message says the encoding is at fault. An `InvalidParameterValue` that
+/// names the user data limit (as some EC2 peers send) is read as the size too.
+fn user_data_refusal(code: &str, lower: &str, message: &str) -> Option<Verdict> {
+    let about_size = || {
+        lower.contains("user data")
+            && (lower.contains("limit") || lower.contains("exceed") || lower.contains("too large"))
+    };
+    if code == INVALID_USER_DATA {
+        return Some(if lower.contains("base64") {
+            Verdict::failed(LAUNCH_CONFIGURATION_INVALID, message)
+        } else {
+            Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, message)
+        });
+    }
+    (code == "InvalidParameterValue" && about_size())
+        .then(|| Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, message))
+}
+
 /// What EC2's answer to a dry run of `call` means. `DryRunOperation` is EC2's "would have
-/// succeeded"; an authorization refusal fails the class; an oversized user data refusal is
-/// reported as such. Throttling, network errors, an instance profile EC2 does not see yet
+/// succeeded"; an authorization refusal fails the class; a refusal of the user data (EC2's
+/// `InvalidUserData.Malformed`) is reported as oversized user data. Throttling, network errors, an instance profile EC2 does not see yet
 /// (IAM is eventually consistent) and anything unexpected give no verdict.
 pub fn classify(call: Call, err: &AwsError) -> Verdict {
     let code = err.code.as_deref().unwrap_or_default();
@@ -120,11 +150,8 @@ pub fn classify(call: Call, err: &AwsError) -> Verdict {
         );
     }
     let lower = err.message.to_ascii_lowercase();
-    if code == "InvalidParameterValue"
-        && lower.contains("user data")
-        && (lower.contains("limit") || lower.contains("exceed") || lower.contains("too large"))
-    {
-        return Verdict::failed(USER_DATA_SIZE_LIMIT_EXCEEDED, err.message.clone());
+    if let Some(verdict) = user_data_refusal(code, &lower, &err.message) {
+        return verdict;
     }
     let why = if err.retryable {
         "EC2 is throttling or unreachable"
@@ -186,14 +213,14 @@ impl ValidationCache {
 }
 
 /// The key of what a validation covers: the class (its uid and spec hash), what it resolved
-/// to (subnets, groups, images, profile, placement group, reservations), the instance type
-/// validated with, and how nodes reach the cluster. Free addresses are left out: they change
+/// to (subnets, groups, images, profile, placement group, reservations), the launch validated
+/// with ([`Choice::key`]: type, offering, pool), and how nodes reach the cluster. Free addresses are left out: they change
 /// all the time and do not change the answer.
 pub fn cache_key(
     uid: &str,
     spec_hash: &str,
     resolved: &ResolvedNodeClass,
-    instance_type: &str,
+    launch: &str,
     cluster: &impl std::fmt::Debug,
 ) -> u64 {
     let subnets: Vec<(&str, &str)> = resolved
@@ -218,7 +245,7 @@ pub fn cache_key(
         .collect();
     let group = resolved.placement_group.as_ref().map(|g| g.id.as_str());
     let text = format!(
-        "{uid}|{spec_hash}|{subnets:?}|{groups:?}|{amis:?}|{:?}|{group:?}|{reservations:?}|{instance_type}|{cluster:?}",
+        "{uid}|{spec_hash}|{subnets:?}|{groups:?}|{amis:?}|{:?}|{group:?}|{reservations:?}|{launch}|{cluster:?}",
         resolved.instance_profile
     );
     fnv1a64(text.as_bytes())
@@ -232,46 +259,153 @@ fn is_standard(ami: &ResolvedAmi) -> bool {
     })
 }
 
-fn has_on_demand(it: &InstanceType) -> bool {
-    it.offerings
-        .iter()
-        .any(|o| o.capacity_type == CapacityType::OnDemand)
+/// What a NodePool using the class asks of its nodes: its requirements and its template's
+/// labels (as `In` requirements), as upstream reads them to pick the type it validates with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolDemand {
+    pub name: String,
+    pub requirements: Vec<Requirement>,
 }
 
-/// The instance type (and the image it would boot) to validate with: a type a standard image
-/// serves if there is one (else any image), with an on-demand offering; upstream's defaults
-/// (`m5.large`, `m6g.large`) first, then the smallest (vCPUs, memory, name).
-pub fn choose_instance_type<'a>(
+impl PoolDemand {
+    pub fn new(pool: &NodePool) -> Self {
+        let t = &pool.template;
+        let mut requirements = t.requirements.clone();
+        requirements.extend(t.labels.iter().map(|(k, v)| Requirement::single(k, v)));
+        PoolDemand {
+            name: pool.name.clone(),
+            requirements,
+        }
+    }
+}
+
+/// The launch to validate with: an instance type, the image it would boot, and the offering
+/// (capacity type and zone) it would take; `nodepool` names the pool it was chosen for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice<'a> {
+    pub instance_type: &'a InstanceType,
+    pub ami: &'a ResolvedAmi,
+    pub capacity_type: CapacityType,
+    pub zone: &'a str,
+    pub price: f64,
+    pub nodepool: Option<&'a str>,
+}
+
+impl Choice<'_> {
+    /// What the choice adds to the cache key: a different type, offering or pool is a
+    /// different launch to check.
+    pub fn key(&self) -> String {
+        format!(
+            "{}|{}|{}|{}",
+            self.instance_type.name,
+            self.capacity_type.as_str(),
+            self.zone,
+            self.nodepool.unwrap_or_default()
+        )
+    }
+}
+
+/// The launch `reqs` admit for `it`, if any: the image (a standard one if one serves the
+/// type, else any that does) and the offering (on-demand before spot, then by zone).
+/// Reserved offerings are left out: a dry run cannot target a reservation it might not fit.
+fn launch_of<'a>(
+    it: &'a InstanceType,
+    amis: &'a [ResolvedAmi],
+    reqs: &[Requirement],
+    nodepool: Option<&'a str>,
+) -> Option<Choice<'a>> {
+    if !type_compatible(it, reqs) {
+        return None;
+    }
+    let serving = |a: &&ResolvedAmi| crate::launch::ami_serves(a, it);
+    let ami = amis
+        .iter()
+        .filter(|a| is_standard(a))
+        .find(serving)
+        .or_else(|| amis.iter().find(serving))?;
+    let offering = it
+        .offerings
+        .iter()
+        .filter(|o| o.capacity_type != CapacityType::Reserved && offering_compatible(o, reqs))
+        .min_by(|a, b| {
+            (a.capacity_type != CapacityType::OnDemand)
+                .cmp(&(b.capacity_type != CapacityType::OnDemand))
+                .then(a.zone.cmp(&b.zone))
+        })?;
+    Some(Choice {
+        instance_type: it,
+        ami,
+        capacity_type: offering.capacity_type,
+        zone: &offering.zone,
+        price: offering.price,
+        nodepool,
+    })
+}
+
+/// The launch to validate with. With NodePools using the class, a launch one of them could
+/// make (its requirements and labels admit the type and the offering); without any, or when
+/// none of theirs is possible, any launch the class allows. Among those: a type a standard
+/// image serves first (GPU images can need more disk than the class gives standard nodes),
+/// then on-demand, upstream's defaults (`m5.large`, `m6g.large`), the smallest (vCPUs,
+/// memory), and names as the tie-break.
+pub fn choose_launch<'a>(
     types: &'a [InstanceType],
     amis: &'a [ResolvedAmi],
-) -> Option<(&'a InstanceType, &'a ResolvedAmi)> {
-    let pick = |standard_only: bool| {
-        let mut found: Vec<(&InstanceType, &ResolvedAmi)> = types
+    pools: &'a [PoolDemand],
+) -> Option<Choice<'a>> {
+    let rank = |c: &Choice<'_>| {
+        let it = c.instance_type;
+        let preferred = PREFERRED_TYPES
             .iter()
-            .filter(|it| has_on_demand(it))
-            .filter_map(|it| {
-                amis.iter()
-                    .filter(|a| !standard_only || is_standard(a))
-                    .find(|a| crate::launch::ami_serves(a, it))
-                    .map(|a| (it, a))
-            })
-            .collect();
-        found.sort_by(|(a, _), (b, _)| {
-            let rank = |n: &str| {
-                PREFERRED_TYPES
-                    .iter()
-                    .position(|p| *p == n)
-                    .unwrap_or(PREFERRED_TYPES.len())
-            };
-            rank(&a.name)
-                .cmp(&rank(&b.name))
-                .then(a.capacity.get(CPU).cmp(&b.capacity.get(CPU)))
-                .then(a.capacity.get(MEMORY).cmp(&b.capacity.get(MEMORY)))
-                .then(a.name.cmp(&b.name))
-        });
-        found.into_iter().next()
+            .position(|p| *p == it.name)
+            .unwrap_or(PREFERRED_TYPES.len());
+        (
+            !is_standard(c.ami),
+            c.capacity_type != CapacityType::OnDemand,
+            preferred,
+            it.capacity.get(CPU),
+            it.capacity.get(MEMORY),
+        )
     };
-    pick(true).or_else(|| pick(false))
+    let best = |candidates: Vec<Choice<'a>>| {
+        candidates.into_iter().min_by(|a, b| {
+            rank(a)
+                .cmp(&rank(b))
+                .then(a.instance_type.name.cmp(&b.instance_type.name))
+                .then(a.nodepool.cmp(&b.nodepool))
+        })
+    };
+    let for_pools: Vec<Choice<'a>> = pools
+        .iter()
+        .flat_map(|p| {
+            types
+                .iter()
+                .filter_map(|it| launch_of(it, amis, &p.requirements, Some(p.name.as_str())))
+        })
+        .collect();
+    best(for_pools).or_else(|| {
+        best(
+            types
+                .iter()
+                .filter_map(|it| launch_of(it, amis, &[], None))
+                .collect(),
+        )
+    })
+}
+
+/// Why a class of `family` cannot launch nodes that join `cluster`: AL2023's NodeConfig needs
+/// the service CIDR, which only EKS `DescribeCluster` gives. `None` when nothing is missing.
+pub fn cluster_cidr_missing(family: AmiFamily, cluster: &ClusterInfo) -> Option<String> {
+    if family != AmiFamily::AL2023 || cluster.service_cidr.is_some() {
+        return None;
+    }
+    let why = cluster
+        .service_cidr_unknown
+        .as_deref()
+        .unwrap_or("EKS DescribeCluster was not asked");
+    Some(format!(
+        "amiFamily AL2023 needs the cluster's service CIDR, which is unknown: {why}"
+    ))
 }
 
 /// Reasons that are a verdict about the class (not a wait on its dependencies).

@@ -2,7 +2,10 @@ use super::*;
 use crate::nodeclass::aliases::{ARCH_LABEL, Requirement as AmiRequirement};
 use crate::nodeclass::{ResolvedSecurityGroup, ResolvedSubnet};
 use nodewright_core::model::Offering;
-use nodewright_core::requirements::Requirement;
+
+const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
+use nodewright_core::labels;
+use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
 
 fn err(code: &str, message: &str, retryable: bool) -> AwsError {
@@ -68,6 +71,34 @@ fn dry_run_operation_is_a_pass_and_refusals_name_the_call() {
 
 #[test]
 fn oversized_user_data_refusals_are_their_own_reason() {
+    // By EC2's code, whatever the message says.
+    for message in ["User data is limited to 16384 bytes", "", "request refused"] {
+        let e = err("InvalidUserData.Malformed", message, false);
+        assert!(
+            matches!(
+                classify(Call::CreateLaunchTemplate, &e),
+                Verdict::Failed {
+                    reason: "UserDataSizeLimitExceeded",
+                    ..
+                }
+            ),
+            "{message:?}"
+        );
+    }
+    // The same code about the encoding is a broken launch configuration, not its size.
+    let encoding = err(
+        "InvalidUserData.Malformed",
+        "Invalid BASE64 encoding of user data.",
+        false,
+    );
+    assert!(matches!(
+        classify(Call::RunInstances, &encoding),
+        Verdict::Failed {
+            reason: "LaunchConfigurationInvalid",
+            ..
+        }
+    ));
+    // By the message only as a fallback, under the generic code.
     let e = err(
         "InvalidParameterValue",
         "User data is limited to 16384 bytes",
@@ -198,8 +229,37 @@ fn itype(name: &str, arch: &str, cpu: i64, gpus: Option<&str>) -> InstanceType {
     }
 }
 
+fn pick<'a>(
+    types: &'a [InstanceType],
+    amis: &'a [ResolvedAmi],
+    pools: &'a [PoolDemand],
+) -> Option<(&'a str, &'a str)> {
+    choose_launch(types, amis, pools).map(|c| (c.instance_type.name.as_str(), c.ami.id.as_str()))
+}
+
+fn offering(zone: &str, capacity_type: CapacityType) -> Offering {
+    Offering {
+        zone: zone.into(),
+        capacity_type,
+        price: 0.1,
+        available: true,
+        reservation_id: None,
+        reservation_capacity: None,
+    }
+}
+
+fn pool(name: &str, requirements: &[(&str, Operator, &[&str])]) -> PoolDemand {
+    PoolDemand {
+        name: name.into(),
+        requirements: requirements
+            .iter()
+            .map(|(k, op, v)| Requirement::new(k, *op, v))
+            .collect(),
+    }
+}
+
 #[test]
-fn the_validation_type_prefers_upstreams_defaults_then_the_smallest_standard_type() {
+fn without_pools_the_validation_type_prefers_upstreams_defaults_then_the_smallest_standard_type() {
     let amis = vec![
         ami("ami-gpu", "amd64", true),
         ami("ami-std", "amd64", false),
@@ -210,24 +270,134 @@ fn the_validation_type_prefers_upstreams_defaults_then_the_smallest_standard_typ
         itype("m5.xlarge", "amd64", 4000, None),
         itype("m5.large", "amd64", 2000, None),
     ];
-    let (it, a) = choose_instance_type(&types, &amis).unwrap();
-    assert_eq!((it.name.as_str(), a.id.as_str()), ("m5.large", "ami-std"));
-    let (it, _) = choose_instance_type(&types[..3], &amis).unwrap();
-    assert_eq!(it.name, "c5.large", "smallest, then by name");
+    assert_eq!(pick(&types, &amis, &[]), Some(("m5.large", "ami-std")));
+    assert_eq!(
+        pick(&types[..3], &amis, &[]).map(|p| p.0),
+        Some("c5.large"),
+        "smallest, then by name"
+    );
     // Only a GPU image: its types are used.
-    let (it, a) = choose_instance_type(&types, &amis[..1]).unwrap();
-    assert_eq!((it.name.as_str(), a.id.as_str()), ("g5.xlarge", "ami-gpu"));
+    assert_eq!(
+        pick(&types, &amis[..1], &[]),
+        Some(("g5.xlarge", "ami-gpu"))
+    );
     // An arm64-only class gets an arm64 type.
     let arm = vec![ami("ami-arm", "arm64", false)];
     let mut with_arm = types.clone();
     with_arm.push(itype("m6g.large", "arm64", 2000, None));
-    let (it, _) = choose_instance_type(&with_arm, &arm).unwrap();
-    assert_eq!(it.name, "m6g.large");
-    // Nothing on demand: nothing to check with.
+    assert_eq!(pick(&with_arm, &arm, &[]).map(|p| p.0), Some("m6g.large"));
+    assert_eq!(pick(&types, &arm, &[]), None);
+    // On-demand first; a type offered only as spot is validated as spot.
     let mut spot_only = itype("m5.large", "amd64", 2000, None);
     spot_only.offerings[0].capacity_type = CapacityType::Spot;
-    assert_eq!(choose_instance_type(&[spot_only], &amis), None);
-    assert_eq!(choose_instance_type(&types, &arm), None);
+    let bigger = itype("m5.xlarge", "amd64", 4000, None);
+    let both = [spot_only.clone(), bigger];
+    let c = choose_launch(&both, &amis, &[]).unwrap();
+    assert_eq!(
+        (c.instance_type.name.as_str(), c.capacity_type),
+        ("m5.xlarge", CapacityType::OnDemand)
+    );
+    let only = [spot_only];
+    let c = choose_launch(&only, &amis, &[]).unwrap();
+    assert_eq!(c.capacity_type, CapacityType::Spot);
+    assert_eq!(c.nodepool, None);
+}
+
+#[test]
+fn with_pools_the_validation_launch_is_one_a_pool_could_make() {
+    let amis = vec![
+        ami("ami-std", "amd64", false),
+        ami("ami-arm", "arm64", false),
+    ];
+    let mut c5 = itype("c5.xlarge", "amd64", 4000, None);
+    c5.requirements
+        .push(Requirement::single(INSTANCE_TYPE_LABEL, "c5.xlarge"));
+    c5.offerings = vec![
+        offering("us-east-1a", CapacityType::OnDemand),
+        offering("us-east-1b", CapacityType::Spot),
+        offering("us-east-1b", CapacityType::OnDemand),
+    ];
+    let mut m5 = itype("m5.large", "amd64", 2000, None);
+    m5.requirements
+        .push(Requirement::single(INSTANCE_TYPE_LABEL, "m5.large"));
+    let mut m6g = itype("m6g.large", "arm64", 2000, None);
+    m6g.requirements
+        .push(Requirement::single(INSTANCE_TYPE_LABEL, "m6g.large"));
+    let types = vec![m5, c5, m6g];
+    // A pool limited to c5.xlarge: c5.xlarge, not the class-wide default m5.large.
+    let c5_only = [pool(
+        "compute",
+        &[(INSTANCE_TYPE_LABEL, Operator::In, &["c5.xlarge"])],
+    )];
+    let c = choose_launch(&types, &amis, &c5_only).unwrap();
+    assert_eq!(
+        (
+            c.instance_type.name.as_str(),
+            c.zone,
+            c.capacity_type,
+            c.nodepool
+        ),
+        (
+            "c5.xlarge",
+            "us-east-1a",
+            CapacityType::OnDemand,
+            Some("compute")
+        )
+    );
+    // The pool's zone and capacity type pick the offering.
+    let spot_b = [pool(
+        "spot",
+        &[
+            (INSTANCE_TYPE_LABEL, Operator::In, &["c5.xlarge"]),
+            (labels::ZONE, Operator::In, &["us-east-1b"]),
+            (labels::CAPACITY_TYPE, Operator::In, &["spot"]),
+        ],
+    )];
+    let c = choose_launch(&types, &amis, &spot_b).unwrap();
+    assert_eq!(
+        (c.zone, c.capacity_type),
+        ("us-east-1b", CapacityType::Spot)
+    );
+    // An arm64 pool (by a template label) gets the arm64 type and image.
+    let arm = [pool("arm", &[(ARCH_LABEL, Operator::In, &["arm64"])])];
+    assert_eq!(pick(&types, &amis, &arm), Some(("m6g.large", "ami-arm")));
+    // Several pools: the best launch among all of theirs.
+    let two = [c5_only[0].clone(), arm[0].clone()];
+    assert_eq!(pick(&types, &amis, &two).map(|p| p.0), Some("m6g.large"));
+    // A pool no offering satisfies: the class-wide choice, for no pool.
+    let nowhere = [pool(
+        "nowhere",
+        &[(labels::ZONE, Operator::In, &["eu-west-1a"])],
+    )];
+    let c = choose_launch(&types, &amis, &nowhere).unwrap();
+    assert_eq!(
+        (c.instance_type.name.as_str(), c.nodepool),
+        ("m5.large", None)
+    );
+    // The key follows the launch.
+    let a = choose_launch(&types, &amis, &c5_only).unwrap().key();
+    let b = choose_launch(&types, &amis, &spot_b).unwrap().key();
+    let d = choose_launch(&types, &amis, &[]).unwrap().key();
+    assert_ne!(a, b);
+    assert_ne!(a, d);
+}
+
+#[test]
+fn a_pool_demand_carries_its_requirements_and_template_labels() {
+    let yaml = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n  template:\n    metadata:\n      labels: {team: web}\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements:\n        - {key: kubernetes.io/arch, operator: In, values: [arm64]}\n";
+    let np: nodewright_api::v1::nodepool::NodePool = serde_yaml::from_str(yaml).unwrap();
+    let demand = PoolDemand::new(&nodewright_api::to_core::nodepool(&np).unwrap());
+    assert_eq!(demand.name, "web");
+    assert!(
+        demand
+            .requirements
+            .contains(&Requirement::single("team", "web"))
+    );
+    assert!(
+        demand
+            .requirements
+            .contains(&Requirement::single("kubernetes.io/arch", "arm64"))
+    );
 }
 
 fn resolved() -> ResolvedNodeClass {
@@ -376,4 +546,24 @@ fn a_failed_check_turns_ready_false_and_keeps_the_other_conditions() {
         .find(|c| c.type_ == conditions::SUBNETS_READY)
         .unwrap();
     assert_eq!(subnets.last_transition_time, Some(conditions::rfc3339(t)));
+}
+
+#[test]
+fn only_al2023_needs_the_service_cidr_and_the_reason_says_why_it_is_missing() {
+    let unknown = ClusterInfo {
+        endpoint: "https://a".into(),
+        service_cidr_unknown: Some("EKS DescribeCluster for CLUSTER_NAME=prod failed".into()),
+        ..Default::default()
+    };
+    let why = cluster_cidr_missing(AmiFamily::AL2023, &unknown).expect("missing");
+    assert!(why.contains("service CIDR"), "{why}");
+    assert!(why.contains("CLUSTER_NAME=prod"), "{why}");
+    for family in [AmiFamily::AL2, AmiFamily::Bottlerocket, AmiFamily::Custom] {
+        assert_eq!(cluster_cidr_missing(family, &unknown), None, "{family:?}");
+    }
+    let known = ClusterInfo {
+        service_cidr: Some("10.100.0.0/16".into()),
+        ..unknown
+    };
+    assert_eq!(cluster_cidr_missing(AmiFamily::AL2023, &known), None);
 }
