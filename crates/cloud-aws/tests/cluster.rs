@@ -2,6 +2,7 @@
 //! chosen service CIDR is described at start, its endpoint and CA fill in what the settings
 //! leave empty, and an AL2023 node launched afterwards carries that CIDR in its NodeConfig.
 
+#[macro_use]
 mod support;
 
 use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
@@ -10,15 +11,6 @@ use nodewright_cloud::{CloudError, Launched};
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
 use support::{DISCOVERY, Moto};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 const AL2023_PARAMETER: &str =
     "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";

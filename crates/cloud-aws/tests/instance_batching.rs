@@ -2,65 +2,17 @@
 //! TerminateInstances, against moto behind a counting proxy; each caller still gets the answer
 //! about its own instance, including EC2's refusal for an instance it will not terminate.
 
+#[macro_use]
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use aws_sdk_ec2::types::{InstanceType, ResourceType};
 use futures::future::join_all;
-use nodewright_cloud::{
-    BatchFlushed, CloudError, CloudProvider, InstanceState, LaunchFailure, ProviderObserver,
-    TerminationFailure, tags,
-};
-use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
+use nodewright_cloud::{CloudError, CloudProvider, InstanceState, tags};
+use nodewright_cloud_aws::AwsClients;
 use support::Moto;
 use support::proxy::{self, Proxy};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
-
-#[derive(Default)]
-struct Recorder {
-    terminations: Mutex<Vec<TerminationFailure>>,
-    batches: Mutex<Vec<BatchFlushed>>,
-}
-
-impl ProviderObserver for Recorder {
-    fn launch_failed(&self, _: &LaunchFailure) {}
-
-    fn termination_failed(&self, f: &TerminationFailure) {
-        self.terminations.lock().unwrap().push(f.clone());
-    }
-
-    fn batch_flushed(&self, b: &BatchFlushed) {
-        self.batches.lock().unwrap().push(b.clone());
-    }
-}
-
-async fn clients_via(url: &str) -> AwsClients {
-    AwsClients::new(&ClientOptions {
-        region: support::REGION.into(),
-        endpoint_url: Some(url.to_string()),
-        credentials: Some(StaticCredentials {
-            access_key_id: "testing".into(),
-            secret_access_key: "testing".into(),
-        }),
-    })
-    .await
-}
-
-fn error_xml(code: &str, message: &str) -> String {
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
-<Message>{message}</Message></Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000ee</RequestID></Response>"
-    )
-}
 
 /// `n` running instances of the cluster, as (provider id, instance id).
 async fn instances(c: &AwsClients, cluster: &str, n: i32) -> Vec<(String, String)> {
@@ -101,19 +53,23 @@ async fn cloud_via(
     moto: &Moto,
     cluster: &str,
     reply: proxy::Reply,
-) -> (nodewright_cloud_aws::AwsCloud, Proxy, Arc<Recorder>) {
+) -> (
+    nodewright_cloud_aws::AwsCloud,
+    Proxy,
+    Arc<support::Recorder>,
+) {
     let proxy = proxy::start_replies(&moto.url, reply, proxy::unchanged()).await;
     let via = Moto {
         url: proxy.url.clone(),
-        clients: clients_via(&proxy.url).await,
+        clients: support::clients_via(&proxy.url).await,
     };
     let cloud = support::cloud(&via, cluster, "", "1.32");
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(support::Recorder::default());
     cloud.observe_with(recorder.clone());
     (cloud, proxy, recorder)
 }
 
-fn sizes(r: &Recorder, batcher: &str) -> Vec<usize> {
+fn sizes(r: &support::Recorder, batcher: &str) -> Vec<usize> {
     r.batches
         .lock()
         .unwrap()
@@ -191,7 +147,7 @@ async fn one_unknown_or_protected_instance_does_not_spoil_the_others() {
             || {
                 (
                     400,
-                    error_xml(
+                    proxy::error_xml(
                         "OperationNotPermitted",
                         &format!("The instance '{refused}' may not be terminated."),
                     ),

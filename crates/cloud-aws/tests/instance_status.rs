@@ -4,6 +4,7 @@
 //! scheduled events or pages, so a proxy on 127.0.0.1 answers DescribeInstanceStatus with
 //! recorded EC2 XML to show failed checks, events and paging end to end.
 
+#[macro_use]
 mod support;
 
 use std::sync::Arc;
@@ -14,15 +15,6 @@ use nodewright_core::time::Timestamp;
 
 use support::proxy;
 use support::{Moto, REGION};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 fn cloud(moto: &Moto) -> nodewright_cloud_aws::AwsCloud {
     let cluster = support::unique("health");

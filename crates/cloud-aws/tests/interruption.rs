@@ -3,6 +3,7 @@
 //! while unacknowledged ones return, an unreadable body is delivered as such, and the pool of
 //! an interrupted claim the controller hands back is kept out of launches.
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeMap;
@@ -17,15 +18,6 @@ use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::interruption::{QueueOptions, SqsInterruptionQueue};
 use nodewright_core::model::CapacityType;
 use support::Moto;
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 fn event(detail_type: &str, source: &str, detail: &str) -> String {
     format!(

@@ -3,6 +3,7 @@
 //! instance), CreateFleet overrides and tags, user data per family, template reuse, and
 //! fallback past offerings without capacity (injected: moto never reports it).
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeMap;
@@ -22,15 +23,6 @@ use nodewright_cloud_aws::launch::{
 };
 use nodewright_core::model::CapacityType;
 use support::{DISCOVERY, Moto, Seed};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 const ENDPOINT: &str = "https://ABCDEF.gr7.us-east-1.eks.amazonaws.com";
 

@@ -3,6 +3,7 @@
 //! one failure with that offering's zone, zone id and capacity type, and the fallback launch
 //! still succeeds against moto.
 
+#[macro_use]
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -16,15 +17,6 @@ use nodewright_cloud_aws::launch::{
 };
 
 use support::DISCOVERY;
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 /// CreateFleet through moto, except that `(type, zone)` in `empty` reports no capacity.
 struct NoCapacity {

@@ -2,6 +2,7 @@
 //! zone's subnets by the addresses predicted in flight (the count EC2 last reported has not
 //! moved), and each CreateFleet override names the image of its type's architecture.
 
+#[macro_use]
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -15,15 +16,6 @@ use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::error::AwsError;
 use nodewright_cloud_aws::launch::{ClusterInfo, FleetApi, FleetCall, FleetOutcome, SdkFleet};
 use support::{DISCOVERY, Moto, Seed, ZONES};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 /// An arm64 image moto ships.
 const ARM_SOURCE: &str = "ami-0e9271c829888680e";

@@ -1,6 +1,7 @@
 //! Instances of the cluster against moto through the provider contract: found by provider id
 //! and by tags, checked for drift against their node class, terminated.
 
+#[macro_use]
 mod support;
 
 use aws_sdk_ec2::types::{InstanceType, ResourceType};
@@ -11,15 +12,6 @@ use nodewright_cloud_aws::AwsClients;
 use nodewright_cloud_aws::nodeclass::hash::{HASH_ANNOTATION, HASH_VERSION_ANNOTATION};
 use nodewright_core::model::CapacityType;
 use support::DISCOVERY;
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 /// Starts one instance the way a launch leaves it: in `subnet` with `groups`, tagged.
 async fn run_instance(

@@ -1,20 +1,12 @@
 //! EC2NodeClass reconciliation against moto: selectors, AMIs, instance profiles, conditions.
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeSet;
 
 use nodewright_cloud_aws::cloud::now;
 use support::{DISCOVERY, condition};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 fn ids<T>(v: &[T], f: impl Fn(&T) -> &str) -> BTreeSet<String> {
     v.iter().map(|x| f(x).to_string()).collect()

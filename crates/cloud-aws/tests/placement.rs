@@ -8,6 +8,7 @@
 //! as written, which is where the launch is checked; it does not apply it to the instance
 //! (DescribeInstances always shows an empty group name and `default` tenancy, no partition).
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeMap;
@@ -30,15 +31,6 @@ use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::Operator;
 use support::proxy;
 use support::{DISCOVERY, Moto, Seed};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 /// Placement groups kept in memory, changeable during a test.
 #[derive(Default)]

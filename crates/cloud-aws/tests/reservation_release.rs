@@ -4,6 +4,7 @@
 //! recorded EC2 XML and adds the reservation id to moto's DescribeInstances answer for the
 //! launched instance; launching and terminating are moto's.
 
+#[macro_use]
 mod support;
 
 use std::sync::{Arc, Mutex};
@@ -13,15 +14,6 @@ use nodewright_cloud::CloudProvider;
 use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
 
 use support::{DISCOVERY, Moto, proxy};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 fn reservations_xml(zone: &str) -> String {
     format!(

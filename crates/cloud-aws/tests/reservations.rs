@@ -4,26 +4,17 @@
 //! reference), everything else goes to moto unchanged. The SDK therefore parses real EC2 XML,
 //! and the rest of the path (subnets, images, templates, CreateFleet) is moto's.
 
+#[macro_use]
 mod support;
 
 use std::sync::{Arc, Mutex};
 
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud_aws::cloud::now;
-use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
 use nodewright_core::model::CapacityType;
 
 use support::proxy::{self, Proxy};
 use support::{DISCOVERY, Moto};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 const AL2023_PARAMETER: &str =
     "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
@@ -82,18 +73,6 @@ fn describe_calls(proxy: &Proxy) -> usize {
     proxy.sent("Action=DescribeCapacityReservations").len()
 }
 
-async fn clients_via(url: &str) -> AwsClients {
-    AwsClients::new(&ClientOptions {
-        region: support::REGION.into(),
-        endpoint_url: Some(url.to_string()),
-        credentials: Some(StaticCredentials {
-            access_key_id: "testing".into(),
-            secret_access_key: "testing".into(),
-        }),
-    })
-    .await
-}
-
 fn claim(name: &str, capacity: &str) -> NodeClaim {
     serde_yaml::from_str(&format!(
         "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity}]}}\n"
@@ -115,7 +94,7 @@ async fn reservations_resolve_into_status_offerings_and_targeted_launches() {
     let proxy = proxy(&moto.url, body).await;
     let via = Moto {
         url: proxy.url.clone(),
-        clients: clients_via(&proxy.url).await,
+        clients: support::clients_via(&proxy.url).await,
     };
     let prefix = format!("/{name}");
     let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
@@ -362,7 +341,7 @@ async fn reservation_books_follow_launches_refusals_and_capacity_block_expiry() 
     let proxy = proxy(&moto.url, body).await;
     let via = Moto {
         url: proxy.url.clone(),
-        clients: clients_via(&proxy.url).await,
+        clients: support::clients_via(&proxy.url).await,
     };
     let prefix = format!("/{name}");
     let image = support::copy_image(&moto.clients, &format!("{name}-al2023"), &[]).await;
@@ -541,7 +520,7 @@ async fn reservations_are_looked_up_by_id_skipping_ids_ec2_does_not_know() {
     let proxied = proxy::start_replies(&moto.url, answer, proxy::unchanged()).await;
     let via = Moto {
         url: proxied.url.clone(),
-        clients: clients_via(&proxied.url).await,
+        clients: support::clients_via(&proxied.url).await,
     };
     let cloud = support::cloud(&via, &name, &format!("/{name}"), "1.32");
     let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -3,49 +3,20 @@
 //! launch batch it reports, and the termination EC2 refuses (an instance with termination
 //! protection), reported with its zone and zone id.
 
+#[macro_use]
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use aws_sdk_ec2::types::{AttributeBooleanValue, InstanceType, ResourceType};
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_cloud::{
-    BatchFlushed, CloudError, CloudProvider, LaunchFailure, ProviderObserver, RegisteredInstance,
-    TerminationFailure, tags,
-};
+use nodewright_cloud::{CloudError, CloudProvider, RegisteredInstance, TerminationFailure, tags};
 use nodewright_cloud_aws::AwsClients;
 use nodewright_cloud_aws::launch::ClusterInfo;
 use nodewright_cloud_aws::tagging::{CLUSTER_NAME_TAGGED, EKS_CLUSTER_NAME, TAGGED};
 
 use support::DISCOVERY;
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
-
-#[derive(Default)]
-struct Recorder {
-    terminations: Mutex<Vec<TerminationFailure>>,
-    batches: Mutex<Vec<BatchFlushed>>,
-}
-
-impl ProviderObserver for Recorder {
-    fn launch_failed(&self, _: &LaunchFailure) {}
-
-    fn termination_failed(&self, f: &TerminationFailure) {
-        self.terminations.lock().unwrap().push(f.clone());
-    }
-
-    fn batch_flushed(&self, b: &BatchFlushed) {
-        self.batches.lock().unwrap().push(b.clone());
-    }
-}
 
 async fn instance_tags(c: &AwsClients, id: &str) -> BTreeMap<String, String> {
     let out = c
@@ -84,7 +55,7 @@ async fn a_registered_claims_instance_is_named_after_its_node() {
         service_cidr: Some("10.100.0.0/16".into()),
         ..Default::default()
     });
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(support::Recorder::default());
     cloud.observe_with(recorder.clone());
     let mut class = support::class(&format!(
         "metadata: {{name: tag}}\nspec:\n  subnetSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  securityGroupSelectorTerms: [{{tags: {{{DISCOVERY}: {cluster}}}}}]\n  amiSelectorTerms: [{{alias: 'al2023@latest'}}]\n  role: {role}\n",
@@ -167,7 +138,7 @@ async fn a_refused_termination_is_reported_with_its_zone() {
     let seed = support::seed(&moto.clients, &cluster).await;
     let image = support::copy_image(&moto.clients, &support::unique("img"), &[]).await;
     let cloud = support::cloud(&moto, &cluster, "", "1.32");
-    let recorder = Arc::new(Recorder::default());
+    let recorder = Arc::new(support::Recorder::default());
     cloud.observe_with(recorder.clone());
     let (subnet, zone) = seed.subnets[0].clone();
     let out = moto

@@ -2,6 +2,7 @@
 //! reconcile sends (seen through a recording proxy), their cache, `DISABLE_DRY_RUN`, oversized
 //! user data, and EC2's refusals (which moto never sends, so the proxy answers with them).
 
+#[macro_use]
 mod support;
 
 use std::sync::Arc;
@@ -10,18 +11,9 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_cloud::CloudProvider;
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
-use nodewright_cloud_aws::{AwsClients, AwsCloud, ClientOptions, StaticCredentials};
+use nodewright_cloud_aws::{AwsClients, AwsCloud};
 use support::proxy::{self, Proxy};
 use support::{DISCOVERY, Moto, Seed, condition};
-
-macro_rules! moto_or_skip {
-    ($name:expr) => {
-        match support::moto($name).await {
-            Some(m) => m,
-            None => return,
-        }
-    };
-}
 
 const ACTIONS: [&str; 3] = [
     "Action=CreateFleet",
@@ -36,18 +28,6 @@ struct Env {
     via: Moto,
 }
 
-async fn clients_via(url: &str) -> AwsClients {
-    AwsClients::new(&ClientOptions {
-        region: support::REGION.into(),
-        endpoint_url: Some(url.to_string()),
-        credentials: Some(StaticCredentials {
-            access_key_id: "testing".into(),
-            secret_access_key: "testing".into(),
-        }),
-    })
-    .await
-}
-
 /// A seeded cluster and an image, with a proxy in front of moto that answers with `reply`
 /// where it gives an answer and records every request.
 async fn env(moto: &Moto, name: &str, reply: proxy::Reply) -> Env {
@@ -57,7 +37,7 @@ async fn env(moto: &Moto, name: &str, reply: proxy::Reply) -> Env {
     let proxy = proxy::start_replies(&moto.url, reply, proxy::unchanged()).await;
     let via = Moto {
         url: proxy.url.clone(),
-        clients: clients_via(&proxy.url).await,
+        clients: support::clients_via(&proxy.url).await,
     };
     Env {
         seed,
@@ -114,13 +94,6 @@ impl Env {
     }
 }
 
-fn error_xml(code: &str, message: &str) -> String {
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
-<Message>{message}</Message></Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000dd</RequestID></Response>"
-    )
-}
-
 /// A reply that refuses dry runs of `action` with `code`.
 fn refuse(action: &'static str, status: u16, code: &'static str) -> proxy::Reply {
     refuse_with(
@@ -140,7 +113,7 @@ fn refuse_with(
 ) -> proxy::Reply {
     Arc::new(move |form: &str| {
         (form.contains(&format!("Action={action}&")) && form.contains("DryRun=true"))
-            .then(|| (status, error_xml(code, message)))
+            .then(|| (status, proxy::error_xml(code, message)))
     })
 }
 

@@ -1,14 +1,27 @@
 //! Test support for moto-backed tests: connects to the moto server `scripts/moto` started,
 //! names things uniquely so tests can share one server concurrently, and seeds the network and
 //! IAM objects a cluster's node classes select.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 pub mod proxy;
+
+/// The moto connection for a test, or a visible skip when no server runs (see [`moto`]).
+macro_rules! moto_or_skip {
+    ($name:expr) => {
+        match support::moto($name).await {
+            Some(m) => m,
+            None => return,
+        }
+    };
+}
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use std::sync::Mutex;
+
+use nodewright_cloud::{BatchFlushed, LaunchFailure, ProviderObserver, TerminationFailure};
 use nodewright_cloud_aws::{AwsClients, ClientOptions, StaticCredentials};
 
 pub const REGION: &str = "us-east-1";
@@ -42,15 +55,7 @@ pub async fn moto(test: &str) -> Option<Moto> {
             return None;
         }
     };
-    let options = ClientOptions {
-        region: REGION.to_string(),
-        endpoint_url: Some(url.clone()),
-        credentials: Some(StaticCredentials {
-            access_key_id: "testing".into(),
-            secret_access_key: "testing".into(),
-        }),
-    };
-    let clients = AwsClients::new(&options).await;
+    let clients = clients_via(&url).await;
     Some(Moto { url, clients })
 }
 
@@ -303,4 +308,37 @@ pub fn condition(
         .find(|c| c.type_ == type_)
         .unwrap_or_else(|| panic!("no {type_} condition in {status:?}"));
     (c.status.clone(), c.reason.clone().unwrap_or_default())
+}
+
+/// Clients for the test credentials and region that talk to `url` (moto, or a proxy in front
+/// of it).
+pub async fn clients_via(url: &str) -> AwsClients {
+    AwsClients::new(&ClientOptions {
+        region: REGION.into(),
+        endpoint_url: Some(url.to_string()),
+        credentials: Some(StaticCredentials {
+            access_key_id: "testing".into(),
+            secret_access_key: "testing".into(),
+        }),
+    })
+    .await
+}
+
+/// What the provider reported about terminations and flushed batches.
+#[derive(Default)]
+pub struct Recorder {
+    pub terminations: Mutex<Vec<TerminationFailure>>,
+    pub batches: Mutex<Vec<BatchFlushed>>,
+}
+
+impl ProviderObserver for Recorder {
+    fn launch_failed(&self, _: &LaunchFailure) {}
+
+    fn termination_failed(&self, f: &TerminationFailure) {
+        self.terminations.lock().unwrap().push(f.clone());
+    }
+
+    fn batch_flushed(&self, b: &BatchFlushed) {
+        self.batches.lock().unwrap().push(b.clone());
+    }
 }

@@ -167,3 +167,11 @@ pub fn no_answers() -> Answer {
 pub fn unchanged() -> Rewrite {
     Arc::new(|_, body| body)
 }
+
+/// An EC2 Query API error body with `code` and `message`, as EC2 answers a refused request.
+pub fn error_xml(code: &str, message: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>{code}</Code>\
+<Message>{message}</Message></Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000dd</RequestID></Response>"
+    )
+}
