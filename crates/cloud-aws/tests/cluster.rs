@@ -5,7 +5,6 @@
 #[macro_use]
 mod support;
 
-use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
 use nodewright_aws_model::userdata::{base64, mime};
 use nodewright_cloud::{CloudError, Launched};
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
@@ -14,27 +13,6 @@ use support::{DISCOVERY, Moto};
 
 const AL2023_PARAMETER: &str =
     "/aws/service/eks/optimized-ami/1.32/amazon-linux-2023/x86_64/standard/recommended/image_id";
-
-async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
-    moto.clients
-        .eks
-        .create_cluster()
-        .name(name)
-        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
-        .resources_vpc_config(
-            VpcConfigRequest::builder()
-                .set_subnet_ids(Some(subnets.to_vec()))
-                .build(),
-        )
-        .kubernetes_network_config(
-            KubernetesNetworkConfigRequest::builder()
-                .service_ipv4_cidr(cidr)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("CreateCluster");
-}
 
 fn known(name: &str) -> KnownClusterFacts {
     KnownClusterFacts {
@@ -89,7 +67,7 @@ async fn eks_supplies_the_service_cidr_endpoint_and_ca_and_al2023_nodes_carry_th
     let name = support::unique("eks");
     let seed = support::seed(&moto.clients, &name).await;
     let subnets: Vec<String> = seed.subnets.iter().map(|(id, _)| id.clone()).collect();
-    create_eks_cluster(&moto, &name, &subnets, "10.123.0.0/16").await;
+    support::create_eks_cluster(&moto, &name, &subnets, "10.123.0.0/16").await;
 
     let described = cluster::describe_cluster(&moto.clients, &name)
         .await

@@ -7,7 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
-use nodewright_api::aws::v1::EC2NodeClass;
+use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_cloud::CloudProvider;
 use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
@@ -128,11 +128,7 @@ async fn a_class_validates_with_one_dry_run_of_each_launch_call_then_uses_the_ve
     let cloud = env.cloud();
     let class = env.class("");
 
-    let status = cloud
-        .reconcile_node_class(&class)
-        .await
-        .expect("reconcile")
-        .status;
+    let status = validated(&cloud, &class).await;
     assert_eq!(
         condition(&status, "ValidationSucceeded"),
         ("True".into(), "ValidationSucceeded".into()),
@@ -172,11 +168,7 @@ async fn a_class_validates_with_one_dry_run_of_each_launch_call_then_uses_the_ve
     // The verdict is reused: no more dry runs for the same class.
     let mut stored = class.clone();
     stored.status = Some(status);
-    let again = cloud
-        .reconcile_node_class(&stored)
-        .await
-        .expect("reconcile")
-        .status;
+    let again = validated(&cloud, &stored).await;
     assert_eq!(condition(&again, "ValidationSucceeded").0, "True");
     assert_eq!(env.dry_runs(), [1, 1, 1]);
 
@@ -197,11 +189,7 @@ async fn disable_dry_run_sends_none() {
     let env = env(&moto, "nodryrun", no_replies()).await;
     let mut cloud = env.cloud();
     cloud.settings.disable_dry_run = true;
-    let status = cloud
-        .reconcile_node_class(&env.class(""))
-        .await
-        .expect("reconcile")
-        .status;
+    let status = validated(&cloud, &env.class("")).await;
     assert_eq!(condition(&status, "ValidationSucceeded").0, "True");
     assert_eq!(condition(&status, "Ready").0, "True");
     assert_eq!(env.dry_runs(), [0, 0, 0]);
@@ -217,11 +205,7 @@ async fn oversized_user_data_fails_validation_before_any_dry_run() {
     let mut custom = class.clone();
     custom.spec.ami_family = Some("Custom".into());
     for c in [class, custom] {
-        let status = cloud
-            .reconcile_node_class(&c)
-            .await
-            .expect("reconcile")
-            .status;
+        let status = validated(&cloud, &c).await;
         assert_eq!(
             condition(&status, "ValidationSucceeded"),
             ("False".into(), "UserDataSizeLimitExceeded".into()),
@@ -250,12 +234,7 @@ async fn refused_dry_runs_name_the_call_the_controller_may_not_make() {
             refuse(action, 403, "UnauthorizedOperation"),
         )
         .await;
-        let status = env
-            .cloud()
-            .reconcile_node_class(&env.class(""))
-            .await
-            .expect("reconcile")
-            .status;
+        let status = validated(&env.cloud(), &env.class("")).await;
         assert_eq!(
             condition(&status, "ValidationSucceeded"),
             ("False".into(), reason.into())
@@ -276,11 +255,7 @@ async fn a_throttled_dry_run_keeps_the_stored_verdict_and_is_tried_again() {
     let cloud = env.cloud();
     let class = env.class("");
     // Never checked: not known to be launchable.
-    let first = cloud
-        .reconcile_node_class(&class)
-        .await
-        .expect("reconcile")
-        .status;
+    let first = validated(&cloud, &class).await;
     assert_eq!(
         condition(&first, "ValidationSucceeded"),
         ("False".into(), "AuthCheckIncomplete".into())
@@ -295,11 +270,7 @@ async fn a_throttled_dry_run_keeps_the_stored_verdict_and_is_tried_again() {
         }
     }
     stored.status = Some(ok);
-    let second = cloud
-        .reconcile_node_class(&stored)
-        .await
-        .expect("reconcile")
-        .status;
+    let second = validated(&cloud, &stored).await;
     assert_eq!(condition(&second, "ValidationSucceeded").0, "True");
     assert_eq!(condition(&second, "Ready").0, "True");
     let tried = env.dry_runs()[1];
@@ -322,12 +293,7 @@ async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
             ),
         )
         .await;
-        let status = env
-            .cloud()
-            .reconcile_node_class(&env.class(""))
-            .await
-            .expect("reconcile")
-            .status;
+        let status = validated(&env.cloud(), &env.class("")).await;
         assert_eq!(
             condition(&status, "ValidationSucceeded"),
             ("False".into(), "UserDataSizeLimitExceeded".into()),
@@ -335,28 +301,6 @@ async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
         );
         assert_eq!(condition(&status, "Ready").0, "False");
     }
-}
-
-async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
-    use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
-    moto.clients
-        .eks
-        .create_cluster()
-        .name(name)
-        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
-        .resources_vpc_config(
-            VpcConfigRequest::builder()
-                .set_subnet_ids(Some(subnets.to_vec()))
-                .build(),
-        )
-        .kubernetes_network_config(
-            KubernetesNetworkConfigRequest::builder()
-                .service_ipv4_cidr(cidr)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("CreateCluster");
 }
 
 #[tokio::test]
@@ -368,13 +312,7 @@ async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr()
     let class = env.class("");
     // Not even a stored pass or DISABLE_DRY_RUN lets it through.
     let mut stored = class.clone();
-    stored.status = Some(
-        env.cloud()
-            .reconcile_node_class(&class)
-            .await
-            .expect("reconcile")
-            .status,
-    );
+    stored.status = Some(validated(&env.cloud(), &class).await);
     assert_eq!(
         condition(stored.status.as_ref().unwrap(), "Ready").0,
         "True"
@@ -412,22 +350,14 @@ async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr()
     let mut al2 = env.class("");
     al2.spec.ami_family = Some("AL2".into());
     cloud.settings.disable_dry_run = false;
-    let status = cloud
-        .reconcile_node_class(&al2)
-        .await
-        .expect("reconcile")
-        .status;
+    let status = validated(&cloud, &al2).await;
     assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
 
     // Once EKS knows the cluster, a provider started afterwards validates the class.
     let subnets: Vec<String> = env.seed.subnets.iter().map(|(id, _)| id.clone()).collect();
-    create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.123.0.0/16").await;
+    support::create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.123.0.0/16").await;
     let cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
-    let status = cloud
-        .reconcile_node_class(&class)
-        .await
-        .expect("reconcile")
-        .status;
+    let status = validated(&cloud, &class).await;
     assert_eq!(
         condition(&status, "ValidationSucceeded"),
         ("True".into(), "ValidationSucceeded".into())
@@ -510,4 +440,13 @@ async fn the_dry_run_launches_what_a_nodepool_using_the_class_could() {
     // No pool uses the class any more: upstream's default type.
     cloud.reconcile_node_class(&class).await.expect("reconcile");
     assert_eq!(run_types(&env), ["c5.large", "m5.xlarge", "m5.large"]);
+}
+
+/// The class's status after one reconcile by `cloud`.
+async fn validated(cloud: &AwsCloud, class: &EC2NodeClass) -> EC2NodeClassStatus {
+    cloud
+        .reconcile_node_class(class)
+        .await
+        .expect("reconcile")
+        .status
 }

@@ -342,3 +342,26 @@ impl ProviderObserver for Recorder {
         self.batches.lock().unwrap().push(b.clone());
     }
 }
+
+/// An EKS cluster in moto with `cidr` as its service CIDR, so DescribeCluster can answer.
+pub async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
+    use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
+    moto.clients
+        .eks
+        .create_cluster()
+        .name(name)
+        .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
+        .resources_vpc_config(
+            VpcConfigRequest::builder()
+                .set_subnet_ids(Some(subnets.to_vec()))
+                .build(),
+        )
+        .kubernetes_network_config(
+            KubernetesNetworkConfigRequest::builder()
+                .service_ipv4_cidr(cidr)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("CreateCluster");
+}
