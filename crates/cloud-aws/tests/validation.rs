@@ -6,10 +6,11 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_cloud::CloudProvider;
-use nodewright_cloud_aws::cluster::{self, KnownClusterFacts};
+use nodewright_cloud_aws::cluster::{ClusterFacts, KnownClusterFacts};
 use nodewright_cloud_aws::launch::ClusterInfo;
 use nodewright_cloud_aws::{AwsClients, AwsCloud};
 use support::proxy::{self, Proxy};
@@ -57,16 +58,22 @@ impl Env {
         })
     }
 
-    /// The provider with the cluster facts it resolved itself from EKS at start.
-    async fn cloud_resolving(&self, eks: &AwsClients, eks_cluster: &str) -> AwsCloud {
+    /// The provider with the cluster facts it resolved itself from EKS at start, asking EKS
+    /// again at most once per `every` while the service CIDR is unknown.
+    async fn cloud_resolving(
+        &self,
+        eks: &AwsClients,
+        eks_cluster: &str,
+        every: Duration,
+    ) -> AwsCloud {
         let known = KnownClusterFacts {
             name: eks_cluster.to_string(),
             endpoint: Some("https://validation.example.com".into()),
             ca_bundle: Some("Q0EgYnVuZGxl".into()),
             ..Default::default()
         };
-        let info = cluster::resolve(eks, &known).await;
-        support::cloud(&self.via, &self.seed.cluster, "", "1.32").with_cluster_info(info)
+        let facts = ClusterFacts::resolve(eks, known, every).await;
+        support::cloud(&self.via, &self.seed.cluster, "", "1.32").with_cluster_facts(facts)
     }
 
     fn class(&self, extra: &str) -> EC2NodeClass {
@@ -307,8 +314,12 @@ async fn ec2_refusing_the_user_data_is_oversized_user_data_by_its_code() {
 async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr() {
     let moto = moto_or_skip!("validation_cluster_cidr");
     let env = env(&moto, "nocidr", no_replies()).await;
-    // No EKS cluster of that name: DescribeCluster fails at start.
-    let mut cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    // No EKS cluster of that name: DescribeCluster fails at start, and the window for asking
+    // again does not pass during the test.
+    let hour = Duration::from_secs(3600);
+    let mut cloud = env
+        .cloud_resolving(&moto.clients, &env.seed.cluster, hour)
+        .await;
     let class = env.class("");
     // Not even a stored pass or DISABLE_DRY_RUN lets it through.
     let mut stored = class.clone();
@@ -356,13 +367,75 @@ async fn an_al2023_class_is_not_ready_while_eks_has_not_given_the_service_cidr()
     // Once EKS knows the cluster, a provider started afterwards validates the class.
     let subnets: Vec<String> = env.seed.subnets.iter().map(|(id, _)| id.clone()).collect();
     support::create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.123.0.0/16").await;
-    let cloud = env.cloud_resolving(&moto.clients, &env.seed.cluster).await;
+    let status = validated(&cloud, &class).await;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("False".into(), "ClusterCIDRResolutionFailed".into()),
+        "within the window EKS is not asked again"
+    );
+    let cloud = env
+        .cloud_resolving(&moto.clients, &env.seed.cluster, hour)
+        .await;
     let status = validated(&cloud, &class).await;
     assert_eq!(
         condition(&status, "ValidationSucceeded"),
         ("True".into(), "ValidationSucceeded".into())
     );
     assert_eq!(condition(&status, "Ready").0, "True");
+}
+
+#[tokio::test]
+async fn eks_is_asked_again_for_the_service_cidr_and_its_answer_is_kept() {
+    let moto = moto_or_skip!("validation_cluster_cidr_later");
+    let env = env(&moto, "latercidr", no_replies()).await;
+    // The window has always passed: each reconcile that needs the CIDR may ask.
+    let cloud = env
+        .cloud_resolving(&moto.clients, &env.seed.cluster, Duration::ZERO)
+        .await;
+    let class = env.class("");
+    let status = validated(&cloud, &class).await;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("False".into(), "ClusterCIDRResolutionFailed".into())
+    );
+    assert_eq!(env.dry_runs(), [0, 0, 0]);
+
+    // EKS learns of the cluster: the next reconcile of the same provider asks and validates.
+    let subnets: Vec<String> = env.seed.subnets.iter().map(|(id, _)| id.clone()).collect();
+    support::create_eks_cluster(&moto, &env.seed.cluster, &subnets, "10.124.0.0/16").await;
+    let status = validated(&cloud, &class).await;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into()),
+        "{status:#?}"
+    );
+    assert_eq!(condition(&status, "Ready").0, "True");
+    assert_eq!(env.dry_runs(), [1, 1, 1]);
+    let run = &env.proxy.sent("Action=RunInstances")[0];
+    let user_data = user_data_of(run);
+    assert!(user_data.contains("10.124.0.0/16"), "{user_data}");
+
+    // The CIDR is kept: EKS forgetting the cluster changes nothing.
+    moto.clients
+        .eks
+        .delete_cluster()
+        .name(&env.seed.cluster)
+        .send()
+        .await
+        .expect("DeleteCluster");
+    assert_eq!(
+        cloud.launch.cluster().service_cidr.as_deref(),
+        Some("10.124.0.0/16")
+    );
+    let status = validated(&cloud, &class).await;
+    assert_eq!(condition(&status, "Ready").0, "True");
+}
+
+/// The decoded user data of a recorded RunInstances request.
+fn user_data_of(form: &str) -> String {
+    let b64 = proxy::form_value(form, "UserData").expect("UserData in the request");
+    let bytes = nodewright_aws_model::userdata::base64::decode(&b64).expect("base64 user data");
+    String::from_utf8(bytes).expect("UTF-8 user data")
 }
 
 fn nodepool(name: &str, class: &str, requirements: &str) -> nodewright_api::v1::nodepool::NodePool {

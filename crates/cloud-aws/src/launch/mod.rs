@@ -62,7 +62,7 @@ pub struct LaunchState {
     reservations: Mutex<ReservationLedger>,
     addresses: Mutex<InflightAddresses>,
     fleet: Arc<dyn FleetApi>,
-    cluster: ClusterInfo,
+    cluster: crate::cluster::ClusterFacts,
 }
 
 impl LaunchState {
@@ -79,7 +79,7 @@ impl LaunchState {
                 BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
                     .observed_by(observer.clone()),
             ),
-            cluster: ClusterInfo::default(),
+            cluster: Default::default(),
         }
     }
 
@@ -101,8 +101,9 @@ impl LaunchState {
         self.addresses.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn cluster(&self) -> &ClusterInfo {
-        &self.cluster
+    /// How nodes reach the cluster, as currently known.
+    pub fn cluster(&self) -> ClusterInfo {
+        self.cluster.current()
     }
 }
 
@@ -115,10 +116,31 @@ impl AwsCloud {
     }
 
     /// The same provider with nodes joining the cluster at `cluster` (endpoint, CA, service
-    /// CIDR), which every family's user data but Custom needs.
+    /// CIDR), which every family's user data but Custom needs; EKS is never asked.
     pub fn with_cluster_info(mut self, cluster: ClusterInfo) -> Self {
-        self.launch.cluster = cluster;
+        self.launch.cluster = crate::cluster::ClusterFacts::fixed(cluster);
         self
+    }
+
+    /// The same provider with nodes joining the cluster as `facts` say, which may ask EKS
+    /// again for a service CIDR it did not give yet.
+    pub fn with_cluster_facts(mut self, facts: crate::cluster::ClusterFacts) -> Self {
+        self.launch.cluster = facts;
+        self
+    }
+
+    /// How nodes of `family` reach the cluster. Only AL2023 needs the service CIDR, so only
+    /// for it is EKS asked again (within [`crate::cluster::ClusterFacts`]'s window) while the
+    /// CIDR is unknown.
+    pub async fn cluster_for(&self, family: nodewright_aws_model::AmiFamily) -> ClusterInfo {
+        if family == nodewright_aws_model::AmiFamily::AL2023 {
+            self.launch
+                .cluster
+                .current_with_service_cidr(&self.clients)
+                .await
+        } else {
+            self.launch.cluster()
+        }
     }
 
     /// Deletes this cluster's launch templates that no launch used for `idle`: run
@@ -196,13 +218,14 @@ impl AwsCloud {
             .and_then(|l| l.get(labels::NODEPOOL))
             .cloned()
             .unwrap_or_default();
+        let cluster = self.cluster_for(family).await;
 
         let base = userdata::BaseConfig {
             class,
             resolved,
             family,
             cluster_name: &self.settings.cluster_name,
-            cluster: &self.launch.cluster,
+            cluster: &cluster,
             node_labels: claim::node_labels(claim, &reqs),
             taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
             placement: placement.clone(),

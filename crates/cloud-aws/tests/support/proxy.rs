@@ -175,3 +175,26 @@ pub fn error_xml(code: &str, message: &str) -> String {
 <Message>{message}</Message></Error></Errors><RequestID>7c5b4a4e-0000-4000-8000-0000000000dd</RequestID></Response>"
     )
 }
+
+/// The value of `key` in a recorded form body, percent-decoded (`+` is a space).
+pub fn form_value(form: &str, key: &str) -> Option<String> {
+    let raw = form
+        .split('&')
+        .find_map(|p| p.strip_prefix(key)?.strip_prefix('='))?;
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}

@@ -62,7 +62,8 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
 
 /// What the settings and the controller's own client configuration say about how nodes reach
 /// the API server: `CLUSTER_ENDPOINT`, `CLUSTER_CA_BUNDLE`, the client's root certificates and
-/// address. EKS DescribeCluster fills in the rest at start.
+/// address. EKS DescribeCluster fills in the rest at start (and the service CIDR later, if
+/// EKS did not give it then).
 pub fn known_cluster_facts(settings: &Settings, config: &kube::Config) -> KnownClusterFacts {
     KnownClusterFacts {
         name: settings.cluster_name.clone(),
@@ -99,10 +100,17 @@ pub async fn start(
         .context("reading the Kubernetes version from the API server")?;
     let version = kubernetes_version(&info.major, &info.minor)?;
     tracing::info!(region = %region, kubernetes = %version, endpoint = ?args.aws_endpoint_url, "starting the AWS provider");
-    let facts = cluster::resolve(&clients, &known_cluster_facts(settings, config)).await;
-    tracing::info!(endpoint = %facts.endpoint, service_cidr = ?facts.service_cidr, ca_bundle = facts.ca_bundle.is_some(), "cluster facts for node user data");
-    let cloud =
-        Arc::new(AwsCloud::new(clients, aws_settings(settings, &version)).with_cluster_info(facts));
+    let facts = cluster::ClusterFacts::resolve(
+        &clients,
+        known_cluster_facts(settings, config),
+        cluster::facts::ASK_AGAIN_EVERY,
+    )
+    .await;
+    let info = facts.current();
+    tracing::info!(endpoint = %info.endpoint, service_cidr = ?info.service_cidr, ca_bundle = info.ca_bundle.is_some(), "cluster facts for node user data");
+    let cloud = Arc::new(
+        AwsCloud::new(clients, aws_settings(settings, &version)).with_cluster_facts(facts),
+    );
     refresh::spawn(cloud.clone(), RefreshIntervals::default());
     let templates = cloud.clone();
     tokio::spawn(refresh::every(TEMPLATE_IDLE, move || {

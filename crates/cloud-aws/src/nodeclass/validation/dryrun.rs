@@ -22,6 +22,7 @@ use super::{
 use crate::class_input::node_class_input;
 use crate::cloud::AwsCloud;
 use crate::error::AwsError;
+use crate::launch::ClusterInfo;
 use crate::launch::fleet::{FleetCall, SdkFleet, TemplateConfig};
 use crate::launch::template;
 use crate::launch::userdata::BaseConfig;
@@ -83,11 +84,13 @@ impl AwsCloud {
             .and_then(|s| s.conditions.clone())
             .unwrap_or_default();
         // First, as upstream: without the CIDR no AL2023 node can join, whatever else holds.
-        let family = node_class_input(class).map(|i| i.ami_family);
-        if let Some(why) = family
-            .ok()
-            .and_then(|f| cluster_cidr_missing(f, self.launch.cluster()))
-        {
+        // A CIDR EKS did not give at start is asked for again here.
+        let family = node_class_input(class).map(|i| i.ami_family).ok();
+        let cluster = match family {
+            Some(f) => self.cluster_for(f).await,
+            None => self.launch.cluster(),
+        };
+        if let Some(why) = family.and_then(|f| cluster_cidr_missing(f, &cluster)) {
             tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{why}");
             let conds = resolved.status.conditions.clone().unwrap_or_default();
             resolved.status.conditions = Some(with_validation(
@@ -102,7 +105,7 @@ impl AwsCloud {
         if !condition_true(resolved, VALIDATION_SUCCEEDED) {
             return;
         }
-        let verdict = self.launch_verdict(class, resolved, pools).await;
+        let verdict = self.launch_verdict(class, resolved, pools, &cluster).await;
         if let Verdict::Undecided { message } | Verdict::Failed { message, .. } = &verdict {
             tracing::info!(nodeclass = %class.metadata.name.as_deref().unwrap_or(""), "{message}");
         }
@@ -123,6 +126,7 @@ impl AwsCloud {
         class: &EC2NodeClass,
         resolved: &ResolvedNodeClass,
         pools: &[PoolDemand],
+        cluster: &ClusterInfo,
     ) -> Verdict {
         let name = class.metadata.name.clone().unwrap_or_default();
         let types = match self.instance_types_for(class, resolved).await {
@@ -146,12 +150,12 @@ impl AwsCloud {
             &resolved.hash,
             resolved,
             &choice.key(),
-            &(self.launch.cluster(), self.settings.disable_dry_run),
+            &(cluster, self.settings.disable_dry_run),
         );
         if let Some(cached) = self.validation.get(&name, key, Instant::now()) {
             return cached;
         }
-        let verdict = self.check_launch(class, resolved, &choice).await;
+        let verdict = self.check_launch(class, resolved, &choice, cluster).await;
         self.validation
             .put(&name, key, verdict.clone(), Instant::now());
         verdict
@@ -165,6 +169,7 @@ impl AwsCloud {
         class: &EC2NodeClass,
         resolved: &ResolvedNodeClass,
         choice: &Choice<'_>,
+        cluster: &ClusterInfo,
     ) -> Verdict {
         let (it, ami, capacity_type) = (choice.instance_type, choice.ami, choice.capacity_type);
         let name = class.metadata.name.clone().unwrap_or_default();
@@ -181,7 +186,7 @@ impl AwsCloud {
             resolved,
             family,
             cluster_name: &self.settings.cluster_name,
-            cluster: self.launch.cluster(),
+            cluster,
             node_labels: BTreeMap::new(),
             taints: registration_taints(&[], &[]),
             placement: LaunchPlacement::new(&[], resolved.placement_group.as_ref()),

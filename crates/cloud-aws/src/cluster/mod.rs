@@ -1,7 +1,7 @@
 //! How new nodes reach the cluster: the API server endpoint, the CA bundle and the service
 //! CIDR. They come from the operator's settings (`CLUSTER_ENDPOINT`, `CLUSTER_CA_BUNDLE`), the
-//! controller's own Kubernetes client configuration, and EKS `DescribeCluster`, read once at
-//! start.
+//! controller's own Kubernetes client configuration, and EKS `DescribeCluster`, read at start
+//! and asked again while the service CIDR is unknown ([`facts`]).
 //!
 //! Order, per fact:
 //! - endpoint: `CLUSTER_ENDPOINT`, else the EKS endpoint, else the address the controller uses;
@@ -10,9 +10,13 @@
 //!   cannot do without it, so when EKS could not say, the reason is kept and a launch of an
 //!   AL2023 node fails with it.
 
+pub mod facts;
+
 use crate::AwsClients;
 use crate::error::AwsError;
 use crate::launch::ClusterInfo;
+
+pub use facts::ClusterFacts;
 
 /// What the operator and the controller's own client configuration already know.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
