@@ -515,6 +515,104 @@ async fn the_dry_run_launches_what_a_nodepool_using_the_class_could() {
     assert_eq!(run_types(&env), ["c5.large", "m5.xlarge", "m5.large"]);
 }
 
+/// A NodePool of `class` whose template carries `labels` and `taints` (YAML flow maps and
+/// lists).
+fn labelled_nodepool(
+    name: &str,
+    class: &str,
+    labels: &str,
+    taints: &str,
+) -> nodewright_api::v1::nodepool::NodePool {
+    serde_yaml::from_str(&format!(
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n  template:\n    metadata:\n      labels: {labels}\n    spec:\n      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n      taints: {taints}\n      requirements: []\n"
+    ))
+    .expect("NodePool yaml")
+}
+
+#[tokio::test]
+async fn the_validation_user_data_carries_the_pools_labels_and_taints() {
+    let moto = moto_or_skip!("validation_pool_user_data");
+    let env = env(&moto, "pooldata", no_replies()).await;
+    let cloud = env.cloud();
+    // User data that fits EC2's limit on its own, with room for a few labels but not many.
+    let filler = "x".repeat(14_000);
+    let class = env.class(&format!(
+        "  userData: |\n    #!/bin/bash\n    echo {filler}\n"
+    ));
+    let name = class.metadata.name.clone().unwrap();
+    let status = validated(&cloud, &class).await;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("True".into(), "ValidationSucceeded".into())
+    );
+
+    // A pool whose nodes register with many labels: the launch it would make is too large.
+    let many: Vec<String> = (0..40)
+        .map(|i| format!("example.com/label-{i:02}: {}", "v".repeat(60)))
+        .collect();
+    let crowded = labelled_nodepool("crowded", &name, &format!("{{{}}}", many.join(", ")), "[]");
+    let status = cloud
+        .reconcile_node_class_for(&class, &[crowded])
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(
+        condition(&status, "ValidationSucceeded"),
+        ("False".into(), "UserDataSizeLimitExceeded".into())
+    );
+    assert_eq!(env.dry_runs(), [1, 1, 1], "no dry run for the crowded pool");
+
+    // A pool with one label and a taint: both are in the user data EC2 is asked about.
+    let payments = labelled_nodepool(
+        "payments",
+        &name,
+        "{team: payments}",
+        "[{key: dedicated, value: payments, effect: NoSchedule}]",
+    );
+    let status = cloud
+        .reconcile_node_class_for(&class, std::slice::from_ref(&payments))
+        .await
+        .expect("reconcile")
+        .status;
+    assert_eq!(condition(&status, "Ready").0, "True", "{status:#?}");
+    assert_eq!(env.dry_runs(), [2, 2, 2]);
+    let runs = env.proxy.sent("Action=RunInstances");
+    let user_data = user_data_of(runs.last().unwrap());
+    assert!(user_data.contains("team=payments"), "{user_data}");
+    assert!(
+        user_data.contains("karpenter.sh/nodepool=payments"),
+        "{user_data}"
+    );
+    assert!(
+        user_data.contains("key: \"dedicated\"") && user_data.contains("value: \"payments\""),
+        "{user_data}"
+    );
+
+    // The same pool with another label is another launch: checked again.
+    let relabelled = labelled_nodepool(
+        "payments",
+        &name,
+        "{team: billing}",
+        "[{key: dedicated, value: payments, effect: NoSchedule}]",
+    );
+    cloud
+        .reconcile_node_class_for(&class, &[payments])
+        .await
+        .expect("reconcile");
+    assert_eq!(
+        env.dry_runs(),
+        [2, 2, 2],
+        "unchanged pool: the verdict is reused"
+    );
+    cloud
+        .reconcile_node_class_for(&class, &[relabelled])
+        .await
+        .expect("reconcile");
+    assert_eq!(env.dry_runs(), [3, 3, 3]);
+    let runs = env.proxy.sent("Action=RunInstances");
+    assert!(user_data_of(runs.last().unwrap()).contains("team=billing"));
+}
+
 /// The class's status after one reconcile by `cloud`.
 async fn validated(cloud: &AwsCloud, class: &EC2NodeClass) -> EC2NodeClassStatus {
     cloud

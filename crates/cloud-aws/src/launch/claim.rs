@@ -108,13 +108,23 @@ pub fn taints(claim: &NodeClaim) -> Result<(Vec<Taint>, Vec<Taint>), CloudError>
 /// single-valued `In` requirements on keys outside `kubernetes.io` namespaces the kubelet
 /// refuses to set.
 pub fn node_labels(claim: &NodeClaim, reqs: &[Requirement]) -> BTreeMap<String, String> {
-    let mut out: BTreeMap<String, String> = claim
+    let labels = claim
         .metadata
         .labels
         .clone()
         .unwrap_or_default()
         .into_iter()
         .collect();
+    node_labels_from(labels, reqs)
+}
+
+/// `labels` plus the single-valued `In` requirements of `reqs` the kubelet may set itself
+/// (a label already in `labels` wins).
+pub fn node_labels_from(
+    labels: BTreeMap<String, String>,
+    reqs: &[Requirement],
+) -> BTreeMap<String, String> {
+    let mut out = labels;
     for r in reqs {
         if r.operator == Operator::In && r.values.len() == 1 && kubelet_may_set(&r.key) {
             out.entry(r.key.clone())

@@ -1,8 +1,7 @@
 //! The launch a node of the class would get, built with the launch path's own builders (user
-//! data, launch template, CreateFleet request) for one on-demand instance of a type the class
-//! can launch, then sent as dry runs.
+//! data, launch template, CreateFleet request) for one instance of the chosen type and
+//! offering, registering with the chosen NodePool's labels and taints, then sent as dry runs.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use aws_sdk_ec2::config::retry::RetryConfig;
@@ -142,7 +141,7 @@ impl AwsCloud {
                 message: "no instance type offered in the class's zones is served by its AMIs, so no launch could be checked".into(),
             };
         };
-        if !pools.is_empty() && choice.nodepool.is_none() {
+        if !pools.is_empty() && choice.pool.is_none() {
             tracing::info!(nodeclass = %name, "no NodePool using the class admits a launch it offers; validating with one the class alone allows");
         }
         let key = cache_key(
@@ -187,8 +186,13 @@ impl AwsCloud {
             family,
             cluster_name: &self.settings.cluster_name,
             cluster,
-            node_labels: BTreeMap::new(),
-            taints: registration_taints(&[], &[]),
+            // What a claim of the chosen pool would register with, as upstream's validation
+            // launch carries: they are part of the user data and its size.
+            node_labels: choice.pool.map(|p| p.labels.clone()).unwrap_or_default(),
+            taints: choice
+                .pool
+                .map(|p| p.taints.clone())
+                .unwrap_or_else(|| registration_taints(&[], &[])),
             placement: LaunchPlacement::new(&[], resolved.placement_group.as_ref()),
         };
         let bootstrap = match base.bootstrap(it, capacity_type) {
@@ -207,7 +211,7 @@ impl AwsCloud {
         }
         let tags = match launch_tags(&LaunchInput {
             nodeclass: name.clone(),
-            nodepool: choice.nodepool.unwrap_or_default().to_string(),
+            nodepool: choice.nodepool().unwrap_or_default().to_string(),
             cluster_name: self.settings.cluster_name.clone(),
             user_tags: class.spec.tags.clone().unwrap_or_default(),
             ..Default::default()

@@ -17,9 +17,12 @@ use std::time::{Duration, Instant};
 use nodewright_api::aws::common::Condition;
 use nodewright_api::stable_hash::fnv1a64;
 use nodewright_aws_model::launch::{offering_compatible, type_compatible};
+use nodewright_aws_model::userdata::registration_taints;
+use nodewright_core::labels::NODEPOOL as NODEPOOL_LABEL;
 use nodewright_core::model::{CapacityType, InstanceType, NodePool};
 use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::{CPU, MEMORY};
+use nodewright_core::taints::Taint;
 use nodewright_core::time::Timestamp;
 
 use super::aliases::{ACCELERATOR_COUNT_LABEL, GPU_COUNT_LABEL};
@@ -27,6 +30,7 @@ use super::conditions::{self, Outcome, READY, VALIDATION_SUCCEEDED};
 use super::{ResolvedAmi, ResolvedNodeClass};
 use crate::error::AwsError;
 use crate::launch::ClusterInfo;
+use crate::launch::claim::node_labels_from;
 use nodewright_aws_model::AmiFamily;
 
 pub const CREATE_FLEET_AUTH_FAILED: &str = "CreateFleetAuthCheckFailed";
@@ -260,11 +264,20 @@ fn is_standard(ami: &ResolvedAmi) -> bool {
 }
 
 /// What a NodePool using the class asks of its nodes: its requirements and its template's
-/// labels (as `In` requirements), as upstream reads them to pick the type it validates with.
-#[derive(Clone, Debug, PartialEq)]
+/// labels (as `In` requirements), as upstream reads them to pick the type it validates with;
+/// and what its nodes register with, which goes into their user data (and so counts towards
+/// EC2's size limit).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PoolDemand {
     pub name: String,
     pub requirements: Vec<Requirement>,
+    /// The labels a node of the pool registers with, as a claim of the pool would give them:
+    /// the template's labels, `karpenter.sh/nodepool`, and the single-valued requirements the
+    /// kubelet may set.
+    pub labels: BTreeMap<String, String>,
+    /// The registration taints: the template's taints and startup taints, then
+    /// `karpenter.sh/unregistered`.
+    pub taints: Vec<Taint>,
 }
 
 impl PoolDemand {
@@ -272,15 +285,19 @@ impl PoolDemand {
         let t = &pool.template;
         let mut requirements = t.requirements.clone();
         requirements.extend(t.labels.iter().map(|(k, v)| Requirement::single(k, v)));
+        let mut labels = t.labels.clone();
+        labels.insert(NODEPOOL_LABEL.to_string(), pool.name.clone());
         PoolDemand {
             name: pool.name.clone(),
+            labels: node_labels_from(labels, &requirements),
             requirements,
+            taints: registration_taints(&t.taints, &t.startup_taints),
         }
     }
 }
 
 /// The launch to validate with: an instance type, the image it would boot, and the offering
-/// (capacity type and zone) it would take; `nodepool` names the pool it was chosen for.
+/// (capacity type and zone) it would take; `pool` is the pool it was chosen for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Choice<'a> {
     pub instance_type: &'a InstanceType,
@@ -288,19 +305,29 @@ pub struct Choice<'a> {
     pub capacity_type: CapacityType,
     pub zone: &'a str,
     pub price: f64,
-    pub nodepool: Option<&'a str>,
+    pub pool: Option<&'a PoolDemand>,
 }
 
 impl Choice<'_> {
-    /// What the choice adds to the cache key: a different type, offering or pool is a
-    /// different launch to check.
+    /// The name of the pool the launch was chosen for.
+    pub fn nodepool(&self) -> Option<&str> {
+        self.pool.map(|p| p.name.as_str())
+    }
+
+    /// What the choice adds to the cache key: a different type, offering or pool, or other
+    /// labels or taints of the pool (they change the user data), is a different launch to
+    /// check.
     pub fn key(&self) -> String {
+        let (labels, taints) = match self.pool {
+            Some(p) => (format!("{:?}", p.labels), format!("{:?}", p.taints)),
+            None => Default::default(),
+        };
         format!(
-            "{}|{}|{}|{}",
+            "{}|{}|{}|{}|{labels}|{taints}",
             self.instance_type.name,
             self.capacity_type.as_str(),
             self.zone,
-            self.nodepool.unwrap_or_default()
+            self.nodepool().unwrap_or_default()
         )
     }
 }
@@ -312,7 +339,7 @@ fn launch_of<'a>(
     it: &'a InstanceType,
     amis: &'a [ResolvedAmi],
     reqs: &[Requirement],
-    nodepool: Option<&'a str>,
+    pool: Option<&'a PoolDemand>,
 ) -> Option<Choice<'a>> {
     if !type_compatible(it, reqs) {
         return None;
@@ -338,7 +365,7 @@ fn launch_of<'a>(
         capacity_type: offering.capacity_type,
         zone: &offering.zone,
         price: offering.price,
-        nodepool,
+        pool,
     })
 }
 
@@ -372,7 +399,7 @@ pub fn choose_launch<'a>(
             rank(a)
                 .cmp(&rank(b))
                 .then(a.instance_type.name.cmp(&b.instance_type.name))
-                .then(a.nodepool.cmp(&b.nodepool))
+                .then(a.nodepool().cmp(&b.nodepool()))
         })
     };
     let for_pools: Vec<Choice<'a>> = pools
@@ -380,7 +407,7 @@ pub fn choose_launch<'a>(
         .flat_map(|p| {
             types
                 .iter()
-                .filter_map(|it| launch_of(it, amis, &p.requirements, Some(p.name.as_str())))
+                .filter_map(|it| launch_of(it, amis, &p.requirements, Some(p)))
         })
         .collect();
     best(for_pools).or_else(|| {

@@ -255,6 +255,7 @@ fn pool(name: &str, requirements: &[(&str, Operator, &[&str])]) -> PoolDemand {
             .iter()
             .map(|(k, op, v)| Requirement::new(k, *op, v))
             .collect(),
+        ..Default::default()
     }
 }
 
@@ -300,7 +301,7 @@ fn without_pools_the_validation_type_prefers_upstreams_defaults_then_the_smalles
     let only = [spot_only];
     let c = choose_launch(&only, &amis, &[]).unwrap();
     assert_eq!(c.capacity_type, CapacityType::Spot);
-    assert_eq!(c.nodepool, None);
+    assert_eq!(c.nodepool(), None);
 }
 
 #[test]
@@ -335,7 +336,7 @@ fn with_pools_the_validation_launch_is_one_a_pool_could_make() {
             c.instance_type.name.as_str(),
             c.zone,
             c.capacity_type,
-            c.nodepool
+            c.nodepool()
         ),
         (
             "c5.xlarge",
@@ -371,7 +372,7 @@ fn with_pools_the_validation_launch_is_one_a_pool_could_make() {
     )];
     let c = choose_launch(&types, &amis, &nowhere).unwrap();
     assert_eq!(
-        (c.instance_type.name.as_str(), c.nodepool),
+        (c.instance_type.name.as_str(), c.nodepool()),
         ("m5.large", None)
     );
     // The key follows the launch.
@@ -380,13 +381,47 @@ fn with_pools_the_validation_launch_is_one_a_pool_could_make() {
     let d = choose_launch(&types, &amis, &[]).unwrap().key();
     assert_ne!(a, b);
     assert_ne!(a, d);
+    // So do the pool's labels and taints, which its nodes' user data carries.
+    let mut labelled = c5_only.clone();
+    labelled[0].labels.insert("team".into(), "web".into());
+    let e = choose_launch(&types, &amis, &labelled).unwrap().key();
+    assert_ne!(a, e);
+    let mut tainted = c5_only.clone();
+    tainted[0].taints.push(nodewright_core::taints::Taint::new(
+        "dedicated",
+        "web",
+        nodewright_core::taints::TaintEffect::NoSchedule,
+    ));
+    let f = choose_launch(&types, &amis, &tainted).unwrap().key();
+    assert_ne!(a, f);
+    assert_ne!(e, f);
 }
 
 #[test]
 fn a_pool_demand_carries_its_requirements_and_template_labels() {
-    let yaml = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n  template:\n    metadata:\n      labels: {team: web}\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      requirements:\n        - {key: kubernetes.io/arch, operator: In, values: [arm64]}\n";
+    let yaml = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n  template:\n    metadata:\n      labels: {team: web}\n    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n      taints: [{key: dedicated, value: web, effect: NoSchedule}]\n      startupTaints: [{key: warming, effect: NoExecute}]\n      requirements:\n        - {key: kubernetes.io/arch, operator: In, values: [arm64]}\n        - {key: example.com/tier, operator: In, values: [gold]}\n        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c5.large]}\n";
     let np: nodewright_api::v1::nodepool::NodePool = serde_yaml::from_str(yaml).unwrap();
     let demand = PoolDemand::new(&nodewright_api::to_core::nodepool(&np).unwrap());
+    // What a claim of the pool registers with.
+    let labels: Vec<(&str, &str)> = demand
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("example.com/tier", "gold"),
+            ("karpenter.sh/nodepool", "web"),
+            ("kubernetes.io/arch", "arm64"),
+            ("team", "web"),
+        ]
+    );
+    let taints: Vec<&str> = demand.taints.iter().map(|t| t.key.as_str()).collect();
+    assert_eq!(
+        taints,
+        ["dedicated", "warming", "karpenter.sh/unregistered"]
+    );
     assert_eq!(demand.name, "web");
     assert!(
         demand
