@@ -509,6 +509,17 @@ async fn the_dry_run_launches_what_a_nodepool_using_the_class_could() {
     assert_eq!(run_types(&env), ["c5.large", "m5.xlarge"]);
     let fleet = &env.proxy.sent("Action=CreateFleet")[1];
     assert!(fleet.contains("DefaultTargetCapacityType=spot"), "{fleet}");
+    let runs = env.proxy.sent("Action=RunInstances");
+    assert!(
+        !runs[0].contains("InstanceMarketOptions"),
+        "on-demand: {}",
+        runs[0]
+    );
+    assert!(
+        runs[1].contains("InstanceMarketOptions.MarketType=spot"),
+        "{}",
+        runs[1]
+    );
 
     // No pool uses the class any more: upstream's default type.
     cloud.reconcile_node_class(&class).await.expect("reconcile");

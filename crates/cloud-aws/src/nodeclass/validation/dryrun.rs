@@ -276,7 +276,8 @@ impl AwsCloud {
             return created;
         }
         let data = template::request_data(&spec);
-        let run = run_instances_request(&self.clients.ec2, &data, &it.name, subnet, &tags)
+        let spot = capacity_type == CapacityType::Spot;
+        let run = run_instances_request(&self.clients.ec2, &data, &it.name, subnet, &tags, spot)
             .dry_run(true)
             .customize()
             .config_override(no_retries())

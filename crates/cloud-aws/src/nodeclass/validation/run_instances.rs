@@ -11,8 +11,9 @@ use aws_sdk_ec2::types::{
     BlockDeviceMapping, CapacityReservationSpecification, CpuOptionsRequest, EbsBlockDevice,
     HttpTokensState, IamInstanceProfileSpecification, InstanceMarketOptionsRequest,
     InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, InstanceMetadataProtocolState,
-    InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType, Placement,
-    RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled, TagSpecification,
+    InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType, MarketType,
+    Placement, RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled,
+    TagSpecification,
 };
 
 use crate::launch::fleet::tag_spec;
@@ -72,13 +73,14 @@ fn block_devices(data: &RequestLaunchTemplateData) -> Vec<BlockDeviceMapping> {
 }
 
 /// RunInstances for one `instance_type` instance in `subnet` from template data `data`, with
-/// `tags` on the instance and its volumes. Unsent.
+/// `tags` on the instance and its volumes; a `spot` instance when set. Unsent.
 pub fn run_instances_request(
     ec2: &aws_sdk_ec2::Client,
     data: &RequestLaunchTemplateData,
     instance_type: &str,
     subnet: &str,
     tags: &BTreeMap<String, String>,
+    spot: bool,
 ) -> RunInstancesFluentBuilder {
     let mut req = ec2
         .run_instances()
@@ -156,10 +158,19 @@ pub fn run_instances_request(
                 .build(),
         );
     }
-    if let Some(m) = data.instance_market_options() {
+    // A spot launch is asked for by CreateFleet's target capacity type, not by the template;
+    // the RunInstances it stands for carries it as the market type, so EC2 checks the
+    // permissions of a spot launch (upstream's validation does the same).
+    let market = if spot {
+        Some(MarketType::Spot)
+    } else {
+        data.instance_market_options()
+            .and_then(|m| m.market_type().cloned())
+    };
+    if let Some(market) = market {
         req = req.instance_market_options(
             InstanceMarketOptionsRequest::builder()
-                .set_market_type(m.market_type().cloned())
+                .market_type(market)
                 .build(),
         );
     }
@@ -220,12 +231,14 @@ mod tests {
             "m5.large",
             "subnet-1",
             &tags,
+            false,
         );
         let i = req.as_input();
         assert_eq!(i.get_image_id().as_deref(), Some("ami-1"));
         assert_eq!(i.get_user_data().as_deref(), Some("dXNlcg=="));
         assert_eq!(i.get_instance_type(), &Some(InstanceType::M5Large));
         assert_eq!((i.get_min_count(), i.get_max_count()), (&Some(1), &Some(1)));
+        assert_eq!(i.get_instance_market_options(), &None, "on-demand");
         assert_eq!(i.get_subnet_id().as_deref(), Some("subnet-1"));
         assert_eq!(
             i.get_security_group_ids().clone().unwrap(),
@@ -277,6 +290,7 @@ mod tests {
             "m5.large",
             "subnet-9",
             &BTreeMap::new(),
+            false,
         );
         let i = req.as_input();
         assert_eq!(i.get_subnet_id(), &None, "EC2 refuses both");
@@ -287,5 +301,23 @@ mod tests {
         assert_eq!(nics[0].groups(), ["sg-1", "sg-2"]);
         assert_eq!(nics[0].ipv4_prefix_count(), Some(2));
         assert_eq!(nics[0].associate_public_ip_address(), Some(false));
+    }
+
+    #[test]
+    fn a_spot_launch_asks_for_the_spot_market() {
+        let req = run_instances_request(
+            &client(),
+            &template::request_data(&spec()),
+            "m5.large",
+            "subnet-1",
+            &BTreeMap::new(),
+            true,
+        );
+        let market = req
+            .as_input()
+            .get_instance_market_options()
+            .clone()
+            .expect("market options");
+        assert_eq!(market.market_type(), Some(&MarketType::Spot));
     }
 }
