@@ -42,8 +42,8 @@ pub struct StatusController {
     cloud: Arc<dyn CloudProvider>,
     clock: Clock,
     leader: watch::Receiver<bool>,
-    /// When each class was last resolved, and at which generation.
-    classes: Mutex<HashMap<String, (Option<i64>, Timestamp)>>,
+    /// When each class was last resolved, and what it was resolved with.
+    classes: Mutex<HashMap<String, nodeclass::Resolved>>,
     /// The provider's last drift answer per claim uid, and when it was asked.
     provider_drift: Mutex<HashMap<String, (Timestamp, Option<String>)>>,
 }

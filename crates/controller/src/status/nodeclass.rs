@@ -1,6 +1,8 @@
 //! EC2NodeClass status: the cloud provider resolves each class (subnets, security groups,
 //! AMIs, instance profile, conditions) and the result is written to the status subresource.
-//! A class is resolved again when its generation changes and at least once a minute, so
+//! A class is resolved again when its generation changes, when a NodePool naming it is
+//! created, changed or deleted (the provider validates the class with a launch of such a
+//! pool, as upstream's class controller watches NodePools), and at least once a minute, so
 //! changes in the cloud (a new AMI, a deleted subnet) show up without an edit.
 //!
 //! The provider also says which annotations the class itself should carry (its drift hash);
@@ -15,6 +17,7 @@ use std::time::Duration;
 
 use nodewright_api::aws::common::Condition as ClassCondition;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
+use nodewright_api::stable_hash::fnv1a64;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_api::v1::shared::Condition;
 use nodewright_cloud::{CloudError, ReconciledNodeClass};
@@ -135,8 +138,35 @@ pub fn pools_using(pools: &[NodePool], class: &str) -> Vec<NodePool> {
         .collect()
 }
 
+/// What a class was last resolved with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    generation: Option<i64>,
+    at: Timestamp,
+    /// [`pools_fingerprint`] of the pools that named the class.
+    pools: u64,
+}
+
+/// A digest of what the provider reads from the pools naming a class (name, template, being
+/// deleted), whatever their order: it differs after any create, update or delete of one.
+pub fn pools_fingerprint(users: &[NodePool]) -> u64 {
+    let mut parts: Vec<String> = users
+        .iter()
+        .map(|np| {
+            format!(
+                "{}|{}|{}",
+                np.metadata.name.as_deref().unwrap_or_default(),
+                serde_json::to_string(&np.spec.template).unwrap_or_default(),
+                np.metadata.deletion_timestamp.is_some()
+            )
+        })
+        .collect();
+    parts.sort();
+    fnv1a64(parts.join("\n").as_bytes())
+}
+
 impl StatusController {
-    fn class_due(&self, class: &EC2NodeClass, now: Timestamp) -> bool {
+    fn class_due(&self, class: &EC2NodeClass, pools: u64, now: Timestamp) -> bool {
         let name = class.metadata.name.clone().unwrap_or_default();
         let seen = self
             .classes
@@ -146,9 +176,10 @@ impl StatusController {
             .copied();
         match seen {
             None => true,
-            Some((generation, at)) => {
-                generation != class.metadata.generation
-                    || now.since(at) >= RESOLVE_EVERY
+            Some(seen) => {
+                seen.generation != class.metadata.generation
+                    || seen.pools != pools
+                    || now.since(seen.at) >= RESOLVE_EVERY
                     || class.status.is_none()
             }
         }
@@ -168,11 +199,12 @@ impl StatusController {
         };
         for class in classes {
             let now = self.clock.now();
-            if !self.class_due(&class, now) {
-                continue;
-            }
             let name = class.metadata.name.clone().unwrap_or_default();
             let users = pools_using(&pools, &name);
+            let fingerprint = pools_fingerprint(&users);
+            if !self.class_due(&class, fingerprint, now) {
+                continue;
+            }
             let resolved = self.cloud.reconcile_node_class_for(&class, &users).await;
             if let Err(e) = &resolved
                 && !matches!(e, CloudError::NodeClassNotReady { .. })
@@ -207,7 +239,14 @@ impl StatusController {
             self.classes
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(name, (class.metadata.generation, now));
+                .insert(
+                    name,
+                    Resolved {
+                        generation: class.metadata.generation,
+                        at: now,
+                        pools: fingerprint,
+                    },
+                );
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass,
     RegisteredInstance, Registration, ReservationEnd, annotations,
@@ -32,6 +33,8 @@ struct Inner {
     /// Marker annotations of a tagged claim; empty: this cloud does not tag.
     tag_markers: BTreeMap<String, String>,
     tagged: Vec<RegisteredInstance>,
+    /// Each class reconcile: the class and the pools it was given (`name{labels}`).
+    class_reconciles: Vec<(String, Vec<String>)>,
 }
 
 pub struct TestCloud {
@@ -177,6 +180,11 @@ impl TestCloud {
     }
 
     /// The instance disappears without the controller asking (terminated out of band).
+    /// The class reconciles so far: each class with the pools it was validated with.
+    pub fn class_reconciles(&self) -> Vec<(String, Vec<String>)> {
+        self.inner().class_reconciles.clone()
+    }
+
     pub fn vanish(&self, provider_id: &str) {
         self.inner().instances.remove(provider_id);
     }
@@ -219,6 +227,33 @@ impl CloudProvider for TestCloud {
             status,
             annotations: class_hash(class),
         })
+    }
+
+    async fn reconcile_node_class_for(
+        &self,
+        class: &EC2NodeClass,
+        nodepools: &[NodePool],
+    ) -> Result<ReconciledNodeClass, CloudError> {
+        let pools = nodepools
+            .iter()
+            .map(|np| {
+                let labels = np
+                    .spec
+                    .template
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.labels.clone())
+                    .unwrap_or_default();
+                format!(
+                    "{}{labels:?}",
+                    np.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        self.inner()
+            .class_reconciles
+            .push((class.metadata.name.clone().unwrap_or_default(), pools));
+        self.reconcile_node_class(class).await
     }
 
     async fn instance_types(

@@ -403,6 +403,76 @@ async fn provider_drift_is_asked_every_five_minutes() {
     assert!(conditions::find(&conds, "Drifted").is_none());
 }
 
+/// A pool of class `class` whose template carries the label `team`.
+fn team_pool(h: &Harness, name: &str, class: &str, team: &str) {
+    h.api.put_value(
+        Kind::NodePool,
+        json!({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+            "metadata": {"name": name, "uid": format!("np-{name}")},
+            "spec": {"template": {
+                "metadata": {"labels": {"team": team}},
+                "spec": {"requirements": [],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class}}}}
+        }),
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pool_change_reconciles_the_class_it_names_at_once() {
+    let h = Harness::new();
+    nodeclass(&h);
+    team_pool(&h, "web", "default", "web");
+    h.api.mark_synced();
+    let s = controller(&h);
+    s.reconcile_all().await;
+    let first = (
+        "default".to_string(),
+        vec![r#"web{"team": "web"}"#.to_string()],
+    );
+    assert_eq!(h.cloud.class_reconciles(), [first]);
+
+    // Nothing changed: the class waits for its minute.
+    tokio::time::advance(std::time::Duration::from_secs(5)).await;
+    s.reconcile_all().await;
+    assert_eq!(h.cloud.class_reconciles().len(), 1);
+
+    // The pool's template changes: the class is validated with it on the next pass.
+    team_pool(&h, "web", "default", "payments");
+    tokio::time::advance(std::time::Duration::from_secs(5)).await;
+    s.reconcile_all().await;
+    let calls = h.cloud.class_reconciles();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].1, [r#"web{"team": "payments"}"#]);
+
+    // A pool of another class changes nothing for this one.
+    team_pool(&h, "elsewhere", "other", "web");
+    s.reconcile_all().await;
+    assert_eq!(h.cloud.class_reconciles().len(), 2);
+
+    // A second pool naming the class is created, then deleted.
+    team_pool(&h, "batch", "default", "batch");
+    s.reconcile_all().await;
+    let calls = h.cloud.class_reconciles();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(
+        calls[2].1,
+        [r#"batch{"team": "batch"}"#, r#"web{"team": "payments"}"#]
+    );
+    h.api.delete(Kind::NodePool, "batch").unwrap();
+    s.reconcile_all().await;
+    let calls = h.cloud.class_reconciles();
+    assert_eq!(calls.len(), 4);
+    assert_eq!(calls[3].1, [r#"web{"team": "payments"}"#]);
+    // Still under a minute since the first reconcile.
+    assert!(
+        h.clock
+            .now()
+            .since(nodewright_core::time::Timestamp(1_717_200_000_000))
+            < crate::status::nodeclass::RESOLVE_EVERY
+    );
+}
+
 #[test]
 fn a_class_is_validated_with_the_pools_that_name_it() {
     let np = |name: &str, class: &str, kind: &str| -> NodePool {
