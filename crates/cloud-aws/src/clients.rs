@@ -65,6 +65,8 @@ pub struct AwsClients {
     pub pricing: aws_sdk_pricing::Client,
     pub eks: aws_sdk_eks::Client,
     pub sqs: aws_sdk_sqs::Client,
+    /// ARC zonal shift, asked only with `ENABLE_ZONAL_SHIFT`.
+    pub arc: aws_sdk_arczonalshift::Client,
 }
 
 impl AwsClients {
@@ -107,6 +109,7 @@ impl AwsClients {
             pricing: aws_sdk_pricing::Client::from_conf(pricing),
             eks: aws_sdk_eks::Client::new(config),
             sqs: aws_sdk_sqs::Client::new(config),
+            arc: aws_sdk_arczonalshift::Client::new(config),
         }
     }
 }

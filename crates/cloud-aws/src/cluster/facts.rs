@@ -153,6 +153,7 @@ mod tests {
             endpoint: Some("https://eks.example".into()),
             ca_bundle: Some("RUtT".into()),
             service_cidr: cidr.map(str::to_string),
+            arn: None,
         })
     }
 

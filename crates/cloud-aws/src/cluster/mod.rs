@@ -42,6 +42,8 @@ pub struct EksClusterFacts {
     pub ca_bundle: Option<String>,
     /// `kubernetesNetworkConfig.serviceIpv4Cidr`, else `serviceIpv6Cidr`.
     pub service_cidr: Option<String>,
+    /// The cluster's ARN: the resource ARC zonal shifts are asked about.
+    pub arn: Option<String>,
 }
 
 /// Calls EKS `DescribeCluster(name)`.
@@ -74,6 +76,7 @@ pub async fn describe_cluster(
         ),
         service_cidr: non_empty(network.and_then(|n| n.service_ipv4_cidr.as_deref()))
             .or_else(|| non_empty(network.and_then(|n| n.service_ipv6_cidr.as_deref()))),
+        arn: non_empty(cluster.arn.as_deref()),
     })
 }
 
@@ -161,6 +164,7 @@ mod tests {
             endpoint: Some("https://ABC.gr7.us-west-2.eks.amazonaws.com".into()),
             ca_bundle: Some("RUtTIENB".into()),
             service_cidr: Some("172.20.0.0/16".into()),
+            arn: None,
         }
     }
 
