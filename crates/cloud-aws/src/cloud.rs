@@ -31,6 +31,8 @@ pub struct AwsSettings {
     pub isolated_vpc: bool,
     /// `DISABLE_DRY_RUN`: node class validation sends no authorization dry runs.
     pub disable_dry_run: bool,
+    /// `ENABLE_ZONAL_SHIFT`: ARC zonal shifts close zones to launches and terminations.
+    pub enable_zonal_shift: bool,
 }
 
 /// Errors of [`AwsCloud`]'s building blocks.
@@ -79,6 +81,8 @@ pub struct AwsCloud {
     pub placement_groups: nodeclass::placement::PlacementGroups,
     /// Node class launch verdicts (dry runs), kept 30 minutes.
     pub validation: nodeclass::validation::ValidationCache,
+    /// The zones ARC last said are shifted (see [`crate::zonal_shift`]).
+    pub zonal_shifts: crate::zonal_shift::ZonalShifts,
 }
 
 impl AwsCloud {
@@ -120,6 +124,7 @@ impl AwsCloud {
             observer,
             validation: Default::default(),
             tag_pacer: Default::default(),
+            zonal_shifts: Default::default(),
         }
     }
 

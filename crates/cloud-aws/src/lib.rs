@@ -28,6 +28,7 @@ pub mod provider;
 pub mod refresh;
 pub mod registration;
 pub mod tagging;
+pub mod zonal_shift;
 
 pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
 pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};

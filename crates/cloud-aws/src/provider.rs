@@ -253,6 +253,7 @@ impl CloudProvider for AwsCloud {
         self.launch
             .unavailable()
             .apply_in(&mut types, scope.as_deref(), now());
+        crate::zonal_shift::shifts::close_shifted_offerings(&mut types, &self.shifted_zones());
         Ok(types)
     }
 
@@ -271,8 +272,20 @@ impl CloudProvider for AwsCloud {
     }
 
     /// A terminated instance's reservation gets its place back at once, as upstream does, so
-    /// the next scheduling round can plan into it before EC2 is asked again.
+    /// the next scheduling round can plan into it before EC2 is asked again. An instance in a
+    /// zone ARC has shifted traffic away from is not terminated: the refusal is retryable, so
+    /// the claim stays and termination is tried again after the shift.
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
+        let shifted = self.shifted_zones();
+        if let Some(zone) = crate::zonal_shift::shifts::refused_termination(provider_id, &shifted) {
+            return Err(CloudError::Api {
+                operation: "TerminateInstances".into(),
+                message: format!(
+                    "not terminating {provider_id}: ARC has shifted traffic away from zone {zone}; retrying once the zonal shift ends"
+                ),
+                retryable: true,
+            });
+        }
         if let Some(id) = instances::terminate(
             &self.clients,
             &self.instance_batchers,
@@ -408,6 +421,11 @@ impl CloudProvider for AwsCloud {
                     e.into()
                 }
             })
+    }
+
+    /// ARC GetManagedResource for the cluster, only with `ENABLE_ZONAL_SHIFT`.
+    async fn zonal_shifts(&self) -> Result<Vec<String>, CloudError> {
+        Ok(self.refresh_zonal_shifts().await?.into_iter().collect())
     }
 
     fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {

@@ -160,6 +160,14 @@ pub trait CloudProvider: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The zones the cloud currently moves traffic away from (AWS ARC zonal shifts), by name,
+    /// sorted, asked again now. While a zone is listed the provider offers nothing in it and
+    /// refuses to delete instances there; a failed call leaves what the provider last knew in
+    /// force. A cloud without zonal shifts has none.
+    async fn zonal_shifts(&self) -> Result<Vec<String>, CloudError> {
+        Ok(Vec::new())
+    }
+
     /// Where to report launch failures and other observations from now on. A cloud that has
     /// nothing to report ignores it.
     fn observe_with(&self, _observer: Arc<dyn ProviderObserver>) {}

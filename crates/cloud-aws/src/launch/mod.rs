@@ -250,6 +250,10 @@ impl AwsCloud {
                 let chosen = {
                     let cache = self.launch.unavailable();
                     cache.apply_in(&mut types, ice_scope.as_deref(), now);
+                    crate::zonal_shift::shifts::close_shifted_offerings(
+                        &mut types,
+                        &self.shifted_zones(),
+                    );
                     addresses.zonal_subnets(&subnets, &cache, now)
                 };
                 let mut input = LaunchInput {

@@ -279,6 +279,7 @@ pub fn cloud(
             model: Default::default(),
             isolated_vpc: false,
             disable_dry_run: false,
+            enable_zonal_shift: false,
         },
         parameters,
         prices,

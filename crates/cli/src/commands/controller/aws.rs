@@ -1,6 +1,6 @@
 //! `--cloud-provider aws`: the AWS provider built from the operator settings Karpenter's AWS
 //! provider reads (`CLUSTER_NAME`, `VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`,
-//! `ISOLATED_VPC`, `DISABLE_DRY_RUN`), the region and an optional endpoint override, with its
+//! `ISOLATED_VPC`, `DISABLE_DRY_RUN`, `ENABLE_ZONAL_SHIFT`), the region and an optional endpoint override, with its
 //! instance types and prices refreshed in the background.
 
 use std::sync::Arc;
@@ -57,6 +57,7 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
         },
         isolated_vpc: settings.isolated_vpc,
         disable_dry_run: settings.disable_dry_run,
+        enable_zonal_shift: settings.enable_zonal_shift,
     }
 }
 
@@ -164,6 +165,7 @@ mod tests {
             "2",
             "--isolated-vpc",
             "--disable-dry-run",
+            "--enable-zonal-shift",
         ]);
         assert_eq!(args.cloud_provider, Provider::Aws);
         let region = region(&args.aws, Some("us-east-2".into())).unwrap();
@@ -181,11 +183,13 @@ mod tests {
         assert_eq!(s.model.reserved_enis, 2);
         assert!(s.isolated_vpc);
         assert!(s.disable_dry_run);
+        assert!(s.enable_zonal_shift);
         let defaults = aws_settings(
             &parse(&["--cloud-provider", "aws", "--cluster-name", "c"]).settings,
             "1.32",
         );
         assert!(!defaults.disable_dry_run, "dry runs are on by default");
+        assert!(!defaults.enable_zonal_shift, "ARC is not asked by default");
     }
 
     #[test]

@@ -1,0 +1,221 @@
+//! What an ARC zonal shift means for the provider, as plain functions: which zones a
+//! `GetManagedResource` answer shifts traffic away from, which offerings that closes, and
+//! which terminations must wait.
+//!
+//! ARC names zones by id (`use1-az1`), the same physical zone in every account, while offerings
+//! and provider ids name them by account-specific name (`us-east-1a`), so every answer goes
+//! through the account's id → name mapping before it is used.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_arczonalshift::operation::get_managed_resource::GetManagedResourceOutput;
+use aws_sdk_arczonalshift::types::{AppliedStatus, AutoshiftAppliedStatus};
+use nodewright_core::model::InstanceType;
+
+/// The zone ids traffic is shifted away from in `out` at `now_secs` (Unix seconds): zonal
+/// shifts and autoshifts ARC reports as `APPLIED`. A shift ARC lists but does not apply (a
+/// practice run or an autoshift outranked by another shift) moves no traffic, and a zonal
+/// shift past its expiry is over even if the answer still lists it.
+pub fn shifted_zone_ids(out: &GetManagedResourceOutput, now_secs: i64) -> BTreeSet<String> {
+    let manual = out
+        .zonal_shifts()
+        .iter()
+        .filter(|s| *s.applied_status() == AppliedStatus::Applied)
+        .filter(|s| {
+            // The SDK fills a missing expiry with the epoch; only a real one ends a shift.
+            let expiry = s.expiry_time().secs();
+            expiry <= 0 || expiry > now_secs
+        })
+        .map(|s| s.away_from());
+    let auto = out
+        .autoshifts()
+        .iter()
+        .filter(|s| *s.applied_status() == AutoshiftAppliedStatus::Applied)
+        .map(|s| s.away_from());
+    manual
+        .chain(auto)
+        .filter(|z| !z.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The zone names of `ids` under `names_by_id`, and the ids the mapping does not know (a zone
+/// the account cannot see, or a mapping read before the zone existed).
+pub fn zone_names(
+    ids: &BTreeSet<String>,
+    names_by_id: &BTreeMap<String, String>,
+) -> (BTreeSet<String>, Vec<String>) {
+    let mut names = BTreeSet::new();
+    let mut unknown = Vec::new();
+    for id in ids {
+        match names_by_id.get(id) {
+            Some(name) => {
+                names.insert(name.clone());
+            }
+            None => unknown.push(id.clone()),
+        }
+    }
+    (names, unknown)
+}
+
+/// Marks every offering in a `shifted` zone unavailable, reserved ones included: capacity
+/// there may be fine, but traffic has been moved away and new nodes would only add to what
+/// must move back.
+pub fn close_shifted_offerings(types: &mut [InstanceType], shifted: &BTreeSet<String>) {
+    if shifted.is_empty() {
+        return;
+    }
+    for it in types {
+        for o in &mut it.offerings {
+            if shifted.contains(&o.zone) {
+                o.available = false;
+            }
+        }
+    }
+}
+
+/// The shifted zone an instance runs in, when its termination must wait: the zone is read
+/// from the provider id (`aws:///<zone>/<instance id>`), so no EC2 call is needed to refuse.
+/// A provider id of another shape is not refused here; the termination path reports it.
+pub fn refused_termination<'a>(
+    provider_id: &str,
+    shifted: &'a BTreeSet<String>,
+) -> Option<&'a str> {
+    let zone = provider_id.strip_prefix("aws:///")?.split_once('/')?.0;
+    shifted.get(zone).map(String::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_arczonalshift::primitives::DateTime;
+    use aws_sdk_arczonalshift::types::{AutoshiftInResource, ZonalShiftInResource};
+    use nodewright_core::model::{CapacityType, Offering};
+    use nodewright_core::resources::Resources;
+
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn shift(away: &str, status: AppliedStatus, expiry: i64) -> ZonalShiftInResource {
+        ZonalShiftInResource::builder()
+            .applied_status(status)
+            .zonal_shift_id("zs-1")
+            .resource_identifier("arn:aws:eks:us-east-1:123456789012:cluster/c")
+            .away_from(away)
+            .expiry_time(DateTime::from_secs(expiry))
+            .start_time(DateTime::from_secs(NOW - 60))
+            .comment("")
+            .build()
+            .unwrap()
+    }
+
+    fn autoshift(away: &str, status: AutoshiftAppliedStatus) -> AutoshiftInResource {
+        AutoshiftInResource::builder()
+            .applied_status(status)
+            .away_from(away)
+            .start_time(DateTime::from_secs(NOW - 60))
+            .build()
+            .unwrap()
+    }
+
+    fn ids(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn applied_unexpired_shifts_and_autoshifts_count() {
+        let out = GetManagedResourceOutput::builder()
+            .zonal_shifts(shift("use1-az1", AppliedStatus::Applied, NOW + 3600))
+            .zonal_shifts(shift("use1-az2", AppliedStatus::NotApplied, NOW + 3600))
+            .zonal_shifts(shift("use1-az3", AppliedStatus::Applied, NOW - 1))
+            .autoshifts(autoshift("use1-az4", AutoshiftAppliedStatus::Applied))
+            .autoshifts(autoshift("use1-az5", AutoshiftAppliedStatus::NotApplied))
+            .set_applied_weights(Some(Default::default()))
+            .build()
+            .unwrap();
+        assert_eq!(shifted_zone_ids(&out, NOW), ids(&["use1-az1", "use1-az4"]));
+    }
+
+    #[test]
+    fn an_answer_without_shifts_shifts_nothing() {
+        let out = GetManagedResourceOutput::builder()
+            .set_zonal_shifts(Some(Vec::new()))
+            .set_applied_weights(Some(Default::default()))
+            .build()
+            .unwrap();
+        assert!(shifted_zone_ids(&out, NOW).is_empty());
+    }
+
+    #[test]
+    fn ids_map_to_names_and_unknown_ids_are_reported() {
+        let map: BTreeMap<String, String> =
+            [("use1-az1", "us-east-1b"), ("use1-az2", "us-east-1a")]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect();
+        let (names, unknown) = zone_names(&ids(&["use1-az1", "use1-az9"]), &map);
+        assert_eq!(names, ids(&["us-east-1b"]));
+        assert_eq!(unknown, vec!["use1-az9".to_string()]);
+    }
+
+    fn offering(zone: &str, capacity_type: CapacityType) -> Offering {
+        Offering {
+            zone: zone.into(),
+            capacity_type,
+            price: 0.1,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        }
+    }
+
+    #[test]
+    fn every_offering_in_a_shifted_zone_closes() {
+        let mut types = vec![InstanceType {
+            name: "m5.large".into(),
+            requirements: Vec::new(),
+            capacity: Resources::default(),
+            overhead: Default::default(),
+            offerings: vec![
+                offering("us-east-1a", CapacityType::OnDemand),
+                offering("us-east-1a", CapacityType::Spot),
+                offering("us-east-1a", CapacityType::Reserved),
+                offering("us-east-1b", CapacityType::OnDemand),
+            ],
+        }];
+        close_shifted_offerings(&mut types, &ids(&["us-east-1a"]));
+        let open: Vec<(&str, bool)> = types[0]
+            .offerings
+            .iter()
+            .map(|o| (o.zone.as_str(), o.available))
+            .collect();
+        assert_eq!(
+            open,
+            vec![
+                ("us-east-1a", false),
+                ("us-east-1a", false),
+                ("us-east-1a", false),
+                ("us-east-1b", true)
+            ]
+        );
+    }
+
+    #[test]
+    fn terminations_in_a_shifted_zone_wait() {
+        let shifted = ids(&["us-east-1a"]);
+        assert_eq!(
+            refused_termination("aws:///us-east-1a/i-0abc", &shifted),
+            Some("us-east-1a")
+        );
+        assert_eq!(
+            refused_termination("aws:///us-east-1b/i-0abc", &shifted),
+            None
+        );
+        assert_eq!(
+            refused_termination("aws:///us-east-1a/i-0abc", &BTreeSet::new()),
+            None
+        );
+        assert_eq!(refused_termination("kwok://us-east-1a/x", &shifted), None);
+        assert_eq!(refused_termination("aws:///us-east-1a", &shifted), None);
+    }
+}
