@@ -2,7 +2,9 @@
 //! request whose form body the `answer` function recognises gets that canned EC2 XML (with
 //! its HTTP status, so EC2's error answers can be given too); every
 //! other request goes to moto, and moto's reply body passes through `rewrite` (to add fields
-//! moto does not model). One request per connection; every form body is recorded.
+//! moto does not model). A request line the `rest` function recognises (REST-JSON APIs moto
+//! lacks, such as ARC zonal shift) gets that canned JSON. One request per connection; every
+//! form body and every request line is recorded.
 
 use std::sync::{Arc, Mutex};
 
@@ -13,14 +15,29 @@ pub type Answer = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// Like [`Answer`], with the HTTP status to answer with.
 pub type Reply = Arc<dyn Fn(&str) -> Option<(u16, String)> + Send + Sync>;
 pub type Rewrite = Arc<dyn Fn(&str, String) -> String + Send + Sync>;
+/// By request line (`GET /managedresources/... HTTP/1.1`): the HTTP status and JSON body.
+pub type RestReply = Arc<dyn Fn(&str) -> Option<(u16, String)> + Send + Sync>;
 
 pub struct Proxy {
     pub url: String,
     /// Every request's form body, in arrival order.
     pub requests: Arc<Mutex<Vec<String>>>,
+    /// Every request's first line (method, path and query), in arrival order.
+    pub lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl Proxy {
+    /// The recorded request lines that contain `needle`.
+    pub fn requested(&self, needle: &str) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .cloned()
+            .collect()
+    }
+
     /// The recorded form bodies that contain `needle`.
     pub fn sent(&self, needle: &str) -> Vec<String> {
         self.requests
@@ -121,24 +138,46 @@ pub async fn start(moto_url: &str, answer: Answer, rewrite: Rewrite) -> Proxy {
 
 /// A proxy whose canned answers carry their own HTTP status.
 pub async fn start_replies(moto_url: &str, answer: Reply, rewrite: Rewrite) -> Proxy {
+    serve(moto_url, answer, Arc::new(|_| None), rewrite).await
+}
+
+/// A proxy answering REST-JSON requests `rest` recognises; everything else goes to moto.
+pub async fn start_rest(moto_url: &str, rest: RestReply) -> Proxy {
+    serve(moto_url, Arc::new(|_| None), rest, unchanged()).await
+}
+
+async fn serve(moto_url: &str, answer: Reply, rest: RestReply, rewrite: Rewrite) -> Proxy {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let upstream = moto_url.trim_start_matches("http://").to_string();
     let requests = Arc::new(Mutex::new(Vec::new()));
+    let lines = Arc::new(Mutex::new(Vec::new()));
     let seen = requests.clone();
+    let seen_lines = lines.clone();
     tokio::spawn(async move {
         loop {
             let Ok((mut client, _)) = listener.accept().await else {
                 return;
             };
-            let (upstream, seen) = (upstream.clone(), seen.clone());
-            let (answer, rewrite) = (answer.clone(), rewrite.clone());
+            let (upstream, seen, seen_lines) = (upstream.clone(), seen.clone(), seen_lines.clone());
+            let (answer, rest, rewrite) = (answer.clone(), rest.clone(), rewrite.clone());
             tokio::spawn(async move {
                 let Some((head, body)) = read_message(&mut client).await else {
                     return;
                 };
                 let form = String::from_utf8_lossy(&body).to_string();
                 seen.lock().unwrap().push(form.clone());
+                let line = head.lines().next().unwrap_or_default().to_string();
+                seen_lines.lock().unwrap().push(line.clone());
+                if let Some((code, json)) = rest(&line) {
+                    let status = match code {
+                        200 => "HTTP/1.1 200 OK".to_string(),
+                        _ => format!("HTTP/1.1 {code} Error"),
+                    };
+                    let r = reply(&status, "application/json", &json);
+                    let _ = client.write_all(r.as_bytes()).await;
+                    return;
+                }
                 if let Some((code, xml)) = answer(&form) {
                     let status = match code {
                         200 => "HTTP/1.1 200 OK".to_string(),
@@ -155,7 +194,11 @@ pub async fn start_replies(moto_url: &str, answer: Reply, rewrite: Rewrite) -> P
             });
         }
     });
-    Proxy { url, requests }
+    Proxy {
+        url,
+        requests,
+        lines,
+    }
 }
 
 /// No canned answers.
