@@ -573,6 +573,31 @@ pub fn terminating_on_interruption(object: ObjectRef) -> Event {
     .dedupe_object()
 }
 
+/// An ARC zonal shift moved traffic away from the zone the claim runs in. Sent for each claim
+/// in the zone, once per claim and zone within the dedupe window.
+pub fn zonal_shift_active(object: ObjectRef, zone: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Warning,
+        "ZonalShiftActive",
+        format!(
+            "Zone {zone} is under an ARC zonal shift: no nodes launch there and termination waits until the shift ends"
+        ),
+    )
+    .dedupe_on(&[zone], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// The ARC zonal shift away from the claim's zone ended.
+pub fn zonal_shift_cleared(object: ObjectRef, zone: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "ZonalShiftCleared",
+        format!("The ARC zonal shift away from zone {zone} ended"),
+    )
+    .dedupe_on(&[zone], DEFAULT_DEDUPE_TIMEOUT)
+}
+
 /// Long cloud errors (a fleet error lists every offering) are cut the way upstream cuts them.
 fn truncate(message: &str) -> String {
     const MAX: usize = 1024;
@@ -1325,6 +1350,8 @@ mod tests {
             instance_unhealthy(nc()),
             capacity_reservation_interrupted(nc()),
             terminating_on_interruption(nc()),
+            zonal_shift_active(nc(), "us-east-1a"),
+            zonal_shift_cleared(nc(), "us-east-1a"),
         ]
     }
 

@@ -34,3 +34,4 @@ pub mod termination;
 mod tests;
 pub mod watch;
 pub mod write;
+pub mod zonalshift;

@@ -178,6 +178,13 @@ impl CloudProvider for MeteredCloud {
         r
     }
 
+    async fn zonal_shifts(&self) -> Result<Vec<String>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.zonal_shifts().await;
+        self.record("ZonalShifts", t, &r);
+        r
+    }
+
     fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {
         self.inner.observe_with(observer);
     }

@@ -19,6 +19,7 @@ use prometheus_client::registry::Registry;
 
 pub mod offerings;
 mod provider;
+mod zonal_shift;
 pub use offerings::OfferingRows;
 
 /// A label set: keys are fixed per family, values come from the call.
@@ -118,6 +119,7 @@ pub struct Metrics {
     offerings: offerings::OfferingMetrics,
     provider: provider::ProviderMetrics,
     events: EventMetrics,
+    zonal_shift: zonal_shift::ZonalShiftMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -349,6 +351,7 @@ impl Metrics {
         );
         let interruption = InterruptionMetrics::register(r);
         let events = EventMetrics::register(r);
+        let zonal_shift = zonal_shift::ZonalShiftMetrics::register(r);
         let offerings = offerings::OfferingMetrics::register(r);
         let provider = provider::ProviderMetrics::register(r);
         let build_info = Gauges::default();
@@ -382,6 +385,7 @@ impl Metrics {
             pods_scheduling_decision_duration,
             interruption,
             events,
+            zonal_shift,
             offerings,
             provider,
             gauge_rows: Mutex::default(),

@@ -1,7 +1,8 @@
 //! Assembling the controller: watchers into the state, the lease gating every writer, the
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
 //! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
-//! instance health, capacity-reservation upkeep, instance tagging after registration,
+//! instance health, capacity-reservation upkeep, zonal shifts (with `ENABLE_ZONAL_SHIFT`),
+//! instance tagging after registration,
 //! instance-type metrics), the first four given the metrics and the event sink. The cloud
 //! provider is chosen by the caller.
 
@@ -39,6 +40,7 @@ use crate::termination::Termination;
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
 use crate::write::{KubeWriter, LeaderGate};
+use crate::zonalshift::ZonalShiftController;
 
 #[derive(Debug, Error)]
 pub enum RunError {
@@ -236,6 +238,16 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     tokio::spawn(Arc::new(reservations).run());
+    if settings.enable_zonal_shift {
+        let shifts = ZonalShiftController::new(
+            state.clone(),
+            MeteredCloud::wrap(cloud.clone(), metrics.clone(), "zonalshift"),
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone());
+        tokio::spawn(Arc::new(shifts).run());
+    }
     let tagging = TaggingController::new(
         state.clone(),
         writer.clone(),

@@ -35,6 +35,9 @@ struct Inner {
     tagged: Vec<RegisteredInstance>,
     /// Each class reconcile: the class and the pools it was given (`name{labels}`).
     class_reconciles: Vec<(String, Vec<String>)>,
+    /// The zones `zonal_shifts` answers, or the error it fails with.
+    zonal_shifts: Vec<String>,
+    zonal_shift_error: Option<String>,
 }
 
 pub struct TestCloud {
@@ -142,6 +145,18 @@ impl TestCloud {
     /// The reservations the cloud knows by id.
     pub fn set_reservations(&self, r: Vec<ReservationEnd>) {
         self.inner().reservations = r;
+    }
+
+    /// The zones the cloud reports shifted from now on, or (`Err`) the error it fails with.
+    pub fn set_zonal_shifts(&self, shifts: Result<&[&str], &str>) {
+        let mut inner = self.inner();
+        match shifts {
+            Ok(zones) => {
+                inner.zonal_shifts = zones.iter().map(|z| z.to_string()).collect();
+                inner.zonal_shift_error = None;
+            }
+            Err(e) => inner.zonal_shift_error = Some(e.to_string()),
+        }
     }
 
     /// The ids each reservation lookup asked for.
@@ -341,6 +356,18 @@ impl CloudProvider for TestCloud {
                 message,
                 retryable: true,
             }),
+        }
+    }
+
+    async fn zonal_shifts(&self) -> Result<Vec<String>, CloudError> {
+        let inner = self.inner();
+        match &inner.zonal_shift_error {
+            Some(e) => Err(CloudError::Api {
+                operation: "GetManagedResource".into(),
+                message: e.clone(),
+                retryable: true,
+            }),
+            None => Ok(inner.zonal_shifts.clone()),
         }
     }
 
