@@ -17,6 +17,7 @@ pub mod engine_simulator;
 mod fixture;
 pub mod in_flight;
 pub mod plan;
+pub mod saving_bound;
 pub mod simulate;
 pub mod upstream;
 pub mod validate;

@@ -14,6 +14,7 @@ use super::candidates::{Candidate, budget_node_counts, select_both};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::drift::drift_reason_with;
+use super::saving_bound::SavingBounds;
 use super::simulate::{PreparedSimulation, Simulator, prepare};
 use crate::model::{
     ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Pod, Snapshot,
@@ -26,10 +27,11 @@ pub struct Settings {
     pub features: Features,
     /// Simulate only the single-node candidates that could become this round's command; the
     /// others get a `not-simulated` verdict (or `budget-exhausted` when their NodePool has
-    /// no budget left). Candidates are then simulated priciest first, a batch at a time, and
-    /// the search stops once none left could save more than the best found (a node saves at
-    /// most its price). The commands are the same either way: callers that never show
-    /// verdicts (the simulator) skip simulations whose only use is the verdict.
+    /// no budget left). Candidates are then simulated in the order of what they could save at
+    /// most ([`super::saving_bound`]: their price, or the gap to the cheapest offering when
+    /// they cannot be deleted), a batch at a time, and the search stops once none left could
+    /// save more than the best found. The commands are the same either way: callers that
+    /// never show verdicts (the simulator) skip simulations whose only use is the verdict.
     pub only_actionable: bool,
 }
 
@@ -485,21 +487,24 @@ fn plan_in_batches(
             .flat_map(|it| &it.offerings)
             .all(|o| o.price.is_finite() && o.price >= 0.0);
     let mut queue = open.clone();
+    // Per evaluated candidate, at least what a command for it alone saves (only when
+    // stopping early: the bounds cost a pass over the pods).
+    let bounds: Vec<f64> = if early {
+        let b = SavingBounds::new(snapshot);
+        evaluated.iter().map(|c| b.of(c)).collect()
+    } else {
+        Vec::new()
+    };
     if early {
-        queue.sort_by(|&a, &b| {
-            evaluated[b]
-                .price
-                .total_cmp(&evaluated[a].price)
-                .then(a.cmp(&b))
-        });
+        queue.sort_by(|&a, &b| bounds[b].total_cmp(&bounds[a]).then(a.cmp(&b)));
     }
     let mut at = 0;
     while let Some(sim) = sim.filter(|_| at < queue.len()) {
         // The best is the largest saving, the earliest candidate on a tie; the next in the
-        // queue has the highest price left and the lowest index at that price.
+        // queue has the highest bound left and the lowest index at that bound.
         if early && let Some((bi, b)) = &best {
             let next = queue[at];
-            let bound = evaluated[next].price;
+            let bound = bounds[next];
             if bound < b.savings_per_hour || (bound == b.savings_per_hour && next > *bi) {
                 break;
             }

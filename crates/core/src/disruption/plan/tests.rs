@@ -611,6 +611,33 @@ fn the_single_node_search_stops_once_no_candidate_left_could_save_more() {
 }
 
 #[test]
+fn a_search_over_packed_nodes_stops_at_the_price_gap_not_the_price() {
+    // Every node is too full for another's pods, so none can be deleted: a command can at
+    // most save the gap between a node's price and the cheapest offering (0.4 - 0.3). `a`
+    // is replaced by a `mid` node for exactly that, so no later candidate could do better;
+    // ranked by price instead (0.4 each), every one of them would be simulated.
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
+        .node("a", "big", "on-demand", &[1900])
+        .node("b", "big", "on-demand", &[3900])
+        .node("c", "big", "on-demand", &[3900])
+        .node("d", "big", "on-demand", &[3900]);
+    let only = Settings {
+        only_actionable: true,
+        ..Settings::default()
+    };
+    let early = plan_in_batches(&c.0, &FirstFit, only, 1);
+    let full = c.plan();
+    assert_eq!(early.commands, full.commands);
+    assert_eq!(early.commands.len(), 1);
+    assert_eq!(early.commands[0].targets[0].node, "a");
+    assert_eq!(early.commands[0].replacements[0].instance_types, ["mid"]);
+    for n in ["b", "c", "d"] {
+        assert_eq!(verdict(&early, n).code, "not-simulated", "{n}");
+        assert_ne!(verdict(&full, n).code, "not-simulated", "{n}");
+    }
+}
+
+#[test]
 fn single_node_consolidation_is_not_limited_to_the_first_budgeted_candidates() {
     // Budget 1: `a` ranks first but cannot move anywhere; `b` can. A single-node command only
     // takes one node, so `b` may act although `a` filled the multi-node search's budget slot.

@@ -1,0 +1,380 @@
+//! Upper bounds on what consolidating one candidate on its own can save, found without a
+//! simulation, so the single-node search can stop once no candidate left could beat the best
+//! command it has.
+//!
+//! Deleting a candidate saves its price. Replacing it saves its price less the replacement's,
+//! and no replacement costs less than the cheapest offering a NodePool may launch on (of an
+//! instance type it lists, with a capacity type its requirements admit). A delete needs
+//! every pod of the candidate placed on a node already running, and no simulator lets a node
+//! take more than its allocatable less the requests of the pods bound to it. So for any
+//! threshold `t` of cpu and memory, the candidate's pods that ask for at least `t` can only go
+//! to other nodes with at least `t` free, and must fit in what those nodes have free together;
+//! when for some `t` they do not, the candidate can at best be replaced. In a packed cluster that is most candidates, and their
+//! bound is the small price gap to the cheapest offering instead of their whole price.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+
+use super::candidates::Candidate;
+use crate::labels;
+use crate::model::{CapacityType, Snapshot};
+use crate::requirements::Operator;
+use crate::resources::{CPU, MEMORY};
+use crate::scheduling::intern::FastMap;
+
+/// `(cpu, memory)`: a pod's requests, a node's free room, or a threshold on either.
+type Pair = (i64, i64);
+
+/// Thresholds taken from at most this many of a candidate's pod shapes: any subset of the
+/// checks is sound, and a node of many differently sized pods should not cost a scan each.
+const MAX_SHAPES: usize = 16;
+
+/// What a snapshot allows single-node commands to save (see the module header).
+#[derive(Debug)]
+pub struct SavingBounds<'a> {
+    /// The cheapest offering a new node of any NodePool may launch on.
+    floor: f64,
+    /// Every node's free room: allocatable less the requests of its pods (may be negative).
+    free: Vec<Pair>,
+    /// The free room of the nodes of each name.
+    by_name: FastMap<&'a str, Vec<Pair>>,
+    /// Per threshold, the room of every node that meets it (see [`room`]).
+    rooms: RefCell<FastMap<Pair, Pair>>,
+}
+
+/// Whether a node with `free` room can take a pod that reaches `t`: a pod is only compared
+/// on what it asks for, so a threshold of zero (or less) admits any node.
+fn meets(free: Pair, t: Pair) -> bool {
+    (t.0 <= 0 || free.0 >= t.0) && (t.1 <= 0 || free.1 >= t.1)
+}
+
+/// What a node with `free` room can still take: nothing of a resource it has overcommitted.
+fn room(free: Pair) -> Pair {
+    (free.0.max(0), free.1.max(0))
+}
+
+fn add(a: Pair, b: Pair) -> Pair {
+    (a.0.saturating_add(b.0), a.1.saturating_add(b.1))
+}
+
+impl<'a> SavingBounds<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Self {
+        let floor = snapshot
+            .instance_types
+            .iter()
+            .flat_map(|(pool, its)| {
+                let admits = admitted_capacity_types(snapshot, pool);
+                its.iter()
+                    .flat_map(|it| &it.offerings)
+                    .filter(move |o| admits.contains(&o.capacity_type))
+            })
+            .map(|o| o.price)
+            .fold(f64::INFINITY, f64::min);
+        // Terminal pods hold nothing; every other bound pod counts against its node, as in
+        // every simulator (which may count more, never less).
+        let mut used: FastMap<&str, Pair> = FastMap::default();
+        for p in snapshot.pods.iter().filter(|p| !p.is_terminal()) {
+            if let Some(node) = &p.node_name {
+                let u = used.entry(node.as_str()).or_default();
+                *u = add(*u, requests(p));
+            }
+        }
+        let mut free = Vec::with_capacity(snapshot.nodes.len());
+        let mut by_name: FastMap<&str, Vec<Pair>> = FastMap::default();
+        for n in &snapshot.nodes {
+            let u = used.get(n.name.as_str()).copied().unwrap_or_default();
+            let f = (
+                n.allocatable.get(CPU).saturating_sub(u.0),
+                n.allocatable.get(MEMORY).saturating_sub(u.1),
+            );
+            free.push(f);
+            by_name.entry(n.name.as_str()).or_default().push(f);
+        }
+        SavingBounds {
+            floor,
+            free,
+            by_name,
+            rooms: RefCell::default(),
+        }
+    }
+
+    /// At least what any single-node command for `c` saves: its price, or its price less the
+    /// cheapest offering when its pods cannot all move to other nodes.
+    pub fn of(&self, c: &Candidate<'_>) -> f64 {
+        let pods: Vec<Pair> = c.reschedulable_pods.iter().map(|p| requests(p)).collect();
+        let mut shapes = pods.clone();
+        shapes.sort_unstable_by_key(|&(cpu, mem)| (Reverse(cpu), Reverse(mem)));
+        shapes.dedup();
+        shapes.truncate(MAX_SHAPES);
+        let mut thresholds: Vec<Pair> = vec![(0, 0)];
+        for &(cpu, mem) in &shapes {
+            thresholds.extend([(cpu, mem), (cpu, 0), (0, mem)]);
+        }
+        thresholds.sort_unstable();
+        thresholds.dedup();
+        let name = c.node.name.as_str();
+        let stuck = thresholds.iter().any(|&t| {
+            // Every pod reaching `t` needs a node meeting `t`; together they need at least
+            // their sum of that room.
+            let need = pods
+                .iter()
+                .filter(|&&q| meets(q, t))
+                .fold((0, 0), |a, &q| add(a, q));
+            let have = self.room_elsewhere(t, name);
+            need.0 > have.0 || need.1 > have.1
+        });
+        if stuck { c.price - self.floor } else { c.price }
+    }
+
+    /// The room of the nodes that meet `t`, but for those called `name` (a simulation without
+    /// the candidate removes every node of its name).
+    fn room_elsewhere(&self, t: Pair, name: &str) -> Pair {
+        let all = *self.rooms.borrow_mut().entry(t).or_insert_with(|| {
+            self.free
+                .iter()
+                .filter(|&&f| meets(f, t))
+                .fold((0, 0), |a, &f| add(a, room(f)))
+        });
+        let own = self
+            .by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .filter(|&&f| meets(f, t))
+            .fold((0, 0), |a, &f| add(a, room(f)));
+        (all.0.saturating_sub(own.0), all.1.saturating_sub(own.1))
+    }
+}
+
+/// A pod's `(cpu, memory)` requests.
+fn requests(p: &crate::model::Pod) -> Pair {
+    (p.requests.get(CPU), p.requests.get(MEMORY))
+}
+
+/// The capacity types a new node of `pool` may have: those its `In` requirements on
+/// `karpenter.sh/capacity-type` all list, or every type when it has none (or is unknown). A
+/// replacement's requirements are the NodePool's narrowed by its pods', so its price comes
+/// from an offering of one of these types.
+fn admitted_capacity_types(snapshot: &Snapshot, pool: &str) -> Vec<CapacityType> {
+    let mut admitted = vec![
+        CapacityType::OnDemand,
+        CapacityType::Spot,
+        CapacityType::Reserved,
+    ];
+    let Some(pool) = snapshot.nodepools.iter().find(|p| p.name == pool) else {
+        return admitted;
+    };
+    for r in &pool.template.requirements {
+        if r.key == labels::CAPACITY_TYPE && r.operator == Operator::In {
+            admitted.retain(|ct| r.values.iter().any(|v| v == ct.as_str()));
+        }
+    }
+    admitted
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::{
+        CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, Pod, PodPhase,
+    };
+    use crate::resources::Resources;
+
+    fn node(name: &str, cpu: i64, memory: i64) -> Node {
+        Node {
+            name: name.into(),
+            allocatable: Resources::new().with(CPU, cpu).with(MEMORY, memory),
+            ..Node::default()
+        }
+    }
+
+    fn pod(name: &str, on: &str, cpu: i64, memory: i64) -> Pod {
+        Pod {
+            name: name.into(),
+            node_name: Some(on.into()),
+            requests: Resources::new().with(CPU, cpu).with(MEMORY, memory),
+            ..Pod::default()
+        }
+    }
+
+    fn snapshot(prices: &[f64]) -> Snapshot {
+        let it = InstanceType {
+            name: "t".into(),
+            requirements: vec![],
+            capacity: Resources::new(),
+            overhead: Default::default(),
+            offerings: prices
+                .iter()
+                .map(|&price| Offering {
+                    zone: "z".into(),
+                    capacity_type: CapacityType::OnDemand,
+                    price,
+                    available: false,
+                    reservation_id: None,
+                    reservation_capacity: None,
+                })
+                .collect(),
+        };
+        Snapshot {
+            nodes: vec![
+                node("a", 4000, 8000),
+                node("b", 4000, 8000),
+                node("c", 4000, 8000),
+            ],
+            pods: vec![
+                pod("a1", "a", 3000, 1000),
+                pod("b1", "b", 1000, 1000),
+                pod("b2", "b", 1500, 6000),
+                pod("c1", "c", 500, 500),
+                Pod {
+                    phase: PodPhase::Succeeded,
+                    ..pod("c-done", "c", 4000, 8000)
+                },
+            ],
+            instance_types: BTreeMap::from([("p".to_string(), Arc::new(vec![it]))]),
+            ..Snapshot::default()
+        }
+    }
+
+    fn bound(s: &Snapshot, on: &str, price: f64) -> f64 {
+        let (claim, pool) = (NodeClaim::default(), NodePool::default());
+        let node = s.nodes.iter().find(|n| n.name == on).unwrap();
+        let candidate = Candidate {
+            node,
+            claim: &claim,
+            nodepool: &pool,
+            instance_type: String::new(),
+            zone: String::new(),
+            capacity_type: None,
+            price,
+            reschedulable_pods: s
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(on) && !p.is_terminal())
+                .collect(),
+            disruption_cost: 0.0,
+            reschedule_cost: 1.0,
+        };
+        SavingBounds::new(s).of(&candidate)
+    }
+
+    #[test]
+    fn a_pod_that_fits_nowhere_else_bounds_the_saving_by_the_price_gap() {
+        // Free: a 1000m / 7000, b 1500m / 1000, c 3500m / 7500 (its finished pod holds nothing).
+        // The floor is the cheapest offering, available or not.
+        let s = snapshot(&[0.30, 0.10, 0.20]);
+        // a's 3000m pod fits on c (3500m free): a may be deleted.
+        assert_eq!(bound(&s, "a", 0.5), 0.5);
+        // c's pod fits anywhere.
+        assert_eq!(bound(&s, "c", 0.5), 0.5);
+        // b's 6000 memory pod fits on a (7000) or c: b may be deleted.
+        assert_eq!(bound(&s, "b", 0.5), 0.5);
+        // Without c, a's 3000m pod fits nowhere (b has 1500m free).
+        let mut without_c = s.clone();
+        without_c.nodes.retain(|n| n.name != "c");
+        assert_eq!(bound(&without_c, "a", 0.5), 0.5 - 0.10);
+    }
+
+    #[test]
+    fn pods_that_fit_one_by_one_may_still_not_fit_together() {
+        let mut s = snapshot(&[0.10]);
+        s.nodes = vec![node("x", 2000, 8000), node("y", 4000, 8000)];
+        s.pods = vec![
+            pod("x1", "x", 1000, 0),
+            pod("y1", "y", 800, 0),
+            pod("y2", "y", 800, 0),
+        ];
+        // Each 800m pod fits in x's 1000m, both do not.
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        s.nodes.push(node("z", 1000, 8000));
+        assert_eq!(bound(&s, "y", 0.5), 0.5);
+        // Room only counts on nodes that can take the pod: 2,400m free in all, but no node
+        // has the 1,500m the larger pod needs.
+        s.nodes[0].allocatable = Resources::new().with(CPU, 2400).with(MEMORY, 8000);
+        s.nodes[2].allocatable = Resources::new().with(CPU, 1400).with(MEMORY, 8000);
+        s.pods[1].requests = Resources::new().with(CPU, 1500);
+        s.pods[2].requests = Resources::new().with(CPU, 100);
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        s.nodes[0].allocatable = Resources::new().with(CPU, 2500).with(MEMORY, 8000);
+        assert_eq!(bound(&s, "y", 0.5), 0.5);
+    }
+
+    #[test]
+    fn the_floor_is_the_cheapest_offering_a_pool_may_launch_on() {
+        let mut s = snapshot(&[0.30]);
+        s.nodes.retain(|n| n.name == "b");
+        let its = Arc::make_mut(s.instance_types.get_mut("p").unwrap());
+        its[0].offerings.push(Offering {
+            zone: "z".into(),
+            capacity_type: CapacityType::Spot,
+            price: 0.10,
+            available: true,
+            reservation_id: None,
+            reservation_capacity: None,
+        });
+        // No NodePool named `p`, or one without a capacity-type requirement: spot counts.
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+        let mut pool = NodePool {
+            name: "p".into(),
+            ..NodePool::default()
+        };
+        s.nodepools = vec![pool.clone()];
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+        // An on-demand pool never launches the spot offering.
+        pool.template.requirements = vec![crate::requirements::Requirement::new(
+            labels::CAPACITY_TYPE,
+            Operator::In,
+            &["on-demand"],
+        )];
+        s.nodepools = vec![pool];
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.30);
+    }
+
+    #[test]
+    fn a_pod_needs_one_node_with_both_its_cpu_and_its_memory() {
+        let mut s = snapshot(&[0.10]);
+        // x has cpu to spare, z memory; neither has both.
+        s.nodes = vec![
+            node("x", 4000, 1500),
+            node("y", 4000, 8000),
+            node("z", 1200, 8000),
+        ];
+        s.pods = vec![
+            pod("x1", "x", 1000, 1000),
+            pod("y1", "y", 1000, 1000),
+            pod("z1", "z", 1000, 2000),
+        ];
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        s.nodes[0].allocatable = Resources::new().with(CPU, 4000).with(MEMORY, 2000);
+        assert_eq!(bound(&s, "y", 0.5), 0.5);
+    }
+
+    #[test]
+    fn memory_alone_can_rule_out_a_delete() {
+        // x has cpu to spare but not memory; y's pod asks for little cpu and much memory.
+        let mut s = snapshot(&[0.10]);
+        s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
+        s.pods = vec![pod("x1", "x", 0, 7000), pod("y1", "y", 100, 2000)];
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        s.pods[0].requests = Resources::new().with(MEMORY, 6000);
+        assert_eq!(bound(&s, "y", 0.5), 0.5);
+    }
+
+    #[test]
+    fn a_candidate_alone_or_without_pods_keeps_its_price_or_the_gap() {
+        let mut s = snapshot(&[0.10]);
+        s.nodes.retain(|n| n.name == "b");
+        // No other node: its pods need a replacement.
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+        s.pods.retain(|p| p.node_name.as_deref() != Some("b"));
+        // No pods to move: it may simply go.
+        assert_eq!(bound(&s, "b", 0.5), 0.5);
+        // No offering anywhere: nothing can replace it.
+        let mut bare = snapshot(&[]);
+        bare.nodes.retain(|n| n.name == "b");
+        assert_eq!(bound(&bare, "b", 0.5), f64::NEG_INFINITY);
+    }
+}
