@@ -9,8 +9,12 @@
 //! take more than its allocatable less the requests of the pods bound to it. So for any
 //! threshold `t` of cpu and memory, the candidate's pods that ask for at least `t` can only go
 //! to other nodes with at least `t` free, and must fit in what those nodes have free together;
-//! when for some `t` they do not, the candidate can at best be replaced. In a packed cluster that is most candidates, and their
-//! bound is the small price gap to the cheapest offering instead of their whole price.
+//! when for some `t` they do not, the candidate can at best be replaced. In a packed cluster
+//! that is most candidates, and their bound is the small price gap to the cheapest offering
+//! instead of their whole price.
+//!
+//! "Other nodes" are the Nodes and the initialized claims whose Node is missing: a pod placed
+//! on a claim that has not initialized fails the simulation, so it never makes a delete.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -20,7 +24,7 @@ use crate::labels;
 use crate::model::{CapacityType, Snapshot};
 use crate::requirements::Operator;
 use crate::resources::{CPU, MEMORY};
-use crate::scheduling::intern::FastMap;
+use crate::scheduling::intern::{FastMap, FastSet};
 
 /// `(cpu, memory)`: a pod's requests, a node's free room, or a threshold on either.
 type Pair = (i64, i64);
@@ -79,16 +83,27 @@ impl<'a> SavingBounds<'a> {
                 *u = add(*u, requests(p));
             }
         }
+        let nodes = snapshot
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), &n.allocatable));
+        let node_names: FastSet<&str> = snapshot.nodes.iter().map(|n| n.name.as_str()).collect();
+        let claims = snapshot
+            .node_claims
+            .iter()
+            .filter(|c| c.initialized && c.deletion_timestamp.is_none())
+            .map(|c| (c.node_name.as_deref().unwrap_or(&c.name), &c.allocatable))
+            .filter(|(name, _)| !node_names.contains(name));
         let mut free = Vec::with_capacity(snapshot.nodes.len());
         let mut by_name: FastMap<&str, Vec<Pair>> = FastMap::default();
-        for n in &snapshot.nodes {
-            let u = used.get(n.name.as_str()).copied().unwrap_or_default();
+        for (name, allocatable) in nodes.chain(claims) {
+            let u = used.get(name).copied().unwrap_or_default();
             let f = (
-                n.allocatable.get(CPU).saturating_sub(u.0),
-                n.allocatable.get(MEMORY).saturating_sub(u.1),
+                allocatable.get(CPU).saturating_sub(u.0),
+                allocatable.get(MEMORY).saturating_sub(u.1),
             );
             free.push(f);
-            by_name.entry(n.name.as_str()).or_default().push(f);
+            by_name.entry(name).or_default().push(f);
         }
         SavingBounds {
             floor,
@@ -350,6 +365,25 @@ mod tests {
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
         s.nodes[0].allocatable = Resources::new().with(CPU, 4000).with(MEMORY, 2000);
         assert_eq!(bound(&s, "y", 0.5), 0.5);
+    }
+
+    #[test]
+    fn an_initialized_claim_without_its_node_is_room_too() {
+        let mut s = snapshot(&[0.10]);
+        s.nodes.retain(|n| n.name == "b");
+        // b alone: its pods need a replacement, unless a claim that initialized takes them.
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+        s.node_claims.push(NodeClaim {
+            name: "w".into(),
+            allocatable: Resources::new().with(CPU, 4000).with(MEMORY, 8000),
+            ..NodeClaim::default()
+        });
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+        s.node_claims[0].initialized = true;
+        assert_eq!(bound(&s, "b", 0.5), 0.5);
+        // Its Node in the snapshot stands for it.
+        s.node_claims[0].node_name = Some("b".into());
+        assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
     }
 
     #[test]
