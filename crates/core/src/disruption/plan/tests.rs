@@ -214,6 +214,19 @@ impl Cluster {
     fn plan(&self) -> DisruptionPlan {
         plan(&self.0, &FirstFit, Settings::default())
     }
+
+    /// The round with `only_actionable` in batches of one, where the single-node search stops
+    /// as early as it can, and the full round; their commands must agree.
+    fn early_and_full(&self) -> (DisruptionPlan, DisruptionPlan) {
+        let only = Settings {
+            only_actionable: true,
+            ..Settings::default()
+        };
+        let early = plan_in_batches(&self.0, &FirstFit, only, 1);
+        let full = self.plan();
+        assert_eq!(early.commands, full.commands);
+        (early, full)
+    }
 }
 
 fn verdict<'a>(p: &'a DisruptionPlan, node: &str) -> &'a Verdict {
@@ -587,26 +600,14 @@ fn the_single_node_search_stops_once_no_candidate_left_could_save_more() {
     .node("b", "small", "on-demand", &[200])
     .node("c", "big", "on-demand", &[100])
     .node("d", "big", "on-demand", &[3000]);
-    let only = Settings {
-        only_actionable: true,
-        ..Settings::default()
-    };
-    let early = plan_in_batches(&c.0, &FirstFit, only, 1);
-    let full = c.plan();
-    assert_eq!(early.commands, full.commands);
-    let code = |p: &DisruptionPlan, n: &str| {
-        p.verdicts
-            .iter()
-            .find(|v| v.node == n)
-            .map(|v| v.code.clone())
-    };
+    let (early, full) = c.early_and_full();
     assert_eq!(early.commands.len(), 1);
     assert_eq!(early.commands[0].method, Method::SingleNodeConsolidation);
     assert_eq!(early.commands[0].targets[0].node, "c");
     // `d` costs as much but comes later, so it could only tie.
     for n in ["a", "b", "d"] {
-        assert_eq!(code(&early, n).as_deref(), Some("not-simulated"), "{n}");
-        assert_ne!(code(&full, n).as_deref(), Some("not-simulated"), "{n}");
+        assert_eq!(verdict(&early, n).code, "not-simulated", "{n}");
+        assert_ne!(verdict(&full, n).code, "not-simulated", "{n}");
     }
 }
 
@@ -621,13 +622,7 @@ fn a_search_over_packed_nodes_stops_at_the_price_gap_not_the_price() {
         .node("b", "big", "on-demand", &[3900])
         .node("c", "big", "on-demand", &[3900])
         .node("d", "big", "on-demand", &[3900]);
-    let only = Settings {
-        only_actionable: true,
-        ..Settings::default()
-    };
-    let early = plan_in_batches(&c.0, &FirstFit, only, 1);
-    let full = c.plan();
-    assert_eq!(early.commands, full.commands);
+    let (early, full) = c.early_and_full();
     assert_eq!(early.commands.len(), 1);
     assert_eq!(early.commands[0].targets[0].node, "a");
     assert_eq!(early.commands[0].replacements[0].instance_types, ["mid"]);
