@@ -380,9 +380,19 @@ fn plan_in_batches(
     let taken_before_multi = taken.clone();
     let multi_snapshot = (lo <= hi).then(|| without_taken(snapshot, &taken));
     let multi_sim = multi_snapshot.as_ref().map(|s| prepare(simulator, s));
+    // What is known without a simulation, built once a search asks.
+    let quick: OnceCell<SavingBounds<'_>> = OnceCell::new();
     while let Some(sim) = multi_sim.as_ref().filter(|_| lo <= hi) {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
+        // A simulation would reject it too: more than one new node is no command.
+        if quick
+            .get_or_init(|| SavingBounds::new(snapshot))
+            .beyond_one_new_node(prefix)
+        {
+            hi = mid - 1;
+            continue;
+        }
         let job = consolidation::job(prefix);
         let result = consolidation::decide(
             &sim.simulate(&job.without, &job.pods),
@@ -490,7 +500,7 @@ fn plan_in_batches(
     // Per evaluated candidate, at least what a command for it alone saves (only when
     // stopping early: the bounds cost a pass over the pods).
     let bounds: Vec<f64> = if early {
-        let b = SavingBounds::new(snapshot);
+        let b = quick.get_or_init(|| SavingBounds::new(snapshot));
         evaluated.iter().map(|c| b.of(c)).collect()
     } else {
         Vec::new()

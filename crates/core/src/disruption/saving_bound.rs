@@ -15,6 +15,10 @@
 //!
 //! "Other nodes" are the Nodes and the initialized claims whose Node is missing: a pod placed
 //! on a claim that has not initialized fails the simulation, so it never makes a delete.
+//!
+//! The same room answers the multi-node search: a prefix of candidates consolidates only if
+//! its pods fit in the other nodes' free room and one new node, so a prefix whose pods ask for
+//! more cpu or memory than that in all is invalid without a simulation.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -44,6 +48,8 @@ pub struct SavingBounds<'a> {
     by_name: FastMap<&'a str, Vec<Pair>>,
     /// Per threshold, the room of every node that meets it (see [`room`]).
     rooms: RefCell<FastMap<Pair, Pair>>,
+    /// The most cpu and the most memory of any instance type: more than one new node holds.
+    largest: Pair,
 }
 
 /// Whether a node with `free` room can take a pod that reaches `t`: a pod is only compared
@@ -105,11 +111,22 @@ impl<'a> SavingBounds<'a> {
             free.push(f);
             by_name.entry(name).or_default().push(f);
         }
+        let largest = snapshot
+            .instance_types
+            .values()
+            .flat_map(|its| its.iter())
+            .fold((0, 0), |(cpu, mem), it| {
+                (
+                    cpu.max(it.capacity.get(CPU)),
+                    mem.max(it.capacity.get(MEMORY)),
+                )
+            });
         SavingBounds {
             floor,
             free,
             by_name,
             rooms: RefCell::default(),
+            largest,
         }
     }
 
@@ -139,6 +156,29 @@ impl<'a> SavingBounds<'a> {
             need.0 > have.0 || need.1 > have.1
         });
         if stuck { c.price - self.floor } else { c.price }
+    }
+
+    /// Whether consolidating `prefix` together surely needs more than one new node: its pods
+    /// ask for more than the other nodes have free and the largest instance type holds.
+    pub fn beyond_one_new_node(&self, prefix: &[&Candidate<'_>]) -> bool {
+        let need = prefix
+            .iter()
+            .flat_map(|c| &c.reschedulable_pods)
+            .fold((0, 0), |a, p| add(a, requests(p)));
+        let mut names: Vec<&str> = prefix.iter().map(|c| c.node.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let all = self.room_elsewhere((0, 0), "");
+        let taken = names
+            .iter()
+            .filter_map(|n| self.by_name.get(n))
+            .flatten()
+            .fold((0, 0), |a, &f| add(a, room(f)));
+        let have = add(
+            (all.0.saturating_sub(taken.0), all.1.saturating_sub(taken.1)),
+            self.largest,
+        );
+        need.0 > have.0 || need.1 > have.1
     }
 
     /// The room of the nodes that meet `t`, but for those called `name` (a simulation without
@@ -384,6 +424,42 @@ mod tests {
         // Its Node in the snapshot stands for it.
         s.node_claims[0].node_name = Some("b".into());
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+    }
+
+    #[test]
+    fn a_prefix_needs_more_than_one_new_node_when_its_pods_outgrow_the_room_left() {
+        // Free: a 1000m, b 1500m, c 3500m (6000m in all); the largest type has 2000m.
+        let mut s = snapshot(&[0.10]);
+        Arc::make_mut(s.instance_types.get_mut("p").unwrap())[0].capacity =
+            Resources::new().with(CPU, 2000).with(MEMORY, 64000);
+        let bounds = SavingBounds::new(&s);
+        let (claim, pool) = (NodeClaim::default(), NodePool::default());
+        let candidate = |name: &str| Candidate {
+            node: s.nodes.iter().find(|n| n.name == name).unwrap(),
+            claim: &claim,
+            nodepool: &pool,
+            instance_type: String::new(),
+            zone: String::new(),
+            capacity_type: None,
+            price: 0.5,
+            reschedulable_pods: s
+                .pods
+                .iter()
+                .filter(|p| p.node_name.as_deref() == Some(name) && !p.is_terminal())
+                .collect(),
+            disruption_cost: 0.0,
+            reschedule_cost: 1.0,
+        };
+        let (a, b) = (candidate("a"), candidate("b"));
+        // a and b move 5500m; c's 3500m and one new node of 2000m hold 5500m.
+        assert!(!bounds.beyond_one_new_node(&[&a, &b]));
+        // Without c's room only one new node is left for them.
+        let mut fuller = s.clone();
+        fuller.pods.push(pod("c2", "c", 100, 0));
+        let bounds = SavingBounds::new(&fuller);
+        assert!(bounds.beyond_one_new_node(&[&a, &b]));
+        // A single candidate's pods still fit.
+        assert!(!bounds.beyond_one_new_node(&[&a]));
     }
 
     #[test]
