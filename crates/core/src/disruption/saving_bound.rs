@@ -37,7 +37,8 @@ type Pair = (i64, i64);
 /// checks is sound, and a node of many differently sized pods should not cost a scan each.
 const MAX_SHAPES: usize = 16;
 
-/// What a snapshot allows single-node commands to save (see the module header).
+/// What a snapshot tells about consolidating its nodes without a simulation (see the module
+/// header).
 #[derive(Debug)]
 pub struct SavingBounds<'a> {
     /// The cheapest offering a new node of any NodePool may launch on.
@@ -168,7 +169,7 @@ impl<'a> SavingBounds<'a> {
         let mut names: Vec<&str> = prefix.iter().map(|c| c.node.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        let all = self.room_elsewhere((0, 0), "");
+        let all = self.room_meeting((0, 0));
         let taken = names
             .iter()
             .filter_map(|n| self.by_name.get(n))
@@ -181,15 +182,20 @@ impl<'a> SavingBounds<'a> {
         need.0 > have.0 || need.1 > have.1
     }
 
-    /// The room of the nodes that meet `t`, but for those called `name` (a simulation without
-    /// the candidate removes every node of its name).
-    fn room_elsewhere(&self, t: Pair, name: &str) -> Pair {
-        let all = *self.rooms.borrow_mut().entry(t).or_insert_with(|| {
+    /// The room of every node that meets `t`, worked out once per threshold.
+    fn room_meeting(&self, t: Pair) -> Pair {
+        *self.rooms.borrow_mut().entry(t).or_insert_with(|| {
             self.free
                 .iter()
                 .filter(|&&f| meets(f, t))
                 .fold((0, 0), |a, &f| add(a, room(f)))
-        });
+        })
+    }
+
+    /// The room of the nodes that meet `t`, but for those called `name` (a simulation without
+    /// the candidate removes every node of its name).
+    fn room_elsewhere(&self, t: Pair, name: &str) -> Pair {
+        let all = self.room_meeting(t);
         let own = self
             .by_name
             .get(name)
