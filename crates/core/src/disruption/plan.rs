@@ -497,14 +497,15 @@ fn plan_in_batches(
             .flat_map(|it| &it.offerings)
             .all(|o| o.price.is_finite() && o.price >= 0.0);
     let mut queue = open.clone();
-    // Per evaluated candidate, at least what a command for it alone saves (only when
-    // stopping early: the bounds cost a pass over the pods).
-    let bounds: Vec<f64> = if early {
+    // Per open candidate, at least what a command for it alone saves (only when stopping
+    // early: the bounds cost a pass over the pods).
+    let mut bounds = vec![f64::NEG_INFINITY; if early { evaluated.len() } else { 0 }];
+    if early {
         let b = quick.get_or_init(|| SavingBounds::new(snapshot));
-        evaluated.iter().map(|c| b.of(c)).collect()
-    } else {
-        Vec::new()
-    };
+        for &i in &open {
+            bounds[i] = b.of(evaluated[i]);
+        }
+    }
     if early {
         queue.sort_by(|&a, &b| bounds[b].total_cmp(&bounds[a]).then(a.cmp(&b)));
     }
