@@ -102,16 +102,12 @@ async fn polls_report_shifts_starting_and_ending_and_failures_change_nothing() {
     let c = ctl.poll_once().await.unwrap();
     assert_eq!(c.active, vec!["us-east-1a".to_string()]);
     assert_eq!(events.with_reason("ZonalShiftActive").len(), 1);
-    let m = metrics.encode();
-    assert!(
-        m.contains(
-            r#"nodewright_zonal_shift_transitions_total{zone="us-east-1a",state="active"} 1"#
-        ),
-        "{m}"
-    );
-    assert!(
-        m.contains(r#"nodewright_zonal_shift_active{zone="us-east-1a"} 1"#),
-        "{m}"
+    exposes(
+        &metrics.encode(),
+        &[
+            r#"nodewright_zonal_shift_transitions_total{zone="us-east-1a",state="active"} 1"#,
+            r#"nodewright_zonal_shift_active{zone="us-east-1a"} 1"#,
+        ],
     );
 
     // The cloud cannot be asked: the shift is still known, and nothing is reported.
@@ -127,15 +123,18 @@ async fn polls_report_shifts_starting_and_ending_and_failures_change_nothing() {
     let c = ctl.poll_once().await.unwrap();
     assert_eq!(c.cleared, vec!["us-east-1a".to_string()]);
     assert_eq!(events.with_reason("ZonalShiftCleared").len(), 1);
-    let m = metrics.encode();
-    assert!(
-        m.contains(
-            r#"nodewright_zonal_shift_transitions_total{zone="us-east-1a",state="cleared"} 1"#
-        ),
-        "{m}"
+    exposes(
+        &metrics.encode(),
+        &[
+            r#"nodewright_zonal_shift_transitions_total{zone="us-east-1a",state="cleared"} 1"#,
+            r#"nodewright_zonal_shift_active{zone="us-east-1a"} 0"#,
+        ],
     );
-    assert!(
-        m.contains(r#"nodewright_zonal_shift_active{zone="us-east-1a"} 0"#),
-        "{m}"
-    );
+}
+
+/// Asserts that the metrics exposition `m` holds every one of `lines`.
+fn exposes(m: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(m.contains(line), "{line} missing from\n{m}");
+    }
 }

@@ -244,10 +244,14 @@ mod tests {
     };
     use crate::resources::Resources;
 
+    fn res(cpu: i64, memory: i64) -> Resources {
+        Resources::new().with(CPU, cpu).with(MEMORY, memory)
+    }
+
     fn node(name: &str, cpu: i64, memory: i64) -> Node {
         Node {
             name: name.into(),
-            allocatable: Resources::new().with(CPU, cpu).with(MEMORY, memory),
+            allocatable: res(cpu, memory),
             ..Node::default()
         }
     }
@@ -256,7 +260,7 @@ mod tests {
         Pod {
             name: name.into(),
             node_name: Some(on.into()),
-            requests: Resources::new().with(CPU, cpu).with(MEMORY, memory),
+            requests: res(cpu, memory),
             ..Pod::default()
         }
     }
@@ -300,13 +304,17 @@ mod tests {
         }
     }
 
-    fn bound(s: &Snapshot, on: &str, price: f64) -> f64 {
-        let (claim, pool) = (NodeClaim::default(), NodePool::default());
-        let node = s.nodes.iter().find(|n| n.name == on).unwrap();
-        let candidate = Candidate {
-            node,
-            claim: &claim,
-            nodepool: &pool,
+    /// Node `on` of `s` as a candidate priced `price`, its live pods to move.
+    fn candidate<'a>(
+        s: &'a Snapshot,
+        on: &str,
+        price: f64,
+        (claim, pool): &'a (NodeClaim, NodePool),
+    ) -> Candidate<'a> {
+        Candidate {
+            node: s.nodes.iter().find(|n| n.name == on).unwrap(),
+            claim,
+            nodepool: pool,
             instance_type: String::new(),
             zone: String::new(),
             capacity_type: None,
@@ -318,8 +326,12 @@ mod tests {
                 .collect(),
             disruption_cost: 0.0,
             reschedule_cost: 1.0,
-        };
-        SavingBounds::new(s).of(&candidate)
+        }
+    }
+
+    fn bound(s: &Snapshot, on: &str, price: f64) -> f64 {
+        let owners = (NodeClaim::default(), NodePool::default());
+        SavingBounds::new(s).of(&candidate(s, on, price, &owners))
     }
 
     #[test]
@@ -354,12 +366,12 @@ mod tests {
         assert_eq!(bound(&s, "y", 0.5), 0.5);
         // Room only counts on nodes that can take the pod: 2,400m free in all, but no node
         // has the 1,500m the larger pod needs.
-        s.nodes[0].allocatable = Resources::new().with(CPU, 2400).with(MEMORY, 8000);
-        s.nodes[2].allocatable = Resources::new().with(CPU, 1400).with(MEMORY, 8000);
+        s.nodes[0].allocatable = res(2400, 8000);
+        s.nodes[2].allocatable = res(1400, 8000);
         s.pods[1].requests = Resources::new().with(CPU, 1500);
         s.pods[2].requests = Resources::new().with(CPU, 100);
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-        s.nodes[0].allocatable = Resources::new().with(CPU, 2500).with(MEMORY, 8000);
+        s.nodes[0].allocatable = res(2500, 8000);
         assert_eq!(bound(&s, "y", 0.5), 0.5);
     }
 
@@ -409,7 +421,7 @@ mod tests {
             pod("z1", "z", 1000, 2000),
         ];
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-        s.nodes[0].allocatable = Resources::new().with(CPU, 4000).with(MEMORY, 2000);
+        s.nodes[0].allocatable = res(4000, 2000);
         assert_eq!(bound(&s, "y", 0.5), 0.5);
     }
 
@@ -421,7 +433,7 @@ mod tests {
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
         s.node_claims.push(NodeClaim {
             name: "w".into(),
-            allocatable: Resources::new().with(CPU, 4000).with(MEMORY, 8000),
+            allocatable: res(4000, 8000),
             ..NodeClaim::default()
         });
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
@@ -436,27 +448,13 @@ mod tests {
     fn a_prefix_needs_more_than_one_new_node_when_its_pods_outgrow_the_room_left() {
         // Free: a 1000m, b 1500m, c 3500m (6000m in all); the largest type has 2000m.
         let mut s = snapshot(&[0.10]);
-        Arc::make_mut(s.instance_types.get_mut("p").unwrap())[0].capacity =
-            Resources::new().with(CPU, 2000).with(MEMORY, 64000);
+        Arc::make_mut(s.instance_types.get_mut("p").unwrap())[0].capacity = res(2000, 64000);
         let bounds = SavingBounds::new(&s);
-        let (claim, pool) = (NodeClaim::default(), NodePool::default());
-        let candidate = |name: &str| Candidate {
-            node: s.nodes.iter().find(|n| n.name == name).unwrap(),
-            claim: &claim,
-            nodepool: &pool,
-            instance_type: String::new(),
-            zone: String::new(),
-            capacity_type: None,
-            price: 0.5,
-            reschedulable_pods: s
-                .pods
-                .iter()
-                .filter(|p| p.node_name.as_deref() == Some(name) && !p.is_terminal())
-                .collect(),
-            disruption_cost: 0.0,
-            reschedule_cost: 1.0,
-        };
-        let (a, b) = (candidate("a"), candidate("b"));
+        let owners = (NodeClaim::default(), NodePool::default());
+        let (a, b) = (
+            candidate(&s, "a", 0.5, &owners),
+            candidate(&s, "b", 0.5, &owners),
+        );
         // a and b move 5500m; c's 3500m and one new node of 2000m hold 5500m.
         assert!(!bounds.beyond_one_new_node(&[&a, &b]));
         // Without c's room only one new node is left for them.
