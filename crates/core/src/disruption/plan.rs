@@ -498,15 +498,26 @@ fn plan_in_batches(
             .all(|o| o.price.is_finite() && o.price >= 0.0);
     let mut queue = open.clone();
     // Per open candidate, at least what a command for it alone saves (only when stopping
-    // early: the bounds cost a pass over the pods).
+    // early: the bounds cost a pass over the pods). A candidate no command can come from is
+    // left out of the queue: simulating it could only give its verdict.
     let mut bounds = vec![f64::NEG_INFINITY; if early { evaluated.len() } else { 0 }];
     if early {
         let b = quick.get_or_init(|| SavingBounds::new(snapshot));
-        for &i in &open {
-            bounds[i] = b.of(evaluated[i]);
-        }
-    }
-    if early {
+        queue.retain(|&i| match b.of(evaluated[i]) {
+            Some(bound) => {
+                bounds[i] = bound;
+                true
+            }
+            None => {
+                let name = evaluated[i].node.name.clone();
+                verdicts.entry(name.clone()).or_insert(Verdict {
+                    node: name,
+                    code: "not-simulated".into(),
+                    message: "not simulated: its pods cannot all move to other nodes, and no replacement could cost less".into(),
+                });
+                false
+            }
+        });
         queue.sort_by(|&a, &b| bounds[b].total_cmp(&bounds[a]).then(a.cmp(&b)));
     }
     let mut at = 0;

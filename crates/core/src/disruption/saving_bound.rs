@@ -13,8 +13,15 @@
 //! that is most candidates, and their bound is the small price gap to the cheapest offering
 //! instead of their whole price.
 //!
+//! A replacement is a single new node, and it must take every pod that fits on no other node
+//! on its own: no instance type whose allocatable is below those pods' summed requests is
+//! among its options. So the replacement costs at least the cheapest offering of a type that
+//! holds them, which for a candidate of a type barely cheaper than the next size down is often
+//! its own price: such a candidate can save nothing and is never simulated once a command is
+//! in hand.
+//!
 //! "Other nodes" are the Nodes and the initialized claims whose Node is missing: a pod placed
-//! on a claim that has not initialized fails the simulation, so it never makes a delete.
+//! on a claim that has not initialized fails the simulation, so it never makes a command.
 //!
 //! The same room answers the multi-node search: a prefix of candidates consolidates only if
 //! its pods fit in the other nodes' free room and one new node, so a prefix whose pods ask for
@@ -44,7 +51,15 @@ pub struct SavingBounds<'a> {
     /// The cheapest offering a new node of any NodePool may launch on.
     floor: f64,
     /// Every node's free room: allocatable less the requests of its pods (may be negative).
-    free: Vec<Pair>,
+    free: Vec<(Pair, &'a str)>,
+    /// The free rooms no other one covers in both cpu and memory, by cpu ascending (so memory
+    /// descending), each with its node's name; equal rooms of different nodes are all kept.
+    frontier: Vec<(Pair, &'a str)>,
+    /// Per instance type of any NodePool: its allocatable and its cheapest offering that
+    /// NodePool may launch on, cheapest first.
+    types: Vec<(Pair, f64)>,
+    /// The cheapest of `types` that holds a sum of requests, worked out once per sum.
+    holding: RefCell<FastMap<Pair, f64>>,
     /// The free room of the nodes of each name.
     by_name: FastMap<&'a str, Vec<Pair>>,
     /// Per threshold, the room of every node that meets it (see [`room`]).
@@ -70,17 +85,25 @@ fn add(a: Pair, b: Pair) -> Pair {
 
 impl<'a> SavingBounds<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Self {
-        let floor = snapshot
+        let mut types: Vec<(Pair, f64)> = snapshot
             .instance_types
             .iter()
             .flat_map(|(pool, its)| {
                 let admits = admitted_capacity_types(snapshot, pool);
-                its.iter()
-                    .flat_map(|it| &it.offerings)
-                    .filter(move |o| admits.contains(&o.capacity_type))
+                its.iter().filter_map(move |it| {
+                    let price = it
+                        .offerings
+                        .iter()
+                        .filter(|o| admits.contains(&o.capacity_type))
+                        .map(|o| o.price)
+                        .fold(f64::INFINITY, f64::min);
+                    let a = it.allocatable();
+                    (price < f64::INFINITY).then_some(((a.get(CPU), a.get(MEMORY)), price))
+                })
             })
-            .map(|o| o.price)
-            .fold(f64::INFINITY, f64::min);
+            .collect();
+        types.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let floor = types.first().map_or(f64::INFINITY, |t| t.1);
         // Terminal pods hold nothing; every other bound pod counts against its node, as in
         // every simulator (which may count more, never less).
         let mut used: FastMap<&str, Pair> = FastMap::default();
@@ -109,9 +132,21 @@ impl<'a> SavingBounds<'a> {
                 allocatable.get(CPU).saturating_sub(u.0),
                 allocatable.get(MEMORY).saturating_sub(u.1),
             );
-            free.push(f);
+            free.push((f, name));
             by_name.entry(name).or_default().push(f);
         }
+        // Most cpu first (then most memory): a room joins the frontier when it has more memory
+        // than every room with more cpu before it, or equals the last one kept.
+        let mut sorted = free.clone();
+        sorted.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
+        let mut frontier: Vec<(Pair, &str)> = Vec::new();
+        for (f, name) in sorted {
+            match frontier.last() {
+                Some(&(last, _)) if f != last && f.1 <= last.1 => {}
+                _ => frontier.push((f, name)),
+            }
+        }
+        frontier.reverse();
         let largest = snapshot
             .instance_types
             .values()
@@ -125,6 +160,9 @@ impl<'a> SavingBounds<'a> {
         SavingBounds {
             floor,
             free,
+            frontier,
+            types,
+            holding: RefCell::default(),
             by_name,
             rooms: RefCell::default(),
             largest,
@@ -132,9 +170,23 @@ impl<'a> SavingBounds<'a> {
     }
 
     /// At least what any single-node command for `c` saves: its price, or its price less the
-    /// cheapest offering when its pods cannot all move to other nodes.
-    pub fn of(&self, c: &Candidate<'_>) -> f64 {
+    /// cheapest offering when its pods cannot all move to other nodes, or less the cheapest
+    /// one that holds the pods no other node can take. `None` when no command for `c` alone
+    /// exists: it cannot be deleted, and no replacement costs less than it (a replacement
+    /// command always saves something).
+    pub fn of(&self, c: &Candidate<'_>) -> Option<f64> {
         let pods: Vec<Pair> = c.reschedulable_pods.iter().map(|p| requests(p)).collect();
+        let name = c.node.name.as_str();
+        let stranded = pods
+            .iter()
+            .filter(|&&q| !self.fits_elsewhere(q, name))
+            .fold(None, |a: Option<Pair>, &q| {
+                Some(add(a.unwrap_or_default(), q))
+            });
+        let replaced = |least: f64| Some(c.price - least).filter(|&saving| saving > 0.0);
+        if let Some(need) = stranded {
+            return replaced(self.floor.max(self.cheapest_holding(need)));
+        }
         let mut shapes = pods.clone();
         shapes.sort_unstable_by_key(|&(cpu, mem)| (Reverse(cpu), Reverse(mem)));
         shapes.dedup();
@@ -145,7 +197,6 @@ impl<'a> SavingBounds<'a> {
         }
         thresholds.sort_unstable();
         thresholds.dedup();
-        let name = c.node.name.as_str();
         let stuck = thresholds.iter().any(|&t| {
             // Every pod reaching `t` needs a node meeting `t`; together they need at least
             // their sum of that room.
@@ -156,7 +207,11 @@ impl<'a> SavingBounds<'a> {
             let have = self.room_elsewhere(t, name);
             need.0 > have.0 || need.1 > have.1
         });
-        if stuck { c.price - self.floor } else { c.price }
+        if stuck {
+            replaced(self.floor)
+        } else {
+            Some(c.price)
+        }
     }
 
     /// Whether consolidating `prefix` together surely needs more than one new node: its pods
@@ -187,8 +242,40 @@ impl<'a> SavingBounds<'a> {
         *self.rooms.borrow_mut().entry(t).or_insert_with(|| {
             self.free
                 .iter()
-                .filter(|&&f| meets(f, t))
-                .fold((0, 0), |a, &f| add(a, room(f)))
+                .filter(|&&(f, _)| meets(f, t))
+                .fold((0, 0), |a, &(f, _)| add(a, room(f)))
+        })
+    }
+
+    /// Whether a node not called `name` has the free room a pod asking for `q` needs.
+    fn fits_elsewhere(&self, q: Pair, name: &str) -> bool {
+        let start = if q.0 <= 0 {
+            0
+        } else {
+            self.frontier.partition_point(|&((cpu, _), _)| cpu < q.0)
+        };
+        let meeting = self.frontier[start..]
+            .iter()
+            .take_while(|&&(f, _)| meets(f, q));
+        let mut any = false;
+        for &(_, n) in meeting {
+            if n != name {
+                return true;
+            }
+            any = true;
+        }
+        // Only the candidate's own rooms lead there: one of the rooms they cover may still
+        // meet `q`.
+        any && self.free.iter().any(|&(f, n)| n != name && meets(f, q))
+    }
+
+    /// The cheapest instance type whose allocatable holds `need`, or infinity when none does.
+    fn cheapest_holding(&self, need: Pair) -> f64 {
+        *self.holding.borrow_mut().entry(need).or_insert_with(|| {
+            self.types
+                .iter()
+                .find(|&&(a, _)| a.0 >= need.0 && a.1 >= need.1)
+                .map_or(f64::INFINITY, |t| t.1)
         })
     }
 
@@ -269,7 +356,7 @@ mod tests {
         let it = InstanceType {
             name: "t".into(),
             requirements: vec![],
-            capacity: Resources::new(),
+            capacity: res(16000, 64000),
             overhead: Default::default(),
             offerings: prices
                 .iter()
@@ -329,9 +416,12 @@ mod tests {
         }
     }
 
+    /// The bound of node `on` priced `price`; `NEG_INFINITY` for no command at all.
     fn bound(s: &Snapshot, on: &str, price: f64) -> f64 {
         let owners = (NodeClaim::default(), NodePool::default());
-        SavingBounds::new(s).of(&candidate(s, on, price, &owners))
+        SavingBounds::new(s)
+            .of(&candidate(s, on, price, &owners))
+            .unwrap_or(f64::NEG_INFINITY)
     }
 
     #[test]
@@ -349,6 +439,11 @@ mod tests {
         let mut without_c = s.clone();
         without_c.nodes.retain(|n| n.name != "c");
         assert_eq!(bound(&without_c, "a", 0.5), 0.5 - 0.10);
+        // Priced at the floor, a can neither go nor be replaced by anything cheaper.
+        assert_eq!(bound(&without_c, "a", 0.10), f64::NEG_INFINITY);
+        assert_eq!(bound(&without_c, "a", 0.11), 0.11 - 0.10);
+        // Deletable, it keeps its price, whatever that is.
+        assert_eq!(bound(&s, "a", 0.10), 0.10);
     }
 
     #[test]
@@ -442,6 +537,68 @@ mod tests {
         // Its Node in the snapshot stands for it.
         s.node_claims[0].node_name = Some("b".into());
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
+    }
+
+    /// An on-demand instance type of `cpu` and `memory` (no overhead) at `price`.
+    fn sized(name: &str, cpu: i64, memory: i64, price: f64) -> InstanceType {
+        InstanceType {
+            name: name.into(),
+            requirements: vec![],
+            capacity: res(cpu, memory),
+            overhead: Default::default(),
+            offerings: vec![Offering {
+                zone: "z".into(),
+                capacity_type: CapacityType::OnDemand,
+                price,
+                available: true,
+                reservation_id: None,
+                reservation_capacity: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn pods_that_fit_no_other_node_price_the_replacement_by_a_type_that_holds_them() {
+        let mut s = snapshot(&[]);
+        s.instance_types = BTreeMap::from([(
+            "p".to_string(),
+            Arc::new(vec![
+                sized("large", 8000, 32000, 0.40),
+                sized("small", 2000, 4000, 0.10),
+            ]),
+        )]);
+        // Free: x 500m, y 0m; y's pods fit nowhere else, 1,500m in all: `small` holds them.
+        s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
+        s.pods = vec![
+            pod("x1", "x", 3500, 1000),
+            pod("y1", "y", 1000, 1000),
+            pod("y2", "y", 500, 1000),
+        ];
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        // 2,500m more: only `large` holds them.
+        s.pods.push(pod("y3", "y", 2500, 1000));
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.40);
+        // With 1,000m free on x, the 1,000m and 500m pods each fit there and leave the sum:
+        // the 2,500m pod alone still needs `large`.
+        s.pods[0].requests = res(3000, 1000);
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.40);
+        // With 2,500m free on x, every pod fits somewhere: the cheapest offering is the floor.
+        s.pods[0].requests = res(1500, 1000);
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
+        // No type holds them: no single-node command at all.
+        s.pods.push(pod("y4", "y", 9000, 1000));
+        assert_eq!(bound(&s, "y", 0.5), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn a_roomier_candidate_does_not_hide_the_other_nodes_that_fit() {
+        let mut s = snapshot(&[0.10]);
+        // y has the most room of all and covers x's, which still takes y's pod.
+        s.nodes = vec![node("x", 2000, 4000), node("y", 8000, 16000)];
+        s.pods = vec![pod("y1", "y", 1000, 1000)];
+        assert_eq!(bound(&s, "y", 0.5), 0.5);
+        s.pods.push(pod("x1", "x", 1500, 0));
+        assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
     }
 
     #[test]

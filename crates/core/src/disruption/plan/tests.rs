@@ -633,6 +633,28 @@ fn a_search_over_packed_nodes_stops_at_the_price_gap_not_the_price() {
 }
 
 #[test]
+fn candidates_whose_pods_only_their_own_type_holds_are_not_simulated() {
+    // Every node is full: a node's pods fit on no other, and only a `big` node holds 3,900m,
+    // so a replacement costs what the node does and no command exists. Bounded by the gap to
+    // the cheapest offering (0.4 - 0.3) instead, every node would be simulated to find that.
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
+        .node("a", "big", "on-demand", &[3900])
+        .node("b", "big", "on-demand", &[1900, 2000])
+        .node("c", "big", "on-demand", &[3900]);
+    let (early, full) = c.early_and_full();
+    assert!(early.commands.is_empty());
+    for n in ["a", "b", "c"] {
+        let v = verdict(&early, n);
+        assert_eq!(v.code, "not-simulated", "{n}");
+        assert!(
+            v.message.contains("no replacement could cost less"),
+            "{n}: {v:?}"
+        );
+        assert_ne!(verdict(&full, n).code, "not-simulated", "{n}");
+    }
+}
+
+#[test]
 fn single_node_consolidation_is_not_limited_to_the_first_budgeted_candidates() {
     // Budget 1: `a` ranks first but cannot move anywhere; `b` can. A single-node command only
     // takes one node, so `b` may act although `a` filled the multi-node search's budget slot.
