@@ -385,10 +385,11 @@ fn plan_in_batches(
     while let Some(sim) = multi_sim.as_ref().filter(|_| lo <= hi) {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
-        // A simulation would reject it too: more than one new node is no command.
+        // A simulation would reject it too: more than one new node, or one that costs as much
+        // as the prefix, is no command.
         if quick
             .get_or_init(|| SavingBounds::new(snapshot))
-            .beyond_one_new_node(prefix)
+            .rules_out_together(prefix)
         {
             hi = mid - 1;
             continue;

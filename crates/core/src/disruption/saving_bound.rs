@@ -25,7 +25,9 @@
 //!
 //! The same room answers the multi-node search: a prefix of candidates consolidates only if
 //! its pods fit in the other nodes' free room and one new node, so a prefix whose pods ask for
-//! more cpu or memory than that in all is invalid without a simulation.
+//! more cpu or memory than that in all is invalid without a simulation; so is one whose pods
+//! that fit on no node outside it need a new node costing at least what the prefix does (no
+//! type holding them at all included).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -55,6 +57,8 @@ pub struct SavingBounds<'a> {
     /// The free rooms no other one covers in both cpu and memory, by cpu ascending (so memory
     /// descending), each with its node's name; equal rooms of different nodes are all kept.
     frontier: Vec<(Pair, &'a str)>,
+    /// `free` by cpu, then memory, most first.
+    sorted: Vec<(Pair, &'a str)>,
     /// Per instance type of any NodePool: its allocatable and its cheapest offering that
     /// NodePool may launch on, cheapest first.
     types: Vec<(Pair, f64)>,
@@ -135,18 +139,9 @@ impl<'a> SavingBounds<'a> {
             free.push((f, name));
             by_name.entry(name).or_default().push(f);
         }
-        // Most cpu first (then most memory): a room joins the frontier when it has more memory
-        // than every room with more cpu before it, or equals the last one kept.
         let mut sorted = free.clone();
         sorted.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
-        let mut frontier: Vec<(Pair, &str)> = Vec::new();
-        for (f, name) in sorted {
-            match frontier.last() {
-                Some(&(last, _)) if f != last && f.1 <= last.1 => {}
-                _ => frontier.push((f, name)),
-            }
-        }
-        frontier.reverse();
+        let frontier = frontier_of(sorted.iter().copied());
         let largest = snapshot
             .instance_types
             .values()
@@ -160,6 +155,7 @@ impl<'a> SavingBounds<'a> {
         SavingBounds {
             floor,
             free,
+            sorted,
             frontier,
             types,
             holding: RefCell::default(),
@@ -214,9 +210,10 @@ impl<'a> SavingBounds<'a> {
         }
     }
 
-    /// Whether consolidating `prefix` together surely needs more than one new node: its pods
-    /// ask for more than the other nodes have free and the largest instance type holds.
-    pub fn beyond_one_new_node(&self, prefix: &[&Candidate<'_>]) -> bool {
+    /// Whether no command consolidates `prefix` together: its pods ask for more than the
+    /// other nodes have free and the largest instance type holds, or the pods that fit on no
+    /// other node need a new node that costs at least what the prefix does.
+    pub fn rules_out_together(&self, prefix: &[&Candidate<'_>]) -> bool {
         let need = prefix
             .iter()
             .flat_map(|c| &c.reschedulable_pods)
@@ -234,7 +231,26 @@ impl<'a> SavingBounds<'a> {
             (all.0.saturating_sub(taken.0), all.1.saturating_sub(taken.1)),
             self.largest,
         );
-        need.0 > have.0 || need.1 > have.1
+        if need.0 > have.0 || need.1 > have.1 {
+            return true;
+        }
+        let outside = frontier_of(
+            self.sorted
+                .iter()
+                .copied()
+                .filter(|(_, n)| names.binary_search(n).is_err()),
+        );
+        let stranded = prefix
+            .iter()
+            .flat_map(|c| &c.reschedulable_pods)
+            .map(|p| requests(p))
+            .filter(|&q| !meets_any(&outside, q))
+            .fold(None, |a: Option<Pair>, q| {
+                Some(add(a.unwrap_or_default(), q))
+            });
+        // Summed as the command's own saving is, so the comparison is with the same number.
+        let total: f64 = prefix.iter().map(|c| c.price).sum();
+        stranded.is_some_and(|need| self.cheapest_holding(need) >= total)
     }
 
     /// The room of every node that meets `t`, worked out once per threshold.
@@ -292,6 +308,32 @@ impl<'a> SavingBounds<'a> {
             .fold((0, 0), |a, &f| add(a, room(f)));
         (all.0.saturating_sub(own.0), all.1.saturating_sub(own.1))
     }
+}
+
+/// The rooms no other one of `rooms` covers in both cpu and memory, by cpu ascending (so
+/// memory descending), from `rooms` sorted by cpu then memory, most first: a room joins when
+/// it has more memory than every room with more cpu before it, or equals the last one kept.
+fn frontier_of<'a>(rooms: impl Iterator<Item = (Pair, &'a str)>) -> Vec<(Pair, &'a str)> {
+    let mut frontier: Vec<(Pair, &str)> = Vec::new();
+    for (f, name) in rooms {
+        match frontier.last() {
+            Some(&(last, _)) if f != last && f.1 <= last.1 => {}
+            _ => frontier.push((f, name)),
+        }
+    }
+    frontier.reverse();
+    frontier
+}
+
+/// Whether a room of `frontier` (as [`frontier_of`] gives it) can take a pod asking for `q`:
+/// of the rooms with enough cpu, the first has the most memory.
+fn meets_any(frontier: &[(Pair, &str)], q: Pair) -> bool {
+    let start = if q.0 <= 0 {
+        0
+    } else {
+        frontier.partition_point(|&((cpu, _), _)| cpu < q.0)
+    };
+    frontier.get(start).is_some_and(|&(f, _)| meets(f, q))
 }
 
 /// A pod's `(cpu, memory)` requests.
@@ -613,14 +655,52 @@ mod tests {
             candidate(&s, "b", 0.5, &owners),
         );
         // a and b move 5500m; c's 3500m and one new node of 2000m hold 5500m.
-        assert!(!bounds.beyond_one_new_node(&[&a, &b]));
+        assert!(!bounds.rules_out_together(&[&a, &b]));
         // Without c's room only one new node is left for them.
         let mut fuller = s.clone();
         fuller.pods.push(pod("c2", "c", 100, 0));
         let bounds = SavingBounds::new(&fuller);
-        assert!(bounds.beyond_one_new_node(&[&a, &b]));
+        assert!(bounds.rules_out_together(&[&a, &b]));
         // A single candidate's pods still fit.
-        assert!(!bounds.beyond_one_new_node(&[&a]));
+        assert!(!bounds.rules_out_together(&[&a]));
+    }
+
+    #[test]
+    fn a_prefix_whose_stranded_pods_outgrow_one_new_node_is_ruled_out() {
+        // Twenty nodes with 500m free each: 10,000m in all, but no 1,800m pod fits on one.
+        let mut s = snapshot(&[0.30]);
+        Arc::make_mut(s.instance_types.get_mut("p").unwrap())[0].capacity = res(4000, 64000);
+        s.nodes = (0..20)
+            .map(|i| node(&format!("f{i}"), 4000, 8000))
+            .collect();
+        s.pods = (0..20)
+            .map(|i| pod(&format!("f{i}-1"), &format!("f{i}"), 3500, 0))
+            .collect();
+        for n in ["a", "b"] {
+            s.nodes.push(node(n, 4000, 8000));
+            s.pods.push(pod(&format!("{n}1"), n, 1800, 0));
+            s.pods.push(pod(&format!("{n}2"), n, 1800, 0));
+        }
+        let bounds = SavingBounds::new(&s);
+        let owners = (NodeClaim::default(), NodePool::default());
+        let a = candidate(&s, "a", 0.5, &owners);
+        let b = candidate(&s, "b", 0.5, &owners);
+        // 7,200m stranded: more than the 4,000m type holds.
+        assert!(bounds.rules_out_together(&[&a, &b]));
+        // a alone: 3,600m fit the 0.30 type, cheaper than a.
+        assert!(!bounds.rules_out_together(&[&a]));
+        // Priced at 0.30, a gains nothing from a new node of 0.30.
+        let cheap = candidate(&s, "a", 0.30, &owners);
+        assert!(bounds.rules_out_together(&[&cheap]));
+        // b with room for a's pods: they move there unless b goes too.
+        s.nodes.last_mut().unwrap().allocatable = res(8000, 8000);
+        let bounds = SavingBounds::new(&s);
+        let (a, b) = (
+            candidate(&s, "a", 0.30, &owners),
+            candidate(&s, "b", 0.5, &owners),
+        );
+        assert!(!bounds.rules_out_together(&[&a]));
+        assert!(bounds.rules_out_together(&[&a, &b]));
     }
 
     #[test]

@@ -564,6 +564,40 @@ mod properties {
         }
 
         #[test]
+        fn the_saving_bounds_never_rule_out_a_command(specs in prop::collection::vec(node_spec(), 1..8)) {
+            let mut c = build(&specs, 10);
+            // A type that two `big` nodes can merge into, so multi-node commands exist.
+            Arc::make_mut(c.0.instance_types.get_mut("default").unwrap())
+                .push(it("huge", 8000, 0.5, None));
+            let (graceful, _) = crate::disruption::candidates::select_both(&c.0);
+            let bounds = SavingBounds::new(&c.0);
+            let cands: Vec<&Candidate<'_>> =
+                graceful.candidates.iter().filter(|c| !c.is_empty()).collect();
+            let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+            let features = Settings::default().features;
+            for sim in [&FirstFit as &dyn Simulator, &engine] {
+                let decide = |prefix: &[&Candidate<'_>], method| {
+                    let job = consolidation::job(prefix);
+                    consolidation::decide(&sim.simulate(&c.0, &job.without, &job.pods), prefix, method, features)
+                };
+                for cand in &cands {
+                    let found = decide(&[*cand], Method::SingleNodeConsolidation);
+                    match (bounds.of(cand), found) {
+                        (None, Ok(cmd)) => prop_assert!(false, "{} ruled out, yet {}", cand.node.name, cmd),
+                        (Some(b), Ok(cmd)) => prop_assert!(cmd.savings_per_hour <= b, "{} bound {} < {}", cand.node.name, b, cmd),
+                        _ => {}
+                    }
+                }
+                for n in 2..=cands.len() {
+                    if bounds.rules_out_together(&cands[..n]) {
+                        let found = decide(&cands[..n], Method::MultiNodeConsolidation);
+                        prop_assert!(found.is_err(), "prefix of {} ruled out, yet {:?}", n, found);
+                    }
+                }
+            }
+        }
+
+        #[test]
         fn simulating_only_actionable_candidates_gives_the_same_commands(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
             let c = build(&specs, budget);
             let only = Settings { only_actionable: true, ..Settings::default() };
