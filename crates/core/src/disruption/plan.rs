@@ -379,10 +379,17 @@ fn plan_in_batches(
     let (mut lo, mut hi) = (2usize, consolidatable.len());
     let taken_before_multi = taken.clone();
     let multi_snapshot = (lo <= hi).then(|| without_taken(snapshot, &taken));
-    let multi_sim = multi_snapshot.as_ref().map(|s| prepare(simulator, s));
+    // Compiled on the first simulation a search runs: a round whose every candidate and prefix
+    // the bounds rule out compiles nothing.
+    let multi_sim: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
+    let multi_prepared = || {
+        multi_snapshot
+            .as_deref()
+            .map(|s| &**multi_sim.get_or_init(|| prepare(simulator, s)))
+    };
     // What is known without a simulation, built once a search asks.
     let quick: OnceCell<SavingBounds<'_>> = OnceCell::new();
-    while let Some(sim) = multi_sim.as_ref().filter(|_| lo <= hi) {
+    while multi_snapshot.is_some() && lo <= hi {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
         // A simulation would reject it too: more than one new node, or one that costs as much
@@ -394,6 +401,7 @@ fn plan_in_batches(
             hi = mid - 1;
             continue;
         }
+        let Some(sim) = multi_prepared() else { break };
         let job = consolidation::job(prefix);
         let result = consolidation::decide(
             &sim.simulate(&job.without, &job.pods),
@@ -427,7 +435,7 @@ fn plan_in_batches(
     // The single-node simulations run over the same snapshot as the multi-node search when
     // that search took nothing: the compiled cluster is reused.
     let reuse = taken == taken_before_multi;
-    let reduced = (!reuse || multi_sim.is_none()).then(|| without_taken(snapshot, &taken));
+    let reduced = (!reuse || multi_snapshot.is_none()).then(|| without_taken(snapshot, &taken));
     let mut best: Option<(usize, Command)> = None;
     let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
     let within = consolidatable.len();
@@ -474,18 +482,11 @@ fn plan_in_batches(
         };
         verdicts.entry(name).or_insert(v);
     }
-    let prepared_reduced;
-    let sim: Option<&dyn PreparedSimulation> = if open.is_empty() {
-        None
-    } else {
-        match (&reduced, &multi_sim) {
-            (Some(r), _) => {
-                prepared_reduced = prepare(simulator, r);
-                Some(&*prepared_reduced)
-            }
-            (None, Some(sim)) => Some(&**sim),
-            (None, None) => unreachable!("a snapshot is prepared whenever none is reused"),
-        }
+    // Compiled on the first simulation, like the multi-node search's.
+    let prepared_reduced: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
+    let single_prepared = || match &reduced {
+        Some(r) => &**prepared_reduced.get_or_init(|| prepare(simulator, r)),
+        None => multi_prepared().expect("a snapshot is prepared whenever none is reused"),
     };
     // Stopping early needs every candidate open to act and savings bounded by the price:
     // finite prices, and no replacement that pays.
@@ -522,7 +523,7 @@ fn plan_in_batches(
         queue.sort_by(|&a, &b| bounds[b].total_cmp(&bounds[a]).then(a.cmp(&b)));
     }
     let mut at = 0;
-    while let Some(sim) = sim.filter(|_| at < queue.len()) {
+    while at < queue.len() {
         // The best is the largest saving, the earliest candidate on a tie; the next in the
         // queue has the highest bound left and the lowest index at that bound.
         if early && let Some((bi, b)) = &best {
@@ -541,7 +542,10 @@ fn plan_in_batches(
             .iter()
             .map(|&i| consolidation::job(&[evaluated[i]]))
             .collect();
-        for (&i, sim) in queue[at..end].iter().zip(&sim.simulate_all(&jobs)) {
+        for (&i, sim) in queue[at..end]
+            .iter()
+            .zip(&single_prepared().simulate_all(&jobs))
+        {
             let c = evaluated[i];
             let one = [c];
             let r = consolidation::decide(

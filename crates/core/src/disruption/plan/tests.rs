@@ -688,6 +688,42 @@ fn candidates_whose_pods_only_their_own_type_holds_are_not_simulated() {
     }
 }
 
+/// [`FirstFit`], counting the snapshots a round asks it to prepare.
+#[derive(Default)]
+struct CountingPrepares(std::cell::Cell<usize>);
+
+impl Simulator for CountingPrepares {
+    fn simulate(&self, s: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
+        FirstFit.simulate(s, without, pods)
+    }
+
+    fn prepare<'a>(&'a self, _: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        self.0.set(self.0.get() + 1);
+        None
+    }
+}
+
+#[test]
+fn a_round_the_bounds_settle_prepares_no_snapshot() {
+    // As above: no prefix and no node can be consolidated, which the bounds show unaided.
+    let c = Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
+        .node("a", "big", "on-demand", &[3900])
+        .node("b", "big", "on-demand", &[1900, 2000])
+        .node("c", "big", "on-demand", &[3900]);
+    let only = Settings {
+        only_actionable: true,
+        ..Settings::default()
+    };
+    let counting = CountingPrepares::default();
+    assert!(plan(&c.0, &counting, only).commands.is_empty());
+    assert_eq!(counting.0.get(), 0);
+    // A round that simulates prepares its snapshot once, for both searches.
+    let c = c.node("d", "big", "on-demand", &[100]);
+    let counting = CountingPrepares::default();
+    assert_eq!(plan(&c.0, &counting, only).commands.len(), 1);
+    assert_eq!(counting.0.get(), 1);
+}
+
 #[test]
 fn single_node_consolidation_is_not_limited_to_the_first_budgeted_candidates() {
     // Budget 1: `a` ranks first but cannot move anywhere; `b` can. A single-node command only
