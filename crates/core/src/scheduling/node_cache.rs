@@ -52,6 +52,8 @@ pub struct NodeCache {
     pub misses: u64,
     /// Hits whose ids were those of the node's last compile (nothing renamed), for tests.
     pub same_ids: u64,
+    /// Hits renamed in the requirements of the node's last compile, for tests.
+    pub renamed_in_place: u64,
     /// The NodePools compiled last (they are compiled before any node).
     pub pools: PoolCache,
     /// What the next compile's snapshot equals, when the caller knows (see `same_as`).
@@ -123,9 +125,20 @@ impl NodeCache {
                 seq.push(*slot);
             }
             if *seq != *e.last.0 {
-                // Copied (one allocation of the right size): the buffer keeps its capacity
-                // for the next replay, which would otherwise grow a new one push by push.
-                e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq)));
+                let (ids, reqs) = &mut e.last;
+                match (Arc::get_mut(ids), Arc::get_mut(reqs)) {
+                    // No compile shares them any more: renamed where they are, the buffers
+                    // of the last rename reused.
+                    (Some(ids), Some(reqs)) => {
+                        self.renamed_in_place += 1;
+                        ids.clone_from(seq);
+                        rename_into(&e.reqs, seq, reqs);
+                    }
+                    // Copied (one allocation of the right size): the buffer keeps its
+                    // capacity for the next replay, which would otherwise grow a new one push
+                    // by push.
+                    _ => e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq))),
+                }
             } else {
                 self.same_ids += 1;
             }
@@ -214,6 +227,29 @@ impl Packed {
             }
         }
         rest.is_empty()
+    }
+}
+
+/// [`rename`] into `out`, a renaming of the same `reqs` before: its vectors are refilled, so
+/// nothing is allocated unless a value set outgrows the one whose place it takes.
+fn rename_into(reqs: &Reqs, seq: &[u32], out: &mut Reqs) {
+    debug_assert_eq!(reqs.items.len(), out.items.len());
+    for (from, to) in reqs.items.iter().zip(&mut out.items) {
+        to.key = seq[from.key as usize];
+        to.min_values = from.min_values;
+        to.set.complement = from.set.complement;
+        to.set.gt = from.set.gt;
+        to.set.lt = from.set.lt;
+        to.set.values.clear();
+        to.set
+            .values
+            .extend(from.set.values.iter().map(|&v| seq[v as usize]));
+        if !to.set.values.is_sorted() {
+            to.set.values.sort_unstable();
+        }
+    }
+    if !out.items.is_sorted_by_key(|r| r.key) {
+        out.items.sort_by_key(|r| r.key);
     }
 }
 
@@ -478,6 +514,34 @@ mod tests {
                 prop_assert_eq!(kept.as_ref().map(|p| solves(&s, p)), fresh);
             }
         }
+    }
+
+    #[test]
+    fn requirements_no_compile_shares_are_renamed_in_place() {
+        let mut s = cluster(8, 30, 3);
+        let mut cache = NodeCache::new();
+        let first = targets_with(&s, Some(&mut cache));
+        // The first node gone moves every later node's own ids.
+        let gone = s.nodes.iter().map(|n| n.name.clone()).min().unwrap();
+        s.nodes.retain(|n| n.name != gone);
+        // While a compile shares them, the renamed requirements are copies.
+        assert_eq!(
+            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets(&s))
+        );
+        assert_eq!(cache.renamed_in_place, 0);
+        drop(first);
+        let s2 = {
+            let mut s2 = s.clone();
+            let gone = s2.nodes.iter().map(|n| n.name.clone()).min().unwrap();
+            s2.nodes.retain(|n| n.name != gone);
+            s2
+        };
+        assert_eq!(
+            shape(&targets_with(&s2, Some(&mut cache))),
+            shape(&targets(&s2))
+        );
+        assert!(cache.renamed_in_place > 0);
     }
 
     #[test]

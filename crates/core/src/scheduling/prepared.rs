@@ -104,6 +104,11 @@ impl Prepared {
             c.compiles_reused += 1;
             return compiled.clone();
         }
+        if key.is_some() {
+            // Replaced below in any case; dropped first, it no longer shares the requirements
+            // the node cache would otherwise copy to rename (see `NodeCache::node_reqs`).
+            c.kept = None;
+        }
         let compiled = Self::compile(s, Some(&mut *c));
         if let Some(k) = key {
             c.kept = Some((k, compiled.clone()));
