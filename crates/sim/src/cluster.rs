@@ -36,6 +36,18 @@ pub struct SimClaim {
     pub reason: String,
 }
 
+/// The Node of claim `key` as a snapshot holds it, when Ready: stamped with the claim's last
+/// write as its `resourceVersion`.
+pub(crate) fn snapshot_node(
+    key: &str,
+    c: &SimClaim,
+    versions: &FastMap<String, u64>,
+) -> Option<Node> {
+    let mut n = c.ready_node()?.clone();
+    n.resource_version = versions.get(key).map(u64::to_string).unwrap_or_default();
+    Some(n)
+}
+
 impl SimClaim {
     pub fn is_live(&self) -> bool {
         self.deleted_at.is_none()
@@ -175,6 +187,10 @@ pub struct Cluster {
     journal: Journal,
     /// Pods per controller, pending pods and cpu requested per node, kept per pod change.
     ledger: Ledger,
+    /// Per claim, the write that last changed it: its Node's `resourceVersion` in snapshots.
+    versions: FastMap<String, u64>,
+    /// Writes to claims so far, numbering them.
+    writes: u64,
 }
 
 /// The pods and claims changed since [`Cluster::take_journal`] was last called, so a check of
@@ -254,16 +270,33 @@ impl Cluster {
 
     /// A claim (with its instance and node) to change in place.
     pub fn claim_mut(&mut self, name: &str) -> Option<&mut SimClaim> {
-        let c = self.claims.get_mut(name)?;
+        if !self.claims.contains_key(name) {
+            return None;
+        }
+        self.wrote(name);
         self.maintained.claim_changed(name);
         self.journal.claim(name);
-        Some(c)
+        self.claims.get_mut(name)
     }
 
     /// Adds (or replaces) a claim.
     pub fn insert_claim(&mut self, name: &str, claim: SimClaim) {
+        self.wrote(name);
         self.claim_changed(name);
         self.claims.insert(name.to_string(), claim);
+    }
+
+    /// Numbers a write to claim `name`, made before the change it stands for: the change is
+    /// done by the time a snapshot is taken, so a Node version in a snapshot always names its
+    /// current state.
+    fn wrote(&mut self, name: &str) {
+        self.writes += 1;
+        match self.versions.get_mut(name) {
+            Some(v) => *v = self.writes,
+            None => {
+                self.versions.insert(name.to_string(), self.writes);
+            }
+        }
     }
 
     pub fn nodepool(&self, name: &str) -> Option<&NodePool> {
@@ -437,7 +470,11 @@ impl Cluster {
     /// scratch; [`Cluster::view`] gives the same snapshot without copying what did not change.
     pub fn snapshot(&self, now: Timestamp) -> Snapshot {
         let mut s = Snapshot {
-            nodes: self.ready_nodes().map(|(_, n)| n.clone()).collect(),
+            nodes: self
+                .claims
+                .iter()
+                .filter_map(|(k, c)| snapshot_node(k, c, &self.versions))
+                .collect(),
             node_claims: self
                 .claims
                 .values()
@@ -460,7 +497,7 @@ impl Cluster {
     /// [`Cluster::view`] with its [`Cluster::view_generation`].
     pub fn view_stamped(&mut self, now: Timestamp) -> (u64, &Snapshot) {
         let mut m = std::mem::take(&mut self.maintained);
-        m.sync(&self.pods, &self.claims);
+        m.sync(&self.pods, &self.claims, &self.versions);
         let mut rest = Snapshot {
             namespaces: m.snapshot.namespaces.clone(),
             ..Snapshot::default()

@@ -30,6 +30,7 @@ pub fn node(n: &api::Node) -> Result<Node, String> {
     let mut out = nodewright_api::interchange::node(n, &Path::root("node"))
         .map_err(|e| format!("Node {name}: {e}"))?;
     out.annotations = n.metadata.annotations.clone().unwrap_or_default();
+    out.resource_version = n.metadata.resource_version.clone().unwrap_or_default();
     out.creation_timestamp = n
         .metadata
         .creation_timestamp

@@ -10,6 +10,9 @@ use crate::time::Timestamp;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Node {
     pub name: String,
+    /// `metadata.resourceVersion`: changes with every write to the Node, so one name at one
+    /// version is one state of it. Empty when unknown.
+    pub resource_version: String,
     pub provider_id: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,

@@ -2,7 +2,8 @@
 //!
 //! Compiling a node interns every label key and value (dozens per node: the instance type's
 //! labels come along) and builds its requirements. Between two decisions few nodes change, so
-//! the cache keeps, per node name, its labels, the strings its compile interned in call order
+//! the cache keeps, per node name, its labels (compared again only when the Node's
+//! `resourceVersion` is unknown or moved), the strings its compile interned in call order
 //! and its requirements written against positions in that sequence. A later compile of a node
 //! with the same labels replays the sequence instead: each distinct string is interned once
 //! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
@@ -25,6 +26,8 @@ use crate::model::Node;
 #[derive(Clone, Debug)]
 struct Entry {
     labels: Packed,
+    /// The `resourceVersion` of the Node the labels were last seen on (empty: unknown).
+    version: String,
     /// The strings the node's compile interned, in call order, as cache string ids.
     trace: Vec<u32>,
     /// The requirements with every id replaced by its first position in `trace`.
@@ -54,6 +57,8 @@ pub struct NodeCache {
     pub same_ids: u64,
     /// Hits renamed in the requirements of the node's last compile, for tests.
     pub renamed_in_place: u64,
+    /// Hits known by the Node's `resourceVersion`, its labels not compared, for tests.
+    pub by_version: u64,
     /// The NodePools compiled last (they are compiled before any node).
     pub pools: PoolCache,
     /// What the next compile's snapshot equals, when the caller knows (see `same_as`).
@@ -111,8 +116,19 @@ impl NodeCache {
     ) -> (Arc<Reqs>, Arc<Vec<u32>>) {
         let now = self.compiles;
         if let Some(e) = self.entries.get_mut(&node.name)
-            && e.labels.same(&node.labels)
+            && (known_version(&e.version, node) || e.labels.same(&node.labels))
         {
+            if known_version(&e.version, node) {
+                self.by_version += 1;
+                debug_assert!(
+                    e.labels.same(&node.labels),
+                    "{} changed at one version",
+                    node.name
+                );
+            }
+            if e.version != node.resource_version {
+                e.version.clone_from(&node.resource_version);
+            }
             e.used = now;
             self.hits += 1;
             let seq = &mut self.scratch;
@@ -174,6 +190,7 @@ impl NodeCache {
             node.name.clone(),
             Entry {
                 labels: Packed::of(&node.labels),
+                version: node.resource_version.clone(),
                 trace,
                 reqs: positional,
                 last: (seq.clone(), reqs.clone()),
@@ -182,6 +199,13 @@ impl NodeCache {
         );
         (reqs, seq)
     }
+}
+
+/// Whether `node` is at `version`, a version its entry was made or confirmed at: the Node has
+/// not been written since, so its labels are the entry's without comparing them. An empty
+/// version is unknown and proves nothing.
+fn known_version(version: &str, node: &Node) -> bool {
+    !version.is_empty() && version == node.resource_version
 }
 
 /// A node's labels in key order, packed into one buffer (each key and value as its length and
@@ -421,6 +445,10 @@ mod tests {
             prop_assert_eq!(shape(&targets_with(&s, Some(&mut cache))), shape(&targets(&s)));
             for (step, op) in ops.iter().enumerate() {
                 apply(&mut s, op, step);
+                // Odd steps carry versions, which name the labels: known ones go unread.
+                for n in &mut s.nodes {
+                    n.resource_version = if step % 2 == 1 { version_of(n) } else { String::new() };
+                }
                 prop_assert_eq!(
                     shape(&targets_with(&s, Some(&mut cache))),
                     shape(&targets(&s)),
@@ -514,6 +542,38 @@ mod tests {
                 prop_assert_eq!(kept.as_ref().map(|p| solves(&s, p)), fresh);
             }
         }
+    }
+
+    /// A version that changes whenever the node's labels do, as a write's would.
+    fn version_of(n: &Node) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        n.labels.hash(&mut h);
+        format!("{:x}", h.finish())
+    }
+
+    #[test]
+    fn a_node_at_a_known_version_is_not_compared_again() {
+        let mut s = cluster(6, 20, 4);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            n.resource_version = format!("{i}");
+        }
+        let mut cache = NodeCache::new();
+        targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.misses, cache.by_version), (6, 0));
+        targets_with(&s, Some(&mut cache));
+        assert_eq!((cache.hits, cache.by_version), (6, 6));
+        // Relabelled at a new version: compiled again. Unversioned: compared, and a hit.
+        s.nodes[0]
+            .labels
+            .insert("example.com/new".into(), "x".into());
+        s.nodes[0].resource_version = "100".into();
+        s.nodes[1].resource_version = String::new();
+        assert_eq!(
+            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets(&s))
+        );
+        assert_eq!((cache.misses, cache.hits, cache.by_version), (7, 11, 10));
     }
 
     #[test]

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use nodewright_core::disruption::in_flight::Applied;
 use nodewright_core::model::{Pod, Snapshot};
 
-use super::SimClaim;
+use nodewright_core::scheduling::intern::FastMap;
+
+use super::{SimClaim, snapshot_node};
 
 /// When more than one in this many entries changed, copying the whole list is cheaper than
 /// inserting and removing in place.
@@ -72,6 +74,7 @@ impl Maintained {
         &mut self,
         pods: &BTreeMap<String, Pod>,
         claims: &BTreeMap<String, SimClaim>,
+        versions: &FastMap<String, u64>,
     ) {
         self.revert();
         if !self.built || !self.dirty_pods.is_empty() || !self.dirty_claims.is_empty() {
@@ -87,7 +90,7 @@ impl Maintained {
             });
         }
         let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());
-        let ready_node = |c: &SimClaim| c.ready_node().cloned();
+        let ready_node = |k: &str, c: &SimClaim| snapshot_node(k, c, versions);
         let dirty_claims = std::mem::take(&mut self.dirty_claims);
         if !self.built || dirty_claims.len() * REBUILD_RATIO > self.claim_keys.len() {
             (self.claim_keys, s.node_claims) = claims
@@ -96,7 +99,7 @@ impl Maintained {
                 .unzip();
             (self.node_keys, s.nodes) = claims
                 .iter()
-                .filter_map(|(k, c)| ready_node(c).map(|n| (k.clone(), n)))
+                .filter_map(|(k, c)| ready_node(k, c).map(|n| (k.clone(), n)))
                 .unzip();
         } else {
             patch(
@@ -106,7 +109,7 @@ impl Maintained {
                 |k| claims.get(k).and_then(live_claim),
             );
             patch(&mut self.node_keys, &mut s.nodes, &dirty_claims, |k| {
-                claims.get(k).and_then(ready_node)
+                claims.get(k).and_then(|c| ready_node(k, c))
             });
         }
         self.built = true;

@@ -383,6 +383,49 @@ fn generations_follow_changes() {
     assert_ne!(c.view_stamped(Timestamp(20_000)).0, g4, "the mark ran out");
 }
 
+/// A Node's version in the view moves with every write to its claim and only then, in the
+/// kept view and a fresh snapshot alike.
+#[test]
+fn node_versions_move_with_writes_to_their_claims() {
+    let mut c = Cluster::default();
+    for i in 0..3u8 {
+        apply(&mut c, &Op::InsertClaim(i), Timestamp(1));
+        apply(&mut c, &Op::Ready(i), Timestamp(1));
+    }
+    let versions = |c: &mut Cluster| -> Vec<String> {
+        let fresh: Vec<String> = c
+            .snapshot(Timestamp(2))
+            .nodes
+            .iter()
+            .map(|n| n.resource_version.clone())
+            .collect();
+        let kept: Vec<String> = c
+            .view(Timestamp(2))
+            .nodes
+            .iter()
+            .map(|n| n.resource_version.clone())
+            .collect();
+        assert_eq!(fresh, kept);
+        kept
+    };
+    let before = versions(&mut c);
+    assert_eq!(before.len(), 3);
+    assert!(before.iter().all(|v| !v.is_empty()));
+    apply(
+        &mut c,
+        &Op::InsertPod {
+            pod: 1,
+            on: Some(1),
+        },
+        Timestamp(3),
+    );
+    assert_eq!(versions(&mut c), before, "a pod is no write to the Node");
+    apply(&mut c, &Op::Grow(1), Timestamp(4));
+    let after = versions(&mut c);
+    assert_eq!((&after[0], &after[2]), (&before[0], &before[2]));
+    assert_ne!(after[1], before[1]);
+}
+
 /// A long quiet stretch after a bulk change: the in-place path (few changes over many pods)
 /// must be the one taken and still agree.
 #[test]

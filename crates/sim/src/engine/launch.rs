@@ -264,6 +264,7 @@ impl Engine<'_> {
         let c = &mut claim.claim;
         let node = Node {
             name: name.to_string(),
+            resource_version: String::new(),
             provider_id: c.provider_id.clone().unwrap_or_default(),
             labels: c.labels.clone(),
             annotations: c.annotations.clone(),
