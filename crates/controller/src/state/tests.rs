@@ -207,3 +207,15 @@ fn cached_pod_models_follow_their_pods() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_converted_node_keeps_its_resource_version() {
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "resourceVersion": "4711", "labels": {"a": "b"}},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi"}}
+    }))
+    .unwrap();
+    let n = convert::node(&node).unwrap();
+    assert_eq!(n.resource_version, "4711");
+}
