@@ -5,7 +5,8 @@
 //! compiled. It reads only the NodePools, their instance types, the DaemonSets and the
 //! resource names, which between two decisions almost never change; the interner starts empty
 //! every time, so the same inputs give the same ids. The cache keeps the last inputs and what
-//! they compiled to, and hands out a copy while they stay equal.
+//! they compiled to, and hands out a copy while they stay equal, its interner an empty layer
+//! over the pools' strings, which every copy shares.
 
 use std::sync::Arc;
 
@@ -87,7 +88,11 @@ impl PoolCache {
             return compiled.clone();
         }
         self.misses += 1;
-        let compiled = compile_pools(s, names);
+        let mut compiled = compile_pools(s, names);
+        // Handed out as a layer over the shared strings: a copy costs no map of thousands of
+        // instance-type strings, and ids go on from the same place.
+        let strings = Arc::new(std::mem::take(&mut compiled.interner));
+        compiled.interner = Interner::layered(strings);
         self.kept = Some((Inputs::of(s, names), compiled.clone()));
         compiled
     }
