@@ -8,7 +8,6 @@
 //! name. Pods are taken by priority, then age, then name.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
@@ -141,37 +140,60 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
             .collect()
     };
     pending.sort_unstable();
-    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
-    // readiness), kept current as this pass binds pods; shared with the cluster's cache until
-    // a bind changes an entry.
-    let mut free: Vec<Arc<Resources>> = cluster.free_of_ready();
-    // At least the most any one node has free of each resource (binding only lowers it): a
-    // pod asking for more fits nowhere, which is most pending pods while nodes launch.
-    let mut most = Resources::new();
-    for f in &free {
-        most.max_with(f);
+    // Every resource a pending pod asks for gets a column, so the search for room below
+    // compares integers.
+    let mut names: Vec<String> = Vec::new();
+    for (_, _, key) in &pending {
+        for (name, amount) in cluster
+            .pods()
+            .get(key)
+            .into_iter()
+            .flat_map(|p| p.requests.iter())
+        {
+            if amount > 0 && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
     }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
+    // readiness), kept current as this pass binds pods.
+    let mut room = cluster.room(&names);
+    let mut need: Vec<(usize, i64)> = Vec::new();
     for (_, _, key) in pending {
         let Some(pod) = cluster.pods().get(&key) else {
             continue;
         };
-        if !pod.requests.fits_in(&most) {
+        // `Resources::fits_in` as columns: only positive requests are compared.
+        need.clear();
+        need.extend(
+            pod.requests
+                .iter()
+                .filter(|&(_, v)| v > 0)
+                .map(|(name, v)| {
+                    let column = room
+                        .column(name)
+                        .expect("a column per name pending pods ask for");
+                    (column, v)
+                }),
+        );
+        // Most pending pods while nodes launch fit nowhere; the columns tell at once.
+        if !room.may_fit_somewhere(&need) || !(0..room.len()).any(|i| room.fits(i, &need)) {
             continue;
         }
         let best = cluster
             .ready_nodes()
-            .zip(&free)
             .enumerate()
-            .map(|(i, ((_, n), f))| (i, n, &**f))
             // The cheap test first: most nodes are too full.
-            .filter(|(_, _, f)| pod.requests.fits_in(f))
+            .filter(|(i, _)| room.fits(*i, &need))
+            .map(|(i, (_, n))| (i, n, room.free(i)))
             .filter(|(_, n, f)| unfit_given(cluster, pod, n, f).is_none())
             .min_by_key(|(_, n, f)| score(cluster, pod, n, f))
             .map(|(i, n, _)| (i, n.name.clone()));
         if let Some((i, name)) = best {
             let requests = pod.requests.clone();
             cluster.bind(&key, &name, now);
-            Arc::make_mut(&mut free[i]).sub(&requests);
+            room.take(i, &requests);
             bound.push((key, name));
         }
     }
