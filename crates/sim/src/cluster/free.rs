@@ -17,14 +17,25 @@ use nodewright_core::resources::{CPU, Resources};
 
 use super::SimClaim;
 
-/// One Ready node's row.
-#[derive(Clone, Debug)]
-struct Row {
+/// Which node a row is, and what of it changes only with its claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Ident {
     /// The key of the node's claim, which orders the rows.
     claim: String,
     node: String,
-    free: Arc<Resources>,
     allocatable_cpu: i64,
+}
+
+impl Ident {
+    fn misnamed(&self) -> bool {
+        self.claim != self.node
+    }
+}
+
+/// One Ready node's row, worked out from the cluster.
+struct Row {
+    ident: Ident,
+    free: Resources,
     requested_cpu: i64,
 }
 
@@ -47,10 +58,12 @@ impl Row {
             requested_cpu += p.requests.get(CPU);
         }
         Row {
-            claim: claim.to_string(),
-            node: node.name.clone(),
-            free: Arc::new(free),
-            allocatable_cpu: node.allocatable.get(CPU),
+            ident: Ident {
+                claim: claim.to_string(),
+                node: node.name.clone(),
+                allocatable_cpu: node.allocatable.get(CPU),
+            },
+            free,
             requested_cpu,
         }
     }
@@ -64,13 +77,17 @@ pub struct ReadyCpu {
     pub requested: i64,
 }
 
+/// The rows, one list per field. The lists a pass copies are shared with its [`Room`] and
+/// copied only when one side changes them.
 #[derive(Clone, Debug, Default)]
 pub(super) struct FreeTable {
-    rows: Vec<Row>,
+    idents: Arc<Vec<Ident>>,
+    free: Arc<Vec<Arc<Resources>>>,
+    requested_cpu: Vec<i64>,
     /// Resource names with a column, in the order they were first asked for.
-    columns: Vec<String>,
-    /// `cells[r * columns.len() + c]` is `rows[r].free.get(&columns[c])`.
-    cells: Vec<i64>,
+    columns: Arc<Vec<String>>,
+    /// `cells[r * columns.len() + c]` is `free[r].get(&columns[c])`.
+    cells: Arc<Vec<i64>>,
     /// Claims changed since the last `refresh` (a key may appear more than once).
     claims_noted: Vec<String>,
     /// Node names whose pods changed since the last `refresh`.
@@ -78,8 +95,8 @@ pub(super) struct FreeTable {
     /// Rows whose node is not named after its claim: while there are any, a changed node's
     /// rows are found by a scan rather than by its name among the claims.
     misnamed: usize,
-    /// Whether `rows` was built; until then (and after the notes outgrew it) `refresh` builds
-    /// every row afresh.
+    /// Whether the rows were built; until then (and after the notes outgrew them) `refresh`
+    /// builds every row afresh.
     built: bool,
 }
 
@@ -101,7 +118,7 @@ impl FreeTable {
     /// Past a few notes per row, building every row again costs no more than taking the
     /// notes one by one, and forgetting them keeps a table nobody reads from growing.
     fn bound_notes(&mut self) {
-        if self.claims_noted.len() + self.nodes_noted.len() > 2 * self.rows.len() + 256 {
+        if self.claims_noted.len() + self.nodes_noted.len() > 2 * self.idents.len() + 256 {
             self.claims_noted = Vec::new();
             self.nodes_noted = Vec::new();
             self.built = false;
@@ -116,17 +133,7 @@ impl FreeTable {
         on_node: &BTreeMap<String, BTreeSet<String>>,
     ) {
         if !self.built {
-            self.rows = claims
-                .iter()
-                .filter_map(|(k, c)| Some(Row::of(k, c.ready_node()?, pods, on_node)))
-                .collect();
-            self.misnamed = self.rows.iter().filter(|r| r.claim != r.node).count();
-            self.cells = Vec::with_capacity(self.rows.len() * self.columns.len());
-            for r in 0..self.rows.len() {
-                let row = self.row_cells(r);
-                self.cells.extend(row);
-            }
-            self.built = true;
+            self.rebuild(claims, pods, on_node);
             return;
         }
         let mut changed = std::mem::take(&mut self.claims_noted);
@@ -141,16 +148,15 @@ impl FreeTable {
         for name in &nodes {
             if self.misnamed == 0 {
                 // Each node is named after its claim: the claim's row is the node's only one.
-                if let Ok(r) = self.position(name) {
-                    let claim = self.rows[r].claim.clone();
-                    self.settle(&claim, claims, pods, on_node);
+                if self.position(name).is_ok() {
+                    self.settle(name, claims, pods, on_node);
                 }
             } else {
                 let holding: Vec<String> = self
-                    .rows
+                    .idents
                     .iter()
-                    .filter(|r| r.node == *name)
-                    .map(|r| r.claim.clone())
+                    .filter(|i| i.node == *name)
+                    .map(|i| i.claim.clone())
                     .collect();
                 for claim in holding {
                     self.settle(&claim, claims, pods, on_node);
@@ -159,8 +165,35 @@ impl FreeTable {
         }
     }
 
+    fn rebuild(
+        &mut self,
+        claims: &BTreeMap<String, SimClaim>,
+        pods: &BTreeMap<String, Pod>,
+        on_node: &BTreeMap<String, BTreeSet<String>>,
+    ) {
+        let rows: Vec<Row> = claims
+            .iter()
+            .filter_map(|(k, c)| Some(Row::of(k, c.ready_node()?, pods, on_node)))
+            .collect();
+        let mut cells = Vec::with_capacity(rows.len() * self.columns.len());
+        for row in &rows {
+            cells.extend(self.columns.iter().map(|c| row.free.get(c)));
+        }
+        self.cells = Arc::new(cells);
+        self.requested_cpu = rows.iter().map(|r| r.requested_cpu).collect();
+        self.misnamed = rows.iter().filter(|r| r.ident.misnamed()).count();
+        let (idents, free) = rows
+            .into_iter()
+            .map(|r| (r.ident, Arc::new(r.free)))
+            .unzip();
+        self.idents = Arc::new(idents);
+        self.free = Arc::new(free);
+        self.built = true;
+    }
+
     fn position(&self, claim: &str) -> Result<usize, usize> {
-        self.rows.binary_search_by(|r| r.claim.as_str().cmp(claim))
+        self.idents
+            .binary_search_by(|i| i.claim.as_str().cmp(claim))
     }
 
     /// Works out the row of claim `key` again: added when its node became Ready, dropped
@@ -176,30 +209,35 @@ impl FreeTable {
         let w = self.columns.len();
         match (self.position(key), node) {
             (Ok(r), Some(n)) => {
-                self.misnamed -= usize::from(self.rows[r].claim != self.rows[r].node);
-                self.rows[r] = Row::of(key, n, pods, on_node);
-                self.misnamed += usize::from(key != n.name);
-                let row = self.row_cells(r);
-                self.cells.splice(r * w..(r + 1) * w, row);
+                let row = Row::of(key, n, pods, on_node);
+                let cells: Vec<i64> = self.columns.iter().map(|c| row.free.get(c)).collect();
+                Arc::make_mut(&mut self.cells).splice(r * w..(r + 1) * w, cells);
+                self.requested_cpu[r] = row.requested_cpu;
+                Arc::make_mut(&mut self.free)[r] = Arc::new(row.free);
+                if self.idents[r] != row.ident {
+                    self.misnamed -= usize::from(self.idents[r].misnamed());
+                    self.misnamed += usize::from(row.ident.misnamed());
+                    Arc::make_mut(&mut self.idents)[r] = row.ident;
+                }
             }
             (Ok(r), None) => {
-                let gone = self.rows.remove(r);
-                self.misnamed -= usize::from(gone.claim != gone.node);
-                self.cells.drain(r * w..(r + 1) * w);
+                Arc::make_mut(&mut self.cells).drain(r * w..(r + 1) * w);
+                self.requested_cpu.remove(r);
+                Arc::make_mut(&mut self.free).remove(r);
+                let gone = Arc::make_mut(&mut self.idents).remove(r);
+                self.misnamed -= usize::from(gone.misnamed());
             }
             (Err(r), Some(n)) => {
-                self.rows.insert(r, Row::of(key, n, pods, on_node));
-                self.misnamed += usize::from(key != n.name);
-                let row = self.row_cells(r);
-                self.cells.splice(r * w..r * w, row);
+                let row = Row::of(key, n, pods, on_node);
+                let cells: Vec<i64> = self.columns.iter().map(|c| row.free.get(c)).collect();
+                Arc::make_mut(&mut self.cells).splice(r * w..r * w, cells);
+                self.requested_cpu.insert(r, row.requested_cpu);
+                Arc::make_mut(&mut self.free).insert(r, Arc::new(row.free));
+                self.misnamed += usize::from(row.ident.misnamed());
+                Arc::make_mut(&mut self.idents).insert(r, row.ident);
             }
             (Err(_), None) => {}
         }
-    }
-
-    fn row_cells(&self, r: usize) -> Vec<i64> {
-        let free = &self.rows[r].free;
-        self.columns.iter().map(|c| free.get(c)).collect()
     }
 
     /// Gives each of `names` a column; the table must be up to date.
@@ -213,29 +251,32 @@ impl FreeTable {
             return;
         }
         let old = self.columns.len();
-        let mut cells = Vec::with_capacity(self.rows.len() * (old + missing.len()));
-        for (r, row) in self.rows.iter().enumerate() {
+        let mut cells = Vec::with_capacity(self.free.len() * (old + missing.len()));
+        for (r, free) in self.free.iter().enumerate() {
             cells.extend_from_slice(&self.cells[r * old..(r + 1) * old]);
-            cells.extend(missing.iter().map(|n| row.free.get(n)));
+            cells.extend(missing.iter().map(|n| free.get(n)));
         }
-        self.cells = cells;
-        self.columns.extend(missing.iter().map(|n| n.to_string()));
+        self.cells = Arc::new(cells);
+        Arc::make_mut(&mut self.columns).extend(missing.iter().map(|n| n.to_string()));
     }
 
-    /// A copy of the up-to-date table with a column for each of `names`.
+    /// The up-to-date table with a column for each of `names`, for a pass to change.
     pub(super) fn room(&mut self, names: &[&str]) -> Room {
         self.ensure_columns(names);
         let width = self.columns.len();
         let mut most = vec![i64::MIN; width];
-        for row in self.cells.chunks(width.max(1)).take(self.rows.len()) {
-            for (m, v) in most.iter_mut().zip(row) {
-                *m = (*m).max(*v);
+        if width > 0 {
+            for row in self.cells.chunks(width) {
+                for (m, v) in most.iter_mut().zip(row) {
+                    *m = (*m).max(*v);
+                }
             }
         }
         Room {
-            columns: self.columns.clone(),
-            free: self.rows.iter().map(|r| Arc::clone(&r.free)).collect(),
-            cells: self.cells.clone(),
+            idents: Arc::clone(&self.idents),
+            columns: Arc::clone(&self.columns),
+            free: Arc::clone(&self.free),
+            cells: Arc::clone(&self.cells),
             most,
         }
     }
@@ -243,21 +284,22 @@ impl FreeTable {
     /// Sums over the rows of the up-to-date table.
     pub(super) fn cpu(&self) -> ReadyCpu {
         ReadyCpu {
-            nodes: self.rows.len(),
-            allocatable: self.rows.iter().map(|r| r.allocatable_cpu).sum(),
-            requested: self.rows.iter().map(|r| r.requested_cpu).sum(),
+            nodes: self.idents.len(),
+            allocatable: self.idents.iter().map(|i| i.allocatable_cpu).sum(),
+            requested: self.requested_cpu.iter().sum(),
         }
     }
 }
 
 /// What is free on each Ready node, in `Cluster::ready_nodes` order: a pass's own copy,
-/// changed as the pass places pods. The `Resources` are shared with the cluster's table until
-/// a row changes.
+/// changed as the pass places pods. Shared with the cluster's table until the pass changes
+/// it, so a pass that places nothing copies nothing.
 #[derive(Clone, Debug)]
 pub struct Room {
-    columns: Vec<String>,
-    free: Vec<Arc<Resources>>,
-    cells: Vec<i64>,
+    idents: Arc<Vec<Ident>>,
+    columns: Arc<Vec<String>>,
+    free: Arc<Vec<Arc<Resources>>>,
+    cells: Arc<Vec<i64>>,
     /// Per column, the most any row had when the copy was made (`i64::MIN` with no rows).
     /// Placing pods only lowers amounts, so it stays an upper bound.
     most: Vec<i64>,
@@ -281,6 +323,26 @@ impl Room {
         &self.free[row]
     }
 
+    /// What is free on `row` of the resource in `column`.
+    pub fn amount(&self, row: usize, column: usize) -> i64 {
+        self.cells[row * self.columns.len() + column]
+    }
+
+    /// The key of the claim of the node on `row`.
+    pub fn claim(&self, row: usize) -> &str {
+        &self.idents[row].claim
+    }
+
+    /// The name of the node on `row`.
+    pub fn node(&self, row: usize) -> &str {
+        &self.idents[row].node
+    }
+
+    /// The allocatable cpu of the node on `row`.
+    pub fn allocatable_cpu(&self, row: usize) -> i64 {
+        self.idents[row].allocatable_cpu
+    }
+
     /// Whether every `(column, amount)` of `need` is free on `row`.
     pub fn fits(&self, row: usize, need: &[(usize, i64)]) -> bool {
         let cells = &self.cells[row * self.columns.len()..];
@@ -295,13 +357,11 @@ impl Room {
 
     /// Takes `requests` from what is free on `row`.
     pub fn take(&mut self, row: usize, requests: &Resources) {
-        let free = Arc::make_mut(&mut self.free[row]);
+        let free = Arc::make_mut(&mut Arc::make_mut(&mut self.free)[row]);
         free.sub(requests);
         let w = self.columns.len();
-        for (cell, name) in self.cells[row * w..(row + 1) * w]
-            .iter_mut()
-            .zip(&self.columns)
-        {
+        let cells = &mut Arc::make_mut(&mut self.cells)[row * w..(row + 1) * w];
+        for (cell, name) in cells.iter_mut().zip(self.columns.iter()) {
             *cell = free.get(name);
         }
     }
@@ -385,17 +445,18 @@ mod tests {
 
     fn seen(t: &mut FreeTable, columns: &[&str]) -> (Vec<(String, String, Resources)>, Vec<i64>) {
         let room = t.room(columns);
-        let rows = t
-            .rows
-            .iter()
-            .map(|r| (r.claim.clone(), r.node.clone(), (*r.free).clone()))
+        let rows = (0..room.len())
+            .map(|r| {
+                let (claim, node) = (room.claim(r).to_string(), room.node(r).to_string());
+                (claim, node, room.free(r).clone())
+            })
             .collect();
         let cells = (0..room.len())
             .flat_map(|r| {
                 let room = &room;
                 columns
                     .iter()
-                    .map(move |c| room.cells[r * room.columns.len() + room.column(c).unwrap()])
+                    .map(move |c| room.amount(r, room.column(c).unwrap()))
             })
             .collect();
         (rows, cells)
@@ -470,7 +531,7 @@ mod tests {
         w.refresh(&mut t);
         let _ = t.room(&[MEMORY]);
         check(&mut t, &w);
-        assert_eq!(t.columns, vec![MEMORY.to_string(), CPU.to_string()]);
+        assert_eq!(*t.columns, vec![MEMORY.to_string(), CPU.to_string()]);
     }
 
     #[test]
@@ -499,7 +560,26 @@ mod tests {
         room.take(0, &Resources::new().with(CPU, 3500).with(MEMORY, 1));
         assert!(!room.fits(0, &[(c, 600)]));
         assert_eq!(room.free(0).get(MEMORY), 16_000 - 1);
-        assert_eq!(t.rows[0].free.get(CPU), 4000, "the table is not changed");
+        assert_eq!(t.free[0].get(CPU), 4000, "the table is not changed");
+        assert_eq!(t.cells[0], 4000);
+        assert_eq!(
+            (room.claim(1), room.node(1), room.allocatable_cpu(1)),
+            ("b", "b", 2000)
+        );
         assert!(FreeTable::default().room(&[CPU]).is_empty());
+    }
+
+    #[test]
+    fn a_table_changed_after_a_copy_leaves_the_copy_alone() {
+        let (mut t, mut w) = (FreeTable::default(), World::default());
+        w.claim(&mut t, "a", "a", 4000);
+        w.claim(&mut t, "b", "b", 2000);
+        w.refresh(&mut t);
+        let room = t.room(&[CPU]);
+        let before = format!("{room:?}");
+        w.pod(&mut t, "p1", "a", 500);
+        w.claim(&mut t, "c", "c", 1000);
+        check(&mut t, &w);
+        assert_eq!(format!("{room:?}"), before);
     }
 }
