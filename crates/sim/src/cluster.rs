@@ -18,6 +18,8 @@ use nodewright_core::time::Timestamp;
 use crate::cloud::Instance;
 use crate::disruption_budget::SimPdb;
 use crate::volumes::{self, ClaimTemplate, Provisioned};
+use free::FreeTable;
+pub use free::{ReadyCpu, Room};
 use ledger::Ledger;
 use maintained::Maintained;
 
@@ -162,10 +164,9 @@ pub struct Cluster {
     /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
     /// rather than a scan of every pod.
     on_node: BTreeMap<String, BTreeSet<String>>,
-    /// Per node name, the allocatable its free resources were worked out from and the result
-    /// ([`Cluster::free_of_ready`]); dropped whenever a pod on the node is added, moved,
-    /// changed or removed, and not used once the allocatable differs.
-    free_cache: FastMap<String, (Resources, Arc<Resources>)>,
+    /// What is free on each Ready node ([`Cluster::room`]), told of every claim changed and
+    /// every node whose pods were added, moved, changed or removed.
+    free: FreeTable,
     pub workloads: BTreeMap<(String, String), Workload>,
     pub daemonsets: Vec<DaemonSet>,
     /// PodDisruptionBudgets by (namespace, name).
@@ -245,6 +246,7 @@ impl Cluster {
     fn claim_changed(&mut self, name: &str) {
         self.maintained.claim_changed(name);
         self.journal.claim(name);
+        self.free.claim_changed(name);
     }
 
     /// The pods and claims changed since the last call (everything, at the first), and a
@@ -260,7 +262,7 @@ impl Cluster {
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
         let p = self.pods.get_mut(key)?;
         if let Some(n) = &p.node_name {
-            self.free_cache.remove(n);
+            self.free.node_changed(n);
         }
         self.maintained.pod_changed(key);
         self.journal.pod(key);
@@ -276,6 +278,7 @@ impl Cluster {
         self.wrote(name);
         self.maintained.claim_changed(name);
         self.journal.claim(name);
+        self.free.claim_changed(name);
         self.claims.get_mut(name)
     }
 
@@ -316,8 +319,8 @@ impl Cluster {
             .find(|c| c.is_live() && c.claim.node_name.as_deref() == Some(node))
     }
 
-    /// Brings the per-pod figures ([`Cluster::pending_keys`], [`Cluster::workload_pods`],
-    /// [`Cluster::requested_cpu_on`]) up to date with the pods.
+    /// Brings the per-pod figures ([`Cluster::pending_keys`], [`Cluster::workload_pods`])
+    /// up to date with the pods.
     pub fn sync_ledger(&mut self) {
         self.ledger.sync(&self.pods);
     }
@@ -336,12 +339,6 @@ impl Cluster {
     /// How many keys [`Cluster::pending_keys`] holds, as of the last [`Cluster::sync_ledger`].
     pub fn pending_count(&self) -> usize {
         self.ledger.pending().len()
-    }
-
-    /// Summed cpu requests of the pods bound to `node`, as of the last
-    /// [`Cluster::sync_ledger`].
-    pub fn requested_cpu_on(&self, node: &str) -> i64 {
-        self.ledger.node_cpu(node)
     }
 
     /// Unbound pods no DaemonSet owns, by key (a scan of every pod; see
@@ -376,7 +373,7 @@ impl Cluster {
         self.unindex(&key);
         self.pod_changed(&key);
         if let Some(n) = &pod.node_name {
-            self.free_cache.remove(n);
+            self.free.node_changed(n);
             self.on_node
                 .entry(n.clone())
                 .or_default()
@@ -389,7 +386,7 @@ impl Cluster {
         let Some(node) = self.pods.get(key).and_then(|p| p.node_name.as_ref()) else {
             return;
         };
-        self.free_cache.remove(node);
+        self.free.node_changed(node);
         if let Some(set) = self.on_node.get_mut(node) {
             set.remove(key);
             if set.is_empty() {
@@ -424,45 +421,23 @@ impl Cluster {
         free
     }
 
-    /// [`Cluster::free`] of every Ready node, in [`Cluster::ready_nodes`] order. Nodes whose
-    /// pods and allocatable did not change since the last call are not summed again.
-    /// Shared with the cache: a caller that changes an entry copies it first
-    /// (`Arc::make_mut`), so a pass that binds nothing copies nothing.
-    pub fn free_of_ready(&mut self) -> Vec<Arc<Resources>> {
-        let mut out = Vec::new();
-        let mut ready = 0;
-        for c in self.claims.values() {
-            let Some(n) = c.ready_node() else { continue };
-            ready += 1;
-            if let Some((alloc, free)) = self.free_cache.get(&n.name)
-                && *alloc == n.allocatable
-            {
-                out.push(Arc::clone(free));
-                continue;
-            }
-            // As `free`, which borrows the whole cluster.
-            let mut free = n.allocatable.clone();
-            for k in self.on_node.get(&n.name).into_iter().flatten() {
-                if let Some(p) = self.pods.get(k) {
-                    free.sub(&p.requests);
-                }
-            }
-            let free = Arc::new(free);
-            self.free_cache
-                .insert(n.name.clone(), (n.allocatable.clone(), Arc::clone(&free)));
-            out.push(free);
-        }
-        // Nodes gone since: forget them once they outnumber the Ready ones.
-        if self.free_cache.len() > 2 * ready + 16 {
-            let names: BTreeSet<&str> = self
-                .claims
-                .values()
-                .filter_map(|c| c.ready_node())
-                .map(|n| n.name.as_str())
-                .collect();
-            self.free_cache.retain(|k, _| names.contains(k.as_str()));
-        }
-        out
+    /// [`Cluster::free`] of every Ready node, in [`Cluster::ready_nodes`] order, with a column
+    /// for each of `names` (see [`Room`]). Only the nodes whose pods or claim changed since
+    /// the last call are summed again.
+    pub fn room(&mut self, names: &[&str]) -> Room {
+        self.sync_free();
+        self.free.room(names)
+    }
+
+    /// Brings what [`Cluster::ready_cpu`] reads up to date.
+    pub fn sync_free(&mut self) {
+        self.free.refresh(&self.claims, &self.pods, &self.on_node);
+    }
+
+    /// How many nodes are Ready, their summed allocatable cpu and the summed cpu requests of
+    /// the pods bound to their names, as of the last [`Cluster::sync_free`].
+    pub fn ready_cpu(&self) -> ReadyCpu {
+        self.free.cpu()
     }
 
     /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
@@ -595,7 +570,7 @@ impl Cluster {
         self.unindex(pod);
         self.pod_changed(pod);
         if let Some(p) = self.pods.get_mut(pod) {
-            self.free_cache.remove(node);
+            self.free.node_changed(node);
             self.on_node
                 .entry(node.to_string())
                 .or_default()
@@ -833,6 +808,7 @@ pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool
     }
 }
 
+mod free;
 mod ledger;
 mod maintained;
 #[cfg(test)]

@@ -21,7 +21,6 @@ use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
 use nodewright_core::requirements::Requirement;
-use nodewright_core::resources::CPU;
 use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 

@@ -7,23 +7,29 @@
 //! (ScheduleAnyway) prefers the least-populated domain, then the least allocated node, then the
 //! name. Pods are taken by priority, then age, then name.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::first_untolerated;
 use nodewright_core::time::Timestamp;
 
-use crate::cluster::{Cluster, label_matches};
+use crate::cluster::{Cluster, Room, SimClaim, label_matches};
 
 /// Why `pod` cannot go on `node`, or `None` when it fits.
 pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
-    unfit_given(cluster, pod, node, &cluster.free(node))
+    unfit_given(cluster, pod, node, Some(&cluster.free(node)))
 }
 
-/// [`unfit`] with what is free on the node already known.
-fn unfit_given(cluster: &Cluster, pod: &Pod, node: &Node, free: &Resources) -> Option<String> {
+/// [`unfit`] with what is free on the node already known, or `None` when the pass already
+/// found the requests fit.
+fn unfit_given(
+    cluster: &Cluster,
+    pod: &Pod,
+    node: &Node,
+    free: Option<&Resources>,
+) -> Option<String> {
     if !node.ready || node.unschedulable || node.deletion_timestamp.is_some() {
         return Some("node is not schedulable".into());
     }
@@ -49,7 +55,9 @@ fn unfit_given(cluster: &Cluster, pod: &Pod, node: &Node, free: &Resources) -> O
     if let Some(why) = crate::volumes::unfit(cluster, pod, node) {
         return Some(why);
     }
-    if !pod.requests.fits_in(free) {
+    if let Some(free) = free
+        && !pod.requests.fits_in(free)
+    {
         return Some(format!(
             "insufficient {}",
             pod.requests.shortfall(free).join(", ")
@@ -118,10 +126,52 @@ fn score<'n>(
             })
         })
         .sum();
-    let alloc = node.allocatable.get(CPU).max(1);
-    // Per-mille of CPU left free, negated so the emptiest node sorts first.
-    let free = -(free.get(CPU) * 1000 / alloc);
+    let free = emptiness(free.get(CPU), node.allocatable.get(CPU));
     (soft, free, node.name.as_str())
+}
+
+/// Per-mille of CPU left free, negated so the emptiest node sorts first.
+fn emptiness(free_cpu: i64, allocatable_cpu: i64) -> i64 {
+    -(free_cpu * 1000 / allocatable_cpu.max(1))
+}
+
+/// Whether [`score`] ranks nodes for `pod` by more than their room and name.
+fn spreads_softly(pod: &Pod) -> bool {
+    pod.topology_spread
+        .iter()
+        .any(|c| c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway)
+}
+
+/// The node [`score`] ranks first among those `pod` passes every filter on, for a pod that
+/// does not spread softly: its score is then the node's share of cpu free and its name, both
+/// in `room`, so the nodes with room are taken in score order and the first that passes the
+/// other filters is the one, without filtering the rest. Ties (two Ready nodes of one name)
+/// go to the earlier row, as a scan in order would. `cpu` is the column of cpu.
+fn emptiest_fit(
+    cluster: &Cluster,
+    pod: &Pod,
+    room: &Room,
+    need: &[(usize, i64)],
+    cpu: usize,
+) -> Option<(usize, String)> {
+    let mut ranked: BinaryHeap<Reverse<(i64, &str, usize)>> = (0..room.len())
+        .filter(|&i| room.fits(i, need))
+        .map(|i| {
+            let free = emptiness(room.amount(i, cpu), room.allocatable_cpu(i));
+            Reverse((free, room.node(i), i))
+        })
+        .collect();
+    while let Some(Reverse((_, _, i))) = ranked.pop() {
+        let node = cluster
+            .claims()
+            .get(room.claim(i))
+            .and_then(SimClaim::ready_node)
+            .expect("a row per Ready node");
+        if unfit_given(cluster, pod, node, None).is_none() {
+            return Some((i, node.name.clone()));
+        }
+    }
+    None
 }
 
 /// Binds every pending pod it can, in kube-scheduler order. Returns `(pod, node)` pairs.
@@ -131,47 +181,74 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
         return bound;
     }
     // Pod keys are unique, so this order is total: no sort can tell two entries apart.
-    let mut pending: Vec<(std::cmp::Reverse<i32>, Timestamp, String)> = {
+    let mut pending: Vec<(Reverse<i32>, Timestamp, String)> = {
         let keys: Vec<String> = cluster.pending_keys().iter().cloned().collect();
         keys.into_iter()
             .filter_map(|k| {
                 let p = cluster.pods().get(&k)?;
-                Some((std::cmp::Reverse(p.priority), p.creation_timestamp, k))
+                Some((Reverse(p.priority), p.creation_timestamp, k))
             })
             .collect()
     };
     pending.sort_unstable();
-    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
-    // readiness), kept current as this pass binds pods; shared with the cluster's cache until
-    // a bind changes an entry.
-    let mut free: Vec<Arc<Resources>> = cluster.free_of_ready();
-    // At least the most any one node has free of each resource (binding only lowers it): a
-    // pod asking for more fits nowhere, which is most pending pods while nodes launch.
-    let mut most = Resources::new();
-    for f in &free {
-        most.max_with(f);
+    // Every resource a pending pod asks for gets a column, so the search for room below
+    // compares integers.
+    let mut names: Vec<String> = vec![CPU.to_string()];
+    for (_, _, key) in &pending {
+        for (name, amount) in cluster
+            .pods()
+            .get(key)
+            .into_iter()
+            .flat_map(|p| p.requests.iter())
+        {
+            if amount > 0 && !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
     }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // What is free on each Ready node, in `ready_nodes` order (binding changes no node's
+    // readiness), kept current as this pass binds pods.
+    let mut room = cluster.room(&names);
+    let cpu = room.column(CPU).expect("a column for cpu");
+    let mut need: Vec<(usize, i64)> = Vec::new();
     for (_, _, key) in pending {
         let Some(pod) = cluster.pods().get(&key) else {
             continue;
         };
-        if !pod.requests.fits_in(&most) {
+        // `Resources::fits_in` as columns: only positive requests are compared.
+        need.clear();
+        need.extend(
+            pod.requests
+                .iter()
+                .filter(|&(_, v)| v > 0)
+                .map(|(name, v)| {
+                    let column = room
+                        .column(name)
+                        .expect("a column per name pending pods ask for");
+                    (column, v)
+                }),
+        );
+        // Most pending pods while nodes launch fit nowhere; the columns tell at once.
+        if !room.may_fit_somewhere(&need) || !(0..room.len()).any(|i| room.fits(i, &need)) {
             continue;
         }
-        let best = cluster
-            .ready_nodes()
-            .zip(&free)
-            .enumerate()
-            .map(|(i, ((_, n), f))| (i, n, &**f))
-            // The cheap test first: most nodes are too full.
-            .filter(|(_, _, f)| pod.requests.fits_in(f))
-            .filter(|(_, n, f)| unfit_given(cluster, pod, n, f).is_none())
-            .min_by_key(|(_, n, f)| score(cluster, pod, n, f))
-            .map(|(i, n, _)| (i, n.name.clone()));
+        let best = if spreads_softly(pod) {
+            cluster
+                .ready_nodes()
+                .enumerate()
+                // The cheap test first: most nodes are too full.
+                .filter(|(i, _)| room.fits(*i, &need))
+                .filter(|(_, (_, n))| unfit_given(cluster, pod, n, None).is_none())
+                .min_by_key(|(i, (_, n))| score(cluster, pod, n, room.free(*i)))
+                .map(|(i, (_, n))| (i, n.name.clone()))
+        } else {
+            emptiest_fit(cluster, pod, &room, &need, cpu)
+        };
         if let Some((i, name)) = best {
             let requests = pod.requests.clone();
             cluster.bind(&key, &name, now);
-            Arc::make_mut(&mut free[i]).sub(&requests);
+            room.take(i, &requests);
             bound.push((key, name));
         }
     }
@@ -354,6 +431,33 @@ mod tests {
         // Zone b has no room, so zone a may hold only one more than b's zero.
         assert_eq!(c.pods_on("a1").count(), 1);
         assert_eq!(c.pending_pods().len(), 2);
+    }
+
+    /// Two Ready claims whose nodes share a name both count the name's pods; a tie between
+    /// them goes to the earlier claim, as a scan in ready order finds it, and a bind lowers
+    /// only the room of the row it chose for the rest of the pass (the answer the pass gave
+    /// before it ranked nodes by their room).
+    #[test]
+    fn nodes_sharing_a_name_are_ranked_in_ready_order() {
+        let mut c = Cluster::default();
+        add_node(&mut c, "a", "z", 4000);
+        add_node(&mut c, "b", "z", 3000);
+        add_node(&mut c, "c", "z", 4000);
+        for claim in ["a", "c"] {
+            let sc = c.claim_mut(claim).unwrap();
+            sc.claim.node_name = Some("shared".into());
+            sc.node.as_mut().unwrap().name = "shared".into();
+        }
+        for i in 0..6 {
+            pending(&mut c, &format!("p{i}"), 700);
+        }
+        let on = ["b", "shared", "shared", "shared", "shared", "b"];
+        let want: Vec<(String, String)> = on
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (format!("d/p{i}"), n.to_string()))
+            .collect();
+        assert_eq!(bind_pending(&mut c, Timestamp(0)), want);
     }
 
     /// The pass as first written: every pending pod cloned, every node's free resources summed

@@ -1,5 +1,5 @@
-//! Per-pod figures the engine asks for at every step (pods per controller, pending pods, cpu
-//! requested per node, workload pods), kept by adding and taking back each pod's share instead
+//! Per-pod figures the engine asks for at every step (pods per controller, pending pods,
+//! workload pods), kept by adding and taking back each pod's share instead
 //! of scanning every pod each time.
 //!
 //! Pods change in place through `Cluster::pod_mut`, after the cluster has handed out the
@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 
 use nodewright_core::model::Pod;
-use nodewright_core::resources::CPU;
 use nodewright_core::scheduling::intern::FastMap;
 
 /// What one pod counts for.
@@ -21,8 +20,7 @@ struct Share {
     controller: Option<(String, String)>,
     terminating: bool,
     daemon: bool,
-    node: Option<String>,
-    cpu: i64,
+    bound: bool,
 }
 
 impl Share {
@@ -35,8 +33,7 @@ impl Share {
                 .map(|o| (p.namespace.clone(), o.name.clone())),
             terminating: p.deletion_timestamp.is_some(),
             daemon: p.is_daemonset_pod(),
-            node: p.node_name.clone(),
-            cpu: p.requests.get(CPU),
+            bound: p.node_name.is_some(),
         }
     }
 }
@@ -52,8 +49,6 @@ pub(super) struct Ledger {
     pending: BTreeSet<String>,
     /// Pods that no DaemonSet owns.
     workload_pods: usize,
-    /// Node name → summed cpu requests of the pods bound to it.
-    node_cpu: FastMap<String, i64>,
 }
 
 impl Ledger {
@@ -95,21 +90,11 @@ impl Ledger {
         if !s.daemon {
             step(&mut self.workload_pods, true);
         }
-        match &s.node {
-            None if !s.daemon => {
-                if sign > 0 {
-                    self.pending.insert(key.to_string());
-                } else {
-                    self.pending.remove(key);
-                }
-            }
-            None => {}
-            Some(n) => {
-                let e = self.node_cpu.entry(n.clone()).or_default();
-                *e += sign * s.cpu;
-                if *e == 0 && sign < 0 {
-                    self.node_cpu.remove(n);
-                }
+        if !s.bound && !s.daemon {
+            if sign > 0 {
+                self.pending.insert(key.to_string());
+            } else {
+                self.pending.remove(key);
             }
         }
     }
@@ -125,9 +110,5 @@ impl Ledger {
 
     pub(super) fn workload_pods(&self) -> usize {
         self.workload_pods
-    }
-
-    pub(super) fn node_cpu(&self, node: &str) -> i64 {
-        self.node_cpu.get(node).copied().unwrap_or(0)
     }
 }

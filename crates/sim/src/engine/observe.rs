@@ -15,6 +15,7 @@ impl Engine<'_> {
         let key = (self.cluster.changes, self.cluster.edits());
         if self.counted.as_ref().is_none_or(|(at, _)| *at != key) {
             self.cluster.sync_ledger();
+            self.cluster.sync_free();
             let s = count(&self.cluster);
             self.counted = Some((key, s));
         }
@@ -136,28 +137,21 @@ impl Engine<'_> {
     }
 }
 
-/// What a [`Sample`] says of `cluster`, at time zero, with its ledger synced
-/// ([`Cluster::sync_ledger`]).
+/// What a [`Sample`] says of `cluster`, at time zero, with its ledger and its table of free
+/// room synced ([`Cluster::sync_ledger`], [`Cluster::sync_free`]).
 pub(super) fn count(cluster: &Cluster) -> Sample {
     let live = cluster
         .claims()
         .values()
         .filter(|c| c.is_live() && c.instance.is_some())
         .count();
-    let mut allocatable = 0;
-    let mut ready_nodes = 0;
     // Every Ready node counts the requests of the pods bound to its name, even when two
     // share a name.
-    let mut requested = 0;
-    for (_, n) in cluster.ready_nodes() {
-        ready_nodes += 1;
-        allocatable += n.allocatable.get(CPU);
-        requested += cluster.requested_cpu_on(&n.name);
-    }
+    let ready = cluster.ready_cpu();
     Sample {
         at: Duration::ZERO,
         nodes: live,
-        ready_nodes,
+        ready_nodes: ready.nodes,
         pods: cluster.workload_pods(),
         pending_pods: cluster.pending_count(),
         price_per_hour: cluster
@@ -166,7 +160,7 @@ pub(super) fn count(cluster: &Cluster) -> Sample {
             .filter(|c| c.is_live())
             .map(SimClaim::price)
             .fold(0.0, |a, b| a + b),
-        cpu_requested_milli: requested,
-        cpu_allocatable_milli: allocatable,
+        cpu_requested_milli: ready.requested,
+        cpu_allocatable_milli: ready.allocatable,
     }
 }
