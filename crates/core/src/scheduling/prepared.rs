@@ -16,13 +16,13 @@
 //! layer over the ids before them (NodePools and well-known keys), which is a fresh compile of
 //! the targets without the snapshot copy or the NodePool compile.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use super::compile::ExistingC;
 use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
-use super::intern::{FastSet, Interner};
+use super::intern::{FastMap, FastSet, Interner};
 use super::node_cache::NodeCache;
 use super::plan::Plan;
 use super::setup::{self, Existing, Targets, World};
@@ -62,7 +62,7 @@ pub struct Compiled {
     /// Per NodePool, the capacity and count of all its existing targets.
     pool_used: Vec<(Vec<i64>, i64)>,
     /// Per node name, the existing targets its removal takes away.
-    removed_by: HashMap<String, Vec<usize>>,
+    removed_by: FastMap<String, Vec<usize>>,
     /// Registered nodes and in-flight claims by free cpu, with nothing removed.
     room: (Sorted, Sorted),
     /// Ids first interned by existing targets: `[start, end)`.
@@ -168,7 +168,7 @@ impl Prepared {
             .iter()
             .filter_map(|c| c.node_name.as_deref())
             .collect();
-        let mut removed_by: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut removed_by: FastMap<String, Vec<usize>> = FastMap::default();
         for (ei, e) in targets.existing.iter().enumerate() {
             if !e.in_flight || claimed.contains(e.name.as_str()) {
                 removed_by.entry(e.name.clone()).or_default().push(ei);
