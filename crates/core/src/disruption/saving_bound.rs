@@ -16,9 +16,9 @@
 //! A replacement is a single new node, and it must take every pod that fits on no other node
 //! on its own: no instance type whose allocatable is below those pods' summed requests is
 //! among its options. So the replacement costs at least the cheapest offering of a type that
-//! holds them, which for a candidate of a type barely cheaper than the next size down is often
-//! its own price: such a candidate can save nothing and is never simulated once a command is
-//! in hand.
+//! holds them. When that is no less than the candidate's own price (its pods need its own
+//! type or a dearer one), and it cannot be deleted, no command can come from it: the search
+//! leaves it out.
 //!
 //! "Other nodes" are the Nodes and the initialized claims whose Node is missing: a pod placed
 //! on a claim that has not initialized fails the simulation, so it never makes a command.
