@@ -52,13 +52,12 @@ const MAX_SHAPES: usize = 16;
 pub struct SavingBounds<'a> {
     /// The cheapest offering a new node of any NodePool may launch on.
     floor: f64,
-    /// Every node's free room: allocatable less the requests of its pods (may be negative).
+    /// Every node's free room: allocatable less the requests of its pods (may be negative),
+    /// by cpu, then memory, most first.
     free: Vec<(Pair, &'a str)>,
     /// The free rooms no other one covers in both cpu and memory, by cpu ascending (so memory
     /// descending), each with its node's name; equal rooms of different nodes are all kept.
     frontier: Vec<(Pair, &'a str)>,
-    /// `free` by cpu, then memory, most first.
-    sorted: Vec<(Pair, &'a str)>,
     /// Per instance type of any NodePool: its allocatable and its cheapest offering that
     /// NodePool may launch on, cheapest first.
     types: Vec<(Pair, f64)>,
@@ -139,9 +138,8 @@ impl<'a> SavingBounds<'a> {
             free.push((f, name));
             by_name.entry(name).or_default().push(f);
         }
-        let mut sorted = free.clone();
-        sorted.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
-        let frontier = frontier_of(sorted.iter().copied());
+        free.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
+        let frontier = frontier_of(free.iter().copied());
         let largest = snapshot
             .instance_types
             .values()
@@ -155,7 +153,6 @@ impl<'a> SavingBounds<'a> {
         SavingBounds {
             floor,
             free,
-            sorted,
             frontier,
             types,
             holding: RefCell::default(),
@@ -235,7 +232,7 @@ impl<'a> SavingBounds<'a> {
             return true;
         }
         let outside = frontier_of(
-            self.sorted
+            self.free
                 .iter()
                 .copied()
                 .filter(|(_, n)| names.binary_search(n).is_err()),
@@ -244,7 +241,7 @@ impl<'a> SavingBounds<'a> {
             .iter()
             .flat_map(|c| &c.reschedulable_pods)
             .map(|p| requests(p))
-            .filter(|&q| !meets_any(&outside, q))
+            .filter(|&q| meeting(&outside, q).next().is_none())
             .fold(None, |a: Option<Pair>, q| {
                 Some(add(a.unwrap_or_default(), q))
             });
@@ -265,16 +262,8 @@ impl<'a> SavingBounds<'a> {
 
     /// Whether a node not called `name` has the free room a pod asking for `q` needs.
     fn fits_elsewhere(&self, q: Pair, name: &str) -> bool {
-        let start = if q.0 <= 0 {
-            0
-        } else {
-            self.frontier.partition_point(|&((cpu, _), _)| cpu < q.0)
-        };
-        let meeting = self.frontier[start..]
-            .iter()
-            .take_while(|&&(f, _)| meets(f, q));
         let mut any = false;
-        for &(_, n) in meeting {
+        for &(_, n) in meeting(&self.frontier, q) {
             if n != name {
                 return true;
             }
@@ -325,15 +314,20 @@ fn frontier_of<'a>(rooms: impl Iterator<Item = (Pair, &'a str)>) -> Vec<(Pair, &
     frontier
 }
 
-/// Whether a room of `frontier` (as [`frontier_of`] gives it) can take a pod asking for `q`:
-/// of the rooms with enough cpu, the first has the most memory.
-fn meets_any(frontier: &[(Pair, &str)], q: Pair) -> bool {
+/// The rooms of `frontier` (as [`frontier_of`] gives it) that can take a pod asking for `q`:
+/// those with enough cpu, while they have enough memory (it only falls from there).
+fn meeting<'f, 'a>(
+    frontier: &'f [(Pair, &'a str)],
+    q: Pair,
+) -> impl Iterator<Item = &'f (Pair, &'a str)> {
     let start = if q.0 <= 0 {
         0
     } else {
         frontier.partition_point(|&((cpu, _), _)| cpu < q.0)
     };
-    frontier.get(start).is_some_and(|&(f, _)| meets(f, q))
+    frontier[start..]
+        .iter()
+        .take_while(move |&&(f, _)| meets(f, q))
 }
 
 /// A pod's `(cpu, memory)` requests.
@@ -394,24 +388,43 @@ mod tests {
         }
     }
 
-    fn snapshot(prices: &[f64]) -> Snapshot {
-        let it = InstanceType {
-            name: "t".into(),
+    /// An offering in zone `z`.
+    fn offering(capacity_type: CapacityType, price: f64, available: bool) -> Offering {
+        Offering {
+            zone: "z".into(),
+            capacity_type,
+            price,
+            available,
+            reservation_id: None,
+            reservation_capacity: None,
+        }
+    }
+
+    fn on_demand(price: f64) -> Offering {
+        offering(CapacityType::OnDemand, price, true)
+    }
+
+    /// An instance type of `cpu` and `memory` (no overhead).
+    fn sized(name: &str, cpu: i64, memory: i64, offerings: Vec<Offering>) -> InstanceType {
+        InstanceType {
+            name: name.into(),
             requirements: vec![],
-            capacity: res(16000, 64000),
+            capacity: res(cpu, memory),
             overhead: Default::default(),
-            offerings: prices
+            offerings,
+        }
+    }
+
+    fn snapshot(prices: &[f64]) -> Snapshot {
+        let it = sized(
+            "t",
+            16000,
+            64000,
+            prices
                 .iter()
-                .map(|&price| Offering {
-                    zone: "z".into(),
-                    capacity_type: CapacityType::OnDemand,
-                    price,
-                    available: false,
-                    reservation_id: None,
-                    reservation_capacity: None,
-                })
+                .map(|&price| offering(CapacityType::OnDemand, price, false))
                 .collect(),
-        };
+        );
         Snapshot {
             nodes: vec![
                 node("a", 4000, 8000),
@@ -517,14 +530,9 @@ mod tests {
         let mut s = snapshot(&[0.30]);
         s.nodes.retain(|n| n.name == "b");
         let its = Arc::make_mut(s.instance_types.get_mut("p").unwrap());
-        its[0].offerings.push(Offering {
-            zone: "z".into(),
-            capacity_type: CapacityType::Spot,
-            price: 0.10,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        });
+        its[0]
+            .offerings
+            .push(offering(CapacityType::Spot, 0.10, true));
         // No NodePool named `p`, or one without a capacity-type requirement: spot counts.
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
         let mut pool = NodePool {
@@ -581,32 +589,14 @@ mod tests {
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
     }
 
-    /// An on-demand instance type of `cpu` and `memory` (no overhead) at `price`.
-    fn sized(name: &str, cpu: i64, memory: i64, price: f64) -> InstanceType {
-        InstanceType {
-            name: name.into(),
-            requirements: vec![],
-            capacity: res(cpu, memory),
-            overhead: Default::default(),
-            offerings: vec![Offering {
-                zone: "z".into(),
-                capacity_type: CapacityType::OnDemand,
-                price,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            }],
-        }
-    }
-
     #[test]
     fn pods_that_fit_no_other_node_price_the_replacement_by_a_type_that_holds_them() {
         let mut s = snapshot(&[]);
         s.instance_types = BTreeMap::from([(
             "p".to_string(),
             Arc::new(vec![
-                sized("large", 8000, 32000, 0.40),
-                sized("small", 2000, 4000, 0.10),
+                sized("large", 8000, 32000, vec![on_demand(0.40)]),
+                sized("small", 2000, 4000, vec![on_demand(0.10)]),
             ]),
         )]);
         // Free: x 500m, y 0m; y's pods fit nowhere else, 1,500m in all: `small` holds them.

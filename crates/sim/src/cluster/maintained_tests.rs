@@ -408,18 +408,11 @@ fn node_versions_move_with_writes_to_their_claims() {
         apply(&mut c, &Op::Ready(i), Timestamp(1));
     }
     let versions = |c: &mut Cluster| -> Vec<String> {
-        let fresh: Vec<String> = c
-            .snapshot(Timestamp(2))
-            .nodes
-            .iter()
-            .map(|n| n.resource_version.clone())
-            .collect();
-        let kept: Vec<String> = c
-            .view(Timestamp(2))
-            .nodes
-            .iter()
-            .map(|n| n.resource_version.clone())
-            .collect();
+        let of = |s: &nodewright_core::model::Snapshot| -> Vec<String> {
+            s.nodes.iter().map(|n| n.resource_version.clone()).collect()
+        };
+        let fresh = of(&c.snapshot(Timestamp(2)));
+        let kept = of(c.view(Timestamp(2)));
         assert_eq!(fresh, kept);
         kept
     };

@@ -666,15 +666,20 @@ fn a_search_over_packed_nodes_stops_at_the_price_gap_not_the_price() {
     }
 }
 
+/// Three full `big` nodes: no node's pods fit on another, and only a `big` node holds them.
+fn packed_big_nodes() -> Cluster {
+    Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
+        .node("a", "big", "on-demand", &[3900])
+        .node("b", "big", "on-demand", &[1900, 2000])
+        .node("c", "big", "on-demand", &[3900])
+}
+
 #[test]
 fn candidates_whose_pods_only_their_own_type_holds_are_not_simulated() {
     // Every node is full: a node's pods fit on no other, and only a `big` node holds 3,900m,
     // so a replacement costs what the node does and no command exists. Bounded by the gap to
     // the cheapest offering (0.4 - 0.3) instead, every node would be simulated to find that.
-    let c = Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
-        .node("a", "big", "on-demand", &[3900])
-        .node("b", "big", "on-demand", &[1900, 2000])
-        .node("c", "big", "on-demand", &[3900]);
+    let c = packed_big_nodes();
     let (early, full) = c.early_and_full();
     assert!(early.commands.is_empty());
     for n in ["a", "b", "c"] {
@@ -706,10 +711,7 @@ impl Simulator for CountingPrepares {
 #[test]
 fn a_round_the_bounds_settle_prepares_no_snapshot() {
     // As above: no prefix and no node can be consolidated, which the bounds show unaided.
-    let c = Cluster::new(vec![it("big", 4000, 0.4, None), it("mid", 2000, 0.3, None)])
-        .node("a", "big", "on-demand", &[3900])
-        .node("b", "big", "on-demand", &[1900, 2000])
-        .node("c", "big", "on-demand", &[3900]);
+    let c = packed_big_nodes();
     let only = Settings {
         only_actionable: true,
         ..Settings::default()
