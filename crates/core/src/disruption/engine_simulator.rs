@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::simulate::{
     Job, PreparedSimulation, ReplacementOption, SimulatedClaim, Simulation, Simulator,
@@ -81,9 +81,26 @@ impl Simulator for EngineSimulator {
     }
 
     fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        self.prepare_as(snapshot, None)
+    }
+}
+
+impl EngineSimulator {
+    /// [`Simulator::prepare`], telling the node cache (when there is one) that `snapshot`
+    /// equals every other snapshot prepared under `same` ([`NodeCache::same_as`]). The key is
+    /// given under the same lock as the compile, so a [`warm`] running beside it cannot take
+    /// it first.
+    pub fn prepare_as<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        same: Option<u64>,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let compiled = match &self.nodes {
             Some(cache) => {
                 let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(key) = same {
+                    cache.same_as(key);
+                }
                 Prepared::new_with(snapshot, Some(&mut cache))
             }
             None => Prepared::new(snapshot),
@@ -106,6 +123,24 @@ impl Simulator for EngineSimulator {
             types: TypeIndex::new(snapshot),
         }))
     }
+}
+
+/// How many simulations run at once: the cores this process may use, read once (reading it
+/// costs system calls, and a planning round asks for every batch).
+pub fn workers() -> usize {
+    static WORKERS: OnceLock<usize> = OnceLock::new();
+    *WORKERS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Compiles `snapshot` into `cache` under `same` and keeps nothing else: a later
+/// [`EngineSimulator::prepare_as`] of a snapshot equal to it, under the same key, then finds
+/// the compile made. Meant to run on another thread while the caller does work that needs no
+/// compile; whichever of the two locks the cache first compiles, and the other reuses it.
+pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64) {
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache.same_as(same);
+    // The kept compile is what is wanted; this handle to it is not.
+    let _ = Prepared::new_with(snapshot, Some(&mut cache));
 }
 
 /// The snapshot a simulation solves: without the nodes in `without` (and their claims), the
@@ -312,10 +347,9 @@ impl PreparedSimulation for EnginePrepared<'_> {
     }
 
     fn simulate_all(&self, jobs: &[Job<'_>]) -> Vec<Simulation> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(jobs.len());
+        // A thread costs about as much to start as a simulation takes: a worker is worth
+        // starting for two simulations or more.
+        let threads = workers().min(jobs.len() / 2);
         if threads <= 1 {
             return jobs
                 .iter()

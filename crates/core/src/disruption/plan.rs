@@ -35,9 +35,14 @@ pub struct Settings {
     pub only_actionable: bool,
 }
 
-/// Single-node simulations run per batch when the search may stop early: enough to keep
-/// every worker busy, few enough to waste little past the stopping point.
-const SINGLE_NODE_BATCH: usize = 16;
+/// Single-node simulations run in the first batch when the search may stop early: one per
+/// core, so every worker of [`PreparedSimulation::simulate_all`] has one and little is
+/// wasted past the stopping point (usually the first batch). Later batches grow to this many.
+const MAX_SINGLE_NODE_BATCH: usize = 16;
+
+fn single_node_batch() -> usize {
+    super::engine_simulator::workers().clamp(1, MAX_SINGLE_NODE_BATCH)
+}
 
 /// What happens to one node this round, or why nothing does.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +144,7 @@ fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) 
 
 /// Plans one round of disruption over `snapshot`.
 pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
-    plan_in_batches(snapshot, simulator, settings, SINGLE_NODE_BATCH)
+    plan_in_batches(snapshot, simulator, settings, single_node_batch())
 }
 
 /// [`plan`] with `batch` single-node simulations at a time when the search may stop early.
@@ -149,6 +154,29 @@ fn plan_in_batches(
     settings: Settings,
     batch: usize,
 ) -> DisruptionPlan {
+    // The saving bounds read only the snapshot: they are worked out on another thread while
+    // this one selects candidates and checks drift, both of which come before any use.
+    std::thread::scope(|scope| {
+        let bounds = scope.spawn(|| SavingBounds::new(snapshot));
+        plan_with_bounds(snapshot, simulator, settings, batch, bounds)
+    })
+}
+
+fn plan_with_bounds<'s>(
+    snapshot: &'s Snapshot,
+    simulator: &dyn Simulator,
+    settings: Settings,
+    batch: usize,
+    bounds: std::thread::ScopedJoinHandle<'_, SavingBounds<'s>>,
+) -> DisruptionPlan {
+    let pending_bounds = std::cell::Cell::new(Some(bounds));
+    let bounds_of = || {
+        pending_bounds
+            .take()
+            .expect("the bounds are joined once")
+            .join()
+            .expect("working out the saving bounds panicked")
+    };
     let mut out = DisruptionPlan::default();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
@@ -394,10 +422,7 @@ fn plan_in_batches(
         let prefix = &consolidatable[..mid];
         // A simulation would reject it too: more than one new node, or one that costs as much
         // as the prefix, is no command.
-        if quick
-            .get_or_init(|| SavingBounds::new(snapshot))
-            .rules_out_together(prefix)
-        {
+        if quick.get_or_init(bounds_of).rules_out_together(prefix) {
             hi = mid - 1;
             continue;
         }
@@ -504,7 +529,7 @@ fn plan_in_batches(
     // left out of the queue: simulating it could only give its verdict.
     let mut bounds = vec![f64::NEG_INFINITY; if early { evaluated.len() } else { 0 }];
     if early {
-        let b = quick.get_or_init(|| SavingBounds::new(snapshot));
+        let b = quick.get_or_init(bounds_of);
         queue.retain(|&i| match b.of(evaluated[i]) {
             Some(bound) => {
                 bounds[i] = bound;
@@ -523,6 +548,9 @@ fn plan_in_batches(
         queue.sort_by(|&a, &b| bounds[b].total_cmp(&bounds[a]).then(a.cmp(&b)));
     }
     let mut at = 0;
+    // The first batch usually settles the round; each later one is twice as large, up to
+    // the cap, so a long search spreads over every worker.
+    let mut size = batch.max(1);
     while at < queue.len() {
         // The best is the largest saving, the earliest candidate on a tie; the next in the
         // queue has the highest bound left and the lowest index at that bound.
@@ -534,7 +562,9 @@ fn plan_in_batches(
             }
         }
         let end = if early {
-            (at + batch.max(1)).min(queue.len())
+            let end = (at + size).min(queue.len());
+            size = (size * 2).min(MAX_SINGLE_NODE_BATCH.max(batch));
+            end
         } else {
             queue.len()
         };

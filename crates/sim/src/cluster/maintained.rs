@@ -151,25 +151,86 @@ impl Maintained {
 }
 
 /// Replaces, inserts or removes the entry of every key in `dirty`, keeping `keys` sorted and
-/// `items` parallel to it.
+/// `items` parallel to it. Replacements are made in place; when anything is inserted or
+/// removed, the lists are merged once with the dirty keys, so each item moves once however
+/// many keys changed (an insert or removal in place would shift the whole tail each time).
 fn patch<T>(
     keys: &mut Vec<String>,
     items: &mut Vec<T>,
     dirty: &BTreeSet<String>,
     now: impl Fn(&str) -> Option<T>,
 ) {
+    let mut moves = Vec::new();
     for k in dirty {
         match (keys.binary_search(k), now(k)) {
             (Ok(i), Some(t)) => items[i] = t,
-            (Ok(i), None) => {
-                keys.remove(i);
-                items.remove(i);
-            }
-            (Err(i), Some(t)) => {
-                keys.insert(i, k.clone());
-                items.insert(i, t);
-            }
             (Err(_), None) => {}
+            (_, t) => moves.push((k, t)),
+        }
+    }
+    if moves.is_empty() {
+        return;
+    }
+    let total = keys.len() + moves.len();
+    let (mut new_keys, mut new_items) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    let mut old = std::mem::take(keys)
+        .into_iter()
+        .zip(std::mem::take(items))
+        .peekable();
+    for (k, t) in moves {
+        while let Some((o, _)) = old.peek()
+            && o < k
+        {
+            let (o, item) = old.next().expect("peeked");
+            new_keys.push(o);
+            new_items.push(item);
+        }
+        if old.peek().is_some_and(|(o, _)| o == k) {
+            old.next();
+        }
+        if let Some(t) = t {
+            new_keys.push(k.clone());
+            new_items.push(t);
+        }
+    }
+    for (o, item) in old {
+        new_keys.push(o);
+        new_items.push(item);
+    }
+    *keys = new_keys;
+    *items = new_items;
+}
+
+#[cfg(test)]
+mod patch_tests {
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::patch;
+
+    proptest! {
+        /// Whatever mix of replacements, inserts and removals, the patched lists are the
+        /// sorted entries of the map they mirror.
+        #[test]
+        fn patching_gives_the_lists_of_the_changed_map(
+            before in prop::collection::btree_map(0u8..40, 0u32..5, 0..30),
+            edits in prop::collection::btree_map(0u8..40, prop::option::of(5u32..9), 0..20),
+        ) {
+            let name = |k: u8| format!("k{k:02}");
+            let mut keys: Vec<String> = before.keys().map(|&k| name(k)).collect();
+            let mut items: Vec<u32> = before.values().copied().collect();
+            let mut after: BTreeMap<String, u32> =
+                before.iter().map(|(&k, &v)| (name(k), v)).collect();
+            for (&k, v) in &edits {
+                match v {
+                    Some(v) => after.insert(name(k), *v),
+                    None => after.remove(&name(k)),
+                };
+            }
+            let dirty: BTreeSet<String> = edits.keys().map(|&k| name(k)).collect();
+            patch(&mut keys, &mut items, &dirty, |k| after.get(k).copied());
+            prop_assert_eq!(keys, after.keys().cloned().collect::<Vec<_>>());
+            prop_assert_eq!(items, after.values().copied().collect::<Vec<_>>());
         }
     }
 }

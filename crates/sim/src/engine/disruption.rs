@@ -66,7 +66,14 @@ impl Engine<'_> {
             only_actionable: true,
             ..Settings::default()
         };
-        let mut round = plan(snapshot, &sim, settings);
+        // The view's compile is made on another core while the round selects candidates and
+        // bounds their savings. A round those settle does not use it; it is kept for a later
+        // decision over the same view.
+        let warm_up = sim.warm_up(snapshot);
+        let mut round = std::thread::scope(|scope| {
+            scope.spawn(warm_up);
+            plan(snapshot, &sim, settings)
+        });
         // The view has the running commands' targets deleting; this only guards against a
         // node joining two commands.
         round.commands.retain(|c| {

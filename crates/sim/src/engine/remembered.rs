@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::engine_simulator::{EngineSimulator, warm};
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::simulate::{PreparedSimulation, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
@@ -98,14 +98,18 @@ impl<'m> Remembering<'m> {
         &'a self,
         snapshot: &'a Snapshot,
     ) -> Option<Box<dyn PreparedSimulation + 'a>> {
-        if self.is_view(snapshot) {
-            let nodes = self.memo.borrow().nodes.clone();
-            nodes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .same_as(self.epoch);
-        }
-        self.inner.prepare(snapshot)
+        let same = self.is_view(snapshot).then_some(self.epoch);
+        self.inner.prepare_as(snapshot, same)
+    }
+
+    /// Work that compiles `view` (the view this simulator was made for) into the kept compile,
+    /// to run on another thread beside a planning round: the round's first simulation of the
+    /// view then finds it compiled, or waits for it rather than compiling it again.
+    pub(crate) fn warm_up<'v>(&self, view: &'v Snapshot) -> impl FnOnce() + Send + 'v {
+        debug_assert!(self.is_view(view));
+        let nodes = self.memo.borrow().nodes.clone();
+        let epoch = self.epoch;
+        move || warm(&nodes, view, epoch)
     }
 
     fn recall(&self, k: &Key) -> Option<Simulation> {
@@ -202,6 +206,25 @@ mod tests {
         let expected = plain(&view);
         let sim = Remembering::new(&memo, 1, &held, &view);
         assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
+    }
+
+    #[test]
+    fn a_view_warmed_on_another_thread_is_not_compiled_again() {
+        let memo = RefCell::new(Memo::default());
+        let view = cluster(20, 120, 7);
+        let expected = plain(&view);
+        let sim = Remembering::new(&memo, 1, &InFlight::default(), &view);
+        let warm_up = sim.warm_up(&view);
+        std::thread::scope(|scope| {
+            scope.spawn(warm_up);
+        });
+        let nodes = memo.borrow().nodes.clone();
+        // Nodes looked up by compiles, and compiles answered whole from the kept one.
+        let counts = |c: &NodeCache| (c.hits + c.misses, c.compiles_reused);
+        let (looked_up, reused) = counts(&nodes.lock().unwrap());
+        assert!(looked_up > 0, "the warm-up compiled the view");
+        assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
+        assert_eq!(counts(&nodes.lock().unwrap()), (looked_up, reused + 1));
     }
 
     #[test]
