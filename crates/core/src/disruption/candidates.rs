@@ -304,12 +304,28 @@ fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> 
 /// classes share (the node's lookups, its pod blockers, the candidate itself) is worked out
 /// once per node.
 pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
+    let (graceful, eventual, _) = select_both_counted(snapshot);
+    (graceful, eventual)
+}
+
+/// [`select_both`], with [`budget_node_counts`] worked out in the same pass: the nodes'
+/// NodePools and claims are looked up there anyway.
+#[allow(clippy::type_complexity)]
+pub fn select_both_counted<'a>(
+    snapshot: &'a Snapshot,
+) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
     let t = Tables::new(snapshot, None);
     let now = snapshot.now;
     let mut graceful = Selection::with_capacity(t.nodes.len());
     let mut eventual = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
+    let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
     for &node in &t.nodes {
+        if let Some(pool) = node.labels.get(labels::NODEPOOL)
+            && let Some(claim) = t.claims_by_node.get(node.name.as_str())
+        {
+            count_for_budget(&mut counts, pool, node, claim);
+        }
         let (claim, pool, pods) = match admitted(&t, node) {
             Ok(found) => found,
             Err(b) => {
@@ -341,7 +357,7 @@ pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>)
                 .push(c.expect("built when a class takes it")),
         }
     }
-    (graceful, eventual)
+    (graceful, eventual, owned_counts(counts))
 }
 
 impl Selection<'_> {
@@ -592,21 +608,34 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
     // Counted under borrowed names; one owned name per NodePool at the end.
     let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
     for node in &snapshot.nodes {
-        let (Some(pool), Some(claim)) = (
+        if let (Some(pool), Some(claim)) = (
             node.labels.get(labels::NODEPOOL),
             claims.get(node.name.as_str()),
-        ) else {
-            continue;
-        };
-        if !claim.initialized {
-            continue;
-        }
-        let entry = counts.entry(pool.as_str()).or_default();
-        entry.0 += 1;
-        if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
-            entry.1 += 1;
+        ) {
+            count_for_budget(&mut counts, pool, node, claim);
         }
     }
+    owned_counts(counts)
+}
+
+/// Counts `node` (of NodePool `pool`, with its `claim`) for budgets when it is initialized.
+fn count_for_budget<'a>(
+    counts: &mut FastMap<&'a str, (u32, u32)>,
+    pool: &'a str,
+    node: &Node,
+    claim: &NodeClaim,
+) {
+    if !claim.initialized {
+        return;
+    }
+    let entry = counts.entry(pool).or_default();
+    entry.0 += 1;
+    if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
+        entry.1 += 1;
+    }
+}
+
+fn owned_counts(counts: FastMap<&str, (u32, u32)>) -> BTreeMap<String, (u32, u32)> {
     counts
         .into_iter()
         .map(|(pool, n)| (pool.to_string(), n))

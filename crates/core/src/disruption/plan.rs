@@ -10,7 +10,7 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, budget_node_counts, select_both};
+use super::candidates::{Candidate, select_both_counted};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::drift::drift_reason_with;
@@ -77,7 +77,8 @@ struct Budgets<'s> {
 }
 
 impl<'s> Budgets<'s> {
-    fn new(snapshot: &'s Snapshot) -> Self {
+    /// `counts` are the snapshot's [`super::candidates::budget_node_counts`].
+    fn new(snapshot: &'s Snapshot, counts: BTreeMap<String, (u32, u32)>) -> Self {
         let mut pools: FastMap<&str, &NodePool> = FastMap::default();
         for p in &snapshot.nodepools {
             pools.entry(p.name.as_str()).or_insert(p);
@@ -85,7 +86,7 @@ impl<'s> Budgets<'s> {
         Budgets {
             snapshot,
             pools,
-            counts: budget_node_counts(snapshot),
+            counts,
             taken: BTreeMap::new(),
         }
     }
@@ -180,10 +181,9 @@ fn plan_with_bounds<'s>(
     let mut out = DisruptionPlan::default();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
-    let mut budgets = Budgets::new(snapshot);
-
     // Expiration is forceful: no budgets, no blockers, no replacement first.
-    let (graceful, eventual) = select_both(snapshot);
+    let (graceful, eventual, counts) = select_both_counted(snapshot);
+    let mut budgets = Budgets::new(snapshot, counts);
     // The first node of each name, as a scan of the node list would find it; built only once
     // a claim has expired.
     let nodes_by_name: OnceCell<FastMap<&str, &Node>> = OnceCell::new();

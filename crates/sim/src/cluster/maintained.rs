@@ -160,12 +160,15 @@ fn patch<T>(
     dirty: &BTreeSet<String>,
     now: impl Fn(&str) -> Option<T>,
 ) {
+    // Per insert or removal: where its key is (or would be) among `keys`, whether it is
+    // there, and what replaces it.
     let mut moves = Vec::new();
     for k in dirty {
         match (keys.binary_search(k), now(k)) {
             (Ok(i), Some(t)) => items[i] = t,
             (Err(_), None) => {}
-            (_, t) => moves.push((k, t)),
+            (Ok(i), None) => moves.push((i, true, k, None)),
+            (Err(i), t) => moves.push((i, false, k, t)),
         }
     }
     if moves.is_empty() {
@@ -173,20 +176,17 @@ fn patch<T>(
     }
     let total = keys.len() + moves.len();
     let (mut new_keys, mut new_items) = (Vec::with_capacity(total), Vec::with_capacity(total));
-    let mut old = std::mem::take(keys)
-        .into_iter()
-        .zip(std::mem::take(items))
-        .peekable();
-    for (k, t) in moves {
-        while let Some((o, _)) = old.peek()
-            && o < k
-        {
-            let (o, item) = old.next().expect("peeked");
+    let mut old = std::mem::take(keys).into_iter().zip(std::mem::take(items));
+    let mut at = 0;
+    for (i, present, k, t) in moves {
+        for (o, item) in old.by_ref().take(i - at) {
             new_keys.push(o);
             new_items.push(item);
         }
-        if old.peek().is_some_and(|(o, _)| o == k) {
+        at = i;
+        if present {
             old.next();
+            at += 1;
         }
         if let Some(t) = t {
             new_keys.push(k.clone());

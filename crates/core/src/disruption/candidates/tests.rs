@@ -328,6 +328,8 @@ mod properties {
         has_claim: bool,
         by_provider: bool,
         initialized: bool,
+        /// The Node is not Ready (it still counts for budgets, as disrupting).
+        not_ready: bool,
         deleting: bool,
         node_protected: bool,
         grace_period: bool,
@@ -355,13 +357,22 @@ mod properties {
                 prop::bool::weighted(0.9),
                 prop::bool::weighted(0.1),
                 prop::bool::weighted(0.1),
+                prop::bool::weighted(0.1),
             ),
             (any::<bool>(), 0i64..120, any::<bool>(), any::<bool>()),
             prop::collection::vec(pod, 0..5),
         )
             .prop_map(
                 |(
-                    (managed, has_claim, by_provider, initialized, deleting, node_protected),
+                    (
+                        managed,
+                        has_claim,
+                        by_provider,
+                        initialized,
+                        deleting,
+                        node_protected,
+                        not_ready,
+                    ),
                     (grace_period, quiet_secs, zone_b, expires),
                     pods,
                 )| NodeSpec {
@@ -369,6 +380,7 @@ mod properties {
                     has_claim,
                     by_provider,
                     initialized,
+                    not_ready,
                     deleting,
                     node_protected,
                     grace_period,
@@ -391,6 +403,7 @@ mod properties {
             let mut node = template_node.clone();
             node.name = name.clone();
             node.provider_id = format!("p{i}");
+            node.ready = !spec.not_ready;
             if !spec.managed {
                 node.labels.remove(labels::NODEPOOL);
             }
@@ -454,7 +467,8 @@ mod properties {
             pdb_allows in 0i32..2,
         ) {
             let s = build(&specs, consolidate_after, pdb_allows);
-            let (graceful, eventual) = select_both(&s);
+            let (graceful, eventual, counts) = select_both_counted(&s);
+            prop_assert_eq!(counts, budget_node_counts(&s));
             prop_assert_eq!(
                 format!("{graceful:?}"),
                 format!("{:?}", select(&s, MethodClass::Graceful))
