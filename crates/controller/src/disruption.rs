@@ -31,7 +31,7 @@ use nodewright_core::cadence::{
     DisruptionCadence, DisruptionTimings, Due, Planned, Validated, plan_is_consolidated,
 };
 use nodewright_core::disruption::budgets::allowed_disruptions;
-use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both};
+use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both_counted};
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
@@ -364,7 +364,7 @@ impl Disruptor {
                 .commands
                 .retain(|c| c.targets.iter().all(|t| !busy.contains(&t.node)));
             let consolidated = plan_is_consolidated(&result, &snap.nodepools);
-            let (graceful, eventual) = select_both(&snap);
+            let (graceful, eventual, counts) = select_both_counted(&snap);
             let timed = consolidated
                 .then(|| next_timed_change(&snap, &graceful.blocked))
                 .flatten();
@@ -381,7 +381,7 @@ impl Disruptor {
                 verdicts: result.verdicts,
                 eligible: eligible(&graceful, &eventual),
                 allowed: allowed_by_nodepool(&snap),
-                counts: budget_node_counts(&snap),
+                counts,
                 claims_by_node: snap
                     .node_claims
                     .iter()

@@ -20,10 +20,6 @@ use nodewright_core::scheduling::intern::FastMap;
 
 use super::{SimClaim, snapshot_node};
 
-/// When more than one in this many entries changed, copying the whole list is cheaper than
-/// inserting and removing in place.
-const REBUILD_RATIO: usize = 8;
-
 #[derive(Clone, Debug, Default)]
 pub(super) struct Maintained {
     pub(super) snapshot: Snapshot,
@@ -82,7 +78,9 @@ impl Maintained {
         }
         let s = &mut self.snapshot;
         let dirty_pods = std::mem::take(&mut self.dirty_pods);
-        if !self.built || dirty_pods.len() * REBUILD_RATIO > self.pod_keys.len() {
+        // Once built, the lists are only patched: a patch clones the changed entries and
+        // moves each other one at most once, where a rebuild would clone them all.
+        if !self.built {
             (self.pod_keys, s.pods) = pods.iter().map(|(k, p)| (k.clone(), p.clone())).unzip();
         } else {
             patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, |k| {
@@ -92,7 +90,7 @@ impl Maintained {
         let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());
         let ready_node = |k: &str, c: &SimClaim| snapshot_node(k, c, versions);
         let dirty_claims = std::mem::take(&mut self.dirty_claims);
-        if !self.built || dirty_claims.len() * REBUILD_RATIO > self.claim_keys.len() {
+        if !self.built {
             (self.claim_keys, s.node_claims) = claims
                 .iter()
                 .filter_map(|(k, c)| live_claim(c).map(|c| (k.clone(), c)))
