@@ -181,9 +181,10 @@ fn plan_with_bounds<'s>(
     let mut out = DisruptionPlan::default();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
-    // Expiration is forceful: no budgets, no blockers, no replacement first.
     let (graceful, eventual, counts) = select_both_counted(snapshot);
     let mut budgets = Budgets::new(snapshot, counts);
+
+    // Expiration is forceful: no budgets, no blockers, no replacement first.
     // The first node of each name, as a scan of the node list would find it; built only once
     // a claim has expired.
     let nodes_by_name: OnceCell<FastMap<&str, &Node>> = OnceCell::new();
