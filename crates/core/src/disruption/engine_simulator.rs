@@ -96,13 +96,7 @@ impl EngineSimulator {
         same: Option<u64>,
     ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let compiled = match &self.nodes {
-            Some(cache) => {
-                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(key) = same {
-                    cache.same_as(key);
-                }
-                Prepared::new_with(snapshot, Some(&mut cache))
-            }
+            Some(cache) => compile_in(cache, snapshot, same),
             None => Prepared::new(snapshot),
         }?;
         let mut claims_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -137,10 +131,22 @@ pub fn workers() -> usize {
 /// the compile made. Meant to run on another thread while the caller does work that needs no
 /// compile; whichever of the two locks the cache first compiles, and the other reuses it.
 pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64) {
-    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-    cache.same_as(same);
     // The kept compile is what is wanted; this handle to it is not.
-    let _ = Prepared::new_with(snapshot, Some(&mut cache));
+    let _ = compile_in(cache, snapshot, Some(same));
+}
+
+/// Compiles `snapshot` with the nodes `cache` holds, keyed by `same` ([`NodeCache::same_as`])
+/// under the same lock as the compile.
+fn compile_in(
+    cache: &Mutex<NodeCache>,
+    snapshot: &Snapshot,
+    same: Option<u64>,
+) -> Option<Prepared> {
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(key) = same {
+        cache.same_as(key);
+    }
+    Prepared::new_with(snapshot, Some(&mut cache))
 }
 
 /// The snapshot a simulation solves: without the nodes in `without` (and their claims), the
