@@ -11,6 +11,7 @@ pub mod command;
 pub mod consolidation;
 pub mod cost;
 pub mod drift;
+pub mod drift_memo;
 pub mod duration;
 pub mod engine_simulator;
 #[cfg(test)]

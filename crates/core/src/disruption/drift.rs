@@ -77,6 +77,25 @@ pub fn drift_reason_with<'t>(
     instance_type: impl FnOnce(&str) -> Option<&'t InstanceType>,
     now: Timestamp,
 ) -> Option<String> {
+    reason_in_order(
+        claim,
+        nodepool,
+        now,
+        || labels_hold(node, nodepool),
+        || offering_found(node, instance_type),
+    )
+}
+
+/// Karpenter's drift reasons in their order, with the two checks that read the node's labels
+/// given: `labels_hold` ([`labels_hold`]) and `offering_found` ([`offering_found`]), asked
+/// only when the reasons before them did not settle it.
+pub(super) fn reason_in_order(
+    claim: &NodeClaim,
+    nodepool: &NodePool,
+    now: Timestamp,
+    labels_hold: impl FnOnce() -> bool,
+    offering_found: impl FnOnce() -> Option<bool>,
+) -> Option<String> {
     let version = claim
         .annotations
         .get(NODEPOOL_HASH_VERSION)
@@ -88,35 +107,46 @@ pub fn drift_reason_with<'t>(
     {
         return Some("NodePoolDrifted".into());
     }
-    if nodepool
-        .template
-        .requirements
-        .iter()
-        .any(|r| !label_satisfies(r, label(&node.labels, &r.key)))
-    {
+    if !labels_hold() {
         return Some("RequirementsDrifted".into());
     }
     if now.since(claim.creation_timestamp) >= INSTANCE_TYPE_CHECK_MIN_AGE
-        && let Some(name) = node.labels.get(labels::INSTANCE_TYPE)
+        && offering_found() == Some(false)
     {
-        let zone = node.labels.get(labels::ZONE);
-        let ct = node.labels.get(labels::CAPACITY_TYPE);
-        let found = instance_type(name);
-        let offering_ok = found.is_some_and(|it| {
-            it.offerings.iter().any(|o| {
-                zone.is_none_or(|z| *z == o.zone)
-                    && ct.is_none_or(|c| {
-                        c == o.capacity_type.as_str()
-                            // a reserved node may fall back to on-demand pricing
-                            || (c == labels::CAPACITY_TYPE_RESERVED && o.capacity_type.as_str() == labels::CAPACITY_TYPE_ON_DEMAND)
-                    })
-            })
-        });
-        if !offering_ok {
-            return Some("InstanceTypeNotFound".into());
-        }
+        return Some("InstanceTypeNotFound".into());
     }
     claim.drifted.clone()
+}
+
+/// Whether `node`'s labels satisfy every requirement of `nodepool`.
+pub(super) fn labels_hold(node: &Node, nodepool: &NodePool) -> bool {
+    nodepool
+        .template
+        .requirements
+        .iter()
+        .all(|r| label_satisfies(r, label(&node.labels, &r.key)))
+}
+
+/// Whether the instance type `node` runs (found through `instance_type`) still offers its zone
+/// and capacity type; `None` when the node has no instance-type label (nothing to check).
+pub(super) fn offering_found<'t>(
+    node: &Node,
+    instance_type: impl FnOnce(&str) -> Option<&'t InstanceType>,
+) -> Option<bool> {
+    let name = node.labels.get(labels::INSTANCE_TYPE)?;
+    let zone = node.labels.get(labels::ZONE);
+    let ct = node.labels.get(labels::CAPACITY_TYPE);
+    Some(instance_type(name).is_some_and(|it| {
+        it.offerings.iter().any(|o| {
+            zone.is_none_or(|z| *z == o.zone)
+                && ct.is_none_or(|c| {
+                    c == o.capacity_type.as_str()
+                        // a reserved node may fall back to on-demand pricing
+                        || (c == labels::CAPACITY_TYPE_RESERVED
+                            && o.capacity_type.as_str() == labels::CAPACITY_TYPE_ON_DEMAND)
+                })
+        })
+    }))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::budgets::allowed_disruptions;
 use super::candidates::{Candidate, select_both_counted};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
-use super::drift::drift_reason_with;
+use super::drift_memo::DriftMemo;
 use super::saving_bound::SavingBounds;
 use super::simulate::{PreparedSimulation, Simulator, prepare};
 use crate::model::{
@@ -145,7 +145,18 @@ fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) 
 
 /// Plans one round of disruption over `snapshot`.
 pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
-    plan_in_batches(snapshot, simulator, settings, single_node_batch())
+    plan_kept(snapshot, simulator, settings, &DriftMemo::default())
+}
+
+/// [`plan`] for callers that plan one cluster round after round: drift checks of nodes that
+/// did not change come from `kept` ([`DriftMemo`]). The plan is the same.
+pub fn plan_kept(
+    snapshot: &Snapshot,
+    simulator: &dyn Simulator,
+    settings: Settings,
+    kept: &DriftMemo,
+) -> DisruptionPlan {
+    plan_in_batches(snapshot, simulator, settings, single_node_batch(), kept)
 }
 
 /// [`plan`] with `batch` single-node simulations at a time when the search may stop early.
@@ -154,12 +165,13 @@ fn plan_in_batches(
     simulator: &dyn Simulator,
     settings: Settings,
     batch: usize,
+    kept: &DriftMemo,
 ) -> DisruptionPlan {
     // The saving bounds read only the snapshot: they are worked out on another thread while
     // this one selects candidates and checks drift, both of which come before any use.
     std::thread::scope(|scope| {
         let bounds = scope.spawn(|| SavingBounds::new(snapshot));
-        plan_with_bounds(snapshot, simulator, settings, batch, bounds)
+        plan_with_bounds(snapshot, simulator, settings, batch, bounds, kept)
     })
 }
 
@@ -169,6 +181,7 @@ fn plan_with_bounds<'s>(
     settings: Settings,
     batch: usize,
     bounds: std::thread::ScopedJoinHandle<'_, SavingBounds<'s>>,
+    kept: &DriftMemo,
 ) -> DisruptionPlan {
     let pending_bounds = std::cell::Cell::new(Some(bounds));
     let bounds_of = || {
@@ -277,22 +290,25 @@ fn plan_with_bounds<'s>(
             .get(&(pool, name))
             .copied()
     };
+    let mut drift_round = kept.round(snapshot);
     let mut drifted: Vec<(&Candidate<'_>, String)> = eventual
         .candidates
         .iter()
         .filter(|c| !taken.contains(&c.node.name))
         .filter_map(|c| {
             let pool = c.nodepool.name.as_str();
-            drift_reason_with(
-                c.claim,
-                c.node,
-                c.nodepool,
-                |name| type_of(pool, name),
-                snapshot.now,
-            )
-            .map(|r| (c, r))
+            drift_round
+                .reason(
+                    c.claim,
+                    c.node,
+                    c.nodepool,
+                    |name| type_of(pool, name),
+                    snapshot.now,
+                )
+                .map(|r| (c, r))
         })
         .collect();
+    drop(drift_round);
     drifted.sort_by(|(a, _), (b, _)| {
         b.is_empty()
             .cmp(&a.is_empty())

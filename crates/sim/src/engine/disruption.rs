@@ -72,7 +72,7 @@ impl Engine<'_> {
         let warm_up = sim.warm_up(snapshot);
         let mut round = std::thread::scope(|scope| {
             scope.spawn(warm_up);
-            plan(snapshot, &sim, settings)
+            plan_kept(snapshot, &sim, settings, &self.drift)
         });
         // The view has the running commands' targets deleting; this only guards against a
         // node joining two commands.
