@@ -33,10 +33,10 @@ use nodewright_core::cadence::{
 use nodewright_core::disruption::budgets::allowed_disruptions;
 use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both_counted};
 use nodewright_core::disruption::command::{Command, Method, Target};
-use nodewright_core::disruption::drift_memo::DriftMemo;
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::in_flight::draining::Draining;
+use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
@@ -232,8 +232,8 @@ pub struct Disruptor {
     /// Finished commands whose targets still drain, with when they finished.
     draining: Mutex<Draining>,
     marker: Mutex<Marker>,
-    /// Drift checks of unchanged nodes, kept from one round to the next.
-    drift: Arc<DriftMemo>,
+    /// What rounds work out about nodes that did not change, kept from one to the next.
+    kept_nodes: Arc<NodeMemo>,
     pub journal: Journal,
 }
 
@@ -262,7 +262,7 @@ impl Disruptor {
             running: Mutex::new(Vec::new()),
             draining: Mutex::new(Draining::default()),
             marker: Mutex::new(Marker::new(clock.now())),
-            drift: Arc::default(),
+            kept_nodes: Arc::default(),
             journal: Journal::default(),
             clock,
         }
@@ -359,10 +359,10 @@ impl Disruptor {
         let busy = self.busy();
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
-        let drift = self.drift.clone();
+        let kept_nodes = self.kept_nodes.clone();
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator::default();
-            let mut result = plan::plan_kept(&snap, &sim, settings, &drift);
+            let mut result = plan::plan_kept(&snap, &sim, settings, &kept_nodes);
             // The planner sees the running commands' targets as deleting; this only guards
             // against a node joining two commands.
             result

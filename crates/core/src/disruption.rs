@@ -11,12 +11,12 @@ pub mod command;
 pub mod consolidation;
 pub mod cost;
 pub mod drift;
-pub mod drift_memo;
 pub mod duration;
 pub mod engine_simulator;
 #[cfg(test)]
 mod fixture;
 pub mod in_flight;
+pub mod node_memo;
 pub mod plan;
 pub mod saving_bound;
 pub mod simulate;

@@ -16,8 +16,8 @@ use nodewright_core::cadence::{
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
-use nodewright_core::disruption::drift_memo::DriftMemo;
 use nodewright_core::disruption::in_flight::draining::Draining;
+use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{Settings, plan_kept};
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
@@ -131,8 +131,8 @@ pub struct Engine<'p> {
     last_round: Timestamp,
     /// Simulation answers over the current view generation (see `remembered`).
     memo: std::cell::RefCell<remembered::Memo>,
-    /// Drift checks of nodes that did not change, kept between planning rounds.
-    drift: DriftMemo,
+    /// What planning rounds work out about nodes that did not change, kept between them.
+    kept_nodes: NodeMemo,
     /// `cluster.changes` and the instant after the last provisioning solve.
     solved: Option<(u64, Timestamp)>,
     settled: Settled,
@@ -210,7 +210,7 @@ impl<'p> Engine<'p> {
             seen_changes: 0,
             last_round: EPOCH,
             memo: Default::default(),
-            drift: DriftMemo::default(),
+            kept_nodes: NodeMemo::default(),
             solved: None,
             settled: Settled::default(),
             work: Work::default(),

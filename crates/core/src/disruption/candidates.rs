@@ -7,12 +7,14 @@
 //! of its pods (nor a pod under two budgets), and — for the graceful methods (emptiness and
 //! consolidation) — `consolidateAfter` elapsed since the last pod event.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
 use super::cost;
 use super::duration::parse_go_duration;
+use super::node_memo::{NodeFacts, NodeRound};
 use crate::labels;
 use crate::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
@@ -267,7 +269,7 @@ fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> 
     let mut out = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
     for &node in &t.nodes {
-        let (claim, pool, pods) = match admitted(t, node) {
+        let (claim, pool, pods) = match admitted(t, node, node.labels.get(labels::NODEPOOL)) {
             Ok(found) => found,
             Err(b) => {
                 out.blocked.push((node.name.clone(), b));
@@ -287,11 +289,11 @@ fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> 
         match blocker {
             Some(b) => out.blocked.push((node.name.clone(), b)),
             None => out.candidates.push(candidate(
-                t,
                 node,
                 claim,
                 pool,
                 pods,
+                t.facts(node, pool),
                 snapshot.now,
                 &mut scratch,
             )),
@@ -314,6 +316,23 @@ pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>)
 pub fn select_both_counted<'a>(
     snapshot: &'a Snapshot,
 ) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
+    select_both_with(snapshot, None)
+}
+
+/// [`select_both_counted`], with what nodes' labels say kept across rounds in `kept`.
+#[allow(clippy::type_complexity)]
+pub(super) fn select_both_kept<'a>(
+    snapshot: &'a Snapshot,
+    kept: &mut NodeRound<'_, 'a>,
+) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
+    select_both_with(snapshot, Some(kept))
+}
+
+#[allow(clippy::type_complexity)]
+fn select_both_with<'a>(
+    snapshot: &'a Snapshot,
+    mut kept: Option<&mut NodeRound<'_, 'a>>,
+) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
     let t = Tables::new(snapshot, None);
     let now = snapshot.now;
     let mut graceful = Selection::with_capacity(t.nodes.len());
@@ -321,12 +340,13 @@ pub fn select_both_counted<'a>(
     let mut scratch = Vec::new();
     let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
     for &node in &t.nodes {
-        if let Some(pool) = node.labels.get(labels::NODEPOOL)
+        let pool_label = node.labels.get(labels::NODEPOOL);
+        if let Some(pool) = pool_label
             && let Some(claim) = t.claims_by_node.get(node.name.as_str())
         {
             count_for_budget(&mut counts, pool, node, claim);
         }
-        let (claim, pool, pods) = match admitted(&t, node) {
+        let (claim, pool, pods) = match admitted(&t, node, pool_label) {
             Ok(found) => found,
             Err(b) => {
                 graceful.blocked.push((node.name.clone(), b.clone()));
@@ -342,8 +362,15 @@ pub fn select_both_counted<'a>(
             None
         };
         let graceful_block = pod_block.or_else(|| consolidate_after_blocker(pool, claim, now));
-        let c = (graceful_block.is_none() || eventual_block.is_none())
-            .then(|| candidate(&t, node, claim, pool, pods, now, &mut scratch));
+        let c = (graceful_block.is_none() || eventual_block.is_none()).then(|| {
+            let facts = match kept.as_deref_mut() {
+                Some(k) => k.facts(node, pool, |it, zone, ct| {
+                    node_price(&t.types, &pool.name, it, zone, ct)
+                }),
+                None => t.facts(node, pool),
+            };
+            candidate(node, claim, pool, pods, facts, now, &mut scratch)
+        });
         match graceful_block {
             Some(b) => graceful.blocked.push((node.name.clone(), b)),
             None => graceful
@@ -373,7 +400,11 @@ impl Selection<'_> {
 /// iterates them), the last entry of a key winning as a map built in order would have it.
 struct Tables<'a> {
     claims_by_node: FastMap<&'a str, &'a NodeClaim>,
-    claims_by_provider: FastMap<&'a str, &'a NodeClaim>,
+    /// Built at the first node whose claim is not found by node name (rare: a claim names
+    /// its node once registered).
+    claims_by_provider: OnceCell<FastMap<&'a str, &'a NodeClaim>>,
+    claims: &'a [NodeClaim],
+    wanted_provider: Option<FastSet<&'a str>>,
     pools: FastMap<&'a str, &'a NodePool>,
     pods_by_node: FastMap<&'a str, Vec<&'a Pod>>,
     types: FastMap<(&'a str, &'a str), &'a InstanceType>,
@@ -383,6 +414,25 @@ struct Tables<'a> {
 }
 
 impl<'a> Tables<'a> {
+    /// What `node`'s labels say, its price looked up among `pool`'s instance types.
+    fn facts(&self, node: &Node, pool: &NodePool) -> NodeFacts {
+        NodeFacts::of(node, |it, zone, ct| {
+            node_price(&self.types, &pool.name, it, zone, ct)
+        })
+    }
+
+    /// Claims by provider ID, the last of an ID winning as a map built in order would have it.
+    fn by_provider(&self) -> &FastMap<&'a str, &'a NodeClaim> {
+        self.claims_by_provider.get_or_init(|| {
+            let asked = |p: &str| self.wanted_provider.as_ref().is_none_or(|s| s.contains(p));
+            self.claims
+                .iter()
+                .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
+                .filter(|(p, _)| asked(p))
+                .collect()
+        })
+    }
+
     /// The tables for every node, or (`only`) for the nodes of those names: then only what
     /// those nodes look up is entered, each entry as the full tables have it.
     fn new(snapshot: &'a Snapshot, only: Option<&[&str]>) -> Self {
@@ -407,18 +457,19 @@ impl<'a> Tables<'a> {
         });
         let asked =
             |set: &Option<FastSet<&str>>, key: &str| set.as_ref().is_none_or(|s| s.contains(key));
-        let claims_by_node = snapshot
-            .node_claims
-            .iter()
-            .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
-            .filter(|(n, _)| asked(&wanted, n))
-            .collect();
-        let claims_by_provider = snapshot
-            .node_claims
-            .iter()
-            .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
-            .filter(|(p, _)| asked(&wanted_provider, p))
-            .collect();
+        let mut claims_by_node: FastMap<&str, &NodeClaim> = FastMap::default();
+        claims_by_node.reserve(if only.is_some() {
+            nodes.len()
+        } else {
+            snapshot.node_claims.len()
+        });
+        claims_by_node.extend(
+            snapshot
+                .node_claims
+                .iter()
+                .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+                .filter(|(n, _)| asked(&wanted, n)),
+        );
         let pools = snapshot
             .nodepools
             .iter()
@@ -445,7 +496,9 @@ impl<'a> Tables<'a> {
         }
         Tables {
             claims_by_node,
-            claims_by_provider,
+            claims_by_provider: OnceCell::new(),
+            claims: &snapshot.node_claims,
+            wanted_provider,
             pools,
             pods_by_node,
             types,
@@ -461,14 +514,15 @@ impl<'a> Tables<'a> {
 fn admitted<'a, 't>(
     t: &'t Tables<'a>,
     node: &'a Node,
+    pool_label: Option<&String>,
 ) -> Result<(&'a NodeClaim, &'a NodePool, &'t [&'a Pod]), Blocker> {
-    let Some(pool_name) = node.labels.get(labels::NODEPOOL) else {
+    let Some(pool_name) = pool_label else {
         return Err(Blocker::NotManaged);
     };
     let claim = t
         .claims_by_node
         .get(node.name.as_str())
-        .or_else(|| t.claims_by_provider.get(node.provider_id.as_str()))
+        .or_else(|| t.by_provider().get(node.provider_id.as_str()))
         .copied();
     let Some(claim) = claim else {
         return Err(Blocker::NoNodeClaim);
@@ -552,27 +606,24 @@ fn consolidate_after_blocker(
     }
 }
 
-/// The candidate for an admitted node; `scratch` holds its pods' eviction costs.
+/// The candidate for an admitted node, with what its labels say (`facts`); `scratch` holds
+/// its pods' eviction costs.
+#[allow(clippy::too_many_arguments)]
 fn candidate<'a>(
-    t: &Tables<'a>,
     node: &'a Node,
     claim: &'a NodeClaim,
     pool: &'a NodePool,
     pods: &[&'a Pod],
+    facts: NodeFacts,
     now: Timestamp,
     scratch: &mut Vec<f64>,
 ) -> Candidate<'a> {
-    let instance_type = node
-        .labels
-        .get(labels::INSTANCE_TYPE)
-        .cloned()
-        .unwrap_or_default();
-    let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
-    let capacity_type = node
-        .labels
-        .get(labels::CAPACITY_TYPE)
-        .and_then(|c| CapacityType::parse(c));
-    let price = node_price(&t.types, &pool.name, &instance_type, &zone, capacity_type);
+    let NodeFacts {
+        instance_type,
+        zone,
+        capacity_type,
+        price,
+    } = facts;
     let reschedulable_pods: Vec<&Pod> = pods
         .iter()
         .copied()

@@ -10,10 +10,10 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, select_both_counted};
+use super::candidates::{Candidate, select_both_kept};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
-use super::drift_memo::DriftMemo;
+use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
 use super::simulate::{PreparedSimulation, Simulator, prepare};
 use crate::model::{
@@ -145,16 +145,16 @@ fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) 
 
 /// Plans one round of disruption over `snapshot`.
 pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
-    plan_kept(snapshot, simulator, settings, &DriftMemo::default())
+    plan_kept(snapshot, simulator, settings, &NodeMemo::default())
 }
 
 /// [`plan`] for callers that plan one cluster round after round: drift checks of nodes that
-/// did not change come from `kept` ([`DriftMemo`]). The plan is the same.
+/// did not change come from `kept` ([`NodeMemo`]). The plan is the same.
 pub fn plan_kept(
     snapshot: &Snapshot,
     simulator: &dyn Simulator,
     settings: Settings,
-    kept: &DriftMemo,
+    kept: &NodeMemo,
 ) -> DisruptionPlan {
     plan_in_batches(snapshot, simulator, settings, single_node_batch(), kept)
 }
@@ -165,7 +165,7 @@ fn plan_in_batches(
     simulator: &dyn Simulator,
     settings: Settings,
     batch: usize,
-    kept: &DriftMemo,
+    kept: &NodeMemo,
 ) -> DisruptionPlan {
     // The saving bounds read only the snapshot: they are worked out on another thread while
     // this one selects candidates and checks drift, both of which come before any use.
@@ -181,7 +181,7 @@ fn plan_with_bounds<'s>(
     settings: Settings,
     batch: usize,
     bounds: std::thread::ScopedJoinHandle<'_, SavingBounds<'s>>,
-    kept: &DriftMemo,
+    kept: &NodeMemo,
 ) -> DisruptionPlan {
     let pending_bounds = std::cell::Cell::new(Some(bounds));
     let bounds_of = || {
@@ -194,7 +194,10 @@ fn plan_with_bounds<'s>(
     let mut out = DisruptionPlan::default();
     let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
     let mut taken: BTreeSet<String> = BTreeSet::new();
-    let (graceful, eventual, counts) = select_both_counted(snapshot);
+    // Selection and drift read what nodes' labels say; for nodes that did not change since
+    // the last round, `kept` has it.
+    let mut node_round = kept.round(snapshot);
+    let (graceful, eventual, counts) = select_both_kept(snapshot, &mut node_round);
     let mut budgets = Budgets::new(snapshot, counts);
 
     // Expiration is forceful: no budgets, no blockers, no replacement first.
@@ -290,14 +293,13 @@ fn plan_with_bounds<'s>(
             .get(&(pool, name))
             .copied()
     };
-    let mut drift_round = kept.round(snapshot);
     let mut drifted: Vec<(&Candidate<'_>, String)> = eventual
         .candidates
         .iter()
         .filter(|c| !taken.contains(&c.node.name))
         .filter_map(|c| {
             let pool = c.nodepool.name.as_str();
-            drift_round
+            node_round
                 .reason(
                     c.claim,
                     c.node,
@@ -308,7 +310,7 @@ fn plan_with_bounds<'s>(
                 .map(|r| (c, r))
         })
         .collect();
-    drop(drift_round);
+    drop(node_round);
     drifted.sort_by(|(a, _), (b, _)| {
         b.is_empty()
             .cmp(&a.is_empty())

@@ -198,6 +198,8 @@ impl Prepared {
             .iter()
             .map(|_| (vec![0; targets.names.len()], 0))
             .collect();
+        // A target counted against several NodePools is left to full solves.
+        let mut shared = false;
         let pool_of: Vec<Option<usize>> = targets
             .existing
             .iter()
@@ -209,19 +211,14 @@ impl Prepared {
                             *u += a;
                         }
                         pool_used[pi].1 += 1;
+                        shared |= first.is_some();
                         first.get_or_insert(pi);
                     }
                 }
                 first
             })
             .collect();
-        if targets.existing.iter().zip(&pool_of).any(|(e, first)| {
-            owners
-                .iter()
-                .enumerate()
-                .any(|(pi, o)| Some(pi) != *first && o.is_some_and(|o| o.owns(e)))
-        }) {
-            // A target counted against several NodePools: leave that to full solves.
+        if shared {
             return None;
         }
         targets.type_names = Some(setup::type_names(&targets.pools));
@@ -494,15 +491,25 @@ fn duplicate_keys(pods: &[Pod]) -> HashSet<String> {
     fn key(p: &Pod) -> (&str, &str) {
         (p.namespace.as_str(), p.name.as_str())
     }
+    // One pass finds the neighbours' duplicates, and stops where the order breaks.
     let mut out = HashSet::new();
-    if pods.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-        for w in pods.windows(2) {
-            if key(&w[0]) == key(&w[1]) {
+    let mut sorted = true;
+    for w in pods.windows(2) {
+        match key(&w[0]).cmp(&key(&w[1])) {
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => {
                 out.insert(w[1].key());
             }
+            std::cmp::Ordering::Greater => {
+                sorted = false;
+                break;
+            }
         }
+    }
+    if sorted {
         return out;
     }
+    out.clear();
     let mut seen: FastSet<(&str, &str)> = FastSet::default();
     for p in pods {
         if !seen.insert(key(p)) {

@@ -5,6 +5,7 @@
 //! pods in place, and the replacements sized for those pods reserved until the command's
 //! targets have drained (`Draining`).
 
+use nodewright_core::disruption::command::Method;
 use nodewright_core::disruption::in_flight::InFlight;
 
 use super::launch::replacement_options;
@@ -72,7 +73,7 @@ impl Engine<'_> {
         let warm_up = sim.warm_up(snapshot);
         let mut round = std::thread::scope(|scope| {
             scope.spawn(warm_up);
-            plan_kept(snapshot, &sim, settings, &self.drift)
+            plan_kept(snapshot, &sim, settings, &self.kept_nodes)
         });
         // The view has the running commands' targets deleting; this only guards against a
         // node joining two commands.
@@ -109,7 +110,19 @@ impl Engine<'_> {
             let held = self.in_flight();
             let (generation, fresh) = self.cluster.view_held(self.now, &held);
             let sim = Remembering::new(&self.memo, generation, &held, fresh);
-            match validate(&c, fresh, &sim) {
+            // The fresh view is compiled on another core while the command's nodes are
+            // checked again, for the methods whose re-check then simulates.
+            let simulates = matches!(
+                c.method,
+                Method::Drift | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+            );
+            let verdict = std::thread::scope(|scope| {
+                if simulates {
+                    scope.spawn(sim.warm_up(fresh));
+                }
+                validate(&c, fresh, &sim)
+            });
+            match verdict {
                 Ok(()) => {
                     self.start(c);
                     started = true;
@@ -266,7 +279,6 @@ impl Engine<'_> {
     /// A node is consolidated only once it has had no pod bound or removed for its NodePool's
     /// `consolidateAfter`.
     pub(super) fn check_consolidate_after(&mut self, command: &Command) {
-        use nodewright_core::disruption::command::Method;
         if !matches!(
             command.method,
             Method::Emptiness | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation

@@ -222,7 +222,7 @@ impl Cluster {
             only_actionable: true,
             ..Settings::default()
         };
-        let early = plan_in_batches(&self.0, &FirstFit, only, 1, &DriftMemo::default());
+        let early = plan_in_batches(&self.0, &FirstFit, only, 1, &NodeMemo::default());
         let full = self.plan();
         assert_eq!(early.commands, full.commands);
         (early, full)
@@ -610,11 +610,11 @@ mod properties {
             // Small batches make the priciest-first search stop early wherever it can.
             for batch in [1, 2] {
                 prop_assert_eq!(
-                    &plan_in_batches(&c.0, &FirstFit, only, batch, &DriftMemo::default()).commands,
+                    &plan_in_batches(&c.0, &FirstFit, only, batch, &NodeMemo::default()).commands,
                     &c.plan().commands
                 );
                 prop_assert_eq!(
-                    &plan_in_batches(&c.0, &engine, only, batch, &DriftMemo::default()).commands,
+                    &plan_in_batches(&c.0, &engine, only, batch, &NodeMemo::default()).commands,
                     &plan(&c.0, &engine, Settings::default()).commands
                 );
             }

@@ -3,8 +3,11 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::disruption::bench::cluster;
+use crate::disruption::candidates::{Selection, select_both_counted, select_both_kept};
 use crate::disruption::drift::drift_reason;
 use crate::labels;
 use crate::requirements::Operator;
@@ -128,14 +131,41 @@ fn apply(s: &mut Snapshot, op: &Op, write: &mut u64) {
     }
 }
 
-/// Every node's drift reason through the memo, and worked out directly.
-fn reasons(s: &Snapshot, memo: &DriftMemo) -> (Vec<Option<String>>, Vec<Option<String>>) {
+/// What selection says of every node: the candidates with what their labels say, and the
+/// blocked nodes, in both classes.
+fn selected(s: (Selection<'_>, Selection<'_>, BTreeMap<String, (u32, u32)>)) -> String {
+    let show = |sel: &Selection<'_>| {
+        let candidates: Vec<_> = sel
+            .candidates
+            .iter()
+            .map(|c| {
+                (
+                    &c.node.name,
+                    &c.instance_type,
+                    &c.zone,
+                    c.capacity_type,
+                    c.price,
+                )
+            })
+            .collect();
+        format!("{candidates:?} {:?}", sel.blocked)
+    };
+    format!("{}\n{}\n{:?}", show(&s.0), show(&s.1), s.2)
+}
+
+/// Every node's drift reason through the memo, and worked out directly; selection through
+/// the memo is checked against selection without it in the same round.
+fn reasons(s: &Snapshot, memo: &NodeMemo) -> (Vec<Option<String>>, Vec<Option<String>>) {
     let pool = &s.nodepools[0];
     let types = s
         .instance_types
         .get(&pool.name)
         .map_or(&[][..], |v| v.as_slice());
     let mut round = memo.round(s);
+    assert_eq!(
+        selected(select_both_kept(s, &mut round)),
+        selected(select_both_counted(s))
+    );
     let mut kept = Vec::new();
     let mut fresh = Vec::new();
     for node in &s.nodes {
@@ -162,7 +192,7 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..24),
     ) {
         let mut s = versioned(seed);
-        let memo = DriftMemo::default();
+        let memo = NodeMemo::default();
         let mut write = 0;
         let (kept, fresh) = reasons(&s, &memo);
         prop_assert_eq!(kept, fresh);
@@ -178,7 +208,7 @@ proptest! {
 fn a_node_at_a_known_version_is_not_checked_again() {
     let mut s = versioned(3);
     let n = s.nodes.len() as u64;
-    let memo = DriftMemo::default();
+    let memo = NodeMemo::default();
     reasons(&s, &memo);
     assert_eq!(memo.counts(), (0, n));
     reasons(&s, &memo);
@@ -195,4 +225,7 @@ fn a_node_at_a_known_version_is_not_checked_again() {
     assert_eq!(kept, fresh);
     assert_eq!(kept[0].as_deref(), Some("RequirementsDrifted"));
     assert_eq!(memo.counts(), (2 * n - 2, 2 * n));
+    // Selection's facts: worked out at first sight and after the version moved, taken from
+    // memory otherwise (new requirements leave them be).
+    assert_eq!(memo.facts_counts(), (3 * n - 3, n + 1));
 }

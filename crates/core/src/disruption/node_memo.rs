@@ -1,19 +1,21 @@
-//! Drift checks of node labels, kept from one planning round to the next.
+//! What a planning round works out from a node's labels, kept from one round to the next.
 //!
-//! Every round asks every candidate whether it drifted, and two of the checks read the node's
-//! labels: do they still satisfy the NodePool's requirements, and does the instance type they
-//! name still offer their zone and capacity type. Between two rounds few nodes change. A node
-//! at a `resourceVersion` its answers were worked out at has the labels they were worked out
-//! on (the node cache makes the same assumption), so the answers are kept per node and worked
-//! out again only when the node's version, its NodePool's requirements or its NodePool's
-//! instance types moved. A node without a version is always checked afresh. The other checks
-//! (the NodePool hash, the claim's age, provider drift) read the claim and cost nothing.
+//! Every round reads every managed node's labels: selection takes its instance type, zone and
+//! capacity type and looks up its offering's price; drift asks whether the labels still
+//! satisfy the NodePool's requirements and whether the instance type they name still offers
+//! their zone and capacity type. Between two rounds few nodes change. A node at a
+//! `resourceVersion` these answers were worked out at has the labels they were worked out on
+//! (the node cache makes the same assumption), so they are kept per node and worked out again
+//! only when the node's version, its NodePool's requirements or its NodePool's instance types
+//! moved. A node without a version is always worked out afresh. The rest of selection and of
+//! drift reads pods and claims, which change all the time, and is not kept.
 
 use std::cell::Cell;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::drift::{labels_hold, offering_found, reason_in_order};
-use crate::model::{InstanceType, Node, NodeClaim, NodePool, Snapshot};
+use crate::labels;
+use crate::model::{CapacityType, InstanceType, Node, NodeClaim, NodePool, Snapshot};
 use crate::requirements::Requirement;
 use crate::scheduling::intern::FastMap;
 use crate::time::Timestamp;
@@ -21,7 +23,7 @@ use crate::time::Timestamp;
 /// Answers kept across rounds; see the module header. Share one between the rounds of one
 /// cluster ([`super::plan::plan_kept`]); answers are the same with or without it.
 #[derive(Debug, Default)]
-pub struct DriftMemo {
+pub struct NodeMemo {
     inner: Mutex<Inner>,
 }
 
@@ -34,9 +36,12 @@ struct Inner {
     /// stamp names exactly one version of one NodePool.
     epochs: u64,
     rounds: u64,
-    /// Label checks answered from memory and worked out, for tests.
+    /// Drift label checks answered from memory and worked out, for tests.
     hits: u64,
     misses: u64,
+    /// Selection's node facts answered from memory and worked out, for tests.
+    facts_hits: u64,
+    facts_misses: u64,
 }
 
 #[derive(Debug)]
@@ -55,46 +60,82 @@ struct Kept {
     labels: Option<(u64, bool)>,
     /// `offering_found`, stamped with the catalog epoch it was worked out against.
     offering: Option<(u64, Option<bool>)>,
+    /// Selection's facts, stamped with the catalog epoch their price came from.
+    facts: Option<(u64, NodeFacts)>,
     used: u64,
 }
 
-impl DriftMemo {
+impl NodeMemo {
     /// Opens a round over `snapshot`: answers for nodes the round does not ask about are
     /// dropped when it ends.
-    pub fn round<'a>(&'a self, snapshot: &'a Snapshot) -> DriftRound<'a> {
+    pub fn round<'s>(&self, snapshot: &'s Snapshot) -> NodeRound<'_, 's> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.rounds += 1;
-        DriftRound {
+        NodeRound {
             inner,
             snapshot,
             last_pool: None,
         }
     }
 
-    /// `(answered from memory, worked out)` label checks so far.
+    /// `(answered from memory, worked out)` drift label checks so far.
     pub fn counts(&self) -> (u64, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (inner.hits, inner.misses)
     }
+
+    /// `(answered from memory, worked out)` node facts so far.
+    pub fn facts_counts(&self) -> (u64, u64) {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (inner.facts_hits, inner.facts_misses)
+    }
 }
 
-/// One planning round's drift checks (see [`DriftMemo::round`]).
-pub struct DriftRound<'a> {
-    inner: MutexGuard<'a, Inner>,
-    snapshot: &'a Snapshot,
+/// One planning round's node checks (see [`NodeMemo::round`]).
+pub struct NodeRound<'m, 's> {
+    inner: MutexGuard<'m, Inner>,
+    snapshot: &'s Snapshot,
     /// The NodePool object last synced this round, with its epochs: most rounds see one
     /// NodePool object over and over, whose requirements are then compared once, not per
     /// node. It lives as long as the round, so its address names it.
     last_pool: Option<(*const NodePool, u64, u64)>,
 }
 
-impl<'a> DriftRound<'a> {
+impl<'s> NodeRound<'_, 's> {
+    /// [`NodeFacts::of`], kept across rounds; `price` looks up the price of an offering of
+    /// `nodepool` (see [`NodeFacts::of`]).
+    pub(super) fn facts(
+        &mut self,
+        node: &Node,
+        nodepool: &'s NodePool,
+        price: impl FnOnce(&str, &str, Option<CapacityType>) -> f64,
+    ) -> NodeFacts {
+        if node.resource_version.is_empty() {
+            return NodeFacts::of(node, price);
+        }
+        let (_, catalog_epoch) = self.epochs_of(nodepool);
+        let inner = &mut *self.inner;
+        let kept = kept_at(&mut inner.nodes, node, inner.rounds);
+        match &kept.facts {
+            Some((epoch, facts)) if *epoch == catalog_epoch => {
+                inner.facts_hits += 1;
+                facts.clone()
+            }
+            _ => {
+                inner.facts_misses += 1;
+                let facts = NodeFacts::of(node, price);
+                kept.facts = Some((catalog_epoch, facts.clone()));
+                facts
+            }
+        }
+    }
+
     /// [`super::drift::drift_reason_with`], with the label checks kept across rounds.
     pub fn reason<'t>(
         &mut self,
         claim: &NodeClaim,
         node: &Node,
-        nodepool: &'a NodePool,
+        nodepool: &'s NodePool,
         instance_type: impl FnOnce(&str) -> Option<&'t InstanceType>,
         now: Timestamp,
     ) -> Option<String> {
@@ -103,32 +144,16 @@ impl<'a> DriftRound<'a> {
         }
         let (requirements_epoch, catalog_epoch) = self.epochs_of(nodepool);
         let inner = &mut *self.inner;
-        let round = inner.rounds;
-        let kept = match inner.nodes.get_mut(&node.name) {
-            Some(k) if k.version == node.resource_version => k,
-            Some(k) => {
-                k.version.clone_from(&node.resource_version);
-                k.labels = None;
-                k.offering = None;
-                k
-            }
-            None => inner.nodes.entry(node.name.clone()).or_insert(Kept {
-                version: node.resource_version.clone(),
-                labels: None,
-                offering: None,
-                used: round,
-            }),
-        };
-        kept.used = round;
+        let kept = kept_at(&mut inner.nodes, node, inner.rounds);
         // Both checks may fill the entry; they run one after the other.
-        let labels = Cell::new(kept.labels);
+        let held = Cell::new(kept.labels);
         let offering = Cell::new(kept.offering);
         let (hits, misses) = (&mut inner.hits, &mut inner.misses);
         let reason = reason_in_order(
             claim,
             nodepool,
             now,
-            || match labels.get() {
+            || match held.get() {
                 Some((epoch, hold)) if epoch == requirements_epoch => {
                     *hits += 1;
                     hold
@@ -136,7 +161,7 @@ impl<'a> DriftRound<'a> {
                 _ => {
                     *misses += 1;
                     let hold = labels_hold(node, nodepool);
-                    labels.set(Some((requirements_epoch, hold)));
+                    held.set(Some((requirements_epoch, hold)));
                     hold
                 }
             },
@@ -149,14 +174,14 @@ impl<'a> DriftRound<'a> {
                 }
             },
         );
-        kept.labels = labels.get();
+        kept.labels = held.get();
         kept.offering = offering.get();
         reason
     }
 
     /// The epochs of `nodepool`'s requirements and of its instance types in the snapshot,
     /// new ones when either differs from what kept answers were worked out against.
-    fn epochs_of(&mut self, nodepool: &'a NodePool) -> (u64, u64) {
+    fn epochs_of(&mut self, nodepool: &'s NodePool) -> (u64, u64) {
         if let Some((p, r, c)) = self.last_pool
             && std::ptr::eq(p, nodepool)
         {
@@ -201,7 +226,71 @@ impl<'a> DriftRound<'a> {
     }
 }
 
-impl Drop for DriftRound<'_> {
+/// `node`'s entry, marked used in `round`; emptied when the node's version moved.
+fn kept_at<'k>(nodes: &'k mut FastMap<String, Kept>, node: &Node, round: u64) -> &'k mut Kept {
+    if !nodes.contains_key(&node.name) {
+        nodes.insert(
+            node.name.clone(),
+            Kept {
+                version: node.resource_version.clone(),
+                labels: None,
+                offering: None,
+                facts: None,
+                used: round,
+            },
+        );
+    }
+    let kept = nodes
+        .get_mut(&node.name)
+        .expect("the entry was just made if missing");
+    if kept.version != node.resource_version {
+        kept.version.clone_from(&node.resource_version);
+        kept.labels = None;
+        kept.offering = None;
+        kept.facts = None;
+    }
+    kept.used = round;
+    kept
+}
+
+/// What selection reads from a node's labels: its instance type, zone and capacity type, and
+/// the hourly price of the offering they name (0 when unknown).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct NodeFacts {
+    pub instance_type: String,
+    pub zone: String,
+    pub capacity_type: Option<CapacityType>,
+    pub price: f64,
+}
+
+impl NodeFacts {
+    /// Read from `node`'s labels; `price` gives the price of the offering of an instance type
+    /// in a zone with a capacity type.
+    pub(super) fn of(
+        node: &Node,
+        price: impl FnOnce(&str, &str, Option<CapacityType>) -> f64,
+    ) -> NodeFacts {
+        let instance_type = node
+            .labels
+            .get(labels::INSTANCE_TYPE)
+            .cloned()
+            .unwrap_or_default();
+        let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
+        let capacity_type = node
+            .labels
+            .get(labels::CAPACITY_TYPE)
+            .and_then(|c| CapacityType::parse(c));
+        let price = price(&instance_type, &zone, capacity_type);
+        NodeFacts {
+            instance_type,
+            zone,
+            capacity_type,
+            price,
+        }
+    }
+}
+
+impl Drop for NodeRound<'_, '_> {
     fn drop(&mut self) {
         let round = self.inner.rounds;
         self.inner.nodes.retain(|_, k| k.used == round);
