@@ -115,19 +115,21 @@ impl<'s> NodeRound<'_, 's> {
         }
         let (_, catalog_epoch) = self.epochs_of(nodepool);
         let inner = &mut *self.inner;
-        let kept = kept_at(&mut inner.nodes, node, inner.rounds);
-        match &kept.facts {
-            Some((epoch, facts)) if *epoch == catalog_epoch => {
-                inner.facts_hits += 1;
-                facts.clone()
+        let (hits, misses) = (&mut inner.facts_hits, &mut inner.facts_misses);
+        with_kept(&mut inner.nodes, node, inner.rounds, |kept| {
+            match &kept.facts {
+                Some((epoch, facts)) if *epoch == catalog_epoch => {
+                    *hits += 1;
+                    facts.clone()
+                }
+                _ => {
+                    *misses += 1;
+                    let facts = NodeFacts::of(node, price);
+                    kept.facts = Some((catalog_epoch, facts.clone()));
+                    facts
+                }
             }
-            _ => {
-                inner.facts_misses += 1;
-                let facts = NodeFacts::of(node, price);
-                kept.facts = Some((catalog_epoch, facts.clone()));
-                facts
-            }
-        }
+        })
     }
 
     /// [`super::drift::drift_reason_with`], with the label checks kept across rounds.
@@ -144,39 +146,40 @@ impl<'s> NodeRound<'_, 's> {
         }
         let (requirements_epoch, catalog_epoch) = self.epochs_of(nodepool);
         let inner = &mut *self.inner;
-        let kept = kept_at(&mut inner.nodes, node, inner.rounds);
-        // Both checks may fill the entry; they run one after the other.
-        let held = Cell::new(kept.labels);
-        let offering = Cell::new(kept.offering);
         let (hits, misses) = (&mut inner.hits, &mut inner.misses);
-        let reason = reason_in_order(
-            claim,
-            nodepool,
-            now,
-            || match held.get() {
-                Some((epoch, hold)) if epoch == requirements_epoch => {
-                    *hits += 1;
-                    hold
-                }
-                _ => {
-                    *misses += 1;
-                    let hold = labels_hold(node, nodepool);
-                    held.set(Some((requirements_epoch, hold)));
-                    hold
-                }
-            },
-            || match offering.get() {
-                Some((epoch, found)) if epoch == catalog_epoch => found,
-                _ => {
-                    let found = offering_found(node, instance_type);
-                    offering.set(Some((catalog_epoch, found)));
-                    found
-                }
-            },
-        );
-        kept.labels = held.get();
-        kept.offering = offering.get();
-        reason
+        with_kept(&mut inner.nodes, node, inner.rounds, |kept| {
+            // Both checks may fill the entry; they run one after the other.
+            let held = Cell::new(kept.labels);
+            let offering = Cell::new(kept.offering);
+            let reason = reason_in_order(
+                claim,
+                nodepool,
+                now,
+                || match held.get() {
+                    Some((epoch, hold)) if epoch == requirements_epoch => {
+                        *hits += 1;
+                        hold
+                    }
+                    _ => {
+                        *misses += 1;
+                        let hold = labels_hold(node, nodepool);
+                        held.set(Some((requirements_epoch, hold)));
+                        hold
+                    }
+                },
+                || match offering.get() {
+                    Some((epoch, found)) if epoch == catalog_epoch => found,
+                    _ => {
+                        let found = offering_found(node, instance_type);
+                        offering.set(Some((catalog_epoch, found)));
+                        found
+                    }
+                },
+            );
+            kept.labels = held.get();
+            kept.offering = offering.get();
+            reason
+        })
     }
 
     /// The epochs of `nodepool`'s requirements and of its instance types in the snapshot,
@@ -226,31 +229,34 @@ impl<'s> NodeRound<'_, 's> {
     }
 }
 
-/// `node`'s entry, marked used in `round`; emptied when the node's version moved.
-fn kept_at<'k>(nodes: &'k mut FastMap<String, Kept>, node: &Node, round: u64) -> &'k mut Kept {
-    if !nodes.contains_key(&node.name) {
-        nodes.insert(
-            node.name.clone(),
-            Kept {
-                version: node.resource_version.clone(),
-                labels: None,
-                offering: None,
-                facts: None,
-                used: round,
-            },
-        );
+/// Runs `f` on `node`'s entry (one lookup when it exists), marked used in `round` and emptied
+/// first when the node's version moved.
+fn with_kept<R>(
+    nodes: &mut FastMap<String, Kept>,
+    node: &Node,
+    round: u64,
+    f: impl FnOnce(&mut Kept) -> R,
+) -> R {
+    if let Some(kept) = nodes.get_mut(&node.name) {
+        if kept.version != node.resource_version {
+            kept.version.clone_from(&node.resource_version);
+            kept.labels = None;
+            kept.offering = None;
+            kept.facts = None;
+        }
+        kept.used = round;
+        return f(kept);
     }
-    let kept = nodes
-        .get_mut(&node.name)
-        .expect("the entry was just made if missing");
-    if kept.version != node.resource_version {
-        kept.version.clone_from(&node.resource_version);
-        kept.labels = None;
-        kept.offering = None;
-        kept.facts = None;
-    }
-    kept.used = round;
-    kept
+    let mut kept = Kept {
+        version: node.resource_version.clone(),
+        labels: None,
+        offering: None,
+        facts: None,
+        used: round,
+    };
+    let out = f(&mut kept);
+    nodes.insert(node.name.clone(), kept);
+    out
 }
 
 /// What selection reads from a node's labels: its instance type, zone and capacity type, and

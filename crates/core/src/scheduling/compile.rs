@@ -14,11 +14,26 @@ use crate::taints::{self, Taint, TaintEffect, Toleration};
 /// Dense resource vectors: index `r` is the resource interned as `r`.
 pub type Res = Vec<i64>;
 
+/// The position of resource `k` in `names` ([`resource_names`]): the well-known resources,
+/// which almost every request names, by comparing with constants (no call, no hash), any other
+/// by lookup.
+pub fn resource_id(k: &str, names: &Interner) -> Option<usize> {
+    let known = match k {
+        resources::CPU => 0,
+        resources::MEMORY => 1,
+        resources::PODS => 2,
+        resources::EPHEMERAL_STORAGE => 3,
+        _ => return names.get(k).map(|id| id as usize),
+    };
+    debug_assert_eq!(names.get(k), Some(known as u32));
+    Some(known)
+}
+
 pub fn dense(res: &Resources, names: &Interner) -> Res {
     let mut v = vec![0; names.len()];
     for (k, a) in res.iter() {
-        if let Some(id) = names.get(k) {
-            v[id as usize] = a;
+        if let Some(id) = resource_id(k, names) {
+            v[id] = a;
         }
     }
     v

@@ -117,6 +117,25 @@ impl Prepared {
     }
 
     fn compile(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
+        // The duplicate-key check reads every pod and nothing else the compile makes: on a
+        // large cluster it runs on another core meanwhile.
+        if s.pods.len() < PODS_WORTH_A_THREAD {
+            return Self::compile_with(s, cache, || duplicate_keys(&s.pods));
+        }
+        std::thread::scope(|scope| {
+            let keys = scope.spawn(|| duplicate_keys(&s.pods));
+            Self::compile_with(s, cache, || {
+                keys.join().expect("the duplicate-key check panicked")
+            })
+        })
+    }
+
+    /// [`Prepared::compile`], with the snapshot's duplicate pod keys from `duplicates`.
+    fn compile_with(
+        s: &Snapshot,
+        cache: Option<&mut NodeCache>,
+        duplicates: impl FnOnce() -> HashSet<String>,
+    ) -> Option<Prepared> {
         if setup::pods_to_schedule(s)
             .iter()
             .any(|&i| s.pods[i].node_name.is_some())
@@ -182,7 +201,7 @@ impl Prepared {
             .collect();
         let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
         let room = room::sorted(&free, &in_flight);
-        let duplicate_keys = duplicate_keys(&s.pods);
+        let duplicate_keys = duplicates();
         let anti = running
             .iter()
             .copied()
@@ -484,6 +503,9 @@ impl Prepared {
         })
     }
 }
+
+/// Below this many pods, the duplicate-key check costs less than starting a thread for it.
+const PODS_WORTH_A_THREAD: usize = 4096;
 
 /// Pod keys that occur more than once. Snapshots usually list pods by key, so a pass over
 /// neighbours finds them; any other order falls back to a set.

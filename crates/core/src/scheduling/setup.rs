@@ -256,13 +256,15 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..s.pods.len())
         .filter(|&i| {
             let p = &s.pods[i];
-            if p.is_daemonset_pod() || p.is_mirror_pod() || p.is_terminal() {
+            // Most pods run on a node that stays: settled before the checks that read more.
+            let asks = match &p.node_name {
+                None => true,
+                Some(n) => deleting.contains(n.as_str()),
+            };
+            if !asks || p.is_daemonset_pod() || p.is_mirror_pod() || p.is_terminal() {
                 return false;
             }
-            match &p.node_name {
-                None => waits(p),
-                Some(n) => deleting.contains(n.as_str()),
-            }
+            p.node_name.is_some() || waits(p)
         })
         .collect();
     idx.sort_by(|&a, &b| karpenter_queue_cmp(&s.pods[a], &s.pods[b]));
@@ -347,7 +349,24 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     if let Some(c) = cache.as_deref_mut() {
         c.begin();
     }
-    let names = compile::resource_names(s);
+    // The nodes' order reads only the nodes; on a large cluster it is worked out on another
+    // core while the resource names (every pod's requests) are gathered.
+    let (
+        names,
+        NodeOrder {
+            sorted,
+            init_label,
+            names: node_names,
+        },
+    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD {
+        std::thread::scope(|scope| {
+            let order = scope.spawn(|| NodeOrder::of(s));
+            let names = compile::resource_names(s);
+            (names, order.join().expect("ordering the nodes panicked"))
+        })
+    } else {
+        (compile::resource_names(s), NodeOrder::of(s))
+    };
     let PoolsCompiled {
         mut interner,
         pools,
@@ -361,60 +380,68 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     };
 
     // Existing targets: initialized nodes first, then by name; in-flight claims after them.
-    let live_nodes: Vec<usize> = (0..s.nodes.len())
-        .filter(|&i| s.nodes[i].deletion_timestamp.is_none() && !s.nodes[i].unschedulable)
-        .collect();
-    let node_names: FastSet<&str> = s.nodes.iter().map(|n| n.name.as_str()).collect();
-    let mut existing: Vec<ExistingC> = Vec::with_capacity(live_nodes.len());
-    let mut nodes_sorted = live_nodes.clone();
-    // Looked up once per node, not once per comparison of the sort.
-    let init_label: Vec<bool> = s
-        .nodes
-        .iter()
-        .map(|n| {
-            n.labels
-                .get(labels::INITIALIZED)
-                .is_some_and(|v| v == "true")
-        })
-        .collect();
-    let initialized = |i: usize| init_label[i];
-    nodes_sorted.sort_by(|&a, &b| {
-        initialized(b)
-            .cmp(&initialized(a))
-            .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
-    });
-    let mut fresh: Vec<(u32, u32)> = Vec::new();
-    let mut seqs: Vec<Arc<Vec<u32>>> = Vec::new();
-    let mut sources: Vec<Source> = Vec::new();
-    for i in nodes_sorted {
-        let n = &s.nodes[i];
-        let first = interner.len() as u32;
-        let init = initialized(i) || n.ready;
-        let taints = n
-            .taints
+    let mut fresh: Vec<(u32, u32)> = Vec::with_capacity(sorted.len());
+    let mut seqs: Vec<Arc<Vec<u32>>> = Vec::with_capacity(sorted.len());
+    let mut sources: Vec<Source> = Vec::with_capacity(sorted.len());
+    // The requirements go in order (they number the strings); what else a target holds reads
+    // only its node, and on a large cluster is made on another core meanwhile.
+    let mut requirements = || -> Vec<Arc<Reqs>> {
+        sorted
             .iter()
-            .filter(|t| init || !compile::is_ephemeral_taint(t))
-            .cloned()
-            .collect();
-        let (reqs, seq) = match cache.as_deref_mut() {
-            Some(c) => c.node_reqs(n, &mut interner),
-            None => {
-                interner.trace();
-                let reqs = Source::Node(i).reqs(s, &mut interner);
-                (Arc::new(reqs), Arc::new(interner.take_trace()))
-            }
-        };
-        existing.push(ExistingC {
-            name: n.name.clone(),
-            in_flight: false,
-            reqs,
-            taints,
-            available: dense(&n.allocatable, &names),
-            initialized: init,
-        });
-        fresh.push((first, interner.len() as u32));
-        seqs.push(seq);
-        sources.push(Source::Node(i));
+            .map(|&i| {
+                let n = &s.nodes[i];
+                let first = interner.len() as u32;
+                let (reqs, seq) = match cache.as_deref_mut() {
+                    Some(c) => c.node_reqs(n, &mut interner),
+                    None => {
+                        interner.trace();
+                        let reqs = Source::Node(i).reqs(s, &mut interner);
+                        (Arc::new(reqs), Arc::new(interner.take_trace()))
+                    }
+                };
+                fresh.push((first, interner.len() as u32));
+                seqs.push(seq);
+                sources.push(Source::Node(i));
+                reqs
+            })
+            .collect()
+    };
+    let rest = || -> Vec<ExistingC> {
+        sorted
+            .iter()
+            .map(|&i| {
+                let n = &s.nodes[i];
+                let init = init_label[i] || n.ready;
+                ExistingC {
+                    name: n.name.clone(),
+                    in_flight: false,
+                    reqs: Arc::default(),
+                    taints: n
+                        .taints
+                        .iter()
+                        .filter(|t| init || !compile::is_ephemeral_taint(t))
+                        .cloned()
+                        .collect(),
+                    available: dense(&n.allocatable, &names),
+                    initialized: init,
+                }
+            })
+            .collect()
+    };
+    let (mut existing, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD {
+        std::thread::scope(|scope| {
+            let rest = scope.spawn(rest);
+            let reqs = requirements();
+            (
+                rest.join().expect("building the node targets panicked"),
+                reqs,
+            )
+        })
+    } else {
+        (rest(), requirements())
+    };
+    for (e, r) in existing.iter_mut().zip(reqs) {
+        e.reqs = r;
     }
     if let Some(c) = cache {
         c.end();
@@ -486,6 +513,48 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
         sources,
         pool_used: None,
         type_names: None,
+    }
+}
+
+/// Below this many nodes, the per-node work split off a compile costs less than starting a
+/// thread for it.
+const NODES_WORTH_A_THREAD: usize = 256;
+
+/// The order of a compile's node targets: live nodes (not deleting, not cordoned), initialized
+/// ones first, then by name.
+struct NodeOrder<'s> {
+    sorted: Vec<usize>,
+    /// Per node of the snapshot, whether it carries `karpenter.sh/initialized=true`.
+    init_label: Vec<bool>,
+    /// Every node's name, live or not.
+    names: FastSet<&'s str>,
+}
+
+impl<'s> NodeOrder<'s> {
+    fn of(s: &'s Snapshot) -> NodeOrder<'s> {
+        let mut sorted: Vec<usize> = (0..s.nodes.len())
+            .filter(|&i| s.nodes[i].deletion_timestamp.is_none() && !s.nodes[i].unschedulable)
+            .collect();
+        // Looked up once per node, not once per comparison of the sort.
+        let init_label: Vec<bool> = s
+            .nodes
+            .iter()
+            .map(|n| {
+                n.labels
+                    .get(labels::INITIALIZED)
+                    .is_some_and(|v| v == "true")
+            })
+            .collect();
+        sorted.sort_by(|&a, &b| {
+            init_label[b]
+                .cmp(&init_label[a])
+                .then_with(|| s.nodes[a].name.cmp(&s.nodes[b].name))
+        });
+        NodeOrder {
+            sorted,
+            init_label,
+            names: s.nodes.iter().map(|n| n.name.as_str()).collect(),
+        }
     }
 }
 
@@ -575,10 +644,7 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         .map(|(i, e)| (e.name.as_str(), i))
         .collect();
 
-    // Resource names are few: a scan beats hashing each pod's request keys.
-    let resource_ids: Vec<(&str, usize)> = (0..names.len())
-        .map(|i| (names.name(i as u32), i))
-        .collect();
+    let resource_id = |k: &str| compile::resource_id(k, names);
     let mut running_ds: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut running: Vec<(usize, usize)> = Vec::new();
     for (pi, p) in s.pods.iter().enumerate() {
@@ -592,7 +658,7 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
         // What `dense` would give, added in place: no vector per running pod.
         let used = existing_used.get_mut(ei);
         for (k, r) in p.requests.iter() {
-            if let Some(&(_, id)) = resource_ids.iter().find(|(n, _)| *n == k) {
+            if let Some(id) = resource_id(k) {
                 used[id] += r;
             }
         }

@@ -2,7 +2,7 @@
 //! and without topology constraints, every candidate set gets the same [`Simulation`] both
 //! ways, and the incremental path really answers instead of falling back.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::disruption::bench::cluster;
@@ -282,4 +282,56 @@ fn labels_seen_once_do_not_pin_nodes() {
     let without: BTreeSet<String> = [s.nodes[0].name.clone()].into();
     let pods = pods_on(&s, &without);
     assert!(c.solve(&s, &without, &pods, &Options::default()).is_some());
+}
+
+/// A cluster large enough that a compile splits its node work and its duplicate-key check
+/// onto other threads: its incremental answers still equal full solves, and a pod key listed
+/// twice is still found (the solve that would move it falls back).
+#[test]
+fn a_compile_split_over_threads_answers_as_full_solves() {
+    let mut s = cluster(300, 5000, 8);
+    assert!(
+        s.nodes.len() >= 256 && s.pods.len() >= 4096,
+        "{}",
+        s.pods.len()
+    );
+    // Pods stay in their node's zone: where they move depends on every node's labels.
+    let zones: BTreeMap<String, String> = s
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.labels[labels::ZONE].clone()))
+        .collect();
+    for p in &mut s.pods {
+        let zone = zones[p.node_name.as_deref().expect("generated pods are bound")].clone();
+        p.node_selector.insert(labels::ZONE.into(), zone);
+    }
+    // The first pod listed twice, on another node, next to itself (pods stay in key order).
+    let mut twin = s.pods[0].clone();
+    let home = twin.node_name.clone().expect("generated pods are bound");
+    twin.node_name = s.nodes.iter().map(|n| n.name.clone()).find(|n| *n != home);
+    s.pods.insert(1, twin);
+    let sim = EngineSimulator::default();
+    let compiled = Prepared::new(&s).expect("the cluster compiles");
+    let mut answered = 0;
+    for node in s.nodes.iter().take(6) {
+        let without: BTreeSet<String> = [node.name.clone()].into();
+        let pods = pods_on(&s, &without);
+        match compiled.solve(&s, &without, &pods, &sim.options) {
+            Some(plan) => {
+                answered += 1;
+                let full = scheduling::solve(&reduced(&s, &without, &pods), &sim.options);
+                assert_eq!(plan.placements, full.placements, "without {without:?}");
+                assert_eq!(plan.new_claims, full.new_claims, "without {without:?}");
+                assert_eq!(plan.unplaced, full.unplaced, "without {without:?}");
+            }
+            None => assert!(
+                pods.iter().any(|p| p.key() == s.pods[0].key()),
+                "only the twin's nodes fall back (without {without:?})"
+            ),
+        }
+    }
+    assert!(answered >= 4, "{answered}");
+    let home: BTreeSet<String> = [home].into();
+    let pods = pods_on(&s, &home);
+    assert!(compiled.solve(&s, &home, &pods, &sim.options).is_none());
 }
