@@ -34,7 +34,7 @@ use std::cmp::Reverse;
 
 use super::candidates::Candidate;
 use crate::labels;
-use crate::model::{CapacityType, Snapshot};
+use crate::model::{CapacityType, Pod, Snapshot};
 use crate::requirements::Operator;
 use crate::resources::{CPU, MEMORY};
 use crate::scheduling::intern::{FastMap, FastSet};
@@ -69,6 +69,10 @@ pub struct SavingBounds<'a> {
     rooms: RefCell<FastMap<Pair, Pair>>,
     /// The most cpu and the most memory of any instance type: more than one new node holds.
     largest: Pair,
+    /// The snapshot's pods, and each one's requests in the same order: a candidate's pods are
+    /// found there by address instead of reading their requests again.
+    pods: &'a [Pod],
+    requests: Vec<Pair>,
 }
 
 /// Whether a node with `free` room can take a pod that reaches `t`: a pod is only compared
@@ -109,11 +113,15 @@ impl<'a> SavingBounds<'a> {
         let floor = types.first().map_or(f64::INFINITY, |t| t.1);
         // Terminal pods hold nothing; every other bound pod counts against its node, as in
         // every simulator (which may count more, never less).
+        let pod_requests: Vec<Pair> = snapshot.pods.iter().map(requests).collect();
         let mut used: FastMap<&str, Pair> = FastMap::default();
-        for p in snapshot.pods.iter().filter(|p| !p.is_terminal()) {
+        for (p, &r) in snapshot.pods.iter().zip(&pod_requests) {
+            if p.is_terminal() {
+                continue;
+            }
             if let Some(node) = &p.node_name {
                 let u = used.entry(node.as_str()).or_default();
-                *u = add(*u, requests(p));
+                *u = add(*u, r);
             }
         }
         let nodes = snapshot
@@ -159,6 +167,8 @@ impl<'a> SavingBounds<'a> {
             by_name,
             rooms: RefCell::default(),
             largest,
+            pods: &snapshot.pods,
+            requests: pod_requests,
         }
     }
 
@@ -168,8 +178,13 @@ impl<'a> SavingBounds<'a> {
     /// exists: it cannot be deleted, and no replacement costs less than it (a replacement
     /// command always saves something).
     pub fn of(&self, c: &Candidate<'_>) -> Option<f64> {
-        let pods: Vec<Pair> = c.reschedulable_pods.iter().map(|p| requests(p)).collect();
+        let pods: Vec<Pair> = c
+            .reschedulable_pods
+            .iter()
+            .map(|p| self.requests_of(p))
+            .collect();
         let name = c.node.name.as_str();
+        let own = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
         let stranded = pods
             .iter()
             .filter(|&&q| !self.fits_elsewhere(q, name))
@@ -197,7 +212,7 @@ impl<'a> SavingBounds<'a> {
                 .iter()
                 .filter(|&&q| meets(q, t))
                 .fold((0, 0), |a, &q| add(a, q));
-            let have = self.room_elsewhere(t, name);
+            let have = self.room_elsewhere(t, own);
             need.0 > have.0 || need.1 > have.1
         });
         if stuck {
@@ -214,7 +229,7 @@ impl<'a> SavingBounds<'a> {
         let need = prefix
             .iter()
             .flat_map(|c| &c.reschedulable_pods)
-            .fold((0, 0), |a, p| add(a, requests(p)));
+            .fold((0, 0), |a, p| add(a, self.requests_of(p)));
         let mut names: Vec<&str> = prefix.iter().map(|c| c.node.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
@@ -274,6 +289,17 @@ impl<'a> SavingBounds<'a> {
         any && self.free.iter().any(|&(f, n)| n != name && meets(f, q))
     }
 
+    /// `p`'s cpu and memory requests: kept from [`SavingBounds::new`] when `p` is one of the
+    /// snapshot's pods, read otherwise.
+    fn requests_of(&self, p: &Pod) -> Pair {
+        let at = (p as *const Pod as usize).wrapping_sub(self.pods.as_ptr() as usize)
+            / std::mem::size_of::<Pod>().max(1);
+        match self.pods.get(at) {
+            Some(q) if std::ptr::eq(q, p) => self.requests[at],
+            _ => requests(p),
+        }
+    }
+
     /// The cheapest instance type whose allocatable holds `need`, or infinity when none does.
     fn cheapest_holding(&self, need: Pair) -> f64 {
         *self.holding.borrow_mut().entry(need).or_insert_with(|| {
@@ -284,15 +310,12 @@ impl<'a> SavingBounds<'a> {
         })
     }
 
-    /// The room of the nodes that meet `t`, but for those called `name` (a simulation without
-    /// the candidate removes every node of its name).
-    fn room_elsewhere(&self, t: Pair, name: &str) -> Pair {
+    /// The room of the nodes that meet `t`, but for the candidate's own rooms `own` (every
+    /// node of its name: a simulation without the candidate removes them all).
+    fn room_elsewhere(&self, t: Pair, own: &[Pair]) -> Pair {
         let all = self.room_meeting(t);
-        let own = self
-            .by_name
-            .get(name)
-            .into_iter()
-            .flatten()
+        let own = own
+            .iter()
             .filter(|&&f| meets(f, t))
             .fold((0, 0), |a, &f| add(a, room(f)));
         (all.0.saturating_sub(own.0), all.1.saturating_sub(own.1))
@@ -477,6 +500,28 @@ mod tests {
         SavingBounds::new(s)
             .of(&candidate(s, on, price, &owners))
             .unwrap_or(f64::NEG_INFINITY)
+    }
+
+    #[test]
+    fn a_pods_requests_are_its_own_whether_kept_or_read() {
+        let s = snapshot(&[0.10]);
+        let bounds = SavingBounds::new(&s);
+        // The snapshot's pods: each answered from what the bounds kept, in the right place.
+        for p in &s.pods {
+            assert_eq!(bounds.requests_of(p), requests(p), "{}", p.name);
+        }
+        // A copy that is not one of the snapshot's pods is read itself.
+        let mut copy = s.pods[1].clone();
+        copy.requests = res(9000, 100);
+        assert_eq!(bounds.requests_of(&copy), (9000, 100));
+        // A candidate of such copies is bounded by what they ask: no other node holds 9000m,
+        // so a new node must (the cheapest that does costs 0.10).
+        let owners = (NodeClaim::default(), NodePool::default());
+        let mut c = candidate(&s, "b", 0.2, &owners);
+        assert_eq!(bounds.of(&c), Some(0.2));
+        c.reschedulable_pods = vec![&copy];
+        let bound = bounds.of(&c).expect("a replacement saves");
+        assert!((bound - 0.1).abs() < 1e-9, "{bound}");
     }
 
     #[test]
