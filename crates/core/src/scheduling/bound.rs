@@ -7,8 +7,7 @@
 //! for all `t` proves `demand·y + k·y_nodes` as a lower bound. The search below only ever
 //! reports the value of such a feasible `y`, so the bound is proven whatever the search quality.
 
-use std::collections::HashMap;
-
+use super::intern::FastSet;
 use super::plan::Plan;
 use super::setup::World;
 use super::topology::Kind;
@@ -107,18 +106,25 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
     if plan.new_claims.is_empty() {
         return 0.0;
     }
-    let index: HashMap<String, usize> = s
-        .pods
+    // The few pods on new claims are found by one pass over the pods, each key written into
+    // one buffer; a key listed twice names its last pod, as an index by key would.
+    let mut wanted: FastSet<&str> = plan
+        .new_claims
         .iter()
-        .enumerate()
-        .map(|(i, p)| (p.key(), i))
+        .flat_map(|c| c.pods.iter().map(String::as_str))
         .collect();
     let mut on_new = vec![false; s.pods.len()];
-    for c in &plan.new_claims {
-        for k in &c.pods {
-            if let Some(&i) = index.get(k) {
-                on_new[i] = true;
-            }
+    let mut key = String::new();
+    for (i, p) in s.pods.iter().enumerate().rev() {
+        if wanted.is_empty() {
+            break;
+        }
+        key.clear();
+        key.push_str(&p.namespace);
+        key.push('/');
+        key.push_str(&p.name);
+        if wanted.remove(key.as_str()) {
+            on_new[i] = true;
         }
     }
     let r = w.names.len();
@@ -266,6 +272,65 @@ mod tests {
         // The spot offering the NodePool forbids must not pull the bound down to 0.1.
         assert!(
             (plan.lower_bound - 1.0).abs() < 1e-6,
+            "{}",
+            plan.lower_bound
+        );
+    }
+
+    #[test]
+    fn the_bound_counts_every_pod_the_plan_puts_on_new_nodes() {
+        use std::sync::Arc;
+
+        use crate::labels;
+        use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
+        use crate::requirements::Requirement;
+        use crate::resources::{CPU, MEMORY, PODS, Resources};
+        use crate::scheduling::{Options, solve};
+
+        let it = InstanceType {
+            name: "a".into(),
+            requirements: vec![Requirement::single(labels::INSTANCE_TYPE, "a")],
+            capacity: Resources::new()
+                .with(CPU, 2000)
+                .with(MEMORY, 4 << 30)
+                .with(PODS, 10),
+            overhead: Default::default(),
+            offerings: vec![Offering {
+                zone: "z".into(),
+                capacity_type: CapacityType::OnDemand,
+                price: 1.0,
+                available: true,
+                reservation_id: None,
+                reservation_capacity: None,
+            }],
+        };
+        let pod = |name: &str| Pod {
+            namespace: "default".into(),
+            name: name.into(),
+            uid: name.into(),
+            requests: Resources::new()
+                .with(CPU, 1000)
+                .with(MEMORY, 1 << 30)
+                .with(PODS, 1),
+            ..Pod::default()
+        };
+        let s = Snapshot {
+            nodepools: vec![NodePool {
+                name: "od".into(),
+                ready: true,
+                ..NodePool::default()
+            }],
+            instance_types: [("od".to_string(), Arc::new(vec![it]))]
+                .into_iter()
+                .collect(),
+            pods: vec![pod("p0"), pod("p1"), pod("p2")],
+            ..Snapshot::default()
+        };
+        let plan = solve(&s, &Options::default());
+        assert!((plan.cost - 2.0).abs() < 1e-9, "{}", plan.cost);
+        // Three 1000m pods on 2000m nodes at $1: one and a half nodes' worth.
+        assert!(
+            (plan.lower_bound - 1.5).abs() < 1e-6,
             "{}",
             plan.lower_bound
         );
