@@ -148,8 +148,9 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     plan_kept(snapshot, simulator, settings, &NodeMemo::default())
 }
 
-/// [`plan`] for callers that plan one cluster round after round: drift checks of nodes that
-/// did not change come from `kept` ([`NodeMemo`]). The plan is the same.
+/// [`plan`] for callers that plan one cluster round after round: what the labels of nodes
+/// that did not change say (selection's facts, drift's label checks) comes from `kept`
+/// ([`NodeMemo`]). The plan is the same.
 pub fn plan_kept(
     snapshot: &Snapshot,
     simulator: &dyn Simulator,

@@ -14,7 +14,7 @@ use crate::model::{InclusionPolicy, Pod, PodAffinityTerm, PodPhase, Snapshot, Wh
 use crate::requirements::Requirement;
 use crate::resources::Resources;
 use crate::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
-use crate::taints::Toleration;
+use crate::taints::{Taint, Toleration};
 
 mod classes;
 use classes::{Groups, compile_class, namespaces_of, volume_alternatives, with_label_keys};
@@ -406,29 +406,23 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             })
             .collect()
     };
-    let rest = || -> Vec<ExistingC> {
+    let rest = || -> Vec<(String, Vec<Taint>, Res, bool)> {
         sorted
             .iter()
             .map(|&i| {
                 let n = &s.nodes[i];
                 let init = init_label[i] || n.ready;
-                ExistingC {
-                    name: n.name.clone(),
-                    in_flight: false,
-                    reqs: Arc::default(),
-                    taints: n
-                        .taints
-                        .iter()
-                        .filter(|t| init || !compile::is_ephemeral_taint(t))
-                        .cloned()
-                        .collect(),
-                    available: dense(&n.allocatable, &names),
-                    initialized: init,
-                }
+                let taints = n
+                    .taints
+                    .iter()
+                    .filter(|t| init || !compile::is_ephemeral_taint(t))
+                    .cloned()
+                    .collect();
+                (n.name.clone(), taints, dense(&n.allocatable, &names), init)
             })
             .collect()
     };
-    let (mut existing, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD {
+    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD {
         std::thread::scope(|scope| {
             let rest = scope.spawn(rest);
             let reqs = requirements();
@@ -440,9 +434,18 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     } else {
         (rest(), requirements())
     };
-    for (e, r) in existing.iter_mut().zip(reqs) {
-        e.reqs = r;
-    }
+    let mut existing: Vec<ExistingC> = rest
+        .into_iter()
+        .zip(reqs)
+        .map(|((name, taints, available, initialized), reqs)| ExistingC {
+            name,
+            in_flight: false,
+            reqs,
+            taints,
+            available,
+            initialized,
+        })
+        .collect();
     if let Some(c) = cache {
         c.end();
     }
