@@ -212,24 +212,17 @@ mod tests {
         assert!((b - 10.0).abs() < 1e-6, "{b}");
     }
 
-    #[test]
-    fn bound_prices_only_what_the_nodepool_may_launch() {
-        use std::sync::Arc;
+    use std::sync::Arc;
 
-        use crate::labels;
-        use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
-        use crate::requirements::Requirement;
-        use crate::resources::{CPU, MEMORY, PODS, Resources};
-        use crate::scheduling::{Options, solve};
+    use crate::labels;
+    use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
+    use crate::requirements::Requirement;
+    use crate::resources::{CPU, MEMORY, PODS, Resources};
+    use crate::scheduling::{Options, Plan, solve};
 
-        let offer = |ct, price| Offering {
-            zone: "z".into(),
-            capacity_type: ct,
-            price,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        };
+    /// The plan for `pods` pods of 1000m and 1 GiB, with NodePool `od` (limited to `pool_reqs`)
+    /// launching only type `a`: 2000m, 4 GiB, 10 pods, offered at `offers`.
+    fn plan_of(pods: usize, offers: &[(CapacityType, f64)], pool_reqs: Vec<Requirement>) -> Plan {
         let it = InstanceType {
             name: "a".into(),
             requirements: vec![Requirement::single(labels::INSTANCE_TYPE, "a")],
@@ -238,21 +231,28 @@ mod tests {
                 .with(MEMORY, 4 << 30)
                 .with(PODS, 10),
             overhead: Default::default(),
-            offerings: vec![
-                offer(CapacityType::Spot, 0.1),
-                offer(CapacityType::OnDemand, 1.0),
-            ],
+            offerings: offers
+                .iter()
+                .map(|&(capacity_type, price)| Offering {
+                    zone: "z".into(),
+                    capacity_type,
+                    price,
+                    available: true,
+                    reservation_id: None,
+                    reservation_capacity: None,
+                })
+                .collect(),
         };
         let mut pool = NodePool {
             name: "od".into(),
             ready: true,
             ..NodePool::default()
         };
-        pool.template.requirements = vec![Requirement::single(labels::CAPACITY_TYPE, "on-demand")];
-        let pod = Pod {
+        pool.template.requirements = pool_reqs;
+        let pod = |i: usize| Pod {
             namespace: "default".into(),
-            name: "p".into(),
-            uid: "p".into(),
+            name: format!("p{i}"),
+            uid: format!("p{i}"),
             requests: Resources::new()
                 .with(CPU, 1000)
                 .with(MEMORY, 1 << 30)
@@ -264,10 +264,19 @@ mod tests {
             instance_types: [("od".to_string(), Arc::new(vec![it]))]
                 .into_iter()
                 .collect(),
-            pods: vec![pod],
+            pods: (0..pods).map(pod).collect(),
             ..Snapshot::default()
         };
-        let plan = solve(&s, &Options::default());
+        solve(&s, &Options::default())
+    }
+
+    #[test]
+    fn bound_prices_only_what_the_nodepool_may_launch() {
+        let plan = plan_of(
+            1,
+            &[(CapacityType::Spot, 0.1), (CapacityType::OnDemand, 1.0)],
+            vec![Requirement::single(labels::CAPACITY_TYPE, "on-demand")],
+        );
         assert!((plan.cost - 1.0).abs() < 1e-9, "{}", plan.cost);
         // The spot offering the NodePool forbids must not pull the bound down to 0.1.
         assert!(
@@ -279,54 +288,7 @@ mod tests {
 
     #[test]
     fn the_bound_counts_every_pod_the_plan_puts_on_new_nodes() {
-        use std::sync::Arc;
-
-        use crate::labels;
-        use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
-        use crate::requirements::Requirement;
-        use crate::resources::{CPU, MEMORY, PODS, Resources};
-        use crate::scheduling::{Options, solve};
-
-        let it = InstanceType {
-            name: "a".into(),
-            requirements: vec![Requirement::single(labels::INSTANCE_TYPE, "a")],
-            capacity: Resources::new()
-                .with(CPU, 2000)
-                .with(MEMORY, 4 << 30)
-                .with(PODS, 10),
-            overhead: Default::default(),
-            offerings: vec![Offering {
-                zone: "z".into(),
-                capacity_type: CapacityType::OnDemand,
-                price: 1.0,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            }],
-        };
-        let pod = |name: &str| Pod {
-            namespace: "default".into(),
-            name: name.into(),
-            uid: name.into(),
-            requests: Resources::new()
-                .with(CPU, 1000)
-                .with(MEMORY, 1 << 30)
-                .with(PODS, 1),
-            ..Pod::default()
-        };
-        let s = Snapshot {
-            nodepools: vec![NodePool {
-                name: "od".into(),
-                ready: true,
-                ..NodePool::default()
-            }],
-            instance_types: [("od".to_string(), Arc::new(vec![it]))]
-                .into_iter()
-                .collect(),
-            pods: vec![pod("p0"), pod("p1"), pod("p2")],
-            ..Snapshot::default()
-        };
-        let plan = solve(&s, &Options::default());
+        let plan = plan_of(3, &[(CapacityType::OnDemand, 1.0)], vec![]);
         assert!((plan.cost - 2.0).abs() < 1e-9, "{}", plan.cost);
         // Three 1000m pods on 2000m nodes at $1: one and a half nodes' worth.
         assert!(
