@@ -2,6 +2,10 @@
 //! simulator benchmark without the command-line crate (which also builds the AWS SDK).
 //! `-- FILE.yaml` runs a scenario file and prints its timeline and summary instead.
 
+/// The allocator the `nodewright` binary uses, so this measures what the command does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(path) = args.get(1).filter(|a| a.ends_with(".yaml")) {
