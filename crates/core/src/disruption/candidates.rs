@@ -8,7 +8,7 @@
 //! consolidation) — `consolidateAfter` elapsed since the last pod event.
 
 use std::cell::OnceCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -579,6 +579,42 @@ fn pod_blocker(pods: &[&Pod], pdbs: &[&PodDisruptionBudget], now: Timestamp) -> 
         }
     }
     first.map(|(_, b)| b)
+}
+
+/// Karpenter's `IsUnderConsolidateAfter`: the claim is initialized, its NodePool has a
+/// non-zero `consolidateAfter`, and less than that has passed since the claim's last pod event
+/// (or its initialization).
+pub fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
+    let Some(after) = pool.disruption.consolidate_after else {
+        return false;
+    };
+    if after.is_zero() || !claim.initialized {
+        return false;
+    }
+    let since = claim
+        .last_pod_event_time
+        .or(claim.initialized_at)
+        .unwrap_or(claim.creation_timestamp);
+    now.since(since) < after
+}
+
+/// The nodes a consolidation's simulation keeps moving pods off: those whose claim is
+/// [`under_consolidate_after`]. None of them is a consolidation candidate.
+pub fn closed_nodes(snapshot: &Snapshot) -> BTreeSet<String> {
+    let pools: FastMap<&str, &NodePool> = snapshot
+        .nodepools
+        .iter()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    snapshot
+        .node_claims
+        .iter()
+        .filter_map(|c| {
+            let node = c.node_name.as_ref()?;
+            let pool = pools.get(c.nodepool.as_str())?;
+            under_consolidate_after(pool, c, snapshot.now).then(|| node.clone())
+        })
+        .collect()
 }
 
 /// Graceful methods only: consolidation is off for the NodePool, or `consolidateAfter` has not

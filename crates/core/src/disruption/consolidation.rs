@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use super::candidates::Candidate;
 use super::command::{Command, Method, Replacement, Target};
-use super::simulate::{Job, ReplacementOption, SimulatedClaim, Simulation, Simulator};
+use super::simulate::{Job, Purpose, ReplacementOption, SimulatedClaim, Simulation, Simulator};
 use crate::labels;
 use crate::model::{CapacityType, ConsolidationPolicy, Snapshot};
 use crate::requirements::{Operator, Requirement};
@@ -145,7 +145,7 @@ pub fn compute(
     features: Features,
 ) -> Result<Command, Rejection> {
     let j = job(candidates);
-    let sim = simulator.simulate(snapshot, &j.without, &j.pods);
+    let sim = simulator.simulate(snapshot, Purpose::Consolidation, &j.without, &j.pods);
     decide(&sim, candidates, method, features)
 }
 

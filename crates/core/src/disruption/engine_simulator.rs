@@ -1,12 +1,14 @@
 //! [`Simulator`] backed by the scheduling engine: the cluster without the candidate nodes,
-//! the moving pods made pending again, and one solve.
+//! the moving pods made pending again, and one solve. A consolidation's solve closes the nodes
+//! still inside their NodePool's `consolidateAfter` to those pods ([`closed_nodes`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::candidates::closed_nodes;
 use super::simulate::{
-    Job, PreparedSimulation, ReplacementOption, SimulatedClaim, Simulation, Simulator,
+    Job, PreparedSimulation, Purpose, ReplacementOption, SimulatedClaim, Simulation, Simulator,
 };
 use crate::labels;
 use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
@@ -72,20 +74,45 @@ impl Simulator for EngineSimulator {
     fn simulate(
         &self,
         snapshot: &Snapshot,
+        purpose: Purpose,
         without: &BTreeSet<String>,
         pods: &[&crate::model::Pod],
     ) -> Simulation {
-        let s = reduced(snapshot, without, pods);
-        let plan = scheduling::solve(&s, &self.options);
-        simulation(snapshot, without, &plan)
+        let options = self.options_for(snapshot, purpose);
+        simulate_with(snapshot, &options, without, pods)
     }
 
-    fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
-        self.prepare_as(snapshot, None)
+    fn prepare<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        purpose: Purpose,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        self.prepare_as(snapshot, purpose, None)
     }
 }
 
+/// A full solve of the simulation: `snapshot` reduced, then solved under `options`.
+fn simulate_with(
+    snapshot: &Snapshot,
+    options: &Options,
+    without: &BTreeSet<String>,
+    pods: &[&Pod],
+) -> Simulation {
+    let s = reduced(snapshot, without, pods);
+    let plan = scheduling::solve(&s, options);
+    simulation(snapshot, without, &plan)
+}
+
 impl EngineSimulator {
+    /// This simulator's solve options for `purpose` on `snapshot`.
+    pub fn options_for(&self, snapshot: &Snapshot, purpose: Purpose) -> Options {
+        let mut options = self.options.clone();
+        if purpose == Purpose::Consolidation {
+            options.closed = Arc::new(closed_nodes(snapshot));
+        }
+        options
+    }
+
     /// [`Simulator::prepare`], telling the node cache (when there is one) that `snapshot`
     /// equals every other snapshot prepared under `same` ([`NodeCache::same_as`]). The key is
     /// given under the same lock as the compile, so a [`warm`] running beside it cannot take
@@ -93,6 +120,7 @@ impl EngineSimulator {
     pub fn prepare_as<'a>(
         &'a self,
         snapshot: &'a Snapshot,
+        purpose: Purpose,
         same: Option<u64>,
     ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let compiled = match &self.nodes {
@@ -110,7 +138,7 @@ impl EngineSimulator {
             }
         }
         Some(Box::new(EnginePrepared {
-            simulator: self,
+            options: self.options_for(snapshot, purpose),
             snapshot,
             compiled,
             claims_by_name,
@@ -321,7 +349,8 @@ fn simulation_with(
 
 /// [`EngineSimulator`] over a compiled snapshot: incremental solves, several at once.
 struct EnginePrepared<'a> {
-    simulator: &'a EngineSimulator,
+    /// The simulator's options for the purpose prepared for.
+    options: Options,
     snapshot: &'a Snapshot,
     compiled: Prepared,
     /// Claim indices by node name and by claim name, in snapshot order.
@@ -333,7 +362,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
     fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
         match self
             .compiled
-            .solve(self.snapshot, without, pods, &self.simulator.options)
+            .solve(self.snapshot, without, pods, &self.options)
         {
             Some(plan) => {
                 let initialized = |name: &str| {
@@ -348,7 +377,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
                 };
                 simulation_with(&self.types, &plan, &initialized)
             }
-            None => self.simulator.simulate(self.snapshot, without, pods),
+            None => simulate_with(self.snapshot, &self.options, without, pods),
         }
     }
 
@@ -442,6 +471,47 @@ mod tests {
             vec!["small".to_string()]
         );
         assert!((cmd.savings_per_hour - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pods_do_not_move_onto_a_node_inside_consolidate_after() {
+        // n1's pod fits beside n2's; n2 had a pod event `ago` before now.
+        let plan_with = |ago: i64, drifted: bool| {
+            let mut s = cluster(&[("n1", "large", &[500]), ("n2", "large", &[3000])]);
+            if drifted {
+                s.node_claims[0].drifted = Some("AMIDrift".into());
+            }
+            s.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
+            for c in &mut s.node_claims {
+                let at = if c.name == "c-n2" { ago } else { 600_000 };
+                c.last_pod_event_time = Some(crate::time::Timestamp(s.now.0 - at));
+            }
+            plan(&s, &EngineSimulator::default(), Settings::default())
+        };
+        let settled = plan_with(120_000, false);
+        assert_eq!(settled.commands.len(), 1, "{:?}", settled.verdicts);
+        assert_eq!(settled.commands[0].decision, Decision::Delete);
+        assert_eq!(settled.commands[0].targets[0].node, "n1");
+        // Inside n2's minute, the pod needs a node of its own: a cheaper one replaces n1.
+        let fresh = plan_with(30_000, false);
+        assert_eq!(fresh.commands.len(), 1, "{:?}", fresh.verdicts);
+        let cmd = &fresh.commands[0];
+        assert_eq!(
+            (cmd.decision, cmd.targets[0].node.as_str()),
+            (Decision::Replace, "n1")
+        );
+        assert_eq!(
+            cmd.replacements[0].instance_types,
+            vec!["small".to_string()]
+        );
+        // Drift's simulation has no such rule: n1's pod moves to n2 and nothing is launched.
+        let drift = plan_with(30_000, true);
+        let cmd = &drift.commands[0];
+        assert_eq!(
+            (cmd.method, cmd.targets[0].node.as_str()),
+            (Method::Drift, "n1")
+        );
+        assert!(cmd.replacements.is_empty(), "{cmd}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
-use super::simulate::{PreparedSimulation, Simulator, prepare};
+use super::simulate::{PreparedSimulation, Purpose, Simulator, prepare};
 use crate::model::{
     ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Pod, Snapshot,
 };
@@ -343,7 +343,7 @@ fn plan_with_bounds<'s>(
         let mut without = taken.clone();
         without.insert(name.clone());
         let sim = drift_sim
-            .get_or_insert_with(|| prepare(simulator, snapshot))
+            .get_or_insert_with(|| prepare(simulator, snapshot, Purpose::Drift))
             .simulate(&without, &c.reschedulable_pods);
         if let Some((pod, why)) = sim.failures.first() {
             verdicts.insert(
@@ -433,7 +433,7 @@ fn plan_with_bounds<'s>(
     let multi_prepared = || {
         multi_snapshot
             .as_deref()
-            .map(|s| &**multi_sim.get_or_init(|| prepare(simulator, s)))
+            .map(|s| &**multi_sim.get_or_init(|| prepare(simulator, s, Purpose::Consolidation)))
     };
     // What is known without a simulation, built once a search asks.
     let quick: OnceCell<SavingBounds<'_>> = OnceCell::new();
@@ -530,7 +530,9 @@ fn plan_with_bounds<'s>(
     // Compiled on the first simulation, like the multi-node search's.
     let prepared_reduced: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
     let single_prepared = || match &reduced {
-        Some(r) => &**prepared_reduced.get_or_init(|| prepare(simulator, r)),
+        Some(r) => {
+            &**prepared_reduced.get_or_init(|| prepare(simulator, r, Purpose::Consolidation))
+        }
         None => multi_prepared().expect("a snapshot is prepared whenever none is reused"),
     };
     // Stopping early needs every candidate open to act and savings bounded by the price:

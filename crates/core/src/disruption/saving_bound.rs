@@ -22,6 +22,8 @@
 //!
 //! "Other nodes" are the Nodes and the initialized claims whose Node is missing: a pod placed
 //! on a claim that has not initialized fails the simulation, so it never makes a command.
+//! Nodes still inside their NodePool's `consolidateAfter` are left out too: a consolidation's
+//! simulation puts none of the moving pods there ([`closed_nodes`]).
 //!
 //! The same room answers the multi-node search: a prefix of candidates consolidates only if
 //! its pods fit in the other nodes' free room and one new node, so a prefix whose pods ask for
@@ -32,7 +34,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 
-use super::candidates::Candidate;
+use super::candidates::{Candidate, closed_nodes};
 use crate::labels;
 use crate::model::{CapacityType, Pod, Snapshot};
 use crate::requirements::Operator;
@@ -135,9 +137,13 @@ impl<'a> SavingBounds<'a> {
             .filter(|c| c.initialized && c.deletion_timestamp.is_none())
             .map(|c| (c.node_name.as_deref().unwrap_or(&c.name), &c.allocatable))
             .filter(|(name, _)| !node_names.contains(name));
+        let closed = closed_nodes(snapshot);
         let mut free = Vec::with_capacity(snapshot.nodes.len());
         let mut by_name: FastMap<&str, Vec<Pair>> = FastMap::default();
         for (name, allocatable) in nodes.chain(claims) {
+            if closed.contains(name) {
+                continue;
+            }
             let u = used.get(name).copied().unwrap_or_default();
             let f = (
                 allocatable.get(CPU).saturating_sub(u.0),

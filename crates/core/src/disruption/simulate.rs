@@ -37,20 +37,35 @@ pub struct Simulation {
     pub new_claims: Vec<SimulatedClaim>,
 }
 
+/// Which method a simulation answers for: its rules differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Purpose {
+    /// Consolidation (Karpenter's `IsConsolidationSimulation`): the moving pods do not land
+    /// on nodes still inside their NodePool's `consolidateAfter`.
+    Consolidation,
+    /// Drift and other replacements: every node that stays may take the moving pods.
+    Drift,
+}
+
 pub trait Simulator {
     /// Places `pods` on the snapshot's cluster without the nodes in `without`, launching new
-    /// claims where needed. Must be deterministic.
+    /// claims where needed, by the rules of `purpose`. Must be deterministic.
     fn simulate(
         &self,
         snapshot: &Snapshot,
+        purpose: Purpose,
         without: &BTreeSet<String>,
         pods: &[&Pod],
     ) -> Simulation;
 
-    /// Compiles `snapshot` once for many simulations against it. `None` (the default) means
-    /// every simulation is answered by [`Simulator::simulate`].
-    fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
-        let _ = snapshot;
+    /// Compiles `snapshot` once for many simulations against it for `purpose`. `None` (the
+    /// default) means every simulation is answered by [`Simulator::simulate`].
+    fn prepare<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        purpose: Purpose,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
+        let _ = (snapshot, purpose);
         None
     }
 }
@@ -79,23 +94,27 @@ pub trait PreparedSimulation {
 struct Unprepared<'a> {
     simulator: &'a dyn Simulator,
     snapshot: &'a Snapshot,
+    purpose: Purpose,
 }
 
 impl PreparedSimulation for Unprepared<'_> {
     fn simulate(&self, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
-        self.simulator.simulate(self.snapshot, without, pods)
+        self.simulator
+            .simulate(self.snapshot, self.purpose, without, pods)
     }
 }
 
-/// `simulator`'s prepared form of `snapshot`, or one that forwards every call.
+/// `simulator`'s prepared form of `snapshot` for `purpose`, or one that forwards every call.
 pub fn prepare<'a>(
     simulator: &'a dyn Simulator,
     snapshot: &'a Snapshot,
+    purpose: Purpose,
 ) -> Box<dyn PreparedSimulation + 'a> {
-    simulator.prepare(snapshot).unwrap_or_else(|| {
+    simulator.prepare(snapshot, purpose).unwrap_or_else(|| {
         Box::new(Unprepared {
             simulator,
             snapshot,
+            purpose,
         })
     })
 }

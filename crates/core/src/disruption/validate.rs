@@ -9,7 +9,7 @@ use super::candidates::{Candidate, MethodClass, budget_node_counts, select_only}
 use super::command::{Command, Method};
 use super::consolidation;
 use super::drift::drift_reason;
-use super::simulate::{Simulation, Simulator};
+use super::simulate::{Purpose, Simulation, Simulator};
 use crate::model::{Pod, Snapshot};
 
 /// Why a command was rejected on re-check; `kind()` matches Karpenter's
@@ -142,7 +142,7 @@ pub fn validate(
                 .iter()
                 .flat_map(|c| c.reschedulable_pods.iter().copied())
                 .collect();
-            let sim = simulator.simulate(fresh, &without, &pods);
+            let sim = simulator.simulate(fresh, Purpose::Drift, &without, &pods);
             match sim.failures.first() {
                 Some((pod, why)) => Err(Invalid::Scheduling(format!("pod {pod}: {why}"))),
                 None => Ok(()),
@@ -150,7 +150,7 @@ pub fn validate(
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let job = consolidation::job(&current);
-            let sim = simulator.simulate(fresh, &job.without, &job.pods);
+            let sim = simulator.simulate(fresh, Purpose::Consolidation, &job.without, &job.pods);
             same_outcome(command, &sim)
         }
         Method::Expiration => Ok(()),

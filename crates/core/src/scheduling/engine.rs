@@ -10,6 +10,8 @@ use super::solver::{
     ports_conflict, taint_refusal,
 };
 use crate::model::HostPort;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 mod evaluate;
 mod finish;
@@ -27,6 +29,10 @@ pub struct Options {
     /// `MIN_VALUES_POLICY=BestEffort`: minValues never blocks a placement; claims that fall
     /// short are marked instead.
     pub min_values_best_effort: bool,
+    /// Registered nodes that take none of the pods this solve places, except pods of nodes
+    /// being deleted: Karpenter's consolidation simulations keep moving pods off nodes still
+    /// inside their NodePool's `consolidateAfter`.
+    pub closed: Arc<BTreeSet<String>>,
 }
 
 impl Default for Options {
@@ -35,6 +41,7 @@ impl Default for Options {
             ignore_preferences: false,
             max_instance_types: 600,
             min_values_best_effort: false,
+            closed: Arc::default(),
         }
     }
 }
@@ -107,6 +114,8 @@ pub struct Engine<'w> {
     room: std::collections::BTreeSet<(i64, usize)>,
     /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
     dead: Vec<Vec<Vec<u64>>>,
+    /// Existing targets that [`Options::closed`] names, as bits; empty when it names none.
+    closed: Vec<u64>,
 }
 
 struct Eval {
@@ -142,6 +151,15 @@ impl<'w> Engine<'w> {
         });
         let node_room = Room::new(base.nodes, base.hidden.clone(), n);
         let inflight_room = Room::new(base.in_flight, base.hidden, n);
+        let mut closed = Vec::new();
+        if !opts.closed.is_empty() {
+            closed = vec![0; n.div_ceil(64)];
+            for (ei, e) in w.existing.iter().enumerate() {
+                if !e.in_flight && opts.closed.contains(&e.name) {
+                    set_bit(&mut closed, ei);
+                }
+            }
+        }
         Engine {
             w,
             opts,
@@ -156,6 +174,7 @@ impl<'w> Engine<'w> {
             inflight_room,
             dead_existing: vec![Vec::new(); nc],
             zone_claims: std::collections::HashMap::new(),
+            closed,
         }
     }
 
@@ -173,9 +192,12 @@ impl<'w> Engine<'w> {
         // pods). Refusals that cannot change at this relaxation level are remembered.
         let mut found: Option<(usize, usize)> = None;
         let mut refused: Vec<usize> = Vec::new();
+        let closed: &[u64] = if c.from_deleting { &[] } else { &self.closed };
         'tiers: for tier in [&self.node_room, &self.inflight_room] {
             for (_, ei) in tier.from(need_cpu) {
-                if self.is_dead_existing(ci, relax.level, ei) {
+                if (!closed.is_empty() && get_bit(closed, ei))
+                    || self.is_dead_existing(ci, relax.level, ei)
+                {
                     continue;
                 }
                 match self.eval_existing(c, &cons, &alts, relax, ei, want_m, false) {

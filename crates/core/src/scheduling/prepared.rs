@@ -336,7 +336,13 @@ impl Prepared {
         let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &moving[i])).collect();
         let shared = |recompile: bool| -> Option<World> {
             let targets = self.kept_targets(s, &keep, pool_used.clone(), recompile)?;
-            Some(setup::complete(s, targets, &schedule, &running))
+            Some(setup::complete(
+                s,
+                targets,
+                &schedule,
+                &running,
+                !options.closed.is_empty(),
+            ))
         };
         let mut world = shared(!same_order)?;
         // A pod interning a string only removed targets had gets a new id in a fresh

@@ -51,6 +51,11 @@ pub struct Class {
     /// Pod indices, in queue order.
     pub pods: Vec<usize>,
     pub error: Option<String>,
+    /// Its pods ran on nodes being deleted, which [`Options::closed`] nodes still take. Told
+    /// apart only in solves that close nodes; otherwise false.
+    ///
+    /// [`Options::closed`]: super::engine::Options::closed
+    pub from_deleting: bool,
 }
 
 impl Class {
@@ -278,6 +283,11 @@ pub fn build(s: &Snapshot) -> World {
 
 /// [`build`], with nodes compiled before taken from `cache` (the result is the same).
 pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> World {
+    build_closing(s, cache, false)
+}
+
+/// [`build_with`] for a solve that closes nodes (see [`Class::from_deleting`]) when `closes`.
+pub fn build_closing(s: &Snapshot, cache: Option<&mut NodeCache>, closes: bool) -> World {
     let mut t = targets_with(s, cache);
     let schedule = pods_to_schedule(s);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
@@ -293,7 +303,7 @@ pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> World {
             .filter(|(p, _)| !p.pod_anti_affinity.is_empty())
             .collect(),
     };
-    complete(s, t, &sched, &running)
+    complete(s, t, &sched, &running, closes)
 }
 
 /// The cluster compiled before its pods are known: resource names, NodePools, and the
@@ -741,6 +751,7 @@ pub fn complete<'p>(
     t: Targets,
     schedule: &[(usize, &'p Pod)],
     running: &Running<'p, '_>,
+    closes: bool,
 ) -> World {
     let Targets {
         names,
@@ -787,14 +798,16 @@ pub fn complete<'p>(
         inverse_ids: HashMap::new(),
     };
     let mut classes: Vec<Class> = Vec::new();
-    let mut class_ids: HashMap<ClassKey, usize> = HashMap::new();
+    let mut class_ids: HashMap<(ClassKey, bool), usize> = HashMap::new();
     let mut order: Vec<usize> = Vec::new();
     for &(pi, pod) in schedule {
         let (vols, vol_err) = match volume_alternatives(s, pod) {
             Ok(v) => (v, None),
             Err(e) => (vec![], Some(e)),
         };
-        let key = ClassKey::of(pod, vols.clone());
+        // A pod still bound to a node here is one of a deleting node's.
+        let from_deleting = closes && pod.node_name.is_some();
+        let key = (ClassKey::of(pod, vols.clone()), from_deleting);
         if let Some(&ci) = class_ids.get(&key) {
             classes[ci].pods.push(pi);
             continue;
@@ -804,6 +817,7 @@ pub fn complete<'p>(
         order.push(ci);
         let mut class = compile_class(s, pod, &vols, &names, &mut interner, &mut g);
         class.error = vol_err.or(class.error);
+        class.from_deleting = from_deleting;
         class.pods.push(pi);
         classes.push(class);
     }

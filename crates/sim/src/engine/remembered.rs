@@ -3,9 +3,11 @@
 //! A graceful command is re-checked on a fresh snapshot after the validation delay, with one
 //! simulation of its nodes gone. That simulation runs on the view's compile (nodes come from
 //! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
-//! full solve, and a simulation reads no clock, so over one
+//! full solve. The clock reaches a simulation only through the nodes a consolidation keeps its
+//! pods off, so over one
 //! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
-//! commands running, its answer is fixed and kept for the same question asked again. A
+//! commands running, its answer is fixed by the question and those nodes, and kept for the
+//! same question asked again. A
 //! planning round's many simulations are not kept (copying each answer costs more than the
 //! rare repeat saves); simulations of any other snapshot pass straight through.
 //!
@@ -18,14 +20,16 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use nodewright_core::disruption::candidates::closed_nodes;
 use nodewright_core::disruption::engine_simulator::{EngineSimulator, warm};
 use nodewright_core::disruption::in_flight::InFlight;
-use nodewright_core::disruption::simulate::{PreparedSimulation, Simulation, Simulator};
+use nodewright_core::disruption::simulate::{PreparedSimulation, Purpose, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
 use nodewright_core::scheduling::node_cache::NodeCache;
 
-/// `(nodes removed, pods moved in the order given)`.
-type Key = (BTreeSet<String>, Vec<String>);
+/// `(purpose, nodes the moving pods may not land on, nodes removed, pods moved in the order
+/// given)`.
+type Key = (Purpose, BTreeSet<String>, BTreeSet<String>, Vec<String>);
 
 /// The answers of one view generation, as the running commands leave it.
 #[derive(Debug, Default)]
@@ -52,8 +56,17 @@ impl Memo {
     }
 }
 
-fn key(without: &BTreeSet<String>, pods: &[&Pod]) -> Key {
-    (without.clone(), pods.iter().map(|p| p.key()).collect())
+fn key(view: &Snapshot, purpose: Purpose, without: &BTreeSet<String>, pods: &[&Pod]) -> Key {
+    let closed = match purpose {
+        Purpose::Consolidation => closed_nodes(view),
+        Purpose::Drift => BTreeSet::new(),
+    };
+    (
+        purpose,
+        closed,
+        without.clone(),
+        pods.iter().map(|p| p.key()).collect(),
+    )
 }
 
 /// The engine-backed simulator, remembering its answers about `view`.
@@ -97,9 +110,10 @@ impl<'m> Remembering<'m> {
     fn prepare_inner<'a>(
         &'a self,
         snapshot: &'a Snapshot,
+        purpose: Purpose,
     ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let same = self.is_view(snapshot).then_some(self.epoch);
-        self.inner.prepare_as(snapshot, same)
+        self.inner.prepare_as(snapshot, purpose, same)
     }
 
     /// Work that compiles `view` (the view this simulator was made for) into the kept compile,
@@ -130,30 +144,35 @@ impl Simulator for Remembering<'_> {
     fn simulate(
         &self,
         snapshot: &Snapshot,
+        purpose: Purpose,
         without: &BTreeSet<String>,
         pods: &[&Pod],
     ) -> Simulation {
         if !self.is_view(snapshot) {
-            return self.inner.simulate(snapshot, without, pods);
+            return self.inner.simulate(snapshot, purpose, without, pods);
         }
-        let k = key(without, pods);
+        let k = key(snapshot, purpose, without, pods);
         if let Some(s) = self.recall(&k) {
             return s;
         }
         // The view's nodes are mostly compiled already (the node cache): an incremental solve
         // over its compile costs less than a full one, and answers the same.
-        let s = match self.prepare_inner(snapshot) {
+        let s = match self.prepare_inner(snapshot, purpose) {
             Some(p) => p.simulate(without, pods),
-            None => self.inner.simulate(snapshot, without, pods),
+            None => self.inner.simulate(snapshot, purpose, without, pods),
         };
         self.keep(k, &s);
         s
     }
 
-    fn prepare<'a>(&'a self, snapshot: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+    fn prepare<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        purpose: Purpose,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         // A planning round runs many simulations whose answers a re-check rarely asks again:
         // copying each into memory would cost more than it saves.
-        self.prepare_inner(snapshot)
+        self.prepare_inner(snapshot, purpose)
     }
 }
 
@@ -186,7 +205,7 @@ mod tests {
         let engine = EngineSimulator::default();
         jobs(s)
             .iter()
-            .map(|j| engine.simulate(s, &j.without, &j.pods))
+            .map(|j| engine.simulate(s, Purpose::Consolidation, &j.without, &j.pods))
             .collect()
     }
 
@@ -196,7 +215,7 @@ mod tests {
         let first = cluster(20, 120, 7);
         {
             let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
-            prepare(&sim, &first).simulate_all(&jobs(&first));
+            prepare(&sim, &first, Purpose::Consolidation).simulate_all(&jobs(&first));
         }
         // Same generation, commands now running on every node: no node takes moving pods.
         let mut held = InFlight::default();
@@ -205,7 +224,10 @@ mod tests {
         let view = held.view(&first);
         let expected = plain(&view);
         let sim = Remembering::new(&memo, 1, &held, &view);
-        assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
+        assert_eq!(
+            prepare(&sim, &view, Purpose::Consolidation).simulate_all(&jobs(&view)),
+            expected
+        );
     }
 
     #[test]
@@ -223,8 +245,42 @@ mod tests {
         let counts = |c: &NodeCache| (c.hits + c.misses, c.compiles_reused);
         let (looked_up, reused) = counts(&nodes.lock().unwrap());
         assert!(looked_up > 0, "the warm-up compiled the view");
-        assert_eq!(prepare(&sim, &view).simulate_all(&jobs(&view)), expected);
+        assert_eq!(
+            prepare(&sim, &view, Purpose::Consolidation).simulate_all(&jobs(&view)),
+            expected
+        );
         assert_eq!(counts(&nodes.lock().unwrap()), (looked_up, reused + 1));
+    }
+
+    #[test]
+    fn an_answer_is_not_reused_once_the_closed_nodes_change() {
+        // Most nodes had a pod event a minute ago, under a 5-minute consolidateAfter: a
+        // consolidation keeps moving pods off them until it passes.
+        let mut early = cluster(20, 120, 7);
+        for np in &mut early.nodepools {
+            np.disruption.consolidate_after = Some(std::time::Duration::from_secs(300));
+        }
+        let minute_ago = nodewright_core::time::Timestamp(early.now.0 - 60_000);
+        for c in early
+            .node_claims
+            .iter_mut()
+            .filter(|c| !c.name.ends_with('0'))
+        {
+            c.last_pod_event_time = Some(minute_ago);
+        }
+        let mut late = early.clone();
+        late.now = nodewright_core::time::Timestamp(early.now.0 + 300_000);
+        let (before, after) = (plain(&early), plain(&late));
+        assert_ne!(before, after, "closing the nodes changes some answer");
+        let memo = RefCell::new(Memo::default());
+        for (view, expected) in [(&early, &before), (&late, &after)] {
+            // The same generation: only the clock moved.
+            let sim = Remembering::new(&memo, 1, &InFlight::default(), view);
+            for (j, e) in jobs(view).iter().zip(expected) {
+                let got = sim.simulate(view, Purpose::Consolidation, &j.without, &j.pods);
+                assert_eq!(&got, e, "{:?}", j.without);
+            }
+        }
     }
 
     #[test]
@@ -234,15 +290,21 @@ mod tests {
         let expected = plain(&first);
         {
             let sim = Remembering::new(&memo, 1, &InFlight::default(), &first);
-            let prepared = prepare(&sim, &first);
+            let prepared = prepare(&sim, &first, Purpose::Consolidation);
             assert_eq!(prepared.simulate_all(&jobs(&first)), expected);
             for (j, e) in jobs(&first).iter().zip(&expected) {
-                assert_eq!(&sim.simulate(&first, &j.without, &j.pods), e);
+                assert_eq!(
+                    &sim.simulate(&first, Purpose::Consolidation, &j.without, &j.pods),
+                    e
+                );
             }
             assert_eq!(memo.borrow().reused, 0);
             // Asked again within the generation: every answer comes from memory.
             for (j, e) in jobs(&first).iter().zip(&expected) {
-                assert_eq!(&sim.simulate(&first, &j.without, &j.pods), e);
+                assert_eq!(
+                    &sim.simulate(&first, Purpose::Consolidation, &j.without, &j.pods),
+                    e
+                );
             }
             assert_eq!(memo.borrow().reused, expected.len() as u64);
         }
@@ -256,13 +318,19 @@ mod tests {
         let sim = Remembering::new(&memo, 2, &InFlight::default(), &second);
         let before = memo.borrow().reused;
         for (j, e) in jobs(&second).iter().zip(&expected) {
-            assert_eq!(&sim.simulate(&second, &j.without, &j.pods), e);
+            assert_eq!(
+                &sim.simulate(&second, Purpose::Consolidation, &j.without, &j.pods),
+                e
+            );
         }
         assert_eq!(memo.borrow().reused, before);
         // Another snapshot than the view passes through, remembered or not.
         let other = cluster(20, 120, 7);
         for (j, e) in jobs(&other).iter().zip(plain(&other)) {
-            assert_eq!(sim.simulate(&other, &j.without, &j.pods), e);
+            assert_eq!(
+                sim.simulate(&other, Purpose::Consolidation, &j.without, &j.pods),
+                e
+            );
         }
         assert_eq!(memo.borrow().reused, before);
     }

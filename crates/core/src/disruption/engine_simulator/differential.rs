@@ -14,6 +14,7 @@ use crate::model::{
 use crate::resources::{CPU, MEMORY, Resources};
 use crate::scheduling::prepared::Prepared;
 use crate::selector::LabelSelector;
+use crate::time::Timestamp;
 
 fn app_selector(app: &str) -> Option<LabelSelector> {
     Some(LabelSelector {
@@ -184,7 +185,9 @@ fn candidate_sets(nodes: &[Node]) -> Vec<BTreeSet<String>> {
 /// and how many of those compiled the kept targets again.
 fn compare(s: &Snapshot) -> (usize, usize, usize) {
     let sim = EngineSimulator::default();
-    let prepared = sim.prepare(s).expect("the cluster prepares");
+    let purpose = Purpose::Consolidation;
+    let options = sim.options_for(s, purpose);
+    let prepared = sim.prepare(s, purpose).expect("the cluster prepares");
     let compiled = Prepared::new(s).expect("the cluster compiles");
     let (mut answered, mut total, mut recompiled) = (0, 0, 0);
     for without in candidate_sets(&s.nodes) {
@@ -192,11 +195,11 @@ fn compare(s: &Snapshot) -> (usize, usize, usize) {
             recompiled += 1;
         }
         let pods = pods_on(s, &without);
-        let full = sim.simulate(s, &without, &pods);
+        let full = sim.simulate(s, purpose, &without, &pods);
         let fast = prepared.simulate(&without, &pods);
         assert_eq!(fast, full, "without {without:?}");
         total += 1;
-        if compiled.solve(s, &without, &pods, &sim.options).is_some() {
+        if compiled.solve(s, &without, &pods, &options).is_some() {
             answered += 1;
         }
     }
@@ -209,7 +212,12 @@ fn compare(s: &Snapshot) -> (usize, usize, usize) {
         .collect();
     let all = prepared.simulate_all(&jobs);
     for (j, got) in jobs.iter().zip(all) {
-        assert_eq!(got, sim.simulate(s, &j.without, &j.pods), "{:?}", j.without);
+        assert_eq!(
+            got,
+            sim.simulate(s, purpose, &j.without, &j.pods),
+            "{:?}",
+            j.without
+        );
     }
     (answered, total, recompiled)
 }
@@ -258,8 +266,14 @@ fn shared_labels_met_before_anything_new_keep_the_shared_compile() {
 fn plans_are_the_same_with_and_without_preparation() {
     struct Plain(EngineSimulator);
     impl Simulator for Plain {
-        fn simulate(&self, s: &Snapshot, w: &BTreeSet<String>, p: &[&Pod]) -> Simulation {
-            self.0.simulate(s, w, p)
+        fn simulate(
+            &self,
+            s: &Snapshot,
+            purpose: Purpose,
+            w: &BTreeSet<String>,
+            p: &[&Pod],
+        ) -> Simulation {
+            self.0.simulate(s, purpose, w, p)
         }
     }
     for s in [
@@ -267,11 +281,59 @@ fn plans_are_the_same_with_and_without_preparation() {
         with_topology(cluster(24, 240, 10)),
         with_shared_label(cluster(20, 160, 11)),
         with_lifecycle_labels(with_topology(cluster(20, 160, 16))),
+        with_recent_pod_events(with_topology(cluster(20, 160, 19))),
     ] {
         let settings = crate::disruption::plan::Settings::default();
         let fast = crate::disruption::plan::plan(&s, &EngineSimulator::default(), settings);
         let full = crate::disruption::plan::plan(&s, &Plain(EngineSimulator::default()), settings);
         assert_eq!(fast, full);
+    }
+}
+
+/// Every NodePool with a 5-minute `consolidateAfter`, and every third claim with a pod event
+/// a minute ago: those nodes are closed to a consolidation's moving pods.
+fn with_recent_pod_events(mut s: Snapshot) -> Snapshot {
+    for np in &mut s.nodepools {
+        np.disruption.consolidate_after = Some(std::time::Duration::from_secs(300));
+    }
+    let (recent, long_ago) = (Timestamp(s.now.0 - 60_000), Timestamp(s.now.0 - 600_000));
+    for (i, c) in s.node_claims.iter_mut().enumerate() {
+        c.last_pod_event_time = Some(if i % 3 == 0 { recent } else { long_ago });
+    }
+    s
+}
+
+#[test]
+fn nodes_inside_consolidate_after_are_closed_the_same_incrementally() {
+    for s in [
+        with_recent_pod_events(cluster(20, 150, 17)),
+        with_recent_pod_events(with_topology(cluster(24, 240, 18))),
+    ] {
+        let closed = closed_nodes(&s);
+        assert!(
+            !closed.is_empty() && closed.len() < s.nodes.len(),
+            "{closed:?}"
+        );
+        let (answered, total, _) = compare(&s);
+        assert_eq!(answered, total);
+        // No moving pod lands on a closed node; drift, whose rule this is not, uses them.
+        let sim = EngineSimulator::default();
+        let on_closed = |purpose, without: &BTreeSet<String>| {
+            let pods = pods_on(&s, without);
+            let plan =
+                scheduling::solve(&reduced(&s, without, &pods), &sim.options_for(&s, purpose));
+            plan.placements
+                .iter()
+                .filter(|p| matches!(&p.target, Target::Node(n) if closed.contains(n)))
+                .count()
+        };
+        let (mut consolidation, mut drift) = (0, 0);
+        for without in candidate_sets(&s.nodes) {
+            consolidation += on_closed(Purpose::Consolidation, &without);
+            drift += on_closed(Purpose::Drift, &without);
+        }
+        assert_eq!(consolidation, 0);
+        assert!(drift > 0);
     }
 }
 

@@ -9,7 +9,7 @@ use crate::disruption::command::{Decision, Method};
 use crate::disruption::engine_simulator::{EngineSimulator, reduced};
 use crate::disruption::fixture::{self, node_labels};
 use crate::disruption::plan::{Settings, plan};
-use crate::disruption::simulate::Simulator;
+use crate::disruption::simulate::{Purpose, Simulator};
 use crate::disruption::validate::validate;
 use crate::labels;
 use crate::model::{Node, NodeClaim, Pod};
@@ -109,7 +109,7 @@ fn the_targets_keep_their_pods_and_take_no_others() {
     // n1's pod is not moved by anyone's simulation: it is still bound to n1.
     let n1_pod = view.pods.iter().find(|p| p.name == "n1-0").unwrap();
     assert_eq!(n1_pod.node_name.as_deref(), Some("n1"));
-    let sim = EngineSimulator::default().simulate(&view, &without, &pods);
+    let sim = EngineSimulator::default().simulate(&view, Purpose::Consolidation, &without, &pods);
     assert!(sim.failures.is_empty(), "{:?}", sim.failures);
     assert_eq!(sim.new_claims.len(), 1);
 }

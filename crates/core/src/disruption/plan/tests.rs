@@ -20,11 +20,22 @@ const NOW: Timestamp = Timestamp(100_000_000);
 struct FirstFit;
 
 impl Simulator for FirstFit {
-    fn simulate(&self, s: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
+    fn simulate(
+        &self,
+        s: &Snapshot,
+        purpose: Purpose,
+        without: &BTreeSet<String>,
+        pods: &[&Pod],
+    ) -> Simulation {
+        // Consolidation's rule, as every simulator must keep it: the saving bounds rely on it.
+        let closed = match purpose {
+            Purpose::Consolidation => crate::disruption::candidates::closed_nodes(s),
+            Purpose::Drift => BTreeSet::new(),
+        };
         let mut free: Vec<(String, i64)> = s
             .nodes
             .iter()
-            .filter(|n| !without.contains(&n.name))
+            .filter(|n| !without.contains(&n.name) && !closed.contains(&n.name))
             .map(|n| {
                 let used: i64 = s
                     .pods
@@ -469,6 +480,8 @@ mod properties {
         pods: Vec<i64>,
         protected: bool,
         pdb_blocked: bool,
+        /// A pod event a moment ago: inside the NodePool's `consolidateAfter`.
+        fresh: bool,
     }
 
     fn node_spec() -> impl Strategy<Value = NodeSpec> {
@@ -477,12 +490,14 @@ mod properties {
             prop::collection::vec(prop::sample::select(vec![250i64, 500, 1000, 1500]), 0..4),
             any::<bool>(),
             any::<bool>(),
+            prop::bool::weighted(0.3),
         )
-            .prop_map(|(big, pods, protected, pdb_blocked)| NodeSpec {
+            .prop_map(|(big, pods, protected, pdb_blocked, fresh)| NodeSpec {
                 big,
                 pods,
                 protected,
                 pdb_blocked,
+                fresh,
             })
     }
 
@@ -497,6 +512,7 @@ mod properties {
             duration: None,
             reasons: vec![],
         }];
+        c.0.nodepools[0].disruption.consolidate_after = Some(Duration::from_secs(60));
         for (i, s) in specs.iter().enumerate() {
             let name = format!("n{i}");
             c = c.node(
@@ -505,6 +521,9 @@ mod properties {
                 "on-demand",
                 &s.pods,
             );
+            let ago = if s.fresh { 10_000 } else { 600_000 };
+            let claim = c.0.node_claims.last_mut().expect("the node's claim");
+            claim.last_pod_event_time = Some(Timestamp(NOW.0 - ago));
             for p in
                 c.0.pods
                     .iter_mut()
@@ -557,7 +576,7 @@ mod properties {
                 // Every evicted pod has a place: re-simulating the command finds no failure.
                 let without: BTreeSet<String> = cmd.targets.iter().map(|t| t.node.clone()).collect();
                 let pods: Vec<&Pod> = c.0.pods.iter().filter(|p| cmd.targets.iter().any(|t| t.pods.contains(&p.key()))).collect();
-                prop_assert!(FirstFit.simulate(&c.0, &without, &pods).failures.is_empty());
+                prop_assert!(FirstFit.simulate(&c.0, Purpose::Consolidation, &without, &pods).failures.is_empty());
             }
             prop_assert!(disrupted <= budget, "budget {} exceeded: {}", budget, disrupted);
             prop_assert_eq!(p.verdicts.len(), specs.len());
@@ -578,7 +597,7 @@ mod properties {
             for sim in [&FirstFit as &dyn Simulator, &engine] {
                 let decide = |prefix: &[&Candidate<'_>], method| {
                     let job = consolidation::job(prefix);
-                    consolidation::decide(&sim.simulate(&c.0, &job.without, &job.pods), prefix, method, features)
+                    consolidation::decide(&sim.simulate(&c.0, Purpose::Consolidation, &job.without, &job.pods), prefix, method, features)
                 };
                 for cand in &cands {
                     let found = decide(&[*cand], Method::SingleNodeConsolidation);
@@ -698,11 +717,21 @@ fn candidates_whose_pods_only_their_own_type_holds_are_not_simulated() {
 struct CountingPrepares(std::cell::Cell<usize>);
 
 impl Simulator for CountingPrepares {
-    fn simulate(&self, s: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Simulation {
-        FirstFit.simulate(s, without, pods)
+    fn simulate(
+        &self,
+        s: &Snapshot,
+        purpose: Purpose,
+        without: &BTreeSet<String>,
+        pods: &[&Pod],
+    ) -> Simulation {
+        FirstFit.simulate(s, purpose, without, pods)
     }
 
-    fn prepare<'a>(&'a self, _: &'a Snapshot) -> Option<Box<dyn PreparedSimulation + 'a>> {
+    fn prepare<'a>(
+        &'a self,
+        _: &'a Snapshot,
+        _: Purpose,
+    ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         self.0.set(self.0.get() + 1);
         None
     }

@@ -123,6 +123,28 @@ fn a_replace_is_rejected_once_a_node_with_room_joined() {
 }
 
 #[test]
+fn a_node_joining_inside_consolidate_after_takes_no_moving_pod() {
+    let (_, c) = replace_planned();
+    // The node with room is still inside its NodePool's minute: n1's pod may not move there,
+    // so the planned replacement still stands.
+    let mut fresh = fixture::cluster(&["a"], &[("n1", "large", &[500]), ("n2", "large", &[1000])]);
+    fresh.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
+    for claim in &mut fresh.node_claims {
+        let ago = if claim.name == "c-n2" {
+            20_000
+        } else {
+            600_000
+        };
+        claim.last_pod_event_time = Some(crate::time::Timestamp(fresh.now.0 - ago));
+    }
+    assert_eq!(validate(&c, &fresh, &EngineSimulator::default()), Ok(()));
+    // A minute later it is open to them, and the replacement is no longer needed.
+    fresh.now = crate::time::Timestamp(fresh.now.0 + 60_000);
+    let err = validate(&c, &fresh, &EngineSimulator::default()).unwrap_err();
+    assert_eq!(err.kind(), "scheduling");
+}
+
+#[test]
 fn a_replace_is_rejected_once_its_pods_outgrow_the_planned_type() {
     let (mut fresh, c) = replace_planned();
     // n1's pod now asks for more than a small node holds.

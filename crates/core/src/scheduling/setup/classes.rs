@@ -323,5 +323,6 @@ pub(super) fn compile_class(
         blocked_by: Vec::new(),
         pods: Vec::new(),
         error,
+        from_deleting: false,
     }
 }
