@@ -38,6 +38,7 @@ use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
+use nodewright_core::disruption::replacement_requests::replacement_requests;
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
 use nodewright_core::model::{DisruptionReason, Snapshot};
@@ -52,7 +53,7 @@ use crate::events::{self, EventSink, ObjectRef};
 use crate::lifecycle::{DISRUPTED_TAINT, consolidation_policy, termination_mode};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
-use crate::provisioner::{replacement_requests, snapshot, submit_claim};
+use crate::provisioner::{snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
 use crate::write::claim_status::write_status;
@@ -377,7 +378,7 @@ impl Disruptor {
                 .commands
                 .into_iter()
                 .map(|command| Queued {
-                    requests: replacement_requests(&snap, &command, &sim.options),
+                    requests: replacement_requests(&snap, &command, &sim),
                     command,
                 })
                 .collect();
@@ -480,7 +481,7 @@ impl Disruptor {
                     // The fresh snapshot gives the replacements their current requests: the
                     // re-check's simulation found every planned instance type to hold them.
                     let requests = match &r {
-                        Ok(()) => replacement_requests(&fresh, &q.command, &sim.options),
+                        Ok(()) => replacement_requests(&fresh, &q.command, &sim),
                         Err(_) => Vec::new(),
                     };
                     (

@@ -17,10 +17,7 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{BatchWindow, Batcher};
-use nodewright_core::disruption::candidates::is_reschedulable;
-use nodewright_core::disruption::command::Command;
-use nodewright_core::disruption::engine_simulator::reduced;
-use nodewright_core::model::{InstanceType, Pod, Snapshot};
+use nodewright_core::model::{InstanceType, Snapshot};
 use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::{self, Options, Plan, Target};
 use nodewright_core::time::Timestamp;
@@ -104,59 +101,6 @@ pub async fn submit_claim(
         relaxed,
     );
     Ok(created)
-}
-
-/// The resource requests of a disruption command's replacements, as the provisioner computes
-/// them for new claims: the solve of the cluster without the targets, with the targets'
-/// reschedulable pods pending, gives each new claim its pods' requests plus the daemonset
-/// overhead. Replacements are matched to the solve's new claims by NodePool, in order; one
-/// the solve did not reproduce (the cluster moved) falls back to its share of the moving
-/// pods' requests when it is the only replacement, and to nothing otherwise.
-pub fn replacement_requests(
-    snap: &Snapshot,
-    command: &Command,
-    options: &Options,
-) -> Vec<Resources> {
-    if command.replacements.is_empty() {
-        return Vec::new();
-    }
-    let without: BTreeSet<String> = command.targets.iter().map(|t| t.node.clone()).collect();
-    let pods: Vec<&Pod> = snap
-        .pods
-        .iter()
-        .filter(|p| {
-            p.node_name.as_ref().is_some_and(|n| without.contains(n)) && is_reschedulable(p)
-        })
-        .collect();
-    let plan = scheduling::solve(&reduced(snap, &without, &pods), options);
-    let mut used = vec![false; plan.new_claims.len()];
-    let single = command.replacements.len() == 1;
-    command
-        .replacements
-        .iter()
-        .map(|r| {
-            let found = plan
-                .new_claims
-                .iter()
-                .enumerate()
-                .find(|(i, c)| !used[*i] && c.nodepool == r.nodepool)
-                .map(|(i, _)| i);
-            match found {
-                Some(i) => {
-                    used[i] = true;
-                    plan.new_claims[i].requests.clone()
-                }
-                None if single => {
-                    let mut sum = Resources::new();
-                    for p in &pods {
-                        sum.add(&p.requests);
-                    }
-                    sum
-                }
-                None => Resources::new(),
-            }
-        })
-        .collect()
 }
 
 /// The event reference of the pod at `key` (`namespace/name`), with its uid when known.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::command::Method;
 use crate::model::{CapacityType, Pod, Snapshot};
 use crate::requirements::Requirement;
 
@@ -45,6 +46,18 @@ pub enum Purpose {
     Consolidation,
     /// Drift and other replacements: every node that stays may take the moving pods.
     Drift,
+}
+
+impl Purpose {
+    /// The purpose of the simulations behind a command of `method`.
+    pub fn of(method: Method) -> Purpose {
+        match method {
+            Method::Emptiness
+            | Method::MultiNodeConsolidation
+            | Method::SingleNodeConsolidation => Purpose::Consolidation,
+            Method::Drift | Method::Expiration => Purpose::Drift,
+        }
+    }
 }
 
 pub trait Simulator {
