@@ -7,9 +7,9 @@
 //! pods off, so over one
 //! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
 //! commands running, its answer is fixed by the question and those nodes, and kept for the
-//! same question asked again. A
-//! planning round's many simulations are not kept (copying each answer costs more than the
-//! rare repeat saves); simulations of any other snapshot pass straight through.
+//! same question asked again. A planning round's many simulations are not kept (copying each
+//! answer costs more than the rare repeat saves); simulations of any other snapshot pass
+//! straight through.
 //!
 //! The view's compile itself is kept too: within a generation, with the same commands running,
 //! the view differs only in its time, which a compile does not read, so a planning round and
