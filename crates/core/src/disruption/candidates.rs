@@ -591,11 +591,15 @@ pub fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestam
     if after.is_zero() || !claim.initialized {
         return false;
     }
-    let since = claim
+    now.since(quiet_since(claim)) < after
+}
+
+/// What `consolidateAfter` counts from: the claim's last pod event, else its initialization.
+fn quiet_since(claim: &NodeClaim) -> Timestamp {
+    claim
         .last_pod_event_time
         .or(claim.initialized_at)
-        .unwrap_or(claim.creation_timestamp);
-    now.since(since) < after
+        .unwrap_or(claim.creation_timestamp)
 }
 
 /// The nodes a consolidation's simulation keeps moving pods off: those whose claim is
@@ -629,11 +633,7 @@ fn consolidate_after_blocker(
             nodepool: pool.name.clone(),
         }),
         Some(after) if !after.is_zero() => {
-            let since = claim
-                .last_pod_event_time
-                .or(claim.initialized_at)
-                .unwrap_or(claim.creation_timestamp);
-            let elapsed = now.since(since);
+            let elapsed = now.since(quiet_since(claim));
             (elapsed < after).then(|| Blocker::ConsolidateAfter {
                 remaining: after - elapsed,
             })

@@ -70,7 +70,9 @@ pub fn replacement_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::disruption::command::{Method, Replacement, Target};
+    use crate::disruption::candidates::select_both;
+    use crate::disruption::command::{Method, Replacement};
+    use crate::disruption::consolidation::target;
     use crate::disruption::fixture;
     use crate::resources::CPU;
     use crate::time::Timestamp;
@@ -91,16 +93,9 @@ mod tests {
             let ago = if c.name == "c-n2" { 20_000 } else { 600_000 };
             c.last_pod_event_time = Some(Timestamp(s.now.0 - ago));
         }
-        let target = Target {
-            node: "n1".into(),
-            nodeclaim: "c-n1".into(),
-            nodepool: "default".into(),
-            instance_type: "large".into(),
-            zone: "a".into(),
-            capacity_type: "on-demand".into(),
-            price: 0.4,
-            pods: vec!["default/n1-0".into(), "default/n1-1".into()],
-        };
+        let (graceful, _) = select_both(&s);
+        let n1 = graceful.candidates.iter().find(|c| c.node.name == "n1");
+        let target = target(n1.expect("n1 is a candidate"));
         let replacement = Replacement {
             nodepool: "default".into(),
             requirements: Vec::new(),

@@ -37,7 +37,7 @@ pub fn solve_with(
     options: &Options,
     cache: Option<&mut node_cache::NodeCache>,
 ) -> Plan {
-    let mut world = setup::build_closing(snapshot, cache, !options.closed.is_empty());
+    let mut world = setup::build_with(snapshot, cache, !options.closed.is_empty());
     let mut engine = engine::Engine::new(&mut world, options.clone());
     let unplaced = engine.run();
     let mut plan = engine.finish(snapshot, unplaced);

@@ -278,16 +278,12 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
 
 /// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
 pub fn build(s: &Snapshot) -> World {
-    build_with(s, None)
+    build_with(s, None, false)
 }
 
-/// [`build`], with nodes compiled before taken from `cache` (the result is the same).
-pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> World {
-    build_closing(s, cache, false)
-}
-
-/// [`build_with`] for a solve that closes nodes (see [`Class::from_deleting`]) when `closes`.
-pub fn build_closing(s: &Snapshot, cache: Option<&mut NodeCache>, closes: bool) -> World {
+/// [`build`], with nodes compiled before taken from `cache` (the result is the same), for a
+/// solve that closes nodes (see [`Class::from_deleting`]) when `closes`.
+pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>, closes: bool) -> World {
     let mut t = targets_with(s, cache);
     let schedule = pods_to_schedule(s);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
