@@ -56,4 +56,18 @@ fn main() {
         report.summary.max_nodes,
         report.violations.len()
     );
+    if let Some((ran, waited)) = main_thread_times() {
+        println!("main thread: {ran:.2} s on a core, {waited:.2} s runnable but waiting for one");
+    }
+}
+
+/// The main thread's time on a core and time spent ready to run but waiting for a core, from
+/// the kernel's scheduler statistics (Linux only): the first says how much work the thread
+/// did, the second how much the other threads (and the rest of the machine) held it up.
+fn main_thread_times() -> Option<(f64, f64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let ran = fields.next()??;
+    let waited = fields.next()??;
+    Some((ran as f64 / 1e9, waited as f64 / 1e9))
 }

@@ -2,7 +2,7 @@
 //! the moving pods made pending again, and one solve. A consolidation's solve closes the nodes
 //! still inside their NodePool's `consolidateAfter` to those pods ([`closed_nodes`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -13,6 +13,7 @@ use super::simulate::{
 use crate::labels;
 use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
 use crate::requirements::Operator;
+use crate::scheduling::intern::FastMap;
 use crate::scheduling::node_cache::NodeCache;
 use crate::scheduling::prepared::Prepared;
 use crate::scheduling::{self, Options, Plan, Target};
@@ -127,22 +128,12 @@ impl EngineSimulator {
             Some(cache) => compile_in(cache, snapshot, same),
             None => Prepared::new(snapshot),
         }?;
-        let mut claims_by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, c) in snapshot.node_claims.iter().enumerate() {
-            if let Some(n) = c.node_name.as_deref() {
-                claims_by_name.entry(n).or_default().push(i);
-            }
-            let v = claims_by_name.entry(c.name.as_str()).or_default();
-            if v.last() != Some(&i) {
-                v.push(i);
-            }
-        }
         Some(Box::new(EnginePrepared {
             options: self.options_for(snapshot, purpose),
             snapshot,
             compiled,
-            claims_by_name,
-            types: TypeIndex::new(snapshot),
+            claims_by_name: OnceLock::new(),
+            types: OnceLock::new(),
         }))
     }
 }
@@ -243,13 +234,14 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
             .find(|c| c.node_name.as_deref() == Some(name) || c.name == name)
             .is_none_or(|c| c.initialized)
     };
-    simulation_with(&TypeIndex::new(snapshot), plan, &initialized)
+    let types = TypeIndex::new(snapshot);
+    simulation_with(&|pool, name| types.get(pool, name), plan, &initialized)
 }
 
 /// Each NodePool's instance types by name, so a replacement option is found without a scan
 /// of the NodePool's list. A name listed twice keeps its first entry, as a scan would find.
 struct TypeIndex<'a> {
-    by_pool: HashMap<&'a str, HashMap<&'a str, &'a InstanceType>>,
+    by_pool: FastMap<&'a str, FastMap<&'a str, &'a InstanceType>>,
 }
 
 impl<'a> TypeIndex<'a> {
@@ -258,7 +250,8 @@ impl<'a> TypeIndex<'a> {
             .instance_types
             .iter()
             .map(|(pool, its)| {
-                let mut m: HashMap<&str, &InstanceType> = HashMap::with_capacity(its.len());
+                let mut m: FastMap<&str, &InstanceType> = FastMap::default();
+                m.reserve(its.len());
                 for it in its.iter() {
                     m.entry(it.name.as_str()).or_insert(it);
                 }
@@ -274,8 +267,8 @@ impl<'a> TypeIndex<'a> {
 }
 
 /// [`simulation`] with the lookup "is the claim behind this target initialized?" given.
-fn simulation_with(
-    types: &TypeIndex<'_>,
+fn simulation_with<'t>(
+    type_of: &dyn Fn(&str, &str) -> Option<&'t InstanceType>,
     plan: &Plan,
     initialized: &dyn Fn(&str) -> bool,
 ) -> Simulation {
@@ -319,7 +312,7 @@ fn simulation_with(
             let options: Vec<ReplacementOption> = c
                 .instance_types
                 .iter()
-                .filter_map(|o| types.get(&c.nodepool, plan.name_of(o)))
+                .filter_map(|o| type_of(&c.nodepool, plan.name_of(o)))
                 .filter_map(|it| option(it, zones.as_deref(), &cts))
                 .collect();
             let mut offered: Vec<CapacityType> = cts
@@ -353,9 +346,29 @@ struct EnginePrepared<'a> {
     options: Options,
     snapshot: &'a Snapshot,
     compiled: Prepared,
-    /// Claim indices by node name and by claim name, in snapshot order.
-    claims_by_name: HashMap<&'a str, Vec<usize>>,
-    types: TypeIndex<'a>,
+    /// Claim indices by node name and by claim name, in snapshot order. Both indexes are
+    /// built on first use: a solve that places no pod on a node needs no claim, and one that
+    /// makes no new claim needs no instance type.
+    claims_by_name: OnceLock<FastMap<&'a str, Vec<usize>>>,
+    types: OnceLock<TypeIndex<'a>>,
+}
+
+impl<'a> EnginePrepared<'a> {
+    fn claims_by_name(&self) -> &FastMap<&'a str, Vec<usize>> {
+        self.claims_by_name.get_or_init(|| {
+            let mut by_name: FastMap<&str, Vec<usize>> = FastMap::default();
+            for (i, c) in self.snapshot.node_claims.iter().enumerate() {
+                if let Some(n) = c.node_name.as_deref() {
+                    by_name.entry(n).or_default().push(i);
+                }
+                let v = by_name.entry(c.name.as_str()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+            by_name
+        })
+    }
 }
 
 impl PreparedSimulation for EnginePrepared<'_> {
@@ -366,7 +379,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
         {
             Some(plan) => {
                 let initialized = |name: &str| {
-                    self.claims_by_name
+                    self.claims_by_name()
                         .get(name)
                         .and_then(|ids| {
                             ids.iter()
@@ -375,7 +388,12 @@ impl PreparedSimulation for EnginePrepared<'_> {
                         })
                         .is_none_or(|c| c.initialized)
                 };
-                simulation_with(&self.types, &plan, &initialized)
+                let type_of = |pool: &str, name: &str| {
+                    self.types
+                        .get_or_init(|| TypeIndex::new(self.snapshot))
+                        .get(pool, name)
+                };
+                simulation_with(&type_of, &plan, &initialized)
             }
             None => simulate_with(self.snapshot, &self.options, without, pods),
         }

@@ -1,9 +1,12 @@
 //! One planning round over a snapshot: every method in Karpenter's order, budgets applied,
-//! and a verdict for every managed node saying what will happen to it or why not.
+//! and a verdict for every managed node saying what will happen to it or why not (for callers
+//! that show verdicts).
 //!
 //! Methods claim nodes in order (expiration, emptiness, drift, multi-node consolidation,
 //! single-node consolidation); a node claimed by one method is not offered to the next, and
 //! every simulation treats already-claimed nodes as gone.
+
+mod verdicts;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -21,6 +24,7 @@ use crate::model::{
 };
 use crate::scheduling::intern::FastMap;
 use crate::time::Timestamp;
+use verdicts::Verdicts;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
@@ -33,6 +37,9 @@ pub struct Settings {
     /// save more than the best found. The commands are the same either way: callers that
     /// never show verdicts (the simulator) skip simulations whose only use is the verdict.
     pub only_actionable: bool,
+    /// Return the commands only, no verdicts: for callers that never show them (the
+    /// simulator). The commands are the same either way.
+    pub commands_only: bool,
 }
 
 /// Single-node simulations run in the first batch when the search may stop early: one per
@@ -56,7 +63,8 @@ pub struct Verdict {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DisruptionPlan {
     pub commands: Vec<Command>,
-    /// One per Karpenter-managed node, sorted by node name.
+    /// One per Karpenter-managed node, sorted by node name; none with
+    /// [`Settings::commands_only`].
     pub verdicts: Vec<Verdict>,
 }
 
@@ -193,7 +201,7 @@ fn plan_with_bounds<'s>(
             .expect("working out the saving bounds panicked")
     };
     let mut out = DisruptionPlan::default();
-    let mut verdicts: BTreeMap<String, Verdict> = BTreeMap::new();
+    let mut verdicts = Verdicts::new(!settings.commands_only);
     let mut taken: BTreeSet<String> = BTreeSet::new();
     // Selection and drift read what nodes' labels say; for nodes that did not change since
     // the last round, `kept` has it.
@@ -228,21 +236,16 @@ fn plan_with_bounds<'s>(
             vec![expiring_target(snapshot, claim, node)],
             vec![],
         );
-        verdicts.insert(node.name.clone(), disrupted(&node.name, &cmd));
+        verdicts.set(&node.name, || disrupted(&node.name, &cmd));
         taken.insert(node.name.clone());
         out.commands.push(cmd);
     }
     for (node, blocker) in &graceful.blocked {
-        if !verdicts.contains_key(node) {
-            verdicts.insert(
-                node.clone(),
-                Verdict {
-                    node: node.clone(),
-                    code: blocker.code().into(),
-                    message: blocker.to_string(),
-                },
-            );
-        }
+        verdicts.first(node, || Verdict {
+            node: node.clone(),
+            code: blocker.code().into(),
+            message: blocker.to_string(),
+        });
     }
 
     // Emptiness: every empty candidate within budget, in one command.
@@ -260,18 +263,15 @@ fn plan_with_bounds<'s>(
     for c in ranked.iter().filter(|c| c.is_empty()) {
         match budgets.take(&c.nodepool.name, DisruptionReason::Empty) {
             Ok(()) => empty_targets.push(target(c)),
-            Err(b) => {
-                verdicts.insert(
-                    c.node.name.clone(),
-                    exhausted(&c.node.name, &b, DisruptionReason::Empty),
-                );
-            }
+            Err(b) => verdicts.set(&c.node.name, || {
+                exhausted(&c.node.name, &b, DisruptionReason::Empty)
+            }),
         }
     }
     if !empty_targets.is_empty() {
         let cmd = Command::new(Method::Emptiness, empty_targets, vec![]);
         for t in &cmd.targets {
-            verdicts.insert(t.node.clone(), disrupted(&t.node, &cmd));
+            verdicts.set(&t.node, || disrupted(&t.node, &cmd));
             taken.insert(t.node.clone());
         }
         out.commands.push(cmd);
@@ -323,21 +323,15 @@ fn plan_with_bounds<'s>(
     for (c, reason) in &drifted {
         let name = c.node.name.clone();
         if drift_done {
-            verdicts.insert(
-                name.clone(),
-                Verdict {
-                    node: name,
-                    code: "drift-queued".into(),
-                    message: format!("drifted ({reason}); one drift replacement at a time"),
-                },
-            );
+            verdicts.set(&name, || Verdict {
+                node: name.clone(),
+                code: "drift-queued".into(),
+                message: format!("drifted ({reason}); one drift replacement at a time"),
+            });
             continue;
         }
         if let Err(b) = budgets.take(&c.nodepool.name, DisruptionReason::Drifted) {
-            verdicts.insert(
-                name.clone(),
-                exhausted(&name, &b, DisruptionReason::Drifted),
-            );
+            verdicts.set(&name, || exhausted(&name, &b, DisruptionReason::Drifted));
             continue;
         }
         let mut without = taken.clone();
@@ -346,16 +340,13 @@ fn plan_with_bounds<'s>(
             .get_or_insert_with(|| prepare(simulator, snapshot, Purpose::Drift))
             .simulate(&without, &c.reschedulable_pods);
         if let Some((pod, why)) = sim.failures.first() {
-            verdicts.insert(
-                name.clone(),
-                Verdict {
-                    node: name,
-                    code: "pods-do-not-fit".into(),
-                    message: format!(
-                        "drifted ({reason}) but pods do not fit elsewhere: pod {pod}: {why}"
-                    ),
-                },
-            );
+            verdicts.set(&name, || Verdict {
+                node: name.clone(),
+                code: "pods-do-not-fit".into(),
+                message: format!(
+                    "drifted ({reason}) but pods do not fit elsewhere: pod {pod}: {why}"
+                ),
+            });
             continue;
         }
         let replacements = sim
@@ -377,7 +368,7 @@ fn plan_with_bounds<'s>(
             })
             .collect();
         let cmd = Command::new(Method::Drift, vec![target(c)], replacements);
-        verdicts.insert(name.clone(), disrupted(&name, &cmd));
+        verdicts.set(&name, || disrupted(&name, &cmd));
         taken.insert(name);
         out.commands.push(cmd);
         drift_done = true;
@@ -395,17 +386,14 @@ fn plan_with_bounds<'s>(
         .filter(|c| !taken.contains(&c.node.name) && !c.is_empty())
     {
         if c.nodepool.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty {
-            verdicts.insert(
-                c.node.name.clone(),
-                Verdict {
-                    node: c.node.name.clone(),
-                    code: "policy-when-empty".into(),
-                    message: format!(
-                        "NodePool {} consolidates only empty nodes (WhenEmpty)",
-                        c.nodepool.name
-                    ),
-                },
-            );
+            verdicts.set(&c.node.name, || Verdict {
+                node: c.node.name.clone(),
+                code: "policy-when-empty".into(),
+                message: format!(
+                    "NodePool {} consolidates only empty nodes (WhenEmpty)",
+                    c.nodepool.name
+                ),
+            });
             continue;
         }
         let ((left, binding), already) =
@@ -466,7 +454,7 @@ fn plan_with_bounds<'s>(
     let multi_found = multi.is_some();
     if let Some((n, cmd)) = multi {
         for c in &consolidatable[..n] {
-            verdicts.insert(c.node.name.clone(), disrupted(&c.node.name, &cmd));
+            verdicts.set(&c.node.name, || disrupted(&c.node.name, &cmd));
             taken.insert(c.node.name.clone());
             budgets.record(&c.nodepool.name, 1);
         }
@@ -511,21 +499,19 @@ fn plan_with_bounds<'s>(
         .into_iter()
         .partition(|&i| !settings.only_actionable || (!multi_found && budget_left[i]));
     for i in unsimulated {
-        if verdicts.contains_key(&evaluated[i].node.name) {
-            continue;
-        }
-        let name = evaluated[i].node.name.clone();
-        let v = if budget_left[i] {
-            Verdict {
-                node: name.clone(),
-                code: "not-simulated".into(),
-                message: "not simulated: it could not be this round's command".into(),
+        let name = &evaluated[i].node.name;
+        verdicts.first(name, || {
+            if budget_left[i] {
+                Verdict {
+                    node: name.clone(),
+                    code: "not-simulated".into(),
+                    message: "not simulated: it could not be this round's command".into(),
+                }
+            } else {
+                let binding = &allowances[evaluated[i].nodepool.name.as_str()].1;
+                exhausted(name, binding, DisruptionReason::Underutilized)
             }
-        } else {
-            let binding = allowances[evaluated[i].nodepool.name.as_str()].1.clone();
-            exhausted(&name, &binding, DisruptionReason::Underutilized)
-        };
-        verdicts.entry(name).or_insert(v);
+        });
     }
     // Compiled on the first simulation, like the multi-node search's.
     let prepared_reduced: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
@@ -558,9 +544,9 @@ fn plan_with_bounds<'s>(
                 true
             }
             None => {
-                let name = evaluated[i].node.name.clone();
-                verdicts.entry(name.clone()).or_insert(Verdict {
-                    node: name,
+                let name = &evaluated[i].node.name;
+                verdicts.first(name, || Verdict {
+                    node: name.clone(),
                     code: "not-simulated".into(),
                     message: "not simulated: its pods cannot all move to other nodes, and no replacement could cost less".into(),
                 });
@@ -622,21 +608,18 @@ fn plan_with_bounds<'s>(
         at = end;
     }
     for &i in &queue[at..] {
-        if verdicts.contains_key(&evaluated[i].node.name) {
-            continue;
-        }
-        let name = evaluated[i].node.name.clone();
-        verdicts.entry(name.clone()).or_insert(Verdict {
-            node: name,
+        let name = &evaluated[i].node.name;
+        verdicts.first(name, || Verdict {
+            node: name.clone(),
             code: "not-simulated".into(),
             message: "not simulated: no saving left to find could beat this round's best".into(),
         });
     }
     for (i, r) in results {
-        let name = evaluated[i].node.name.clone();
-        let v = match (&best, r) {
-            (Some((b, cmd)), _) if *b == i => disrupted(&name, cmd),
-            (_, Ok(cmd)) if i >= within && !budget_left[i] => Verdict {
+        let name = &evaluated[i].node.name;
+        match (&best, r) {
+            (Some((b, cmd)), _) if *b == i => verdicts.set(name, || disrupted(name, cmd)),
+            (_, Ok(cmd)) if i >= within && !budget_left[i] => verdicts.set(name, || Verdict {
                 node: name.clone(),
                 code: "budget-exhausted".into(),
                 message: format!(
@@ -645,8 +628,8 @@ fn plan_with_bounds<'s>(
                     cmd.decision.as_str(),
                     cmd.savings_per_hour
                 ),
-            },
-            (_, Ok(cmd)) => Verdict {
+            }),
+            (_, Ok(cmd)) => verdicts.set(name, || Verdict {
                 node: name.clone(),
                 code: "consolidatable".into(),
                 message: format!(
@@ -654,16 +637,14 @@ fn plan_with_bounds<'s>(
                     cmd.decision.as_str(),
                     cmd.savings_per_hour
                 ),
-            },
+            }),
             // An earlier method may already have said something more specific (drift).
-            (_, Err(_)) if verdicts.contains_key(&name) => continue,
-            (_, Err(rej)) => Verdict {
+            (_, Err(rej)) => verdicts.first(name, || Verdict {
                 node: name.clone(),
                 code: rej.code().into(),
                 message: rej.to_string(),
-            },
-        };
-        verdicts.insert(name, v);
+            }),
+        }
     }
     if let Some((i, cmd)) = best {
         taken.insert(evaluated[i].node.name.clone());
@@ -673,18 +654,13 @@ fn plan_with_bounds<'s>(
 
     // Everything else that was a candidate is simply not worth disrupting now.
     for c in &graceful.candidates {
-        if !verdicts.contains_key(&c.node.name) {
-            verdicts.insert(
-                c.node.name.clone(),
-                Verdict {
-                    node: c.node.name.clone(),
-                    code: "no-action".into(),
-                    message: "no disruption method applies".into(),
-                },
-            );
-        }
+        verdicts.first(&c.node.name, || Verdict {
+            node: c.node.name.clone(),
+            code: "no-action".into(),
+            message: "no disruption method applies".into(),
+        });
     }
-    out.verdicts = verdicts.into_values().collect();
+    out.verdicts = verdicts.into_sorted();
     out
 }
 

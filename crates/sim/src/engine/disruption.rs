@@ -62,9 +62,10 @@ impl Engine<'_> {
         let (generation, snapshot) = self.cluster.view_held(self.now, &held);
         let sim = Remembering::new(&self.memo, generation, &held, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
-        // this round's command would only fill verdicts.
+        // this round's command would only fill verdicts, and so would the verdicts themselves.
         let settings = Settings {
             only_actionable: true,
+            commands_only: true,
             ..Settings::default()
         };
         // The view's compile is made on another core while the round selects candidates and

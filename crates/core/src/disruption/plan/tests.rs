@@ -617,7 +617,7 @@ mod properties {
         }
 
         #[test]
-        fn simulating_only_actionable_candidates_gives_the_same_commands(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
+        fn simulating_only_actionable_candidates_or_no_verdicts_gives_the_same_commands(specs in prop::collection::vec(node_spec(), 1..8), budget in 0u32..4) {
             let c = build(&specs, budget);
             let only = Settings { only_actionable: true, ..Settings::default() };
             prop_assert_eq!(&plan(&c.0, &FirstFit, only).commands, &c.plan().commands);
@@ -626,6 +626,16 @@ mod properties {
                 &plan(&c.0, &engine, only).commands,
                 &plan(&c.0, &engine, Settings::default()).commands
             );
+            // Without verdicts, the same commands; and no verdict at all.
+            for settings in [only, Settings::default()] {
+                let quiet = Settings { commands_only: true, ..settings };
+                let full = plan(&c.0, &engine, settings);
+                let bare = plan(&c.0, &engine, quiet);
+                prop_assert_eq!(&bare.commands, &full.commands);
+                prop_assert!(bare.verdicts.is_empty());
+                prop_assert!(!full.verdicts.is_empty() || c.0.nodes.is_empty());
+                prop_assert_eq!(&plan(&c.0, &FirstFit, quiet).commands, &plan(&c.0, &FirstFit, settings).commands);
+            }
             // Small batches make the priciest-first search stop early wherever it can.
             for batch in [1, 2] {
                 prop_assert_eq!(
