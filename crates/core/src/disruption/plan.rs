@@ -8,7 +8,6 @@
 
 mod verdicts;
 
-use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,7 +19,7 @@ use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
 use super::simulate::{PreparedSimulation, Purpose, Simulator, prepare};
 use crate::model::{
-    ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Pod, Snapshot,
+    ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Snapshot,
 };
 use crate::scheduling::intern::FastMap;
 use crate::time::Timestamp;
@@ -413,19 +412,23 @@ fn plan_with_bounds<'s>(
     // Multi-node: the longest prefix that consolidates, found by binary search.
     let mut multi: Option<(usize, Command)> = None;
     let (mut lo, mut hi) = (2usize, consolidatable.len());
-    let taken_before_multi = taken.clone();
-    let multi_snapshot = (lo <= hi).then(|| without_taken(snapshot, &taken));
-    // Compiled on the first simulation a search runs: a round whose every candidate and prefix
+    // Every consolidation simulation of the round runs on one compile of the round's own
+    // snapshot: nodes taken earlier in the round go with each simulation's candidates, as
+    // drift's do. Compiled on the first simulation: a round whose every candidate and prefix
     // the bounds rule out compiles nothing.
-    let multi_sim: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
-    let multi_prepared = || {
-        multi_snapshot
-            .as_deref()
-            .map(|s| &**multi_sim.get_or_init(|| prepare(simulator, s, Purpose::Consolidation)))
+    let consolidation_sim: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
+    let consolidation_prepared = || {
+        &**consolidation_sim.get_or_init(|| prepare(simulator, snapshot, Purpose::Consolidation))
+    };
+    // The simulation consolidating `candidates` after the nodes taken so far.
+    let job_after = |candidates: &[&Candidate<'s>], taken: &BTreeSet<String>| {
+        let mut job = consolidation::job(candidates);
+        job.without.extend(taken.iter().cloned());
+        job
     };
     // What is known without a simulation, built once a search asks.
     let quick: OnceCell<SavingBounds<'_>> = OnceCell::new();
-    while multi_snapshot.is_some() && lo <= hi {
+    while lo <= hi {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
         // A simulation would reject it too: more than one new node, or one that costs as much
@@ -434,10 +437,9 @@ fn plan_with_bounds<'s>(
             hi = mid - 1;
             continue;
         }
-        let Some(sim) = multi_prepared() else { break };
-        let job = consolidation::job(prefix);
+        let job = job_after(prefix, &taken);
         let result = consolidation::decide(
-            &sim.simulate(&job.without, &job.pods),
+            &consolidation_prepared().simulate(&job.without, &job.pods),
             prefix,
             Method::MultiNodeConsolidation,
             settings.features,
@@ -465,10 +467,6 @@ fn plan_with_bounds<'s>(
     // saving within budget. One node is all a single-node command takes, so any candidate whose
     // NodePool still has a node of budget left (after the multi-node command) may act, not only
     // the prefix the multi-node search was limited to.
-    // The single-node simulations run over the same snapshot as the multi-node search when
-    // that search took nothing: the compiled cluster is reused.
-    let reuse = taken == taken_before_multi;
-    let reduced = (!reuse || multi_snapshot.is_none()).then(|| without_taken(snapshot, &taken));
     let mut best: Option<(usize, Command)> = None;
     let mut results: Vec<(usize, Result<Command, Rejection>)> = Vec::new();
     let within = consolidatable.len();
@@ -513,14 +511,6 @@ fn plan_with_bounds<'s>(
             }
         });
     }
-    // Compiled on the first simulation, like the multi-node search's.
-    let prepared_reduced: OnceCell<Box<dyn PreparedSimulation + '_>> = OnceCell::new();
-    let single_prepared = || match &reduced {
-        Some(r) => {
-            &**prepared_reduced.get_or_init(|| prepare(simulator, r, Purpose::Consolidation))
-        }
-        None => multi_prepared().expect("a snapshot is prepared whenever none is reused"),
-    };
     // Stopping early needs every candidate open to act and savings bounded by the price:
     // finite prices, and no replacement that pays.
     let early = settings.only_actionable
@@ -578,11 +568,11 @@ fn plan_with_bounds<'s>(
         };
         let jobs: Vec<_> = queue[at..end]
             .iter()
-            .map(|&i| consolidation::job(&[evaluated[i]]))
+            .map(|&i| job_after(&[evaluated[i]], &taken))
             .collect();
         for (&i, sim) in queue[at..end]
             .iter()
-            .zip(&single_prepared().simulate_all(&jobs))
+            .zip(&consolidation_prepared().simulate_all(&jobs))
         {
             let c = evaluated[i];
             let one = [c];
@@ -707,36 +697,5 @@ fn expiring_target(
 
 /// A copy of the snapshot without the nodes (and their pods' bindings) already claimed, so
 /// later simulations do not place pods on nodes that are going away.
-fn without_taken<'s>(snapshot: &'s Snapshot, taken: &BTreeSet<String>) -> Cow<'s, Snapshot> {
-    if taken.is_empty() {
-        return Cow::Borrowed(snapshot);
-    }
-    // Only what stays is copied.
-    Cow::Owned(Snapshot {
-        now: snapshot.now,
-        nodepools: snapshot.nodepools.clone(),
-        instance_types: snapshot.instance_types.clone(),
-        nodes: snapshot
-            .nodes
-            .iter()
-            .filter(|n| !taken.contains(&n.name))
-            .cloned()
-            .collect(),
-        node_claims: snapshot.node_claims.clone(),
-        pods: snapshot
-            .pods
-            .iter()
-            .filter(|p: &&Pod| p.node_name.as_ref().is_none_or(|n| !taken.contains(n)))
-            .cloned()
-            .collect(),
-        daemonsets: snapshot.daemonsets.clone(),
-        pdbs: snapshot.pdbs.clone(),
-        persistent_volume_claims: snapshot.persistent_volume_claims.clone(),
-        persistent_volumes: snapshot.persistent_volumes.clone(),
-        storage_classes: snapshot.storage_classes.clone(),
-        namespaces: snapshot.namespaces.clone(),
-    })
-}
-
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,8 @@ use crate::disruption::candidates::DO_NOT_DISRUPT;
 use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation};
 use crate::labels;
 use crate::model::{
-    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodePool, Offering, OwnerRef, PodPhase,
+    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodePool, Offering, OwnerRef, Pod,
+    PodPhase,
 };
 use crate::resources::{CPU, Resources};
 use crate::time::Timestamp;
@@ -785,4 +786,40 @@ fn single_node_consolidation_is_not_limited_to_the_first_budgeted_candidates() {
     assert_eq!(p.commands.len(), 1, "{:?}", p.verdicts);
     assert_eq!(p.commands[0].targets[0].node, "b");
     assert_eq!(p.commands[0].decision.as_str(), "delete");
+}
+
+#[test]
+fn nodes_taken_earlier_in_a_round_hold_nothing_in_its_later_simulations() {
+    // Emptiness takes `e`; `c`'s pod would fit on `e` and nowhere else. Launched claims report
+    // their allocatable, as they do once launched: a taken node's claim must not stand in for
+    // the node as a claim still to register.
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("e", "big", "on-demand", &[])
+    .node("c", "big", "on-demand", &[1500]);
+    for (claim, node) in c.0.node_claims.iter_mut().zip(&c.0.nodes) {
+        claim.allocatable = node.allocatable.clone();
+    }
+    let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+    for p in [
+        plan(&c.0, &engine, Settings::default()),
+        plan(&c.0, &FirstFit, Settings::default()),
+    ] {
+        let methods: Vec<Method> = p.commands.iter().map(|c| c.method).collect();
+        assert_eq!(
+            methods,
+            [Method::Emptiness, Method::SingleNodeConsolidation],
+            "{p:?}"
+        );
+        let replace = &p.commands[1];
+        assert_eq!(replace.targets[0].node, "c");
+        assert_eq!(replace.replacements.len(), 1, "{replace}");
+        assert_eq!(
+            replace.replacements[0].instance_types,
+            ["small"],
+            "{replace}"
+        );
+    }
 }
