@@ -695,7 +695,5 @@ fn expiring_target(
     }
 }
 
-/// A copy of the snapshot without the nodes (and their pods' bindings) already claimed, so
-/// later simulations do not place pods on nodes that are going away.
 #[cfg(test)]
 mod tests;
