@@ -10,6 +10,7 @@
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::cost;
@@ -138,8 +139,9 @@ pub struct Candidate<'a> {
     pub node: &'a Node,
     pub claim: &'a NodeClaim,
     pub nodepool: &'a NodePool,
-    pub instance_type: String,
-    pub zone: String,
+    /// Shared with the round's memory of the node's labels, so a candidate copies no text.
+    pub instance_type: Arc<str>,
+    pub zone: Arc<str>,
     pub capacity_type: Option<CapacityType>,
     /// The hourly price of the offering the node runs on (0 when unknown).
     pub price: f64,
@@ -203,8 +205,8 @@ fn ownerless_blocker(pod: &Pod) -> Option<Blocker> {
         .then(|| Blocker::PodHasNoController { pod: pod.key() })
 }
 
-fn pdb_blocker(pod: &Pod, pdbs: &[&PodDisruptionBudget]) -> Option<Blocker> {
-    let matching: Vec<&&PodDisruptionBudget> = pdbs
+fn pdb_blocker(pod: &Pod, pdbs: &[PodDisruptionBudget]) -> Option<Blocker> {
+    let matching: Vec<&PodDisruptionBudget> = pdbs
         .iter()
         .filter(|b| b.namespace == pod.namespace)
         .filter(|b| b.selector.as_ref().is_some_and(|s| s.matches(&pod.labels)))
@@ -268,8 +270,8 @@ pub fn select_only<'a>(
 fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
     let mut out = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
-    for &node in &t.nodes {
-        let (claim, pool, pods) = match admitted(t, node, node.labels.get(labels::NODEPOOL)) {
+    for (at, &node) in t.nodes.iter().enumerate() {
+        let (claim, pool, pods) = match admitted(t, at, node.labels.get(labels::NODEPOOL)) {
             Ok(found) => found,
             Err(b) => {
                 out.blocked.push((node.name.clone(), b));
@@ -279,7 +281,7 @@ fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> 
         let pod_blockers_apply =
             class == MethodClass::Graceful || claim.termination_grace_period.is_none();
         let blocker = pod_blockers_apply
-            .then(|| pod_blocker(pods, &t.pdbs, snapshot.now))
+            .then(|| pod_blocker(pods, &snapshot.pdbs, snapshot.now))
             .flatten()
             .or_else(|| {
                 (class == MethodClass::Graceful)
@@ -316,75 +318,131 @@ pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>)
 pub fn select_both_counted<'a>(
     snapshot: &'a Snapshot,
 ) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
-    select_both_with(snapshot, None)
+    let lists = Lists {
+        blocked: true,
+        eventual_whole: true,
+    };
+    let s = select_both_with(snapshot, None, lists);
+    (s.graceful, s.eventual, s.counts)
 }
 
-/// [`select_both_counted`], with what nodes' labels say kept across rounds in `kept`.
-#[allow(clippy::type_complexity)]
-pub(super) fn select_both_kept<'a>(
+/// A planning round's selection (see [`select_round`]).
+pub(super) struct RoundSelection<'a> {
+    /// The graceful methods' candidates, and (when asked for) their blocked nodes.
+    pub graceful: Selection<'a>,
+    /// Every eventual candidate that is not a graceful one: every graceful candidate is an
+    /// eventual one too, since nothing blocks the eventual methods that does not block the
+    /// graceful ones.
+    pub eventual_only: Vec<Candidate<'a>>,
+    pub counts: BTreeMap<String, (u32, u32)>,
+}
+
+/// The selection a planning round reads, with what nodes' labels say kept across rounds in
+/// `kept`. Each candidate is built once and held once; blocked nodes are listed only when
+/// `blocked` is set (a round without verdicts reads none).
+pub(super) fn select_round<'a>(
     snapshot: &'a Snapshot,
     kept: &mut NodeRound<'_, 'a>,
-) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
-    select_both_with(snapshot, Some(kept))
+    blocked: bool,
+) -> RoundSelection<'a> {
+    let s = select_both_with(
+        snapshot,
+        Some(kept),
+        Lists {
+            blocked,
+            eventual_whole: false,
+        },
+    );
+    RoundSelection {
+        graceful: s.graceful,
+        eventual_only: s.eventual.candidates,
+        counts: s.counts,
+    }
 }
 
-#[allow(clippy::type_complexity)]
+/// What [`select_both_with`] lists besides the graceful candidates.
+#[derive(Clone, Copy)]
+struct Lists {
+    /// Both classes' blocked nodes.
+    blocked: bool,
+    /// Every eventual candidate, the graceful ones copied; otherwise only those that are not
+    /// graceful ones, and no candidate is copied.
+    eventual_whole: bool,
+}
+
+struct Both<'a> {
+    graceful: Selection<'a>,
+    eventual: Selection<'a>,
+    counts: BTreeMap<String, (u32, u32)>,
+}
+
+/// Both classes in one pass, listing what `lists` asks for.
 fn select_both_with<'a>(
     snapshot: &'a Snapshot,
     mut kept: Option<&mut NodeRound<'_, 'a>>,
-) -> (Selection<'a>, Selection<'a>, BTreeMap<String, (u32, u32)>) {
+    lists: Lists,
+) -> Both<'a> {
     let t = Tables::new(snapshot, None);
     let now = snapshot.now;
     let mut graceful = Selection::with_capacity(t.nodes.len());
     let mut eventual = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
     let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
-    for &node in &t.nodes {
+    for (at, &node) in t.nodes.iter().enumerate() {
         let pool_label = node.labels.get(labels::NODEPOOL);
         if let Some(pool) = pool_label
-            && let Some(claim) = t.claims_by_node.get(node.name.as_str())
+            && let Some(claim) = t.claim_of[t.entry[at] as usize]
         {
             count_for_budget(&mut counts, pool, node, claim);
         }
-        let (claim, pool, pods) = match admitted(&t, node, pool_label) {
+        let (claim, pool, pods) = match admitted(&t, at, pool_label) {
             Ok(found) => found,
             Err(b) => {
-                graceful.blocked.push((node.name.clone(), b.clone()));
-                eventual.blocked.push((node.name.clone(), b));
+                if lists.blocked {
+                    graceful.blocked.push((node.name.clone(), b.clone()));
+                    eventual.blocked.push((node.name.clone(), b));
+                }
                 continue;
             }
         };
         // Graceful methods always respect pod blockers, so they are always worked out.
-        let pod_block = pod_blocker(pods, &t.pdbs, now);
+        let pod_block = pod_blocker(pods, &snapshot.pdbs, now);
         let eventual_block = if claim.termination_grace_period.is_none() {
             pod_block.clone()
         } else {
             None
         };
         let graceful_block = pod_block.or_else(|| consolidate_after_blocker(pool, claim, now));
-        let c = (graceful_block.is_none() || eventual_block.is_none()).then(|| {
+        let graceful_takes = graceful_block.is_none();
+        if graceful_takes || eventual_block.is_none() {
             let facts = match kept.as_deref_mut() {
-                Some(k) => k.facts(node, pool, |it, zone, ct| {
-                    node_price(&t.types, &pool.name, it, zone, ct)
-                }),
+                Some(k) => k.facts(node, pool, |it, zone, ct| t.price(&pool.name, it, zone, ct)),
                 None => t.facts(node, pool),
             };
-            candidate(node, claim, pool, pods, facts, now, &mut scratch)
-        });
-        match graceful_block {
-            Some(b) => graceful.blocked.push((node.name.clone(), b)),
-            None => graceful
-                .candidates
-                .push(c.clone().expect("built when a class takes it")),
+            let c = candidate(node, claim, pool, pods, facts, now, &mut scratch);
+            match (graceful_takes, lists.eventual_whole) {
+                (true, true) => {
+                    graceful.candidates.push(c.clone());
+                    eventual.candidates.push(c);
+                }
+                (true, false) => graceful.candidates.push(c),
+                (false, _) => eventual.candidates.push(c),
+            }
         }
-        match eventual_block {
-            Some(b) => eventual.blocked.push((node.name.clone(), b)),
-            None => eventual
-                .candidates
-                .push(c.expect("built when a class takes it")),
+        if lists.blocked {
+            if let Some(b) = graceful_block {
+                graceful.blocked.push((node.name.clone(), b));
+            }
+            if let Some(b) = eventual_block {
+                eventual.blocked.push((node.name.clone(), b));
+            }
         }
     }
-    (graceful, eventual, owned_counts(counts))
+    Both {
+        graceful,
+        eventual,
+        counts: owned_counts(counts),
+    }
 }
 
 impl Selection<'_> {
@@ -396,29 +454,56 @@ impl Selection<'_> {
     }
 }
 
-/// What selection looks up per node, built once per snapshot. Lookup tables only (nothing
-/// iterates them), the last entry of a key winning as a map built in order would have it.
+/// What selection looks up per node, built once per snapshot: the nodes by name, and per
+/// node its claim and its pods, found by the node's position rather than by hashing its name
+/// again. Nodes sharing a name share one entry, the last claim of a node name winning, as a map
+/// built in order would have it.
 struct Tables<'a> {
-    claims_by_node: FastMap<&'a str, &'a NodeClaim>,
+    /// The nodes by name.
+    nodes: Vec<&'a Node>,
+    /// Per node, the position of the first node of its name: the entry it reads.
+    entry: Vec<u32>,
+    /// Per entry, the last claim naming that node.
+    claim_of: Vec<Option<&'a NodeClaim>>,
+    /// Per entry `e`, its pods in snapshot order: `pods[starts[e]..starts[e + 1]]`.
+    pods: Vec<&'a Pod>,
+    starts: Vec<u32>,
     /// Built at the first node whose claim is not found by node name (rare: a claim names
     /// its node once registered).
     claims_by_provider: OnceCell<FastMap<&'a str, &'a NodeClaim>>,
     claims: &'a [NodeClaim],
     wanted_provider: Option<FastSet<&'a str>>,
     pools: FastMap<&'a str, &'a NodePool>,
-    pods_by_node: FastMap<&'a str, Vec<&'a Pod>>,
-    types: FastMap<(&'a str, &'a str), &'a InstanceType>,
-    pdbs: Vec<&'a PodDisruptionBudget>,
-    /// The nodes by name.
-    nodes: Vec<&'a Node>,
+    /// Built when a node's facts are worked out, not answered from memory.
+    types: OnceCell<FastMap<(&'a str, &'a str), &'a InstanceType>>,
+    snapshot: &'a Snapshot,
 }
 
 impl<'a> Tables<'a> {
     /// What `node`'s labels say, its price looked up among `pool`'s instance types.
     fn facts(&self, node: &Node, pool: &NodePool) -> NodeFacts {
-        NodeFacts::of(node, |it, zone, ct| {
-            node_price(&self.types, &pool.name, it, zone, ct)
-        })
+        NodeFacts::of(node, |it, zone, ct| self.price(&pool.name, it, zone, ct))
+    }
+
+    /// [`node_price`] among the instance types of the NodePools the nodes name.
+    fn price(&self, pool: &str, it: &str, zone: &str, ct: Option<CapacityType>) -> f64 {
+        let types = self.types.get_or_init(|| {
+            let pools: FastSet<&str> = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.labels.get(labels::NODEPOOL).map(String::as_str))
+                .collect();
+            let mut types = FastMap::default();
+            for (pool, its) in &self.snapshot.instance_types {
+                if pools.contains(pool.as_str()) {
+                    for it in its.iter() {
+                        types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
+                    }
+                }
+            }
+            types
+        });
+        node_price(types, pool, it, zone, ct)
     }
 
     /// Claims by provider ID, the last of an ID winning as a map built in order would have it.
@@ -433,6 +518,12 @@ impl<'a> Tables<'a> {
         })
     }
 
+    /// The pods of the node at position `at` in `nodes`.
+    fn pods_of(&self, at: usize) -> &[&'a Pod] {
+        let e = self.entry[at] as usize;
+        &self.pods[self.starts[e] as usize..self.starts[e + 1] as usize]
+    }
+
     /// The tables for every node, or (`only`) for the nodes of those names: then only what
     /// those nodes look up is entered, each entry as the full tables have it.
     fn new(snapshot: &'a Snapshot, only: Option<&[&str]>) -> Self {
@@ -445,85 +536,79 @@ impl<'a> Tables<'a> {
                 .collect(),
         };
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        let wanted: Option<FastSet<&str>> =
-            only.map(|_| nodes.iter().map(|n| n.name.as_str()).collect());
+        let mut by_name: FastMap<&str, u32> = FastMap::default();
+        by_name.reserve(nodes.len());
+        let entry: Vec<u32> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| *by_name.entry(n.name.as_str()).or_insert(i as u32))
+            .collect();
         let wanted_provider: Option<FastSet<&str>> =
             only.map(|_| nodes.iter().map(|n| n.provider_id.as_str()).collect());
-        let wanted_pool: Option<FastSet<&str>> = only.map(|_| {
-            nodes
-                .iter()
-                .filter_map(|n| n.labels.get(labels::NODEPOOL).map(String::as_str))
-                .collect()
-        });
-        let asked =
-            |set: &Option<FastSet<&str>>, key: &str| set.as_ref().is_none_or(|s| s.contains(key));
-        let mut claims_by_node: FastMap<&str, &NodeClaim> = FastMap::default();
-        claims_by_node.reserve(if only.is_some() {
-            nodes.len()
-        } else {
-            snapshot.node_claims.len()
-        });
-        claims_by_node.extend(
-            snapshot
-                .node_claims
-                .iter()
-                .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
-                .filter(|(n, _)| asked(&wanted, n)),
-        );
+        let mut claim_of = vec![None; nodes.len()];
+        for c in &snapshot.node_claims {
+            if let Some(e) = c.node_name.as_deref().and_then(|n| by_name.get(n)) {
+                claim_of[*e as usize] = Some(c);
+            }
+        }
+        // Pods grouped by entry in one counting pass, each group in snapshot order.
+        let placed: Vec<(u32, &Pod)> = snapshot
+            .pods
+            .iter()
+            .filter_map(|p| Some((*by_name.get(p.node_name.as_deref()?)?, p)))
+            .collect();
+        let mut starts = vec![0u32; nodes.len() + 1];
+        for (e, _) in &placed {
+            starts[*e as usize + 1] += 1;
+        }
+        for i in 0..nodes.len() {
+            starts[i + 1] += starts[i];
+        }
+        let mut next = starts.clone();
+        let mut pods: Vec<Option<&Pod>> = vec![None; placed.len()];
+        for (e, p) in placed {
+            pods[next[e as usize] as usize] = Some(p);
+            next[e as usize] += 1;
+        }
         let pools = snapshot
             .nodepools
             .iter()
             .map(|p| (p.name.as_str(), p))
             .collect();
-        let mut pods_by_node: FastMap<&str, Vec<&Pod>> = FastMap::default();
-        pods_by_node.reserve(nodes.len());
-        for p in &snapshot.pods {
-            if let Some(n) = &p.node_name
-                && asked(&wanted, n)
-            {
-                pods_by_node.entry(n.as_str()).or_default().push(p);
-            }
-        }
-        let mut types: FastMap<(&str, &str), &InstanceType> = FastMap::default();
-        for (pool, its) in &snapshot.instance_types {
-            if !asked(&wanted_pool, pool) {
-                continue;
-            }
-            types.reserve(its.len());
-            for it in its.iter() {
-                types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
-            }
-        }
         Tables {
-            claims_by_node,
+            nodes,
+            entry,
+            claim_of,
+            pods: pods
+                .into_iter()
+                .map(|p| p.expect("every slot is filled"))
+                .collect(),
+            starts,
             claims_by_provider: OnceCell::new(),
             claims: &snapshot.node_claims,
             wanted_provider,
             pools,
-            pods_by_node,
-            types,
-            pdbs: snapshot.pdbs.iter().collect(),
-            nodes,
+            types: OnceCell::new(),
+            snapshot,
         }
     }
 }
 
 /// The checks both method classes make, in their order: the node's claim, NodePool and pods,
-/// or the first reason it is not a candidate for any method.
+/// or the first reason it is not a candidate for any method. `at` is the node's position in
+/// the tables.
 #[allow(clippy::type_complexity)]
 fn admitted<'a, 't>(
     t: &'t Tables<'a>,
-    node: &'a Node,
+    at: usize,
     pool_label: Option<&String>,
 ) -> Result<(&'a NodeClaim, &'a NodePool, &'t [&'a Pod]), Blocker> {
+    let node = t.nodes[at];
     let Some(pool_name) = pool_label else {
         return Err(Blocker::NotManaged);
     };
-    let claim = t
-        .claims_by_node
-        .get(node.name.as_str())
-        .or_else(|| t.by_provider().get(node.provider_id.as_str()))
-        .copied();
+    let claim = t.claim_of[t.entry[at] as usize]
+        .or_else(|| t.by_provider().get(node.provider_id.as_str()).copied());
     let Some(claim) = claim else {
         return Err(Blocker::NoNodeClaim);
     };
@@ -545,17 +630,12 @@ fn admitted<'a, 't>(
     {
         return Err(Blocker::NodeDoNotDisrupt);
     }
-    let pods: &[&Pod] = t
-        .pods_by_node
-        .get(node.name.as_str())
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    Ok((claim, pool, pods))
+    Ok((claim, pool, t.pods_of(at)))
 }
 
 /// The blocker of the first blocked pod by key (the earliest on equal keys): keys are built
 /// only for blocked pods, not to sort every pod of every node.
-fn pod_blocker(pods: &[&Pod], pdbs: &[&PodDisruptionBudget], now: Timestamp) -> Option<Blocker> {
+fn pod_blocker(pods: &[&Pod], pdbs: &[PodDisruptionBudget], now: Timestamp) -> Option<Blocker> {
     let mut first: Option<(String, Blocker)> = None;
     for p in pods.iter().filter(|p| is_active(p)) {
         let b = do_not_disrupt_until(p, now)

@@ -30,8 +30,8 @@ pub fn target(c: &Candidate<'_>) -> Target {
         node: c.node.name.clone(),
         nodeclaim: c.claim.name.clone(),
         nodepool: c.nodepool.name.clone(),
-        instance_type: c.instance_type.clone(),
-        zone: c.zone.clone(),
+        instance_type: c.instance_type.to_string(),
+        zone: c.zone.to_string(),
         capacity_type: c
             .capacity_type
             .map(|ct| ct.as_str().to_string())
@@ -225,14 +225,11 @@ pub fn decide(
         .cloned()
         .collect();
     // Replacing a node with its own type (or a pricier one) only churns.
-    let removed_types: BTreeSet<&str> = candidates
-        .iter()
-        .map(|c| c.instance_type.as_str())
-        .collect();
+    let removed_types: BTreeSet<&str> = candidates.iter().map(|c| &*c.instance_type).collect();
     if method == Method::MultiNodeConsolidation
         && let Some(floor) = candidates
             .iter()
-            .filter(|c| options.iter().any(|o| o.instance_type == c.instance_type))
+            .filter(|c| options.iter().any(|o| *o.instance_type == *c.instance_type))
             .map(|c| c.price)
             .min_by(f64::total_cmp)
     {

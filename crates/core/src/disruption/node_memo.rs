@@ -263,8 +263,8 @@ fn with_kept<R>(
 /// the hourly price of the offering they name (0 when unknown).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct NodeFacts {
-    pub instance_type: String,
-    pub zone: String,
+    pub instance_type: Arc<str>,
+    pub zone: Arc<str>,
     pub capacity_type: Option<CapacityType>,
     pub price: f64,
 }
@@ -276,12 +276,10 @@ impl NodeFacts {
         node: &Node,
         price: impl FnOnce(&str, &str, Option<CapacityType>) -> f64,
     ) -> NodeFacts {
-        let instance_type = node
-            .labels
-            .get(labels::INSTANCE_TYPE)
-            .cloned()
-            .unwrap_or_default();
-        let zone = node.labels.get(labels::ZONE).cloned().unwrap_or_default();
+        let label =
+            |k: &str| -> Arc<str> { node.labels.get(k).map(String::as_str).unwrap_or("").into() };
+        let instance_type = label(labels::INSTANCE_TYPE);
+        let zone = label(labels::ZONE);
         let capacity_type = node
             .labels
             .get(labels::CAPACITY_TYPE)

@@ -12,7 +12,7 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, select_both_kept};
+use super::candidates::{Candidate, select_round};
 use super::command::{Command, Method};
 use super::consolidation::{self, Features, Rejection, target};
 use super::node_memo::NodeMemo;
@@ -205,8 +205,9 @@ fn plan_with_bounds<'s>(
     // Selection and drift read what nodes' labels say; for nodes that did not change since
     // the last round, `kept` has it.
     let mut node_round = kept.round(snapshot);
-    let (graceful, eventual, counts) = select_both_kept(snapshot, &mut node_round);
-    let mut budgets = Budgets::new(snapshot, counts);
+    let selection = select_round(snapshot, &mut node_round, !settings.commands_only);
+    let graceful = selection.graceful;
+    let mut budgets = Budgets::new(snapshot, selection.counts);
 
     // Expiration is forceful: no budgets, no blockers, no replacement first.
     // The first node of each name, as a scan of the node list would find it; built only once
@@ -293,9 +294,10 @@ fn plan_with_bounds<'s>(
             .get(&(pool, name))
             .copied()
     };
-    let mut drifted: Vec<(&Candidate<'_>, String)> = eventual
+    let mut drifted: Vec<(&Candidate<'_>, String)> = graceful
         .candidates
         .iter()
+        .chain(&selection.eventual_only)
         .filter(|c| !taken.contains(&c.node.name))
         .filter_map(|c| {
             let pool = c.nodepool.name.as_str();

@@ -486,8 +486,8 @@ mod tests {
             node: s.nodes.iter().find(|n| n.name == on).unwrap(),
             claim,
             nodepool: pool,
-            instance_type: String::new(),
-            zone: String::new(),
+            instance_type: "".into(),
+            zone: "".into(),
             capacity_type: None,
             price,
             reschedulable_pods: s

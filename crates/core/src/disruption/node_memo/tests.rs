@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::disruption::bench::cluster;
-use crate::disruption::candidates::{Selection, select_both_counted, select_both_kept};
+use crate::disruption::candidates::{
+    Candidate, RoundSelection, Selection, select_both_counted, select_round,
+};
 use crate::disruption::drift::drift_reason;
 use crate::labels;
 use crate::requirements::Operator;
@@ -131,26 +133,46 @@ fn apply(s: &mut Snapshot, op: &Op, write: &mut u64) {
     }
 }
 
-/// What selection says of every node: the candidates with what their labels say, and the
-/// blocked nodes, in both classes.
-fn selected(s: (Selection<'_>, Selection<'_>, BTreeMap<String, (u32, u32)>)) -> String {
-    let show = |sel: &Selection<'_>| {
-        let candidates: Vec<_> = sel
-            .candidates
-            .iter()
+/// What selection says of every node: the graceful candidates with what their labels say,
+/// the graceful blocked nodes, the eventual candidates by node name, and the budget counts.
+fn selected(
+    graceful: &Selection<'_>,
+    mut eventual: Vec<&Candidate<'_>>,
+    counts: &BTreeMap<String, (u32, u32)>,
+) -> String {
+    let show = |cs: &mut dyn Iterator<Item = &Candidate<'_>>| {
+        let candidates: Vec<_> = cs
             .map(|c| {
                 (
-                    &c.node.name,
-                    &c.instance_type,
-                    &c.zone,
+                    c.node.name.clone(),
+                    c.instance_type.clone(),
+                    c.zone.clone(),
                     c.capacity_type,
                     c.price,
                 )
             })
             .collect();
-        format!("{candidates:?} {:?}", sel.blocked)
+        format!("{candidates:?}")
     };
-    format!("{}\n{}\n{:?}", show(&s.0), show(&s.1), s.2)
+    eventual.sort_by(|a, b| a.node.name.cmp(&b.node.name));
+    format!(
+        "{} {:?}\n{}\n{counts:?}",
+        show(&mut graceful.candidates.iter()),
+        graceful.blocked,
+        show(&mut eventual.into_iter()),
+    )
+}
+
+/// [`selected`] of a round's selection: its eventual candidates are the graceful ones and
+/// the eventual-only ones.
+fn round_selected(s: &RoundSelection<'_>) -> String {
+    let eventual = s
+        .graceful
+        .candidates
+        .iter()
+        .chain(&s.eventual_only)
+        .collect();
+    selected(&s.graceful, eventual, &s.counts)
 }
 
 /// Every node's drift reason through the memo, and worked out directly; selection through
@@ -162,10 +184,9 @@ fn reasons(s: &Snapshot, memo: &NodeMemo) -> (Vec<Option<String>>, Vec<Option<St
         .get(&pool.name)
         .map_or(&[][..], |v| v.as_slice());
     let mut round = memo.round(s);
-    assert_eq!(
-        selected(select_both_kept(s, &mut round)),
-        selected(select_both_counted(s))
-    );
+    let (graceful, eventual, counts) = select_both_counted(s);
+    let fresh = selected(&graceful, eventual.candidates.iter().collect(), &counts);
+    assert_eq!(round_selected(&select_round(s, &mut round, true)), fresh);
     let mut kept = Vec::new();
     let mut fresh = Vec::new();
     for node in &s.nodes {
@@ -228,4 +249,28 @@ fn a_node_at_a_known_version_is_not_checked_again() {
     // Selection's facts: worked out at first sight and after the version moved, taken from
     // memory otherwise (new requirements leave them be).
     assert_eq!(memo.facts_counts(), (3 * n - 3, n + 1));
+}
+
+#[test]
+fn a_round_without_blocked_nodes_selects_the_same_candidates() {
+    let mut s = versioned(40);
+    // Some nodes blocked for the graceful methods only, some for both.
+    s.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
+    let now = s.now;
+    for (i, c) in s.node_claims.iter_mut().enumerate() {
+        match i % 3 {
+            0 => c.last_pod_event_time = Some(now),
+            1 => c.initialized = false,
+            _ => {}
+        }
+    }
+    let memo = NodeMemo::default();
+    let listed = select_round(&s, &mut memo.round(&s), true);
+    let unlisted = select_round(&s, &mut memo.round(&s), false);
+    assert!(!listed.graceful.blocked.is_empty());
+    assert!(!listed.eventual_only.is_empty());
+    assert!(unlisted.graceful.blocked.is_empty());
+    let without_blocked =
+        round_selected(&listed).replacen(&format!("{:?}", listed.graceful.blocked), "[]", 1);
+    assert_eq!(round_selected(&unlisted), without_blocked);
 }
