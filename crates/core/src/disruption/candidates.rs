@@ -242,13 +242,15 @@ fn node_price(
 ) -> f64 {
     types
         .get(&(nodepool, it))
-        .and_then(|i| {
-            i.offerings
-                .iter()
-                .find(|o| o.zone == zone && Some(o.capacity_type) == ct)
-                .map(|o| o.price)
-        })
-        .unwrap_or(0.0)
+        .map_or(0.0, |i| offering_price(i, zone, ct))
+}
+
+/// The hourly price of `it`'s offering in `zone` with capacity type `ct` (0 when it has none).
+fn offering_price(it: &InstanceType, zone: &str, ct: Option<CapacityType>) -> f64 {
+    it.offerings
+        .iter()
+        .find(|o| o.zone == zone && Some(o.capacity_type) == ct)
+        .map_or(0.0, |o| o.price)
 }
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
@@ -485,25 +487,33 @@ impl<'a> Tables<'a> {
         NodeFacts::of(node, |it, zone, ct| self.price(&pool.name, it, zone, ct))
     }
 
-    /// [`node_price`] among the instance types of the NodePools the nodes name.
+    /// [`node_price`], the instance type the first of its name in the NodePool's list. Tables
+    /// for a few nodes scan that list; tables for every node look it up in a map of every
+    /// NodePool's types, built at the first price asked for.
     fn price(&self, pool: &str, it: &str, zone: &str, ct: Option<CapacityType>) -> f64 {
+        if self.is_partial() {
+            let found = self
+                .snapshot
+                .instance_types
+                .get(pool)
+                .and_then(|its| its.iter().find(|t| t.name == it));
+            return found.map_or(0.0, |t| offering_price(t, zone, ct));
+        }
         let types = self.types.get_or_init(|| {
-            let pools: FastSet<&str> = self
-                .nodes
-                .iter()
-                .filter_map(|n| n.labels.get(labels::NODEPOOL).map(String::as_str))
-                .collect();
             let mut types = FastMap::default();
             for (pool, its) in &self.snapshot.instance_types {
-                if pools.contains(pool.as_str()) {
-                    for it in its.iter() {
-                        types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
-                    }
+                for it in its.iter() {
+                    types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
                 }
             }
             types
         });
         node_price(types, pool, it, zone, ct)
+    }
+
+    /// Whether the tables are for the nodes of some names only ([`select_only`]).
+    fn is_partial(&self) -> bool {
+        self.wanted_provider.is_some()
     }
 
     /// Claims by provider ID, the last of an ID winning as a map built in order would have it.
@@ -685,6 +695,14 @@ fn quiet_since(claim: &NodeClaim) -> Timestamp {
 /// The nodes a consolidation's simulation keeps moving pods off: those whose claim is
 /// [`under_consolidate_after`]. None of them is a consolidation candidate.
 pub fn closed_nodes(snapshot: &Snapshot) -> BTreeSet<String> {
+    closed_node_names(snapshot)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// [`closed_nodes`], borrowed from the snapshot, for lookups only.
+pub(super) fn closed_node_names(snapshot: &Snapshot) -> FastSet<&str> {
     let pools: FastMap<&str, &NodePool> = snapshot
         .nodepools
         .iter()
@@ -694,9 +712,9 @@ pub fn closed_nodes(snapshot: &Snapshot) -> BTreeSet<String> {
         .node_claims
         .iter()
         .filter_map(|c| {
-            let node = c.node_name.as_ref()?;
+            let node = c.node_name.as_deref()?;
             let pool = pools.get(c.nodepool.as_str())?;
-            under_consolidate_after(pool, c, snapshot.now).then(|| node.clone())
+            under_consolidate_after(pool, c, snapshot.now).then_some(node)
         })
         .collect()
 }

@@ -34,7 +34,7 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 
-use super::candidates::{Candidate, closed_nodes};
+use super::candidates::{Candidate, closed_node_names};
 use crate::labels;
 use crate::model::{CapacityType, Pod, Snapshot};
 use crate::requirements::Operator;
@@ -66,7 +66,7 @@ pub struct SavingBounds<'a> {
     /// The cheapest of `types` that holds a sum of requests, worked out once per sum.
     holding: RefCell<FastMap<Pair, f64>>,
     /// The free room of the nodes of each name.
-    by_name: FastMap<&'a str, Vec<Pair>>,
+    by_name: FastMap<&'a str, Rooms>,
     /// Per threshold, the room of every node that meets it (see [`room`]).
     rooms: RefCell<FastMap<Pair, Pair>>,
     /// The most cpu and the most memory of any instance type: more than one new node holds.
@@ -117,6 +117,7 @@ impl<'a> SavingBounds<'a> {
         // every simulator (which may count more, never less).
         let pod_requests: Vec<Pair> = snapshot.pods.iter().map(requests).collect();
         let mut used: FastMap<&str, Pair> = FastMap::default();
+        used.reserve(snapshot.nodes.len());
         for (p, &r) in snapshot.pods.iter().zip(&pod_requests) {
             if p.is_terminal() {
                 continue;
@@ -137,9 +138,10 @@ impl<'a> SavingBounds<'a> {
             .filter(|c| c.initialized && c.deletion_timestamp.is_none())
             .map(|c| (c.node_name.as_deref().unwrap_or(&c.name), &c.allocatable))
             .filter(|(name, _)| !node_names.contains(name));
-        let closed = closed_nodes(snapshot);
+        let closed = closed_node_names(snapshot);
         let mut free = Vec::with_capacity(snapshot.nodes.len());
-        let mut by_name: FastMap<&str, Vec<Pair>> = FastMap::default();
+        let mut by_name: FastMap<&str, Rooms> = FastMap::default();
+        by_name.reserve(snapshot.nodes.len());
         for (name, allocatable) in nodes.chain(claims) {
             if closed.contains(name) {
                 continue;
@@ -190,7 +192,7 @@ impl<'a> SavingBounds<'a> {
             .map(|p| self.requests_of(p))
             .collect();
         let name = c.node.name.as_str();
-        let own = self.by_name.get(name).map_or(&[][..], Vec::as_slice);
+        let own = self.by_name.get(name).map_or(&[][..], Rooms::as_slice);
         let stranded = pods
             .iter()
             .filter(|&&q| !self.fits_elsewhere(q, name))
@@ -243,7 +245,7 @@ impl<'a> SavingBounds<'a> {
         let taken = names
             .iter()
             .filter_map(|n| self.by_name.get(n))
-            .flatten()
+            .flat_map(Rooms::as_slice)
             .fold((0, 0), |a, &f| add(a, room(f)));
         let have = add(
             (all.0.saturating_sub(taken.0), all.1.saturating_sub(taken.1)),
@@ -360,6 +362,36 @@ fn meeting<'f, 'a>(
 }
 
 /// A pod's `(cpu, memory)` requests.
+/// The free rooms of the nodes of one name: nearly always one, kept without a vector.
+#[derive(Debug, Default)]
+enum Rooms {
+    #[default]
+    None,
+    One(Pair),
+    Many(Vec<Pair>),
+}
+
+impl Rooms {
+    fn push(&mut self, room: Pair) {
+        *self = match std::mem::take(self) {
+            Rooms::None => Rooms::One(room),
+            Rooms::One(first) => Rooms::Many(vec![first, room]),
+            Rooms::Many(mut all) => {
+                all.push(room);
+                Rooms::Many(all)
+            }
+        };
+    }
+
+    fn as_slice(&self) -> &[Pair] {
+        match self {
+            Rooms::None => &[],
+            Rooms::One(room) => std::slice::from_ref(room),
+            Rooms::Many(all) => all,
+        }
+    }
+}
+
 fn requests(p: &crate::model::Pod) -> Pair {
     (p.requests.get(CPU), p.requests.get(MEMORY))
 }
