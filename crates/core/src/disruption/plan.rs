@@ -168,37 +168,13 @@ pub fn plan_kept(
 }
 
 /// [`plan`] with `batch` single-node simulations at a time when the search may stop early.
-fn plan_in_batches(
-    snapshot: &Snapshot,
-    simulator: &dyn Simulator,
-    settings: Settings,
-    batch: usize,
-    kept: &NodeMemo,
-) -> DisruptionPlan {
-    // The saving bounds read only the snapshot: they are worked out on another thread while
-    // this one selects candidates and checks drift, both of which come before any use.
-    std::thread::scope(|scope| {
-        let bounds = scope.spawn(|| SavingBounds::new(snapshot));
-        plan_with_bounds(snapshot, simulator, settings, batch, bounds, kept)
-    })
-}
-
-fn plan_with_bounds<'s>(
+fn plan_in_batches<'s>(
     snapshot: &'s Snapshot,
     simulator: &dyn Simulator,
     settings: Settings,
     batch: usize,
-    bounds: std::thread::ScopedJoinHandle<'_, SavingBounds<'s>>,
     kept: &NodeMemo,
 ) -> DisruptionPlan {
-    let pending_bounds = std::cell::Cell::new(Some(bounds));
-    let bounds_of = || {
-        pending_bounds
-            .take()
-            .expect("the bounds are joined once")
-            .join()
-            .expect("working out the saving bounds panicked")
-    };
     let mut out = DisruptionPlan::default();
     let mut verdicts = Verdicts::new(!settings.commands_only);
     let mut taken: BTreeSet<String> = BTreeSet::new();
@@ -428,8 +404,11 @@ fn plan_with_bounds<'s>(
         job.without.extend(taken.iter().cloned());
         job
     };
-    // What is known without a simulation, built once a search asks.
+    // What is known without a simulation, built once a search asks. It is built on this
+    // thread: built on another one meanwhile, it took the second core from the compile the
+    // round's first simulation waits for, and the round waited for both.
     let quick: OnceCell<SavingBounds<'_>> = OnceCell::new();
+    let bounds_of = || SavingBounds::new(snapshot);
     while lo <= hi {
         let mid = (lo + hi) / 2;
         let prefix = &consolidatable[..mid];
