@@ -38,8 +38,8 @@ use super::candidates::{Candidate, closed_node_names};
 use crate::labels;
 use crate::model::{CapacityType, Pod, Snapshot};
 use crate::requirements::Operator;
-use crate::resources::{CPU, MEMORY};
-use crate::scheduling::intern::{FastMap, FastSet};
+use crate::resources::{CPU, MEMORY, Resources};
+use crate::scheduling::intern::FastMap;
 
 /// `(cpu, memory)`: a pod's requests, a node's free room, or a threshold on either.
 type Pair = (i64, i64);
@@ -65,8 +65,10 @@ pub struct SavingBounds<'a> {
     types: Vec<(Pair, f64)>,
     /// The cheapest of `types` that holds a sum of requests, worked out once per sum.
     holding: RefCell<FastMap<Pair, f64>>,
-    /// The free room of the nodes of each name.
-    by_name: FastMap<&'a str, Rooms>,
+    /// Per name of a node or claim, its slot in `rooms_of`: the free rooms of the nodes (or
+    /// claims) of that name, none when closed.
+    slots: FastMap<&'a str, u32>,
+    rooms_of: Vec<Rooms>,
     /// Per threshold, the room of every node that meets it (see [`room`]).
     rooms: RefCell<FastMap<Pair, Pair>>,
     /// The most cpu and the most memory of any instance type: more than one new node holds.
@@ -116,43 +118,60 @@ impl<'a> SavingBounds<'a> {
         // Terminal pods hold nothing; every other bound pod counts against its node, as in
         // every simulator (which may count more, never less).
         let pod_requests: Vec<Pair> = snapshot.pods.iter().map(requests).collect();
-        let mut used: FastMap<&str, Pair> = FastMap::default();
-        used.reserve(snapshot.nodes.len());
+        // One slot per name of a node, or of an initialized claim no node is named after; the
+        // nodes' names are entered first.
+        let mut slots: FastMap<&str, u32> = FastMap::default();
+        slots.reserve(snapshot.nodes.len());
+        let mut owners: Vec<(&str, &Resources)> = Vec::with_capacity(snapshot.nodes.len());
+        let mut slot_of: Vec<u32> = Vec::with_capacity(snapshot.nodes.len());
+        for n in &snapshot.nodes {
+            let next = slots.len() as u32;
+            slot_of.push(*slots.entry(n.name.as_str()).or_insert(next));
+            owners.push((n.name.as_str(), &n.allocatable));
+        }
+        let node_slots = slots.len() as u32;
+        for c in &snapshot.node_claims {
+            if !c.initialized || c.deletion_timestamp.is_some() {
+                continue;
+            }
+            let name = c.node_name.as_deref().unwrap_or(&c.name);
+            let next = slots.len() as u32;
+            let slot = *slots.entry(name).or_insert(next);
+            if slot >= node_slots {
+                slot_of.push(slot);
+                owners.push((name, &c.allocatable));
+            }
+        }
+        let mut used = vec![(0, 0); slots.len()];
         for (p, &r) in snapshot.pods.iter().zip(&pod_requests) {
             if p.is_terminal() {
                 continue;
             }
-            if let Some(node) = &p.node_name {
-                let u = used.entry(node.as_str()).or_default();
-                *u = add(*u, r);
+            if let Some(&slot) = p.node_name.as_deref().and_then(|n| slots.get(n)) {
+                used[slot as usize] = add(used[slot as usize], r);
             }
         }
-        let nodes = snapshot
-            .nodes
-            .iter()
-            .map(|n| (n.name.as_str(), &n.allocatable));
-        let node_names: FastSet<&str> = snapshot.nodes.iter().map(|n| n.name.as_str()).collect();
-        let claims = snapshot
-            .node_claims
-            .iter()
-            .filter(|c| c.initialized && c.deletion_timestamp.is_none())
-            .map(|c| (c.node_name.as_deref().unwrap_or(&c.name), &c.allocatable))
-            .filter(|(name, _)| !node_names.contains(name));
-        let closed = closed_node_names(snapshot);
-        let mut free = Vec::with_capacity(snapshot.nodes.len());
-        let mut by_name: FastMap<&str, Rooms> = FastMap::default();
-        by_name.reserve(snapshot.nodes.len());
-        for (name, allocatable) in nodes.chain(claims) {
-            if closed.contains(name) {
+        let mut closed = vec![false; slots.len()];
+        for name in closed_node_names(snapshot) {
+            if let Some(&slot) = slots.get(name) {
+                closed[slot as usize] = true;
+            }
+        }
+        let mut free = Vec::with_capacity(owners.len());
+        let mut rooms_of = Vec::new();
+        rooms_of.resize_with(slots.len(), Rooms::default);
+        for ((name, allocatable), slot) in owners.into_iter().zip(slot_of) {
+            let slot = slot as usize;
+            if closed[slot] {
                 continue;
             }
-            let u = used.get(name).copied().unwrap_or_default();
+            let u = used[slot];
             let f = (
                 allocatable.get(CPU).saturating_sub(u.0),
                 allocatable.get(MEMORY).saturating_sub(u.1),
             );
             free.push((f, name));
-            by_name.entry(name).or_default().push(f);
+            rooms_of[slot].push(f);
         }
         free.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
         let frontier = frontier_of(free.iter().copied());
@@ -172,12 +191,20 @@ impl<'a> SavingBounds<'a> {
             frontier,
             types,
             holding: RefCell::default(),
-            by_name,
+            slots,
+            rooms_of,
             rooms: RefCell::default(),
             largest,
             pods: &snapshot.pods,
             requests: pod_requests,
         }
+    }
+
+    /// The free rooms of the nodes named `name`, closed ones left out.
+    fn rooms_named(&self, name: &str) -> &[Pair] {
+        self.slots
+            .get(name)
+            .map_or(&[][..], |&s| self.rooms_of[s as usize].as_slice())
     }
 
     /// At least what any single-node command for `c` saves: its price, or its price less the
@@ -192,7 +219,7 @@ impl<'a> SavingBounds<'a> {
             .map(|p| self.requests_of(p))
             .collect();
         let name = c.node.name.as_str();
-        let own = self.by_name.get(name).map_or(&[][..], Rooms::as_slice);
+        let own = self.rooms_named(name);
         let stranded = pods
             .iter()
             .filter(|&&q| !self.fits_elsewhere(q, name))
@@ -244,8 +271,7 @@ impl<'a> SavingBounds<'a> {
         let all = self.room_meeting((0, 0));
         let taken = names
             .iter()
-            .filter_map(|n| self.by_name.get(n))
-            .flat_map(Rooms::as_slice)
+            .flat_map(|n| self.rooms_named(n))
             .fold((0, 0), |a, &f| add(a, room(f)));
         let have = add(
             (all.0.saturating_sub(taken.0), all.1.saturating_sub(taken.1)),
