@@ -57,6 +57,8 @@ pub struct SavingBounds<'a> {
     /// Every node's free room: allocatable less the requests of its pods (may be negative),
     /// by cpu, then memory, most first.
     free: Vec<(Pair, &'a str)>,
+    /// The slot (in `slots`) of each of `free`'s names.
+    free_slots: Vec<u32>,
     /// The free rooms no other one covers in both cpu and memory, by cpu ascending (so memory
     /// descending), each with its node's name; equal rooms of different nodes are all kept.
     frontier: Vec<(Pair, &'a str)>,
@@ -170,10 +172,12 @@ impl<'a> SavingBounds<'a> {
                 allocatable.get(CPU).saturating_sub(u.0),
                 allocatable.get(MEMORY).saturating_sub(u.1),
             );
-            free.push((f, name));
+            free.push((f, name, slot as u32));
             rooms_of[slot].push(f);
         }
-        free.sort_unstable_by_key(|&((cpu, mem), _)| (Reverse(cpu), Reverse(mem)));
+        free.sort_unstable_by_key(|&((cpu, mem), _, _)| (Reverse(cpu), Reverse(mem)));
+        let (free, free_slots): (Vec<(Pair, &str)>, Vec<u32>) =
+            free.into_iter().map(|(f, n, s)| ((f, n), s)).unzip();
         let frontier = frontier_of(free.iter().copied());
         let largest = snapshot
             .instance_types
@@ -188,6 +192,7 @@ impl<'a> SavingBounds<'a> {
         SavingBounds {
             floor,
             free,
+            free_slots,
             frontier,
             types,
             holding: RefCell::default(),
@@ -265,14 +270,21 @@ impl<'a> SavingBounds<'a> {
             .iter()
             .flat_map(|c| &c.reschedulable_pods)
             .fold((0, 0), |a, p| add(a, self.requests_of(p)));
-        let mut names: Vec<&str> = prefix.iter().map(|c| c.node.name.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
+        // The prefix's nodes by slot, each name once: their rooms are taken, and they are not
+        // among the other nodes.
+        let mut in_prefix = vec![false; self.rooms_of.len()];
+        let mut taken = (0, 0);
+        for c in prefix {
+            if let Some(&slot) = self.slots.get(c.node.name.as_str())
+                && !std::mem::replace(&mut in_prefix[slot as usize], true)
+            {
+                taken = self.rooms_of[slot as usize]
+                    .as_slice()
+                    .iter()
+                    .fold(taken, |a, &f| add(a, room(f)));
+            }
+        }
         let all = self.room_meeting((0, 0));
-        let taken = names
-            .iter()
-            .flat_map(|n| self.rooms_named(n))
-            .fold((0, 0), |a, &f| add(a, room(f)));
         let have = add(
             (all.0.saturating_sub(taken.0), all.1.saturating_sub(taken.1)),
             self.largest,
@@ -283,8 +295,9 @@ impl<'a> SavingBounds<'a> {
         let outside = frontier_of(
             self.free
                 .iter()
-                .copied()
-                .filter(|(_, n)| names.binary_search(n).is_err()),
+                .zip(&self.free_slots)
+                .filter(|&(_, &slot)| !in_prefix[slot as usize])
+                .map(|(&room, _)| room),
         );
         let stranded = prefix
             .iter()
