@@ -33,6 +33,20 @@ impl Resources {
         self.0.get(name).copied().unwrap_or(0)
     }
 
+    /// The cpu and memory amounts (0 when absent), in one pass over the list: two ordered
+    /// lookups would compare names more often than a pod's few entries hold.
+    pub fn cpu_and_memory(&self) -> (i64, i64) {
+        let (mut cpu, mut memory) = (0, 0);
+        for (name, &amount) in &self.0 {
+            match name.as_str() {
+                CPU => cpu = amount,
+                MEMORY => memory = amount,
+                _ => {}
+            }
+        }
+        (cpu, memory)
+    }
+
     pub fn set(&mut self, name: &str, amount: i64) {
         if amount == 0 {
             self.0.remove(name);
@@ -163,6 +177,24 @@ pub fn format_amount(name: &str, amount: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_and_memory_are_what_get_reads() {
+        let lists = [
+            Resources::new(),
+            Resources::new().with(CPU, 250),
+            Resources::new().with(MEMORY, 1 << 20),
+            Resources::new()
+                .with("ephemeral-storage", 7)
+                .with(CPU, 500)
+                .with(MEMORY, 3)
+                .with(PODS, 1)
+                .with("nvidia.com/gpu", 2),
+        ];
+        for r in &lists {
+            assert_eq!(r.cpu_and_memory(), (r.get(CPU), r.get(MEMORY)), "{r:?}");
+        }
+    }
 
     #[test]
     fn fits_compares_only_requested_resources() {

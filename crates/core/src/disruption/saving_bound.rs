@@ -432,7 +432,7 @@ impl Rooms {
 }
 
 fn requests(p: &crate::model::Pod) -> Pair {
-    (p.requests.get(CPU), p.requests.get(MEMORY))
+    p.requests.cpu_and_memory()
 }
 
 /// The capacity types a new node of `pool` may have: those its `In` requirements on
