@@ -21,5 +21,6 @@ pub mod plan;
 pub mod replacement_requests;
 pub mod saving_bound;
 pub mod simulate;
+mod type_index;
 pub mod upstream;
 pub mod validate;

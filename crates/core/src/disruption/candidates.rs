@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::cost;
 use super::duration::parse_go_duration;
 use super::node_memo::{NodeFacts, NodeRound};
+use super::type_index::TypeIndex;
 use crate::labels;
 use crate::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, Pod, PodDisruptionBudget, Snapshot,
@@ -231,20 +232,6 @@ fn pdb_blocker(pod: &Pod, pdbs: &[PodDisruptionBudget]) -> Option<Blocker> {
     })
 }
 
-/// The hourly price of the offering matching the node's zone and capacity type (0 when
-/// unknown); instance types are found through `types`, the first of each name per NodePool.
-fn node_price(
-    types: &FastMap<(&str, &str), &InstanceType>,
-    nodepool: &str,
-    it: &str,
-    zone: &str,
-    ct: Option<CapacityType>,
-) -> f64 {
-    types
-        .get(&(nodepool, it))
-        .map_or(0.0, |i| offering_price(i, zone, ct))
-}
-
 /// The hourly price of `it`'s offering in `zone` with capacity type `ct` (0 when it has none).
 fn offering_price(it: &InstanceType, zone: &str, ct: Option<CapacityType>) -> f64 {
     it.offerings
@@ -255,7 +242,8 @@ fn offering_price(it: &InstanceType, zone: &str, ct: Option<CapacityType>) -> f6
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
 pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
-    select_in(&Tables::new(snapshot, None), snapshot, class)
+    let types = OnceCell::new();
+    select_in(&Tables::new(snapshot, None, &types), snapshot, class)
 }
 
 /// [`select`] of the nodes named in `names` only (a re-check's few targets): each node's
@@ -266,10 +254,11 @@ pub fn select_only<'a>(
     class: MethodClass,
     names: &[&str],
 ) -> Selection<'a> {
-    select_in(&Tables::new(snapshot, Some(names)), snapshot, class)
+    let types = OnceCell::new();
+    select_in(&Tables::new(snapshot, Some(names), &types), snapshot, class)
 }
 
-fn select_in<'a>(t: &Tables<'a>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
+fn select_in<'a>(t: &Tables<'a, '_>, snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
     let mut out = Selection::with_capacity(t.nodes.len());
     let mut scratch = Vec::new();
     for (at, &node) in t.nodes.iter().enumerate() {
@@ -324,7 +313,8 @@ pub fn select_both_counted<'a>(
         blocked: true,
         eventual_whole: true,
     };
-    let s = select_both_with(snapshot, None, lists);
+    let types = OnceCell::new();
+    let s = select_both_with(snapshot, None, lists, &types);
     (s.graceful, s.eventual, s.counts)
 }
 
@@ -341,11 +331,13 @@ pub(super) struct RoundSelection<'a> {
 
 /// The selection a planning round reads, with what nodes' labels say kept across rounds in
 /// `kept`. Each candidate is built once and held once; blocked nodes are listed only when
-/// `blocked` is set (a round without verdicts reads none).
+/// `blocked` is set (a round without verdicts reads none). `types` is the round's index of
+/// instance types, built here if a price is looked up.
 pub(super) fn select_round<'a>(
     snapshot: &'a Snapshot,
     kept: &mut NodeRound<'_, 'a>,
     blocked: bool,
+    types: &OnceCell<TypeIndex<'a>>,
 ) -> RoundSelection<'a> {
     let s = select_both_with(
         snapshot,
@@ -354,6 +346,7 @@ pub(super) fn select_round<'a>(
             blocked,
             eventual_whole: false,
         },
+        types,
     );
     RoundSelection {
         graceful: s.graceful,
@@ -383,8 +376,9 @@ fn select_both_with<'a>(
     snapshot: &'a Snapshot,
     mut kept: Option<&mut NodeRound<'_, 'a>>,
     lists: Lists,
+    types: &OnceCell<TypeIndex<'a>>,
 ) -> Both<'a> {
-    let t = Tables::new(snapshot, None);
+    let t = Tables::new(snapshot, None, types);
     let now = snapshot.now;
     let mut graceful = Selection::with_capacity(t.nodes.len());
     let mut eventual = Selection::with_capacity(t.nodes.len());
@@ -460,7 +454,7 @@ impl Selection<'_> {
 /// node its claim and its pods, found by the node's position rather than by hashing its name
 /// again. Nodes sharing a name share one entry, the last claim of a node name winning, as a map
 /// built in order would have it.
-struct Tables<'a> {
+struct Tables<'a, 't> {
     /// The nodes by name.
     nodes: Vec<&'a Node>,
     /// Per node, the position of the first node of its name: the entry it reads.
@@ -477,38 +471,32 @@ struct Tables<'a> {
     wanted_provider: Option<FastSet<&'a str>>,
     pools: FastMap<&'a str, &'a NodePool>,
     /// Built when a node's facts are worked out, not answered from memory.
-    types: OnceCell<FastMap<(&'a str, &'a str), &'a InstanceType>>,
+    types: &'t OnceCell<TypeIndex<'a>>,
     snapshot: &'a Snapshot,
 }
 
-impl<'a> Tables<'a> {
+impl<'a, 't> Tables<'a, 't> {
     /// What `node`'s labels say, its price looked up among `pool`'s instance types.
     fn facts(&self, node: &Node, pool: &NodePool) -> NodeFacts {
         NodeFacts::of(node, |it, zone, ct| self.price(&pool.name, it, zone, ct))
     }
 
-    /// [`node_price`], the instance type the first of its name in the NodePool's list. Tables
-    /// for a few nodes scan that list; tables for every node look it up in a map of every
+    /// The hourly price of the offering of `pool`'s instance type `it` in `zone` with `ct`
+    /// (0 when unknown), the type the first of its name in the NodePool's list. Tables for a
+    /// few nodes scan that list; tables for every node look it up in the index of every
     /// NodePool's types, built at the first price asked for.
     fn price(&self, pool: &str, it: &str, zone: &str, ct: Option<CapacityType>) -> f64 {
-        if self.is_partial() {
-            let found = self
-                .snapshot
+        let found = if self.is_partial() {
+            self.snapshot
                 .instance_types
                 .get(pool)
-                .and_then(|its| its.iter().find(|t| t.name == it));
-            return found.map_or(0.0, |t| offering_price(t, zone, ct));
-        }
-        let types = self.types.get_or_init(|| {
-            let mut types = FastMap::default();
-            for (pool, its) in &self.snapshot.instance_types {
-                for it in its.iter() {
-                    types.entry((pool.as_str(), it.name.as_str())).or_insert(it);
-                }
-            }
-            types
-        });
-        node_price(types, pool, it, zone, ct)
+                .and_then(|its| its.iter().find(|t| t.name == it))
+        } else {
+            self.types
+                .get_or_init(|| TypeIndex::new(self.snapshot))
+                .get(pool, it)
+        };
+        found.map_or(0.0, |t| offering_price(t, zone, ct))
     }
 
     /// Whether the tables are for the nodes of some names only ([`select_only`]).
@@ -536,7 +524,11 @@ impl<'a> Tables<'a> {
 
     /// The tables for every node, or (`only`) for the nodes of those names: then only what
     /// those nodes look up is entered, each entry as the full tables have it.
-    fn new(snapshot: &'a Snapshot, only: Option<&[&str]>) -> Self {
+    fn new(
+        snapshot: &'a Snapshot,
+        only: Option<&[&str]>,
+        types: &'t OnceCell<TypeIndex<'a>>,
+    ) -> Self {
         let mut nodes: Vec<&Node> = match only {
             None => snapshot.nodes.iter().collect(),
             Some(names) => snapshot
@@ -598,7 +590,7 @@ impl<'a> Tables<'a> {
             claims: &snapshot.node_claims,
             wanted_provider,
             pools,
-            types: OnceCell::new(),
+            types,
             snapshot,
         }
     }
@@ -609,7 +601,7 @@ impl<'a> Tables<'a> {
 /// the tables.
 #[allow(clippy::type_complexity)]
 fn admitted<'a, 't>(
-    t: &'t Tables<'a>,
+    t: &'t Tables<'a, '_>,
     at: usize,
     pool_label: Option<&String>,
 ) -> Result<(&'a NodeClaim, &'a NodePool, &'t [&'a Pod]), Blocker> {

@@ -10,6 +10,7 @@ use super::candidates::closed_nodes;
 use super::simulate::{
     Job, PreparedSimulation, Purpose, ReplacementOption, SimulatedClaim, Simulation, Simulator,
 };
+use super::type_index::TypeIndex;
 use crate::labels;
 use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
 use crate::requirements::Operator;
@@ -236,34 +237,6 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
     };
     let types = TypeIndex::new(snapshot);
     simulation_with(&|pool, name| types.get(pool, name), plan, &initialized)
-}
-
-/// Each NodePool's instance types by name, so a replacement option is found without a scan
-/// of the NodePool's list. A name listed twice keeps its first entry, as a scan would find.
-struct TypeIndex<'a> {
-    by_pool: FastMap<&'a str, FastMap<&'a str, &'a InstanceType>>,
-}
-
-impl<'a> TypeIndex<'a> {
-    fn new(s: &'a Snapshot) -> TypeIndex<'a> {
-        let by_pool = s
-            .instance_types
-            .iter()
-            .map(|(pool, its)| {
-                let mut m: FastMap<&str, &InstanceType> = FastMap::default();
-                m.reserve(its.len());
-                for it in its.iter() {
-                    m.entry(it.name.as_str()).or_insert(it);
-                }
-                (pool.as_str(), m)
-            })
-            .collect();
-        TypeIndex { by_pool }
-    }
-
-    fn get(&self, pool: &str, name: &str) -> Option<&'a InstanceType> {
-        self.by_pool.get(pool)?.get(name).copied()
-    }
 }
 
 /// [`simulation`] with the lookup "is the claim behind this target initialized?" given.

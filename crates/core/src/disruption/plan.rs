@@ -18,9 +18,8 @@ use super::consolidation::{self, Features, Rejection, target};
 use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
 use super::simulate::{PreparedSimulation, Purpose, Simulator, prepare};
-use crate::model::{
-    ConsolidationPolicy, DisruptionReason, InstanceType, Node, NodeClaim, NodePool, Snapshot,
-};
+use super::type_index::TypeIndex;
+use crate::model::{ConsolidationPolicy, DisruptionReason, Node, NodeClaim, NodePool, Snapshot};
 use crate::scheduling::intern::FastMap;
 use crate::time::Timestamp;
 use verdicts::Verdicts;
@@ -181,7 +180,9 @@ fn plan_in_batches<'s>(
     // Selection and drift read what nodes' labels say; for nodes that did not change since
     // the last round, `kept` has it.
     let mut node_round = kept.round(snapshot);
-    let selection = select_round(snapshot, &mut node_round, !settings.commands_only);
+    // The round's index of instance types, built when selection or drift first asks.
+    let types = OnceCell::new();
+    let selection = select_round(snapshot, &mut node_round, !settings.commands_only, &types);
     let graceful = selection.graceful;
     let mut budgets = Budgets::new(snapshot, selection.counts);
 
@@ -253,21 +254,10 @@ fn plan_in_batches<'s>(
     }
 
     // Drift: empty drifted nodes first, then the longest drifted; one command per round.
-    // Instance types by NodePool and name, built only if a drift check asks for one.
-    let types: OnceCell<FastMap<(&str, &str), &InstanceType>> = OnceCell::new();
     let type_of = |pool: &str, name: &str| {
         types
-            .get_or_init(|| {
-                let mut m = FastMap::default();
-                for (pool, its) in &snapshot.instance_types {
-                    for it in its.iter() {
-                        m.entry((pool.as_str(), it.name.as_str())).or_insert(it);
-                    }
-                }
-                m
-            })
-            .get(&(pool, name))
-            .copied()
+            .get_or_init(|| TypeIndex::new(snapshot))
+            .get(pool, name)
     };
     let mut drifted: Vec<(&Candidate<'_>, String)> = graceful
         .candidates

@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use super::*;
@@ -186,7 +187,10 @@ fn reasons(s: &Snapshot, memo: &NodeMemo) -> (Vec<Option<String>>, Vec<Option<St
     let mut round = memo.round(s);
     let (graceful, eventual, counts) = select_both_counted(s);
     let fresh = selected(&graceful, eventual.candidates.iter().collect(), &counts);
-    assert_eq!(round_selected(&select_round(s, &mut round, true)), fresh);
+    assert_eq!(
+        round_selected(&select_round(s, &mut round, true, &OnceCell::new())),
+        fresh
+    );
     let mut kept = Vec::new();
     let mut fresh = Vec::new();
     for node in &s.nodes {
@@ -265,8 +269,8 @@ fn a_round_without_blocked_nodes_selects_the_same_candidates() {
         }
     }
     let memo = NodeMemo::default();
-    let listed = select_round(&s, &mut memo.round(&s), true);
-    let unlisted = select_round(&s, &mut memo.round(&s), false);
+    let listed = select_round(&s, &mut memo.round(&s), true, &OnceCell::new());
+    let unlisted = select_round(&s, &mut memo.round(&s), false, &OnceCell::new());
     assert!(!listed.graceful.blocked.is_empty());
     assert!(!listed.eventual_only.is_empty());
     assert!(unlisted.graceful.blocked.is_empty());
