@@ -114,6 +114,9 @@ pub struct ExistingC {
     pub taints: Vec<Taint>,
     pub available: Res,
     pub initialized: bool,
+    /// The one value its requirements allow for the NodePool label, if exactly one: the
+    /// NodePool that owns it, read once here rather than searched for per NodePool.
+    pub nodepool: Option<u32>,
 }
 
 /// The user-written constraints shared by identical pods.
@@ -434,6 +437,15 @@ pub fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
     r
 }
 
+/// The one value `reqs` allow for the NodePool label (not complemented), if exactly one.
+pub fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
+    let set = reqs.get(interner.get(labels::NODEPOOL)?)?;
+    match set.values.as_slice() {
+        [v] if !set.complement => Some(*v),
+        _ => None,
+    }
+}
+
 pub fn claim_reqs(claim: &NodeClaim, interner: &mut Interner) -> Reqs {
     let mut r = reqs::compile_all(&claim.requirements, interner);
     let l = Reqs::from_labels(&claim.labels, interner);
@@ -444,4 +456,32 @@ pub fn claim_reqs(claim: &NodeClaim, interner: &mut Interner) -> Reqs {
         r.add(host, ValueSet::one(v), None, interner);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::requirements::{Operator, Requirement};
+
+    fn value_of(reqs: &[Requirement]) -> Option<String> {
+        let mut interner = Interner::default();
+        let compiled = reqs::compile_all(reqs, &mut interner);
+        nodepool_value(&compiled, &interner).map(|v| interner.name(v).to_string())
+    }
+
+    #[test]
+    fn only_one_allowed_nodepool_names_an_owner() {
+        let pool = |op, values: &[&str]| Requirement::new(labels::NODEPOOL, op, values);
+        assert_eq!(
+            value_of(&[pool(Operator::In, &["default"])]).as_deref(),
+            Some("default")
+        );
+        assert_eq!(value_of(&[pool(Operator::In, &["a", "b"])]), None);
+        assert_eq!(value_of(&[pool(Operator::NotIn, &["a"])]), None);
+        assert_eq!(value_of(&[pool(Operator::Exists, &[])]), None);
+        assert_eq!(
+            value_of(&[Requirement::single(labels::ZONE, "us-east-1a")]),
+            None
+        );
+    }
 }

@@ -34,6 +34,9 @@ struct Entry {
     reqs: Reqs,
     /// The ids the node's last compile interned and its requirements renamed to them.
     last: (Arc<Vec<u32>>, Arc<Reqs>),
+    /// The position in `trace` of the node's one NodePool label value
+    /// ([`compile::nodepool_value`]).
+    nodepool_at: Option<u32>,
     /// The compile that last used the entry.
     used: u64,
 }
@@ -107,13 +110,14 @@ impl NodeCache {
         g
     }
 
-    /// `node`'s requirements compiled with `interner`, and every id the compile interned in
-    /// call order; the same as [`compile::node_reqs`] with the interner tracing.
+    /// `node`'s requirements compiled with `interner`, every id the compile interned in call
+    /// order, and the requirements' NodePool value; the same as [`compile::node_reqs`] with
+    /// the interner tracing, then [`compile::nodepool_value`].
     pub(super) fn node_reqs(
         &mut self,
         node: &Node,
         interner: &mut Interner,
-    ) -> (Arc<Reqs>, Arc<Vec<u32>>) {
+    ) -> (Arc<Reqs>, Arc<Vec<u32>>, Option<u32>) {
         let now = self.compiles;
         if let Some(e) = self.entries.get_mut(&node.name)
             && (known_version(&e.version, node) || e.labels.same(&node.labels))
@@ -158,7 +162,8 @@ impl NodeCache {
             } else {
                 self.same_ids += 1;
             }
-            return (e.last.1.clone(), e.last.0.clone());
+            let nodepool = e.nodepool_at.map(|at| seq[at as usize]);
+            return (e.last.1.clone(), e.last.0.clone(), nodepool);
         }
         self.misses += 1;
         interner.trace();
@@ -177,6 +182,7 @@ impl NodeCache {
                 .position(|&x| x == id)
                 .expect("a compiled node's ids were all interned by its compile") as u32
         };
+        let nodepool = compile::nodepool_value(&reqs, interner);
         let mut positional = reqs.clone();
         for r in &mut positional.items {
             r.key = position(r.key);
@@ -184,6 +190,7 @@ impl NodeCache {
                 *v = position(*v);
             }
         }
+        let nodepool_at = nodepool.map(position);
         let reqs = Arc::new(reqs);
         let seq = Arc::new(seq);
         self.entries.insert(
@@ -194,10 +201,11 @@ impl NodeCache {
                 trace,
                 reqs: positional,
                 last: (seq.clone(), reqs.clone()),
+                nodepool_at,
                 used: now,
             },
         );
-        (reqs, seq)
+        (reqs, seq, nodepool)
     }
 }
 

@@ -19,7 +19,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use super::compile::ExistingC;
+use super::compile::{self, ExistingC};
 use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
 use super::intern::{FastMap, FastSet, Interner};
@@ -462,10 +462,12 @@ impl Prepared {
                 .iter()
                 .map(|&ei| {
                     let e = &t.existing[ei as usize];
+                    let reqs = t.sources[ei as usize].reqs(s, &mut interner);
                     ExistingC {
                         name: e.name.clone(),
                         in_flight: e.in_flight,
-                        reqs: Arc::new(t.sources[ei as usize].reqs(s, &mut interner)),
+                        nodepool: compile::nodepool_value(&reqs, &interner),
+                        reqs: Arc::new(reqs),
                         taints: e.taints.clone(),
                         available: e.available.clone(),
                         initialized: e.initialized,

@@ -391,24 +391,25 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     let mut sources: Vec<Source> = Vec::with_capacity(sorted.len());
     // The requirements go in order (they number the strings); what else a target holds reads
     // only its node, and on a large cluster is made on another core meanwhile.
-    let mut requirements = || -> Vec<Arc<Reqs>> {
+    let mut requirements = || -> Vec<(Arc<Reqs>, Option<u32>)> {
         sorted
             .iter()
             .map(|&i| {
                 let n = &s.nodes[i];
                 let first = interner.len() as u32;
-                let (reqs, seq) = match cache.as_deref_mut() {
+                let (reqs, seq, nodepool) = match cache.as_deref_mut() {
                     Some(c) => c.node_reqs(n, &mut interner),
                     None => {
                         interner.trace();
                         let reqs = Source::Node(i).reqs(s, &mut interner);
-                        (Arc::new(reqs), Arc::new(interner.take_trace()))
+                        let nodepool = compile::nodepool_value(&reqs, &interner);
+                        (Arc::new(reqs), Arc::new(interner.take_trace()), nodepool)
                     }
                 };
                 fresh.push((first, interner.len() as u32));
                 seqs.push(seq);
                 sources.push(Source::Node(i));
-                reqs
+                (reqs, nodepool)
             })
             .collect()
     };
@@ -443,14 +444,17 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
     let mut existing: Vec<ExistingC> = rest
         .into_iter()
         .zip(reqs)
-        .map(|((name, taints, available, initialized), reqs)| ExistingC {
-            name,
-            in_flight: false,
-            reqs,
-            taints,
-            available,
-            initialized,
-        })
+        .map(
+            |((name, taints, available, initialized), (reqs, nodepool))| ExistingC {
+                name,
+                in_flight: false,
+                reqs,
+                taints,
+                available,
+                initialized,
+                nodepool,
+            },
+        )
         .collect();
     if let Some(c) = cache {
         c.end();
@@ -492,10 +496,12 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
         }
         let first = interner.len() as u32;
         interner.trace();
+        let reqs = Source::Claim(ci).reqs(s, &mut interner);
         existing.push(ExistingC {
             name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
             in_flight: true,
-            reqs: Arc::new(Source::Claim(ci).reqs(s, &mut interner)),
+            nodepool: compile::nodepool_value(&reqs, &interner),
+            reqs: Arc::new(reqs),
             taints: c.taints.clone(),
             available: dense(&alloc, &names),
             initialized: false,
@@ -710,7 +716,8 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
     running
 }
 
-/// Which existing targets belong to a NodePool: those labelled with its name.
+/// Which existing targets belong to a NodePool: those whose requirements allow its name, and
+/// only it, for the NodePool label.
 #[derive(Clone, Copy, Debug)]
 pub struct PoolOwner {
     key: u32,
@@ -719,9 +726,16 @@ pub struct PoolOwner {
 
 impl PoolOwner {
     pub fn owns(&self, e: &ExistingC) -> bool {
-        e.reqs
-            .get(self.key)
-            .is_some_and(|set| set.values == [self.value] && !set.complement)
+        debug_assert_eq!(
+            e.nodepool,
+            e.reqs
+                .get(self.key)
+                .filter(|set| set.values.len() == 1 && !set.complement)
+                .map(|set| set.values[0]),
+            "{}'s NodePool value",
+            e.name
+        );
+        e.nodepool == Some(self.value)
     }
 }
 
