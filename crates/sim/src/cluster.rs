@@ -474,13 +474,13 @@ impl Cluster {
         let mut m = std::mem::take(&mut self.maintained);
         m.sync(&self.pods, &self.claims, &self.versions);
         let mut rest = Snapshot {
-            namespaces: m.snapshot.namespaces.clone(),
+            namespaces: m.snapshot().namespaces.clone(),
             ..Snapshot::default()
         };
         self.fill_rest(&mut rest, now);
         m.set_rest(rest);
         self.maintained = m;
-        (self.maintained.generation, &self.maintained.snapshot)
+        (self.maintained.generation, self.maintained.snapshot())
     }
 
     /// [`Cluster::view_stamped`] as the running commands `held` leave it ([`InFlight::view`]),
@@ -489,9 +489,21 @@ impl Cluster {
         self.view_stamped(now);
         let m = &mut self.maintained;
         if !held.is_empty() {
-            m.applied = Some(held.apply_reversibly(&mut m.snapshot));
+            m.applied = Some(held.apply_reversibly(m.snapshot_mut()));
         }
-        (m.generation, &m.snapshot)
+        (m.generation, m.snapshot())
+    }
+
+    /// The last view ([`Cluster::view_stamped`] or [`Cluster::view_held`]) as it was left.
+    pub fn last_view(&self) -> &Snapshot {
+        self.maintained.snapshot()
+    }
+
+    /// Runs `work` over the last view on another thread while the caller goes on. The view
+    /// is not changed until `work` ends: the next view waits for it first (a copy of the
+    /// cluster copies the view instead, if `work` still reads it).
+    pub fn beside_view(&mut self, work: impl FnOnce(&Snapshot) + Send + 'static) {
+        self.maintained.beside(work);
     }
 
     /// Changes whenever the last [`Cluster::view`] may differ from the one before it in

@@ -9,9 +9,14 @@
 //!
 //! The maintained snapshot equals a fresh one as long as every change to a pod or a claim goes
 //! through the cluster's methods, which mark it dirty; the fields are private to make that so.
+//!
+//! Work may read the snapshot on another thread between decisions ([`Maintained::beside`]):
+//! the snapshot is shared with it, and any change to the snapshot first waits for that work to
+//! end, so the work reads the snapshot as it was when the work started.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use nodewright_core::disruption::in_flight::Applied;
 use nodewright_core::model::{Pod, Snapshot};
@@ -22,7 +27,9 @@ use super::{SimClaim, snapshot_node};
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct Maintained {
-    pub(super) snapshot: Snapshot,
+    /// Shared only with the work [`Maintained::beside`] started, and only until it ends.
+    snapshot: Arc<Snapshot>,
+    beside: Beside,
     /// The pods' keys, parallel to `snapshot.pods`.
     pod_keys: Vec<String>,
     /// The live claims' names, parallel to `snapshot.node_claims`.
@@ -43,11 +50,67 @@ pub(super) struct Maintained {
     pub(super) applied: Option<Applied>,
 }
 
+/// The thread reading the snapshot beside the cluster, if any. A copied cluster starts with
+/// none: the copy's snapshot is copied at its first change if the work still runs.
+#[derive(Debug, Default)]
+struct Beside(Option<JoinHandle<()>>);
+
+impl Clone for Beside {
+    fn clone(&self) -> Self {
+        Beside(None)
+    }
+}
+
+impl Beside {
+    /// Waits for the work to end, and passes its panic on.
+    fn finish(&mut self) {
+        if let Some(h) = self.0.take()
+            && let Err(panic) = h.join()
+        {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        // Not while unwinding: a second panic would abort.
+        if !std::thread::panicking() {
+            self.finish();
+        }
+    }
+}
+
+/// `snapshot` to change, once the work `beside` reading it has ended: then nothing else
+/// holds it, and nothing is copied.
+fn own<'s>(beside: &mut Beside, snapshot: &'s mut Arc<Snapshot>) -> &'s mut Snapshot {
+    beside.finish();
+    Arc::make_mut(snapshot)
+}
+
 impl Maintained {
+    /// The snapshot as last brought up to date.
+    pub(super) fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The snapshot to change, once the work reading it beside has ended.
+    pub(super) fn snapshot_mut(&mut self) -> &mut Snapshot {
+        own(&mut self.beside, &mut self.snapshot)
+    }
+
+    /// Runs `work` over the snapshot on another thread, meanwhile the caller goes on; the
+    /// snapshot's next change waits for it (see the module header).
+    pub(super) fn beside(&mut self, work: impl FnOnce(&Snapshot) + Send + 'static) {
+        self.beside.finish();
+        let snapshot = Arc::clone(&self.snapshot);
+        self.beside.0 = Some(std::thread::spawn(move || work(&snapshot)));
+    }
+
     /// Puts back the snapshot a [`super::Cluster::view_held`] changed in place.
     pub(super) fn revert(&mut self) {
         if let Some(a) = self.applied.take() {
-            a.revert(&mut self.snapshot);
+            a.revert(self.snapshot_mut());
         }
     }
 
@@ -76,8 +139,8 @@ impl Maintained {
         if !self.built || !self.dirty_pods.is_empty() || !self.dirty_claims.is_empty() {
             self.generation += 1;
         }
-        let s = &mut self.snapshot;
         let dirty_pods = std::mem::take(&mut self.dirty_pods);
+        let s = own(&mut self.beside, &mut self.snapshot);
         // Once built, the lists are only patched: a patch clones the changed entries and
         // moves each other one at most once, where a rebuild would clone them all.
         if !self.built {
@@ -119,7 +182,7 @@ impl Maintained {
     /// time; a new generation starts unless the lists are the ones already held.
     pub(super) fn set_rest(&mut self, rest: Snapshot) {
         self.revert();
-        let s = &mut self.snapshot;
+        let s = own(&mut self.beside, &mut self.snapshot);
         let same_types = s.instance_types.len() == rest.instance_types.len()
             && s.instance_types
                 .iter()

@@ -1,5 +1,9 @@
 //! The workload controllers' reconcile.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
 use nodewright_core::model::Pod;
 use nodewright_core::time::Timestamp;
 
@@ -39,4 +43,53 @@ fn a_deployment_replaces_a_removed_replica() {
     let (again, _) = c.reconcile(Timestamp(2_000));
     assert_eq!(again.len(), 1);
     assert_eq!(c.pods.len(), 2);
+}
+
+/// Work beside the view sees it as it was when the work started, and the next view waits for
+/// the work to end; a copy of the cluster does not wait, and changes only its own view.
+#[test]
+fn work_beside_the_view_reads_it_unchanged_until_it_ends() {
+    let mut c = cluster_with(WorkloadKind::Deployment, 2);
+    c.reconcile(Timestamp(0));
+    assert_eq!(c.view(Timestamp(0)).pods.len(), 2);
+
+    let (go, wait) = mpsc::channel::<()>();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(AtomicBool::new(false));
+    let (seen_in, ended_in) = (seen.clone(), ended.clone());
+    c.beside_view(move |view| {
+        wait.recv().unwrap();
+        seen_in.store(view.pods.len(), Ordering::SeqCst);
+        ended_in.store(true, Ordering::SeqCst);
+    });
+
+    // More replicas while the work runs: a copy of the cluster sees them at once.
+    c.workloads
+        .get_mut(&("default".to_string(), "app".to_string()))
+        .unwrap()
+        .replicas = 3;
+    c.reconcile(Timestamp(1_000));
+    let mut copy = c.clone();
+    assert_eq!(copy.view(Timestamp(1_000)).pods.len(), 3);
+    assert!(
+        !ended.load(Ordering::SeqCst),
+        "the copy waited for the work"
+    );
+
+    // The work is let go only later: the next view must wait for it.
+    let later = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        go.send(()).unwrap();
+    });
+    assert_eq!(c.view(Timestamp(1_000)).pods.len(), 3);
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "the view did not wait for the work"
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        2,
+        "the work saw the view change"
+    );
+    later.join().unwrap();
 }

@@ -59,7 +59,8 @@ impl Engine<'_> {
         }
         self.work.plans += 1;
         let held = self.in_flight();
-        let (generation, snapshot) = self.cluster.view_held(self.now, &held);
+        let generation = self.view_warmed(&held);
+        let snapshot = self.cluster.last_view();
         let sim = Remembering::new(&self.memo, generation, &held, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
         // this round's command would only fill verdicts, and so would the verdicts themselves.
@@ -68,14 +69,7 @@ impl Engine<'_> {
             commands_only: true,
             ..Settings::default()
         };
-        // The view's compile is made on another core while the round selects candidates and
-        // bounds their savings. A round those settle does not use it; it is kept for a later
-        // decision over the same view.
-        let warm_up = sim.warm_up(snapshot);
-        let mut round = std::thread::scope(|scope| {
-            scope.spawn(warm_up);
-            plan_kept(snapshot, &sim, settings, &self.kept_nodes)
-        });
+        let mut round = plan_kept(snapshot, &sim, settings, &self.kept_nodes);
         // The view has the running commands' targets deleting; this only guards against a
         // node joining two commands.
         round.commands.retain(|c| {
@@ -109,20 +103,19 @@ impl Engine<'_> {
         let mut started = false;
         for c in commands {
             let held = self.in_flight();
-            let (generation, fresh) = self.cluster.view_held(self.now, &held);
-            let sim = Remembering::new(&self.memo, generation, &held, fresh);
-            // The fresh view is compiled on another core while the command's nodes are
-            // checked again, for the methods whose re-check then simulates.
+            // Only these methods' re-checks simulate.
             let simulates = matches!(
                 c.method,
                 Method::Drift | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
             );
-            let verdict = std::thread::scope(|scope| {
-                if simulates {
-                    scope.spawn(sim.warm_up(fresh));
-                }
-                validate(&c, fresh, &sim)
-            });
+            let generation = if simulates {
+                self.view_warmed(&held)
+            } else {
+                self.cluster.view_held(self.now, &held).0
+            };
+            let fresh = self.cluster.last_view();
+            let sim = Remembering::new(&self.memo, generation, &held, fresh);
+            let verdict = validate(&c, fresh, &sim);
             match verdict {
                 Ok(()) => {
                     self.start(c);
@@ -145,6 +138,18 @@ impl Engine<'_> {
                 Validated::Rejected
             },
         );
+    }
+
+    /// Brings the view up to date as `held` leaves it ([`Cluster::view_held`]) and starts its
+    /// compile on another core: the decision selects candidates and bounds their savings
+    /// meanwhile. A decision those settle does not wait for the compile; the compile is kept
+    /// for a later decision over the same view, and the next view waits for it to end.
+    /// Returns the view's generation; the view is [`Cluster::last_view`].
+    fn view_warmed(&mut self, held: &InFlight) -> u64 {
+        let (generation, view) = self.cluster.view_held(self.now, held);
+        let warm_up = Remembering::new(&self.memo, generation, held, view).warm_up();
+        self.cluster.beside_view(warm_up);
+        generation
     }
 
     /// What the running commands hold, their targets and the replacements they launched, and

@@ -116,14 +116,18 @@ impl<'m> Remembering<'m> {
         self.inner.prepare_as(snapshot, purpose, same)
     }
 
-    /// Work that compiles `view` (the view this simulator was made for) into the kept compile,
-    /// to run on another thread beside a planning round: the round's first simulation of the
-    /// view then finds it compiled, or waits for it rather than compiling it again.
-    pub(crate) fn warm_up<'v>(&self, view: &'v Snapshot) -> impl FnOnce() + Send + 'v {
-        debug_assert!(self.is_view(view));
+    /// Work that compiles the view this simulator was made for, given it, into the kept
+    /// compile, to run on another thread beside a planning round or a re-check: their first
+    /// simulation of the view then finds it compiled, or waits for it rather than compiling
+    /// it again. A round that simulates nothing does not wait for it.
+    pub(crate) fn warm_up(&self) -> impl FnOnce(&Snapshot) + Send + 'static {
         let nodes = self.memo.borrow().nodes.clone();
         let epoch = self.epoch;
-        move || warm(&nodes, view, epoch)
+        let view = self.view as usize;
+        move |snapshot| {
+            debug_assert_eq!(std::ptr::from_ref(snapshot) as usize, view, "not the view");
+            warm(&nodes, snapshot, epoch)
+        }
     }
 
     fn recall(&self, k: &Key) -> Option<Simulation> {
@@ -236,9 +240,9 @@ mod tests {
         let view = cluster(20, 120, 7);
         let expected = plain(&view);
         let sim = Remembering::new(&memo, 1, &InFlight::default(), &view);
-        let warm_up = sim.warm_up(&view);
+        let warm_up = sim.warm_up();
         std::thread::scope(|scope| {
-            scope.spawn(warm_up);
+            scope.spawn(|| warm_up(&view));
         });
         let nodes = memo.borrow().nodes.clone();
         // Nodes looked up by compiles, and compiles answered whole from the kept one.
