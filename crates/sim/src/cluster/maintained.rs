@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use nodewright_core::disruption::in_flight::Applied;
-use nodewright_core::model::{Pod, Snapshot};
+use nodewright_core::model::{Node, NodeClaim, Pod, Snapshot};
 
 use nodewright_core::scheduling::intern::FastMap;
 
@@ -48,6 +48,12 @@ pub(super) struct Maintained {
     /// Running commands applied to `snapshot` in place (see [`super::Cluster::view_held`]);
     /// reverted before anything else reads or updates it.
     pub(super) applied: Option<Applied>,
+    /// The buffers the lists were last patched out of, kept to patch the next lists into
+    /// (see [`patch`]).
+    spare_keys: Vec<String>,
+    spare_pods: Vec<Pod>,
+    spare_claims: Vec<NodeClaim>,
+    spare_nodes: Vec<Node>,
 }
 
 /// The thread reading the snapshot beside the cluster, if any. A copied cluster starts with
@@ -146,7 +152,8 @@ impl Maintained {
         if !self.built {
             (self.pod_keys, s.pods) = pods.iter().map(|(k, p)| (k.clone(), p.clone())).unzip();
         } else {
-            patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, |k| {
+            let spare = (&mut self.spare_keys, &mut self.spare_pods);
+            patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, spare, |k| {
                 pods.get(k).cloned()
             });
         }
@@ -167,11 +174,16 @@ impl Maintained {
                 &mut self.claim_keys,
                 &mut s.node_claims,
                 &dirty_claims,
+                (&mut self.spare_keys, &mut self.spare_claims),
                 |k| claims.get(k).and_then(live_claim),
             );
-            patch(&mut self.node_keys, &mut s.nodes, &dirty_claims, |k| {
-                claims.get(k).and_then(|c| ready_node(k, c))
-            });
+            patch(
+                &mut self.node_keys,
+                &mut s.nodes,
+                &dirty_claims,
+                (&mut self.spare_keys, &mut self.spare_nodes),
+                |k| claims.get(k).and_then(|c| ready_node(k, c)),
+            );
         }
         self.built = true;
     }
@@ -215,10 +227,14 @@ impl Maintained {
 /// `items` parallel to it. Replacements are made in place; when anything is inserted or
 /// removed, the lists are merged once with the dirty keys, so each item moves once however
 /// many keys changed (an insert or removal in place would shift the whole tail each time).
+/// The merged lists are written into `spare`, whose buffers then hold the old lists' (empty):
+/// a list of thousands of pods is megabytes, which a fresh allocation would have the kernel
+/// zero again every time.
 fn patch<T>(
     keys: &mut Vec<String>,
     items: &mut Vec<T>,
     dirty: &BTreeSet<String>,
+    spare: (&mut Vec<String>, &mut Vec<T>),
     now: impl Fn(&str) -> Option<T>,
 ) {
     // Per insert or removal: where its key is (or would be) among `keys`, whether it is
@@ -236,8 +252,12 @@ fn patch<T>(
         return;
     }
     let total = keys.len() + moves.len();
-    let (mut new_keys, mut new_items) = (Vec::with_capacity(total), Vec::with_capacity(total));
-    let mut old = std::mem::take(keys).into_iter().zip(std::mem::take(items));
+    let (new_keys, new_items) = spare;
+    new_keys.clear();
+    new_items.clear();
+    new_keys.reserve(total);
+    new_items.reserve(total);
+    let mut old = keys.drain(..).zip(items.drain(..));
     let mut at = 0;
     for (i, present, k, t) in moves {
         for (o, item) in old.by_ref().take(i - at) {
@@ -258,8 +278,8 @@ fn patch<T>(
         new_keys.push(o);
         new_items.push(item);
     }
-    *keys = new_keys;
-    *items = new_items;
+    std::mem::swap(keys, new_keys);
+    std::mem::swap(items, new_items);
 }
 
 #[cfg(test)]
@@ -289,7 +309,11 @@ mod patch_tests {
                 };
             }
             let dirty: BTreeSet<String> = edits.keys().map(|&k| name(k)).collect();
-            patch(&mut keys, &mut items, &dirty, |k| after.get(k).copied());
+            // Spare buffers holding stale entries: none of them may come back.
+            let mut spare = (vec!["stale".to_string()], vec![99]);
+            patch(&mut keys, &mut items, &dirty, (&mut spare.0, &mut spare.1), |k| {
+                after.get(k).copied()
+            });
             prop_assert_eq!(keys, after.keys().cloned().collect::<Vec<_>>());
             prop_assert_eq!(items, after.values().copied().collect::<Vec<_>>());
         }
