@@ -560,8 +560,13 @@ impl Cluster {
                 .find(|(_, c)| owns(c))
                 .map(|(k, _)| k.clone()),
         };
-        if let Some(c) = key.and_then(|k| self.claim_mut(&k)) {
+        // A NodeClaim status write: the Node and its version stay as they are.
+        if let Some(k) = key
+            && let Some(c) = self.claims.get_mut(&k)
+        {
             c.claim.last_pod_event_time = Some(now);
+            self.maintained.claim_status_changed(&k);
+            self.journal.claim(&k);
         }
     }
 

@@ -38,6 +38,8 @@ pub(super) struct Maintained {
     node_keys: Vec<String>,
     dirty_pods: BTreeSet<String>,
     dirty_claims: BTreeSet<String>,
+    /// Claims whose Node may have changed: a subset of `dirty_claims`.
+    dirty_nodes: BTreeSet<String>,
     /// Whether the lists were ever built.
     built: bool,
     /// Counts every change to a pod or a claim, built or not.
@@ -128,6 +130,14 @@ impl Maintained {
     }
 
     pub(super) fn claim_changed(&mut self, name: &str) {
+        self.claim_status_changed(name);
+        if self.built && !self.dirty_nodes.contains(name) {
+            self.dirty_nodes.insert(name.to_string());
+        }
+    }
+
+    /// A change to the claim `name` only, its Node untouched.
+    pub(super) fn claim_status_changed(&mut self, name: &str) {
         self.edits += 1;
         if self.built && !self.dirty_claims.contains(name) {
             self.dirty_claims.insert(name.to_string());
@@ -160,6 +170,7 @@ impl Maintained {
         let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());
         let ready_node = |k: &str, c: &SimClaim| snapshot_node(k, c, versions);
         let dirty_claims = std::mem::take(&mut self.dirty_claims);
+        let dirty_nodes = std::mem::take(&mut self.dirty_nodes);
         if !self.built {
             (self.claim_keys, s.node_claims) = claims
                 .iter()
@@ -180,7 +191,7 @@ impl Maintained {
             patch(
                 &mut self.node_keys,
                 &mut s.nodes,
-                &dirty_claims,
+                &dirty_nodes,
                 (&mut self.spare_keys, &mut self.spare_nodes),
                 |k| claims.get(k).and_then(|c| ready_node(k, c)),
             );

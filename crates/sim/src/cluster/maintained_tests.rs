@@ -465,3 +465,22 @@ fn few_changes_over_many_pods_patch_in_place() {
         apply(&mut c, &Op::View, now);
     }
 }
+
+/// A pod event on a node writes its NodeClaim's status, not the Node: the Node keeps its
+/// `resourceVersion`, so what decisions keep per Node version stays good.
+#[test]
+fn a_pod_event_moves_the_claim_not_the_node_version() {
+    let mut c = Cluster::default();
+    let t = |s: i64| Timestamp(s * 1_000);
+    apply(&mut c, &Op::InsertClaim(1), t(0));
+    apply(&mut c, &Op::Ready(1), t(1));
+    let node_version = |c: &mut Cluster, now| c.view(now).nodes[0].resource_version.clone();
+    let before = node_version(&mut c, t(2));
+    assert!(!before.is_empty());
+    apply(&mut c, &Op::Touch(1), t(3));
+    assert_eq!(node_version(&mut c, t(4)), before);
+    assert_eq!(c.view(t(4)).node_claims[0].last_pod_event_time, Some(t(3)));
+    // A change to the Node itself moves it.
+    apply(&mut c, &Op::Taint(1), t(5));
+    assert_ne!(node_version(&mut c, t(6)), before);
+}
