@@ -383,26 +383,25 @@ impl PreparedSimulation for EnginePrepared<'_> {
                 .collect();
         }
         // Workers take the next job as they finish one; answers go back in job order, so the
-        // result does not depend on scheduling.
+        // result does not depend on scheduling. The calling thread is one of the workers: it
+        // would otherwise only wait for the others.
         let next = AtomicUsize::new(0);
+        let work = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(j) = jobs.get(i) else { break };
+                out.push((i, self.simulate(&j.without, &j.pods)));
+            }
+            out
+        };
         let mut done: Vec<(usize, Simulation)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(j) = jobs.get(i) else { break };
-                            out.push((i, self.simulate(&j.without, &j.pods)));
-                        }
-                        out
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().expect("a simulation worker panicked"))
-                .collect()
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut done = work();
+            for h in helpers {
+                done.extend(h.join().expect("a simulation worker panicked"));
+            }
+            done
         });
         done.sort_by_key(|d| d.0);
         done.into_iter().map(|d| d.1).collect()
