@@ -282,6 +282,15 @@ impl Cluster {
         self.claims.get_mut(name)
     }
 
+    /// A NodeClaim's status to change in place: unlike [`Cluster::claim_mut`], the claim's
+    /// Node and the Node's version stay as they are, as a status write leaves them.
+    fn claim_status_mut(&mut self, name: &str) -> Option<&mut NodeClaim> {
+        let c = self.claims.get_mut(name)?;
+        self.maintained.claim_status_changed(name);
+        self.journal.claim(name);
+        Some(&mut c.claim)
+    }
+
     /// Adds (or replaces) a claim.
     pub fn insert_claim(&mut self, name: &str, claim: SimClaim) {
         self.wrote(name);
@@ -560,13 +569,8 @@ impl Cluster {
                 .find(|(_, c)| owns(c))
                 .map(|(k, _)| k.clone()),
         };
-        // A NodeClaim status write: the Node and its version stay as they are.
-        if let Some(k) = key
-            && let Some(c) = self.claims.get_mut(&k)
-        {
-            c.claim.last_pod_event_time = Some(now);
-            self.maintained.claim_status_changed(&k);
-            self.journal.claim(&k);
+        if let Some(c) = key.and_then(|k| self.claim_status_mut(&k)) {
+            c.last_pod_event_time = Some(now);
         }
     }
 

@@ -400,7 +400,6 @@ fn meeting<'f, 'a>(
         .take_while(move |&&(f, _)| meets(f, q))
 }
 
-/// A pod's `(cpu, memory)` requests.
 /// The free rooms of the nodes of one name: nearly always one, kept without a vector.
 #[derive(Debug, Default)]
 enum Rooms {
@@ -431,6 +430,7 @@ impl Rooms {
     }
 }
 
+/// A pod's `(cpu, memory)` requests.
 fn requests(p: &crate::model::Pod) -> Pair {
     p.requests.cpu_and_memory()
 }
