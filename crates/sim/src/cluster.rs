@@ -829,6 +829,7 @@ pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool
     }
 }
 
+mod beside;
 mod free;
 mod ledger;
 mod maintained;

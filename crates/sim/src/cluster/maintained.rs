@@ -16,13 +16,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use nodewright_core::disruption::in_flight::Applied;
 use nodewright_core::model::{Node, NodeClaim, Pod, Snapshot};
 
 use nodewright_core::scheduling::intern::FastMap;
 
+use super::beside::Beside;
 use super::{SimClaim, snapshot_node};
 
 #[derive(Clone, Debug, Default)]
@@ -58,37 +58,6 @@ pub(super) struct Maintained {
     spare_nodes: Vec<Node>,
 }
 
-/// The thread reading the snapshot beside the cluster, if any. A copied cluster starts with
-/// none: the copy's snapshot is copied at its first change if the work still runs.
-#[derive(Debug, Default)]
-struct Beside(Option<JoinHandle<()>>);
-
-impl Clone for Beside {
-    fn clone(&self) -> Self {
-        Beside(None)
-    }
-}
-
-impl Beside {
-    /// Waits for the work to end, and passes its panic on.
-    fn finish(&mut self) {
-        if let Some(h) = self.0.take()
-            && let Err(panic) = h.join()
-        {
-            std::panic::resume_unwind(panic);
-        }
-    }
-}
-
-impl Drop for Beside {
-    fn drop(&mut self) {
-        // Not while unwinding: a second panic would abort.
-        if !std::thread::panicking() {
-            self.finish();
-        }
-    }
-}
-
 /// `snapshot` to change, once the work `beside` reading it has ended: then nothing else
 /// holds it, and nothing is copied.
 fn own<'s>(beside: &mut Beside, snapshot: &'s mut Arc<Snapshot>) -> &'s mut Snapshot {
@@ -110,9 +79,8 @@ impl Maintained {
     /// Runs `work` over the snapshot on another thread, meanwhile the caller goes on; the
     /// snapshot's next change waits for it (see the module header).
     pub(super) fn beside(&mut self, work: impl FnOnce(&Snapshot) + Send + 'static) {
-        self.beside.finish();
         let snapshot = Arc::clone(&self.snapshot);
-        self.beside.0 = Some(std::thread::spawn(move || work(&snapshot)));
+        self.beside.run(move || work(&snapshot));
     }
 
     /// Puts back the snapshot a [`super::Cluster::view_held`] changed in place.
