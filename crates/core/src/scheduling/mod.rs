@@ -18,6 +18,7 @@ pub mod prepared;
 pub mod reqs;
 pub mod setup;
 pub mod solver;
+pub mod split;
 pub mod topology;
 
 pub use engine::Options;

@@ -119,7 +119,7 @@ impl Prepared {
     fn compile(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
         // The duplicate-key check reads every pod and nothing else the compile makes: on a
         // large cluster it runs on another core meanwhile.
-        if s.pods.len() < PODS_WORTH_A_THREAD {
+        if s.pods.len() < PODS_WORTH_A_THREAD || !super::split::may_split() {
             return Self::compile_with(s, cache, || duplicate_keys(&s.pods));
         }
         std::thread::scope(|scope| {

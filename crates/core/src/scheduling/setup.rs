@@ -364,7 +364,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             init_label,
             names: node_names,
         },
-    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD {
+    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD && super::split::may_split() {
         std::thread::scope(|scope| {
             let order = scope.spawn(|| NodeOrder::of(s));
             let names = compile::resource_names(s);
@@ -429,7 +429,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             })
             .collect()
     };
-    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD {
+    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD && super::split::may_split() {
         std::thread::scope(|scope| {
             let rest = scope.spawn(rest);
             let reqs = requirements();
