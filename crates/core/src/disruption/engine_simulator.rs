@@ -152,7 +152,7 @@ pub fn workers() -> usize {
 /// compile; whichever of the two locks the cache first compiles, and the other reuses it.
 pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64) {
     // The kept compile is what is wanted; this handle to it is not.
-    let _ = crate::scheduling::split::alone(|| compile_in(cache, snapshot, Some(same)));
+    let _ = compile_in(cache, snapshot, Some(same));
 }
 
 /// Compiles `snapshot` with the nodes `cache` holds, keyed by `same` ([`NodeCache::same_as`])

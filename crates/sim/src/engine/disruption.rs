@@ -7,6 +7,7 @@
 
 use nodewright_core::disruption::command::Method;
 use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::scheduling::split;
 
 use super::launch::replacement_options;
 use super::remembered::Remembering;
@@ -59,7 +60,7 @@ impl Engine<'_> {
         }
         self.work.plans += 1;
         let held = self.in_flight();
-        let generation = self.view_warmed(&held);
+        let generation = self.view_warmed(&held, true);
         let snapshot = self.cluster.last_view();
         let sim = Remembering::new(&self.memo, generation, &held, snapshot);
         // The simulator shows commands, not verdicts: simulating candidates that cannot be
@@ -109,7 +110,7 @@ impl Engine<'_> {
                 Method::Drift | Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
             );
             let generation = if simulates {
-                self.view_warmed(&held)
+                self.view_warmed(&held, false)
             } else {
                 self.cluster.view_held(self.now, &held).0
             };
@@ -145,10 +146,18 @@ impl Engine<'_> {
     /// meanwhile. A decision those settle does not wait for the compile; the compile is kept
     /// for a later decision over the same view, and the next view waits for it to end.
     /// Returns the view's generation; the view is [`Cluster::last_view`].
-    fn view_warmed(&mut self, held: &InFlight) -> u64 {
+    ///
+    /// A planning round keeps its own core busy meanwhile, so its compile is made `alone`
+    /// (on one thread); a re-check soon waits for its compile, which may then use both cores.
+    fn view_warmed(&mut self, held: &InFlight, alone: bool) -> u64 {
         let (generation, view) = self.cluster.view_held(self.now, held);
         let warm_up = Remembering::new(&self.memo, generation, held, view).warm_up();
-        self.cluster.beside_view(warm_up);
+        if alone {
+            self.cluster
+                .beside_view(move |s| split::alone(|| warm_up(s)));
+        } else {
+            self.cluster.beside_view(warm_up);
+        }
         generation
     }
 
