@@ -147,15 +147,20 @@ mod tests {
         assert_ne!(seen[0].1, std::thread::current().id());
     }
 
-    #[test]
-    fn what_a_piece_holds_is_dropped_before_it_counts_as_done() {
-        let mut b = Beside::default();
-        let held = Arc::new(AtomicUsize::new(0));
-        let mine = Arc::clone(&held);
+    /// Hands `b` a piece that counts once, waits for it, and returns the counter.
+    fn counted_piece(b: &mut Beside) -> Arc<AtomicUsize> {
+        let count = Arc::new(AtomicUsize::new(0));
+        let mine = Arc::clone(&count);
         b.run(move || {
             mine.fetch_add(1, Ordering::SeqCst);
         });
         b.finish();
+        count
+    }
+
+    #[test]
+    fn what_a_piece_holds_is_dropped_before_it_counts_as_done() {
+        let held = counted_piece(&mut Beside::default());
         assert_eq!(held.load(Ordering::SeqCst), 1);
         assert_eq!(Arc::strong_count(&held), 1, "the job's handle outlived it");
     }
@@ -167,12 +172,6 @@ mod tests {
         let caught = catch_unwind(AssertUnwindSafe(|| b.finish()));
         let message = caught.expect_err("the panic is passed on");
         assert_eq!(message.downcast_ref::<&str>(), Some(&"piece failed"));
-        let ran = Arc::new(AtomicUsize::new(0));
-        let r = Arc::clone(&ran);
-        b.run(move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        });
-        b.finish();
-        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(counted_piece(&mut b).load(Ordering::SeqCst), 1);
     }
 }
