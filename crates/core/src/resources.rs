@@ -4,7 +4,7 @@
 //! `ephemeral-storage` and `hugepages-*` in bytes, `pods` and extended resources (for example
 //! `nvidia.com/gpu`) as counts. Strings such as `"500m"` or `"2Gi"` are parsed once at the edge.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::fmt;
 
 pub const CPU: &str = "cpu";
@@ -14,9 +14,27 @@ pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 /// The pseudo-resource a NodePool limit uses to cap its node count.
 pub const NODES: &str = "nodes";
 
+/// A resource name. The well-known names are borrowed, so copying a pod's requests or a
+/// node's allocatable copies one short list and no name.
+type Name = Cow<'static, str>;
+
+/// The names every list may hold, borrowed rather than owned.
+const WELL_KNOWN: [&str; 5] = [CPU, MEMORY, PODS, EPHEMERAL_STORAGE, NODES];
+
+fn name_of(name: &str) -> Name {
+    match WELL_KNOWN.iter().find(|&&w| w == name) {
+        Some(&w) => Cow::Borrowed(w),
+        None => Cow::Owned(name.to_string()),
+    }
+}
+
 /// A sparse list of resource amounts; absent means zero.
+///
+/// The amounts are kept sorted by name, each name once, so iterating gives the names in
+/// order. A list holds a handful of names, and a scan of a short contiguous list is cheaper
+/// than an ordered map's node and its name comparisons.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
-pub struct Resources(BTreeMap<String, i64>);
+pub struct Resources(Vec<(Name, i64)>);
 
 impl Resources {
     pub fn new() -> Self {
@@ -29,18 +47,25 @@ impl Resources {
         self
     }
 
-    pub fn get(&self, name: &str) -> i64 {
-        self.0.get(name).copied().unwrap_or(0)
+    /// Where `name` is listed.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|(k, _)| k == name)
     }
 
-    /// The cpu and memory amounts (0 when absent), in one pass over the list: two ordered
-    /// lookups would compare names more often than a pod's few entries hold.
+    pub fn get(&self, name: &str) -> i64 {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |&(_, v)| v)
+    }
+
+    /// The cpu and memory amounts (0 when absent), in one pass over the list.
     pub fn cpu_and_memory(&self) -> (i64, i64) {
         let (mut cpu, mut memory) = (0, 0);
-        for (name, &amount) in &self.0 {
-            match name.as_str() {
-                CPU => cpu = amount,
-                MEMORY => memory = amount,
+        for (name, amount) in &self.0 {
+            match name.as_ref() {
+                CPU => cpu = *amount,
+                MEMORY => memory = *amount,
                 _ => {}
             }
         }
@@ -48,26 +73,36 @@ impl Resources {
     }
 
     pub fn set(&mut self, name: &str, amount: i64) {
-        if amount == 0 {
-            self.0.remove(name);
-        } else if let Some(v) = self.0.get_mut(name) {
-            // In place: the list is summed over every pod of a node, and a fresh key per
+        match self.position(name) {
+            Some(i) if amount == 0 => {
+                self.0.remove(i);
+            }
+            // In place: the list is summed over every pod of a node, and a fresh name per
             // amount would be an allocation each time.
-            *v = amount;
-        } else {
-            self.0.insert(name.to_string(), amount);
+            Some(i) => self.0[i].1 = amount,
+            None if amount == 0 => {}
+            None => self.insert_new(name, amount),
         }
+    }
+
+    /// Lists `name`, not listed yet, in its place by name.
+    fn insert_new(&mut self, name: &str, amount: i64) {
+        let at = self.0.partition_point(|(k, _)| k.as_ref() < name);
+        self.0.insert(at, (name_of(name), amount));
     }
 
     /// Sets an amount and keeps it even when it is zero. Limits need this: `cpu: 0` means
     /// "no cpu at all", while an absent limit means "unlimited".
     pub fn set_explicit(&mut self, name: &str, amount: i64) {
-        self.0.insert(name.to_string(), amount);
+        match self.position(name) {
+            Some(i) => self.0[i].1 = amount,
+            None => self.insert_new(name, amount),
+        }
     }
 
     /// True when `name` is listed, even with a zero amount.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.contains_key(name)
+        self.position(name).is_some()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -75,7 +110,7 @@ impl Resources {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+        self.0.iter().map(|(k, v)| (k.as_ref(), *v))
     }
 
     /// Adds every amount of `other` to this list.
@@ -94,13 +129,13 @@ impl Resources {
 
     /// Sets `name` to `f` of its amount, with one lookup when it is listed.
     fn update(&mut self, name: &str, f: impl FnOnce(i64) -> i64) {
-        match self.0.get_mut(name) {
-            Some(v) => {
-                let amount = f(*v);
+        match self.position(name) {
+            Some(i) => {
+                let amount = f(self.0[i].1);
                 if amount == 0 {
-                    self.0.remove(name);
+                    self.0.remove(i);
                 } else {
-                    *v = amount;
+                    self.0[i].1 = amount;
                 }
             }
             None => self.set(name, f(0)),
@@ -133,7 +168,7 @@ impl Resources {
 
 impl fmt::Debug for Resources {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.0.iter()).finish()
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -235,6 +270,43 @@ mod tests {
         assert_eq!(a.get(CPU), i64::MAX, "saturates");
         a.set(PODS, 0);
         assert!(!a.contains(PODS));
+    }
+
+    #[test]
+    fn names_come_in_order_whatever_order_they_were_set_in() {
+        let forward = Resources::new()
+            .with("nvidia.com/gpu", 1)
+            .with(PODS, 3)
+            .with(CPU, 2)
+            .with("hugepages-2Mi", 4)
+            .with(MEMORY, 5)
+            .with(EPHEMERAL_STORAGE, 6);
+        let mut backward = Resources::new();
+        for (k, v) in forward.iter().collect::<Vec<_>>().into_iter().rev() {
+            backward.set(k, v);
+        }
+        let names: Vec<&str> = forward.iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            names,
+            [
+                CPU,
+                EPHEMERAL_STORAGE,
+                "hugepages-2Mi",
+                MEMORY,
+                "nvidia.com/gpu",
+                PODS
+            ]
+        );
+        assert_eq!(forward, backward);
+        assert_eq!(format!("{forward:?}"), format!("{backward:?}"));
+        let mut limits = Resources::new();
+        limits.set_explicit(CPU, 0);
+        limits.set_explicit("example.com/dongle", 0);
+        limits.set_explicit(CPU, 7);
+        assert_eq!(
+            limits.iter().collect::<Vec<_>>(),
+            [(CPU, 7), ("example.com/dongle", 0)]
+        );
     }
 
     #[test]
