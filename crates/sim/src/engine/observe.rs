@@ -140,11 +140,12 @@ impl Engine<'_> {
 /// What a [`Sample`] says of `cluster`, at time zero, with its ledger and its table of free
 /// room synced ([`Cluster::sync_ledger`], [`Cluster::sync_free`]).
 pub(super) fn count(cluster: &Cluster) -> Sample {
-    let live = cluster
-        .claims()
-        .values()
-        .filter(|c| c.is_live() && c.instance.is_some())
-        .count();
+    // One pass over the claims: there are as many as nodes, and each pass reads them all.
+    let (mut live, mut price_per_hour) = (0, 0.0);
+    for c in cluster.claims().values().filter(|c| c.is_live()) {
+        live += usize::from(c.instance.is_some());
+        price_per_hour += c.price();
+    }
     // Every Ready node counts the requests of the pods bound to its name, even when two
     // share a name.
     let ready = cluster.ready_cpu();
@@ -154,12 +155,7 @@ pub(super) fn count(cluster: &Cluster) -> Sample {
         ready_nodes: ready.nodes,
         pods: cluster.workload_pods(),
         pending_pods: cluster.pending_count(),
-        price_per_hour: cluster
-            .claims()
-            .values()
-            .filter(|c| c.is_live())
-            .map(SimClaim::price)
-            .fold(0.0, |a, b| a + b),
+        price_per_hour,
         cpu_requested_milli: ready.requested,
         cpu_allocatable_milli: ready.allocatable,
     }
