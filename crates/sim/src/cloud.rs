@@ -4,10 +4,14 @@
 //! compatible offering) and behaves like a lowest-price fleet request: the first option whose
 //! offering has capacity wins. Offerings listed under `insufficientCapacity` always fail with
 //! an insufficient-capacity error, and `apiErrorRate` fails that share of calls outright.
+//!
+//! The instance types come from the embedded AWS catalog, shaped by each EC2NodeClass, unless
+//! the scenario names a catalog file in the interchange format ([`CatalogFile`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use nodewright_core::model::CapacityType;
+use nodewright_core::model::{CapacityType, InstanceType};
 
 use crate::rng::Rng;
 
@@ -26,6 +30,35 @@ pub struct CloudConfig {
     pub insufficient_capacity: Vec<OfferingPattern>,
     /// Mean interruptions per spot instance per hour.
     pub spot_interruptions_per_hour: f64,
+    /// Instance types from a catalog file, offered to every NodePool instead of the
+    /// embedded AWS catalog's.
+    pub instance_types: Option<CatalogFile>,
+}
+
+/// Instance types read from a catalog file in the interchange format (`instanceTypes`, as
+/// `nodewright plan --instance-types` reads). They are used as the file gives them: their
+/// allocatable, their offerings (zones, capacity types, prices) and their labels; an
+/// EC2NodeClass's AMI family and kubelet settings do not reshape them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CatalogFile {
+    /// The file's name as the scenario or the command line gave it.
+    pub name: String,
+    pub types: Arc<Vec<InstanceType>>,
+}
+
+impl CatalogFile {
+    /// Parses the catalog file `name` with contents `text`; the error names the file and,
+    /// for a bad instance type, the field (`instanceTypes[2].offerings[0].price`).
+    pub fn parse(name: &str, text: &str) -> Result<CatalogFile, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{name}: not valid JSON: {e}"))?;
+        let types =
+            nodewright_api::interchange::read_catalog(name, &value).map_err(|e| e.to_string())?;
+        Ok(CatalogFile {
+            name: name.to_string(),
+            types: Arc::new(types),
+        })
+    }
 }
 
 impl Default for CloudConfig {
@@ -42,6 +75,7 @@ impl Default for CloudConfig {
             api_error_rate: 0.0,
             insufficient_capacity: Vec::new(),
             spot_interruptions_per_hour: 0.0,
+            instance_types: None,
         }
     }
 }

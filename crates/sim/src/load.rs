@@ -49,6 +49,9 @@ impl Loader<'_> {
     }
 
     fn instance_types(&self, input: &NodeClassInput) -> Arc<Vec<InstanceType>> {
+        if let Some(file) = &self.scenario.cloud.instance_types {
+            return file.types.clone();
+        }
         let zones: Vec<Zone> = self
             .scenario
             .cloud
@@ -441,7 +444,8 @@ fn spec_int(doc: &Document, pointer: &str, default: i64) -> i64 {
         .unwrap_or(default)
 }
 
-/// Builds the engine input for `scenario` over `catalog`. Spot prices are synthetic.
+/// Builds the engine input for `scenario` over `catalog` (or over the scenario's catalog
+/// file). The embedded catalog's spot prices are synthetic.
 pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInput, ScenarioError> {
     let mut loader = Loader {
         scenario,
@@ -508,7 +512,13 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
         actions,
         batch: BatchWindow::default(),
         disruption: DisruptionTimings::default(),
-        spot_price_note: loader.spot.provenance().to_string(),
+        spot_price_note: match &scenario.cloud.instance_types {
+            Some(file) => format!(
+                "instance types and prices (spot included) are those of the catalog file {}",
+                file.name
+            ),
+            None => loader.spot.provenance().to_string(),
+        },
     })
 }
 

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use nodewright_sim::cloud::CatalogFile;
 use nodewright_sim::report;
 use nodewright_sim::scenario::{FileSource, parse_scenario};
 
@@ -30,6 +31,11 @@ pub struct SimulateArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Offer the instance types of this catalog file (the interchange format's
+    /// `instanceTypes`) instead of the embedded AWS catalog's; overrides the scenario's
+    /// `cloud.instanceTypes`.
+    #[arg(long, value_name = "CATALOG.json")]
+    pub instance_types: Option<PathBuf>,
     /// Never draw the progress bar (it is drawn only on a terminal).
     #[arg(long)]
     pub no_progress: bool,
@@ -50,6 +56,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+    }
+    if let Some(path) = &args.instance_types {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+        let file = CatalogFile::parse(&name, &text).map_err(anyhow::Error::msg)?;
+        scenario.cloud.instance_types = Some(file);
     }
     let catalog =
         nodewright_aws_model::catalog::embedded().context("loading the embedded AWS catalog")?;

@@ -11,7 +11,7 @@ use nodewright_core::model::CapacityType;
 use serde_json::{Map, Value};
 
 use super::{Action, InterruptTarget, ObjectRef, SUPPORTED_KINDS, Scenario, ScenarioError, Step};
-use crate::cloud::{CloudConfig, OfferingPattern};
+use crate::cloud::{CatalogFile, CloudConfig, OfferingPattern};
 use crate::report::clock;
 
 /// Where `file:` references are read from: the file system next to the scenario, or an
@@ -291,9 +291,21 @@ fn cloud(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<CloudConfig, ScenarioE
             "apiErrorRate",
             "insufficientCapacity",
             "spotInterruptionsPerHour",
+            "instanceTypes",
         ],
     )?;
     let mut c = CloudConfig::default();
+    if let Some(v) = map.get("instanceTypes") {
+        let at = path.field("instanceTypes");
+        let file = v.as_str().ok_or_else(|| {
+            ctx.err(
+                &at,
+                format!("expected the name of a catalog file, found {}", show(v)),
+            )
+        })?;
+        let text = ctx.source.read(file).map_err(|e| ctx.err(&at, e))?;
+        c.instance_types = Some(CatalogFile::parse(file, &text).map_err(|e| ctx.err(&at, e))?);
+    }
     if let Some(r) = ctx.optional_string(map, path, "region")? {
         c.region = r;
     }

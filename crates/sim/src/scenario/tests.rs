@@ -8,8 +8,26 @@ use super::*;
 const NODEPOOL: &str =
     "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: default\nspec: {}\n";
 
+/// Two instance types in the interchange format, the second with a price that is not a number
+/// in `bad-types.json`.
+const TYPES: &str = r#"{"instanceTypes": [
+  {"name": "small-2", "cpu": 1.9, "memoryMiB": 3800,
+   "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": 0.1}]},
+  {"name": "large-8", "cpu": 7.9, "memoryMiB": 15800,
+   "offerings": [{"zone": "zone-b", "capacityType": "spot", "price": 0.12}]}
+]}"#;
+const BAD_TYPES: &str = r#"{"instanceTypes": [
+  {"name": "small-2", "cpu": 1.9, "memoryMiB": 3800,
+   "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": "cheap"}]}
+]}"#;
+
 fn files() -> BTreeMap<&'static str, &'static str> {
-    BTreeMap::from([("pool.yaml", NODEPOOL)])
+    BTreeMap::from([
+        ("pool.yaml", NODEPOOL),
+        ("types.json", TYPES),
+        ("bad-types.json", BAD_TYPES),
+        ("types.yaml", "instanceTypes: []\n"),
+    ])
 }
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
@@ -178,6 +196,48 @@ fn cloud_and_manifest_errors_point_at_the_field() {
 }
 
 #[test]
+fn a_catalog_file_gives_the_cloud_its_instance_types() {
+    let s = parse("cloud:\n  instanceTypes: types.json\n").unwrap();
+    let file = s.cloud.instance_types.expect("the catalog file is read");
+    assert_eq!(file.name, "types.json");
+    let names: Vec<&str> = file.types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["small-2", "large-8"]);
+    let spot = &file.types[1].offerings[0];
+    assert_eq!(
+        (spot.zone.as_str(), spot.capacity_type, spot.price),
+        ("zone-b", CapacityType::Spot, 0.12)
+    );
+    assert_eq!(
+        file.types[0]
+            .allocatable()
+            .get(nodewright_core::resources::CPU),
+        1900
+    );
+}
+
+#[test]
+fn catalog_file_errors_name_the_scenario_field_and_the_catalog_field() {
+    assert_eq!(
+        err("cloud:\n  instanceTypes: bad-types.json\n"),
+        "demo.yaml: cloud.instanceTypes: bad-types.json: instanceTypes[0].offerings[0].price: expected a non-negative number"
+    );
+    assert_eq!(
+        err("cloud:\n  instanceTypes: missing.json\n"),
+        "demo.yaml: cloud.instanceTypes: no embedded file named missing.json"
+    );
+    assert_eq!(
+        err("cloud:\n  instanceTypes: [types.json]\n"),
+        "demo.yaml: cloud.instanceTypes: expected the name of a catalog file, found a list"
+    );
+    assert!(
+        err("cloud:\n  instanceTypes: types.yaml\n")
+            .starts_with("demo.yaml: cloud.instanceTypes: types.yaml: not valid JSON: "),
+        "{}",
+        err("cloud:\n  instanceTypes: types.yaml\n")
+    );
+}
+
+#[test]
 fn defaults_apply_when_fields_are_absent() {
     let s = parse("{}").unwrap();
     assert_eq!(s.name, "demo");
@@ -186,5 +246,6 @@ fn defaults_apply_when_fields_are_absent() {
     assert_eq!(s.cloud.launch_delay, Duration::from_secs(3));
     assert_eq!(s.cloud.registration_delay, Duration::from_secs(35));
     assert_eq!(s.cloud.zones.len(), 3);
+    assert_eq!(s.cloud.instance_types, None, "the embedded catalog");
     assert!(s.steps.is_empty());
 }
