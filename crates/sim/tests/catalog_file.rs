@@ -1,66 +1,22 @@
 //! A scenario whose cloud offers the instance types of a catalog file (the interchange format)
-//! instead of the embedded AWS catalog's.
+//! instead of the embedded AWS catalog's: `tests/fixtures/file-catalog/`.
 
-use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use nodewright_sim::RunReport;
-use nodewright_sim::scenario::parse_scenario;
+use nodewright_sim::scenario::{FileSource, parse_scenario};
 
-/// Two made-up instance types: the larger one is cheaper as spot than the smaller on-demand.
-const TYPES: &str = r#"{"instanceTypes": [
-  {"name": "small-2", "cpu": 1.9, "memoryMiB": 3800, "pods": 20,
-   "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": 0.10},
-                 {"zone": "zone-b", "capacityType": "on-demand", "price": 0.11}]},
-  {"name": "large-8", "cpu": 7.9, "memoryMiB": 15800, "pods": 60,
-   "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": 0.30},
-                 {"zone": "zone-b", "capacityType": "spot", "price": 0.12}]}
-]}"#;
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/file-catalog")
+}
 
-/// `CLOUD` is replaced by the scenario's `cloud` section.
-const SCENARIO: &str = r#"
-name: file-catalog
-until: 10m
-cloud: CLOUD
-manifests:
-  - inline:
-      apiVersion: karpenter.k8s.aws/v1
-      kind: EC2NodeClass
-      metadata: { name: default }
-      spec:
-        amiSelectorTerms: [{ alias: al2023@latest }]
-        role: node-role
-        subnetSelectorTerms: [{ tags: { demo: "true" } }]
-        securityGroupSelectorTerms: [{ tags: { demo: "true" } }]
-  - inline:
-      apiVersion: karpenter.sh/v1
-      kind: NodePool
-      metadata: { name: default }
-      spec:
-        template:
-          spec:
-            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: default }
-            requirements:
-              - { key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand] }
-  - inline:
-      apiVersion: apps/v1
-      kind: Deployment
-      metadata: { name: web, namespace: default }
-      spec:
-        replicas: 6
-        selector: { matchLabels: { app: web } }
-        template:
-          metadata: { labels: { app: web } }
-          spec:
-            containers:
-              - name: app
-                image: pause
-                resources: { requests: { cpu: "1", memory: 1Gi } }
-"#;
-
+/// Runs the fixture scenario with `cloud` as its `cloud` section.
 fn run(cloud: &str) -> RunReport {
-    let files = BTreeMap::from([("types.json", TYPES)]);
-    let text = SCENARIO.replace("CLOUD", cloud);
-    let s = parse_scenario("file-catalog.yaml", &text, &files).unwrap_or_else(|e| panic!("{e}"));
+    let dir = fixtures();
+    let text = std::fs::read_to_string(dir.join("scenario.yaml")).unwrap();
+    let text = format!("cloud: {cloud}\n{text}");
+    let s = parse_scenario("scenario.yaml", &text, &FileSource { base: dir })
+        .unwrap_or_else(|e| panic!("{e}"));
     let catalog = nodewright_aws_model::catalog::embedded().unwrap();
     nodewright_sim::run(&s, &catalog, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -110,5 +66,17 @@ fn without_the_file_the_embedded_catalog_is_used() {
         r.spot_price_note.contains("synthetic"),
         "{}",
         r.spot_price_note
+    );
+}
+
+#[test]
+fn a_bad_catalog_file_names_the_scenario_field_and_the_catalog_field() {
+    let dir = fixtures();
+    let text = std::fs::read_to_string(dir.join("scenario.yaml")).unwrap();
+    let text = format!("cloud: {{ instanceTypes: bad-types.json }}\n{text}");
+    let e = parse_scenario("scenario.yaml", &text, &FileSource { base: dir }).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "scenario.yaml: cloud.instanceTypes: bad-types.json: instanceTypes[1].offerings[1].price: expected a non-negative number"
     );
 }

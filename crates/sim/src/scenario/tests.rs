@@ -8,14 +8,14 @@ use super::*;
 const NODEPOOL: &str =
     "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: default\nspec: {}\n";
 
-/// Two instance types in the interchange format, the second with a price that is not a number
-/// in `bad-types.json`.
+/// A catalog file of two instance types in the interchange format.
 const TYPES: &str = r#"{"instanceTypes": [
   {"name": "small-2", "cpu": 1.9, "memoryMiB": 3800,
    "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": 0.1}]},
   {"name": "large-8", "cpu": 7.9, "memoryMiB": 15800,
    "offerings": [{"zone": "zone-b", "capacityType": "spot", "price": 0.12}]}
 ]}"#;
+/// One whose offering's price is not a number.
 const BAD_TYPES: &str = r#"{"instanceTypes": [
   {"name": "small-2", "cpu": 1.9, "memoryMiB": 3800,
    "offerings": [{"zone": "zone-a", "capacityType": "on-demand", "price": "cheap"}]}
