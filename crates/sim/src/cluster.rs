@@ -192,6 +192,9 @@ pub struct Cluster {
     versions: FastMap<String, u64>,
     /// Writes to claims so far, numbering them.
     writes: u64,
+    /// Keys of the pods with a required pod anti-affinity term: the kube-scheduler keeps every
+    /// other pod such a term selects out of its domain, so it reads these for every placement.
+    anti_affine: BTreeSet<String>,
 }
 
 /// The pods and claims changed since [`Cluster::take_journal`] was last called, so a check of
@@ -258,7 +261,8 @@ impl Cluster {
         j
     }
 
-    /// A pod to change in place (not its node: that is [`Cluster::bind`]).
+    /// A pod to change in place (not its node: that is [`Cluster::bind`], nor its pod
+    /// anti-affinity terms, which [`Cluster::insert_pod`] indexes and Kubernetes never changes).
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
         let p = self.pods.get_mut(key)?;
         if let Some(n) = &p.node_name {
@@ -359,6 +363,11 @@ impl Cluster {
             .collect()
     }
 
+    /// The pods with a required pod anti-affinity term, by key.
+    pub fn anti_affine_pods(&self) -> impl Iterator<Item = &Pod> {
+        self.anti_affine.iter().filter_map(|k| self.pods.get(k))
+    }
+
     pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
         self.on_node
             .get(node)
@@ -381,6 +390,11 @@ impl Cluster {
         let key = pod.key();
         self.unindex(&key);
         self.pod_changed(&key);
+        if pod.pod_anti_affinity.is_empty() {
+            self.anti_affine.remove(&key);
+        } else {
+            self.anti_affine.insert(key.clone());
+        }
         if let Some(n) = &pod.node_name {
             self.free.node_changed(n);
             self.on_node
@@ -615,6 +629,7 @@ impl Cluster {
     pub fn remove_pod(&mut self, key: &str, now: Timestamp) -> Option<Pod> {
         self.unindex(key);
         self.pod_changed(key);
+        self.anti_affine.remove(key);
         let p = self.pods.remove(key)?;
         self.changes += 1;
         if let Some(node) = &p.node_name

@@ -3,9 +3,10 @@
 //! Filters: the node is Ready and schedulable, every NoSchedule/NoExecute taint is tolerated,
 //! the node selector and required node affinity match, the pod's volumes allow the node (a
 //! bound volume's zone, a StorageClass's allowed topologies), requests fit in what is free,
-//! and hard topology spread (DoNotSchedule) keeps its skew. Among nodes that pass, soft spread
-//! (ScheduleAnyway) prefers the least-populated domain, then the least allocated node, then the
-//! name. Pods are taken by priority, then age, then name.
+//! hard topology spread (DoNotSchedule) keeps its skew, and required inter-pod affinity and
+//! anti-affinity hold ([`inter_pod`]). Among nodes that pass, soft spread (ScheduleAnyway)
+//! prefers the least-populated domain, then the least allocated node, then the name. Pods are
+//! taken by priority, then age, then name.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -17,18 +18,28 @@ use nodewright_core::time::Timestamp;
 
 use crate::cluster::{Cluster, Room, SimClaim, label_matches};
 
+mod inter_pod;
+use inter_pod::InterPod;
+
 /// Why `pod` cannot go on `node`, or `None` when it fits.
 pub fn unfit(cluster: &Cluster, pod: &Pod, node: &Node) -> Option<String> {
-    unfit_given(cluster, pod, node, Some(&cluster.free(node)))
+    unfit_given(
+        cluster,
+        pod,
+        node,
+        Some(&cluster.free(node)),
+        &InterPod::of(cluster, pod),
+    )
 }
 
 /// [`unfit`] with what is free on the node already known, or `None` when the pass already
-/// found the requests fit.
+/// found the requests fit, and with what inter-pod affinity allows the pod.
 fn unfit_given(
     cluster: &Cluster,
     pod: &Pod,
     node: &Node,
     free: Option<&Resources>,
+    inter: &InterPod,
 ) -> Option<String> {
     if !node.ready || node.unschedulable || node.deletion_timestamp.is_some() {
         return Some("node is not schedulable".into());
@@ -82,7 +93,7 @@ fn unfit_given(
             return Some(format!("node has no {} label", c.topology_key));
         }
     }
-    None
+    inter.unfit(node)
 }
 
 /// Matching pods per domain of `c`, over every Ready node that has the key.
@@ -153,6 +164,7 @@ fn emptiest_fit(
     room: &Room,
     need: &[(usize, i64)],
     cpu: usize,
+    inter: &InterPod,
 ) -> Option<(usize, String)> {
     let mut ranked: BinaryHeap<Reverse<(i64, &str, usize)>> = (0..room.len())
         .filter(|&i| room.fits(i, need))
@@ -167,7 +179,7 @@ fn emptiest_fit(
             .get(room.claim(i))
             .and_then(SimClaim::ready_node)
             .expect("a row per Ready node");
-        if unfit_given(cluster, pod, node, None).is_none() {
+        if unfit_given(cluster, pod, node, None, inter).is_none() {
             return Some((i, node.name.clone()));
         }
     }
@@ -233,17 +245,18 @@ pub fn bind_pending(cluster: &mut Cluster, now: Timestamp) -> Vec<(String, Strin
         if !room.may_fit_somewhere(&need) || !(0..room.len()).any(|i| room.fits(i, &need)) {
             continue;
         }
+        let inter = InterPod::of(cluster, pod);
         let best = if spreads_softly(pod) {
             cluster
                 .ready_nodes()
                 .enumerate()
                 // The cheap test first: most nodes are too full.
                 .filter(|(i, _)| room.fits(*i, &need))
-                .filter(|(_, (_, n))| unfit_given(cluster, pod, n, None).is_none())
+                .filter(|(_, (_, n))| unfit_given(cluster, pod, n, None, &inter).is_none())
                 .min_by_key(|(i, (_, n))| score(cluster, pod, n, room.free(*i)))
                 .map(|(i, (_, n))| (i, n.name.clone()))
         } else {
-            emptiest_fit(cluster, pod, &room, &need, cpu)
+            emptiest_fit(cluster, pod, &room, &need, cpu, &inter)
         };
         if let Some((i, name)) = best {
             let requests = pod.requests.clone();
@@ -295,7 +308,13 @@ mod tests {
     }
 
     fn pending(c: &mut Cluster, name: &str, cpu: i64) -> String {
-        let p = Pod {
+        pending_with(c, name, cpu, |_| {})
+    }
+
+    /// [`pending`], the pod changed by `f` before it is added (a pod's affinity terms are
+    /// fixed when it is created).
+    fn pending_with(c: &mut Cluster, name: &str, cpu: i64, f: impl FnOnce(&mut Pod)) -> String {
+        let mut p = Pod {
             namespace: "d".into(),
             name: name.into(),
             labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
@@ -303,6 +322,7 @@ mod tests {
             phase: PodPhase::Pending,
             ..Pod::default()
         };
+        f(&mut p);
         let key = p.key();
         c.insert_pod(p);
         key
@@ -431,6 +451,130 @@ mod tests {
         // Zone b has no room, so zone a may hold only one more than b's zero.
         assert_eq!(c.pods_on("a1").count(), 1);
         assert_eq!(c.pending_pods().len(), 2);
+    }
+
+    /// A required pod (anti-)affinity term on `key` selecting `app=<app>`.
+    fn term(key: &str, app: &str) -> nodewright_core::model::PodAffinityTerm {
+        nodewright_core::model::PodAffinityTerm {
+            label_selector: Some(LabelSelector {
+                match_labels: BTreeMap::from([("app".to_string(), app.to_string())]),
+                ..LabelSelector::default()
+            }),
+            namespaces: vec![],
+            namespace_selector: None,
+            topology_key: key.into(),
+            match_label_keys: vec![],
+            mismatch_label_keys: vec![],
+        }
+    }
+
+    const HOST: &str = "kubernetes.io/hostname";
+    const ZONE: &str = "topology.kubernetes.io/zone";
+
+    /// A node `name` in `zone` with its hostname label.
+    fn host(c: &mut Cluster, name: &str, zone: &str, cpu: i64) {
+        add_node(c, name, zone, cpu);
+        let node = c.claim_mut(name).unwrap().node.as_mut().unwrap();
+        node.labels.insert(HOST.into(), name.into());
+    }
+
+    /// `busy` holds 600m of its 1200m, `roomy` nothing of its 4000m: the emptiest node first
+    /// puts two 500m pods both on `roomy`.
+    fn busy_and_roomy(c: &mut Cluster) {
+        host(c, "roomy", "a", 4000);
+        host(c, "busy", "a", 1200);
+        let other = pending_with(c, "other", 600, |p| {
+            p.labels = BTreeMap::from([("app".into(), "db".into())]);
+        });
+        c.bind(&other, "busy", Timestamp(0));
+    }
+
+    #[test]
+    fn pods_with_hostname_anti_affinity_go_to_different_nodes() {
+        let mut c = Cluster::default();
+        busy_and_roomy(&mut c);
+        let plain: Vec<String> = (0..2)
+            .map(|i| pending(&mut c, &format!("plain{i}"), 500))
+            .collect();
+        let mut apart = Cluster::default();
+        busy_and_roomy(&mut apart);
+        let anti = |p: &mut Pod| p.pod_anti_affinity = vec![term(HOST, "web")];
+        let spaced: Vec<String> = (0..2)
+            .map(|i| pending_with(&mut apart, &format!("plain{i}"), 500, anti))
+            .collect();
+        assert_eq!(spaced, plain);
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            plain
+                .iter()
+                .map(|k| (k.clone(), "roomy".to_string()))
+                .collect::<Vec<_>>(),
+            "without the term both go to the emptiest node"
+        );
+        let bound = bind_pending(&mut apart, Timestamp(0));
+        assert_eq!(
+            bound,
+            vec![
+                (plain[0].clone(), "roomy".to_string()),
+                (plain[1].clone(), "busy".to_string())
+            ]
+        );
+        // A third cannot go anywhere: both hosts hold a pod it must stay away from.
+        let third = pending_with(&mut apart, "third", 100, anti);
+        assert!(bind_pending(&mut apart, Timestamp(0)).is_empty());
+        let node = apart.claims()["roomy"].node.clone().unwrap();
+        assert_eq!(
+            unfit(&apart, &apart.pods()[&third], &node).as_deref(),
+            Some("required pod anti-affinity on kubernetes.io/hostname")
+        );
+    }
+
+    #[test]
+    fn a_bound_pods_anti_affinity_keeps_the_pods_it_selects_out_of_its_zone() {
+        let mut c = Cluster::default();
+        host(&mut c, "a1", "a", 4000);
+        host(&mut c, "a2", "a", 4000);
+        host(&mut c, "b1", "b", 1000);
+        let guard = pending_with(&mut c, "guard", 100, |p| {
+            p.labels = BTreeMap::from([("app".into(), "guard".into())]);
+            p.pod_anti_affinity = vec![term(ZONE, "web")];
+        });
+        c.bind(&guard, "a1", Timestamp(0));
+        // The web pod has no term of its own; the guard's keeps it out of zone a.
+        let web = pending(&mut c, "web", 500);
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![(web, "b1".to_string())]
+        );
+    }
+
+    #[test]
+    fn required_affinity_follows_the_pods_it_selects_unless_it_is_the_first() {
+        let mut c = Cluster::default();
+        busy_and_roomy(&mut c);
+        // Affinity to the db pod on busy: the emptier roomy is not allowed.
+        let near = pending_with(&mut c, "near", 300, |p| {
+            p.pod_affinity = vec![term(HOST, "db")]
+        });
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![(near, "busy".to_string())]
+        );
+        // Affinity to a group no pod belongs to yet: waits, unless the pod is of that group.
+        let lonely = pending_with(&mut c, "lonely", 100, |p| {
+            p.pod_affinity = vec![term(HOST, "cache")];
+        });
+        assert!(bind_pending(&mut c, Timestamp(0)).is_empty());
+        let first = pending_with(&mut c, "first", 100, |p| {
+            p.labels = BTreeMap::from([("app".into(), "cache".into())]);
+            p.pod_affinity = vec![term(HOST, "cache")];
+        });
+        // The first of the group goes to the emptiest node, and the waiting pod, taken after
+        // it in the same pass, follows it there.
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![(first, "roomy".to_string()), (lonely, "roomy".to_string())]
+        );
     }
 
     /// Two Ready claims whose nodes share a name both count the name's pods; a tie between

@@ -17,7 +17,9 @@ use crate::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
 use crate::taints::{Taint, Toleration};
 
 mod classes;
-use classes::{Groups, compile_class, namespaces_of, volume_alternatives, with_label_keys};
+use classes::{
+    Groups, compile_class, namespaces_in, namespaces_of, volume_alternatives, with_label_keys,
+};
 
 /// One set of identical pods.
 #[derive(Clone, Debug)]
@@ -343,6 +345,27 @@ impl Source {
             Source::Claim(i) => compile::claim_reqs(&s.node_claims[i], interner),
         }
     }
+}
+
+/// Whether `owner`'s pod affinity term `term` selects `other`: `other` is in a namespace the
+/// term names (a namespace selector read against the labels in `namespaces`), and its labels
+/// match the term's selector with `matchLabelKeys` and `mismatchLabelKeys` filled in from
+/// `owner`'s labels, as the compiled groups count pods. A term without a selector selects
+/// nothing.
+pub fn term_selects(
+    term: &crate::model::PodAffinityTerm,
+    owner: &Pod,
+    other: &Pod,
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+) -> bool {
+    namespaces_in(namespaces, &owner.namespace, term).contains(&other.namespace)
+        && with_label_keys(
+            &term.label_selector,
+            &owner.labels,
+            &term.match_label_keys,
+            &term.mismatch_label_keys,
+        )
+        .is_some_and(|sel| sel.matches(&other.labels))
 }
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.

@@ -71,12 +71,22 @@ pub(super) fn volume_alternatives(
 }
 
 pub(super) fn namespaces_of(s: &Snapshot, pod_ns: &str, term: &PodAffinityTerm) -> Namespaces {
+    namespaces_in(&s.namespaces, pod_ns, term)
+}
+
+/// The namespaces `term` of a pod in `pod_ns` names, its namespace selector read against the
+/// labels of `namespaces`.
+pub(super) fn namespaces_in(
+    namespaces: &BTreeMap<String, BTreeMap<String, String>>,
+    pod_ns: &str,
+    term: &PodAffinityTerm,
+) -> Namespaces {
     if let Some(sel) = &term.namespace_selector {
         if sel.is_empty() {
             return Namespaces::All;
         }
         let mut set: Vec<String> = term.namespaces.clone();
-        for (ns, l) in &s.namespaces {
+        for (ns, l) in namespaces {
             if sel.matches(l) {
                 set.push(ns.clone());
             }
