@@ -398,3 +398,45 @@ fn nodepools_that_are_not_ready_are_skipped() {
         reason_of(&plan, "p")
     );
 }
+
+#[test]
+fn a_term_selects_by_namespace_selector_and_label_keys() {
+    use crate::scheduling::setup::term_selects;
+    use crate::selector::LabelSelector;
+    let mut owner = with_label(pod("owner", 100, 0), "rev", "2");
+    owner.namespace = "team-a".into();
+    let mut same = with_label(with_label(pod("same", 100, 0), "app", "web"), "rev", "2");
+    same.namespace = "team-a".into();
+    let mut older = with_label(with_label(pod("older", 100, 0), "app", "web"), "rev", "1");
+    older.namespace = "team-a".into();
+    let mut elsewhere = same.clone();
+    elsewhere.namespace = "team-b".into();
+    let none = BTreeMap::new();
+
+    // The owner's namespace by default; `matchLabelKeys` narrows to the owner's revision.
+    let mut t = term(labels::HOSTNAME, "app", "web");
+    assert!(term_selects(&t, &owner, &same, &none));
+    assert!(term_selects(&t, &owner, &older, &none));
+    assert!(!term_selects(&t, &owner, &elsewhere, &none));
+    t.match_label_keys = vec!["rev".into()];
+    assert!(term_selects(&t, &owner, &same, &none));
+    assert!(!term_selects(&t, &owner, &older, &none));
+
+    // An empty namespace selector names every namespace; another reads namespace labels.
+    t.namespace_selector = Some(LabelSelector::default());
+    assert!(term_selects(&t, &owner, &elsewhere, &none));
+    t.namespace_selector = Some(LabelSelector {
+        match_labels: BTreeMap::from([("tier".to_string(), "front".to_string())]),
+        ..LabelSelector::default()
+    });
+    let labelled = BTreeMap::from([(
+        "team-b".to_string(),
+        BTreeMap::from([("tier".to_string(), "front".to_string())]),
+    )]);
+    assert!(!term_selects(&t, &owner, &elsewhere, &none));
+    assert!(term_selects(&t, &owner, &elsewhere, &labelled));
+
+    // No selector selects nothing.
+    t.label_selector = None;
+    assert!(!term_selects(&t, &owner, &same, &labelled));
+}
