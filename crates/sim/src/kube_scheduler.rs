@@ -3,16 +3,17 @@
 //! Filters: the node is Ready and schedulable, every NoSchedule/NoExecute taint is tolerated,
 //! the node selector and required node affinity match, the pod's volumes allow the node (a
 //! bound volume's zone, a StorageClass's allowed topologies), requests fit in what is free,
-//! hard topology spread (DoNotSchedule) keeps its skew, and required inter-pod affinity and
-//! anti-affinity hold ([`inter_pod`]). Among nodes that pass, soft spread (ScheduleAnyway)
-//! prefers the least-populated domain, then the least allocated node, then the name. Pods are
-//! taken by priority, then age, then name.
+//! no bound pod holds a host port the pod asks for, hard topology spread (DoNotSchedule) keeps
+//! its skew, and required inter-pod affinity and anti-affinity hold ([`inter_pod`]). Among
+//! nodes that pass, soft spread (ScheduleAnyway) prefers the least-populated domain, then the
+//! least allocated node, then the name. Pods are taken by priority, then age, then name.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
+use nodewright_core::scheduling::solver::ports_conflict;
 use nodewright_core::taints::first_untolerated;
 use nodewright_core::time::Timestamp;
 
@@ -65,6 +66,14 @@ fn unfit_given(
     }
     if let Some(why) = crate::volumes::unfit(cluster, pod, node) {
         return Some(why);
+    }
+    if !pod.host_ports.is_empty()
+        && let Some(port) = cluster
+            .pods_on(&node.name)
+            .filter(|q| !q.is_terminal() && (q.namespace != pod.namespace || q.name != pod.name))
+            .find_map(|q| ports_conflict(&pod.host_ports, &q.host_ports))
+    {
+        return Some(format!("host port {port} is taken"));
     }
     if let Some(free) = free
         && !pod.requests.fits_in(free)
@@ -574,6 +583,44 @@ mod tests {
         assert_eq!(
             bind_pending(&mut c, Timestamp(0)),
             vec![(first, "roomy".to_string()), (lonely, "roomy".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_host_port_is_held_by_one_pod_per_node() {
+        let mut c = Cluster::default();
+        host(&mut c, "n1", "a", 4000);
+        host(&mut c, "n2", "a", 1000);
+        let port = |p: &mut Pod| {
+            p.host_ports = vec![nodewright_core::model::HostPort {
+                port: 8080,
+                protocol: "TCP".into(),
+                host_ip: String::new(),
+            }]
+        };
+        let keys: Vec<String> = (0..3)
+            .map(|i| pending_with(&mut c, &format!("p{i}"), 100, port))
+            .collect();
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![
+                (keys[0].clone(), "n1".to_string()),
+                (keys[1].clone(), "n2".to_string())
+            ]
+        );
+        let node = c.claims()["n1"].node.clone().unwrap();
+        assert_eq!(
+            unfit(&c, &c.pods()[&keys[2]], &node).as_deref(),
+            Some("host port 8080 is taken")
+        );
+        // Another port, or the same one over UDP, is free.
+        let udp = pending_with(&mut c, "udp", 100, |p| {
+            port(p);
+            p.host_ports[0].protocol = "UDP".into();
+        });
+        assert_eq!(
+            bind_pending(&mut c, Timestamp(0)),
+            vec![(udp, "n1".to_string())]
         );
     }
 
