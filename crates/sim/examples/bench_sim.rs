@@ -6,6 +6,8 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::io::Write;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(path) = args.get(1).filter(|a| a.ends_with(".yaml")) {
@@ -45,7 +47,10 @@ fn main() {
     let started = std::time::Instant::now();
     let report = nodewright_sim::run(&scenario, &catalog, &mut |_| {}).expect("runs");
     let w = report.work;
-    println!(
+    // A reader that stops after the first line (`| head -1`) is not an error worth a panic.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
         "{nodes} nodes {hours} h: {:.2} s, steps {}, solves {} (+{} skipped), plans {} (+{} skipped), peak nodes {}, violations {}",
         started.elapsed().as_secs_f64(),
         w.steps,
@@ -57,7 +62,10 @@ fn main() {
         report.violations.len()
     );
     if let Some((ran, waited)) = main_thread_times() {
-        println!("main thread: {ran:.2} s on a core, {waited:.2} s runnable but waiting for one");
+        let _ = writeln!(
+            out,
+            "main thread: {ran:.2} s on a core, {waited:.2} s runnable but waiting for one"
+        );
     }
 }
 
