@@ -316,6 +316,12 @@ mod tests {
         );
     }
 
+    /// Why the pod `key` cannot go on the node of claim `claim`, as [`unfit`] says.
+    fn why_not(c: &Cluster, key: &str, claim: &str) -> Option<String> {
+        let node = c.claims()[claim].node.as_ref().unwrap();
+        unfit(c, &c.pods()[key], node)
+    }
+
     fn pending(c: &mut Cluster, name: &str, cpu: i64) -> String {
         pending_with(c, name, cpu, |_| {})
     }
@@ -379,9 +385,8 @@ mod tests {
             .taints = vec![Taint::new("dedicated", "gpu", TaintEffect::NoSchedule)];
         let p = pending(&mut c, "p", 100);
         assert!(bind_pending(&mut c, Timestamp(0)).is_empty());
-        let node = c.claims()["tainted"].node.clone().unwrap();
         assert_eq!(
-            unfit(&c, &c.pods()[&p], &node).as_deref(),
+            why_not(&c, &p, "tainted").as_deref(),
             Some("untolerated taint dedicated")
         );
     }
@@ -531,9 +536,8 @@ mod tests {
         // A third cannot go anywhere: both hosts hold a pod it must stay away from.
         let third = pending_with(&mut apart, "third", 100, anti);
         assert!(bind_pending(&mut apart, Timestamp(0)).is_empty());
-        let node = apart.claims()["roomy"].node.clone().unwrap();
         assert_eq!(
-            unfit(&apart, &apart.pods()[&third], &node).as_deref(),
+            why_not(&apart, &third, "roomy").as_deref(),
             Some("required pod anti-affinity on kubernetes.io/hostname")
         );
     }
@@ -608,9 +612,8 @@ mod tests {
                 (keys[1].clone(), "n2".to_string())
             ]
         );
-        let node = c.claims()["n1"].node.clone().unwrap();
         assert_eq!(
-            unfit(&c, &c.pods()[&keys[2]], &node).as_deref(),
+            why_not(&c, &keys[2], "n1").as_deref(),
             Some("host port 8080 is taken")
         );
         // Another port, or the same one over UDP, is free.

@@ -4,19 +4,23 @@
 use std::path::{Path, PathBuf};
 
 use nodewright_sim::RunReport;
-use nodewright_sim::scenario::{FileSource, parse_scenario};
+use nodewright_sim::scenario::{FileSource, Scenario, ScenarioError, parse_scenario};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/file-catalog")
 }
 
-/// Runs the fixture scenario with `cloud` as its `cloud` section.
-fn run(cloud: &str) -> RunReport {
+/// The fixture scenario with `cloud` as its `cloud` section, parsed.
+fn parse(cloud: &str) -> Result<Scenario, ScenarioError> {
     let dir = fixtures();
     let text = std::fs::read_to_string(dir.join("scenario.yaml")).unwrap();
     let text = format!("cloud: {cloud}\n{text}");
-    let s = parse_scenario("scenario.yaml", &text, &FileSource { base: dir })
-        .unwrap_or_else(|e| panic!("{e}"));
+    parse_scenario("scenario.yaml", &text, &FileSource { base: dir })
+}
+
+/// Runs the fixture scenario with `cloud` as its `cloud` section.
+fn run(cloud: &str) -> RunReport {
+    let s = parse(cloud).unwrap_or_else(|e| panic!("{e}"));
     let catalog = nodewright_aws_model::catalog::embedded().unwrap();
     nodewright_sim::run(&s, &catalog, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -71,10 +75,7 @@ fn without_the_file_the_embedded_catalog_is_used() {
 
 #[test]
 fn a_bad_catalog_file_names_the_scenario_field_and_the_catalog_field() {
-    let dir = fixtures();
-    let text = std::fs::read_to_string(dir.join("scenario.yaml")).unwrap();
-    let text = format!("cloud: {{ instanceTypes: bad-types.json }}\n{text}");
-    let e = parse_scenario("scenario.yaml", &text, &FileSource { base: dir }).unwrap_err();
+    let e = parse("{ instanceTypes: bad-types.json }").unwrap_err();
     assert_eq!(
         e.to_string(),
         "scenario.yaml: cloud.instanceTypes: bad-types.json: instanceTypes[1].offerings[1].price: expected a non-negative number"
