@@ -542,6 +542,13 @@ impl Disruptor {
                 c.method.consolidation_type(),
                 &t.nodepool,
             );
+            if !c.method.consolidation_type().is_empty() {
+                self.metrics.consolidation_savings(
+                    &t.nodepool,
+                    c.method.consolidation_type(),
+                    c.savings_per_hour,
+                );
+            }
         }
         let mut replacements = Vec::new();
         for (i, r) in c.replacements.iter().enumerate() {

@@ -18,6 +18,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 pub mod offerings;
+pub mod operations;
 mod provider;
 mod zonal_shift;
 pub use offerings::OfferingRows;
@@ -120,6 +121,7 @@ pub struct Metrics {
     provider: provider::ProviderMetrics,
     events: EventMetrics,
     zonal_shift: zonal_shift::ZonalShiftMetrics,
+    operations: operations::OperationMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -354,6 +356,7 @@ impl Metrics {
         let zonal_shift = zonal_shift::ZonalShiftMetrics::register(r);
         let offerings = offerings::OfferingMetrics::register(r);
         let provider = provider::ProviderMetrics::register(r);
+        let operations = operations::OperationMetrics::register(r);
         let build_info = Gauges::default();
         r.register(
             "karpenter_build_info",
@@ -388,6 +391,7 @@ impl Metrics {
             zonal_shift,
             offerings,
             provider,
+            operations,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,

@@ -96,6 +96,11 @@ pub async fn run(
     } else {
         watch::channel(true).1
     };
+    tokio::spawn(crate::metrics::operations::follow_leader(
+        leader.clone(),
+        metrics.clone(),
+        settings.leader_election_name.clone(),
+    ));
     let writer: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(
         Arc::new(KubeApi::new(write_client)),
         leader.clone(),

@@ -208,6 +208,14 @@ async fn a_completed_command_is_not_a_queue_failure() {
         "{}",
         h.metrics.encode()
     );
+    // The empty node's price is what the command saved.
+    let saved = metric_lines(&h)
+        .iter()
+        .find_map(|l| {
+            l.strip_prefix(r#"nodewright_consolidation_savings_dollars_per_hour_total{nodepool="default",consolidation_type="empty"} "#)
+                .map(|v| v.parse::<f64>().unwrap())
+        });
+    assert!(saved.is_some_and(|v| v > 0.0), "{}", h.metrics.encode());
 }
 
 #[tokio::test(start_paused = true)]
