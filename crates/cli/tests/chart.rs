@@ -68,6 +68,14 @@ settings:
   aws: {clusterName: old, clusterEndpoint: "https://old.example.com", interruptionQueueName: q}
 "#;
 
+/// Prometheus Operator and Grafana objects on, as a kube-prometheus-stack user sets them.
+const MONITORING: &str = r#"
+settings: {clusterName: prod}
+serviceMonitor: {enabled: true, additionalLabels: {release: kube-prometheus-stack}, endpointConfig: {interval: 30s}}
+dashboards: {enabled: true, namespace: monitoring, annotations: {grafana_folder: nodewright}}
+prometheusRule: {enabled: true, additionalLabels: {release: kube-prometheus-stack}}
+"#;
+
 /// The variants every test looks at: (label, overrides, release name).
 fn variants() -> Vec<(&'static str, Vec<String>, &'static str)> {
     vec![
@@ -75,6 +83,7 @@ fn variants() -> Vec<(&'static str, Vec<String>, &'static str)> {
         ("aws-full", vec![AWS_FULL.into()], "karpenter"),
         ("legacy", vec![LEGACY.into()], "nodewright"),
         ("local", vec![local_values()], "nodewright"),
+        ("monitoring", vec![MONITORING.into()], "karpenter"),
     ]
 }
 
@@ -146,7 +155,10 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 #[test]
 fn every_template_renders_to_well_formed_objects() {
-    const NAMESPACED: [&str; 6] = [
+    const NAMESPACED: [&str; 9] = [
+        "ConfigMap",
+        "ServiceMonitor",
+        "PrometheusRule",
         "Deployment",
         "Service",
         "ServiceAccount",
@@ -213,6 +225,75 @@ fn every_template_renders_to_well_formed_objects() {
                 &["spec", "selector", "matchLabels"]
             ),
             Some(selector)
+        );
+    }
+}
+
+/// The ServiceMonitor scrapes the metrics Service's port; the dashboards' ConfigMap and the
+/// PrometheusRule carry exactly the files `crates/cli/tests/observability.rs` checks.
+#[test]
+fn monitoring_objects_ship_the_checked_files_and_scrape_the_metrics_port() {
+    let objs = objects_for(&[MONITORING.into()], "karpenter");
+    let service = the(&objs, "Service");
+    let monitor = the(&objs, "ServiceMonitor");
+    assert_eq!(
+        at(monitor, &["spec", "selector", "matchLabels"]),
+        at(service, &["spec", "selector"])
+    );
+    let endpoint = &at(monitor, &["spec", "endpoints"]).unwrap()[0];
+    let port = str_at(endpoint, &["port"]).unwrap();
+    assert_eq!(
+        str_at(&at(service, &["spec", "ports"]).unwrap()[0], &["name"]),
+        Some(port)
+    );
+    assert_eq!(str_at(endpoint, &["interval"]), Some("30s"));
+    assert_eq!(
+        str_at(monitor, &["metadata", "labels", "release"]),
+        Some("kube-prometheus-stack")
+    );
+
+    let dashboards = the(&objs, "ConfigMap");
+    assert_eq!(
+        str_at(dashboards, &["metadata", "namespace"]),
+        Some("monitoring")
+    );
+    assert_eq!(
+        str_at(dashboards, &["metadata", "labels", "grafana_dashboard"]),
+        Some("1")
+    );
+    let data = at(dashboards, &["data"])
+        .and_then(Value::as_mapping)
+        .unwrap();
+    let mut shipped = BTreeSet::new();
+    for entry in std::fs::read_dir(chart_dir().join("dashboards")).unwrap() {
+        let path = entry.unwrap().path();
+        let key = format!("nodewright-{}", path.file_name().unwrap().to_string_lossy());
+        let text = data
+            .get(Value::String(key.clone()))
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{key} not in the ConfigMap"));
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(text).unwrap(),
+            file,
+            "{key}"
+        );
+        shipped.insert(key);
+    }
+    assert_eq!(shipped.len(), data.len(), "every key is a dashboard file");
+
+    let rule = the(&objs, "PrometheusRule");
+    let file: Value =
+        yaml(&std::fs::read_to_string(chart_dir().join("alerts/nodewright.rules.yaml")).unwrap());
+    assert_eq!(at(rule, &["spec"]), Some(&file));
+
+    // Off by default.
+    let plain = objects_for(&[AWS.into()], "karpenter");
+    for kind in ["ConfigMap", "ServiceMonitor", "PrometheusRule"] {
+        assert!(
+            !plain.iter().any(|o| str_at(o, &["kind"]) == Some(kind)),
+            "{kind}"
         );
     }
 }

@@ -5,7 +5,7 @@
 //! through a missing map, printing a missing value, an unknown function or action all fail.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_yaml::Value;
 
@@ -31,6 +31,8 @@ enum Node {
 }
 
 pub struct Chart {
+    /// The chart's directory, for `.Files.Get`.
+    dir: PathBuf,
     defines: BTreeMap<String, Vec<Node>>,
     /// Template file name to its parsed body.
     files: BTreeMap<String, Vec<Node>>,
@@ -255,7 +257,11 @@ impl Chart {
                 files.insert(name, body);
             }
         }
-        Ok(Chart { defines, files })
+        Ok(Chart {
+            dir: dir.to_path_buf(),
+            defines,
+            files,
+        })
     }
 
     pub fn file_names(&self) -> Vec<String> {
@@ -310,7 +316,7 @@ impl Chart {
             if let Some(v) = piped.take() {
                 args.push(v);
             }
-            piped = Some(if is_function(head) {
+            piped = Some(if is_function(head) || *head == FILES_GET {
                 self.call(head, &args, ctx)?
             } else if args.is_empty() {
                 self.term(head, ctx)?
@@ -432,6 +438,20 @@ impl Chart {
                 let body: Vec<String> = text.lines().map(|l| format!("{pad}{l}")).collect();
                 Ok(Val::Data(Value::String(format!("\n{}", body.join("\n")))))
             }
+            FILES_GET => {
+                arity(1)?;
+                let Val::Data(Value::String(path)) = &args[0] else {
+                    return Err(format!("{FILES_GET} needs a path"));
+                };
+                // Helm's .Files never holds the templates; a missing file is an error here,
+                // where Helm would quietly give an empty string.
+                if path.starts_with("templates/") || path.contains("..") {
+                    return Err(format!("{FILES_GET} {path:?}: outside .Files"));
+                }
+                let text = std::fs::read_to_string(self.dir.join(path))
+                    .map_err(|e| format!("{FILES_GET} {path:?}: {e}"))?;
+                Ok(Val::Data(Value::String(text)))
+            }
             "eq" | "ne" => {
                 arity(2)?;
                 let same = data(&args[0])? == data(&args[1])?;
@@ -445,6 +465,9 @@ impl Chart {
         }
     }
 }
+
+/// The one method call of the subset: a chart file's text.
+const FILES_GET: &str = ".Files.Get";
 
 fn is_function(word: &str) -> bool {
     !word.starts_with('.') && !word.starts_with('"') && word.parse::<i64>().is_err()
@@ -513,6 +536,7 @@ mod tests {
         let mut defines = BTreeMap::new();
         let (body, _) = parse(&tokens, &mut 0, &mut defines)?;
         let chart = Chart {
+            dir: PathBuf::new(),
             defines,
             files: BTreeMap::from([("t".to_string(), body)]),
         };
