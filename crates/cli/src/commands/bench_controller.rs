@@ -63,6 +63,10 @@ pub struct ControllerArgs {
     /// with the cluster's nodes at that moment.
     #[arg(long)]
     pub trace_disruption: bool,
+    /// Write the controller's metrics, as `/metrics` would serve them, to this file at the
+    /// end (the dashboards' test reads the label sets the loops really produce).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_out: Option<std::path::PathBuf>,
 }
 
 struct Deploy {
@@ -737,6 +741,10 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         print_counts("  API writes", &delta);
         println!("peak RSS {:.0} MiB", mib(hwm));
         failed |= world.unbound() > 0;
+    }
+    if let Some(path) = &args.metrics_out {
+        std::fs::write(path, metrics.encode())
+            .with_context(|| format!("writing the metrics to {}", path.display()))?;
     }
     if failed {
         eprintln!("not every pod was bound, or a node was left without pods after the scale-up");
