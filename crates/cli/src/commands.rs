@@ -12,6 +12,7 @@ pub mod bench_sim;
 pub mod controller;
 pub mod convert;
 pub mod crds;
+pub mod install;
 pub mod plan;
 pub mod plan_disruption;
 pub mod simulate;
@@ -33,6 +34,10 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
     Controller(Box<controller::Args>),
+    /// Create or update the AWS resources a cluster needs (`install aws --cluster-name C`; `--dry-run` only prints the plan).
+    Install(install::InstallArgs),
+    /// Remove what `install aws` created for a cluster.
+    Uninstall(install::InstallArgs),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -44,5 +49,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Controller(a) => controller::run(*a),
+        Command::Install(a) => install::install(a),
+        Command::Uninstall(a) => install::uninstall(a),
     }
 }

@@ -55,6 +55,30 @@ pub fn pricing_region(region: &str) -> &'static str {
     }
 }
 
+/// The shared SDK configuration for `options`: rustls, the region, the endpoint override and
+/// the credentials (resolved lazily, on the first call).
+pub async fn sdk_config(options: &ClientOptions) -> SdkConfig {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https();
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(options.region.clone()))
+        .http_client(http);
+    if let Some(url) = &options.endpoint_url {
+        loader = loader.endpoint_url(url.clone());
+    }
+    if let Some(c) = &options.credentials {
+        loader = loader.credentials_provider(Credentials::new(
+            c.access_key_id.clone(),
+            c.secret_access_key.clone(),
+            None,
+            None,
+            "nodewright-static",
+        ));
+    }
+    loader.load().await
+}
+
 /// One client per service, sharing one HTTPS connection pool. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct AwsClients {
@@ -70,29 +94,9 @@ pub struct AwsClients {
 }
 
 impl AwsClients {
-    /// Loads the shared configuration (credentials are resolved lazily, on the first call) and
-    /// builds the clients.
+    /// Loads the shared configuration and builds the clients.
     pub async fn new(options: &ClientOptions) -> Self {
-        let http = aws_smithy_http_client::Builder::new()
-            .tls_provider(Provider::Rustls(CryptoMode::Ring))
-            .build_https();
-        let mut loader = aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new(options.region.clone()))
-            .http_client(http);
-        if let Some(url) = &options.endpoint_url {
-            loader = loader.endpoint_url(url.clone());
-        }
-        if let Some(c) = &options.credentials {
-            loader = loader.credentials_provider(Credentials::new(
-                c.access_key_id.clone(),
-                c.secret_access_key.clone(),
-                None,
-                None,
-                "nodewright-static",
-            ));
-        }
-        let config = loader.load().await;
-        Self::from_config(&options.region, &config)
+        Self::from_config(&options.region, &sdk_config(options).await)
     }
 
     /// Clients from an already loaded configuration. The Pricing client is pointed at the

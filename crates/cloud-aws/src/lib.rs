@@ -15,6 +15,7 @@ pub mod cloud;
 pub mod cluster;
 pub mod drift;
 pub mod error;
+pub mod install;
 pub mod instance_batch;
 pub mod instance_types;
 pub mod instances;
@@ -30,7 +31,7 @@ pub mod registration;
 pub mod tagging;
 pub mod zonal_shift;
 
-pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region};
+pub use clients::{AwsClients, ClientOptions, StaticCredentials, pricing_region, sdk_config};
 pub use cloud::{AwsCloud, AwsCloudError, AwsSettings};
 pub use error::AwsError;
 pub use nodeclass::ResolvedNodeClass;
