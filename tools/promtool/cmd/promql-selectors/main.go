@@ -60,7 +60,7 @@ func main() {
 }
 
 func inspect(expr string) (answer, error) {
-	parsed, err := parser.ParseExpr(expr)
+	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		return answer{}, err
 	}
