@@ -35,8 +35,10 @@ pub enum Command {
     /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
     Controller(Box<controller::Args>),
     /// Create or update the AWS resources a cluster needs (`install aws --cluster-name C`; `--dry-run` only prints the plan).
+    #[cfg_attr(not(feature = "aws"), command(hide = true))]
     Install(install::InstallArgs),
     /// Remove what `install aws` created for a cluster.
+    #[cfg_attr(not(feature = "aws"), command(hide = true))]
     Uninstall(install::InstallArgs),
 }
 

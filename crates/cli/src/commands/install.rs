@@ -130,7 +130,7 @@ fn run(a: AwsArgs, remove: bool) -> anyhow::Result<ExitCode> {
     if let Some(e) = outcome.error {
         return Err(e.into());
     }
-    if !remove {
+    if !remove && !a.dry_run {
         println!();
         println!(
             "Nodes launch with the role {}: give your EC2NodeClasses",

@@ -110,13 +110,19 @@ pub(crate) fn fail<E>(
 where
     E: aws_sdk_iam::error::ProvideErrorMetadata + std::error::Error + 'static,
 {
-    let message = match e.as_service_error() {
-        Some(s) => format!(
-            "{}: {}",
-            s.code().unwrap_or("error"),
-            s.message().unwrap_or_default()
-        ),
-        None => aws_sdk_iam::error::DisplayErrorContext(&e).to_string(),
+    let message = match e
+        .as_service_error()
+        .and_then(|s| s.code().map(|c| (c, s.message())))
+    {
+        Some((code, message)) => format!("{code}: {}", message.unwrap_or_default()),
+        // No code: say what did answer (a bare HTTP status, or no answer at all).
+        None => match e.raw_response() {
+            Some(r) => format!(
+                "HTTP {} without an AWS error (does this endpoint serve the call?)",
+                r.status().as_u16()
+            ),
+            None => aws_sdk_iam::error::DisplayErrorContext(&e).to_string(),
+        },
     };
     InstallError {
         kind,
