@@ -308,7 +308,10 @@ fn grafana_free(expr: &str) -> String {
 
 /// (where, PromQL) for every target of every panel, and the metric and label of every
 /// `label_values(metric, label)` variable.
-fn dashboard_queries(file: &Path) -> (Vec<(String, String)>, Vec<(String, String)>) {
+/// (where, PromQL) pairs, or (metric, label) pairs.
+type Pairs = Vec<(String, String)>;
+
+fn dashboard_queries(file: &Path) -> (Pairs, Pairs) {
     let d: Json = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     let name = file.file_name().unwrap().to_string_lossy().into_owned();
     let mut exprs = Vec::new();
