@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(n.queue, "demo");
         assert_eq!(n.rules[1].0, "demo-SpotInterruption");
         assert!(n.policies.iter().any(
-            |(g, p)| g == "NodeLifecycle" && p == "KarpenterControllerNodeLifecyclePolicy-demo"
+            |(g, p)| g == "NodeLifecycle" && p == "KarpenterControllerNodeLifecyclePolicy"
         ));
         let long = "c".repeat(41);
         let e = names(&long).unwrap_err();
