@@ -12,6 +12,8 @@ pub mod bench_sim;
 pub mod controller;
 pub mod convert;
 pub mod crds;
+#[cfg(feature = "aws")]
+pub mod node_agent;
 pub mod plan;
 pub mod plan_disruption;
 pub mod simulate;
@@ -33,6 +35,10 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
     Controller(Box<controller::Args>),
+    /// Play the kubelet for a cloud's instances (Ready Nodes, pods reported Running), for
+    /// running the controller against moto or an account without real nodes.
+    #[cfg(feature = "aws")]
+    NodeAgent(Box<node_agent::Args>),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -44,5 +50,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Controller(a) => controller::run(*a),
+        #[cfg(feature = "aws")]
+        Command::NodeAgent(a) => node_agent::run(*a),
     }
 }
