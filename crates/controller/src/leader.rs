@@ -231,6 +231,15 @@ impl KubeLeaseStore {
     }
 }
 
+/// A lost race for the lease is routine; anything else (a refused request, an unreachable
+/// API server) keeps this replica from ever leading, so an operator must see it.
+fn log_failure(action: &str, e: &LeaseError) {
+    match e {
+        LeaseError::Conflict => tracing::debug!(error = %e, "{action} the lease failed"),
+        _ => tracing::warn!(error = %e, "{action} the lease failed"),
+    }
+}
+
 fn store_error(e: kube::Error) -> LeaseError {
     match &e {
         kube::Error::Api(status) if status.code == 409 => LeaseError::Conflict,
@@ -430,7 +439,7 @@ impl Candidate {
         let current = match self.store.get(&c.namespace, &c.name).await {
             Ok(r) => r,
             Err(e) => {
-                tracing::debug!(error = %e, "reading the lease failed");
+                log_failure("reading", &e);
                 return Attempt::Failed;
             }
         };
@@ -486,7 +495,7 @@ impl Candidate {
                 Attempt::Held
             }
             Err(e) => {
-                tracing::debug!(error = %e, "writing the lease failed");
+                log_failure("writing", &e);
                 Attempt::Failed
             }
         }

@@ -1,7 +1,7 @@
 """The AWS side of an EKS cluster, in moto, for the end-to-end suite: a VPC with one subnet per
-zone and a security group, both tagged karpenter.sh/discovery=<cluster>; the node role; an
-image; the EKS cluster (its service CIDR is what AL2023 nodes need); the interruption queue.
-Prints the ids as JSON. Usage: aws_world.py ENDPOINT CLUSTER"""
+zone and the security group instances get, each tagged karpenter.sh/discovery=<cluster>; the
+node role; an image; the EKS cluster (its service CIDR is what AL2023 nodes need); the
+interruption queue. Prints the ids as JSON. Usage: aws_world.py ENDPOINT CLUSTER"""
 
 import json
 import sys
@@ -32,12 +32,17 @@ for i, zone in enumerate(["us-east-1a", "us-east-1b", "us-east-1c"]):
             TagSpecifications=[{"ResourceType": "subnet", "Tags": discovery}],
         )["Subnet"]["SubnetId"]
     )
-group = ec2.create_security_group(
-    GroupName=f"{cluster}-nodes",
-    Description="nodes",
-    VpcId=vpc,
-    TagSpecifications=[{"ResourceType": "security-group", "Tags": discovery}],
-)["GroupId"]
+# moto gives every instance the default VPC's default group, whatever its launch template
+# names (real EC2 applies the template's groups), so that group is the one the class selects;
+# any other would make every instance drift at once (SecurityGroupDrift).
+default_vpc = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]
+group = ec2.describe_security_groups(
+    Filters=[
+        {"Name": "group-name", "Values": ["default"]},
+        {"Name": "vpc-id", "Values": [default_vpc["VpcId"]]},
+    ]
+)["SecurityGroups"][0]["GroupId"]
+ec2.create_tags(Resources=[group], Tags=discovery)
 trust = {
     "Version": "2012-10-17",
     "Statement": [

@@ -133,7 +133,7 @@ async fn the_chart_installs_and_its_service_account_runs_every_loop() {
 
     let mut ctl = Launch::sim(&cp, "as-service-account")
         .kubeconfig(&sa_config)
-        .env("LEADER_ELECTION_NAMESPACE", "nodewright")
+        .flag("--leader-election-namespace", "nodewright")
         .start();
     ctl.wait_ready().await;
     cp.apply_path("fixtures/seed-manifests/04-nodepool-ec2nodeclass-v1.yaml");

@@ -54,6 +54,15 @@ impl Launch {
         self
     }
 
+    /// Sets `--flag value`, replacing the value the launch already has for it.
+    pub fn flag(mut self, flag: &str, value: &str) -> Self {
+        match self.args.iter().position(|a| a == flag) {
+            Some(i) if i + 1 < self.args.len() => self.args[i + 1] = value.into(),
+            _ => self.args.extend([flag.to_string(), value.to_string()]),
+        }
+        self
+    }
+
     pub fn env(mut self, k: &str, v: &str) -> Self {
         self.env.push((k.into(), v.into()));
         self
