@@ -1,7 +1,12 @@
-//! Invalid Karpenter objects, one per validation rule, with the exact errors `nodewright
-//! validate` prints for each (`path: reason`, in its order), and invalid updates with the errors
-//! of the update rules. Each case is a valid base from [`crate::valid`] with one thing broken,
-//! so a kube-apiserver given nodewright's CRDs must reject it exactly when `validate` does.
+//! Invalid Karpenter objects, one per validation rule, with the exact errors `validate` reports
+//! for each (`nodewright_api::object::validate_value`: `path: reason`, in its order), and
+//! updates with the errors of the update rules. Each case is a valid base from
+//! [`crate::valid`] with one thing broken, so a kube-apiserver given nodewright's CRDs must
+//! reject it exactly when `validate` does.
+//!
+//! `nodewright validate` prints these errors, prefixed with the document, except where the
+//! object cannot be decoded at all (a required field of the typed object missing, a field of
+//! the wrong type): there it prints only the decoding error today.
 
 mod ec2nodeclass;
 mod nodeclaim;
