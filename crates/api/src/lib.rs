@@ -19,7 +19,6 @@ pub mod interchange;
 pub mod object;
 pub mod quantity;
 pub mod schema;
-pub mod schema_check;
 pub mod stable_hash;
 pub mod to_core;
 pub mod v1;

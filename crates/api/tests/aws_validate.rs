@@ -1,12 +1,17 @@
-//! EC2NodeClass validation: the seeds are valid, and each rule rejects an object that breaks it
-//! with the expected path and message.
+//! EC2NodeClass validation rules on their own (without the CRD schema `validate` runs first):
+//! the seeds are valid, and each rule rejects the test kit's object that breaks it with the
+//! expected path and message.
 
-mod aws_support;
-
-use aws_support::{apply, base, cases, parse, set};
 use nodewright_api::aws::validate;
 use nodewright_api::document::read_documents;
+use nodewright_testkit::invalid;
+use nodewright_testkit::json::set;
+use nodewright_testkit::valid;
 use serde_json::{Value, json};
+
+fn parse(v: &Value) -> nodewright_api::aws::v1::EC2NodeClass {
+    serde_json::from_value(v.clone()).expect("test object deserializes")
+}
 
 #[test]
 fn seeds_are_valid() {
@@ -15,18 +20,23 @@ fn seeds_are_valid() {
     let docs = read_documents(&dir.join("04-nodepool-ec2nodeclass-v1.yaml")).unwrap();
     let nc = docs.iter().find(|d| d.kind() == "EC2NodeClass").unwrap();
     assert_eq!(validate::ec2nodeclass(&parse(&nc.value)), vec![]);
-    assert_eq!(validate::ec2nodeclass(&parse(&base())), vec![]);
+    assert_eq!(
+        validate::ec2nodeclass(&parse(&valid::ec2nodeclass())),
+        vec![]
+    );
 }
 
 #[test]
 fn each_rule_rejects_its_invalid_object() {
+    let rule_errors = invalid::ec2nodeclass_rule_errors();
+    let cases = invalid::ec2nodeclass_cases();
+    assert_eq!(rule_errors.len(), cases.len());
     let mut failures = Vec::new();
-    for (what, changes, path, message) in cases() {
-        let errs = validate::ec2nodeclass(&parse(&apply(&changes)));
-        if !errs.iter().any(|e| e.path == path && e.reason == message) {
-            failures.push(format!(
-                "{what}: expected {path}: {message}\n  got {errs:?}"
-            ));
+    for (case, (name, expected)) in cases.iter().zip(rule_errors) {
+        assert_eq!(case.name, name);
+        let errs = validate::ec2nodeclass(&parse(&case.object));
+        if !errs.iter().any(|e| e.to_string() == expected) {
+            failures.push(format!("{name}: expected {expected}\n  got {errs:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -34,8 +44,11 @@ fn each_rule_rejects_its_invalid_object() {
 
 #[test]
 fn errors_render_with_their_path() {
-    let mut v = base();
-    set(&mut v, "/spec/subnetSelectorTerms", json!([{"id": "sn-1"}]));
+    let v = set(
+        valid::ec2nodeclass(),
+        "/spec/subnetSelectorTerms",
+        json!([{"id": "sn-1"}]),
+    );
     let errs = validate::ec2nodeclass(&parse(&v));
     assert_eq!(errs.len(), 1);
     assert_eq!(
@@ -47,40 +60,7 @@ fn errors_render_with_their_path() {
 #[test]
 fn alias_with_matching_or_custom_family_is_valid() {
     for family in ["AL2023", "Custom"] {
-        let mut v = base();
-        set(&mut v, "/spec/amiFamily", json!(family));
+        let v = set(valid::ec2nodeclass(), "/spec/amiFamily", json!(family));
         assert_eq!(validate::ec2nodeclass(&parse(&v)), vec![], "{family}");
-    }
-}
-
-#[test]
-fn role_is_immutable() {
-    let old = parse(&base());
-    let mut v = base();
-    set(&mut v, "/spec/role", json!("OtherRole"));
-    let errs = validate::ec2nodeclass_update(&old, &parse(&v));
-    assert_eq!(
-        errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-        ["spec.role: immutable field changed"]
-    );
-    assert_eq!(validate::ec2nodeclass_update(&old, &old), vec![]);
-}
-
-#[test]
-fn role_and_instance_profile_cannot_be_swapped() {
-    let old = parse(&base());
-    let mut v = base();
-    set(&mut v, "/spec/role", Value::Null);
-    set(&mut v, "/spec/instanceProfile", json!("profile"));
-    let new = parse(&v);
-    let expected = "spec: changing from 'instanceProfile' to 'role' is not supported. You must delete and recreate this node class if you want to change this.";
-    for errs in [
-        validate::ec2nodeclass_update(&old, &new),
-        validate::ec2nodeclass_update(&new, &old),
-    ] {
-        assert_eq!(
-            errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-            [expected]
-        );
     }
 }

@@ -13,6 +13,8 @@ pub mod controller;
 pub mod convert;
 pub mod crds;
 pub mod install;
+#[cfg(feature = "aws")]
+pub mod node_agent;
 pub mod plan;
 pub mod plan_disruption;
 pub mod simulate;
@@ -40,6 +42,10 @@ pub enum Command {
     /// Remove what `install aws` created for a cluster.
     #[cfg_attr(not(feature = "aws"), command(hide = true))]
     Uninstall(install::InstallArgs),
+    /// Play the kubelet for a cloud's instances (Ready Nodes, pods reported Running), for
+    /// running the controller against moto or an account without real nodes.
+    #[cfg(feature = "aws")]
+    NodeAgent(Box<node_agent::Args>),
 }
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -53,5 +59,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Controller(a) => controller::run(*a),
         Command::Install(a) => install::install(a),
         Command::Uninstall(a) => install::uninstall(a),
+        #[cfg(feature = "aws")]
+        Command::NodeAgent(a) => node_agent::run(*a),
     }
 }

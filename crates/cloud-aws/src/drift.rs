@@ -121,9 +121,9 @@ pub fn instance_drift(
         return Err(DriftError::NoAmis);
     }
     let image = instance.instance.image_id.as_deref().unwrap_or_default();
-    let served = amis.iter().any(|a| {
-        a.id == image && ami_serves(a.requirements.as_deref().unwrap_or(&[]), type_requirements)
-    });
+    let served = amis
+        .iter()
+        .any(|a| a.id == image && ami_serves(&a.requirements, type_requirements));
     if !served {
         return Ok(Some(DriftReason::Ami));
     }
@@ -225,7 +225,7 @@ mod tests {
             id: id.into(),
             deprecated: None,
             name: None,
-            requirements: Some(reqs),
+            requirements: reqs,
             extra: Default::default(),
         }
     }

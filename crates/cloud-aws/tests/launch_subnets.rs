@@ -15,6 +15,7 @@ use nodewright_cloud_aws::AwsCloud;
 use nodewright_cloud_aws::cloud::now;
 use nodewright_cloud_aws::error::AwsError;
 use nodewright_cloud_aws::launch::{ClusterInfo, FleetApi, FleetCall, FleetOutcome, SdkFleet};
+use nodewright_testkit::nodeclaim;
 use support::{DISCOVERY, Moto, Seed, ZONES};
 
 /// An arm64 image moto ships.
@@ -109,11 +110,13 @@ impl Env {
 }
 
 fn claim(name: &str, class: &str, types: &[&str], zone: &str) -> NodeClaim {
-    serde_yaml::from_str(&format!(
-        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [{}]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}\n    - {{key: topology.kubernetes.io/zone, operator: In, values: [{zone}]}}\n  resources: {{requests: {{cpu: 500m}}}}\n",
-        types.join(", ")
+    let claim = nodeclaim::aws(name, class, types, "on-demand");
+    let claim = nodeclaim::require(claim, "topology.kubernetes.io/zone", &[zone]);
+    serde_json::from_value(nodeclaim::requests(
+        claim,
+        serde_json::json!({"cpu": "500m"}),
     ))
-    .expect("NodeClaim yaml")
+    .expect("NodeClaim")
 }
 
 async fn instance(moto: &Moto, provider_id: &str) -> aws_sdk_ec2::types::Instance {

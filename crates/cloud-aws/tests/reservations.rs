@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud_aws::cloud::now;
 use nodewright_core::model::CapacityType;
+use nodewright_testkit::nodeclaim;
 
 use support::proxy::{self, Proxy};
 use support::{DISCOVERY, Moto};
@@ -74,10 +75,7 @@ fn describe_calls(proxy: &Proxy) -> usize {
 }
 
 fn claim(name: &str, capacity: &str) -> NodeClaim {
-    serde_yaml::from_str(&format!(
-        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity}]}}\n"
-    ))
-    .expect("NodeClaim yaml")
+    serde_json::from_value(nodeclaim::aws(name, "gpu", &["m5.large"], capacity)).expect("NodeClaim")
 }
 
 #[tokio::test]

@@ -15,6 +15,7 @@ use nodewright_cloud::{CloudError, CloudProvider, RegisteredInstance, Terminatio
 use nodewright_cloud_aws::AwsClients;
 use nodewright_cloud_aws::launch::ClusterInfo;
 use nodewright_cloud_aws::tagging::{CLUSTER_NAME_TAGGED, EKS_CLUSTER_NAME, TAGGED};
+use nodewright_testkit::nodeclaim;
 
 use support::DISCOVERY;
 
@@ -62,10 +63,8 @@ async fn a_registered_claims_instance_is_named_after_its_node() {
         role = seed.role
     ));
     class.metadata.uid = Some(support::unique("uid"));
-    let claim: NodeClaim = serde_yaml::from_str(
-        "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: tag-1\n  labels: {karpenter.sh/nodepool: default}\nspec:\n  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: tag}\n  requirements:\n    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}\n    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
-    )
-    .unwrap();
+    let claim: NodeClaim =
+        serde_json::from_value(nodeclaim::aws("tag-1", "tag", &["m5.large"], "on-demand")).unwrap();
     let launched = cloud.create(&claim, Some(&class)).await.expect("launch");
     let pid = launched.instance.provider_id.clone();
     let id = instance_id(&pid).to_string();

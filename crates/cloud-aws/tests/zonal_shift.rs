@@ -12,6 +12,7 @@ use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{CloudProvider, InstanceState};
 use nodewright_cloud_aws::AwsCloud;
+use nodewright_testkit::nodeclaim;
 use support::proxy::{self, Proxy};
 use support::{DISCOVERY, Moto, Seed, ZONES};
 
@@ -136,12 +137,14 @@ impl Env {
     }
 
     fn claim(&self, name: &str, zones: &[&str]) -> NodeClaim {
-        serde_yaml::from_str(&format!(
-            "apiVersion: karpenter.sh/v1\nkind: NodeClaim\nmetadata:\n  name: {name}\n  labels: {{karpenter.sh/nodepool: default}}\nspec:\n  nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: {class}}}\n  requirements:\n    - {{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}}\n    - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}\n    - {{key: topology.kubernetes.io/zone, operator: In, values: [{}]}}\n  resources: {{requests: {{cpu: 500m}}}}\n",
-            zones.join(", "),
-            class = self.class.metadata.name.as_deref().unwrap()
+        let class = self.class.metadata.name.as_deref().unwrap();
+        let claim = nodeclaim::aws(name, class, &["m5.large"], "on-demand");
+        let claim = nodeclaim::require(claim, "topology.kubernetes.io/zone", zones);
+        serde_json::from_value(nodeclaim::requests(
+            claim,
+            serde_json::json!({"cpu": "500m"}),
         ))
-        .expect("NodeClaim yaml")
+        .expect("NodeClaim")
     }
 
     /// Whether m5.large on-demand is offered as available in `zone`.

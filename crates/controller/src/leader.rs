@@ -231,6 +231,15 @@ impl KubeLeaseStore {
     }
 }
 
+/// A lost race for the lease is routine; anything else (a refused request, an unreachable
+/// API server) keeps this replica from ever leading, so an operator must see it.
+fn log_failure(action: &str, e: &LeaseError) {
+    match e {
+        LeaseError::Conflict => tracing::debug!(error = %e, "{action} the lease failed"),
+        _ => tracing::warn!(error = %e, "{action} the lease failed"),
+    }
+}
+
 fn store_error(e: kube::Error) -> LeaseError {
     match &e {
         kube::Error::Api(status) if status.code == 409 => LeaseError::Conflict,
@@ -312,12 +321,30 @@ impl LeaseStore for KubeLeaseStore {
     }
 }
 
-/// Runs election for `config.identity` until every receiver is dropped; the receiver reads
-/// `true` exactly while this candidate holds the lease. On shutdown a held lease is released
-/// so a successor need not wait for it to expire.
-pub fn spawn(store: Arc<dyn LeaseStore>, config: LeaseConfig) -> watch::Receiver<bool> {
+/// A running election: [`Election::leader`] reads `true` exactly while this candidate holds
+/// the lease.
+pub struct Election {
+    pub leader: watch::Receiver<bool>,
+    stop: Arc<tokio::sync::Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Election {
+    /// Stops the election: writers see `false` first, then a held lease is released so a
+    /// successor takes over at once instead of waiting out the lease duration.
+    pub async fn release(self) {
+        self.stop.notify_one();
+        let _ = self.task.await;
+    }
+}
+
+/// Runs election for `config.identity` until [`Election::release`] or until every receiver
+/// is dropped; either way a held lease is released on the way out.
+pub fn spawn(store: Arc<dyn LeaseStore>, config: LeaseConfig) -> Election {
     let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let stopped = stop.clone();
+    let task = tokio::spawn(async move {
         let mut candidate = Candidate {
             store,
             config,
@@ -326,13 +353,18 @@ pub fn spawn(store: Arc<dyn LeaseStore>, config: LeaseConfig) -> watch::Receiver
         tokio::select! {
             _ = candidate.run(&tx) => {}
             _ = tx.closed() => {}
+            _ = stopped.notified() => {}
         }
         if *tx.borrow() {
             let _ = tx.send(false);
         }
         candidate.release().await;
     });
-    rx
+    Election {
+        leader: rx,
+        stop,
+        task,
+    }
 }
 
 struct Candidate {
@@ -407,7 +439,7 @@ impl Candidate {
         let current = match self.store.get(&c.namespace, &c.name).await {
             Ok(r) => r,
             Err(e) => {
-                tracing::debug!(error = %e, "reading the lease failed");
+                log_failure("reading", &e);
                 return Attempt::Failed;
             }
         };
@@ -463,7 +495,7 @@ impl Candidate {
                 Attempt::Held
             }
             Err(e) => {
-                tracing::debug!(error = %e, "writing the lease failed");
+                log_failure("writing", &e);
                 Attempt::Failed
             }
         }
@@ -559,7 +591,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn acquires_an_absent_lease_and_keeps_renewing_it() {
         let store = Arc::new(MemoryLeaseStore::new());
-        let rx = spawn(store.clone(), config("a"));
+        let rx = spawn(store.clone(), config("a")).leader;
         advance(0.1).await;
         assert!(*rx.borrow());
         assert_eq!(holder(&store).as_deref(), Some("a"));
@@ -580,9 +612,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_live_lease_is_not_taken() {
         let store = Arc::new(MemoryLeaseStore::new());
-        let a = spawn(store.clone(), config("a"));
+        let a = spawn(store.clone(), config("a")).leader;
         advance(0.1).await;
-        let b = spawn(store.clone(), config("b"));
+        let b = spawn(store.clone(), config("b")).leader;
         advance(120.0).await;
         assert!(*a.borrow());
         assert!(!*b.borrow());
@@ -608,7 +640,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let b = spawn(store.clone(), config("b"));
+        let b = spawn(store.clone(), config("b")).leader;
         advance(10.0).await;
         assert!(!*b.borrow(), "not before the lease duration has passed");
         advance(8.0).await;
@@ -624,7 +656,7 @@ mod tests {
     async fn failed_renewal_steps_down_by_the_deadline() {
         let store = Arc::new(MemoryLeaseStore::new());
         let flaky = Flaky::new(store.clone());
-        let a = spawn(flaky.clone(), config("a"));
+        let a = spawn(flaky.clone(), config("a")).leader;
         advance(0.1).await;
         assert!(*a.borrow());
         flaky.down.store(true, Ordering::SeqCst);
@@ -645,8 +677,8 @@ mod tests {
         let store = Arc::new(MemoryLeaseStore::new());
         let fa = Flaky::new(store.clone());
         let fb = Flaky::new(store.clone());
-        let a = spawn(fa.clone(), config("a"));
-        let b = spawn(fb.clone(), config("b"));
+        let a = spawn(fa.clone(), config("a")).leader;
+        let b = spawn(fb.clone(), config("b")).leader;
         let mut leaders_seen = std::collections::BTreeSet::new();
         // Cut off whoever leads, then heal, several times; sample every 100 ms.
         for round in 0..6 {
@@ -672,18 +704,33 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn dropping_the_receiver_releases_the_lease() {
         let store = Arc::new(MemoryLeaseStore::new());
-        let a = spawn(store.clone(), config("a"));
+        let a = spawn(store.clone(), config("a")).leader;
         advance(0.1).await;
         assert!(*a.borrow());
         drop(a);
         advance(0.1).await;
         assert_eq!(holder(&store), None);
-        let b = spawn(store.clone(), config("b"));
+        let b = spawn(store.clone(), config("b")).leader;
         advance(2.5).await;
         assert!(
             *b.borrow(),
             "a released lease is taken without waiting for expiry"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn release_steps_down_and_frees_the_lease_before_returning() {
+        let store = Arc::new(MemoryLeaseStore::new());
+        let a = spawn(store.clone(), config("a"));
+        let leader = a.leader.clone();
+        advance(0.1).await;
+        assert!(*leader.borrow());
+        a.release().await;
+        assert!(
+            !*leader.borrow(),
+            "writers stop before the lease is given up"
+        );
+        assert_eq!(holder(&store), None, "released by the time release returns");
     }
 
     #[tokio::test]
@@ -776,7 +823,7 @@ mod tests {
         c.lease_duration = Duration::from_millis(900);
         c.renew_deadline = Duration::from_millis(600);
         c.retry_period = Duration::from_millis(100);
-        let mut rx = spawn(Arc::new(KubeLeaseStore::new(client)), c);
+        let mut rx = spawn(Arc::new(KubeLeaseStore::new(client)), c).leader;
         tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|l| *l))
             .await
             .expect("leader within 5s")

@@ -722,7 +722,7 @@ impl Lifecycle {
             self.writer.patch_node(&node_name, &patch).await?;
         }
         cond::set(conds, INITIALIZED, "True", INITIALIZED, "", now);
-        info!(nodeclaim = ?claim.metadata.name, node = %node_name, "initialized nodeclaim");
+        info!(nodeclaim = claim.metadata.name.as_deref().unwrap_or_default(), node = %node_name, "initialized nodeclaim");
         Ok(())
     }
 

@@ -88,13 +88,15 @@ pub async fn run(
     let state = ClusterState::shared();
     let _watchers = watchers::spawn_all(client.clone(), state.clone());
 
-    let leader = if settings.leader_election_enabled() {
-        leader::spawn(
+    let (election, leader) = if settings.leader_election_enabled() {
+        let election = leader::spawn(
             Arc::new(KubeLeaseStore::new(client.clone())),
             LeaseConfig::from_settings(&settings, &identity),
-        )
+        );
+        let leader = election.leader.clone();
+        (Some(election), leader)
     } else {
-        watch::channel(true).1
+        (None, watch::channel(true).1)
     };
     tokio::spawn(crate::metrics::operations::follow_leader(
         leader.clone(),
@@ -275,9 +277,38 @@ pub async fn run(
     tokio::spawn(status.run(STATUS_EVERY));
     tokio::spawn(gc.run());
     info!(identity = %identity, "controller started");
-    let _ = tokio::signal::ctrl_c().await;
+    shutdown_signal().await;
     info!("shutting down");
+    if let Some(election) = election {
+        // A successor takes over at once instead of waiting out the lease.
+        if tokio::time::timeout(RELEASE_WITHIN, election.release())
+            .await
+            .is_err()
+        {
+            warn!("the lease was not released in time; a successor waits for it to expire");
+        }
+    }
     Ok(())
+}
+
+/// How long shutdown waits for the lease to be released.
+const RELEASE_WITHIN: Duration = Duration::from_secs(5);
+
+/// SIGTERM (what the kubelet and `kill` send) or SIGINT (ctrl-c).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot listen for SIGTERM; stopping on ctrl-c only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -182,8 +182,9 @@ pub struct AmiStatus {
     pub deprecated: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requirements: Option<Vec<AmiRequirement>>,
+    /// Always written, empty or not: the CRD requires the field, as upstream's does.
+    #[serde(default)]
+    pub requirements: Vec<AmiRequirement>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -207,4 +208,21 @@ pub struct AmiRequirement {
 /// For `skip_serializing_if`: an absent `metadata` stays absent.
 pub fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The EC2NodeClass CRD requires `status.amis[].requirements`; an image that serves every
+    /// node (no requirements) must still write the empty list, or the status write is refused.
+    #[test]
+    fn an_ami_without_requirements_writes_an_empty_list() {
+        let ami = AmiStatus {
+            id: "ami-1".into(),
+            ..AmiStatus::default()
+        };
+        let v = serde_json::to_value(&ami).unwrap();
+        assert_eq!(v, serde_json::json!({"id": "ami-1", "requirements": []}));
+    }
 }

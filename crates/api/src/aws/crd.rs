@@ -249,6 +249,12 @@ fn kubelet() -> Schema {
         .prop("imageGCHighThresholdPercent", int32().minimum(0).maximum(100))
         .prop("imageGCLowThresholdPercent", int32().minimum(0).maximum(100))
         .prop("cpuCFSQuota", boolean())
+        // Declared only so the rule below compiles: the API server types CEL's `self` from
+        // the declared properties, and `has()` of an undeclared field is a compile error.
+        .prop(
+            "registerWithTaints",
+            array(object().preserve_unknown_fields()),
+        )
         .preserve_unknown_fields()
         .rule(
             "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true",

@@ -16,7 +16,7 @@ use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::settings::Settings;
 
 #[cfg(feature = "aws")]
-mod aws;
+pub mod aws;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Provider {

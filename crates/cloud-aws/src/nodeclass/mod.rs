@@ -248,18 +248,17 @@ fn ami_status(a: &ResolvedAmi) -> AmiStatus {
         id: a.id.clone(),
         deprecated: a.deprecated.then_some(true),
         name: Some(a.name.clone()),
-        requirements: Some(
-            a.requirements
-                .iter()
-                .map(|r| AmiRequirement {
-                    key: r.key.clone(),
-                    operator: r.operator.clone(),
-                    values: (!r.values.is_empty()).then(|| r.values.clone()),
-                    min_values: None,
-                    extra: Default::default(),
-                })
-                .collect(),
-        ),
+        requirements: a
+            .requirements
+            .iter()
+            .map(|r| AmiRequirement {
+                key: r.key.clone(),
+                operator: r.operator.clone(),
+                values: (!r.values.is_empty()).then(|| r.values.clone()),
+                min_values: None,
+                extra: Default::default(),
+            })
+            .collect(),
         extra: Default::default(),
     }
 }

@@ -23,9 +23,9 @@ use nodewright_cloud::InstanceState;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::machines::Machines;
 use super::node::{AGENT_LABEL, Action, node_ip, node_name, plan, quantities};
 use super::pod::{Kubelet, PodAction, PodRef, pod_plan};
-use crate::cloud::SimCloud;
 
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 
@@ -61,9 +61,18 @@ impl Default for AgentConfig {
     }
 }
 
+/// Why a pass of the agent failed; the next pass tries again.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("listing the cloud's instances: {0}")]
+    Cloud(#[from] nodewright_cloud::CloudError),
+}
+
 /// The kube side of the agent.
 pub struct NodeAgent {
-    cloud: Arc<SimCloud>,
+    machines: Arc<dyn Machines>,
     client: kube::Client,
     config: AgentConfig,
     last_heartbeat: BTreeMap<String, Instant>,
@@ -118,9 +127,9 @@ fn nodeclaim_resource() -> ApiResource {
 }
 
 impl NodeAgent {
-    pub fn new(cloud: Arc<SimCloud>, client: kube::Client, config: AgentConfig) -> Self {
+    pub fn new(machines: Arc<dyn Machines>, client: kube::Client, config: AgentConfig) -> Self {
         NodeAgent {
-            cloud,
+            machines,
             client,
             config,
             last_heartbeat: BTreeMap::new(),
@@ -159,7 +168,7 @@ impl NodeAgent {
 
     /// One pass: list, plan and apply for Nodes, then for the pods on them (once the pod
     /// watch has listed; it starts on the first pass).
-    pub async fn reconcile(&mut self) -> Result<(), kube::Error> {
+    pub async fn reconcile(&mut self) -> Result<(), AgentError> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE);
         let claims_api: Api<DynamicObject> =
@@ -185,10 +194,10 @@ impl NodeAgent {
             .into_iter()
             .filter_map(|n| n.metadata.name)
             .collect();
-        let register_after = self.cloud.config().launch_delay + self.config.registration_delay;
+        let register_after = self.machines.boot_time() + self.config.registration_delay;
+        let instances = self.machines.machines(&claims).await?;
         let now = Instant::now();
         let wall = Timestamp::now();
-        let instances = self.cloud.instances();
         let mut registered = listed.clone();
         for action in plan(&instances, &claims, &listed, now, register_after, wall) {
             match action {
@@ -204,7 +213,8 @@ impl NodeAgent {
                     self.write_lease(&leases, &name, created.metadata.uid.as_deref(), wall)
                         .await?;
                     self.last_heartbeat.insert(name.clone(), now);
-                    tracing::info!(node = %name, provider_id = ?node.spec.as_ref().and_then(|s| s.provider_id.as_ref()), "registered node");
+                    let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+                    tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
                 }
                 Action::Heartbeat(name) => {
                     let due = self
@@ -255,7 +265,7 @@ impl NodeAgent {
             }
         }
         let kubelets = kubelets(&instances, &listed, &registered);
-        self.reconcile_pods(&kubelets, wall).await
+        Ok(self.reconcile_pods(&kubelets, wall).await?)
     }
 
     async fn reconcile_pods(

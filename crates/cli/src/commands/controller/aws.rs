@@ -84,14 +84,11 @@ pub fn interruption_queue(settings: &Settings) -> Option<QueueOptions> {
     (!name.is_empty()).then(|| QueueOptions::new(name))
 }
 
-/// Builds the provider and starts its background tasks: instance type and price refresh,
-/// and the cleanup of unused launch templates. Also returns the interruption queue when
-/// `INTERRUPTION_QUEUE` is set; its SQS calls go to the same endpoint as the rest.
-pub async fn start(
-    settings: &Settings,
+/// The SDK clients, the cluster's Kubernetes version and the region.
+async fn connect(
     args: &AwsArgs,
     config: &kube::Config,
-) -> anyhow::Result<(Arc<dyn CloudProvider>, Option<Arc<dyn InterruptionSource>>)> {
+) -> anyhow::Result<(AwsClients, String, String)> {
     let client = kube::Client::try_from(config.clone())?;
     let region = region(args, std::env::var("AWS_DEFAULT_REGION").ok())?;
     let clients = AwsClients::new(&client_options(args, &region)).await;
@@ -100,7 +97,33 @@ pub async fn start(
         .await
         .context("reading the Kubernetes version from the API server")?;
     let version = kubernetes_version(&info.major, &info.minor)?;
-    tracing::info!(region = %region, kubernetes = %version, endpoint = ?args.aws_endpoint_url, "starting the AWS provider");
+    Ok((clients, version, region))
+}
+
+/// The provider alone, without the cluster facts launches need and without background
+/// tasks: enough to list and look up instances (the node agent).
+pub async fn provider(
+    settings: &Settings,
+    args: &AwsArgs,
+    config: &kube::Config,
+) -> anyhow::Result<Arc<dyn CloudProvider>> {
+    let (clients, version, _) = connect(args, config).await?;
+    Ok(Arc::new(AwsCloud::new(
+        clients,
+        aws_settings(settings, &version),
+    )))
+}
+
+/// Builds the provider and starts its background tasks: instance type and price refresh,
+/// and the cleanup of unused launch templates. Also returns the interruption queue when
+/// `INTERRUPTION_QUEUE` is set; its SQS calls go to the same endpoint as the rest.
+pub async fn start(
+    settings: &Settings,
+    args: &AwsArgs,
+    config: &kube::Config,
+) -> anyhow::Result<(Arc<dyn CloudProvider>, Option<Arc<dyn InterruptionSource>>)> {
+    let (clients, version, region) = connect(args, config).await?;
+    tracing::info!(region = %region, kubernetes = %version, endpoint = args.aws_endpoint_url.as_deref().unwrap_or("the regional endpoints"), "starting the AWS provider");
     let facts = cluster::ClusterFacts::resolve(
         &clients,
         known_cluster_facts(settings, config),
@@ -108,7 +131,7 @@ pub async fn start(
     )
     .await;
     let info = facts.current();
-    tracing::info!(endpoint = %info.endpoint, service_cidr = ?info.service_cidr, ca_bundle = info.ca_bundle.is_some(), "cluster facts for node user data");
+    tracing::info!(endpoint = %info.endpoint, service_cidr = info.service_cidr.as_deref().unwrap_or("unknown"), ca_bundle = info.ca_bundle.is_some(), "cluster facts for node user data");
     let cloud = Arc::new(
         AwsCloud::new(clients, aws_settings(settings, &version)).with_cluster_facts(facts),
     );

@@ -1,0 +1,288 @@
+//! `nodewright controller --cloud-provider aws` on the real control plane with EC2 played by
+//! moto: the EC2NodeClass resolves, `inflate` gets instances in the class's subnets with
+//! Karpenter's tags, its pods are bound, a spot interruption warning on the queue has the
+//! node drained and replaced, and scaling to zero terminates every instance.
+//! `nodewright node-agent` turns moto's instances into Ready Nodes, in a process of its own.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::kit::controller::{Controller, Launch};
+use crate::kit::moto::{Moto, World};
+use crate::kit::read::{self, condition, name, running};
+use crate::kit::{ControlPlane, assert_clean_log, eventually};
+
+pub const CLUSTER: &str = "e2e";
+
+/// The API server's address, as nodes (and so the provider's user data) reach it.
+pub fn api_server(cp: &ControlPlane) -> String {
+    let kubeconfig = std::fs::read_to_string(&cp.kubeconfig).expect("kubeconfig");
+    kubeconfig
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .expect("a server in the kubeconfig")
+        .to_string()
+}
+
+/// `nodewright ARGS` with the AWS settings that point it at `moto`.
+pub fn aws_launch(cp: &ControlPlane, moto: &Moto, name: &str, args: &[&str]) -> Launch {
+    let mut launch = Launch::sim(cp, name);
+    launch.args = args.iter().map(|s| s.to_string()).collect();
+    launch
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", &moto.url)
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("CLUSTER_NAME", CLUSTER)
+        .env("CLUSTER_ENDPOINT", &api_server(cp))
+        .env("LEADER_ELECTION_NAMESPACE", "default")
+}
+
+pub fn controller(cp: &ControlPlane, moto: &Moto, world: &World, name: &str) -> Launch {
+    aws_launch(cp, moto, name, &["controller", "--cloud-provider", "aws"])
+        .env("INTERRUPTION_QUEUE", &world.get("queue"))
+}
+
+pub fn agent(cp: &ControlPlane, moto: &Moto) -> Controller {
+    aws_launch(
+        cp,
+        moto,
+        "node-agent",
+        &["node-agent", "--cloud-provider", "aws"],
+    )
+    .start()
+}
+
+/// A NodePool and an AL2023 EC2NodeClass selecting the world's subnets, group and image.
+pub fn manifests(world: &World, capacity_types: &str, limit_cpu: u32) -> String {
+    format!(
+        r#"apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {{name: default}}
+spec:
+  amiFamily: AL2023
+  role: {role}
+  amiSelectorTerms: [{{id: {image}}}]
+  subnetSelectorTerms: [{{tags: {{karpenter.sh/discovery: {CLUSTER}}}}}]
+  securityGroupSelectorTerms: [{{tags: {{karpenter.sh/discovery: {CLUSTER}}}}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: default}}
+spec:
+  template:
+    spec:
+      requirements:
+        - {{key: kubernetes.io/arch, operator: In, values: [amd64]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [{capacity_types}]}}
+        - {{key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}}
+        - {{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}}
+        - {{key: karpenter.k8s.aws/instance-size, operator: In, values: [large, xlarge, 2xlarge]}}
+      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
+  limits: {{cpu: {limit_cpu}}}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 10s
+"#,
+        role = world.get("role"),
+        image = world.get("image"),
+    )
+}
+
+/// A Deployment of `replicas` pause pods of one CPU each.
+pub fn inflate(replicas: u32) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: inflate, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: inflate}}}}
+  template:
+    metadata: {{labels: {{app: inflate}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: inflate
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources: {{requests: {{cpu: "1"}}}}
+"#
+    )
+}
+
+pub async fn wait_running(client: &kube::Client, n: usize, within: Duration, log: &str) {
+    eventually(within, &format!("{n} inflate pods Running"), || {
+        let client = client.clone();
+        async move {
+            let pods = read::pods(&client, "default").await;
+            let pending = pods.iter().filter(|p| read::node_of(p).is_none()).count();
+            (running(&pods).len() == n && pending == 0).then_some(())
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{log}"));
+}
+
+fn running_instances(moto: &Moto) -> Vec<Value> {
+    moto.instances(CLUSTER)
+        .into_iter()
+        .filter(|i| i["state"] == "running" || i["state"] == "pending")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
+    let Some(cp) = ControlPlane::start("aws-moto") else {
+        return;
+    };
+    cp.install_crds();
+    let moto = Moto::start(cp.dir.join("moto.log")).await;
+    let world = moto.world(CLUSTER);
+    let _agent = agent(&cp, &moto);
+    let mut ctl = controller(&cp, &moto, &world, "nodewright").start();
+    ctl.wait_ready().await;
+    cp.apply(&manifests(&world, "spot", 100))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = cp.client().await;
+
+    // The class resolves against EC2, IAM and EKS.
+    let class = eventually(Duration::from_secs(90), "EC2NodeClass Ready", || {
+        let client = client.clone();
+        async move {
+            let classes = read::ec2nodeclasses(&client).await;
+            classes
+                .into_iter()
+                .find(|c| condition(c, "Ready") == Some("True"))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let subnets: BTreeSet<String> = world.get("subnets").split(',').map(String::from).collect();
+    let resolved: BTreeSet<String> = class["status"]["subnets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(resolved, subnets);
+    assert_eq!(
+        class["status"]["securityGroups"][0]["id"],
+        world.get("securityGroup")
+    );
+    assert_eq!(class["status"]["amis"][0]["id"], world.get("image"));
+    assert!(class["status"]["instanceProfile"].is_string(), "{class}");
+
+    cp.apply(&inflate(6)).unwrap();
+    wait_running(&client, 6, Duration::from_secs(180), &ctl.log_text()).await;
+
+    // Every claim's instance is in one of the class's subnets, tagged as Karpenter tags it.
+    let claims = read::nodeclaims(&client).await;
+    let instances = eventually(
+        Duration::from_secs(60),
+        "instances tagged with their node name",
+        || {
+            let moto = &moto;
+            let n = claims.len();
+            async move {
+                let all = running_instances(moto);
+                (all.len() == n && all.iter().all(|i| i["tags"]["Name"].is_string())).then_some(all)
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{:#?}", running_instances(&moto)));
+    for i in &instances {
+        assert!(
+            subnets.contains(i["subnet"].as_str().unwrap_or_default()),
+            "{i}"
+        );
+        let tags = &i["tags"];
+        assert_eq!(tags["karpenter.sh/nodepool"], "default", "{i}");
+        assert_eq!(
+            tags[&format!("kubernetes.io/cluster/{CLUSTER}")],
+            "owned",
+            "{i}"
+        );
+        assert_eq!(tags["karpenter.k8s.aws/ec2nodeclass"], "default", "{i}");
+        assert_eq!(tags["eks:eks-cluster-name"], CLUSTER, "{i}");
+        let claim = tags["karpenter.sh/nodeclaim"].as_str().unwrap();
+        assert!(claims.iter().any(|c| name(c) == claim), "{i}");
+    }
+
+    // A spot interruption warning for one instance: its claim is deleted, its node drained,
+    // and its pods land on a replacement.
+    let victim = &instances[0];
+    let victim_id = victim["id"].as_str().unwrap().to_string();
+    let victim_claim = victim["tags"]["karpenter.sh/nodeclaim"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = serde_json::json!({
+        "version": "0",
+        "id": "e2e-spot-1",
+        "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2",
+        "account": "123456789012",
+        "time": "2026-12-01T00:00:00Z",
+        "region": "us-east-1",
+        "resources": [format!("arn:aws:ec2:us-east-1:instance/{victim_id}")],
+        "detail": {"instance-id": victim_id, "instance-action": "terminate"}
+    });
+    moto.boto(&format!(
+        "sqs.send_message(QueueUrl={url:?}, MessageBody={body:?})\nprint('null')",
+        url = world.get("queueUrl"),
+        body = body.to_string()
+    ));
+    eventually(
+        Duration::from_secs(180),
+        "the interrupted claim gone and its pods running elsewhere",
+        || {
+            let client = client.clone();
+            let victim_claim = victim_claim.clone();
+            async move {
+                let claims = read::nodeclaims(&client).await;
+                let pods = read::pods(&client, "default").await;
+                (!claims.iter().any(|c| name(c) == victim_claim) && running(&pods).len() == 6)
+                    .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let events = read::events(&client).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("SpotInterrupted")),
+        "a SpotInterrupted event"
+    );
+    let gone = moto
+        .instances(CLUSTER)
+        .into_iter()
+        .find(|i| i["id"] == victim_id.as_str())
+        .expect("moto still lists the instance");
+    assert!(
+        gone["state"] == "terminated" || gone["state"] == "shutting-down",
+        "{gone}"
+    );
+
+    // Zero replicas: every instance terminated, every claim gone.
+    cp.kubectl(&["scale", "deployment/inflate", "--replicas=0"]);
+    eventually(
+        Duration::from_secs(180),
+        "no claims and no running instances",
+        || {
+            let client = client.clone();
+            let moto = &moto;
+            async move {
+                (read::nodeclaims(&client).await.is_empty() && running_instances(moto).is_empty())
+                    .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    assert_clean_log(&ctl.log_text());
+}

@@ -1,0 +1,14 @@
+//! The end-to-end suite: nodewright against a real control plane (etcd, kube-apiserver,
+//! kube-scheduler and kube-controller-manager built from upstream's modules by
+//! `scripts/cluster`), one fresh control plane per test. Nodes come from the simulated cloud's
+//! node agent or, for AWS, from moto instances turned into Nodes by the same kind of agent.
+//! `scripts/test` runs it with `NODEWRIGHT_REQUIRE_CLUSTER=1`; a plain `cargo test` skips it.
+
+mod kit;
+
+#[cfg(feature = "aws")]
+mod aws;
+mod crds;
+mod disruption;
+mod helm;
+mod seed_demo;

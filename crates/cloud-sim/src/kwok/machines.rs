@@ -1,0 +1,122 @@
+//! Where the node agent's instances come from: the simulated cloud's own records, or any
+//! cloud provider's `list` (EC2 through moto, say) read together with the NodeClaims, whose
+//! status says what capacity each instance has and whose labels its kubelet registers with.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nodewright_api::quantity::parse_resource;
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::shared::ResourceList;
+use nodewright_cloud::{CloudError, CloudProvider, Instance};
+use nodewright_core::labels;
+use nodewright_core::resources::Resources;
+use tokio::time::Instant;
+
+use crate::cloud::{SimCloud, SimInstance};
+
+#[async_trait]
+pub trait Machines: Send + Sync {
+    /// The instances to play the kubelet for, as they are now.
+    async fn machines(
+        &self,
+        claims: &BTreeMap<String, NodeClaim>,
+    ) -> Result<Vec<SimInstance>, CloudError>;
+
+    /// How long an instance takes to boot before its kubelet starts.
+    fn boot_time(&self) -> Duration;
+}
+
+#[async_trait]
+impl Machines for SimCloud {
+    async fn machines(
+        &self,
+        _claims: &BTreeMap<String, NodeClaim>,
+    ) -> Result<Vec<SimInstance>, CloudError> {
+        Ok(self.instances())
+    }
+
+    fn boot_time(&self) -> Duration {
+        self.config().launch_delay
+    }
+}
+
+/// Any provider's instances: those launched for a NodeClaim that records the instance's
+/// capacity. Boot time is counted from when the agent first saw the instance.
+pub struct ProviderMachines {
+    cloud: Arc<dyn CloudProvider>,
+    first_seen: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl ProviderMachines {
+    pub fn new(cloud: Arc<dyn CloudProvider>) -> Self {
+        ProviderMachines {
+            cloud,
+            first_seen: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl Machines for ProviderMachines {
+    async fn machines(
+        &self,
+        claims: &BTreeMap<String, NodeClaim>,
+    ) -> Result<Vec<SimInstance>, CloudError> {
+        let listed = self.cloud.list().await?;
+        let now = Instant::now();
+        let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.retain(|id, _| listed.iter().any(|i| &i.provider_id == id));
+        Ok(listed
+            .into_iter()
+            .filter_map(|i| {
+                let claim = claims.get(i.nodeclaim()?)?;
+                let at = *seen.entry(i.provider_id.clone()).or_insert(now);
+                machine(i, claim, at)
+            })
+            .collect())
+    }
+
+    fn boot_time(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// The record of one instance launched for `claim`; `None` until the claim's status says
+/// what the instance holds (the controller writes it right after the launch).
+pub fn machine(instance: Instance, claim: &NodeClaim, seen: Instant) -> Option<SimInstance> {
+    let status = claim.status.as_ref()?;
+    let capacity = resources(status.capacity.as_ref()?);
+    let allocatable = resources(status.allocatable.as_ref()?);
+    let labels = BTreeMap::from([
+        (
+            labels::INSTANCE_TYPE.to_string(),
+            instance.instance_type.clone(),
+        ),
+        (labels::ZONE.to_string(), instance.zone.clone()),
+        (
+            labels::CAPACITY_TYPE.to_string(),
+            instance.capacity_type.as_str().to_string(),
+        ),
+    ]);
+    Some(SimInstance::for_tests(
+        instance,
+        capacity,
+        allocatable,
+        labels,
+        seen,
+    ))
+}
+
+/// Amounts that do not parse are left out: the agent reports what it can read.
+fn resources(list: &ResourceList) -> Resources {
+    let mut r = Resources::new();
+    for (name, q) in list {
+        if let Ok(amount) = parse_resource(name, &q.text()) {
+            r.set(name, amount);
+        }
+    }
+    r
+}
