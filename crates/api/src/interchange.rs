@@ -384,10 +384,9 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
         .enumerate()
     {
         let path = Path::root("pods").index(i);
-        let api_pod: api::Pod =
-            serde_json::from_value(p.clone()).map_err(|e| err(path.error(e.to_string())))?;
+        let api_pod: api::Pod = crate::decode::decode(p, &path).map_err(&err)?;
         let pod = workload::pod_from_api(&api_pod)
-            .map_err(|e| err(FieldError::new(format!("{path}.{}", e.path), e.reason)))?;
+            .map_err(|e| err(path.append(&e.path).error(e.reason)))?;
         s.pods.push(pod);
     }
     for (i, n) in v
@@ -398,8 +397,7 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
         .enumerate()
     {
         let path = Path::root("nodes").index(i);
-        let api_node: api::Node =
-            serde_json::from_value(n.clone()).map_err(|e| err(path.error(e.to_string())))?;
+        let api_node: api::Node = crate::decode::decode(n, &path).map_err(&err)?;
         s.nodes.push(node(&api_node, &path).map_err(&err)?);
     }
     for (i, d) in v
@@ -411,10 +409,9 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
     {
         let path = Path::root("daemonSets").index(i);
         let ds: k8s_openapi::api::apps::v1::DaemonSet =
-            serde_json::from_value(d.clone()).map_err(|e| err(path.error(e.to_string())))?;
+            crate::decode::decode(d, &path).map_err(&err)?;
         s.daemonsets.push(
-            workload::daemonset_pod(&ds)
-                .map_err(|e| err(FieldError::new(format!("{path}.{}", e.path), e.reason)))?,
+            workload::daemonset_pod(&ds).map_err(|e| err(path.append(&e.path).error(e.reason)))?,
         );
     }
     match (v.get("nodePool"), v.get("nodePools")) {
@@ -454,12 +451,13 @@ pub fn read_manifests(
                     })?)
             }
             "Node" => {
-                let n: api::Node = serde_json::from_value(d.value.clone()).map_err(|e| {
-                    InterchangeError::Field {
-                        source_name: d.describe(),
-                        error: FieldError::new("", e.to_string()),
-                    }
-                })?;
+                let n: api::Node =
+                    crate::decode::decode(&d.value, &Path::default()).map_err(|error| {
+                        InterchangeError::Field {
+                            source_name: d.describe(),
+                            error,
+                        }
+                    })?;
                 s.nodes.push(
                     node(&n, &Path::default()).map_err(|e| InterchangeError::Field {
                         source_name: d.describe(),

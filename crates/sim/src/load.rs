@@ -210,7 +210,8 @@ impl Loader<'_> {
             ));
         }
         let manifest: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-            serde_json::from_value(doc.value.clone()).map_err(|e| bad(e.to_string()))?;
+            nodewright_api::decode::decode(&doc.value, &nodewright_api::error::Path::default())
+                .map_err(|e| bad(e.to_string()))?;
         let pdb = crate::disruption_budget::SimPdb::new(manifest).map_err(bad)?;
         Ok(SimAction::ApplyPdb(Box::new(pdb)))
     }
