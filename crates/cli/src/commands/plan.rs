@@ -51,7 +51,7 @@ pub struct PlanArgs {
 pub fn load(input: &PathBuf, catalog: Option<&PathBuf>) -> anyhow::Result<Snapshot> {
     let name = input.display().to_string();
     if input.is_file() {
-        let text = std::fs::read_to_string(input).with_context(|| format!("reading {name}"))?;
+        let text = nodewright_api::document::read_text(input)?;
         let is_interchange = serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .is_some_and(|v| v.get("instanceTypes").is_some());
@@ -65,7 +65,7 @@ pub fn load(input: &PathBuf, catalog: Option<&PathBuf>) -> anyhow::Result<Snapsh
         )
     };
     let cat_name = cat.display().to_string();
-    let cat_text = std::fs::read_to_string(cat).with_context(|| format!("reading {cat_name}"))?;
+    let cat_text = nodewright_api::document::read_text(cat)?;
     let cat_value: serde_json::Value =
         serde_json::from_str(&cat_text).with_context(|| format!("{cat_name}: not valid JSON"))?;
     let its = interchange::read_catalog(&cat_name, &cat_value)?;

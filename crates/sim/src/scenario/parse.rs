@@ -32,7 +32,7 @@ impl ScenarioSource for FileSource {
         } else {
             self.base.join(path)
         };
-        std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+        nodewright_api::document::read_text(&full).map_err(|e| e.to_string())
     }
 }
 
