@@ -192,3 +192,36 @@ fn durations_are_bounded_as_karpenter_reads_them() {
         ]
     );
 }
+
+#[test]
+fn a_planned_nodepool_with_a_wrong_type_is_refused_at_the_field() {
+    use nodewright_api::interchange::nodepool;
+    use serde_json::json;
+    let pool =
+        |spec: serde_json::Value| nodepool(&json!({"metadata": {"name": "a"}, "spec": spec}));
+    let e = pool(json!({"weight": "heavy"})).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"spec.weight: invalid type: string "heavy", expected i32"#
+    );
+    let e = pool(json!({"template": {"spec": {"requirements": [
+        {"key": "a", "operator": "In", "values": ["x", 1]}]}}}))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.template.spec.requirements[0].values[1]: invalid type: integer `1`, expected a string"
+    );
+    let e = pool(json!({"template": {"metadata": {"labels": {"team": 7}}}})).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.template.metadata.labels.team: invalid type: integer `7`, expected a string"
+    );
+    let e = pool(json!({"template": {"spec": {"requirements": [
+        {"key": "a", "operator": "Exists", "minValues": -1}]}}}))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "spec.template.spec.requirements[0].minValues: -1 is out of range"
+    );
+    assert!(pool(json!({"weight": 5})).is_ok());
+}

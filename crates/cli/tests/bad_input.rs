@@ -81,6 +81,42 @@ fn plan_says_a_read_error_once() {
 }
 
 #[test]
+fn plan_says_a_workload_error_once() {
+    let deployment = b"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, resources: {requests: {cpu: lots}}}]}
+";
+    let dir = dir_with(
+        "plan-workload",
+        &[("web.yaml", deployment), ("cat.json", CATALOG)],
+    );
+    let out = nodewright(
+        &[
+            "plan",
+            "--input",
+            "web.yaml",
+            "--instance-types",
+            "cat.json",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: web.yaml[0] Deployment/web: spec.template.spec.containers[0].resources.requests[cpu]: "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("Deployment/web").count(), 1, "{stderr}");
+}
+
+#[test]
 fn a_type_error_in_a_plan_input_names_its_field() {
     let pod = br#"{"instanceTypes": [{"name": "m", "cpu": 2, "memoryMiB": 4096,
       "offerings": [{"zone": "z", "capacityType": "on-demand", "price": 0.1}]}],
