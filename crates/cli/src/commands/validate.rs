@@ -107,7 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if checked == 0 {
         // Nothing was checked: a typo in every apiVersion or the wrong file must not pass.
-        eprintln!("error: no Karpenter objects in the input");
+        // (An unreadable input already said why.)
+        if ok {
+            eprintln!("error: no Karpenter objects in the input");
+        }
         return Ok(ExitCode::from(1));
     }
     if !args.quiet {
