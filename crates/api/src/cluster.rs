@@ -51,9 +51,11 @@ fn located(doc: &Document) -> impl Fn(FieldError) -> ClusterError + '_ {
 }
 
 fn decode<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T, ClusterError> {
-    serde_json::from_value(doc.value.clone()).map_err(|e| ClusterError {
-        object: doc.describe(),
-        error: FieldError::new("", format!("cannot read as {}: {e}", doc.kind())),
+    crate::decode::decode(&doc.value, &crate::error::Path::default()).map_err(|error| {
+        ClusterError {
+            object: doc.describe(),
+            error,
+        }
     })
 }
 

@@ -57,6 +57,15 @@ impl Path {
         Path(format!("{}[{key}]", self.0))
     }
 
+    /// `self` followed by a path relative to it (`maxPods`, `[0].key`, or empty for `self`).
+    pub fn append(&self, relative: &str) -> Path {
+        match relative {
+            "" => self.clone(),
+            r if r.starts_with('[') || self.0.is_empty() => Path(format!("{}{r}", self.0)),
+            r => Path(format!("{}.{r}", self.0)),
+        }
+    }
+
     pub fn error(&self, reason: impl Into<String>) -> FieldError {
         FieldError::new(self.0.clone(), reason)
     }
@@ -88,5 +97,10 @@ mod tests {
             "spec.template.spec.requirements[2].key: bad"
         );
         assert_eq!(Path::default().field("spec").as_str(), "spec");
+        let kubelet = Path::root("spec").field("kubelet");
+        assert_eq!(kubelet.append("maxPods").as_str(), "spec.kubelet.maxPods");
+        assert_eq!(kubelet.append("[a]").as_str(), "spec.kubelet[a]");
+        assert_eq!(kubelet.append("").as_str(), "spec.kubelet");
+        assert_eq!(Path::default().append("a.b").as_str(), "a.b");
     }
 }

@@ -35,7 +35,8 @@ pub enum InterchangeError {
         source_name: String,
         error: FieldError,
     },
-    #[error("{0}")]
+    // Transparent: the workload error is the whole message, not a cause to repeat after it.
+    #[error(transparent)]
     Workload(#[from] workload::WorkloadError),
     #[error("{source_name}: no instance types: pass a catalog with an `instanceTypes` list")]
     NoInstanceTypes { source_name: String },
@@ -183,6 +184,17 @@ fn taints(v: Option<&Value>, path: &Path) -> Result<Vec<Taint>, FieldError> {
     Ok(out)
 }
 
+/// An optional field read as a `T`, its type errors at `at`.
+fn typed<T: serde::de::DeserializeOwned>(
+    v: Option<&Value>,
+    at: &Path,
+) -> Result<Option<T>, FieldError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => crate::decode::decode(v, at).map(Some),
+    }
+}
+
 /// The fields of a `karpenter.sh/v1` NodePool the scheduler reads: name, weight, template
 /// requirements, labels, taints and startup taints, and limits.
 pub fn nodepool(v: &Value) -> Result<NodePool, FieldError> {
@@ -199,47 +211,35 @@ pub fn nodepool(v: &Value) -> Result<NodePool, FieldError> {
         .pointer("/template/spec")
         .cloned()
         .unwrap_or(Value::Null);
-    let mut requirements = Vec::new();
-    for (i, r) in tspec
-        .get("requirements")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let p = tp.field("requirements").index(i);
-        let op = string(r, "operator", &p)?;
-        let operator = Operator::parse(op).ok_or_else(|| {
+    let reqs_at = tp.field("requirements");
+    let reqs: Vec<crate::v1::NodeSelectorRequirementWithMinValues> =
+        typed(tspec.get("requirements"), &reqs_at)?.unwrap_or_default();
+    let mut requirements = Vec::with_capacity(reqs.len());
+    for (i, r) in reqs.into_iter().enumerate() {
+        let p = reqs_at.index(i);
+        let operator = Operator::parse(&r.operator).ok_or_else(|| {
             p.field("operator")
-                .error(format!("unknown operator {op:?}"))
+                .error(format!("unknown operator {:?}", r.operator))
         })?;
-        let values = r
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
+        let min_values = r
+            .min_values
+            .map(|m| {
+                u32::try_from(m)
+                    .map_err(|_| p.field("minValues").error(format!("{m} is out of range")))
             })
-            .unwrap_or_default();
-        let min_values = r.get("minValues").and_then(Value::as_u64).map(|m| m as u32);
+            .transpose()?;
         requirements.push(Requirement {
-            key: string(r, "key", &p)?.to_string(),
+            key: r.key,
             operator,
-            values,
+            values: r.values.unwrap_or_default(),
             min_values,
         });
     }
-    let labels: BTreeMap<String, String> = spec
-        .pointer("/template/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels: BTreeMap<String, String> = typed(
+        spec.pointer("/template/metadata/labels"),
+        &sp.field("template").field("metadata").field("labels"),
+    )?
+    .unwrap_or_default();
     let mut limits = Resources::new();
     if let Some(l) = spec.get("limits").and_then(Value::as_object) {
         for (k, q) in l {
@@ -255,7 +255,7 @@ pub fn nodepool(v: &Value) -> Result<NodePool, FieldError> {
             );
         }
     }
-    let weight = spec.get("weight").and_then(Value::as_i64).unwrap_or(0) as i32;
+    let weight: i32 = typed(spec.get("weight"), &sp.field("weight"))?.unwrap_or(0);
     Ok(NodePool {
         name,
         weight,
@@ -384,10 +384,9 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
         .enumerate()
     {
         let path = Path::root("pods").index(i);
-        let api_pod: api::Pod =
-            serde_json::from_value(p.clone()).map_err(|e| err(path.error(e.to_string())))?;
+        let api_pod: api::Pod = crate::decode::decode(p, &path).map_err(&err)?;
         let pod = workload::pod_from_api(&api_pod)
-            .map_err(|e| err(FieldError::new(format!("{path}.{}", e.path), e.reason)))?;
+            .map_err(|e| err(path.append(&e.path).error(e.reason)))?;
         s.pods.push(pod);
     }
     for (i, n) in v
@@ -398,8 +397,7 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
         .enumerate()
     {
         let path = Path::root("nodes").index(i);
-        let api_node: api::Node =
-            serde_json::from_value(n.clone()).map_err(|e| err(path.error(e.to_string())))?;
+        let api_node: api::Node = crate::decode::decode(n, &path).map_err(&err)?;
         s.nodes.push(node(&api_node, &path).map_err(&err)?);
     }
     for (i, d) in v
@@ -411,10 +409,9 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
     {
         let path = Path::root("daemonSets").index(i);
         let ds: k8s_openapi::api::apps::v1::DaemonSet =
-            serde_json::from_value(d.clone()).map_err(|e| err(path.error(e.to_string())))?;
+            crate::decode::decode(d, &path).map_err(&err)?;
         s.daemonsets.push(
-            workload::daemonset_pod(&ds)
-                .map_err(|e| err(FieldError::new(format!("{path}.{}", e.path), e.reason)))?,
+            workload::daemonset_pod(&ds).map_err(|e| err(path.append(&e.path).error(e.reason)))?,
         );
     }
     match (v.get("nodePool"), v.get("nodePools")) {
@@ -454,12 +451,13 @@ pub fn read_manifests(
                     })?)
             }
             "Node" => {
-                let n: api::Node = serde_json::from_value(d.value.clone()).map_err(|e| {
-                    InterchangeError::Field {
-                        source_name: d.describe(),
-                        error: FieldError::new("", e.to_string()),
-                    }
-                })?;
+                let n: api::Node =
+                    crate::decode::decode(&d.value, &Path::default()).map_err(|error| {
+                        InterchangeError::Field {
+                            source_name: d.describe(),
+                            error,
+                        }
+                    })?;
                 s.nodes.push(
                     node(&n, &Path::default()).map_err(|e| InterchangeError::Field {
                         source_name: d.describe(),

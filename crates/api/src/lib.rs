@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod conversion;
 pub mod convert;
 pub mod crd;
+pub mod decode;
 pub mod document;
 pub mod error;
 pub mod interchange;

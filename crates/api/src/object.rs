@@ -47,18 +47,52 @@ pub struct Report {
     pub warnings: Vec<FieldError>,
 }
 
-fn decode<T: DeserializeOwned>(value: &Value, kind: &str) -> Result<T, FieldError> {
-    serde_json::from_value(value.clone())
-        .map_err(|e| FieldError::new("", format!("cannot read as {kind}: {e}")))
+fn decode<T: DeserializeOwned>(value: &Value) -> Result<T, FieldError> {
+    crate::decode::decode(value, &crate::error::Path::default())
 }
 
 fn group_of(api_version: &str) -> &str {
     api_version.split_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
-/// Whether `doc` belongs to one of Karpenter's API groups.
+/// Whether a document is meant as a Karpenter object: in one of Karpenter's groups, naming a
+/// group with no version (`apiVersion: karpenter.sh`), or of a kind only Karpenter has. A
+/// misspelled one is then an error instead of a document quietly left alone.
+fn looks_like_karpenter(api_version: &str, kind: &str) -> bool {
+    GROUPS.contains(&group_of(api_version))
+        || GROUPS.contains(&api_version)
+        || SUPPORTED.iter().any(|(_, k)| *k == kind)
+}
+
+/// Whether `doc` is (or is meant as) a Karpenter object.
 pub fn is_karpenter(doc: &Document) -> bool {
-    GROUPS.contains(&group_of(doc.api_version()))
+    looks_like_karpenter(doc.api_version(), doc.kind())
+}
+
+/// Why `apiVersion`/`kind` is not one nodewright reads, with what it does read.
+fn unsupported(api_version: &str, kind: &str) -> FieldError {
+    let versions: Vec<&str> = SUPPORTED
+        .iter()
+        .filter(|(_, k)| *k == kind)
+        .map(|(v, _)| *v)
+        .collect();
+    if !versions.is_empty() {
+        return FieldError::new(
+            "apiVersion",
+            format!(
+                "{api_version:?} is not an API version of {kind}; nodewright reads {kind} as {}",
+                versions.join(" or ")
+            ),
+        );
+    }
+    let list: Vec<String> = SUPPORTED.iter().map(|(v, k)| format!("{v} {k}")).collect();
+    FieldError::new(
+        "",
+        format!(
+            "unsupported kind {kind:?} in apiVersion {api_version:?}; supported: {}",
+            list.join(", ")
+        ),
+    )
 }
 
 impl Object {
@@ -73,37 +107,28 @@ impl Object {
             .and_then(Value::as_str)
             .unwrap_or("");
         let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !GROUPS.contains(&group_of(api_version)) {
+        if !looks_like_karpenter(api_version, kind) {
             return Ok(None);
         }
         let object = match (api_version, kind) {
-            ("karpenter.sh/v1", "NodePool") => Object::NodePool(Box::new(decode(value, kind)?)),
-            ("karpenter.sh/v1", "NodeClaim") => Object::NodeClaim(Box::new(decode(value, kind)?)),
+            ("karpenter.sh/v1", "NodePool") => Object::NodePool(Box::new(decode(value)?)),
+            ("karpenter.sh/v1", "NodeClaim") => Object::NodeClaim(Box::new(decode(value)?)),
             ("karpenter.sh/v1beta1", "NodePool") => {
-                Object::NodePoolV1beta1(Box::new(decode(value, kind)?))
+                Object::NodePoolV1beta1(Box::new(decode(value)?))
             }
             ("karpenter.sh/v1alpha5", "Provisioner") => {
-                Object::Provisioner(Box::new(decode(value, kind)?))
+                Object::Provisioner(Box::new(decode(value)?))
             }
             ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
-                Object::EC2NodeClass(Box::new(decode(value, kind)?))
+                Object::EC2NodeClass(Box::new(decode(value)?))
             }
             ("karpenter.k8s.aws/v1beta1", "EC2NodeClass") => {
-                Object::EC2NodeClassV1beta1(Box::new(decode(value, kind)?))
+                Object::EC2NodeClassV1beta1(Box::new(decode(value)?))
             }
             ("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate") => {
-                Object::AWSNodeTemplate(Box::new(decode(value, kind)?))
+                Object::AWSNodeTemplate(Box::new(decode(value)?))
             }
-            _ => {
-                let list: Vec<String> = SUPPORTED.iter().map(|(v, k)| format!("{v} {k}")).collect();
-                return Err(FieldError::new(
-                    "",
-                    format!(
-                        "unsupported kind {kind:?} in apiVersion {api_version:?}; supported: {}",
-                        list.join(", ")
-                    ),
-                ));
-            }
+            _ => return Err(unsupported(api_version, kind)),
         };
         Ok(Some(object))
     }
@@ -255,17 +280,17 @@ pub fn validate_value(value: &Value) -> Option<Report> {
     let report = match (api_version, kind) {
         ("karpenter.sh/v1", "NodePool") => {
             validate_with(&crd::nodepool_schema(), value.clone(), |v| {
-                decode::<v1::NodePool>(v, kind).map(|np| validation::nodepool(&np))
+                decode::<v1::NodePool>(v).map(|np| validation::nodepool(&np))
             })
         }
         ("karpenter.sh/v1", "NodeClaim") => {
             validate_with(&crd::nodeclaim_schema(), value.clone(), |v| {
-                decode::<v1::NodeClaim>(v, kind).map(|nc| validation::nodeclaim(&nc))
+                decode::<v1::NodeClaim>(v).map(|nc| validation::nodeclaim(&nc))
             })
         }
         ("karpenter.k8s.aws/v1", "EC2NodeClass") => {
             validate_with(&aws::crd::ec2nodeclass_schema(), value.clone(), |v| {
-                decode::<aws::v1::EC2NodeClass>(v, kind).map(|c| aws::validate::ec2nodeclass(&c))
+                decode::<aws::v1::EC2NodeClass>(v).map(|c| aws::validate::ec2nodeclass(&c))
             })
         }
         _ => return None,

@@ -100,11 +100,24 @@ struct AffectedEntity {
     entity_value: String,
 }
 
+/// `error`'s field path and message: `detail.instance-id: invalid type ...`.
+fn located(error: serde_path_to_error::Error<serde_json::Error>) -> String {
+    match error.path().to_string().as_str() {
+        "." => error.inner().to_string(),
+        path => format!("{path}: {}", error.inner()),
+    }
+}
+
 /// Parses one SQS message body.
 pub fn parse(body: &str) -> Result<Message, ParseError> {
-    let envelope: Envelope = serde_json::from_str(body).map_err(|e| ParseError {
-        reason: format!("not an EventBridge event: {e}"),
-    })?;
+    let unreadable = |why: String| ParseError {
+        reason: format!("not an EventBridge event: {why}"),
+    };
+    let mut json = serde_json::Deserializer::from_str(body);
+    let envelope: Envelope =
+        serde_path_to_error::deserialize(&mut json).map_err(|e| unreadable(located(e)))?;
+    // Text after the event makes it as unreadable as a broken one.
+    json.end().map_err(|e| unreadable(e.to_string()))?;
     let (kind, instance_ids) = classify(&envelope)?;
     Ok(Message {
         kind,
@@ -157,8 +170,14 @@ fn classify(e: &Envelope) -> Result<(Kind, Vec<String>), ParseError> {
 }
 
 fn detail<T: for<'de> Deserialize<'de>>(e: &Envelope) -> Result<T, ParseError> {
-    T::deserialize(&e.detail).map_err(|err| ParseError {
-        reason: format!("{} ({}): detail: {err}", e.detail_type, e.source),
+    serde_path_to_error::deserialize(&e.detail).map_err(|err| {
+        let at = match err.path().to_string().as_str() {
+            "." => "detail".to_string(),
+            path => format!("detail.{path}"),
+        };
+        ParseError {
+            reason: format!("{} ({}): {at}: {}", e.detail_type, e.source, err.inner()),
+        }
     })
 }
 

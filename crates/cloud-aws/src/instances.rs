@@ -168,6 +168,49 @@ async fn describe(batchers: &InstanceBatchers, provider_id: &str) -> Result<Desc
 
 /// Every instance of `cluster` this controller launched: tagged with a NodePool and
 /// `kubernetes.io/cluster/<cluster>=owned`. Sorted by provider id.
+/// The pending or running instance of the cluster tagged for `nodeclaim`, if any: one an
+/// earlier process launched and did not live to record on the claim.
+pub async fn for_claim(
+    clients: &AwsClients,
+    cluster: &str,
+    nodeclaim: &str,
+) -> Result<Option<Ec2Instance>, AwsError> {
+    let page = clients
+        .ec2
+        .describe_instances()
+        .filters(
+            Filter::builder()
+                .name(format!("tag:{}", tags::NODECLAIM))
+                .values(nodeclaim)
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name(format!("tag:{}", tags::cluster(cluster)))
+                .values("owned")
+                .build(),
+        )
+        .filters(
+            Filter::builder()
+                .name("instance-state-name")
+                .values("pending")
+                .values("running")
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeInstances", e))?;
+    let mut found: Vec<Ec2Instance> = page
+        .reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .filter_map(from_sdk)
+        .collect();
+    // Should two exist, the one launched first is kept; garbage collection ends the other.
+    found.sort_by_key(|i| (i.instance.launched_at, i.instance.provider_id.clone()));
+    Ok(found.into_iter().next())
+}
+
 pub async fn list(clients: &AwsClients, cluster: &str) -> Result<Vec<Ec2Instance>, AwsError> {
     let mut out = Vec::new();
     let mut token: Option<String> = None;

@@ -903,3 +903,69 @@ async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
         Some(120)
     );
 }
+
+/// A claim whose instance was launched by a process that died before writing it down is
+/// launched at most once: the next process takes the tagged instance over. A claim created
+/// after the process started is launched without the lookup.
+#[tokio::test]
+async fn a_claim_launched_by_an_earlier_process_takes_its_instance_over() {
+    let moto = moto_or_skip!("launch_take_over");
+    let env = env(moto, "launch-take-over").await;
+    let class = env.class("default", "al2023@latest", "");
+    let mut nc = claim("t-1", "default", &["m5.large"], "on-demand", None);
+    nc.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(now().unix_seconds() - 60).unwrap(),
+    ));
+    let first = env
+        .cloud(Recording::new(&env.moto, &[]))
+        .launch(&nc, Some(&class))
+        .await
+        .expect("first launch");
+
+    // The next process: its own caches, nothing of the first launch but EC2's instance.
+    let fleet = Recording::new(&env.moto, &[]);
+    let second = env
+        .cloud(fleet.clone())
+        .launch(&nc, Some(&class))
+        .await
+        .expect("second launch");
+    assert_eq!(second.instance.provider_id, first.instance.provider_id);
+    assert_eq!(second.instance.instance_type, "m5.large");
+    assert_eq!(second.capacity, first.capacity);
+    assert_eq!(
+        second.labels.get("node.kubernetes.io/instance-type"),
+        Some(&"m5.large".to_string())
+    );
+    assert!(fleet.calls().is_empty(), "no second CreateFleet");
+    let tagged = env
+        .moto
+        .clients
+        .ec2
+        .describe_instances()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("tag:karpenter.sh/nodeclaim")
+                .values("t-1")
+                .build(),
+        )
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name(format!("tag:kubernetes.io/cluster/{}", env.seed.cluster))
+                .values("owned")
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let count: usize = tagged.reservations().iter().map(|r| r.instances().len()).sum();
+    assert_eq!(count, 1, "one instance for the claim");
+
+    // A claim made after this process started was never launched elsewhere.
+    let mut fresh = claim("t-2", "default", &["m5.large"], "on-demand", None);
+    fresh.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(now().unix_seconds() + 5).unwrap(),
+    ));
+    let cloud = env.cloud(fleet.clone());
+    cloud.launch(&fresh, Some(&class)).await.expect("fresh launch");
+    assert_eq!(fleet.calls().len(), 1);
+}

@@ -160,7 +160,7 @@ async fn amis_by_id_name_tags_and_ssm_parameter() {
     assert_eq!(by_id.amis.len(), 1);
     assert_eq!(by_id.amis[0].id, "ami-ekslinux");
     let status = by_id.status.amis.as_ref().unwrap();
-    let reqs = status[0].requirements.as_ref().unwrap();
+    let reqs = &status[0].requirements;
     assert_eq!(reqs.len(), 1);
     assert_eq!(
         (

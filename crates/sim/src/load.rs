@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::cluster::{JobSpec, Workload, WorkloadKind, label_matches};
 use crate::engine::{EngineInput, SimAction, TimedAction};
-use crate::scenario::{Action, Scenario, ScenarioError};
+use crate::scenario::{Action, Scenario, ScenarioError, limits};
 use crate::volumes::ClaimTemplate;
 
 /// The annotation that says how long a Job's pods run before they succeed.
@@ -210,7 +210,8 @@ impl Loader<'_> {
             ));
         }
         let manifest: k8s_openapi::api::policy::v1::PodDisruptionBudget =
-            serde_json::from_value(doc.value.clone()).map_err(|e| bad(e.to_string()))?;
+            nodewright_api::decode::decode(&doc.value, &nodewright_api::error::Path::default())
+                .map_err(|e| bad(e.to_string()))?;
         let pdb = crate::disruption_budget::SimPdb::new(manifest).map_err(bad)?;
         Ok(SimAction::ApplyPdb(Box::new(pdb)))
     }
@@ -300,17 +301,15 @@ impl Loader<'_> {
             .to_string();
         let name = doc.name().to_string();
         let mut job = None;
+        let count = |field: &str, default: u32| spec_count(doc, field, default).map_err(&located);
         let (kind, replicas) = match doc.kind() {
-            "Deployment" => (WorkloadKind::Deployment, spec_int(doc, "/spec/replicas", 1)),
-            "StatefulSet" => (
-                WorkloadKind::StatefulSet,
-                spec_int(doc, "/spec/replicas", 1),
-            ),
+            "Deployment" => (WorkloadKind::Deployment, count("replicas", 1)?),
+            "StatefulSet" => (WorkloadKind::StatefulSet, count("replicas", 1)?),
             "Job" => {
-                let parallelism = spec_int(doc, "/spec/parallelism", 1);
-                let completions = spec_int(doc, "/spec/completions", parallelism);
+                let parallelism = count("parallelism", 1)?;
+                let completions = count("completions", parallelism)?;
                 job = Some(JobSpec {
-                    completions: u32::try_from(completions.max(0)).unwrap_or(u32::MAX),
+                    completions,
                     run_for: self.run_for(doc, at)?,
                     succeeded: 0,
                 });
@@ -341,7 +340,6 @@ impl Loader<'_> {
             Some(ApiWorkload::Pods(mut pods)) if !pods.is_empty() => pods.remove(0),
             _ => return Err(located(format!("{}: no pod template", doc.describe()))),
         };
-        let replicas = u32::try_from(replicas.max(0)).unwrap_or(u32::MAX);
         let mut w = Workload::new(kind, &namespace, &name, replicas, template);
         w.job = job;
         if kind == WorkloadKind::StatefulSet {
@@ -437,11 +435,20 @@ fn allowed_types(pool: &NodePool, types: &[InstanceType]) -> Vec<InstanceType> {
         .collect()
 }
 
-fn spec_int(doc: &Document, pointer: &str, default: i64) -> i64 {
-    doc.value
-        .pointer(pointer)
-        .and_then(Value::as_i64)
-        .unwrap_or(default)
+/// A workload's `spec.<field>` count (replicas, parallelism, completions): `default` when
+/// absent; a non-negative integer within the simulator's pod limit otherwise.
+fn spec_count(doc: &Document, field: &str, default: u32) -> Result<u32, String> {
+    let at = format!("{}: spec.{field}", doc.describe());
+    match doc.value.pointer(&format!("/spec/{field}")) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_u64() {
+            Some(n) => match limits::too_many_pods(n) {
+                Some(reason) => Err(format!("{at}: {reason}")),
+                None => Ok(n as u32),
+            },
+            None => Err(format!("{at}: expected a non-negative integer, found {v}")),
+        },
+    }
 }
 
 /// Builds the engine input for `scenario` over `catalog` (or over the scenario's catalog
@@ -454,7 +461,7 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
         classes: BTreeMap::new(),
     };
     let mut actions = Vec::new();
-    let mut known: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let mut known = Known::new();
     let initial = loader.documents(&scenario.manifests, "manifests")?;
     check_references(scenario, &mut known, &initial, "manifests")?;
     for a in initial {
@@ -522,11 +529,34 @@ pub fn engine_input(scenario: &Scenario, catalog: &Catalog) -> Result<EngineInpu
     })
 }
 
+/// The objects that exist after each step, by kind, namespace and name, with the pods each
+/// workload wants.
+type Known = BTreeMap<(String, String, String), u64>;
+
 /// Tracks which objects exist as steps apply and delete them, so a step that scales or deletes
-/// something the scenario never created is an error at load time, not a silent no-op.
+/// something the scenario never created is an error at load time, not a silent no-op; and how
+/// many pods they want at once, which the simulator bounds.
 fn check_references(
     scenario: &Scenario,
-    known: &mut BTreeSet<(String, String, String)>,
+    known: &mut Known,
+    actions: &[SimAction],
+    path: &str,
+) -> Result<(), ScenarioError> {
+    references(scenario, known, actions, path)?;
+    let pods: u64 = known.values().sum();
+    match limits::too_many_pods_at_once(pods) {
+        Some(reason) => Err(ScenarioError {
+            file: scenario.file.clone(),
+            path: path.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn references(
+    scenario: &Scenario,
+    known: &mut Known,
     actions: &[SimAction],
     path: &str,
 ) -> Result<(), ScenarioError> {
@@ -538,7 +568,7 @@ fn check_references(
     for a in actions {
         match a {
             SimAction::ApplyNodePool(p, _) => {
-                known.insert(("NodePool".into(), String::new(), p.name.clone()));
+                known.insert(("NodePool".into(), String::new(), p.name.clone()), 0);
             }
             SimAction::ApplyWorkload(w) => {
                 let kind = match w.kind {
@@ -547,28 +577,39 @@ fn check_references(
                     WorkloadKind::Pod => "Pod",
                     WorkloadKind::Job => "Job",
                 };
-                known.insert((kind.into(), w.namespace.clone(), w.name.clone()));
+                known.insert(
+                    (kind.into(), w.namespace.clone(), w.name.clone()),
+                    w.wanted().into(),
+                );
             }
             SimAction::ApplyDaemonSet(d) => {
-                known.insert(("DaemonSet".into(), d.namespace.clone(), d.name.clone()));
+                known.insert(("DaemonSet".into(), d.namespace.clone(), d.name.clone()), 0);
             }
             SimAction::ApplyPdb(b) => {
-                known.insert((
-                    "PodDisruptionBudget".into(),
-                    b.namespace().to_string(),
-                    b.name().to_string(),
-                ));
+                known.insert(
+                    (
+                        "PodDisruptionBudget".into(),
+                        b.namespace().to_string(),
+                        b.name().to_string(),
+                    ),
+                    0,
+                );
             }
             SimAction::ApplyStorageClass(c) => {
-                known.insert(("StorageClass".into(), String::new(), c.name.clone()));
+                known.insert(("StorageClass".into(), String::new(), c.name.clone()), 0);
             }
             SimAction::Scale {
-                namespace, name, ..
+                namespace,
+                name,
+                replicas,
             } => {
                 let found = ["Deployment", "StatefulSet"]
                     .iter()
-                    .any(|k| known.contains(&(k.to_string(), namespace.clone(), name.clone())));
-                if !found {
+                    .map(|k| (k.to_string(), namespace.clone(), name.clone()))
+                    .find(|key| known.contains_key(key));
+                if let Some(pods) = found.and_then(|key| known.get_mut(&key)) {
+                    *pods = u64::from(*replicas);
+                } else {
                     return Err(err(
                         "scale",
                         format!(
@@ -579,7 +620,9 @@ fn check_references(
             }
             SimAction::Delete(kind, ns, name) => {
                 let stored = kind.as_str();
-                if !known.remove(&(stored.to_string(), ns.clone(), name.clone()))
+                if known
+                    .remove(&(stored.to_string(), ns.clone(), name.clone()))
+                    .is_none()
                     && kind != "EC2NodeClass"
                 {
                     return Err(err(

@@ -15,6 +15,7 @@
 //!
 //! Every error names the file, the field path (`steps[2].replicas`) and what is wrong.
 
+pub mod limits;
 mod parse;
 #[cfg(test)]
 mod tests;

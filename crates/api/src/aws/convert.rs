@@ -290,7 +290,9 @@ fn convert_kubelet(
             ));
         }
     }
-    match serde_json::from_value::<KubeletConfiguration>(Value::Object(map)) {
+    let map = Value::Object(map);
+    match crate::decode::decode::<KubeletConfiguration>(&map, &crate::error::Path::root("kubelet"))
+    {
         Ok(k) => {
             for key in k.extra.keys() {
                 out.warn(format!(

@@ -25,13 +25,13 @@ pub fn awsnodetemplate(value: &Value) -> Result<v1alpha1::AWSNodeTemplate, Vec<F
 }
 
 fn typed<T: DeserializeOwned>(value: &Value, schema: Option<&Value>) -> Result<T, Vec<FieldError>> {
-    serde_json::from_value(value.clone()).map_err(|e| {
+    crate::decode::decode(value, &Path::default()).map_err(|e| {
         let mut errs = Vec::new();
         if let Some(schema) = schema {
             type_errors(schema, value, &Path::default(), &mut errs);
         }
         if errs.is_empty() {
-            errs.push(FieldError::new("", format!("cannot be read: {e}")));
+            errs.push(e);
         }
         errs
     })
@@ -126,10 +126,9 @@ mod tests {
         assert_eq!(nc.spec.role.as_deref(), Some("r"));
         let err = awsnodetemplate(&json!({"spec": {"amiSelector": "x"}})).unwrap_err();
         assert_eq!(err.len(), 1);
-        assert!(
-            err[0].reason.starts_with("cannot be read: invalid type"),
-            "{}",
-            err[0]
+        assert_eq!(
+            err[0].to_string(),
+            r#"spec.amiSelector: invalid type: string "x", expected an object"#
         );
     }
 }

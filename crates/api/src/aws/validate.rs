@@ -15,6 +15,8 @@ use super::rules::{self, *};
 use super::v1::{EC2NodeClass, EC2NodeClassSpec};
 use crate::error::{FieldError, Path};
 
+pub use kubelet::kubelet_value;
+
 /// Every problem with `nc`, as the API server would report it on create.
 pub fn ec2nodeclass(nc: &EC2NodeClass) -> Vec<FieldError> {
     let mut errs = Vec::new();

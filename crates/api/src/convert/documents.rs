@@ -10,7 +10,7 @@ use super::{DEFAULT_NODE_CLASS_KIND, KUBELET_COMPATIBILITY_ANNOTATION};
 use crate::aws;
 use crate::conversion::Converted;
 use crate::document::Document;
-use crate::error::FieldError;
+use crate::error::{FieldError, Path};
 use crate::object::{Object, Report, validate_value};
 use crate::v1;
 
@@ -61,6 +61,7 @@ impl Item {
                 .any(|(p, r, _)| *p == e.path && *r == e.reason)
         });
         report.errors = errors;
+        report.errors.extend(self.moved_kubelet_errors());
         for e in gaps {
             let note = self
                 .setting_gaps
@@ -73,6 +74,33 @@ impl Item {
                 .push(FieldError::new(e.path, format!("{}; {note}", e.reason)));
         }
         Some(report)
+    }
+
+    /// What is wrong with the kubelet settings of a converted NodePool or Provisioner: v1
+    /// moves them into an EC2NodeClass (or an annotation), so the v1 NodePool's own checks
+    /// never see them. Reported where they are in the older object.
+    fn moved_kubelet_errors(&self) -> Vec<FieldError> {
+        if !matches!(self.outcome, Outcome::Converted { .. }) {
+            return Vec::new();
+        }
+        let (pointer, path) = match (self.doc.api_version(), self.doc.kind()) {
+            ("karpenter.sh/v1beta1", "NodePool") => (
+                "/spec/template/spec/kubelet",
+                Path::root("spec")
+                    .field("template")
+                    .field("spec")
+                    .field("kubelet"),
+            ),
+            ("karpenter.sh/v1alpha5", "Provisioner") => (
+                "/spec/kubeletConfiguration",
+                Path::root("spec").field("kubeletConfiguration"),
+            ),
+            _ => return Vec::new(),
+        };
+        match self.doc.value.pointer(pointer) {
+            Some(kubelet) if !kubelet.is_null() => aws::validate::kubelet_value(kubelet, &path),
+            _ => Vec::new(),
+        }
     }
 
     /// The v1 object, if there is one.

@@ -121,42 +121,72 @@ impl NillableDuration {
     }
 }
 
+/// The longest duration Karpenter can hold: it reads these fields into Go's `time.Duration`,
+/// nanoseconds in an `int64`, whose `time.ParseDuration` refuses anything longer.
+pub const MAX_DURATION: &str = "2562047h47m16.854775807s";
+
+/// Why a duration string cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DurationError {
+    /// Not `<digits><s|m|h>` groups.
+    Syntax(String),
+    /// Well formed, but longer than Go's `time.Duration` holds.
+    TooLong(String),
+}
+
+impl fmt::Display for DurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurationError::Syntax(m) => f.write_str(m),
+            DurationError::TooLong(s) => write!(
+                f,
+                "invalid duration {s:?}: longer than {MAX_DURATION}, the most Go's time.Duration (which Karpenter reads it into) holds"
+            ),
+        }
+    }
+}
+
 /// Parses the duration form Karpenter's CRDs accept: one or more `<digits><s|m|h>` groups.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    read_duration(s).map_err(|e| e.to_string())
+}
+
+/// [`parse_duration`], telling a malformed duration from one that is too long.
+pub fn read_duration(s: &str) -> Result<Duration, DurationError> {
+    const NANOS: u128 = 1_000_000_000;
     if s.is_empty() {
-        return Err("empty duration".to_string());
+        return Err(DurationError::Syntax("empty duration".to_string()));
     }
-    let mut total: u64 = 0;
-    let mut digits = String::new();
+    let syntax = |why: String| DurationError::Syntax(format!("invalid duration {s:?}: {why}"));
+    // Nanoseconds, as Go counts them; `None` once past what a u128 holds (far past the limit).
+    let mut total: Option<u128> = Some(0);
+    let mut digits = 0usize;
+    let mut number: Option<u128> = Some(0);
     for c in s.chars() {
-        if c.is_ascii_digit() {
-            digits.push(c);
+        if let Some(d) = c.to_digit(10) {
+            digits += 1;
+            number = number.and_then(|n| n.checked_mul(10)?.checked_add(u128::from(d)));
             continue;
         }
         let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            _ => return Err(format!("invalid duration {s:?}: unexpected {c:?}")),
+            's' => NANOS,
+            'm' => 60 * NANOS,
+            'h' => 3600 * NANOS,
+            _ => return Err(syntax(format!("unexpected {c:?}"))),
         };
-        if digits.is_empty() {
-            return Err(format!(
-                "invalid duration {s:?}: a unit needs a number before it"
-            ));
+        if digits == 0 {
+            return Err(syntax("a unit needs a number before it".to_string()));
         }
-        let n: u64 = digits
-            .parse()
-            .map_err(|_| format!("invalid duration {s:?}: too large"))?;
-        total = n
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| format!("invalid duration {s:?}: too large"))?;
-        digits.clear();
+        total = total.and_then(|t| t.checked_add(number?.checked_mul(unit)?));
+        (digits, number) = (0, Some(0));
     }
-    if !digits.is_empty() {
-        return Err(format!("invalid duration {s:?}: missing unit (s, m or h)"));
+    if digits > 0 {
+        return Err(syntax("missing unit (s, m or h)".to_string()));
     }
-    Ok(Duration::from_secs(total))
+    match total {
+        Some(ns) if ns <= i64::MAX as u128 => Ok(Duration::from_nanos(ns as u64)),
+        _ => Err(DurationError::TooLong(s.to_string())),
+    }
 }
 
 /// Formats whole seconds in the compact form the CRDs accept: `3600` → `1h`, `90` → `1m30s`.
@@ -214,6 +244,27 @@ mod tests {
         assert!(parse_duration("1.5h").is_err());
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("h").is_err());
+        assert_eq!(
+            read_duration("2562047h47m16s").unwrap(),
+            Duration::from_secs(2562047 * 3600 + 47 * 60 + 16)
+        );
+        for long in [
+            "2562047h47m17s",
+            "2562048h",
+            "99999999999999999999s",
+            &"9".repeat(60),
+        ] {
+            let long = if long.ends_with(char::is_numeric) {
+                format!("{long}h")
+            } else {
+                long.to_string()
+            };
+            assert_eq!(
+                read_duration(&long),
+                Err(DurationError::TooLong(long.clone())),
+                "{long}"
+            );
+        }
         assert_eq!(NillableDuration::never().duration().unwrap(), None);
         assert_eq!(format_seconds(3600), "1h");
         assert_eq!(format_seconds(90), "1m30s");

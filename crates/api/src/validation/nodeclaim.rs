@@ -38,6 +38,16 @@ pub fn nodeclaim(nc: &NodeClaim) -> Vec<FieldError> {
         &spec.field("nodeClassRef"),
         &mut errs,
     );
+    shared::duration_length(
+        nc.spec.expire_after.as_ref().map(|d| d.0.as_str()),
+        &spec.field("expireAfter"),
+        &mut errs,
+    );
+    shared::duration_length(
+        nc.spec.termination_grace_period.as_deref(),
+        &spec.field("terminationGracePeriod"),
+        &mut errs,
+    );
     errs
 }
 

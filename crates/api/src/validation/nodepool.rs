@@ -57,9 +57,31 @@ pub fn nodepool(np: &NodePool) -> Vec<FieldError> {
         &mut errs,
     );
 
+    shared::duration_length(
+        t.spec.expire_after.as_ref().map(|d| d.0.as_str()),
+        &tspec.field("expireAfter"),
+        &mut errs,
+    );
+    shared::duration_length(
+        t.spec.termination_grace_period.as_deref(),
+        &tspec.field("terminationGracePeriod"),
+        &mut errs,
+    );
+    if let Some(d) = &np.spec.disruption {
+        shared::duration_length(
+            d.consolidate_after.as_ref().map(|d| d.0.as_str()),
+            &spec.field("disruption").field("consolidateAfter"),
+            &mut errs,
+        );
+    }
     if let Some(budgets) = np.spec.disruption.as_ref().and_then(|d| d.budgets.as_ref()) {
         let path = spec.field("disruption").field("budgets");
         for (i, b) in budgets.iter().enumerate() {
+            shared::duration_length(
+                b.duration.as_deref(),
+                &path.index(i).field("duration"),
+                &mut errs,
+            );
             if b.schedule.is_some() != b.duration.is_some() {
                 errs.push(path.index(i).error(MSG_SCHEDULE_WITH_DURATION));
             }

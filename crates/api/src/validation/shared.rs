@@ -1,5 +1,5 @@
-//! Rules shared by NodePool and NodeClaim specs: requirements, taints and the node class
-//! reference.
+//! Rules shared by NodePool and NodeClaim specs: requirements, taints, the node class
+//! reference and how long a duration may be.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +8,18 @@ use nodewright_core::labels as core_labels;
 use super::labels::{self, KeyContext};
 use crate::crd::shared::{MSG_IN_NEEDS_VALUES, MSG_MIN_VALUES, MSG_NUMERIC_OPERATOR, OPERATORS};
 use crate::error::{FieldError, Path};
+use crate::v1::shared::{DurationError, read_duration};
 use crate::v1::{NodeClassReference, NodeSelectorRequirementWithMinValues, Taint};
+
+/// A duration the CRD's pattern accepts but Karpenter cannot hold (`99999999999999999999s`):
+/// its Go `time.ParseDuration` refuses it, so the object would never be read back.
+pub fn duration_length(value: Option<&str>, path: &Path, errs: &mut Vec<FieldError>) {
+    if let Some(s) = value.filter(|s| *s != "Never")
+        && let Err(e @ DurationError::TooLong(_)) = read_duration(s)
+    {
+        errs.push(path.error(e.to_string()));
+    }
+}
 
 /// Well-known labels with a closed set of values; `In` must name at least one of them.
 const KNOWN_VALUES: &[(&str, &[&str])] = &[

@@ -92,9 +92,9 @@ pub fn daemonset_pod(ds: &apps::DaemonSet) -> Result<DaemonSet, FieldError> {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(doc: &Document) -> Result<T, WorkloadError> {
-    serde_json::from_value(doc.value.clone()).map_err(|e| WorkloadError {
+    crate::decode::decode(&doc.value, &Path::default()).map_err(|error| WorkloadError {
         object: doc.describe(),
-        error: FieldError::new("", e.to_string()),
+        error,
     })
 }
 

@@ -57,6 +57,29 @@ fn aws_unavailable() -> anyhow::Error {
     )
 }
 
+/// The simulated cloud in the region of `--aws-region` (`AWS_REGION`), us-east-1 when unset,
+/// with every zone the embedded catalog offers there.
+fn sim_config(args: &Args) -> anyhow::Result<SimCloudConfig> {
+    let mut config = SimCloudConfig {
+        cluster_name: args.settings.cluster_name.clone(),
+        ..SimCloudConfig::default()
+    };
+    let Some(region) = args.aws.aws_region.clone().filter(|r| !r.is_empty()) else {
+        return Ok(config);
+    };
+    let catalog = nodewright_aws_model::catalog::embedded()
+        .context("reading the embedded instance-type catalog")?;
+    let zones: Vec<String> = catalog.zones(&region).into_iter().map(String::from).collect();
+    anyhow::ensure!(
+        !zones.is_empty(),
+        "AWS_REGION {region:?}: the simulated cloud's catalog offers no instance types there; regions it knows: {}",
+        catalog.regions().collect::<Vec<_>>().join(", ")
+    );
+    config.region = region;
+    config.zones = zones;
+    Ok(config)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Refused before anything connects, so the message is the first thing a user sees.
     #[cfg(not(feature = "aws"))]
@@ -85,11 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             match args.cloud_provider {
                 Provider::Sim => {
                     let sim = Arc::new(
-                        SimCloud::new(SimCloudConfig {
-                            cluster_name: args.settings.cluster_name.clone(),
-                            ..SimCloudConfig::default()
-                        })
-                        .context("starting the simulated cloud")?,
+                        SimCloud::new(sim_config(&args)?).context("starting the simulated cloud")?,
                     );
                     let client = kube::Client::try_from(config.clone())?;
                     tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());

@@ -1,7 +1,7 @@
 //! `nodewright plan`: one snapshot in, one plan out.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -48,10 +48,10 @@ pub struct PlanArgs {
 }
 
 /// Reads an interchange document or manifests plus a catalog.
-pub fn load(input: &PathBuf, catalog: Option<&PathBuf>) -> anyhow::Result<Snapshot> {
+pub fn load(input: &Path, catalog: Option<&Path>) -> anyhow::Result<Snapshot> {
     let name = input.display().to_string();
     if input.is_file() {
-        let text = std::fs::read_to_string(input).with_context(|| format!("reading {name}"))?;
+        let text = document::read_text(input)?;
         let is_interchange = serde_json::from_str::<serde_json::Value>(&text)
             .ok()
             .is_some_and(|v| v.get("instanceTypes").is_some());
@@ -65,7 +65,7 @@ pub fn load(input: &PathBuf, catalog: Option<&PathBuf>) -> anyhow::Result<Snapsh
         )
     };
     let cat_name = cat.display().to_string();
-    let cat_text = std::fs::read_to_string(cat).with_context(|| format!("reading {cat_name}"))?;
+    let cat_text = document::read_text(cat)?;
     let cat_value: serde_json::Value =
         serde_json::from_str(&cat_text).with_context(|| format!("{cat_name}: not valid JSON"))?;
     let its = interchange::read_catalog(&cat_name, &cat_value)?;
@@ -77,7 +77,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if args.disruption {
         return super::plan_disruption::run(&args);
     }
-    let snapshot = load(&args.input, args.instance_types.as_ref())?;
+    let snapshot = load(&args.input, args.instance_types.as_deref())?;
     let opts = Options {
         ignore_preferences: args.ignore_preferences,
         min_values_best_effort: args.min_values_best_effort,

@@ -35,7 +35,7 @@ fn now(arg: Option<&str>) -> anyhow::Result<Timestamp> {
 
 fn read_catalog_file(path: &Path) -> anyhow::Result<Vec<InstanceType>> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+    let text = nodewright_api::document::read_text(path)?;
     let v: Value =
         serde_json::from_str(&text).with_context(|| format!("{name}: not valid JSON"))?;
     Ok(interchange::read_catalog(&name, &v)?)
@@ -74,7 +74,7 @@ fn aws_catalog(docs: &[document::Document]) -> anyhow::Result<Vec<InstanceType>>
 pub fn load(input: &Path, catalog: Option<&Path>, at: Timestamp) -> anyhow::Result<Snapshot> {
     let name = input.display().to_string();
     if input.is_file() {
-        let text = std::fs::read_to_string(input).with_context(|| format!("reading {name}"))?;
+        let text = nodewright_api::document::read_text(input)?;
         if let Ok(v) = serde_json::from_str::<Value>(&text)
             && v.get("instanceTypes").is_some()
         {

@@ -45,8 +45,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let mut scenario = match &args.scenario {
         None => nodewright_sim::demo::demo()?,
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text = nodewright_api::document::read_text(path)?;
             let base = path
                 .parent()
                 .map(PathBuf::from)
@@ -59,7 +58,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.instance_types {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+        let text = nodewright_api::document::read_text(path)?;
         let file = CatalogFile::parse(&name, &text).map_err(anyhow::Error::msg)?;
         scenario.cloud.instance_types = Some(file);
     }

@@ -1,6 +1,6 @@
 //! `nodewright validate -f FILE|DIR|-`: every document checked with upstream's rules; older
 //! generations are converted first (all inputs together, as `convert` does) and the v1 result
-//! is checked. Exit 0 when all are valid, 1 otherwise.
+//! is checked. Exit 0 when all are valid, 1 otherwise, or when there was no Karpenter object.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,7 +33,9 @@ pub fn read_all(files: &[PathBuf]) -> anyhow::Result<(Vec<document::Document>, b
     for f in files {
         match document::read_documents(f) {
             Ok(d) => docs.extend(d),
-            Err(e @ ReadError::Parse { .. }) => {
+            Err(
+                e @ (ReadError::Parse { .. } | ReadError::Utf8 { .. } | ReadError::TooLarge { .. }),
+            ) => {
                 crate::output::emit_line(&e.to_string())?;
                 ok = false;
             }
@@ -102,6 +104,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if invalid > 0 {
         ok = false;
+    }
+    if checked == 0 {
+        // Nothing was checked: a typo in every apiVersion or the wrong file must not pass.
+        // (An unreadable input already said why.)
+        if ok {
+            eprintln!("error: no Karpenter objects in the input");
+        }
+        return Ok(ExitCode::from(1));
     }
     if !args.quiet {
         eprintln!("{} of {checked} Karpenter objects valid", checked - invalid);

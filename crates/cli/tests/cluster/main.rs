@@ -8,7 +8,11 @@ mod kit;
 
 #[cfg(feature = "aws")]
 mod aws;
+mod bench;
 mod crds;
 mod disruption;
+#[cfg(feature = "aws")]
+mod ha;
 mod helm;
+mod older_seeds;
 mod seed_demo;

@@ -63,6 +63,9 @@ pub struct LaunchState {
     addresses: Mutex<InflightAddresses>,
     fleet: Arc<dyn FleetApi>,
     cluster: crate::cluster::ClusterFacts,
+    /// When this process began launching: a claim created before may already have an
+    /// instance from the process before it.
+    started: Timestamp,
 }
 
 impl LaunchState {
@@ -72,6 +75,7 @@ impl LaunchState {
             templates: TemplateCache::default(),
             resolved: resolved::ResolvedCache::default(),
             hydrated: std::sync::atomic::AtomicBool::new(false),
+            started: now(),
             unavailable: Mutex::new(UnavailableOfferings::new()),
             reservations: Mutex::new(ReservationLedger::new()),
             addresses: Mutex::new(InflightAddresses::new()),
@@ -175,6 +179,30 @@ impl AwsCloud {
             .await?)
     }
 
+    /// The instance an earlier process launched for `claim` and died before recording (a
+    /// crash, a lost response, a leader change between CreateFleet and the claim's status
+    /// write), so a claim is launched at most once. Only claims created before this process
+    /// started launching are looked up: any later one was created, and so launched, here.
+    async fn launched_before(
+        &self,
+        claim: &NodeClaim,
+        name: &str,
+    ) -> Result<Option<Instance>, CloudError> {
+        let created = claim
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second());
+        if created.is_some_and(|c| c > self.launch.started.unix_seconds()) {
+            return Ok(None);
+        }
+        Ok(
+            crate::instances::for_claim(&self.clients, &self.settings.cluster_name, name)
+                .await?
+                .map(|i| i.instance),
+        )
+    }
+
     /// Launches one instance for the claim (launch templates, CreateFleet, ICE fallback).
     pub async fn launch(
         &self,
@@ -232,6 +260,10 @@ impl AwsCloud {
         };
         // Upstream attaches EFA interfaces only to claims that ask for EFA.
         let efa = requests.get(EFA) > 0;
+        if let Some(found) = self.launched_before(claim, &name).await? {
+            tracing::info!(nodeclaim = %name, provider_id = %found.provider_id, "taking over the instance an earlier process launched for this claim");
+            return describe(found, None, &types, resolved, self.region(), efa);
+        }
         let mut failed: Vec<(String, String, String)> = Vec::new();
         let mut retried_missing_template = false;
         let mut attempt = 0;
@@ -769,18 +801,51 @@ fn launched(
             ),
             retryable: false,
         })?;
+    let reservation = o
+        .and_then(|o| o.reservation_id.as_deref())
+        .filter(|_| call.capacity_type == CapacityType::Reserved);
+    let found = Instance {
+        provider_id: format!("aws:///{zone}/{}", instance.instance_id),
+        instance_type: instance.instance_type.clone(),
+        zone,
+        capacity_type: call.capacity_type,
+        image_id: None,
+        state: InstanceState::Pending,
+        launched_at: Some(now),
+        tags: call.tags.clone(),
+    };
+    describe(found, reservation, types, resolved, region, efa)
+}
+
+/// The claim-facing result of an instance of one of `types`: its labels (the type's
+/// single-valued requirements, zone, region, capacity type, reservation), capacity and
+/// allocatable, and the image the class gives its type when EC2 did not say.
+fn describe(
+    mut instance: Instance,
+    reservation: Option<&str>,
+    types: &[InstanceType],
+    resolved: &ResolvedNodeClass,
+    region: &str,
+    efa: bool,
+) -> Result<Launched, CloudError> {
     let it = types
         .iter()
         .find(|t| t.name == instance.instance_type)
         .ok_or_else(|| CloudError::Api {
             operation: "CreateFleet".into(),
             message: format!(
-                "instance {} has type {:?}, which was not requested",
-                instance.instance_id, instance.instance_type
+                "{} has type {:?}, which was not requested",
+                instance.provider_id, instance.instance_type
             ),
             retryable: false,
         })?;
-    let ami = resolved.amis.iter().find(|a| ami_serves(a, it));
+    if instance.image_id.is_none() {
+        instance.image_id = resolved
+            .amis
+            .iter()
+            .find(|a| ami_serves(a, it))
+            .map(|a| a.id.clone());
+    }
     let mut node_labels: BTreeMap<String, String> = it
         .requirements
         .iter()
@@ -788,16 +853,14 @@ fn launched(
         .map(|r| (r.key.clone(), r.values[0].clone()))
         .collect();
     node_labels.insert(labels::INSTANCE_TYPE.into(), it.name.clone());
-    node_labels.insert(labels::ZONE.into(), zone.clone());
+    node_labels.insert(labels::ZONE.into(), instance.zone.clone());
     node_labels.insert(labels::REGION.into(), region.to_string());
     node_labels.insert(
         labels::CAPACITY_TYPE.into(),
-        call.capacity_type.as_str().into(),
+        instance.capacity_type.as_str().into(),
     );
-    if let Some(r) = o
-        .and_then(|o| o.reservation_id.as_deref())
-        .filter(|_| call.capacity_type == CapacityType::Reserved)
-        .and_then(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
+    if let Some(r) =
+        reservation.and_then(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
     {
         node_labels.insert(aws::CAPACITY_RESERVATION_ID.into(), r.id.clone());
         node_labels.insert(
@@ -812,7 +875,7 @@ fn launched(
     if let Some(id) = resolved
         .subnets
         .iter()
-        .find(|s| s.zone == zone)
+        .find(|s| s.zone == instance.zone)
         .and_then(|s| s.zone_id.clone())
     {
         node_labels.insert(aws::ZONE_ID.into(), id);
@@ -824,16 +887,7 @@ fn launched(
         allocatable.set(EFA, 0);
     }
     Ok(Launched {
-        instance: Instance {
-            provider_id: format!("aws:///{zone}/{}", instance.instance_id),
-            instance_type: it.name.clone(),
-            zone,
-            capacity_type: call.capacity_type,
-            image_id: ami.map(|a| a.id.clone()),
-            state: InstanceState::Pending,
-            launched_at: Some(now),
-            tags: call.tags.clone(),
-        },
+        instance,
         capacity,
         allocatable,
         labels: node_labels,

@@ -10,6 +10,7 @@ use nodewright_core::disruption::duration::parse_go_duration;
 use nodewright_core::model::CapacityType;
 use serde_json::{Map, Value};
 
+use super::limits;
 use super::{Action, InterruptTarget, ObjectRef, SUPPORTED_KINDS, Scenario, ScenarioError, Step};
 use crate::cloud::{CatalogFile, CloudConfig, OfferingPattern};
 use crate::report::clock;
@@ -32,7 +33,7 @@ impl ScenarioSource for FileSource {
         } else {
             self.base.join(path)
         };
-        std::fs::read_to_string(&full).map_err(|e| format!("cannot read {}: {e}", full.display()))
+        nodewright_api::document::read_text(&full).map_err(|e| e.to_string())
     }
 }
 
@@ -110,6 +111,9 @@ impl Ctx<'_> {
     }
 
     fn count(&self, v: &Value, path: &Path) -> Result<u32, ScenarioError> {
+        if let Some(n) = v.as_u64().filter(|n| *n > u64::from(u32::MAX)) {
+            return Err(self.err(path, format!("{n} is too large (at most {})", u32::MAX)));
+        }
         v.as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| {
@@ -235,6 +239,9 @@ pub fn parse_scenario(
         .get("until")
         .map(|v| ctx.duration(v, &root_path.field("until")))
         .transpose()?;
+    if let Some(reason) = until.and_then(limits::too_long) {
+        return Err(ctx.err(&root_path.field("until"), reason));
+    }
     let cloud = match root.get("cloud") {
         Some(v) => cloud(&ctx, v, &root_path.field("cloud"))?,
         None => CloudConfig::default(),
@@ -508,9 +515,15 @@ fn step(
                     return Err(ctx.err(&ap, format!("{target:?} is not NAME or NAMESPACE/NAME")));
                 }
             };
+            let rp = path.field("replicas");
             let replicas = match map.get("replicas") {
-                Some(r) => ctx.count(r, &path.field("replicas"))?,
-                None => return Err(ctx.err(&path.field("replicas"), "required with scale")),
+                Some(r) => {
+                    if let Some(reason) = r.as_u64().and_then(limits::too_many_pods) {
+                        return Err(ctx.err(&rp, reason));
+                    }
+                    ctx.count(r, &rp)?
+                }
+                None => return Err(ctx.err(&rp, "required with scale")),
             };
             Action::Scale {
                 namespace,
@@ -530,6 +543,14 @@ fn step(
             Action::Advance
         }
     };
+    if let Some(reason) = limits::too_long(at) {
+        let field = if action_name == "advance" {
+            action_name
+        } else {
+            "at"
+        };
+        return Err(ctx.err(&path.field(field), reason));
+    }
     Ok(Step { index, at, action })
 }
 

@@ -2,10 +2,42 @@
 
 use std::collections::BTreeMap;
 
+use nodewright_core::disruption::duration::parse_go_duration;
+use serde_json::Value;
+
+use super::super::crd::ec2nodeclass_schema;
 use super::super::rules::*;
 use super::super::v1::KubeletConfiguration;
 use super::{at_least_value, in_range, matches};
 use crate::error::{FieldError, Path};
+use crate::validation::structural;
+
+/// Kubelet fields older generations had and v1 drops (conversion warns about them).
+const DROPPED: &[&str] = &["containerRuntime"];
+
+/// The kubelet settings of an older NodePool or Provisioner, which conversion moves into an
+/// EC2NodeClass's `spec.kubelet`: checked with that field's schema (types and bounds) and
+/// rules, and reported at `p`, where they are in the older object.
+pub fn kubelet_value(value: &Value, p: &Path) -> Vec<FieldError> {
+    let schema = ec2nodeclass_schema();
+    let Some(schema) = schema.pointer("/properties/spec/properties/kubelet") else {
+        return Vec::new();
+    };
+    let mut value = value.clone();
+    if let Some(map) = value.as_object_mut() {
+        map.retain(|k, _| !DROPPED.contains(&k.as_str()));
+    }
+    let mut errs = structural::check(schema, &mut value).errors;
+    if errs.is_empty() {
+        match crate::decode::decode::<KubeletConfiguration>(&value, &Path::default()) {
+            Ok(k) => kubelet(&k, &Path::default(), &mut errs),
+            Err(e) => errs.push(e),
+        }
+    }
+    errs.into_iter()
+        .map(|e| p.append(&e.path).error(e.reason))
+        .collect()
+}
 
 pub(super) fn kubelet(k: &KubeletConfiguration, p: &Path, errs: &mut Vec<FieldError>) {
     if let Some(n) = k.max_pods {
@@ -25,6 +57,14 @@ pub(super) fn kubelet(k: &KubeletConfiguration, p: &Path, errs: &mut Vec<FieldEr
         p,
         errs,
     );
+    // The kubelet reads these with Go's time.ParseDuration; what it refuses never runs.
+    for (signal, d) in k.eviction_soft_grace_period.iter().flatten() {
+        if parse_go_duration(d).is_none() {
+            errs.push(p.field("evictionSoftGracePeriod").key(signal).error(format!(
+                "invalid duration {d:?}: not a non-negative Go duration (such as 1m30s) of at most 2562047h47m16.854775807s"
+            )));
+        }
+    }
     if let Some(h) = k.image_gc_high_threshold_percent {
         in_range(h, 0, 100, &p.field("imageGCHighThresholdPercent"), errs);
     }

@@ -1,7 +1,7 @@
 //! The agent against the in-process API server of `fake_api`.
 
 use super::*;
-use crate::cloud::{SimCloudConfig, SimInstance};
+use crate::cloud::{SimCloud, SimCloudConfig, SimInstance};
 use crate::kwok::fake_api::{Shared, server};
 use nodewright_cloud::{CloudProvider, Instance};
 use nodewright_core::resources::Resources;

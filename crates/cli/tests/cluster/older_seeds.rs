@@ -1,0 +1,123 @@
+//! The older seeds' objects (`karpenter.sh/v1beta1` NodePool with a `karpenter.k8s.aws/v1beta1`
+//! EC2NodeClass; a `v1alpha5` Provisioner with its `v1alpha1` AWSNodeTemplate), converted with
+//! `nodewright convert` and applied to the real API server: the controller provisions for
+//! pods that fit them, and the kube-scheduler binds every pod.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::kit::controller::Launch;
+use crate::kit::read::{self, label, node_of, running};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, repo_root};
+
+fn convert(files: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nodewright"));
+    cmd.arg("convert");
+    for f in files {
+        cmd.arg("-f").arg(repo_root().join(f));
+    }
+    let out = cmd.output().expect("nodewright convert runs");
+    assert!(
+        out.status.success(),
+        "convert failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `replicas` pods of `cpu` that tolerate and select what `extra` says.
+fn workload(replicas: u32, cpu: &str, pod_spec_extra: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: workload, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: workload}}}}
+  template:
+    metadata: {{labels: {{app: workload}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+{pod_spec_extra}      containers:
+        - name: app
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources: {{requests: {{cpu: "{cpu}"}}}}
+"#
+    )
+}
+
+async fn provisions_for(
+    test: &str,
+    region: &str,
+    files: &[&str],
+    pods: &str,
+    n: usize,
+) -> Vec<String> {
+    let Some(cp) = ControlPlane::start(test) else {
+        return Vec::new();
+    };
+    cp.install_crds();
+    let mut ctl = Launch::sim(&cp, "nodewright")
+        .env("AWS_REGION", region)
+        .start();
+    ctl.wait_ready().await;
+    cp.apply(&convert(files))
+        .unwrap_or_else(|e| panic!("the converted objects are refused: {e}"));
+    cp.apply(pods).unwrap();
+    let client = cp.client().await;
+    let bound = eventually(Duration::from_secs(180), "every pod Running", || {
+        let client = client.clone();
+        async move {
+            let pods = read::pods(&client, "default").await;
+            (running(&pods).len() == n).then_some(pods)
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let nodes = read::nodes(&client).await;
+    let types = running(&bound)
+        .into_iter()
+        .map(|p| {
+            let node = nodes
+                .iter()
+                .find(|x| x.metadata.name.as_deref() == node_of(p))
+                .expect("the pod's node");
+            label(node, "node.kubernetes.io/instance-type")
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_clean_log(&ctl.log_text());
+    types
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1beta1_seed_converted_provisions_its_instance_types() {
+    let types = provisions_for(
+        "older-v1beta1",
+        "us-east-1",
+        &[
+            "fixtures/seed-manifests/01-nodepool-v1beta1.yaml",
+            "fixtures/seed-manifests/02-ec2nodeclass-v1beta1.yaml",
+        ],
+        &workload(4, "500m", ""),
+        4,
+    )
+    .await;
+    for t in &types {
+        assert!(t == "t3.medium" || t == "t3a.medium", "{t}: the seed allows t3(a).medium only");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1alpha5_seed_converted_provisions_for_its_pods() {
+    let types = provisions_for(
+        "older-v1alpha5",
+        "eu-north-1",
+        &["fixtures/seed-manifests/03-provisioner-v1alpha5.yaml"],
+        &workload(3, "1", ""),
+        3,
+    )
+    .await;
+    assert!(types.iter().all(|t| !t.is_empty()), "{types:?}");
+}
