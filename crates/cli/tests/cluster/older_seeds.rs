@@ -10,9 +10,11 @@ use crate::kit::controller::Launch;
 use crate::kit::read::{self, label, node_of, running};
 use crate::kit::{ControlPlane, assert_clean_log, eventually, repo_root};
 
+/// `nodewright convert` of `files`, with the instance profile v1alpha1 took from the old
+/// global setting, as convert's warning asks.
 fn convert(files: &[&str]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nodewright"));
-    cmd.arg("convert");
+    cmd.args(["convert", "--default-instance-profile", "KarpenterNodeInstanceProfile"]);
     for f in files {
         cmd.arg("-f").arg(repo_root().join(f));
     }
