@@ -90,7 +90,9 @@ func readProblem(path string) (*problem, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: instanceTypes[%d]: %w", path, i, err)
 		}
-		p.instanceTypes = append(p.instanceTypes, built)
+		if built != nil {
+			p.instanceTypes = append(p.instanceTypes, built)
+		}
 	}
 	if err := p.readObjects(&doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -195,7 +197,8 @@ func cores(c float64) resource.Quantity {
 }
 
 // buildInstanceType makes one of upstream's fake instance types with the input's capacity,
-// overhead (capacity minus allocatable), labels and offerings.
+// overhead (capacity minus allocatable), labels and offerings; nil for a type with no
+// offerings.
 func buildInstanceType(it instanceType) (*cloudprovider.InstanceType, error) {
 	if it.Name == "" {
 		return nil, fmt.Errorf("name: required")
@@ -235,7 +238,8 @@ func buildInstanceType(it instanceType) (*cloudprovider.InstanceType, error) {
 		offerings = append(offerings, built)
 	}
 	if len(offerings) == 0 {
-		return nil, fmt.Errorf("offerings: none")
+		// Nothing can launch it; upstream's fake type would invent offerings, so leave it out.
+		return nil, nil
 	}
 	arch := it.Arch
 	if arch == "" {
