@@ -10,8 +10,9 @@
 
 use super::*;
 
-/// Claims filled at least this much (cpu or memory of their cheapest type) are left alone.
-const FULL_ENOUGH: f64 = 0.85;
+/// Claims priced within this factor of covering their cpu and memory with fractions of the
+/// most cost-efficient compatible type are left alone: no split can save much there.
+const EFFICIENT_ENOUGH: f64 = 1.05;
 
 /// Smaller instance types tried as the bin of the first-fit-decreasing repack, the most
 /// cost-efficient for the claim's mix of cpu and memory first.
@@ -31,8 +32,21 @@ impl Engine<'_> {
     /// visited in creation order and ties keep the earlier candidate.
     pub fn repack(&mut self) {
         let pod_class = self.pod_classes();
+        // Claims share requirements but for their hostname, so their compatible types are
+        // worked out once per distinct rest.
+        let mut compatible: std::collections::HashMap<(usize, Reqs), Bitset> =
+            std::collections::HashMap::new();
         for k in 0..self.claims.len() {
-            if let Some(parts) = self.split_plan(k, &pod_class) {
+            let cl = &self.claims[k];
+            if cl.pods.len() < 2 || cl.price == f64::MAX {
+                continue;
+            }
+            let mut key = cl.reqs.clone();
+            key.items.retain(|r| r.key != self.w.hostname);
+            let bits = compatible
+                .entry((cl.pool, key))
+                .or_insert_with(|| self.compatible_types(k));
+            if let Some(parts) = self.split_plan(k, bits, &pod_class) {
                 self.apply_split(k, parts, &pod_class);
             }
         }
@@ -67,16 +81,14 @@ impl Engine<'_> {
     fn split_plan(
         &self,
         k: usize,
+        compatible: &Bitset,
         pod_class: &std::collections::HashMap<usize, usize>,
     ) -> Option<Vec<(Part, Bitset, usize)>> {
         let cl = &self.claims[k];
-        if cl.pods.len() < 2 || cl.price == f64::MAX {
-            return None;
-        }
         let pool = &self.w.pools[cl.pool];
-        let cur = &pool.its[cl.cheapest];
-        let fill = |r: usize| cl.used[r] as f64 / cur.alloc[r].max(1) as f64;
-        if fill(0).max(fill(1)) >= FULL_ENOUGH {
+        let candidates = self.candidates(k, compatible);
+        let fractional = candidates.first()?.0;
+        if cl.price <= fractional * EFFICIENT_ENOUGH {
             return None;
         }
         if !cl
@@ -86,21 +98,20 @@ impl Engine<'_> {
         {
             return None;
         }
-        let compatible = self.compatible_types(k);
         let requests: Vec<&Res> = cl
             .pods
             .iter()
             .map(|p| &self.w.classes[pod_class[p]].requests)
             .collect();
         let mut best: Option<(f64, Vec<(Part, Bitset, usize)>)> = None;
-        for t in self.candidates(k, &compatible) {
+        for &(_, t) in &candidates {
             let Some(parts) = first_fit_decreasing(&requests, &pool.its[t].alloc) else {
                 continue;
             };
             if parts.len() < 2 {
                 continue;
             }
-            let Some(priced) = self.price_parts(k, &compatible, parts) else {
+            let Some(priced) = self.price_parts(k, compatible, parts) else {
                 continue;
             };
             let total: f64 = priced.iter().map(|(_, _, _, price)| price).sum();
@@ -130,8 +141,8 @@ impl Engine<'_> {
     }
 
     /// Compatible types cheaper than the claim's, ranked by what covering the claim's cpu and
-    /// memory with copies of them would cost.
-    fn candidates(&self, k: usize, compatible: &Bitset) -> Vec<usize> {
+    /// memory with (fractional) copies of them would cost, with that cost.
+    fn candidates(&self, k: usize, compatible: &Bitset) -> Vec<(f64, usize)> {
         let cl = &self.claims[k];
         let pool = &self.w.pools[cl.pool];
         let mut ranked: Vec<(f64, usize)> = compatible
@@ -150,11 +161,8 @@ impl Engine<'_> {
             })
             .collect();
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        ranked.truncate(CANDIDATE_TYPES);
         ranked
-            .into_iter()
-            .take(CANDIDATE_TYPES)
-            .map(|(_, t)| t)
-            .collect()
     }
 
     /// Each part's options (compatible types that fit it), cheapest type and price; `None`
