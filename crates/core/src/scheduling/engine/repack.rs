@@ -27,6 +27,9 @@ struct Part {
     used: Res,
 }
 
+/// A part with its options and its cheapest type.
+type Priced = (Part, Bitset, usize);
+
 impl Engine<'_> {
     /// Splits every claim that gets cheaper as several smaller ones. Deterministic: claims are
     /// visited in creation order and ties keep the earlier candidate.
@@ -83,7 +86,7 @@ impl Engine<'_> {
         k: usize,
         compatible: &Bitset,
         pod_class: &std::collections::HashMap<usize, usize>,
-    ) -> Option<Vec<(Part, Bitset, usize)>> {
+    ) -> Option<Vec<Priced>> {
         let cl = &self.claims[k];
         let pool = &self.w.pools[cl.pool];
         let candidates = self.candidates(k, compatible);
@@ -103,7 +106,7 @@ impl Engine<'_> {
             .iter()
             .map(|p| &self.w.classes[pod_class[p]].requests)
             .collect();
-        let mut best: Option<(f64, Vec<(Part, Bitset, usize)>)> = None;
+        let mut best: Option<(f64, Vec<Priced>)> = None;
         for &(_, t) in &candidates {
             let Some(parts) = first_fit_decreasing(&requests, &pool.its[t].alloc) else {
                 continue;
@@ -193,7 +196,7 @@ impl Engine<'_> {
     }
 
     /// NodePool limits (charged at each claim's largest option) and node limits still hold.
-    fn limits_allow(&self, k: usize, parts: &[(Part, Bitset, usize)]) -> bool {
+    fn limits_allow(&self, k: usize, parts: &[Priced]) -> bool {
         let cl = &self.claims[k];
         let pool = &self.w.pools[cl.pool];
         if let Some(limit) = pool.node_limit
@@ -221,7 +224,7 @@ impl Engine<'_> {
     fn apply_split(
         &mut self,
         k: usize,
-        parts: Vec<(Part, Bitset, usize)>,
+        parts: Vec<Priced>,
         pod_class: &std::collections::HashMap<usize, usize>,
     ) {
         let old_pods = std::mem::take(&mut self.claims[k].pods);
