@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod bench;
+pub mod bench_compare;
 pub mod bench_consolidation;
 pub mod bench_controller;
 pub mod bench_savings;

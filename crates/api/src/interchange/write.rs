@@ -114,6 +114,20 @@ fn node_term_json(t: &nodewright_core::requirements::NodeSelectorTerm) -> Value 
         "key": r.key, "operator": r.operator.as_str(), "values": r.values})).collect::<Vec<_>>()})
 }
 
+fn toleration_json(t: &nodewright_core::taints::Toleration) -> Value {
+    let mut v = json!({"key": t.key, "operator": match t.operator {
+        nodewright_core::taints::TolerationOperator::Equal => "Equal",
+        nodewright_core::taints::TolerationOperator::Exists => "Exists",
+    }});
+    if !t.value.is_empty() {
+        v["value"] = json!(t.value);
+    }
+    if let Some(e) = t.effect {
+        v["effect"] = json!(e.as_str());
+    }
+    v
+}
+
 /// A `core` pod as a `core/v1` Pod document (the fields the scheduler reads).
 pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
     let requests: serde_json::Map<String, Value> = p
@@ -131,6 +145,9 @@ pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
     }
     if let Some(n) = &p.node_name {
         spec["nodeName"] = json!(n);
+    }
+    if !p.tolerations.is_empty() {
+        spec["tolerations"] = p.tolerations.iter().map(toleration_json).collect();
     }
     if !p.topology_spread.is_empty() {
         spec["topologySpreadConstraints"] = p
@@ -238,55 +255,135 @@ pub fn node_json(n: &Node) -> Value {
     })
 }
 
-/// A snapshot (one NodePool, its catalog, pending pods) as an interchange input document.
+/// Single-valued `In` requirements other than the ones every type carries implicitly: the
+/// labels an instance type puts on its nodes.
+fn instance_type_labels(it: &InstanceType) -> serde_json::Map<String, Value> {
+    it.requirements
+        .iter()
+        .filter(|r| {
+            r.operator == Operator::In
+                && r.values.len() == 1
+                && ![labels::ARCH, labels::OS, labels::INSTANCE_TYPE].contains(&r.key.as_str())
+        })
+        .map(|r| (r.key.clone(), Value::String(r.values[0].clone())))
+        .collect()
+}
+
+fn instance_type_json(it: &InstanceType) -> Value {
+    let a = it.allocatable();
+    let arch = it
+        .requirements
+        .iter()
+        .find(|r| r.key == labels::ARCH)
+        .and_then(|r| r.values.first().cloned())
+        .unwrap_or_else(|| "amd64".into());
+    let mut v = json!({
+        "name": it.name,
+        "cpu": a.get(resources::CPU) as f64 / 1000.0,
+        "memoryMiB": a.get(resources::MEMORY) as f64 / MIB,
+        "pods": a.get(resources::PODS),
+        "arch": arch,
+        "offerings": it.offerings.iter().map(|o| json!({
+            "zone": o.zone, "capacityType": o.capacity_type.as_str(), "price": o.price, "available": o.available
+        })).collect::<Vec<_>>(),
+        "capacityCpu": it.capacity.get(resources::CPU) as f64 / 1000.0,
+        "capacityMemoryMiB": it.capacity.get(resources::MEMORY) as f64 / MIB,
+        "overheadCpu": it.overhead.total().get(resources::CPU) as f64 / 1000.0,
+        "overheadMemoryMiB": it.overhead.total().get(resources::MEMORY) as f64 / MIB,
+    });
+    let l = instance_type_labels(it);
+    if !l.is_empty() {
+        v["labels"] = Value::Object(l);
+    }
+    let extended: serde_json::Map<String, Value> = it
+        .capacity
+        .iter()
+        .filter(|(k, _)| {
+            ![
+                resources::CPU,
+                resources::MEMORY,
+                resources::PODS,
+                resources::EPHEMERAL_STORAGE,
+            ]
+            .contains(k)
+        })
+        .map(|(k, q)| (k.to_string(), Value::String(quantity_string(k, q))))
+        .collect();
+    if !extended.is_empty() {
+        v["resources"] = Value::Object(extended);
+    }
+    v
+}
+
+fn taints_json(ts: &[Taint]) -> Vec<Value> {
+    ts.iter()
+        .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect.as_str()}))
+        .collect()
+}
+
+/// A NodePool as a `karpenter.sh/v1` document: the fields [`nodepool`] reads.
+fn nodepool_json(np: &NodePool) -> Value {
+    let limits: serde_json::Map<String, Value> = np
+        .limits
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(quantity_string(k, v))))
+        .collect();
+    let requirements: Vec<Value> = np
+        .template
+        .requirements
+        .iter()
+        .map(|r| {
+            let mut v = json!({"key": r.key, "operator": r.operator.as_str(), "values": r.values});
+            if let Some(m) = r.min_values {
+                v["minValues"] = json!(m);
+            }
+            v
+        })
+        .collect();
+    let mut spec = json!({
+        "template": {
+            "metadata": {"labels": np.template.labels},
+            "spec": {"requirements": requirements,
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+        "limits": limits,
+    });
+    if np.weight != 0 {
+        spec["weight"] = json!(np.weight);
+    }
+    if !np.template.taints.is_empty() {
+        spec["template"]["spec"]["taints"] = taints_json(&np.template.taints).into();
+    }
+    if !np.template.startup_taints.is_empty() {
+        spec["template"]["spec"]["startupTaints"] = taints_json(&np.template.startup_taints).into();
+    }
+    json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": np.name}, "spec": spec})
+}
+
+fn daemonset_json(ds: &nodewright_core::model::DaemonSet) -> Value {
+    let pod = pod_json(&ds.pod);
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": ds.name, "namespace": ds.namespace},
+        "spec": {"selector": {"matchLabels": ds.pod.labels},
+                 "template": {"metadata": {"labels": ds.pod.labels}, "spec": pod["spec"]}}
+    })
+}
+
+/// A snapshot as an interchange input document: the first NodePool's catalog (the format has
+/// one for all NodePools), every NodePool, DaemonSet, node and pod.
 pub fn write_input(s: &Snapshot, meta: Value) -> Value {
-    let np = s.nodepools.first();
-    let its = np
+    let its = s
+        .nodepools
+        .first()
         .and_then(|np| s.instance_types.get(&np.name))
         .map(|v| v.as_slice())
         .unwrap_or(&[]);
-    let types: Vec<Value> = its
-        .iter()
-        .map(|it| {
-            let a = it.allocatable();
-            let arch = it
-                .requirements
-                .iter()
-                .find(|r| r.key == labels::ARCH)
-                .and_then(|r| r.values.first().cloned())
-                .unwrap_or_else(|| "amd64".into());
-            json!({
-                "name": it.name,
-                "cpu": a.get(resources::CPU) as f64 / 1000.0,
-                "memoryMiB": a.get(resources::MEMORY) as f64 / MIB,
-                "pods": a.get(resources::PODS),
-                "arch": arch,
-                "offerings": it.offerings.iter().map(|o| json!({
-                    "zone": o.zone, "capacityType": o.capacity_type.as_str(), "price": o.price, "available": o.available
-                })).collect::<Vec<_>>(),
-                "capacityCpu": it.capacity.get(resources::CPU) as f64 / 1000.0,
-                "capacityMemoryMiB": it.capacity.get(resources::MEMORY) as f64 / MIB,
-                "overheadCpu": it.overhead.total().get(resources::CPU) as f64 / 1000.0,
-                "overheadMemoryMiB": it.overhead.total().get(resources::MEMORY) as f64 / MIB,
-            })
-        })
-        .collect();
-    let node_pool = np.map(|np| {
-        let limits: serde_json::Map<String, Value> =
-            np.limits.iter().map(|(k, v)| (k.to_string(), Value::String(quantity_string(k, v)))).collect();
-        json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": np.name},
-            "spec": {"template": {"spec": {"requirements": [],
-                        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
-                     "limits": limits}
-        })
-    });
     json!({
         "meta": meta,
-        "instanceTypes": types,
+        "instanceTypes": its.iter().map(instance_type_json).collect::<Vec<_>>(),
         "pods": s.pods.iter().map(pod_json).collect::<Vec<_>>(),
         "nodes": s.nodes.iter().map(node_json).collect::<Vec<_>>(),
-        "nodePool": node_pool,
+        "daemonSets": s.daemonsets.iter().map(daemonset_json).collect::<Vec<_>>(),
+        "nodePools": s.nodepools.iter().map(nodepool_json).collect::<Vec<_>>(),
     })
 }

@@ -31,6 +31,8 @@ pub enum Which {
     Savings(super::bench_savings::SavingsArgs),
     /// The controller's loops against the in-memory API server with thousands of pods.
     Controller(super::bench_controller::ControllerArgs),
+    /// nodewright and upstream Karpenter's scheduler on the same inputs, side by side.
+    Compare(super::bench_compare::CompareArgs),
 }
 
 #[derive(Args, Debug)]
@@ -61,6 +63,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Which::Sim(a) => super::bench_sim::run(a),
         Which::Savings(a) => super::bench_savings::run(a),
         Which::Controller(a) => super::bench_controller::run(a),
+        Which::Compare(a) => super::bench_compare::run(a),
     }
 }
 

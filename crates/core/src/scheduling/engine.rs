@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 mod evaluate;
 mod finish;
+mod repack;
 pub mod room;
 
 use room::Room;
@@ -33,6 +34,9 @@ pub struct Options {
     /// being deleted: Karpenter's consolidation simulations keep moving pods off nodes still
     /// inside their NodePool's `consolidateAfter`.
     pub closed: Arc<BTreeSet<String>>,
+    /// Run the improvement pass after the greedy placement (see [`repack`]); off only to
+    /// measure what it saves.
+    pub repack: bool,
 }
 
 impl Default for Options {
@@ -42,6 +46,7 @@ impl Default for Options {
             max_instance_types: 600,
             min_values_best_effort: false,
             closed: Arc::default(),
+            repack: true,
         }
     }
 }

@@ -41,6 +41,9 @@ pub fn solve_with(
     let mut world = setup::build_with(snapshot, cache, !options.closed.is_empty());
     let mut engine = engine::Engine::new(&mut world, options.clone());
     let unplaced = engine.run();
+    if options.repack {
+        engine.repack();
+    }
     let mut plan = engine.finish(snapshot, unplaced);
     plan.lower_bound = bound::lower_bound(&world, snapshot, &plan);
     plan

@@ -4,4 +4,5 @@
 mod builders;
 mod constraints;
 mod properties;
+mod repack;
 mod topology;

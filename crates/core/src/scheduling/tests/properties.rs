@@ -35,7 +35,9 @@ fn spec() -> impl Strategy<Value = Spec> {
         })
 }
 
-fn build(specs: &[Spec], limit: Option<i64>) -> Snapshot {
+/// With `convex`, bigger types cost more per cpu (as large sizes and some families do in a real
+/// catalog), so the pass that splits claims onto smaller nodes has work to do.
+fn build(specs: &[Spec], limit: Option<i64>, convex: bool) -> Snapshot {
     let ps: Vec<Pod> = specs
         .iter()
         .enumerate()
@@ -62,7 +64,15 @@ fn build(specs: &[Spec], limit: Option<i64>) -> Snapshot {
     if let Some(l) = limit {
         np.limits = Resources::new().with(resources::CPU, l);
     }
-    snapshot(vec![np], catalog(6), ps)
+    let mut its = catalog(6);
+    if convex {
+        for (i, it) in its.iter_mut().enumerate() {
+            for o in &mut it.offerings {
+                o.price *= 1.0 + 0.3 * i as f64;
+            }
+        }
+    }
+    snapshot(vec![np], its, ps)
 }
 
 fn check(specs: &[Spec], s: &Snapshot, plan: &Plan, limit: Option<i64>) {
@@ -132,23 +142,23 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn hard_constraints_hold(specs in prop::collection::vec(spec(), 1..40)) {
-        let s = build(&specs, None);
+    fn hard_constraints_hold(specs in prop::collection::vec(spec(), 1..40), convex in any::<bool>()) {
+        let s = build(&specs, None, convex);
         let plan = solve(&s);
         check(&specs, &s, &plan, None);
     }
 
     #[test]
-    fn limits_hold(specs in prop::collection::vec(spec(), 1..30), limit in 2i64..40) {
+    fn limits_hold(specs in prop::collection::vec(spec(), 1..30), limit in 2i64..40, convex in any::<bool>()) {
         let limit = limit * 1000;
-        let s = build(&specs, Some(limit));
+        let s = build(&specs, Some(limit), convex);
         let plan = solve(&s);
         check(&specs, &s, &plan, Some(limit));
     }
 
     #[test]
-    fn plans_are_deterministic_and_order_independent(specs in prop::collection::vec(spec(), 1..30), seed in any::<u64>()) {
-        let s = build(&specs, None);
+    fn plans_are_deterministic_and_order_independent(specs in prop::collection::vec(spec(), 1..30), seed in any::<u64>(), convex in any::<bool>()) {
+        let s = build(&specs, None, convex);
         let a = solve(&s);
         let b = solve(&s);
         prop_assert_eq!(&a, &b);
@@ -190,7 +200,7 @@ proptest! {
         nodes in prop::collection::vec(node_spec(), 1..6),
         specs in prop::collection::vec(spec(), 1..30),
     ) {
-        let mut s = build(&specs, None);
+        let mut s = build(&specs, None, true);
         for (i, n) in nodes.iter().enumerate() {
             let name = format!("n{i}");
             s.nodes.push(node(&name, ZONES[n.zone], n.cpu, n.mem));
