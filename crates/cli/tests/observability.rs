@@ -8,10 +8,10 @@
 //! consolidation) give the names, types and label names. Families neither run samples (the
 //! AWS provider's, the interruption queue's) are listed in `UNSAMPLED` with their type and
 //! labels, and must be registered under that name in the controller's metrics code. Every
-//! expression is parsed by Prometheus's own parser: `promtool check rules` on the rule file
-//! and on a rule file of the dashboards' expressions, and our `promql-selectors` (same
-//! parser) to list the series and labels each expression reads. Both are built from
-//! `tools/promtool` by `scripts/promtool`.
+//! expression is parsed by Prometheus's own parser: its rule-file reader (what `promtool
+//! check rules` runs) on the rule file and on a rule file of the dashboards' expressions, and
+//! its PromQL parser to list the series and labels each expression reads, both through our
+//! `promql-selectors`, built from `tools/promtool` by `scripts/promtool`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -177,6 +177,7 @@ fn scrape_controller() -> String {
         ])
         .args(["--metrics-port", &metrics.to_string()])
         .args(["--health-probe-port", &health.to_string()])
+        .args(["--listen-address", "127.0.0.1"])
         .arg("--disable-leader-election")
         .env("KUBECONFIG", &kubeconfig)
         .env("LOG_LEVEL", "error")
@@ -431,14 +432,14 @@ fn inspect(tools: &Path, exprs: &[(String, String)]) -> Vec<Reads> {
 }
 
 fn promtool_check(tools: &Path, rules: &Path) {
-    let out = Command::new(tools.join("promtool"))
-        .args(["check", "rules"])
+    let out = Command::new(tools.join("promql-selectors"))
+        .arg("check-rules")
         .arg(rules)
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "promtool check rules {}:\n{}{}",
+        "check-rules {}:\n{}{}",
         rules.display(),
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)

@@ -957,7 +957,11 @@ async fn a_claim_launched_by_an_earlier_process_takes_its_instance_over() {
         .send()
         .await
         .unwrap();
-    let count: usize = tagged.reservations().iter().map(|r| r.instances().len()).sum();
+    let count: usize = tagged
+        .reservations()
+        .iter()
+        .map(|r| r.instances().len())
+        .sum();
     assert_eq!(count, 1, "one instance for the claim");
 
     // A claim made after this process started was never launched elsewhere.
@@ -966,6 +970,9 @@ async fn a_claim_launched_by_an_earlier_process_takes_its_instance_over() {
         k8s_openapi::jiff::Timestamp::from_second(now().unix_seconds() + 5).unwrap(),
     ));
     let cloud = env.cloud(fleet.clone());
-    cloud.launch(&fresh, Some(&class)).await.expect("fresh launch");
+    cloud
+        .launch(&fresh, Some(&class))
+        .await
+        .expect("fresh launch");
     assert_eq!(fleet.calls().len(), 1);
 }

@@ -137,8 +137,8 @@ pub async fn run(
             }
         });
     }
-    let metrics_addr = SocketAddr::from(([0, 0, 0, 0], settings.metrics_port));
-    let health_addr = SocketAddr::from(([0, 0, 0, 0], settings.health_probe_port));
+    let metrics_addr = SocketAddr::new(settings.listen_address, settings.metrics_port);
+    let health_addr = SocketAddr::new(settings.listen_address, settings.health_probe_port);
     tokio::spawn({
         let metrics = metrics.clone();
         async move {

@@ -278,6 +278,10 @@ pub struct Settings {
     pub metrics_port: u16,
     #[arg(long, env = "HEALTH_PROBE_PORT", default_value_t = 8081)]
     pub health_probe_port: u16,
+    /// The address the metrics and health servers listen on (nodewright's own setting; in a
+    /// pod every interface, out of a cluster `127.0.0.1` keeps them to this machine).
+    #[arg(long, env = "LISTEN_ADDRESS", default_value = "0.0.0.0")]
+    pub listen_address: std::net::IpAddr,
     /// The v1alpha5-era switch, kept so old manifests still parse; `false` disables election.
     #[arg(long, env = "LEADER_ELECT", default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub leader_elect: bool,
@@ -350,6 +354,7 @@ impl Settings {
             log_level: "info".into(),
             metrics_port: 8080,
             health_probe_port: 8081,
+            listen_address: std::net::IpAddr::from([0, 0, 0, 0]),
             leader_elect: true,
             disable_leader_election: false,
             leader_election_name: "karpenter-leader-election".into(),

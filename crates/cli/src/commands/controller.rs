@@ -69,7 +69,11 @@ fn sim_config(args: &Args) -> anyhow::Result<SimCloudConfig> {
     };
     let catalog = nodewright_aws_model::catalog::embedded()
         .context("reading the embedded instance-type catalog")?;
-    let zones: Vec<String> = catalog.zones(&region).into_iter().map(String::from).collect();
+    let zones: Vec<String> = catalog
+        .zones(&region)
+        .into_iter()
+        .map(String::from)
+        .collect();
     anyhow::ensure!(
         !zones.is_empty(),
         "AWS_REGION {region:?}: the simulated cloud's catalog offers no instance types there; regions it knows: {}",
@@ -108,7 +112,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             match args.cloud_provider {
                 Provider::Sim => {
                     let sim = Arc::new(
-                        SimCloud::new(sim_config(&args)?).context("starting the simulated cloud")?,
+                        SimCloud::new(sim_config(&args)?)
+                            .context("starting the simulated cloud")?,
                     );
                     let client = kube::Client::try_from(config.clone())?;
                     tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());

@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::kit::ControlPlane;
 use crate::kit::cluster::Options;
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, label};
-use crate::kit::ControlPlane;
 
 fn pods_wanted() -> u32 {
     std::env::var("NODEWRIGHT_BENCH_PODS")
@@ -192,7 +192,9 @@ async fn bench_inflate_and_consolidate() {
     };
     let (after_nodes, after_cost) = cost(&client, &ctl.metrics().await).await;
     let (cpu, rss) = usage(ctl.pid());
-    println!("bench cluster: {n} pods of 1 cpu, sim cloud, kube-controller-manager 200 QPS / 400 burst");
+    println!(
+        "bench cluster: {n} pods of 1 cpu, sim cloud, kube-controller-manager 200 QPS / 400 burst"
+    );
     println!(
         "  all bound {:.2} s after the last pod was created (last created at {:.2} s, all bound at {:.2} s)",
         bound_at.saturating_sub(last_created).as_secs_f64(),

@@ -57,7 +57,10 @@ async fn assert_no_leak_no_double(moto: &Moto, client: &kube::Client, log: &str)
         .into_iter()
         .filter(|(_, n)| *n > 1)
         .collect();
-    assert!(twice.is_empty(), "claims launched more than once: {twice:?}\n{log}");
+    assert!(
+        twice.is_empty(),
+        "claims launched more than once: {twice:?}\n{log}"
+    );
     eventually(
         Duration::from_secs(120),
         "every live instance owned by a live NodeClaim",
@@ -142,14 +145,18 @@ async fn the_standby_takes_over_a_killed_leader_and_a_clean_stop_hands_over_at_o
     );
     c.wait_ready().await;
     cp.kubectl(&["scale", "deployment/inflate", "--replicas=0"]);
-    eventually(Duration::from_secs(240), "no claims and no live instances", || {
-        let client = client.clone();
-        let moto = &moto;
-        async move {
-            (read::nodeclaims(&client).await.is_empty() && live_instances(moto).is_empty())
-                .then_some(())
-        }
-    })
+    eventually(
+        Duration::from_secs(240),
+        "no claims and no live instances",
+        || {
+            let client = client.clone();
+            let moto = &moto;
+            async move {
+                (read::nodeclaims(&client).await.is_empty() && live_instances(moto).is_empty())
+                    .then_some(())
+            }
+        },
+    )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", c.log_text()));
 }
@@ -219,12 +226,21 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
         if !goal_claims_zero {
             // Every pod bound, on a node of a claim that launched once.
             let claims = read::nodeclaims(&client).await;
-            assert!(claims.iter().all(|c| condition(c, "Launched") == Some("True")
-                || c["metadata"]["deletionTimestamp"].is_string()), "{:?}", claims.iter().map(name).collect::<Vec<_>>());
+            assert!(
+                claims
+                    .iter()
+                    .all(|c| condition(c, "Launched") == Some("True")
+                        || c["metadata"]["deletionTimestamp"].is_string()),
+                "{:?}",
+                claims.iter().map(name).collect::<Vec<_>>()
+            );
             assert_no_leak_no_double(&moto, &client, &ctl.log_text()).await;
         }
     }
     assert!(kills >= 20, "only {kills} kills");
     assert_no_leak_no_double(&moto, &client, &ctl.log_text()).await;
-    eprintln!("restarts: {kills} kills, {} instances launched in all", moto.instances(CLUSTER).len());
+    eprintln!(
+        "restarts: {kills} kills, {} instances launched in all",
+        moto.instances(CLUSTER).len()
+    );
 }

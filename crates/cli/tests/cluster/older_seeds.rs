@@ -14,7 +14,11 @@ use crate::kit::{ControlPlane, assert_clean_log, eventually, repo_root};
 /// global setting, as convert's warning asks.
 fn convert(files: &[&str]) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nodewright"));
-    cmd.args(["convert", "--default-instance-profile", "KarpenterNodeInstanceProfile"]);
+    cmd.args([
+        "convert",
+        "--default-instance-profile",
+        "KarpenterNodeInstanceProfile",
+    ]);
     for f in files {
         cmd.arg("-f").arg(repo_root().join(f));
     }
@@ -107,7 +111,10 @@ async fn v1beta1_seed_converted_provisions_its_instance_types() {
     )
     .await;
     for t in &types {
-        assert!(t == "t3.medium" || t == "t3a.medium", "{t}: the seed allows t3(a).medium only");
+        assert!(
+            t == "t3.medium" || t == "t3a.medium",
+            "{t}: the seed allows t3(a).medium only"
+        );
     }
 }
 

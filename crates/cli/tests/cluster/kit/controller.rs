@@ -92,6 +92,7 @@ impl Launch {
             .env("KUBECONFIG", &self.kubeconfig)
             .env("METRICS_PORT", metrics_port.to_string())
             .env("HEALTH_PROBE_PORT", health_port.to_string())
+            .env("LISTEN_ADDRESS", "127.0.0.1")
             .env("HOSTNAME", &self.name)
             .env_remove("AWS_REGION")
             .env_remove("AWS_ENDPOINT_URL")
