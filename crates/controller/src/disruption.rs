@@ -44,6 +44,7 @@ use nodewright_core::labels;
 use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
@@ -235,6 +236,7 @@ pub struct Disruptor {
     marker: Mutex<Marker>,
     /// What rounds work out about nodes that did not change, kept from one to the next.
     kept_nodes: Arc<NodeMemo>,
+    leader: Option<watch::Receiver<bool>>,
     pub journal: Journal,
 }
 
@@ -264,9 +266,20 @@ impl Disruptor {
             draining: Mutex::new(Draining::default()),
             marker: Mutex::new(Marker::new(clock.now())),
             kept_nodes: Arc::default(),
+            leader: None,
             journal: Journal::default(),
             clock,
         }
+    }
+
+    /// Plans only while `leader` says this replica holds the lease.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = Some(leader);
+        self
+    }
+
+    fn leading(&self) -> bool {
+        self.leader.as_ref().is_none_or(|l| *l.borrow())
     }
 
     pub fn running(&self) -> Vec<Running> {
@@ -819,6 +832,11 @@ impl Disruptor {
     pub async fn run(self: Arc<Self>) {
         let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), self.clock.now());
         loop {
+            if !self.leading() {
+                // A standby plans nothing: its commands could not be written.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
             self.step(&mut cadence).await;
             let wait = cadence
                 .next_wake()

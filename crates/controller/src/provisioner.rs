@@ -22,6 +22,7 @@ use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::{self, Options, Plan, Target};
 use nodewright_core::time::Timestamp;
 use thiserror::Error;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
@@ -72,6 +73,7 @@ pub struct Provisioner {
     metrics: Arc<Metrics>,
     events: Arc<dyn EventSink>,
     pub options: Options,
+    leader: Option<watch::Receiver<bool>>,
 }
 
 /// Creates `claim` (built by [`claims::build`]), records it in flight so the next pass cannot
@@ -255,7 +257,19 @@ impl Provisioner {
             metrics,
             events,
             options: Options::default(),
+            leader: None,
         }
+    }
+
+    /// Passes run only while `leader` says this replica holds the lease: a standby's claims
+    /// would be refused, and its first pass as leader should not wait out a requeue.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = Some(leader);
+        self
+    }
+
+    fn leading(&self) -> bool {
+        self.leader.as_ref().is_none_or(|l| *l.borrow())
     }
 
     /// One pass: solve the current pending pods and create the claims.
@@ -441,7 +455,10 @@ impl Provisioner {
         let mut trigger = Trigger::new(window);
         let tick = Duration::from_millis(100);
         loop {
-            if trigger.due(&self.state, self.clock.now()) {
+            if !self.leading() {
+                // Every pending pod triggers again the moment this replica leads.
+                trigger.retry_all();
+            } else if trigger.due(&self.state, self.clock.now()) {
                 self.pass(&mut trigger).await;
             }
             tokio::time::sleep(tick).await;
@@ -537,9 +554,12 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use nodewright_core::cadence::BatchWindow;
+    use tokio::sync::watch;
+
     use super::Provisioner;
     use crate::events::{EventSink, Recorded};
-    use crate::state::lock;
+    use crate::state::{Kind, lock};
     use crate::tests::Harness;
 
     fn provisioner(h: &Harness) -> Provisioner {
@@ -590,5 +610,28 @@ mod tests {
         let out = prov.provision().await.unwrap();
         assert!(out.errors.is_empty() && out.unplaced.is_empty(), "{out:?}");
         assert_eq!(h.events.with_reason("Nominated").len(), 15);
+    }
+
+    /// A standby runs no pass (its claims would be refused, one warning each), and the replica
+    /// that takes the lease provisions within the batch window instead of waiting out a
+    /// pod's requeue.
+    #[tokio::test(start_paused = true)]
+    async fn a_standby_runs_no_pass_and_a_new_leader_provisions_within_the_batch_window() {
+        let h = Harness::new();
+        h.nodepool("default", None);
+        h.api.mark_synced();
+        h.pending_pod("web-1", "1");
+        let (lead, leader) = watch::channel(false);
+        let prov = Arc::new(provisioner(&h).with_leader(leader));
+        let window = BatchWindow {
+            idle: Duration::from_secs(1),
+            max: Duration::from_secs(10),
+        };
+        tokio::spawn(prov.run(window));
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(h.api.list(Kind::NodeClaim).is_empty());
+        lead.send(true).unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(h.api.list(Kind::NodeClaim).len(), 1);
     }
 }

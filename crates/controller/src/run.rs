@@ -154,14 +154,17 @@ pub async fn run(
     });
 
     let clock = Clock::system();
-    let provisioner = Arc::new(Provisioner::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    ));
+    let provisioner = Arc::new(
+        Provisioner::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            metrics.clone(),
+            events.clone(),
+        )
+        .with_leader(leader.clone()),
+    );
     let lifecycle = Arc::new(
         Lifecycle::new(
             state.clone(),
@@ -264,7 +267,8 @@ pub async fn run(
     tokio::spawn(Arc::new(tagging).run(crate::tagging::CHECK_EVERY));
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
-    let disruptor = Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events));
+    let disruptor =
+        Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events).with_leader(leader));
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
         max: settings.batch_max_duration,
