@@ -48,12 +48,19 @@ impl LeaseConfig {
     }
 
     /// The lease named by the operator settings (`LEADER_ELECTION_NAME`, the lease namespace).
+    /// Its timings keep controller-runtime's proportions of the lease duration.
     pub fn from_settings(settings: &crate::settings::Settings, identity: &str) -> Self {
-        Self::new(
-            &settings.leader_election_name,
-            &settings.lease_namespace(),
-            identity,
-        )
+        let lease = settings.leader_election_lease_duration;
+        LeaseConfig {
+            lease_duration: lease,
+            renew_deadline: lease * 2 / 3,
+            retry_period: lease * 2 / 15,
+            ..Self::new(
+                &settings.leader_election_name,
+                &settings.lease_namespace(),
+                identity,
+            )
+        }
     }
 
     /// The ordering the safety argument needs: retry < renew deadline < lease duration.
@@ -768,6 +775,25 @@ mod tests {
         );
         assert!(c.validate().is_ok());
         assert!(identity().contains('_'));
+        assert_eq!(
+            (c.lease_duration, c.renew_deadline, c.retry_period),
+            (
+                Duration::from_secs(15),
+                Duration::from_secs(10),
+                Duration::from_secs(2)
+            )
+        );
+        settings.leader_election_lease_duration = Duration::from_secs(6);
+        let c = LeaseConfig::from_settings(&settings, "me");
+        assert_eq!(
+            (c.lease_duration, c.renew_deadline, c.retry_period),
+            (
+                Duration::from_secs(6),
+                Duration::from_secs(4),
+                Duration::from_millis(800)
+            )
+        );
+        assert!(c.validate().is_ok());
     }
 
     #[test]

@@ -296,6 +296,11 @@ pub struct Settings {
     /// Namespace of the lease; empty means the controller's own namespace.
     #[arg(long, env = "LEADER_ELECTION_NAMESPACE", default_value = "")]
     pub leader_election_namespace: String,
+    /// How long a lease lasts unrenewed (nodewright's own setting; controller-runtime's 15 s
+    /// by default). The renew deadline and retry period scale with it (10 s and 2 s of 15 s):
+    /// a shorter lease lets a standby take over sooner after its leader is killed.
+    #[arg(long, env = "LEADER_ELECTION_LEASE_DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_election_lease_duration: Duration,
     #[arg(long, env = "KUBE_CLIENT_QPS", default_value_t = 200)]
     pub kube_client_qps: u32,
     #[arg(long, env = "KUBE_CLIENT_BURST", default_value_t = 300)]
@@ -359,6 +364,7 @@ impl Settings {
             disable_leader_election: false,
             leader_election_name: "karpenter-leader-election".into(),
             leader_election_namespace: String::new(),
+            leader_election_lease_duration: Duration::from_secs(15),
             kube_client_qps: 200,
             kube_client_burst: 300,
             vm_memory_overhead_percent: 0.075,

@@ -1,9 +1,9 @@
 //! Node termination, driven by the `karpenter.sh/termination` finalizer: delete the claim,
 //! taint the node `karpenter.sh/disrupted:NoSchedule`, evict its pods in upstream's priority
-//! groups (PDBs answer 429 → retry later), delete (bypassing PDBs) the pods whose own grace
-//! period would outlast the node's termination deadline, with a grace period that ends at the
-//! deadline, terminate the instance until the cloud reports it gone, then release the
-//! finalizer.
+//! groups (PDBs answer 429 → retry later; `do-not-disrupt` pods are waited for, never
+//! evicted), delete (bypassing PDBs) the pods whose own grace period would outlast the node's
+//! termination deadline, with a grace period that ends at the deadline, terminate the
+//! instance until the cloud reports it gone, then release the finalizer.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +12,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint as ApiTaint};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::CloudProvider;
+use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
+use nodewright_core::disruption::duration::parse_go_duration;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -42,6 +44,7 @@ pub enum Progress {
         blocked: Vec<String>,
         /// Deleted because the node's termination deadline is near or past.
         deleted: Vec<String>,
+        /// Pods the drain still waits for, the deleted ones aside.
         waiting: usize,
     },
     /// Drained; the instance is being terminated.
@@ -126,6 +129,30 @@ fn tolerates_disrupted(p: &Pod) -> bool {
                 .is_none_or(|e| e.is_empty() || e == "NoSchedule");
             key_ok && effect_ok && (op_exists || t.key.as_deref() == Some(DISRUPTED_TAINT))
         })
+}
+
+/// A pod with an active `karpenter.sh/do-not-disrupt` (`"true"`, or a duration the pod has not
+/// yet run since it started): upstream's drain waits for it but never evicts it, so only the
+/// node's termination deadline, when it has one, removes it.
+fn do_not_disrupt(p: &Pod, now: Timestamp) -> bool {
+    let Some(value) = p
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(DO_NOT_DISRUPT))
+    else {
+        return false;
+    };
+    if value == "true" {
+        return true;
+    }
+    let Some(d) = parse_go_duration(value).filter(|d| !d.is_zero()) else {
+        return false;
+    };
+    let started = p.status.as_ref().and_then(|s| s.start_time.as_ref());
+    started
+        .or(p.metadata.creation_timestamp.as_ref())
+        .is_some_and(|t| from_time(t).plus(d) > now)
 }
 
 /// Upstream's drain priority: non-critical non-daemonset, non-critical daemonset, critical
@@ -466,12 +493,10 @@ impl Termination {
         let group = rest.iter().map(drain_group).min().unwrap_or(0);
         let mut evicted = Vec::new();
         let mut blocked = Vec::new();
-        let mut waiting = 0;
         for p in rest.iter().filter(|p| drain_group(p) == group) {
             let ns = p.metadata.namespace.clone().unwrap_or_default();
             let pname = p.metadata.name.clone().unwrap_or_default();
-            if p.metadata.deletion_timestamp.is_some() {
-                waiting += 1;
+            if p.metadata.deletion_timestamp.is_some() || do_not_disrupt(p, now) {
                 continue;
             }
             match self.writer.evict_pod(&ns, &pname).await? {
@@ -496,7 +521,7 @@ impl Termination {
         Ok(Progress::Draining {
             evicted,
             blocked,
-            waiting: waiting + rest.len(),
+            waiting: rest.len(),
             deleted,
         })
     }

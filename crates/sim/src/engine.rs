@@ -172,6 +172,8 @@ pub struct Engine<'p> {
 struct Evictions {
     evicted: usize,
     refused: usize,
+    /// Left in place by `karpenter.sh/do-not-disrupt`.
+    kept: usize,
     longest: Duration,
 }
 

@@ -125,6 +125,48 @@ fn the_termination_grace_period_overrides_a_budget_that_never_allows_eviction() 
 }
 
 #[test]
+fn do_not_disrupt_pods_are_waited_for_until_the_termination_grace_period_forces_them() {
+    // The node expires at 3m; its pods are never evicted, as upstream's drain leaves
+    // `do-not-disrupt` pods alone, so the node waits until the NodePool's
+    // terminationGracePeriod (2m) leaves just the pods' 30 s grace, then deletes them.
+    let scenario = with_pdb(
+        "expireAfter: 3m\n            terminationGracePeriod: 2m",
+        None,
+        "",
+        "6m",
+    )
+    .replace(
+        "metadata: { labels: { app: app } }",
+        "metadata: { labels: { app: app }, annotations: { karpenter.sh/do-not-disrupt: \"true\" } }",
+    );
+    let r = run(&scenario).unwrap();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    assert_eq!(lines(&r, "eviction-withheld").len(), 4, "{:#?}", r.timeline);
+    let drained = lines(&r, "draining");
+    assert!(
+        drained
+            .iter()
+            .any(|l| l.contains("0 pod(s) evicted") && l.contains("4 kept by do-not-disrupt")),
+        "{drained:?}"
+    );
+    let forced: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "evicted" && e.message.contains("terminationGracePeriod"))
+        .collect();
+    assert_eq!(forced.len(), 4, "{:#?}", r.timeline);
+    // Expired at 3:00 plus a few seconds of launch, deadline two minutes on, less 30 s grace.
+    assert!(
+        forced.iter().all(|e| e.at.as_secs() >= 4 * 60 + 30),
+        "{forced:?}"
+    );
+    assert!(
+        !lines(&r, "disrupted").is_empty(),
+        "the node goes in the end"
+    );
+}
+
+#[test]
 fn bad_budgets_name_the_file_the_step_the_object_and_the_field() {
     let step = |spec: &str, api: &str| {
         format!(

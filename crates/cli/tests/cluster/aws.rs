@@ -1,7 +1,8 @@
 //! `nodewright controller --cloud-provider aws` on the real control plane with EC2 played by
 //! moto: the EC2NodeClass resolves, `inflate` gets instances in the class's subnets with
 //! Karpenter's tags, its pods are bound, a spot interruption warning on the queue has the
-//! node drained and replaced, and scaling to zero terminates every instance.
+//! node drained and replaced, and scaling to zero terminates every instance; an instance
+//! terminated in EC2 and a Node deleted by hand are cleaned up, and nothing leaks.
 //! `nodewright node-agent` turns moto's instances into Ready Nodes, in a process of its own.
 
 use std::collections::BTreeSet;
@@ -284,5 +285,125 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    assert_clean_log(&ctl.log_text());
+}
+
+/// The claim whose `status.providerID` names `instance`, if any.
+fn claim_of(claims: &[Value], instance: &str) -> Option<String> {
+    claims
+        .iter()
+        .find(|c| {
+            c["status"]["providerID"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(instance))
+        })
+        .map(|c| name(c).to_string())
+}
+
+/// Behind the controller's back: an instance terminated in EC2 and a Node deleted by hand.
+/// Garbage collection deletes the claim of the vanished instance; the Node's finalizer drains
+/// it and terminates its instance; the pods land on new nodes either way, and in the end every
+/// running instance belongs to a live claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_terminated_and_a_node_deleted_behind_its_back_are_cleaned_up() {
+    let Some(cp) = ControlPlane::start("aws-gc") else {
+        return;
+    };
+    cp.install_crds();
+    let moto = Moto::start(cp.dir.join("moto.log")).await;
+    let world = moto.world(CLUSTER);
+    let _agent = agent(&cp, &moto);
+    let mut ctl = controller(&cp, &moto, &world, "nodewright").start();
+    ctl.wait_ready().await;
+    cp.apply(&manifests(&world, "on-demand", 100))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = cp.client().await;
+    cp.apply(&inflate(3)).unwrap();
+    wait_running(&client, 3, Duration::from_secs(180), &ctl.log_text()).await;
+    let claims = read::nodeclaims(&client).await;
+    let instances = running_instances(&moto);
+    assert!(!instances.is_empty(), "{instances:#?}");
+
+    // An instance terminated in EC2: its claim goes, its pods run again elsewhere.
+    let lost = instances[0]["id"].as_str().unwrap().to_string();
+    let lost_claim = claim_of(&claims, &lost).expect("a claim names the instance");
+    moto.boto(&format!(
+        "ec2.terminate_instances(InstanceIds=[{lost:?}])\nprint('null')"
+    ));
+    eventually(
+        Duration::from_secs(300),
+        "the vanished instance's claim deleted and 3 pods running",
+        || {
+            let client = client.clone();
+            let lost_claim = lost_claim.clone();
+            async move {
+                let claims = read::nodeclaims(&client).await;
+                let pods = read::pods(&client, "default").await;
+                (!claims.iter().any(|c| name(c) == lost_claim) && running(&pods).len() == 3)
+                    .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+
+    // A Node deleted by hand: drained, its instance terminated, its claim gone.
+    let claims = read::nodeclaims(&client).await;
+    let (victim_claim, victim_node) = claims
+        .iter()
+        .find_map(|c| {
+            let node = c["status"]["nodeName"].as_str()?;
+            Some((name(c).to_string(), node.to_string()))
+        })
+        .expect("a registered claim");
+    let victim_instance = claims
+        .iter()
+        .find(|c| name(c) == victim_claim)
+        .and_then(|c| c["status"]["providerID"].as_str())
+        .and_then(|p| p.rsplit('/').next())
+        .unwrap()
+        .to_string();
+    cp.kubectl(&["delete", "node", &victim_node, "--wait=false"]);
+    eventually(
+        Duration::from_secs(300),
+        "the deleted node's claim and instance gone and 3 pods running",
+        || {
+            let client = client.clone();
+            let (victim_claim, victim_instance) = (victim_claim.clone(), victim_instance.clone());
+            let moto = &moto;
+            async move {
+                let claims = read::nodeclaims(&client).await;
+                let pods = read::pods(&client, "default").await;
+                let alive = running_instances(moto)
+                    .iter()
+                    .any(|i| i["id"] == victim_instance.as_str());
+                (!claims.iter().any(|c| name(c) == victim_claim)
+                    && !alive
+                    && running(&pods).len() == 3)
+                    .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+
+    // Nothing leaked: every running instance is a live claim's.
+    eventually(
+        Duration::from_secs(120),
+        "every running instance belongs to a live claim",
+        || {
+            let client = client.clone();
+            let moto = &moto;
+            async move {
+                let claims = read::nodeclaims(&client).await;
+                running_instances(moto)
+                    .iter()
+                    .all(|i| claim_of(&claims, i["id"].as_str().unwrap_or_default()).is_some())
+                    .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{:#?}", running_instances(&moto)));
     assert_clean_log(&ctl.log_text());
 }

@@ -1,7 +1,8 @@
 //! Disruption on the real API server: drift after a NodePool template change replaces nodes,
 //! one at a time under a budget of one, except the node of a `karpenter.sh/do-not-disrupt`
 //! pod and the node of a pod whose PDB allows no eviction; a NodeClaim deleted by hand waits
-//! on the Eviction API's 429 until the PDB goes; `expireAfter` replaces a node.
+//! on the Eviction API's 429 until the PDB goes, and on a `do-not-disrupt` pod (never evicted)
+//! until it loses the annotation; `expireAfter` replaces a node.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -254,6 +255,56 @@ async fn drift_replaces_nodes_one_at_a_time_but_not_protected_ones() {
                     && !nodes
                         .iter()
                         .any(|n| n.metadata.name.as_deref() == Some(guarded_node.as_str())))
+                .then_some(())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+
+    // The pinned node's claim deleted by hand: the drain never evicts a `do-not-disrupt` pod
+    // but waits for it (this pool sets no terminationGracePeriod to force it). Once the pod
+    // loses the annotation, it is evicted and the node goes.
+    let pinned_node = before[2].clone().unwrap();
+    let pinned_claim = read::nodeclaims(&client)
+        .await
+        .iter()
+        .find(|c| c["status"]["nodeName"] == pinned_node.as_str())
+        .map(|c| name(c).to_string())
+        .unwrap();
+    let pinned_pod = read::pods(&client, "default").await;
+    let pinned_pod = pod_of(&pinned_pod, "pinned")
+        .and_then(|p| p.metadata.name.clone())
+        .unwrap();
+    cp.kubectl(&["delete", "nodeclaim", &pinned_claim, "--wait=false"]);
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let pods = read::pods(&client, "default").await;
+    let still = pod_of(&pods, "pinned").unwrap();
+    assert_eq!(still.metadata.name.as_deref(), Some(pinned_pod.as_str()));
+    assert!(
+        still.metadata.deletion_timestamp.is_none(),
+        "the do-not-disrupt pod was not evicted"
+    );
+    assert_eq!(node_of(still), Some(pinned_node.as_str()));
+    cp.kubectl(&[
+        "annotate",
+        "pod",
+        &pinned_pod,
+        "karpenter.sh/do-not-disrupt-",
+    ]);
+    eventually(
+        Duration::from_secs(120),
+        "the pinned pod evicted once unprotected, and its node gone",
+        || {
+            let client = client.clone();
+            let pinned_node = pinned_node.clone();
+            async move {
+                let nodes = read::nodes(&client).await;
+                let at = placement(&client, &["pinned"]).await[0].clone();
+                (at.is_some_and(|n| n != pinned_node)
+                    && !nodes
+                        .iter()
+                        .any(|n| n.metadata.name.as_deref() == Some(pinned_node.as_str())))
                 .then_some(())
             }
         },

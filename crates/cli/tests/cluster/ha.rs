@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::aws::{CLUSTER, agent, controller, inflate, manifests, wait_running};
 use crate::kit::controller::Controller;
-use crate::kit::moto::Moto;
+use crate::kit::moto::{Moto, World};
 use crate::kit::read::{self, condition};
 use crate::kit::{ControlPlane, eventually};
 
@@ -161,6 +161,15 @@ async fn the_standby_takes_over_a_killed_leader_and_a_clean_stop_hands_over_at_o
     .unwrap_or_else(|e| panic!("{e}\n{}", c.log_text()));
 }
 
+/// A fresh controller process for the restarts test. Its lease lasts 6 s instead of 15 s, so
+/// each successor waits less for the lease a killed process left behind (the standby test
+/// keeps the default).
+fn restarted(cp: &ControlPlane, moto: &Moto, world: &World) -> Controller {
+    controller(cp, moto, world, "ctl")
+        .env("LEADER_ELECTION_LEASE_DURATION", "6s")
+        .start()
+}
+
 /// A small deterministic generator for the kill times.
 struct Lcg(u64);
 
@@ -187,11 +196,11 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
     let client = cp.client().await;
     let mut rng = Lcg(0x5eed);
     let mut kills = 0;
-    let mut ctl: Controller = controller(&cp, &moto, &world, "ctl").start();
+    let mut ctl: Controller = restarted(&cp, &moto, &world);
 
     // Each phase kills the controller (SIGKILL) ten times, each a random 0–6 s after a fresh
     // process took the lease, then lets the last one finish the phase. A killed process does
-    // not release its lease: each successor waits it out first. (Killing until the goal holds
+    // not release its lease: each successor waits it out first (6 s here). (Killing until the goal holds
     // would never end the scale-down: a consolidation waits 15 s before it acts.)
     for (replicas, goal_claims_zero) in [(50u32, false), (0, true)] {
         cp.apply(&inflate(replicas)).unwrap();
@@ -207,7 +216,7 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
             tokio::time::sleep(Duration::from_millis(rng.next(6000))).await;
             ctl.kill();
             kills += 1;
-            ctl = controller(&cp, &moto, &world, "ctl").start();
+            ctl = restarted(&cp, &moto, &world);
         }
         let goal = format!("the phase to {replicas} done after {kills} kills");
         eventually(Duration::from_secs(600), &goal, || {

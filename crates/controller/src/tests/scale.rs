@@ -134,13 +134,19 @@ async fn batches_with_claims_in_flight_place_every_pod_on_exactly_one_claim() {
             "claim {name}: {used}m on at most {biggest}m"
         );
     }
-    // The claims are about as many as the pods need: no more than one partly filled claim
-    // per wave beyond a perfect packing on the largest type.
+    // The claims launch about as much as the pods need: no more than one partly filled
+    // largest node per wave beyond a perfect packing on it. (Counted in capacity, not claims:
+    // prices here are linear in size, so a partly filled large claim is split into smaller
+    // ones that cost less.) Each claim launches its smallest allowed type, the cheapest.
     let total: i64 = pods.values().sum();
-    let floor = (total as u64).div_ceil(8000) as usize;
+    let floor = (total + 7999) / 8000;
+    let launched: i64 = claims
+        .iter()
+        .map(|c| allowed_cpu(c).into_iter().min().unwrap())
+        .sum();
     assert!(
-        claims.len() <= floor + 4,
-        "{} claims for {total}m (perfect packing {floor})",
+        launched <= (floor + 4) * 8000,
+        "{} claims launching {launched}m for {total}m (perfect packing {floor} nodes of 8000m)",
         claims.len()
     );
 }

@@ -147,3 +147,81 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
     life.reconcile_all().await;
     assert!(h.api.get(Kind::NodeClaim, &claim).is_none());
 }
+
+/// Upstream's drain leaves a `do-not-disrupt` pod in place and waits for it; the node's
+/// `terminationGracePeriod` is what finally removes it, by a delete that fits the deadline.
+/// Its neighbours are evicted as usual, and a lapsed duration protects nothing.
+#[tokio::test(start_paused = true)]
+async fn a_do_not_disrupt_pod_is_not_evicted_but_waited_for_until_the_deadline() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+        panic!()
+    };
+    let mut v = serde_json::to_value(*c).unwrap();
+    v["spec"]["terminationGracePeriod"] = json!("10m");
+    h.api.put_value(Kind::NodeClaim, v);
+    let mut batch = bound("batch", json!({"app": "batch"}), "Job", None);
+    batch["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "true"});
+    batch["spec"]["terminationGracePeriodSeconds"] = json!(30);
+    h.api.put_value(Kind::Pod, batch);
+    let mut lapsed = bound("lapsed", json!({"app": "lapsed"}), "ReplicaSet", None);
+    lapsed["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "1s"});
+    lapsed["status"]["startTime"] = json!("2024-01-01T00:00:00Z");
+    h.api.put_value(Kind::Pod, lapsed);
+    h.api.put_value(
+        Kind::Pod,
+        bound("web", json!({"app": "web"}), "ReplicaSet", None),
+    );
+
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    let life = h.lifecycle();
+    let term = Termination::new(
+        h.state.clone(),
+        w.clone(),
+        h.cloud.clone(),
+        h.clock,
+        h.metrics.clone(),
+        h.events.clone(),
+    );
+    w.delete_nodeclaim(&claim).await.unwrap();
+    life.reconcile_all().await; // stamps the deadline and deletes the node
+    life.reconcile_all().await;
+
+    let r = term.reconcile_all().await;
+    let Ok(Progress::Draining {
+        evicted, waiting, ..
+    }) = &r["n1"]
+    else {
+        panic!("{r:?}")
+    };
+    assert_eq!(
+        evicted,
+        &vec!["default/lapsed".to_string(), "default/web".to_string()]
+    );
+    assert_eq!(*waiting, 3);
+    assert_eq!(pods(&h), vec!["default/batch"]);
+    // Minutes pass: still no eviction, and the node is still waiting.
+    tokio::time::advance(std::time::Duration::from_secs(9 * 60)).await;
+    assert!(matches!(
+        term.reconcile_all().await["n1"],
+        Ok(Progress::Draining { .. })
+    ));
+    assert_eq!(pods(&h), vec!["default/batch"]);
+    assert!(
+        !h.api
+            .log()
+            .iter()
+            .any(|l| l.contains("Pod default/batch") && l.starts_with("evict")),
+        "{:?}",
+        h.api.log()
+    );
+    // Once its 30 s no longer fit before the deadline, it is deleted with what is left.
+    tokio::time::advance(std::time::Duration::from_secs(31)).await;
+    let r = term.reconcile_all().await;
+    let Ok(Progress::Draining { deleted, .. }) = &r["n1"] else {
+        panic!("{r:?}")
+    };
+    assert_eq!(deleted, &vec!["default/batch".to_string()]);
+    assert!(pods(&h).is_empty());
+}

@@ -1,13 +1,17 @@
-//! Taking nodes away: cordon and drain with evictions a PodDisruptionBudget may refuse, the
-//! grace periods, and spot interruptions with their two-minute notice.
+//! Taking nodes away: cordon and drain with evictions a PodDisruptionBudget may refuse, pods
+//! `do-not-disrupt` keeps (waited for, never evicted), the grace periods, and spot
+//! interruptions with their two-minute notice.
+
+use nodewright_core::disruption::candidates::do_not_disrupt_until;
 
 use super::*;
 
 impl Engine<'_> {
     /// Deletes a claim gracefully: the node is cordoned and its pods are evicted through the
     /// Eviction API, so a PodDisruptionBudget can refuse one (the drain asks again later and
-    /// the node waits). Each evicted pod goes after its own grace period; the NodePool's
-    /// `terminationGracePeriod`, counted from now, bounds both: a pod whose grace would outlast
+    /// the node waits), and a pod with an active `karpenter.sh/do-not-disrupt` is not evicted at
+    /// all but waited for. Each evicted pod goes after its own grace period; the NodePool's
+    /// `terminationGracePeriod`, counted from now, bounds them all: a pod whose grace would outlast
     /// it is deleted whatever its budget says. The instance is terminated once no evictable pod
     /// is left.
     pub(super) fn drain(&mut self, name: &str, why: String) {
@@ -29,10 +33,13 @@ impl Engine<'_> {
         self.cluster.changed();
         let e = self.evict(name);
         let what = self.describe_claim(name);
-        let held = match e.refused {
+        let mut held = match e.refused {
             0 => String::new(),
             n => format!("; {n} held back by PodDisruptionBudgets, retrying"),
         };
+        if e.kept > 0 {
+            held.push_str(&format!("; {} kept by do-not-disrupt, waited for", e.kept));
+        }
         self.log(
             "draining",
             format!(
@@ -68,7 +75,7 @@ impl Engine<'_> {
             .termination_grace_period
             .zip(c.claim.deletion_timestamp)
             .map(|(tgp, since)| since.plus(tgp));
-        let pods: Vec<(String, Duration)> = self
+        let pods: Vec<(String, Duration, Option<Option<Timestamp>>)> = self
             .cluster
             .pods_on(name)
             .filter(|p| !p.is_daemonset_pod() && p.deletion_timestamp.is_none())
@@ -76,14 +83,37 @@ impl Engine<'_> {
                 let own = p
                     .termination_grace_period_seconds
                     .map_or(DEFAULT_POD_GRACE, |s| Duration::from_secs(s.max(0) as u64));
-                (p.key(), own)
+                (p.key(), own, do_not_disrupt_until(p, now))
             })
             .collect();
         let mut retry_at = now.plus(EVICTION_RETRY);
+        // Pods kept by `do-not-disrupt` change their answer only when the protection lapses or
+        // the deadline forces them: the drain looks again then, not every retry.
+        let mut kept_until: Option<Timestamp> = None;
         let t = crate::report::clock(now.since(EPOCH));
-        for (key, own) in pods {
+        for (key, own, kept) in pods {
             // Karpenter deletes a pod that would otherwise outlive the node's grace period.
             let forced = deadline.is_some_and(|d| now.plus(own) >= d);
+            if !forced && let Some(until) = kept {
+                // Upstream's drain never evicts it; the node waits.
+                out.kept += 1;
+                let again = [
+                    until,
+                    deadline.map(|d| Timestamp(d.0 - own.as_millis() as i64)),
+                ];
+                if let Some(at) = again.into_iter().flatten().min() {
+                    kept_until = Some(kept_until.map_or(at, |k| k.min(at)));
+                }
+                if self.refused.insert(key.clone()) {
+                    self.log(
+                        "eviction-withheld",
+                        format!(
+                            "{key} on {name}: karpenter.sh/do-not-disrupt; the drain waits for it"
+                        ),
+                    );
+                }
+                continue;
+            }
             if !forced && let Some(why) = self.eviction_refused(&key) {
                 out.refused += 1;
                 if let Some(d) = deadline {
@@ -110,7 +140,9 @@ impl Engine<'_> {
             self.queue
                 .push(now.plus(grace), Event::PodGone(key.clone()));
             if self.refused.remove(&key) {
-                let how = if forced {
+                let how = if forced && kept.is_some() {
+                    "deleted whatever its do-not-disrupt says: the NodePool's terminationGracePeriod is running out"
+                } else if forced {
                     "deleted whatever its PodDisruptionBudget says: the NodePool's terminationGracePeriod is running out"
                 } else {
                     "evicted: its PodDisruptionBudget allows it now"
@@ -122,9 +154,13 @@ impl Engine<'_> {
                 self.violations.extend(found);
             }
         }
-        if out.refused > 0 {
+        let retry = match (out.refused > 0, kept_until) {
+            (true, kept) => Some(kept.map_or(retry_at, |k| k.min(retry_at))),
+            (false, kept) => kept,
+        };
+        if let Some(at) = retry {
             self.queue
-                .push(retry_at.max(now), Event::RetryEviction(name.to_string()));
+                .push(at.max(now), Event::RetryEviction(name.to_string()));
         }
         out
     }

@@ -13,14 +13,16 @@ use super::repo_root;
 /// takes minutes.
 pub const REQUIRE: &str = "NODEWRIGHT_REQUIRE_CLUSTER";
 
-/// How many control planes run at once (`NODEWRIGHT_CLUSTER_SLOTS`, default 2): each takes
-/// a good part of a core while it starts, and the machine may have two.
+/// How many control planes run at once (`NODEWRIGHT_CLUSTER_SLOTS`, default 3): each takes
+/// a good part of a core while it starts, but most of a test is waiting on timers (leases,
+/// `consolidateAfter`, validation delays), so three share two cores well. `cargo test` runs
+/// as many tests at once as the machine has cores unless `--test-threads` says more.
 fn slots() -> usize {
     std::env::var("NODEWRIGHT_CLUSTER_SLOTS")
         .ok()
         .and_then(|s| s.parse().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(2)
+        .unwrap_or(3)
 }
 
 static TAKEN: Mutex<usize> = Mutex::new(0);
