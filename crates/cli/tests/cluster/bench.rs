@@ -1,6 +1,7 @@
 //! The controller's benchmark on the real control plane (`scripts/bench-cluster`; ignored in
 //! the suite): the sim cloud, the kube-controller-manager at 200 QPS / 400 burst so the
-//! ReplicaSet creates pods fast, `inflate` 0 → N pods of one CPU, then N → N/2. It prints
+//! ReplicaSet creates pods fast, seed 004's NodePool with its CPU limit lifted to 2N,
+//! `inflate` 0 → N pods of one CPU, then N → N/2. It prints
 //! seconds from the last pod created to all bound, nodes and $/h at the peak, seconds until
 //! scale-down consolidation is done and $/h after, and the controller's CPU seconds and peak
 //! RSS for the whole run.
@@ -8,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::kit::ControlPlane;
 use crate::kit::cluster::Options;
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, label};
+use crate::kit::{ControlPlane, eventually};
 
 fn pods_wanted() -> u32 {
     std::env::var("NODEWRIGHT_BENCH_PODS")
@@ -129,6 +130,16 @@ async fn bench_inflate_and_consolidate() {
     let mut ctl = Launch::sim(&cp, "nodewright").start();
     ctl.wait_ready().await;
     cp.apply_path("fixtures/seed-manifests/04-nodepool-ec2nodeclass-v1.yaml");
+    // The seed's NodePool stops at 1000 CPUs, less than 1000 one-CPU pods need with the
+    // nodes' overhead: the benchmark lifts it to twice the pods.
+    cp.kubectl(&[
+        "patch",
+        "nodepool",
+        "default",
+        "--type=merge",
+        "-p",
+        &format!(r#"{{"spec":{{"limits":{{"cpu":"{}"}}}}}}"#, 2 * n),
+    ]);
     let client = cp.client().await;
 
     cp.apply(&deployment(n)).unwrap();
@@ -154,7 +165,17 @@ async fn bench_inflate_and_consolidate() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let last_created = last_created.unwrap_or_default();
-    let (peak_nodes, peak_cost) = cost(&client, &ctl.metrics().await).await;
+    // The offering prices are exported once a minute, the first time a minute after start.
+    let priced = eventually(Duration::from_secs(120), "offering prices exported", || {
+        let ctl = &ctl;
+        async move {
+            let m = ctl.metrics().await;
+            (!prices(&m).is_empty()).then_some(m)
+        }
+    })
+    .await
+    .unwrap();
+    let (peak_nodes, peak_cost) = cost(&client, &priced).await;
 
     cp.kubectl(&[
         "scale",
@@ -162,7 +183,8 @@ async fn bench_inflate_and_consolidate() {
         &format!("--replicas={}", n / 2),
     ]);
     let scaled = Instant::now();
-    // Done: no claim left deleting and nothing started for a minute.
+    // Done: no claim left deleting and no claim created or deleted for three minutes, longer
+    // than the seed's consolidateAfter (1m) and a command's 15 s validation together.
     let mut last_change = Instant::now();
     let mut shape = BTreeMap::new();
     let done_after = loop {
@@ -181,7 +203,7 @@ async fn bench_inflate_and_consolidate() {
             last_change = Instant::now();
         }
         let deleting = shape.values().any(|d| *d);
-        if !deleting && last_change.elapsed() >= Duration::from_secs(60) {
+        if !deleting && last_change.elapsed() >= Duration::from_secs(180) {
             break last_change.duration_since(scaled);
         }
         assert!(
