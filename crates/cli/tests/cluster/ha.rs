@@ -200,8 +200,8 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
 
     // Each phase kills the controller (SIGKILL) ten times, each a random 0–6 s after a fresh
     // process took the lease, then lets the last one finish the phase. A killed process does
-    // not release its lease: each successor waits it out first (6 s here). (Killing until the goal holds
-    // would never end the scale-down: a consolidation waits 15 s before it acts.)
+    // not release its lease: each successor waits it out first (6 s here). Killing until the
+    // goal holds would never end the scale-down: a consolidation waits 15 s before it acts.
     for (replicas, goal_claims_zero) in [(50u32, false), (0, true)] {
         cp.apply(&inflate(replicas)).unwrap();
         for _ in 0..10 {
