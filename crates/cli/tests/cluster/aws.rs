@@ -126,6 +126,24 @@ pub async fn wait_running(client: &kube::Client, n: usize, within: Duration, log
     .unwrap_or_else(|e| panic!("{e}\n{log}"));
 }
 
+/// Waits until the claim `gone` no longer exists and `n` pods run in `default`.
+async fn claim_gone_and_running(
+    client: &kube::Client,
+    gone: &str,
+    n: usize,
+    within: Duration,
+    what: &str,
+    log: &dyn Fn() -> String,
+) {
+    eventually(within, what, || async {
+        let claims = read::nodeclaims(client).await;
+        let pods = read::pods(client, "default").await;
+        (!claims.iter().any(|c| name(c) == gone) && running(&pods).len() == n).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", log()));
+}
+
 fn running_instances(moto: &Moto) -> Vec<Value> {
     moto.instances(CLUSTER)
         .into_iter()
@@ -236,22 +254,15 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
         url = world.get("queueUrl"),
         body = body.to_string()
     ));
-    eventually(
+    claim_gone_and_running(
+        &client,
+        &victim_claim,
+        6,
         Duration::from_secs(180),
         "the interrupted claim gone and its pods running elsewhere",
-        || {
-            let client = client.clone();
-            let victim_claim = victim_claim.clone();
-            async move {
-                let claims = read::nodeclaims(&client).await;
-                let pods = read::pods(&client, "default").await;
-                (!claims.iter().any(|c| name(c) == victim_claim) && running(&pods).len() == 6)
-                    .then_some(())
-            }
-        },
+        &|| ctl.log_text(),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    .await;
     let events = read::events(&client).await;
     assert!(
         events
@@ -330,22 +341,15 @@ async fn an_instance_terminated_and_a_node_deleted_behind_its_back_are_cleaned_u
     moto.boto(&format!(
         "ec2.terminate_instances(InstanceIds=[{lost:?}])\nprint('null')"
     ));
-    eventually(
+    claim_gone_and_running(
+        &client,
+        &lost_claim,
+        3,
         Duration::from_secs(300),
         "the vanished instance's claim deleted and 3 pods running",
-        || {
-            let client = client.clone();
-            let lost_claim = lost_claim.clone();
-            async move {
-                let claims = read::nodeclaims(&client).await;
-                let pods = read::pods(&client, "default").await;
-                (!claims.iter().any(|c| name(c) == lost_claim) && running(&pods).len() == 3)
-                    .then_some(())
-            }
-        },
+        &|| ctl.log_text(),
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    .await;
 
     // A Node deleted by hand: drained, its instance terminated, its claim gone.
     let claims = read::nodeclaims(&client).await;

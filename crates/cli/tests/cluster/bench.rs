@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::aws::inflate;
 use crate::kit::cluster::Options;
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, label};
@@ -94,26 +95,6 @@ fn usage(pid: u32) -> (f64, f64) {
     (ticks / 100.0, hwm_kib / 1024.0)
 }
 
-fn deployment(replicas: u32) -> String {
-    format!(
-        r#"apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: inflate, namespace: default}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: inflate}}}}
-  template:
-    metadata: {{labels: {{app: inflate}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: inflate
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
-          resources: {{requests: {{cpu: "1"}}}}
-"#
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: scripts/bench-cluster runs it"]
 async fn bench_inflate_and_consolidate() {
@@ -142,7 +123,7 @@ async fn bench_inflate_and_consolidate() {
     ]);
     let client = cp.client().await;
 
-    cp.apply(&deployment(n)).unwrap();
+    cp.apply(&inflate(n)).unwrap();
     let start = Instant::now();
     // Local times: the API's timestamps have a one-second grain.
     let mut last_created: Option<Duration> = None;
