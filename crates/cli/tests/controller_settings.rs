@@ -10,6 +10,7 @@ fn controller(args: &[&str]) -> Output {
         .env_remove("CLUSTER_NAME")
         .env_remove("BATCH_IDLE_DURATION")
         .env_remove("BATCH_MAX_DURATION")
+        .env_remove("FEATURE_GATES")
         // A kubeconfig that cannot exist: reaching it would give a different error.
         .env("KUBECONFIG", "/nonexistent/nodewright-test-kubeconfig")
         .output()
@@ -43,4 +44,24 @@ fn an_idle_window_longer_than_the_max_is_refused() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("BATCH_IDLE_DURATION"), "{err}");
+}
+
+#[test]
+fn a_feature_nodewright_lacks_is_refused_by_name() {
+    let out = controller(&[
+        "--cloud-provider",
+        "sim",
+        "--cluster-name",
+        "c",
+        "--feature-gates",
+        "SpotToSpotConsolidation=true,NodeRepair=true",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FEATURE_GATES: NodeRepair=true"), "{err}");
+    assert!(err.contains("not implemented"), "{err}");
+    assert!(
+        !err.contains("kubeconfig"),
+        "checked before connecting: {err}"
+    );
 }

@@ -33,6 +33,12 @@ pub struct AwsSettings {
     pub disable_dry_run: bool,
     /// `ENABLE_ZONAL_SHIFT`: ARC zonal shifts close zones to launches and terminations.
     pub enable_zonal_shift: bool,
+    /// `FEATURE_GATES`' `ReservedCapacity`: offerings of capacity reservations. Off, the
+    /// classes' reservations are neither offered nor launched into.
+    pub reserved_capacity: bool,
+    /// The sooner of `AMI_REFRESH_INTERVAL` and `SUBNET_REFRESH_INTERVAL`: how long a class's
+    /// images and subnets, resolved once, are reused for launches.
+    pub resolve_every: std::time::Duration,
 }
 
 /// Errors of [`AwsCloud`]'s building blocks.
@@ -111,7 +117,7 @@ impl AwsCloud {
             PricingProvider::new(&clients.region, prices, embedded, settings.isolated_vpc);
         let observer = crate::observe::Observer::default();
         AwsCloud {
-            launch: crate::launch::LaunchState::new(&clients, &observer),
+            launch: crate::launch::LaunchState::new(&clients, &observer, settings.resolve_every),
             instance_batchers: crate::instance_batch::InstanceBatchers::new(&clients, &observer),
             placement_groups: nodeclass::placement::PlacementGroups::new(Arc::new(
                 nodeclass::placement::SdkPlacementGroups::new(clients.clone()),
@@ -177,7 +183,7 @@ impl AwsCloud {
             &zones,
             prices.book(),
         );
-        if !resolved.capacity_reservations.is_empty() {
+        if self.settings.reserved_capacity && !resolved.capacity_reservations.is_empty() {
             let names: Vec<String> = zones.into_iter().map(|z| z.name).collect();
             nodewright_aws_model::reservations::add_reserved_offerings(
                 &mut types,

@@ -94,6 +94,9 @@ impl AwsCloud {
         zones: &[Zone],
         types: &mut [InstanceType],
     ) -> Result<(), CloudError> {
+        if !self.settings.reserved_capacity {
+            return Ok(());
+        }
         let ids: Vec<String> = class
             .status
             .as_ref()

@@ -107,6 +107,8 @@ async fn eks_supplies_the_service_cidr_endpoint_and_ca_and_al2023_nodes_carry_th
         .await
         .expect("DescribeCluster");
     assert_eq!(described.service_cidr.as_deref(), Some("10.123.0.0/16"));
+    // What EKS_CONTROL_PLANE reads instead of the API server's version.
+    assert_eq!(described.version.as_deref(), Some(support::EKS_VERSION));
     let eks_endpoint = described.endpoint.clone().expect("an endpoint from EKS");
     let eks_ca = described.ca_bundle.clone().expect("a CA from EKS");
 

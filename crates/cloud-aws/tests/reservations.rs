@@ -177,6 +177,18 @@ async fn reservations_resolve_into_status_offerings_and_targeted_launches() {
             .unwrap()
             .available
     );
+    // With FEATURE_GATES' ReservedCapacity off, the same class offers no reservation.
+    let gated = support::cloud_with(&via, &name, &prefix, "1.32", |s| {
+        s.reserved_capacity = false
+    });
+    let types = gated.instance_types_for(&class, &resolved).await.unwrap();
+    assert!(
+        types
+            .iter()
+            .flat_map(|t| &t.offerings)
+            .all(|o| o.capacity_type != CapacityType::Reserved),
+        "reserved offerings with the gate off"
+    );
 
     // A reserved launch goes into cr-0aaa: its template targets that reservation only.
     let got = cloud

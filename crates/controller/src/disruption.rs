@@ -43,6 +43,7 @@ use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
 use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
+use nodewright_core::scheduling::Options;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -229,6 +230,9 @@ pub struct Disruptor {
     metrics: Arc<Metrics>,
     events: Arc<dyn EventSink>,
     pub settings: Settings,
+    /// The solve options of every simulation (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, as
+    /// the provisioner solves).
+    options: Options,
     pending: Mutex<Vec<Queued>>,
     running: Mutex<Vec<Running>>,
     /// Finished commands whose targets still drain, with when they finished.
@@ -261,6 +265,7 @@ impl Disruptor {
                 only_actionable: true,
                 ..Settings::default()
             },
+            options: Options::default(),
             pending: Mutex::new(Vec::new()),
             running: Mutex::new(Vec::new()),
             draining: Mutex::new(Draining::default()),
@@ -270,6 +275,17 @@ impl Disruptor {
             journal: Journal::default(),
             clock,
         }
+    }
+
+    /// Consolidates with `features` (`FEATURE_GATES`) and simulates under `options`.
+    pub fn with_policies(
+        mut self,
+        features: nodewright_core::disruption::consolidation::Features,
+        options: Options,
+    ) -> Self {
+        self.settings.features = features;
+        self.options = options;
+        self
     }
 
     /// Plans only while `leader` says this replica holds the lease.
@@ -374,8 +390,12 @@ impl Disruptor {
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
         let kept_nodes = self.kept_nodes.clone();
+        let options = self.options.clone();
         let round = tokio::task::spawn_blocking(move || {
-            let sim = EngineSimulator::default();
+            let sim = EngineSimulator {
+                options,
+                ..EngineSimulator::default()
+            };
             let mut result = plan::plan_kept(&snap, &sim, settings, &kept_nodes);
             // The planner sees the running commands' targets as deleting; this only guards
             // against a node joining two commands.
@@ -485,8 +505,12 @@ impl Disruptor {
             .await
             .map_err(|e| e.to_string())?;
         self.in_flight().apply(&mut fresh);
+        let options = self.options.clone();
         let checked = tokio::task::spawn_blocking(move || {
-            let sim = EngineSimulator::default();
+            let sim = EngineSimulator {
+                options,
+                ..EngineSimulator::default()
+            };
             queued
                 .into_iter()
                 .map(|q| {

@@ -28,10 +28,12 @@ pub mod run;
 pub mod settings;
 pub mod state;
 pub mod status;
+pub mod supervise;
 pub mod tagging;
 pub mod termination;
 #[cfg(test)]
 mod tests;
+pub mod throttle;
 pub mod watch;
 pub mod write;
 pub mod zonalshift;

@@ -66,6 +66,8 @@ pub struct Lifecycle {
     /// While this is false the loop does nothing: its writes would be refused anyway, and its
     /// cloud calls (launching, terminating) must come from the lease holder alone.
     leader: Option<watch::Receiver<bool>>,
+    /// Claims reconciled at once: [`RECONCILE_PARALLELISM`] per CPU of `CPU_REQUESTS`.
+    parallelism: usize,
 }
 
 fn resource_list(r: &Resources) -> ResourceList {
@@ -161,7 +163,15 @@ impl Lifecycle {
             events,
             launched: Mutex::new(HashMap::new()),
             leader: None,
+            parallelism: RECONCILE_PARALLELISM,
         }
+    }
+
+    /// Reconciles [`RECONCILE_PARALLELISM`] claims at once per CPU (`CPU_REQUESTS`, rounded
+    /// up), as upstream scales its reconciles with the CPU it was given.
+    pub fn with_cpus(mut self, cpus: usize) -> Self {
+        self.parallelism = RECONCILE_PARALLELISM * cpus.max(1);
+        self
     }
 
     /// Runs only while `leader` says this replica holds the lease.
@@ -199,7 +209,7 @@ impl Lifecycle {
             })
             .collect();
         futures::stream::iter(passes)
-            .buffered(RECONCILE_PARALLELISM)
+            .buffered(self.parallelism)
             .collect::<Vec<_>>()
             .await
             .into_iter()

@@ -73,6 +73,8 @@ pub struct Provisioner {
     metrics: Arc<Metrics>,
     events: Arc<dyn EventSink>,
     pub options: Options,
+    /// NodeClaim creates kept in flight: [`CREATE_PARALLELISM`] per CPU of `CPU_REQUESTS`.
+    parallelism: usize,
     leader: Option<watch::Receiver<bool>>,
 }
 
@@ -257,8 +259,22 @@ impl Provisioner {
             metrics,
             events,
             options: Options::default(),
+            parallelism: CREATE_PARALLELISM,
             leader: None,
         }
+    }
+
+    /// Keeps [`CREATE_PARALLELISM`] creates in flight per CPU (`CPU_REQUESTS`, rounded up),
+    /// as upstream scales its reconciles with the CPU it was given.
+    pub fn with_cpus(mut self, cpus: usize) -> Self {
+        self.parallelism = CREATE_PARALLELISM * cpus.max(1);
+        self
+    }
+
+    /// Solves under `options` (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`).
+    pub fn with_options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
     }
 
     /// Passes run only while `leader` says this replica holds the lease: a standby's claims
@@ -424,7 +440,7 @@ impl Provisioner {
             })
             .collect();
         let results: Vec<_> = futures::stream::iter(creates)
-            .buffered(CREATE_PARALLELISM)
+            .buffered(self.parallelism)
             .collect()
             .await;
         for ((name, _, claim), result) in admitted.into_iter().zip(results) {

@@ -32,11 +32,13 @@ use crate::metrics::Metrics;
 use crate::podevents::PodEvents;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
-use crate::state::gauges::{self, PodStartup};
-use crate::state::{ClusterState, lock};
+use crate::state::gauges::StateMetrics;
+use crate::state::{ClusterState, Kind, lock};
 use crate::status::{STATUS_EVERY, StatusController};
+use crate::supervise::Supervisor;
 use crate::tagging::TaggingController;
 use crate::termination::Termination;
+use crate::throttle::{self, Throttle};
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
 use crate::write::{KubeWriter, LeaderGate};
@@ -46,13 +48,12 @@ use crate::zonalshift::ZonalShiftController;
 pub enum RunError {
     #[error("building the kubernetes client: {0}")]
     Client(#[from] kube::Error),
+    #[error("the {name} loop kept stopping ({why}); exiting so the process starts afresh")]
+    LoopStopped { name: &'static str, why: String },
 }
 
 /// How often the per-object loops (lifecycle, termination) pass over the state.
 const RECONCILE_EVERY: Duration = Duration::from_secs(1);
-
-/// How often the cluster-state gauges are refreshed (upstream's node metrics period).
-const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
 /// The event source component, as upstream's events name it.
 const COMPONENT: &str = "karpenter";
@@ -82,11 +83,11 @@ pub async fn run(
     settings: Settings,
     identity: String,
 ) -> Result<(), RunError> {
-    let client = kube::Client::try_from(config.clone())?;
-    let write_client = kube::Client::try_from(without_retry(config))?;
+    let throttle = Throttle::new(settings.kube_client_qps, settings.kube_client_burst);
+    let client = throttle::client(config.clone(), &throttle)?;
+    let write_client = throttle::client(without_retry(config), &throttle)?;
     let metrics = Arc::new(Metrics::new());
     let state = ClusterState::shared();
-    let _watchers = watchers::spawn_all(client.clone(), state.clone());
 
     let (election, leader) = if settings.leader_election_enabled() {
         let election = leader::spawn(
@@ -98,11 +99,20 @@ pub async fn run(
     } else {
         (None, watch::channel(true).1)
     };
-    tokio::spawn(crate::metrics::operations::follow_leader(
-        leader.clone(),
-        metrics.clone(),
-        settings.leader_election_name.clone(),
-    ));
+    let mut loops = Supervisor::new();
+    for kind in Kind::ALL {
+        let (client, state) = (client.clone(), state.clone());
+        loops.spawn(kind.name(), move || {
+            watchers::watch(client.clone(), state.clone(), kind)
+        });
+    }
+    loops.spawn("leader metrics", {
+        let (leader, metrics) = (leader.clone(), metrics.clone());
+        let name = settings.leader_election_name.clone();
+        move || {
+            crate::metrics::operations::follow_leader(leader.clone(), metrics.clone(), name.clone())
+        }
+    });
     let writer: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(
         Arc::new(KubeApi::new(write_client)),
         leader.clone(),
@@ -113,43 +123,47 @@ pub async fn run(
         leader: leader.clone(),
     });
 
-    // Ready once every watch has listed.
+    // Ready once every watch has listed, while every loop runs.
     let (ready_tx, ready_rx) = watch::channel(false);
-    {
-        let state = state.clone();
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let mut startup = PodStartup::default();
-            let mut last_gauges: Option<std::time::Instant> = None;
-            loop {
-                let synced = {
-                    let s = lock(&state);
-                    metrics.cluster_state(s.synced(), s.nodes.len());
-                    startup.observe(&s, &metrics);
-                    if last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
-                        gauges::set_all(&s, &metrics);
-                        last_gauges = Some(std::time::Instant::now());
-                    }
-                    s.synced()
-                };
-                let _ = ready_tx.send(synced);
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        });
-    }
-    let metrics_addr = SocketAddr::new(settings.listen_address, settings.metrics_port);
-    let health_addr = SocketAddr::new(settings.listen_address, settings.health_probe_port);
-    tokio::spawn({
-        let metrics = metrics.clone();
-        async move {
-            if let Err(e) = health::serve_metrics(metrics_addr, metrics).await {
-                warn!(error = %e, "metrics server stopped");
+    loops.spawn("cluster state metrics", {
+        let (state, metrics, ready_tx) = (state.clone(), metrics.clone(), Arc::new(ready_tx));
+        let (observe, up) = (!settings.disable_cluster_state_observability, loops.up());
+        move || {
+            let (state, metrics, ready_tx, up) =
+                (state.clone(), metrics.clone(), ready_tx.clone(), up.clone());
+            async move {
+                let mut observed = StateMetrics::new(observe);
+                loop {
+                    let synced = {
+                        let s = lock(&state);
+                        observed.tick(&s, &metrics);
+                        s.synced()
+                    };
+                    let _ = ready_tx.send(synced && *up.borrow());
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
             }
         }
     });
-    tokio::spawn(async move {
-        if let Err(e) = health::serve_health(health_addr, ready_rx).await {
-            warn!(error = %e, "health server stopped");
+    let metrics_addr = SocketAddr::new(settings.listen_address, settings.metrics_port);
+    let health_addr = SocketAddr::new(settings.listen_address, settings.health_probe_port);
+    loops.spawn("metrics server", {
+        let metrics = metrics.clone();
+        move || {
+            let metrics = metrics.clone();
+            async move {
+                if let Err(e) = health::serve_metrics(metrics_addr, metrics).await {
+                    warn!(error = %e, "metrics server stopped");
+                }
+            }
+        }
+    });
+    loops.spawn("health server", move || {
+        let ready = ready_rx.clone();
+        async move {
+            if let Err(e) = health::serve_health(health_addr, ready).await {
+                warn!(error = %e, "health server stopped");
+            }
         }
     });
 
@@ -163,6 +177,8 @@ pub async fn run(
             metrics.clone(),
             events.clone(),
         )
+        .with_options(settings.scheduling_options())
+        .with_cpus(settings.cpus())
         .with_leader(leader.clone()),
     );
     let lifecycle = Arc::new(
@@ -174,6 +190,7 @@ pub async fn run(
             metrics.clone(),
             events.clone(),
         )
+        .with_cpus(settings.cpus())
         .with_leader(leader.clone()),
     );
     let termination = Arc::new(
@@ -212,7 +229,8 @@ pub async fn run(
             events.clone(),
         )
         .with_leader(leader.clone());
-        tokio::spawn(Arc::new(handler).run());
+        let handler = Arc::new(handler);
+        loops.spawn("interruption", move || handler.clone().run());
     }
     cloud.observe_with(metrics.clone());
     let cloud_metrics = CloudMetrics::new(
@@ -221,7 +239,8 @@ pub async fn run(
         metrics.clone(),
     )
     .with_leader(leader.clone());
-    tokio::spawn(Arc::new(cloud_metrics).run());
+    let cloud_metrics = Arc::new(cloud_metrics);
+    loops.spawn("cloud metrics", move || cloud_metrics.clone().run());
     let health = InstanceHealthController::new(
         state.clone(),
         writer.clone(),
@@ -235,7 +254,8 @@ pub async fn run(
         events.clone(),
     )
     .with_leader(leader.clone());
-    tokio::spawn(Arc::new(health).run());
+    let health = Arc::new(health);
+    loops.spawn("instance health", move || health.clone().run());
     let reservations = ReservationController::new(
         state.clone(),
         writer.clone(),
@@ -247,7 +267,8 @@ pub async fn run(
         clock,
     )
     .with_leader(leader.clone());
-    tokio::spawn(Arc::new(reservations).run());
+    let reservations = Arc::new(reservations);
+    loops.spawn("capacity reservations", move || reservations.clone().run());
     if settings.enable_zonal_shift {
         let shifts = ZonalShiftController::new(
             state.clone(),
@@ -256,7 +277,8 @@ pub async fn run(
             events.clone(),
         )
         .with_leader(leader.clone());
-        tokio::spawn(Arc::new(shifts).run());
+        let shifts = Arc::new(shifts);
+        loops.spawn("zonal shifts", move || shifts.clone().run());
     }
     let tagging = TaggingController::new(
         state.clone(),
@@ -264,25 +286,48 @@ pub async fn run(
         MeteredCloud::wrap(cloud.clone(), metrics.clone(), "nodeclaim.tagging"),
     )
     .with_leader(leader.clone());
-    tokio::spawn(Arc::new(tagging).run(crate::tagging::CHECK_EVERY));
+    let tagging = Arc::new(tagging);
+    loops.spawn("tagging", move || {
+        tagging.clone().run(crate::tagging::CHECK_EVERY)
+    });
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
-    let disruptor =
-        Arc::new(Disruptor::new(state, writer, cloud, clock, metrics, events).with_leader(leader));
+    let disruptor = Arc::new(
+        Disruptor::new(state, writer, cloud, clock, metrics, events)
+            .with_policies(
+                settings.consolidation_features(),
+                settings.scheduling_options(),
+            )
+            .with_leader(leader),
+    );
     let window = BatchWindow {
         idle: settings.batch_idle_duration,
         max: settings.batch_max_duration,
     };
-    tokio::spawn(provisioner.run(window));
-    tokio::spawn(lifecycle.run(RECONCILE_EVERY));
-    tokio::spawn(termination.run(RECONCILE_EVERY));
-    tokio::spawn(pod_events.run(RECONCILE_EVERY));
-    tokio::spawn(disruptor.run());
-    tokio::spawn(status.run(STATUS_EVERY));
-    tokio::spawn(gc.run());
+    loops.spawn("provisioner", move || provisioner.clone().run(window));
+    loops.spawn("nodeclaim lifecycle", move || {
+        lifecycle.clone().run(RECONCILE_EVERY)
+    });
+    loops.spawn("termination", move || {
+        termination.clone().run(RECONCILE_EVERY)
+    });
+    loops.spawn("pod events", move || {
+        pod_events.clone().run(RECONCILE_EVERY)
+    });
+    loops.spawn("disruption", move || disruptor.clone().run());
+    loops.spawn("status", move || status.clone().run(STATUS_EVERY));
+    loops.spawn("garbage collection", move || gc.clone().run());
     info!(identity = %identity, "controller started");
-    shutdown_signal().await;
-    info!("shutting down");
+    let outcome = tokio::select! {
+        () = shutdown_signal() => {
+            info!("shutting down");
+            Ok(())
+        }
+        gave_up = loops.watch() => Err(RunError::LoopStopped {
+            name: gave_up.name,
+            why: gave_up.why,
+        }),
+    };
     if let Some(election) = election {
         // A successor takes over at once instead of waiting out the lease.
         if tokio::time::timeout(RELEASE_WITHIN, election.release())
@@ -292,7 +337,7 @@ pub async fn run(
             warn!("the lease was not released in time; a successor waits for it to expire");
         }
     }
-    Ok(())
+    outcome
 }
 
 /// How long shutdown waits for the lease to be released.

@@ -416,7 +416,65 @@ impl Settings {
                 reason: format!("same as METRICS_PORT ({})", self.metrics_port),
             });
         }
+        self.refuse_unbuilt()
+    }
+
+    /// Settings that ask for something nodewright does not do yet stop the controller at
+    /// start: running without what was asked for, silently, would be worse.
+    fn refuse_unbuilt(&self) -> Result<(), SettingsError> {
+        let unbuilt = |field: &'static str, what: &str| SettingsError::Invalid {
+            field,
+            reason: format!("{what} is not implemented by nodewright; leave it unset"),
+        };
+        let g = &self.feature_gates;
+        for (on, gate) in [
+            (g.node_repair, "NodeRepair=true (node auto-repair)"),
+            (g.node_overlay, "NodeOverlay=true (NodeOverlay objects)"),
+            (
+                g.static_capacity,
+                "StaticCapacity=true (NodePools with spec.replicas)",
+            ),
+            (g.capacity_buffer, "CapacityBuffer=true (capacity buffers)"),
+        ] {
+            if on {
+                return Err(unbuilt("FEATURE_GATES", gate));
+            }
+        }
+        if self.aws_feature_gates.node_class_cel {
+            return Err(unbuilt(
+                "AWS_FEATURE_GATES",
+                "NodeClassCEL=true (CEL rules on EC2NodeClass fields)",
+            ));
+        }
+        if !self.ignore_dra_requests {
+            return Err(unbuilt(
+                "IGNORE_DRA_REQUESTS",
+                "false (scheduling pods' dynamic resource claims)",
+            ));
+        }
         Ok(())
+    }
+
+    /// The scheduler's policies: `PREFERENCE_POLICY` and `MIN_VALUES_POLICY`.
+    pub fn scheduling_options(&self) -> nodewright_core::scheduling::Options {
+        nodewright_core::scheduling::Options {
+            ignore_preferences: self.preference_policy == "Ignore",
+            min_values_best_effort: self.min_values_policy == "BestEffort",
+            ..Default::default()
+        }
+    }
+
+    /// What consolidation may do: `FEATURE_GATES`'s `SpotToSpotConsolidation`.
+    pub fn consolidation_features(&self) -> nodewright_core::disruption::consolidation::Features {
+        nodewright_core::disruption::consolidation::Features {
+            spot_to_spot_consolidation: self.feature_gates.spot_to_spot_consolidation,
+        }
+    }
+
+    /// The CPUs the controller was given, `ceil(CPU_REQUESTS / 1000)` (at least one): loops
+    /// that work on many objects at once scale with it, as upstream's reconciles do.
+    pub fn cpus(&self) -> usize {
+        (self.cpu_requests.div_ceil(1000) as usize).max(1)
     }
 
     /// Whether to elect a leader: both the current and the legacy switch must allow it.
@@ -525,6 +583,86 @@ mod tests {
         s = Settings::with_cluster_name("c");
         s.cluster_endpoint = "not a url".into();
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn what_nodewright_does_not_do_stops_it_at_start() {
+        for (args, field, what) in [
+            (
+                "--feature-gates=NodeRepair=true",
+                "FEATURE_GATES",
+                "NodeRepair",
+            ),
+            (
+                "--feature-gates=NodeOverlay=true",
+                "FEATURE_GATES",
+                "NodeOverlay",
+            ),
+            (
+                "--feature-gates=StaticCapacity=true",
+                "FEATURE_GATES",
+                "StaticCapacity",
+            ),
+            (
+                "--feature-gates=CapacityBuffer=true",
+                "FEATURE_GATES",
+                "CapacityBuffer",
+            ),
+            (
+                "--aws-feature-gates=NodeClassCEL=true",
+                "AWS_FEATURE_GATES",
+                "NodeClassCEL",
+            ),
+            (
+                "--ignore-dra-requests=false",
+                "IGNORE_DRA_REQUESTS",
+                "false",
+            ),
+        ] {
+            let s = parse(&["--cluster-name=c", args]).unwrap();
+            match s.validate() {
+                Err(SettingsError::Invalid { field: f, reason }) => {
+                    assert_eq!(f, field, "{args}");
+                    assert!(
+                        reason.contains(what) && reason.contains("not implemented"),
+                        "{reason}"
+                    );
+                }
+                other => panic!("{args}: {other:?}"),
+            }
+        }
+        // Turned off explicitly, they are what nodewright does anyway.
+        let s = parse(&[
+            "--cluster-name=c",
+            "--feature-gates=NodeRepair=false,StaticCapacity=false",
+            "--ignore-dra-requests=true",
+        ])
+        .unwrap();
+        assert_eq!(s.validate(), Ok(()));
+    }
+
+    #[test]
+    fn policies_and_cpus_become_what_the_loops_take() {
+        let s = parse(&[
+            "--cluster-name=c",
+            "--preference-policy=Ignore",
+            "--min-values-policy=BestEffort",
+            "--feature-gates=SpotToSpotConsolidation=true",
+            "--cpu-requests=2500",
+        ])
+        .unwrap();
+        let o = s.scheduling_options();
+        assert!(o.ignore_preferences && o.min_values_best_effort);
+        assert!(s.consolidation_features().spot_to_spot_consolidation);
+        assert_eq!(s.cpus(), 3);
+        let d = Settings::with_cluster_name("c");
+        let o = d.scheduling_options();
+        assert!(!o.ignore_preferences && !o.min_values_best_effort);
+        assert!(!d.consolidation_features().spot_to_spot_consolidation);
+        assert_eq!(d.cpus(), 1);
+        let mut tiny = d.clone();
+        tiny.cpu_requests = 0;
+        assert_eq!(tiny.cpus(), 1, "never below one");
     }
 
     #[test]

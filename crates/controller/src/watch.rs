@@ -59,14 +59,6 @@ pub async fn watch(client: Client, state: SharedState, kind: Kind) {
     debug!(kind = kind.name(), "watch stream ended");
 }
 
-/// Spawns a watcher for every kind.
-pub fn spawn_all(client: Client, state: SharedState) -> Vec<tokio::task::JoinHandle<()>> {
-    Kind::ALL
-        .into_iter()
-        .map(|k| tokio::spawn(watch(client.clone(), state.clone(), k)))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

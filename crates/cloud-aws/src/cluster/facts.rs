@@ -154,6 +154,7 @@ mod tests {
             ca_bundle: Some("RUtT".into()),
             service_cidr: cidr.map(str::to_string),
             arn: None,
+            version: None,
         })
     }
 

@@ -44,6 +44,9 @@ pub struct EksClusterFacts {
     pub service_cidr: Option<String>,
     /// The cluster's ARN: the resource ARC zonal shifts are asked about.
     pub arn: Option<String>,
+    /// The control plane's Kubernetes version (`1.32`): what `EKS_CONTROL_PLANE` reads
+    /// instead of asking the API server.
+    pub version: Option<String>,
 }
 
 /// Calls EKS `DescribeCluster(name)`.
@@ -77,6 +80,7 @@ pub async fn describe_cluster(
         service_cidr: non_empty(network.and_then(|n| n.service_ipv4_cidr.as_deref()))
             .or_else(|| non_empty(network.and_then(|n| n.service_ipv6_cidr.as_deref()))),
         arn: non_empty(cluster.arn.as_deref()),
+        version: non_empty(cluster.version.as_deref()),
     })
 }
 
@@ -165,6 +169,7 @@ mod tests {
             ca_bundle: Some("RUtTIENB".into()),
             service_cidr: Some("172.20.0.0/16".into()),
             arn: None,
+            version: None,
         }
     }
 

@@ -70,10 +70,15 @@ pub struct LaunchState {
 
 impl LaunchState {
     /// Launch state whose batched CreateFleet calls are reported to `observer`.
-    pub fn new(clients: &AwsClients, observer: &crate::observe::Observer) -> Self {
+    /// Resolved node classes are reused for `resolve_every`.
+    pub fn new(
+        clients: &AwsClients,
+        observer: &crate::observe::Observer,
+        resolve_every: std::time::Duration,
+    ) -> Self {
         LaunchState {
             templates: TemplateCache::default(),
-            resolved: resolved::ResolvedCache::default(),
+            resolved: resolved::ResolvedCache::new(resolve_every),
             hydrated: std::sync::atomic::AtomicBool::new(false),
             started: now(),
             unavailable: Mutex::new(UnavailableOfferings::new()),

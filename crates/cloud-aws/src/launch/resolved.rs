@@ -15,13 +15,21 @@ use crate::cloud::{AwsCloud, now};
 use crate::error::AwsError;
 use crate::nodeclass::ResolvedNodeClass;
 
-/// How long a ready resolution is reused (upstream refreshes subnets, groups and images on
-/// the same period).
+/// How long a ready resolution is reused by default (upstream refreshes subnets, groups and
+/// images on the same period: `AMI_REFRESH_INTERVAL` and `SUBNET_REFRESH_INTERVAL`, 1m).
 pub const TTL: Duration = Duration::from_secs(60);
 
-#[derive(Default)]
 pub struct ResolvedCache {
+    /// The sooner of the two refresh intervals: a resolution holds both the images and the
+    /// subnets, so it is redone when either is due.
+    ttl: Duration,
     entries: Mutex<BTreeMap<String, (Instant, Arc<ResolvedNodeClass>)>>,
+}
+
+impl Default for ResolvedCache {
+    fn default() -> Self {
+        ResolvedCache::new(TTL)
+    }
 }
 
 /// Any change to the class (spec, generation, uid) is a different entry.
@@ -36,7 +44,19 @@ fn key(class: &EC2NodeClass) -> String {
 }
 
 impl ResolvedCache {
-    /// The class resolved within the last [`TTL`], else resolved now. Only ready resolutions
+    pub fn new(ttl: Duration) -> Self {
+        ResolvedCache {
+            ttl,
+            entries: Mutex::default(),
+        }
+    }
+
+    /// How long a resolution is reused.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// The class resolved within the last [`Self::ttl`], else resolved now. Only ready resolutions
     /// are kept, so a class that is being fixed is looked at again on the next launch.
     pub async fn get(
         &self,
@@ -46,7 +66,7 @@ impl ResolvedCache {
         let key = key(class);
         let mut entries = self.entries.lock().await;
         let t = Instant::now();
-        entries.retain(|_, (at, _)| t.duration_since(*at) < TTL);
+        entries.retain(|_, (at, _)| t.duration_since(*at) < self.ttl);
         if let Some((_, r)) = entries.get(&key) {
             return Ok(r.clone());
         }

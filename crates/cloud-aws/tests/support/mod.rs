@@ -263,6 +263,17 @@ pub fn cloud(
     prefix: &str,
     kubernetes: &str,
 ) -> nodewright_cloud_aws::AwsCloud {
+    cloud_with(moto, cluster, prefix, kubernetes, |_| {})
+}
+
+/// [`cloud`] with its settings changed by `tweak` first.
+pub fn cloud_with(
+    moto: &Moto,
+    cluster: &str,
+    prefix: &str,
+    kubernetes: &str,
+    tweak: impl FnOnce(&mut nodewright_cloud_aws::AwsSettings),
+) -> nodewright_cloud_aws::AwsCloud {
     use std::sync::Arc;
     let parameters = Arc::new(nodewright_cloud_aws::SsmParameters::with_prefix(
         moto.clients.ssm.clone(),
@@ -271,25 +282,24 @@ pub fn cloud(
     let prices = Arc::new(nodewright_cloud_aws::pricing::AwsPriceSource::new(
         moto.clients.clone(),
     ));
-    nodewright_cloud_aws::AwsCloud::with_parts(
-        moto.clients.clone(),
-        nodewright_cloud_aws::AwsSettings {
-            cluster_name: cluster.to_string(),
-            kubernetes_version: kubernetes.to_string(),
-            model: Default::default(),
-            isolated_vpc: false,
-            disable_dry_run: false,
-            enable_zonal_shift: false,
-        },
-        parameters,
-        prices,
-    )
-    .with_cluster_info(nodewright_cloud_aws::launch::ClusterInfo {
-        endpoint: "https://cluster.test.internal".into(),
-        ca_bundle: Some("Q0EgYnVuZGxl".into()),
-        service_cidr: Some("10.100.0.0/16".into()),
-        ..Default::default()
-    })
+    let mut settings = nodewright_cloud_aws::AwsSettings {
+        cluster_name: cluster.to_string(),
+        kubernetes_version: kubernetes.to_string(),
+        model: Default::default(),
+        isolated_vpc: false,
+        disable_dry_run: false,
+        enable_zonal_shift: false,
+        reserved_capacity: true,
+        resolve_every: nodewright_cloud_aws::launch::resolved::TTL,
+    };
+    tweak(&mut settings);
+    nodewright_cloud_aws::AwsCloud::with_parts(moto.clients.clone(), settings, parameters, prices)
+        .with_cluster_info(nodewright_cloud_aws::launch::ClusterInfo {
+            endpoint: "https://cluster.test.internal".into(),
+            ca_bundle: Some("Q0EgYnVuZGxl".into()),
+            service_cidr: Some("10.100.0.0/16".into()),
+            ..Default::default()
+        })
 }
 
 /// A v1 EC2NodeClass from YAML.
@@ -344,6 +354,9 @@ impl ProviderObserver for Recorder {
     }
 }
 
+/// The Kubernetes version of the EKS clusters [`create_eks_cluster`] makes.
+pub const EKS_VERSION: &str = "1.29";
+
 /// An EKS cluster in moto with `cidr` as its service CIDR, so DescribeCluster can answer.
 pub async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cidr: &str) {
     use aws_sdk_eks::types::{KubernetesNetworkConfigRequest, VpcConfigRequest};
@@ -351,6 +364,7 @@ pub async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cid
         .eks
         .create_cluster()
         .name(name)
+        .version(EKS_VERSION)
         .role_arn("arn:aws:iam::123456789012:role/eks-cluster")
         .resources_vpc_config(
             VpcConfigRequest::builder()

@@ -427,6 +427,40 @@ pub fn set_all(s: &ClusterState, metrics: &Metrics) {
     set_nodepools(s, metrics);
 }
 
+/// How often the node, pod and NodePool gauges are refreshed (upstream's node metrics period).
+pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What upstream's metrics controllers keep up to date, ticked once a second: the state's own
+/// sync gauges always; pod startup times and the node, pod and NodePool gauges unless
+/// `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
+pub struct StateMetrics {
+    startup: PodStartup,
+    last_gauges: Option<std::time::Instant>,
+    enabled: bool,
+}
+
+impl StateMetrics {
+    pub fn new(enabled: bool) -> Self {
+        StateMetrics {
+            startup: PodStartup::default(),
+            last_gauges: None,
+            enabled,
+        }
+    }
+
+    pub fn tick(&mut self, s: &ClusterState, metrics: &Metrics) {
+        metrics.cluster_state(s.synced(), s.nodes.len());
+        if !self.enabled {
+            return;
+        }
+        self.startup.observe(s, metrics);
+        if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
+            set_all(s, metrics);
+            self.last_gauges = Some(std::time::Instant::now());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -639,6 +673,26 @@ mod tests {
             prop_assert_eq!(startup_lines(&incremental), startup_lines(&walked));
             prop_assert_eq!(startup.watching(), walking.watching());
         }
+    }
+
+    #[test]
+    fn disabled_observability_keeps_only_the_states_own_gauges() {
+        let mut s = ClusterState::default();
+        apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+        apply(&mut s, Kind::Pod, pod_json(1, Some(0), 1, 1, true, false));
+        let on = Metrics::new();
+        let off = Metrics::new();
+        StateMetrics::new(true).tick(&s, &on);
+        StateMetrics::new(false).tick(&s, &off);
+        let (on, off) = (on.encode(), off.encode());
+        for family in ["karpenter_nodes_allocatable{", "karpenter_pods_state{"] {
+            assert!(on.contains(family), "{family} missing when enabled:\n{on}");
+            assert!(
+                !off.contains(family),
+                "{family} exported when disabled:\n{off}"
+            );
+        }
+        assert!(off.contains("karpenter_cluster_state_node_count"), "{off}");
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod gc;
 mod interruption;
 mod kube_api;
 mod lifecycle_events;
+mod policies;
 pub(crate) mod registration;
 mod scale;
 mod status;

@@ -1,7 +1,8 @@
 //! `--cloud-provider aws`: the AWS provider built from the operator settings Karpenter's AWS
 //! provider reads (`CLUSTER_NAME`, `VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`,
-//! `ISOLATED_VPC`, `DISABLE_DRY_RUN`, `ENABLE_ZONAL_SHIFT`), the region and an optional endpoint override, with its
-//! instance types and prices refreshed in the background.
+//! `ISOLATED_VPC`, `DISABLE_DRY_RUN`, `ENABLE_ZONAL_SHIFT`, `EKS_CONTROL_PLANE`, the refresh
+//! intervals, the `ReservedCapacity` gate), the region and an optional endpoint override,
+//! with its instance types and prices refreshed in the background.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,10 @@ pub fn aws_settings(settings: &Settings, kubernetes_version: &str) -> AwsSetting
         isolated_vpc: settings.isolated_vpc,
         disable_dry_run: settings.disable_dry_run,
         enable_zonal_shift: settings.enable_zonal_shift,
+        reserved_capacity: settings.feature_gates.reserved_capacity,
+        resolve_every: settings
+            .ami_refresh_interval
+            .min(settings.subnet_refresh_interval),
     }
 }
 
@@ -84,20 +89,38 @@ pub fn interruption_queue(settings: &Settings) -> Option<QueueOptions> {
     (!name.is_empty()).then(|| QueueOptions::new(name))
 }
 
-/// The SDK clients, the cluster's Kubernetes version and the region.
+/// The SDK clients, the cluster's Kubernetes version and the region. With
+/// `EKS_CONTROL_PLANE` the version is EKS's (`DescribeCluster`), as upstream reads it there.
 async fn connect(
+    settings: &Settings,
     args: &AwsArgs,
     config: &kube::Config,
 ) -> anyhow::Result<(AwsClients, String, String)> {
-    let client = kube::Client::try_from(config.clone())?;
     let region = region(args, std::env::var("AWS_DEFAULT_REGION").ok())?;
     let clients = AwsClients::new(&client_options(args, &region)).await;
-    let info = client
-        .apiserver_version()
-        .await
-        .context("reading the Kubernetes version from the API server")?;
-    let version = kubernetes_version(&info.major, &info.minor)?;
+    let version = if settings.eks_control_plane {
+        let eks = cluster::describe_cluster(&clients, &settings.cluster_name)
+            .await
+            .context("EKS_CONTROL_PLANE: reading the Kubernetes version with DescribeCluster")?;
+        eks_version(eks.version.as_deref())?
+    } else {
+        let client = kube::Client::try_from(config.clone())?;
+        let info = client
+            .apiserver_version()
+            .await
+            .context("reading the Kubernetes version from the API server")?;
+        kubernetes_version(&info.major, &info.minor)?
+    };
     Ok((clients, version, region))
+}
+
+/// `1.32` from DescribeCluster's `version` (`"1.32"`).
+pub fn eks_version(version: Option<&str>) -> anyhow::Result<String> {
+    let v = version.context("EKS_CONTROL_PLANE: DescribeCluster gave no version")?;
+    let (major, minor) = v.split_once('.').with_context(|| {
+        format!("EKS_CONTROL_PLANE: DescribeCluster's version {v:?} is not major.minor")
+    })?;
+    kubernetes_version(major, minor)
 }
 
 /// The provider alone, without the cluster facts launches need and without background
@@ -107,7 +130,7 @@ pub async fn provider(
     args: &AwsArgs,
     config: &kube::Config,
 ) -> anyhow::Result<Arc<dyn CloudProvider>> {
-    let (clients, version, _) = connect(args, config).await?;
+    let (clients, version, _) = connect(settings, args, config).await?;
     Ok(Arc::new(AwsCloud::new(
         clients,
         aws_settings(settings, &version),
@@ -122,7 +145,7 @@ pub async fn start(
     args: &AwsArgs,
     config: &kube::Config,
 ) -> anyhow::Result<(Arc<dyn CloudProvider>, Option<Arc<dyn InterruptionSource>>)> {
-    let (clients, version, region) = connect(args, config).await?;
+    let (clients, version, region) = connect(settings, args, config).await?;
     tracing::info!(region = %region, kubernetes = %version, endpoint = args.aws_endpoint_url.as_deref().unwrap_or("the regional endpoints"), "starting the AWS provider");
     let facts = cluster::ClusterFacts::resolve(
         &clients,
@@ -189,6 +212,9 @@ mod tests {
             "--isolated-vpc",
             "--disable-dry-run",
             "--enable-zonal-shift",
+            "--feature-gates=ReservedCapacity=false",
+            "--ami-refresh-interval=5m",
+            "--subnet-refresh-interval=2m",
         ]);
         assert_eq!(args.cloud_provider, Provider::Aws);
         let region = region(&args.aws, Some("us-east-2".into())).unwrap();
@@ -207,12 +233,35 @@ mod tests {
         assert!(s.isolated_vpc);
         assert!(s.disable_dry_run);
         assert!(s.enable_zonal_shift);
+        assert!(!s.reserved_capacity);
+        assert_eq!(
+            s.resolve_every,
+            Duration::from_secs(120),
+            "the sooner interval"
+        );
         let defaults = aws_settings(
             &parse(&["--cloud-provider", "aws", "--cluster-name", "c"]).settings,
             "1.32",
         );
         assert!(!defaults.disable_dry_run, "dry runs are on by default");
         assert!(!defaults.enable_zonal_shift, "ARC is not asked by default");
+        assert!(
+            defaults.reserved_capacity,
+            "ReservedCapacity is on by default"
+        );
+        assert_eq!(defaults.resolve_every, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn eks_versions_read_as_the_api_servers() {
+        assert_eq!(eks_version(Some("1.29")).unwrap(), "1.29");
+        assert!(
+            eks_version(None)
+                .unwrap_err()
+                .to_string()
+                .contains("no version")
+        );
+        assert!(eks_version(Some("129")).is_err());
     }
 
     #[test]
