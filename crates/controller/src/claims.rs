@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use nodewright_api::convert::v1alpha5::PROVISIONER_ANNOTATION;
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimSpec, ResourceRequirements};
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_api::v1::shared::{NodeSelectorRequirementWithMinValues, Quantity};
@@ -133,6 +134,16 @@ pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
         }
     }
     claim_labels.insert(labels::NODEPOOL.into(), pool_name.clone());
+    // A pool converted from a Provisioner also labels its nodes the v1alpha5 way, so workloads
+    // that select `karpenter.sh/provisioner-name` still bind to them.
+    if let Some(provisioner) = pool
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(PROVISIONER_ANNOTATION))
+    {
+        claim_labels.insert(labels::LEGACY_PROVISIONER_NAME.into(), provisioner.clone());
+    }
     let class = &template.spec.node_class_ref;
     if class.kind == "EC2NodeClass" {
         claim_labels.insert(labels::aws::EC2NODECLASS.into(), class.name.clone());

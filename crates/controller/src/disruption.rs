@@ -456,23 +456,20 @@ impl Disruptor {
         if commands.is_empty() {
             return Ok(Planned::Nothing);
         }
-        // Expiration is forceful and drift has no validation delay upstream: both start now.
         let (immediate, graceful): (Vec<Queued>, Vec<Queued>) = commands
             .into_iter()
-            .partition(|q| q.command.forceful || q.command.method == Method::Drift);
+            .partition(|q| q.command.starts_at_once());
         for q in &immediate {
             self.journal.record(|| started_entry(now, &q.command));
             info!(command = %q.command, "starting disruption");
             self.start(q).await.map_err(|e| e.to_string())?;
         }
-        if graceful.is_empty() {
-            return Ok(Planned::StartedForceful);
-        }
         for q in &graceful {
             info!(command = %q.command, "disruption planned; validating after the delay");
         }
+        let planned = Planned::after(immediate.len(), graceful.len());
         *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = graceful;
-        Ok(Planned::AwaitingValidation)
+        Ok(planned)
     }
 
     /// Says, on the Node and its NodeClaim, why a node is not disrupted.

@@ -4,6 +4,7 @@
 //! pool's readiness reads its class's status), only while this replica holds the lease, and
 //! writes an object only when what it would write differs from what is stored.
 
+pub mod consolidatable;
 pub mod drift;
 pub mod nodeclass;
 pub mod nodepool;

@@ -350,7 +350,12 @@ impl Termination {
         }
         let reason = claim.as_ref().map(disruption_reason).unwrap_or_default();
         let progress = self.drain(&name, now, deadline, &reason).await?;
-        if let Progress::Draining { .. } = progress {
+        let drained = !matches!(progress, Progress::Draining { .. });
+        if !drained {
+            if let Some(c) = &claim {
+                self.mark(c, &[(cond::DRAINED, "Unknown", "Draining")], now)
+                    .await?;
+            }
             if !past_deadline {
                 return Ok(progress);
             }
@@ -361,7 +366,14 @@ impl Termination {
                 Err(e) if e.is_not_found() => {}
                 Ok(()) => {
                     if let Some(c) = &claim {
-                        self.mark_instance_terminating(c, now).await?;
+                        let terminating =
+                            (cond::INSTANCE_TERMINATING, "True", "InstanceTerminating");
+                        let marks: &[_] = if drained {
+                            &[(cond::DRAINED, "True", "Drained"), terminating]
+                        } else {
+                            &[terminating]
+                        };
+                        self.mark(c, marks, now).await?;
                     }
                     return Ok(Progress::Terminating);
                 }
@@ -415,24 +427,23 @@ impl Termination {
         Ok(Progress::Done)
     }
 
-    /// Sets `InstanceTerminating` on the claim once its instance's termination has started,
-    /// as upstream does before it waits for the instance to go: the node then no longer
-    /// counts for disruption budgets.
-    async fn mark_instance_terminating(
+    /// Sets conditions on the claim, `(type, status, reason)` each, in one status write:
+    /// `Drained` (`Unknown` while pods drain, `True` once none is left to wait for) and
+    /// `InstanceTerminating` once the instance's termination has started, as upstream does
+    /// before it waits for the instance to go (the node then no longer counts for budgets).
+    async fn mark(
         &self,
         claim: &NodeClaim,
+        marks: &[(&str, &str, &str)],
         now: Timestamp,
     ) -> Result<(), WriteError> {
         let mut status = claim.status.clone().unwrap_or_default();
         let mut conds = status.conditions.clone().unwrap_or_default();
-        if !cond::set(
-            &mut conds,
-            cond::INSTANCE_TERMINATING,
-            "True",
-            "InstanceTerminating",
-            "",
-            now,
-        ) {
+        let mut changed = false;
+        for (type_, value, reason) in marks {
+            changed |= cond::set(&mut conds, type_, value, reason, "", now);
+        }
+        if !changed {
             return Ok(());
         }
         status.conditions = Some(conds);

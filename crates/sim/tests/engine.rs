@@ -609,3 +609,31 @@ fn a_replacement_stays_reserved_while_its_target_drains() {
         }
     }
 }
+
+#[test]
+fn a_drifted_node_is_replaced_at_once_as_the_controller_does() {
+    // At 3m the NodePool allows only the m category: the c node no longer satisfies it.
+    let changed = POOL
+        .split("  - inline:")
+        .find(|d| d.contains("kind: NodePool"))
+        .unwrap()
+        .replace("values: [c, m]", "values: [m]")
+        .replace("LIMIT", "100")
+        .replace("\n      ", "\n        ");
+    let steps = format!(
+        "  - {{ at: 5s, scale: default/app, replicas: 2 }}\n  - at: 3m\n    apply:\n      inline:{changed}\n"
+    );
+    let r = run(&scenario("100", "{}", &steps, "15m")).unwrap();
+    let drift = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disruption-started" && e.message.starts_with("drift"))
+        .unwrap_or_else(|| panic!("no drift started: {:#?}", r.timeline));
+    assert!(
+        !r.timeline
+            .iter()
+            .any(|e| e.kind == "disruption-planned" && e.message.starts_with("drift")),
+        "drift waited for a re-check"
+    );
+    assert!(drift.at.as_secs() >= 180, "{:?}", drift.at);
+}

@@ -18,6 +18,51 @@ use crate::v1alpha5::Provisioner;
 /// The node label that named a node's Provisioner; v1 uses `karpenter.sh/nodepool`.
 pub const PROVISIONER_NAME_LABEL: &str = labels::LEGACY_PROVISIONER_NAME;
 
+/// Marks a NodePool converted from a Provisioner, with the Provisioner's name: the controller
+/// labels that pool's nodes with [`PROVISIONER_NAME_LABEL`] as well, so workloads that still
+/// select it (`nodeSelector: {karpenter.sh/provisioner-name: default}`) keep binding.
+pub const PROVISIONER_ANNOTATION: &str = "nodewright.io/provisioner-name";
+
+/// Where a workload (any document that is not a Karpenter object) selects nodes by
+/// [`PROVISIONER_NAME_LABEL`]: the field paths of node selectors and selector terms naming it.
+pub fn legacy_selector_paths(value: &Value) -> Vec<String> {
+    fn walk(v: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.get("key").and_then(Value::as_str) == Some(PROVISIONER_NAME_LABEL) {
+                    out.push(path.join("."));
+                }
+                for (k, child) in m {
+                    if k == PROVISIONER_NAME_LABEL {
+                        out.push(path.join("."));
+                        continue;
+                    }
+                    path.push(k.clone());
+                    walk(child, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    match path.last_mut() {
+                        Some(last) => {
+                            let saved = last.clone();
+                            *last = format!("{saved}[{i}]");
+                            walk(child, path, out);
+                            *path.last_mut().expect("just set") = saved;
+                        }
+                        None => walk(child, path, out),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut Vec::new(), &mut out);
+    out
+}
+
 fn rename_key(key: &str) -> String {
     if key == PROVISIONER_NAME_LABEL {
         labels::NODEPOOL.to_string()
@@ -190,10 +235,17 @@ pub fn convert(old: &Provisioner) -> NodePoolConversion {
         w.push("status is not converted; the controller rebuilds it".to_string());
     }
 
+    let mut pool_metadata = old.metadata.clone();
+    if let Some(name) = &old.metadata.name {
+        pool_metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(PROVISIONER_ANNOTATION.to_string(), name.clone());
+    }
     let nodepool = v1::NodePool {
         api_version: v1::API_VERSION.to_string(),
         kind: "NodePool".to_string(),
-        metadata: old.metadata.clone(),
+        metadata: pool_metadata,
         spec: v1::NodePoolSpec {
             template: v1::NodeClaimTemplate {
                 metadata,
@@ -253,6 +305,33 @@ mod tests {
             .iter()
             .map(|r| r.key.clone())
             .collect()
+    }
+
+    #[test]
+    fn the_pool_remembers_its_provisioner_and_workloads_selecting_it_are_found() {
+        let c = convert(&provisioner(
+            serde_json::json!({"providerRef": {"name": "d"}}),
+        ));
+        let annotations = c.nodepool.object.metadata.annotations.clone().unwrap();
+        let name = c.nodepool.object.metadata.name.clone().unwrap();
+        assert_eq!(annotations.get(PROVISIONER_ANNOTATION), Some(&name));
+
+        let deployment = serde_json::json!({"spec": {"template": {"spec": {
+            "nodeSelector": {"karpenter.sh/provisioner-name": "default"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {"key": "karpenter.sh/provisioner-name", "operator": "In", "values": ["spot"]}]}]}}}}}}});
+        assert_eq!(
+            legacy_selector_paths(&deployment),
+            [
+                "spec.template.spec.nodeSelector",
+                "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1]",
+            ]
+        );
+        let unrelated =
+            serde_json::json!({"spec": {"nodeSelector": {"karpenter.sh/nodepool": "x"}}});
+        assert!(legacy_selector_paths(&unrelated).is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use nodewright_api::convert::v1alpha5::legacy_selector_paths;
 use nodewright_api::convert::{ConvertOptions, Outcome, convert_documents};
 
 use super::validate::read_all;
@@ -29,7 +30,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for item in convert_documents(docs, &options) {
         let what = item.doc.describe();
         let value = match &item.outcome {
-            Outcome::NotKarpenter => item.doc.value.clone(),
+            Outcome::NotKarpenter => {
+                for path in legacy_selector_paths(&item.doc.value) {
+                    eprintln!(
+                        "warning: {what}: {path} selects karpenter.sh/provisioner-name; nodes of NodePools converted from a Provisioner still carry it, but nodes of NodePools written for v1 carry only karpenter.sh/nodepool"
+                    );
+                }
+                item.doc.value.clone()
+            }
             Outcome::Failed(e) => {
                 eprintln!("error: {what}: {e}");
                 ok = false;

@@ -124,7 +124,12 @@ async fn v1alpha5_seed_converted_provisions_for_its_pods() {
         "older-v1alpha5",
         "eu-north-1",
         &["fixtures/seed-manifests/03-provisioner-v1alpha5.yaml"],
-        &workload(3, "1", ""),
+        // As seed 003's pods do: they select their Provisioner by its old label.
+        &workload(
+            3,
+            "1",
+            "      nodeSelector: {karpenter.sh/provisioner-name: default}\n",
+        ),
         3,
     )
     .await;

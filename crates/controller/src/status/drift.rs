@@ -1,5 +1,5 @@
 //! NodeClaim drift stamps and the `Drifted` condition, as upstream's hash and drift
-//! controllers keep them.
+//! controllers keep them (with `Consolidatable`, written in the same status write).
 //!
 //! A claim stamped with another hash version (one made by Karpenter, or by an older release
 //! of this program) is re-stamped with its pool's current hash and is not drifted: a version
@@ -155,9 +155,18 @@ impl StatusController {
             } else {
                 self.provider_drift(&claim, class.as_ref(), now).await
             };
-            let Some(conds) = drift_conditions(&claim, reason.as_deref(), now) else {
+            let drifted = drift_conditions(&claim, reason.as_deref(), now);
+            let mut conds = drifted.clone().unwrap_or_else(|| {
+                claim
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.clone())
+                    .unwrap_or_default()
+            });
+            let consolidatable = super::consolidatable::update(&claim, &mut conds, &pool, now);
+            if drifted.is_none() && !consolidatable {
                 continue;
-            };
+            }
             let status = NodeClaimStatus {
                 conditions: Some(conds),
                 ..NodeClaimStatus::default()

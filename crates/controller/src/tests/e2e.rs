@@ -365,3 +365,22 @@ async fn losing_the_lease_stops_writes() {
     assert_eq!(h.api.log().len(), before, "no write reached the API");
     assert!(lock(&h.state).nodeclaims[&name].status.is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pool_converted_from_a_provisioner_labels_its_claims_the_old_way_too() {
+    let h = Harness::new();
+    h.nodepool("default", None);
+    let Some(Object::NodePool(np)) = h.api.get(Kind::NodePool, "default") else {
+        panic!("no pool")
+    };
+    let mut v = serde_json::to_value(&*np).unwrap();
+    v["metadata"]["annotations"]["nodewright.io/provisioner-name"] = json!("default");
+    h.api.put_value(Kind::NodePool, v);
+    h.pending_pod("web-1", "1500m");
+    h.api.mark_synced();
+    let (prov, _) = parts(&h);
+    let name = prov.provision().await.unwrap().created[0].clone();
+    let labels = claim(&h, &name).metadata.labels.unwrap();
+    assert_eq!(labels["karpenter.sh/provisioner-name"], "default");
+    assert_eq!(labels["karpenter.sh/nodepool"], "default");
+}

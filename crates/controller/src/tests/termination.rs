@@ -46,6 +46,15 @@ fn pdb(allowed: i32) -> Value {
         "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}})
 }
 
+/// The claim's `Drained` condition status.
+fn drained(h: &Harness, claim: &str) -> Option<String> {
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, claim) else {
+        return None;
+    };
+    let conds = c.status?.conditions?;
+    crate::conditions::find(&conds, crate::conditions::DRAINED).map(|c| c.status.clone())
+}
+
 fn pods(h: &Harness) -> Vec<String> {
     h.api.list(Kind::Pod).iter().map(|o| o.key()).collect()
 }
@@ -104,6 +113,7 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
     };
     assert_eq!(evicted, &vec!["default/web".to_string()]);
     assert_eq!(blocked, &vec!["default/db".to_string()]);
+    assert_eq!(drained(&h, &claim).as_deref(), Some("Unknown"));
     let Some(Object::Node(n)) = h.api.get(Kind::Node, "n1") else {
         panic!()
     };
@@ -139,6 +149,7 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
 
     // Drained: the instance is terminated, then the finalizer goes.
     assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Terminating));
+    assert_eq!(drained(&h, &claim).as_deref(), Some("True"));
     assert!(h.cloud.running().is_empty());
     assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Done));
     assert!(h.api.get(Kind::Node, "n1").is_none());

@@ -42,6 +42,17 @@ pub enum Planned {
     AwaitingValidation,
 }
 
+impl Planned {
+    /// What a round did: `started` commands at once and left `awaiting` for their re-check.
+    pub fn after(started: usize, awaiting: usize) -> Planned {
+        match (started, awaiting) {
+            (_, 1..) => Planned::AwaitingValidation,
+            (1.., 0) => Planned::StartedForceful,
+            (0, 0) => Planned::Nothing,
+        }
+    }
+}
+
 /// The outcome of a re-check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Validated {

@@ -129,6 +129,14 @@ pub struct Command {
 }
 
 impl Command {
+    /// Whether the command starts as soon as it is planned. Expiration is forceful, and
+    /// upstream's drift method has no validation delay; every other method waits
+    /// (`DisruptionTimings::validation_delay`, 15 s) and is re-checked before it starts. The
+    /// controller and the simulator both split a round's commands by this.
+    pub fn starts_at_once(&self) -> bool {
+        self.forceful || self.method == Method::Drift
+    }
+
     pub fn new(method: Method, targets: Vec<Target>, replacements: Vec<Replacement>) -> Command {
         let removed: f64 = targets.iter().map(|t| t.price).sum();
         let added: f64 = replacements.iter().map(|r| r.price).sum();

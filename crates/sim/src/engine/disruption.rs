@@ -81,22 +81,21 @@ impl Engine<'_> {
         if plan_is_consolidated(&round, &snapshot.nodepools) {
             self.consolidation.mark_consolidated(self.now);
         }
-        let (forceful, graceful): (Vec<Command>, Vec<Command>) =
-            round.commands.into_iter().partition(|c| c.forceful);
-        if !forceful.is_empty() {
-            for c in forceful {
-                self.start(c);
-            }
-            self.cadence.planned(self.now, Planned::StartedForceful);
-        } else if !graceful.is_empty() {
-            for c in &graceful {
-                self.log("disruption-planned", format!("{c}; re-checking in 15s"));
-            }
-            self.awaiting = graceful;
-            self.cadence.planned(self.now, Planned::AwaitingValidation);
-        } else {
-            self.cadence.planned(self.now, Planned::Nothing);
+        // The controller's split: forceful commands and drift start now, the rest wait.
+        let (immediate, graceful): (Vec<Command>, Vec<Command>) = round
+            .commands
+            .into_iter()
+            .partition(Command::starts_at_once);
+        let started = immediate.len();
+        for c in immediate {
+            self.start(c);
         }
+        for c in &graceful {
+            self.log("disruption-planned", format!("{c}; re-checking in 15s"));
+        }
+        let planned = Planned::after(started, graceful.len());
+        self.awaiting = graceful;
+        self.cadence.planned(self.now, planned);
     }
 
     pub(super) fn validation(&mut self) {

@@ -1,0 +1,161 @@
+//! The NodeClaim `Consolidatable` condition, as upstream's consolidation-state controller keeps
+//! it: `True` once the claim is initialized and its pool's `consolidateAfter` has passed since
+//! the last pod event (since initialization when no pod event was seen); absent while that
+//! time has not come, before initialization, and when the pool never consolidates
+//! (`consolidateAfter: Never`). It reports what the disruption engine works out from the same
+//! fields; dashboards and `kubectl get nodeclaims -o yaml` read it.
+
+use std::time::Duration;
+
+use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodepool::NodePool;
+use nodewright_api::v1::shared::Condition;
+use nodewright_core::time::Timestamp;
+
+use crate::clock::parse_rfc3339;
+use crate::conditions::{self as cond, CONSOLIDATABLE, INITIALIZED};
+
+/// The pool's `consolidateAfter` (the CRD's default, `0s`, when unset); `None` for `Never`
+/// or a value that does not parse.
+fn consolidate_after(pool: &NodePool) -> Option<Duration> {
+    match pool
+        .spec
+        .disruption
+        .as_ref()
+        .and_then(|d| d.consolidate_after.as_ref())
+    {
+        None => Some(Duration::ZERO),
+        Some(d) => d.duration().ok().flatten(),
+    }
+}
+
+/// Whether `claim` is consolidatable at `now`.
+pub fn consolidatable(
+    claim: &NodeClaim,
+    conds: &[Condition],
+    pool: &NodePool,
+    now: Timestamp,
+) -> bool {
+    let Some(after) = consolidate_after(pool) else {
+        return false;
+    };
+    let Some(initialized) = cond::find(conds, INITIALIZED).filter(|c| c.status == "True") else {
+        return false;
+    };
+    let since = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.last_pod_event_time.as_deref())
+        .and_then(parse_rfc3339)
+        .or_else(|| {
+            initialized
+                .last_transition_time
+                .as_deref()
+                .and_then(parse_rfc3339)
+        });
+    since.is_some_and(|t| now.since(t) >= after)
+}
+
+/// Sets or removes `Consolidatable` in `conds`; returns whether it changed.
+pub fn update(
+    claim: &NodeClaim,
+    conds: &mut Vec<Condition>,
+    pool: &NodePool,
+    now: Timestamp,
+) -> bool {
+    if consolidatable(claim, conds, pool, now) {
+        cond::set(conds, CONSOLIDATABLE, "True", CONSOLIDATABLE, "", now)
+    } else {
+        cond::remove(conds, CONSOLIDATABLE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::rfc3339;
+
+    fn pool(after: Option<&str>) -> NodePool {
+        let mut v = json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
+            "spec": {"template": {"spec": {"requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}},
+                "disruption": {}}});
+        if let Some(a) = after {
+            v["spec"]["disruption"]["consolidateAfter"] = json!(a);
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn claim(initialized_at: Option<Timestamp>, last_pod_event: Option<Timestamp>) -> NodeClaim {
+        let mut conds = vec![];
+        if let Some(t) = initialized_at {
+            conds.push(
+                json!({"type": "Initialized", "status": "True", "lastTransitionTime": rfc3339(t)}),
+            );
+        }
+        let mut status = json!({"conditions": conds});
+        if let Some(t) = last_pod_event {
+            status["lastPodEventTime"] = json!(rfc3339(t));
+        }
+        serde_json::from_value(json!({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "c"},
+            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}},
+            "status": status}))
+        .unwrap()
+    }
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp(1_717_200_000_000 + s * 1000)
+    }
+
+    fn after_update(c: &NodeClaim, p: &NodePool, now: Timestamp) -> Option<String> {
+        let mut conds = c
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .clone()
+            .unwrap_or_default();
+        update(c, &mut conds, p, now);
+        cond::find(&conds, CONSOLIDATABLE).map(|c| c.status.clone())
+    }
+
+    #[test]
+    fn true_once_consolidate_after_has_passed_since_the_last_pod_event() {
+        let p = pool(Some("5m"));
+        let c = claim(Some(at(0)), Some(at(100)));
+        assert_eq!(after_update(&c, &p, at(399)), None);
+        assert_eq!(after_update(&c, &p, at(400)).as_deref(), Some("True"));
+    }
+
+    #[test]
+    fn without_a_pod_event_it_counts_from_initialization() {
+        let p = pool(Some("1m"));
+        let c = claim(Some(at(0)), None);
+        assert_eq!(after_update(&c, &p, at(59)), None);
+        assert_eq!(after_update(&c, &p, at(60)).as_deref(), Some("True"));
+    }
+
+    #[test]
+    fn never_uninitialized_and_fresh_events_remove_it() {
+        let c = claim(Some(at(0)), None);
+        assert_eq!(after_update(&c, &pool(Some("Never")), at(9999)), None);
+        assert_eq!(
+            after_update(&claim(None, None), &pool(Some("0s")), at(9999)),
+            None
+        );
+        // Unset is the CRD's default, 0s.
+        assert_eq!(
+            after_update(&c, &pool(None), at(0)).as_deref(),
+            Some("True")
+        );
+        // A condition already set goes when a pod event makes the node busy again.
+        let mut conds = c.status.as_ref().unwrap().conditions.clone().unwrap();
+        assert!(update(&c, &mut conds, &pool(Some("1m")), at(60)));
+        let busy = claim(Some(at(0)), Some(at(100)));
+        assert!(update(&busy, &mut conds, &pool(Some("1m")), at(120)));
+        assert!(cond::find(&conds, CONSOLIDATABLE).is_none());
+    }
+}
