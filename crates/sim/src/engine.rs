@@ -165,6 +165,9 @@ pub struct Engine<'p> {
     checker: crate::invariants::Checker,
     /// The cluster's `(changes, edits)` when its sample figures were last counted, and them.
     counted: Option<((u64, u64), Sample)>,
+    /// Claims drained for a consolidation: their evictions are watched for churn.
+    consolidating: BTreeSet<String>,
+    churn: churn::ChurnWatch,
 }
 
 /// What one eviction pass did.
@@ -238,6 +241,8 @@ impl<'p> Engine<'p> {
             checked: None,
             checker: Default::default(),
             counted: None,
+            consolidating: BTreeSet::new(),
+            churn: churn::ChurnWatch::default(),
         }
     }
 
@@ -319,7 +324,12 @@ impl<'p> Engine<'p> {
         // Both passes are idempotent: over a cluster unchanged since they last ran (the
         // reconcile) or last bound nothing (the scheduler), they would do nothing again.
         if self.settled.reconciled != Some(self.cluster.changes) {
-            self.cluster.reconcile(self.now);
+            let (created, _) = self.cluster.reconcile(self.now);
+            for key in created {
+                if let Some(workload) = self.cluster.pods().get(&key).and_then(controller_of) {
+                    self.churn.created(&key, &workload, self.now);
+                }
+            }
             self.settled.reconciled = Some(self.cluster.changes);
         }
         if self.settled.bound_nothing != Some(self.cluster.changes) {
@@ -562,6 +572,10 @@ impl<'p> Engine<'p> {
             self.stats.max_nodes,
             self.final_bound(),
         );
+        let summary = Summary {
+            consolidation_churn: self.churn.launches,
+            ..summary
+        };
         RunReport {
             name: self.input.name.clone(),
             seed: self.input.seed,
@@ -576,6 +590,13 @@ impl<'p> Engine<'p> {
     }
 }
 
+/// The `(namespace, name)` of the workload controlling `pod`.
+fn controller_of(pod: &nodewright_core::model::Pod) -> Option<(String, String)> {
+    let o = pod.owner.as_ref().filter(|o| o.controller)?;
+    Some((pod.namespace.clone(), o.name.clone()))
+}
+
+mod churn;
 mod disruption;
 mod drain;
 mod jobs;

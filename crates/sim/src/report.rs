@@ -89,6 +89,9 @@ pub struct Summary {
     /// The running pods placed afresh by the provisioner: its cost and lower bound, $/h.
     pub fresh_plan_per_hour: Option<f64>,
     pub lower_bound_per_hour: Option<f64>,
+    /// Launches for pods a consolidation had moved within the last three minutes
+    /// (`consolidation-churn` timeline lines): commands that disrupted pods for nothing.
+    pub consolidation_churn: usize,
 }
 
 impl Summary {
@@ -140,6 +143,7 @@ impl Summary {
             final_cpu_utilisation: last.and_then(Sample::utilisation),
             fresh_plan_per_hour: bound.map(|b| b.0),
             lower_bound_per_hour: bound.map(|b| b.1),
+            consolidation_churn: 0,
         }
     }
 

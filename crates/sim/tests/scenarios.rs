@@ -58,6 +58,10 @@ fn every_seed_scenario_matches_its_golden_file_and_keeps_the_invariants() {
             report.summary.pending_at_end, 0,
             "{name}: pods left pending"
         );
+        assert_eq!(
+            report.summary.consolidation_churn, 0,
+            "{name}: a consolidation moved pods that then needed a new node"
+        );
         assert!(
             report.summary.nodes_launched > 0,
             "{name}: nothing launched"

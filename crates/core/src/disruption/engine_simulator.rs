@@ -111,6 +111,7 @@ impl EngineSimulator {
         let mut options = self.options.clone();
         if purpose == Purpose::Consolidation {
             options.closed = Arc::new(closed_nodes(snapshot));
+            options.emptiest_first = true;
         }
         options
     }

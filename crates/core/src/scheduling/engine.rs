@@ -37,6 +37,10 @@ pub struct Options {
     /// Run the improvement pass after the greedy placement (see [`repack`]); off only to
     /// measure what it saves.
     pub repack: bool,
+    /// Existing nodes are tried emptiest first, as the kube-scheduler's default scoring
+    /// (`LeastAllocated`) places pods, instead of tightest first. Consolidation simulations
+    /// use it: the pods they move are placed by the cluster's scheduler, not by this engine.
+    pub emptiest_first: bool,
 }
 
 impl Default for Options {
@@ -47,6 +51,7 @@ impl Default for Options {
             min_values_best_effort: false,
             closed: Arc::default(),
             repack: true,
+            emptiest_first: false,
         }
     }
 }
@@ -199,7 +204,12 @@ impl<'w> Engine<'w> {
         let mut refused: Vec<usize> = Vec::new();
         let closed: &[u64] = if c.from_deleting { &[] } else { &self.closed };
         'tiers: for tier in [&self.node_room, &self.inflight_room] {
-            for (_, ei) in tier.from(need_cpu) {
+            let order: Box<dyn Iterator<Item = (i64, usize)>> = if self.opts.emptiest_first {
+                Box::new(tier.emptiest_from(need_cpu))
+            } else {
+                Box::new(tier.from(need_cpu))
+            };
+            for (_, ei) in order {
                 if (!closed.is_empty() && get_bit(closed, ei))
                     || self.is_dead_existing(ci, relax.level, ei)
                 {

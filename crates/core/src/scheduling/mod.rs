@@ -38,7 +38,12 @@ pub fn solve_with(
     options: &Options,
     cache: Option<&mut node_cache::NodeCache>,
 ) -> Plan {
-    let mut world = setup::build_with(snapshot, cache, !options.closed.is_empty());
+    let order = if options.emptiest_first {
+        setup::kube_queue_cmp
+    } else {
+        setup::karpenter_queue_cmp
+    };
+    let mut world = setup::build_ordered(snapshot, cache, !options.closed.is_empty(), order);
     let mut engine = engine::Engine::new(&mut world, options.clone());
     let unplaced = engine.run();
     if options.repack {

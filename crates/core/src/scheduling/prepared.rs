@@ -332,7 +332,12 @@ impl Prepared {
         let mut order: Vec<usize> = (0..moving.len())
             .filter(|&i| setup::waits(&moving[i]))
             .collect();
-        order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
+        if options.emptiest_first {
+            // `pods` still carries each pod's node (`moving` has them pending already).
+            order.sort_by(|&a, &b| setup::kube_queue_cmp(pods[a], pods[b]));
+        } else {
+            order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
+        }
         let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &moving[i])).collect();
         let shared = |recompile: bool| -> Option<World> {
             let targets = self.kept_targets(s, &keep, pool_used.clone(), recompile)?;

@@ -230,6 +230,29 @@ pub struct World {
     pub room: Option<super::engine::room::RoomBase>,
 }
 
+/// The kube-scheduler's queue as a consolidation's moved pods meet it: by priority; the pods
+/// already pending (older in the queue) before the pods of deleting nodes, which their
+/// controllers create anew together, one controller after another; then by name.
+pub fn kube_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+    let key = |p: &Pod| {
+        let moved = p.node_name.is_some();
+        (
+            std::cmp::Reverse(p.priority),
+            moved,
+            (!moved).then_some(p.creation_timestamp),
+        )
+    };
+    fn owner(p: &Pod) -> &str {
+        p.owner.as_ref().map_or("", |o| o.name.as_str())
+    }
+    key(a)
+        .cmp(&key(b))
+        .then_with(|| a.namespace.cmp(&b.namespace))
+        .then_with(|| owner(a).cmp(&owner(b)))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// Karpenter's queue: the largest pods (cpu, then memory) first.
 pub fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     let cpu = |p: &Pod| p.requests.get(crate::resources::CPU);
     let mem = |p: &Pod| p.requests.get(crate::resources::MEMORY);
@@ -252,8 +275,17 @@ pub fn waits(p: &Pod) -> bool {
         && p.phase == PodPhase::Pending
 }
 
-/// The pods this run places: pending ones, and those on nodes being deleted.
+/// The pods this run places: pending ones, and those on nodes being deleted, in Karpenter's
+/// queue order.
 pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
+    pods_to_schedule_by(s, karpenter_queue_cmp)
+}
+
+/// [`pods_to_schedule`] in the order `cmp` gives.
+pub fn pods_to_schedule_by(
+    s: &Snapshot,
+    cmp: fn(&Pod, &Pod) -> std::cmp::Ordering,
+) -> Vec<usize> {
     let deleting: BTreeSet<&str> = s
         .nodes
         .iter()
@@ -274,7 +306,7 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
             p.node_name.is_some() || waits(p)
         })
         .collect();
-    idx.sort_by(|&a, &b| karpenter_queue_cmp(&s.pods[a], &s.pods[b]));
+    idx.sort_by(|&a, &b| cmp(&s.pods[a], &s.pods[b]));
     idx
 }
 
@@ -286,8 +318,18 @@ pub fn build(s: &Snapshot) -> World {
 /// [`build`], with nodes compiled before taken from `cache` (the result is the same), for a
 /// solve that closes nodes (see [`Class::from_deleting`]) when `closes`.
 pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>, closes: bool) -> World {
+    build_ordered(s, cache, closes, karpenter_queue_cmp)
+}
+
+/// [`build_with`], the pods taken in the order `cmp` gives.
+pub fn build_ordered(
+    s: &Snapshot,
+    cache: Option<&mut NodeCache>,
+    closes: bool,
+    cmp: fn(&Pod, &Pod) -> std::cmp::Ordering,
+) -> World {
     let mut t = targets_with(s, cache);
-    let schedule = pods_to_schedule(s);
+    let schedule = pods_to_schedule_by(s, cmp);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let running = usage(s, &mut t, &rescheduled);
     let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &s.pods[i])).collect();

@@ -31,6 +31,9 @@ impl Engine<'_> {
             }
         }
         self.cluster.changed();
+        if why.contains("consolidation") {
+            self.consolidating.insert(name.to_string());
+        }
         let e = self.evict(name);
         let what = self.describe_claim(name);
         let mut held = match e.refused {
@@ -133,6 +136,11 @@ impl Engine<'_> {
             };
             out.longest = out.longest.max(grace);
             out.evicted += 1;
+            if self.consolidating.contains(name)
+                && let Some(workload) = self.cluster.pods().get(&key).and_then(super::controller_of)
+            {
+                self.churn.evicted(workload, now);
+            }
             if let Some(p) = self.cluster.pod_mut(&key) {
                 p.deletion_timestamp = Some(now);
             }

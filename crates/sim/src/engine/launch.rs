@@ -52,7 +52,20 @@ impl Engine<'_> {
                 plan.lower_bound,
                 plan.cost
             );
-            self.create_claim(c, reason);
+            let mut pods = c.pods.clone();
+            pods.extend(nominated);
+            let churn = self.churn.launched_for(&pods, self.now);
+            if let Some(name) = self.create_claim(c, reason)
+                && churn
+            {
+                self.log(
+                    "consolidation-churn",
+                    format!(
+                        "{name} is launched for pods a consolidation moved in the last {}s",
+                        churn::WINDOW.as_secs()
+                    ),
+                );
+            }
         }
         for (pod, why) in plan.unplaced.iter().take(10) {
             self.log("unschedulable", format!("{pod}: {why}"));

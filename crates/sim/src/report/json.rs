@@ -25,6 +25,7 @@ pub fn to_json(r: &RunReport) -> Value {
             "nodesDisrupted": s.nodes_disrupted,
             "disruptionCommands": s.disruption_commands,
             "rejectedValidations": s.rejected_validations,
+            "consolidationChurn": s.consolidation_churn,
             "savingsPerHour": round(s.savings_per_hour),
             "interruptions": s.interruptions,
             "totalCostUsd": round(s.total_cost_usd),

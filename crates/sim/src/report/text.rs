@@ -33,8 +33,12 @@ pub fn summary_text(r: &RunReport) -> String {
     );
     let _ = writeln!(
         out,
-        "  disruption {} command(s), {} node(s) removed, {} rejected on re-check, ${:.4}/h saved",
-        s.disruption_commands, s.nodes_disrupted, s.rejected_validations, s.savings_per_hour
+        "  disruption {} command(s), {} node(s) removed, {} rejected on re-check, ${:.4}/h saved, {} relaunch(es) for pods a consolidation moved",
+        s.disruption_commands,
+        s.nodes_disrupted,
+        s.rejected_validations,
+        s.savings_per_hour,
+        s.consolidation_churn
     );
     if s.interruptions > 0 {
         let _ = writeln!(out, "  spot       {} interruption(s)", s.interruptions);
@@ -52,7 +56,7 @@ pub fn summary_text(r: &RunReport) -> String {
             last = Some(x.price_per_hour);
         }
     }
-    let _ = writeln!(out, "  $/h        {}", steps.join(" -> "));
+    let _ = writeln!(out, "  $/h        {}", readable(&steps).join(" -> "));
     let _ = writeln!(
         out,
         "  cpu        {} requested/allocatable on average, {} at end",
@@ -77,6 +81,28 @@ pub fn summary_text(r: &RunReport) -> String {
         for v in r.violations.iter().take(10) {
             let _ = writeln!(out, "    {v}");
         }
+    }
+    out
+}
+
+/// At most [`MAX_STEPS`] price changes: the first, the last and evenly spaced ones between
+/// (with `...` where changes were left out), so a day of churn stays one readable line.
+const MAX_STEPS: usize = 24;
+
+fn readable(steps: &[String]) -> Vec<String> {
+    if steps.len() <= MAX_STEPS {
+        return steps.to_vec();
+    }
+    let last = steps.len() - 1;
+    let mut out = Vec::with_capacity(MAX_STEPS + 1);
+    let mut previous = 0;
+    for k in 0..MAX_STEPS {
+        let i = k * last / (MAX_STEPS - 1);
+        if k > 0 && i > previous + 1 {
+            out.push("...".to_string());
+        }
+        out.push(steps[i].clone());
+        previous = i;
     }
     out
 }

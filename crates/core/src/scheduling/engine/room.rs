@@ -65,6 +65,22 @@ impl Room {
         Merge {
             a: base.peekable(),
             b: self.changed.range((need, 0)..).copied().peekable(),
+            descending: false,
+        }
+    }
+
+    /// Targets with at least `need` free, most free first (ties: higher index): the
+    /// kube-scheduler's `LeastAllocated` preference, for simulations of what it will do.
+    pub fn emptiest_from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+        let start = self.base.partition_point(|e| e.0 < need);
+        let base = self.base[start..].iter().rev().filter_map(move |&(free, c)| {
+            let i = self.solve_index(c)?;
+            (!self.is_moved(i)).then_some((free, i))
+        });
+        Merge {
+            a: base.peekable(),
+            b: self.changed.range((need, 0)..).rev().copied().peekable(),
+            descending: true,
         }
     }
 
@@ -79,10 +95,11 @@ impl Room {
     }
 }
 
-/// Two sorted streams as one.
+/// Two sorted streams (both ascending, or both descending) as one.
 struct Merge<A: Iterator, B: Iterator> {
     a: std::iter::Peekable<A>,
     b: std::iter::Peekable<B>,
+    descending: bool,
 }
 
 impl<A, B> Iterator for Merge<A, B>
@@ -94,7 +111,7 @@ where
 
     fn next(&mut self) -> Option<(i64, usize)> {
         match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if y < x => self.b.next(),
+            (Some(x), Some(y)) if (y < x) != self.descending && y != x => self.b.next(),
             (Some(_), _) => self.a.next(),
             (None, _) => self.b.next(),
         }
@@ -143,6 +160,9 @@ mod tests {
                     let got: Vec<_> = room.from(need).collect();
                     let want: Vec<_> = set.range((need, 0)..).copied().collect();
                     assert_eq!(got, want, "need {need}");
+                    let got: Vec<_> = room.emptiest_from(need).collect();
+                    let want: Vec<_> = set.range((need, 0)..).rev().copied().collect();
+                    assert_eq!(got, want, "emptiest, need {need}");
                 }
             };
             check(&room, &set);
