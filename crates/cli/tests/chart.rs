@@ -3,7 +3,8 @@
 //! grants exactly what `nodewright_controller::permissions` says the process calls, the
 //! Deployment starts the real binary with flags and environment it accepts, on the ports and
 //! probe paths it serves, and Karpenter's values (current and v0.x) land where Karpenter's
-//! chart puts them or are named in the notes.
+//! chart puts them or are named in the notes. The CRD-only chart `charts/nodewright-crd`
+//! holds exactly the CRDs `nodewright crds` prints.
 
 #[path = "chart/render.rs"]
 mod render;
@@ -1381,4 +1382,50 @@ fn values_with_no_v1_setting_are_named_in_the_notes() {
         "settings: {clusterName: x, featureGates: {drift: true}, aws: {enableENILimitedPodDensity: true}}",
     ]);
     assert!(!text.contains("WARNING"), "{text}");
+}
+
+// ---- the CRD-only chart ----
+
+fn crd_chart_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../charts/nodewright-crd")
+}
+
+/// `charts/nodewright-crd` holds, as templates (which `helm upgrade` applies), exactly the
+/// CRDs `nodewright crds` prints, byte for byte, and renders them unchanged.
+#[test]
+fn the_crd_chart_holds_exactly_the_crds_nodewright_prints() {
+    let dir = crd_chart_dir().join("templates");
+    let expected = nodewright_api::crd::all();
+    for (name, value) in &expected {
+        let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert!(
+            on_disk == nodewright_api::crd::to_yaml(value),
+            "{name} is stale; regenerate with `cargo run -p nodewright-cli -- crds --output-dir charts/nodewright-crd/templates`"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        expected.len(),
+        "unexpected files in {}",
+        dir.display()
+    );
+    let chart = Chart::load(&crd_chart_dir()).unwrap();
+    let ctx = Context {
+        values: Value::Mapping(Default::default()),
+        release_name: "nodewright-crd".into(),
+        release_namespace: NS.into(),
+        chart: yaml(&std::fs::read_to_string(crd_chart_dir().join("Chart.yaml")).unwrap()),
+    };
+    for (name, value) in &expected {
+        assert_eq!(
+            chart.render(name, &ctx).unwrap(),
+            nodewright_api::crd::to_yaml(value),
+            "{name}"
+        );
+    }
+    let main: BTreeSet<String> = std::fs::read_dir(chart_dir().join("crds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(main, chart.file_names().into_iter().collect());
 }
