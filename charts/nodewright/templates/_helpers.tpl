@@ -5,8 +5,9 @@ The templates keep to a small subset of Helm's template language, so that the ch
               .Chart.Name, .Chart.Version, .Chart.AppVersion, "string", and . (for include)
   functions:  include "name" ., default X, required "message", quote, toYaml, nindent N,
               eq A B, ne A B, not X
-  actions:    if / else if / else / end, define / end, comments, and the {{- -}} trim markers
-No range, with, parentheses or variables. The RBAC rules are plain YAML.
+  actions:    if / else if / else / end, range over a list (. is the item, $ the root,
+              no else), define / end, comments, and the {{- -}} trim markers
+No with, parentheses or variables. The RBAC rules are plain YAML.
 */}}
 
 {{- define "nodewright.fullname" -}}
@@ -21,8 +22,17 @@ No range, with, parentheses or variables. The RBAC rules are plain YAML.
 {{- end -}}
 {{- end -}}
 
+{{/*
+Karpenter's chart names its pods after the chart, "karpenter", unless nameOverride is set:
+the same selector, so `kubectl logs -l app.kubernetes.io/name=karpenter` and an existing
+Karpenter release's Deployment selector (immutable on `helm upgrade`) both still match.
+*/}}
+{{- define "nodewright.name" -}}
+{{ .Values.nameOverride | default "karpenter" }}
+{{- end -}}
+
 {{- define "nodewright.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "nodewright.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -31,4 +41,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- if .Values.additionalLabels }}
+{{ toYaml .Values.additionalLabels }}
+{{- end }}
+{{- end -}}
+
+{{/* additionalAnnotations, as a metadata key of its own (nothing when empty). */}}
+{{- define "nodewright.annotations" -}}
+{{- if .Values.additionalAnnotations -}}
+annotations:
+  {{- toYaml .Values.additionalAnnotations | nindent 2 }}
+{{- end -}}
 {{- end -}}

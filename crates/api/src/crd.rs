@@ -15,7 +15,8 @@ pub use nodepool::{nodepool_crd, nodepool_schema};
 
 use serde_json::Value;
 
-/// Every CRD `nodewright crds` prints, with the file name it has under `charts/nodewright/crds/`.
+/// Every CRD `nodewright crds` prints, with the file name it has under `charts/nodewright/crds/`
+/// and `charts/nodewright-crd/templates/`.
 pub fn all() -> Vec<(&'static str, Value)> {
     vec![
         ("karpenter.sh_nodepools.yaml", nodepool_crd().to_value()),

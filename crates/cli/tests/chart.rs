@@ -1,8 +1,10 @@
 //! The Helm chart in `charts/nodewright`, rendered without Helm (see `chart/render.rs` for
 //! the template subset) under several sets of values: every file is well-formed, the RBAC
-//! grants exactly what `nodewright_controller::permissions` says the process calls, and the
+//! grants exactly what `nodewright_controller::permissions` says the process calls, the
 //! Deployment starts the real binary with flags and environment it accepts, on the ports and
-//! probe paths it serves.
+//! probe paths it serves, and Karpenter's values (current and v0.x) land where Karpenter's
+//! chart puts them or are named in the notes. The CRD-only chart `charts/nodewright-crd`
+//! holds exactly the CRDs `nodewright crds` prints.
 
 #[path = "chart/render.rs"]
 mod render;
@@ -68,6 +70,63 @@ settings:
   aws: {clusterName: old, clusterEndpoint: "https://old.example.com", interruptionQueueName: q}
 "#;
 
+/// Seed 000's Terraform values: v1 names beside v0.x ones (`interruptionQueueName`,
+/// `aws.defaultInstanceProfile`), and its own affinity.
+const SEED_000: &str = r#"
+settings:
+  clusterName: blue
+  clusterEndpoint: https://ABC.gr7.us-east-1.eks.amazonaws.com
+  interruptionQueueName: blue-karpenter
+  aws:
+    defaultInstanceProfile: KarpenterNodeInstanceProfile-blue
+serviceAccount:
+  annotations:
+    eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/karpenter-irsa
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - key: role
+          operator: In
+          values:
+          - core
+"#;
+/// Seed 002's `--set` flags, as a values file (Karpenter v0.26 names).
+const SEED_002: &str = r#"
+serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::020213277421:role/copper-karpenter-irsa-role"}}
+settings: {aws: {clusterName: copper, defaultInstanceProfile: copper-karpenter-node}}
+"#;
+/// Every other value of Karpenter's chart that means something here, set as a user would.
+const UPSTREAM: &str = r#"
+settings: {clusterName: prod}
+additionalLabels: {team: platform}
+additionalAnnotations: {owner: infra}
+imagePullPolicy: Always
+imagePullSecrets: [{name: registry}]
+podLabels: {sidecar.istio.io/inject: "false"}
+terminationGracePeriodSeconds: 120
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+dnsConfig: {options: [{name: ndots, value: "1"}]}
+podDisruptionBudget: {name: karpenter-pdb}
+topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}
+  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: other}}}
+extraVolumes:
+  - name: aws-iam-token
+    projected: {defaultMode: 420, sources: [{serviceAccountToken: {audience: sts.amazonaws.com, expirationSeconds: 86400, path: token}}]}
+serviceAccount: {annotations: {eks.amazonaws.com/role-arn: "arn:aws:iam::111122223333:role/k"}}
+controller:
+  image: {digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+  envFrom: [{configMapRef: {name: karpenter-env}}]
+  extraVolumeMounts: [{name: aws-iam-token, mountPath: /var/run/secrets/eks.amazonaws.com/serviceaccount, readOnly: true}]
+  sidecarContainer: [{name: log-shipper, image: busybox}]
+  sidecarVolumeMounts: [{name: aws-iam-token, mountPath: /token}]
+serviceMonitor: {enabled: true}
+webhook: {enabled: true, port: 8443}
+"#;
+
 /// Prometheus Operator and Grafana objects on, as a kube-prometheus-stack user sets them.
 const MONITORING: &str = r#"
 settings: {clusterName: prod}
@@ -84,6 +143,9 @@ fn variants() -> Vec<(&'static str, Vec<String>, &'static str)> {
         ("legacy", vec![LEGACY.into()], "nodewright"),
         ("local", vec![local_values()], "nodewright"),
         ("monitoring", vec![MONITORING.into()], "karpenter"),
+        ("seed-000", vec![SEED_000.into()], "karpenter"),
+        ("seed-002", vec![SEED_002.into()], "karpenter"),
+        ("upstream", vec![UPSTREAM.into()], "karpenter"),
     ]
 }
 
@@ -213,8 +275,15 @@ fn every_template_renders_to_well_formed_objects() {
             the(&objs, "Deployment"),
             &["spec", "template", "metadata", "labels"],
         )
+        .and_then(Value::as_mapping)
         .unwrap();
-        assert_eq!(selector, pod_labels, "{label}");
+        for (k, v) in selector.as_mapping().unwrap() {
+            assert_eq!(
+                pod_labels.get(k),
+                Some(v),
+                "{label}: the pods match the selector"
+            );
+        }
         assert_eq!(
             at(the(&objs, "Service"), &["spec", "selector"]),
             Some(selector)
@@ -321,10 +390,24 @@ fn a_missing_cluster_name_fails_at_install() {
 /// silently read as false. The legacy names are read only as fallbacks.
 #[test]
 fn templates_read_only_values_the_chart_defines() {
-    const LEGACY_KEYS: [&str; 3] = [
+    const LEGACY_KEYS: [&str; 16] = [
         "settings.aws.clusterName",
         "settings.aws.clusterEndpoint",
+        "settings.aws.clusterCABundle",
         "settings.aws.interruptionQueueName",
+        "settings.aws.isolatedVPC",
+        "settings.aws.vmMemoryOverheadPercent",
+        "settings.aws.reservedENIs",
+        "settings.interruptionQueueName",
+        // Named in NOTES.txt when set: no v1 setting takes them.
+        "settings.aws.defaultInstanceProfile",
+        "settings.defaultInstanceProfile",
+        "settings.aws.tags",
+        "settings.aws.enableENILimitedPodDensity",
+        "settings.aws.enablePodENI",
+        "settings.assumeRoleARN",
+        "settings.aws.assumeRoleARN",
+        "settings.featureGates.drift",
     ];
     let values = context(&[], "x").values;
     for entry in std::fs::read_dir(chart_dir().join("templates")).unwrap() {
@@ -514,11 +597,12 @@ fn the_aws_chart_grants_nothing_to_the_sim_agent() {
 
 // ---- the Deployment against the binary ----
 
+/// The controller's container (sidecars may follow it).
 fn container(deploy: &Value) -> &Value {
     let containers = at(deploy, &["spec", "template", "spec", "containers"])
         .and_then(Value::as_sequence)
         .unwrap();
-    assert_eq!(containers.len(), 1);
+    assert_eq!(str_at(&containers[0], &["name"]), Some("controller"));
     &containers[0]
 }
 
@@ -934,4 +1018,414 @@ fn the_values_schema_allows_exactly_what_the_binary_accepts() {
             assert!(schema_enum(&path).contains(&value), "{path:?} = {value}");
         }
     }
+}
+
+// ---- Karpenter's values ----
+
+fn labels_of<'a>(o: &'a Value, path: &[&str]) -> &'a serde_yaml::Mapping {
+    at(o, path)
+        .and_then(Value::as_mapping)
+        .unwrap_or_else(|| panic!("no {path:?} in {o:?}"))
+}
+
+fn pod_spec(objs: &[Value]) -> &Value {
+    at(the(objs, "Deployment"), &["spec", "template", "spec"]).unwrap()
+}
+
+/// Seed 000 reads the controller's logs with `-l app.kubernetes.io/name=karpenter`: the pods
+/// carry Karpenter's name label, and every selector the chart writes is built from it.
+#[test]
+fn the_pods_carry_karpenters_name_label_and_every_selector_matches_them() {
+    for (overrides, name) in [
+        (vec![AWS.to_string()], "karpenter"),
+        (vec![AWS.to_string(), "nameOverride: nw".to_string()], "nw"),
+    ] {
+        let objs = objects_for(&overrides, "nodewright");
+        let deploy = the(&objs, "Deployment");
+        let pods = labels_of(deploy, &["spec", "template", "metadata", "labels"]);
+        assert_eq!(
+            pods.get("app.kubernetes.io/name").and_then(Value::as_str),
+            Some(name)
+        );
+        assert_eq!(
+            pods.get("app.kubernetes.io/instance")
+                .and_then(Value::as_str),
+            Some("nodewright")
+        );
+        let selector = labels_of(deploy, &["spec", "selector", "matchLabels"]);
+        assert_eq!(selector.len(), 2, "{selector:?}");
+        let pod = pod_spec(&objs);
+        let anti = &at(
+            pod,
+            &[
+                "affinity",
+                "podAntiAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+            ],
+        )
+        .unwrap()[0];
+        let spread = &at(pod, &["topologySpreadConstraints"]).unwrap()[0];
+        for (what, labels) in [
+            (
+                "service",
+                labels_of(the(&objs, "Service"), &["spec", "selector"]),
+            ),
+            (
+                "pdb",
+                labels_of(
+                    the(&objs, "PodDisruptionBudget"),
+                    &["spec", "selector", "matchLabels"],
+                ),
+            ),
+            (
+                "anti-affinity",
+                labels_of(anti, &["labelSelector", "matchLabels"]),
+            ),
+            (
+                "spread",
+                labels_of(spread, &["labelSelector", "matchLabels"]),
+            ),
+        ] {
+            assert_eq!(labels, selector, "{what}");
+        }
+    }
+}
+
+#[test]
+fn karpenters_pod_values_land_where_karpenters_chart_puts_them() {
+    let objs = objects_for(&[UPSTREAM.into()], "karpenter");
+    for o in &objs {
+        let kind = str_at(o, &["kind"]).unwrap();
+        assert_eq!(
+            str_at(o, &["metadata", "labels", "team"]),
+            Some("platform"),
+            "{kind}: additionalLabels"
+        );
+        assert_eq!(
+            str_at(o, &["metadata", "annotations", "owner"]),
+            Some("infra"),
+            "{kind}: additionalAnnotations"
+        );
+    }
+    let sa = the(&objs, "ServiceAccount");
+    assert_eq!(
+        str_at(
+            sa,
+            &["metadata", "annotations", "eks.amazonaws.com/role-arn"]
+        ),
+        Some("arn:aws:iam::111122223333:role/k"),
+        "the IRSA annotation stays beside additionalAnnotations"
+    );
+    let deploy = the(&objs, "Deployment");
+    assert_eq!(
+        str_at(
+            deploy,
+            &[
+                "spec",
+                "template",
+                "metadata",
+                "labels",
+                "sidecar.istio.io/inject"
+            ]
+        ),
+        Some("false")
+    );
+    assert_eq!(
+        labels_of(deploy, &["spec", "selector", "matchLabels"]).len(),
+        2,
+        "podLabels stay out of the selector"
+    );
+    assert_eq!(
+        str_at(the(&objs, "PodDisruptionBudget"), &["metadata", "name"]),
+        Some("karpenter-pdb")
+    );
+    let pod = pod_spec(&objs);
+    assert_eq!(
+        str_at(&at(pod, &["imagePullSecrets"]).unwrap()[0], &["name"]),
+        Some("registry")
+    );
+    assert_eq!(
+        at(pod, &["terminationGracePeriodSeconds"]).and_then(Value::as_u64),
+        Some(120)
+    );
+    assert_eq!(at(pod, &["hostNetwork"]), Some(&Value::Bool(true)));
+    assert_eq!(str_at(pod, &["dnsPolicy"]), Some("ClusterFirstWithHostNet"));
+    assert_eq!(
+        str_at(&at(pod, &["dnsConfig", "options"]).unwrap()[0], &["value"]),
+        Some("1")
+    );
+    assert_eq!(
+        str_at(&at(pod, &["volumes"]).unwrap()[0], &["name"]),
+        Some("aws-iam-token")
+    );
+    // The constraint without a labelSelector gets the pods' selector; the other keeps its own.
+    let spread = at(pod, &["topologySpreadConstraints"])
+        .and_then(Value::as_sequence)
+        .unwrap();
+    assert_eq!(spread.len(), 2);
+    assert_eq!(
+        str_at(&spread[0], &["whenUnsatisfiable"]),
+        Some("ScheduleAnyway")
+    );
+    assert_eq!(
+        labels_of(&spread[0], &["labelSelector", "matchLabels"]),
+        labels_of(deploy, &["spec", "selector", "matchLabels"])
+    );
+    assert_eq!(
+        str_at(&spread[1], &["labelSelector", "matchLabels", "app"]),
+        Some("other")
+    );
+
+    let c = container(deploy);
+    assert_eq!(
+        str_at(c, &["image"]),
+        Some(
+            "nodewright:0.1.0@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+        )
+    );
+    assert_eq!(str_at(c, &["imagePullPolicy"]), Some("Always"));
+    assert_eq!(
+        str_at(&c["envFrom"][0], &["configMapRef", "name"]),
+        Some("karpenter-env")
+    );
+    let mounts = |c: &Value| -> Vec<String> {
+        c["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|m| str_at(m, &["mountPath"]).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        mounts(c),
+        ["/var/run/secrets/eks.amazonaws.com/serviceaccount"]
+    );
+    let containers = at(pod, &["containers"])
+        .and_then(Value::as_sequence)
+        .unwrap();
+    assert_eq!(containers.len(), 2);
+    assert_eq!(str_at(&containers[1], &["name"]), Some("log-shipper"));
+    assert_eq!(
+        mounts(&containers[1]),
+        [
+            "/var/run/secrets/eks.amazonaws.com/serviceaccount",
+            "/token"
+        ]
+    );
+
+    // Without them, none of it is rendered.
+    let plain = objects_for(&[AWS.into()], "karpenter");
+    let pod = pod_spec(&plain);
+    for key in [
+        "imagePullSecrets",
+        "terminationGracePeriodSeconds",
+        "hostNetwork",
+        "dnsConfig",
+        "volumes",
+    ] {
+        assert!(at(pod, &[key]).is_none(), "{key}");
+    }
+    let c = container(the(&plain, "Deployment"));
+    assert!(c.get("envFrom").is_none() && c.get("volumeMounts").is_none());
+    assert_eq!(str_at(c, &["image"]), Some("nodewright:0.1.0"));
+    assert!(
+        plain
+            .iter()
+            .all(|o| at(o, &["metadata", "annotations"]).is_none()
+                || str_at(o, &["kind"]) == Some("ServiceAccount")),
+        "no empty annotations"
+    );
+}
+
+fn env_map(objs: &[Value]) -> BTreeMap<String, Option<String>> {
+    env_of(container(the(objs, "Deployment")))
+        .into_iter()
+        .collect()
+}
+
+/// Each v0.x name Karpenter's v0.32 upgrade guide maps to a current one reaches the same
+/// variable; the seeds' own mixes of old and new names work as written.
+#[test]
+fn the_v0_settings_names_of_the_seeds_and_the_upgrade_guide_reach_their_variables() {
+    let env = env_map(&objects_for(&[SEED_000.into()], "karpenter"));
+    assert_eq!(env["CLUSTER_NAME"].as_deref(), Some("blue"));
+    assert_eq!(
+        env["INTERRUPTION_QUEUE"].as_deref(),
+        Some("blue-karpenter"),
+        "seed 000's settings.interruptionQueueName"
+    );
+    let env = env_map(&objects_for(&[SEED_002.into()], "karpenter"));
+    assert_eq!(env["CLUSTER_NAME"].as_deref(), Some("copper"));
+
+    let old = r#"
+settings:
+  aws:
+    clusterName: old
+    clusterCABundle: Q0E=
+    interruptionQueueName: q-aws
+    isolatedVPC: true
+    vmMemoryOverheadPercent: 0.1
+    reservedENIs: "1"
+"#;
+    let env = env_map(&objects_for(&[old.into()], "karpenter"));
+    for (name, value) in [
+        ("CLUSTER_CA_BUNDLE", "Q0E="),
+        ("INTERRUPTION_QUEUE", "q-aws"),
+        ("ISOLATED_VPC", "true"),
+        ("VM_MEMORY_OVERHEAD_PERCENT", "0.1"),
+        ("RESERVED_ENIS", "1"),
+    ] {
+        assert_eq!(env[name].as_deref(), Some(value), "{name}");
+    }
+    // The current names win over the v0.x ones whose current names default to empty.
+    let both = r#"
+settings:
+  clusterCABundle: bmV3
+  interruptionQueue: q-new
+  interruptionQueueName: q-mid
+"#;
+    let env = env_map(&objects_for(&[old.into(), both.into()], "karpenter"));
+    assert_eq!(env["CLUSTER_CA_BUNDLE"].as_deref(), Some("bmV3"));
+    assert_eq!(env["INTERRUPTION_QUEUE"].as_deref(), Some("q-new"));
+    let env = env_map(&objects_for(
+        &[
+            old.into(),
+            "settings: {interruptionQueueName: q-mid}".into(),
+        ],
+        "karpenter",
+    ));
+    assert_eq!(env["INTERRUPTION_QUEUE"].as_deref(), Some("q-mid"));
+    // A string "false", as some values files give it, stays false.
+    let env = env_map(&objects_for(
+        &[
+            AWS.into(),
+            "settings: {aws: {isolatedVPC: \"false\"}}".into(),
+        ],
+        "karpenter",
+    ));
+    assert_eq!(env["ISOLATED_VPC"].as_deref(), Some("false"));
+}
+
+fn notes(overrides: &[&str]) -> String {
+    Chart::load(&chart_dir())
+        .unwrap()
+        .render("NOTES.txt", &context(overrides, "karpenter"))
+        .unwrap()
+}
+
+/// What no v1 setting takes is not dropped silently: the install's notes name the value and
+/// what to do instead, and say nothing of it when it is not set.
+#[test]
+fn values_with_no_v1_setting_are_named_in_the_notes() {
+    for (values, profile) in [
+        (SEED_000, "KarpenterNodeInstanceProfile-blue"),
+        (SEED_002, "copper-karpenter-node"),
+    ] {
+        let text = notes(&[values]);
+        assert!(
+            text.contains("WARNING: settings.aws.defaultInstanceProfile is set and has no effect")
+                && text.contains(&format!(
+                    "`nodewright convert --default-instance-profile {profile}`"
+                ))
+                && text.contains("spec.role or spec.instanceProfile"),
+            "{text}"
+        );
+    }
+    let plain = notes(&[AWS]);
+    assert!(
+        !plain.contains("WARNING") && !plain.contains("webhook"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("logs -l app.kubernetes.io/name=karpenter -c controller"),
+        "{plain}"
+    );
+    for (values, named) in [
+        (
+            "settings: {clusterName: x, defaultInstanceProfile: p}",
+            "settings.defaultInstanceProfile",
+        ),
+        (
+            "settings: {clusterName: x, aws: {tags: {a: b}}}",
+            "settings.aws.tags",
+        ),
+        (
+            "settings: {clusterName: x, aws: {enableENILimitedPodDensity: false}}",
+            "settings.aws.enableENILimitedPodDensity",
+        ),
+        (
+            "settings: {clusterName: x, aws: {enablePodENI: true}}",
+            "settings.aws.enablePodENI",
+        ),
+        (
+            "settings: {clusterName: x, assumeRoleARN: arn}",
+            "settings.assumeRoleARN",
+        ),
+        (
+            "settings: {clusterName: x, aws: {assumeRoleARN: arn}}",
+            "settings.aws.assumeRoleARN",
+        ),
+        (
+            "settings: {clusterName: x, featureGates: {drift: false}}",
+            "settings.featureGates.drift",
+        ),
+        (
+            "{settings: {clusterName: x}, webhook: {enabled: true}}",
+            "webhook.enabled",
+        ),
+    ] {
+        let text = notes(&[values]);
+        assert!(text.contains(&format!("{named} ")), "{values}: {text}");
+    }
+    // The default of each (drift on, ENI-limited density on) says nothing.
+    let text = notes(&[
+        "settings: {clusterName: x, featureGates: {drift: true}, aws: {enableENILimitedPodDensity: true}}",
+    ]);
+    assert!(!text.contains("WARNING"), "{text}");
+}
+
+// ---- the CRD-only chart ----
+
+fn crd_chart_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../charts/nodewright-crd")
+}
+
+/// `charts/nodewright-crd` holds, as templates (which `helm upgrade` applies), exactly the
+/// CRDs `nodewright crds` prints, byte for byte, and renders them unchanged.
+#[test]
+fn the_crd_chart_holds_exactly_the_crds_nodewright_prints() {
+    let dir = crd_chart_dir().join("templates");
+    let expected = nodewright_api::crd::all();
+    for (name, value) in &expected {
+        let on_disk = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        assert!(
+            on_disk == nodewright_api::crd::to_yaml(value),
+            "{name} is stale; regenerate with `cargo run -p nodewright-cli -- crds --output-dir charts/nodewright-crd/templates`"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        expected.len(),
+        "unexpected files in {}",
+        dir.display()
+    );
+    let chart = Chart::load(&crd_chart_dir()).unwrap();
+    let ctx = Context {
+        values: Value::Mapping(Default::default()),
+        release_name: "nodewright-crd".into(),
+        release_namespace: NS.into(),
+        chart: yaml(&std::fs::read_to_string(crd_chart_dir().join("Chart.yaml")).unwrap()),
+    };
+    for (name, value) in &expected {
+        assert_eq!(
+            chart.render(name, &ctx).unwrap(),
+            nodewright_api::crd::to_yaml(value),
+            "{name}"
+        );
+    }
+    let main: BTreeSet<String> = std::fs::read_dir(chart_dir().join("crds"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(main, chart.file_names().into_iter().collect());
 }

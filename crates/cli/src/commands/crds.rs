@@ -1,5 +1,6 @@
 //! `nodewright crds`: the CustomResourceDefinitions as one YAML stream, or one file per CRD
-//! with `--output-dir` (how `charts/nodewright/crds/` is generated).
+//! with `--output-dir` (how `charts/nodewright/crds/` and `charts/nodewright-crd/templates/`
+//! are generated).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

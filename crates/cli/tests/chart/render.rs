@@ -28,6 +28,8 @@ enum Node {
     Text(String),
     Print(String),
     If(Vec<(String, Vec<Node>)>, Vec<Node>),
+    /// `range PIPELINE`: the body once per item of a list, with `.` the item.
+    Range(String, Vec<Node>),
 }
 
 pub struct Chart {
@@ -148,7 +150,15 @@ fn parse(
                         }
                         defines.insert(name, body);
                     }
-                    "range" | "with" | "template" | "block" => {
+                    "range" => {
+                        let over = a["range".len()..].trim().to_string();
+                        let (body, stop) = parse(tokens, pos, defines)?;
+                        if stop.as_deref() != Some("end") {
+                            return Err(format!("range ended by {stop:?}: no else in the subset"));
+                        }
+                        nodes.push(Node::Range(over, body));
+                    }
+                    "with" | "template" | "block" => {
                         return Err(format!("action {word:?} is outside the chart's subset"));
                     }
                     _ => nodes.push(Node::Print(a)),
@@ -271,36 +281,64 @@ impl Chart {
     pub fn render(&self, file: &str, ctx: &Context) -> Result<String, String> {
         let body = self.files.get(file).ok_or(format!("no template {file}"))?;
         let mut out = String::new();
-        self.run(body, ctx, &mut out)
+        self.run(body, ctx, &Val::Root, &mut out)
             .map_err(|e| format!("{file}: {e}"))?;
         Ok(out)
     }
 
-    fn run(&self, nodes: &[Node], ctx: &Context, out: &mut String) -> Result<(), String> {
+    /// Runs `nodes` with `dot` as `.` (the root outside `range`).
+    fn run(
+        &self,
+        nodes: &[Node],
+        ctx: &Context,
+        dot: &Val,
+        out: &mut String,
+    ) -> Result<(), String> {
         for n in nodes {
             match n {
                 Node::Text(s) => out.push_str(s),
-                Node::Print(p) => out.push_str(&print(&self.pipeline(p, ctx)?)?),
+                Node::Print(p) => out.push_str(&print(&self.pipeline(p, ctx, dot)?)?),
                 Node::If(branches, otherwise) => {
                     let mut taken = false;
                     for (cond, body) in branches {
-                        if truthy(&self.pipeline(cond, ctx)?) {
-                            self.run(body, ctx, out)?;
+                        if truthy(&self.pipeline(cond, ctx, dot)?) {
+                            self.run(body, ctx, dot, out)?;
                             taken = true;
                             break;
                         }
                     }
                     if !taken {
-                        self.run(otherwise, ctx, out)?;
+                        self.run(otherwise, ctx, dot, out)?;
                     }
                 }
+                Node::Range(over, body) => match self.pipeline(over, ctx, dot)? {
+                    Val::Data(Value::Null) => {}
+                    Val::Data(Value::Sequence(items)) => {
+                        for item in items {
+                            self.run(body, ctx, &Val::Data(item), out)?;
+                        }
+                    }
+                    other => {
+                        return Err(format!(
+                            "range over {other:?}: only lists are in the subset"
+                        ));
+                    }
+                },
             }
         }
         Ok(())
     }
 
-    fn pipeline(&self, p: &str, ctx: &Context) -> Result<Val, String> {
-        if p.contains('(') || p.contains('$') {
+    fn pipeline(&self, p: &str, ctx: &Context, dot: &Val) -> Result<Val, String> {
+        // `$` alone or as `$.Values…` is the root; variables (`$x`, `:=`) are outside the subset.
+        let variable = p.contains(":=")
+            || p.match_indices('$').any(|(i, _)| {
+                p[i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c != '.' && !c.is_whitespace())
+            });
+        if p.contains('(') || variable {
             return Err(format!(
                 "{p:?}: parentheses and variables are outside the subset"
             ));
@@ -311,7 +349,7 @@ impl Chart {
             let (head, args) = words.split_first().ok_or("empty command")?;
             let mut args: Vec<Val> = args
                 .iter()
-                .map(|a| self.term(a, ctx))
+                .map(|a| self.term(a, ctx, dot))
                 .collect::<Result<_, _>>()?;
             if let Some(v) = piped.take() {
                 args.push(v);
@@ -319,7 +357,7 @@ impl Chart {
             piped = Some(if is_function(head) || *head == FILES_GET {
                 self.call(head, &args, ctx)?
             } else if args.is_empty() {
-                self.term(head, ctx)?
+                self.term(head, ctx, dot)?
             } else {
                 return Err(format!("{head} is not a function"));
             });
@@ -327,10 +365,19 @@ impl Chart {
         piped.ok_or_else(|| "empty pipeline".into())
     }
 
-    fn term(&self, t: &str, ctx: &Context) -> Result<Val, String> {
+    fn term(&self, t: &str, ctx: &Context, dot: &Val) -> Result<Val, String> {
         if t == "." {
+            return Ok(dot.clone());
+        }
+        if t == "$" {
             return Ok(Val::Root);
         }
+        // `.field` inside `range`: a key of the item.
+        if let (Val::Data(item), Some(rest)) = (dot, t.strip_prefix('.')) {
+            let path: Vec<&str> = rest.split('.').collect();
+            return lookup(item, &path, t);
+        }
+        let t = t.strip_prefix('$').unwrap_or(t);
         if t.starts_with('"') {
             return Ok(Val::Data(Value::String(unquote(t)?)));
         }
@@ -391,7 +438,7 @@ impl Chart {
                     .get(&name)
                     .ok_or(format!("no template named {name}"))?;
                 let mut out = String::new();
-                self.run(body, ctx, &mut out)?;
+                self.run(body, ctx, &Val::Root, &mut out)?;
                 Ok(Val::Data(Value::String(out)))
             }
             "default" => {
@@ -470,7 +517,10 @@ impl Chart {
 const FILES_GET: &str = ".Files.Get";
 
 fn is_function(word: &str) -> bool {
-    !word.starts_with('.') && !word.starts_with('"') && word.parse::<i64>().is_err()
+    !word.starts_with('.')
+        && !word.starts_with('$')
+        && !word.starts_with('"')
+        && word.parse::<i64>().is_err()
 }
 
 /// `.Values.a.b.c`: every map on the way must exist (Helm fails on a nil map too); the last
@@ -541,7 +591,10 @@ mod tests {
             files: BTreeMap::from([("t".to_string(), body)]),
         };
         let ctx = Context {
-            values: serde_yaml::from_str("a: {b: 1, s: x, on: true, off: false}").unwrap(),
+            values: serde_yaml::from_str(
+                "a: {b: 1, s: x, on: true, off: false}\nl: [{k: 1}, {k: 2, sel: y}]",
+            )
+            .unwrap(),
             release_name: "r".into(),
             release_namespace: "ns".into(),
             chart: serde_yaml::from_str("name: c").unwrap(),
@@ -584,6 +637,25 @@ mod tests {
     }
 
     #[test]
+    fn range_binds_the_item_to_dot_and_the_root_to_dollar() {
+        let src = "{{- define \"n\" -}}\n{{ .Release.Name }}\n{{- end -}}\n\
+                   {{- range .Values.l }}\n- {{ .k }}/{{ .sel | default (\"none\") }}{{ end }}";
+        assert!(render(src).is_err(), "parentheses stay outside the subset");
+        let src = "{{- define \"n\" -}}\n{{ .Release.Name }}\n{{- end -}}\n\
+                   {{- range .Values.l }}\n- {{ .k }} {{ .sel | default \"none\" }} \
+                   {{ include \"n\" $ }} {{ $.Values.a.s }}{{ end }}";
+        assert_eq!(render(src).unwrap(), "\n- 1 none r x\n- 2 y r x");
+        assert_eq!(
+            render("{{ range .Values.l }}{{ if not .sel }}-{{ toYaml . }}{{ end }}{{ end }}")
+                .unwrap(),
+            "-k: 1"
+        );
+        assert_eq!(render("{{ range .Values.a.nope }}x{{ end }}").unwrap(), "");
+        let e = render("{{- define \"n\" -}}x{{- end -}}{{ include \"n\" .Values.a }}");
+        assert!(e.unwrap_err().contains("root context"));
+    }
+
+    #[test]
     fn what_helm_would_print_as_no_value_is_an_error() {
         assert!(render("{{ .Values.a.nope }}").is_err());
         assert!(
@@ -595,7 +667,12 @@ mod tests {
                 .unwrap_err()
                 .contains("need it")
         );
-        assert!(render("{{ range .Values.a }}{{ end }}").is_err());
+        assert!(
+            render("{{ range .Values.a }}{{ end }}").is_err(),
+            "range over a map"
+        );
+        assert!(render("{{ range .Values.l }}{{ else }}{{ end }}").is_err());
+        assert!(render("{{ $x := 1 }}").is_err(), "variables");
         assert!(render("{{ .Values.a.s | upper }}").is_err());
     }
 }

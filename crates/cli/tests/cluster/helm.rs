@@ -1,7 +1,8 @@
-//! The chart with the real `helm`: it lints and renders with the values the seeds use, it
-//! installs into the real control plane (CRDs included), and a controller given only the
-//! chart's ServiceAccount token provisions and consolidates, so the chart's RBAC is enough for
-//! every loop.
+//! The charts with the real `helm`: they lint and render with the values the seeds use, the
+//! main chart installs into the real control plane (CRDs included) and names the v0.x values
+//! it cannot take in its notes, the CRD-only chart takes the CRDs over and `helm upgrade`
+//! changes them, and a controller given only the chart's ServiceAccount token provisions and
+//! consolidates, so the chart's RBAC is enough for every loop.
 
 use std::time::Duration;
 
@@ -31,11 +32,67 @@ settings:
     spotToSpotConsolidation: false
 "#;
 
+/// Seed 002's `helm upgrade --install --set` flags (Karpenter v0.26's names).
+const SEED_002_SETS: [&str; 6] = [
+    "--set",
+    "serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::020213277421:role/copper-karpenter-irsa-role",
+    "--set",
+    "settings.aws.clusterName=copper",
+    "--set",
+    "settings.aws.defaultInstanceProfile=copper-karpenter-node",
+];
+
 fn chart() -> String {
     repo_root()
         .join("charts/nodewright")
         .to_string_lossy()
         .into_owned()
+}
+
+fn crd_chart() -> String {
+    repo_root()
+        .join("charts/nodewright-crd")
+        .to_string_lossy()
+        .into_owned()
+}
+
+const EC2NODECLASS_CRD: &str = "karpenter.k8s.aws_ec2nodeclasses.yaml";
+
+/// A copy of the CRD chart whose EC2NodeClass CRD lacks `spec.detailedMonitoring`, standing
+/// in for an older release of it.
+fn older_crd_chart(dir: &std::path::Path) -> String {
+    let old = dir.join("nodewright-crd-old");
+    std::fs::create_dir_all(old.join("templates")).unwrap();
+    let src = repo_root().join("charts/nodewright-crd");
+    for f in ["Chart.yaml", "values.yaml"] {
+        std::fs::copy(src.join(f), old.join(f)).unwrap();
+    }
+    for e in std::fs::read_dir(src.join("templates")).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_owned();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        if name == EC2NODECLASS_CRD {
+            let mut crd: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+            let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+                ["properties"];
+            let removed = spec.as_mapping_mut().unwrap().remove("detailedMonitoring");
+            assert!(removed.is_some(), "the CRD has spec.detailedMonitoring");
+            text = serde_yaml::to_string(&crd).unwrap();
+        }
+        std::fs::write(old.join("templates").join(name), text).unwrap();
+    }
+    old.to_string_lossy().into_owned()
+}
+
+/// The EC2NodeClass CRD's schema type of `spec.detailedMonitoring`, as the API server has it.
+fn detailed_monitoring_type(cp: &ControlPlane) -> String {
+    cp.kubectl(&[
+        "get",
+        "crd",
+        "ec2nodeclasses.karpenter.k8s.aws",
+        "-o",
+        "jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.detailedMonitoring.type}",
+    ])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,12 +107,25 @@ async fn the_chart_installs_and_its_service_account_runs_every_loop() {
         .join("charts/nodewright/ci/local-values.yaml")
         .to_string_lossy()
         .into_owned();
+    let main_chart = chart();
+    let seed_002: Vec<&str> = ["lint", "--strict", &main_chart]
+        .into_iter()
+        .chain(SEED_002_SETS)
+        .collect();
     for args in [
         vec!["lint", "--strict", &chart(), "-f", &values],
         vec!["lint", "--strict", &chart(), "-f", &local],
+        seed_002,
+        vec!["lint", "--strict", &crd_chart()],
     ] {
         succeed("helm", &args, cp.helm(&args));
     }
+    let crds = succeed(
+        "helm",
+        &["template"],
+        cp.helm(&["template", "nodewright-crd", &crd_chart()]),
+    );
+    assert_eq!(crds.matches("kind: CustomResourceDefinition").count(), 3);
     let rendered = succeed(
         "helm",
         &["template"],
@@ -71,6 +141,32 @@ async fn the_chart_installs_and_its_service_account_runs_every_loop() {
     );
     assert!(rendered.contains("kind: Deployment"), "{rendered}");
     assert!(rendered.contains("name: INTERRUPTION_QUEUE"), "{rendered}");
+    // Seed 000's `kubectl logs -l app.kubernetes.io/name=karpenter` finds the pods.
+    assert!(
+        rendered.contains(
+            "  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: karpenter\n"
+        ),
+        "{rendered}"
+    );
+    // Seed 002's v0.26 flags install, and the notes name the value v1 has no setting for.
+    let args: Vec<&str> = [
+        "install",
+        "karpenter",
+        &main_chart,
+        "-n",
+        "karpenter",
+        "--dry-run=client",
+    ]
+    .into_iter()
+    .chain(SEED_002_SETS)
+    .collect();
+    let dry = succeed("helm", &args, cp.helm(&args));
+    assert!(
+        dry.contains("WARNING: settings.aws.defaultInstanceProfile is set and has no effect")
+            && dry.contains("nodewright convert --default-instance-profile copper-karpenter-node")
+            && dry.contains("value: \"copper\""),
+        "{dry}"
+    );
 
     succeed(
         "helm",
@@ -92,6 +188,61 @@ async fn the_chart_installs_and_its_service_account_runs_every_loop() {
         "--timeout=60s",
         "crd/nodepools.karpenter.sh",
         "crd/nodeclaims.karpenter.sh",
+        "crd/ec2nodeclasses.karpenter.k8s.aws",
+    ]);
+
+    // The CRD-only chart takes over the CRDs the main chart installed (the README's steps),
+    // and `helm upgrade` of it changes them: here from an older copy lacking a field.
+    let crd_names = [
+        "crd/nodepools.karpenter.sh",
+        "crd/nodeclaims.karpenter.sh",
+        "crd/ec2nodeclasses.karpenter.k8s.aws",
+    ];
+    for meta in [
+        vec!["label", "app.kubernetes.io/managed-by=Helm"],
+        vec!["annotate", "meta.helm.sh/release-name=nodewright-crd"],
+        vec!["annotate", "meta.helm.sh/release-namespace=nodewright"],
+    ] {
+        let args: Vec<&str> = meta[..1]
+            .iter()
+            .copied()
+            .chain(crd_names)
+            .chain([meta[1], "--overwrite"])
+            .collect();
+        cp.kubectl(&args);
+    }
+    assert_eq!(detailed_monitoring_type(&cp), "boolean");
+    let older = older_crd_chart(&cp.dir);
+    succeed(
+        "helm",
+        &["install"],
+        cp.helm(&["install", "nodewright-crd", &older, "-n", "nodewright"]),
+    );
+    assert_eq!(
+        detailed_monitoring_type(&cp),
+        "",
+        "the older CRD was applied"
+    );
+    succeed(
+        "helm",
+        &["upgrade"],
+        cp.helm(&[
+            "upgrade",
+            "nodewright-crd",
+            &crd_chart(),
+            "-n",
+            "nodewright",
+        ]),
+    );
+    assert_eq!(
+        detailed_monitoring_type(&cp),
+        "boolean",
+        "helm upgrade upgraded the CRD"
+    );
+    cp.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
         "crd/ec2nodeclasses.karpenter.k8s.aws",
     ]);
 
