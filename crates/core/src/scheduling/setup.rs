@@ -248,7 +248,7 @@ pub fn kube_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     key(a)
         .cmp(&key(b))
         .then_with(|| a.namespace.cmp(&b.namespace))
-        .then_with(|| owner(a).cmp(&owner(b)))
+        .then_with(|| owner(a).cmp(owner(b)))
         .then_with(|| a.name.cmp(&b.name))
 }
 
@@ -282,10 +282,7 @@ pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
 }
 
 /// [`pods_to_schedule`] in the order `cmp` gives.
-pub fn pods_to_schedule_by(
-    s: &Snapshot,
-    cmp: fn(&Pod, &Pod) -> std::cmp::Ordering,
-) -> Vec<usize> {
+pub fn pods_to_schedule_by(s: &Snapshot, cmp: fn(&Pod, &Pod) -> std::cmp::Ordering) -> Vec<usize> {
     let deleting: BTreeSet<&str> = s
         .nodes
         .iter()

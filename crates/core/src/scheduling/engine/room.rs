@@ -73,10 +73,13 @@ impl Room {
     /// kube-scheduler's `LeastAllocated` preference, for simulations of what it will do.
     pub fn emptiest_from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
         let start = self.base.partition_point(|e| e.0 < need);
-        let base = self.base[start..].iter().rev().filter_map(move |&(free, c)| {
-            let i = self.solve_index(c)?;
-            (!self.is_moved(i)).then_some((free, i))
-        });
+        let base = self.base[start..]
+            .iter()
+            .rev()
+            .filter_map(move |&(free, c)| {
+                let i = self.solve_index(c)?;
+                (!self.is_moved(i)).then_some((free, i))
+            });
         Merge {
             a: base.peekable(),
             b: self.changed.range((need, 0)..).rev().copied().peekable(),
