@@ -336,6 +336,21 @@ pub struct Settings {
     /// Drives concurrency, as upstream: millicores requested by the controller pod.
     #[arg(long, env = "CPU_REQUESTS", default_value_t = 1000)]
     pub cpu_requests: u32,
+    /// Karpenter's pprof handlers; nodewright has none, so `true` stops the start.
+    #[arg(long, env = "ENABLE_PROFILING", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_profiling: bool,
+    /// Karpenter's Go memory limit (bytes, -1 for none); only -1 is taken here.
+    #[arg(long, env = "MEMORY_LIMIT", default_value_t = -1, allow_negative_numbers = true)]
+    pub memory_limit: i64,
+    /// Where logs go; only `stdout` is taken here.
+    #[arg(long, env = "LOG_OUTPUT_PATHS", default_value = "stdout")]
+    pub log_output_paths: String,
+    /// Where the logger's own errors go; only `stderr` is taken here.
+    #[arg(long, env = "LOG_ERROR_OUTPUT_PATHS", default_value = "stderr")]
+    pub log_error_output_paths: String,
+    /// Default topology spread constraints for pods without any; only empty is taken here.
+    #[arg(long, env = "SCHEDULER_CONFIG", default_value = "")]
+    pub scheduler_config: String,
 }
 
 impl Default for Settings {
@@ -381,6 +396,11 @@ impl Settings {
             ignore_dra_requests: true,
             disable_cluster_state_observability: false,
             cpu_requests: 1000,
+            enable_profiling: false,
+            memory_limit: -1,
+            log_output_paths: "stdout".into(),
+            log_error_output_paths: "stderr".into(),
+            scheduler_config: String::new(),
         }
     }
 
@@ -450,6 +470,39 @@ impl Settings {
             return Err(unbuilt(
                 "IGNORE_DRA_REQUESTS",
                 "false (scheduling pods' dynamic resource claims)",
+            ));
+        }
+        if self.enable_profiling {
+            return Err(unbuilt("ENABLE_PROFILING", "true (pprof handlers)"));
+        }
+        if self.memory_limit != -1 {
+            return Err(SettingsError::Invalid {
+                field: "MEMORY_LIMIT",
+                reason: format!(
+                    "{}: it sets Go's garbage collector target, and nodewright has no garbage collector; leave it unset (the container's memory limit still applies)",
+                    self.memory_limit
+                ),
+            });
+        }
+        if self.log_output_paths.trim() != "stdout" {
+            return Err(unbuilt(
+                "LOG_OUTPUT_PATHS",
+                &format!("{:?} (logs go to stdout)", self.log_output_paths),
+            ));
+        }
+        if self.log_error_output_paths.trim() != "stderr" {
+            return Err(unbuilt(
+                "LOG_ERROR_OUTPUT_PATHS",
+                &format!(
+                    "{:?} (the logger's errors go to stderr)",
+                    self.log_error_output_paths
+                ),
+            ));
+        }
+        if !self.scheduler_config.trim().is_empty() {
+            return Err(unbuilt(
+                "SCHEDULER_CONFIG",
+                "a scheduler configuration (default topology spread constraints)",
             ));
         }
         Ok(())
@@ -618,6 +671,22 @@ mod tests {
                 "IGNORE_DRA_REQUESTS",
                 "false",
             ),
+            ("--enable-profiling", "ENABLE_PROFILING", "pprof"),
+            (
+                "--log-output-paths=/var/log/k.log",
+                "LOG_OUTPUT_PATHS",
+                "/var/log/k.log",
+            ),
+            (
+                "--log-error-output-paths=stdout",
+                "LOG_ERROR_OUTPUT_PATHS",
+                "stdout",
+            ),
+            (
+                "--scheduler-config={}",
+                "SCHEDULER_CONFIG",
+                "topology spread",
+            ),
         ] {
             let s = parse(&["--cluster-name=c", args]).unwrap();
             match s.validate() {
@@ -631,11 +700,22 @@ mod tests {
                 other => panic!("{args}: {other:?}"),
             }
         }
+        let s = parse(&["--cluster-name=c", "--memory-limit=1073741824"]).unwrap();
+        match s.validate() {
+            Err(SettingsError::Invalid { field, reason }) => {
+                assert_eq!(field, "MEMORY_LIMIT");
+                assert!(reason.contains("no garbage collector"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
         // Turned off explicitly, they are what nodewright does anyway.
         let s = parse(&[
             "--cluster-name=c",
             "--feature-gates=NodeRepair=false,StaticCapacity=false",
             "--ignore-dra-requests=true",
+            "--memory-limit=-1",
+            "--log-output-paths=stdout",
+            "--enable-profiling=false",
         ])
         .unwrap();
         assert_eq!(s.validate(), Ok(()));
