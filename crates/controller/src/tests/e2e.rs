@@ -370,12 +370,9 @@ async fn losing_the_lease_stops_writes() {
 async fn a_pool_converted_from_a_provisioner_labels_its_claims_the_old_way_too() {
     let h = Harness::new();
     h.nodepool("default", None);
-    let Some(Object::NodePool(np)) = h.api.get(Kind::NodePool, "default") else {
-        panic!("no pool")
-    };
-    let mut v = serde_json::to_value(&*np).unwrap();
-    v["metadata"]["annotations"]["nodewright.io/provisioner-name"] = json!("default");
-    h.api.put_value(Kind::NodePool, v);
+    h.edit_nodepool("default", |v| {
+        v["metadata"]["annotations"]["nodewright.io/provisioner-name"] = json!("default");
+    });
     h.pending_pod("web-1", "1500m");
     h.api.mark_synced();
     let (prov, _) = parts(&h);

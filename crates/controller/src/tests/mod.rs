@@ -32,8 +32,10 @@ use crate::memory::MemoryApi;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::state::{ClusterState, Kind, Object, SharedState};
+use crate::termination::Termination;
 use crate::write::KubeWriter;
 use cloud::TestCloud;
+use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::time::Timestamp;
 
 pub struct Harness {
@@ -95,6 +97,40 @@ impl Harness {
             self.metrics.clone(),
             self.events.clone(),
         )
+    }
+
+    /// The termination loop writing straight to the in-memory API (no leader gate).
+    pub fn termination(&self) -> Termination {
+        Termination::new(
+            self.state.clone(),
+            self.api.clone(),
+            self.cloud.clone(),
+            self.clock,
+            self.metrics.clone(),
+            self.events.clone(),
+        )
+    }
+
+    /// Every NodeClaim the in-memory API holds.
+    pub fn claims(&self) -> Vec<NodeClaim> {
+        self.api
+            .list(Kind::NodeClaim)
+            .into_iter()
+            .filter_map(|o| match o {
+                Object::NodeClaim(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Changes NodePool `name` as JSON and stores it again.
+    pub fn edit_nodepool(&self, name: &str, edit: impl FnOnce(&mut Value)) {
+        let Some(Object::NodePool(np)) = self.api.get(Kind::NodePool, name) else {
+            panic!("no NodePool {name}")
+        };
+        let mut v = serde_json::to_value(&*np).unwrap();
+        edit(&mut v);
+        self.api.put_value(Kind::NodePool, v);
     }
 
     pub fn nodepool(&self, name: &str, limits: Option<Value>) {

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::{Harness, pending_pod_json};
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
-use crate::state::{Kind, Object};
+use crate::state::Kind;
 use crate::write::KubeWriter;
 use crate::write::counting::CountingWriter;
 
@@ -26,31 +26,15 @@ fn settings(apply: impl FnOnce(&mut Settings)) -> Settings {
     s
 }
 
-fn claims(h: &Harness) -> Vec<NodeClaim> {
-    h.api
-        .list(Kind::NodeClaim)
-        .into_iter()
-        .filter_map(|o| match o {
-            Object::NodeClaim(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
-}
-
 /// A NodePool asking for more instance types than the catalog's three.
 fn pool_wanting_five_types(h: &Harness) {
     h.nodepool("default", None);
-    let Some(Object::NodePool(mut np)) = h.api.get(Kind::NodePool, "default") else {
-        panic!("no pool")
-    };
-    let mut v = serde_json::to_value(&*np).unwrap();
-    v["spec"]["template"]["spec"]["requirements"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 5}));
-    *np = serde_json::from_value(v).unwrap();
-    h.api
-        .put_value(Kind::NodePool, serde_json::to_value(&*np).unwrap());
+    h.edit_nodepool("default", |v| {
+        v["spec"]["template"]["spec"]["requirements"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 5}));
+    });
 }
 
 #[tokio::test(start_paused = true)]
@@ -93,7 +77,7 @@ async fn preference_policy_ignore_drops_a_preferred_zone() {
         let s = settings(|s| s.preference_policy = policy.into());
         let p = provisioner(&h, &s).provision().await.unwrap();
         assert_eq!(p.created.len(), 1, "{policy}: {p:?}");
-        let zones = zones(&claims(&h)[0]);
+        let zones = zones(&h.claims()[0]);
         assert_eq!(zones == ["us-east-1b"], want_only_b, "{policy}: {zones:?}");
     }
 }

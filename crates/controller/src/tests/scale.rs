@@ -8,7 +8,7 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use serde_json::json;
 
 use super::Harness;
-use crate::state::{Kind, Object, lock};
+use crate::state::{Kind, lock};
 
 const SIZES: [&str; 3] = ["500m", "1", "1500m"];
 
@@ -48,17 +48,6 @@ fn nominations(h: &Harness) -> BTreeMap<String, BTreeSet<String>> {
             .insert(claim);
     }
     out
-}
-
-fn claims(h: &Harness) -> Vec<NodeClaim> {
-    h.api
-        .list(Kind::NodeClaim)
-        .into_iter()
-        .filter_map(|o| match o {
-            Object::NodeClaim(c) => Some(*c),
-            _ => None,
-        })
-        .collect()
 }
 
 fn allowed_cpu(c: &NodeClaim) -> Vec<i64> {
@@ -115,7 +104,7 @@ async fn batches_with_claims_in_flight_place_every_pod_on_exactly_one_claim() {
         let to = nominated.get(name).cloned().unwrap_or_default();
         assert_eq!(to.len(), 1, "pod {name} nominated to {to:?}");
     }
-    let claims = claims(&h);
+    let claims = h.claims();
     let mut load: BTreeMap<String, i64> = BTreeMap::new();
     for (pod, to) in &nominated {
         let claim = to.iter().next().unwrap().clone();
@@ -156,7 +145,7 @@ async fn nodepool_limits_hold_across_batches_with_claims_in_flight() {
     let h = Harness::new();
     h.nodepool("default", Some(json!({"cpu": "40"})));
     let pods = waves(&h, 4, 80, &[2]).await;
-    let claims = claims(&h);
+    let claims = h.claims();
     assert!(!claims.is_empty());
     let held: i64 = claims
         .iter()

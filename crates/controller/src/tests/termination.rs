@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::Harness;
 use crate::state::{Kind, Object};
-use crate::termination::{Progress, Termination};
+use crate::termination::Progress;
 use crate::write::KubeWriter;
 
 /// Runs the loop until a claim is initialized on node `n1`; returns the claim's name.
@@ -88,14 +88,7 @@ async fn drain_goes_group_by_group_and_waits_for_pdbs() {
 
     let w: Arc<dyn KubeWriter> = h.api.clone();
     let life = h.lifecycle();
-    let term = Termination::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let term = h.termination();
 
     w.delete_nodeclaim(&claim).await.unwrap();
     life.reconcile_all().await; // deletes the node (held by its finalizer)
@@ -187,14 +180,7 @@ async fn a_do_not_disrupt_pod_is_not_evicted_but_waited_for_until_the_deadline()
 
     let w: Arc<dyn KubeWriter> = h.api.clone();
     let life = h.lifecycle();
-    let term = Termination::new(
-        h.state.clone(),
-        w.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let term = h.termination();
     w.delete_nodeclaim(&claim).await.unwrap();
     life.reconcile_all().await; // stamps the deadline and deletes the node
     life.reconcile_all().await;
