@@ -199,16 +199,22 @@ impl<'w> Engine<'w> {
         let need_cpu = c.requests.first().copied().unwrap_or(0);
         // 1. Existing nodes, then in-flight claims: the first with room, visiting those with
         // the least free cpu that still suffices first (a tight fit keeps big holes for big
-        // pods). Refusals that cannot change at this relaxation level are remembered.
+        // pods; emptiest first under `Options::emptiest_first`). Refusals that cannot change
+        // at this relaxation level are remembered.
         let mut found: Option<(usize, usize)> = None;
         let mut refused: Vec<usize> = Vec::new();
         let closed: &[u64] = if c.from_deleting { &[] } else { &self.closed };
         'tiers: for tier in [&self.node_room, &self.inflight_room] {
-            let order: Box<dyn Iterator<Item = (i64, usize)>> = if self.opts.emptiest_first {
-                Box::new(tier.emptiest_from(need_cpu))
+            // One of the two scans, without boxing it: this runs for every placement step.
+            let (tightest, emptiest) = if self.opts.emptiest_first {
+                (None, Some(tier.emptiest_from(need_cpu)))
             } else {
-                Box::new(tier.from(need_cpu))
+                (Some(tier.from(need_cpu)), None)
             };
+            let order = tightest
+                .into_iter()
+                .flatten()
+                .chain(emptiest.into_iter().flatten());
             for (_, ei) in order {
                 if (!closed.is_empty() && get_bit(closed, ei))
                     || self.is_dead_existing(ci, relax.level, ei)
