@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::disruption::candidates::DO_NOT_DISRUPT;
+use crate::disruption::command::Method;
 use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation};
 use crate::labels;
+use crate::model::NodeClaim;
 use crate::model::{
     Budget, BudgetNodes, CapacityType, InstanceType, Node, NodePool, Offering, OwnerRef, Pod,
     PodPhase,

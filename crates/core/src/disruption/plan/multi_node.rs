@@ -1,0 +1,51 @@
+//! Multi-node consolidation: the longest prefix of the admitted candidates (highest savings
+//! ratio first) that consolidates into at most one cheaper node, found by binary search.
+
+use super::{Consolidations, Round};
+use crate::disruption::candidates::Candidate;
+use crate::disruption::command::Method;
+use crate::disruption::consolidation;
+
+/// Pushes the command, if one is found, and says whether it was.
+pub(super) fn plan<'s>(
+    round: &mut Round<'s>,
+    sims: &Consolidations<'s>,
+    admitted: &[&Candidate<'s>],
+    all: &[Candidate<'s>],
+) -> bool {
+    let mut found = None;
+    let (mut lo, mut hi) = (2usize, admitted.len());
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        let prefix = &admitted[..mid];
+        // A simulation would reject it too: more than one new node, or one that costs as much
+        // as the prefix, is no command.
+        if sims.bounds().rules_out_together(prefix) {
+            hi = mid - 1;
+            continue;
+        }
+        let job = Consolidations::job(prefix, &round.taken);
+        let result = consolidation::decide(
+            &sims.prepared().simulate(&job.without, &job.pods),
+            prefix,
+            Method::MultiNodeConsolidation,
+            round.settings.features,
+        )
+        .and_then(|cmd| consolidation::approve_balanced(cmd, prefix, all));
+        match result {
+            Ok(cmd) => {
+                found = Some((mid, cmd));
+                lo = mid + 1;
+            }
+            Err(_) => hi = mid - 1,
+        }
+    }
+    let Some((n, cmd)) = found else {
+        return false;
+    };
+    for c in &admitted[..n] {
+        round.budgets.record(&c.nodepool.name, 1);
+    }
+    round.push(cmd);
+    true
+}
