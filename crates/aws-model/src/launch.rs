@@ -132,31 +132,8 @@ impl LaunchError {
     }
 }
 
-/// Whether `r` admits a label with value `v` (`None`: the label is absent).
-fn allows(r: &Requirement, v: Option<&str>) -> bool {
-    let num = |v: &str| v.parse::<i64>().ok();
-    let bound = r.values.first().and_then(|b| num(b));
-    match (r.operator, v) {
-        (Operator::In, Some(v)) => r.values.iter().any(|x| x == v),
-        (Operator::In, None) => false,
-        (Operator::NotIn, v) => v.is_none_or(|v| !r.values.iter().any(|x| x == v)),
-        (Operator::Exists, v) => v.is_some(),
-        (Operator::DoesNotExist, v) => v.is_none(),
-        (op, Some(v)) => match (num(v), bound) {
-            (Some(n), Some(b)) => match op {
-                Operator::Gt => n > b,
-                Operator::Lt => n < b,
-                Operator::Gte => n >= b,
-                _ => n <= b,
-            },
-            _ => false,
-        },
-        (_, None) => false,
-    }
-}
-
 fn all_allow(reqs: &[Requirement], key: &str, v: Option<&str>) -> bool {
-    reqs.iter().filter(|r| r.key == key).all(|r| allows(r, v))
+    reqs.iter().filter(|r| r.key == key).all(|r| r.admits(v))
 }
 
 /// The type's labels are compatible with the claim: every label the type describes is one

@@ -42,8 +42,8 @@ fn offering_ok(offering: &Offering, requirements: &[Requirement]) -> bool {
     requirements
         .iter()
         .all(|r| match labels::normalize_key(&r.key) {
-            labels::ZONE => admits(r, Some(&offering.zone)),
-            labels::CAPACITY_TYPE => admits(r, Some(offering.capacity_type.as_str())),
+            labels::ZONE => r.admits(Some(&offering.zone)),
+            labels::CAPACITY_TYPE => r.admits(Some(offering.capacity_type.as_str())),
             _ => true,
         })
 }
@@ -57,24 +57,8 @@ fn type_ok(it: &InstanceType, requirements: &[Requirement]) -> bool {
         let key = labels::normalize_key(&r.key);
         // Zone and capacity type belong to offerings, whatever the type lists for them.
         let offering_key = key == labels::ZONE || key == labels::CAPACITY_TYPE;
-        offering_key || !defined.contains(key) || admits(r, labels.get(key).copied())
+        offering_key || !defined.contains(key) || r.admits(labels.get(key).copied())
     })
-}
-
-/// Whether one requirement admits `value` (absent when the node would not carry the label).
-pub fn admits(r: &Requirement, value: Option<&str>) -> bool {
-    let num = |v: &str| v.parse::<i64>().ok();
-    let bound = || r.values.first().and_then(|v| num(v));
-    match r.operator {
-        Operator::In => value.is_some_and(|v| r.values.iter().any(|x| x == v)),
-        Operator::NotIn => value.is_none_or(|v| !r.values.iter().any(|x| x == v)),
-        Operator::Exists => value.is_some(),
-        Operator::DoesNotExist => value.is_none(),
-        Operator::Gt => matches!((value.and_then(num), bound()), (Some(v), Some(b)) if v > b),
-        Operator::Lt => matches!((value.and_then(num), bound()), (Some(v), Some(b)) if v < b),
-        Operator::Gte => matches!((value.and_then(num), bound()), (Some(v), Some(b)) if v >= b),
-        Operator::Lte => matches!((value.and_then(num), bound()), (Some(v), Some(b)) if v <= b),
-    }
 }
 
 /// Whether `offering` of `it` satisfies the requirements.
@@ -249,16 +233,5 @@ mod tests {
         let types = catalog();
         assert!(!compatible(&types[0], &types[0].offerings[0], &reqs));
         assert!(compatible(&types[0], &types[0].offerings[1], &reqs));
-    }
-
-    #[test]
-    fn operators() {
-        let r = |op, v: &[&str]| Requirement::new("k", op, v);
-        assert!(admits(&r(Operator::NotIn, &["x"]), None));
-        assert!(!admits(&r(Operator::NotIn, &["x"]), Some("x")));
-        assert!(admits(&r(Operator::Gte, &["4"]), Some("4")));
-        assert!(!admits(&r(Operator::Lt, &["4"]), Some("4")));
-        assert!(!admits(&r(Operator::Gt, &["4"]), Some("abc")));
-        assert!(admits(&r(Operator::Lte, &["4"]), Some("3")));
     }
 }

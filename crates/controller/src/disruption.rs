@@ -20,6 +20,7 @@
 //! instance types cannot all be, is rejected there.
 
 mod consolidated;
+pub mod events;
 pub mod journal;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,8 +52,8 @@ use tracing::{info, warn};
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
 use crate::conditions::{self as cond, DISRUPTION_REASON, INITIALIZED};
-use crate::events::{self, EventSink, ObjectRef};
-use crate::lifecycle::{DISRUPTED_TAINT, consolidation_policy, termination_mode};
+use crate::events::{Event, EventSink, ObjectRef};
+use crate::lifecycle::{consolidation_policy, termination_mode};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::provisioner::{snapshot, submit_claim};
@@ -62,6 +63,7 @@ use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, NodePatch, WriteError};
 use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
+use nodewright_core::taints::DISRUPTED_TAINT;
 
 /// Verdict codes that mean "something forbids disrupting this node now" (upstream's
 /// `DisruptionBlocked`), and those that mean "consolidation found nothing better"
@@ -478,7 +480,7 @@ impl Disruptor {
             if !events::announces_block(&v.code) {
                 continue;
             }
-            let make: fn(ObjectRef, &str) -> events::Event = if BLOCKED.contains(&v.code.as_str()) {
+            let make: fn(ObjectRef, &str) -> Event = if BLOCKED.contains(&v.code.as_str()) {
                 events::disruption_blocked
             } else if UNCONSOLIDATABLE.contains(&v.code.as_str()) {
                 events::unconsolidatable

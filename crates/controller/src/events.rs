@@ -155,7 +155,7 @@ impl Event {
     }
 
     /// De-duplicated on the object and `extra` values for `timeout`.
-    fn dedupe_on(mut self, extra: &[&str], timeout: Duration) -> Self {
+    pub(crate) fn dedupe_on(mut self, extra: &[&str], timeout: Duration) -> Self {
         let mut values = vec![self.regarding.identity()];
         values.extend(extra.iter().map(|v| (*v).to_owned()));
         self.dedupe = Some(Dedupe { values, timeout });
@@ -163,11 +163,11 @@ impl Event {
     }
 
     /// De-duplicated on the object alone for the default timeout.
-    fn dedupe_object(self) -> Self {
+    pub(crate) fn dedupe_object(self) -> Self {
         self.dedupe_on(&[], DEFAULT_DEDUPE_TIMEOUT)
     }
 
-    fn limited(mut self, limit: Limit) -> Self {
+    pub(crate) fn limited(mut self, limit: Limit) -> Self {
         self.limit = Some(limit);
         self
     }
@@ -219,10 +219,10 @@ impl EventSink for NoEvents {
     fn publish(&self, _event: Event) {}
 }
 
-// ---- constructors: reasons and messages as upstream writes them ----
+// ---- shared by the constructors each loop keeps beside it (`provisioner/events.rs` ...) ----
 
 /// Upstream capitalises the reason in disruption messages ("Disrupting Node: Underutilized").
-fn title(reason: &str) -> String {
+pub(crate) fn title(reason: &str) -> String {
     let mut chars = reason.chars();
     match chars.next() {
         Some(c) => c.to_uppercase().chain(chars).collect(),
@@ -230,376 +230,8 @@ fn title(reason: &str) -> String {
     }
 }
 
-/// Scheduling: the pod will land on `nodeclaim` (and `node`, when it already exists).
-pub fn nominated(pod: ObjectRef, nodeclaim: &str) -> Event {
-    Event::new(
-        pod,
-        EventType::Normal,
-        "Nominated",
-        format!("Pod should schedule on: nodeclaim/{nodeclaim}"),
-    )
-    .dedupe_object()
-    .limited(Limit::PodNomination)
-}
-
-pub fn nominated_on_node(pod: ObjectRef, node: &str, nodeclaim: Option<&str>) -> Event {
-    let target = match nodeclaim {
-        Some(nc) => format!("nodeclaim/{nc}, node/{node}"),
-        None => format!("node/{node}"),
-    };
-    Event::new(
-        pod,
-        EventType::Normal,
-        "Nominated",
-        format!("Pod should schedule on: {target}"),
-    )
-    .dedupe_object()
-    .limited(Limit::PodNomination)
-}
-
-pub fn failed_scheduling(pod: ObjectRef, error: &str) -> Event {
-    Event::new(
-        pod,
-        EventType::Warning,
-        "FailedScheduling",
-        format!("Failed to schedule pod, {error}"),
-    )
-    .dedupe_on(&[], Duration::from_secs(300))
-}
-
-pub fn no_compatible_instance_types(nodepool: ObjectRef) -> Event {
-    Event::new(
-        nodepool,
-        EventType::Warning,
-        "NoCompatibleInstanceTypes",
-        "NodePool requirements filtered out all compatible available instance types",
-    )
-    // The instance types on offer change as capacity comes and goes.
-    .dedupe_on(&[], Duration::from_secs(60))
-}
-
-/// Disruption: a replacement for a disrupted node is being launched.
-pub fn disruption_launching(nodeclaim: ObjectRef, reason: &str) -> Event {
-    Event::new(
-        nodeclaim,
-        EventType::Normal,
-        "DisruptionLaunching",
-        format!("Launching NodeClaim: {}", title(reason)),
-    )
-    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-pub fn disruption_waiting_readiness(nodeclaim: ObjectRef) -> Event {
-    Event::new(
-        nodeclaim,
-        EventType::Normal,
-        "DisruptionWaitingReadiness",
-        "Waiting on readiness to continue disruption",
-    )
-    .dedupe_object()
-}
-
-/// Sent for the Node and for its NodeClaim.
-pub fn disruption_terminating(object: ObjectRef, reason: &str) -> Event {
-    Event::new(
-        object,
-        EventType::Normal,
-        "DisruptionTerminating",
-        format!("Disrupting Node: {}", title(reason)),
-    )
-    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-/// Why a node (or claim) cannot be disrupted right now.
-pub fn disruption_blocked(object: ObjectRef, reason: &str) -> Event {
-    Event::new(object, EventType::Normal, "DisruptionBlocked", reason).dedupe_object()
-}
-
-/// Whether a node blocked for the verdict `code` gets a `DisruptionBlocked` event. Not when
-/// the block is `karpenter.sh/do-not-disrupt` on the node or on one of its pods: that is a
-/// user's deliberate choice, not a problem to point out, and upstream stays silent about it
-/// (the node is still left alone, and its verdict still logged).
-pub fn announces_block(code: &str) -> bool {
-    !matches!(code, "node-do-not-disrupt" | "pod-do-not-disrupt")
-}
-
-pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
-    Event::new(
-        nodepool,
-        EventType::Normal,
-        "DisruptionBlocked",
-        "No allowed disruptions due to blocking budget",
-    )
-    // A budget can change every minute.
-    .dedupe_on(&[], Duration::from_secs(60))
-}
-
-pub fn nodepool_blocked_for_reason(nodepool: ObjectRef, reason: &str) -> Event {
-    Event::new(
-        nodepool,
-        EventType::Normal,
-        "DisruptionBlocked",
-        format!("No allowed disruptions for disruption reason {reason} due to blocking budget"),
-    )
-    .dedupe_on(&[reason], Duration::from_secs(60))
-}
-
-pub fn unconsolidatable(object: ObjectRef, reason: &str) -> Event {
-    Event::new(object, EventType::Normal, "Unconsolidatable", reason)
-        .dedupe_on(&[], Duration::from_secs(15 * 60))
-}
-
-/// Termination: a pod was evicted from a draining node.
-pub fn evicted(pod: ObjectRef, reason: &str) -> Event {
-    Event::new(
-        pod,
-        EventType::Normal,
-        "Evicted",
-        format!("Evicted pod: {reason}"),
-    )
-    .dedupe_object()
-}
-
-/// A pod deleted because the node's termination grace period ran out.
-pub fn disrupted_pod_delete(
-    pod: ObjectRef,
-    node_termination_time: &str,
-    grace_seconds: i64,
-    pod_grace_seconds: Option<i64>,
-) -> Event {
-    let pod_grace = pod_grace_seconds.map_or_else(|| "<nil>".to_owned(), |s| s.to_string());
-    Event::new(
-        pod,
-        EventType::Normal,
-        "Disrupted",
-        format!(
-            "Deleting the pod to accommodate the terminationTime {node_termination_time} of the node. The pod was granted {grace_seconds} seconds of grace-period of its {pod_grace} terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation."
-        ),
-    )
-    .dedupe_object()
-}
-
-pub fn failed_draining(node: ObjectRef, error: &str) -> Event {
-    Event::new(
-        node,
-        EventType::Warning,
-        "FailedDraining",
-        format!("Failed to drain node, {error}"),
-    )
-    .dedupe_object()
-}
-
-pub fn termination_grace_period_expiring(object: ObjectRef, deadline: &str) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "TerminationGracePeriodExpiring",
-        format!("All pods will be deleted by {deadline}"),
-    )
-    .dedupe_object()
-}
-
-pub fn failed_termination(object: ObjectRef, error: &str) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "FailedTermination",
-        format!("Failed to terminate, {error}"),
-    )
-    .dedupe_object()
-}
-
-pub fn awaiting_volume_detachment(node: ObjectRef, count: usize) -> Event {
-    Event::new(
-        node,
-        EventType::Normal,
-        "AwaitingVolumeDetachment",
-        format!("Awaiting deletion of bound volumeattachments ({count})"),
-    )
-    .dedupe_object()
-}
-
-/// A status condition of `object` changed status (`from` is `Unknown` when it was absent).
-/// Upstream's status controller reports every such change with the condition type as the
-/// reason; on a NodeClaim these are the `Launched`, `Registered`, `Initialized` and `Ready`
-/// events `kubectl describe` shows.
-///
-/// De-duplicated on the transition itself (object, from, to and the condition's reason), not
-/// on the object alone: a condition that flaps publishes each direction at most once per two
-/// minutes, while a change after a change (Ready lost, then regained) is always published.
-pub fn condition_transitioned(
-    object: ObjectRef,
-    type_: &str,
-    from: &str,
-    to: &str,
-    reason: &str,
-    message: &str,
-) -> Event {
-    let mut text = format!(
-        "Status condition transitioned, Type: {type_}, Status: {from} -> {to}, Reason: {reason}"
-    );
-    if !message.is_empty() {
-        text.push_str(", Message: ");
-        text.push_str(message);
-    }
-    Event::new(object, EventType::Normal, type_, text)
-        .dedupe_on(&[from, to, reason], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-/// Lifecycle: the launch failed for want of capacity.
-pub fn insufficient_capacity(nodeclaim: ObjectRef, error: &str) -> Event {
-    let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));
-    Event::new(
-        nodeclaim,
-        EventType::Warning,
-        "InsufficientCapacityError",
-        msg,
-    )
-    .dedupe_object()
-}
-
-pub fn nodeclass_not_ready(nodeclaim: ObjectRef, error: &str) -> Event {
-    let msg = format!("NodeClaim {} event: {}", nodeclaim.name, truncate(error));
-    Event::new(nodeclaim, EventType::Warning, "NodeClassNotReady", msg).dedupe_object()
-}
-
-pub fn unregistered_taint_missing(node: ObjectRef) -> Event {
-    Event::new(
-        node,
-        EventType::Warning,
-        "UnregisteredTaintMissing",
-        "Missing karpenter.sh/unregistered taint which prevents registration related race conditions on Karpenter managed nodes",
-    )
-    .dedupe_object()
-}
-
-pub fn failed_consistency_check(nodeclaim: ObjectRef, message: &str) -> Event {
-    Event::new(
-        nodeclaim,
-        EventType::Warning,
-        "FailedConsistencyCheck",
-        message,
-    )
-    // Another failed check on the same claim is news.
-    .dedupe_on(&[message], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-/// Pod annotation: a `karpenter.sh/do-not-disrupt` value that is neither "true" nor a
-/// positive duration.
-pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
-    Event::new(
-        pod,
-        EventType::Warning,
-        "InvalidDoNotDisruptAnnotation",
-        format!(
-            "Invalid karpenter.sh/do-not-disrupt annotation value {value:?}, ignoring annotation. Use 'true' or a duration like '5m', '1h'"
-        ),
-    )
-    .dedupe_on(&[value], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-/// AWS interruption events, each sent for the NodeClaim and for its Node and published once
-/// per object per two minutes, as upstream: a message the queue delivers again (SQS is
-/// at-least-once) or a health check that keeps failing is not news.
-pub fn spot_interrupted(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "SpotInterrupted",
-        "Spot interruption warning was triggered",
-    )
-    .dedupe_object()
-}
-
-pub fn spot_rebalance_recommendation(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Normal,
-        "SpotRebalanceRecommendation",
-        "Spot rebalance recommendation was triggered",
-    )
-    .dedupe_object()
-}
-
-pub fn instance_stopping(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "InstanceStopping",
-        "Instance is stopping",
-    )
-    .dedupe_object()
-}
-
-pub fn instance_terminating(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "InstanceTerminating",
-        "Instance is terminating",
-    )
-    .dedupe_object()
-}
-
-pub fn instance_unhealthy(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "InstanceUnhealthy",
-        "An unhealthy warning was triggered for the instance",
-    )
-    .dedupe_object()
-}
-
-pub fn capacity_reservation_interrupted(object: ObjectRef) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "CapacityReservationInstanceInterrupted",
-        "Capacity reservation interruption warning was triggered",
-    )
-    .dedupe_object()
-}
-
-/// Sent for the NodeClaim and for its Node, each message naming its own kind.
-pub fn terminating_on_interruption(object: ObjectRef) -> Event {
-    let message = format!("Interruption triggered termination for the {}", object.kind);
-    Event::new(
-        object,
-        EventType::Warning,
-        "TerminatingOnInterruption",
-        message,
-    )
-    .dedupe_object()
-}
-
-/// An ARC zonal shift moved traffic away from the zone the claim runs in. Sent for each claim
-/// in the zone, once per claim and zone within the dedupe window.
-pub fn zonal_shift_active(object: ObjectRef, zone: &str) -> Event {
-    Event::new(
-        object,
-        EventType::Warning,
-        "ZonalShiftActive",
-        format!(
-            "Zone {zone} is under an ARC zonal shift: no nodes launch there and termination waits until the shift ends"
-        ),
-    )
-    .dedupe_on(&[zone], DEFAULT_DEDUPE_TIMEOUT)
-}
-
-/// The ARC zonal shift away from the claim's zone ended.
-pub fn zonal_shift_cleared(object: ObjectRef, zone: &str) -> Event {
-    Event::new(
-        object,
-        EventType::Normal,
-        "ZonalShiftCleared",
-        format!("The ARC zonal shift away from zone {zone} ended"),
-    )
-    .dedupe_on(&[zone], DEFAULT_DEDUPE_TIMEOUT)
-}
-
 /// Long cloud errors (a fleet error lists every offering) are cut the way upstream cuts them.
-fn truncate(message: &str) -> String {
+pub(crate) fn truncate(message: &str) -> String {
     const MAX: usize = 1024;
     if message.len() <= MAX {
         return message.to_owned();
@@ -1058,6 +690,12 @@ async fn apply(client: &kube::Client, component: &str, instance: &str, write: Wr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disruption::events::*;
+    use crate::interruption::events::*;
+    use crate::lifecycle::events::*;
+    use crate::provisioner::events::*;
+    use crate::termination::events::*;
+    use crate::zonalshift::events::*;
 
     fn at(secs: i64) -> Timestamp {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
@@ -1358,11 +996,19 @@ mod tests {
     #[test]
     fn every_event_the_controller_builds_is_de_duplicated() {
         let events = every_constructor();
-        // A new constructor must be listed above (the count guards the list), and carry
-        // de-duplication values naming its object.
-        let source = include_str!("events.rs");
-        let code = &source[..source.find("#[cfg(test)]").unwrap()];
-        let constructors = code.matches("-> Event {").count();
+        // A new constructor (each loop keeps its own beside it) must be listed above (the count
+        // guards the list), and carry de-duplication values naming its object.
+        let constructors: usize = [
+            include_str!("disruption/events.rs"),
+            include_str!("interruption/events.rs"),
+            include_str!("lifecycle/events.rs"),
+            include_str!("provisioner/events.rs"),
+            include_str!("termination/events.rs"),
+            include_str!("zonalshift/events.rs"),
+        ]
+        .iter()
+        .map(|code| code.matches("-> Event {").count())
+        .sum();
         assert_eq!(events.len(), constructors);
         for e in &events {
             let d = e

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::Clock;
-use crate::events::{self, Event, EventSink, ObjectRef};
+use crate::events::{Event, EventSink, ObjectRef};
 use crate::lifecycle::{consolidation_policy, termination_mode};
 use crate::metrics::Metrics;
 use crate::state::{ClusterState, SharedState, lock};
@@ -439,6 +439,7 @@ impl InterruptionController {
     }
 }
 
+pub mod events;
 pub mod health;
 pub mod reservations;
 

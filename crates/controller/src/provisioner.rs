@@ -4,6 +4,8 @@
 //! Every pod placed on a claim is nominated to it (an event, and a record in the state so the
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
+pub mod events;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -27,7 +29,7 @@ use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
-use crate::events::{self, EventSink, ObjectRef};
+use crate::events::{EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{ClusterState, SharedState, convert, lock};

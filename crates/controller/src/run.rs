@@ -363,7 +363,8 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{MemoryEvents, ObjectRef, nominated};
+    use crate::events::{MemoryEvents, ObjectRef};
+    use crate::provisioner::events::nominated;
 
     #[test]
     fn only_the_leader_publishes_events() {

@@ -5,6 +5,8 @@
 //! termination deadline, with a grace period that ends at the deadline, terminate the
 //! instance until the cloud reports it gone, then release the finalizer.
 
+pub mod events;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,13 +23,14 @@ use tracing::{info, warn};
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
 use crate::conditions::{self as cond, DISRUPTION_REASON};
-use crate::events::{self, EventSink, ObjectRef};
-use crate::lifecycle::{DISRUPTED_TAINT, TERMINATION_TIMESTAMP};
+use crate::events::{EventSink, ObjectRef};
+use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
 use crate::write::claim_status::write_status;
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
+use nodewright_core::taints::DISRUPTED_TAINT;
 
 /// Pods stuck terminating longer than this are no longer waited for.
 const STUCK_TERMINATING: Duration = Duration::from_secs(60);

@@ -7,6 +7,8 @@
 //! [`decide`] is the pure half: the zones before and now and the claims in, the changes and
 //! events out. A failed poll changes nothing; the provider keeps its last answer too.
 
+pub mod events;
+
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,7 +19,7 @@ use nodewright_core::labels;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::events::{self, Event, EventSink, ObjectRef};
+use crate::events::{Event, EventSink, ObjectRef};
 use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
 

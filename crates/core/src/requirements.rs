@@ -3,6 +3,7 @@
 //! This is the input form shared by NodePools, pods (node selectors and node affinity) and
 //! instance types. The scheduler compiles these into interned, bitset-backed sets.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,6 +85,33 @@ impl Requirement {
     pub fn single(key: &str, value: &str) -> Self {
         Self::new(key, Operator::In, &[value])
     }
+
+    /// Whether a label with `value` (`None`: no such label) satisfies this requirement, by the
+    /// kube-scheduler's node-affinity rules: the numeric operators compare integers and fail
+    /// when either side is not one. This is the workspace's one matcher of a requirement
+    /// against a label; Karpenter's leniency for absent well-known labels is the caller's.
+    pub fn admits(&self, value: Option<&str>) -> bool {
+        let num = |v: &str| v.parse::<i64>().ok();
+        let numeric = |cmp: fn(i64, i64) -> bool| {
+            let bound = self.values.first().and_then(|b| num(b));
+            matches!((value.and_then(num), bound), (Some(v), Some(b)) if cmp(v, b))
+        };
+        match self.operator {
+            Operator::In => value.is_some_and(|v| self.values.iter().any(|x| x == v)),
+            Operator::NotIn => value.is_none_or(|v| !self.values.iter().any(|x| x == v)),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
+            Operator::Gt => numeric(|v, b| v > b),
+            Operator::Lt => numeric(|v, b| v < b),
+            Operator::Gte => numeric(|v, b| v >= b),
+            Operator::Lte => numeric(|v, b| v <= b),
+        }
+    }
+
+    /// [`Requirement::admits`] on the value `labels` hold for this requirement's key.
+    pub fn admits_labels(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.admits(labels.get(&self.key).map(String::as_str))
+    }
 }
 
 impl fmt::Display for Requirement {
@@ -103,4 +131,28 @@ impl fmt::Display for Requirement {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeSelectorTerm {
     pub match_expressions: Vec<Requirement>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_follows_node_affinity_rules() {
+        let r = |op, v: &[&str]| Requirement::new("k", op, v);
+        assert!(r(Operator::In, &["x", "y"]).admits(Some("y")));
+        assert!(!r(Operator::In, &["x"]).admits(None));
+        assert!(r(Operator::NotIn, &["x"]).admits(None));
+        assert!(!r(Operator::NotIn, &["x"]).admits(Some("x")));
+        assert!(r(Operator::Exists, &[]).admits(Some("")));
+        assert!(!r(Operator::DoesNotExist, &[]).admits(Some("")));
+        assert!(r(Operator::Gte, &["4"]).admits(Some("4")));
+        assert!(!r(Operator::Lt, &["4"]).admits(Some("4")));
+        assert!(!r(Operator::Gt, &["4"]).admits(Some("abc")));
+        assert!(!r(Operator::Gt, &["abc"]).admits(Some("5")));
+        assert!(!r(Operator::Gt, &["4"]).admits(None));
+        assert!(r(Operator::Lte, &["4"]).admits(Some("3")));
+        let labels = BTreeMap::from([("k".to_string(), "5".to_string())]);
+        assert!(r(Operator::Gt, &["4"]).admits_labels(&labels));
+    }
 }

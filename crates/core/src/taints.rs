@@ -2,6 +2,11 @@
 
 use std::fmt;
 
+/// The taint on a node being disrupted, so nothing new schedules onto it.
+pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+/// The taint a launched node registers with and keeps until the claim is registered.
+pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
     NoSchedule,

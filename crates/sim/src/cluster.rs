@@ -10,7 +10,7 @@ use nodewright_core::model::{
     CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
     PersistentVolumeClaim, Pod, PodPhase, Snapshot, StorageClass,
 };
-use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::requirements::Operator;
 use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::intern::FastMap;
 use nodewright_core::time::Timestamp;
@@ -825,23 +825,6 @@ pub fn node_labels(
     l.insert(labels::REGISTERED.into(), "true".into());
     l.insert(labels::INITIALIZED.into(), "true".into());
     l
-}
-
-/// Whether `labels` satisfy `r` (the kube-scheduler's node-affinity rules).
-pub fn label_matches(r: &Requirement, labels: &BTreeMap<String, String>) -> bool {
-    let v = labels.get(&r.key);
-    let num = |s: &String| s.parse::<i64>().ok();
-    let bound = || r.values.first().and_then(num);
-    match r.operator {
-        Operator::In => v.is_some_and(|v| r.values.contains(v)),
-        Operator::NotIn => v.is_none_or(|v| !r.values.contains(v)),
-        Operator::Exists => v.is_some(),
-        Operator::DoesNotExist => v.is_none(),
-        Operator::Gt => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a > b),
-        Operator::Lt => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a < b),
-        Operator::Gte => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a >= b),
-        Operator::Lte => matches!((v.and_then(num), bound()), (Some(a), Some(b)) if a <= b),
-    }
 }
 
 mod beside;

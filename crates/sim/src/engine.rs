@@ -26,7 +26,7 @@ use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
 use crate::cloud::{LaunchError, LaunchOption, SimCloud};
-use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, label_matches, node_labels};
+use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, node_labels};
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
 use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
@@ -36,8 +36,7 @@ use crate::scenario::InterruptTarget;
 /// The instant virtual time starts at: 2026-01-01T00:00:00Z, so cron budgets see a real date.
 pub const EPOCH: Timestamp = Timestamp(1_767_225_600_000);
 
-/// The taint Karpenter puts on a node it is about to disrupt.
-pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+use nodewright_core::taints::DISRUPTED_TAINT;
 
 /// What a timed step does, in core terms.
 #[derive(Clone, Debug)]

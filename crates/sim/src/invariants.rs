@@ -10,7 +10,7 @@ use nodewright_core::model::{Node, Pod};
 use nodewright_core::resources::NODES;
 use nodewright_core::taints::first_untolerated;
 
-use crate::cluster::{Cluster, SimClaim, label_matches};
+use crate::cluster::{Cluster, SimClaim};
 use crate::report::clock;
 
 mod incremental;
@@ -114,7 +114,7 @@ fn pod_violations<'c>(
             && !p.required_node_affinity.iter().any(|term| {
                 term.match_expressions
                     .iter()
-                    .all(|r| label_matches(r, &node.labels))
+                    .all(|r| r.admits_labels(&node.labels))
             }))
     {
         out.push(format!(
@@ -135,7 +135,7 @@ fn pod_violations<'c>(
             || pv.node_affinity.iter().any(|term| {
                 term.match_expressions
                     .iter()
-                    .all(|r| label_matches(r, &node.labels))
+                    .all(|r| r.admits_labels(&node.labels))
             });
         if !inside {
             out.push(format!(
@@ -154,7 +154,7 @@ fn pool_requirement(cluster: &Cluster, c: &SimClaim, node: &Node) -> Option<Stri
     pool.template
         .requirements
         .iter()
-        .find(|r| node.labels.contains_key(&r.key) && !label_matches(r, &node.labels))
+        .find(|r| node.labels.contains_key(&r.key) && !r.admits_labels(&node.labels))
         .map(|r| format!("node {} breaks its NodePool's requirement {r}", node.name))
 }
 

@@ -17,7 +17,7 @@ use nodewright_core::scheduling::solver::ports_conflict;
 use nodewright_core::taints::first_untolerated;
 use nodewright_core::time::Timestamp;
 
-use crate::cluster::{Cluster, Room, SimClaim, label_matches};
+use crate::cluster::{Cluster, Room, SimClaim};
 
 mod inter_pod;
 use inter_pod::InterPod;
@@ -59,7 +59,7 @@ fn unfit_given(
         && !pod.required_node_affinity.iter().any(|term| {
             term.match_expressions
                 .iter()
-                .all(|r| label_matches(r, &node.labels))
+                .all(|r| r.admits_labels(&node.labels))
         })
     {
         return Some("required node affinity does not match".into());

@@ -20,7 +20,7 @@ use nodewright_core::model::{InstanceType, NodePool};
 use nodewright_core::requirements::Operator;
 use serde_json::Value;
 
-use crate::cluster::{JobSpec, Workload, WorkloadKind, label_matches};
+use crate::cluster::{JobSpec, Workload, WorkloadKind};
 use crate::engine::{EngineInput, SimAction, TimedAction};
 use crate::scenario::{Action, Scenario, ScenarioError, limits};
 use crate::volumes::ClaimTemplate;
@@ -406,9 +406,9 @@ fn allowed_types(pool: &NodePool, types: &[InstanceType]) -> Vec<InstanceType> {
             }
             let labels_ok = pool.template.requirements.iter().all(|r| {
                 if let Some(v) = known.get(&r.key) {
-                    label_matches(r, &BTreeMap::from([(r.key.clone(), v.clone())]))
+                    r.admits(Some(v))
                 } else if absent.contains(r.key.as_str()) {
-                    label_matches(r, &BTreeMap::new())
+                    r.admits(None)
                 } else {
                     true
                 }
@@ -428,7 +428,7 @@ fn allowed_types(pool: &NodePool, types: &[InstanceType]) -> Vec<InstanceType> {
                             o.capacity_type.as_str().to_string(),
                         ),
                     ]);
-                    offering_reqs.iter().all(|r| label_matches(r, &l))
+                    offering_reqs.iter().all(|r| r.admits_labels(&l))
                 })
         })
         .cloned()

@@ -23,7 +23,7 @@ use nodewright_core::labels;
 use nodewright_core::model::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use nodewright_core::requirements::{NodeSelectorTerm, Operator, Requirement};
 
-use crate::cluster::{Cluster, label_matches};
+use crate::cluster::Cluster;
 
 /// One `spec.volumeClaimTemplates` entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ fn terms_match(terms: &[NodeSelectorTerm], node: &Node) -> bool {
         || terms.iter().any(|t| {
             t.match_expressions
                 .iter()
-                .all(|r| label_matches(r, &node.labels))
+                .all(|r| r.admits_labels(&node.labels))
         })
 }
 

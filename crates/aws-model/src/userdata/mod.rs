@@ -25,8 +25,7 @@ use crate::nodeclass::AmiFamily;
 pub const MAX_USER_DATA_BYTES: usize = 16384;
 /// Above this share of the limit a warning is returned.
 pub const WARN_FRACTION: f64 = 0.9;
-/// The taint every node registers with until Karpenter sees it join.
-pub const UNREGISTERED_TAINT_KEY: &str = "karpenter.sh/unregistered";
+use nodewright_core::taints::UNREGISTERED_TAINT;
 
 /// The kubelet fields of an EC2NodeClass, as written (quantities and durations as strings).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -101,7 +100,7 @@ pub fn registration_taints(taints: &[Taint], startup_taints: &[Taint]) -> Vec<Ta
             out.push(t.clone());
         }
     }
-    let unregistered = Taint::new(UNREGISTERED_TAINT_KEY, "", TaintEffect::NoExecute);
+    let unregistered = Taint::new(UNREGISTERED_TAINT, "", TaintEffect::NoExecute);
     if !out
         .iter()
         .any(|t| t.key == unregistered.key && t.effect == unregistered.effect)

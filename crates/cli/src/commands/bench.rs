@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use nodewright_api::interchange;
-use nodewright_core::bench::{self, Rng};
+use nodewright_core::bench;
 use nodewright_core::model::Snapshot;
+use nodewright_core::rng::Rng;
 use nodewright_core::scheduling::{self, Options, Plan};
 
 #[derive(Args, Debug)]

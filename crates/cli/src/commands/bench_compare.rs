@@ -12,8 +12,9 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use nodewright_api::interchange;
-use nodewright_core::bench::{self, Rng};
+use nodewright_core::bench;
 use nodewright_core::model::Snapshot;
+use nodewright_core::rng::Rng;
 use nodewright_core::scheduling::{self, Options, Plan};
 use serde_json::{Value, json};
 

@@ -9,12 +9,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use nodewright_core::bench::{self, Rng};
+use nodewright_core::bench;
 use nodewright_core::disruption::consolidation::Features;
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::upstream::{Search, cluster_cost, round, run_to_fixed_point};
 use nodewright_core::model::{OwnerRef, Snapshot};
+use nodewright_core::rng::Rng;
 use nodewright_core::scheduling::{self, launch::launch};
 use nodewright_core::time::Timestamp;
 

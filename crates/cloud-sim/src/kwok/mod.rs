@@ -17,7 +17,7 @@ pub mod pod;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent};
 pub use machines::{Machines, ProviderMachines};
-pub use node::{AGENT_LABEL, Action, UNREGISTERED_TAINT, desired_node, node_ip, node_name, plan};
+pub use node::{AGENT_LABEL, Action, desired_node, node_ip, node_name, plan};
 pub use pod::{
     Ending, Kubelet, PodAction, PodRef, RUN_FOR_ANNOTATION, ending, finished_status, pod_plan,
     running_status,

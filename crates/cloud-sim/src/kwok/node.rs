@@ -20,7 +20,7 @@ use crate::cloud::SimInstance;
 
 /// Marks the Nodes this agent registered, so it never touches anyone else's.
 pub const AGENT_LABEL: &str = "sim.nodewright/agent";
-pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
+use nodewright_core::taints::UNREGISTERED_TAINT;
 const KUBELET_VERSION: &str = "v1.33.0-eks-sim";
 
 /// `ip-10-x-y-z.ec2.internal`, derived from the provider id so the same instance always gets

@@ -19,9 +19,10 @@ use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::warn;
 
+use super::events;
 use super::{Deleter, Deletion, InstanceIndex, claim_ref, deletion};
 use crate::clock::{Clock, rfc3339};
-use crate::events::{self, Event, EventSink, ObjectRef};
+use crate::events::{Event, EventSink, ObjectRef};
 use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metrics::Metrics;
 use crate::state::{ClusterState, SharedState, lock};

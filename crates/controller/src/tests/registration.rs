@@ -10,8 +10,9 @@ use nodewright_cloud::Registration;
 
 use super::Harness;
 use crate::conditions as cond;
-use crate::lifecycle::{Outcome, UNREGISTERED_TAINT};
+use crate::lifecycle::Outcome;
 use crate::state::{Kind, Object};
+use nodewright_core::taints::UNREGISTERED_TAINT;
 
 const PARTITION: &str = "karpenter.k8s.aws/placement-group-partition";
 

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::bench::{Rng, instance_types, nodepool};
+use crate::bench::{instance_types, nodepool};
 use crate::labels;
 use crate::model::{CapacityType, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot};
 use crate::resources::{CPU, MEMORY, PODS, Resources};
+use crate::rng::Rng;
 use crate::time::Timestamp;
 
 const MI: i64 = 1 << 20;

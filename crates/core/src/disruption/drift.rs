@@ -33,18 +33,7 @@ pub fn label_satisfies(req: &Requirement, value: Option<&str>) -> bool {
             _ => labels::is_well_known(key),
         };
     };
-    let num = |s: &str| s.parse::<i64>().ok();
-    let bound = req.values.first().and_then(|b| num(b));
-    match req.operator {
-        Operator::In => req.values.iter().any(|x| x == v),
-        Operator::NotIn => !req.values.iter().any(|x| x == v),
-        Operator::Exists => true,
-        Operator::DoesNotExist => false,
-        Operator::Gt => matches!((num(v), bound), (Some(a), Some(b)) if a > b),
-        Operator::Lt => matches!((num(v), bound), (Some(a), Some(b)) if a < b),
-        Operator::Gte => matches!((num(v), bound), (Some(a), Some(b)) if a >= b),
-        Operator::Lte => matches!((num(v), bound), (Some(a), Some(b)) if a <= b),
-    }
+    req.admits(Some(v))
 }
 
 fn label<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {

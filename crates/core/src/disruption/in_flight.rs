@@ -35,8 +35,7 @@ use super::command::Command;
 use crate::model::{Node, Snapshot};
 use crate::taints::{Taint, TaintEffect};
 
-/// The taint of a node being disrupted: nothing new may land on it.
-pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
+use crate::taints::DISRUPTED_TAINT;
 
 /// The running commands as later rounds must see them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -401,7 +401,7 @@ pub(super) fn replacement_options(
                             o.capacity_type.as_str().to_string(),
                         ),
                     ]);
-                    reqs.iter().all(|r| label_matches(r, &labels))
+                    reqs.iter().all(|r| r.admits_labels(&labels))
                 })
                 .min_by(|a, b| {
                     a.price

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use nodewright_aws_model::{AmiFamily, NodeClassInput, Settings, SpotPrices, Zone};
-use nodewright_core::bench::Rng;
 use nodewright_core::labels::{self, aws};
 use nodewright_core::model::{
     DaemonSet, InclusionPolicy, InstanceType, Node, NodePool, OwnerRef, Pod, PodAffinityTerm,
@@ -17,6 +16,7 @@ use nodewright_core::model::{
 };
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::{self, Resources};
+use nodewright_core::rng::Rng;
 use nodewright_core::selector::LabelSelector;
 use nodewright_core::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 

@@ -163,7 +163,7 @@ proptest! {
         let b = solve(&s);
         prop_assert_eq!(&a, &b);
         let mut shuffled = s.clone();
-        let mut rng = crate::bench::Rng::new(seed);
+        let mut rng = crate::rng::Rng::new(seed);
         for i in (1..shuffled.pods.len()).rev() {
             let j = rng.below(i + 1);
             shuffled.pods.swap(i, j);

@@ -1,4 +1,5 @@
-//! A small seeded generator (SplitMix64), so every random choice in a run follows its seed.
+//! The one seeded generator (SplitMix64) of the workspace: the simulator's random events, the
+//! simulated cloud's ids and faults, and the benchmarks' workloads all follow their seed.
 
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -14,6 +15,15 @@ impl Rng {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
     }
 
     /// Uniform in `[0, 1)`.

@@ -1,0 +1,91 @@
+//! The disruption loop's events, with upstream's reasons and messages: a command's steps, and
+//! what blocks a node or a NodePool from being disrupted.
+
+use std::time::Duration;
+
+use crate::events::{DEFAULT_DEDUPE_TIMEOUT, Event, EventType, ObjectRef, title};
+
+/// Disruption: a replacement for a disrupted node is being launched.
+pub fn disruption_launching(nodeclaim: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        nodeclaim,
+        EventType::Normal,
+        "DisruptionLaunching",
+        format!("Launching NodeClaim: {}", title(reason)),
+    )
+    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+pub fn disruption_waiting_readiness(nodeclaim: ObjectRef) -> Event {
+    Event::new(
+        nodeclaim,
+        EventType::Normal,
+        "DisruptionWaitingReadiness",
+        "Waiting on readiness to continue disruption",
+    )
+    .dedupe_object()
+}
+
+/// Sent for the Node and for its NodeClaim.
+pub fn disruption_terminating(object: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "DisruptionTerminating",
+        format!("Disrupting Node: {}", title(reason)),
+    )
+    .dedupe_on(&[reason], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// Why a node (or claim) cannot be disrupted right now.
+pub fn disruption_blocked(object: ObjectRef, reason: &str) -> Event {
+    Event::new(object, EventType::Normal, "DisruptionBlocked", reason).dedupe_object()
+}
+
+/// Whether a node blocked for the verdict `code` gets a `DisruptionBlocked` event. Not when
+/// the block is `karpenter.sh/do-not-disrupt` on the node or on one of its pods: that is a
+/// user's deliberate choice, not a problem to point out, and upstream stays silent about it
+/// (the node is still left alone, and its verdict still logged).
+pub fn announces_block(code: &str) -> bool {
+    !matches!(code, "node-do-not-disrupt" | "pod-do-not-disrupt")
+}
+
+pub fn nodepool_blocked(nodepool: ObjectRef) -> Event {
+    Event::new(
+        nodepool,
+        EventType::Normal,
+        "DisruptionBlocked",
+        "No allowed disruptions due to blocking budget",
+    )
+    // A budget can change every minute.
+    .dedupe_on(&[], Duration::from_secs(60))
+}
+
+pub fn nodepool_blocked_for_reason(nodepool: ObjectRef, reason: &str) -> Event {
+    Event::new(
+        nodepool,
+        EventType::Normal,
+        "DisruptionBlocked",
+        format!("No allowed disruptions for disruption reason {reason} due to blocking budget"),
+    )
+    .dedupe_on(&[reason], Duration::from_secs(60))
+}
+
+pub fn unconsolidatable(object: ObjectRef, reason: &str) -> Event {
+    Event::new(object, EventType::Normal, "Unconsolidatable", reason)
+        .dedupe_on(&[], Duration::from_secs(15 * 60))
+}
+
+/// Pod annotation: a `karpenter.sh/do-not-disrupt` value that is neither "true" nor a
+/// positive duration.
+pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Warning,
+        "InvalidDoNotDisruptAnnotation",
+        format!(
+            "Invalid karpenter.sh/do-not-disrupt annotation value {value:?}, ignoring annotation. Use 'true' or a duration like '5m', '1h'"
+        ),
+    )
+    .dedupe_on(&[value], DEFAULT_DEDUPE_TIMEOUT)
+}

@@ -1,0 +1,151 @@
+//! Finalization: a deleted claim stamps its termination deadline, deletes its Node and waits
+//! for it, terminates the instance until the cloud says it is gone, then releases the
+//! finalizer; what the lifecycle deleted is counted by reason.
+
+use super::*;
+
+impl Lifecycle {
+    /// Deleting claim: stamp the termination deadline, delete its Node and wait for it, then
+    /// terminate the instance until the cloud says it is gone, then release the finalizer.
+    pub(super) async fn finalize(&self, claim: &NodeClaim) -> Result<Outcome, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let now = self.clock.now();
+        let annotations = claim.metadata.annotations.clone().unwrap_or_default();
+        if let (Some(tgp), Some(deleted), false) = (
+            claim
+                .spec
+                .termination_grace_period
+                .as_deref()
+                .and_then(|d| nodewright_api::v1::shared::parse_duration(d).ok()),
+            claim.metadata.deletion_timestamp.as_ref().map(from_time),
+            annotations.contains_key(TERMINATION_TIMESTAMP),
+        ) {
+            let mut p = MetaPatch::default();
+            p.annotations.insert(
+                TERMINATION_TIMESTAMP.into(),
+                Some(rfc3339(deleted.plus(tgp))),
+            );
+            self.writer.patch_nodeclaim_meta(&name, &p).await?;
+        }
+        let status = claim.status.clone().unwrap_or_default();
+        let pid = status.provider_id.clone();
+        if let Some(pid) = &pid {
+            let nodes: Vec<Node> = lock(&self.state)
+                .node_by_provider_id(pid)
+                .into_iter()
+                .cloned()
+                .collect();
+            if !nodes.is_empty() {
+                for n in nodes {
+                    if n.metadata.deletion_timestamp.is_none() {
+                        let node_name = n.metadata.name.clone().unwrap_or_default();
+                        match self.writer.delete_node(&node_name).await {
+                            Ok(()) => {}
+                            Err(e) if e.is_not_found() => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                return Ok(Outcome::Updated);
+            }
+            match self.cloud.delete(pid).await {
+                Err(e) if e.is_not_found() => {}
+                Ok(()) => {
+                    let mut conds = status.conditions.clone().unwrap_or_default();
+                    if cond::set(
+                        &mut conds,
+                        cond::INSTANCE_TERMINATING,
+                        "True",
+                        "InstanceTerminating",
+                        "",
+                        now,
+                    ) {
+                        let mut s = status.clone();
+                        s.conditions = Some(conds.clone());
+                        write_status(&*self.writer, &self.state, claim, &s).await?;
+                        self.publish_transitions(
+                            claim,
+                            status.conditions.as_deref().unwrap_or_default(),
+                            &conds,
+                        );
+                    }
+                    return Ok(Outcome::Updated);
+                }
+                Err(e) => {
+                    warn!(nodeclaim = %name, error = %e, "terminating instance failed");
+                    return Ok(Outcome::Unchanged);
+                }
+            }
+        }
+        // As for Nodes: the list and its version guard from the latest read, since this pass
+        // may already have written the termination timestamp.
+        let latest = lock(&self.state)
+            .nodeclaims
+            .get(&name)
+            .map(|c| c.metadata.clone())
+            .unwrap_or_else(|| claim.metadata.clone());
+        let finalizers = finalizers_without_termination(&latest);
+        self.writer
+            .patch_nodeclaim_meta(
+                &name,
+                &MetaPatch {
+                    finalizers: Some(finalizers),
+                    resource_version: latest.resource_version.clone(),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&claim.metadata.uid.clone().unwrap_or_default());
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
+        let pool = label(labels::NODEPOOL);
+        self.metrics.nodeclaim_terminated(
+            &pool,
+            &label(labels::CAPACITY_TYPE),
+            &label(labels::ZONE),
+        );
+        if let Some(deleted) = claim.metadata.deletion_timestamp.as_ref().map(from_time) {
+            self.metrics
+                .nodeclaim_termination_duration(&pool, now.since(deleted).as_secs_f64());
+        }
+        // The instance is gone by now: how long it took since the terminate call.
+        if let Some(terminating) = cond::find(
+            status.conditions.as_deref().unwrap_or_default(),
+            cond::INSTANCE_TERMINATING,
+        )
+        .filter(|c| c.status == "True")
+        .and_then(|c| c.last_transition_time.as_deref())
+        .and_then(parse_rfc3339)
+        {
+            self.metrics.nodeclaim_instance_termination_duration(
+                &pool,
+                now.since(terminating).as_secs_f64(),
+            );
+        }
+        info!(nodeclaim = %name, "finalized nodeclaim");
+        Ok(Outcome::Finalized)
+    }
+
+    /// Counts a claim the lifecycle deleted (`karpenter_nodeclaims_disrupted_total`).
+    pub(super) fn count_disrupted(&self, claim: &NodeClaim, reason: &str) {
+        let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
+        let pool = claim_labels
+            .get(labels::NODEPOOL)
+            .cloned()
+            .unwrap_or_default();
+        let policy = consolidation_policy(&lock(&self.state), &pool);
+        self.metrics.nodeclaim_disrupted_with_mode(
+            reason,
+            &pool,
+            claim_labels
+                .get(labels::CAPACITY_TYPE)
+                .map(String::as_str)
+                .unwrap_or_default(),
+            &policy,
+            termination_mode(claim),
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! Registration: the Node with the claim's provider id is found and takes the claim's labels,
+//! annotations and taints; the provider's registration hooks run; the unregistered taint is
+//! lifted once none is pending.
+
+use super::*;
+
+impl Lifecycle {
+    pub(super) async fn register(
+        &self,
+        claim: &NodeClaim,
+        status: &mut NodeClaimStatus,
+        conds: &mut Vec<Condition>,
+        now: Timestamp,
+    ) -> Result<Option<Outcome>, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let pid = status.provider_id.clone().unwrap_or_default();
+        let nodes: Vec<Node> = lock(&self.state)
+            .node_by_provider_id(&pid)
+            .into_iter()
+            .cloned()
+            .collect();
+        let node = match nodes.as_slice() {
+            [] => {
+                if let Some(o) = self.registration_timed_out(claim, conds, now).await? {
+                    return Ok(Some(o));
+                }
+                cond::set(
+                    conds,
+                    REGISTERED,
+                    "Unknown",
+                    "NodeNotFound",
+                    "Node not registered with cluster",
+                    now,
+                );
+                return Ok(None);
+            }
+            [n] => n.clone(),
+            _ => {
+                cond::set(
+                    conds,
+                    REGISTERED,
+                    "False",
+                    "MultipleNodesFound",
+                    "multiple nodes found for the providerID",
+                    now,
+                );
+                return Ok(None);
+            }
+        };
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        let node_annotations = node.metadata.annotations.clone().unwrap_or_default();
+        let mut patch = NodePatch::default();
+        // The claim as last written: the launch may have added labels and annotations in
+        // this same pass.
+        let latest = lock(&self.state)
+            .nodeclaims
+            .get(&name)
+            .map(|c| c.metadata.clone())
+            .unwrap_or_else(|| claim.metadata.clone());
+        let mut claim_labels = latest.labels.clone().unwrap_or_default();
+        let hook = self.run_registration_hooks(claim, &latest, status).await;
+        let mut gained = MetaPatch::default();
+        for (k, v) in &hook.labels {
+            if !claim_labels.contains_key(k) {
+                claim_labels.insert(k.clone(), v.clone());
+                gained.labels.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        if !gained.is_empty() {
+            self.writer.patch_nodeclaim_meta(&name, &gained).await?;
+        }
+        let registered =
+            (!hook.is_pending()).then(|| (labels::REGISTERED.to_string(), "true".to_string()));
+        for (k, v) in claim_labels
+            .iter()
+            .chain(registered.iter().map(|(k, v)| (k, v)))
+        {
+            if node_labels.get(k) != Some(v) {
+                patch.meta.labels.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        // Claim annotations win over the Node's, as upstream's registration assigns them.
+        for (k, v) in latest.annotations.iter().flatten() {
+            if node_annotations.get(k) != Some(v) {
+                patch.meta.annotations.insert(k.clone(), Some(v.clone()));
+            }
+        }
+        let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
+        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+            finalizers.push(TERMINATION_FINALIZER.into());
+            patch.meta.finalizers = Some(finalizers);
+            patch.meta.resource_version = node.metadata.resource_version.clone();
+        }
+        let current: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if !current
+            .iter()
+            .any(|t| t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
+        {
+            self.events
+                .publish(events::unregistered_taint_missing(ObjectRef::node(
+                    &node_name,
+                )));
+        }
+        // The unregistered taint is lifted only once every hook is done.
+        let mut taints: Vec<ApiTaint> = current
+            .iter()
+            .filter(|t| {
+                hook.is_pending() || !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
+            })
+            .cloned()
+            .collect();
+        let sync = node_labels
+            .get(labels::DO_NOT_SYNC_TAINTS)
+            .map(String::as_str)
+            != Some("true");
+        if sync {
+            for t in claim
+                .spec
+                .taints
+                .iter()
+                .flatten()
+                .chain(claim.spec.startup_taints.iter().flatten())
+            {
+                let t = api_taint(t);
+                if !taints.iter().any(|x| same_taint(x, &t)) {
+                    taints.push(t);
+                }
+            }
+        }
+        if taints != current {
+            patch.taints = Some(taints);
+        }
+        if !patch.is_empty() {
+            self.writer.patch_node(&node_name, &patch).await?;
+        }
+        if let Some(why) = &hook.pending {
+            if let Some(o) = self.registration_timed_out(claim, conds, now).await? {
+                return Ok(Some(o));
+            }
+            cond::set(
+                conds,
+                REGISTERED,
+                "False",
+                REGISTRATION_HOOK_PENDING,
+                why,
+                now,
+            );
+            return Ok(None);
+        }
+        status.node_name = Some(node_name.clone());
+        cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
+        let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
+        self.metrics.node_created(
+            &label(labels::NODEPOOL),
+            &node_labels
+                .get(labels::ZONE)
+                .cloned()
+                .unwrap_or_else(|| label(labels::ZONE)),
+        );
+        info!(nodeclaim = %name, node = %node_name, "registered nodeclaim");
+        Ok(None)
+    }
+
+    /// The provider's registration hooks for the claim as last written (`meta`, `status`).
+    /// A hook that fails keeps registration pending, with the error as the reason.
+    pub(super) async fn run_registration_hooks(
+        &self,
+        claim: &NodeClaim,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        status: &NodeClaimStatus,
+    ) -> Registration {
+        let mut current = claim.clone();
+        current.metadata = meta.clone();
+        current.status = Some(status.clone());
+        let class = lock(&self.state)
+            .nodeclasses
+            .get(&claim.spec.node_class_ref.name)
+            .cloned();
+        match self
+            .cloud
+            .registration_hooks(&current, class.as_ref())
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                let name = claim.metadata.name.as_deref().unwrap_or_default();
+                warn!(nodeclaim = %name, error = %e, "registration hook failed");
+                Registration::pending(format!("registration hook failed: {e}"))
+            }
+        }
+    }
+}
