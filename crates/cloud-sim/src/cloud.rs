@@ -21,6 +21,7 @@ use nodewright_core::labels;
 use nodewright_core::model::{CapacityType, InstanceType, Offering};
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
+use nodewright_core::rng::Rng;
 use nodewright_core::time::Timestamp;
 use tokio::time::Instant;
 
@@ -134,22 +135,6 @@ impl SimInstance {
     }
 }
 
-/// SplitMix64: small, seeded, good enough for ids and fault draws.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-}
-
 struct State {
     rng: Rng,
     instances: BTreeMap<String, SimInstance>,
@@ -255,7 +240,7 @@ impl SimCloud {
             catalog,
             spot: SpotPrices::synthetic(),
             state: Mutex::new(State {
-                rng: Rng(seed),
+                rng: Rng::new(seed),
                 instances: BTreeMap::new(),
                 unavailable: BTreeMap::new(),
             }),
@@ -475,8 +460,8 @@ impl CloudProvider for SimCloud {
             .find(|t| t.name == choice.instance_type)
             .ok_or_else(|| CloudError::InvalidRequest("instance type vanished".into()))?;
         let provider_id = loop {
-            let hi = s.rng.next() & 0xf;
-            let lo = s.rng.next();
+            let hi = s.rng.next_u64() & 0xf;
+            let lo = s.rng.next_u64();
             let id = format!("aws:///{}/i-{hi:x}{lo:016x}", choice.zone);
             if !s.instances.contains_key(&id) {
                 break id;

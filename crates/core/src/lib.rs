@@ -15,6 +15,7 @@ pub mod labels;
 pub mod model;
 pub mod requirements;
 pub mod resources;
+pub mod rng;
 pub mod scheduling;
 pub mod selector;
 pub mod taints;

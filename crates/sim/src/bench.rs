@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use crate::rng::Rng;
+use nodewright_core::rng::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BenchSpec {

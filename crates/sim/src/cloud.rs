@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use nodewright_core::model::{CapacityType, InstanceType};
 
-use crate::rng::Rng;
+use nodewright_core::rng::Rng;
 
 /// Launch and registration timings, faults and where the cluster lives.
 #[derive(Clone, Debug, PartialEq)]

@@ -20,7 +20,6 @@ pub mod kube_scheduler;
 pub mod load;
 pub mod provision;
 pub mod report;
-pub mod rng;
 pub mod scenario;
 pub mod volumes;
 
