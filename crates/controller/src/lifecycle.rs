@@ -28,6 +28,7 @@ use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
 use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
 use crate::events::{self, EventSink, ObjectRef};
+use crate::failpoint::{self, Failpoint};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, convert, lock};
@@ -351,6 +352,7 @@ impl Lifecycle {
             .get(&claim.spec.node_class_ref.name)
             .cloned();
         let l = self.cloud.create(claim, class.as_ref()).await?;
+        failpoint::reached(Failpoint::AfterLaunch);
         self.launched
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -782,6 +784,7 @@ impl Lifecycle {
             match self.cloud.delete(pid).await {
                 Err(e) if e.is_not_found() => {}
                 Ok(()) => {
+                    failpoint::reached(Failpoint::AfterTerminate);
                     let mut conds = status.conditions.clone().unwrap_or_default();
                     if cond::set(
                         &mut conds,
