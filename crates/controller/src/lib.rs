@@ -9,8 +9,10 @@ pub mod cloud_metrics;
 pub mod conditions;
 pub mod disruption;
 pub mod events;
+pub mod failpoint;
 #[cfg(test)]
 mod fake_api;
+pub mod faults;
 pub mod gc;
 pub mod hash;
 pub mod health;

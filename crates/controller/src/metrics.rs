@@ -17,6 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+mod faults;
 pub mod offerings;
 pub mod operations;
 mod provider;
@@ -121,6 +122,7 @@ pub struct Metrics {
     provider: provider::ProviderMetrics,
     events: EventMetrics,
     zonal_shift: zonal_shift::ZonalShiftMetrics,
+    faults: faults::FaultMetrics,
     operations: operations::OperationMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
@@ -354,6 +356,7 @@ impl Metrics {
         let interruption = InterruptionMetrics::register(r);
         let events = EventMetrics::register(r);
         let zonal_shift = zonal_shift::ZonalShiftMetrics::register(r);
+        let faults = faults::FaultMetrics::register(r);
         let offerings = offerings::OfferingMetrics::register(r);
         let provider = provider::ProviderMetrics::register(r);
         let operations = operations::OperationMetrics::register(r);
@@ -389,6 +392,7 @@ impl Metrics {
             interruption,
             events,
             zonal_shift,
+            faults,
             offerings,
             provider,
             operations,

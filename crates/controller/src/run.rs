@@ -20,6 +20,10 @@ use crate::clock::Clock;
 use crate::cloud_metrics::CloudMetrics;
 use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
+use crate::failpoint;
+use crate::faults::Injector;
+use crate::faults::cloud::FaultyCloud;
+use crate::faults::kube::KubeFaults;
 use crate::gc::GarbageCollector;
 use crate::health;
 use crate::interruption::InterruptionController;
@@ -83,10 +87,15 @@ pub async fn run(
     settings: Settings,
     identity: String,
 ) -> Result<(), RunError> {
-    let throttle = Throttle::new(settings.kube_client_qps, settings.kube_client_burst);
-    let client = throttle::client(config.clone(), &throttle)?;
-    let write_client = throttle::client(without_retry(config), &throttle)?;
     let metrics = Arc::new(Metrics::new());
+    let (kube_faults, cloud) = faults(&settings, &metrics, cloud);
+    if let Some(point) = settings.test_failpoint {
+        warn!(failpoint = %point, "TEST ONLY: {} exits the process there", failpoint::ENV);
+        failpoint::arm(point);
+    }
+    let throttle = Throttle::new(settings.kube_client_qps, settings.kube_client_burst);
+    let client = throttle::client(config.clone(), &throttle, kube_faults.as_ref())?;
+    let write_client = throttle::client(without_retry(config), &throttle, kube_faults.as_ref())?;
     let state = ClusterState::shared();
 
     let (election, leader) = if settings.leader_election_enabled() {
@@ -338,6 +347,25 @@ pub async fn run(
         }
     }
     outcome
+}
+
+/// The test-only fault injection of `NODEWRIGHT_TEST_FAULTS`: the layer for the Kubernetes
+/// clients and the cloud behind a faulty front, or neither and the cloud as it was.
+fn faults(
+    settings: &Settings,
+    metrics: &Arc<Metrics>,
+    cloud: Arc<dyn CloudProvider>,
+) -> (Option<KubeFaults>, Arc<dyn CloudProvider>) {
+    let Some(plan) = &settings.test_faults else {
+        return (None, cloud);
+    };
+    warn!(plan = %plan, "TEST ONLY: {} fails calls on purpose", crate::faults::ENV);
+    let kube = Injector::new("kube", plan, metrics.clone()).map(KubeFaults);
+    let cloud = match Injector::new("cloud", plan, metrics.clone()) {
+        Some(injector) => FaultyCloud::wrap(cloud, injector),
+        None => cloud,
+    };
+    (kube, cloud)
 }
 
 /// How long shutdown waits for the lease to be released.

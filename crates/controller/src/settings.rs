@@ -351,6 +351,14 @@ pub struct Settings {
     /// Default topology spread constraints for pods without any; only empty is taken here.
     #[arg(long, env = "SCHEDULER_CONFIG", default_value = "")]
     pub scheduler_config: String,
+    /// TEST ONLY: fail a share of the controller's own Kubernetes and cloud calls on purpose
+    /// (`kube=0.1,cloud=0.1,seed=1`; see `faults.rs`). Never set it on a real cluster.
+    #[arg(long, env = crate::faults::ENV, value_parser = crate::faults::FaultPlan::from_str)]
+    pub test_faults: Option<crate::faults::FaultPlan>,
+    /// TEST ONLY: exit the process at this point (`after-launch`, `after-terminate`; see
+    /// `failpoint.rs`). Never set it on a real cluster.
+    #[arg(long, env = crate::failpoint::ENV, value_parser = crate::failpoint::Failpoint::from_str)]
+    pub test_failpoint: Option<crate::failpoint::Failpoint>,
 }
 
 impl Default for Settings {
@@ -401,6 +409,8 @@ impl Settings {
             log_output_paths: "stdout".into(),
             log_error_output_paths: "stderr".into(),
             scheduler_config: String::new(),
+            test_faults: None,
+            test_failpoint: None,
         }
     }
 

@@ -24,6 +24,7 @@ use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
 use crate::conditions::{self as cond, DISRUPTION_REASON};
 use crate::events::{EventSink, ObjectRef};
+use crate::failpoint::{self, Failpoint};
 use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
@@ -368,6 +369,7 @@ impl Termination {
             match self.cloud.delete(&pid).await {
                 Err(e) if e.is_not_found() => {}
                 Ok(()) => {
+                    failpoint::reached(Failpoint::AfterTerminate);
                     if let Some(c) = &claim {
                         let terminating =
                             (cond::INSTANCE_TERMINATING, "True", "InstanceTerminating");

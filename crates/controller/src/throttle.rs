@@ -12,6 +12,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use crate::faults::kube::KubeFaults;
+
 /// Tokens refill at `qps` a second up to `burst`; each request takes one.
 #[derive(Clone)]
 pub struct Throttle {
@@ -121,10 +123,18 @@ where
     }
 }
 
-/// A client for `config` whose requests wait on `throttle`.
-pub fn client(config: kube::Config, throttle: &Throttle) -> Result<kube::Client, kube::Error> {
+/// A client for `config` whose requests wait on `throttle`, with the test-only `faults`
+/// (when set) between the throttle and the network.
+pub fn client(
+    config: kube::Config,
+    throttle: &Throttle,
+    faults: Option<&KubeFaults>,
+) -> Result<kube::Client, kube::Error> {
     let builder = kube::client::ClientBuilder::try_from(config)?;
-    Ok(builder.with_layer(throttle).build())
+    Ok(match faults {
+        Some(faults) => builder.with_layer(faults).with_layer(throttle).build(),
+        None => builder.with_layer(throttle).build(),
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,7 @@
-//! The one seeded generator (SplitMix64) of the workspace: the simulator's random events, the
-//! simulated cloud's ids and faults, and the benchmarks' workloads all follow their seed.
+//! The one seeded random generator (SplitMix64) every part of nodewright draws from: the
+//! simulator's faults and arrivals, the simulated cloud's ids and errors, the benchmarks'
+//! workloads and the controller's test-only fault injection. Small, fast, and the same
+//! sequence for the same seed on every platform.
 
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -17,15 +19,6 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
     /// Uniform in `[0, 1)`.
     pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -34,6 +27,15 @@ impl Rng {
     /// True with probability `p`.
     pub fn chance(&mut self, p: f64) -> bool {
         p > 0.0 && self.unit() < p
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
     }
 
     /// An exponentially distributed wait, in hours, for an event with `rate` per hour.
@@ -70,5 +72,11 @@ mod tests {
         let hits = (0..10_000).filter(|_| r.chance(0.25)).count();
         assert!((2_200..2_800).contains(&hits), "{hits}");
         assert!(!Rng::new(1).chance(0.0));
+    }
+
+    #[test]
+    fn below_stays_below() {
+        let mut r = Rng::new(3);
+        assert!((0..1000).all(|_| r.below(7) < 7));
     }
 }

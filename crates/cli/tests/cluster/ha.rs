@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use nodewright_core::rng::Rng;
 use serde_json::Value;
 
 use crate::aws::{CLUSTER, agent, controller, inflate, manifests, wait_running};
@@ -170,19 +171,6 @@ fn restarted(cp: &ControlPlane, moto: &Moto, world: &World) -> Controller {
         .start()
 }
 
-/// A small deterministic generator for the kill times.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % below
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
     let Some(cp) = ControlPlane::start("restarts") else {
@@ -194,7 +182,7 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
     let _agent = agent(&cp, &moto);
     cp.apply(&manifests(&world, "on-demand", 1000)).unwrap();
     let client = cp.client().await;
-    let mut rng = Lcg(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     let mut kills = 0;
     let mut ctl: Controller = restarted(&cp, &moto, &world);
 
@@ -213,7 +201,7 @@ async fn killed_at_random_points_of_a_scale_up_and_down_it_leaks_nothing() {
             })
             .await
             .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
-            tokio::time::sleep(Duration::from_millis(rng.next(6000))).await;
+            tokio::time::sleep(Duration::from_millis(rng.below(6000) as u64)).await;
             ctl.kill();
             kills += 1;
             ctl = restarted(&cp, &moto, &world);

@@ -11,6 +11,9 @@ mod aws;
 mod bench;
 mod crds;
 mod disruption;
+mod faults;
+#[cfg(feature = "aws")]
+mod gc;
 #[cfg(feature = "aws")]
 mod ha;
 mod helm;

@@ -3,6 +3,7 @@
 //! finalizer; what the lifecycle deleted is counted by reason.
 
 use super::*;
+use crate::failpoint::{self, Failpoint};
 
 impl Lifecycle {
     /// Deleting claim: stamp the termination deadline, delete its Node and wait for it, then
@@ -51,6 +52,7 @@ impl Lifecycle {
             match self.cloud.delete(pid).await {
                 Err(e) if e.is_not_found() => {}
                 Ok(()) => {
+                    failpoint::reached(Failpoint::AfterTerminate);
                     let mut conds = status.conditions.clone().unwrap_or_default();
                     if cond::set(
                         &mut conds,

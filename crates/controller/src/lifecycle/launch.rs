@@ -2,6 +2,7 @@
 //! and the claim's status takes its provider id, image, capacity and the `Launched` condition.
 
 use super::*;
+use crate::failpoint::{self, Failpoint};
 
 impl Lifecycle {
     pub(super) async fn launch(&self, claim: &NodeClaim) -> Result<Launched, CloudError> {
@@ -19,6 +20,7 @@ impl Lifecycle {
             .get(&claim.spec.node_class_ref.name)
             .cloned();
         let l = self.cloud.create(claim, class.as_ref()).await?;
+        failpoint::reached(Failpoint::AfterLaunch);
         self.launched
             .lock()
             .unwrap_or_else(|p| p.into_inner())

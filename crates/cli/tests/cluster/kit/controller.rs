@@ -127,6 +127,11 @@ impl Controller {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// How the process ended, once it has ended on its own; `None` while it runs.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
     /// `/readyz` answers 200 (every watch has listed).
     pub async fn wait_ready(&mut self) {
         let url = format!("http://127.0.0.1:{}/readyz", self.health_port);
