@@ -351,6 +351,10 @@ pub struct Settings {
     /// Default topology spread constraints for pods without any; only empty is taken here.
     #[arg(long, env = "SCHEDULER_CONFIG", default_value = "")]
     pub scheduler_config: String,
+    /// The conversion webhook: `DISABLE_WEBHOOK`, `WEBHOOK_PORT`, `KARPENTER_SERVICE`,
+    /// `SYSTEM_NAMESPACE`, `WEBHOOK_URL`.
+    #[command(flatten)]
+    pub webhook: crate::webhook::WebhookSettings,
 }
 
 impl Default for Settings {
@@ -401,11 +405,13 @@ impl Settings {
             log_output_paths: "stdout".into(),
             log_error_output_paths: "stderr".into(),
             scheduler_config: String::new(),
+            webhook: crate::webhook::WebhookSettings::default(),
         }
     }
 
     /// Cross-field checks clap cannot express.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.webhook.target()?;
         if self.cluster_name.trim().is_empty() {
             return Err(SettingsError::Invalid {
                 field: "CLUSTER_NAME",
