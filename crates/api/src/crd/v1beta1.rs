@@ -151,10 +151,8 @@ pub fn ec2nodeclass(v1: &Value) -> Value {
     {
         families.push(json!("Ubuntu"));
     }
-    if let Some(Value::Object(spec)) = s["properties"].get_mut("spec") {
-        if let Some(Value::Array(required)) = spec.get_mut("required") {
-            required.retain(|r| r != "amiSelectorTerms");
-        }
+    if let Some(Value::Array(required)) = s["properties"]["spec"].get_mut("required") {
+        required.retain(|r| r != "amiSelectorTerms");
     }
     drop_rules(&mut s, &["spec"], "amiSelectorTerms");
     props(&mut s, &["spec", "amiSelectorTerms"]).remove("alias");

@@ -68,9 +68,8 @@ pub fn ref_up(part: &Map<String, Value>) -> Map<String, Value> {
             _ => DEFAULT_NODE_CLASS_GROUP.to_string(),
         };
         r.insert("group".into(), Value::String(group));
-        if !r.get("kind").is_some_and(Value::is_string) {
-            r.insert("kind".into(), Value::String(DEFAULT_NODE_CLASS_KIND.into()));
-        } else if r.get("kind").and_then(Value::as_str) == Some("AWSNodeTemplate") {
+        let kind = r.get("kind").and_then(Value::as_str);
+        if kind.is_none_or(|k| k == "AWSNodeTemplate") {
             r.insert("kind".into(), Value::String(DEFAULT_NODE_CLASS_KIND.into()));
         }
     })
