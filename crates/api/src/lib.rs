@@ -26,4 +26,5 @@ pub mod v1;
 pub mod v1alpha5;
 pub mod v1beta1;
 pub mod validation;
+pub mod versions;
 pub mod workload;

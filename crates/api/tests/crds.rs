@@ -43,9 +43,31 @@ fn printed_stream_has_every_crd() {
     for d in &docs {
         assert_eq!(d.api_version(), "apiextensions.k8s.io/v1");
         let versions = d.value["spec"]["versions"].as_array().unwrap();
-        assert_eq!(versions.len(), 1, "only v1 is served");
-        assert_eq!(versions[0]["name"], "v1");
-        assert_eq!(versions[0]["storage"], true);
+        let served: Vec<(&str, bool, bool)> = versions
+            .iter()
+            .map(|v| {
+                (
+                    v["name"].as_str().unwrap(),
+                    v["served"].as_bool().unwrap(),
+                    v["storage"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            served,
+            [("v1", true, true), ("v1beta1", true, false)],
+            "v1 stored, v1beta1 served beside it"
+        );
+        let conversion = &d.value["spec"]["conversion"];
+        assert_eq!(conversion["strategy"], "Webhook");
+        assert_eq!(
+            conversion["webhook"]["conversionReviewVersions"],
+            serde_json::json!(["v1"])
+        );
+        assert_eq!(
+            conversion["webhook"]["clientConfig"]["service"]["port"],
+            crd::WEBHOOK_PORT
+        );
         assert_eq!(d.value["spec"]["scope"], "Cluster");
         assert_eq!(
             d.value["spec"]["names"]["categories"],
@@ -64,6 +86,63 @@ fn printed_stream_has_every_crd() {
     assert_eq!(
         docs[2].value["spec"]["names"]["shortNames"],
         serde_json::json!(["ec2nc", "ec2ncs"])
+    );
+}
+
+/// The v1beta1 schemas differ from v1 exactly where the versions do.
+#[test]
+fn v1beta1_schemas_have_the_v1beta1_fields() {
+    let docs = nodewright_api::document::parse_documents("crds", &crd::all_yaml()).unwrap();
+    let beta = |i: usize| docs[i].value["spec"]["versions"][1]["schema"]["openAPIV3Schema"].clone();
+    let props = |v: &serde_json::Value, path: &[&str]| {
+        let mut here = v.clone();
+        for p in path {
+            here = here["properties"][*p].clone();
+            if here["type"] == "array" {
+                here = here["items"].clone();
+            }
+        }
+        let mut keys: Vec<String> = here["properties"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        keys.sort();
+        keys
+    };
+    let np = beta(0);
+    let tmpl = props(&np, &["spec", "template", "spec"]);
+    for k in ["kubelet", "resources", "nodeClassRef"] {
+        assert!(tmpl.contains(&k.to_string()), "{k}: {tmpl:?}");
+    }
+    assert!(!tmpl.contains(&"expireAfter".to_string()));
+    assert!(!tmpl.contains(&"terminationGracePeriod".to_string()));
+    assert_eq!(
+        props(&np, &["spec", "template", "spec", "nodeClassRef"]),
+        ["apiVersion", "kind", "name"]
+    );
+    assert!(props(&np, &["spec", "disruption"]).contains(&"expireAfter".to_string()));
+    assert!(!props(&np, &["spec", "disruption", "budgets"]).contains(&"reasons".to_string()));
+    assert!(!props(&np, &["spec"]).contains(&"replicas".to_string()));
+    let nc = beta(1);
+    assert!(props(&nc, &["spec"]).contains(&"kubelet".to_string()));
+    assert!(!props(&nc, &["spec"]).contains(&"expireAfter".to_string()));
+    let ec2 = beta(2);
+    assert!(!props(&ec2, &["spec"]).contains(&"kubelet".to_string()));
+    assert!(!props(&ec2, &["spec", "amiSelectorTerms"]).contains(&"alias".to_string()));
+    assert!(
+        ec2["properties"]["spec"]["properties"]["amiFamily"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("Ubuntu"))
+    );
+    assert_eq!(
+        ec2["properties"]["spec"]["properties"]["metadataOptions"]["default"]["httpPutResponseHopLimit"],
+        2
+    );
+    let text = serde_json::to_string(&ec2).unwrap();
+    assert!(
+        !text.contains("x.alias"),
+        "no rule names a field v1beta1 lacks"
     );
 }
 

@@ -1369,10 +1369,6 @@ fn values_with_no_v1_setting_are_named_in_the_notes() {
             "settings: {clusterName: x, featureGates: {drift: false}}",
             "settings.featureGates.drift",
         ),
-        (
-            "{settings: {clusterName: x}, webhook: {enabled: true}}",
-            "webhook.enabled",
-        ),
     ] {
         let text = notes(&[values]);
         assert!(text.contains(&format!("{named} ")), "{values}: {text}");
@@ -1382,6 +1378,71 @@ fn values_with_no_v1_setting_are_named_in_the_notes() {
         "settings: {clusterName: x, featureGates: {drift: true}, aws: {enableENILimitedPodDensity: true}}",
     ]);
     assert!(!text.contains("WARNING"), "{text}");
+}
+
+/// `webhook.enabled` and `webhook.port`: the settings that start the webhook behind the
+/// chart's Service, its ports, and the rights to point the CRDs at it and keep its Secret.
+#[test]
+fn the_webhook_values_reach_the_deployment_the_service_and_rbac() {
+    let port_named = |ports: Option<&Value>, name: &str| {
+        ports
+            .and_then(Value::as_sequence)
+            .into_iter()
+            .flatten()
+            .find(|p| str_at(p, &["name"]) == Some(name))
+            .cloned()
+    };
+    let objs = objects_for(&[AWS.into(), "webhook: {port: 9443}".into()], "karpenter");
+    let service = str_at(the(&objs, "Service"), &["metadata", "name"])
+        .unwrap()
+        .to_string();
+    let c = container(the(&objs, "Deployment"));
+    let env: BTreeMap<String, Option<String>> = env_of(c).into_iter().collect();
+    assert_eq!(env["KARPENTER_SERVICE"].as_deref(), Some(service.as_str()));
+    assert_eq!(env["WEBHOOK_PORT"].as_deref(), Some("9443"));
+    assert!(env.contains_key("SYSTEM_NAMESPACE") && !env.contains_key("DISABLE_WEBHOOK"));
+    let container_port = port_named(c.get("ports"), "https-webhook").expect("a webhook port");
+    assert_eq!(container_port["containerPort"].as_u64(), Some(9443));
+    let svc_port = port_named(
+        at(the(&objs, "Service"), &["spec", "ports"]),
+        "https-webhook",
+    )
+    .expect("the Service forwards the webhook");
+    assert_eq!(svc_port["port"].as_u64(), Some(9443));
+    assert_eq!(str_at(&svc_port, &["targetPort"]), Some("https-webhook"));
+    let role = the(&objs, "Role");
+    let secret_names: Vec<String> = at(role, &["rules"])
+        .and_then(Value::as_sequence)
+        .unwrap()
+        .iter()
+        .flat_map(|r| strings(r.get("resourceNames")))
+        .collect();
+    assert_eq!(
+        secret_names,
+        [format!("{service}-cert")],
+        "the Secret the process names"
+    );
+
+    let off = objects_for(
+        &[AWS.into(), "webhook: {enabled: false}".into()],
+        "karpenter",
+    );
+    let c = container(the(&off, "Deployment"));
+    let env: BTreeMap<String, Option<String>> = env_of(c).into_iter().collect();
+    assert_eq!(env["DISABLE_WEBHOOK"].as_deref(), Some("true"));
+    assert!(!env.contains_key("KARPENTER_SERVICE"));
+    assert!(port_named(c.get("ports"), "https-webhook").is_none());
+    let (cluster, namespaced) = grants(&off);
+    assert!(!cluster.iter().any(|r| r.allows(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "patch"
+    )));
+    assert!(
+        !namespaced[NS]
+            .iter()
+            .any(|r| r.allows("", "secrets", "get"))
+    );
 }
 
 // ---- the CRD-only chart ----

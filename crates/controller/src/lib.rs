@@ -37,5 +37,6 @@ pub mod termination;
 mod tests;
 pub mod throttle;
 pub mod watch;
+pub mod webhook;
 pub mod write;
 pub mod zonalshift;

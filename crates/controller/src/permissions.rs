@@ -89,6 +89,21 @@ pub const REQUIRED: &[Permission] = &[
         verbs: &["get", "create", "update"],
         scope: Scope::Own,
     },
+    // webhook/inject.rs: reads each CRD and patches its conversion when it differs.
+    cluster(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &["get", "patch"],
+    ),
+    // webhook/secret.rs: the webhook certificate the replicas share (in the Service's
+    // namespace, the controller's own in the chart): read, created when absent, replaced when
+    // damaged.
+    Permission {
+        group: "",
+        resource: "secrets",
+        verbs: &["get", "create", "update"],
+        scope: Scope::Own,
+    },
 ];
 
 /// The simulated cloud's node agent (`nodewright-cloud-sim`'s `kwok` module), which runs in

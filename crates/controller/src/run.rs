@@ -52,6 +52,8 @@ use crate::zonalshift::ZonalShiftController;
 pub enum RunError {
     #[error("building the kubernetes client: {0}")]
     Client(#[from] kube::Error),
+    #[error("the conversion webhook cannot start: {0}")]
+    Webhook(#[from] crate::webhook::WebhookError),
     #[error("the {name} loop kept stopping ({why}); exiting so the process starts afresh")]
     LoopStopped { name: &'static str, why: String },
 }
@@ -109,6 +111,11 @@ pub async fn run(
         (None, watch::channel(true).1)
     };
     let mut loops = Supervisor::new();
+    // Before the watchers: objects still stored as v1beta1 are read through the webhook.
+    if let Ok(Some(target)) = settings.webhook.target() {
+        let addr = SocketAddr::new(settings.listen_address, settings.webhook.webhook_port);
+        crate::webhook::start(&mut loops, client.clone(), target, addr).await?;
+    }
     for kind in Kind::ALL {
         let (client, state) = (client.clone(), state.clone());
         loops.spawn(kind.name(), move || {

@@ -359,6 +359,10 @@ pub struct Settings {
     /// `failpoint.rs`). Never set it on a real cluster.
     #[arg(long, env = crate::failpoint::ENV, value_parser = crate::failpoint::Failpoint::from_str)]
     pub test_failpoint: Option<crate::failpoint::Failpoint>,
+    /// The conversion webhook: `DISABLE_WEBHOOK`, `WEBHOOK_PORT`, `KARPENTER_SERVICE`,
+    /// `SYSTEM_NAMESPACE`, `WEBHOOK_URL`.
+    #[command(flatten)]
+    pub webhook: crate::webhook::WebhookSettings,
 }
 
 impl Default for Settings {
@@ -411,11 +415,13 @@ impl Settings {
             scheduler_config: String::new(),
             test_faults: None,
             test_failpoint: None,
+            webhook: crate::webhook::WebhookSettings::default(),
         }
     }
 
     /// Cross-field checks clap cannot express.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.webhook.target()?;
         if self.cluster_name.trim().is_empty() {
             return Err(SettingsError::Invalid {
                 field: "CLUSTER_NAME",

@@ -17,6 +17,7 @@ pub fn ec2nodeclass_crd() -> Crd {
             categories: &["karpenter"],
         },
         schema: aws::crd::ec2nodeclass_schema(),
+        v1beta1: super::v1beta1::ec2nodeclass(&aws::crd::ec2nodeclass_schema()),
         printer_columns: aws::crd::ec2nodeclass_printer_columns(),
         subresources: json!({"status": {}}),
     }

@@ -1,4 +1,5 @@
-//! The `apiextensions.k8s.io/v1` CustomResourceDefinition wrapper around a v1 schema.
+//! The `apiextensions.k8s.io/v1` CustomResourceDefinition wrapper around a kind's schemas:
+//! v1 (stored) and v1beta1, converted by the controller's webhook.
 
 use serde_json::{Value, json};
 
@@ -21,6 +22,33 @@ pub struct Crd {
     pub printer_columns: Value,
     /// `{status: {}}` plus an optional scale subresource.
     pub subresources: Value,
+    /// The v1beta1 schema served beside v1 through the conversion webhook.
+    pub v1beta1: Value,
+}
+
+/// The Service the CRDs send conversion reviews to as printed: the chart's, installed as
+/// `nodewright` in namespace `nodewright`. The controller points them at itself (and adds its
+/// certificate) when it starts, so another release name or namespace works too.
+pub const WEBHOOK_SERVICE: &str = "nodewright";
+pub const WEBHOOK_NAMESPACE: &str = "nodewright";
+/// The webhook's port (Karpenter's `WEBHOOK_PORT` default) and path.
+pub const WEBHOOK_PORT: u16 = 8443;
+pub const WEBHOOK_PATH: &str = "/convert";
+
+/// `spec.conversion` of every CRD: a webhook, reviewed as `apiextensions.k8s.io/v1`.
+pub fn conversion() -> Value {
+    json!({
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"service": {
+                "name": WEBHOOK_SERVICE,
+                "namespace": WEBHOOK_NAMESPACE,
+                "port": WEBHOOK_PORT,
+                "path": WEBHOOK_PATH,
+            }},
+        },
+    })
 }
 
 /// The root `openAPIV3Schema` around a kind's `spec` and `status` schemas.
@@ -57,6 +85,7 @@ impl Crd {
                 "group": n.group,
                 "names": names,
                 "scope": "Cluster",
+                "conversion": conversion(),
                 "versions": [{
                     "name": "v1",
                     "served": true,
@@ -64,6 +93,13 @@ impl Crd {
                     "additionalPrinterColumns": self.printer_columns,
                     "schema": {"openAPIV3Schema": self.schema},
                     "subresources": self.subresources,
+                }, {
+                    "name": "v1beta1",
+                    "served": true,
+                    "storage": false,
+                    "additionalPrinterColumns": self.printer_columns,
+                    "schema": {"openAPIV3Schema": self.v1beta1},
+                    "subresources": {"status": {}},
                 }],
             },
         })

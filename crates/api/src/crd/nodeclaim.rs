@@ -97,6 +97,10 @@ pub fn nodeclaim_crd() -> Crd {
             categories: &["karpenter"],
         },
         schema: root_schema("NodeClaim", spec(), status()),
+        v1beta1: super::v1beta1::nodeclaim(
+            &root_schema("NodeClaim", spec(), status()),
+            &super::kubelet_schema(),
+        ),
         printer_columns: json!([
             column(
                 "Type",

@@ -206,6 +206,10 @@ pub fn nodepool_crd() -> Crd {
             categories: &["karpenter"],
         },
         schema: root_schema("NodePool", spec(), status()),
+        v1beta1: super::v1beta1::nodepool(
+            &root_schema("NodePool", spec(), status()),
+            &super::kubelet_schema(),
+        ),
         printer_columns: json!([
             column(
                 "NodeClass",

@@ -282,11 +282,42 @@ async fn the_chart_installs_and_its_service_account_runs_every_loop() {
         "{whoami} ({cfg})"
     );
 
+    // With the chart's webhook settings: its certificate Secret and the CRDs' conversion are
+    // written as the ServiceAccount too.
     let mut ctl = Launch::sim(&cp, "as-service-account")
         .kubeconfig(&sa_config)
         .flag("--leader-election-namespace", "nodewright")
+        .env("KARPENTER_SERVICE", "nodewright")
+        .env("SYSTEM_NAMESPACE", "nodewright")
+        .env("WEBHOOK_PORT", &crate::kit::free_port().to_string())
         .start();
     ctl.wait_ready().await;
+    let secret = cp.kubectl(&[
+        "get",
+        "secret",
+        "-n",
+        "nodewright",
+        "nodewright-cert",
+        "-o",
+        "json",
+    ]);
+    let secret: serde_json::Value = serde_json::from_str(&secret).unwrap();
+    let ca = secret["data"]["ca.crt"].as_str().unwrap().to_string();
+    eventually(
+        Duration::from_secs(30),
+        "the CRDs converting through the chart's Service",
+        || {
+            let crd = cp.kubectl(&["get", "crd", "nodepools.karpenter.sh", "-o", "json"]);
+            let crd: serde_json::Value = serde_json::from_str(&crd).unwrap();
+            let cc = crd["spec"]["conversion"]["webhook"]["clientConfig"].clone();
+            let ok = cc["service"]["name"] == "nodewright"
+                && cc["service"]["namespace"] == "nodewright"
+                && cc["caBundle"] == serde_json::json!(ca);
+            async move { ok.then_some(()) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
     cp.apply_path("fixtures/seed-manifests/04-nodepool-ec2nodeclass-v1.yaml");
     cp.kubectl(&["create", "namespace", "inflate"]);
     cp.apply_path("fixtures/seed-manifests/05-inflate.yaml");

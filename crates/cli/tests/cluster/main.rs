@@ -19,3 +19,4 @@ mod ha;
 mod helm;
 mod older_seeds;
 mod seed_demo;
+mod webhook;
