@@ -1,6 +1,7 @@
 // The whole-loop benchmark of upstream Karpenter on the real control plane: upstream's kwok
-// provider controller (its own main, built as a tool of this module) and our driver that
-// measures it. scripts/bench-cluster-upstream builds and runs it; kwok is the nested module.
+// provider controller (its own main, built from this module's requirements) and our driver
+// that measures it and nodewright alike. scripts/bench-cluster-compare builds and runs it;
+// kwok is the nested module.
 module nodewright.dev/bench/karpenter-kwok
 
 go 1.26.6

@@ -1,5 +1,5 @@
-// nodewright's instance-type catalog (the interchange `instanceTypes` that `nodewright bench
-// compare --dump` writes) in the format of the kwok provider's INSTANCE_TYPES_FILE_PATH, written
+// nodewright's instance-type catalog (the interchange `instanceTypes` that `nodewright catalog`
+// writes) in the format of the kwok provider's INSTANCE_TYPES_FILE_PATH, written
 // with the provider's own types so the file is exactly what it reads.
 
 package main
@@ -85,8 +85,9 @@ func convertType(it catalogType) (kwok.InstanceTypeOptions, error) {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU: *resource.NewMilliQuantity(
 			int64(math.Round(it.CPU*1000))+kwokReservedMilliCPU, resource.DecimalSI),
+		// To the byte: the allocatable of a VM-overhead share is not a whole MiB.
 		corev1.ResourceMemory: *resource.NewQuantity(
-			(int64(math.Round(it.MemoryMiB))+kwokReservedMiB)<<20, resource.BinarySI),
+			int64(math.Round(it.MemoryMiB*(1<<20)))+kwokReservedMiB<<20, resource.BinarySI),
 		corev1.ResourcePods: *resource.NewQuantity(int64(it.Pods), resource.DecimalSI),
 	}
 	for name, v := range it.Resources {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,5 +81,58 @@ func TestInstanceTypesRoundTripThroughUpstreamLoader(t *testing.T) {
 	)
 	if got := it.Offerings.Compatible(older); len(got) != 0 {
 		t.Fatalf("generation 5 is not > 5, yet %d offerings match", len(got))
+	}
+}
+
+// nodewright's own export (`nodewright catalog`, its path in NODEWRIGHT_CATALOG, as
+// scripts/test sets it), read back by upstream's loader: every type with an available offering
+// is there, with nodewright's allocatable cpu, memory and pods, so both controllers see the
+// same per-node overhead.
+func TestNodewrightsExportThroughUpstreamLoader(t *testing.T) {
+	in := os.Getenv("NODEWRIGHT_CATALOG")
+	if in == "" {
+		t.Skip("NODEWRIGHT_CATALOG names no export of `nodewright catalog`")
+	}
+	raw, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc catalogDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "kwok.json")
+	if err := writeInstanceTypes(in, out); err != nil {
+		t.Fatal(err)
+	}
+	ctx := kwokoptions.ToContext(context.Background(), &kwokoptions.Options{InstanceTypesFilePath: out})
+	types, err := kwok.ConstructInstanceTypes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := map[string]corev1.ResourceList{}
+	for _, it := range types {
+		loaded[it.Name] = it.Allocatable()
+	}
+	want := 0
+	for _, it := range doc.InstanceTypes {
+		if !slices.ContainsFunc(it.Offerings, func(o catalogOffering) bool { return o.Available }) {
+			continue
+		}
+		want++
+		alloc, ok := loaded[it.Name]
+		if !ok {
+			t.Errorf("%s: not loaded", it.Name)
+			continue
+		}
+		cpu, mem, pods := alloc[corev1.ResourceCPU], alloc[corev1.ResourceMemory], alloc[corev1.ResourcePods]
+		if cpu.MilliValue() != int64(math.Round(it.CPU*1000)) || mem.Value() != int64(math.Round(it.MemoryMiB*(1<<20))) ||
+			pods.Value() != int64(it.Pods) {
+			t.Errorf("%s: allocatable %s cpu, %s memory, %s pods; nodewright's %.3f cpu, %.0f MiB, %.0f pods",
+				it.Name, cpu.String(), mem.String(), pods.String(), it.CPU, it.MemoryMiB, it.Pods)
+		}
+	}
+	if want < 500 || len(types) != want {
+		t.Fatalf("%d types loaded of %d with an available offering", len(types), want)
 	}
 }

@@ -1,8 +1,9 @@
-// The measured part of the whole-loop benchmark, the same steps and the same clocks as
-// nodewright's (crates/cli/tests/cluster/bench.rs): `inflate` 0 -> N pods of one CPU, seconds
-// from the last pod created to all bound, nodes and $/h at the peak; N -> N/2, seconds until no
-// NodeClaim has been created or deleted for three minutes, nodes and $/h after; the
-// controller's CPU seconds and peak RSS. Then, beyond what nodewright's run does, N/2 -> 0.
+// The measured part of the whole-loop benchmark, the same for both controllers (nodewright
+// with its sim cloud, upstream's kwok provider with kwok): `inflate` 0 -> N pods of one CPU,
+// seconds from the last pod created to all bound, nodes and $/h at the peak; N -> N/2 and
+// N/2 -> 0, each until no NodeClaim has been created or deleted for three minutes, with the
+// nodes and $/h then; the controller's (and a separate node agent's) CPU seconds and peak RSS
+// over the whole run. Prices are the instance-types file's, for both.
 
 package main
 
@@ -29,12 +30,42 @@ import (
 )
 
 type loopConfig struct {
-	kubeconfig    string
-	pods          int
-	instanceTypes string
-	karpenterPID  int
-	kwokPID       int
-	toZero        bool
+	kubeconfig       string
+	pods             int
+	instanceTypes    string
+	side             string
+	consolidateAfter string
+	controllerPID    int
+	agentPID         int
+	result           string
+}
+
+// result is one run's figures, as `table` reads them back.
+type result struct {
+	Side             string  `json:"side"`
+	ConsolidateAfter string  `json:"consolidateAfter"`
+	Pods             int     `json:"pods"`
+	LastCreated      float64 `json:"lastCreatedSeconds"`
+	BoundAfterLast   float64 `json:"boundAfterLastSeconds"`
+	Peak             state   `json:"peak"`
+	Half             settled `json:"half"`
+	Zero             settled `json:"zero"`
+	ControllerCPU    float64 `json:"controllerCpuSeconds"`
+	ControllerRSS    float64 `json:"controllerPeakRssMiB"`
+	// A node agent in a process of its own (kwok); zero when it lives in the controller.
+	AgentCPU float64 `json:"agentCpuSeconds"`
+	AgentRSS float64 `json:"agentPeakRssMiB"`
+}
+
+type state struct {
+	Nodes int     `json:"nodes"`
+	Cost  float64 `json:"costPerHour"`
+}
+
+type settled struct {
+	// From the scale to the last NodeClaim created or deleted.
+	Seconds float64 `json:"seconds"`
+	state
 }
 
 type cluster struct {
@@ -59,6 +90,7 @@ func runLoop(ctx context.Context, c loopConfig) error {
 		return err
 	}
 	n := c.pods
+	r := result{Side: c.side, ConsolidateAfter: c.consolidateAfter, Pods: n}
 	if _, err := cl.kube.AppsV1().Deployments("default").Create(ctx, inflate(n), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating deployment inflate: %w", err)
 	}
@@ -66,34 +98,40 @@ func runLoop(ctx context.Context, c loopConfig) error {
 	if err != nil {
 		return err
 	}
-	peakNodes, peakCost, err := cl.cost(ctx)
-	if err != nil {
-		return err
-	}
-	half, halfNodes, halfCost, err := cl.scaleAndSettle(ctx, n/2)
-	if err != nil {
-		return err
-	}
-	cpu, rss := usage(c.karpenterPID)
-	kwokCPU, kwokRSS := usage(c.kwokPID)
-	fmt.Printf("bench cluster: %d pods of 1 cpu, upstream Karpenter's kwok provider with kwok, kube-controller-manager 200 QPS / 400 burst\n", n)
+	r.LastCreated, r.BoundAfterLast = lastCreated.Seconds(), (boundAt - lastCreated).Seconds()
+	fmt.Printf("bench cluster: %s, %d pods of 1 cpu, consolidateAfter %s\n", c.side, n, c.consolidateAfter)
 	fmt.Printf("  all bound %.2f s after the last pod was created (last created at %.2f s, all bound at %.2f s)\n",
-		(boundAt - lastCreated).Seconds(), lastCreated.Seconds(), boundAt.Seconds())
-	fmt.Printf("  peak: %d nodes, $%.3f/h\n", peakNodes, peakCost)
-	fmt.Printf("  scale to %d: consolidation done %.1f s after the scale; %d nodes, $%.3f/h\n",
-		n/2, half.Seconds(), halfNodes, halfCost)
-	fmt.Printf("  controller: %.1f CPU seconds, peak RSS %.0f MiB\n", cpu, rss)
-	fmt.Printf("  kwok (upstream's node and pod agent, a separate process): %.1f CPU seconds, peak RSS %.0f MiB\n", kwokCPU, kwokRSS)
-	if !c.toZero {
+		r.BoundAfterLast, r.LastCreated, boundAt.Seconds())
+	if r.Peak.Nodes, r.Peak.Cost, err = cl.cost(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("  peak: %d nodes, $%.3f/h\n", r.Peak.Nodes, r.Peak.Cost)
+	for _, step := range []struct {
+		replicas int
+		out      *settled
+	}{{n / 2, &r.Half}, {0, &r.Zero}} {
+		took, nodes, cost, err := cl.scaleAndSettle(ctx, step.replicas)
+		if err != nil {
+			return err
+		}
+		*step.out = settled{Seconds: took.Seconds(), state: state{Nodes: nodes, Cost: cost}}
+		fmt.Printf("  scale to %d: consolidation done %.1f s after the scale; %d nodes, $%.3f/h\n",
+			step.replicas, took.Seconds(), nodes, cost)
+	}
+	r.ControllerCPU, r.ControllerRSS = usage(c.controllerPID)
+	fmt.Printf("  controller, whole run: %.1f CPU seconds, peak RSS %.0f MiB\n", r.ControllerCPU, r.ControllerRSS)
+	if c.agentPID != 0 {
+		r.AgentCPU, r.AgentRSS = usage(c.agentPID)
+		fmt.Printf("  node agent (a separate process), whole run: %.1f CPU seconds, peak RSS %.0f MiB\n", r.AgentCPU, r.AgentRSS)
+	}
+	if c.result == "" {
 		return nil
 	}
-	zero, zeroNodes, zeroCost, err := cl.scaleAndSettle(ctx, 0)
+	raw, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  scale to 0: consolidation done %.1f s after the scale; %d nodes, $%.3f/h\n",
-		zero.Seconds(), zeroNodes, zeroCost)
-	return nil
+	return os.WriteFile(c.result, append(raw, '\n'), 0o644)
 }
 
 func inflate(replicas int) *appsv1.Deployment {

@@ -1,6 +1,6 @@
 // kwok (sigs.k8s.io/kwok), the fake-kubelet controller that makes the Nodes of upstream
 // Karpenter's kwok provider Ready and their pods Running, built from its own module at its
-// own dependency versions. Nothing here is ours; scripts/bench-cluster-upstream builds it.
+// own dependency versions. Nothing here is ours; scripts/bench-cluster-compare builds it.
 module nodewright.dev/bench/karpenter-kwok/kwok
 
 go 1.26.0

@@ -480,7 +480,7 @@ pub fn read_manifests(
 }
 
 mod write;
-pub use write::{node_json, pod_json, write_input, write_output};
+pub use write::{node_json, pod_json, write_catalog, write_input, write_output};
 
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ pub mod bench_consolidation;
 pub mod bench_controller;
 pub mod bench_savings;
 pub mod bench_sim;
+pub mod catalog;
 pub mod controller;
 pub mod convert;
 pub mod crds;
@@ -35,6 +36,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Benchmarks of the engine.
     Bench(bench::BenchArgs),
+    /// Print the simulated cloud's instance types as an interchange catalog.
+    Catalog(catalog::Args),
     /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
     Controller(Box<controller::Args>),
     /// Create or update the AWS resources a cluster needs (`install aws --cluster-name C`; `--dry-run` only prints the plan).
@@ -57,6 +60,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Crds(args) => crds::run(args),
         Command::Plan(a) => plan::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Catalog(a) => catalog::run(a),
         Command::Controller(a) => controller::run(*a),
         Command::Install(a) => install::install(a),
         Command::Uninstall(a) => install::uninstall(a),

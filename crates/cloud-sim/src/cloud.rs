@@ -256,8 +256,9 @@ impl SimCloud {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The catalog's instance types for a family, computed once.
-    fn family_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+    /// The catalog's instance types for a family as this cloud offers them (its region and
+    /// zones, synthetic spot prices, every offering available), computed once.
+    pub fn family_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
         let mut cache = self.types.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .entry(family)

@@ -387,3 +387,12 @@ pub fn write_input(s: &Snapshot, meta: Value) -> Value {
         "nodePools": s.nodepools.iter().map(nodepool_json).collect::<Vec<_>>(),
     })
 }
+
+/// A catalog as an interchange document: `meta` and `instanceTypes` (what `plan
+/// --instance-types`, `simulate --instance-types` and [`super::read_catalog`] read).
+pub fn write_catalog(its: &[InstanceType], meta: Value) -> Value {
+    json!({
+        "meta": meta,
+        "instanceTypes": its.iter().map(instance_type_json).collect::<Vec<_>>(),
+    })
+}

@@ -57,20 +57,20 @@ fn aws_unavailable() -> anyhow::Error {
     )
 }
 
-/// The simulated cloud in the region of `--aws-region` (`AWS_REGION`), us-east-1 when unset,
-/// with every zone the embedded catalog offers there.
-fn sim_config(args: &Args) -> anyhow::Result<SimCloudConfig> {
+/// The simulated cloud in `region` (us-east-1 when unset), with every zone the embedded
+/// catalog offers there (us-east-1a, b and c when unset).
+pub fn sim_config(cluster_name: &str, region: Option<&str>) -> anyhow::Result<SimCloudConfig> {
     let mut config = SimCloudConfig {
-        cluster_name: args.settings.cluster_name.clone(),
+        cluster_name: cluster_name.to_string(),
         ..SimCloudConfig::default()
     };
-    let Some(region) = args.aws.aws_region.clone().filter(|r| !r.is_empty()) else {
+    let Some(region) = region.filter(|r| !r.is_empty()) else {
         return Ok(config);
     };
     let catalog = nodewright_aws_model::catalog::embedded()
         .context("reading the embedded instance-type catalog")?;
     let zones: Vec<String> = catalog
-        .zones(&region)
+        .zones(region)
         .into_iter()
         .map(String::from)
         .collect();
@@ -79,7 +79,7 @@ fn sim_config(args: &Args) -> anyhow::Result<SimCloudConfig> {
         "AWS_REGION {region:?}: the simulated cloud's catalog offers no instance types there; regions it knows: {}",
         catalog.regions().collect::<Vec<_>>().join(", ")
     );
-    config.region = region;
+    config.region = region.to_string();
     config.zones = zones;
     Ok(config)
 }
@@ -112,8 +112,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             match args.cloud_provider {
                 Provider::Sim => {
                     let sim = Arc::new(
-                        SimCloud::new(sim_config(&args)?)
-                            .context("starting the simulated cloud")?,
+                        SimCloud::new(sim_config(
+                            &args.settings.cluster_name,
+                            args.aws.aws_region.as_deref(),
+                        )?)
+                        .context("starting the simulated cloud")?,
                     );
                     let client = kube::Client::try_from(config.clone())?;
                     tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());

@@ -8,7 +8,6 @@ mod kit;
 
 #[cfg(feature = "aws")]
 mod aws;
-mod bench;
 mod crds;
 mod disruption;
 mod faults;
