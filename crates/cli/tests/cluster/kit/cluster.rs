@@ -57,10 +57,21 @@ pub struct ControlPlane {
     _slot: Slot,
 }
 
+/// Options for [`ControlPlane::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The controller-manager's client QPS and burst (upstream's 20/30 when `None`).
+    pub kcm_qps: Option<(u32, u32)>,
+}
+
 impl ControlPlane {
     /// A fresh control plane for `test`, or `None` (with a note) when the suite is not
     /// required and so skipped.
     pub fn start(test: &str) -> Option<ControlPlane> {
+        Self::start_with(test, Options::default())
+    }
+
+    pub fn start_with(test: &str, options: Options) -> Option<ControlPlane> {
         if std::env::var(REQUIRE).as_deref() != Ok("1") {
             eprintln!(
                 "skipping {test}: the real control plane runs under scripts/test ({REQUIRE}=1)"
@@ -71,11 +82,13 @@ impl ControlPlane {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
             .join("cluster")
             .join(test);
-        let out = Command::new(repo_root().join("scripts/cluster"))
-            .arg("up")
-            .arg(&dir)
-            .output()
-            .expect("scripts/cluster runs");
+        let mut up = Command::new(repo_root().join("scripts/cluster"));
+        up.arg("up").arg(&dir);
+        if let Some((qps, burst)) = options.kcm_qps {
+            up.env("NODEWRIGHT_KCM_QPS", qps.to_string())
+                .env("NODEWRIGHT_KCM_BURST", burst.to_string());
+        }
+        let out = up.output().expect("scripts/cluster runs");
         assert!(
             out.status.success(),
             "scripts/cluster up {} failed:\n{}{}",
