@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::kit::controller::{Controller, Launch};
 use crate::kit::moto::{Moto, World};
 use crate::kit::read::{self, condition, name, running};
-use crate::kit::{ControlPlane, assert_clean_log, eventually};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, inflate};
 
 pub const CLUSTER: &str = "e2e";
 
@@ -89,27 +89,6 @@ spec:
 "#,
         role = world.get("role"),
         image = world.get("image"),
-    )
-}
-
-/// A Deployment of `replicas` pause pods of one CPU each.
-pub fn inflate(replicas: u32) -> String {
-    format!(
-        r#"apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: inflate, namespace: default}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: inflate}}}}
-  template:
-    metadata: {{labels: {{app: inflate}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-        - name: inflate
-          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
-          resources: {{requests: {{cpu: "1"}}}}
-"#
     )
 }
 

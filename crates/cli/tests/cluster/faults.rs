@@ -16,9 +16,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use serde_json::Value;
 
-use crate::aws::inflate;
 use crate::kit::cluster::Options;
 use crate::kit::controller::{Controller, Launch, http_get};
+use crate::kit::inflate;
 use crate::kit::read::{self, label, name, running};
 use crate::kit::{ControlPlane, assert_clean_log, eventually};
 

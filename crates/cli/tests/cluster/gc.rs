@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::aws::{CLUSTER, agent, controller, inflate, manifests, wait_running};
+use crate::aws::{CLUSTER, agent, controller, manifests, wait_running};
 use crate::kit::controller::Controller;
+use crate::kit::inflate;
 use crate::kit::moto::{Moto, World};
 use crate::kit::read::{self, name};
 use crate::kit::{ControlPlane, eventually};

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use nodewright_core::rng::Rng;
 use serde_json::Value;
 
-use crate::aws::{CLUSTER, agent, controller, inflate, manifests, wait_running};
+use crate::aws::{CLUSTER, agent, controller, manifests, wait_running};
 use crate::kit::controller::Controller;
+use crate::kit::inflate;
 use crate::kit::moto::{Moto, World};
 use crate::kit::read::{self, condition};
 use crate::kit::{ControlPlane, eventually};

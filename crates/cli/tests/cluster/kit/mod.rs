@@ -6,11 +6,13 @@
 
 pub mod cluster;
 pub mod controller;
+pub mod manifests;
 pub mod moto;
 pub mod read;
 pub mod wait;
 
 pub use cluster::ControlPlane;
+pub use manifests::inflate;
 pub use wait::eventually;
 
 use std::path::PathBuf;
