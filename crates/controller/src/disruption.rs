@@ -2,7 +2,9 @@
 //! delay, re-check each command on a fresh snapshot, then taint the targets, launch the
 //! replacements, wait until they are initialized, and only then delete the old claims (the
 //! termination controller drains and terminates them). A replacement that disappears or a
-//! command that outlives its timeout is rolled back: taint and condition removed. Each round
+//! command that outlives its timeout is rolled back: taint and condition removed. What
+//! happens to a command, and when, is core's orchestration queue ([`Queue`]), which the
+//! simulator drives too; this file carries out its effects on the API. Each round
 //! says for every node why it was not disrupted (`DisruptionBlocked`, `Unconsolidatable`) and
 //! records upstream's voluntary-disruption metrics.
 //!
@@ -36,9 +38,10 @@ use nodewright_core::disruption::candidates::{Selection, budget_node_counts, sel
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
-use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
+pub use nodewright_core::disruption::queue::{COMMAND_TIMEOUT, Running};
+use nodewright_core::disruption::queue::{Effect, Failure, Queue, Replacement};
 use nodewright_core::disruption::replacement_requests::replacement_requests;
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::labels;
@@ -52,6 +55,7 @@ use tracing::{info, warn};
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
 use crate::conditions::{self as cond, DISRUPTION_REASON, INITIALIZED};
+use crate::context::Context;
 use crate::events::{Event, EventSink, ObjectRef};
 use crate::lifecycle::{consolidation_policy, termination_mode};
 use crate::metered::MeteredCloud;
@@ -204,17 +208,6 @@ fn round_summary(round: &RoundResult, secs: f64, running: usize) -> String {
     )
 }
 
-/// Upstream's command timeout floor (80 ms × queued commands, clamped to 10 min .. 1 h).
-pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-
-/// A command that has started: targets tainted, replacements created.
-#[derive(Clone, Debug)]
-pub struct Running {
-    pub command: Command,
-    pub replacements: Vec<String>,
-    pub started: Timestamp,
-}
-
 /// What a step of the executor did, for tests and logs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -235,10 +228,8 @@ pub struct Disruptor {
     /// The solve options of every simulation (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, as
     /// the provisioner solves).
     options: Options,
-    pending: Mutex<Vec<Queued>>,
-    running: Mutex<Vec<Running>>,
-    /// Finished commands whose targets still drain, with when they finished.
-    draining: Mutex<Draining>,
+    /// The commands between their round and their targets' drain (core's orchestration).
+    queue: Mutex<Queue>,
     marker: Mutex<Marker>,
     /// What rounds work out about nodes that did not change, kept from one to the next.
     kept_nodes: Arc<NodeMemo>,
@@ -247,14 +238,15 @@ pub struct Disruptor {
 }
 
 impl Disruptor {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            events,
+        } = ctx.clone();
         Disruptor {
             state,
             writer,
@@ -268,9 +260,7 @@ impl Disruptor {
                 ..Settings::default()
             },
             options: Options::default(),
-            pending: Mutex::new(Vec::new()),
-            running: Mutex::new(Vec::new()),
-            draining: Mutex::new(Draining::default()),
+            queue: Mutex::new(Queue::default()),
             marker: Mutex::new(Marker::new(clock.now())),
             kept_nodes: Arc::default(),
             leader: None,
@@ -300,54 +290,19 @@ impl Disruptor {
         self.leader.as_ref().is_none_or(|l| *l.borrow())
     }
 
-    pub fn running(&self) -> Vec<Running> {
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Nodes already part of a running command: not offered to the planner again.
-    fn busy(&self) -> BTreeSet<String> {
-        self.running()
-            .iter()
-            .flat_map(|r| r.command.targets.iter().map(|t| t.node.clone()))
-            .collect()
+    pub fn running(&self) -> Vec<Running> {
+        self.queue().running().to_vec()
     }
 
     /// What the running commands hold, and the nodes already terminating. A finished
-    /// command's replacements stay reserved while its targets drain (see [`Draining`]).
+    /// command's replacements stay reserved while its targets drain.
     pub(crate) fn in_flight(&self) -> InFlight {
-        let mut held = InFlight {
-            terminating: self.terminating(),
-            ..InFlight::default()
-        };
-        for r in self.running() {
-            held.add(&r.command, r.replacements.iter().map(String::as_str));
-        }
-        self.draining
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .hold(&mut held);
-        held
-    }
-
-    /// Forgets finished commands whose targets are drained (gone, or their instance
-    /// terminating), or that finished long enough ago.
-    fn forget_drained(&self, now: Timestamp) {
-        let s = lock(&self.state);
-        let drained = |t: &Target| {
-            s.nodeclaims.get(&t.nodeclaim).is_none_or(|c| {
-                c.status
-                    .as_ref()
-                    .and_then(|st| st.conditions.as_deref())
-                    .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
-            })
-        };
-        self.draining
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .forget_drained(now, drained);
+        let terminating = self.terminating();
+        self.queue().in_flight(terminating)
     }
 
     /// Nodes whose claim says `InstanceTerminating`: drained, their instance going away.
@@ -388,7 +343,7 @@ impl Disruptor {
             .await
             .map_err(|e| e.to_string())?;
         let settings = self.settings;
-        let busy = self.busy();
+        let busy = self.queue().busy_nodes();
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
         let kept_nodes = self.kept_nodes.clone();
@@ -454,23 +409,32 @@ impl Disruptor {
                 .nodes(n)
                 .took(Duration::from_secs_f64(elapsed))
         });
-        let commands = round.commands;
-        if commands.is_empty() {
-            return Ok(Planned::Nothing);
+        // The queue starts what starts at once (as `starts_at_once` splits them) and keeps
+        // the rest for their re-check; the immediate ones' requests are taken in that order.
+        let requests: Vec<Vec<Resources>> = round
+            .commands
+            .iter()
+            .filter(|q| q.command.starts_at_once())
+            .map(|q| q.requests.clone())
+            .collect();
+        let commands = round.commands.into_iter().map(|q| q.command).collect();
+        let (immediate, planned) = self.queue().plan(commands);
+        for (command, requests) in immediate.into_iter().zip(requests) {
+            self.journal.record(|| started_entry(now, &command));
+            info!(command = %command, "starting disruption");
+            self.start(&Queued { command, requests })
+                .await
+                .map_err(|e| e.to_string())?;
         }
-        let (immediate, graceful): (Vec<Queued>, Vec<Queued>) = commands
-            .into_iter()
-            .partition(|q| q.command.starts_at_once());
-        for q in &immediate {
-            self.journal.record(|| started_entry(now, &q.command));
-            info!(command = %q.command, "starting disruption");
-            self.start(q).await.map_err(|e| e.to_string())?;
+        let awaiting: Vec<String> = self
+            .queue()
+            .awaiting()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        for c in &awaiting {
+            info!(command = %c, "disruption planned; validating after the delay");
         }
-        for q in &graceful {
-            info!(command = %q.command, "disruption planned; validating after the delay");
-        }
-        let planned = Planned::after(immediate.len(), graceful.len());
-        *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = graceful;
         Ok(planned)
     }
 
@@ -498,7 +462,7 @@ impl Disruptor {
 
     /// Re-checks the planned commands on a fresh snapshot and starts those still valid.
     pub async fn validate_round(&self) -> Result<(Validated, Vec<String>), String> {
-        let queued = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let queued = self.queue().take_awaiting();
         let now = self.clock.now();
         let mut fresh = snapshot(&self.state, self.cloud.as_ref(), now)
             .await
@@ -512,21 +476,15 @@ impl Disruptor {
             };
             queued
                 .into_iter()
-                .map(|q| {
-                    let r = validate(&q.command, &fresh, &sim).map_err(|e| e.to_string());
+                .map(|command| {
+                    let r = validate(&command, &fresh, &sim).map_err(|e| e.to_string());
                     // The fresh snapshot gives the replacements their current requests: the
                     // re-check's simulation found every planned instance type to hold them.
                     let requests = match &r {
-                        Ok(()) => replacement_requests(&fresh, &q.command, &sim),
+                        Ok(()) => replacement_requests(&fresh, &command, &sim),
                         Err(_) => Vec::new(),
                     };
-                    (
-                        Queued {
-                            command: q.command,
-                            requests,
-                        },
-                        r,
-                    )
+                    (Queued { command, requests }, r)
                 })
                 .collect::<Vec<_>>()
         })
@@ -618,19 +576,10 @@ impl Disruptor {
             ));
             replacements.push(name);
         }
-        if c.forceful {
-            // Expiration: no replacement first, delete now.
-            self.terminate_targets(c).await?;
-            return Ok(());
-        }
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Running {
-                command: c.clone(),
-                replacements,
-                started: now,
-            });
+        // A forceful command (expiration) does not wait for replacements: the queue says
+        // to delete its targets now.
+        let effects = self.queue().started(c.clone(), replacements, now);
+        self.carry_out(effects, now).await?;
         Ok(())
     }
 
@@ -732,80 +681,90 @@ impl Disruptor {
         Ok(())
     }
 
-    /// Advances running commands: delete targets once every replacement is initialized; roll
-    /// back when a replacement is gone or the command timed out.
+    /// Advances running commands as the core queue decides: delete targets once every
+    /// replacement is initialized; roll back when a replacement is gone or the command timed
+    /// out.
     pub async fn progress(&self) -> Result<Vec<String>, WriteError> {
         let now = self.clock.now();
-        self.forget_drained(now);
-        let running = self.running();
-        let mut keep = Vec::new();
+        let effects = {
+            let s = lock(&self.state);
+            let replacement = |name: &str| {
+                let Some(c) = s
+                    .all_claims()
+                    .find(|c| c.metadata.name.as_deref() == Some(name))
+                else {
+                    return Replacement::Gone;
+                };
+                if c.metadata.deletion_timestamp.is_some() {
+                    return Replacement::Gone;
+                }
+                let conds = c.status.as_ref().and_then(|s| s.conditions.as_deref());
+                if conds.is_some_and(|cs| cond::is_true(cs, INITIALIZED)) {
+                    Replacement::Initialized
+                } else {
+                    Replacement::Launching
+                }
+            };
+            // A finished command's target has drained once its claim is gone or its
+            // instance is terminating.
+            let drained = |t: &Target| {
+                s.nodeclaims.get(&t.nodeclaim).is_none_or(|c| {
+                    c.status
+                        .as_ref()
+                        .and_then(|st| st.conditions.as_deref())
+                        .is_some_and(|cs| cond::is_true(cs, cond::INSTANCE_TERMINATING))
+                })
+            };
+            self.queue().progress(now, replacement, drained)
+        };
+        self.carry_out(effects, now).await
+    }
+
+    /// Turns the queue's effects into writes, events, metrics and journal entries; returns
+    /// what finished, for tests and logs.
+    async fn carry_out(
+        &self,
+        effects: Vec<Effect>,
+        now: Timestamp,
+    ) -> Result<Vec<String>, WriteError> {
         let mut finished = Vec::new();
-        for r in running {
-            let mut waiting = Vec::new();
-            let (ready, lost) = {
-                let s = lock(&self.state);
-                let mut ready = true;
-                let mut lost = false;
-                for name in &r.replacements {
-                    match s
-                        .all_claims()
-                        .find(|c| c.metadata.name.as_deref() == Some(name))
-                    {
-                        None => lost = true,
-                        Some(c) if c.metadata.deletion_timestamp.is_some() => lost = true,
-                        Some(c) => {
-                            let conds = c
-                                .status
-                                .as_ref()
-                                .and_then(|s| s.conditions.clone())
-                                .unwrap_or_default();
-                            let initialized = cond::is_true(&conds, INITIALIZED);
-                            if !initialized {
-                                waiting.push(name.clone());
-                            }
-                            ready &= initialized;
-                        }
+        for effect in effects {
+            match effect {
+                Effect::Terminate(r) => {
+                    self.terminate_targets(&r.command).await?;
+                    info!(command = %r.command, "disruption command finished; terminating its targets");
+                    self.journal
+                        .record(|| finished_entry(now, What::Terminated, &r));
+                    finished.push(format!("terminated: {}", r.command));
+                }
+                Effect::RollBack(r, why) => {
+                    let why = match why {
+                        Failure::ReplacementGone(name) => format!("replacement {name} is gone"),
+                        Failure::TimedOut => "replacements not initialized in time".to_string(),
+                    };
+                    warn!(command = %r.command, reason = %why, "disruption command failed; rolling back");
+                    self.metrics.disruption_queue_failure(
+                        r.command.decision.as_str(),
+                        r.command.method.reason_label(),
+                        r.command.method.consolidation_type(),
+                    );
+                    for t in &r.command.targets {
+                        self.set_taint(&t.node, false).await?;
+                        self.set_reason(&t.nodeclaim, None).await?;
+                    }
+                    self.journal
+                        .record(|| finished_entry(now, What::RolledBack, &r));
+                    finished.push(format!("rolled back: {}", r.command));
+                }
+                Effect::Waiting(names) => {
+                    for name in &names {
+                        self.events.publish(events::disruption_waiting_readiness(
+                            ObjectRef::nodeclaim(name),
+                        ));
                     }
                 }
-                (ready, lost)
-            };
-            if lost || now.since(r.started) >= COMMAND_TIMEOUT {
-                warn!(command = %r.command, "disruption command failed; rolling back");
-                self.metrics.disruption_queue_failure(
-                    r.command.decision.as_str(),
-                    r.command.method.reason_label(),
-                    r.command.method.consolidation_type(),
-                );
-                for t in &r.command.targets {
-                    self.set_taint(&t.node, false).await?;
-                    self.set_reason(&t.nodeclaim, None).await?;
-                }
-                self.journal
-                    .record(|| finished_entry(now, What::RolledBack, &r));
-                finished.push(format!("rolled back: {}", r.command));
-                continue;
             }
-            if ready {
-                self.terminate_targets(&r.command).await?;
-                info!(command = %r.command, "disruption replacements ready; terminating targets");
-                self.journal
-                    .record(|| finished_entry(now, What::Terminated, &r));
-                finished.push(format!("terminated: {}", r.command));
-                self.draining
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .finished(r.command, r.replacements, now);
-                continue;
-            }
-            for name in &waiting {
-                self.events
-                    .publish(events::disruption_waiting_readiness(ObjectRef::nodeclaim(
-                        name,
-                    )));
-            }
-            keep.push(r);
         }
-        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = keep;
         Ok(finished)
     }
 
@@ -820,9 +779,7 @@ impl Disruptor {
                 Ok(p) => {
                     cadence.planned(now, p);
                     match p {
-                        Planned::AwaitingValidation => Step::Planned(
-                            self.pending.lock().unwrap_or_else(|p| p.into_inner()).len(),
-                        ),
+                        Planned::AwaitingValidation => Step::Planned(self.queue().awaiting().len()),
                         Planned::StartedForceful => Step::Started(1),
                         Planned::Nothing => Step::Idle,
                     }

@@ -26,6 +26,7 @@ use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::shared::{Condition, Quantity, ResourceList};
 use nodewright_cloud::{CloudError, CloudProvider, Launched, Registration};
 use nodewright_core::labels;
+use nodewright_core::lifecycle::Phase;
 use nodewright_core::resources::{Resources, format_amount};
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
@@ -34,6 +35,7 @@ use tracing::{info, warn};
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
 use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
+use crate::context::Context;
 use crate::events::{EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
@@ -44,8 +46,6 @@ use crate::write::{KubeWriter, MetaPatch, NodePatch, WriteError};
 /// Claims reconciled at once in a pass.
 pub const RECONCILE_PARALLELISM: usize = 32;
 
-pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 use nodewright_core::taints::UNREGISTERED_TAINT;
 pub const TERMINATION_TIMESTAMP: &str = "karpenter.sh/nodeclaim-termination-timestamp";
 /// The `Registered` reason while a provider registration hook has not finished.
@@ -152,14 +152,15 @@ pub fn termination_mode(claim: &NodeClaim) -> &'static str {
 }
 
 impl Lifecycle {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            events,
+        } = ctx.clone();
         Lifecycle {
             state,
             writer,
@@ -267,11 +268,11 @@ impl Lifecycle {
                 .as_ref()
                 .map(from_time)
                 .unwrap_or(now);
-            if now.since(created) >= LAUNCH_TIMEOUT {
+            if let Some(why) = (Phase::Launching { created }).timed_out(now) {
                 info!(nodeclaim = %name, "launch timed out; deleting");
                 self.writer.delete_nodeclaim(&name).await?;
-                self.count_disrupted(&claim, "launch_timeout");
-                return Ok(Outcome::Deleted("launch_timeout"));
+                self.count_disrupted(&claim, why.reason());
+                return Ok(Outcome::Deleted(why.reason()));
             }
             match self.launch(&claim).await {
                 Ok(launched) => {

@@ -29,6 +29,7 @@ use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
+use crate::context::Context;
 use crate::events::{EventSink, ObjectRef};
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
@@ -245,14 +246,15 @@ fn within_limits(limits: &Resources, used: &Resources, add: &Resources) -> bool 
 }
 
 impl Provisioner {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            events,
+        } = ctx.clone();
         Provisioner {
             state,
             writer,
@@ -576,20 +578,17 @@ mod tests {
     use tokio::sync::watch;
 
     use super::Provisioner;
+    use crate::context::Context;
     use crate::events::{EventSink, Recorded};
     use crate::state::{Kind, lock};
     use crate::tests::Harness;
 
     fn provisioner(h: &Harness) -> Provisioner {
         let sink: Arc<dyn EventSink> = Arc::new(Recorded::new(h.events.clone()));
-        Provisioner::new(
-            h.state.clone(),
-            h.api.clone(),
-            h.cloud.clone(),
-            h.clock,
-            h.metrics.clone(),
-            sink,
-        )
+        Provisioner::new(&Context {
+            events: sink,
+            ..h.context()
+        })
     }
 
     /// Upstream's recorder in front of the events: a 5,000-pod pass nominates every pod in

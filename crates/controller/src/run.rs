@@ -18,6 +18,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::cloud_metrics::CloudMetrics;
+use crate::context::Context;
 use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
 use crate::failpoint;
@@ -184,42 +185,26 @@ pub async fn run(
     });
 
     let clock = Clock::system();
+    let ctx = Context {
+        state: state.clone(),
+        writer: writer.clone(),
+        cloud: cloud.clone(),
+        clock,
+        metrics: metrics.clone(),
+        events: events.clone(),
+    };
     let provisioner = Arc::new(
-        Provisioner::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_options(settings.scheduling_options())
-        .with_cpus(settings.cpus())
-        .with_leader(leader.clone()),
+        Provisioner::new(&ctx)
+            .with_options(settings.scheduling_options())
+            .with_cpus(settings.cpus())
+            .with_leader(leader.clone()),
     );
     let lifecycle = Arc::new(
-        Lifecycle::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_cpus(settings.cpus())
-        .with_leader(leader.clone()),
+        Lifecycle::new(&ctx)
+            .with_cpus(settings.cpus())
+            .with_leader(leader.clone()),
     );
-    let termination = Arc::new(
-        Termination::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_leader(leader.clone()),
-    );
+    let termination = Arc::new(Termination::new(&ctx).with_leader(leader.clone()));
     let status = Arc::new(StatusController::new(
         state.clone(),
         writer.clone(),
@@ -309,7 +294,7 @@ pub async fn run(
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
     let disruptor = Arc::new(
-        Disruptor::new(state, writer, cloud, clock, metrics, events)
+        Disruptor::new(&ctx)
             .with_policies(
                 settings.consolidation_features(),
                 settings.scheduling_options(),

@@ -23,6 +23,7 @@ use tracing::{info, warn};
 use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
 use crate::conditions::{self as cond, DISRUPTION_REASON};
+use crate::context::Context;
 use crate::events::{EventSink, ObjectRef};
 use crate::failpoint::{self, Failpoint};
 use crate::lifecycle::TERMINATION_TIMESTAMP;
@@ -220,14 +221,15 @@ fn disruption_reason(claim: &NodeClaim) -> String {
 }
 
 impl Termination {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            events,
+        } = ctx.clone();
         Termination {
             state,
             writer,

@@ -18,6 +18,7 @@ mod fixture;
 pub mod in_flight;
 pub mod node_memo;
 pub mod plan;
+pub mod queue;
 pub mod replacement_requests;
 pub mod saving_bound;
 pub mod simulate;

@@ -12,6 +12,7 @@ pub mod cron;
 pub mod disruption;
 pub mod interruption;
 pub mod labels;
+pub mod lifecycle;
 pub mod model;
 pub mod requirements;
 pub mod resources;

@@ -16,9 +16,9 @@ use nodewright_core::cadence::{
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
-use nodewright_core::disruption::in_flight::draining::Draining;
 use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{Settings, plan_kept};
+use nodewright_core::disruption::queue::Queue;
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
 use nodewright_core::requirements::Requirement;
@@ -95,6 +95,8 @@ enum Event {
     PodSucceeded(String),
     /// The eviction queue asks again for the pods a draining claim still runs.
     RetryEviction(String),
+    /// A claim's launch or registration timer may have run out (core's lifecycle rules).
+    Liveness(String),
 }
 
 /// How long the eviction queue waits before asking again for a pod whose eviction a
@@ -106,13 +108,6 @@ pub const SPOT_NOTICE: Duration = Duration::from_secs(120);
 
 /// A pod's `terminationGracePeriodSeconds` when it sets none.
 pub const DEFAULT_POD_GRACE: Duration = Duration::from_secs(30);
-
-/// A command that passed validation and waits for its replacements.
-#[derive(Clone, Debug)]
-struct Running {
-    command: Command,
-    replacements: Vec<String>,
-}
 
 pub struct Engine<'p> {
     input: EngineInput,
@@ -138,10 +133,9 @@ pub struct Engine<'p> {
     work: Work,
     now: Timestamp,
     last_trigger: BTreeMap<String, Timestamp>,
-    awaiting: Vec<Command>,
-    running: Vec<Running>,
-    /// Finished commands whose targets still drain: their replacements stay reserved.
-    finished: Draining,
+    /// Disruption commands from their round to their targets' drain: core's orchestration
+    /// queue, as the controller drives it.
+    commands: Queue,
     /// Claims being drained, with why.
     draining: Vec<(String, String)>,
     /// Pods whose eviction was refused, already told on the timeline.
@@ -224,9 +218,7 @@ impl<'p> Engine<'p> {
             queue,
             now: EPOCH,
             last_trigger: BTreeMap::new(),
-            awaiting: Vec::new(),
-            running: Vec::new(),
-            finished: Draining::default(),
+            commands: Queue::default(),
             draining: Vec::new(),
             refused: BTreeSet::new(),
             job_timers: BTreeSet::new(),
@@ -385,6 +377,7 @@ impl<'p> Engine<'p> {
             }
             Event::PodSucceeded(key) => self.pod_succeeded(&key),
             Event::RetryEviction(claim) => self.retry_eviction(&claim),
+            Event::Liveness(claim) => self.liveness(&claim),
             Event::PodGone(key) => {
                 if self
                     .cluster

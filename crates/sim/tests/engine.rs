@@ -661,3 +661,84 @@ fn consolidations_on_the_benchmark_day_seldom_need_new_nodes_for_their_pods() {
         s.disruption_commands
     );
 }
+
+/// Core's lifecycle timers run in the simulator as in the controller: an instance whose node
+/// never registers within 15 minutes of its launch has its claim deleted, and its pods go to
+/// a new claim.
+#[test]
+fn a_node_that_does_not_register_in_time_is_deleted_by_liveness() {
+    let r = run(&scenario(
+        "100",
+        "{ registrationDelay: 20m }",
+        "  - { at: 5s, scale: default/app, replicas: 2 }\n",
+        "40m",
+    ))
+    .unwrap();
+    let liveness: Vec<_> = r.timeline.iter().filter(|e| e.kind == "liveness").collect();
+    assert!(!liveness.is_empty(), "{:#?}", r.timeline);
+    let first = liveness[0];
+    assert!(
+        first.message.ends_with("registration_timeout"),
+        "{}",
+        first.message
+    );
+    // Launched a few seconds after the pods arrived, deleted 15 minutes later.
+    assert!((900..930).contains(&first.at.as_secs()), "{:?}", first.at);
+    assert!(r.summary.nodes_launched >= 2, "{:?}", r.summary);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}
+
+/// With registration a little faster than the timer, nothing is deleted by liveness.
+#[test]
+fn a_node_that_registers_before_the_timer_is_kept() {
+    let r = run(&scenario(
+        "100",
+        "{ registrationDelay: 14m }",
+        "  - { at: 5s, scale: default/app, replicas: 2 }\n",
+        "20m",
+    ))
+    .unwrap();
+    assert_eq!(kinds(&r, "liveness"), 0, "{:#?}", r.timeline);
+    assert_eq!(r.summary.pending_at_end, 0);
+}
+
+/// The orchestration queue's timeout, as in the controller: a drift replacement that is not
+/// ready 10 minutes after its command started rolls the command back and untaints the target.
+#[test]
+fn a_command_whose_replacement_is_not_ready_in_ten_minutes_is_rolled_back() {
+    let changed = POOL
+        .split("  - inline:")
+        .find(|d| d.contains("kind: NodePool"))
+        .unwrap()
+        .replace("values: [c, m]", "values: [m]")
+        .replace("LIMIT", "100")
+        .replace("\n      ", "\n        ");
+    let steps = format!(
+        "  - {{ at: 5s, scale: default/app, replicas: 2 }}\n  - at: 12m\n    apply:\n      inline:{changed}\n"
+    );
+    let r = run(&scenario(
+        "100",
+        "{ registrationDelay: 11m }",
+        &steps,
+        "30m",
+    ))
+    .unwrap();
+    let started = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disruption-started" && e.message.starts_with("drift"))
+        .unwrap_or_else(|| panic!("no drift started: {:#?}", r.timeline));
+    let failed = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "disruption-failed")
+        .unwrap_or_else(|| panic!("no command rolled back: {:#?}", r.timeline));
+    assert!(
+        failed.message.contains("not ready in time"),
+        "{}",
+        failed.message
+    );
+    // The queue advances on the loop's wakes, at most 10 s apart.
+    let waited = (failed.at - started.at).as_secs();
+    assert!((600..=610).contains(&waited), "{failed:?} {started:?}");
+}

@@ -20,6 +20,7 @@ use nodewright_cloud::CloudProvider;
 use nodewright_cloud_sim::kwok::{self, Action};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::clock::Clock;
+use nodewright_controller::context;
 use nodewright_controller::disruption::Disruptor;
 use nodewright_controller::events::{Event, EventSink, Recorded};
 use nodewright_controller::lifecycle::Lifecycle;
@@ -493,41 +494,21 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     let events = Arc::new(CountingEvents::default());
     // Counted behind upstream's dedupe and rate limit: what a cluster's API would receive.
     let sink: Arc<dyn EventSink> = Arc::new(Recorded::new(events.clone()));
+    let ctx = context::Context {
+        state: state.clone(),
+        writer: writer.clone(),
+        cloud: cloud.clone(),
+        clock,
+        metrics: metrics.clone(),
+        events: sink.clone(),
+    };
     let mut loops = Loops {
-        provisioner: Provisioner::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            sink.clone(),
-        ),
+        provisioner: Provisioner::new(&ctx),
         trigger: Trigger::new(BatchWindow::default()),
-        lifecycle: Lifecycle::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            sink.clone(),
-        ),
-        termination: Termination::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            sink.clone(),
-        ),
+        lifecycle: Lifecycle::new(&ctx),
+        termination: Termination::new(&ctx),
         pod_events: PodEvents::new(state.clone(), writer.clone(), clock),
-        disruptor: Disruptor::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            metrics.clone(),
-            sink.clone(),
-        ),
+        disruptor: Disruptor::new(&ctx),
         cadence: DisruptionCadence::new(DisruptionTimings::default(), clock.now()),
         metrics: metrics.clone(),
         startup: PodStartup::default(),

@@ -17,6 +17,7 @@ use super::Harness;
 use super::status::nodeclass;
 use super::termination::initialized_node;
 use crate::conditions;
+use crate::context::Context;
 use crate::hash;
 use crate::lifecycle::Lifecycle;
 use crate::provisioner::Provisioner;
@@ -165,22 +166,16 @@ async fn editing_the_class_drifts_claims_launched_before_in_the_simulated_cloud(
     // The class is resolved first, as it would be in a running controller.
     s.reconcile_all().await;
     let class_hash = class(&h).metadata.annotations.unwrap()[NODECLASS_HASH].clone();
-    let prov = Provisioner::new(
-        h.state.clone(),
-        w.clone(),
-        cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
-    let life = Lifecycle::new(
-        h.state.clone(),
-        w,
-        cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = Provisioner::new(&Context {
+        writer: w.clone(),
+        cloud: cloud.clone(),
+        ..h.context()
+    });
+    let life = Lifecycle::new(&Context {
+        writer: w,
+        cloud: cloud.clone(),
+        ..h.context()
+    });
     let name = prov.provision().await.unwrap().created[0].clone();
     life.reconcile_all().await;
     let c = claim(&h, &name);

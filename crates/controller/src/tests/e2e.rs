@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::Harness;
 use crate::conditions;
+use crate::context::Context;
 use crate::lifecycle::{Lifecycle, Outcome};
 use crate::provisioner::{ProvisionError, Provisioner};
 use crate::state::{Kind, Object, lock};
@@ -33,14 +34,10 @@ fn parts(h: &Harness) -> (Provisioner, Lifecycle) {
     let w: Arc<dyn KubeWriter> = h.api.clone();
     (
         h.provisioner(),
-        Lifecycle::new(
-            h.state.clone(),
-            w,
-            h.cloud.clone(),
-            h.clock,
-            h.metrics.clone(),
-            h.events.clone(),
-        ),
+        Lifecycle::new(&Context {
+            writer: w,
+            ..h.context()
+        }),
     )
 }
 
@@ -333,22 +330,14 @@ async fn losing_the_lease_stops_writes() {
     h.api.mark_synced();
     let (tx, rx) = watch::channel(false);
     let gated: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), rx));
-    let prov = Provisioner::new(
-        h.state.clone(),
-        gated.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
-    let life = Lifecycle::new(
-        h.state.clone(),
-        gated,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let prov = Provisioner::new(&Context {
+        writer: gated.clone(),
+        ..h.context()
+    });
+    let life = Lifecycle::new(&Context {
+        writer: gated,
+        ..h.context()
+    });
 
     let p = prov.provision().await.unwrap();
     assert!(p.created.is_empty());

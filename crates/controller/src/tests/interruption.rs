@@ -174,14 +174,7 @@ async fn a_spot_interruption_terminates_the_node_through_the_normal_path() {
     // The ordinary termination follows: node deleted and drained, instance terminated,
     // finalizers released.
     let life = h.lifecycle();
-    let term = Termination::new(
-        h.state.clone(),
-        h.api.clone(),
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let term = Termination::new(&h.context());
     for _ in 0..6 {
         life.reconcile_all().await;
         term.reconcile_all().await;

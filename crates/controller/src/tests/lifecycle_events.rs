@@ -6,20 +6,17 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::Harness;
+use crate::context::Context;
 use crate::events::EventType;
 use crate::lifecycle::Lifecycle;
 use crate::state::{Kind, Object};
 use crate::write::{KubeWriter, LeaderGate, WriteError};
 
 fn lifecycle(h: &Harness, writer: Arc<dyn KubeWriter>) -> Lifecycle {
-    Lifecycle::new(
-        h.state.clone(),
+    Lifecycle::new(&Context {
         writer,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    )
+        ..h.context()
+    })
 }
 
 fn messages(h: &Harness, reason: &str) -> Vec<String> {

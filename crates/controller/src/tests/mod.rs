@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::conditions;
+use crate::context::Context;
 use crate::disruption::Disruptor;
 use crate::events::MemoryEvents;
 use crate::lifecycle::Lifecycle;
@@ -63,52 +64,36 @@ impl Harness {
         }
     }
 
+    /// What the loops share, writing straight to the in-memory API.
+    pub fn context(&self) -> Context {
+        Context {
+            state: self.state.clone(),
+            writer: self.api.clone(),
+            cloud: self.cloud.clone(),
+            clock: self.clock,
+            metrics: self.metrics.clone(),
+            events: self.events.clone(),
+        }
+    }
+
     /// A provisioner writing straight to the in-memory API (no leader gate).
     pub fn provisioner(&self) -> Provisioner {
-        Provisioner::new(
-            self.state.clone(),
-            self.api.clone(),
-            self.cloud.clone(),
-            self.clock,
-            self.metrics.clone(),
-            self.events.clone(),
-        )
+        Provisioner::new(&self.context())
     }
 
     /// The disruption loop writing straight to the in-memory API (no leader gate).
     pub fn disruptor(&self) -> Disruptor {
-        Disruptor::new(
-            self.state.clone(),
-            self.api.clone(),
-            self.cloud.clone(),
-            self.clock,
-            self.metrics.clone(),
-            self.events.clone(),
-        )
+        Disruptor::new(&self.context())
     }
 
     /// The claim lifecycle loop writing straight to the in-memory API (no leader gate).
     pub fn lifecycle(&self) -> Lifecycle {
-        Lifecycle::new(
-            self.state.clone(),
-            self.api.clone(),
-            self.cloud.clone(),
-            self.clock,
-            self.metrics.clone(),
-            self.events.clone(),
-        )
+        Lifecycle::new(&self.context())
     }
 
     /// The termination loop writing straight to the in-memory API (no leader gate).
     pub fn termination(&self) -> Termination {
-        Termination::new(
-            self.state.clone(),
-            self.api.clone(),
-            self.cloud.clone(),
-            self.clock,
-            self.metrics.clone(),
-            self.events.clone(),
-        )
+        Termination::new(&self.context())
     }
 
     /// Every NodeClaim the in-memory API holds.

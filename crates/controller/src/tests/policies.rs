@@ -8,6 +8,7 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use serde_json::json;
 
 use super::{Harness, pending_pod_json};
+use crate::context::Context;
 use crate::provisioner::Provisioner;
 use crate::settings::Settings;
 use crate::state::Kind;
@@ -96,14 +97,10 @@ async fn cpu_requests_scale_the_creates_in_flight() {
         let slow: Arc<dyn KubeWriter> =
             Arc::new(CountingWriter::new(h.api.clone()).with_latency(Duration::from_secs(1)));
         let s = settings(|s| s.cpu_requests = cpu_requests);
-        let prov = Provisioner::new(
-            h.state.clone(),
-            slow,
-            h.cloud.clone(),
-            h.clock,
-            h.metrics.clone(),
-            h.events.clone(),
-        )
+        let prov = Provisioner::new(&Context {
+            writer: slow,
+            ..h.context()
+        })
         .with_cpus(s.cpus());
         let start = tokio::time::Instant::now();
         let p = prov.provision().await.unwrap();

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
+use crate::context::Context;
 use crate::disruption::{Disruptor, Step};
 use crate::hash;
 use crate::state::{Kind, Object};
@@ -290,14 +291,10 @@ async fn a_template_change_drifts_the_claim_and_the_node_is_replaced() {
 
     // The disruption engine replaces it for drift.
     let wr: Arc<dyn KubeWriter> = h.api.clone();
-    let d = Disruptor::new(
-        h.state.clone(),
-        wr,
-        h.cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let d = Disruptor::new(&Context {
+        writer: wr,
+        ..h.context()
+    });
     let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     let running = d.running();

@@ -12,6 +12,7 @@ use serde_json::json;
 use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
+use crate::context::Context;
 use crate::disruption::{Disruptor, Step};
 use crate::events::EventType;
 use crate::lifecycle::{Lifecycle, Outcome};
@@ -31,31 +32,30 @@ fn loops(h: &Harness) -> (Provisioner, Lifecycle, Termination, Disruptor) {
     let w: Arc<dyn KubeWriter> = h.api.clone();
     let (m, e) = (h.metrics.clone(), h.events.clone());
     (
-        Provisioner::new(
-            h.state.clone(),
-            w.clone(),
-            h.cloud.clone(),
-            h.clock,
-            m.clone(),
-            e.clone(),
-        ),
-        Lifecycle::new(
-            h.state.clone(),
-            w.clone(),
-            h.cloud.clone(),
-            h.clock,
-            m.clone(),
-            e.clone(),
-        ),
-        Termination::new(
-            h.state.clone(),
-            w.clone(),
-            h.cloud.clone(),
-            h.clock,
-            m.clone(),
-            e.clone(),
-        ),
-        Disruptor::new(h.state.clone(), w, h.cloud.clone(), h.clock, m, e),
+        Provisioner::new(&Context {
+            writer: w.clone(),
+            metrics: m.clone(),
+            events: e.clone(),
+            ..h.context()
+        }),
+        Lifecycle::new(&Context {
+            writer: w.clone(),
+            metrics: m.clone(),
+            events: e.clone(),
+            ..h.context()
+        }),
+        Termination::new(&Context {
+            writer: w.clone(),
+            metrics: m.clone(),
+            events: e.clone(),
+            ..h.context()
+        }),
+        Disruptor::new(&Context {
+            writer: w,
+            metrics: m,
+            events: e,
+            ..h.context()
+        }),
     )
 }
 

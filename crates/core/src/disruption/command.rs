@@ -99,23 +99,6 @@ pub struct Replacement {
     pub price: f64,
 }
 
-/// One step of a command, in the order the executor must run them.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Step {
-    Launch(Replacement),
-    /// `karpenter.sh/disrupted:NoSchedule` on the node (after replacements are initialized).
-    Taint {
-        node: String,
-    },
-    Evict {
-        node: String,
-        pod: String,
-    },
-    Delete {
-        nodeclaim: String,
-    },
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct Command {
     pub method: Method,
@@ -152,29 +135,6 @@ impl Command {
             savings_per_hour: removed - added,
             forceful: method == Method::Expiration,
         }
-    }
-
-    /// The executor's steps: launch replacements, taint, evict, delete.
-    pub fn steps(&self) -> Vec<Step> {
-        let mut steps: Vec<Step> = self
-            .replacements
-            .iter()
-            .cloned()
-            .map(Step::Launch)
-            .collect();
-        steps.extend(self.targets.iter().map(|t| Step::Taint {
-            node: t.node.clone(),
-        }));
-        for t in &self.targets {
-            steps.extend(t.pods.iter().map(|p| Step::Evict {
-                node: t.node.clone(),
-                pod: p.clone(),
-            }));
-        }
-        steps.extend(self.targets.iter().map(|t| Step::Delete {
-            nodeclaim: t.nodeclaim.clone(),
-        }));
-        steps
     }
 }
 

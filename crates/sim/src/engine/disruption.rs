@@ -5,8 +5,9 @@
 //! pods in place, and the replacements sized for those pods reserved until the command's
 //! targets have drained (`Draining`).
 
-use nodewright_core::disruption::command::Method;
+use nodewright_core::disruption::command::{Method, Target};
 use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::queue::{Effect, Failure, Replacement};
 use nodewright_core::scheduling::split;
 
 use super::launch::replacement_options;
@@ -81,25 +82,26 @@ impl Engine<'_> {
         if plan_is_consolidated(&round, &snapshot.nodepools) {
             self.consolidation.mark_consolidated(self.now);
         }
-        // The controller's split: forceful commands and drift start now, the rest wait.
-        let (immediate, graceful): (Vec<Command>, Vec<Command>) = round
-            .commands
-            .into_iter()
-            .partition(Command::starts_at_once);
-        let started = immediate.len();
+        // The queue's split, as the controller's: forceful commands and drift start now, the
+        // rest wait for their re-check.
+        let (immediate, planned) = self.commands.plan(round.commands);
         for c in immediate {
             self.start(c);
         }
-        for c in &graceful {
+        let awaiting: Vec<String> = self
+            .commands
+            .awaiting()
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        for c in awaiting {
             self.log("disruption-planned", format!("{c}; re-checking in 15s"));
         }
-        let planned = Planned::after(started, graceful.len());
-        self.awaiting = graceful;
         self.cadence.planned(self.now, planned);
     }
 
     pub(super) fn validation(&mut self) {
-        let commands = std::mem::take(&mut self.awaiting);
+        let commands = self.commands.take_awaiting();
         let mut started = false;
         for c in commands {
             let held = self.in_flight();
@@ -161,21 +163,17 @@ impl Engine<'_> {
     }
 
     /// What the running commands hold, their targets and the replacements they launched, and
-    /// what finished commands whose targets still drain hold.
+    /// what finished commands whose targets still drain hold. The simulated cloud terminates
+    /// a drained node's instance with its claim, so no node is terminating apart from them.
     fn in_flight(&mut self) -> InFlight {
         let cluster = &self.cluster;
-        self.finished.forget_drained(self.now, |t| {
+        self.commands.forget_drained(self.now, |t| {
             !cluster
                 .claims()
                 .get(&t.nodeclaim)
                 .is_some_and(SimClaim::is_live)
         });
-        let mut held = InFlight::default();
-        for r in &self.running {
-            held.add(&r.command, r.replacements.iter().map(String::as_str));
-        }
-        self.finished.hold(&mut held);
-        held
+        self.commands.in_flight(Default::default())
     }
 
     /// Starts a command: targets are tainted so nothing new lands on them, replacements launch,
@@ -218,76 +216,83 @@ impl Engine<'_> {
             }
         }
         self.log("disruption-started", command.to_string());
-        self.running.push(Running {
-            command,
-            replacements,
-        });
+        let effects = self.commands.started(command, replacements, self.now);
+        self.carry_out(effects);
     }
 
-    pub(super) fn fail_commands_waiting_on(&mut self, claim: &str) {
-        let (failed, keep): (Vec<Running>, Vec<Running>) = std::mem::take(&mut self.running)
-            .into_iter()
-            .partition(|r| r.replacements.iter().any(|c| c == claim));
-        self.running = keep;
-        if !failed.is_empty() {
-            self.cluster.changed();
-        }
-        for r in failed {
-            for t in &r.command.targets {
-                if let Some(node) = self
-                    .cluster
-                    .claim_mut(&t.nodeclaim)
-                    .and_then(|c| c.node.as_mut())
-                {
-                    node.taints.retain(|x| x.key != DISRUPTED_TAINT);
-                }
-            }
-            self.log(
-                "disruption-failed",
-                format!(
-                    "{}: replacement {claim} could not launch; targets untainted",
-                    r.command.method.as_str()
-                ),
-            );
-        }
-    }
-
+    /// Advances the running commands as core's queue decides, as the controller does.
     pub(super) fn progress_commands(&mut self) {
-        let running = std::mem::take(&mut self.running);
-        for r in running {
-            let ready = r.replacements.iter().all(|c| {
-                self.cluster
-                    .claims()
-                    .get(c)
-                    .is_some_and(|c| c.ready_node().is_some())
-            });
-            if !ready && !r.command.forceful {
-                self.running.push(r);
-                continue;
+        let cluster = &self.cluster;
+        let replacement = |name: &str| match cluster.claims().get(name) {
+            Some(c) if c.ready_node().is_some() => Replacement::Initialized,
+            Some(c) if c.is_live() => Replacement::Launching,
+            _ => Replacement::Gone,
+        };
+        let drained = |t: &Target| {
+            !cluster
+                .claims()
+                .get(&t.nodeclaim)
+                .is_some_and(SimClaim::is_live)
+        };
+        let effects = self.commands.progress(self.now, replacement, drained);
+        self.carry_out(effects);
+    }
+
+    /// Carries out the queue's effects on the simulated cluster.
+    fn carry_out(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Terminate(r) => self.terminate_targets(&r.command),
+                Effect::RollBack(r, why) => self.roll_back(&r.command, why),
+                Effect::Waiting(_) => {}
             }
-            for t in &r.command.targets {
-                let why = format!(
-                    "{} ({})",
-                    r.command.method.as_str(),
-                    match r.command.decision {
-                        Decision::Delete => "delete",
-                        Decision::Replace => "replace",
-                    }
-                );
-                self.drain(&t.nodeclaim, why);
-                self.stats.disrupted += 1;
-            }
-            self.stats.savings_per_hour += r.command.savings_per_hour;
-            self.log(
-                "saved",
-                format!(
-                    "${:.4}/h saved by {}",
-                    r.command.savings_per_hour,
-                    r.command.method.as_str()
-                ),
-            );
-            self.finished.finished(r.command, r.replacements, self.now);
         }
+    }
+
+    fn terminate_targets(&mut self, command: &Command) {
+        for t in &command.targets {
+            let why = format!(
+                "{} ({})",
+                command.method.as_str(),
+                match command.decision {
+                    Decision::Delete => "delete",
+                    Decision::Replace => "replace",
+                }
+            );
+            self.drain(&t.nodeclaim, why);
+            self.stats.disrupted += 1;
+        }
+        self.stats.savings_per_hour += command.savings_per_hour;
+        self.log(
+            "saved",
+            format!(
+                "${:.4}/h saved by {}",
+                command.savings_per_hour,
+                command.method.as_str()
+            ),
+        );
+    }
+
+    /// Untaints a failed command's targets.
+    fn roll_back(&mut self, command: &Command, why: Failure) {
+        self.cluster.changed();
+        for t in &command.targets {
+            if let Some(node) = self
+                .cluster
+                .claim_mut(&t.nodeclaim)
+                .and_then(|c| c.node.as_mut())
+            {
+                node.taints.retain(|x| x.key != DISRUPTED_TAINT);
+            }
+        }
+        let why = match why {
+            Failure::ReplacementGone(claim) => format!("replacement {claim} could not launch"),
+            Failure::TimedOut => "replacements not ready in time".to_string(),
+        };
+        self.log(
+            "disruption-failed",
+            format!("{}: {why}; targets untainted", command.method.as_str()),
+        );
     }
 
     /// A node is consolidated only once it has had no pod bound or removed for its NodePool's

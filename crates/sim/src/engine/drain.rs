@@ -291,8 +291,8 @@ impl Engine<'_> {
                 crate::report::clock(self.now.plus(SPOT_NOTICE).since(EPOCH))
             ),
         );
-        self.running
-            .retain(|r| r.command.targets.iter().all(|t| t.nodeclaim != claim));
+        // Its node is going anyway: a command waiting to replace it is dropped.
+        self.commands.drop_targeting(claim);
         self.drain(claim, "spot interruption".into());
         self.queue.push(
             self.now.plus(SPOT_NOTICE),

@@ -1,6 +1,9 @@
 //! New capacity: the provisioning solve over the cluster's snapshot, NodeClaims from its plan
 //! or a disruption command's replacements, the simulated cloud's launch answer, nodes turning
-//! Ready with their daemon pods, and claims going away.
+//! Ready with their daemon pods, claims deleted by liveness when they do not launch or
+//! register in time, and claims going away.
+
+use nodewright_core::lifecycle::Phase;
 
 use super::*;
 
@@ -128,10 +131,9 @@ impl Engine<'_> {
             },
         );
         self.pending_launch.insert(name.clone(), c.options.clone());
-        self.queue.push(
-            self.now.plus(self.input.cloud.launch_delay),
-            Event::LaunchResult(name.clone()),
-        );
+        let launched = self.now.plus(self.input.cloud.launch_delay);
+        self.time_liveness(&name, Phase::Launching { created: self.now }, launched);
+        self.queue.push(launched, Event::LaunchResult(name.clone()));
         Some(name)
     }
 
@@ -235,10 +237,10 @@ impl Engine<'_> {
                     self.cluster.ice.insert(k, now.plus(ICE_TTL));
                 }
                 self.log("launched", msg);
-                self.queue.push(
-                    now.plus(self.input.cloud.registration_delay),
-                    Event::NodeReady(name.to_string()),
-                );
+                let registered = now.plus(self.input.cloud.registration_delay);
+                self.time_liveness(name, Phase::Registering { launched: now }, registered);
+                self.queue
+                    .push(registered, Event::NodeReady(name.to_string()));
                 if spot {
                     let horizon = self.end().since(now);
                     if let Some(d) = self.cloud.spot_interruption_after(horizon) {
@@ -259,7 +261,8 @@ impl Engine<'_> {
                 }
                 self.log("launch-failed", format!("{name}: {e}"));
                 self.remove_claim(name);
-                self.fail_commands_waiting_on(name);
+                // A command waiting for this replacement is rolled back now.
+                self.progress_commands();
             }
         }
     }
@@ -345,6 +348,38 @@ impl Engine<'_> {
     }
 
     /// Deletes a claim and its node; the node's pods go back to their controllers.
+    /// Schedules the liveness check of claim `name` in `phase` if its timer would run out no
+    /// later than `next`, when the phase ends: a claim that moves on in time costs no event.
+    fn time_liveness(&mut self, name: &str, phase: Phase, next: Timestamp) {
+        if let Some((deadline, _)) = phase.deadline()
+            && deadline <= next
+        {
+            self.queue.push(deadline, Event::Liveness(name.to_string()));
+        }
+    }
+
+    /// Liveness, as the controller's (core's [`Phase::timed_out`]): a claim not launched or
+    /// not registered in time is deleted, and its pods go back to pending.
+    pub(super) fn liveness(&mut self, name: &str) {
+        let Some(c) = self.cluster.claims().get(name).filter(|c| c.is_live()) else {
+            return;
+        };
+        let phase = match (&c.node, c.launched_at) {
+            (Some(_), _) => Phase::Registered,
+            (None, Some(launched)) => Phase::Registering { launched },
+            (None, None) => Phase::Launching {
+                created: c.claim.creation_timestamp,
+            },
+        };
+        let Some(why) = phase.timed_out(self.now) else {
+            return;
+        };
+        self.log("liveness", format!("{name} deleted: {}", why.reason()));
+        self.remove_claim(name);
+        // A command waiting for this replacement is rolled back now.
+        self.progress_commands();
+    }
+
     pub(super) fn remove_claim(&mut self, name: &str) {
         let now = self.now;
         let Some(claim) = self.cluster.claim_mut(name) else {

@@ -7,7 +7,7 @@
 //! for. So a finished command's replacements stay reserved (see [`InFlight`]) until every
 //! target has drained, or [`HOLD_LIMIT`] after the command finished, so that a drain that
 //! hangs (a PodDisruptionBudget that never allows the eviction) does not hold them forever.
-//! The controller and the simulator keep their finished commands here.
+//! The orchestration queue ([`crate::disruption::queue`]) keeps its finished commands here.
 
 use std::time::Duration;
 
@@ -15,8 +15,8 @@ use super::InFlight;
 use crate::disruption::command::{Command, Target};
 use crate::time::Timestamp;
 
-/// The longest a finished command holds its replacements: the executor's command timeout.
-pub const HOLD_LIMIT: Duration = Duration::from_secs(10 * 60);
+/// The longest a finished command holds its replacements: the queue's command timeout.
+pub const HOLD_LIMIT: Duration = crate::disruption::queue::COMMAND_TIMEOUT;
 
 /// One finished command: what it did, what it launched, and when it finished.
 #[derive(Clone, Debug, PartialEq)]

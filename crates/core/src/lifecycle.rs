@@ -1,0 +1,93 @@
+//! The NodeClaim lifecycle's timers (upstream's liveness rules): a claim not launched within
+//! [`LAUNCH_TIMEOUT`] of its creation, or launched but not registered within
+//! [`REGISTRATION_TIMEOUT`] of its launch, is deleted, so its pods go to a node that works.
+//! Both shells ask the same question with their own clock's `now`: the controller on each
+//! reconcile, the simulator when a deadline comes due.
+
+use std::time::Duration;
+
+use crate::time::Timestamp;
+
+/// How long a claim may stay unlaunched after it was created.
+pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How long a launched claim may stay without a registered Node.
+pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// Where a claim is in its lifecycle, with the instants its timers run from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Created, not launched yet.
+    Launching { created: Timestamp },
+    /// Launched, its Node not registered yet.
+    Registering { launched: Timestamp },
+    /// Its Node registered: no timer runs any more.
+    Registered,
+}
+
+/// A timer that ran out: the claim is deleted with this reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timeout {
+    Launch,
+    Registration,
+}
+
+impl Timeout {
+    /// The reason upstream's `karpenter_nodeclaims_disrupted_total` gives.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Timeout::Launch => "launch_timeout",
+            Timeout::Registration => "registration_timeout",
+        }
+    }
+}
+
+impl Phase {
+    /// When this phase's timer runs out, if one runs.
+    pub fn deadline(self) -> Option<(Timestamp, Timeout)> {
+        match self {
+            Phase::Launching { created } => Some((created.plus(LAUNCH_TIMEOUT), Timeout::Launch)),
+            Phase::Registering { launched } => {
+                Some((launched.plus(REGISTRATION_TIMEOUT), Timeout::Registration))
+            }
+            Phase::Registered => None,
+        }
+    }
+
+    /// The timer that has run out at `now`, if any.
+    pub fn timed_out(self, now: Timestamp) -> Option<Timeout> {
+        self.deadline()
+            .filter(|(at, _)| now >= *at)
+            .map(|(_, why)| why)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp(secs * 1000)
+    }
+
+    #[test]
+    fn a_claim_not_launched_in_five_minutes_times_out() {
+        let p = Phase::Launching { created: at(100) };
+        assert_eq!(p.timed_out(at(100 + 299)), None);
+        assert_eq!(p.timed_out(at(100 + 300)), Some(Timeout::Launch));
+        assert_eq!(Timeout::Launch.reason(), "launch_timeout");
+    }
+
+    #[test]
+    fn a_launched_claim_not_registered_in_fifteen_minutes_times_out() {
+        let p = Phase::Registering { launched: at(10) };
+        assert_eq!(p.timed_out(at(10 + 899)), None);
+        assert_eq!(p.timed_out(at(10 + 900)), Some(Timeout::Registration));
+        assert_eq!(p.deadline(), Some((at(910), Timeout::Registration)));
+    }
+
+    #[test]
+    fn a_registered_claim_has_no_timer() {
+        assert_eq!(Phase::Registered.deadline(), None);
+        assert_eq!(Phase::Registered.timed_out(at(1_000_000)), None);
+    }
+}
