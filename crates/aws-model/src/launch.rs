@@ -480,5 +480,6 @@ pub fn few_types_on_demand_fallback(
     (types < ON_DEMAND_FALLBACK_WARN_TYPES).then_some(types)
 }
 
+pub mod order;
 #[cfg(test)]
 mod tests;

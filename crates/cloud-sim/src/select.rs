@@ -1,70 +1,16 @@
 //! Which offering a launch lands on, as pure data: the claim's requirements are checked
-//! against each instance type's labels and each offering's zone and capacity type, the
-//! instance type must hold the claim's requests, and among what remains the capacity type is
-//! chosen as Karpenter does (reserved, then spot, then on-demand) and the cheapest offering of
-//! that type wins (ties: instance type name, then zone).
+//! against each instance type's labels and each offering's zone and capacity type with the AWS
+//! provider's own rules (`aws_model::launch`), the instance type must hold the claim's
+//! requests, and what remains is tried in the provider's launch order
+//! (`aws_model::launch::order`): capacity type first, then price.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use nodewright_core::labels;
-use nodewright_core::model::{CapacityType, InstanceType, Offering};
-use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_aws_model::launch::order::in_launch_order;
+use nodewright_aws_model::launch::{offering_compatible, type_compatible};
+use nodewright_core::model::{InstanceType, Offering};
+use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::Resources;
 
-/// One offering a launch may use.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Choice {
-    pub instance_type: String,
-    pub zone: String,
-    pub capacity_type: CapacityType,
-    pub price: f64,
-}
-
-/// The labels a node of `it` carries, for requirement checks: single-valued `In`
-/// requirements become labels, `DoesNotExist` ones stay absent; `defined` lists every key the
-/// type speaks for.
-fn type_labels(it: &InstanceType) -> (BTreeMap<&str, &str>, BTreeSet<&str>) {
-    let mut labels = BTreeMap::new();
-    let mut defined = BTreeSet::new();
-    for r in &it.requirements {
-        defined.insert(r.key.as_str());
-        if r.operator == Operator::In && r.values.len() == 1 {
-            labels.insert(r.key.as_str(), r.values[0].as_str());
-        }
-    }
-    labels.insert(labels::INSTANCE_TYPE, it.name.as_str());
-    defined.insert(labels::INSTANCE_TYPE);
-    (labels, defined)
-}
-
-/// Whether the requirements on the offering's own keys (zone, capacity type) admit it.
-fn offering_ok(offering: &Offering, requirements: &[Requirement]) -> bool {
-    requirements
-        .iter()
-        .all(|r| match labels::normalize_key(&r.key) {
-            labels::ZONE => r.admits(Some(&offering.zone)),
-            labels::CAPACITY_TYPE => r.admits(Some(offering.capacity_type.as_str())),
-            _ => true,
-        })
-}
-
-/// Whether the requirements on keys the instance type defines admit it. Other keys (the
-/// NodePool label, custom labels) become node labels and do not constrain the type, as
-/// upstream's compatibility check allows.
-fn type_ok(it: &InstanceType, requirements: &[Requirement]) -> bool {
-    let (labels, defined) = type_labels(it);
-    requirements.iter().all(|r| {
-        let key = labels::normalize_key(&r.key);
-        // Zone and capacity type belong to offerings, whatever the type lists for them.
-        let offering_key = key == labels::ZONE || key == labels::CAPACITY_TYPE;
-        offering_key || !defined.contains(key) || r.admits(labels.get(key).copied())
-    })
-}
-
-/// Whether `offering` of `it` satisfies the requirements.
-pub fn compatible(it: &InstanceType, offering: &Offering, requirements: &[Requirement]) -> bool {
-    type_ok(it, requirements) && offering_ok(offering, requirements)
-}
+pub use nodewright_aws_model::launch::order::Choice;
 
 /// Every usable offering for the claim, in launch order (see the module header). `usable`
 /// filters offerings further (capacity the cloud has, offerings not recently out of capacity).
@@ -76,11 +22,11 @@ pub fn candidates(
 ) -> Vec<Choice> {
     let mut out: Vec<Choice> = Vec::new();
     for it in instance_types {
-        if !requests.fits_in(&it.allocatable()) || !type_ok(it, requirements) {
+        if !requests.fits_in(&it.allocatable()) || !type_compatible(it, requirements) {
             continue;
         }
         for o in &it.offerings {
-            if o.available && usable(&it.name, o) && offering_ok(o, requirements) {
+            if usable(&it.name, o) && offering_compatible(o, requirements) {
                 out.push(Choice {
                     instance_type: it.name.clone(),
                     zone: o.zone.clone(),
@@ -90,27 +36,20 @@ pub fn candidates(
             }
         }
     }
-    let rank = |c: CapacityType| match c {
-        CapacityType::Reserved => 0,
-        CapacityType::Spot => 1,
-        CapacityType::OnDemand => 2,
-    };
-    let Some(best) = out.iter().map(|c| rank(c.capacity_type)).min() else {
-        return out;
-    };
-    out.retain(|c| rank(c.capacity_type) == best);
-    out.sort_by(|a, b| {
-        a.price
-            .total_cmp(&b.price)
-            .then_with(|| a.instance_type.cmp(&b.instance_type))
-            .then_with(|| a.zone.cmp(&b.zone))
-    });
-    out
+    in_launch_order(out)
 }
 
 #[cfg(test)]
 mod tests {
+    use nodewright_core::labels;
+    use nodewright_core::model::CapacityType;
+    use nodewright_core::requirements::Operator;
+
     use super::*;
+
+    fn compatible(it: &InstanceType, o: &Offering, reqs: &[Requirement]) -> bool {
+        type_compatible(it, reqs) && offering_compatible(o, reqs)
+    }
 
     fn offering(zone: &str, ct: CapacityType, price: f64) -> Offering {
         Offering {

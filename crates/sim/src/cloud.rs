@@ -1,8 +1,9 @@
 //! The simulated cloud: where launches land, how long they take, and how they fail.
 //!
-//! A launch gets the claim's instance-type options (cheapest first, each with its cheapest
-//! compatible offering) and behaves like a lowest-price fleet request: the first option whose
-//! offering has capacity wins. Offerings listed under `insufficientCapacity` always fail with
+//! A launch gets the claim's instance-type options (each with its cheapest compatible
+//! offering) and tries them in the AWS provider's launch order, as the controller's simulated
+//! cloud does (`aws_model::launch::order`): the first capacity type that has an option
+//! (reserved, spot, on-demand), cheapest first, and the first whose offering has capacity wins. Offerings listed under `insufficientCapacity` always fail with
 //! an insufficient-capacity error, and `apiErrorRate` fails that share of calls outright.
 //!
 //! The instance types come from the embedded AWS catalog, shaped by each EC2NodeClass, unless
@@ -11,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use nodewright_aws_model::launch::order::in_launch_order;
 use nodewright_core::model::{CapacityType, InstanceType};
 
 use nodewright_core::rng::Rng;
@@ -98,14 +100,8 @@ impl OfferingPattern {
     }
 }
 
-/// One offering a launch may land on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LaunchOption {
-    pub instance_type: String,
-    pub zone: String,
-    pub capacity_type: CapacityType,
-    pub price: f64,
-}
+/// One offering a launch may land on: the AWS provider's launch choice.
+pub use nodewright_aws_model::launch::order::Choice as LaunchOption;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instance {
@@ -162,7 +158,9 @@ impl SimCloud {
         }
     }
 
-    /// Launches one instance on the first option with capacity.
+    /// Launches one instance on the first option with capacity, trying them in the AWS
+    /// provider's launch order (capacity type first, then price), as the controller's
+    /// simulated cloud does.
     pub fn launch(&mut self, options: &[LaunchOption]) -> Result<Instance, LaunchError> {
         if self.rng.chance(self.config.api_error_rate) {
             return Err(LaunchError::Api(
@@ -175,6 +173,7 @@ impl SimCloud {
                 .iter()
                 .any(|p| p.matches(&o.instance_type, &o.zone, o.capacity_type))
         };
+        let options = in_launch_order(options.to_vec());
         match options.iter().position(|o| !ice(o)) {
             Some(i) => {
                 let o = &options[i];
@@ -188,7 +187,7 @@ impl SimCloud {
                     out_of_capacity: options[..i].to_vec(),
                 })
             }
-            None => Err(LaunchError::InsufficientCapacity(options.to_vec())),
+            None => Err(LaunchError::InsufficientCapacity(options)),
         }
     }
 

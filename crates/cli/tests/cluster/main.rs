@@ -8,6 +8,7 @@ mod kit;
 
 #[cfg(feature = "aws")]
 mod aws;
+mod churn;
 mod crds;
 mod disruption;
 mod faults;

@@ -1,0 +1,144 @@
+//! A scale-down without churn: two zone-spread Deployments on the real kube-scheduler are
+//! scaled from 24 pods to 6, consolidation removes or replaces the emptied nodes, and no
+//! NodeClaim is provisioned for pending pods while it does. A consolidation whose evicted pods
+//! did not fit where its simulation put them would show as such a launch (the simulator counts
+//! the same thing as "relaunches for pods a consolidation moved").
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::kit::controller::Launch;
+use crate::kit::read::{self, running};
+use crate::kit::{ControlPlane, assert_clean_log, eventually};
+
+const POOL: &str = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+        - {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node-role
+  subnetSelectorTerms: [{tags: {demo: "true"}}]
+  securityGroupSelectorTerms: [{tags: {demo: "true"}}]
+"#;
+
+fn spread(app: &str, replicas: u32) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {app}, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {app}}}}}
+  template:
+    metadata: {{labels: {{app: {app}}}}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {{matchLabels: {{app: {app}}}}}
+      containers:
+        - name: app
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+"#
+    )
+}
+
+/// NodeClaims the provisioner created for pending pods, from the controller's own counter.
+fn provisioned(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("karpenter_nodeclaims_created_total{"))
+        .filter(|l| l.contains(r#"reason="provisioned""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_zone_spread_deployments_down_launches_nothing_for_moved_pods() {
+    let Some(cp) = ControlPlane::start("churn") else {
+        return;
+    };
+    cp.install_crds();
+    let mut ctl = Launch::sim(&cp, "nodewright").start();
+    ctl.wait_ready().await;
+    cp.apply(POOL).unwrap();
+    for app in ["web", "api"] {
+        cp.apply(&spread(app, 12)).unwrap();
+    }
+    let client = cp.client().await;
+    eventually(Duration::from_secs(240), "24 pods Running", || {
+        let client = client.clone();
+        async move { (running(&read::pods(&client, "default").await).len() == 24).then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let peak = read::nodeclaims(&client).await.len();
+    let before = provisioned(&ctl.metrics().await);
+    assert!(before > 0, "the scale-up provisioned claims");
+
+    for app in ["web", "api"] {
+        cp.kubectl(&["scale", "deployment", app, "--replicas=3"]);
+    }
+    // Settled: 6 pods Running, every claim has its node, no node tainted for disruption,
+    // and the claims unchanged for a minute.
+    let last = Arc::new(Mutex::new((Vec::new(), Instant::now())));
+    let settled = eventually(Duration::from_secs(480), "consolidation to settle", || {
+        let client = client.clone();
+        let last = last.clone();
+        async move {
+            let mut names: Vec<String> = Vec::new();
+            let claims = read::nodeclaims(&client).await;
+            let nodes = read::nodes(&client).await;
+            let pods = read::pods(&client, "default").await;
+            names.extend(claims.iter().map(|c| read::name(c).to_string()));
+            names.sort();
+            let mut last = last.lock().unwrap();
+            if names != last.0 {
+                *last = (names, Instant::now());
+            }
+            let disrupting = nodes.iter().any(|n| {
+                n.spec
+                    .as_ref()
+                    .and_then(|s| s.taints.as_ref())
+                    .is_some_and(|t| t.iter().any(|t| t.key == "karpenter.sh/disrupted"))
+            });
+            let quiet = last.1.elapsed() >= Duration::from_secs(60);
+            (running(&pods).len() == 6 && nodes.len() == claims.len() && !disrupting && quiet)
+                .then_some(claims.len())
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    assert!(
+        settled < peak,
+        "consolidation removed nodes: {peak} -> {settled}"
+    );
+    let after = provisioned(&ctl.metrics().await);
+    assert_eq!(
+        after,
+        before,
+        "claims provisioned for pending pods during the scale-down (churn)\n{}",
+        ctl.log_text()
+    );
+    assert_clean_log(&ctl.log_text());
+}
