@@ -18,4 +18,5 @@ mod ha;
 mod helm;
 mod older_seeds;
 mod seed_demo;
+mod viewer;
 mod webhook;
