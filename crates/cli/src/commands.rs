@@ -21,6 +21,7 @@ pub mod plan;
 pub mod plan_disruption;
 pub mod simulate;
 pub mod validate;
+pub mod viewer;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -40,6 +41,8 @@ pub enum Command {
     Catalog(catalog::Args),
     /// Run the controller against the current cluster (`--cloud-provider sim` needs no cloud).
     Controller(Box<controller::Args>),
+    /// A live terminal view of the cluster's nodes: type, zone, $/h, requests, pods, state.
+    Viewer(viewer::Args),
     /// Create or update the AWS resources a cluster needs (`install aws --cluster-name C`; `--dry-run` only prints the plan).
     #[cfg_attr(not(feature = "aws"), command(hide = true))]
     Install(install::InstallArgs),
@@ -62,6 +65,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(a),
         Command::Catalog(a) => catalog::run(a),
         Command::Controller(a) => controller::run(*a),
+        Command::Viewer(a) => viewer::run(a),
         Command::Install(a) => install::install(a),
         Command::Uninstall(a) => install::uninstall(a),
         #[cfg(feature = "aws")]

@@ -19,4 +19,5 @@ mod ha;
 mod helm;
 mod older_seeds;
 mod seed_demo;
+mod viewer;
 mod webhook;

@@ -9,6 +9,7 @@ pub mod controller;
 pub mod manifests;
 pub mod moto;
 pub mod read;
+pub mod tty;
 pub mod wait;
 
 pub use cluster::ControlPlane;
