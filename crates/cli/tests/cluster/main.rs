@@ -10,6 +10,7 @@ mod kit;
 mod aws;
 mod crds;
 mod disruption;
+mod explain;
 mod faults;
 #[cfg(feature = "aws")]
 mod gc;
