@@ -302,3 +302,58 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explanation() -> Explanation {
+        let types: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        Explanation {
+            pod: "default/p".into(),
+            outcome: Outcome::Unplaced("NodePool a: requirements: zone".into()),
+            nodepools: vec![
+                Answer {
+                    name: "a".into(),
+                    verdict: Err("requirements: zone".into()),
+                },
+                Answer {
+                    name: "wide".into(),
+                    verdict: Ok(types),
+                },
+            ],
+            nodes: vec![Answer {
+                name: "node-1".into(),
+                verdict: Ok(vec![]),
+            }],
+        }
+    }
+
+    #[test]
+    fn text_names_each_refusal_and_shortens_long_type_lists() {
+        let text = pod_text(&explanation());
+        assert!(text.starts_with("pod default/p: pending; nothing can take it: NodePool a"));
+        assert!(
+            text.contains("  a       refuses: requirements: zone\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  wide    takes it; 10 instance types remain: t0, t1, t2, t3, t4, t5, t6, t7 (+2 more)\n"),
+            "{text}"
+        );
+        assert!(text.contains("  node-1  takes it\n"), "{text}");
+    }
+
+    #[test]
+    fn json_keeps_every_answer() {
+        let v = pod_json(&explanation());
+        assert_eq!(v["outcome"]["kind"], "unplaced");
+        assert_eq!(v["nodePools"][0]["accepts"], false);
+        assert_eq!(v["nodePools"][0]["reason"], "requirements: zone");
+        assert_eq!(
+            v["nodePools"][1]["instanceTypes"].as_array().map(Vec::len),
+            Some(10)
+        );
+        assert_eq!(v["nodes"][0]["accepts"], true);
+    }
+}
