@@ -11,9 +11,10 @@ use nodewright_core::disruption::command::Command;
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::labels;
-use nodewright_core::model::{ConsolidationPolicy, Snapshot};
+use nodewright_core::model::{ConsolidationPolicy, NodeClaim, Snapshot};
 use nodewright_core::scheduling::Options;
 use nodewright_core::scheduling::explain::{Answer, Explanation, Outcome, explain_pod};
+use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::live::{self, ClusterArgs};
@@ -209,6 +210,29 @@ fn pod_json(e: &Explanation) -> Value {
     })
 }
 
+/// When the node's claim expires and whether it drifted: what expiration and drift act on.
+fn lifecycle(claim: Option<&NodeClaim>, now: Timestamp) -> (String, String) {
+    let Some(c) = claim else {
+        return ("-".into(), "-".into());
+    };
+    let expiry = match c.expire_after {
+        None => "never (expireAfter Never)".to_string(),
+        Some(d) => {
+            let left = c.creation_timestamp.plus(d).0 - now.0;
+            format!(
+                "in {}s (expireAfter {}s from creation)",
+                (left / 1000).max(0),
+                d.as_secs()
+            )
+        }
+    };
+    let drift = match &c.drifted {
+        Some(reason) => format!("drifted ({reason})"),
+        None => "not drifted".to_string(),
+    };
+    (expiry, drift)
+}
+
 /// The node's verdict in one full round (every candidate simulated, as `plan --disruption`
 /// does), with what it runs and its NodePool's disruption settings.
 fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<String> {
@@ -226,11 +250,12 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
         .filter(|c| c.targets.iter().any(|t| t.node == name))
         .collect();
     let label = |k: &str| node.labels.get(k).cloned().unwrap_or_else(|| "-".into());
-    let claim = s
+    let nodeclaim = s
         .node_claims
         .iter()
-        .find(|c| c.node_name.as_deref() == Some(name))
-        .map(|c| c.name.clone());
+        .find(|c| c.node_name.as_deref() == Some(name));
+    let claim = nodeclaim.map(|c| c.name.clone());
+    let (expiry, drift) = lifecycle(nodeclaim, s.now);
     let pool_name = label(labels::NODEPOOL);
     let pool = s.nodepools.iter().find(|p| p.name == pool_name);
     let pods: Vec<String> = s
@@ -263,6 +288,8 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
             "pods": pods,
             "consolidationPolicy": policy,
             "consolidateAfter": after,
+            "expiry": expiry,
+            "drift": drift,
             "verdict": verdict.map(|v| json!({"code": v.code, "message": v.message})),
             "commands": commands.iter().map(|c| json!({
                 "method": c.method.as_str(),
@@ -284,6 +311,7 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
     out.push_str(&format!(
         "NodePool {pool_name}: consolidationPolicy {policy}, consolidateAfter {after}\n"
     ));
+    out.push_str(&format!("expiry: {expiry}; drift: {drift}\n"));
     out.push_str(&format!("pods ({}): {}\n", pods.len(), some(&pods, 8)));
     match verdict {
         Some(v) => out.push_str(&format!("verdict: {} ({})\n", v.message, v.code)),

@@ -199,6 +199,17 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     );
 
     // The pod that fits runs; the other is still refused, now with the node's answer too.
+    // expireAfter defaults to 720h; the node is seconds old and not drifted.
+    assert!(text.contains("expiry: in 259"), "{text}");
+    assert!(
+        text.contains("(expireAfter 2592000s from creation); drift: not drifted"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&ok(kc, &["explain", "node", &node, "-o", "json"])).unwrap();
+    assert_eq!(json["verdict"]["code"], "pod-do-not-disrupt", "{json}");
+    assert_eq!(json["pods"], serde_json::json!([fits]), "{json}");
+
     let text = ok(kc, &["explain", "pod", &misfit]);
     assert!(
         text.lines()
