@@ -210,7 +210,17 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     assert_eq!(json["verdict"]["code"], "pod-do-not-disrupt", "{json}");
     assert_eq!(json["pods"], serde_json::json!([fits]), "{json}");
 
+    // A bound pod is asked about as if it were pending again: its own node would take it.
+    let text = ok(kc, &["explain", "pod", &fits]);
+    assert!(text.contains(&format!("runs on node {node}")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&node) && l.contains("takes it")),
+        "{text}"
+    );
+
     let text = ok(kc, &["explain", "pod", &misfit]);
+    println!("$ nodewright explain pod {misfit}\n{text}");
     assert!(
         text.lines()
             .any(|l| l.trim_start().starts_with(&node) && l.contains("refuses:")),
