@@ -14,7 +14,9 @@ pub mod catalog;
 pub mod controller;
 pub mod convert;
 pub mod crds;
+pub mod explain;
 pub mod install;
+pub mod live;
 #[cfg(feature = "aws")]
 pub mod node_agent;
 pub mod plan;
@@ -35,6 +37,10 @@ pub enum Command {
     Crds(crds::Args),
     /// Plan one snapshot: where every pending pod goes and which nodes to launch.
     Plan(plan::PlanArgs),
+    /// Ask a running cluster why a pod is pending (or where it would go) and why a node is or
+    /// is not disrupted; instance types come from the embedded catalog, as for
+    /// `controller --cloud-provider sim`.
+    Explain(explain::Args),
     /// Benchmarks of the engine.
     Bench(bench::BenchArgs),
     /// Print the simulated cloud's instance types as an interchange catalog.
@@ -62,6 +68,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Convert(args) => convert::run(args),
         Command::Crds(args) => crds::run(args),
         Command::Plan(a) => plan::run(a),
+        Command::Explain(a) => explain::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Catalog(a) => catalog::run(a),
         Command::Controller(a) => controller::run(*a),

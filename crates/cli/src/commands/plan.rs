@@ -21,11 +21,20 @@ pub enum Output {
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// Interchange JSON input, or Kubernetes manifests (YAML/JSON, file or directory).
-    #[arg(long)]
-    pub input: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "kubeconfig",
+        conflicts_with = "kubeconfig"
+    )]
+    pub input: Option<PathBuf>,
+    /// Plan the running cluster of this kubeconfig instead of `--input` (a what-if: nothing
+    /// is written). Each NodePool's instance types are the embedded catalog's for its
+    /// EC2NodeClass, as `controller --cloud-provider sim` sees them.
+    #[command(flatten)]
+    pub cluster: super::live::ClusterArgs,
     /// Instance-type catalog (interchange `instanceTypes`), required with manifests (with
     /// `--disruption` the embedded AWS catalog is the default).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "kubeconfig")]
     pub instance_types: Option<PathBuf>,
     /// Plan voluntary disruption (emptiness, drift, consolidation) of the input's nodes instead
     /// of placing pending pods.
@@ -77,7 +86,10 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     if args.disruption {
         return super::plan_disruption::run(&args);
     }
-    let snapshot = load(&args.input, args.instance_types.as_deref())?;
+    let snapshot = match &args.input {
+        Some(input) => load(input, args.instance_types.as_deref())?,
+        None => super::live::block_on(super::live::read(&args.cluster, super::live::wall_now()?))?,
+    };
     let opts = Options {
         ignore_preferences: args.ignore_preferences,
         min_values_best_effort: args.min_values_best_effort,

@@ -23,13 +23,7 @@ const DEFAULT_REGION: &str = "us-east-1";
 fn now(arg: Option<&str>) -> anyhow::Result<Timestamp> {
     match arg {
         Some(t) => cluster::parse_time(t).map_err(|e| anyhow::anyhow!("--now: {e}")),
-        None => {
-            let ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .context("the system clock is before 1970")?
-                .as_millis();
-            Ok(Timestamp(ms as i64))
-        }
+        None => super::live::wall_now(),
     }
 }
 
@@ -99,7 +93,10 @@ pub fn load(input: &Path, catalog: Option<&Path>, at: Timestamp) -> anyhow::Resu
 
 pub fn run(args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let at = now(args.now.as_deref())?;
-    let snapshot = load(&args.input, args.instance_types.as_deref(), at)?;
+    let snapshot = match &args.input {
+        Some(input) => load(input, args.instance_types.as_deref(), at)?,
+        None => super::live::block_on(super::live::read(&args.cluster, at))?,
+    };
     let p = plan(&snapshot, &EngineSimulator::default(), Settings::default());
     let text = match args.output {
         Output::Json => serde_json::to_string_pretty(&to_json(&p, at))? + "\n",
@@ -113,7 +110,7 @@ fn rfc3339(t: Timestamp) -> String {
     cluster::format_time(t)
 }
 
-fn replacement_text(c: &Command) -> String {
+pub fn replacement_text(c: &Command) -> String {
     if c.replacements.is_empty() {
         return "-".into();
     }
@@ -223,6 +220,6 @@ fn to_json(p: &DisruptionPlan, at: Timestamp) -> Value {
 }
 
 /// Prices to 1e-6 $/h, so the output does not carry float noise.
-fn round(x: f64) -> f64 {
+pub fn round(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }

@@ -11,6 +11,7 @@ mod aws;
 mod churn;
 mod crds;
 mod disruption;
+mod explain;
 mod faults;
 #[cfg(feature = "aws")]
 mod gc;

@@ -44,12 +44,26 @@ pub fn target(c: &Candidate<'_>) -> Target {
 /// Why a set of candidates cannot be consolidated.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rejection {
-    PodsDoNotFit { pod: String, reason: String },
-    NeedsMultipleNodes { count: usize },
-    NoCheaperReplacement,
+    PodsDoNotFit {
+        pod: String,
+        reason: String,
+    },
+    NeedsMultipleNodes {
+        count: usize,
+    },
+    /// The candidates cost `price` $/h; the cheapest option the simulated replacement had,
+    /// at the price the comparison used, when it had any.
+    NoCheaperReplacement {
+        price: f64,
+        cheapest: Option<(String, f64)>,
+    },
     SpotToSpotDisabled,
-    TooFewSpotOptions { found: usize },
-    BalancedScoreTooLow { score: f64 },
+    TooFewSpotOptions {
+        found: usize,
+    },
+    BalancedScoreTooLow {
+        score: f64,
+    },
 }
 
 impl std::fmt::Display for Rejection {
@@ -61,7 +75,17 @@ impl std::fmt::Display for Rejection {
             Rejection::NeedsMultipleNodes { count } => {
                 write!(f, "can't remove without creating {count} nodes")
             }
-            Rejection::NoCheaperReplacement => f.write_str("no cheaper replacement"),
+            Rejection::NoCheaperReplacement { price, cheapest } => {
+                write!(f, "no cheaper replacement: now ${price:.4}/h")?;
+                match cheapest {
+                    Some((name, p)) => write!(
+                        f,
+                        ", the cheapest that holds the pods is {name} at ${p:.4}/h ({:+.4} $/h)",
+                        p - price
+                    ),
+                    None => f.write_str(", and no option that holds the pods"),
+                }
+            }
             Rejection::SpotToSpotDisabled => f.write_str(
                 "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)",
             ),
@@ -84,7 +108,7 @@ impl Rejection {
         match self {
             Rejection::PodsDoNotFit { .. } => "pods-do-not-fit",
             Rejection::NeedsMultipleNodes { .. } => "needs-multiple-nodes",
-            Rejection::NoCheaperReplacement => "no-cheaper-replacement",
+            Rejection::NoCheaperReplacement { .. } => "no-cheaper-replacement",
             Rejection::SpotToSpotDisabled => "spot-to-spot-disabled",
             Rejection::TooFewSpotOptions { .. } => "too-few-spot-options",
             Rejection::BalancedScoreTooLow { .. } => "balanced-rejected",
@@ -160,6 +184,20 @@ pub fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
     }
 }
 
+/// The rejection for candidates costing `price` when no option is cheaper, naming the
+/// cheapest of `options` at the price `price_of` compares (ties: name).
+fn no_cheaper(
+    price: f64,
+    options: &[ReplacementOption],
+    price_of: fn(&ReplacementOption) -> Option<f64>,
+) -> Rejection {
+    let cheapest = options
+        .iter()
+        .filter_map(|o| Some((o.instance_type.clone(), price_of(o)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    Rejection::NoCheaperReplacement { price, cheapest }
+}
+
 /// What the simulation of [`job`] means for `candidates`: a command or why not.
 pub fn decide(
     sim: &Simulation,
@@ -202,7 +240,7 @@ pub fn decide(
                 .then_with(|| a.instance_type.cmp(&b.instance_type))
         });
         if cheaper.is_empty() {
-            return Err(Rejection::NoCheaperReplacement);
+            return Err(no_cheaper(total, &claim.options, |o| o.spot_price));
         }
         if method == Method::SingleNodeConsolidation {
             if cheaper.len() < MIN_SPOT_TO_SPOT_OPTIONS {
@@ -238,13 +276,15 @@ pub fn decide(
         });
     }
     if options.is_empty() {
-        return Err(Rejection::NoCheaperReplacement);
+        return Err(no_cheaper(total, &claim.options, |o| {
+            Some(o.worst_launch_price)
+        }));
     }
     let force_spot = allows_spot && claim.capacity_types.contains(&CapacityType::OnDemand);
     if force_spot {
         options.retain(|o| o.spot_price.is_some());
         if options.is_empty() {
-            return Err(Rejection::NoCheaperReplacement);
+            return Err(no_cheaper(total, &claim.options, |o| o.spot_price));
         }
     }
     Ok(Command::new(

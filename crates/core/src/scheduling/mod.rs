@@ -9,6 +9,7 @@ pub mod bitset;
 pub mod bound;
 pub mod compile;
 pub mod engine;
+pub mod explain;
 pub mod intern;
 pub mod launch;
 pub mod node_cache;

@@ -315,7 +315,11 @@ fn replaces_with_a_strictly_cheaper_node_or_says_why_not() {
         .node("a", "small", "on-demand", &[1500])
         .plan();
     assert!(p.commands.is_empty());
-    assert_eq!(verdict(&p, "a").message, "no cheaper replacement");
+    assert_eq!(
+        verdict(&p, "a").message,
+        "no cheaper replacement: now $0.2000/h, the cheapest that holds the pods is small at \
+         $0.2000/h (+0.0000 $/h)"
+    );
 }
 
 #[test]

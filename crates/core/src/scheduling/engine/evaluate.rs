@@ -7,7 +7,7 @@ impl Engine<'_> {
     /// Checks existing node `ei`. Without `explain` the refusal carries no text, so the hot
     /// path allocates nothing; the failure summary asks again with `explain`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn eval_existing(
+    pub(in crate::scheduling) fn eval_existing(
         &self,
         c: &Class,
         cons: &[Con],
@@ -222,7 +222,7 @@ impl Engine<'_> {
             .collect()
     }
 
-    pub(super) fn eval_new(
+    pub(in crate::scheduling) fn eval_new(
         &self,
         c: &Class,
         cons: &[Con],

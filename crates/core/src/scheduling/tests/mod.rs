@@ -3,6 +3,7 @@
 
 mod builders;
 mod constraints;
+mod explain;
 mod properties;
 mod repack;
 mod topology;

@@ -1,0 +1,248 @@
+//! `nodewright explain` and `nodewright plan --kubeconfig` on a real control plane: with no
+//! controller running, a pod whose zone the only NodePool excludes is explained as refused by
+//! that requirement and a pod that fits as taken, with the instance types that remain; then
+//! the controller launches a node for the one that fits, and `explain node` says its
+//! `karpenter.sh/do-not-disrupt` pod keeps it; `plan --kubeconfig` plans the same cluster.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::kit::controller::Launch;
+use crate::kit::read::{self, node_of, running};
+use crate::kit::{ControlPlane, eventually};
+
+const CLASS: &str = r#"apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  role: KarpenterNodeRole-e2e
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
+"#;
+
+/// Two instance types, one zone.
+const POOL: &str = r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: zonal}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large, c5.xlarge]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 5s
+"#;
+
+/// A one-replica Deployment `name` of a one-CPU pod that asks for `zone`.
+fn app(name: &str, zone: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: default}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+      annotations: {{karpenter.sh/do-not-disrupt: "true"}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {{topology.kubernetes.io/zone: {zone}}}
+      containers:
+        - name: app
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          resources: {{requests: {{cpu: "1"}}}}
+"#
+    )
+}
+
+fn nodewright(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nodewright"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env_remove("AWS_REGION")
+        .output()
+        .expect("nodewright runs")
+}
+
+/// Stdout of a run that must succeed.
+fn ok(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = nodewright(kubeconfig, args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "nodewright {} failed:\n{text}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// `default/<name>` of the pod of app `app`, once it exists.
+async fn pod_key(client: &kube::Client, app: &str) -> String {
+    eventually(Duration::from_secs(60), "the app's pod exists", || {
+        let client = client.clone();
+        async move {
+            read::pods(&client, "default")
+                .await
+                .into_iter()
+                .find_map(|p| {
+                    let labels = p.metadata.labels.clone().unwrap_or_default();
+                    (labels.get("app").map(String::as_str) == Some(app))
+                        .then(|| format!("default/{}", p.metadata.name.clone().unwrap_or_default()))
+                })
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_pods_and_nodes_of_a_live_cluster() {
+    let Some(cp) = ControlPlane::start("explain") else {
+        return;
+    };
+    cp.install_crds();
+    cp.apply(CLASS).unwrap();
+    cp.apply(POOL).unwrap();
+    cp.apply(&app("fits", "us-east-1a")).unwrap();
+    cp.apply(&app("misfit", "us-east-1b")).unwrap();
+    let client = cp.client().await;
+    let kc = cp.kubeconfig.as_path();
+    let fits = pod_key(&client, "fits").await;
+    let misfit = pod_key(&client, "misfit").await;
+
+    // No controller: both stay pending.
+    let text = ok(kc, &["explain", "pod", &misfit]);
+    println!("$ nodewright explain pod {misfit}\n{text}");
+    assert!(text.contains("nothing can take it"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("zonal"))
+        .unwrap_or_else(|| panic!("no line for NodePool zonal:\n{text}"));
+    assert!(line.contains("refuses: requirements"), "{line}");
+    assert!(line.contains("topology.kubernetes.io/zone"), "{line}");
+
+    let text = ok(kc, &["explain", "pod", &fits]);
+    println!("$ nodewright explain pod {fits}\n{text}");
+    assert!(
+        text.contains("launch a NodeClaim of NodePool zonal for it, cheapest c5.large"),
+        "{text}"
+    );
+    assert!(
+        text.contains("takes it; 2 instance types remain: c5.large, c5.xlarge"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&ok(kc, &["explain", "pod", &fits, "-o", "json"])).unwrap();
+    assert_eq!(json["outcome"]["kind"], "newNodeClaim", "{json}");
+    assert_eq!(json["nodePools"][0]["name"], "zonal", "{json}");
+    assert_eq!(
+        json["nodePools"][0]["instanceTypes"],
+        serde_json::json!(["c5.large", "c5.xlarge"]),
+        "{json}"
+    );
+
+    // Errors name the object.
+    let out = nodewright(kc, &["explain", "pod", "default/nope"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pod default/nope not found"), "{err}");
+    let out = nodewright(kc, &["explain", "node", "nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("node nope not found"));
+
+    // The controller launches a node for the pod that fits; its do-not-disrupt pod keeps it.
+    let mut ctl = Launch::sim(&cp, "nodewright").start();
+    ctl.wait_ready().await;
+    let node = eventually(Duration::from_secs(180), "the fitting pod Running", || {
+        let client = client.clone();
+        async move {
+            let pods = read::pods(&client, "default").await;
+            running(&pods)
+                .into_iter()
+                .find_map(|p| node_of(p).map(String::from))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let text = eventually(
+        Duration::from_secs(60),
+        "a verdict past initialization",
+        || {
+            let text = ok(kc, &["explain", "node", &node]);
+            async move { text.contains("(pod-do-not-disrupt)").then_some(text) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ok(kc, &["explain", "node", &node])));
+    println!("$ nodewright explain node {node}\n{text}");
+    assert!(
+        text.contains(&format!("verdict: do-not-disrupt pod {fits}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "NodePool zonal: consolidationPolicy WhenEmptyOrUnderutilized, consolidateAfter 5s"
+        ),
+        "{text}"
+    );
+
+    // The pod that fits runs; the other is still refused, now with the node's answer too.
+    // expireAfter defaults to 720h; the node is seconds old and not drifted.
+    assert!(text.contains("expiry: in 259"), "{text}");
+    assert!(
+        text.contains("(expireAfter 2592000s from creation); drift: not drifted"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&ok(kc, &["explain", "node", &node, "-o", "json"])).unwrap();
+    assert_eq!(json["verdict"]["code"], "pod-do-not-disrupt", "{json}");
+    assert_eq!(json["pods"], serde_json::json!([fits]), "{json}");
+
+    // A bound pod is asked about as if it were pending again: its own node would take it.
+    let text = ok(kc, &["explain", "pod", &fits]);
+    assert!(text.contains(&format!("runs on node {node}")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&node) && l.contains("takes it")),
+        "{text}"
+    );
+
+    let text = ok(kc, &["explain", "pod", &misfit]);
+    println!("$ nodewright explain pod {misfit}\n{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&node) && l.contains("refuses:")),
+        "{text}"
+    );
+
+    // plan --kubeconfig: the what-if of the same cluster (exit 1: a pod cannot be placed).
+    let out = nodewright(kc, &["plan"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("$ nodewright plan --kubeconfig ...\n{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 unplaced"), "{text}");
+    assert!(text.contains(&format!("{misfit}: ")), "{text}");
+    let text = ok(kc, &["plan", "--disruption"]);
+    assert!(
+        text.contains(&node) && text.contains("pod-do-not-disrupt"),
+        "{text}"
+    );
+    ctl.terminate();
+}
