@@ -103,7 +103,18 @@ pub fn read_cluster(
                     s.nodepools
                         .push(to_core::nodepool(np).map_err(|errs| located(doc)(errs[0].clone()))?);
                 }
-                Object::NodeClaim(nc) => s.node_claims.push(nodeclaim(nc).map_err(located(doc))?),
+                Object::NodeClaim(nc) => {
+                    let c = nodeclaim(nc).map_err(located(doc))?;
+                    // A dump's claim must say its NodePool, or the plan cannot place its
+                    // replacements; a running controller treats such a claim as unmanaged.
+                    if c.nodepool.is_empty() {
+                        let path = Path::root("metadata").field("labels").key(labels::NODEPOOL);
+                        let why =
+                            "a NodeClaim needs its NodePool label (or a NodePool owner reference)";
+                        return Err(located(doc)(path.error(why)));
+                    }
+                    s.node_claims.push(c);
+                }
                 _ => {}
             },
             Outcome::NotKarpenter => match doc.kind() {
@@ -213,7 +224,9 @@ fn time_field(text: Option<&String>, path: &Path) -> Result<Option<Timestamp>, F
         .transpose()
 }
 
-/// A `karpenter.sh/v1` NodeClaim with its status: lifecycle conditions, node, capacity.
+/// A `karpenter.sh/v1` NodeClaim with its status: lifecycle conditions, node, capacity. The
+/// one conversion of a NodeClaim, for files and for the running controller alike. Its
+/// NodePool is its label, else its NodePool owner, else empty (a claim no NodePool manages).
 pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
     let md = &nc.metadata;
     let name = md.name.clone().unwrap_or_default();
@@ -228,12 +241,7 @@ pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
                 .find(|o| o.kind == "NodePool")
                 .map(|o| o.name.clone())
         })
-        .ok_or_else(|| {
-            Path::root("metadata")
-                .field("labels")
-                .key(labels::NODEPOOL)
-                .error("a NodeClaim needs its NodePool label (or a NodePool owner reference)")
-        })?;
+        .unwrap_or_default();
     let spec = Path::root("spec");
     let mut errs = Vec::new();
     let taints = to_core::taints(nc.spec.taints.as_deref(), &spec.field("taints"), &mut errs);

@@ -134,6 +134,9 @@ async fn scaling_zone_spread_deployments_down_launches_nothing_for_moved_pods() 
         "consolidation removed nodes: {peak} -> {settled}"
     );
     let after = provisioned(&ctl.metrics().await);
+    eprintln!(
+        "churn: claims {peak} at the peak, {settled} settled; provisioned {before} before the scale-down, {after} after"
+    );
     assert_eq!(
         after,
         before,

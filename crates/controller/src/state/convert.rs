@@ -1,6 +1,7 @@
-//! API objects the planner needs that `nodewright-api` does not convert yet (NodeClaims, PDBs,
-//! volumes and storage classes) into `core` model types. Nodes and pods reuse `api`'s
-//! converters; these add what a live object carries (timestamps, conditions).
+//! API objects the planner needs into `core` model types. NodeClaims, Nodes and pods are
+//! `api`'s conversions (the same ones `plan` and `explain` use); the PDBs, volumes and storage
+//! classes here still have twins in `api::cluster`, for files, that differ in how they report
+//! errors and in computing a missing PDB status from the pods.
 
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget as ApiPdb;
@@ -10,8 +11,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use nodewright_api::error::Path;
 use nodewright_api::quantity;
 use nodewright_api::v1::nodeclaim::NodeClaim as ApiClaim;
-use nodewright_api::v1::shared::{Condition, ResourceList, parse_duration};
-use nodewright_core::labels;
+use nodewright_api::v1::shared::ResourceList;
 use nodewright_core::model::{
     Node, NodeClaim, PersistentVolume, PersistentVolumeClaim, PodDisruptionBudget, StorageClass,
     UnhealthyPodEvictionPolicy,
@@ -21,8 +21,7 @@ use nodewright_core::resources::Resources;
 use nodewright_core::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
 use nodewright_core::taints::{Taint, TaintEffect};
 
-use crate::clock::{from_time, parse_rfc3339};
-use crate::conditions;
+use crate::clock::from_time;
 
 /// A live Node: `api`'s conversion plus annotations and timestamps.
 pub fn node(n: &api::Node) -> Result<Node, String> {
@@ -62,86 +61,12 @@ pub fn taints(list: Option<&Vec<nodewright_api::v1::shared::Taint>>) -> Vec<Tain
         .collect()
 }
 
-fn condition_since(conds: &[Condition], type_: &str) -> Option<nodewright_core::time::Timestamp> {
-    conds
-        .iter()
-        .find(|c| c.type_ == type_ && c.status == "True")
-        .and_then(|c| c.last_transition_time.as_deref())
-        .and_then(parse_rfc3339)
-}
-
-/// A NodeClaim as the scheduler and the disruption planner see it.
+/// A NodeClaim as the scheduler and the disruption planner see it: `api`'s conversion, the
+/// same one `plan` and `explain` use on a cluster's objects.
 pub fn nodeclaim(c: &ApiClaim) -> Result<NodeClaim, String> {
-    let name = c.metadata.name.clone().unwrap_or_default();
-    let err = |e: String| format!("NodeClaim {name}: {e}");
-    let status = c.status.clone().unwrap_or_default();
-    let conds = status.conditions.clone().unwrap_or_default();
-    let mut requirements = Vec::new();
-    for r in &c.spec.requirements {
-        let operator = Operator::parse(&r.operator)
-            .ok_or_else(|| err(format!("unsupported operator {:?}", r.operator)))?;
-        requirements.push(Requirement {
-            key: r.key.clone(),
-            operator,
-            values: r.values().to_vec(),
-            min_values: r.min_values.and_then(|m| u32::try_from(m).ok()),
-        });
-    }
-    let labels_map = c.metadata.labels.clone().unwrap_or_default();
-    let drifted = conds
-        .iter()
-        .find(|x| x.type_ == conditions::DRIFTED && x.status == "True")
-        .map(|x| x.reason.clone().unwrap_or_else(|| "Drifted".into()));
-    Ok(NodeClaim {
-        name: name.clone(),
-        nodepool: labels_map
-            .get(labels::NODEPOOL)
-            .cloned()
-            .unwrap_or_default(),
-        annotations: c.metadata.annotations.clone().unwrap_or_default(),
-        taints: taints(c.spec.taints.as_ref()),
-        startup_taints: taints(c.spec.startup_taints.as_ref()),
-        requirements,
-        requests: resources(c.spec.resources.as_ref().and_then(|r| r.requests.as_ref()))
-            .map_err(err)?,
-        provider_id: status.provider_id.clone(),
-        node_name: status.node_name.clone(),
-        image_id: status.image_id.clone(),
-        capacity: resources(status.capacity.as_ref()).map_err(err)?,
-        allocatable: resources(status.allocatable.as_ref()).map_err(err)?,
-        launched: conditions::is_true(&conds, conditions::LAUNCHED),
-        registered: conditions::is_true(&conds, conditions::REGISTERED),
-        initialized: conditions::is_true(&conds, conditions::INITIALIZED),
-        creation_timestamp: c
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(from_time)
-            .unwrap_or_default(),
-        deletion_timestamp: c.metadata.deletion_timestamp.as_ref().map(from_time),
-        initialized_at: condition_since(&conds, conditions::INITIALIZED),
-        last_pod_event_time: status
-            .last_pod_event_time
-            .as_deref()
-            .and_then(parse_rfc3339),
-        drifted_at: condition_since(&conds, conditions::DRIFTED),
-        drifted,
-        expire_after: c
-            .spec
-            .expire_after
-            .as_ref()
-            .map(|d| d.duration())
-            .transpose()
-            .map_err(err)?
-            .flatten(),
-        termination_grace_period: c
-            .spec
-            .termination_grace_period
-            .as_deref()
-            .map(parse_duration)
-            .transpose()
-            .map_err(err)?,
-        labels: labels_map,
+    nodewright_api::cluster::nodeclaim(c).map_err(|e| {
+        let name = c.metadata.name.as_deref().unwrap_or_default();
+        format!("NodeClaim {name}: {e}")
     })
 }
 
