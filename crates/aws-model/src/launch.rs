@@ -136,14 +136,10 @@ fn all_allow(reqs: &[Requirement], key: &str, v: Option<&str>) -> bool {
     reqs.iter().filter(|r| r.key == key).all(|r| r.admits(v))
 }
 
-/// The type's labels are compatible with the claim: every label the type describes is one
-/// the claim admits. Zone and capacity type are offering properties, checked there.
+/// The type's labels are compatible with the claim: core's [`InstanceType::compatible_with`].
+/// Zone and capacity type are offering properties, checked there.
 pub fn type_compatible(it: &InstanceType, reqs: &[Requirement]) -> bool {
-    it.requirements.iter().all(|tr| match tr.operator {
-        Operator::In => tr.values.iter().any(|v| all_allow(reqs, &tr.key, Some(v))),
-        Operator::DoesNotExist => all_allow(reqs, &tr.key, None),
-        _ => true,
-    })
+    it.compatible_with(reqs)
 }
 
 /// The offering is available and in a zone and capacity type (and reservation) `reqs` admit.

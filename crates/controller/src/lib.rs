@@ -30,6 +30,7 @@ pub mod provisioner;
 pub mod run;
 pub mod settings;
 pub mod state;
+pub mod static_capacity;
 pub mod status;
 pub mod supervise;
 pub mod tagging;

@@ -39,6 +39,7 @@ use crate::provisioner::Provisioner;
 use crate::settings::Settings;
 use crate::state::gauges::StateMetrics;
 use crate::state::{ClusterState, Kind, lock};
+use crate::static_capacity::StaticCapacity;
 use crate::status::{STATUS_EVERY, StatusController};
 use crate::supervise::Supervisor;
 use crate::tagging::TaggingController;
@@ -293,6 +294,10 @@ pub async fn run(
     });
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
+    if settings.feature_gates.static_capacity {
+        let statics = Arc::new(StaticCapacity::new(&ctx).with_leader(leader.clone()));
+        loops.spawn("static capacity", move || statics.clone().run());
+    }
     let disruptor = Arc::new(
         Disruptor::new(&ctx)
             .with_policies(

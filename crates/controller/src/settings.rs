@@ -466,10 +466,6 @@ impl Settings {
         for (on, gate) in [
             (g.node_repair, "NodeRepair=true (node auto-repair)"),
             (g.node_overlay, "NodeOverlay=true (NodeOverlay objects)"),
-            (
-                g.static_capacity,
-                "StaticCapacity=true (NodePools with spec.replicas)",
-            ),
             (g.capacity_buffer, "CapacityBuffer=true (capacity buffers)"),
         ] {
             if on {
@@ -666,11 +662,6 @@ mod tests {
                 "--feature-gates=NodeOverlay=true",
                 "FEATURE_GATES",
                 "NodeOverlay",
-            ),
-            (
-                "--feature-gates=StaticCapacity=true",
-                "FEATURE_GATES",
-                "StaticCapacity",
             ),
             (
                 "--feature-gates=CapacityBuffer=true",

@@ -14,7 +14,7 @@ pub mod drift;
 pub mod duration;
 pub mod engine_simulator;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 pub mod in_flight;
 pub mod node_memo;
 pub mod plan;

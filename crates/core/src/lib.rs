@@ -19,5 +19,6 @@ pub mod resources;
 pub mod rng;
 pub mod scheduling;
 pub mod selector;
+pub mod static_capacity;
 pub mod taints;
 pub mod time;

@@ -285,6 +285,7 @@ impl<'p> Engine<'p> {
                 self.provision(batch.keys.len());
                 self.settle();
             }
+            self.static_capacity();
             match self.cadence.due(self.now) {
                 Some(Due::Plan) => self.disruption_round(),
                 Some(Due::Validate) => self.validation(),
@@ -595,3 +596,4 @@ mod jobs;
 mod launch;
 mod observe;
 mod remembered;
+mod static_capacity;

@@ -742,3 +742,51 @@ fn a_command_whose_replacement_is_not_ready_in_ten_minutes_is_rolled_back() {
     let waited = (failed.at - started.at).as_secs();
     assert!((600..=610).contains(&waited), "{failed:?} {started:?}");
 }
+
+/// A static NodePool (`spec.replicas`) keeps its nodes with no pods asking for them, through
+/// rounds that would remove an empty node of any other pool, and a lower `replicas` drains
+/// the extra one: the controller's static capacity loop, run by the simulator.
+#[test]
+fn a_static_nodepool_keeps_its_replicas_and_follows_a_change() {
+    let pool = |replicas: u32| {
+        format!(
+            r#"
+      apiVersion: karpenter.sh/v1
+      kind: NodePool
+      metadata: {{ name: fixed }}
+      spec:
+        replicas: {replicas}
+        template:
+          spec:
+            nodeClassRef: {{ group: karpenter.k8s.aws, kind: EC2NodeClass, name: default }}
+            requirements:
+              - {{ key: karpenter.k8s.aws/instance-family, operator: In, values: [m5] }}
+              - {{ key: karpenter.sh/capacity-type, operator: In, values: [on-demand] }}
+        disruption: {{ consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 0s }}"#
+        )
+    };
+    let class = POOL.split("  - inline:").nth(1).unwrap();
+    let scenario = format!(
+        "until: 20m\ncloud: {{}}\nmanifests:\n  - inline:{class}  - inline:{}\nsteps:\n  - at: 10m\n    apply:\n      inline:{}\n",
+        pool(2),
+        pool(1).replace("\n      ", "\n        ")
+    );
+    let r = run(&scenario).unwrap_or_else(|e| panic!("{e}\n{scenario}"));
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let launched: Vec<_> = r.timeline.iter().filter(|e| e.kind == "launched").collect();
+    assert_eq!(launched.len(), 2, "{:#?}", r.timeline);
+    assert!(
+        launched.iter().all(|e| e.message.contains(" as m5.")),
+        "{launched:?}"
+    );
+    // Nothing removed them before the change; one drained after it.
+    let drained: Vec<_> = r.timeline.iter().filter(|e| e.kind == "draining").collect();
+    assert_eq!(drained.len(), 1, "{:#?}", r.timeline);
+    assert!(drained[0].at.as_secs() >= 600, "{:?}", drained[0]);
+    assert!(
+        drained[0].message.contains("scaled down"),
+        "{}",
+        drained[0].message
+    );
+    assert_eq!(r.summary.disruption_commands, 0);
+}

@@ -20,5 +20,6 @@ mod ha;
 mod helm;
 mod older_seeds;
 mod seed_demo;
+mod static_capacity;
 mod viewer;
 mod webhook;

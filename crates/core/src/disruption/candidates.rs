@@ -62,6 +62,10 @@ pub enum Blocker {
         pod: String,
         pdbs: Vec<String>,
     },
+    /// The NodePool is static (`spec.replicas`): static capacity keeps its size.
+    StaticNodePool {
+        nodepool: String,
+    },
     ConsolidationDisabled {
         nodepool: String,
     },
@@ -83,6 +87,7 @@ impl Blocker {
             Blocker::PodHasNoController { .. } => "pod-has-no-controller",
             Blocker::PdbAllowsNoEviction { .. } => "pdb-blocked",
             Blocker::MultiplePdbs { .. } => "multiple-pdbs",
+            Blocker::StaticNodePool { .. } => "static-nodepool",
             Blocker::ConsolidationDisabled { .. } => "consolidation-disabled",
             Blocker::ConsolidateAfter { .. } => "consolidate-after",
         }
@@ -120,6 +125,10 @@ impl fmt::Display for Blocker {
                     pdbs.join(", ")
                 )
             }
+            Blocker::StaticNodePool { nodepool } => write!(
+                f,
+                "NodePool {nodepool} is static (spec.replicas): its size is kept, not consolidated"
+            ),
             Blocker::ConsolidationDisabled { nodepool } => {
                 write!(f, "NodePool {nodepool} has consolidateAfter: Never")
             }
@@ -711,13 +720,19 @@ pub(super) fn closed_node_names(snapshot: &Snapshot) -> FastSet<&str> {
         .collect()
 }
 
-/// Graceful methods only: consolidation is off for the NodePool, or `consolidateAfter` has not
-/// elapsed since the claim's last pod event.
+/// Graceful methods only: the NodePool is static (upstream ignores its disruption settings),
+/// consolidation is off for it, or `consolidateAfter` has not elapsed since the claim's last
+/// pod event.
 fn consolidate_after_blocker(
     pool: &NodePool,
     claim: &NodeClaim,
     now: Timestamp,
 ) -> Option<Blocker> {
+    if pool.replicas.is_some() {
+        return Some(Blocker::StaticNodePool {
+            nodepool: pool.name.clone(),
+        });
+    }
     match pool.disruption.consolidate_after {
         None => Some(Blocker::ConsolidationDisabled {
             nodepool: pool.name.clone(),

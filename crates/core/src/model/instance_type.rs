@@ -94,6 +94,21 @@ impl InstanceType {
         a
     }
 
+    /// Whether a claim with `reqs` may be this type: every label the type describes is one the
+    /// claim admits (a multi-valued label by any of its values). Zone and capacity type belong
+    /// to offerings and are checked there. The one rule for "this claim allows this type",
+    /// which the AWS provider's launch, both simulated clouds and static capacity share.
+    pub fn compatible_with(&self, reqs: &[Requirement]) -> bool {
+        use crate::requirements::Operator;
+        let all_allow =
+            |key: &str, v: Option<&str>| reqs.iter().filter(|r| r.key == key).all(|r| r.admits(v));
+        self.requirements.iter().all(|tr| match tr.operator {
+            Operator::In => tr.values.iter().any(|v| all_allow(&tr.key, Some(v))),
+            Operator::DoesNotExist => all_allow(&tr.key, None),
+            _ => true,
+        })
+    }
+
     /// The cheapest available offering, ties broken by zone then capacity type.
     pub fn cheapest_available(&self) -> Option<&Offering> {
         self.offerings

@@ -1,0 +1,112 @@
+//! Static capacity (`FEATURE_GATES=StaticCapacity=true`): a NodePool with `spec.replicas: 2`
+//! gets two nodes with no pods asking for them, consolidation leaves them (the pool allows
+//! emptiness at once), and `kubectl scale nodepool --replicas=1` through the CRD's scale
+//! subresource takes one away.
+
+use std::time::Duration;
+
+use crate::kit::controller::Launch;
+use crate::kit::read;
+use crate::kit::{ControlPlane, assert_clean_log, eventually};
+
+const POOL: &str = r#"
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: fixed}
+spec:
+  replicas: 2
+  limits: {nodes: "3"}
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node-role
+  subnetSelectorTerms: [{tags: {demo: "true"}}]
+  securityGroupSelectorTerms: [{tags: {demo: "true"}}]
+"#;
+
+/// Live claims and Ready nodes of the cluster.
+async fn counts(client: &kube::Client) -> (usize, usize) {
+    let claims = read::nodeclaims(client).await;
+    let live = claims
+        .iter()
+        .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+        .count();
+    (live, read::nodes(client).await.len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_nodepool_keeps_its_replicas_and_scales_with_kubectl() {
+    let Some(cp) = ControlPlane::start("static-capacity") else {
+        return;
+    };
+    cp.install_crds();
+    let mut ctl = Launch::sim(&cp, "nodewright")
+        .env("FEATURE_GATES", "StaticCapacity=true")
+        .start();
+    ctl.wait_ready().await;
+    cp.apply(POOL).unwrap();
+    let client = cp.client().await;
+    eventually(
+        Duration::from_secs(120),
+        "two claims with two nodes",
+        || {
+            let client = client.clone();
+            async move { (counts(&client).await == (2, 2)).then_some(()) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let names = |claims: Vec<serde_json::Value>| -> Vec<String> {
+        let mut v: Vec<String> = claims.iter().map(|c| read::name(c).to_string()).collect();
+        v.sort();
+        v
+    };
+    let first = names(read::nodeclaims(&client).await);
+    for c in read::nodeclaims(&client).await {
+        let types = c["spec"]["requirements"].to_string();
+        assert!(
+            types.contains("m5."),
+            "{} may be an m5: {types}",
+            read::name(&c)
+        );
+        assert!(!types.contains("c5."), "{types}");
+    }
+    // Empty, and the pool would consolidate at once were it not static: they stay.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    assert_eq!(counts(&client).await, (2, 2), "{}", ctl.log_text());
+    assert_eq!(
+        names(read::nodeclaims(&client).await),
+        first,
+        "the same two claims"
+    );
+    let metrics = ctl.metrics().await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("karpenter_nodeclaims_created_total{")
+                && l.contains(r#"reason="static""#)
+                && l.ends_with(" 2")),
+        "{metrics}"
+    );
+
+    cp.kubectl(&["scale", "nodepool", "fixed", "--replicas=1"]);
+    eventually(Duration::from_secs(120), "one claim with one node", || {
+        let client = client.clone();
+        async move { (counts(&client).await == (1, 1)).then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    assert_clean_log(&ctl.log_text());
+}
