@@ -223,10 +223,12 @@ impl Engine<'_> {
     /// Advances the running commands as core's queue decides, as the controller does.
     pub(super) fn progress_commands(&mut self) {
         let cluster = &self.cluster;
+        // Gone as the controller sees it: no claim, or one being deleted.
         let replacement = |name: &str| match cluster.claims().get(name) {
+            Some(c) if !c.is_live() || c.claim.deletion_timestamp.is_some() => Replacement::Gone,
             Some(c) if c.ready_node().is_some() => Replacement::Initialized,
-            Some(c) if c.is_live() => Replacement::Launching,
-            _ => Replacement::Gone,
+            Some(_) => Replacement::Launching,
+            None => Replacement::Gone,
         };
         let drained = |t: &Target| {
             !cluster
