@@ -153,15 +153,27 @@ impl ControlPlane {
     /// The CRDs from the chart, as a user installs them.
     pub fn install_crds(&self) {
         self.apply_path("charts/nodewright/crds");
-        // Established before anything of theirs is created.
-        self.kubectl(&[
+        // Established before anything of theirs is created. `kubectl wait` fails at once,
+        // rather than waiting, on a CRD the apiserver has not given any condition yet
+        // (".status.conditions accessor error"), so that answer is asked again.
+        let args = [
             "wait",
             "--for=condition=Established",
             "--timeout=60s",
             "crd/nodepools.karpenter.sh",
             "crd/nodeclaims.karpenter.sh",
             "crd/ec2nodeclasses.karpenter.k8s.aws",
-        ]);
+        ];
+        for _ in 0..20 {
+            let out = self.kubectl_output(&args, None);
+            let no_conditions_yet = String::from_utf8_lossy(&out.stderr).contains("accessor error");
+            if out.status.success() || !no_conditions_yet {
+                succeed("kubectl", &args, out);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        self.kubectl(&args);
     }
 }
 
