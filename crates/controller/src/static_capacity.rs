@@ -63,8 +63,12 @@ impl StaticCapacity {
 
     /// One pass: what it created and deleted, as `created <name>` / `deleted <name>`.
     pub async fn reconcile(&self) -> Result<Vec<String>, String> {
-        if !lock(&self.state).synced() {
-            return Ok(Vec::new());
+        {
+            // No snapshot (and no cloud call for instance types) while no pool is static.
+            let state = lock(&self.state);
+            if !state.synced() || !state.nodepools.values().any(|p| p.spec.replicas.is_some()) {
+                return Ok(Vec::new());
+            }
         }
         let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now())
             .await

@@ -28,6 +28,7 @@ struct Inner {
     drift: Option<String>,
     registration: Option<Result<Registration, String>>,
     hook_calls: usize,
+    instance_type_calls: usize,
     reservations: Vec<ReservationEnd>,
     reservation_lookups: Vec<Vec<String>>,
     /// Marker annotations of a tagged claim; empty: this cloud does not tag.
@@ -140,6 +141,11 @@ impl TestCloud {
     /// How often the registration hooks ran.
     pub fn hook_calls(&self) -> usize {
         self.inner().hook_calls
+    }
+
+    /// How often the instance types were asked for.
+    pub fn instance_type_calls(&self) -> usize {
+        self.inner().instance_type_calls
     }
 
     /// The reservations the cloud knows by id.
@@ -275,6 +281,7 @@ impl CloudProvider for TestCloud {
         &self,
         _class: Option<&EC2NodeClass>,
     ) -> Result<Vec<InstanceType>, CloudError> {
+        self.inner().instance_type_calls += 1;
         Ok(catalog())
     }
 

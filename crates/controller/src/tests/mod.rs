@@ -14,6 +14,7 @@ mod lifecycle_events;
 mod policies;
 pub(crate) mod registration;
 mod scale;
+mod static_capacity;
 mod status;
 mod tagging;
 pub(crate) mod termination;
