@@ -132,8 +132,11 @@ impl LaunchError {
     }
 }
 
+/// Every requirement on `key` admits `v`; a deprecated beta key names its stable label.
 fn all_allow(reqs: &[Requirement], key: &str, v: Option<&str>) -> bool {
-    reqs.iter().filter(|r| r.key == key).all(|r| r.admits(v))
+    reqs.iter()
+        .filter(|r| labels::normalize_key(&r.key) == key)
+        .all(|r| r.admits(v))
 }
 
 /// The type's labels are compatible with the claim: core's [`InstanceType::compatible_with`].

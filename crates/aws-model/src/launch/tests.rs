@@ -103,6 +103,30 @@ fn incompatible_unfit_and_unavailable_are_filtered() {
 }
 
 #[test]
+fn deprecated_beta_keys_constrain_as_their_stable_names() {
+    let i = |reqs: Vec<Requirement>| {
+        let mut i = input(vec![
+            it("m5.large", 2000, both("us-east-1a", 0.096, 0.04)),
+            it("r5.large", 2000, both("us-east-1b", 0.126, 0.05)),
+        ]);
+        i.requirements = reqs;
+        i
+    };
+    let zone = i(vec![Requirement::new(
+        "failure-domain.beta.kubernetes.io/zone",
+        Operator::In,
+        &["us-east-1b"],
+    )]);
+    assert_eq!(names(&filter_instance_types(&zone).unwrap()), vec!["r5.large"]);
+    let arch = i(vec![Requirement::new(
+        "beta.kubernetes.io/arch",
+        Operator::In,
+        &["arm64"],
+    )]);
+    assert!(filter_instance_types(&arch).is_err());
+}
+
+#[test]
 fn exotic_types_only_when_nothing_else() {
     let mut gpu = it("g4dn.xlarge", 4000, both("us-east-1a", 0.5, 0.01));
     gpu.capacity.set(NVIDIA_GPU, 1);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, running};
-use crate::kit::{ControlPlane, assert_clean_log, eventually};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, manifests, pods_running};
 
 const POOL: &str = r#"
 apiVersion: karpenter.sh/v1
@@ -27,15 +27,6 @@ spec:
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node-role
-  subnetSelectorTerms: [{tags: {demo: "true"}}]
-  securityGroupSelectorTerms: [{tags: {demo: "true"}}]
 "#;
 
 fn spread(app: &str, replicas: u32) -> String {
@@ -81,17 +72,15 @@ async fn scaling_zone_spread_deployments_down_launches_nothing_for_moved_pods() 
     cp.install_crds();
     let mut ctl = Launch::sim(&cp, "nodewright").start();
     ctl.wait_ready().await;
+    cp.apply(manifests::NODE_CLASS).unwrap();
     cp.apply(POOL).unwrap();
     for app in ["web", "api"] {
         cp.apply(&spread(app, 12)).unwrap();
     }
     let client = cp.client().await;
-    eventually(Duration::from_secs(240), "24 pods Running", || {
-        let client = client.clone();
-        async move { (running(&read::pods(&client, "default").await).len() == 24).then_some(()) }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    pods_running(&client, 24, Duration::from_secs(240))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
     let peak = read::nodeclaims(&client).await.len();
     let before = provisioned(&ctl.metrics().await);
     assert!(before > 0, "the scale-up provisioned claims");

@@ -11,18 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::kit::controller::{Controller, Launch};
 use crate::kit::read::{self, label, name, node_of, running};
-use crate::kit::{ControlPlane, assert_clean_log, eventually};
-
-const CLASS: &str = r#"apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  role: KarpenterNodeRole-e2e
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
-"#;
+use crate::kit::{ControlPlane, assert_clean_log, eventually, manifests, pods_running};
 
 /// One small on-demand type, so each one-CPU pod needs a node of its own.
 fn nodepool(team: &str, expire_after: &str, budget: &str) -> String {
@@ -89,19 +78,16 @@ async fn setup(test: &str, pool: &str, apps: &[String]) -> Option<Setup> {
     cp.install_crds();
     let mut ctl = Launch::sim(&cp, "nodewright").start();
     ctl.wait_ready().await;
-    cp.apply(CLASS).unwrap();
+    cp.apply(manifests::NODE_CLASS).unwrap();
     cp.apply(pool).unwrap();
     for a in apps {
         cp.apply(a).unwrap();
     }
     let client = cp.client().await;
     let n = apps.len();
-    eventually(Duration::from_secs(180), "every app pod Running", || {
-        let client = client.clone();
-        async move { (running(&read::pods(&client, "default").await).len() == n).then_some(()) }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    pods_running(&client, n, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
     Some(Setup { cp, ctl, client })
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::kit::controller::Launch;
 use crate::kit::read;
-use crate::kit::{ControlPlane, assert_clean_log, eventually};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, manifests};
 
 const POOL: &str = r#"
 apiVersion: karpenter.sh/v1
@@ -25,15 +25,6 @@ spec:
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 0s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node-role
-  subnetSelectorTerms: [{tags: {demo: "true"}}]
-  securityGroupSelectorTerms: [{tags: {demo: "true"}}]
 "#;
 
 /// Live claims and Ready nodes of the cluster.
@@ -56,6 +47,7 @@ async fn a_static_nodepool_keeps_its_replicas_and_scales_with_kubectl() {
         .env("FEATURE_GATES", "StaticCapacity=true")
         .start();
     ctl.wait_ready().await;
+    cp.apply(manifests::NODE_CLASS).unwrap();
     cp.apply(POOL).unwrap();
     let client = cp.client().await;
     eventually(

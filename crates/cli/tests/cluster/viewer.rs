@@ -14,9 +14,9 @@ use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_core::model::CapacityType;
 
 use crate::kit::controller::Launch;
-use crate::kit::read::{self, label, running};
+use crate::kit::read::{self, label};
 use crate::kit::tty::Tty;
-use crate::kit::{ControlPlane, eventually, inflate};
+use crate::kit::{ControlPlane, eventually, inflate, pods_running};
 
 /// Nothing is consolidated while the test reads the screen; `spare` has no pods, so it is
 /// an empty group.
@@ -230,12 +230,9 @@ async fn viewer_shows_the_live_cluster_and_follows_it() {
     cp.apply(NODEPOOLS).unwrap();
     cp.apply(&inflate(3)).unwrap();
     let client = cp.client().await;
-    eventually(Duration::from_secs(180), "3 inflate pods Running", || {
-        let client = client.clone();
-        async move { (running(&read::pods(&client, "default").await).len() == 3).then_some(()) }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    pods_running(&client, 3, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
     let cloud = SimCloud::new(SimCloudConfig::default()).unwrap();
 
     let kubeconfig = cp.kubeconfig.to_string_lossy().to_string();
@@ -310,12 +307,9 @@ async fn viewer_shows_the_live_cluster_and_follows_it() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", tty.screen()));
     eprintln!("viewer, scaling up:\n{launching}");
-    eventually(Duration::from_secs(180), "12 inflate pods Running", || {
-        let client = client.clone();
-        async move { (running(&read::pods(&client, "default").await).len() == 12).then_some(()) }
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    pods_running(&client, 12, Duration::from_secs(180))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
 
     // A cordon shows on the next screen, with every other node ready.
     let nodes = read::nodes(&client).await;

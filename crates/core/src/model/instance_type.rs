@@ -100,8 +100,12 @@ impl InstanceType {
     /// which the AWS provider's launch, both simulated clouds and static capacity share.
     pub fn compatible_with(&self, reqs: &[Requirement]) -> bool {
         use crate::requirements::Operator;
-        let all_allow =
-            |key: &str, v: Option<&str>| reqs.iter().filter(|r| r.key == key).all(|r| r.admits(v));
+        // Deprecated beta keys name the same labels, as upstream's requirements normalize them.
+        let all_allow = |key: &str, v: Option<&str>| {
+            reqs.iter()
+                .filter(|r| crate::labels::normalize_key(&r.key) == key)
+                .all(|r| r.admits(v))
+        };
         self.requirements.iter().all(|tr| match tr.operator {
             Operator::In => tr.values.iter().any(|v| all_allow(&tr.key, Some(v))),
             Operator::DoesNotExist => all_allow(&tr.key, None),

@@ -14,7 +14,7 @@ pub mod wait;
 
 pub use cluster::ControlPlane;
 pub use manifests::inflate;
-pub use wait::eventually;
+pub use wait::{eventually, pods_running};
 
 use std::path::PathBuf;
 

@@ -21,3 +21,20 @@ where
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// Waits up to `timeout` for exactly `n` pods of `default` to be bound and Running; on time out
+/// the error names the count awaited.
+pub async fn pods_running(
+    client: &kube::Client,
+    n: usize,
+    timeout: Duration,
+) -> Result<(), String> {
+    eventually(timeout, &format!("{n} pods Running"), || {
+        let client = client.clone();
+        async move {
+            let pods = super::read::pods(&client, "default").await;
+            (super::read::running(&pods).len() == n).then_some(())
+        }
+    })
+    .await
+}
