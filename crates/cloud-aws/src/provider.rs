@@ -210,6 +210,29 @@ impl CloudProvider for AwsCloud {
         })
     }
 
+    /// The class's launch templates, and the instance profile this controller made for its
+    /// `role` (a profile the user named in `instanceProfile` is theirs and stays).
+    async fn finalize_node_class(&self, class: &EC2NodeClass) -> Result<Vec<String>, CloudError> {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let cluster = &self.settings.cluster_name;
+        let mut removed = crate::launch::template::delete_class_templates(
+            &self.clients,
+            &self.launch.templates,
+            cluster,
+            &name,
+        )
+        .await?;
+        if class.spec.role.is_some() && class.spec.instance_profile.is_none() {
+            let uid = class.metadata.uid.clone().unwrap_or_default();
+            let region = self.clients.region.as_str();
+            let profile = crate::nodeclass::profile::profile_name(cluster, region, &name, &uid);
+            if crate::nodeclass::profile::delete_instance_profile(&self.clients, &profile).await? {
+                removed.push(profile);
+            }
+        }
+        Ok(removed)
+    }
+
     /// Without a class there is nothing to launch into: no types, so NodePools naming a
     /// missing class are skipped rather than failing every other pool's provisioning.
     async fn instance_types(

@@ -806,6 +806,55 @@ async fn unused_templates_are_deleted_and_made_again_when_needed() {
 }
 
 #[tokio::test]
+async fn a_finalized_class_loses_its_templates_and_profile_and_no_other() {
+    use nodewright_cloud::CloudProvider;
+    let moto = moto_or_skip!("class_finalization");
+    let env = env(moto, "launch-final").await;
+    let cloud = env.cloud(Recording::new(&env.moto, &[]));
+    let gone = env.class("gone", "al2023@latest", "");
+    let kept = env.class("kept", "al2023@latest", "");
+    for (claim_name, class) in [("gone-1", &gone), ("kept-1", &kept)] {
+        let name = class.metadata.name.as_deref().unwrap();
+        let nc = claim(claim_name, name, &["m5.large"], "on-demand", None);
+        cloud.launch(&nc, Some(class)).await.expect("launch");
+    }
+    let cluster = &env.seed.cluster;
+    let before = cluster_templates(&env.moto, cluster).await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    let profile_of = |c: &nodewright_api::aws::v1::EC2NodeClass| {
+        let uid = c.metadata.uid.as_deref().unwrap();
+        nodewright_cloud_aws::nodeclass::profile::profile_name(
+            cluster,
+            "us-east-1",
+            c.metadata.name.as_deref().unwrap(),
+            uid,
+        )
+    };
+    let profile_exists = |name: String| {
+        let iam = env.moto.clients.iam.clone();
+        async move {
+            iam.get_instance_profile()
+                .instance_profile_name(name)
+                .send()
+                .await
+                .is_ok()
+        }
+    };
+    assert!(profile_exists(profile_of(&gone)).await);
+
+    let removed = cloud.finalize_node_class(&gone).await.unwrap();
+    assert_eq!(removed.len(), 2, "a template and a profile: {removed:?}");
+    assert!(removed.contains(&profile_of(&gone)));
+    let after = cluster_templates(&env.moto, cluster).await;
+    assert_eq!(after.len(), 1);
+    assert!(!removed.contains(&after[0]));
+    assert!(!profile_exists(profile_of(&gone)).await);
+    assert!(profile_exists(profile_of(&kept)).await);
+    // Already clean: nothing more to remove, and no error.
+    assert!(cloud.finalize_node_class(&gone).await.unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
     let moto = moto_or_skip!("efa_launch");
     let env = env(moto, "launch-efa").await;

@@ -71,6 +71,15 @@ pub trait CloudProvider: Send + Sync {
         self.reconcile_node_class(class).await
     }
 
+    /// Removes what the provider created for `class` (its instance profile, its launch
+    /// templates) once the class is being deleted and no NodeClaim uses it; returns what it
+    /// removed, by name. Something already gone is success. A provider that creates nothing
+    /// per class has nothing to remove.
+    async fn finalize_node_class(&self, class: &EC2NodeClass) -> Result<Vec<String>, CloudError> {
+        let _ = class;
+        Ok(Vec::new())
+    }
+
     /// Every instance type a NodePool using `class` may launch, with offerings (zone,
     /// capacity type, price, availability) limited to what the class can reach.
     async fn instance_types(

@@ -89,6 +89,13 @@ impl CloudProvider for MeteredCloud {
         r
     }
 
+    async fn finalize_node_class(&self, class: &EC2NodeClass) -> Result<Vec<String>, CloudError> {
+        let t = Instant::now();
+        let r = self.inner.finalize_node_class(class).await;
+        self.record("FinalizeNodeClass", t, &r);
+        r
+    }
+
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,

@@ -1,11 +1,12 @@
-//! The status writers: each EC2NodeClass's resolved status and hash annotations (from the
-//! cloud provider), each NodePool's drift hash, resources, node count and conditions, and
-//! each NodeClaim's hash stamp and `Drifted` condition. One loop runs them in that order (a
+//! The status writers: each EC2NodeClass's finalizer, resolved status and hash annotations
+//! (from the cloud provider), each NodePool's drift hash, resources, node count and
+//! conditions, and each NodeClaim's hash stamp and `Drifted` condition. One loop runs them in that order (a
 //! pool's readiness reads its class's status), only while this replica holds the lease, and
 //! writes an object only when what it would write differs from what is stored.
 
 pub mod consolidatable;
 pub mod drift;
+pub mod finalizer;
 pub mod nodeclass;
 pub mod nodepool;
 
@@ -30,6 +31,9 @@ pub const STATUS_EVERY: Duration = Duration::from_secs(5);
 pub struct Written {
     pub nodeclass_status: Vec<String>,
     pub nodeclass_meta: Vec<String>,
+    /// Classes given the finalizer, and classes whose finalizer was released.
+    pub nodeclass_finalizer: Vec<String>,
+    pub nodeclass_finalized: Vec<String>,
     pub nodepool_hash: Vec<String>,
     pub nodepool_status: Vec<String>,
     pub nodeclaim_hash: Vec<String>,
@@ -75,6 +79,7 @@ impl StatusController {
         if !*self.leader.borrow() || !lock(&self.state).synced() {
             return out;
         }
+        self.finalize_nodeclasses(&mut out).await;
         self.reconcile_nodeclasses(&mut out).await;
         self.reconcile_nodepools(&mut out).await;
         self.reconcile_drift(&mut out).await;

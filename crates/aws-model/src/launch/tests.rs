@@ -117,7 +117,10 @@ fn deprecated_beta_keys_constrain_as_their_stable_names() {
         Operator::In,
         &["us-east-1b"],
     )]);
-    assert_eq!(names(&filter_instance_types(&zone).unwrap()), vec!["r5.large"]);
+    assert_eq!(
+        names(&filter_instance_types(&zone).unwrap()),
+        vec!["r5.large"]
+    );
     let arch = i(vec![Requirement::new(
         "beta.kubernetes.io/arch",
         Operator::In,

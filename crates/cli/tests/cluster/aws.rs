@@ -1,8 +1,10 @@
 //! `nodewright controller --cloud-provider aws` on the real control plane with EC2 played by
 //! moto: the EC2NodeClass resolves, `inflate` gets instances in the class's subnets with
 //! Karpenter's tags, its pods are bound, a spot interruption warning on the queue has the
-//! node drained and replaced, and scaling to zero terminates every instance; an instance
-//! terminated in EC2 and a Node deleted by hand are cleaned up, and nothing leaks.
+//! node drained and replaced, and scaling to zero terminates every instance; the class,
+//! deleted while claims name it, waits for them, then goes with its instance profile and
+//! launch templates; an instance terminated in EC2 and a Node deleted by hand are cleaned
+//! up, and nothing leaks.
 //! `nodewright node-agent` turns moto's instances into Ready Nodes, in a process of its own.
 
 use std::collections::BTreeSet;
@@ -259,23 +261,67 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
         "{gone}"
     );
 
-    // Zero replicas: every instance terminated, every claim gone.
+    // The class carries its finalizer; deleted while claims name it, it stays.
+    let profile = class["status"]["instanceProfile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let class_finalizers = |c: &Value| c["metadata"]["finalizers"].to_string();
+    let with_finalizer = read::ec2nodeclasses(&client).await;
+    assert!(
+        class_finalizers(&with_finalizer[0]).contains("karpenter.k8s.aws/termination"),
+        "{}",
+        with_finalizer[0]
+    );
+    assert_eq!(profiles(&moto), vec![profile.clone()]);
+    assert!(!templates(&moto).is_empty());
+    cp.kubectl(&["delete", "ec2nodeclass", "default", "--wait=false"]);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let deleting = read::ec2nodeclasses(&client).await;
+    assert!(
+        deleting.len() == 1 && deleting[0]["metadata"]["deletionTimestamp"].is_string(),
+        "the class waits for its claims: {deleting:?}"
+    );
+    assert_eq!(profiles(&moto), vec![profile]);
+
+    // Zero replicas: every instance terminated, every claim gone; then the class goes, with
+    // its instance profile and launch templates.
     cp.kubectl(&["scale", "deployment/inflate", "--replicas=0"]);
     eventually(
         Duration::from_secs(180),
-        "no claims and no running instances",
+        "no claims, no running instances and no EC2NodeClass",
         || {
             let client = client.clone();
             let moto = &moto;
             async move {
-                (read::nodeclaims(&client).await.is_empty() && running_instances(moto).is_empty())
-                    .then_some(())
+                (read::nodeclaims(&client).await.is_empty()
+                    && running_instances(moto).is_empty()
+                    && read::ec2nodeclasses(&client).await.is_empty())
+                .then_some(())
             }
         },
     )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    assert!(profiles(&moto).is_empty(), "{:?}", profiles(&moto));
+    assert!(templates(&moto).is_empty(), "{:?}", templates(&moto));
     assert_clean_log(&ctl.log_text());
+}
+
+/// Names of the instance profiles in moto.
+fn profiles(moto: &Moto) -> Vec<String> {
+    let v = moto.boto(
+        "iam = boto3.client('iam', **kw)\nprint(json.dumps([p['InstanceProfileName'] for p in iam.list_instance_profiles()['InstanceProfiles']]))",
+    );
+    serde_json::from_value(v).unwrap_or_default()
+}
+
+/// Names of the launch templates in moto.
+fn templates(moto: &Moto) -> Vec<String> {
+    let v = moto.boto(
+        "print(json.dumps([t['LaunchTemplateName'] for t in ec2.describe_launch_templates()['LaunchTemplates']]))",
+    );
+    serde_json::from_value(v).unwrap_or_default()
 }
 
 /// The claim whose `status.providerID` names `instance`, if any.

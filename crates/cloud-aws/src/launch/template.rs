@@ -567,18 +567,64 @@ impl TemplateCache {
 
 /// Names of the templates tagged with the cluster.
 async fn cluster_templates(clients: &AwsClients, cluster: &str) -> Result<Vec<String>, AwsError> {
+    tagged_templates(clients, &[(CLUSTER_TAG, cluster)]).await
+}
+
+/// Deletes the cluster's templates made for EC2NodeClass `class` (launches tag each template
+/// with its class), returning their names. A template already gone is not an error.
+pub async fn delete_class_templates(
+    clients: &AwsClients,
+    cache: &TemplateCache,
+    cluster: &str,
+    class: &str,
+) -> Result<Vec<String>, AwsError> {
+    let names = tagged_templates(
+        clients,
+        &[
+            (CLUSTER_TAG, cluster),
+            (nodewright_cloud::tags::NODECLASS, class),
+        ],
+    )
+    .await?;
+    for name in &names {
+        let out = clients
+            .ec2
+            .delete_launch_template()
+            .launch_template_name(name)
+            .send()
+            .await;
+        if let Err(e) = out {
+            let e = AwsError::from_sdk("DeleteLaunchTemplate", e);
+            if !e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
+                return Err(e);
+            }
+        }
+        cache.forget(name);
+    }
+    Ok(names)
+}
+
+/// Names of our templates carrying every `(key, value)` tag.
+async fn tagged_templates(
+    clients: &AwsClients,
+    tags: &[(&str, &str)],
+) -> Result<Vec<String>, AwsError> {
+    let filters: Vec<Filter> = tags
+        .iter()
+        .map(|(k, v)| {
+            Filter::builder()
+                .name(format!("tag:{k}"))
+                .values(*v)
+                .build()
+        })
+        .collect();
     let mut names = Vec::new();
     let mut token: Option<String> = None;
     loop {
         let out = clients
             .ec2
             .describe_launch_templates()
-            .filters(
-                Filter::builder()
-                    .name(format!("tag:{CLUSTER_TAG}"))
-                    .values(cluster)
-                    .build(),
-            )
+            .set_filters(Some(filters.clone()))
             .set_next_token(token.clone())
             .send()
             .await

@@ -163,6 +163,41 @@ pub async fn ensure_instance_profile(
     }
 }
 
+/// Deletes profile `name` after taking its roles out (IAM refuses to delete a profile that
+/// holds one). Whether it existed; a profile or role already gone is the same outcome.
+pub async fn delete_instance_profile(c: &AwsClients, name: &str) -> Result<bool, AwsError> {
+    let Some(roles) = profile_roles(c, name).await? else {
+        return Ok(false);
+    };
+    for role in &roles {
+        let removed = c
+            .iam
+            .remove_role_from_instance_profile()
+            .instance_profile_name(name)
+            .role_name(role)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e));
+        if let Err(e) = removed
+            && !e.is_not_found()
+        {
+            return Err(e);
+        }
+    }
+    let deleted = c
+        .iam
+        .delete_instance_profile()
+        .instance_profile_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteInstanceProfile", e));
+    match deleted {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

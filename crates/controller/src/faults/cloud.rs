@@ -87,6 +87,11 @@ impl CloudProvider for FaultyCloud {
         self.call("ReconcileNodeClass", call).await
     }
 
+    async fn finalize_node_class(&self, class: &EC2NodeClass) -> Result<Vec<String>, CloudError> {
+        self.call("FinalizeNodeClass", self.inner.finalize_node_class(class))
+            .await
+    }
+
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,

@@ -129,7 +129,9 @@ async fn the_class_gets_its_hash_in_one_patch_only_when_it_changes_and_only_from
     let s = status_controller(&h, h.cloud.clone(), true);
     let w = s.reconcile_all().await;
     assert_eq!(w.nodeclass_meta, vec!["default"], "{w:?}");
-    assert_eq!(writes(&h, "patch EC2NodeClass default"), 1);
+    // One patch for the finalizer, one for every annotation.
+    assert_eq!(w.nodeclass_finalizer, vec!["default"], "{w:?}");
+    assert_eq!(writes(&h, "patch EC2NodeClass default"), 2);
     let ann = class(&h).metadata.annotations.unwrap();
     assert_eq!(ann[NODECLASS_HASH], "role-KarpenterNodeRole");
     assert_eq!(ann[NODECLASS_HASH_VERSION], "test1");
@@ -138,7 +140,7 @@ async fn the_class_gets_its_hash_in_one_patch_only_when_it_changes_and_only_from
     tokio::time::advance(Duration::from_secs(61)).await;
     let w = s.reconcile_all().await;
     assert!(w.nodeclass_meta.is_empty(), "{w:?}");
-    assert_eq!(writes(&h, "patch EC2NodeClass default"), 1);
+    assert_eq!(writes(&h, "patch EC2NodeClass default"), 2);
 
     // The user edits the spec (and keeps an annotation of their own): the hash follows.
     let mut v = h.api.get(Kind::NodeClass, "default").unwrap().to_value();

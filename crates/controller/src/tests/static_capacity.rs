@@ -14,7 +14,10 @@ async fn a_static_pool_gets_its_replicas_once() {
 
     let first = statics.reconcile().await.unwrap();
     assert_eq!(first.len(), 2, "{first:?}");
-    assert!(first.iter().all(|d| d.starts_with("created fixed-")), "{first:?}");
+    assert!(
+        first.iter().all(|d| d.starts_with("created fixed-")),
+        "{first:?}"
+    );
     assert_eq!(h.claims().len(), 2);
     let second = statics.reconcile().await.unwrap();
     assert!(second.is_empty(), "{second:?}");
