@@ -17,6 +17,7 @@ pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
 pub const DRAINED: &str = "Drained";
 pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 pub const NODE_CLASS_READY: &str = "NodeClassReady";
+pub const NODE_REGISTRATION_HEALTHY: &str = "NodeRegistrationHealthy";
 
 pub fn find<'a>(conds: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conds.iter().find(|c| c.type_ == type_)

@@ -69,6 +69,9 @@ pub struct Lifecycle {
     events: Arc<dyn EventSink>,
     /// Launch results by claim uid, so a failed status write never launches twice.
     launched: Mutex<HashMap<String, Launched>>,
+    /// Claims whose launches failed, by uid: failures in a row and when to try again
+    /// (core's `launch_retry_after`).
+    launch_backoff: Mutex<HashMap<String, (u32, Timestamp)>>,
     /// While this is false the loop does nothing: its writes would be refused anyway, and its
     /// cloud calls (launching, terminating) must come from the lease holder alone.
     leader: Option<watch::Receiver<bool>>,
@@ -169,6 +172,7 @@ impl Lifecycle {
             metrics,
             events,
             launched: Mutex::new(HashMap::new()),
+            launch_backoff: Mutex::new(HashMap::new()),
             leader: None,
             parallelism: RECONCILE_PARALLELISM,
         }
@@ -223,6 +227,17 @@ impl Lifecycle {
             .collect()
     }
 
+    fn backoff(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u32, Timestamp)>> {
+        self.launch_backoff
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the claim's last launch failed and its wait has not passed.
+    fn backing_off(&self, uid: &str, now: Timestamp) -> bool {
+        self.backoff().get(uid).is_some_and(|(_, at)| now < *at)
+    }
+
     pub async fn run(self: Arc<Self>, every: Duration) {
         loop {
             if lock(&self.state).synced() {
@@ -271,11 +286,22 @@ impl Lifecycle {
             if let Some(why) = (Phase::Launching { created }).timed_out(now) {
                 info!(nodeclaim = %name, "launch timed out; deleting");
                 self.writer.delete_nodeclaim(&name).await?;
+                // The last launch error's reason, as upstream reports the failure.
+                let reason = cond::find(&conds, LAUNCHED)
+                    .and_then(|c| c.reason.clone())
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "LaunchFailed".into());
+                lock(&self.state).record_registration(&claim, Err(reason));
                 self.count_disrupted(&claim, why.reason());
                 return Ok(Outcome::Deleted(why.reason()));
             }
+            let uid = claim.metadata.uid.clone().unwrap_or_default();
+            if self.backing_off(&uid, now) {
+                return Ok(Outcome::Unchanged);
+            }
             match self.launch(&claim).await {
                 Ok(launched) => {
+                    self.backoff().remove(&uid);
                     self.apply_launch(&claim, &launched, &mut status, &mut conds, now)
                         .await?;
                 }
@@ -299,6 +325,11 @@ impl Lifecycle {
                     return Ok(Outcome::Deleted("nodeclass_not_ready"));
                 }
                 Err(e) => {
+                    let mut backoff = self.backoff();
+                    let failures = backoff.get(&uid).map_or(0, |b| b.0) + 1;
+                    let retry = now.plus(nodewright_core::lifecycle::launch_retry_after(failures));
+                    backoff.insert(uid, (failures, retry));
+                    drop(backoff);
                     cond::set(
                         &mut conds,
                         LAUNCHED,

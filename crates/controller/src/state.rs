@@ -6,6 +6,7 @@ pub mod changes;
 pub mod convert;
 pub mod gauges;
 pub mod object;
+pub mod registration;
 mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -77,6 +78,9 @@ pub struct ClusterState {
     pub node_log: ChangeLog,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
+    /// Each NodePool's recent registrations and liveness failures, for its
+    /// `NodeRegistrationHealthy` condition.
+    pub registration_health: BTreeMap<String, nodewright_core::registration_health::Health>,
     /// Moves with every change to the index, so a loop can tell nothing changed since it
     /// last looked (see [`ClusterState::changes`]).
     changes: u64,

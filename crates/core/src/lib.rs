@@ -14,6 +14,7 @@ pub mod interruption;
 pub mod labels;
 pub mod lifecycle;
 pub mod model;
+pub mod registration_health;
 pub mod requirements;
 pub mod resources;
 pub mod rng;

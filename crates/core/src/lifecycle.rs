@@ -2,7 +2,8 @@
 //! [`LAUNCH_TIMEOUT`] of its creation, or launched but not registered within
 //! [`REGISTRATION_TIMEOUT`] of its launch, is deleted, so its pods go to a node that works.
 //! Both shells ask the same question with their own clock's `now`: the controller on each
-//! reconcile, the simulator when a deadline comes due.
+//! reconcile, the simulator when a deadline comes due. A failed launch is tried again after
+//! [`launch_retry_after`].
 
 use std::time::Duration;
 
@@ -61,6 +62,21 @@ impl Phase {
     }
 }
 
+/// The first wait before a failed launch is tried again, and the longest.
+pub const LAUNCH_RETRY_FIRST: Duration = Duration::from_secs(1);
+pub const LAUNCH_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// How long a claim waits after its `failures`-th failed launch in a row before it is tried
+/// again: doubling from one second to a minute, as upstream's per-claim rate limiter. A cloud
+/// that throttles or fails is then asked less often the longer it fails, while the launch
+/// timeout still bounds the whole wait.
+pub fn launch_retry_after(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    LAUNCH_RETRY_FIRST
+        .saturating_mul(1 << doublings)
+        .min(LAUNCH_RETRY_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +99,13 @@ mod tests {
         assert_eq!(p.timed_out(at(10 + 899)), None);
         assert_eq!(p.timed_out(at(10 + 900)), Some(Timeout::Registration));
         assert_eq!(p.deadline(), Some((at(910), Timeout::Registration)));
+    }
+
+    #[test]
+    fn failed_launches_back_off_from_a_second_to_a_minute() {
+        let secs: Vec<u64> = (1..=9).map(|n| launch_retry_after(n).as_secs()).collect();
+        assert_eq!(secs, vec![1, 2, 4, 8, 16, 32, 60, 60, 60]);
+        assert_eq!(launch_retry_after(u32::MAX), LAUNCH_RETRY_MAX);
     }
 
     #[test]

@@ -83,6 +83,15 @@ async fn a_static_nodepool_keeps_its_replicas_and_scales_with_kubectl() {
         first,
         "the same two claims"
     );
+    // Both registered, well within the 40 s: the pool's registration health says so (the
+    // status writer runs every 5 s).
+    let pools = read::nodepools(&client).await;
+    assert_eq!(
+        read::condition(&pools[0], "NodeRegistrationHealthy"),
+        Some("True"),
+        "{}",
+        pools[0]
+    );
     let metrics = ctl.metrics().await;
     assert!(
         metrics

@@ -97,10 +97,12 @@ impl Lifecycle {
                 },
             )
             .await?;
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
         self.launched
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&claim.metadata.uid.clone().unwrap_or_default());
+            .remove(&uid);
+        self.backoff().remove(&uid);
         let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
         let pool = label(labels::NODEPOOL);

@@ -26,6 +26,7 @@ impl Lifecycle {
         let name = claim.metadata.name.clone().unwrap_or_default();
         info!(nodeclaim = %name, "registration timed out; deleting");
         self.writer.delete_nodeclaim(&name).await?;
+        lock(&self.state).record_registration(claim, Err("RegistrationFailed".into()));
         self.count_disrupted(claim, why.reason());
         Ok(Some(Outcome::Deleted(why.reason())))
     }

@@ -153,6 +153,9 @@ impl Lifecycle {
             return Ok(None);
         }
         status.node_name = Some(node_name.clone());
+        if !cond::is_true(conds, REGISTERED) {
+            lock(&self.state).record_registration(claim, Ok(()));
+        }
         cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
         self.metrics.node_created(

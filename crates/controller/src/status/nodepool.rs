@@ -3,7 +3,9 @@
 //! counts with its launched capacity) plus the `nodes` count, always listing cpu, memory,
 //! pods and ephemeral-storage; `nodes` is the count; `ValidationSucceeded` re-runs the
 //! runtime rules; `NodeClassReady` mirrors the referenced EC2NodeClass's `Ready`; `Ready` is
-//! true when both are. The pool's hash annotations are rewritten when the template changes.
+//! true when both are; `NodeRegistrationHealthy` reports the pool's recent registrations
+//! (core's `registration_health`) and does not count towards `Ready`. The pool's hash
+//! annotations are rewritten when the template changes.
 //!
 //! The status subresource is written with a merge patch, under which a resource key left out
 //! would stay as it was; a key that was listed before and has no capacity now is written as
@@ -16,11 +18,14 @@ use nodewright_api::quantity;
 use nodewright_api::v1::nodepool::{NodePool, NodePoolStatus};
 use nodewright_api::v1::shared::{Condition, Quantity, ResourceList};
 use nodewright_core::labels;
+use nodewright_core::registration_health::{Status, WINDOW};
 use nodewright_core::resources::{Resources, format_amount};
 use nodewright_core::time::Timestamp;
 
 use super::{StatusController, Written, record};
-use crate::conditions::{self as cond, NODE_CLASS_READY, READY, VALIDATION_SUCCEEDED};
+use crate::conditions::{
+    self as cond, NODE_CLASS_READY, NODE_REGISTRATION_HEALTHY, READY, VALIDATION_SUCCEEDED,
+};
 use crate::hash;
 use crate::state::{ClusterState, convert, lock};
 use crate::write::MetaPatch;
@@ -200,6 +205,31 @@ pub fn desired(state: &ClusterState, pool: &NodePool, now: Timestamp) -> NodePoo
     }
     let (s, reason, message) = nodeclass_readiness(state, pool);
     cond::set(&mut conds, NODE_CLASS_READY, s, reason, &message, now);
+    // Informational: not part of `Ready`, as upstream.
+    let (s, reason, message) = match state.registration_status(pool) {
+        Status::Unknown => (
+            "Unknown",
+            "AwaitingReconciliation".to_string(),
+            "no NodeClaim of this NodePool has registered since it or its node class last changed"
+                .to_string(),
+        ),
+        Status::Healthy => ("True", NODE_REGISTRATION_HEALTHY.to_string(), String::new()),
+        Status::Unhealthy { reason, failed } => (
+            "False",
+            reason,
+            format!(
+                "{failed} of the last {WINDOW} NodeClaims of this NodePool failed to launch or register"
+            ),
+        ),
+    };
+    cond::set(
+        &mut conds,
+        NODE_REGISTRATION_HEALTHY,
+        s,
+        &reason,
+        &message,
+        now,
+    );
     let not_true: Vec<&Condition> = [VALIDATION_SUCCEEDED, NODE_CLASS_READY]
         .iter()
         .filter_map(|t| cond::find(&conds, t))

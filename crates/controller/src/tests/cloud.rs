@@ -29,6 +29,7 @@ struct Inner {
     registration: Option<Result<Registration, String>>,
     hook_calls: usize,
     instance_type_calls: usize,
+    create_calls: usize,
     reservations: Vec<ReservationEnd>,
     reservation_lookups: Vec<Vec<String>>,
     /// Marker annotations of a tagged claim; empty: this cloud does not tag.
@@ -141,6 +142,11 @@ impl TestCloud {
     /// How often the registration hooks ran.
     pub fn hook_calls(&self) -> usize {
         self.inner().hook_calls
+    }
+
+    /// How many launches were asked for.
+    pub fn create_calls(&self) -> usize {
+        self.inner().create_calls
     }
 
     /// How often the instance types were asked for.
@@ -291,6 +297,7 @@ impl CloudProvider for TestCloud {
         class: Option<&EC2NodeClass>,
     ) -> Result<Launched, CloudError> {
         let mut inner = self.inner();
+        inner.create_calls += 1;
         if inner.fail {
             return Err(CloudError::Api {
                 operation: "CreateFleet".into(),

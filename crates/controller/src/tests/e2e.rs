@@ -14,6 +14,7 @@ use crate::context::Context;
 use crate::lifecycle::{Lifecycle, Outcome};
 use crate::provisioner::{ProvisionError, Provisioner};
 use crate::state::{Kind, Object, lock};
+use crate::status::StatusController;
 use crate::write::{KubeWriter, LeaderGate, WriteError};
 
 fn claim(h: &Harness, name: &str) -> NodeClaim {
@@ -122,9 +123,21 @@ async fn a_pending_pod_gets_a_claim_that_launches_registers_and_initializes() {
         "m5.large"
     );
 
-    // The kubelet registers the node.
+    // The kubelet registers the node; the pool's registration health says so.
+    let (_tx, leader) = watch::channel(true);
+    let status = StatusController::new(
+        h.state.clone(),
+        h.api.clone(),
+        h.cloud.clone(),
+        h.clock,
+        leader,
+    );
+    status.reconcile_all().await;
+    assert_eq!(registration_healthy(&h).status, "Unknown");
     h.node_joins("ip-10-0-0-1", &pid);
     life.reconcile_all().await;
+    status.reconcile_all().await;
+    assert_eq!(registration_healthy(&h).status, "True");
     let n = node(&h, "ip-10-0-0-1");
     let nl = n.metadata.labels.clone().unwrap();
     assert_eq!(nl["karpenter.sh/nodepool"], "default");
@@ -267,6 +280,36 @@ async fn insufficient_capacity_deletes_the_claim() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_failing_launch_is_tried_again_after_a_doubling_wait() {
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("web-1", "1");
+    h.api.mark_synced();
+    let (prov, life) = parts(&h);
+    let name = prov.provision().await.unwrap().created[0].clone();
+    h.cloud.set_failing(true);
+    // The loop passes every second; the claim is tried at 0, 1, 3, 7 and 15 s.
+    let mut tried_at = Vec::new();
+    for second in 0..16 {
+        let before = h.cloud.create_calls();
+        life.reconcile_all().await;
+        if h.cloud.create_calls() > before {
+            tried_at.push(second);
+        }
+        tokio::time::advance(Duration::from_secs(1)).await;
+    }
+    assert_eq!(tried_at, vec![0, 1, 3, 7, 15]);
+    // Once the cloud answers, the next try launches and the wait is forgotten.
+    h.cloud.set_failing(false);
+    tokio::time::advance(Duration::from_secs(16)).await;
+    assert_eq!(life.reconcile_all().await[&name], Ok(Outcome::Updated));
+    assert!(conditions::is_true(
+        &claim(&h, &name).status.unwrap().conditions.unwrap(),
+        "Launched"
+    ));
+}
+
+#[tokio::test(start_paused = true)]
 async fn launch_and_registration_time_out() {
     let h = Harness::new();
     h.nodepool("default", None);
@@ -320,6 +363,39 @@ async fn launch_and_registration_time_out() {
     life.reconcile_all().await;
     assert!(h.api.get(Kind::NodeClaim, &name).is_none());
     assert!(h.cloud.running().is_empty());
+
+    // Two failures among the pool's last claims: its nodes do not join.
+    let (_tx, leader) = watch::channel(true);
+    let status = StatusController::new(
+        h.state.clone(),
+        h.api.clone(),
+        h.cloud.clone(),
+        h.clock,
+        leader,
+    );
+    status.reconcile_all().await;
+    let healthy = registration_healthy(&h);
+    assert_eq!(healthy.status, "False", "{healthy:?}");
+    assert_eq!(healthy.reason.as_deref(), Some("RegistrationFailed"));
+    assert!(
+        healthy
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("2 of the last 4"),
+        "{healthy:?}"
+    );
+}
+
+/// The `default` NodePool's `NodeRegistrationHealthy` condition.
+fn registration_healthy(h: &Harness) -> nodewright_api::v1::shared::Condition {
+    let Some(Object::NodePool(p)) = h.api.get(Kind::NodePool, "default") else {
+        panic!("no NodePool default")
+    };
+    let conds = p.status.and_then(|s| s.conditions).unwrap_or_default();
+    conditions::find(&conds, "NodeRegistrationHealthy")
+        .cloned()
+        .unwrap_or_else(|| panic!("no NodeRegistrationHealthy in {conds:?}"))
 }
 
 #[tokio::test(start_paused = true)]
