@@ -13,7 +13,8 @@ use super::underutilized::Admitted;
 use super::{Consolidations, MAX_SINGLE_NODE_BATCH, Round, Verdict};
 use crate::disruption::candidates::Candidate;
 use crate::disruption::command::{Command, Method};
-use crate::disruption::consolidation::{self, Rejection};
+use crate::disruption::consolidation::{self, Features, Rejection};
+use crate::disruption::simulate::Simulation;
 use crate::model::DisruptionReason;
 use crate::scheduling::intern::FastMap;
 
@@ -188,10 +189,7 @@ impl<'s> Search<'_, 's> {
             .map(|&i| Consolidations::job(&[self.evaluated[i]], &round.taken))
             .collect();
         for (&i, sim) in batch.iter().zip(&sims.prepared().simulate_all(&jobs)) {
-            let one = [self.evaluated[i]];
-            let method = Method::SingleNodeConsolidation;
-            let r = consolidation::decide(sim, &one, method, round.settings.features)
-                .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all));
+            let r = alone(sim, self.evaluated[i], round.settings.features, all);
             if let Ok(cmd) = &r
                 && !multi_found
                 && self.budget_left[i]
@@ -244,4 +242,17 @@ impl<'s> Search<'_, 's> {
             }
         }
     }
+}
+
+/// What the simulation of consolidating `c` alone means: its command, or why not. `all` are
+/// the round's candidates, which the Balanced policy weighs it against.
+pub(super) fn alone(
+    sim: &Simulation,
+    c: &Candidate<'_>,
+    features: Features,
+    all: &[Candidate<'_>],
+) -> Result<Command, Rejection> {
+    let one = [c];
+    consolidation::decide(sim, &one, Method::SingleNodeConsolidation, features)
+        .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all))
 }
