@@ -120,15 +120,21 @@ impl<'s> Ask<'s> {
         }
     }
 
-    /// The node's NodePool's budget for `reason`, when it has nothing left.
+    /// The budget of the node's NodePool that binds for `reason`, when it has nothing left.
+    fn exhausted(&self, c: &Candidate<'_>, reason: DisruptionReason) -> Option<String> {
+        let (left, binding) = self.budgets.remaining(&c.nodepool.name, reason);
+        (left == 0).then_some(binding)
+    }
+
+    /// [`Ask::exhausted`] as the method's verdict.
     fn no_budget(
         &self,
         method: Method,
         c: &Candidate<'_>,
         reason: DisruptionReason,
     ) -> Option<MethodVerdict> {
-        let (left, binding) = self.budgets.remaining(&c.nodepool.name, reason);
-        (left == 0).then(|| from_round(method, exhausted(self.name, &binding, reason)))
+        let binding = self.exhausted(c, reason)?;
+        Some(from_round(method, exhausted(self.name, &binding, reason)))
     }
 
     /// Forceful: no blockers, no budgets; only the claim's age against its `expireAfter`.
@@ -231,9 +237,13 @@ impl<'s> Ask<'s> {
             .unwrap_or_else(|| verdict(m, "empty", "empty: would be deleted"))
     }
 
-    /// What both consolidations ask first: a graceful candidate, not empty (emptiness's), a
-    /// policy that consolidates it, and `Underutilized` budget left.
-    fn consolidation_candidate(&self, m: Method) -> Result<Candidate<'s>, MethodVerdict> {
+    /// What both consolidations ask first: a graceful candidate, not empty (emptiness's), and
+    /// a policy that consolidates it; with the binding budget when `Underutilized` has none
+    /// left.
+    fn consolidation_candidate(
+        &self,
+        m: Method,
+    ) -> Result<(Candidate<'s>, Option<String>), MethodVerdict> {
         let c = self.candidate(m, MethodClass::Graceful)?;
         if c.is_empty() {
             return Err(verdict(
@@ -245,17 +255,19 @@ impl<'s> Ask<'s> {
         if let Some(v) = underutilized::policy_refusal(&c) {
             return Err(from_round(m, v));
         }
-        match self.no_budget(m, &c, DisruptionReason::Underutilized) {
-            Some(v) => Err(v),
-            None => Ok(c),
-        }
+        let over = self.exhausted(&c, DisruptionReason::Underutilized);
+        Ok((c, over))
     }
 
     /// Whether the round's multi-node command takes the node.
     fn multi_node(&self, round: &DisruptionPlan) -> MethodVerdict {
         let m = Method::MultiNodeConsolidation;
-        if let Err(v) = self.consolidation_candidate(m) {
-            return v;
+        match self.consolidation_candidate(m) {
+            Err(v) => return v,
+            Ok((_, Some(b))) => {
+                return from_round(m, exhausted(self.name, &b, DisruptionReason::Underutilized));
+            }
+            Ok(_) => {}
         }
         let takes = |c: &&Command| c.targets.iter().any(|t| t.node == self.name);
         if let Some(cmd) = round.commands.iter().find(takes) {
@@ -297,11 +309,12 @@ impl<'s> Ask<'s> {
         }
     }
 
-    /// The node consolidated alone: deleted, replaced by a cheaper node, or why not.
+    /// The node consolidated alone: deleted, replaced by a cheaper node, or why not (past its
+    /// budget: what it would do).
     fn single_node(&self) -> MethodVerdict {
         let m = Method::SingleNodeConsolidation;
-        let c = match self.consolidation_candidate(m) {
-            Ok(c) => c,
+        let (c, over) = match self.consolidation_candidate(m) {
+            Ok(found) => found,
             Err(v) => return v,
         };
         let job = consolidation::job(&[&c]);
@@ -312,9 +325,14 @@ impl<'s> Ask<'s> {
             &job.pods,
         );
         let all = select(self.snapshot, MethodClass::Graceful).candidates;
-        match single_node::alone(&sim, &c, self.settings.features, &all) {
-            Ok(cmd) => verdict(m, "consolidatable", outcome(&cmd)),
-            Err(rej) => verdict(m, rej.code(), rej.to_string()),
+        // Past its budget it is still simulated, as the round does, to say what it would do.
+        match (
+            single_node::alone(&sim, &c, self.settings.features, &all),
+            over,
+        ) {
+            (Ok(cmd), Some(b)) => from_round(m, single_node::over_budget(self.name, &b, cmd)),
+            (Ok(cmd), None) => verdict(m, "consolidatable", outcome(&cmd)),
+            (Err(rej), _) => verdict(m, rej.code(), rej.to_string()),
         }
     }
 }

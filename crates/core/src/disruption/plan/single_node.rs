@@ -214,16 +214,9 @@ impl<'s> Search<'_, 's> {
             let defer = r.is_err();
             let verdict = || match (&self.best, r) {
                 (Some((b, cmd)), _) if *b == i => Verdict::disrupted(name, cmd),
-                (_, Ok(cmd)) if i >= self.within && !self.budget_left[i] => Verdict::new(
-                    name,
-                    "budget-exhausted",
-                    format!(
-                        "budget {} exhausted for reason Underutilized (consolidating would {} and save ${:.4}/h)",
-                        admitted.over_budget[i - self.within].1,
-                        cmd.decision.as_str(),
-                        cmd.savings_per_hour
-                    ),
-                ),
+                (_, Ok(cmd)) if i >= self.within && !self.budget_left[i] => {
+                    over_budget(name, &admitted.over_budget[i - self.within].1, cmd)
+                }
                 (_, Ok(cmd)) => Verdict::new(
                     name,
                     "consolidatable",
@@ -255,4 +248,18 @@ pub(super) fn alone(
     let one = [c];
     consolidation::decide(sim, &one, Method::SingleNodeConsolidation, features)
         .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all))
+}
+
+/// The verdict of a candidate that consolidating (`cmd`) would serve, but whose NodePool's
+/// budget `binding` has no node left.
+pub(super) fn over_budget(name: &str, binding: &str, cmd: Command) -> Verdict {
+    Verdict::new(
+        name,
+        "budget-exhausted",
+        format!(
+            "budget {binding} exhausted for reason Underutilized (consolidating would {} and save ${:.4}/h)",
+            cmd.decision.as_str(),
+            cmd.savings_per_hour
+        ),
+    )
 }

@@ -197,9 +197,20 @@ fn a_budget_of_zero_stops_each_method_it_covers() {
     assert_eq!(code, "budget-exhausted");
     assert_eq!(message, "budget 0 exhausted for reason Empty");
     s.pods = cluster(&[("n1", "large", &[500])]).pods;
+    let vs = verdicts(&s, "n1");
     assert_eq!(
-        of(&verdicts(&s, "n1"), Method::SingleNodeConsolidation).0,
-        "budget-exhausted"
+        of(&vs, Method::SingleNodeConsolidation),
+        (
+            "budget-exhausted".into(),
+            "budget 0 exhausted for reason Underutilized (consolidating would replace and save $0.2000/h)".into()
+        )
+    );
+    assert_eq!(
+        of(&vs, Method::MultiNodeConsolidation),
+        (
+            "budget-exhausted".into(),
+            "budget 0 exhausted for reason Underutilized".into()
+        )
     );
 }
 
