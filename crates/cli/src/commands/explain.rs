@@ -2,19 +2,19 @@
 //! through its API server (see [`super::live`]) and asked, with the core code the controller
 //! runs, why a pod is pending or where it would go (`scheduling::explain`: every NodePool's
 //! and node's answer), and why a node is or is not disrupted (one round of
-//! `disruption::plan`: its verdict, and the command it is in).
+//! `disruption::plan`: its verdict and the command it is in; `disruption::plan::explain`: each
+//! method's verdict).
 
 use std::process::ExitCode;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
-use nodewright_core::disruption::command::Command;
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
-use nodewright_core::disruption::plan::{Settings, plan};
+use nodewright_core::disruption::plan::Settings;
+use nodewright_core::disruption::plan::explain::{NodeExplanation, explain_node};
 use nodewright_core::labels;
-use nodewright_core::model::{ConsolidationPolicy, NodeClaim, Snapshot};
+use nodewright_core::model::{ConsolidationPolicy, Snapshot};
 use nodewright_core::scheduling::Options;
 use nodewright_core::scheduling::explain::{Answer, Explanation, Outcome, explain_pod};
-use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::live::{self, ClusterArgs};
@@ -52,8 +52,9 @@ pub enum What {
         #[command(flatten)]
         common: Common,
     },
-    /// Why a node is or is not being disrupted: its verdict in one disruption round
-    /// (do-not-disrupt pod, PDB, budget, consolidateAfter left, no cheaper replacement ...)
+    /// Why a node is or is not being disrupted: its verdict in one disruption round, each
+    /// method's own (expiration, drift, emptiness, multi- and single-node consolidation:
+    /// do-not-disrupt pod, PDB, budget, consolidateAfter left, no cheaper replacement ...)
     /// and the command it would be part of.
     Node {
         name: String,
@@ -210,52 +211,25 @@ fn pod_json(e: &Explanation) -> Value {
     })
 }
 
-/// When the node's claim expires and whether it drifted: what expiration and drift act on.
-fn lifecycle(claim: Option<&NodeClaim>, now: Timestamp) -> (String, String) {
-    let Some(c) = claim else {
-        return ("-".into(), "-".into());
-    };
-    let expiry = match c.expire_after {
-        None => "never (expireAfter Never)".to_string(),
-        Some(d) => {
-            let left = c.creation_timestamp.plus(d).0 - now.0;
-            format!(
-                "in {}s (expireAfter {}s from creation)",
-                (left / 1000).max(0),
-                d.as_secs()
-            )
-        }
-    };
-    let drift = match &c.drifted {
-        Some(reason) => format!("drifted ({reason})"),
-        None => "not drifted".to_string(),
-    };
-    (expiry, drift)
-}
-
 /// The node's verdict in one full round (every candidate simulated, as `plan --disruption`
-/// does), with what it runs and its NodePool's disruption settings.
+/// does) and each method's own, with what it runs and its NodePool's disruption settings.
 fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<String> {
-    let node = s.nodes.iter().find(|n| n.name == name).ok_or_else(|| {
-        anyhow::anyhow!(
+    let node = s.nodes.iter().find(|n| n.name == name);
+    let (Some(node), Some(e)) = (
+        node,
+        explain_node(s, &EngineSimulator::default(), Settings::default(), name),
+    ) else {
+        anyhow::bail!(
             "node {name} not found in the cluster ({} nodes listed)",
             s.nodes.len()
-        )
-    })?;
-    let p = plan(s, &EngineSimulator::default(), Settings::default());
-    let verdict = p.verdicts.iter().find(|v| v.node == name);
-    let commands: Vec<&Command> = p
-        .commands
-        .iter()
-        .filter(|c| c.targets.iter().any(|t| t.node == name))
-        .collect();
+        );
+    };
     let label = |k: &str| node.labels.get(k).cloned().unwrap_or_else(|| "-".into());
-    let nodeclaim = s
+    let claim = s
         .node_claims
         .iter()
-        .find(|c| c.node_name.as_deref() == Some(name));
-    let claim = nodeclaim.map(|c| c.name.clone());
-    let (expiry, drift) = lifecycle(nodeclaim, s.now);
+        .find(|c| c.node_name.as_deref() == Some(name))
+        .map(|c| c.name.clone());
     let pool_name = label(labels::NODEPOOL);
     let pool = s.nodepools.iter().find(|p| p.name == pool_name);
     let pods: Vec<String> = s
@@ -288,10 +262,13 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
             "pods": pods,
             "consolidationPolicy": policy,
             "consolidateAfter": after,
-            "expiry": expiry,
-            "drift": drift,
-            "verdict": verdict.map(|v| json!({"code": v.code, "message": v.message})),
-            "commands": commands.iter().map(|c| json!({
+            "verdict": e.round.as_ref().map(|v| json!({"code": v.code, "message": v.message})),
+            "methods": e.methods.iter().map(|m| json!({
+                "method": m.method.as_str(),
+                "code": m.code,
+                "message": m.message,
+            })).collect::<Vec<_>>(),
+            "commands": e.commands.iter().map(|c| json!({
                 "method": c.method.as_str(),
                 "decision": c.decision.as_str(),
                 "nodes": c.targets.iter().map(|t| t.node.clone()).collect::<Vec<_>>(),
@@ -311,13 +288,9 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
     out.push_str(&format!(
         "NodePool {pool_name}: consolidationPolicy {policy}, consolidateAfter {after}\n"
     ));
-    out.push_str(&format!("expiry: {expiry}; drift: {drift}\n"));
     out.push_str(&format!("pods ({}): {}\n", pods.len(), some(&pods, 8)));
-    match verdict {
-        Some(v) => out.push_str(&format!("verdict: {} ({})\n", v.message, v.code)),
-        None => out.push_str("verdict: none (the round did not consider this node)\n"),
-    }
-    for c in commands {
+    out.push_str(&methods_text(&e));
+    for c in &e.commands {
         let nodes: Vec<&str> = c.targets.iter().map(|t| t.node.as_str()).collect();
         out.push_str(&format!(
             "command: {} {} of {}, replacement {}, saves ${:.4}/h\n",
@@ -329,6 +302,30 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
         ));
     }
     Ok(out)
+}
+
+/// The round's verdict, then one line per method: its verdict and code.
+fn methods_text(e: &NodeExplanation) -> String {
+    let mut out = match &e.round {
+        Some(v) => format!("this round: {} ({})\n", v.message, v.code),
+        None => "this round: nothing (the round did not consider this node)\n".to_string(),
+    };
+    out.push_str("each method:\n");
+    let width = e
+        .methods
+        .iter()
+        .map(|m| m.method.as_str().len())
+        .max()
+        .unwrap_or(0);
+    for m in &e.methods {
+        out.push_str(&format!(
+            "  {:<width$}  {} ({})\n",
+            m.method.as_str(),
+            m.message,
+            m.code
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -383,5 +380,40 @@ mod tests {
             Some(10)
         );
         assert_eq!(v["nodes"][0]["accepts"], true);
+    }
+
+    #[test]
+    fn node_text_gives_the_round_then_one_aligned_line_per_method() {
+        use nodewright_core::disruption::command::Method;
+        use nodewright_core::disruption::plan::Verdict;
+        use nodewright_core::disruption::plan::explain::MethodVerdict;
+        let m = |method, code: &str, message: &str| MethodVerdict {
+            method,
+            code: code.into(),
+            message: message.into(),
+        };
+        let e = NodeExplanation {
+            round: Some(Verdict {
+                node: "n".into(),
+                code: "pod-do-not-disrupt".into(),
+                message: "do-not-disrupt pod default/p".into(),
+            }),
+            commands: vec![],
+            methods: vec![
+                m(Method::Drift, "not-drifted", "not drifted"),
+                m(
+                    Method::SingleNodeConsolidation,
+                    "pod-do-not-disrupt",
+                    "do-not-disrupt pod default/p",
+                ),
+            ],
+        };
+        assert_eq!(
+            methods_text(&e),
+            "this round: do-not-disrupt pod default/p (pod-do-not-disrupt)\n\
+             each method:\n\
+             \x20 drift                      not drifted (not-drifted)\n\
+             \x20 single-node-consolidation  do-not-disrupt pod default/p (pod-do-not-disrupt)\n"
+        );
     }
 }

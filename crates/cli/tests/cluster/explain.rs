@@ -1,8 +1,11 @@
 //! `nodewright explain` and `nodewright plan --kubeconfig` on a real control plane: with no
 //! controller running, a pod whose zone the only NodePool excludes is explained as refused by
 //! that requirement and a pod that fits as taken, with the instance types that remain; then
-//! the controller launches a node for the one that fits, and `explain node` says its
-//! `karpenter.sh/do-not-disrupt` pod keeps it; `plan --kubeconfig` plans the same cluster.
+//! the controller launches a node for the one that fits, and `explain node` says, method by
+//! method, that its `karpenter.sh/do-not-disrupt` pod keeps it, then (the annotation removed,
+//! `consolidateAfter` raised to an hour) that the graceful methods wait for `consolidateAfter`
+//! and drift finds nothing, then (`consolidateAfter: 0s`) that the node is not empty and has
+//! no cheaper replacement; `plan --kubeconfig` plans the same cluster.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -188,7 +191,9 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     .unwrap_or_else(|e| panic!("{e}\n{}", ok(kc, &["explain", "node", &node])));
     println!("$ nodewright explain node {node}\n{text}");
     assert!(
-        text.contains(&format!("verdict: do-not-disrupt pod {fits}")),
+        text.contains(&format!(
+            "this round: do-not-disrupt pod {fits} (pod-do-not-disrupt)"
+        )),
         "{text}"
     );
     assert!(
@@ -197,18 +202,109 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
         ),
         "{text}"
     );
-
-    // The pod that fits runs; the other is still refused, now with the node's answer too.
-    // expireAfter defaults to 720h; the node is seconds old and not drifted.
-    assert!(text.contains("expiry: in 259"), "{text}");
+    // Each method's own verdict: the pod keeps the graceful methods and drift (no
+    // terminationGracePeriod) away; expiration is forceful and waits for expireAfter (720h by
+    // default, the node seconds old).
+    let method = |text: &str, m: &str| -> String {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{m} ")))
+            .unwrap_or_else(|| panic!("no line for {m}:\n{text}"))
+            .to_string()
+    };
+    for m in [
+        "drift",
+        "emptiness",
+        "multi-node-consolidation",
+        "single-node-consolidation",
+    ] {
+        assert!(
+            method(&text, m).ends_with(&format!("do-not-disrupt pod {fits} (pod-do-not-disrupt)")),
+            "{text}"
+        );
+    }
     assert!(
-        text.contains("(expireAfter 2592000s from creation); drift: not drifted"),
+        method(&text, "expiration").ends_with("expires in 29d23h (expireAfter 30d) (not-expired)"),
         "{text}"
     );
     let json: Value =
         serde_json::from_str(&ok(kc, &["explain", "node", &node, "-o", "json"])).unwrap();
     assert_eq!(json["verdict"]["code"], "pod-do-not-disrupt", "{json}");
     assert_eq!(json["pods"], serde_json::json!([fits]), "{json}");
+    assert_eq!(json["methods"][0]["method"], "expiration", "{json}");
+    assert_eq!(json["methods"][0]["code"], "not-expired", "{json}");
+
+    // Without the annotation and with a consolidateAfter of an hour, the graceful methods
+    // wait for it, and drift finds nothing to replace.
+    cp.kubectl(&[
+        "patch",
+        "nodepool",
+        "zonal",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"disruption":{"consolidateAfter":"1h"}}}"#,
+    ]);
+    let pod_name = fits.trim_start_matches("default/");
+    cp.kubectl(&[
+        "annotate",
+        "pod",
+        "-n",
+        "default",
+        pod_name,
+        "karpenter.sh/do-not-disrupt-",
+    ]);
+    let text = eventually(Duration::from_secs(60), "the annotation gone", || {
+        let text = ok(kc, &["explain", "node", &node]);
+        async move { (!text.contains("do-not-disrupt")).then_some(text) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ok(kc, &["explain", "node", &node])));
+    println!("$ nodewright explain node {node}\n{text}");
+    for m in ["emptiness", "single-node-consolidation"] {
+        let line = method(&text, m);
+        assert!(
+            line.contains("consolidateAfter not elapsed (")
+                && line.ends_with("s left) (consolidate-after)"),
+            "{text}"
+        );
+    }
+    assert!(
+        method(&text, "drift").ends_with("not drifted (not-drifted)"),
+        "{text}"
+    );
+    let json: Value =
+        serde_json::from_str(&ok(kc, &["explain", "node", &node, "-o", "json"])).unwrap();
+    assert_eq!(json["methods"][2]["method"], "emptiness", "{json}");
+    assert_eq!(json["methods"][2]["code"], "consolidate-after", "{json}");
+
+    // consolidateAfter 0s: emptiness has a pod to move, and the node is already the
+    // cheapest type that holds it, so consolidation has no cheaper replacement.
+    cp.kubectl(&[
+        "patch",
+        "nodepool",
+        "zonal",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"disruption":{"consolidateAfter":"0s"}}}"#,
+    ]);
+    let text = eventually(Duration::from_secs(60), "consolidateAfter 0s read", || {
+        let text = ok(kc, &["explain", "node", &node]);
+        async move { text.contains("(not-empty)").then_some(text) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ok(kc, &["explain", "node", &node])));
+    println!("$ nodewright explain node {node}\n{text}");
+    assert!(
+        method(&text, "emptiness")
+            .ends_with(&format!("not empty: 1 pod(s) to move ({fits}) (not-empty)")),
+        "{text}"
+    );
+    assert!(
+        method(&text, "single-node-consolidation").ends_with(
+            "no cheaper replacement: now $0.0850/h, the cheapest that holds the pods is \
+             c5.large at $0.0850/h (+0.0000 $/h) (no-cheaper-replacement)"
+        ),
+        "{text}"
+    );
 
     // A bound pod is asked about as if it were pending again: its own node would take it.
     let text = ok(kc, &["explain", "pod", &fits]);
@@ -241,7 +337,7 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     assert!(text.contains(&format!("{misfit}: ")), "{text}");
     let text = ok(kc, &["plan", "--disruption"]);
     assert!(
-        text.contains(&node) && text.contains("pod-do-not-disrupt"),
+        text.contains(&node) && text.contains("no-cheaper-replacement"),
         "{text}"
     );
     ctl.terminate();

@@ -11,6 +11,7 @@ mod budget;
 mod drift;
 mod emptiness;
 mod expiration;
+pub mod explain;
 mod multi_node;
 mod single_node;
 mod underutilized;

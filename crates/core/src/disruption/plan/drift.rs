@@ -81,14 +81,8 @@ pub(super) fn plan<'s, 'c>(
         let result = sim
             .get_or_insert_with(|| prepare(simulator, snapshot, Purpose::Drift))
             .simulate(&without, &c.reschedulable_pods);
-        if let Some((pod, why)) = result.failures.first() {
-            round.verdicts.set(name, || {
-                Verdict::new(
-                    name,
-                    "pods-do-not-fit",
-                    format!("drifted ({reason}) but pods do not fit elsewhere: pod {pod}: {why}"),
-                )
-            });
+        if let Some(v) = unfit(name, reason, &result) {
+            round.verdicts.set(name, || v);
             continue;
         }
         round.push(Command::new(
@@ -100,8 +94,18 @@ pub(super) fn plan<'s, 'c>(
     }
 }
 
+/// The verdict of drifted node `name` when the simulation left a pod without a place.
+pub(super) fn unfit(name: &str, reason: &str, sim: &Simulation) -> Option<Verdict> {
+    let (pod, why) = sim.failures.first()?;
+    Some(Verdict::new(
+        name,
+        "pods-do-not-fit",
+        format!("drifted ({reason}) but pods do not fit elsewhere: pod {pod}: {why}"),
+    ))
+}
+
 /// The claims the simulation launched, as the command's replacements.
-fn replacements(sim: &Simulation) -> Vec<Replacement> {
+pub(super) fn replacements(sim: &Simulation) -> Vec<Replacement> {
     sim.new_claims
         .iter()
         .map(|claim| Replacement {

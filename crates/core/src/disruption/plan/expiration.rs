@@ -2,6 +2,7 @@
 //! forceful: no budgets, no blockers, no replacement first.
 
 use std::cell::OnceCell;
+use std::time::Duration;
 
 use super::Round;
 use crate::disruption::candidates::is_reschedulable;
@@ -48,12 +49,19 @@ pub(super) fn plan(round: &mut Round<'_>) {
 
 /// `pools` holds the first NodePool of each name, as a scan of the list would find it.
 fn expired(pools: &FastMap<&str, &NodePool>, now: Timestamp, claim: &NodeClaim) -> bool {
-    let expire_after = claim.expire_after.or_else(|| {
+    expire_after(pools, claim).is_some_and(|e| now.since(claim.creation_timestamp) >= e)
+}
+
+/// The claim's `expireAfter`, else its NodePool's template's; `None` is `Never`.
+pub(super) fn expire_after(
+    pools: &FastMap<&str, &NodePool>,
+    claim: &NodeClaim,
+) -> Option<Duration> {
+    claim.expire_after.or_else(|| {
         pools
             .get(claim.nodepool.as_str())
             .and_then(|p| p.template.expire_after)
-    });
-    expire_after.is_some_and(|e| now.since(claim.creation_timestamp) >= e)
+    })
 }
 
 /// A target for a node that expires, whatever protects it.

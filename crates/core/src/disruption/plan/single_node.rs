@@ -13,7 +13,8 @@ use super::underutilized::Admitted;
 use super::{Consolidations, MAX_SINGLE_NODE_BATCH, Round, Verdict};
 use crate::disruption::candidates::Candidate;
 use crate::disruption::command::{Command, Method};
-use crate::disruption::consolidation::{self, Rejection};
+use crate::disruption::consolidation::{self, Features, Rejection};
+use crate::disruption::simulate::Simulation;
 use crate::model::DisruptionReason;
 use crate::scheduling::intern::FastMap;
 
@@ -188,10 +189,7 @@ impl<'s> Search<'_, 's> {
             .map(|&i| Consolidations::job(&[self.evaluated[i]], &round.taken))
             .collect();
         for (&i, sim) in batch.iter().zip(&sims.prepared().simulate_all(&jobs)) {
-            let one = [self.evaluated[i]];
-            let method = Method::SingleNodeConsolidation;
-            let r = consolidation::decide(sim, &one, method, round.settings.features)
-                .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all));
+            let r = alone(sim, self.evaluated[i], round.settings.features, all);
             if let Ok(cmd) = &r
                 && !multi_found
                 && self.budget_left[i]
@@ -216,16 +214,9 @@ impl<'s> Search<'_, 's> {
             let defer = r.is_err();
             let verdict = || match (&self.best, r) {
                 (Some((b, cmd)), _) if *b == i => Verdict::disrupted(name, cmd),
-                (_, Ok(cmd)) if i >= self.within && !self.budget_left[i] => Verdict::new(
-                    name,
-                    "budget-exhausted",
-                    format!(
-                        "budget {} exhausted for reason Underutilized (consolidating would {} and save ${:.4}/h)",
-                        admitted.over_budget[i - self.within].1,
-                        cmd.decision.as_str(),
-                        cmd.savings_per_hour
-                    ),
-                ),
+                (_, Ok(cmd)) if i >= self.within && !self.budget_left[i] => {
+                    over_budget(name, &admitted.over_budget[i - self.within].1, cmd)
+                }
                 (_, Ok(cmd)) => Verdict::new(
                     name,
                     "consolidatable",
@@ -244,4 +235,31 @@ impl<'s> Search<'_, 's> {
             }
         }
     }
+}
+
+/// What the simulation of consolidating `c` alone means: its command, or why not. `all` are
+/// the round's candidates, which the Balanced policy weighs it against.
+pub(super) fn alone(
+    sim: &Simulation,
+    c: &Candidate<'_>,
+    features: Features,
+    all: &[Candidate<'_>],
+) -> Result<Command, Rejection> {
+    let one = [c];
+    consolidation::decide(sim, &one, Method::SingleNodeConsolidation, features)
+        .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all))
+}
+
+/// The verdict of a candidate that consolidating (`cmd`) would serve, but whose NodePool's
+/// budget `binding` has no node left.
+pub(super) fn over_budget(name: &str, binding: &str, cmd: Command) -> Verdict {
+    Verdict::new(
+        name,
+        "budget-exhausted",
+        format!(
+            "budget {binding} exhausted for reason Underutilized (consolidating would {} and save ${:.4}/h)",
+            cmd.decision.as_str(),
+            cmd.savings_per_hour
+        ),
+    )
 }

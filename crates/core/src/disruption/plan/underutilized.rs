@@ -31,17 +31,8 @@ pub(super) fn admit<'r, 's>(
         .iter()
         .filter(|c| !round.taken.contains(&c.node.name) && !c.is_empty())
     {
-        if c.nodepool.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty {
-            round.verdicts.set(&c.node.name, || {
-                Verdict::new(
-                    &c.node.name,
-                    "policy-when-empty",
-                    format!(
-                        "NodePool {} consolidates only empty nodes (WhenEmpty)",
-                        c.nodepool.name
-                    ),
-                )
-            });
+        if let Some(v) = policy_refusal(c) {
+            round.verdicts.set(&c.node.name, || v);
             continue;
         }
         let ((left, binding), already) =
@@ -59,4 +50,18 @@ pub(super) fn admit<'r, 's>(
         out.within.push(c);
     }
     out
+}
+
+/// The verdict of a candidate its NodePool's policy keeps from consolidation (`WhenEmpty`).
+pub(super) fn policy_refusal(c: &Candidate<'_>) -> Option<Verdict> {
+    (c.nodepool.disruption.consolidation_policy == ConsolidationPolicy::WhenEmpty).then(|| {
+        Verdict::new(
+            &c.node.name,
+            "policy-when-empty",
+            format!(
+                "NodePool {} consolidates only empty nodes (WhenEmpty)",
+                c.nodepool.name
+            ),
+        )
+    })
 }
