@@ -15,6 +15,7 @@ pub const CONSOLIDATABLE: &str = "Consolidatable";
 pub const DISRUPTION_REASON: &str = "DisruptionReason";
 pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
 pub const DRAINED: &str = "Drained";
+pub const VOLUMES_DETACHED: &str = "VolumesDetached";
 pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 pub const NODE_CLASS_READY: &str = "NodeClassReady";
 pub const NODE_REGISTRATION_HEALTHY: &str = "NodeRegistrationHealthy";

@@ -58,6 +58,8 @@ pub const REQUIRED: &[Permission] = &[
     cluster("apps", "daemonsets", WATCHED),
     cluster("policy", "poddisruptionbudgets", WATCHED),
     cluster("storage.k8s.io", "storageclasses", WATCHED),
+    // termination.rs waits for a node's VolumeAttachments to go.
+    cluster("storage.k8s.io", "volumeattachments", WATCHED),
     // write/kube.rs: `create_nodeclaim`, `patch_nodeclaim_meta`, `delete_nodeclaim`.
     cluster(
         "karpenter.sh",

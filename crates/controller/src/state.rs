@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
@@ -49,6 +49,8 @@ pub struct ClusterState {
     pub pvs: BTreeMap<String, PersistentVolume>,
     pub pvcs: BTreeMap<String, PersistentVolumeClaim>,
     pub storage_classes: BTreeMap<String, StorageClass>,
+    /// VolumeAttachments by name: the termination waits for a node's to go.
+    pub volume_attachments: BTreeMap<String, VolumeAttachment>,
     /// Namespaces by name, labels only.
     pub namespaces: BTreeMap<String, Namespace>,
     /// Pending pods the provisioner placed on a claim, by pod key (see [`Nomination`]).
@@ -275,6 +277,9 @@ impl ClusterState {
             Object::StorageClass(s) => {
                 self.storage_classes.insert(key, *s);
             }
+            Object::VolumeAttachment(v) => {
+                self.volume_attachments.insert(key, *v);
+            }
             Object::Namespace(n) => {
                 self.namespaces.insert(key, *n);
             }
@@ -317,6 +322,7 @@ impl ClusterState {
             Kind::PersistentVolume => drop(self.pvs.remove(key)),
             Kind::PersistentVolumeClaim => drop(self.pvcs.remove(key)),
             Kind::StorageClass => drop(self.storage_classes.remove(key)),
+            Kind::VolumeAttachment => drop(self.volume_attachments.remove(key)),
             Kind::Namespace => drop(self.namespaces.remove(key)),
         }
     }
@@ -350,6 +356,7 @@ impl ClusterState {
             Kind::PersistentVolume => self.pvs.clear(),
             Kind::PersistentVolumeClaim => self.pvcs.clear(),
             Kind::StorageClass => self.storage_classes.clear(),
+            Kind::VolumeAttachment => self.volume_attachments.clear(),
             Kind::Namespace => self.namespaces.clear(),
         }
     }

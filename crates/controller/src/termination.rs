@@ -2,10 +2,12 @@
 //! taint the node `karpenter.sh/disrupted:NoSchedule`, evict its pods in upstream's priority
 //! groups (PDBs answer 429 → retry later; `do-not-disrupt` pods are waited for, never
 //! evicted), delete (bypassing PDBs) the pods whose own grace period would outlast the node's
-//! termination deadline, with a grace period that ends at the deadline, terminate the
-//! instance until the cloud reports it gone, then release the finalizer.
+//! termination deadline, with a grace period that ends at the deadline, wait for the node's
+//! volumes to detach ([`volumes`]), terminate the instance until the cloud reports it gone,
+//! then release the finalizer.
 
 pub mod events;
+pub mod volumes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,6 +53,10 @@ pub enum Progress {
         deleted: Vec<String>,
         /// Pods the drain still waits for, the deleted ones aside.
         waiting: usize,
+    },
+    /// Drained; these VolumeAttachments of the node's volumes have to go first.
+    Detaching {
+        attachments: Vec<String>,
     },
     /// Drained; the instance is being terminated.
     Terminating,
@@ -367,6 +373,40 @@ impl Termination {
             }
             info!(node = %name, "termination grace period elapsed; not waiting for the drain");
         }
+        let attachments = {
+            let s = lock(&self.state);
+            volumes::blocking(
+                &name,
+                s.volume_attachments.values(),
+                &s.pods_on(&name),
+                &s.pvcs,
+                now,
+            )
+        };
+        if !attachments.is_empty() && !past_deadline {
+            if let Some(c) = &claim {
+                let marks = [
+                    (cond::DRAINED, "True", "Drained"),
+                    (
+                        cond::VOLUMES_DETACHED,
+                        "Unknown",
+                        "AwaitingVolumeDetachment",
+                    ),
+                ];
+                self.mark(c, &marks, now).await?;
+            }
+            return Ok(Progress::Detaching { attachments });
+        }
+        let detached = if attachments.is_empty() {
+            (cond::VOLUMES_DETACHED, "True", "VolumesDetached")
+        } else {
+            info!(node = %name, ?attachments, "termination grace period elapsed; not waiting for volumes to detach");
+            (
+                cond::VOLUMES_DETACHED,
+                "False",
+                "TerminationGracePeriodElapsed",
+            )
+        };
         if !pid.is_empty() {
             match self.cloud.delete(&pid).await {
                 Err(e) if e.is_not_found() => {}
@@ -376,9 +416,9 @@ impl Termination {
                         let terminating =
                             (cond::INSTANCE_TERMINATING, "True", "InstanceTerminating");
                         let marks: &[_] = if drained {
-                            &[(cond::DRAINED, "True", "Drained"), terminating]
+                            &[(cond::DRAINED, "True", "Drained"), detached, terminating]
                         } else {
-                            &[terminating]
+                            &[detached, terminating]
                         };
                         self.mark(c, marks, now).await?;
                     }

@@ -22,4 +22,5 @@ mod older_seeds;
 mod seed_demo;
 mod static_capacity;
 mod viewer;
+mod volumes;
 mod webhook;

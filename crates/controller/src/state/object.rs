@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
@@ -23,11 +23,12 @@ pub enum Kind {
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
+    VolumeAttachment,
     Namespace,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Pod,
         Kind::Node,
         Kind::NodeClaim,
@@ -38,6 +39,7 @@ impl Kind {
         Kind::PersistentVolume,
         Kind::PersistentVolumeClaim,
         Kind::StorageClass,
+        Kind::VolumeAttachment,
         Kind::Namespace,
     ];
 
@@ -78,6 +80,13 @@ impl Kind {
                 "storageclasses",
                 false,
             ),
+            Kind::VolumeAttachment => (
+                "storage.k8s.io",
+                "v1",
+                "VolumeAttachment",
+                "volumeattachments",
+                false,
+            ),
             Kind::Namespace => ("", "v1", "Namespace", "namespaces", false),
         }
     }
@@ -109,6 +118,7 @@ pub enum Object {
     PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     StorageClass(Box<StorageClass>),
+    VolumeAttachment(Box<VolumeAttachment>),
     Namespace(Box<Namespace>),
 }
 
@@ -134,6 +144,7 @@ impl Object {
             Object::PersistentVolume(_) => Kind::PersistentVolume,
             Object::PersistentVolumeClaim(_) => Kind::PersistentVolumeClaim,
             Object::StorageClass(_) => Kind::StorageClass,
+            Object::VolumeAttachment(_) => Kind::VolumeAttachment,
             Object::Namespace(_) => Kind::Namespace,
         }
     }
@@ -150,6 +161,7 @@ impl Object {
             Object::PersistentVolume(o) => &o.metadata,
             Object::PersistentVolumeClaim(o) => &o.metadata,
             Object::StorageClass(o) => &o.metadata,
+            Object::VolumeAttachment(o) => &o.metadata,
             Object::Namespace(o) => &o.metadata,
         }
     }
@@ -166,6 +178,7 @@ impl Object {
             Object::PersistentVolume(o) => &mut o.metadata,
             Object::PersistentVolumeClaim(o) => &mut o.metadata,
             Object::StorageClass(o) => &mut o.metadata,
+            Object::VolumeAttachment(o) => &mut o.metadata,
             Object::Namespace(o) => &mut o.metadata,
         }
     }
@@ -198,6 +211,7 @@ impl Object {
             Kind::PersistentVolume => Object::PersistentVolume(typed(kind, value)?),
             Kind::PersistentVolumeClaim => Object::PersistentVolumeClaim(typed(kind, value)?),
             Kind::StorageClass => Object::StorageClass(typed(kind, value)?),
+            Kind::VolumeAttachment => Object::VolumeAttachment(typed(kind, value)?),
             Kind::Namespace => Object::Namespace(typed(kind, value)?),
         };
         object.strip();
@@ -216,6 +230,7 @@ impl Object {
             Object::PersistentVolume(o) => serde_json::to_value(o),
             Object::PersistentVolumeClaim(o) => serde_json::to_value(o),
             Object::StorageClass(o) => serde_json::to_value(o),
+            Object::VolumeAttachment(o) => serde_json::to_value(o),
             Object::Namespace(o) => serde_json::to_value(o),
         };
         r.unwrap_or(Value::Null)

@@ -222,3 +222,46 @@ async fn a_do_not_disrupt_pod_is_not_evicted_but_waited_for_until_the_deadline()
     assert_eq!(deleted, &vec!["default/batch".to_string()]);
     assert!(pods(&h).is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_drained_node_waits_for_its_volumes_to_detach() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    h.api.put_value(
+        Kind::VolumeAttachment,
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+            "metadata": {"name": "csi-data"},
+            "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1",
+                "source": {"persistentVolumeName": "pv-data"}}}),
+    );
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    let life = h.lifecycle();
+    let term = h.termination();
+    w.delete_nodeclaim(&claim).await.unwrap();
+    life.reconcile_all().await;
+
+    // Nothing to drain, but the volume is still attached: the instance stays.
+    for _ in 0..2 {
+        assert_eq!(
+            term.reconcile_all().await["n1"],
+            Ok(Progress::Detaching {
+                attachments: vec!["csi-data".into()]
+            })
+        );
+    }
+    assert!(!h.cloud.running().is_empty());
+    assert_eq!(drained(&h, &claim).as_deref(), Some("True"));
+
+    // The attach-detach controller removes it: the instance goes.
+    h.api.delete(Kind::VolumeAttachment, "csi-data").unwrap();
+    assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Terminating));
+    assert!(h.cloud.running().is_empty());
+    let Some(Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+        panic!("no claim")
+    };
+    let conds = c.status.unwrap().conditions.unwrap();
+    assert!(
+        crate::conditions::is_true(&conds, "VolumesDetached"),
+        "{conds:?}"
+    );
+}

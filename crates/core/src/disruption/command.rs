@@ -88,6 +88,24 @@ pub struct Target {
     pub pods: Vec<String>,
 }
 
+#[cfg(test)]
+impl Target {
+    /// A target for tests: claim `claim` on node `n-<claim>`, an on-demand `large` in zone
+    /// `a` of NodePool `default` at $0.4/h, no pods.
+    pub(crate) fn for_claim(claim: &str) -> Target {
+        Target {
+            node: format!("n-{claim}"),
+            nodeclaim: claim.into(),
+            nodepool: "default".into(),
+            instance_type: "large".into(),
+            zone: "a".into(),
+            capacity_type: "on-demand".into(),
+            price: 0.4,
+            pods: Vec::new(),
+        }
+    }
+}
+
 /// A node to launch before the targets go.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replacement {

@@ -73,23 +73,10 @@ mod tests {
     use super::*;
     use crate::disruption::command::Method;
 
-    fn target(claim: &str) -> Target {
-        Target {
-            node: format!("n-{claim}"),
-            nodeclaim: claim.into(),
-            nodepool: "default".into(),
-            instance_type: "large".into(),
-            zone: "a".into(),
-            capacity_type: "on-demand".into(),
-            price: 0.4,
-            pods: Vec::new(),
-        }
-    }
-
     fn command(claims: &[&str]) -> Command {
         Command::new(
             Method::MultiNodeConsolidation,
-            claims.iter().map(|c| target(c)).collect(),
+            claims.iter().map(|c| Target::for_claim(c)).collect(),
             Vec::new(),
         )
     }

@@ -5,19 +5,6 @@ use std::collections::BTreeSet;
 use super::*;
 use crate::disruption::command::{Method, Replacement as Planned_};
 
-fn target(claim: &str) -> Target {
-    Target {
-        node: format!("n-{claim}"),
-        nodeclaim: claim.into(),
-        nodepool: "default".into(),
-        instance_type: "large".into(),
-        zone: "a".into(),
-        capacity_type: "on-demand".into(),
-        price: 0.4,
-        pods: Vec::new(),
-    }
-}
-
 fn command(method: Method, claims: &[&str], replacements: usize) -> Command {
     let replacement = Planned_ {
         nodepool: "default".into(),
@@ -27,7 +14,7 @@ fn command(method: Method, claims: &[&str], replacements: usize) -> Command {
     };
     Command::new(
         method,
-        claims.iter().map(|c| target(c)).collect(),
+        claims.iter().map(|c| Target::for_claim(c)).collect(),
         vec![replacement; replacements],
     )
 }
