@@ -159,7 +159,8 @@ impl NodeRepair {
         let mut objects = vec![ObjectRef::node(&b.node), ObjectRef::nodeclaim(&b.nodeclaim)];
         objects.extend(b.nodepool.as_deref().map(ObjectRef::nodepool));
         for o in objects {
-            self.events.publish(events::node_repair_blocked(o, &message));
+            self.events
+                .publish(events::node_repair_blocked(o, &message));
         }
     }
 

@@ -4,7 +4,7 @@
 //! The cloud provider lists repair policies: a node condition type, the status that makes it
 //! unhealthy, and how long that may last (its toleration). A managed Node whose condition has
 //! matched a policy since at least the toleration ago (counted from the condition's
-//! `lastTransitionTime`, never earlier than the Node's creation) gets its claim's termination
+//! `lastTransitionTime`, or the Node's creation when it has none) gets its claim's termination
 //! timestamp set to now, so the drain does not wait, and its claim deleted; no disruption
 //! budget applies.
 //!
@@ -142,8 +142,9 @@ fn earliest_due<'a>(n: &'a NodeHealth, policies: &[Policy]) -> Option<(&'a str, 
         .iter()
         .filter_map(|p| {
             let c = find(n, &p.condition).filter(|c| c.status == p.status)?;
-            // A condition cannot predate its Node; a missing time counts from its creation.
-            let since = c.since.map_or(n.created, |t| t.max(n.created));
+            // Upstream (v1.14) counts from the condition's transition as written; one without
+            // a time counts from the Node's creation rather than from the epoch.
+            let since = c.since.unwrap_or(n.created);
             Some((c.kind.as_str(), since.plus(p.toleration)))
         })
         .min_by_key(|(_, due)| *due)
@@ -255,7 +256,10 @@ mod tests {
         let nodes = pool_with(node(
             "n",
             "a",
-            &[("Ready", "Unknown", 100), ("AcceleratedHardwareReady", "False", 105)],
+            &[
+                ("Ready", "Unknown", 100),
+                ("AcceleratedHardwareReady", "False", 105),
+            ],
         ));
         let p = plan(&nodes, &policies(), at(115));
         assert_eq!(repaired(&p), [("n-claim", "AcceleratedHardwareReady")]);
@@ -277,8 +281,8 @@ mod tests {
     }
 
     #[test]
-    fn a_transition_before_the_node_existed_counts_from_its_creation() {
-        let mut n = node("n", "a", &[("Ready", "False", -100)]);
+    fn a_condition_without_a_transition_time_counts_from_the_nodes_creation() {
+        let mut n = node("n", "a", &[]);
         n.created = at(50);
         n.conditions.push(Condition {
             kind: "AcceleratedHardwareReady".into(),
