@@ -30,15 +30,6 @@ spec:
   disruption:
     consolidationPolicy: WhenEmpty
     consolidateAfter: Never
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node-role
-  subnetSelectorTerms: [{tags: {demo: "true"}}]
-  securityGroupSelectorTerms: [{tags: {demo: "true"}}]
 "#;
 
 /// Long enough for the loop (every 10 s) to have looked at least twice.
@@ -111,6 +102,7 @@ async fn an_unhealthy_node_is_replaced_after_its_toleration_unless_the_pool_is_t
         .env("FEATURE_GATES", "NodeRepair=true")
         .start();
     ctl.wait_ready().await;
+    cp.apply(manifests::NODE_CLASS).unwrap();
     cp.apply(POOL).unwrap();
     cp.apply(&manifests::inflate(2)).unwrap();
     let client = cp.client().await;
