@@ -19,6 +19,7 @@ pub mod launch;
 pub mod nodeclass;
 pub mod placement;
 pub mod pricing;
+pub mod repair;
 pub mod requirements;
 pub mod reservations;
 pub mod resources;

@@ -54,11 +54,11 @@ fn a_feature_nodewright_lacks_is_refused_by_name() {
         "--cluster-name",
         "c",
         "--feature-gates",
-        "SpotToSpotConsolidation=true,NodeRepair=true",
+        "SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true",
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("FEATURE_GATES: NodeRepair=true"), "{err}");
+    assert!(err.contains("FEATURE_GATES: NodeOverlay=true"), "{err}");
     assert!(err.contains("not implemented"), "{err}");
     assert!(
         !err.contains("kubeconfig"),

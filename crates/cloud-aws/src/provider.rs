@@ -176,6 +176,11 @@ impl CloudProvider for AwsCloud {
         "aws"
     }
 
+    /// EC2's, as upstream's AWS provider lists them.
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        nodewright_aws_model::repair::policies()
+    }
+
     /// Without the NodePools that use it, the class is validated with a launch it alone allows.
     async fn reconcile_node_class(
         &self,

@@ -327,6 +327,11 @@ impl CloudProvider for SimCloud {
         "sim"
     }
 
+    /// EC2's (this cloud stands in for it), as upstream's AWS provider lists them.
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        nodewright_aws_model::repair::policies()
+    }
+
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,

@@ -177,6 +177,12 @@ pub trait CloudProvider: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The node conditions that make a node unhealthy, and for how long each is tolerated
+    /// before node repair (gate `NodeRepair`) replaces it. A cloud with none gets no repair.
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        Vec::new()
+    }
+
     /// Where to report launch failures and other observations from now on. A cloud that has
     /// nothing to report ignores it.
     fn observe_with(&self, _observer: Arc<dyn ProviderObserver>) {}

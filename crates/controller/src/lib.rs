@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod permissions;
 pub mod podevents;
 pub mod provisioner;
+pub mod repair;
 pub mod run;
 pub mod settings;
 pub mod state;

@@ -164,6 +164,10 @@ impl CloudProvider for MeteredCloud {
         self.inner.capacity_reservations(ids).await
     }
 
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        self.inner.repair_policies()
+    }
+
     fn tagged_annotations(&self) -> BTreeMap<String, String> {
         self.inner.tagged_annotations()
     }

@@ -21,6 +21,7 @@ mod faults;
 pub mod offerings;
 pub mod operations;
 mod provider;
+mod repair;
 mod zonal_shift;
 pub use offerings::OfferingRows;
 
@@ -122,6 +123,7 @@ pub struct Metrics {
     provider: provider::ProviderMetrics,
     events: EventMetrics,
     zonal_shift: zonal_shift::ZonalShiftMetrics,
+    repair: repair::RepairMetrics,
     faults: faults::FaultMetrics,
     operations: operations::OperationMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
@@ -356,6 +358,7 @@ impl Metrics {
         let interruption = InterruptionMetrics::register(r);
         let events = EventMetrics::register(r);
         let zonal_shift = zonal_shift::ZonalShiftMetrics::register(r);
+        let repair = repair::RepairMetrics::register(r);
         let faults = faults::FaultMetrics::register(r);
         let offerings = offerings::OfferingMetrics::register(r);
         let provider = provider::ProviderMetrics::register(r);
@@ -392,6 +395,7 @@ impl Metrics {
             interruption,
             events,
             zonal_shift,
+            repair,
             faults,
             offerings,
             provider,

@@ -2,6 +2,7 @@
 //! metrics and health servers, the periodic cluster-state gauges, and the loops
 //! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
 //! instance health, capacity-reservation upkeep, zonal shifts (with `ENABLE_ZONAL_SHIFT`),
+//! static capacity and node repair (behind their feature gates),
 //! instance tagging after registration,
 //! instance-type metrics), the first four given the metrics and the event sink. The cloud
 //! provider is chosen by the caller.
@@ -36,6 +37,7 @@ use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::podevents::PodEvents;
 use crate::provisioner::Provisioner;
+use crate::repair::NodeRepair;
 use crate::settings::Settings;
 use crate::state::gauges::StateMetrics;
 use crate::state::{ClusterState, Kind, lock};
@@ -297,6 +299,15 @@ pub async fn run(
     if settings.feature_gates.static_capacity {
         let statics = Arc::new(StaticCapacity::new(&ctx).with_leader(leader.clone()));
         loops.spawn("static capacity", move || statics.clone().run());
+    }
+    if settings.feature_gates.node_repair {
+        match NodeRepair::new(&ctx) {
+            Some(repair) => {
+                let repair = Arc::new(repair.with_leader(leader.clone()));
+                loops.spawn("node repair", move || repair.clone().run());
+            }
+            None => warn!("NodeRepair=true, but the cloud provider has no repair policies"),
+        }
     }
     let disruptor = Arc::new(
         Disruptor::new(&ctx)

@@ -464,7 +464,6 @@ impl Settings {
         };
         let g = &self.feature_gates;
         for (on, gate) in [
-            (g.node_repair, "NodeRepair=true (node auto-repair)"),
             (g.node_overlay, "NodeOverlay=true (NodeOverlay objects)"),
             (g.capacity_buffer, "CapacityBuffer=true (capacity buffers)"),
         ] {
@@ -654,11 +653,6 @@ mod tests {
     fn what_nodewright_does_not_do_stops_it_at_start() {
         for (args, field, what) in [
             (
-                "--feature-gates=NodeRepair=true",
-                "FEATURE_GATES",
-                "NodeRepair",
-            ),
-            (
                 "--feature-gates=NodeOverlay=true",
                 "FEATURE_GATES",
                 "NodeOverlay",
@@ -715,6 +709,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // Built behind its gate now: turning it on starts the node repair loop.
+        let s = parse(&["--cluster-name=c", "--feature-gates=NodeRepair=true"]).unwrap();
+        assert_eq!(s.validate(), Ok(()));
         // Turned off explicitly, they are what nodewright does anyway.
         let s = parse(&[
             "--cluster-name=c",

@@ -15,6 +15,7 @@ pub mod labels;
 pub mod lifecycle;
 pub mod model;
 pub mod registration_health;
+pub mod repair;
 pub mod requirements;
 pub mod resources;
 pub mod rng;

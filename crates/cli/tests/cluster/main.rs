@@ -19,6 +19,7 @@ mod gc;
 mod ha;
 mod helm;
 mod older_seeds;
+mod repair;
 mod seed_demo;
 mod static_capacity;
 mod viewer;

@@ -168,6 +168,10 @@ impl CloudProvider for FaultyCloud {
         self.call("ZonalShifts", self.inner.zonal_shifts()).await
     }
 
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        self.inner.repair_policies()
+    }
+
     fn observe_with(&self, observer: Arc<dyn ProviderObserver>) {
         self.inner.observe_with(observer);
     }

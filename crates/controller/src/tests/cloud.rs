@@ -232,6 +232,15 @@ impl CloudProvider for TestCloud {
         "test"
     }
 
+    /// One policy, as upstream's fake provider has: `Ready=False` for 30 minutes.
+    fn repair_policies(&self) -> Vec<nodewright_core::repair::Policy> {
+        vec![nodewright_core::repair::Policy {
+            condition: "Ready".into(),
+            status: "False".into(),
+            toleration: std::time::Duration::from_secs(30 * 60),
+        }]
+    }
+
     async fn reconcile_node_class(
         &self,
         class: &EC2NodeClass,

@@ -13,6 +13,7 @@ mod kube_api;
 mod lifecycle_events;
 mod policies;
 pub(crate) mod registration;
+mod repair;
 mod scale;
 mod static_capacity;
 mod status;

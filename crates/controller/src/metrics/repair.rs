@@ -1,0 +1,47 @@
+//! Node repair's own family, as upstream's `node.health` exports it:
+//! `karpenter_nodeclaims_unhealthy_disrupted_total{condition, nodepool, capacity_type,
+//! image_id}`, a repair by the condition (in snake case) that was unhealthy too long. The
+//! repair also counts in `karpenter_nodeclaims_disrupted_total` with reason `unhealthy`.
+
+use prometheus_client::registry::Registry;
+
+use super::{Counters, Metrics};
+
+pub(super) struct RepairMetrics {
+    unhealthy_disrupted: Counters,
+}
+
+impl RepairMetrics {
+    pub(super) fn register(r: &mut Registry) -> Self {
+        let unhealthy_disrupted = Counters::default();
+        r.register(
+            "karpenter_nodeclaims_unhealthy_disrupted",
+            "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
+            unhealthy_disrupted.clone(),
+        );
+        RepairMetrics {
+            unhealthy_disrupted,
+        }
+    }
+}
+
+impl Metrics {
+    /// Node repair deleted a claim whose Node's `condition` stayed unhealthy too long.
+    pub fn nodeclaim_unhealthy_disrupted(
+        &self,
+        condition: &str,
+        nodepool: &str,
+        capacity_type: &str,
+        image_id: &str,
+    ) {
+        self.repair
+            .unhealthy_disrupted
+            .get_or_create(&vec![
+                ("condition", condition.to_owned()),
+                ("nodepool", nodepool.to_owned()),
+                ("capacity_type", capacity_type.to_owned()),
+                ("image_id", image_id.to_owned()),
+            ])
+            .inc();
+    }
+}
