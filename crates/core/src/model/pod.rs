@@ -135,6 +135,12 @@ impl Pod {
             .is_some_and(|o| o.controller && o.kind == "DaemonSet")
     }
 
+    pub fn is_statefulset_pod(&self) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|o| o.controller && o.kind == "StatefulSet")
+    }
+
     /// Static pods mirrored by the kubelet are owned by their Node.
     pub fn is_mirror_pod(&self) -> bool {
         self.owner

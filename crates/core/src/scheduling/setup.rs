@@ -300,7 +300,13 @@ pub fn pods_to_schedule_by(s: &Snapshot, cmp: fn(&Pod, &Pod) -> std::cmp::Orderi
             if !asks || p.is_daemonset_pod() || p.is_mirror_pod() || p.is_terminal() {
                 return false;
             }
-            p.node_name.is_some() || waits(p)
+            match p.node_name {
+                // Upstream's reschedulable pods: a pod already terminating is replaced by its
+                // controller, and that replacement is the pod to place; only a StatefulSet's
+                // replacement waits for the old pod to go, so that one is placed itself.
+                Some(_) => !p.is_terminating() || p.is_statefulset_pod(),
+                None => waits(p),
+            }
         })
         .collect();
     idx.sort_by(|&a, &b| cmp(&s.pods[a], &s.pods[b]));

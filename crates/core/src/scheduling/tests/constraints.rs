@@ -453,6 +453,39 @@ fn closed_nodes_take_only_the_pods_of_deleting_nodes() {
 }
 
 #[test]
+fn terminating_pods_of_deleting_nodes_are_placed_only_for_statefulsets() {
+    let mut s = snapshot(vec![pool("default")], catalog(3), vec![]);
+    let mut gone = node("gone", "zone-a", 8, 16);
+    gone.deletion_timestamp = Some(crate::time::Timestamp(1));
+    s.nodes.push(gone);
+    let owned = |name: &str, kind: &str, terminating: bool| {
+        let mut p = running(pod(name, 1000, 1), "gone");
+        p.owner = Some(OwnerRef {
+            kind: kind.into(),
+            name: "o".into(),
+            controller: true,
+        });
+        if terminating {
+            p.deletion_timestamp = Some(crate::time::Timestamp(2));
+        }
+        p
+    };
+    s.pods = vec![
+        owned("evicted", "ReplicaSet", true),
+        owned("moving", "ReplicaSet", false),
+        owned("db-0", "StatefulSet", true),
+    ];
+    let mut placed: Vec<&str> = crate::scheduling::setup::pods_to_schedule(&s)
+        .into_iter()
+        .map(|i| s.pods[i].name.as_str())
+        .collect();
+    placed.sort();
+    // The evicted pod's ReplicaSet makes a pending replacement: placing both would count it
+    // twice.
+    assert_eq!(placed, vec!["db-0", "moving"]);
+}
+
+#[test]
 fn daemonset_overhead_is_reserved_per_type() {
     let mut ds = pod("ds", 1000, 1);
     ds.owner = Some(OwnerRef {
