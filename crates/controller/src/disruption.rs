@@ -64,10 +64,14 @@ use crate::provisioner::{snapshot, submit_claim};
 use crate::state::{SharedState, lock};
 use crate::termination::disrupted_taint;
 use crate::write::claim_status::write_status;
-use crate::write::{KubeWriter, NodePatch, WriteError};
+use crate::write::{KubeWriter, NodePatch, WriteError, retry_transient};
 use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
 use nodewright_core::taints::DISRUPTED_TAINT;
+
+/// Tries per write when a command's targets are marked: a command of ten nodes makes twenty
+/// writes, and one throttled write would otherwise drop the whole command.
+const MARK_ATTEMPTS: u32 = 3;
 
 /// Verdict codes that mean "something forbids disrupting this node now" (upstream's
 /// `DisruptionBlocked`), and those that mean "consolidation found nothing better"
@@ -526,8 +530,11 @@ impl Disruptor {
         let c = &q.command;
         let now = self.clock.now();
         for t in &c.targets {
-            self.set_taint(&t.node, true).await?;
-            self.set_reason(&t.nodeclaim, Some(c.method)).await?;
+            retry_transient(MARK_ATTEMPTS, || self.set_taint(&t.node, true)).await?;
+            retry_transient(MARK_ATTEMPTS, || {
+                self.set_reason(&t.nodeclaim, Some(c.method))
+            })
+            .await?;
         }
         if let Some(t) = c.targets.first() {
             self.metrics.disruption_decision(

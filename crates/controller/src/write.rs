@@ -46,6 +46,39 @@ impl WriteError {
     pub fn is_conflict(&self) -> bool {
         matches!(self, WriteError::Conflict { .. })
     }
+
+    /// A failure the same write may not meet again: throttling (429), a server error (5xx)
+    /// or a transport failure (a timeout, a dropped connection).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            WriteError::Api { code, .. } => *code == 429 || *code >= 500,
+            WriteError::Transport(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Tries an idempotent write up to `attempts` times while it fails transiently, waiting 100 ms
+/// before the second try and twice as long before each next one. For writes that are one step
+/// of several a caller needs together (marking every target of a disruption command), where
+/// one throttled call would otherwise undo the rest and put the whole command off.
+pub async fn retry_transient<T, F, Fut>(attempts: u32, mut write: F) -> Result<T, WriteError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, WriteError>>,
+{
+    let mut wait = std::time::Duration::from_millis(100);
+    let mut tried = 1;
+    loop {
+        match write().await {
+            Err(e) if e.is_transient() && tried < attempts => {
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                tried += 1;
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Metadata changes: `Some(v)` sets a key, `None` removes it. `finalizers` replaces the list.
@@ -282,5 +315,53 @@ impl KubeWriter for LeaderGate {
         self.inner
             .delete_pod(namespace, name, grace_period_seconds)
             .await
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn throttled() -> WriteError {
+        WriteError::Api {
+            code: 429,
+            message: "slow down".into(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn transient_failures_are_tried_again_and_others_are_not() {
+        let calls = Cell::new(0);
+        let r = retry_transient(3, || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move { if n < 3 { Err(throttled()) } else { Ok(n) } }
+        })
+        .await;
+        assert_eq!(r.unwrap(), 3);
+
+        calls.set(0);
+        let r: Result<(), _> = retry_transient(3, || {
+            calls.set(calls.get() + 1);
+            async { Err(throttled()) }
+        })
+        .await;
+        assert!(r.unwrap_err().is_transient());
+        assert_eq!(calls.get(), 3, "gives up after the attempts");
+
+        calls.set(0);
+        let r: Result<(), _> = retry_transient(3, || {
+            calls.set(calls.get() + 1);
+            async {
+                Err(WriteError::NotFound {
+                    kind: "Node".into(),
+                    name: "n1".into(),
+                })
+            }
+        })
+        .await;
+        assert!(r.unwrap_err().is_not_found());
+        assert_eq!(calls.get(), 1, "a lasting failure is not tried again");
     }
 }

@@ -4,8 +4,9 @@
 //! the controller launches a node for the one that fits, and `explain node` says, method by
 //! method, that its `karpenter.sh/do-not-disrupt` pod keeps it, then (the annotation removed,
 //! `consolidateAfter` raised to an hour) that the graceful methods wait for `consolidateAfter`
-//! and drift finds nothing, then (`consolidateAfter: 0s`) that the node is not empty and has
-//! no cheaper replacement; `plan --kubeconfig` plans the same cluster.
+//! and drift finds nothing (and the claim is not `Consolidatable`), then (`consolidateAfter:
+//! 0s`) that the node is not empty and has no cheaper replacement (and the claim is
+//! `Consolidatable`); `plan --kubeconfig` plans the same cluster.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -275,6 +276,27 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
         serde_json::from_str(&ok(kc, &["explain", "node", &node, "-o", "json"])).unwrap();
     assert_eq!(json["methods"][2]["method"], "emptiness", "{json}");
     assert_eq!(json["methods"][2]["code"], "consolidate-after", "{json}");
+    // The claim's Consolidatable condition is the same rule: not while consolidateAfter runs.
+    let consolidatable = || {
+        let client = client.clone();
+        async move {
+            let claims = read::nodeclaims(&client).await;
+            claims
+                .iter()
+                .map(|c| read::condition(c, "Consolidatable").map(str::to_string))
+                .collect::<Vec<_>>()
+        }
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the claim not Consolidatable",
+        || {
+            let now = consolidatable();
+            async move { (now.await == vec![None]).then_some(()) }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
 
     // consolidateAfter 0s: emptiness has a pod to move, and the node is already the
     // cheapest type that holds it, so consolidation has no cheaper replacement.
@@ -293,6 +315,12 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ok(kc, &["explain", "node", &node])));
     println!("$ nodewright explain node {node}\n{text}");
+    eventually(Duration::from_secs(30), "the claim Consolidatable", || {
+        let now = consolidatable();
+        async move { (now.await == vec![Some("True".to_string())]).then_some(()) }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         method(&text, "emptiness")
             .ends_with(&format!("not empty: 1 pod(s) to move ({fits}) (not-empty)")),

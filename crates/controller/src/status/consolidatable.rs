@@ -2,65 +2,41 @@
 //! it: `True` once the claim is initialized and its pool's `consolidateAfter` has passed since
 //! the last pod event (since initialization when no pod event was seen); absent while that
 //! time has not come, before initialization, and when the pool never consolidates
-//! (`consolidateAfter: Never`). It reports what the disruption engine works out from the same
-//! fields; dashboards and `kubectl get nodeclaims -o yaml` read it.
-
-use std::time::Duration;
+//! (`consolidateAfter: Never`, or a static pool). The verdict is core's
+//! [`candidates::consolidatable`], the rule the disruption round applies to its candidates,
+//! so the condition dashboards read and the round cannot disagree; `nodewright explain node`
+//! says what else holds a node.
 
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_api::v1::nodepool::NodePool;
 use nodewright_api::v1::shared::Condition;
+use nodewright_core::disruption::candidates;
+use nodewright_core::model::NodePool;
 use nodewright_core::time::Timestamp;
 
-use crate::clock::parse_rfc3339;
-use crate::conditions::{self as cond, CONSOLIDATABLE, INITIALIZED};
+use crate::conditions::{self as cond, CONSOLIDATABLE};
+use crate::state::convert;
 
-/// The pool's `consolidateAfter` (the CRD's default, `0s`, when unset); `None` for `Never`
-/// or a value that does not parse.
-fn consolidate_after(pool: &NodePool) -> Option<Duration> {
-    match pool
-        .spec
-        .disruption
-        .as_ref()
-        .and_then(|d| d.consolidate_after.as_ref())
-    {
-        None => Some(Duration::ZERO),
-        Some(d) => d.duration().ok().flatten(),
-    }
-}
-
-/// Whether `claim` is consolidatable at `now`.
+/// Whether `claim`, with the conditions `conds` this pass will write, is consolidatable at
+/// `now` in `pool` (its NodePool as the engine sees it; `None` when that does not convert).
 pub fn consolidatable(
     claim: &NodeClaim,
     conds: &[Condition],
-    pool: &NodePool,
+    pool: Option<&NodePool>,
     now: Timestamp,
 ) -> bool {
-    let Some(after) = consolidate_after(pool) else {
+    let Some(pool) = pool else {
         return false;
     };
-    let Some(initialized) = cond::find(conds, INITIALIZED).filter(|c| c.status == "True") else {
-        return false;
-    };
-    let since = claim
-        .status
-        .as_ref()
-        .and_then(|s| s.last_pod_event_time.as_deref())
-        .and_then(parse_rfc3339)
-        .or_else(|| {
-            initialized
-                .last_transition_time
-                .as_deref()
-                .and_then(parse_rfc3339)
-        });
-    since.is_some_and(|t| now.since(t) >= after)
+    let mut claim = claim.clone();
+    claim.status.get_or_insert_default().conditions = Some(conds.to_vec());
+    convert::nodeclaim(&claim).is_ok_and(|c| candidates::consolidatable(pool, &c, now))
 }
 
 /// Sets or removes `Consolidatable` in `conds`; returns whether it changed.
 pub fn update(
     claim: &NodeClaim,
     conds: &mut Vec<Condition>,
-    pool: &NodePool,
+    pool: Option<&NodePool>,
     now: Timestamp,
 ) -> bool {
     if consolidatable(claim, conds, pool, now) {
@@ -78,6 +54,10 @@ mod tests {
     use crate::clock::rfc3339;
 
     fn pool(after: Option<&str>) -> NodePool {
+        pool_with(after, false)
+    }
+
+    fn pool_with(after: Option<&str>, fixed: bool) -> NodePool {
         let mut v = json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
             "spec": {"template": {"spec": {"requirements": [],
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}},
@@ -85,7 +65,11 @@ mod tests {
         if let Some(a) = after {
             v["spec"]["disruption"]["consolidateAfter"] = json!(a);
         }
-        serde_json::from_value(v).unwrap()
+        if fixed {
+            v["spec"]["replicas"] = json!(2);
+        }
+        let api: nodewright_api::v1::nodepool::NodePool = serde_json::from_value(v).unwrap();
+        nodewright_api::to_core::nodepool(&api).unwrap()
     }
 
     fn claim(initialized_at: Option<Timestamp>, last_pod_event: Option<Timestamp>) -> NodeClaim {
@@ -118,7 +102,7 @@ mod tests {
             .conditions
             .clone()
             .unwrap_or_default();
-        update(c, &mut conds, p, now);
+        update(c, &mut conds, Some(p), now);
         cond::find(&conds, CONSOLIDATABLE).map(|c| c.status.clone())
     }
 
@@ -153,9 +137,14 @@ mod tests {
         );
         // A condition already set goes when a pod event makes the node busy again.
         let mut conds = c.status.as_ref().unwrap().conditions.clone().unwrap();
-        assert!(update(&c, &mut conds, &pool(Some("1m")), at(60)));
+        assert!(update(&c, &mut conds, Some(&pool(Some("1m"))), at(60)));
         let busy = claim(Some(at(0)), Some(at(100)));
-        assert!(update(&busy, &mut conds, &pool(Some("1m")), at(120)));
+        assert!(update(&busy, &mut conds, Some(&pool(Some("1m"))), at(120)));
         assert!(cond::find(&conds, CONSOLIDATABLE).is_none());
+        // A static pool is never consolidated, so its claims never say they could be.
+        assert_eq!(
+            after_update(&c, &pool_with(Some("0s"), true), at(9999)),
+            None
+        );
     }
 }

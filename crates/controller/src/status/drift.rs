@@ -133,6 +133,11 @@ impl StatusController {
             .unwrap_or_else(|p| p.into_inner())
             .retain(|uid, _| live.contains(uid));
 
+        // Each NodePool as the engine sees it, converted once per pass.
+        let mut engine_pools: std::collections::HashMap<
+            String,
+            Option<nodewright_core::model::NodePool>,
+        > = std::collections::HashMap::new();
         for Item { claim, pool, class } in items {
             let name = claim.metadata.name.clone().unwrap_or_default();
             let now = self.clock.now();
@@ -163,7 +168,11 @@ impl StatusController {
                     .and_then(|s| s.conditions.clone())
                     .unwrap_or_default()
             });
-            let consolidatable = super::consolidatable::update(&claim, &mut conds, &pool, now);
+            let engine_pool = engine_pools
+                .entry(pool.metadata.name.clone().unwrap_or_default())
+                .or_insert_with(|| nodewright_api::to_core::nodepool(&pool).ok());
+            let consolidatable =
+                super::consolidatable::update(&claim, &mut conds, engine_pool.as_ref(), now);
             if drifted.is_none() && !consolidatable {
                 continue;
             }

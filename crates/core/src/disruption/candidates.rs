@@ -685,6 +685,14 @@ pub fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestam
     now.since(quiet_since(claim)) < after
 }
 
+/// Upstream's NodeClaim `Consolidatable` condition, by the rule the disruption round applies
+/// to candidates: the claim is initialized, its NodePool consolidates (not static,
+/// `consolidateAfter` not `Never`) and `consolidateAfter` has passed since its last pod event
+/// (or its initialization).
+pub fn consolidatable(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
+    claim.initialized && consolidate_after_blocker(pool, claim, now).is_none()
+}
+
 /// What `consolidateAfter` counts from: the claim's last pod event, else its initialization.
 fn quiet_since(claim: &NodeClaim) -> Timestamp {
     claim
