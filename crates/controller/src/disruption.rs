@@ -69,8 +69,8 @@ use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
 use nodewright_core::taints::DISRUPTED_TAINT;
 
-/// Tries per write when a command's targets are marked: a command of ten nodes makes twenty
-/// writes, and one throttled write would otherwise drop the whole command.
+/// Tries per write when a command's targets are marked, unmarked or deleted: a command of ten
+/// nodes makes twenty writes, and one throttled write would otherwise drop the whole command.
 const MARK_ATTEMPTS: u32 = 3;
 
 /// Verdict codes that mean "something forbids disrupting this node now" (upstream's
@@ -525,16 +525,15 @@ impl Disruptor {
         ))
     }
 
-    /// Marks the targets (taint, DisruptionReason) and creates the replacements.
+    /// Marks the targets (taint, DisruptionReason) and creates the replacements. A command
+    /// that cannot be marked whole is unmarked again, as upstream does: a target left tainted
+    /// would take no pods while nothing is disrupting it.
     async fn start(&self, q: &Queued) -> Result<(), WriteError> {
         let c = &q.command;
         let now = self.clock.now();
-        for t in &c.targets {
-            retry_transient(MARK_ATTEMPTS, || self.set_taint(&t.node, true)).await?;
-            retry_transient(MARK_ATTEMPTS, || {
-                self.set_reason(&t.nodeclaim, Some(c.method))
-            })
-            .await?;
+        if let Err(e) = self.mark(c).await {
+            self.unmark(c).await;
+            return Err(e);
         }
         if let Some(t) = c.targets.first() {
             self.metrics.disruption_decision(
@@ -590,12 +589,45 @@ impl Disruptor {
         Ok(())
     }
 
+    /// The disrupted taint and the `DisruptionReason` condition on every target.
+    async fn mark(&self, c: &Command) -> Result<(), WriteError> {
+        for t in &c.targets {
+            retry_transient(MARK_ATTEMPTS, || self.set_taint(&t.node, true)).await?;
+            retry_transient(MARK_ATTEMPTS, || {
+                self.set_reason(&t.nodeclaim, Some(c.method))
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Takes the disrupted taint and `DisruptionReason` off every target, each write tried
+    /// again on a transient failure; a target that still fails is logged and left.
+    async fn unmark(&self, c: &Command) {
+        for t in &c.targets {
+            let untainted = retry_transient(MARK_ATTEMPTS, || self.set_taint(&t.node, false)).await;
+            let unreasoned =
+                retry_transient(MARK_ATTEMPTS, || self.set_reason(&t.nodeclaim, None)).await;
+            if let Err(e) = untainted.and(unreasoned) {
+                warn!(node = %t.node, error = %e, "unmarking a disruption target failed");
+            }
+        }
+    }
+
     /// Deletes the command's target claims (the termination controller drains them), with
     /// upstream's `DisruptionTerminating` events and `nodeclaims_disrupted_total`.
     async fn terminate_targets(&self, c: &Command) -> Result<(), WriteError> {
         let reason = c.method.reason_label();
+        // Every target is tried, each write again on a transient failure: the queue does not
+        // hand the command back, so a target skipped here would keep its node.
+        let mut failed = None;
         for t in &c.targets {
-            self.delete_claim(&t.nodeclaim).await?;
+            let deleted = retry_transient(MARK_ATTEMPTS, || self.delete_claim(&t.nodeclaim)).await;
+            if let Err(e) = deleted {
+                warn!(nodeclaim = %t.nodeclaim, error = %e, "deleting a disruption target failed");
+                failed.get_or_insert(e);
+                continue;
+            }
             self.events.publish(events::disruption_terminating(
                 ObjectRef::node(&t.node),
                 reason,
@@ -622,7 +654,7 @@ impl Disruptor {
                 mode,
             );
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     async fn delete_claim(&self, name: &str) -> Result<(), WriteError> {
@@ -735,10 +767,14 @@ impl Disruptor {
         now: Timestamp,
     ) -> Result<Vec<String>, WriteError> {
         let mut finished = Vec::new();
+        let mut failed = None;
         for effect in effects {
             match effect {
                 Effect::Terminate(r) => {
-                    self.terminate_targets(&r.command).await?;
+                    // The other effects still happen; the first failure is reported after.
+                    if let Err(e) = self.terminate_targets(&r.command).await {
+                        failed.get_or_insert(e);
+                    }
                     info!(command = %r.command, "disruption command finished; terminating its targets");
                     self.journal
                         .record(|| finished_entry(now, What::Terminated, &r));
@@ -755,10 +791,7 @@ impl Disruptor {
                         r.command.method.reason_label(),
                         r.command.method.consolidation_type(),
                     );
-                    for t in &r.command.targets {
-                        self.set_taint(&t.node, false).await?;
-                        self.set_reason(&t.nodeclaim, None).await?;
-                    }
+                    self.unmark(&r.command).await;
                     self.journal
                         .record(|| finished_entry(now, What::RolledBack, &r));
                     finished.push(format!("rolled back: {}", r.command));
@@ -772,7 +805,7 @@ impl Disruptor {
                 }
             }
         }
-        Ok(finished)
+        failed.map_or(Ok(finished), Err)
     }
 
     /// One wake of the loop at `now`, following the disruption cadence.
