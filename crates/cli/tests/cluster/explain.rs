@@ -16,18 +16,7 @@ use serde_json::Value;
 
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, node_of, running};
-use crate::kit::{ControlPlane, eventually};
-
-const CLASS: &str = r#"apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  role: KarpenterNodeRole-e2e
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
-"#;
+use crate::kit::{ControlPlane, eventually, manifests};
 
 /// Two instance types, one zone.
 const POOL: &str = r#"apiVersion: karpenter.sh/v1
@@ -118,7 +107,7 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
         return;
     };
     cp.install_crds();
-    cp.apply(CLASS).unwrap();
+    cp.apply(manifests::NODE_CLASS).unwrap();
     cp.apply(POOL).unwrap();
     cp.apply(&app("fits", "us-east-1a")).unwrap();
     cp.apply(&app("misfit", "us-east-1b")).unwrap();

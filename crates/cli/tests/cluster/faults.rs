@@ -21,22 +21,13 @@ use crate::kit::cluster::Options;
 use crate::kit::controller::{Controller, Launch, http_get};
 use crate::kit::inflate;
 use crate::kit::read::{self, label, name, running};
-use crate::kit::{ControlPlane, assert_clean_log, eventually};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, manifests};
 
 /// The preferred NodePool's CPU limit: well below what 200 one-CPU pods need.
 const LIMIT_CPU: f64 = 48.0;
 
-const MANIFESTS: &str = r#"apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  role: KarpenterNodeRole-e2e
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: e2e}}]
----
-apiVersion: karpenter.sh/v1
+/// The two NodePools (the kit's EC2NodeClass is applied beside them).
+const MANIFESTS: &str = r#"apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: preferred}
 spec:
@@ -283,6 +274,8 @@ async fn a_tenth_of_every_call_failing_breaks_no_promise() {
         )
         .start();
     ctl.wait_ready().await;
+    cp.apply(manifests::NODE_CLASS)
+        .unwrap_or_else(|e| panic!("{e}"));
     cp.apply(MANIFESTS).unwrap_or_else(|e| panic!("{e}"));
     let client = cp.client().await;
     let mut watch = Watch::default();

@@ -98,6 +98,22 @@ pub async fn create_or_adopt(
     }
 }
 
+/// Takes `role` out of profile `name`; someone else removing it first is the same outcome.
+async fn remove_role(c: &AwsClients, name: &str, role: &str) -> Result<(), AwsError> {
+    let removed = c
+        .iam
+        .remove_role_from_instance_profile()
+        .instance_profile_name(name)
+        .role_name(role)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e));
+    match removed {
+        Err(e) if !e.is_not_found() => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Makes sure profile `name` exists (created at `path` with `tags` if missing) and holds
 /// `role` and nothing else. Safe to run concurrently for one profile: a create or role add
 /// that loses the race to another reconcile re-reads the profile instead of failing.
@@ -116,20 +132,7 @@ pub async fn ensure_instance_profile(
         return Ok(());
     }
     for other in roles.iter().filter(|r| *r != role) {
-        let removed = c
-            .iam
-            .remove_role_from_instance_profile()
-            .instance_profile_name(name)
-            .role_name(other)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e));
-        // Someone else removing it first is the same outcome.
-        if let Err(e) = removed
-            && !e.is_not_found()
-        {
-            return Err(e);
-        }
+        remove_role(c, name, other).await?;
     }
     if roles.iter().any(|r| r == role) {
         return Ok(());
@@ -170,19 +173,7 @@ pub async fn delete_instance_profile(c: &AwsClients, name: &str) -> Result<bool,
         return Ok(false);
     };
     for role in &roles {
-        let removed = c
-            .iam
-            .remove_role_from_instance_profile()
-            .instance_profile_name(name)
-            .role_name(role)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("RemoveRoleFromInstanceProfile", e));
-        if let Err(e) = removed
-            && !e.is_not_found()
-        {
-            return Err(e);
-        }
+        remove_role(c, name, role).await?;
     }
     let deleted = c
         .iam

@@ -14,7 +14,6 @@ use crate::context::Context;
 use crate::lifecycle::{Lifecycle, Outcome};
 use crate::provisioner::{ProvisionError, Provisioner};
 use crate::state::{Kind, Object, lock};
-use crate::status::StatusController;
 use crate::write::{KubeWriter, LeaderGate, WriteError};
 
 fn claim(h: &Harness, name: &str) -> NodeClaim {
@@ -124,14 +123,7 @@ async fn a_pending_pod_gets_a_claim_that_launches_registers_and_initializes() {
     );
 
     // The kubelet registers the node; the pool's registration health says so.
-    let (_tx, leader) = watch::channel(true);
-    let status = StatusController::new(
-        h.state.clone(),
-        h.api.clone(),
-        h.cloud.clone(),
-        h.clock,
-        leader,
-    );
+    let status = h.status();
     status.reconcile_all().await;
     assert_eq!(registration_healthy(&h).status, "Unknown");
     h.node_joins("ip-10-0-0-1", &pid);
@@ -365,14 +357,7 @@ async fn launch_and_registration_time_out() {
     assert!(h.cloud.running().is_empty());
 
     // Two failures among the pool's last claims: its nodes do not join.
-    let (_tx, leader) = watch::channel(true);
-    let status = StatusController::new(
-        h.state.clone(),
-        h.api.clone(),
-        h.cloud.clone(),
-        h.clock,
-        leader,
-    );
+    let status = h.status();
     status.reconcile_all().await;
     let healthy = registration_healthy(&h);
     assert_eq!(healthy.status, "False", "{healthy:?}");

@@ -35,6 +35,7 @@ use crate::memory::MemoryApi;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
 use crate::state::{ClusterState, Kind, Object, SharedState};
+use crate::status::StatusController;
 use crate::termination::Termination;
 use crate::write::KubeWriter;
 use cloud::TestCloud;
@@ -96,6 +97,19 @@ impl Harness {
     /// The termination loop writing straight to the in-memory API (no leader gate).
     pub fn termination(&self) -> Termination {
         Termination::new(&self.context())
+    }
+
+    /// The status writers, leading, writing straight to the in-memory API.
+    pub fn status(&self) -> StatusController {
+        // The sender is dropped; the receiver keeps the last value.
+        let (_, leader) = tokio::sync::watch::channel(true);
+        StatusController::new(
+            self.state.clone(),
+            self.api.clone(),
+            self.cloud.clone(),
+            self.clock,
+            leader,
+        )
     }
 
     /// Every NodeClaim the in-memory API holds.
