@@ -7,6 +7,7 @@ pub mod claims;
 pub mod clock;
 pub mod cloud_metrics;
 pub mod conditions;
+pub mod consistency;
 pub mod context;
 pub mod disruption;
 pub mod events;

@@ -19,6 +19,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::cloud_metrics::CloudMetrics;
+use crate::consistency::Consistency;
 use crate::context::Context;
 use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
@@ -309,6 +310,8 @@ pub async fn run(
             None => warn!("NodeRepair=true, but the cloud provider has no repair policies"),
         }
     }
+    let consistency = Arc::new(Consistency::new(&ctx).with_leader(leader.clone()));
+    loops.spawn("nodeclaim consistency", move || consistency.clone().run());
     let disruptor = Arc::new(
         Disruptor::new(&ctx)
             .with_policies(

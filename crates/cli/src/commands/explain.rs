@@ -13,10 +13,10 @@ use nodewright_core::disruption::plan::Settings;
 use nodewright_core::disruption::plan::explain::{NodeExplanation, explain_node};
 use nodewright_core::labels;
 use nodewright_core::model::{ConsolidationPolicy, Snapshot};
-use nodewright_core::scheduling::Options;
 use nodewright_core::scheduling::explain::{Answer, Explanation, Outcome, explain_pod};
 use serde_json::{Value, json};
 
+use super::live::policies::{self, Policies, PolicyArgs};
 use super::live::{self, ClusterArgs};
 use super::plan_disruption::{replacement_text, round};
 
@@ -30,6 +30,8 @@ pub enum Format {
 pub struct Common {
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub policies: PolicyArgs,
     #[arg(short, long, value_enum, default_value = "text")]
     pub output: Format,
 }
@@ -71,27 +73,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             } else {
                 format!("default/{pod}")
             };
-            let s = read(common)?;
-            let e = explain_pod(&s, &Options::default(), &key).ok_or_else(|| {
+            let (s, p) = read(common)?;
+            let e = explain_pod(&s, &p.settings.scheduling_options(), &key).ok_or_else(|| {
                 anyhow::anyhow!(
                     "pod {key} not found in the cluster ({} pods listed)",
                     s.pods.len()
                 )
             })?;
             match common.output {
-                Format::Text => pod_text(&e),
-                Format::Json => serde_json::to_string_pretty(&pod_json(&e))? + "\n",
+                Format::Text => format!("{}\n{}", p.line(), pod_text(&e)),
+                Format::Json => {
+                    let mut v = pod_json(&e);
+                    v["controllerSettings"] = settings_json(&p);
+                    serde_json::to_string_pretty(&v)? + "\n"
+                }
             }
         }
-        What::Node { name, common } => node_explanation(&read(common)?, name, common.output)?,
+        What::Node { name, common } => {
+            let (s, p) = read(common)?;
+            node_explanation(&s, &p, name, common.output)?
+        }
     };
     crate::output::emit(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(common: &Common) -> anyhow::Result<Snapshot> {
+/// The cluster's snapshot and the settings its controller decides under.
+fn read(common: &Common) -> anyhow::Result<(Snapshot, Policies)> {
     let now = live::wall_now()?;
-    live::block_on(live::read(&common.cluster, now))
+    live::block_on(async {
+        let snapshot = live::read(&common.cluster, now).await?;
+        let policies = policies::read(&common.cluster, &common.policies).await?;
+        Ok((snapshot, policies))
+    })
+}
+
+fn settings_json(p: &Policies) -> Value {
+    let s = &p.settings;
+    json!({
+        "source": p.source,
+        "spotToSpotConsolidation": s.feature_gates.spot_to_spot_consolidation,
+        "preferencePolicy": s.preference_policy,
+        "minValuesPolicy": s.min_values_policy,
+    })
 }
 
 /// At most `n` names, then how many more.
@@ -213,12 +237,29 @@ fn pod_json(e: &Explanation) -> Value {
 
 /// The node's verdict in one full round (every candidate simulated, as `plan --disruption`
 /// does) and each method's own, with what it runs and its NodePool's disruption settings.
-fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<String> {
+/// The disruption round as the controller's loop plans it: its feature gates and its
+/// scheduling policies.
+fn planning(p: &Policies) -> (EngineSimulator, Settings) {
+    let sim = EngineSimulator {
+        options: p.settings.scheduling_options(),
+        ..EngineSimulator::default()
+    };
+    let settings = Settings {
+        features: p.settings.consolidation_features(),
+        ..Settings::default()
+    };
+    (sim, settings)
+}
+
+fn node_explanation(
+    s: &Snapshot,
+    p: &Policies,
+    name: &str,
+    format: Format,
+) -> anyhow::Result<String> {
     let node = s.nodes.iter().find(|n| n.name == name);
-    let (Some(node), Some(e)) = (
-        node,
-        explain_node(s, &EngineSimulator::default(), Settings::default(), name),
-    ) else {
+    let (sim, settings) = planning(p);
+    let (Some(node), Some(e)) = (node, explain_node(s, &sim, settings, name)) else {
         anyhow::bail!(
             "node {name} not found in the cluster ({} nodes listed)",
             s.nodes.len()
@@ -262,6 +303,7 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
             "pods": pods,
             "consolidationPolicy": policy,
             "consolidateAfter": after,
+            "controllerSettings": settings_json(p),
             "verdict": e.round.as_ref().map(|v| json!({"code": v.code, "message": v.message})),
             "methods": e.methods.iter().map(|m| json!({
                 "method": m.method.as_str(),
@@ -279,7 +321,8 @@ fn node_explanation(s: &Snapshot, name: &str, format: Format) -> anyhow::Result<
         return Ok(serde_json::to_string_pretty(&v)? + "\n");
     }
     let mut out = format!(
-        "node {name}: NodeClaim {}, NodePool {pool_name}, {} {} in {}\n",
+        "{}\nnode {name}: NodeClaim {}, NodePool {pool_name}, {} {} in {}\n",
+        p.line(),
         claim.as_deref().unwrap_or("-"),
         label(labels::INSTANCE_TYPE),
         label(labels::CAPACITY_TYPE),
@@ -352,6 +395,26 @@ mod tests {
                 verdict: Ok(vec![]),
             }],
         }
+    }
+
+    #[test]
+    fn the_round_is_planned_under_the_controllers_gates_and_policies() {
+        let mut settings = nodewright_controller::settings::Settings::default();
+        let (sim, plan) = planning(&Policies {
+            settings: settings.clone(),
+            source: "defaults".into(),
+        });
+        assert!(!plan.features.spot_to_spot_consolidation);
+        assert!(!sim.options.min_values_best_effort);
+        settings.feature_gates.spot_to_spot_consolidation = true;
+        settings.min_values_policy = "BestEffort".into();
+        settings.preference_policy = "Ignore".into();
+        let (sim, plan) = planning(&Policies {
+            settings,
+            source: "flags".into(),
+        });
+        assert!(plan.features.spot_to_spot_consolidation);
+        assert!(sim.options.min_values_best_effort && sim.options.ignore_preferences);
     }
 
     #[test]

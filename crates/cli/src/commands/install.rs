@@ -1,9 +1,14 @@
 //! `nodewright install aws` and `nodewright uninstall aws`: the AWS side of a cluster (node
 //! role and instance profile, controller role and policies, interruption queue and its
-//! EventBridge rules, spot service-linked role, the nodes' access entry), made or removed
-//! idempotently; `--dry-run` prints the plan and writes nothing. The work is in
-//! `nodewright_cloud_aws::install`, behind the `aws` feature.
+//! EventBridge rules, spot service-linked role, the nodes' access entry or aws-auth mapping),
+//! made or removed idempotently; `--dry-run` prints the plan and writes nothing. The AWS work
+//! is in `nodewright_cloud_aws::install`, behind the `aws` feature; the aws-auth ConfigMap is
+//! written through the kubeconfig ([`aws_auth`]).
 
+#[cfg(feature = "aws")]
+mod aws_auth;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -32,7 +37,10 @@ pub enum IdentityArg {
 pub enum NodeAccessArg {
     /// An EKS access entry (type EC2_LINUX) for the node role.
     AccessEntry,
-    /// Nothing: the node role is mapped elsewhere (the aws-auth ConfigMap).
+    /// An entry for the node role in the `kube-system/aws-auth` ConfigMap, written through
+    /// the kubeconfig (`--kubeconfig`).
+    AwsAuth,
+    /// Nothing: the node role is mapped elsewhere.
     None,
 }
 
@@ -53,6 +61,10 @@ pub struct AwsArgs {
     /// How nodes with the node role are let into the cluster.
     #[arg(long, value_enum, default_value = "access-entry")]
     pub node_access: NodeAccessArg,
+    /// The cluster's kubeconfig, for `--node-access aws-auth` (default: `KUBECONFIG`, then
+    /// `~/.kube/config`).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// The namespace the chart is installed in.
     #[arg(long, default_value = "karpenter")]
     pub namespace: String,
@@ -102,7 +114,8 @@ fn run(a: AwsArgs, remove: bool) -> anyhow::Result<ExitCode> {
         },
         node_access: match a.node_access {
             NodeAccessArg::AccessEntry => NodeAccess::AccessEntry,
-            NodeAccessArg::None => NodeAccess::None,
+            // The ConfigMap is the cluster's, not AWS's: written below.
+            NodeAccessArg::AwsAuth | NodeAccessArg::None => NodeAccess::None,
         },
         namespace: a.namespace.clone(),
         service_account: a.service_account.clone(),
@@ -119,7 +132,13 @@ fn run(a: AwsArgs, remove: bool) -> anyhow::Result<ExitCode> {
             credentials: None,
         };
         let clients = Clients::new(&sdk_config(&options).await);
-        install::apply(&clients, &request, remove).await
+        let mut outcome = install::apply(&clients, &request, remove).await?;
+        if a.node_access == NodeAccessArg::AwsAuth && outcome.error.is_none() {
+            let arn = install::desired::iam_arn(&outcome.inputs, "role", &outcome.names.node_role);
+            let step = aws_auth::apply(a.kubeconfig.as_deref(), &arn, remove, a.dry_run).await?;
+            outcome.steps.push(step);
+        }
+        anyhow::Ok(outcome)
     })?;
     if a.dry_run {
         println!("dry run: nothing was written");

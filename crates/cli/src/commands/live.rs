@@ -22,6 +22,8 @@ use nodewright_core::model::Snapshot;
 use nodewright_core::time::Timestamp;
 use serde_json::Value;
 
+pub mod policies;
+
 /// Where the cluster is and which region its instance types are priced in.
 #[derive(Args, Clone, Debug, Default)]
 pub struct ClusterArgs {
@@ -75,7 +77,7 @@ pub fn block_on<T>(f: impl std::future::Future<Output = anyhow::Result<T>>) -> a
         .block_on(f)
 }
 
-async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
     let config = match kubeconfig {
         Some(path) => {
             let raw = kube::config::Kubeconfig::read_from(path)

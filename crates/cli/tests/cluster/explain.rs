@@ -359,3 +359,92 @@ async fn explain_pods_and_nodes_of_a_live_cluster() {
     );
     ctl.terminate();
 }
+
+/// A NodePool that wants two instance families (`minValues: 2`) but allows only c5's types:
+/// `MIN_VALUES_POLICY=Strict` refuses every pod, `BestEffort` takes them.
+const MIN_VALUES_POOL: &str = r#"apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: picky}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [c5.large, c5.xlarge]}
+        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [c5, c5a], minValues: 2}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+"#;
+
+/// The controller's Deployment as the chart labels it, scaled to zero: only its env is read.
+const CONTROLLER_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: karpenter
+  namespace: default
+  labels: {app.kubernetes.io/name: karpenter}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app.kubernetes.io/name: karpenter}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: karpenter}}
+    spec:
+      containers:
+        - name: controller
+          image: public.ecr.aws/eks-distro/kubernetes/pause:3.7
+          env:
+            - {name: MIN_VALUES_POLICY, value: BestEffort}
+            - {name: FEATURE_GATES, value: "SpotToSpotConsolidation=true"}
+"#;
+
+/// `explain` answers under the settings of the controller's Deployment, a flag overriding
+/// one: the same pod is refused for `minValues` under the default `Strict` and taken under the
+/// Deployment's `BestEffort`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_answers_under_the_controller_deployments_settings() {
+    let Some(cp) = ControlPlane::start("explain-settings") else {
+        return;
+    };
+    cp.install_crds();
+    cp.apply(manifests::NODE_CLASS).unwrap();
+    cp.apply(MIN_VALUES_POOL).unwrap();
+    cp.apply(&app("wants", "us-east-1a")).unwrap();
+    let client = cp.client().await;
+    let kc = cp.kubeconfig.as_path();
+    let pod = pod_key(&client, "wants").await;
+    let picky = |text: &str| -> String {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("picky"))
+            .unwrap_or_else(|| panic!("no line for NodePool picky:\n{text}"))
+            .to_string()
+    };
+
+    let text = ok(kc, &["explain", "pod", &pod]);
+    println!("$ nodewright explain pod {pod}\n{text}");
+    assert!(
+        text.starts_with("controller settings (defaults: no controller Deployment found): SpotToSpotConsolidation=false, PREFERENCE_POLICY=Respect, MIN_VALUES_POLICY=Strict\n"),
+        "{text}"
+    );
+    assert!(picky(&text).contains("refuses:"), "{text}");
+    assert!(picky(&text).contains("minValues"), "{text}");
+
+    cp.apply(CONTROLLER_DEPLOYMENT).unwrap();
+    let text = ok(kc, &["explain", "pod", &pod]);
+    println!("$ nodewright explain pod {pod}\n{text}");
+    assert!(
+        text.starts_with("controller settings (Deployment default/karpenter): SpotToSpotConsolidation=true, PREFERENCE_POLICY=Respect, MIN_VALUES_POLICY=BestEffort\n"),
+        "{text}"
+    );
+    assert!(picky(&text).contains("takes it"), "{text}");
+    let json: Value =
+        serde_json::from_str(&ok(kc, &["explain", "pod", &pod, "-o", "json"])).unwrap();
+    assert_eq!(json["controllerSettings"]["minValuesPolicy"], "BestEffort");
+    assert_eq!(json["controllerSettings"]["spotToSpotConsolidation"], true);
+
+    // A flag wins over the Deployment.
+    let text = ok(
+        kc,
+        &["explain", "pod", &pod, "--min-values-policy", "Strict"],
+    );
+    assert!(text.contains("MIN_VALUES_POLICY=Strict"), "{text}");
+    assert!(picky(&text).contains("refuses:"), "{text}");
+}

@@ -9,6 +9,7 @@ mod kit;
 #[cfg(feature = "aws")]
 mod aws;
 mod churn;
+mod consistency;
 mod crds;
 mod disruption;
 mod explain;
@@ -18,6 +19,8 @@ mod gc;
 #[cfg(feature = "aws")]
 mod ha;
 mod helm;
+#[cfg(feature = "aws")]
+mod install;
 mod older_seeds;
 mod repair;
 mod seed_demo;
