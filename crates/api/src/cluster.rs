@@ -422,7 +422,7 @@ pub fn pdb(
     })
 }
 
-fn pvc(c: &api::PersistentVolumeClaim) -> PersistentVolumeClaim {
+pub fn pvc(c: &api::PersistentVolumeClaim) -> PersistentVolumeClaim {
     let spec = c.spec.clone().unwrap_or_default();
     PersistentVolumeClaim {
         namespace: c
@@ -448,7 +448,7 @@ fn terms(list: &[api::NodeSelectorTerm], path: &Path) -> Result<Vec<NodeSelector
         .collect()
 }
 
-fn pv(v: &api::PersistentVolume) -> Result<PersistentVolume, FieldError> {
+pub fn pv(v: &api::PersistentVolume) -> Result<PersistentVolume, FieldError> {
     let spec = v.spec.clone().unwrap_or_default();
     let required = spec
         .node_affinity
@@ -469,7 +469,7 @@ fn pv(v: &api::PersistentVolume) -> Result<PersistentVolume, FieldError> {
     })
 }
 
-fn storage_class(c: &storage::StorageClass) -> Result<StorageClass, FieldError> {
+pub fn storage_class(c: &storage::StorageClass) -> Result<StorageClass, FieldError> {
     let topologies: Vec<api::NodeSelectorTerm> = c
         .allowed_topologies
         .iter()

@@ -148,13 +148,19 @@ impl ClusterState {
             .iter()
             .map(|(name, n)| (name.clone(), n.metadata.labels.clone().unwrap_or_default()))
             .collect();
-        s.persistent_volumes = self.pvs.values().map(convert::pv).collect();
+        for v in self.pvs.values() {
+            match convert::pv(v) {
+                Ok(v) => s.persistent_volumes.push(v),
+                Err(e) => problems.push(e),
+            }
+        }
         s.persistent_volume_claims = self.pvcs.values().map(convert::pvc).collect();
-        s.storage_classes = self
-            .storage_classes
-            .values()
-            .map(convert::storage_class)
-            .collect();
+        for c in self.storage_classes.values() {
+            match convert::storage_class(c) {
+                Ok(c) => s.storage_classes.push(c),
+                Err(e) => problems.push(e),
+            }
+        }
         (s, problems)
     }
 }
