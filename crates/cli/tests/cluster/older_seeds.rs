@@ -6,9 +6,11 @@
 use std::process::Command;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Node;
+
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, label, node_of, running};
-use crate::kit::{ControlPlane, assert_clean_log, eventually, repo_root};
+use crate::kit::{ControlPlane, assert_clean_log, eventually, manifests, repo_root};
 
 /// `nodewright convert` of `files`, with the instance profile v1alpha1 took from the old
 /// global setting, as convert's warning asks.
@@ -33,15 +35,20 @@ fn convert(files: &[&str]) -> String {
 
 /// `replicas` pods of `cpu` that tolerate and select what `extra` says.
 fn workload(replicas: u32, cpu: &str, pod_spec_extra: &str) -> String {
+    deployment("workload", replicas, cpu, pod_spec_extra)
+}
+
+/// Deployment `name` (its pods labelled `app: <name>`).
+fn deployment(name: &str, replicas: u32, cpu: &str, pod_spec_extra: &str) -> String {
     format!(
         r#"apiVersion: apps/v1
 kind: Deployment
-metadata: {{name: workload, namespace: default}}
+metadata: {{name: {name}, namespace: default}}
 spec:
   replicas: {replicas}
-  selector: {{matchLabels: {{app: workload}}}}
+  selector: {{matchLabels: {{app: {name}}}}}
   template:
-    metadata: {{labels: {{app: workload}}}}
+    metadata: {{labels: {{app: {name}}}}}
     spec:
       terminationGracePeriodSeconds: 0
 {pod_spec_extra}      containers:
@@ -52,6 +59,7 @@ spec:
     )
 }
 
+/// The instance type of each of the `n` Running pods' nodes.
 async fn provisions_for(
     test: &str,
     region: &str,
@@ -59,6 +67,26 @@ async fn provisions_for(
     pods: &str,
     n: usize,
 ) -> Vec<String> {
+    placements(test, region, files, pods, n)
+        .await
+        .iter()
+        .map(|(_, node)| {
+            label(node, "node.kubernetes.io/instance-type")
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// `files` converted and applied, then `pods`: each of the `n` Running pods' `app` label and
+/// its Node.
+async fn placements(
+    test: &str,
+    region: &str,
+    files: &[&str],
+    pods: &str,
+    n: usize,
+) -> Vec<(String, Node)> {
     let Some(cp) = ControlPlane::start(test) else {
         return Vec::new();
     };
@@ -81,20 +109,19 @@ async fn provisions_for(
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
     let nodes = read::nodes(&client).await;
-    let types = running(&bound)
+    let placed = running(&bound)
         .into_iter()
         .map(|p| {
             let node = nodes
                 .iter()
                 .find(|x| x.metadata.name.as_deref() == node_of(p))
                 .expect("the pod's node");
-            label(node, "node.kubernetes.io/instance-type")
-                .unwrap_or_default()
-                .to_string()
+            let app = p.metadata.labels.as_ref().and_then(|l| l.get("app"));
+            (app.cloned().unwrap_or_default(), node.clone())
         })
         .collect();
     assert_clean_log(&ctl.log_text());
-    types
+    placed
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,4 +161,48 @@ async fn v1alpha5_seed_converted_provisions_for_its_pods() {
     )
     .await;
     assert!(types.iter().all(|t| !t.is_empty()), "{types:?}");
+}
+
+/// Seed 003's two Provisioners, one per capacity type, each chosen by the pods of its own
+/// Deployment with `nodeSelector: {karpenter.sh/provisioner-name: <name>}`: converted, they
+/// launch spot nodes for the one and on-demand nodes for the other, labelled with the
+/// Provisioner's name so the kube-scheduler binds each pod to its own kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_003_provisioners_by_capacity_type_each_get_their_own_pods() {
+    let select = |p: &str| format!("      nodeSelector: {{karpenter.sh/provisioner-name: {p}}}\n");
+    let pods = [
+        manifests::NODE_CLASS.to_string(),
+        deployment("spot-app", 2, "1", &select("default")),
+        deployment("steady-app", 2, "1", &select("on-demand")),
+    ]
+    .join("---\n");
+    let placed = placements(
+        "older-by-capacity",
+        "us-east-1",
+        &["fixtures/seed-manifests/06-provisioners-by-capacity-v1alpha5.yaml"],
+        &pods,
+        4,
+    )
+    .await;
+    for (app, node) in &placed {
+        let (capacity, provisioner) = match app.as_str() {
+            "spot-app" => ("spot", "default"),
+            _ => ("on-demand", "on-demand"),
+        };
+        assert_eq!(
+            label(node, "karpenter.sh/capacity-type"),
+            Some(capacity),
+            "{app}"
+        );
+        assert_eq!(
+            label(node, "karpenter.sh/provisioner-name"),
+            Some(provisioner),
+            "{app}"
+        );
+        assert_eq!(
+            label(node, "karpenter.sh/nodepool"),
+            Some(provisioner),
+            "{app}"
+        );
+    }
 }
