@@ -69,6 +69,7 @@ async fn provisions_for(
 ) -> Vec<String> {
     placements(test, region, files, pods, n)
         .await
+        .0
         .iter()
         .map(|(_, node)| {
             label(node, "node.kubernetes.io/instance-type")
@@ -79,16 +80,16 @@ async fn provisions_for(
 }
 
 /// `files` converted and applied, then `pods`: each of the `n` Running pods' `app` label and
-/// its Node.
+/// its Node, and the NodeClaims.
 async fn placements(
     test: &str,
     region: &str,
     files: &[&str],
     pods: &str,
     n: usize,
-) -> Vec<(String, Node)> {
+) -> (Vec<(String, Node)>, Vec<serde_json::Value>) {
     let Some(cp) = ControlPlane::start(test) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     cp.install_crds();
     let mut ctl = Launch::sim(&cp, "nodewright")
@@ -121,7 +122,7 @@ async fn placements(
         })
         .collect();
     assert_clean_log(&ctl.log_text());
-    placed
+    (placed, read::nodeclaims(&client).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +148,7 @@ async fn v1beta1_seed_converted_provisions_its_instance_types() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v1alpha5_seed_converted_provisions_for_its_pods() {
-    let types = provisions_for(
+    let (placed, claims) = placements(
         "older-v1alpha5",
         "eu-north-1",
         &["fixtures/seed-manifests/03-provisioner-v1alpha5.yaml"],
@@ -160,7 +161,20 @@ async fn v1alpha5_seed_converted_provisions_for_its_pods() {
         3,
     )
     .await;
-    assert!(types.iter().all(|t| !t.is_empty()), "{types:?}");
+    // Seed 001's Provisioner: spot m-types of 4 or 8 cpu on nitro, each node expiring after
+    // its `ttlSecondsUntilExpired` of an hour.
+    for (_, node) in &placed {
+        assert_eq!(label(node, "karpenter.sh/capacity-type"), Some("spot"));
+        assert_eq!(
+            label(node, "karpenter.k8s.aws/instance-category"),
+            Some("m")
+        );
+        let cpu = label(node, "karpenter.k8s.aws/instance-cpu");
+        assert!(matches!(cpu, Some("4" | "8")), "{cpu:?}");
+    }
+    for c in &claims {
+        assert_eq!(c["spec"]["expireAfter"], "1h", "{c}");
+    }
 }
 
 /// Seed 003's two Provisioners, one per capacity type, each chosen by the pods of its own
@@ -176,7 +190,7 @@ async fn seed_003_provisioners_by_capacity_type_each_get_their_own_pods() {
         deployment("steady-app", 2, "1", &select("on-demand")),
     ]
     .join("---\n");
-    let placed = placements(
+    let (placed, _) = placements(
         "older-by-capacity",
         "us-east-1",
         &["fixtures/seed-manifests/06-provisioners-by-capacity-v1alpha5.yaml"],
