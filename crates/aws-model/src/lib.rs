@@ -10,6 +10,7 @@
 //! [`launch`] turns a NodeClaim's options into a CreateFleet request as plain data.
 
 pub mod catalog;
+pub mod class_input;
 mod csv;
 pub mod error;
 pub mod ice;

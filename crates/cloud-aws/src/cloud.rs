@@ -10,13 +10,13 @@ use nodewright_aws_model::Settings;
 use nodewright_core::model::InstanceType;
 use nodewright_core::time::Timestamp;
 
-use crate::class_input::{ClassInputError, node_class_input};
 use crate::clients::AwsClients;
 use crate::error::AwsError;
 use crate::instance_types::InstanceTypeProvider;
 use crate::nodeclass::{self, NodeClassContext, ResolvedNodeClass};
 use crate::parameters::{Parameters, SsmParameters};
 use crate::pricing::{AwsPriceSource, PriceSource, PricingProvider};
+use nodewright_aws_model::class_input::{ClassInputError, node_class_input};
 
 /// Operator settings of the AWS provider.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,7 +9,6 @@
 //! parameters, real prices) sits behind narrow traits ([`Parameters`], [`PriceSource`]).
 
 pub mod batcher;
-pub mod class_input;
 pub mod clients;
 pub mod cloud;
 pub mod cluster;

@@ -18,7 +18,6 @@ use nodewright_core::labels;
 use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::Requirement;
 
-use crate::class_input::node_class_input;
 use crate::cloud::{AwsCloud, AwsCloudError, now};
 use crate::drift::{self, DriftError};
 use crate::error::AwsError;
@@ -27,6 +26,7 @@ use crate::nodeclass::hash::{
     HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION, nodeclass_hash,
 };
 use crate::nodeclass::validation::PoolDemand;
+use nodewright_aws_model::class_input::node_class_input;
 
 fn class_name(class: &EC2NodeClass) -> String {
     class.metadata.name.clone().unwrap_or_default()

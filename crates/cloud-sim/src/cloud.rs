@@ -13,6 +13,7 @@ use nodewright_api::aws::common::{AmiStatus, Condition, SecurityGroupStatus, Sub
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::quantity;
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_aws_model::class_input::node_class_input;
 use nodewright_aws_model::{AmiFamily, Catalog, NodeClassInput, Settings, SpotPrices, Zone};
 use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, tags,
@@ -148,7 +149,7 @@ pub struct SimCloud {
     catalog: Arc<Catalog>,
     spot: SpotPrices,
     state: Mutex<State>,
-    types: Mutex<BTreeMap<AmiFamily, Arc<Vec<InstanceType>>>>,
+    types: Mutex<Vec<(NodeClassInput, Arc<Vec<InstanceType>>)>>,
 }
 
 fn family_of(class: Option<&EC2NodeClass>) -> AmiFamily {
@@ -244,7 +245,7 @@ impl SimCloud {
                 instances: BTreeMap::new(),
                 unavailable: BTreeMap::new(),
             }),
-            types: Mutex::new(BTreeMap::new()),
+            types: Mutex::new(Vec::new()),
         }
     }
 
@@ -258,21 +259,43 @@ impl SimCloud {
 
     /// The catalog's instance types for a family as this cloud offers them (its region and
     /// zones, synthetic spot prices, every offering available), computed once.
+    /// The instance types of an EC2NodeClass of `family` with no other settings.
     pub fn family_types(&self, family: AmiFamily) -> Arc<Vec<InstanceType>> {
+        self.types_for(&NodeClassInput::new(family))
+    }
+
+    /// The instance types `class` shapes (its AMI family, kubelet, block devices...), read as
+    /// the AWS provider reads it; without a class, AL2023's defaults.
+    pub fn class_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
+        let input = match class {
+            Some(c) => node_class_input(c).map_err(|e| CloudError::NodeClassNotReady {
+                name: e.class.clone(),
+                reason: e.to_string(),
+            })?,
+            None => NodeClassInput::new(AmiFamily::AL2023),
+        };
+        Ok(self.types_for(&input))
+    }
+
+    fn types_for(&self, input: &NodeClassInput) -> Arc<Vec<InstanceType>> {
+        // A handful of distinct classes at most: a list searched by equality is enough.
         let mut cache = self.types.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .entry(family)
-            .or_insert_with(|| {
-                let zones: Vec<Zone> = self.config.zones.iter().map(|z| Zone::new(z)).collect();
-                Arc::new(self.catalog.instance_types(
-                    &self.config.region,
-                    &zones,
-                    &Settings::default(),
-                    &NodeClassInput::new(family),
-                    &self.spot,
-                ))
-            })
-            .clone()
+        if let Some((_, types)) = cache.iter().find(|(i, _)| i == input) {
+            return types.clone();
+        }
+        let zones: Vec<Zone> = self.config.zones.iter().map(|z| Zone::new(z)).collect();
+        let types = Arc::new(self.catalog.instance_types(
+            &self.config.region,
+            &zones,
+            &Settings::default(),
+            input,
+            &self.spot,
+        ));
+        cache.push((input.clone(), types.clone()));
+        types
     }
 
     fn is_unavailable(state: &State, now: Instant, it: &str, o: &Offering) -> bool {
@@ -391,7 +414,7 @@ impl CloudProvider for SimCloud {
         &self,
         class: Option<&EC2NodeClass>,
     ) -> Result<Vec<InstanceType>, CloudError> {
-        let mut types = (*self.family_types(family_of(class))).clone();
+        let mut types = (*self.class_types(class)?).clone();
         let now = Instant::now();
         let s = self.lock();
         for it in &mut types {
@@ -411,8 +434,7 @@ impl CloudProvider for SimCloud {
     ) -> Result<Launched, CloudError> {
         let requirements = claim_requirements(claim)?;
         let requests = claim_requests(claim)?;
-        let family = family_of(class);
-        let types = self.family_types(family);
+        let types = self.class_types(class)?;
         let now = Instant::now();
         let mut s = self.lock();
         if s.rng.chance(self.config.api_error_rate) {
@@ -513,7 +535,7 @@ impl CloudProvider for SimCloud {
             instance_type: choice.instance_type.clone(),
             zone: choice.zone.clone(),
             capacity_type: choice.capacity_type,
-            image_id: Some(image_for(family)),
+            image_id: Some(image_for(family_of(class))),
             state: InstanceState::Pending,
             launched_at: Some(wall_now()),
             tags: instance_tags,

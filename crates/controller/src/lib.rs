@@ -27,6 +27,7 @@ pub mod metered;
 pub mod metrics;
 pub mod permissions;
 pub mod podevents;
+pub mod pool_kubelet;
 pub mod provisioner;
 pub mod repair;
 pub mod run;

@@ -374,3 +374,19 @@ impl Lifecycle {
         }
     }
 }
+
+/// The claim's EC2NodeClass as its NodePool's nodes use it (with the pool's own kubelet
+/// settings, [`crate::pool_kubelet`]).
+fn pool_class(
+    s: &crate::state::ClusterState,
+    claim: &NodeClaim,
+) -> Option<nodewright_api::aws::v1::EC2NodeClass> {
+    let class = s.nodeclasses.get(&claim.spec.node_class_ref.name)?;
+    let pool = claim
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(labels::NODEPOOL))
+        .and_then(|p| s.nodepools.get(p));
+    Some(crate::pool_kubelet::class_for(class, pool).into_owned())
+}

@@ -163,15 +163,24 @@ pub async fn instance_types(
     pools: &[NodePool],
     classes: &BTreeMap<String, EC2NodeClass>,
 ) -> Result<BTreeMap<String, Arc<Vec<InstanceType>>>, nodewright_cloud::CloudError> {
-    let mut by_class: BTreeMap<String, Arc<Vec<InstanceType>>> = BTreeMap::new();
+    // Pools of one class share its types, unless a pool brings its own kubelet settings.
+    type Key = (String, Option<String>);
+    let mut by_class: BTreeMap<Key, Arc<Vec<InstanceType>>> = BTreeMap::new();
     let mut out = BTreeMap::new();
     for np in pools {
         let class_name = np.spec.template.spec.node_class_ref.name.clone();
-        let its = match by_class.get(&class_name) {
+        let key = (
+            class_name.clone(),
+            crate::pool_kubelet::annotation(np).map(str::to_string),
+        );
+        let its = match by_class.get(&key) {
             Some(its) => its.clone(),
             None => {
-                let its = Arc::new(cloud.instance_types(classes.get(&class_name)).await?);
-                by_class.insert(class_name, its.clone());
+                let class = classes
+                    .get(&class_name)
+                    .map(|c| crate::pool_kubelet::class_for(c, Some(np)));
+                let its = Arc::new(cloud.instance_types(class.as_deref()).await?);
+                by_class.insert(key, its.clone());
                 its
             }
         };

@@ -158,6 +158,16 @@ async fn seed_000_v1beta1_objects_applied_as_written_are_served_both_ways_and_pr
     // The controller acts on them: the seed's pods get nodes of the seed's instance types,
     // and their NodeClaims read as v1beta1 too.
     assert_seed_types(&provisioned_types(&cp, &ctl, 4).await);
+    // The seed's `kubelet.maxPods: 110`, kept on the v1 NodePool by the conversion, is what
+    // its nodes hold (a t3.medium holds 17 pods otherwise).
+    let nodes = get(&cp, "nodes");
+    for n in nodes["items"].as_array().unwrap() {
+        assert_eq!(
+            n["status"]["capacity"]["pods"], "110",
+            "{}",
+            n["metadata"]["name"]
+        );
+    }
     let claims = get(&cp, "nodeclaims.v1beta1.karpenter.sh");
     let claims = claims["items"].as_array().unwrap();
     assert!(!claims.is_empty());

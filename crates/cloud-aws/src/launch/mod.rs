@@ -37,10 +37,10 @@ use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
 use crate::AwsClients;
-use crate::class_input::node_class_input;
 use crate::cloud::{AwsCloud, now};
 use crate::error::AwsError;
 use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
+use nodewright_aws_model::class_input::node_class_input;
 
 pub use batch::BatchingFleet;
 pub use failures::FailureKind;

@@ -15,10 +15,7 @@ impl Lifecycle {
         {
             return Ok(l.clone());
         }
-        let class = lock(&self.state)
-            .nodeclasses
-            .get(&claim.spec.node_class_ref.name)
-            .cloned();
+        let class = pool_class(&lock(&self.state), claim);
         let l = self.cloud.create(claim, class.as_ref()).await?;
         failpoint::reached(Failpoint::AfterLaunch);
         self.launched

@@ -180,10 +180,7 @@ impl Lifecycle {
         let mut current = claim.clone();
         current.metadata = meta.clone();
         current.status = Some(status.clone());
-        let class = lock(&self.state)
-            .nodeclasses
-            .get(&claim.spec.node_class_ref.name)
-            .cloned();
+        let class = pool_class(&lock(&self.state), claim);
         match self
             .cloud
             .registration_hooks(&current, class.as_ref())

@@ -18,7 +18,6 @@ use super::{
     USER_DATA_SIZE_LIMIT_EXCEEDED, Verdict, cache_key, choose_launch, classify,
     cluster_cidr_missing, outcome, with_validation,
 };
-use crate::class_input::node_class_input;
 use crate::cloud::AwsCloud;
 use crate::error::AwsError;
 use crate::launch::ClusterInfo;
@@ -27,6 +26,7 @@ use crate::launch::template;
 use crate::launch::userdata::BaseConfig;
 use crate::nodeclass::ResolvedNodeClass;
 use crate::nodeclass::conditions::VALIDATION_SUCCEEDED;
+use nodewright_aws_model::class_input::node_class_input;
 
 /// A dry run's answer: any success EC2 sends back instead of `DryRunOperation` (a peer that
 /// ignores the flag) counts as a pass too.

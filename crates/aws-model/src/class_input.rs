@@ -2,12 +2,10 @@
 //! instance-store policy), read into `aws-model`'s parsed form. Quantities are parsed here,
 //! once; a value that does not parse is reported, not guessed.
 
+use crate::{AmiFamily, BlockDevice, EvictionSignal, NetworkInterface, NodeClassInput};
 use nodewright_api::aws::common::IntOrString;
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::quantity::{parse_resource, parse_units};
-use nodewright_aws_model::{
-    AmiFamily, BlockDevice, EvictionSignal, NetworkInterface, NodeClassInput,
-};
 use thiserror::Error;
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
