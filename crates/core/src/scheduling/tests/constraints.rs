@@ -66,23 +66,6 @@ fn extended_resources_need_a_type_that_has_them() {
 }
 
 #[test]
-fn node_selector_narrows_zone_and_rejects_unknown_values() {
-    let mut p = pod("p", 500, 1);
-    p.node_selector.insert(labels::ZONE.into(), "zone-b".into());
-    let plan = solve(&snapshot(
-        vec![pool("default")],
-        catalog(3),
-        vec![p.clone()],
-    ));
-    assert_eq!(zone_of(&plan, claim_of(&plan, "p").unwrap()), "zone-b");
-    p.node_selector.insert(labels::ZONE.into(), "zone-x".into());
-    let plan = solve(&snapshot(vec![pool("default")], catalog(3), vec![p]));
-    let r = reason_of(&plan, "p");
-    assert!(r.contains("no instance type is compatible"), "{r}");
-    assert!(r.contains("topology.kubernetes.io/zone"), "{r}");
-}
-
-#[test]
 fn custom_labels_must_be_defined_by_the_nodepool() {
     let mut p = pod("p", 500, 1);
     p.node_selector.insert("team".into(), "a".into());
@@ -220,28 +203,6 @@ fn prefer_no_schedule_is_relaxed_last() {
     ));
     let plan = solve(&snapshot(vec![np], catalog(2), vec![pod("p", 500, 1)]));
     assert!(plan.unplaced.is_empty());
-}
-
-#[test]
-fn heavier_nodepools_go_first_and_fall_back() {
-    let mut heavy = pool("heavy");
-    heavy.weight = 10;
-    heavy.template.taints.push(taint("team", "x"));
-    let light = pool("light");
-    let mut tolerant = pod("tolerant", 500, 1);
-    tolerant.tolerations.push(toleration("team"));
-    let plan = solve(&snapshot(
-        vec![light.clone(), heavy.clone()],
-        catalog(2),
-        vec![tolerant],
-    ));
-    assert_eq!(claim_of(&plan, "tolerant").unwrap().nodepool, "heavy");
-    let plan = solve(&snapshot(
-        vec![light, heavy],
-        catalog(2),
-        vec![pod("plain", 500, 1)],
-    ));
-    assert_eq!(claim_of(&plan, "plain").unwrap().nodepool, "light");
 }
 
 #[test]
