@@ -257,6 +257,14 @@ impl ClusterState {
                 self.nodeclaims.insert(key, *c);
             }
             Object::NodePool(p) => {
+                // A NodePool made anew under an old name starts without the old one's record.
+                if self
+                    .nodepools
+                    .get(&key)
+                    .is_some_and(|old| old.metadata.uid != p.metadata.uid)
+                {
+                    self.registration_health.remove(&key);
+                }
                 self.nodepools.insert(key, *p);
             }
             Object::NodeClass(c) => {
@@ -315,7 +323,10 @@ impl ClusterState {
                     );
                 }
             }
-            Kind::NodePool => drop(self.nodepools.remove(key)),
+            Kind::NodePool => {
+                self.nodepools.remove(key);
+                self.registration_health.remove(key);
+            }
             Kind::NodeClass => drop(self.nodeclasses.remove(key)),
             Kind::DaemonSet => drop(self.daemonsets.remove(key)),
             Kind::Pdb => drop(self.pdbs.remove(key)),

@@ -219,3 +219,53 @@ fn a_converted_node_keeps_its_resource_version() {
     let n = convert::node(&node).unwrap();
     assert_eq!(n.resource_version, "4711");
 }
+
+#[test]
+fn a_nodepool_deleted_or_made_anew_loses_its_registration_record() {
+    let pool = |uid: &str| -> Object {
+        Object::NodePool(Box::new(
+            serde_json::from_value(json!({
+                "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                "metadata": {"name": "p", "uid": uid, "generation": 1},
+                "spec": {"template": {"spec": {"requirements": [],
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}}}
+            }))
+            .unwrap(),
+        ))
+    };
+    let claim: NodeClaim = serde_json::from_value(json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "c", "labels": {"karpenter.sh/nodepool": "p"}},
+        "spec": {"requirements": [],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}
+    }))
+    .unwrap();
+    let failed = |s: &mut ClusterState| {
+        for _ in 0..4 {
+            s.record_registration(&claim, Err("registration timeout".into()));
+        }
+    };
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pool("one")));
+    failed(&mut s);
+    let current = |s: &ClusterState| s.registration_status(s.nodepools.get("p").unwrap());
+    assert_ne!(
+        current(&s),
+        nodewright_core::registration_health::Status::Unknown
+    );
+    // The same pool updated keeps it.
+    s.apply(WatchEvent::Apply(pool("one")));
+    assert_ne!(
+        current(&s),
+        nodewright_core::registration_health::Status::Unknown
+    );
+    // Made anew under the same name, it starts over.
+    s.apply(WatchEvent::Apply(pool("two")));
+    assert_eq!(
+        current(&s),
+        nodewright_core::registration_health::Status::Unknown
+    );
+    failed(&mut s);
+    s.apply(WatchEvent::Delete(pool("two")));
+    assert!(s.registration_health.is_empty());
+}
