@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::kit::controller::{Controller, Launch};
-use crate::kit::moto::{Moto, World};
+use crate::kit::moto::{Moto, World, assert_policy_allows, policy_actions};
 use crate::kit::read::{self, condition, name, running};
 use crate::kit::{ControlPlane, assert_clean_log, eventually, inflate};
 
@@ -140,6 +140,7 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
     cp.install_crds();
     let moto = Moto::start(cp.dir.join("moto.log")).await;
     let world = moto.world(CLUSTER);
+    moto.record();
     let _agent = agent(&cp, &moto);
     let mut ctl = controller(&cp, &moto, &world, "nodewright").start();
     ctl.wait_ready().await;
@@ -306,6 +307,20 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
     assert!(profiles(&moto).is_empty(), "{:?}", profiles(&moto));
     assert!(templates(&moto).is_empty(), "{:?}", templates(&moto));
     assert_clean_log(&ctl.log_text());
+    // Every call made (launches, interruption, the class's cleanup) is one the shipped IAM
+    // policy allows.
+    let actions = moto.sdk_actions();
+    println!("AWS actions used: {actions:?}");
+    for a in [
+        "ec2:CreateFleet",
+        "sqs:ReceiveMessage",
+        "iam:DeleteInstanceProfile",
+    ] {
+        assert!(actions.contains(a), "{a} not recorded: {actions:?}");
+    }
+    assert_policy_allows(&actions);
+    let unused: Vec<String> = policy_actions().difference(&actions).cloned().collect();
+    println!("policy actions this run did not use: {unused:?}");
 }
 
 /// Names of the instance profiles in moto.
@@ -348,6 +363,7 @@ async fn an_instance_terminated_and_a_node_deleted_behind_its_back_are_cleaned_u
     cp.install_crds();
     let moto = Moto::start(cp.dir.join("moto.log")).await;
     let world = moto.world(CLUSTER);
+    moto.record();
     let _agent = agent(&cp, &moto);
     let mut ctl = controller(&cp, &moto, &world, "nodewright").start();
     ctl.wait_ready().await;
@@ -435,4 +451,7 @@ async fn an_instance_terminated_and_a_node_deleted_behind_its_back_are_cleaned_u
     .await
     .unwrap_or_else(|e| panic!("{e}\n{:#?}", running_instances(&moto)));
     assert_clean_log(&ctl.log_text());
+    let actions = moto.sdk_actions();
+    assert!(actions.contains("ec2:TerminateInstances"), "{actions:?}");
+    assert_policy_allows(&actions);
 }

@@ -2,6 +2,7 @@
 //! started from the venv `scripts/moto` installs, and the AWS objects an EC2NodeClass selects,
 //! created by `aws_world.py` with boto3 from the same venv.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -14,6 +15,8 @@ pub struct Moto {
     child: Child,
     pub url: String,
     venv: PathBuf,
+    /// Where moto writes the requests it records (see [`Moto::record`]).
+    recording: PathBuf,
 }
 
 /// What `aws_world.py` created: ids the test's manifests and assertions name.
@@ -42,18 +45,25 @@ impl Moto {
         let venv = venv();
         let port = free_port();
         let out = std::fs::File::create(&log).expect("moto log");
+        let recording = log.with_file_name("moto-recording.jsonl");
         let child = Command::new(venv.join("bin/moto_server"))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .env("MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION", "true")
             .env("MOTO_ENABLE_AMI_VALIDATION", "true")
             .env("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")
+            .env("MOTO_RECORDER_FILEPATH", &recording)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
             .stderr(out)
             .spawn()
             .expect("moto_server starts (scripts/moto installs it)");
         let url = format!("http://127.0.0.1:{port}");
-        let mut moto = Moto { child, url, venv };
+        let mut moto = Moto {
+            child,
+            url,
+            venv,
+            recording,
+        };
         for _ in 0..200 {
             if super::controller::http_get(&format!("{}/", moto.url))
                 .await
@@ -114,6 +124,160 @@ impl Moto {
         ));
         v.as_array().cloned().unwrap_or_default()
     }
+}
+
+impl Moto {
+    /// Records every request from now on (moto's recorder), for [`Moto::sdk_actions`].
+    pub fn record(&self) {
+        let program = format!(
+            "import urllib.request\nurllib.request.urlopen(urllib.request.Request({:?}, method='POST'))",
+            format!("{}/moto-api/recorder/start-recording", self.url)
+        );
+        let out = Command::new(self.venv.join("bin/python"))
+            .args(["-c", &program])
+            .output()
+            .expect("python runs");
+        assert!(
+            out.status.success(),
+            "starting moto's recorder failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The IAM actions (`ec2:DescribeInstances`) of the recorded requests aws-sdk-rust made
+    /// (the controller's and its node agent's; the test's own boto3 calls are left out).
+    pub fn sdk_actions(&self) -> BTreeSet<String> {
+        let text = std::fs::read_to_string(&self.recording).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| {
+                header(e, "user-agent").contains("aws-sdk-rust")
+                    || header(e, "x-amz-user-agent").contains("aws-sdk-rust")
+            })
+            .map(|e| iam_action(&e))
+            .collect()
+    }
+}
+
+/// A recorded request's header, by lower-case name.
+fn header(entry: &Value, name: &str) -> String {
+    entry["headers"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .and_then(|(_, v)| v.as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The IAM action a recorded request needs: the signing service from its credential scope
+/// and the operation from `X-Amz-Target` (JSON protocols), the `Action` of a query body, or
+/// the route of a REST call. A REST route not known here comes back as `service:METHOD path`,
+/// which no policy allows, so a new kind of call is noticed.
+fn iam_action(entry: &Value) -> String {
+    let auth = header(entry, "authorization");
+    let service = auth
+        .split("Credential=")
+        .nth(1)
+        .and_then(|c| c.split('/').nth(3))
+        .unwrap_or("unknown")
+        .to_string();
+    let target = header(entry, "x-amz-target");
+    if let Some((_, op)) = target.rsplit_once('.') {
+        return format!("{service}:{op}");
+    }
+    let mut body = entry["body"].as_str().unwrap_or_default().to_string();
+    if entry["body_encoded"].as_bool() == Some(true) {
+        body = base64_decode(&body);
+    }
+    if let Some(op) = body.split('&').find_map(|kv| kv.strip_prefix("Action=")) {
+        return format!("{service}:{op}");
+    }
+    let method = entry["method"].as_str().unwrap_or_default();
+    let url = entry["url"].as_str().unwrap_or_default();
+    let path = url
+        .split("://")
+        .nth(1)
+        .and_then(|r| r.split_once('/'))
+        .map_or("", |(_, p)| p);
+    let path = path.split('?').next().unwrap_or_default();
+    let op = match (
+        service.as_str(),
+        method,
+        path.split('/').next().unwrap_or_default(),
+    ) {
+        ("eks", "GET", "clusters") => "DescribeCluster",
+        ("arc-zonal-shift", "GET", "managedresources") => "GetManagedResource",
+        _ => return format!("{service}:{method} /{path}"),
+    };
+    format!("{service}:{op}")
+}
+
+/// Standard base64, as moto encodes a binary body.
+fn base64_decode(text: &str) -> String {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for v in text.bytes().filter_map(value) {
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every action of the controller's IAM policy (`deploy/controller-policy.json`).
+pub fn policy_actions() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repo_root().join("deploy/controller-policy.json"))
+        .expect("the controller policy");
+    let policy: Value = serde_json::from_str(&text).expect("the policy is JSON");
+    let mut out = BTreeSet::new();
+    let mut stack = vec![&policy];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("Action", Value::String(a)) => drop(out.insert(a.clone())),
+                        ("Action", Value::Array(a)) => {
+                            out.extend(a.iter().filter_map(Value::as_str).map(String::from))
+                        }
+                        _ => stack.push(x),
+                    }
+                }
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Fails naming each action the recorded SDK calls made that the policy does not allow.
+/// `sts:GetCallerIdentity` needs no permission.
+pub fn assert_policy_allows(actions: &BTreeSet<String>) {
+    let policy = policy_actions();
+    let missing: Vec<&String> = actions
+        .iter()
+        .filter(|a| !policy.contains(*a) && a.as_str() != "sts:GetCallerIdentity")
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "calls deploy/controller-policy.json does not allow: {missing:?} (made: {actions:?})"
+    );
 }
 
 impl Drop for Moto {
