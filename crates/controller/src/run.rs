@@ -209,13 +209,16 @@ pub async fn run(
             .with_leader(leader.clone()),
     );
     let termination = Arc::new(Termination::new(&ctx).with_leader(leader.clone()));
-    let status = Arc::new(StatusController::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        leader.clone(),
-    ));
+    let status = Arc::new(
+        StatusController::new(
+            state.clone(),
+            writer.clone(),
+            cloud.clone(),
+            clock,
+            leader.clone(),
+        )
+        .with_events(ctx.events.clone()),
+    );
     let gc = Arc::new(GarbageCollector::new(
         state.clone(),
         writer.clone(),

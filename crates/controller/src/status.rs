@@ -6,6 +6,7 @@
 
 pub mod consolidatable;
 pub mod drift;
+pub mod events;
 pub mod finalizer;
 pub mod nodeclass;
 pub mod nodepool;
@@ -20,6 +21,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::clock::Clock;
+use crate::events::{EventSink, NoEvents};
 use crate::state::{SharedState, lock};
 use crate::write::{KubeWriter, WriteError};
 
@@ -51,6 +53,7 @@ pub struct StatusController {
     classes: Mutex<HashMap<String, nodeclass::Resolved>>,
     /// The provider's last drift answer per claim uid, and when it was asked.
     provider_drift: Mutex<HashMap<String, (Timestamp, Option<String>)>>,
+    events: Arc<dyn EventSink>,
 }
 
 impl StatusController {
@@ -69,7 +72,14 @@ impl StatusController {
             leader,
             classes: Mutex::new(HashMap::new()),
             provider_drift: Mutex::new(HashMap::new()),
+            events: Arc::new(NoEvents),
         }
+    }
+
+    /// Publishes the writers' events (a deleted class waiting for its claims) to `events`.
+    pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = events;
+        self
     }
 
     /// One pass over classes, pools and claims. Does nothing before sync or without the lease

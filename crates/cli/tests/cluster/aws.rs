@@ -284,6 +284,15 @@ async fn instances_follow_inflate_and_a_spot_interruption_replaces_its_node() {
         "the class waits for its claims: {deleting:?}"
     );
     assert_eq!(profiles(&moto), vec![profile]);
+    let waiting = read::events(&client).await.into_iter().find(|e| {
+        e.reason.as_deref() == Some("WaitingOnNodeClaimTermination")
+            && e.involved_object.kind.as_deref() == Some("EC2NodeClass")
+    });
+    let message = waiting.and_then(|e| e.message).unwrap_or_default();
+    assert!(
+        message.starts_with("Waiting on NodeClaim termination for "),
+        "{message:?}"
+    );
 
     // Zero replicas: every instance terminated, every claim gone; then the class goes, with
     // its instance profile and launch templates.

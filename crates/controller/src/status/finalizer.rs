@@ -9,6 +9,7 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use tracing::{info, warn};
 
 use super::{StatusController, Written, record};
+use crate::events::ObjectRef;
 use crate::state::lock;
 use crate::write::MetaPatch;
 
@@ -105,6 +106,14 @@ impl StatusController {
                 }
                 Step::Wait(claims) => {
                     info!(ec2nodeclass = %name, nodeclaims = ?claims, "EC2NodeClass deletion waits for its NodeClaims to terminate");
+                    let mut class_ref = ObjectRef::ec2nodeclass(&name);
+                    if let Some(uid) = &class.metadata.uid {
+                        class_ref = class_ref.with_uid(uid.clone());
+                    }
+                    self.events
+                        .publish(super::events::waiting_on_nodeclaim_termination(
+                            class_ref, &claims,
+                        ));
                 }
                 Step::Finalize => match self.cloud.finalize_node_class(&class).await {
                     Ok(removed) => {
