@@ -2,9 +2,10 @@
 //! [`static_capacity::plan`] on a fresh snapshot says how many NodeClaims each NodePool with
 //! `spec.replicas` must gain or lose; this creates them from the pool's template (any
 //! instance type the pool admits, cheapest first, for the cloud to choose among) and deletes
-//! the extra ones in the order core gives. The lifecycle and termination loops take it from
-//! there, as for any claim. Static pools get no pods' claims from the provisioner and no
-//! consolidation.
+//! the extra ones in the order core gives. A drifted claim gets a replacement first (annotated
+//! with the claim it replaces) and is deleted once that one is initialized. The lifecycle and
+//! termination loops take it from there, as for any claim. Static pools get no pods' claims
+//! from the provisioner, no consolidation and no drift command.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use tracing::{info, warn};
 use crate::claims::{self, ClaimRequest};
 use crate::clock::Clock;
 use crate::context::Context;
+use crate::interruption::deletion;
 use crate::metrics::Metrics;
 use crate::provisioner::{snapshot, submit_claim};
 use crate::state::{SharedState, lock};
@@ -29,6 +31,9 @@ pub const EVERY: Duration = Duration::from_secs(10);
 
 /// The `karpenter_nodeclaims_created_total` reason of a static claim.
 const REASON: &str = "static";
+
+/// The reason of a drifted claim's replacement and of its deletion (upstream's drift reason).
+const DRIFTED: &str = "drifted";
 
 pub struct StaticCapacity {
     state: SharedState,
@@ -83,63 +88,111 @@ impl StaticCapacity {
                 .get(&pool.name)
                 .map(|its| static_capacity::instance_types(pool, its))
                 .unwrap_or_default();
-            self.create(&scale, &pool.template.requirements, types, &mut done)
-                .await?;
+            let replacing: Vec<Option<&str>> = std::iter::repeat_n(None, scale.create)
+                .chain(scale.replace.iter().map(|d| Some(d.as_str())))
+                .collect();
+            self.create(
+                &scale.nodepool,
+                &replacing,
+                &pool.template.requirements,
+                types,
+                &mut done,
+            )
+            .await?;
             self.delete(&scale, &mut done).await?;
         }
         Ok(done)
     }
 
+    /// One claim per entry of `replacing`: a plain one for `None`, a replacement of the named
+    /// drifted claim for `Some`.
     async fn create(
         &self,
-        scale: &Scale,
+        nodepool: &str,
+        replacing: &[Option<&str>],
         requirements: &[nodewright_core::requirements::Requirement],
         instance_types: Vec<String>,
         done: &mut Vec<String>,
     ) -> Result<(), String> {
-        if scale.create == 0 {
+        if replacing.is_empty() {
             return Ok(());
         }
         if instance_types.is_empty() {
-            warn!(nodepool = %scale.nodepool, "static NodePool: no instance type satisfies its requirements");
+            warn!(nodepool = %nodepool, "static NodePool: no instance type satisfies its requirements");
             return Ok(());
         }
-        let Some(api_pool) = lock(&self.state).nodepools.get(&scale.nodepool).cloned() else {
+        let Some(api_pool) = lock(&self.state).nodepools.get(nodepool).cloned() else {
             return Ok(());
         };
         let request = ClaimRequest {
-            nodepool: scale.nodepool.clone(),
+            nodepool: nodepool.to_string(),
             requirements: requirements.to_vec(),
             instance_types,
             capacity_types: Vec::new(),
             requests: Resources::new(),
             min_values_relaxed: false,
         };
-        for _ in 0..scale.create {
-            let name = format!("{}-{}", scale.nodepool, claims::random_suffix());
-            let claim = claims::build(&api_pool, &request, &name);
+        for replaces in replacing {
+            let name = format!("{nodepool}-{}", claims::random_suffix());
+            let mut claim = claims::build(&api_pool, &request, &name);
+            let reason = match replaces {
+                Some(old) => {
+                    claim
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(static_capacity::REPLACES.into(), old.to_string());
+                    DRIFTED
+                }
+                None => REASON,
+            };
             submit_claim(
                 &self.state,
                 self.writer.as_ref(),
                 &self.metrics,
                 &claim,
-                REASON,
+                reason,
             )
             .await
             .map_err(|e| e.to_string())?;
-            info!(nodepool = %scale.nodepool, nodeclaim = %name, "static NodePool: created a claim");
+            match replaces {
+                Some(old) => {
+                    info!(nodepool = %nodepool, nodeclaim = %name, replaces = %old, "static NodePool: replacing a drifted claim")
+                }
+                None => {
+                    info!(nodepool = %nodepool, nodeclaim = %name, "static NodePool: created a claim")
+                }
+            }
             done.push(format!("created {name}"));
         }
         Ok(())
     }
 
     async fn delete(&self, scale: &Scale, done: &mut Vec<String>) -> Result<(), String> {
-        for name in &scale.delete {
+        let extra = scale.delete.iter().map(|n| (n, false));
+        for (name, drifted) in extra.chain(scale.replaced.iter().map(|n| (n, true))) {
+            let deletion = drifted
+                .then(|| {
+                    let s = lock(&self.state);
+                    s.claim_named(name).and_then(|c| deletion(c, &s))
+                })
+                .flatten();
             match self.writer.delete_nodeclaim(name).await {
                 Err(e) if !e.is_not_found() => return Err(e.to_string()),
                 _ => {}
             }
-            info!(nodepool = %scale.nodepool, nodeclaim = %name, "static NodePool: deleted an extra claim");
+            if let Some(d) = deletion {
+                self.metrics.nodeclaim_disrupted_with_mode(
+                    DRIFTED,
+                    &d.nodepool,
+                    &d.capacity_type,
+                    &d.consolidation_policy,
+                    d.termination_mode,
+                );
+                info!(nodepool = %scale.nodepool, nodeclaim = %name, "static NodePool: deleted a drifted claim, its replacement initialized");
+            } else {
+                info!(nodepool = %scale.nodepool, nodeclaim = %name, "static NodePool: deleted an extra claim");
+            }
             done.push(format!("deleted {name}"));
         }
         Ok(())

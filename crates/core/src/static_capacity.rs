@@ -7,14 +7,23 @@
 //! - claims being deleted no longer count;
 //! - extra claims go in this order: not yet launched, then empty (no pods but daemon pods),
 //!   then those with the fewest pods; nodes running a `do-not-disrupt` pod go last; ties by
-//!   name.
+//!   name;
+//! - a drifted claim is replaced one for one (upstream's StaticDrift), as far as the pool's
+//!   budgets for `Drifted` allow, longest drifted first: a new claim is made naming it in
+//!   [`REPLACES`], and it is deleted once that claim is initialized. Until then the pair
+//!   counts as one claim.
 
 use std::collections::BTreeMap;
 
+use crate::disruption::budgets::allowed_disruptions;
 use crate::disruption::candidates::do_not_disrupt_until;
 use crate::labels;
-use crate::model::{InstanceType, NodeClaim, NodePool, Snapshot};
+use crate::model::{DisruptionReason, InstanceType, NodeClaim, NodePool, Snapshot};
 use crate::resources::NODES;
+
+/// The annotation a static claim made to replace a drifted one carries: the drifted claim's
+/// name.
+pub const REPLACES: &str = "nodewright.io/replaces";
 
 /// What one static NodePool needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,6 +33,10 @@ pub struct Scale {
     pub create: usize,
     /// NodeClaims to delete, in the order to delete them.
     pub delete: Vec<String>,
+    /// Drifted claims to make a replacement for (one each, annotated [`REPLACES`]).
+    pub replace: Vec<String>,
+    /// Drifted claims whose replacement is initialized: delete them.
+    pub replaced: Vec<String>,
 }
 
 /// The claims each static NodePool of `s` must gain or lose; pools already at their target
@@ -32,7 +45,12 @@ pub fn plan(s: &Snapshot) -> Vec<Scale> {
     s.nodepools
         .iter()
         .filter_map(|p| scale(s, p))
-        .filter(|sc| sc.create > 0 || !sc.delete.is_empty())
+        .filter(|sc| {
+            sc.create > 0
+                || !sc.delete.is_empty()
+                || !sc.replace.is_empty()
+                || !sc.replaced.is_empty()
+        })
         .collect()
 }
 
@@ -48,22 +66,75 @@ fn scale(s: &Snapshot, pool: &NodePool) -> Option<Scale> {
         .iter()
         .filter(|c| c.nodepool == pool.name && c.deletion_timestamp.is_none())
         .collect();
+    let live_name = |name: &str| live.iter().any(|c| c.name == name);
+    // Replacements in progress: (replacement, the drifted claim it stands in for).
+    let pairs: Vec<(&NodeClaim, &str)> = live
+        .iter()
+        .filter_map(|c| Some((*c, c.annotations.get(REPLACES)?.as_str())))
+        .filter(|(_, old)| live_name(old))
+        .collect();
     let mut sc = Scale {
         nodepool: pool.name.clone(),
         ..Scale::default()
     };
-    if live.len() < target {
-        sc.create = target - live.len();
-    } else if live.len() > target {
-        let mut ranked: Vec<(Rank, &str)> =
-            live.iter().map(|c| (rank(s, c), c.name.as_str())).collect();
+    sc.replaced = pairs
+        .iter()
+        .filter(|(new, _)| new.initialized)
+        .map(|(_, old)| old.to_string())
+        .collect();
+    // A pair is one claim until the drifted one goes.
+    let counted: Vec<&NodeClaim> = live
+        .iter()
+        .copied()
+        .filter(|c| !pairs.iter().any(|(new, _)| new.name == c.name))
+        .collect();
+    let count = counted.len();
+    if count < target {
+        sc.create = target - count;
+    } else if count > target {
+        let mut ranked: Vec<(Rank, &str)> = counted
+            .iter()
+            .map(|c| (rank(s, c), c.name.as_str()))
+            .collect();
         ranked.sort();
-        sc.delete = ranked[..live.len() - target]
+        sc.delete = ranked[..count - target]
             .iter()
             .map(|(_, name)| name.to_string())
             .collect();
     }
+    sc.replace = drift_replacements(s, pool, &counted, &pairs, &sc.delete);
     Some(sc)
+}
+
+/// The drifted claims to replace now: not already being replaced or deleted, longest
+/// drifted first, as many as the pool's `Drifted` budgets allow beside those in progress.
+fn drift_replacements(
+    s: &Snapshot,
+    pool: &NodePool,
+    counted: &[&NodeClaim],
+    pairs: &[(&NodeClaim, &str)],
+    deleting: &[String],
+) -> Vec<String> {
+    let mut drifted: Vec<&NodeClaim> = counted
+        .iter()
+        .copied()
+        .filter(|c| c.drifted.is_some() && c.launched)
+        .filter(|c| !pairs.iter().any(|(_, old)| *old == c.name))
+        .filter(|c| !deleting.contains(&c.name))
+        .collect();
+    drifted.sort_by(|a, b| a.drifted_at.cmp(&b.drifted_at).then(a.name.cmp(&b.name)));
+    let allowance = allowed_disruptions(
+        pool,
+        DisruptionReason::Drifted,
+        counted.len() as u32,
+        pairs.len() as u32,
+        s.now,
+    );
+    drifted
+        .into_iter()
+        .take(allowance.allowed as usize)
+        .map(|c| c.name.clone())
+        .collect()
 }
 
 /// Which extra claim goes first: lower ranks first.

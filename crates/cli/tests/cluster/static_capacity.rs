@@ -1,7 +1,7 @@
 //! Static capacity (`FEATURE_GATES=StaticCapacity=true`): a NodePool with `spec.replicas: 2`
 //! gets two nodes with no pods asking for them, consolidation leaves them (the pool allows
-//! emptiness at once), and `kubectl scale nodepool --replicas=1` through the CRD's scale
-//! subresource takes one away.
+//! emptiness at once), `kubectl scale nodepool --replicas=1` through the CRD's scale
+//! subresource takes one away, and a template change replaces the drifted claim one for one.
 
 use std::time::Duration;
 
@@ -109,5 +109,65 @@ async fn a_static_nodepool_keeps_its_replicas_and_scales_with_kubectl() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+
+    // A template change drifts the claim: a replacement comes first, then the drifted claim
+    // goes (never more than one extra claim), and the pool is back to one claim.
+    let before = names(
+        read::nodeclaims(&client)
+            .await
+            .into_iter()
+            .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+            .collect(),
+    );
+    assert_eq!(before.len(), 1, "{before:?}");
+    cp.kubectl(&[
+        "patch",
+        "nodepool",
+        "fixed",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"labels":{"team":"b"}}}}}"#,
+    ]);
+    let most = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let after = eventually(
+        Duration::from_secs(180),
+        "the drifted claim replaced",
+        || {
+            let client = client.clone();
+            let before = before.clone();
+            let most = most.clone();
+            async move {
+                let claims = read::nodeclaims(&client).await;
+                most.fetch_max(claims.len(), std::sync::atomic::Ordering::Relaxed);
+                let live: Vec<&serde_json::Value> = claims
+                    .iter()
+                    .filter(|c| c["metadata"]["deletionTimestamp"].is_null())
+                    .collect();
+                (live.len() == 1
+                    && claims.len() == 1
+                    && !before.contains(&read::name(live[0]).to_string())
+                    && live[0]["metadata"]["labels"]["team"] == "b")
+                    .then(|| live[0].clone())
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let most = most.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(most <= 2, "{most} claims at once");
+    assert_eq!(
+        after["metadata"]["annotations"]["nodewright.io/replaces"],
+        before[0].as_str(),
+        "{after}"
+    );
+    let metrics = ctl.metrics().await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("karpenter_nodeclaims_disrupted_total{")
+                && l.contains(r#"reason="drifted""#)
+                && l.ends_with(" 1")),
+        "{metrics}"
+    );
     assert_clean_log(&ctl.log_text());
 }

@@ -22,7 +22,7 @@ fn a_pool_below_its_replicas_creates_the_difference_and_dynamic_pools_are_left_a
         vec![Scale {
             nodepool: "default".into(),
             create: 2,
-            delete: vec![]
+            ..Scale::default()
         }]
     );
     // Claims being deleted no longer count.
@@ -102,4 +102,70 @@ fn a_static_pools_empty_node_is_no_candidate_for_emptiness_or_consolidation() {
         "{:?}",
         graceful.blocked
     );
+}
+
+#[test]
+fn drifted_claims_are_replaced_one_for_one_within_the_drift_budget() {
+    let mut s = cluster(
+        &["a"],
+        &[
+            ("n1", "large", &[500]),
+            ("n2", "large", &[]),
+            ("n3", "large", &[]),
+        ],
+    );
+    static_pool(&mut s, 3);
+    for (c, at) in s.node_claims.iter_mut().zip([30, 10, 20]) {
+        c.launched = true;
+        c.drifted = Some("NodePoolDrifted".into());
+        c.drifted_at = Some(Timestamp(at));
+    }
+    s.nodepools[0].disruption.budgets = vec![crate::model::Budget {
+        nodes: crate::model::BudgetNodes::Count(1),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    // One at a time, longest drifted first; the pool is at its size, so nothing else.
+    let sc = &plan(&s)[0];
+    assert_eq!((sc.create, sc.delete.clone()), (0, vec![]));
+    assert_eq!(sc.replace, ["c-n2"]);
+
+    // The replacement exists: the pair counts as one claim, and the budget is used up.
+    let mut new = NodeClaim {
+        name: "c-new".into(),
+        nodepool: "default".into(),
+        launched: true,
+        ..NodeClaim::default()
+    };
+    new.annotations.insert(REPLACES.into(), "c-n2".into());
+    s.node_claims.push(new);
+    assert!(plan(&s).is_empty(), "{:?}", plan(&s));
+
+    // Initialized, it takes over: the drifted claim goes.
+    s.node_claims.last_mut().unwrap().initialized = true;
+    let sc = &plan(&s)[0];
+    assert_eq!(sc.replaced, ["c-n2"]);
+    assert!(sc.replace.is_empty() && sc.delete.is_empty() && sc.create == 0);
+}
+
+#[test]
+fn the_drift_method_leaves_a_static_pools_drifted_nodes_to_static_capacity() {
+    use crate::disruption::engine_simulator::EngineSimulator;
+    use crate::disruption::plan::{Settings, plan as disrupt};
+    let mut s = cluster(&["a"], &[("n1", "large", &[500])]);
+    s.node_claims[0].drifted = Some("NodePoolDrifted".into());
+    s.node_claims[0].drifted_at = Some(Timestamp(1));
+    let drift = |s: &Snapshot| {
+        disrupt(s, &EngineSimulator::default(), Settings::default())
+            .commands
+            .iter()
+            .any(|c| c.method == crate::disruption::command::Method::Drift)
+    };
+    assert!(
+        drift(&s),
+        "a dynamic pool's drifted node is replaced by drift"
+    );
+    static_pool(&mut s, 1);
+    assert!(!drift(&s));
 }

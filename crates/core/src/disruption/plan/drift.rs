@@ -33,6 +33,8 @@ pub(super) fn plan<'s, 'c>(
     };
     let mut drifted: Vec<(&Candidate<'_>, String)> = candidates
         .filter(|c| !round.taken.contains(&c.node.name))
+        // A static pool's drifted claims are replaced one for one by static capacity.
+        .filter(|c| c.nodepool.replicas.is_none())
         .filter_map(|c| {
             let pool = c.nodepool.name.as_str();
             node_round
