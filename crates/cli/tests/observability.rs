@@ -122,6 +122,10 @@ fn series_names(name: &str, kind: &str) -> Vec<String> {
             .iter()
             .map(|s| format!("{name}{s}"))
             .collect(),
+        "summary" => ["", "_sum", "_count"]
+            .iter()
+            .map(|s| format!("{name}{s}"))
+            .collect(),
         _ => vec![name.to_string()],
     }
 }
@@ -199,6 +203,19 @@ fn scrape_controller() -> String {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// What a running controller exports: the built binary's `/metrics` and a bench run's
+/// metrics, merged.
+fn exported_families() -> BTreeMap<String, Family> {
+    let mut seen = families(&scrape_controller());
+    for (name, f) in families(&bench_metrics()) {
+        let e = seen.entry(name).or_default();
+        e.kind = f.kind;
+        e.sampled |= f.sampled;
+        e.labels.extend(f.labels);
+    }
+    seen
 }
 
 /// The metrics the controller's loops wrote over a small scale-up and consolidation.
@@ -475,13 +492,7 @@ fn dashboards_and_alerts_read_only_what_the_controller_exports() {
     }
     promtool_check(&tools, &dashboard_rules_file(&exprs));
 
-    let mut seen = families(&scrape_controller());
-    for (name, f) in families(&bench_metrics()) {
-        let e = seen.entry(name).or_default();
-        e.kind = f.kind;
-        e.sampled |= f.sampled;
-        e.labels.extend(f.labels);
-    }
+    let mut seen = exported_families();
     let source = metrics_source();
     for (name, kind, labels) in UNSAMPLED {
         let listed: BTreeSet<String> = labels.iter().map(|l| l.to_string()).collect();
@@ -569,4 +580,156 @@ fn dashboards_and_alerts_read_only_what_the_controller_exports() {
     ] {
         assert!(read_families.contains(family), "nothing reads {family}");
     }
+}
+
+// ---- parity with Karpenter's families ----
+
+/// One line of `docs/karpenter-metrics.txt`.
+#[derive(Debug)]
+struct Upstream {
+    sample: String,
+    kind: String,
+    labels: BTreeSet<String>,
+    without: BTreeSet<String>,
+    /// `absent` or `missing`: not exported, and said so in docs/OBSERVABILITY.md.
+    unexported: Option<String>,
+}
+
+impl Upstream {
+    /// The family name in `# TYPE`: a counter's without `_total`.
+    fn family(&self) -> &str {
+        match self.kind.as_str() {
+            "counter" => self.sample.strip_suffix("_total").unwrap_or(&self.sample),
+            _ => &self.sample,
+        }
+    }
+}
+
+fn upstream_families() -> Vec<Upstream> {
+    let file = repo().join("docs/karpenter-metrics.txt");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let names = |s: &str| -> BTreeSet<String> {
+        s.split(',')
+            .filter(|l| *l != "-" && !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let at = format!("{}:{}", file.display(), n + 1);
+        assert!(
+            (3..=4).contains(&cols.len()),
+            "{at}: want name type labels [mark]"
+        );
+        assert!(
+            ["counter", "gauge", "histogram", "summary"].contains(&cols[1]),
+            "{at}: unknown type {}",
+            cols[1]
+        );
+        let mut u = Upstream {
+            sample: cols[0].into(),
+            kind: cols[1].into(),
+            labels: names(cols[2]),
+            without: BTreeSet::new(),
+            unexported: None,
+        };
+        match cols.get(3) {
+            None => {}
+            Some(m) if *m == "absent" || *m == "missing" => u.unexported = Some(m.to_string()),
+            Some(m) => {
+                let w = m
+                    .strip_prefix("without=")
+                    .unwrap_or_else(|| panic!("{at}: unknown mark {m}"));
+                u.without = names(w);
+                assert!(
+                    u.without.is_subset(&u.labels),
+                    "{at}: without= names labels not listed"
+                );
+            }
+        }
+        out.push(u);
+    }
+    out
+}
+
+/// Prefixes of the families upstream's list covers: any exported family under one of them
+/// must be on the list.
+const UPSTREAM_PREFIXES: [&str; 5] = [
+    "karpenter_",
+    "controller_runtime_",
+    "workqueue_",
+    "operator_",
+    "leader_election_",
+];
+
+#[test]
+fn every_karpenter_family_is_exported_with_its_type_and_labels() {
+    let listed = upstream_families();
+    let seen = exported_families();
+    let docs = std::fs::read_to_string(repo().join("docs/OBSERVABILITY.md")).unwrap();
+    let mut problems = Vec::new();
+    let mut unsampled = Vec::new();
+    for u in &listed {
+        let name = u.family();
+        let found = seen.get(name);
+        if let Some(mark) = &u.unexported {
+            if found.is_some() {
+                problems.push(format!("{}: marked {mark}, but exported", u.sample));
+            }
+            if !docs.contains(&u.sample) {
+                problems.push(format!(
+                    "{}: marked {mark}, and docs/OBSERVABILITY.md does not name it",
+                    u.sample
+                ));
+            }
+            continue;
+        }
+        let Some(f) = found else {
+            problems.push(format!("{}: not exported", u.sample));
+            continue;
+        };
+        if f.kind != u.kind {
+            problems.push(format!(
+                "{}: exported as a {}, upstream's is a {}",
+                u.sample, f.kind, u.kind
+            ));
+        }
+        if !f.sampled {
+            unsampled.push(u.sample.clone());
+            continue;
+        }
+        let want: BTreeSet<String> = u.labels.difference(&u.without).cloned().collect();
+        let got: BTreeSet<String> = f
+            .labels
+            .iter()
+            .filter(|l| *l != "quantile")
+            .cloned()
+            .collect();
+        if got != want {
+            problems.push(format!("{}: labels {got:?}, want {want:?}", u.sample));
+        }
+        for w in &u.without {
+            if !docs.contains(&format!("`{w}`")) {
+                problems.push(format!(
+                    "{}: without `{w}`, which docs/OBSERVABILITY.md does not name",
+                    u.sample
+                ));
+            }
+        }
+    }
+    let names: BTreeSet<&str> = listed.iter().map(Upstream::family).collect();
+    for name in seen.keys() {
+        if UPSTREAM_PREFIXES.iter().any(|p| name.starts_with(p)) && !names.contains(name.as_str()) {
+            problems.push(format!(
+                "{name}: exported under an upstream prefix, not on the list"
+            ));
+        }
+    }
+    eprintln!("families with no sample in these runs (name and type checked): {unsampled:?}");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

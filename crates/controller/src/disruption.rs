@@ -849,7 +849,7 @@ impl Disruptor {
         }
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), self.clock.now());
         loop {
             if !self.leading() {
@@ -857,7 +857,10 @@ impl Disruptor {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-            self.step(&mut cadence).await;
+            r.now(async {
+                self.step(&mut cadence).await;
+            })
+            .await;
             let wait = cadence
                 .next_wake()
                 .since(self.clock.now())

@@ -287,10 +287,10 @@ impl Termination {
         out
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
             if lock(&self.state).synced() {
-                self.reconcile_all().await;
+                r.now(self.reconcile_all()).await;
             }
             tokio::time::sleep(every).await;
         }

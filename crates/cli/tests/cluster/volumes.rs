@@ -1,7 +1,9 @@
 //! The volume-detach wait on the real control plane: a node whose pods are gone is not
 //! terminated while a VolumeAttachment still ties a persistent volume to it (its claim says
 //! `VolumesDetached: Unknown`); once the attachment is deleted, the node, its claim and its
-//! instance go. The attachment is created by hand, as the CSI attacher would.
+//! instance go. The attachment is created by hand, as the CSI attacher would. The claim is
+//! `Drained: True` while it waits, and the controller's `/metrics` then shows the node's
+//! termination as upstream's summary and the termination loop's passes as reconciles.
 
 use std::time::Duration;
 
@@ -79,6 +81,7 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
         claim["metadata"]["deletionTimestamp"].is_string(),
         "{claim}"
     );
+    assert_eq!(condition(&claim, "Drained"), Some("True"), "{claim}");
     tokio::time::sleep(Duration::from_secs(10)).await;
     let still: Vec<_> = read::nodes(&client).await;
     assert_eq!(
@@ -98,5 +101,33 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let want = [
+        "# TYPE karpenter_nodes_termination_duration_seconds summary",
+        r#"karpenter_nodes_termination_duration_seconds_count{nodepool="default"} 1"#,
+    ];
+    let ctl_ref = &ctl;
+    let metrics = eventually(
+        Duration::from_secs(10),
+        "the termination in /metrics",
+        || async move {
+            let text = ctl_ref.metrics().await;
+            want.iter()
+                .all(|w| text.lines().any(|l| l == *w))
+                .then_some(text)
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.metrics().await));
+    let passes = |result: &str| -> f64 {
+        let series = format!(
+            r#"controller_runtime_reconcile_total{{controller="node.termination",result="{result}"}} "#
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in\n{metrics}"))
+    };
+    assert!(passes("success") > 0.0, "{metrics}");
     assert_clean_log(&ctl.log_text());
 }
