@@ -33,9 +33,9 @@ pub use loops::{Reconciled, Reconciler};
 pub use offerings::OfferingRows;
 
 /// A label set: keys are fixed per family, values come from the call.
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 type Counters = Family<Labels, Counter>;
-type Gauges = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
+pub(crate) type Gauges = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
 /// Seconds, from 5 ms to an hour: covers a scheduling pass as well as a drain.
@@ -63,7 +63,7 @@ impl<M: EncodeMetric> EncodeMetric for Described<M> {
 }
 
 /// Registers `metric` so that its descriptor is always encoded.
-fn register<M>(r: &mut Registry, name: &str, help: &str, metric: M)
+pub(crate) fn register<M>(r: &mut Registry, name: &str, help: &str, metric: M)
 where
     M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -92,6 +92,9 @@ pub struct NodeGauge {
     pub pod_requests: BTreeMap<String, f64>,
     pub pod_limits: BTreeMap<String, f64>,
     pub daemon_requests: BTreeMap<String, f64>,
+    pub daemon_limits: BTreeMap<String, f64>,
+    /// Capacity less allocatable.
+    pub system_overhead: BTreeMap<String, f64>,
 }
 
 /// One pod's row in `karpenter_pods_state`.
@@ -103,6 +106,7 @@ pub struct PodGauge {
     pub node: String,
     pub nodepool: String,
     pub zone: String,
+    pub arch: String,
     pub instance_type: String,
     pub capacity_type: String,
     pub phase: String,
@@ -122,6 +126,8 @@ pub struct Metrics {
     nodes_pod_requests: Gauges,
     nodes_pod_limits: Gauges,
     nodes_daemon_requests: Gauges,
+    nodes_daemon_limits: Gauges,
+    nodes_system_overhead: Gauges,
     cluster_utilization: Gauges,
     cluster_node_count: Gauge<f64, std::sync::atomic::AtomicU64>,
     cluster_synced: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -160,6 +166,8 @@ pub struct Metrics {
     faults: faults::FaultMetrics,
     operations: operations::OperationMetrics,
     loops: loops::LoopMetrics,
+    /// The cluster-state metrics loop's clocks (`crate::state::ages`).
+    pub(crate) ages: crate::state::ages::AgeMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -237,6 +245,16 @@ impl Metrics {
             r,
             "karpenter_nodes_total_daemon_requests",
             "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+        );
+        let nodes_daemon_limits = gauges(
+            r,
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+        );
+        let nodes_system_overhead = gauges(
+            r,
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
         );
         let cluster_utilization = gauges(
             r,
@@ -400,6 +418,7 @@ impl Metrics {
         let provider = provider::ProviderMetrics::register(r);
         let operations = operations::OperationMetrics::register(r);
         let loops = loops::LoopMetrics::register(r);
+        let ages = crate::state::ages::AgeMetrics::register(r);
         let build_info = Gauges::default();
         register(
             r,
@@ -439,6 +458,7 @@ impl Metrics {
             provider,
             operations,
             loops,
+            ages,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,
@@ -449,6 +469,8 @@ impl Metrics {
             nodes_pod_requests,
             nodes_pod_limits,
             nodes_daemon_requests,
+            nodes_daemon_limits,
+            nodes_system_overhead,
             cluster_utilization,
             cluster_node_count,
             cluster_synced,
@@ -692,6 +714,8 @@ impl Metrics {
             &self.nodes_pod_requests,
             &self.nodes_pod_limits,
             &self.nodes_daemon_requests,
+            &self.nodes_daemon_limits,
+            &self.nodes_system_overhead,
             &self.cluster_utilization,
         ] {
             family.clear();
@@ -704,6 +728,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &node.pod_requests),
                 (&self.nodes_pod_limits, &node.pod_limits),
                 (&self.nodes_daemon_requests, &node.daemon_requests),
+                (&self.nodes_daemon_limits, &node.daemon_limits),
+                (&self.nodes_system_overhead, &node.system_overhead),
             ] {
                 for (resource, value) in values {
                     family
@@ -762,6 +788,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &old.pod_requests),
                 (&self.nodes_pod_limits, &old.pod_limits),
                 (&self.nodes_daemon_requests, &old.daemon_requests),
+                (&self.nodes_daemon_limits, &old.daemon_limits),
+                (&self.nodes_system_overhead, &old.system_overhead),
             ] {
                 for resource in values.keys() {
                     family.remove(&node_labels(old, resource));
@@ -774,6 +802,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &new.pod_requests),
                 (&self.nodes_pod_limits, &new.pod_limits),
                 (&self.nodes_daemon_requests, &new.daemon_requests),
+                (&self.nodes_daemon_limits, &new.daemon_limits),
+                (&self.nodes_system_overhead, &new.system_overhead),
             ] {
                 for (resource, value) in values {
                     family
@@ -1069,6 +1099,7 @@ fn pod_labels(pod: &PodGauge) -> Labels {
         ("scheduled", pod.scheduled.to_string()),
         ("nodepool", pod.nodepool.clone()),
         ("zone", pod.zone.clone()),
+        ("arch", pod.arch.clone()),
         ("capacity_type", pod.capacity_type.clone()),
         ("instance_type", pod.instance_type.clone()),
         ("phase", pod.phase.clone()),
@@ -1338,7 +1369,7 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
+                r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",arch="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
             ]
         );
     }

@@ -2,8 +2,9 @@
 //! terminated while a VolumeAttachment still ties a persistent volume to it (its claim says
 //! `VolumesDetached: Unknown`); once the attachment is deleted, the node, its claim and its
 //! instance go. The attachment is created by hand, as the CSI attacher would. The claim is
-//! `Drained: True` while it waits, and the controller's `/metrics` then shows the node's
-//! termination as upstream's summary and the termination loop's passes as reconciles.
+//! `Drained: True` while it waits, the node has an `AwaitingVolumeDetachment` event, and the
+//! controller's `/metrics` then shows the node's termination as upstream's summary and the
+//! termination loop's passes as reconciles.
 
 use std::time::Duration;
 
@@ -90,6 +91,12 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
         "the node stays while its volume is attached"
     );
     assert!(still[0].metadata.deletion_timestamp.is_some());
+    let waiting = read::events(&client).await.into_iter().any(|e| {
+        e.reason.as_deref() == Some("AwaitingVolumeDetachment")
+            && e.involved_object.kind.as_deref() == Some("Node")
+            && e.involved_object.name.as_deref() == Some(node.as_str())
+    });
+    assert!(waiting, "no AwaitingVolumeDetachment event on {node}");
 
     cp.kubectl(&["delete", "volumeattachment", "csi-data"]);
     eventually(Duration::from_secs(60), "no claim and no node", || {

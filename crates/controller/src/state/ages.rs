@@ -1,0 +1,139 @@
+//! The cluster-state metrics loop's two clocks: `karpenter_cluster_state_unsynced_time_seconds`
+//! (how long the state has been unsynced, 0 while synced, as upstream's) and
+//! `karpenter_nodes_current_lifetime_seconds` (each node's age, by the node labels of the
+//! other `karpenter_nodes_*` gauges), replaced as a whole with the other node gauges so a
+//! deleted node leaves no series.
+
+use std::time::Instant;
+
+use nodewright_core::labels;
+use nodewright_core::time::Timestamp;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::ClusterState;
+use crate::clock::from_time;
+use crate::metrics::{Gauges, Metrics, register};
+
+pub(crate) struct AgeMetrics {
+    unsynced: Gauge<f64, std::sync::atomic::AtomicU64>,
+    lifetime: Gauges,
+}
+
+impl AgeMetrics {
+    pub(crate) fn register(r: &mut Registry) -> Self {
+        let unsynced = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        register(
+            r,
+            "karpenter_cluster_state_unsynced_time_seconds",
+            "The time for which cluster state is not synced",
+            unsynced.clone(),
+        );
+        let lifetime = Gauges::default();
+        register(
+            r,
+            "karpenter_nodes_current_lifetime_seconds",
+            "Node age in seconds",
+            lifetime.clone(),
+        );
+        AgeMetrics { unsynced, lifetime }
+    }
+}
+
+/// When the state last stopped being synced.
+#[derive(Debug, Default)]
+pub struct Ages {
+    unsynced_since: Option<Instant>,
+}
+
+impl Ages {
+    pub fn tick(&mut self, synced: bool, metrics: &Metrics, now: Instant) {
+        let seconds = if synced {
+            self.unsynced_since = None;
+            0.0
+        } else {
+            let since = *self.unsynced_since.get_or_insert(now);
+            now.duration_since(since).as_secs_f64()
+        };
+        metrics.ages.unsynced.set(seconds);
+    }
+}
+
+/// Replaces every node's current-lifetime series with its age at `now`.
+pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
+    let family = &metrics.ages.lifetime;
+    family.clear();
+    for n in s.nodes.values() {
+        let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
+            continue;
+        };
+        let l = n.metadata.labels.as_ref();
+        let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
+        let nodepool = label(labels::NODEPOOL);
+        let row = vec![
+            ("node_name", n.metadata.name.clone().unwrap_or_default()),
+            ("managed", (!nodepool.is_empty()).to_string()),
+            ("nodepool", nodepool),
+            ("zone", label(labels::ZONE)),
+            ("instance_type", label(labels::INSTANCE_TYPE)),
+            ("capacity_type", label(labels::CAPACITY_TYPE)),
+            ("arch", label(labels::ARCH)),
+        ];
+        family
+            .get_or_create(&row)
+            .set(now.since(created).as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::{Kind, Object, WatchEvent};
+
+    fn samples(m: &Metrics, family: &str) -> Vec<String> {
+        m.encode()
+            .lines()
+            .filter(|l| l.starts_with(family))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn unsynced_time_counts_from_when_sync_was_lost_and_resets() {
+        let m = Metrics::new();
+        let mut ages = Ages::default();
+        let t0 = Instant::now();
+        ages.tick(false, &m, t0);
+        ages.tick(false, &m, t0 + Duration::from_secs(3));
+        let family = "karpenter_cluster_state_unsynced_time_seconds ";
+        assert_eq!(samples(&m, family), [format!("{family}3.0")]);
+        ages.tick(true, &m, t0 + Duration::from_secs(4));
+        assert_eq!(samples(&m, family), [format!("{family}0.0")]);
+    }
+
+    #[test]
+    fn each_node_has_its_age_until_it_goes() {
+        let mut s = ClusterState::default();
+        let node = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "creationTimestamp": "2024-06-01T00:00:00Z",
+                "labels": {"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": "z1"}}});
+        let node = Object::from_value(Kind::Node, node).unwrap();
+        s.apply(WatchEvent::Apply(node.clone()));
+        let m = Metrics::new();
+        let now = crate::clock::parse_rfc3339("2024-06-01T00:01:30Z").unwrap();
+        set_lifetimes(&s, &m, now);
+        assert_eq!(
+            samples(&m, "karpenter_nodes_current_lifetime_seconds{"),
+            [
+                r#"karpenter_nodes_current_lifetime_seconds{node_name="n1",managed="true",nodepool="default",zone="z1",instance_type="",capacity_type="",arch=""} 90.0"#
+            ]
+        );
+        s.apply(WatchEvent::Delete(node));
+        set_lifetimes(&s, &m, now);
+        assert!(samples(&m, "karpenter_nodes_current_lifetime_seconds{").is_empty());
+    }
+}
