@@ -113,7 +113,7 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
         r#"karpenter_nodes_termination_duration_seconds_count{nodepool="default"} 1"#,
     ];
     let ctl_ref = &ctl;
-    let metrics = eventually(
+    let found = eventually(
         Duration::from_secs(10),
         "the termination in /metrics",
         || async move {
@@ -123,8 +123,11 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
                 .then_some(text)
         },
     )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", ctl.metrics().await));
+    .await;
+    let metrics = match found {
+        Ok(text) => text,
+        Err(e) => panic!("{e}\n{}", ctl.metrics().await),
+    };
     let passes = |result: &str| -> f64 {
         let series = format!(
             r#"controller_runtime_reconcile_total{{controller="node.termination",result="{result}"}} "#

@@ -1,8 +1,11 @@
-//! The cluster-state metrics loop's two clocks: `karpenter_cluster_state_unsynced_time_seconds`
-//! (how long the state has been unsynced, 0 while synced, as upstream's) and
+//! The cluster-state metrics loop's clocks: `karpenter_cluster_state_unsynced_time_seconds`
+//! (how long the state has been unsynced, 0 while synced, as upstream's),
 //! `karpenter_nodes_current_lifetime_seconds` (each node's age, by the node labels of the
-//! other `karpenter_nodes_*` gauges), replaced as a whole with the other node gauges so a
-//! deleted node leaves no series.
+//! other `karpenter_nodes_*` gauges), and `karpenter_pods_unbound_time_seconds` and
+//! `karpenter_pods_unstarted_time_seconds` (how long each pod seen pending has waited to be
+//! bound, and to be Ready, by name and namespace). The per-object families are replaced as a
+//! whole with the other node and pod gauges, so an object that went, or stopped waiting,
+//! leaves no series.
 
 use std::time::Instant;
 
@@ -18,6 +21,8 @@ use crate::metrics::{Gauges, Metrics, register};
 pub(crate) struct AgeMetrics {
     unsynced: Gauge<f64, std::sync::atomic::AtomicU64>,
     lifetime: Gauges,
+    unbound: Gauges,
+    unstarted: Gauges,
 }
 
 impl AgeMetrics {
@@ -36,7 +41,25 @@ impl AgeMetrics {
             "Node age in seconds",
             lifetime.clone(),
         );
-        AgeMetrics { unsynced, lifetime }
+        let mut gauges = |name: &str, help: &str| {
+            let f = Gauges::default();
+            register(r, name, help, f.clone());
+            f
+        };
+        let unbound = gauges(
+            "karpenter_pods_unbound_time_seconds",
+            "The time from pod creation until the pod is bound.",
+        );
+        let unstarted = gauges(
+            "karpenter_pods_unstarted_time_seconds",
+            "The time from pod creation until the pod is running.",
+        );
+        AgeMetrics {
+            unsynced,
+            lifetime,
+            unbound,
+            unstarted,
+        }
     }
 }
 
@@ -82,6 +105,38 @@ pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
         family
             .get_or_create(&row)
             .set(now.since(created).as_secs_f64());
+    }
+}
+
+/// Replaces the pods' waiting times with those of `waiting` (pod key, whether bound) at `now`.
+pub fn set_pod_waits<'a>(
+    s: &ClusterState,
+    metrics: &Metrics,
+    now: Timestamp,
+    waiting: impl Iterator<Item = (&'a str, bool)>,
+) {
+    let m = &metrics.ages;
+    m.unbound.clear();
+    m.unstarted.clear();
+    for (key, bound) in waiting {
+        let Some(p) = s.pods.get(key) else {
+            continue;
+        };
+        let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) else {
+            continue;
+        };
+        let row = vec![
+            ("name", p.metadata.name.clone().unwrap_or_default()),
+            (
+                "namespace",
+                p.metadata.namespace.clone().unwrap_or_default(),
+            ),
+        ];
+        let seconds = now.since(created).as_secs_f64();
+        if !bound {
+            m.unbound.get_or_create(&row).set(seconds);
+        }
+        m.unstarted.get_or_create(&row).set(seconds);
     }
 }
 
@@ -135,5 +190,52 @@ mod tests {
         s.apply(WatchEvent::Delete(node));
         set_lifetimes(&s, &m, now);
         assert!(samples(&m, "karpenter_nodes_current_lifetime_seconds{").is_empty());
+    }
+
+    #[test]
+    fn a_pod_waits_unbound_until_bound_and_unstarted_until_ready() {
+        let mut s = ClusterState::default();
+        let pod = |node: Option<&str>, ready: bool| {
+            let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-1", "namespace": "default",
+                    "creationTimestamp": "2024-06-01T00:00:00Z"},
+                "spec": {"containers": [{"name": "c"}]},
+                "status": {"phase": "Pending", "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+                p["status"]["conditions"] = json!([
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-06-01T00:00:05Z"},
+                    {"type": "Ready", "status": if ready { "True" } else { "False" },
+                        "lastTransitionTime": "2024-06-01T00:00:40Z"}]);
+            }
+            Object::from_value(Kind::Pod, p).unwrap()
+        };
+        let m = Metrics::new();
+        let mut startup = crate::state::gauges::PodStartup::default();
+        let now = crate::clock::parse_rfc3339("2024-06-01T00:01:00Z").unwrap();
+        let look = |s: &ClusterState, startup: &mut crate::state::gauges::PodStartup| {
+            startup.observe(s, &m);
+            set_pod_waits(s, &m, now, startup.waiting());
+            (
+                samples(&m, "karpenter_pods_unbound_time_seconds{"),
+                samples(&m, "karpenter_pods_unstarted_time_seconds{"),
+            )
+        };
+        s.apply(WatchEvent::Apply(pod(None, false)));
+        let row = r#"{name="web-1",namespace="default"} 60.0"#;
+        assert_eq!(
+            look(&s, &mut startup),
+            (
+                vec![format!("karpenter_pods_unbound_time_seconds{row}")],
+                vec![format!("karpenter_pods_unstarted_time_seconds{row}")]
+            )
+        );
+        s.apply(WatchEvent::Apply(pod(Some("n1"), false)));
+        let (unbound, unstarted) = look(&s, &mut startup);
+        assert!(unbound.is_empty(), "{unbound:?}");
+        assert_eq!(unstarted.len(), 1);
+        s.apply(WatchEvent::Apply(pod(Some("n1"), true)));
+        assert_eq!(look(&s, &mut startup), (vec![], vec![]));
     }
 }

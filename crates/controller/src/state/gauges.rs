@@ -254,6 +254,11 @@ impl PodStartup {
         self.pending.len()
     }
 
+    /// The pods seen pending that are not Ready yet, each with whether it is bound.
+    pub fn waiting(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.pending.iter().map(|(k, bound)| (k.as_str(), *bound))
+    }
+
     fn look_at(&mut self, s: &ClusterState, key: &str, metrics: &Metrics) {
         {
             let Some(p) = s.pods.get(key) else {
@@ -483,7 +488,9 @@ impl StateMetrics {
         self.startup.observe(s, metrics);
         if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
             set_all(s, metrics);
-            super::ages::set_lifetimes(s, metrics, crate::clock::Clock::system().now());
+            let now = crate::clock::Clock::system().now();
+            super::ages::set_lifetimes(s, metrics, now);
+            super::ages::set_pod_waits(s, metrics, now, self.startup.waiting());
             self.last_gauges = Some(std::time::Instant::now());
         }
     }
