@@ -3,8 +3,9 @@
 //! `VolumesDetached: Unknown`); once the attachment is deleted, the node, its claim and its
 //! instance go. The attachment is created by hand, as the CSI attacher would. The claim is
 //! `Drained: True` while it waits, the node has an `AwaitingVolumeDetachment` event, and the
-//! controller's `/metrics` then shows the node's termination as upstream's summary and the
-//! termination loop's passes as reconciles.
+//! controller's `/metrics` then shows the node's termination as upstream's summary, the
+//! termination loop's passes as reconciles, and every Karpenter family of
+//! `docs/karpenter-metrics.txt` under its name, type and labels.
 
 use std::time::Duration;
 
@@ -139,5 +140,11 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
             .unwrap_or_else(|| panic!("no {series}in\n{metrics}"))
     };
     assert!(passes("success") > 0.0, "{metrics}");
+    // Every Karpenter family by name and type, and the labels of all this run sampled.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(repo.join("docs/OBSERVABILITY.md")).unwrap();
+    let listed = crate::parity::upstream_families(&repo);
+    let (problems, _) = crate::parity::check(&listed, &crate::parity::families(&metrics), &docs);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_clean_log(&ctl.log_text());
 }
