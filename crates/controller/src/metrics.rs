@@ -168,6 +168,8 @@ pub struct Metrics {
     loops: loops::LoopMetrics,
     /// The cluster-state metrics loop's clocks (`crate::state::ages`).
     pub(crate) ages: crate::state::ages::AgeMetrics,
+    /// The provisioner's running simulation (`crate::provisioner::metrics`).
+    pub(crate) scheduler: crate::provisioner::metrics::SchedulerMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -419,6 +421,7 @@ impl Metrics {
         let operations = operations::OperationMetrics::register(r);
         let loops = loops::LoopMetrics::register(r);
         let ages = crate::state::ages::AgeMetrics::register(r);
+        let scheduler = crate::provisioner::metrics::SchedulerMetrics::register(r);
         let build_info = Gauges::default();
         register(
             r,
@@ -459,6 +462,7 @@ impl Metrics {
             operations,
             loops,
             ages,
+            scheduler,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,
@@ -497,6 +501,7 @@ impl Metrics {
     /// The OpenMetrics text served on `GET /metrics`.
     pub fn encode(&self) -> String {
         self.loops.refresh();
+        self.scheduler.refresh();
         let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         // Writing into a String cannot fail.

@@ -5,6 +5,7 @@
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
 pub mod events;
+pub mod metrics;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -307,12 +308,14 @@ impl Provisioner {
         }
         let options = self.options.clone();
         let started = Instant::now();
+        let simulating = metrics::Simulating::begin(&self.metrics, "");
         let (snap, plan) = tokio::task::spawn_blocking(move || {
             let plan = scheduling::solve(&snap, &options);
             (snap, plan)
         })
         .await
         .map_err(|e| ProvisionError::Solver(e.to_string()))?;
+        drop(simulating);
         self.metrics
             .scheduling_duration(started.elapsed().as_secs_f64());
         self.metrics.unschedulable_pods(plan.unplaced.len());
