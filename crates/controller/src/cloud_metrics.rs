@@ -95,10 +95,10 @@ impl CloudMetrics {
         Ok(())
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             let active = *self.leader.borrow() && lock(&self.state).synced();
-            if active && let Err(e) = self.pass().await {
+            if active && let Err(e) = r.now(self.pass()).await {
                 warn!(error = %e, "refreshing the instance-type metrics");
             }
             tokio::time::sleep(REFRESH_EVERY).await;

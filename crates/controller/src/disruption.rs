@@ -405,6 +405,7 @@ impl Disruptor {
             self.metrics.eligible_nodes(reason, *n);
         }
         self.metrics.set_allowed_disruptions(&round.allowed);
+        self.publish_blocked_budgets(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
         self.journal.record(|| {
             let n = round.commands.iter().map(|q| q.command.targets.len()).sum();
@@ -443,6 +444,27 @@ impl Disruptor {
     }
 
     /// Says, on the Node and its NodeClaim, why a node is not disrupted.
+    /// A NodePool whose budgets allow no disruption for a reason gets a `DisruptionBlocked`
+    /// event naming the reason, as upstream's budget mapping publishes one.
+    fn publish_blocked_budgets(&self, allowed: &[(String, &'static str, u32)]) {
+        for (pool, label, n) in allowed {
+            let Some(reason) = reason_named(label).filter(|_| *n == 0) else {
+                continue;
+            };
+            let uid = lock(&self.state)
+                .nodepools
+                .get(pool)
+                .and_then(|p| p.metadata.uid.clone());
+            let object = ObjectRef::nodepool(pool);
+            let object = match uid {
+                Some(uid) => object.with_uid(uid),
+                None => object,
+            };
+            self.events
+                .publish(events::nodepool_blocked_for_reason(object, reason));
+        }
+    }
+
     fn publish_verdicts(&self, verdicts: &[Verdict], claims_by_node: &BTreeMap<String, String>) {
         for v in verdicts {
             if !events::announces_block(&v.code) {
@@ -849,7 +871,7 @@ impl Disruptor {
         }
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), self.clock.now());
         loop {
             if !self.leading() {
@@ -857,13 +879,26 @@ impl Disruptor {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-            self.step(&mut cadence).await;
+            r.now(async {
+                self.step(&mut cadence).await;
+            })
+            .await;
             let wait = cadence
                 .next_wake()
                 .since(self.clock.now())
                 .min(Duration::from_secs(1));
             tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
         }
+    }
+}
+
+/// The budget reason behind an allowed-disruptions label.
+fn reason_named(label: &str) -> Option<&'static str> {
+    match label {
+        "empty" => Some("Empty"),
+        "drifted" => Some("Drifted"),
+        "underutilized" => Some("Underutilized"),
+        _ => None,
     }
 }
 

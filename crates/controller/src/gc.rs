@@ -253,11 +253,11 @@ impl GarbageCollector {
         }
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         let mut passes = 0u32;
         loop {
             let active = *self.leader.borrow() && lock(&self.state).synced();
-            match self.collect().await {
+            match r.now(self.collect()).await {
                 Ok(c) => {
                     if active {
                         passes = passes.saturating_add(1);

@@ -415,14 +415,14 @@ impl InterruptionController {
     }
 
     /// Polls forever: long-polls while active, idles otherwise, backs off after failures.
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         let mut backoff = MIN_BACKOFF;
         loop {
             if !self.active() {
                 tokio::time::sleep(IDLE).await;
                 continue;
             }
-            match self.poll_once().await {
+            match r.now(self.poll_once()).await {
                 Ok(h) => {
                     backoff = MIN_BACKOFF;
                     for f in &h.failed {

@@ -238,10 +238,10 @@ impl Lifecycle {
         self.backoff().get(uid).is_some_and(|(_, at)| now < *at)
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
             if lock(&self.state).synced() {
-                self.reconcile_all().await;
+                r.now(self.reconcile_all()).await;
             }
             tokio::time::sleep(every).await;
         }

@@ -5,12 +5,16 @@
 //! prometheus-client appends `_total` to counters when encoding, so counters are registered
 //! without the suffix. It has no summary type: the two upstream summaries
 //! (`karpenter_pods_startup_duration_seconds`, `karpenter_nodes_termination_duration_seconds`)
-//! are exposed as histograms with the same name.
+//! are [`summary::Summary`]s, encoded after the registry. Every registered family is encoded,
+//! its `# HELP` and `# TYPE` even before it has a series (OpenMetrics allows a family with no
+//! samples), so a scrape names every family the controller exports and its type.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -18,17 +22,20 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 mod faults;
+pub mod loops;
 pub mod offerings;
 pub mod operations;
 mod provider;
 mod repair;
+pub mod summary;
 mod zonal_shift;
+pub use loops::{Reconciled, Reconciler};
 pub use offerings::OfferingRows;
 
 /// A label set: keys are fixed per family, values come from the call.
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 type Counters = Family<Labels, Counter>;
-type Gauges = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
+pub(crate) type Gauges = Family<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
 /// Seconds, from 5 ms to an hour: covers a scheduling pass as well as a drain.
@@ -36,6 +43,32 @@ const DURATION_BUCKETS: [f64; 27] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0,
     120.0, 180.0, 240.0, 300.0, 450.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0,
 ];
+
+/// A family encoded even while it has no series.
+#[derive(Debug)]
+struct Described<M>(M);
+
+impl<M: EncodeMetric> EncodeMetric for Described<M> {
+    fn encode(&self, encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// Registers `metric` so that its descriptor is always encoded.
+pub(crate) fn register<M>(r: &mut Registry, name: &str, help: &str, metric: M)
+where
+    M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+{
+    r.register(name, help, Described(metric));
+}
 
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
@@ -59,6 +92,9 @@ pub struct NodeGauge {
     pub pod_requests: BTreeMap<String, f64>,
     pub pod_limits: BTreeMap<String, f64>,
     pub daemon_requests: BTreeMap<String, f64>,
+    pub daemon_limits: BTreeMap<String, f64>,
+    /// Capacity less allocatable.
+    pub system_overhead: BTreeMap<String, f64>,
 }
 
 /// One pod's row in `karpenter_pods_state`.
@@ -70,6 +106,7 @@ pub struct PodGauge {
     pub node: String,
     pub nodepool: String,
     pub zone: String,
+    pub arch: String,
     pub instance_type: String,
     pub capacity_type: String,
     pub phase: String,
@@ -89,11 +126,13 @@ pub struct Metrics {
     nodes_pod_requests: Gauges,
     nodes_pod_limits: Gauges,
     nodes_daemon_requests: Gauges,
+    nodes_daemon_limits: Gauges,
+    nodes_system_overhead: Gauges,
     cluster_utilization: Gauges,
     cluster_node_count: Gauge<f64, std::sync::atomic::AtomicU64>,
     cluster_synced: Gauge<f64, std::sync::atomic::AtomicU64>,
     pods_state: Gauges,
-    pods_startup: Histogram,
+    pods_startup: summary::Summary,
     pods_drained: Counters,
     eviction_requests: Counters,
     scheduling_duration: Histograms,
@@ -109,7 +148,7 @@ pub struct Metrics {
     cloudprovider_duration: Histograms,
     cloudprovider_errors: Counters,
     nodeclaims_termination_duration: Histograms,
-    nodes_termination_duration: Histograms,
+    nodes_termination_duration: summary::Summary,
     nodes_lifetime: Histograms,
     nodes_drained: Counters,
     pods_bound_duration: Histogram,
@@ -126,6 +165,11 @@ pub struct Metrics {
     repair: repair::RepairMetrics,
     faults: faults::FaultMetrics,
     operations: operations::OperationMetrics,
+    loops: loops::LoopMetrics,
+    /// The cluster-state metrics loop's clocks (`crate::state::ages`).
+    pub(crate) ages: crate::state::ages::AgeMetrics,
+    /// The provisioner's running simulation (`crate::provisioner::metrics`).
+    pub(crate) scheduler: crate::provisioner::metrics::SchedulerMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -145,17 +189,17 @@ impl Metrics {
         let mut registry = Registry::default();
         let counters = |r: &mut Registry, name: &str, help: &str| {
             let f = Counters::default();
-            r.register(name, help, f.clone());
+            register(r, name, help, f.clone());
             f
         };
         let gauges = |r: &mut Registry, name: &str, help: &str| {
             let f = Gauges::default();
-            r.register(name, help, f.clone());
+            register(r, name, help, f.clone());
             f
         };
         let histograms = |r: &mut Registry, name: &str, help: &str| {
             let f: Histograms = Family::new_with_constructor(duration_histogram);
-            r.register(name, help, f.clone());
+            register(r, name, help, f.clone());
             f
         };
         let r = &mut registry;
@@ -204,19 +248,31 @@ impl Metrics {
             "karpenter_nodes_total_daemon_requests",
             "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
         );
+        let nodes_daemon_limits = gauges(
+            r,
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+        );
+        let nodes_system_overhead = gauges(
+            r,
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+        );
         let cluster_utilization = gauges(
             r,
             "karpenter_cluster_utilization_percent",
             "Utilization of allocatable resources by pod requests",
         );
         let cluster_node_count = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        r.register(
+        register(
+            r,
             "karpenter_cluster_state_node_count",
             "Current count of nodes in cluster state",
             cluster_node_count.clone(),
         );
         let cluster_synced = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        r.register(
+        register(
+            r,
             "karpenter_cluster_state_synced",
             "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
             cluster_synced.clone(),
@@ -226,11 +282,10 @@ impl Metrics {
             "karpenter_pods_state",
             "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
         );
-        let pods_startup = duration_histogram();
-        r.register(
+        let pods_startup = summary::Summary::new(
             "karpenter_pods_startup_duration_seconds",
             "The time from pod creation until the pod is running.",
-            pods_startup.clone(),
+            None,
         );
         let pods_drained = counters(
             r,
@@ -307,11 +362,10 @@ impl Metrics {
             "karpenter_nodeclaims_termination_duration_seconds",
             "Duration of NodeClaim termination in seconds.",
         );
-        // Upstream exports this one as a summary; see the module header.
-        let nodes_termination_duration = histograms(
-            r,
+        let nodes_termination_duration = summary::Summary::new(
             "karpenter_nodes_termination_duration_seconds",
             "The time taken between a node's deletion request and the removal of its finalizer",
+            Some("nodepool"),
         );
         let nodes_lifetime = histograms(
             r,
@@ -324,7 +378,8 @@ impl Metrics {
             "The total number of nodes drained by Karpenter",
         );
         let pods_bound_duration = duration_histogram();
-        r.register(
+        register(
+            r,
             "karpenter_pods_bound_duration_seconds",
             "The time from pod creation until the pod is bound.",
             pods_bound_duration.clone(),
@@ -350,7 +405,8 @@ impl Metrics {
             "Duration of CloudProvider Instance termination in seconds.",
         );
         let pods_scheduling_decision_duration = duration_histogram();
-        r.register(
+        register(
+            r,
             "karpenter_pods_scheduling_decision_duration_seconds",
             "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
             pods_scheduling_decision_duration.clone(),
@@ -363,8 +419,12 @@ impl Metrics {
         let offerings = offerings::OfferingMetrics::register(r);
         let provider = provider::ProviderMetrics::register(r);
         let operations = operations::OperationMetrics::register(r);
+        let loops = loops::LoopMetrics::register(r);
+        let ages = crate::state::ages::AgeMetrics::register(r);
+        let scheduler = crate::provisioner::metrics::SchedulerMetrics::register(r);
         let build_info = Gauges::default();
-        r.register(
+        register(
+            r,
             "karpenter_build_info",
             "A metric with a constant '1' value labeled by version from which karpenter was built.",
             build_info.clone(),
@@ -400,6 +460,9 @@ impl Metrics {
             offerings,
             provider,
             operations,
+            loops,
+            ages,
+            scheduler,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,
@@ -410,6 +473,8 @@ impl Metrics {
             nodes_pod_requests,
             nodes_pod_limits,
             nodes_daemon_requests,
+            nodes_daemon_limits,
+            nodes_system_overhead,
             cluster_utilization,
             cluster_node_count,
             cluster_synced,
@@ -435,10 +500,18 @@ impl Metrics {
 
     /// The OpenMetrics text served on `GET /metrics`.
     pub fn encode(&self) -> String {
+        self.loops.refresh();
+        self.scheduler.refresh();
         let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
+        // The summaries go before the end marker.
+        let eof = out.rfind("# EOF").unwrap_or(out.len());
+        let tail = out.split_off(eof);
+        self.pods_startup.encode(&mut out);
+        self.nodes_termination_duration.encode(&mut out);
+        out.push_str(&tail);
         out
     }
 
@@ -522,7 +595,7 @@ impl Metrics {
     }
 
     pub fn pod_startup(&self, seconds: f64) {
-        self.pods_startup.observe(seconds);
+        self.pods_startup.observe("", seconds);
     }
 
     pub fn pods_drained(&self, reason: &str) {
@@ -646,6 +719,8 @@ impl Metrics {
             &self.nodes_pod_requests,
             &self.nodes_pod_limits,
             &self.nodes_daemon_requests,
+            &self.nodes_daemon_limits,
+            &self.nodes_system_overhead,
             &self.cluster_utilization,
         ] {
             family.clear();
@@ -658,6 +733,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &node.pod_requests),
                 (&self.nodes_pod_limits, &node.pod_limits),
                 (&self.nodes_daemon_requests, &node.daemon_requests),
+                (&self.nodes_daemon_limits, &node.daemon_limits),
+                (&self.nodes_system_overhead, &node.system_overhead),
             ] {
                 for (resource, value) in values {
                     family
@@ -716,6 +793,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &old.pod_requests),
                 (&self.nodes_pod_limits, &old.pod_limits),
                 (&self.nodes_daemon_requests, &old.daemon_requests),
+                (&self.nodes_daemon_limits, &old.daemon_limits),
+                (&self.nodes_system_overhead, &old.system_overhead),
             ] {
                 for resource in values.keys() {
                     family.remove(&node_labels(old, resource));
@@ -728,6 +807,8 @@ impl Metrics {
                 (&self.nodes_pod_requests, &new.pod_requests),
                 (&self.nodes_pod_limits, &new.pod_limits),
                 (&self.nodes_daemon_requests, &new.daemon_requests),
+                (&self.nodes_daemon_limits, &new.daemon_limits),
+                (&self.nodes_system_overhead, &new.system_overhead),
             ] {
                 for (resource, value) in values {
                     family
@@ -798,9 +879,7 @@ impl Metrics {
     }
 
     pub fn node_termination_duration(&self, nodepool: &str, seconds: f64) {
-        self.nodes_termination_duration
-            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
-            .observe(seconds);
+        self.nodes_termination_duration.observe(nodepool, seconds);
     }
 
     pub fn node_lifetime(&self, nodepool: &str, seconds: f64) {
@@ -887,31 +966,36 @@ struct InterruptionMetrics {
 impl InterruptionMetrics {
     fn register(r: &mut Registry) -> Self {
         let received = Counters::default();
-        r.register(
+        register(
+            r,
             "karpenter_interruption_received_messages",
             "Count of messages received from the interruption queue. Broken down by message type.",
             received.clone(),
         );
         let deleted = Counter::default();
-        r.register(
+        register(
+            r,
             "karpenter_interruption_deleted_messages",
             "Count of messages deleted from the interruption queue.",
             deleted.clone(),
         );
         let queue_duration = duration_histogram();
-        r.register(
+        register(
+            r,
             "karpenter_interruption_message_queue_duration_seconds",
             "Time from an interruption event being emitted until the controller handles it.",
             queue_duration.clone(),
         );
         let status_unhealthy = Counters::default();
-        r.register(
+        register(
+            r,
             "karpenter_interruption_instance_status_unhealthy",
             "Instances found failing an EC2 status check or with a scheduled event, by category.",
             status_unhealthy.clone(),
         );
         let launch_failures = Counters::default();
-        r.register(
+        register(
+            r,
             "karpenter_cloudprovider_instance_launch_failures",
             "Errors the cloud returned for launch attempts, by zone, zone id, capacity type and error code.",
             launch_failures.clone(),
@@ -977,7 +1061,8 @@ struct EventMetrics {
 impl EventMetrics {
     fn register(r: &mut Registry) -> Self {
         let dropped = Counters::default();
-        r.register(
+        register(
+            r,
             "nodewright_events_dropped",
             "Number of Kubernetes events dropped because the event writer's queue was full. Labeled by event reason.",
             dropped.clone(),
@@ -1019,6 +1104,7 @@ fn pod_labels(pod: &PodGauge) -> Labels {
         ("scheduled", pod.scheduled.to_string()),
         ("nodepool", pod.nodepool.clone()),
         ("zone", pod.zone.clone()),
+        ("arch", pod.arch.clone()),
         ("capacity_type", pod.capacity_type.clone()),
         ("instance_type", pod.instance_type.clone()),
         ("phase", pod.phase.clone()),
@@ -1288,7 +1374,7 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
+                r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",arch="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
             ]
         );
     }

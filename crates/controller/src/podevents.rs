@@ -253,9 +253,12 @@ impl PodEvents {
         done
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
-            self.pass().await;
+            r.now(async {
+                self.pass().await;
+            })
+            .await;
             tokio::time::sleep(every).await;
         }
     }

@@ -5,6 +5,7 @@
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
 pub mod events;
+pub mod metrics;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -316,12 +317,14 @@ impl Provisioner {
         }
         let options = self.options.clone();
         let started = Instant::now();
+        let simulating = metrics::Simulating::begin(&self.metrics, "");
         let (snap, plan) = tokio::task::spawn_blocking(move || {
             let plan = scheduling::solve(&snap, &options);
             (snap, plan)
         })
         .await
         .map_err(|e| ProvisionError::Solver(e.to_string()))?;
+        drop(simulating);
         self.metrics
             .scheduling_duration(started.elapsed().as_secs_f64());
         self.metrics.unschedulable_pods(plan.unplaced.len());
@@ -480,7 +483,7 @@ impl Provisioner {
 
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
     /// they stay pending) and provisions when a batch closes.
-    pub async fn run(self: Arc<Self>, window: BatchWindow) {
+    pub async fn run(self: Arc<Self>, window: BatchWindow, r: crate::metrics::Reconciler) {
         let mut trigger = Trigger::new(window);
         let tick = Duration::from_millis(100);
         loop {
@@ -488,7 +491,7 @@ impl Provisioner {
                 // Every pending pod triggers again the moment this replica leads.
                 trigger.retry_all();
             } else if trigger.due(&self.state, self.clock.now()) {
-                self.pass(&mut trigger).await;
+                r.now(self.pass(&mut trigger)).await;
             }
             tokio::time::sleep(tick).await;
         }
@@ -524,6 +527,14 @@ impl Provisioner {
                 None
             }
         }
+    }
+}
+
+/// A pass that returned nothing failed (or found the state not synced yet): its pods are
+/// tried again.
+impl crate::metrics::Reconciled for Option<Provisioned> {
+    fn failed(&self) -> bool {
+        self.is_none()
     }
 }
 
@@ -653,7 +664,10 @@ mod tests {
             idle: Duration::from_secs(1),
             max: Duration::from_secs(10),
         };
-        tokio::spawn(prov.run(window));
+        tokio::spawn(prov.run(
+            window,
+            crate::metrics::Reconciler::new(h.metrics.clone(), "provisioner"),
+        ));
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert!(h.api.list(Kind::NodeClaim).is_empty());
         lead.send(true).unwrap();

@@ -164,10 +164,10 @@ impl NodeRepair {
         }
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             if self.leading()
-                && let Err(e) = self.reconcile().await
+                && let Err(e) = r.now(self.reconcile()).await
             {
                 warn!(error = %e, "node repair pass failed");
             }

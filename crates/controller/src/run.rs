@@ -35,7 +35,7 @@ use crate::interruption::reservations::ReservationController;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::lifecycle::Lifecycle;
 use crate::metered::MeteredCloud;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Reconciler};
 use crate::podevents::PodEvents;
 use crate::provisioner::Provisioner;
 use crate::repair::NodeRepair;
@@ -238,7 +238,8 @@ pub async fn run(
         )
         .with_leader(leader.clone());
         let handler = Arc::new(handler);
-        loops.spawn("interruption", move || handler.clone().run());
+        let r = Reconciler::new(metrics.clone(), "interruption");
+        loops.spawn("interruption", move || handler.clone().run(r.clone()));
     }
     cloud.observe_with(metrics.clone());
     let cloud_metrics = CloudMetrics::new(
@@ -248,7 +249,10 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     let cloud_metrics = Arc::new(cloud_metrics);
-    loops.spawn("cloud metrics", move || cloud_metrics.clone().run());
+    let r = Reconciler::new(metrics.clone(), "cloudprovider.metrics");
+    loops.spawn("cloud metrics", move || {
+        cloud_metrics.clone().run(r.clone())
+    });
     let health = InstanceHealthController::new(
         state.clone(),
         writer.clone(),
@@ -263,7 +267,8 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     let health = Arc::new(health);
-    loops.spawn("instance health", move || health.clone().run());
+    let r = Reconciler::new(metrics.clone(), "interruption.instancestatus");
+    loops.spawn("instance health", move || health.clone().run(r.clone()));
     let reservations = ReservationController::new(
         state.clone(),
         writer.clone(),
@@ -276,7 +281,10 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     let reservations = Arc::new(reservations);
-    loops.spawn("capacity reservations", move || reservations.clone().run());
+    let r = Reconciler::new(metrics.clone(), "capacityreservation.capacitytype");
+    loops.spawn("capacity reservations", move || {
+        reservations.clone().run(r.clone())
+    });
     if settings.enable_zonal_shift {
         let shifts = ZonalShiftController::new(
             state.clone(),
@@ -286,7 +294,8 @@ pub async fn run(
         )
         .with_leader(leader.clone());
         let shifts = Arc::new(shifts);
-        loops.spawn("zonal shifts", move || shifts.clone().run());
+        let r = Reconciler::new(metrics.clone(), "zonalshift");
+        loops.spawn("zonal shifts", move || shifts.clone().run(r.clone()));
     }
     let tagging = TaggingController::new(
         state.clone(),
@@ -295,20 +304,23 @@ pub async fn run(
     )
     .with_leader(leader.clone());
     let tagging = Arc::new(tagging);
+    let r = Reconciler::new(metrics.clone(), "nodeclaim.tagging");
     loops.spawn("tagging", move || {
-        tagging.clone().run(crate::tagging::CHECK_EVERY)
+        tagging.clone().run(crate::tagging::CHECK_EVERY, r.clone())
     });
     let pod_events =
         Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
     if settings.feature_gates.static_capacity {
         let statics = Arc::new(StaticCapacity::new(&ctx).with_leader(leader.clone()));
-        loops.spawn("static capacity", move || statics.clone().run());
+        let r = Reconciler::new(metrics.clone(), "static.provisioning");
+        loops.spawn("static capacity", move || statics.clone().run(r.clone()));
     }
     if settings.feature_gates.node_repair {
         match NodeRepair::new(&ctx) {
             Some(repair) => {
                 let repair = Arc::new(repair.with_leader(leader.clone()));
-                loops.spawn("node repair", move || repair.clone().run());
+                let r = Reconciler::new(metrics.clone(), "node.health");
+                loops.spawn("node repair", move || repair.clone().run(r.clone()));
             }
             None => warn!("NodeRepair=true, but the cloud provider has no repair policies"),
         }
@@ -327,19 +339,30 @@ pub async fn run(
         idle: settings.batch_idle_duration,
         max: settings.batch_max_duration,
     };
-    loops.spawn("provisioner", move || provisioner.clone().run(window));
+    let r = Reconciler::new(metrics.clone(), "provisioner");
+    loops.spawn("provisioner", move || {
+        provisioner.clone().run(window, r.clone())
+    });
+    let r = Reconciler::new(metrics.clone(), "nodeclaim.lifecycle");
     loops.spawn("nodeclaim lifecycle", move || {
-        lifecycle.clone().run(RECONCILE_EVERY)
+        lifecycle.clone().run(RECONCILE_EVERY, r.clone())
     });
+    let r = Reconciler::new(metrics.clone(), "node.termination");
     loops.spawn("termination", move || {
-        termination.clone().run(RECONCILE_EVERY)
+        termination.clone().run(RECONCILE_EVERY, r.clone())
     });
+    let r = Reconciler::new(metrics.clone(), "pod.events");
     loops.spawn("pod events", move || {
-        pod_events.clone().run(RECONCILE_EVERY)
+        pod_events.clone().run(RECONCILE_EVERY, r.clone())
     });
-    loops.spawn("disruption", move || disruptor.clone().run());
-    loops.spawn("status", move || status.clone().run(STATUS_EVERY));
-    loops.spawn("garbage collection", move || gc.clone().run());
+    let r = Reconciler::new(metrics.clone(), "disruption");
+    loops.spawn("disruption", move || disruptor.clone().run(r.clone()));
+    let r = Reconciler::new(metrics.clone(), "status");
+    loops.spawn("status", move || {
+        status.clone().run(STATUS_EVERY, r.clone())
+    });
+    let r = Reconciler::new(metrics.clone(), "nodeclaim.garbagecollection");
+    loops.spawn("garbage collection", move || gc.clone().run(r.clone()));
     info!(identity = %identity, "controller started");
     let outcome = tokio::select! {
         () = shutdown_signal() => {

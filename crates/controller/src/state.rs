@@ -2,6 +2,7 @@
 //! (from kube-runtime watchers in a cluster, from the in-memory API in tests). Loops read it
 //! under a short lock and never await while holding it.
 
+pub mod ages;
 pub mod changes;
 pub mod convert;
 pub mod gauges;
@@ -113,8 +114,9 @@ struct PodUsage {
 pub struct NodeUsage {
     pub requests: Resources,
     pub limits: Resources,
-    /// Requests of the pods a DaemonSet owns.
+    /// Requests and limits of the pods a DaemonSet owns.
     pub daemon_requests: Resources,
+    pub daemon_limits: Resources,
     /// Pods counted, so an emptied entry can be dropped.
     pods: usize,
 }
@@ -125,6 +127,7 @@ impl NodeUsage {
         self.limits.add(&u.limits);
         if u.daemon {
             self.daemon_requests.add(&u.requests);
+            self.daemon_limits.add(&u.limits);
         }
         self.pods += 1;
     }
@@ -134,6 +137,7 @@ impl NodeUsage {
         self.limits.sub(&u.limits);
         if u.daemon {
             self.daemon_requests.sub(&u.requests);
+            self.daemon_limits.sub(&u.limits);
         }
         self.pods -= 1;
     }

@@ -198,10 +198,10 @@ impl StaticCapacity {
         Ok(())
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             if self.leading()
-                && let Err(e) = self.reconcile().await
+                && let Err(e) = r.now(self.reconcile()).await
             {
                 warn!(error = %e, "static capacity pass failed");
             }

@@ -28,6 +28,12 @@ use crate::write::{KubeWriter, WriteError};
 /// Upstream's NodePool counter cadence; the other writers are cheap enough to share it.
 pub const STATUS_EVERY: Duration = Duration::from_secs(5);
 
+impl crate::metrics::Reconciled for Written {
+    fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+}
+
 /// What one pass wrote, by object name (for tests and logs).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Written {
@@ -99,9 +105,9 @@ impl StatusController {
         out
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
-            self.reconcile_all().await;
+            r.now(self.reconcile_all()).await;
             tokio::time::sleep(every).await;
         }
     }

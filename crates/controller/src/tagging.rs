@@ -74,6 +74,12 @@ pub fn marker_patch(markers: &BTreeMap<String, String>) -> MetaPatch {
     }
 }
 
+impl crate::metrics::Reconciled for Pass {
+    fn failed(&self) -> bool {
+        !self.failed.is_empty()
+    }
+}
+
 /// What one pass did, for logs and tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
@@ -174,10 +180,10 @@ impl TaggingController {
         out
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
             if self.active() {
-                for f in self.pass().await.failed {
+                for f in r.now(self.pass()).await.failed {
                     warn!(error = %f, "instance tagging");
                 }
             }

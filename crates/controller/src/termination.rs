@@ -287,10 +287,10 @@ impl Termination {
         out
     }
 
-    pub async fn run(self: Arc<Self>, every: Duration) {
+    pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
             if lock(&self.state).synced() {
-                self.reconcile_all().await;
+                r.now(self.reconcile_all()).await;
             }
             tokio::time::sleep(every).await;
         }
@@ -395,6 +395,10 @@ impl Termination {
                 ];
                 self.mark(c, &marks, now).await?;
             }
+            self.events.publish(events::awaiting_volume_detachment(
+                ObjectRef::node(&name),
+                attachments.len(),
+            ));
             return Ok(Progress::Detaching { attachments });
         }
         let detached = if attachments.is_empty() {
@@ -426,6 +430,12 @@ impl Termination {
                 }
                 Err(e) => {
                     warn!(node = %name, error = %e, "terminating instance failed");
+                    let object = claim.as_ref().map_or_else(
+                        || ObjectRef::node(&name),
+                        |c| ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
+                    );
+                    self.events
+                        .publish(events::failed_termination(object, &e.to_string()));
                     return Ok(Progress::Terminating);
                 }
             }

@@ -5,6 +5,8 @@
 //! `scripts/test` runs it with `NODEWRIGHT_REQUIRE_CLUSTER=1`; a plain `cargo test` skips it.
 
 mod kit;
+#[path = "../parity/list.rs"]
+mod parity;
 
 #[cfg(feature = "aws")]
 mod aws;

@@ -1,7 +1,11 @@
 //! The volume-detach wait on the real control plane: a node whose pods are gone is not
 //! terminated while a VolumeAttachment still ties a persistent volume to it (its claim says
 //! `VolumesDetached: Unknown`); once the attachment is deleted, the node, its claim and its
-//! instance go. The attachment is created by hand, as the CSI attacher would.
+//! instance go. The attachment is created by hand, as the CSI attacher would. The claim is
+//! `Drained: True` while it waits, the node has an `AwaitingVolumeDetachment` event, and the
+//! controller's `/metrics` then shows the node's termination as upstream's summary, the
+//! termination loop's passes as reconciles, and every Karpenter family of
+//! `docs/karpenter-metrics.txt` under its name, type and labels.
 
 use std::time::Duration;
 
@@ -79,6 +83,7 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
         claim["metadata"]["deletionTimestamp"].is_string(),
         "{claim}"
     );
+    assert_eq!(condition(&claim, "Drained"), Some("True"), "{claim}");
     tokio::time::sleep(Duration::from_secs(10)).await;
     let still: Vec<_> = read::nodes(&client).await;
     assert_eq!(
@@ -87,6 +92,12 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
         "the node stays while its volume is attached"
     );
     assert!(still[0].metadata.deletion_timestamp.is_some());
+    let waiting = read::events(&client).await.into_iter().any(|e| {
+        e.reason.as_deref() == Some("AwaitingVolumeDetachment")
+            && e.involved_object.kind.as_deref() == Some("Node")
+            && e.involved_object.name.as_deref() == Some(node.as_str())
+    });
+    assert!(waiting, "no AwaitingVolumeDetachment event on {node}");
 
     cp.kubectl(&["delete", "volumeattachment", "csi-data"]);
     eventually(Duration::from_secs(60), "no claim and no node", || {
@@ -98,5 +109,42 @@ async fn an_empty_node_waits_for_its_volume_attachments_to_go() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", ctl.log_text()));
+    let want = [
+        "# TYPE karpenter_nodes_termination_duration_seconds summary",
+        r#"karpenter_nodes_termination_duration_seconds_count{nodepool="default"} 1"#,
+    ];
+    let ctl_ref = &ctl;
+    let found = eventually(
+        Duration::from_secs(10),
+        "the termination in /metrics",
+        || async move {
+            let text = ctl_ref.metrics().await;
+            want.iter()
+                .all(|w| text.lines().any(|l| l == *w))
+                .then_some(text)
+        },
+    )
+    .await;
+    let metrics = match found {
+        Ok(text) => text,
+        Err(e) => panic!("{e}\n{}", ctl.metrics().await),
+    };
+    let passes = |result: &str| -> f64 {
+        let series = format!(
+            r#"controller_runtime_reconcile_total{{controller="node.termination",result="{result}"}} "#
+        );
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in\n{metrics}"))
+    };
+    assert!(passes("success") > 0.0, "{metrics}");
+    // Every Karpenter family by name and type, and the labels of all this run sampled.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let docs = std::fs::read_to_string(repo.join("docs/OBSERVABILITY.md")).unwrap();
+    let listed = crate::parity::upstream_families(&repo);
+    let (problems, _) = crate::parity::check(&listed, &crate::parity::families(&metrics), &docs);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_clean_log(&ctl.log_text());
 }

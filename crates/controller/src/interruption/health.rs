@@ -266,10 +266,10 @@ impl InstanceHealthController {
     }
 
     /// Polls every [`POLL_EVERY`] while active.
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             if self.active()
-                && let Err(e) = self.poll_once().await
+                && let Err(e) = r.now(self.poll_once()).await
             {
                 warn!(error = %e, "instance health poll failed");
             }

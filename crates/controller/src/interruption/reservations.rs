@@ -184,6 +184,12 @@ pub fn on_demand_patch() -> MetaPatch {
     p
 }
 
+impl crate::metrics::Reconciled for Pass {
+    fn failed(&self) -> bool {
+        !self.failed.is_empty()
+    }
+}
+
 /// What one pass did, for logs and tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
@@ -292,10 +298,10 @@ impl ReservationController {
         out
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             if self.active() {
-                for f in self.pass().await.failed {
+                for f in r.now(self.pass()).await.failed {
                     warn!(error = %f, "capacity reservation upkeep");
                 }
             }

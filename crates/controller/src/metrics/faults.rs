@@ -15,13 +15,15 @@ pub(super) struct FaultMetrics {
 impl FaultMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let calls = Counters::default();
-        r.register(
+        super::register(
+            r,
             "nodewright_fault_injection_calls",
             "Calls seen by a test-only fault-injecting client edge (kube or cloud).",
             calls.clone(),
         );
         let faults = Counters::default();
-        r.register(
+        super::register(
+            r,
             "nodewright_fault_injection_faults",
             "Calls a test-only fault-injecting client edge failed on purpose, by fault.",
             faults.clone(),

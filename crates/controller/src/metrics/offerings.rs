@@ -29,7 +29,7 @@ impl OfferingMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let mut gauges = |name: &str, help: &str| {
             let f = Gauges::default();
-            r.register(name, help, f.clone());
+            super::register(r, name, help, f.clone());
             f
         };
         OfferingMetrics {

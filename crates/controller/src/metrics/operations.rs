@@ -23,13 +23,15 @@ pub(super) struct OperationMetrics {
 impl OperationMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let leader = Gauges::default();
-        r.register(
+        super::register(
+            r,
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
             leader.clone(),
         );
         let savings = FloatCounters::default();
-        r.register(
+        super::register(
+            r,
             "nodewright_consolidation_savings_dollars_per_hour",
             "Hourly price removed by the consolidation commands started: their targets' prices minus their replacements'. Labeled by nodepool and consolidation type.",
             savings.clone(),

@@ -37,19 +37,22 @@ pub(super) struct ProviderMetrics {
 impl ProviderMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let termination_failures = Counters::default();
-        r.register(
+        super::register(
+            r,
             "karpenter_cloudprovider_instance_termination_failures",
             "Terminations the cloud refused, by zone and zone id.",
             termination_failures.clone(),
         );
         let batch_size: Histograms = Family::new_with_constructor(batch_size_histogram);
-        r.register(
+        super::register(
+            r,
             "karpenter_cloudprovider_batcher_batch_size",
             "Size of the request batch per batcher",
             batch_size.clone(),
         );
         let batch_time: Histograms = Family::new_with_constructor(batch_time_histogram);
-        r.register(
+        super::register(
+            r,
             "karpenter_cloudprovider_batcher_batch_time_seconds",
             "Duration of the batching window per batcher",
             batch_time.clone(),

@@ -14,7 +14,8 @@ pub(super) struct RepairMetrics {
 impl RepairMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let unhealthy_disrupted = Counters::default();
-        r.register(
+        super::register(
+            r,
             "karpenter_nodeclaims_unhealthy_disrupted",
             "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
             unhealthy_disrupted.clone(),

@@ -15,13 +15,15 @@ pub(super) struct ZonalShiftMetrics {
 impl ZonalShiftMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
         let transitions = Counters::default();
-        r.register(
+        super::register(
+            r,
             "nodewright_zonal_shift_transitions",
             "Zones becoming shifted (state=active) or unshifted (state=cleared) by an ARC zonal shift or autoshift.",
             transitions.clone(),
         );
         let active = Gauges::default();
-        r.register(
+        super::register(
+            r,
             "nodewright_zonal_shift_active",
             "1 while an ARC zonal shift or autoshift moves traffic away from the zone.",
             active.clone(),

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use nodewright_core::labels;
 use nodewright_core::resources::{CPU, NODES, Resources};
 
@@ -84,8 +84,12 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
             let l = n.metadata.labels.clone().unwrap_or_default();
             let label = |k: &str| l.get(k).cloned().unwrap_or_default();
             let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
-            let (mut requests, mut limits, mut daemon) =
-                (Resources::new(), Resources::new(), Resources::new());
+            let (mut requests, mut limits, mut daemon, mut daemon_limits) = (
+                Resources::new(),
+                Resources::new(),
+                Resources::new(),
+                Resources::new(),
+            );
             for p in s.pods_on(&name) {
                 let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
                 if matches!(phase, Some("Succeeded" | "Failed")) {
@@ -96,6 +100,7 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 limits.add(&pod_limits(p));
                 if owned_by_daemonset(p) {
                     daemon.add(&r);
+                    daemon_limits.add(&pod_limits(p));
                 }
             }
             NodeGauge {
@@ -109,9 +114,24 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 pod_requests: amounts(&requests),
                 pod_limits: amounts(&limits),
                 daemon_requests: amounts(&daemon),
+                daemon_limits: amounts(&daemon_limits),
+                system_overhead: amounts(&system_overhead(n, &allocatable)),
             }
         })
         .collect()
+}
+
+/// What the node keeps for itself (`karpenter_nodes_system_overhead`): its capacity less its
+/// allocatable, per resource it reports a capacity for.
+fn system_overhead(n: &Node, allocatable: &Resources) -> Resources {
+    let capacity = n.status.as_ref().and_then(|s| s.capacity.as_ref());
+    let mut out = Resources::new();
+    for (k, q) in capacity.into_iter().flatten() {
+        if let Ok(v) = nodewright_api::quantity::parse_resource(k, &q.0) {
+            out.set(k, (v - allocatable.get(k)).max(0));
+        }
+    }
+    out
 }
 
 /// One `karpenter_pods_state` row per pod, recounted from scratch.
@@ -149,6 +169,7 @@ fn pod_row(s: &ClusterState, p: &Pod) -> PodGauge {
                 node,
                 nodepool: label(labels::NODEPOOL),
                 zone: label(labels::ZONE),
+                arch: label(labels::ARCH),
                 instance_type: label(labels::INSTANCE_TYPE),
                 capacity_type: label(labels::CAPACITY_TYPE),
                 phase: p
@@ -233,6 +254,11 @@ impl PodStartup {
         self.pending.len()
     }
 
+    /// The pods seen pending that are not Ready yet, each with whether it is bound.
+    pub fn waiting(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.pending.iter().map(|(k, bound)| (k.as_str(), *bound))
+    }
+
     fn look_at(&mut self, s: &ClusterState, key: &str, metrics: &Metrics) {
         {
             let Some(p) = s.pods.get(key) else {
@@ -299,6 +325,8 @@ fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
             pod_requests: amounts(&usage.requests),
             pod_limits: amounts(&usage.limits),
             daemon_requests: amounts(&usage.daemon_requests),
+            daemon_limits: amounts(&usage.daemon_limits),
+            system_overhead: amounts(&system_overhead(n, &allocatable)),
         },
         allocatable,
         requests: usage.requests.clone(),
@@ -435,6 +463,7 @@ pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
 pub struct StateMetrics {
     startup: PodStartup,
+    ages: super::ages::Ages,
     last_gauges: Option<std::time::Instant>,
     enabled: bool,
 }
@@ -443,6 +472,7 @@ impl StateMetrics {
     pub fn new(enabled: bool) -> Self {
         StateMetrics {
             startup: PodStartup::default(),
+            ages: super::ages::Ages::default(),
             last_gauges: None,
             enabled,
         }
@@ -450,12 +480,17 @@ impl StateMetrics {
 
     pub fn tick(&mut self, s: &ClusterState, metrics: &Metrics) {
         metrics.cluster_state(s.synced(), s.nodes.len());
+        self.ages
+            .tick(s.synced(), metrics, std::time::Instant::now());
         if !self.enabled {
             return;
         }
         self.startup.observe(s, metrics);
         if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
             set_all(s, metrics);
+            let now = crate::clock::Clock::system().now();
+            super::ages::set_lifetimes(s, metrics, now);
+            super::ages::set_pod_waits(s, metrics, now, self.startup.waiting());
             self.last_gauges = Some(std::time::Instant::now());
         }
     }

@@ -430,6 +430,13 @@ impl CloudProvider for TestCloud {
 
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
         let mut inner = self.inner();
+        if inner.fail {
+            return Err(CloudError::Api {
+                operation: "TerminateInstances".into(),
+                message: "service unavailable".into(),
+                retryable: true,
+            });
+        }
         match inner.instances.get_mut(provider_id) {
             Some(i) if i.state == InstanceState::Running => {
                 i.state = InstanceState::ShuttingDown;

@@ -316,7 +316,8 @@ async fn only_the_synced_leader_reads_the_queue() {
     let queue = Arc::new(FakeQueue::default());
     let (leader_tx, leader) = watch::channel(false);
     let ctl = Arc::new(controller(&h, queue.clone()).with_leader(leader));
-    let task = tokio::spawn(ctl.clone().run());
+    let r = crate::metrics::Reconciler::new(h.metrics.clone(), "interruption");
+    let task = tokio::spawn(ctl.clone().run(r));
 
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(queue.receives.load(Ordering::SeqCst), 0);

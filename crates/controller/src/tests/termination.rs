@@ -251,6 +251,14 @@ async fn a_drained_node_waits_for_its_volumes_to_detach() {
     }
     assert!(!h.cloud.running().is_empty());
     assert_eq!(drained(&h, &claim).as_deref(), Some("True"));
+    let waiting = h.events.with_reason("AwaitingVolumeDetachment");
+    assert_eq!(waiting.len(), 2, "one a pass: {waiting:?}");
+    assert!(
+        waiting
+            .iter()
+            .all(|e| e.regarding == crate::events::ObjectRef::node("n1")),
+        "{waiting:?}"
+    );
 
     // The attach-detach controller removes it: the instance goes.
     h.api.delete(Kind::VolumeAttachment, "csi-data").unwrap();
@@ -264,4 +272,34 @@ async fn a_drained_node_waits_for_its_volumes_to_detach() {
         crate::conditions::is_true(&conds, "VolumesDetached"),
         "{conds:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_termination_is_an_event_on_the_claim_and_is_tried_again() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    let life = h.lifecycle();
+    let term = h.termination();
+    w.delete_nodeclaim(&claim).await.unwrap();
+    life.reconcile_all().await;
+
+    h.cloud.set_failing(true);
+    assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Terminating));
+    assert!(!h.cloud.running().is_empty());
+    let failed = h.events.with_reason("FailedTermination");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(
+        failed[0].regarding,
+        crate::events::ObjectRef::nodeclaim(&claim)
+    );
+    assert!(
+        failed[0].message.contains("service unavailable"),
+        "{failed:?}"
+    );
+
+    h.cloud.set_failing(false);
+    assert_eq!(term.reconcile_all().await["n1"], Ok(Progress::Terminating));
+    assert!(h.cloud.running().is_empty());
+    assert_eq!(h.events.with_reason("FailedTermination").len(), 1);
 }

@@ -1,0 +1,241 @@
+//! The cluster-state metrics loop's clocks: `karpenter_cluster_state_unsynced_time_seconds`
+//! (how long the state has been unsynced, 0 while synced, as upstream's),
+//! `karpenter_nodes_current_lifetime_seconds` (each node's age, by the node labels of the
+//! other `karpenter_nodes_*` gauges), and `karpenter_pods_unbound_time_seconds` and
+//! `karpenter_pods_unstarted_time_seconds` (how long each pod seen pending has waited to be
+//! bound, and to be Ready, by name and namespace). The per-object families are replaced as a
+//! whole with the other node and pod gauges, so an object that went, or stopped waiting,
+//! leaves no series.
+
+use std::time::Instant;
+
+use nodewright_core::labels;
+use nodewright_core::time::Timestamp;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::ClusterState;
+use crate::clock::from_time;
+use crate::metrics::{Gauges, Metrics, register};
+
+pub(crate) struct AgeMetrics {
+    unsynced: Gauge<f64, std::sync::atomic::AtomicU64>,
+    lifetime: Gauges,
+    unbound: Gauges,
+    unstarted: Gauges,
+}
+
+impl AgeMetrics {
+    pub(crate) fn register(r: &mut Registry) -> Self {
+        let unsynced = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        register(
+            r,
+            "karpenter_cluster_state_unsynced_time_seconds",
+            "The time for which cluster state is not synced",
+            unsynced.clone(),
+        );
+        let lifetime = Gauges::default();
+        register(
+            r,
+            "karpenter_nodes_current_lifetime_seconds",
+            "Node age in seconds",
+            lifetime.clone(),
+        );
+        let mut gauges = |name: &str, help: &str| {
+            let f = Gauges::default();
+            register(r, name, help, f.clone());
+            f
+        };
+        let unbound = gauges(
+            "karpenter_pods_unbound_time_seconds",
+            "The time from pod creation until the pod is bound.",
+        );
+        let unstarted = gauges(
+            "karpenter_pods_unstarted_time_seconds",
+            "The time from pod creation until the pod is running.",
+        );
+        AgeMetrics {
+            unsynced,
+            lifetime,
+            unbound,
+            unstarted,
+        }
+    }
+}
+
+/// When the state last stopped being synced.
+#[derive(Debug, Default)]
+pub struct Ages {
+    unsynced_since: Option<Instant>,
+}
+
+impl Ages {
+    pub fn tick(&mut self, synced: bool, metrics: &Metrics, now: Instant) {
+        let seconds = if synced {
+            self.unsynced_since = None;
+            0.0
+        } else {
+            let since = *self.unsynced_since.get_or_insert(now);
+            now.duration_since(since).as_secs_f64()
+        };
+        metrics.ages.unsynced.set(seconds);
+    }
+}
+
+/// Replaces every node's current-lifetime series with its age at `now`.
+pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
+    let family = &metrics.ages.lifetime;
+    family.clear();
+    for n in s.nodes.values() {
+        let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
+            continue;
+        };
+        let l = n.metadata.labels.as_ref();
+        let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
+        let nodepool = label(labels::NODEPOOL);
+        let row = vec![
+            ("node_name", n.metadata.name.clone().unwrap_or_default()),
+            ("managed", (!nodepool.is_empty()).to_string()),
+            ("nodepool", nodepool),
+            ("zone", label(labels::ZONE)),
+            ("instance_type", label(labels::INSTANCE_TYPE)),
+            ("capacity_type", label(labels::CAPACITY_TYPE)),
+            ("arch", label(labels::ARCH)),
+        ];
+        family
+            .get_or_create(&row)
+            .set(now.since(created).as_secs_f64());
+    }
+}
+
+/// Replaces the pods' waiting times with those of `waiting` (pod key, whether bound) at `now`.
+pub fn set_pod_waits<'a>(
+    s: &ClusterState,
+    metrics: &Metrics,
+    now: Timestamp,
+    waiting: impl Iterator<Item = (&'a str, bool)>,
+) {
+    let m = &metrics.ages;
+    m.unbound.clear();
+    m.unstarted.clear();
+    for (key, bound) in waiting {
+        let Some(p) = s.pods.get(key) else {
+            continue;
+        };
+        let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) else {
+            continue;
+        };
+        let row = vec![
+            ("name", p.metadata.name.clone().unwrap_or_default()),
+            (
+                "namespace",
+                p.metadata.namespace.clone().unwrap_or_default(),
+            ),
+        ];
+        let seconds = now.since(created).as_secs_f64();
+        if !bound {
+            m.unbound.get_or_create(&row).set(seconds);
+        }
+        m.unstarted.get_or_create(&row).set(seconds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::{Kind, Object, WatchEvent};
+
+    fn samples(m: &Metrics, family: &str) -> Vec<String> {
+        m.encode()
+            .lines()
+            .filter(|l| l.starts_with(family))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn unsynced_time_counts_from_when_sync_was_lost_and_resets() {
+        let m = Metrics::new();
+        let mut ages = Ages::default();
+        let t0 = Instant::now();
+        ages.tick(false, &m, t0);
+        ages.tick(false, &m, t0 + Duration::from_secs(3));
+        let family = "karpenter_cluster_state_unsynced_time_seconds ";
+        assert_eq!(samples(&m, family), [format!("{family}3.0")]);
+        ages.tick(true, &m, t0 + Duration::from_secs(4));
+        assert_eq!(samples(&m, family), [format!("{family}0.0")]);
+    }
+
+    #[test]
+    fn each_node_has_its_age_until_it_goes() {
+        let mut s = ClusterState::default();
+        let node = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "creationTimestamp": "2024-06-01T00:00:00Z",
+                "labels": {"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": "z1"}}});
+        let node = Object::from_value(Kind::Node, node).unwrap();
+        s.apply(WatchEvent::Apply(node.clone()));
+        let m = Metrics::new();
+        let now = crate::clock::parse_rfc3339("2024-06-01T00:01:30Z").unwrap();
+        set_lifetimes(&s, &m, now);
+        assert_eq!(
+            samples(&m, "karpenter_nodes_current_lifetime_seconds{"),
+            [
+                r#"karpenter_nodes_current_lifetime_seconds{node_name="n1",managed="true",nodepool="default",zone="z1",instance_type="",capacity_type="",arch=""} 90.0"#
+            ]
+        );
+        s.apply(WatchEvent::Delete(node));
+        set_lifetimes(&s, &m, now);
+        assert!(samples(&m, "karpenter_nodes_current_lifetime_seconds{").is_empty());
+    }
+
+    #[test]
+    fn a_pod_waits_unbound_until_bound_and_unstarted_until_ready() {
+        let mut s = ClusterState::default();
+        let pod = |node: Option<&str>, ready: bool| {
+            let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-1", "namespace": "default",
+                    "creationTimestamp": "2024-06-01T00:00:00Z"},
+                "spec": {"containers": [{"name": "c"}]},
+                "status": {"phase": "Pending", "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}});
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+                p["status"]["conditions"] = json!([
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-06-01T00:00:05Z"},
+                    {"type": "Ready", "status": if ready { "True" } else { "False" },
+                        "lastTransitionTime": "2024-06-01T00:00:40Z"}]);
+            }
+            Object::from_value(Kind::Pod, p).unwrap()
+        };
+        let m = Metrics::new();
+        let mut startup = crate::state::gauges::PodStartup::default();
+        let now = crate::clock::parse_rfc3339("2024-06-01T00:01:00Z").unwrap();
+        let look = |s: &ClusterState, startup: &mut crate::state::gauges::PodStartup| {
+            startup.observe(s, &m);
+            set_pod_waits(s, &m, now, startup.waiting());
+            (
+                samples(&m, "karpenter_pods_unbound_time_seconds{"),
+                samples(&m, "karpenter_pods_unstarted_time_seconds{"),
+            )
+        };
+        s.apply(WatchEvent::Apply(pod(None, false)));
+        let row = r#"{name="web-1",namespace="default"} 60.0"#;
+        assert_eq!(
+            look(&s, &mut startup),
+            (
+                vec![format!("karpenter_pods_unbound_time_seconds{row}")],
+                vec![format!("karpenter_pods_unstarted_time_seconds{row}")]
+            )
+        );
+        s.apply(WatchEvent::Apply(pod(Some("n1"), false)));
+        let (unbound, unstarted) = look(&s, &mut startup);
+        assert!(unbound.is_empty(), "{unbound:?}");
+        assert_eq!(unstarted.len(), 1);
+        s.apply(WatchEvent::Apply(pod(Some("n1"), true)));
+        assert_eq!(look(&s, &mut startup), (vec![], vec![]));
+    }
+}
