@@ -245,10 +245,13 @@ impl Consistency {
         }
     }
 
-    pub async fn run(self: Arc<Self>) {
+    pub async fn run(self: Arc<Self>, r: crate::metrics::Reconciler) {
         loop {
             if self.leader.as_ref().is_none_or(|l| *l.borrow()) {
-                self.reconcile().await;
+                r.now(async {
+                    self.reconcile().await;
+                })
+                .await;
             }
             tokio::time::sleep(LOOK_EVERY).await;
         }

@@ -326,7 +326,10 @@ pub async fn run(
         }
     }
     let consistency = Arc::new(Consistency::new(&ctx).with_leader(leader.clone()));
-    loops.spawn("nodeclaim consistency", move || consistency.clone().run());
+    let r = Reconciler::new(metrics.clone(), "nodeclaim.consistency");
+    loops.spawn("nodeclaim consistency", move || {
+        consistency.clone().run(r.clone())
+    });
     let disruptor = Arc::new(
         Disruptor::new(&ctx)
             .with_policies(
