@@ -7,17 +7,22 @@
 //! ahead of them in its queue too. A pod the simulation put on an existing node can then
 //! take room on the replacement that the simulation kept for a larger pod, and the larger
 //! pod is left pending; the provisioner launches a node like the one just removed for it.
+//! Likewise the pods of a running command's targets, which later rounds plan as staying put,
+//! move to the emptiest nodes when their replacement is Ready, not only onto it.
 //!
-//! So a command is taken only if the scheduler's own order places every moved pod: pending
-//! pods first, then the moved ones, each on the node with the largest share of cpu free
-//! (ties by node name, the replacement last), among the Ready, schedulable nodes it
-//! tolerates and selects, the replacement Ready as the cheapest of its options. Only
-//! resources, taints, node selectors and required node affinity are replayed: a pod with
-//! other constraints waiting is left out, and one being moved is placed by them alone, so
-//! the replay refuses a command only when the scheduler would find no room.
+//! So a command is taken only if the scheduler's own order places every moved pod. First
+//! the pods already pending and the pods of running commands' targets, with those commands'
+//! replacements Ready and empty (launched ones, as their claims' allocatable says); then the
+//! command's own pods, with its replacement Ready as the cheapest of its options. Each pod
+//! goes to the node with the largest share of cpu free (ties by node name, a replacement
+//! after the nodes), among the Ready, schedulable nodes it tolerates and selects. As upstream
+//! acts only if the pods of deleting nodes schedule too, a running command's pod without room
+//! refuses the command as well. Only resources, taints, node selectors and required node
+//! affinity are replayed: a pending pod with other constraints is left out, and a moving one
+//! is placed by these alone, so the replay refuses only where the scheduler finds no room.
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::command::Command;
 use crate::model::{Node, Pod, Snapshot};
@@ -25,63 +30,144 @@ use crate::resources::{CPU, Resources};
 use crate::scheduling::setup::kube_queue_cmp;
 use crate::taints::{DISRUPTED_TAINT, first_untolerated};
 
-/// One node the replay may place pods on.
+/// Where the scheduler ranks a node for a pod: most cpu free (per mille) first, nodes before
+/// replacements, then by name; the last field says which slot.
+type Rank<'a> = (Reverse<i64>, bool, &'a str, usize);
+
+/// One node the replay may place pods on: `node` is `None` for a replacement.
 struct Slot<'s> {
-    /// `None` for the replacement.
     node: Option<&'s Node>,
+    name: &'s str,
     allocatable_cpu: i64,
     free: Resources,
 }
 
-/// The schedulable nodes of one snapshot with what is free on each, built once for the many
-/// commands a round weighs.
+impl<'s> Slot<'s> {
+    fn rank(&self, free: &Resources, i: usize) -> Rank<'s> {
+        let share = free.get(CPU) * 1000 / self.allocatable_cpu.max(1);
+        (Reverse(share), self.node.is_none(), self.name, i)
+    }
+}
+
+/// The schedulable nodes of one snapshot with what is free on each, in the scheduler's
+/// order, and what running commands move and bring; built once for the commands a round
+/// weighs.
 pub struct Replay<'s> {
     snapshot: &'s Snapshot,
+    /// Ready, schedulable nodes without the disrupted taint, then running commands'
+    /// launched replacements.
     slots: Vec<Slot<'s>>,
-    /// Nodes carrying the disrupted taint: running commands' targets and replacements.
-    disrupted: BTreeSet<&'s str>,
+    nodes: usize,
+    /// The nodes (indices into `slots`) by rank, emptiest first.
+    order: Vec<usize>,
+    /// Pods on the running commands' targets still to move.
+    leaving: Vec<&'s Pod>,
+    /// Pods waiting for a node whose placement the replay can judge.
+    pending: Vec<&'s Pod>,
 }
 
 impl<'s> Replay<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Replay<'s> {
-        let mut index: std::collections::HashMap<&str, usize> = Default::default();
+        let disrupted =
+            |taints: &[crate::taints::Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
+        let mut index: HashMap<&str, usize> = HashMap::new();
         let mut slots: Vec<Slot<'s>> = Vec::new();
+        let mut leaving_nodes: BTreeSet<&str> = BTreeSet::new();
         for n in &snapshot.nodes {
             if !n.ready || n.unschedulable || n.deletion_timestamp.is_some() {
+                continue;
+            }
+            if disrupted(&n.taints) {
+                leaving_nodes.insert(n.name.as_str());
                 continue;
             }
             index.insert(n.name.as_str(), slots.len());
             slots.push(Slot {
                 node: Some(n),
+                name: n.name.as_str(),
                 allocatable_cpu: n.allocatable.get(CPU),
                 free: n.allocatable.clone(),
             });
         }
+        let nodes = slots.len();
+        // Running commands' replacements: reserved claims that are not being deleted.
+        let daemons = {
+            let mut r = Resources::new();
+            for d in &snapshot.daemonsets {
+                r.add(&d.pod.requests);
+            }
+            r
+        };
+        for c in &snapshot.node_claims {
+            if !disrupted(&c.taints) || c.deletion_timestamp.is_some() {
+                continue;
+            }
+            if let Some(n) = &c.node_name {
+                leaving_nodes.remove(n.as_str());
+            }
+            // Before its launch answers, the claim is the cheapest type it allows, as the
+            // launch will most likely make it.
+            let allocatable = if c.allocatable.is_empty() {
+                match cheapest_allowed(snapshot, c) {
+                    Some(a) => a,
+                    None => continue,
+                }
+            } else {
+                c.allocatable.clone()
+            };
+            let mut free = allocatable.clone();
+            if c.node_name.is_none() {
+                free.sub(&daemons);
+            }
+            if let Some(n) = &c.node_name {
+                index.insert(n.as_str(), slots.len());
+            }
+            slots.push(Slot {
+                node: None,
+                name: c.name.as_str(),
+                allocatable_cpu: allocatable.get(CPU),
+                free,
+            });
+        }
+        let mut leaving = Vec::new();
+        let mut pending = Vec::new();
         for p in &snapshot.pods {
             if p.is_terminal() {
                 continue;
             }
-            if let Some(i) = p.node_name.as_deref().and_then(|n| index.get(n)) {
-                slots[*i].free.sub(&p.requests);
+            match p.node_name.as_deref() {
+                Some(n) => {
+                    if let Some(&i) = index.get(n) {
+                        slots[i].free.sub(&p.requests);
+                    } else if leaving_nodes.contains(n) && moves(p) {
+                        leaving.push(p);
+                    }
+                }
+                None if moves(p) && judged(p) => pending.push(p),
+                None => {}
             }
         }
-        let disrupted = snapshot
-            .nodes
-            .iter()
-            .filter(|n| n.taints.iter().any(|t| t.key == DISRUPTED_TAINT))
-            .map(|n| n.name.as_str())
-            .collect();
+        let mut order: Vec<usize> = (0..nodes).collect();
+        order.sort_by(|&a, &b| {
+            slots[a]
+                .rank(&slots[a].free, a)
+                .cmp(&slots[b].rank(&slots[b].free, b))
+        });
         Replay {
             snapshot,
             slots,
-            disrupted,
+            nodes,
+            order,
+            leaving,
+            pending,
         }
     }
 
-    /// The first pod of `moving` (the pods of `command`'s targets) that the cluster's
-    /// scheduler would leave without a node, with why, when the nodes in `gone` (other
-    /// commands' targets) are gone too; `None` when it places them all, or when the command
-    /// launches more than one node (the replay judges one replacement).
+    /// The first pod of `moving` (the pods of `command`'s targets), or of a running
+    /// command's, that the cluster's scheduler would leave without a node, with why, when
+    /// the nodes in `gone` (other commands' targets this round) are gone too; `None` when
+    /// it places them all, or when the command launches more than one node (the replay
+    /// judges one replacement).
     pub fn unplaced(
         &self,
         command: &Command,
@@ -92,9 +178,39 @@ impl<'s> Replay<'s> {
             return None;
         }
         let targets: BTreeSet<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
-        let without = |n: &str| targets.contains(n) || gone.contains(n);
-        let mut slots: Vec<(usize, Resources)> = Vec::new();
-        let mut replacement: Option<Slot<'_>> = None;
+        let closed = |n: &str| targets.contains(n) || gone.contains(n);
+        let mut run = Run {
+            replay: self,
+            closed: &closed,
+            changed: HashMap::new(),
+            extra: Vec::new(),
+            ranked: BTreeSet::new(),
+        };
+        for i in self.nodes..self.slots.len() {
+            run.ranked
+                .insert(self.slots[i].rank(&self.slots[i].free, i));
+        }
+        // First what moves ahead of the command: pending pods, running commands' pods, and
+        // those of this round's other commands.
+        let mut ahead: Vec<&Pod> = self.pending.clone();
+        ahead.extend(self.leaving.iter().copied());
+        ahead.extend(self.snapshot.pods.iter().filter(|p| {
+            p.node_name
+                .as_deref()
+                .is_some_and(|n| gone.contains(n) && !targets.contains(n))
+                && moves(p)
+        }));
+        ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        for pod in ahead {
+            if !run.place(pod) && pod.node_name.is_some() {
+                return Some((
+                    pod.key(),
+                    "a running command's pod the cluster's scheduler would leave without room"
+                        .to_string(),
+                ));
+            }
+        }
+        // Then the command's replacement is Ready and its pods move.
         if let Some(r) = command.replacements.first() {
             let it = self
                 .snapshot
@@ -106,122 +222,141 @@ impl<'s> Replay<'s> {
                 })?;
             let mut free = it.allocatable();
             // The replacement runs the daemons the targets run.
-            let target = command.targets.first().map(|t| t.node.as_str());
             for p in &self.snapshot.pods {
-                if p.is_daemonset_pod() && !p.is_terminal() && p.node_name.as_deref() == target {
+                if p.is_daemonset_pod()
+                    && !p.is_terminal()
+                    && p.node_name.as_deref().is_some_and(|n| targets.contains(n))
+                {
                     free.sub(&p.requests);
                 }
             }
-            replacement = Some(Slot {
+            run.add_replacement(Slot {
                 node: None,
+                name: "",
                 allocatable_cpu: it.allocatable().get(CPU),
                 free,
             });
         }
-        // kube-scheduler's queue: pods already pending before the moved ones' new pods.
-        let mut queue: Vec<&Pod> = self
-            .snapshot
-            .pods
-            .iter()
-            .filter(|p| p.node_name.is_none() && waits(p))
-            .collect();
-        queue.extend(moving.iter().copied());
-        // The pods of running commands' targets move too, and before these: upstream's
-        // simulations place the pods of deleting nodes with the candidates' and act only if
-        // every one of them finds room. Their replacements are reserved, so they are no room.
-        let leaving =
-            |n: &str| !targets.contains(n) && (gone.contains(n) || self.disrupted.contains(n));
-        queue.extend(self.snapshot.pods.iter().filter(|p| {
-            p.node_name.as_deref().is_some_and(leaving)
-                && !p.is_daemonset_pod()
-                && !p.is_terminal()
-                && p.deletion_timestamp.is_none()
-        }));
-        queue.sort_by(|a, b| kube_queue_cmp(a, b));
-        for (k, pod) in queue.iter().enumerate() {
-            let is_moving = pod.node_name.is_some();
-            // Nodes this replay changed keep their free room in `slots`.
-            let free_of = |i: usize| {
-                slots
-                    .iter()
-                    .find(|(j, _)| *j == i)
-                    .map_or(&self.slots[i].free, |(_, f)| f)
-            };
-            let mut best: Option<(Reverse<i64>, bool, &str, Option<usize>)> = None;
-            for (i, s) in self.slots.iter().enumerate() {
-                let node = s.node.expect("existing slots have nodes");
-                if without(&node.name) || !admits(node, pod) {
-                    continue;
-                }
-                let free = free_of(i);
-                if !pod.requests.fits_in(free) {
-                    continue;
-                }
-                let key = (
-                    Reverse(share(free, s.allocatable_cpu)),
-                    false,
-                    node.name.as_str(),
-                    Some(i),
-                );
-                if best.as_ref().is_none_or(|b| key < *b) {
-                    best = Some(key);
-                }
-            }
-            if let Some(r) = &replacement
-                && pod.requests.fits_in(&r.free)
-            {
-                let key = (Reverse(share(&r.free, r.allocatable_cpu)), true, "", None);
-                if best.as_ref().is_none_or(|b| key < *b) {
-                    best = Some(key);
-                }
-            }
-            match best {
-                Some((_, _, _, Some(i))) => match slots.iter_mut().find(|(j, _)| *j == i) {
-                    Some((_, f)) => f.sub(&pod.requests),
-                    None => {
-                        let mut f = self.slots[i].free.clone();
-                        f.sub(&pod.requests);
-                        slots.push((i, f));
-                    }
-                },
-                Some((_, _, _, None)) => {
-                    if let Some(r) = replacement.as_mut() {
-                        r.free.sub(&pod.requests);
-                    }
-                }
-                None if is_moving => {
-                    return Some((
-                        pod.key(),
-                        format!(
-                            "the cluster's scheduler, placing the {} pods ahead of it on the emptiest nodes{}, leaves it no room",
-                            k,
-                            if replacement.is_some() {
-                                " (the replacement first while it is emptiest)"
-                            } else {
-                                ""
-                            }
-                        ),
-                    ));
-                }
-                None => {}
+        let mut ours: Vec<&Pod> = moving.to_vec();
+        ours.sort_by(|a, b| kube_queue_cmp(a, b));
+        for (k, pod) in ours.iter().enumerate() {
+            if !run.place(pod) {
+                return Some((
+                    pod.key(),
+                    format!(
+                        "the cluster's scheduler, placing the pods ahead of it on the emptiest nodes ({k} of this command's{}), leaves it no room",
+                        if command.replacements.is_empty() {
+                            ""
+                        } else {
+                            ", its replacement among them while emptiest"
+                        }
+                    ),
+                ));
             }
         }
         None
     }
 }
 
-/// Per mille of cpu free: kube-scheduler's `LeastAllocated` as the simulator scores it.
-fn share(free: &Resources, allocatable_cpu: i64) -> i64 {
-    free.get(CPU) * 1000 / allocatable_cpu.max(1)
+/// One replay: what it placed so far.
+struct Run<'r, 's> {
+    replay: &'r Replay<'s>,
+    closed: &'r dyn Fn(&str) -> bool,
+    /// Free room of the slots this run changed (or added), by slot index.
+    changed: HashMap<usize, Resources>,
+    /// Slots this run added (the command's replacement), indexed after the replay's.
+    extra: Vec<Slot<'s>>,
+    /// The changed and added slots and the running commands' replacements, by rank.
+    ranked: BTreeSet<Rank<'s>>,
 }
 
-/// Whether a pending pod waits in the scheduler's queue with a placement that depends only
-/// on what the replay checks.
-fn waits(p: &Pod) -> bool {
-    !p.is_terminal()
-        && p.deletion_timestamp.is_none()
-        && !p.is_daemonset_pod()
-        && p.topology_spread.is_empty()
+impl<'s> Run<'_, 's> {
+    fn slot(&self, i: usize) -> &Slot<'s> {
+        self.replay
+            .slots
+            .get(i)
+            .unwrap_or_else(|| &self.extra[i - self.replay.slots.len()])
+    }
+
+    fn free(&self, i: usize) -> &Resources {
+        self.changed.get(&i).unwrap_or(&self.slot(i).free)
+    }
+
+    fn add_replacement(&mut self, slot: Slot<'s>) {
+        let i = self.replay.slots.len() + self.extra.len();
+        self.ranked.insert(slot.rank(&slot.free, i));
+        self.extra.push(slot);
+    }
+
+    /// Places `pod` where the scheduler would; whether it found room.
+    fn place(&mut self, pod: &Pod) -> bool {
+        let fits = |run: &Self, i: usize| {
+            let s = run.slot(i);
+            s.node
+                .is_none_or(|n| !(run.closed)(&n.name) && admits(n, pod))
+                && pod.requests.fits_in(run.free(i))
+        };
+        // The best unchanged node is the first in order that fits; a changed or added slot
+        // may rank above it.
+        let unchanged = self
+            .replay
+            .order
+            .iter()
+            .copied()
+            .find(|&i| !self.changed.contains_key(&i) && fits(self, i));
+        let changed = self.ranked.iter().copied().find(|r| fits(self, r.3));
+        let best = match (unchanged, changed) {
+            (Some(u), Some(c)) => {
+                let ur = self.slot(u).rank(self.free(u), u);
+                if (ur.0, ur.1, ur.2) <= (c.0, c.1, c.2) {
+                    u
+                } else {
+                    c.3
+                }
+            }
+            (Some(u), None) => u,
+            (None, Some(c)) => c.3,
+            (None, None) => return false,
+        };
+        let before = self.slot(best).rank(self.free(best), best);
+        let mut free = self.free(best).clone();
+        free.sub(&pod.requests);
+        let after = self.slot(best).rank(&free, best);
+        self.ranked.remove(&before);
+        self.ranked.insert(after);
+        self.changed.insert(best, free);
+        true
+    }
+}
+
+/// The allocatable of the cheapest available type `claim` allows.
+fn cheapest_allowed(snapshot: &Snapshot, claim: &crate::model::NodeClaim) -> Option<Resources> {
+    let price = |it: &crate::model::InstanceType| {
+        it.offerings
+            .iter()
+            .filter(|o| o.available)
+            .map(|o| o.price)
+            .min_by(f64::total_cmp)
+    };
+    snapshot
+        .instance_types
+        .get(&claim.nodepool)?
+        .iter()
+        .filter(|it| it.compatible_with(&claim.requirements))
+        .filter_map(|it| Some((price(it)?, it)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, it)| it.allocatable())
+}
+
+/// Whether a pod moves with its node and waits for the scheduler: not a daemon, not done,
+/// not being deleted.
+fn moves(p: &Pod) -> bool {
+    !p.is_terminal() && p.deletion_timestamp.is_none() && !p.is_daemonset_pod()
+}
+
+/// Whether the replay can judge where a pending pod goes: no constraint it does not check.
+fn judged(p: &Pod) -> bool {
+    p.topology_spread.is_empty()
         && p.pod_affinity.is_empty()
         && p.pod_anti_affinity.is_empty()
         && p.volume_claims.is_empty()

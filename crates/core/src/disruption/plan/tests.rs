@@ -859,3 +859,29 @@ fn a_replacement_the_clusters_scheduler_would_fill_first_with_the_wrong_pods_is_
     assert_eq!(methods, [Method::SingleNodeConsolidation], "{p:?}");
     assert_eq!(p.commands[0].replacements[0].instance_types, ["small"]);
 }
+
+#[test]
+fn the_pods_of_a_running_commands_target_move_first_in_the_clusters_scheduler() {
+    // `a` is a running command's target: later rounds plan its pod as staying put, so the
+    // simulation moves `t`'s pod to `e`. But `a`'s pod moves first, to `e`, the emptiest
+    // node, and then `t`'s pod finds no room.
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("a", "big", "on-demand", &[2000])
+    .node("e", "big", "on-demand", &[2000])
+    .node("t", "small", "on-demand", &[1500]);
+    let disrupted = crate::taints::Taint::new(
+        crate::taints::DISRUPTED_TAINT,
+        "",
+        crate::taints::TaintEffect::NoSchedule,
+    );
+    c.0.nodes[0].taints.push(disrupted);
+    c.0.node_claims[0].deletion_timestamp = Some(NOW);
+    let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+    let p = plan(&c.0, &engine, Settings::default());
+    assert!(p.commands.is_empty(), "{:?}", p.commands);
+    let t = p.verdicts.iter().find(|v| v.node == "t").unwrap();
+    assert!(t.message.contains("cluster's scheduler"), "{t:?}");
+}
