@@ -22,11 +22,12 @@
 //! is placed by these alone, so the replay refuses only where the scheduler finds no room.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use super::command::Command;
 use crate::model::{Node, Pod, Snapshot};
 use crate::resources::{CPU, Resources};
+use crate::scheduling::intern::FastMap;
 use crate::scheduling::setup::kube_queue_cmp;
 use crate::taints::{DISRUPTED_TAINT, first_untolerated};
 
@@ -60,17 +61,20 @@ pub struct Replay<'s> {
     nodes: usize,
     /// The nodes (indices into `slots`) by rank, emptiest first.
     order: Vec<usize>,
-    /// Pods on the running commands' targets still to move.
-    leaving: Vec<&'s Pod>,
-    /// Pods waiting for a node whose placement the replay can judge.
-    pending: Vec<&'s Pod>,
+    /// Pods waiting for a node whose placement the replay can judge, and pods on the
+    /// running commands' targets still to move, in the scheduler's queue order.
+    ahead: Vec<&'s Pod>,
+    /// The slot of each node's name.
+    index: FastMap<&'s str, usize>,
+    /// Daemon pods' requests per node: a replacement runs its targets' daemons.
+    daemons: FastMap<&'s str, Resources>,
 }
 
 impl<'s> Replay<'s> {
     pub fn new(snapshot: &'s Snapshot) -> Replay<'s> {
         let disrupted =
             |taints: &[crate::taints::Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
-        let mut index: HashMap<&str, usize> = HashMap::new();
+        let mut index: FastMap<&str, usize> = FastMap::default();
         let mut slots: Vec<Slot<'s>> = Vec::new();
         let mut leaving_nodes: BTreeSet<&str> = BTreeSet::new();
         for n in &snapshot.nodes {
@@ -129,21 +133,24 @@ impl<'s> Replay<'s> {
                 free,
             });
         }
-        let mut leaving = Vec::new();
-        let mut pending = Vec::new();
+        let mut ahead = Vec::new();
+        let mut daemons_on: FastMap<&str, Resources> = FastMap::default();
         for p in &snapshot.pods {
             if p.is_terminal() {
                 continue;
             }
             match p.node_name.as_deref() {
                 Some(n) => {
+                    if p.is_daemonset_pod() {
+                        daemons_on.entry(n).or_default().add(&p.requests);
+                    }
                     if let Some(&i) = index.get(n) {
                         slots[i].free.sub(&p.requests);
                     } else if leaving_nodes.contains(n) && moves(p) {
-                        leaving.push(p);
+                        ahead.push(p);
                     }
                 }
-                None if moves(p) && judged(p) => pending.push(p),
+                None if moves(p) && judged(p) => ahead.push(p),
                 None => {}
             }
         }
@@ -153,13 +160,15 @@ impl<'s> Replay<'s> {
                 .rank(&slots[a].free, a)
                 .cmp(&slots[b].rank(&slots[b].free, b))
         });
+        ahead.sort_by(|a, b| kube_queue_cmp(a, b));
         Replay {
             snapshot,
             slots,
             nodes,
             order,
-            leaving,
-            pending,
+            ahead,
+            index,
+            daemons: daemons_on,
         }
     }
 
@@ -178,11 +187,20 @@ impl<'s> Replay<'s> {
             return None;
         }
         let targets: BTreeSet<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
-        let closed = |n: &str| targets.contains(n) || gone.contains(n);
+        let mut closed = vec![false; self.slots.len()];
+        for n in targets
+            .iter()
+            .copied()
+            .chain(gone.iter().map(String::as_str))
+        {
+            if let Some(&i) = self.index.get(n) {
+                closed[i] = true;
+            }
+        }
         let mut run = Run {
             replay: self,
-            closed: &closed,
-            changed: HashMap::new(),
+            closed,
+            changed: FastMap::default(),
             extra: Vec::new(),
             ranked: BTreeSet::new(),
         };
@@ -192,15 +210,16 @@ impl<'s> Replay<'s> {
         }
         // First what moves ahead of the command: pending pods, running commands' pods, and
         // those of this round's other commands.
-        let mut ahead: Vec<&Pod> = self.pending.clone();
-        ahead.extend(self.leaving.iter().copied());
-        ahead.extend(self.snapshot.pods.iter().filter(|p| {
-            p.node_name
-                .as_deref()
-                .is_some_and(|n| gone.contains(n) && !targets.contains(n))
-                && moves(p)
-        }));
-        ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        let mut ahead: Vec<&Pod> = self.ahead.clone();
+        if !gone.is_empty() {
+            ahead.extend(self.snapshot.pods.iter().filter(|p| {
+                p.node_name
+                    .as_deref()
+                    .is_some_and(|n| gone.contains(n) && !targets.contains(n))
+                    && moves(p)
+            }));
+            ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        }
         for pod in ahead {
             if !run.place(pod) && pod.node_name.is_some() {
                 return Some((
@@ -222,12 +241,9 @@ impl<'s> Replay<'s> {
                 })?;
             let mut free = it.allocatable();
             // The replacement runs the daemons the targets run.
-            for p in &self.snapshot.pods {
-                if p.is_daemonset_pod()
-                    && !p.is_terminal()
-                    && p.node_name.as_deref().is_some_and(|n| targets.contains(n))
-                {
-                    free.sub(&p.requests);
+            for t in &targets {
+                if let Some(d) = self.daemons.get(t) {
+                    free.sub(d);
                 }
             }
             run.add_replacement(Slot {
@@ -261,9 +277,10 @@ impl<'s> Replay<'s> {
 /// One replay: what it placed so far.
 struct Run<'r, 's> {
     replay: &'r Replay<'s>,
-    closed: &'r dyn Fn(&str) -> bool,
+    /// Per slot of the replay: a target of this command or of another this round.
+    closed: Vec<bool>,
     /// Free room of the slots this run changed (or added), by slot index.
-    changed: HashMap<usize, Resources>,
+    changed: FastMap<usize, Resources>,
     /// Slots this run added (the command's replacement), indexed after the replay's.
     extra: Vec<Slot<'s>>,
     /// The changed and added slots and the running commands' replacements, by rank.
@@ -293,7 +310,7 @@ impl<'s> Run<'_, 's> {
         let fits = |run: &Self, i: usize| {
             let s = run.slot(i);
             s.node
-                .is_none_or(|n| !(run.closed)(&n.name) && admits(n, pod))
+                .is_none_or(|n| !run.closed.get(i).copied().unwrap_or(false) && admits(n, pod))
                 && pod.requests.fits_in(run.free(i))
         };
         // The best unchanged node is the first in order that fits; a changed or added slot
