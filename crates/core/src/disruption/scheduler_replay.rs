@@ -12,10 +12,11 @@
 //!
 //! So a command is taken only if the scheduler's own order places every moved pod. First
 //! the pods already pending and the pods of running commands' targets, with those commands'
-//! replacements Ready and empty (launched ones, as their claims' allocatable says); then the
-//! command's own pods, with its replacement Ready as the cheapest of its options. Each pod
-//! goes to the node with the largest share of cpu free (ties by node name, a replacement
-//! after the nodes), among the Ready, schedulable nodes it tolerates and selects. As upstream
+//! replacements Ready and empty (as their claims' allocatable says, or before their launch as
+//! the cheapest type they allow); then the command's own pods, with its replacement Ready as
+//! the cheapest of its options. Each pod goes to the node with the largest share of cpu free
+//! (ties by node name, a replacement after the nodes), among the Ready, schedulable nodes it
+//! tolerates and selects. As upstream
 //! acts only if the pods of deleting nodes schedule too, a running command's pod without room
 //! refuses the command as well. Only resources, taints, node selectors and required node
 //! affinity are replayed: a pending pod with other constraints is left out, and a moving one
