@@ -21,6 +21,7 @@ pub mod plan;
 pub mod queue;
 pub mod replacement_requests;
 pub mod saving_bound;
+pub mod scheduler_replay;
 pub mod simulate;
 mod type_index;
 pub mod upstream;

@@ -61,6 +61,16 @@ fn main() {
         report.summary.max_nodes,
         report.violations.len()
     );
+    let s = &report.summary;
+    let _ = writeln!(
+        out,
+        "commands {}, relaunches {}, day's cost ${:.2}, at end ${:.2}/h",
+        s.disruption_commands, s.consolidation_churn, s.total_cost_usd, s.final_per_hour
+    );
+    // `BENCH_SIM_TIMELINE=1` also prints the timeline, to read what a decision did.
+    if std::env::var_os("BENCH_SIM_TIMELINE").is_some() {
+        let _ = write!(out, "{}", nodewright_sim::report::timeline_text(&report));
+    }
     if let Some((ran, waited)) = main_thread_times() {
         let _ = writeln!(
             out,

@@ -640,26 +640,54 @@ fn a_drifted_node_is_replaced_at_once_as_the_controller_does() {
 
 /// The benchmark day's workloads have no constraints at all, so every pod a consolidation
 /// moves lands wherever the cluster's scheduler likes: the consolidation must have simulated
-/// where that is (emptiest node first, pods in queue order), not where a tight packing would
-/// put them. Simulated the tight way, 61 of 93 commands were followed by a launch for their
-/// own pods; now 3 of 43.
+/// where that is (emptiest node first, pods in queue order, ties by node order), and taken
+/// only commands whose pods the scheduler places with the replacement Ready and the pods of
+/// running commands moving first. Simulated the tight way, 61 of 93 commands at 30 nodes
+/// were followed by a launch for their own pods; emptiest first, 3 of 43; now none.
 #[test]
-fn consolidations_on_the_benchmark_day_seldom_need_new_nodes_for_their_pods() {
+fn consolidations_on_the_benchmark_day_never_need_new_nodes_for_their_pods() {
+    use nodewright_sim::bench::{BenchSpec, scenario_yaml};
+    for nodes in [30, 60] {
+        let r = run(&scenario_yaml(&BenchSpec {
+            nodes,
+            hours: 24,
+            seed: 1,
+        }))
+        .unwrap();
+        let s = &r.summary;
+        assert!(s.disruption_commands > 20, "{s:?}");
+        let churn: Vec<_> = r
+            .timeline
+            .iter()
+            .filter(|e| e.kind == "consolidation-churn")
+            .collect();
+        assert_eq!(s.consolidation_churn, 0, "{nodes} nodes: {churn:#?}");
+    }
+}
+
+/// The first hour of the 60-node benchmark day: a single-node consolidation moves five
+/// pods, two of 900m and three of 500m. Three equally empty nodes had room for a 900m pod.
+/// The cluster's scheduler breaks the tie by node order: the first 900m pod took the first
+/// of them and two 500m pods the other two, so the second 900m pod had no room and a node
+/// was launched for it a second later. The simulation took the last of equally empty nodes
+/// first and so found room for both. Now it breaks ties as the scheduler does.
+#[test]
+fn consolidations_in_the_first_hour_of_the_60_node_day_relaunch_nothing() {
     use nodewright_sim::bench::{BenchSpec, scenario_yaml};
     let r = run(&scenario_yaml(&BenchSpec {
-        nodes: 30,
-        hours: 24,
+        nodes: 60,
+        hours: 1,
         seed: 1,
     }))
     .unwrap();
     let s = &r.summary;
-    assert!(s.disruption_commands > 20, "{s:?}");
-    assert!(
-        s.consolidation_churn * 10 < s.disruption_commands,
-        "{} of {} commands churned",
-        s.consolidation_churn,
-        s.disruption_commands
-    );
+    assert!(s.disruption_commands > 10, "{s:?}");
+    let churn: Vec<_> = r
+        .timeline
+        .iter()
+        .filter(|e| e.kind == "consolidation-churn")
+        .collect();
+    assert_eq!(s.consolidation_churn, 0, "{churn:#?}");
 }
 
 /// Core's lifecycle timers run in the simulator as in the controller: an instance whose node

@@ -22,11 +22,12 @@ use std::collections::BTreeSet;
 
 use super::candidates::{Candidate, RoundSelection, select_round};
 use super::command::Command;
-use super::consolidation::{self, Features};
+use super::consolidation::{self, Features, Rejection};
 use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
+use super::scheduler_replay::Replay;
 use super::simulate::{Job, PreparedSimulation, Purpose, Simulator, prepare};
-use crate::model::Snapshot;
+use crate::model::{Pod, Snapshot};
 use budget::Budgets;
 use verdicts::Verdicts;
 
@@ -127,6 +128,7 @@ struct Consolidations<'s> {
     // Built on the planning thread: built on another one meanwhile, it took the second core
     // from the compile the round's first simulation waits for, and the round waited for both.
     bounds: OnceCell<SavingBounds<'s>>,
+    replay: OnceCell<Replay<'s>>,
 }
 
 impl<'s> Consolidations<'s> {
@@ -136,6 +138,26 @@ impl<'s> Consolidations<'s> {
             simulator,
             prepared: OnceCell::new(),
             bounds: OnceCell::new(),
+            replay: OnceCell::new(),
+        }
+    }
+
+    /// `cmd` for `candidates`, unless the cluster's scheduler would leave one of their pods
+    /// without room once the nodes `taken` so far are gone too ([`Replay`]).
+    fn replayed(
+        &self,
+        cmd: Command,
+        candidates: &[&Candidate<'s>],
+        taken: &BTreeSet<String>,
+    ) -> Result<Command, Rejection> {
+        let replay = self.replay.get_or_init(|| Replay::new(self.snapshot));
+        let moving: Vec<&Pod> = candidates
+            .iter()
+            .flat_map(|c| c.reschedulable_pods.iter().copied())
+            .collect();
+        match replay.unplaced(&cmd, &moving, taken) {
+            None => Ok(cmd),
+            Some((pod, reason)) => Err(Rejection::PodsDoNotFit { pod, reason }),
         }
     }
 

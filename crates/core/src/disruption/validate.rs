@@ -9,6 +9,7 @@ use super::candidates::{Candidate, MethodClass, budget_node_counts, select_only}
 use super::command::{Command, Method};
 use super::consolidation;
 use super::drift::drift_reason;
+use super::scheduler_replay::Replay;
 use super::simulate::{Purpose, Simulation, Simulator};
 use crate::model::{Pod, Snapshot};
 
@@ -151,7 +152,13 @@ pub fn validate(
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let job = consolidation::job(&current);
             let sim = simulator.simulate(fresh, Purpose::Consolidation, &job.without, &job.pods);
-            same_outcome(command, &sim)
+            same_outcome(command, &sim)?;
+            // The cluster's scheduler, not the simulation, places the pods once they move.
+            let replay = Replay::new(fresh);
+            match replay.unplaced(command, &job.pods, &BTreeSet::new()) {
+                Some((pod, why)) => Err(Invalid::Scheduling(format!("pod {pod}: {why}"))),
+                None => Ok(()),
+            }
         }
         Method::Expiration => Ok(()),
     }

@@ -31,7 +31,8 @@ pub(super) fn plan<'s>(
             Method::MultiNodeConsolidation,
             round.settings.features,
         )
-        .and_then(|cmd| consolidation::approve_balanced(cmd, prefix, all));
+        .and_then(|cmd| consolidation::approve_balanced(cmd, prefix, all))
+        .and_then(|cmd| sims.replayed(cmd, prefix, &round.taken));
         match result {
             Ok(cmd) => {
                 found = Some((mid, cmd));

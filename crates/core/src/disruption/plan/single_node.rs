@@ -189,14 +189,26 @@ impl<'s> Search<'_, 's> {
             .map(|&i| Consolidations::job(&[self.evaluated[i]], &round.taken))
             .collect();
         for (&i, sim) in batch.iter().zip(&sims.prepared().simulate_all(&jobs)) {
-            let r = alone(sim, self.evaluated[i], round.settings.features, all);
-            if let Ok(cmd) = &r
-                && !multi_found
-                && self.budget_left[i]
-                && self.best.as_ref().is_none_or(|(bi, b)| {
+            let mut r = alone(sim, self.evaluated[i], round.settings.features, all);
+            let beats = |cmd: &Command| {
+                self.best.as_ref().is_none_or(|(bi, b)| {
                     cmd.savings_per_hour > b.savings_per_hour
                         || (cmd.savings_per_hour == b.savings_per_hour && i < *bi)
                 })
+            };
+            // Only a command that would be the round's is replayed: the replay reads the
+            // whole cluster's room, and every other result only gives a verdict.
+            if let Ok(cmd) = &r
+                && !multi_found
+                && self.budget_left[i]
+                && beats(cmd)
+            {
+                r = sims.replayed(cmd.clone(), &[self.evaluated[i]], &round.taken);
+            }
+            if let Ok(cmd) = &r
+                && !multi_found
+                && self.budget_left[i]
+                && beats(cmd)
             {
                 self.best = Some((i, cmd.clone()));
             }

@@ -829,3 +829,59 @@ fn nodes_taken_earlier_in_a_round_hold_nothing_in_its_later_simulations() {
         );
     }
 }
+
+#[test]
+fn a_replacement_the_clusters_scheduler_would_fill_first_with_the_wrong_pods_is_no_command() {
+    // The simulation puts `t`'s 300m pod on `e` (400m free) and opens a small replacement
+    // for the 1500m and 500m pods. The cluster's scheduler sends the first pod to the
+    // replacement, the emptiest node once Ready, then the 1500m one, and the 500m pod finds
+    // room nowhere: a node like `t` would be launched again for it.
+    let c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("e", "big", "on-demand", &[3600])
+    .node("t", "big", "on-demand", &[300, 1500, 500]);
+    let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+    let p = plan(&c.0, &engine, Settings::default());
+    assert!(p.commands.is_empty(), "{:?}", p.commands);
+    let t = p.verdicts.iter().find(|v| v.node == "t").unwrap();
+    assert!(t.message.contains("cluster's scheduler"), "{t:?}");
+    // With room for the 500m pod on `e` as well, the scheduler places every pod.
+    let c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("e", "big", "on-demand", &[3400])
+    .node("t", "big", "on-demand", &[300, 1500, 500]);
+    let p = plan(&c.0, &engine, Settings::default());
+    let methods: Vec<Method> = p.commands.iter().map(|c| c.method).collect();
+    assert_eq!(methods, [Method::SingleNodeConsolidation], "{p:?}");
+    assert_eq!(p.commands[0].replacements[0].instance_types, ["small"]);
+}
+
+#[test]
+fn the_pods_of_a_running_commands_target_move_first_in_the_clusters_scheduler() {
+    // `a` is a running command's target: later rounds plan its pod as staying put, so the
+    // simulation moves `t`'s pod to `e`. But `a`'s pod moves first, to `e`, the emptiest
+    // node, and then `t`'s pod finds no room.
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("a", "big", "on-demand", &[2000])
+    .node("e", "big", "on-demand", &[2000])
+    .node("t", "small", "on-demand", &[1500]);
+    let disrupted = crate::taints::Taint::new(
+        crate::taints::DISRUPTED_TAINT,
+        "",
+        crate::taints::TaintEffect::NoSchedule,
+    );
+    c.0.nodes[0].taints.push(disrupted);
+    c.0.node_claims[0].deletion_timestamp = Some(NOW);
+    let engine = crate::disruption::engine_simulator::EngineSimulator::default();
+    let p = plan(&c.0, &engine, Settings::default());
+    assert!(p.commands.is_empty(), "{:?}", p.commands);
+    let t = p.verdicts.iter().find(|v| v.node == "t").unwrap();
+    assert!(t.message.contains("cluster's scheduler"), "{t:?}");
+}

@@ -69,22 +69,45 @@ impl Room {
         }
     }
 
-    /// Targets with at least `need` free, most free first (ties: higher index): the
-    /// kube-scheduler's `LeastAllocated` preference, for simulations of what it will do.
+    /// Targets with at least `need` free, most free first, ties lower index first: the
+    /// kube-scheduler's `LeastAllocated` preference, for simulations of what it will do. The
+    /// cluster's scheduler breaks a tie between equally empty nodes by its node order, and the
+    /// targets are compiled in that order; taking the last of them instead sent a moved pod
+    /// to another node than the scheduler then chose, and the pod the scheduler left without
+    /// room was launched a node of its own.
     pub fn emptiest_from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
         let start = self.base.partition_point(|e| e.0 < need);
-        let base = self.base[start..]
-            .iter()
-            .rev()
-            .filter_map(move |&(free, c)| {
+        let base = &self.base[start..];
+        // Runs of one free amount, the largest first; each run in index order.
+        let mut end = base.len();
+        let mut below: Option<i64> = None;
+        std::iter::from_fn(move || {
+            let top_base = end.checked_sub(1).map(|k| base[k].0);
+            let top_changed = match below {
+                None => self.changed.range((need, 0)..).next_back(),
+                Some(b) => self.changed.range((need, 0)..(b, 0)).next_back(),
+            }
+            .map(|e| e.0);
+            let free = top_base.max(top_changed)?;
+            let run_start = base[..end].partition_point(|e| e.0 < free);
+            let run = &base[run_start..end];
+            end = run_start;
+            below = Some(free);
+            let run = run.iter().filter_map(move |&(f, c)| {
                 let i = self.solve_index(c)?;
-                (!self.is_moved(i)).then_some((free, i))
+                (!self.is_moved(i)).then_some((f, i))
             });
-        Merge {
-            a: base.peekable(),
-            b: self.changed.range((need, 0)..).rev().copied().peekable(),
-            descending: true,
-        }
+            Some(Merge {
+                a: run.peekable(),
+                b: self
+                    .changed
+                    .range((free, 0)..=(free, usize::MAX))
+                    .copied()
+                    .peekable(),
+                descending: false,
+            })
+        })
+        .flatten()
     }
 
     /// Target `i` went from `before` to `after` free.
@@ -164,7 +187,8 @@ mod tests {
                     let want: Vec<_> = set.range((need, 0)..).copied().collect();
                     assert_eq!(got, want, "need {need}");
                     let got: Vec<_> = room.emptiest_from(need).collect();
-                    let want: Vec<_> = set.range((need, 0)..).rev().copied().collect();
+                    let mut want: Vec<_> = set.range((need, 0)..).copied().collect();
+                    want.sort_by_key(|&(f, i)| (std::cmp::Reverse(f), i));
                     assert_eq!(got, want, "emptiest, need {need}");
                 }
             };

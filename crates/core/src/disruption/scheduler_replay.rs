@@ -1,0 +1,397 @@
+//! The cluster's scheduler replayed over a consolidation's moved pods.
+//!
+//! A consolidation's simulation opens a replacement only for the pods no other node takes.
+//! The cluster's scheduler sees the pods the other way round: the targets are drained once
+//! the replacement is Ready, and then the replacement is the emptiest node there is, so
+//! kube-scheduler's `LeastAllocated` sends it the first pods, and the pods already pending
+//! ahead of them in its queue too. A pod the simulation put on an existing node can then
+//! take room on the replacement that the simulation kept for a larger pod, and the larger
+//! pod is left pending; the provisioner launches a node like the one just removed for it.
+//! Likewise the pods of a running command's targets, which later rounds plan as staying put,
+//! move to the emptiest nodes when their replacement is Ready, not only onto it.
+//!
+//! So a command is taken only if the scheduler's own order places every moved pod. First
+//! the pods already pending and the pods of running commands' targets, with those commands'
+//! replacements Ready and empty (as their claims' allocatable says, or before their launch as
+//! the cheapest type they allow); then the command's own pods, with its replacement Ready as
+//! the cheapest of its options. Each pod goes to the node with the largest share of cpu free
+//! (ties by node name, a replacement after the nodes), among the Ready, schedulable nodes it
+//! tolerates and selects. As upstream
+//! acts only if the pods of deleting nodes schedule too, a running command's pod without room
+//! refuses the command as well. Only resources, taints, node selectors and required node
+//! affinity are replayed: a pending pod with other constraints is left out, and a moving one
+//! is placed by these alone, so the replay refuses only where the scheduler finds no room.
+
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+
+use super::command::Command;
+use crate::model::{Node, Pod, Snapshot};
+use crate::resources::{CPU, Resources};
+use crate::scheduling::intern::FastMap;
+use crate::scheduling::setup::kube_queue_cmp;
+use crate::taints::{DISRUPTED_TAINT, first_untolerated};
+
+/// Where the scheduler ranks a node for a pod: most cpu free (per mille) first, nodes before
+/// replacements, then by name; the last field says which slot.
+type Rank<'a> = (Reverse<i64>, bool, &'a str, usize);
+
+/// One node the replay may place pods on: `node` is `None` for a replacement.
+struct Slot<'s> {
+    node: Option<&'s Node>,
+    name: &'s str,
+    allocatable_cpu: i64,
+    free: Resources,
+}
+
+impl<'s> Slot<'s> {
+    fn rank(&self, free: &Resources, i: usize) -> Rank<'s> {
+        let share = free.get(CPU) * 1000 / self.allocatable_cpu.max(1);
+        (Reverse(share), self.node.is_none(), self.name, i)
+    }
+}
+
+/// The schedulable nodes of one snapshot with what is free on each, in the scheduler's
+/// order, and what running commands move and bring; built once for the commands a round
+/// weighs.
+pub struct Replay<'s> {
+    snapshot: &'s Snapshot,
+    /// Ready, schedulable nodes without the disrupted taint, then running commands'
+    /// launched replacements.
+    slots: Vec<Slot<'s>>,
+    nodes: usize,
+    /// The nodes (indices into `slots`) by rank, emptiest first.
+    order: Vec<usize>,
+    /// Pods waiting for a node whose placement the replay can judge, and pods on the
+    /// running commands' targets still to move, in the scheduler's queue order.
+    ahead: Vec<&'s Pod>,
+    /// The slot of each node's name.
+    index: FastMap<&'s str, usize>,
+    /// Daemon pods' requests per node: a replacement runs its targets' daemons.
+    daemons: FastMap<&'s str, Resources>,
+}
+
+impl<'s> Replay<'s> {
+    pub fn new(snapshot: &'s Snapshot) -> Replay<'s> {
+        let disrupted =
+            |taints: &[crate::taints::Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
+        let mut index: FastMap<&str, usize> = FastMap::default();
+        let mut slots: Vec<Slot<'s>> = Vec::new();
+        let mut leaving_nodes: BTreeSet<&str> = BTreeSet::new();
+        for n in &snapshot.nodes {
+            if !n.ready || n.unschedulable || n.deletion_timestamp.is_some() {
+                continue;
+            }
+            if disrupted(&n.taints) {
+                leaving_nodes.insert(n.name.as_str());
+                continue;
+            }
+            index.insert(n.name.as_str(), slots.len());
+            slots.push(Slot {
+                node: Some(n),
+                name: n.name.as_str(),
+                allocatable_cpu: n.allocatable.get(CPU),
+                free: n.allocatable.clone(),
+            });
+        }
+        let nodes = slots.len();
+        // Running commands' replacements: reserved claims that are not being deleted.
+        let daemons = {
+            let mut r = Resources::new();
+            for d in &snapshot.daemonsets {
+                r.add(&d.pod.requests);
+            }
+            r
+        };
+        for c in &snapshot.node_claims {
+            if !disrupted(&c.taints) || c.deletion_timestamp.is_some() {
+                continue;
+            }
+            if let Some(n) = &c.node_name {
+                leaving_nodes.remove(n.as_str());
+            }
+            // Before its launch answers, the claim is the cheapest type it allows, as the
+            // launch will most likely make it.
+            let allocatable = if c.allocatable.is_empty() {
+                match cheapest_allowed(snapshot, c) {
+                    Some(a) => a,
+                    None => continue,
+                }
+            } else {
+                c.allocatable.clone()
+            };
+            let mut free = allocatable.clone();
+            if c.node_name.is_none() {
+                free.sub(&daemons);
+            }
+            if let Some(n) = &c.node_name {
+                index.insert(n.as_str(), slots.len());
+            }
+            slots.push(Slot {
+                node: None,
+                name: c.name.as_str(),
+                allocatable_cpu: allocatable.get(CPU),
+                free,
+            });
+        }
+        let mut ahead = Vec::new();
+        let mut daemons_on: FastMap<&str, Resources> = FastMap::default();
+        for p in &snapshot.pods {
+            if p.is_terminal() {
+                continue;
+            }
+            match p.node_name.as_deref() {
+                Some(n) => {
+                    if p.is_daemonset_pod() {
+                        daemons_on.entry(n).or_default().add(&p.requests);
+                    }
+                    if let Some(&i) = index.get(n) {
+                        slots[i].free.sub(&p.requests);
+                    } else if leaving_nodes.contains(n) && moves(p) {
+                        ahead.push(p);
+                    }
+                }
+                None if moves(p) && judged(p) => ahead.push(p),
+                None => {}
+            }
+        }
+        let mut order: Vec<usize> = (0..nodes).collect();
+        order.sort_by(|&a, &b| {
+            slots[a]
+                .rank(&slots[a].free, a)
+                .cmp(&slots[b].rank(&slots[b].free, b))
+        });
+        ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        Replay {
+            snapshot,
+            slots,
+            nodes,
+            order,
+            ahead,
+            index,
+            daemons: daemons_on,
+        }
+    }
+
+    /// The first pod of `moving` (the pods of `command`'s targets), or of a running
+    /// command's, that the cluster's scheduler would leave without a node, with why, when
+    /// the nodes in `gone` (other commands' targets this round) are gone too; `None` when
+    /// it places them all, or when the command launches more than one node (the replay
+    /// judges one replacement).
+    pub fn unplaced(
+        &self,
+        command: &Command,
+        moving: &[&Pod],
+        gone: &BTreeSet<String>,
+    ) -> Option<(String, String)> {
+        if command.replacements.len() > 1 {
+            return None;
+        }
+        let targets: BTreeSet<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
+        let mut closed = vec![false; self.slots.len()];
+        for n in targets
+            .iter()
+            .copied()
+            .chain(gone.iter().map(String::as_str))
+        {
+            if let Some(&i) = self.index.get(n) {
+                closed[i] = true;
+            }
+        }
+        let mut run = Run {
+            replay: self,
+            closed,
+            changed: FastMap::default(),
+            extra: Vec::new(),
+            ranked: BTreeSet::new(),
+        };
+        for i in self.nodes..self.slots.len() {
+            run.ranked
+                .insert(self.slots[i].rank(&self.slots[i].free, i));
+        }
+        // First what moves ahead of the command: pending pods, running commands' pods, and
+        // those of this round's other commands.
+        let mut ahead: Vec<&Pod> = self.ahead.clone();
+        if !gone.is_empty() {
+            ahead.extend(self.snapshot.pods.iter().filter(|p| {
+                p.node_name
+                    .as_deref()
+                    .is_some_and(|n| gone.contains(n) && !targets.contains(n))
+                    && moves(p)
+            }));
+            ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        }
+        for pod in ahead {
+            if !run.place(pod) && pod.node_name.is_some() {
+                return Some((
+                    pod.key(),
+                    "a running command's pod the cluster's scheduler would leave without room"
+                        .to_string(),
+                ));
+            }
+        }
+        // Then the command's replacement is Ready and its pods move.
+        if let Some(r) = command.replacements.first() {
+            let it = self
+                .snapshot
+                .instance_types
+                .get(&r.nodepool)
+                .and_then(|its| {
+                    let name = r.instance_types.first()?;
+                    its.iter().find(|it| &it.name == name)
+                })?;
+            let mut free = it.allocatable();
+            // The replacement runs the daemons the targets run.
+            for t in &targets {
+                if let Some(d) = self.daemons.get(t) {
+                    free.sub(d);
+                }
+            }
+            run.add_replacement(Slot {
+                node: None,
+                name: "",
+                allocatable_cpu: it.allocatable().get(CPU),
+                free,
+            });
+        }
+        let mut ours: Vec<&Pod> = moving.to_vec();
+        ours.sort_by(|a, b| kube_queue_cmp(a, b));
+        for (k, pod) in ours.iter().enumerate() {
+            if !run.place(pod) {
+                return Some((
+                    pod.key(),
+                    format!(
+                        "the cluster's scheduler, placing the pods ahead of it on the emptiest nodes ({k} of this command's{}), leaves it no room",
+                        if command.replacements.is_empty() {
+                            ""
+                        } else {
+                            ", its replacement among them while emptiest"
+                        }
+                    ),
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// One replay: what it placed so far.
+struct Run<'r, 's> {
+    replay: &'r Replay<'s>,
+    /// Per slot of the replay: a target of this command or of another this round.
+    closed: Vec<bool>,
+    /// Free room of the slots this run changed (or added), by slot index.
+    changed: FastMap<usize, Resources>,
+    /// Slots this run added (the command's replacement), indexed after the replay's.
+    extra: Vec<Slot<'s>>,
+    /// The changed and added slots and the running commands' replacements, by rank.
+    ranked: BTreeSet<Rank<'s>>,
+}
+
+impl<'s> Run<'_, 's> {
+    fn slot(&self, i: usize) -> &Slot<'s> {
+        self.replay
+            .slots
+            .get(i)
+            .unwrap_or_else(|| &self.extra[i - self.replay.slots.len()])
+    }
+
+    fn free(&self, i: usize) -> &Resources {
+        self.changed.get(&i).unwrap_or(&self.slot(i).free)
+    }
+
+    fn add_replacement(&mut self, slot: Slot<'s>) {
+        let i = self.replay.slots.len() + self.extra.len();
+        self.ranked.insert(slot.rank(&slot.free, i));
+        self.extra.push(slot);
+    }
+
+    /// Places `pod` where the scheduler would; whether it found room.
+    fn place(&mut self, pod: &Pod) -> bool {
+        let fits = |run: &Self, i: usize| {
+            let s = run.slot(i);
+            s.node
+                .is_none_or(|n| !run.closed.get(i).copied().unwrap_or(false) && admits(n, pod))
+                && pod.requests.fits_in(run.free(i))
+        };
+        // The best unchanged node is the first in order that fits; a changed or added slot
+        // may rank above it.
+        let unchanged = self
+            .replay
+            .order
+            .iter()
+            .copied()
+            .find(|&i| !self.changed.contains_key(&i) && fits(self, i));
+        let changed = self.ranked.iter().copied().find(|r| fits(self, r.3));
+        let best = match (unchanged, changed) {
+            (Some(u), Some(c)) => {
+                let ur = self.slot(u).rank(self.free(u), u);
+                if (ur.0, ur.1, ur.2) <= (c.0, c.1, c.2) {
+                    u
+                } else {
+                    c.3
+                }
+            }
+            (Some(u), None) => u,
+            (None, Some(c)) => c.3,
+            (None, None) => return false,
+        };
+        let before = self.slot(best).rank(self.free(best), best);
+        let mut free = self.free(best).clone();
+        free.sub(&pod.requests);
+        let after = self.slot(best).rank(&free, best);
+        self.ranked.remove(&before);
+        self.ranked.insert(after);
+        self.changed.insert(best, free);
+        true
+    }
+}
+
+/// The allocatable of the cheapest available type `claim` allows.
+fn cheapest_allowed(snapshot: &Snapshot, claim: &crate::model::NodeClaim) -> Option<Resources> {
+    let price = |it: &crate::model::InstanceType| {
+        it.offerings
+            .iter()
+            .filter(|o| o.available)
+            .map(|o| o.price)
+            .min_by(f64::total_cmp)
+    };
+    snapshot
+        .instance_types
+        .get(&claim.nodepool)?
+        .iter()
+        .filter(|it| it.compatible_with(&claim.requirements))
+        .filter_map(|it| Some((price(it)?, it)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, it)| it.allocatable())
+}
+
+/// Whether a pod moves with its node and waits for the scheduler: not a daemon, not done,
+/// not being deleted.
+fn moves(p: &Pod) -> bool {
+    !p.is_terminal() && p.deletion_timestamp.is_none() && !p.is_daemonset_pod()
+}
+
+/// Whether the replay can judge where a pending pod goes: no constraint it does not check.
+fn judged(p: &Pod) -> bool {
+    p.topology_spread.is_empty()
+        && p.pod_affinity.is_empty()
+        && p.pod_anti_affinity.is_empty()
+        && p.volume_claims.is_empty()
+        && p.host_ports.is_empty()
+}
+
+/// The scheduler's filters the replay applies: taints, node selector, required affinity.
+fn admits(node: &Node, pod: &Pod) -> bool {
+    first_untolerated(&pod.tolerations, &node.taints).is_none()
+        && pod
+            .node_selector
+            .iter()
+            .all(|(k, v)| node.labels.get(k) == Some(v))
+        && (pod.required_node_affinity.is_empty()
+            || pod.required_node_affinity.iter().any(|term| {
+                term.match_expressions
+                    .iter()
+                    .all(|r| r.admits_labels(&node.labels))
+            }))
+}
