@@ -24,6 +24,7 @@
 mod consolidated;
 pub mod events;
 pub mod journal;
+pub mod metrics;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -675,6 +676,14 @@ impl Disruptor {
                 &policy,
                 mode,
             );
+            let disrupted = metrics::Disrupted {
+                reason,
+                nodepool: &t.nodepool,
+                capacity_type: &t.capacity_type,
+                consolidation_policy: &policy,
+                termination_mode: mode,
+            };
+            metrics::pods_initiated(&self.metrics, &disrupted, t.pods.len());
         }
         failed.map_or(Ok(()), Err)
     }

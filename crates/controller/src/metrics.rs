@@ -170,6 +170,7 @@ pub struct Metrics {
     pub(crate) ages: crate::state::ages::AgeMetrics,
     /// The provisioner's running simulation (`crate::provisioner::metrics`).
     pub(crate) scheduler: crate::provisioner::metrics::SchedulerMetrics,
+    pub(crate) disruption: crate::disruption::metrics::DisruptionMetrics,
     /// The gauge rows last published from the index, so a tick updates only what changed.
     gauge_rows: Mutex<crate::state::gauges::Published>,
     /// Serialises the clear-then-fill of snapshot gauges against each other and against
@@ -422,6 +423,7 @@ impl Metrics {
         let loops = loops::LoopMetrics::register(r);
         let ages = crate::state::ages::AgeMetrics::register(r);
         let scheduler = crate::provisioner::metrics::SchedulerMetrics::register(r);
+        let disruption = crate::disruption::metrics::DisruptionMetrics::register(r);
         let build_info = Gauges::default();
         register(
             r,
@@ -463,6 +465,7 @@ impl Metrics {
             loops,
             ages,
             scheduler,
+            disruption,
             gauge_rows: Mutex::default(),
             nodeclaims_created,
             nodeclaims_terminated,

@@ -144,7 +144,18 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
             .is_some()
     );
     assert!(d.running().is_empty());
-    let _ = json!(null);
+    // Its one pod's disruption is initiated with the claim's deletion.
+    let initiated = metric_lines(&h)
+        .into_iter()
+        .find(|l| l.starts_with("karpenter_pods_disruption_initiated_total{"));
+    assert_eq!(
+        initiated.as_deref(),
+        Some(
+            r#"karpenter_pods_disruption_initiated_total{reason="drifted",nodepool="default",capacity_type="on-demand",consolidation_policy="WhenEmptyOrUnderutilized",termination_mode="graceful"} 1"#
+        ),
+        "{}",
+        h.metrics.encode()
+    );
 }
 
 #[tokio::test(start_paused = true)]
