@@ -308,6 +308,7 @@ impl Provisioner {
             return Err(ProvisionError::NotSynced);
         }
         let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now()).await?;
+        metrics::ignored_pods(&self.metrics, lock(&self.state).ignored_pods());
         let mut out = Provisioned::default();
         let pending = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
         self.metrics.queue_depth(pending);

@@ -395,6 +395,18 @@ impl ClusterState {
         &self.pending
     }
 
+    /// Provisionable pods that do not convert to the engine's model, so no pass places them.
+    pub fn ignored_pods(&self) -> usize {
+        self.pending
+            .iter()
+            .filter(|k| {
+                self.pods
+                    .get(*k)
+                    .is_some_and(|p| self.pod_model(k, p).is_err())
+            })
+            .count()
+    }
+
     /// The claim named `name`, observed or in flight (claims are cluster-scoped: the key is
     /// the name).
     pub fn claim_named(&self, name: &str) -> Option<&NodeClaim> {

@@ -1,16 +1,23 @@
-//! `karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}`: how long the
-//! provisioner's running scheduling simulation has been going, read at every scrape; the
-//! series goes when the simulation ends, as upstream's does.
+//! The provisioner's own scheduler metrics:
+//! - `karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}`: how long the
+//!   running scheduling simulation has been going, read at every scrape; the series goes when
+//!   the simulation ends, as upstream's does;
+//! - `karpenter_scheduler_ignored_pods_count`: the pending pods the last pass left out because
+//!   they do not read as pods the scheduler can place (an unsupported operator, a bad value),
+//!   upstream's pods that fail pre-validation.
 
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::{Gauges, Labels, Metrics, register};
 
 pub(crate) struct SchedulerMetrics {
     unfinished: Gauges,
+    ignored: Gauge<f64, AtomicU64>,
     /// The running simulation's scheduling id and when it began.
     running: Mutex<Option<(String, Instant)>>,
 }
@@ -24,8 +31,16 @@ impl SchedulerMetrics {
             "How many seconds of work has been done that is in progress and hasn't been considered in the scheduling simulation duration.",
             unfinished.clone(),
         );
+        let ignored = Gauge::<f64, AtomicU64>::default();
+        register(
+            r,
+            "karpenter_scheduler_ignored_pods_count",
+            "Number of pods ignored during scheduling by Karpenter",
+            ignored.clone(),
+        );
         SchedulerMetrics {
             unfinished,
+            ignored,
             running: Mutex::new(None),
         }
     }
@@ -39,6 +54,11 @@ impl SchedulerMetrics {
                 .set(began.elapsed().as_secs_f64());
         }
     }
+}
+
+/// The pending pods the last provisioning pass could not read.
+pub fn ignored_pods(metrics: &Metrics, n: usize) {
+    metrics.scheduler.ignored.set(n as f64);
 }
 
 fn labels(scheduling_id: &str) -> Labels {

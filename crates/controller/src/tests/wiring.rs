@@ -9,8 +9,8 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
 use serde_json::json;
 
-use super::Harness;
 use super::termination::initialized_node;
+use super::{Harness, pending_pod_json};
 use crate::conditions;
 use crate::context::Context;
 use crate::disruption::{Disruptor, Step};
@@ -169,6 +169,29 @@ async fn a_pod_nobody_can_place_gets_failed_scheduling() {
             r#"karpenter_scheduler_unschedulable_pods_count{controller="provisioner"}"#
         ),
         Some("1.0")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pending_pod_the_scheduler_cannot_read_is_counted_as_ignored() {
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("fine", "1");
+    let mut odd = pending_pod_json("odd", "1");
+    odd["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "team", "operator": "Near", "values": ["a"]}]}]}}});
+    h.api.put_value(Kind::Pod, odd);
+    h.api.mark_synced();
+    let (prov, ..) = loops(&h);
+    prov.provision().await.unwrap();
+    assert_eq!(
+        sample(
+            &h.metrics.encode(),
+            "karpenter_scheduler_ignored_pods_count"
+        ),
+        Some("1.0"),
+        "{}",
+        h.metrics.encode()
     );
 }
 
