@@ -124,24 +124,13 @@ impl Moto {
         ));
         v.as_array().cloned().unwrap_or_default()
     }
-}
 
-impl Moto {
     /// Records every request from now on (moto's recorder), for [`Moto::sdk_actions`].
     pub fn record(&self) {
-        let program = format!(
+        self.boto(&format!(
             "import urllib.request\nurllib.request.urlopen(urllib.request.Request({:?}, method='POST'))",
             format!("{}/moto-api/recorder/start-recording", self.url)
-        );
-        let out = Command::new(self.venv.join("bin/python"))
-            .args(["-c", &program])
-            .output()
-            .expect("python runs");
-        assert!(
-            out.status.success(),
-            "starting moto's recorder failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ));
     }
 
     /// The IAM actions (`ec2:DescribeInstances`) of the recorded requests aws-sdk-rust made
