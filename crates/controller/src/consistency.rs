@@ -159,11 +159,13 @@ impl Consistency {
                 return Vec::new();
             }
             let mut scanned = self.scanned.lock().unwrap_or_else(|p| p.into_inner());
-            scanned.retain(|uid, _| {
-                s.nodeclaims
-                    .values()
-                    .any(|c| c.metadata.uid.as_deref() == Some(uid))
-            });
+            // Forget claims that are gone: one pass over the claims, not one per record.
+            let live: std::collections::HashSet<&str> = s
+                .nodeclaims
+                .values()
+                .filter_map(|c| c.metadata.uid.as_deref())
+                .collect();
+            scanned.retain(|uid, _| live.contains(uid.as_str()));
             s.nodeclaims
                 .values()
                 .filter_map(|c| {
