@@ -18,9 +18,6 @@ use crate::v1::nodepool::defaults;
 use crate::v1::shared::parse_duration;
 use crate::v1::{self, NillableDuration};
 
-/// The annotation holding the template's drift hash, written by the controller.
-pub const NODEPOOL_HASH_ANNOTATION: &str = "karpenter.sh/nodepool-hash";
-
 pub fn nodepool(np: &v1::NodePool) -> Result<NodePool, Vec<FieldError>> {
     let mut errs = Vec::new();
     let spec = Path::root("spec");
@@ -79,13 +76,10 @@ pub fn nodepool(np: &v1::NodePool) -> Result<NodePool, Vec<FieldError>> {
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
         .is_none_or(|c| c.status == "True");
-    let hash = np
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(NODEPOOL_HASH_ANNOTATION))
-        .cloned()
-        .unwrap_or_default();
+    // The template's current hash, not the annotation on the pool (which lags an edit until
+    // the controller rewrites it), so a claim stamped at creation is never compared with a
+    // stale value.
+    let hash = crate::v1::nodepool_hash::nodepool_hash(np);
     if !errs.is_empty() {
         return Err(errs);
     }

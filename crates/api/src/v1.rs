@@ -2,6 +2,7 @@
 
 pub mod nodeclaim;
 pub mod nodepool;
+pub mod nodepool_hash;
 pub mod shared;
 
 pub use nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus, ResourceRequirements};

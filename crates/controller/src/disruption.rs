@@ -180,7 +180,7 @@ fn brief(c: &Command) -> String {
 }
 
 fn started_entry(now: Timestamp, c: &Command) -> Entry {
-    Entry::new(now, What::Started, brief(c)).nodes(c.targets.len())
+    Entry::new(now, What::Started, c.to_string()).nodes(c.targets.len())
 }
 
 fn finished_entry(now: Timestamp, what: What, r: &Running) -> Entry {

@@ -16,7 +16,7 @@ pub mod failpoint;
 mod fake_api;
 pub mod faults;
 pub mod gc;
-pub mod hash;
+pub use nodewright_api::v1::nodepool_hash as hash;
 pub mod health;
 pub mod interruption;
 pub mod leader;

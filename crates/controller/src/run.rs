@@ -1,57 +1,39 @@
-//! Assembling the controller: watchers into the state, the lease gating every writer, the
-//! metrics and health servers, the periodic cluster-state gauges, and the loops
-//! (provisioner, lifecycle, termination, disruption, pod events, status, garbage collection,
-//! instance health, capacity-reservation upkeep, zonal shifts (with `ENABLE_ZONAL_SHIFT`),
-//! static capacity and node repair (behind their feature gates),
-//! instance tagging after registration,
-//! instance-type metrics), the first four given the metrics and the event sink. The cloud
-//! provider is chosen by the caller.
+//! Assembling the controller around a real API server: the clients (throttled, with the test
+//! fault layer when asked), the watchers into the state, the lease gating every writer, the
+//! conversion webhook, the metrics and health servers and the periodic cluster-state gauges.
+//! The loops that decide and act start in [`loops`], from one [`Context`]. The cloud provider
+//! is chosen by the caller.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_cloud::{CloudProvider, InterruptionSource};
-use nodewright_core::cadence::BatchWindow;
 use thiserror::Error;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::Clock;
-use crate::cloud_metrics::CloudMetrics;
-use crate::consistency::Consistency;
 use crate::context::Context;
-use crate::disruption::Disruptor;
 use crate::events::{Event, EventSink, KubeEvents};
 use crate::failpoint;
 use crate::faults::Injector;
 use crate::faults::cloud::FaultyCloud;
 use crate::faults::kube::KubeFaults;
-use crate::gc::GarbageCollector;
 use crate::health;
-use crate::interruption::InterruptionController;
-use crate::interruption::health::InstanceHealthController;
-use crate::interruption::reservations::ReservationController;
 use crate::leader::{self, KubeLeaseStore, LeaseConfig};
-use crate::lifecycle::Lifecycle;
-use crate::metered::MeteredCloud;
-use crate::metrics::{Metrics, Reconciler};
-use crate::podevents::PodEvents;
-use crate::provisioner::Provisioner;
-use crate::repair::NodeRepair;
+use crate::metrics::Metrics;
 use crate::settings::Settings;
 use crate::state::gauges::StateMetrics;
 use crate::state::{ClusterState, Kind, lock};
-use crate::static_capacity::StaticCapacity;
-use crate::status::{STATUS_EVERY, StatusController};
 use crate::supervise::Supervisor;
-use crate::tagging::TaggingController;
-use crate::termination::Termination;
 use crate::throttle::{self, Throttle};
 use crate::watch as watchers;
 use crate::write::kube::{KubeApi, without_retry};
 use crate::write::{KubeWriter, LeaderGate};
-use crate::zonalshift::ZonalShiftController;
+
+mod loops;
+pub use loops::spawn_all;
 
 #[derive(Debug, Error)]
 pub enum RunError {
@@ -197,175 +179,7 @@ pub async fn run(
         metrics: metrics.clone(),
         events: events.clone(),
     };
-    let provisioner = Arc::new(
-        Provisioner::new(&ctx)
-            .with_options(settings.scheduling_options())
-            .with_cpus(settings.cpus())
-            .with_leader(leader.clone()),
-    );
-    let lifecycle = Arc::new(
-        Lifecycle::new(&ctx)
-            .with_cpus(settings.cpus())
-            .with_leader(leader.clone()),
-    );
-    let termination = Arc::new(Termination::new(&ctx).with_leader(leader.clone()));
-    let status = Arc::new(
-        StatusController::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            leader.clone(),
-        )
-        .with_events(ctx.events.clone()),
-    );
-    let gc = Arc::new(GarbageCollector::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        leader.clone(),
-        metrics.clone(),
-    ));
-    if let Some(source) = interruption {
-        let handler = InterruptionController::new(
-            state.clone(),
-            writer.clone(),
-            source,
-            clock,
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_leader(leader.clone());
-        let handler = Arc::new(handler);
-        let r = Reconciler::new(metrics.clone(), "interruption");
-        loops.spawn("interruption", move || handler.clone().run(r.clone()));
-    }
-    cloud.observe_with(metrics.clone());
-    let cloud_metrics = CloudMetrics::new(
-        state.clone(),
-        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "cloudprovider.metrics"),
-        metrics.clone(),
-    )
-    .with_leader(leader.clone());
-    let cloud_metrics = Arc::new(cloud_metrics);
-    let r = Reconciler::new(metrics.clone(), "cloudprovider.metrics");
-    loops.spawn("cloud metrics", move || {
-        cloud_metrics.clone().run(r.clone())
-    });
-    let health = InstanceHealthController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(
-            cloud.clone(),
-            metrics.clone(),
-            "interruption.instancestatus",
-        ),
-        clock,
-        metrics.clone(),
-        events.clone(),
-    )
-    .with_leader(leader.clone());
-    let health = Arc::new(health);
-    let r = Reconciler::new(metrics.clone(), "interruption.instancestatus");
-    loops.spawn("instance health", move || health.clone().run(r.clone()));
-    let reservations = ReservationController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(
-            cloud.clone(),
-            metrics.clone(),
-            "capacityreservation.capacitytype",
-        ),
-        clock,
-    )
-    .with_leader(leader.clone());
-    let reservations = Arc::new(reservations);
-    let r = Reconciler::new(metrics.clone(), "capacityreservation.capacitytype");
-    loops.spawn("capacity reservations", move || {
-        reservations.clone().run(r.clone())
-    });
-    if settings.enable_zonal_shift {
-        let shifts = ZonalShiftController::new(
-            state.clone(),
-            MeteredCloud::wrap(cloud.clone(), metrics.clone(), "zonalshift"),
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_leader(leader.clone());
-        let shifts = Arc::new(shifts);
-        let r = Reconciler::new(metrics.clone(), "zonalshift");
-        loops.spawn("zonal shifts", move || shifts.clone().run(r.clone()));
-    }
-    let tagging = TaggingController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "nodeclaim.tagging"),
-    )
-    .with_leader(leader.clone());
-    let tagging = Arc::new(tagging);
-    let r = Reconciler::new(metrics.clone(), "nodeclaim.tagging");
-    loops.spawn("tagging", move || {
-        tagging.clone().run(crate::tagging::CHECK_EVERY, r.clone())
-    });
-    let pod_events =
-        Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
-    if settings.feature_gates.static_capacity {
-        let statics = Arc::new(StaticCapacity::new(&ctx).with_leader(leader.clone()));
-        let r = Reconciler::new(metrics.clone(), "static.provisioning");
-        loops.spawn("static capacity", move || statics.clone().run(r.clone()));
-    }
-    if settings.feature_gates.node_repair {
-        match NodeRepair::new(&ctx) {
-            Some(repair) => {
-                let repair = Arc::new(repair.with_leader(leader.clone()));
-                let r = Reconciler::new(metrics.clone(), "node.health");
-                loops.spawn("node repair", move || repair.clone().run(r.clone()));
-            }
-            None => warn!("NodeRepair=true, but the cloud provider has no repair policies"),
-        }
-    }
-    let consistency = Arc::new(Consistency::new(&ctx).with_leader(leader.clone()));
-    let r = Reconciler::new(metrics.clone(), "nodeclaim.consistency");
-    loops.spawn("nodeclaim consistency", move || {
-        consistency.clone().run(r.clone())
-    });
-    let disruptor = Arc::new(
-        Disruptor::new(&ctx)
-            .with_policies(
-                settings.consolidation_features(),
-                settings.scheduling_options(),
-            )
-            .with_leader(leader),
-    );
-    let window = BatchWindow {
-        idle: settings.batch_idle_duration,
-        max: settings.batch_max_duration,
-    };
-    let r = Reconciler::new(metrics.clone(), "provisioner");
-    loops.spawn("provisioner", move || {
-        provisioner.clone().run(window, r.clone())
-    });
-    let r = Reconciler::new(metrics.clone(), "nodeclaim.lifecycle");
-    loops.spawn("nodeclaim lifecycle", move || {
-        lifecycle.clone().run(RECONCILE_EVERY, r.clone())
-    });
-    let r = Reconciler::new(metrics.clone(), "node.termination");
-    loops.spawn("termination", move || {
-        termination.clone().run(RECONCILE_EVERY, r.clone())
-    });
-    let r = Reconciler::new(metrics.clone(), "pod.events");
-    loops.spawn("pod events", move || {
-        pod_events.clone().run(RECONCILE_EVERY, r.clone())
-    });
-    let r = Reconciler::new(metrics.clone(), "disruption");
-    loops.spawn("disruption", move || disruptor.clone().run(r.clone()));
-    let r = Reconciler::new(metrics.clone(), "status");
-    loops.spawn("status", move || {
-        status.clone().run(STATUS_EVERY, r.clone())
-    });
-    let r = Reconciler::new(metrics.clone(), "nodeclaim.garbagecollection");
-    loops.spawn("garbage collection", move || gc.clone().run(r.clone()));
+    loops::spawn_all(&mut loops, &ctx, &settings, leader, interruption);
     info!(identity = %identity, "controller started");
     let outcome = tokio::select! {
         () = shutdown_signal() => {

@@ -75,13 +75,7 @@ impl ClusterState {
                 continue;
             }
             match nodewright_api::to_core::nodepool(np) {
-                // The template's current hash, not the annotation (which lags an edit until
-                // the hash loop rewrites it), so a claim stamped at creation is never
-                // compared with a stale value.
-                Ok(mut p) => {
-                    p.hash = crate::hash::nodepool_hash(np);
-                    s.nodepools.push(p)
-                }
+                Ok(p) => s.nodepools.push(p),
                 Err(errs) => problems.push(format!(
                     "NodePool {}: {}",
                     np.metadata.name.as_deref().unwrap_or_default(),

@@ -21,6 +21,21 @@ pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
 /// Karpenter are re-stamped rather than reported as drifted.
 pub const NODEPOOL_HASH_VERSION_CURRENT: &str = "nw1";
 
+/// The drift annotations a claim made now from `pool` carries: its template's hash, at this
+/// build's version (none when the pool has no hash).
+pub fn stamp(pool: &NodePool) -> BTreeMap<String, String> {
+    if pool.hash.is_empty() {
+        return BTreeMap::new();
+    }
+    BTreeMap::from([
+        (NODEPOOL_HASH.to_string(), pool.hash.clone()),
+        (
+            NODEPOOL_HASH_VERSION.to_string(),
+            NODEPOOL_HASH_VERSION_CURRENT.to_string(),
+        ),
+    ])
+}
+
 const INSTANCE_TYPE_CHECK_MIN_AGE: Duration = Duration::from_secs(3600);
 
 /// True when a node label (or its absence) satisfies `req`. Absent well-known labels are

@@ -3,6 +3,7 @@
 //! Ready with their daemon pods, claims deleted by liveness when they do not launch or
 //! register in time, and claims going away.
 
+use nodewright_core::disruption::drift;
 use nodewright_core::lifecycle::Phase;
 
 use super::*;
@@ -95,6 +96,9 @@ impl Engine<'_> {
                 ));
                 r
             },
+            // Stamped with the template's hash, as the controller stamps its claims, so a
+            // later edit of the template drifts the claim.
+            annotations: drift::stamp(&pool),
             creation_timestamp: self.now,
             expire_after: pool.template.expire_after,
             termination_grace_period: pool.template.termination_grace_period,

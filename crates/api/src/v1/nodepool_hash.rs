@@ -1,5 +1,6 @@
 //! The NodePool drift hash written to `karpenter.sh/nodepool-hash` (with
-//! `karpenter.sh/nodepool-hash-version`) on the NodePool and on every NodeClaim made from it.
+//! `karpenter.sh/nodepool-hash-version`) on the NodePool and on every NodeClaim made from it,
+//! by the controller and the simulator alike; [`crate::to_core::nodepool`] carries it.
 //! A claim whose hash differs from its pool's current one, at the same version, has drifted.
 //!
 //! What is hashed follows upstream: `spec.template` without the fields it marks
@@ -16,8 +17,8 @@
 
 use std::collections::BTreeMap;
 
-use nodewright_api::stable_hash::fnv1a64;
-use nodewright_api::v1::nodepool::{NodePool, defaults};
+use crate::stable_hash::fnv1a64;
+use crate::v1::nodepool::{NodePool, defaults};
 use serde_json::{Map, Value};
 
 pub use nodewright_core::disruption::drift::{
@@ -65,9 +66,7 @@ pub fn nodepool_hash(pool: &NodePool) -> String {
     let mut template = pool.spec.template.clone();
     template.spec.requirements.clear();
     if template.spec.expire_after.is_none() {
-        template.spec.expire_after = Some(nodewright_api::v1::NillableDuration::new(
-            defaults::EXPIRE_AFTER,
-        ));
+        template.spec.expire_after = Some(crate::v1::NillableDuration::new(defaults::EXPIRE_AFTER));
     }
     let value = serde_json::to_value(&template).unwrap_or(Value::Null);
     let text = canonical(value).unwrap_or(Value::Null).to_string();
