@@ -1,7 +1,8 @@
 //! One scenario through both shells, decision by decision: the simulator on its virtual clock,
 //! and the controller's own loops (`run::spawn_all`, as `nodewright controller` starts them)
 //! on the in-memory API server with tokio's clock paused, the simulated cloud behind them and
-//! stand-ins for the kubelets, kube-scheduler and the ReplicaSet controller around them.
+//! the kubelets, kube-scheduler and ReplicaSet controller around them written to the
+//! simulator's rules, so the world is the same on both sides and only the shells differ.
 //!
 //! Each shell's run is written down as the same kind of lines: a claim launched (its instance
 //! type, zone and capacity type, at the moment it was decided), a disruption command started
@@ -9,10 +10,14 @@
 //! disrupted node gone. The two lists must hold the same lines in the same order, each at
 //! nearly the same time: what `simulate` shows is what the controller does.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use nodewright_api::quantity;
 use nodewright_cloud::CloudProvider;
 use nodewright_cloud_sim::kwok::{self, Action};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
@@ -67,7 +72,7 @@ spec:
 
 /// One pod per node (hostname anti-affinity), so which pod the ReplicaSet takes on a
 /// scale-down, and which node the scheduler picks, cannot make the shells differ.
-const DEPLOYMENT: &str = r#"
+const SOLO: &str = r#"
 apiVersion: apps/v1
 kind: Deployment
 metadata: { name: web, namespace: default }
@@ -86,20 +91,33 @@ spec:
       containers: [{ name: c, image: pause, resources: { requests: { cpu: "1", memory: 1Gi } } }]
 "#;
 
-/// What happens when: the Deployment's replicas, then the pool's template changed.
+/// Several pods per node: a scale-down leaves nodes part-used, for consolidation.
+const PACKED: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: { name: web, namespace: default }
+spec:
+  replicas: 0
+  selector: { matchLabels: { app: web } }
+  template:
+    metadata: { labels: { app: web } }
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers: [{ name: c, image: pause, resources: { requests: { cpu: 1500m, memory: 2Gi } } }]
+"#;
+
+/// What happens when: the Deployment's replicas, or the pool's template changed.
 enum Step {
     Scale(u32),
     Relabel(&'static str),
 }
 
-const STEPS: [(u64, Step); 4] = [
-    (0, Step::Scale(5)),
-    (300, Step::Scale(2)),
-    (600, Step::Relabel("blue")),
-    (1200, Step::Scale(3)),
-];
-
-const UNTIL: Duration = Duration::from_secs(1500);
+/// A scenario: the Deployment `web` and the steps, each at a second from the start.
+struct Case {
+    deployment: &'static str,
+    steps: &'static [(u64, Step)],
+    until: Duration,
+}
 
 /// From the launch call to a Ready node, as the simulator's cloud defaults have it (3 s to a
 /// running instance, 35 s more to register).
@@ -147,14 +165,14 @@ fn without_node_names(command: &str) -> String {
 
 // ---- the simulator ----
 
-fn scenario() -> String {
+fn scenario(case: &Case) -> String {
     let inline = |v: Value| format!("  - inline: {}\n", serde_json::to_string(&v).unwrap());
-    let mut s = format!("seed: 1\nuntil: {}s\nmanifests:\n", UNTIL.as_secs());
+    let mut s = format!("seed: 1\nuntil: {}s\nmanifests:\n", case.until.as_secs());
     s += &inline(yaml(CLASS));
     s += &inline(pool("red"));
-    s += &inline(yaml(DEPLOYMENT));
+    s += &inline(yaml(case.deployment));
     s += "steps:\n";
-    for (at, step) in &STEPS {
+    for (at, step) in case.steps {
         match step {
             Step::Scale(n) => {
                 s += &format!("  - {{ at: {at}s, scale: default/web, replicas: {n} }}\n")
@@ -170,8 +188,8 @@ fn scenario() -> String {
     s
 }
 
-fn simulator_lines() -> Vec<Line> {
-    let text = scenario();
+fn simulator_lines(case: &Case) -> Vec<Line> {
+    let text = scenario(case);
     let s = nodewright_sim::scenario::parse_scenario(
         "shells.yaml",
         &text,
@@ -231,15 +249,6 @@ struct World {
 }
 
 impl World {
-    fn pods(&self) -> Vec<String> {
-        let s = lock(&self.state);
-        s.pods
-            .keys()
-            .filter_map(|k| k.strip_prefix("default/"))
-            .map(str::to_string)
-            .collect()
-    }
-
     fn pod_json(&self, name: &str) -> Value {
         let mut spec = self.template["spec"].clone();
         spec["schedulerName"] = json!("default-scheduler");
@@ -255,18 +264,36 @@ impl World {
         })
     }
 
-    /// The ReplicaSet controller: new pods up to the replicas, the newest deleted above them.
+    /// The ReplicaSet controller: new pods up to the replicas; above them, deleted in its
+    /// order (the simulator's too): unbound first, then those sharing a node with more
+    /// replicas, then the newest.
     fn replicate(&mut self) {
-        let mut pods = self.pods();
-        while pods.len() < self.replicas as usize {
+        let pods: Vec<(String, Option<String>)> = {
+            let s = lock(&self.state);
+            s.pods
+                .iter()
+                .filter_map(|(k, p)| {
+                    let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                    Some((k.strip_prefix("default/")?.to_string(), node))
+                })
+                .collect()
+        };
+        for _ in pods.len()..self.replicas as usize {
             self.next += 1;
             let name = format!("web-{:05}", self.next);
             self.api.put_value(Kind::Pod, self.pod_json(&name));
-            pods.push(name);
         }
-        pods.sort();
-        while pods.len() > self.replicas as usize {
-            let name = pods.pop().unwrap();
+        let excess = pods.len().saturating_sub(self.replicas as usize);
+        let mut colocated: BTreeMap<&str, usize> = BTreeMap::new();
+        for n in pods.iter().filter_map(|(_, n)| n.as_deref()) {
+            *colocated.entry(n).or_default() += 1;
+        }
+        let mut order: Vec<&(String, Option<String>)> = pods.iter().collect();
+        order.sort_by_key(|(name, node)| {
+            let together = node.as_deref().map_or(0, |n| colocated[n]);
+            (node.is_some(), Reverse(together), Reverse(name.clone()))
+        });
+        for (name, _) in order.into_iter().take(excess) {
             self.api
                 .delete(Kind::Pod, &format!("default/{name}"))
                 .unwrap();
@@ -309,38 +336,93 @@ impl World {
         }
     }
 
-    /// kube-scheduler, following the controller's nominations: a pending pod nominated to a
-    /// claim whose Node is Ready and untainted is bound there.
+    /// kube-scheduler, as the simulator has it (`nodewright_sim::kube_scheduler`): pending
+    /// pods oldest first, each to the Ready, untainted node it fits with the largest share of
+    /// its cpu free (then the first name), a node with a `web` pod refused when the pods keep
+    /// apart (hostname anti-affinity). It does not follow the controller's nominations.
     fn schedule(&mut self) {
-        let now = self.clock.now();
+        let apart = !self.template["spec"]["affinity"].is_null();
         let binds: Vec<(String, String)> = {
             let s = lock(&self.state);
-            s.pods
+            let resource = |list: Option<&BTreeMap<String, Quantity>>, name: &str| {
+                list.and_then(|l| l.get(name))
+                    .map_or(0, |q| quantity::parse_resource(name, &q.0).unwrap())
+            };
+            // Free cpu and memory, allocatable cpu and whether a `web` pod runs there, per
+            // Ready, untainted node.
+            let mut room: BTreeMap<&str, (i64, i64, i64, bool)> = s
+                .nodes
                 .iter()
-                .filter(|(_, p)| provisionable(p))
-                .filter_map(|(key, _)| {
-                    let node = s
-                        .nominated_claim(key, now)?
-                        .status
-                        .as_ref()?
-                        .node_name
-                        .clone()?;
-                    let n = s.nodes.get(&node)?;
+                .filter(|(_, n)| {
                     let ready = n
                         .status
-                        .as_ref()?
-                        .conditions
-                        .as_ref()?
-                        .iter()
-                        .any(|c| c.type_ == "Ready" && c.status == "True");
-                    let tainted = n.spec.as_ref()?.taints.as_ref().is_some_and(|ts| {
-                        ts.iter()
-                            .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-                    });
-                    let name = key.strip_prefix("default/")?.to_string();
-                    (ready && !tainted).then_some((name, node))
+                        .as_ref()
+                        .and_then(|st| st.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        });
+                    let tainted = n
+                        .spec
+                        .as_ref()
+                        .and_then(|sp| sp.taints.as_ref())
+                        .is_some_and(|ts| {
+                            ts.iter()
+                                .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+                        });
+                    let cordoned = n.spec.as_ref().and_then(|sp| sp.unschedulable) == Some(true);
+                    ready && !tainted && !cordoned
                 })
-                .collect()
+                .map(|(name, n)| {
+                    let alloc = n.status.as_ref().and_then(|st| st.allocatable.as_ref());
+                    let cpu = resource(alloc, "cpu");
+                    (name.as_str(), (cpu, resource(alloc, "memory"), cpu, false))
+                })
+                .collect();
+            let requests = |p: &Pod| -> (i64, i64) {
+                let cs = p
+                    .spec
+                    .as_ref()
+                    .map(|sp| sp.containers.as_slice())
+                    .unwrap_or_default();
+                cs.iter().fold((0, 0), |(c, m), k| {
+                    let r = k.resources.as_ref().and_then(|r| r.requests.as_ref());
+                    (c + resource(r, "cpu"), m + resource(r, "memory"))
+                })
+            };
+            for p in s.pods.values() {
+                if let Some(r) = p
+                    .spec
+                    .as_ref()
+                    .and_then(|sp| sp.node_name.as_deref())
+                    .and_then(|n| room.get_mut(n))
+                {
+                    let (c, m) = requests(p);
+                    r.0 -= c;
+                    r.1 -= m;
+                    r.3 = true;
+                }
+            }
+            // Pod names follow creation order.
+            let mut out = Vec::new();
+            for (key, p) in s.pods.iter().filter(|(_, p)| provisionable(p)) {
+                let (c, m) = requests(p);
+                let best = room
+                    .iter()
+                    .filter(|(_, r)| r.0 >= c && r.1 >= m && !(apart && r.3))
+                    .min_by_key(|(name, r)| (-(r.0 * 1000 / r.2.max(1)), **name))
+                    .map(|(name, _)| *name);
+                if let Some(node) = best {
+                    let r = room.get_mut(node).unwrap();
+                    r.0 -= c;
+                    r.1 -= m;
+                    r.3 = true;
+                    out.push((
+                        key.strip_prefix("default/").unwrap().to_string(),
+                        node.to_string(),
+                    ));
+                }
+            }
+            out
         };
         for (name, node) in binds {
             let mut p = self.pod_json(&name);
@@ -401,7 +483,7 @@ impl Recorder {
     }
 }
 
-async fn controller_lines() -> Vec<Line> {
+async fn controller_lines(case: &Case) -> Vec<Line> {
     let state = ClusterState::shared();
     let clock = Clock::starting_at(START);
     let api = Arc::new(MemoryApi::new(state.clone(), clock));
@@ -432,17 +514,17 @@ async fn controller_lines() -> Vec<Line> {
         state: state.clone(),
         cloud,
         clock,
-        template: yaml(DEPLOYMENT)["spec"]["template"].clone(),
+        template: yaml(case.deployment)["spec"]["template"].clone(),
         replicas: 0,
         next: 0,
         registered: BTreeSet::new(),
     };
     let mut recorder = Recorder::default();
-    let mut steps = STEPS.iter().peekable();
+    let mut steps = case.steps.iter().peekable();
     let tick = Duration::from_millis(100);
     loop {
         let at = clock.now().since(START);
-        if at >= UNTIL {
+        if at >= case.until {
             break;
         }
         while let Some((_, step)) = steps.next_if(|(t, _)| Duration::from_secs(*t) <= at) {
@@ -480,10 +562,10 @@ fn render(lines: &[Line]) -> String {
         .join("\n")
 }
 
-#[tokio::test(start_paused = true)]
-async fn the_simulator_and_the_controller_make_the_same_decisions_at_the_same_times() {
-    let sim = simulator_lines();
-    let ctl = controller_lines().await;
+/// Runs `case` through both shells and compares their lines; returns the simulator's.
+async fn same_decisions(case: &Case) -> Vec<Line> {
+    let sim = simulator_lines(case);
+    let ctl = controller_lines(case).await;
     let both = format!(
         "simulator:\n{}\ncontroller:\n{}",
         render(&sim),
@@ -492,11 +574,7 @@ async fn the_simulator_and_the_controller_make_the_same_decisions_at_the_same_ti
     let what = |ls: &[Line]| ls.iter().map(|l| l.what.clone()).collect::<Vec<_>>();
     assert_eq!(what(&sim), what(&ctl), "the decisions differ\n{both}");
     for (s, c) in sim.iter().zip(&ctl) {
-        let apart = if s.at > c.at {
-            s.at - c.at
-        } else {
-            c.at - s.at
-        };
+        let apart = s.at.abs_diff(c.at);
         let slack = if s.what.starts_with("gone") {
             SLACK_GONE
         } else {
@@ -509,12 +587,44 @@ async fn the_simulator_and_the_controller_make_the_same_decisions_at_the_same_ti
             apart.as_secs_f64()
         );
     }
-    // The scenario's steps each led to decisions: launches, the scale-down's removals and
-    // the drift's replacements.
+    println!("{both}");
+    sim
+}
+
+fn has(lines: &[Line], kind: &str) -> bool {
+    lines.iter().any(|l| l.what.starts_with(kind))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scale_down_and_a_template_edit_give_the_same_emptiness_and_drift() {
+    let case = Case {
+        deployment: SOLO,
+        steps: &[
+            (0, Step::Scale(5)),
+            (300, Step::Scale(2)),
+            (600, Step::Relabel("blue")),
+            (1200, Step::Scale(3)),
+        ],
+        until: Duration::from_secs(1500),
+    };
+    let lines = same_decisions(&case).await;
     for kind in ["launch", "disrupt emptiness", "disrupt drift", "gone"] {
-        assert!(
-            sim.iter().any(|l| l.what.starts_with(kind)),
-            "no `{kind}`\n{both}"
-        );
+        assert!(has(&lines, kind), "no `{kind}`");
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scale_down_of_packed_nodes_gives_the_same_consolidation() {
+    let case = Case {
+        deployment: PACKED,
+        steps: &[
+            (0, Step::Scale(14)),
+            (300, Step::Scale(9)),
+            (900, Step::Scale(3)),
+        ],
+        until: Duration::from_secs(1500),
+    };
+    let lines = same_decisions(&case).await;
+    assert!(has(&lines, "disrupt single-node-consolidation: replace"));
+    assert!(has(&lines, "disrupt emptiness"));
 }
