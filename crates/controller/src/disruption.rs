@@ -35,7 +35,9 @@ use nodewright_core::cadence::{
     DisruptionCadence, DisruptionTimings, Due, Planned, Validated, plan_is_consolidated,
 };
 use nodewright_core::disruption::budgets::allowed_disruptions;
-use nodewright_core::disruption::candidates::{Selection, budget_node_counts, select_both_counted};
+use nodewright_core::disruption::candidates::{
+    Selection, budget_node_counts, invalid_do_not_disrupt, select_both_counted,
+};
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
@@ -121,6 +123,8 @@ struct RoundResult {
     timed: Option<Timestamp>,
     /// Per NodePool: nodes counted for budgets and those already disrupting.
     counts: BTreeMap<String, (u32, u32)>,
+    /// Pods on nodes whose `do-not-disrupt` value is ignored as invalid, with the value.
+    invalid_do_not_disrupt: Vec<(String, String, String)>,
 }
 
 /// Each NodePool's allowed disruptions per budget reason, as upstream's budget mapping sets
@@ -388,6 +392,15 @@ impl Disruptor {
                     .iter()
                     .filter_map(|c| Some((c.node_name.clone()?, c.name.clone())))
                     .collect(),
+                invalid_do_not_disrupt: snap
+                    .pods
+                    .iter()
+                    .filter(|p| p.node_name.is_some())
+                    .filter_map(|p| {
+                        let value = invalid_do_not_disrupt(p)?;
+                        Some((p.namespace.clone(), p.name.clone(), value.to_string()))
+                    })
+                    .collect(),
                 consolidated,
                 timed,
             }
@@ -408,6 +421,12 @@ impl Disruptor {
         self.metrics.set_allowed_disruptions(&round.allowed);
         self.publish_blocked_budgets(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
+        for (namespace, name, value) in &round.invalid_do_not_disrupt {
+            self.events.publish(events::invalid_do_not_disrupt(
+                ObjectRef::pod(namespace, name),
+                value,
+            ));
+        }
         self.journal.record(|| {
             let n = round.commands.iter().map(|q| q.command.targets.len()).sum();
             let summary = round_summary(&round, elapsed, self.running().len());

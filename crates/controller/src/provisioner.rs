@@ -4,6 +4,7 @@
 //! Every pod placed on a claim is nominated to it (an event, and a record in the state so the
 //! next batch leaves it there); unplaceable pods get `FailedScheduling`.
 
+mod compatible;
 pub mod events;
 pub mod metrics;
 
@@ -316,6 +317,7 @@ impl Provisioner {
             self.metrics.unschedulable_pods(0);
             return Ok(out);
         }
+        self.publish_pools_without_types(&snap);
         let options = self.options.clone();
         let started = Instant::now();
         let simulating = metrics::Simulating::begin(&self.metrics, "");
@@ -350,6 +352,26 @@ impl Provisioner {
         self.nominate_existing(&plan);
         self.create_claims(&snap, &plan, &mut out).await;
         Ok(out)
+    }
+
+    /// `NoCompatibleInstanceTypes` on each NodePool that can launch nothing (see
+    /// [`compatible`]), as upstream writes it when it builds a pass's scheduler.
+    fn publish_pools_without_types(&self, snap: &Snapshot) {
+        let names = compatible::pools_without_instance_types(snap);
+        let s = lock(&self.state);
+        for name in names {
+            let uid = s
+                .nodepools
+                .get(&name)
+                .and_then(|np| np.metadata.uid.clone());
+            let pool = ObjectRef::nodepool(&name);
+            let pool = match uid {
+                Some(uid) => pool.with_uid(uid),
+                None => pool,
+            };
+            self.events
+                .publish(events::no_compatible_instance_types(pool));
+        }
     }
 
     /// Pods the plan puts on nodes and in-flight claims: nominated there (event and state).
@@ -648,6 +670,30 @@ mod tests {
         let out = prov.provision().await.unwrap();
         assert!(out.errors.is_empty() && out.unplaced.is_empty(), "{out:?}");
         assert_eq!(h.events.with_reason("Nominated").len(), 15);
+    }
+
+    /// A NodePool whose requirements no instance type meets gets `NoCompatibleInstanceTypes`
+    /// on a pass with pending pods, and no claim; the pool that can launch gets none.
+    #[tokio::test(start_paused = true)]
+    async fn a_pool_that_can_launch_nothing_is_told_so() {
+        let h = Harness::new();
+        h.nodepool("default", None);
+        h.nodepool("gpus", None);
+        h.edit_nodepool("gpus", |np| {
+            np["spec"]["template"]["spec"]["requirements"] = serde_json::json!([
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]}
+            ]);
+        });
+        h.api.mark_synced();
+        let prov = provisioner(&h);
+        prov.provision().await.unwrap();
+        assert!(h.events.with_reason("NoCompatibleInstanceTypes").is_empty());
+        h.pending_pod("web-1", "1");
+        prov.provision().await.unwrap();
+        let told = h.events.with_reason("NoCompatibleInstanceTypes");
+        let pools: Vec<&str> = told.iter().map(|e| e.regarding.name.as_str()).collect();
+        assert_eq!(pools, ["gpus"]);
+        assert_eq!(told[0].regarding.uid.as_deref(), Some("np-gpus"));
     }
 
     /// A standby runs no pass (its claims would be refused, one warning each), and the replica

@@ -299,6 +299,43 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
     );
 }
 
+/// A pod's `do-not-disrupt` that is neither "true" nor a positive duration is ignored, and
+/// said so on the pod; a valid one is not mentioned.
+#[tokio::test(start_paused = true)]
+async fn an_invalid_do_not_disrupt_value_is_reported_on_its_pod() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    for (pod, value) in [("web", "soon"), ("db", "true"), ("job", "-5m")] {
+        let mut p = super::pending_pod_json(pod, "100m");
+        p["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": value});
+        p["spec"]["nodeName"] = json!("n1");
+        p["status"] = json!({"phase": "Running"});
+        h.api.put_value(Kind::Pod, p);
+    }
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    d.step(&mut cadence).await;
+    let mut told: Vec<(String, String)> = h
+        .events
+        .with_reason("InvalidDoNotDisruptAnnotation")
+        .into_iter()
+        .map(|e| (e.regarding.name, e.message))
+        .collect();
+    told.sort();
+    let message = |v: &str| {
+        format!(
+            "Invalid karpenter.sh/do-not-disrupt annotation value \"{v}\", ignoring annotation. Use 'true' or a duration like '5m', '1h'"
+        )
+    };
+    assert_eq!(
+        told,
+        [
+            ("job".to_string(), message("-5m")),
+            ("web".to_string(), message("soon")),
+        ]
+    );
+}
+
 /// Planning rounds so far, from the evaluation histogram of single-node consolidation.
 fn rounds(h: &Harness) -> u64 {
     let prefix = r#"karpenter_voluntary_disruption_decision_evaluation_duration_seconds_count{reason="underutilized",consolidation_type="single"} "#;

@@ -207,6 +207,14 @@ pub fn do_not_disrupt_until(pod: &Pod, now: Timestamp) -> Option<Option<Timestam
     (until > now).then_some(Some(until))
 }
 
+/// A pod's `do-not-disrupt` value when it is neither `"true"` nor a positive duration: ignored
+/// by [`do_not_disrupt_until`], and reported by upstream (`InvalidDoNotDisruptAnnotation`).
+pub fn invalid_do_not_disrupt(pod: &Pod) -> Option<&str> {
+    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
+    let valid = value == "true" || parse_go_duration(value).is_some_and(|d| !d.is_zero());
+    (!valid).then_some(value.as_str())
+}
+
 /// Karpenter refuses to disrupt a node running an active pod that has no owner reference at
 /// all (mirror pods excepted): evicting it would delete it for good. Daemon pods have an owner,
 /// and terminal or terminating pods are filtered out before this is asked.
