@@ -29,7 +29,7 @@ fn claim(n: usize) -> nodewright_api::v1::nodeclaim::NodeClaim {
         serde_json::json!({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}),
         serde_json::json!({"key": "karpenter.sh/capacity-type", "operator": "In", "values": capacity}),
     ];
-    if n % 5 == 0 {
+    if n.is_multiple_of(5) {
         requirements.push(serde_json::json!(
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
         ));
