@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use nodewright_cloud::CloudProvider;
 use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent, node_name};
-use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
+use nodewright_cloud_sim::{FleetConfig, SimCloud, SimCloudConfig};
 use nodewright_controller::permissions::{SIM_NODE_AGENT, allows};
 use serde_json::{Value, json};
 
@@ -220,8 +220,11 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
 
     let cloud = Arc::new(
         SimCloud::new(SimCloudConfig {
-            launch_delay: Duration::ZERO,
-            termination_delay: Duration::ZERO,
+            fleet: FleetConfig {
+                launch_delay: Duration::ZERO,
+                termination_delay: Duration::ZERO,
+                ..FleetConfig::default()
+            },
             ..SimCloudConfig::default()
         })
         .unwrap(),

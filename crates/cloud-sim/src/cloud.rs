@@ -1,12 +1,12 @@
-//! [`SimCloud`]: the [`CloudProvider`] contract over the embedded AWS catalog. Launches pick
-//! the offering Karpenter's AWS provider would (see [`crate::select`]), instances start
-//! `Pending` and turn `Running` after the launch delay, deletes pass through `ShuttingDown`,
-//! and the fault knobs inject insufficient capacity per offering and API errors at a rate.
-//! Instance ids come from a seeded generator, so a run is reproducible.
+//! [`SimCloud`]: the [`CloudProvider`] contract over the embedded AWS catalog. The launch
+//! decision, its faults, the ICE memory, instance ids and instance states are the
+//! [`Fleet`]'s, which the simulator runs too; this wraps it for the async trait, reading
+//! tokio's clock as milliseconds since the cloud was made, and adds what only a real cluster
+//! needs: tags, node labels, node class status and drift.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use nodewright_api::aws::common::{AmiStatus, Condition, SecurityGroupStatus, SubnetStatus};
@@ -19,33 +19,14 @@ use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, tags,
 };
 use nodewright_core::labels;
-use nodewright_core::model::{CapacityType, InstanceType, Offering};
+use nodewright_core::model::InstanceType;
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
-use nodewright_core::rng::Rng;
 use nodewright_core::time::Timestamp;
 use tokio::time::Instant;
 
+use crate::fleet::{Fleet, FleetConfig, LaunchError};
 use crate::hash::{hash_annotations, static_drift};
-use crate::select::{Choice, candidates};
-
-/// Matches offerings; an unset field matches anything.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OfferingPattern {
-    pub instance_type: Option<String>,
-    pub zone: Option<String>,
-    pub capacity_type: Option<CapacityType>,
-}
-
-impl OfferingPattern {
-    pub fn matches(&self, instance_type: &str, zone: &str, capacity_type: CapacityType) -> bool {
-        self.instance_type
-            .as_deref()
-            .is_none_or(|t| t == instance_type)
-            && self.zone.as_deref().is_none_or(|z| z == zone)
-            && self.capacity_type.is_none_or(|c| c == capacity_type)
-    }
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimCloudConfig {
@@ -53,17 +34,8 @@ pub struct SimCloudConfig {
     pub region: String,
     /// Zones the simulated subnets cover.
     pub zones: Vec<String>,
-    /// From the launch call to a running instance.
-    pub launch_delay: Duration,
-    /// From the terminate call to a terminated instance.
-    pub termination_delay: Duration,
-    /// Share of create calls that fail with a retryable API error.
-    pub api_error_rate: f64,
-    /// Offerings that have no capacity.
-    pub insufficient_capacity: Vec<OfferingPattern>,
-    /// How long an offering that failed with insufficient capacity is left out of
-    /// `instance_types` (upstream's ICE cache TTL).
-    pub unavailable_ttl: Duration,
+    /// Timings and faults.
+    pub fleet: FleetConfig,
     pub seed: u64,
 }
 
@@ -77,11 +49,7 @@ impl Default for SimCloudConfig {
                 "us-east-1b".into(),
                 "us-east-1c".into(),
             ],
-            launch_delay: Duration::from_secs(3),
-            termination_delay: Duration::from_secs(30),
-            api_error_rate: 0.0,
-            insufficient_capacity: Vec::new(),
-            unavailable_ttl: Duration::from_secs(180),
+            fleet: FleetConfig::default(),
             seed: 1,
         }
     }
@@ -98,7 +66,6 @@ pub struct SimInstance {
     pub labels: BTreeMap<String, String>,
     pub price: f64,
     launched: Instant,
-    terminating: Option<Instant>,
 }
 
 impl SimInstance {
@@ -117,7 +84,6 @@ impl SimInstance {
             labels,
             price: 0.0,
             launched,
-            terminating: None,
         }
     }
 
@@ -125,27 +91,19 @@ impl SimInstance {
     pub fn launched_at(&self) -> Instant {
         self.launched
     }
-
-    fn state_at(&self, now: Instant, launch: Duration, termination: Duration) -> InstanceState {
-        match self.terminating {
-            Some(t) if now >= t + termination => InstanceState::Terminated,
-            Some(_) => InstanceState::ShuttingDown,
-            None if now >= self.launched + launch => InstanceState::Running,
-            None => InstanceState::Pending,
-        }
-    }
 }
 
 struct State {
-    rng: Rng,
+    fleet: Fleet,
+    /// What a node agent needs of each instance the fleet launched, by provider id.
     instances: BTreeMap<String, SimInstance>,
-    /// (instance type, zone, capacity type) → when it may be offered again.
-    unavailable: BTreeMap<(String, String, CapacityType), Instant>,
 }
 
 /// The simulated cloud.
 pub struct SimCloud {
     config: SimCloudConfig,
+    /// The fleet's clock starts here.
+    origin: Instant,
     catalog: Arc<Catalog>,
     spot: SpotPrices,
     state: Mutex<State>,
@@ -177,6 +135,24 @@ fn api_error(operation: &str, message: &str, retryable: bool) -> CloudError {
         operation: operation.into(),
         message: message.into(),
         retryable,
+    }
+}
+
+/// A failed launch as the AWS provider reports it: injected API errors are retryable, and
+/// insufficient capacity lists the offerings tried.
+fn cloud_error(e: &LaunchError) -> CloudError {
+    match e {
+        LaunchError::Api(message) => api_error("CreateFleet", message, true),
+        LaunchError::InsufficientCapacity(tried) => CloudError::InsufficientCapacity {
+            message: e.to_string(),
+            offerings: tried
+                .iter()
+                .map(|c| {
+                    let ct = c.capacity_type.to_string();
+                    (c.instance_type.clone(), c.zone.clone(), ct)
+                })
+                .collect(),
+        },
     }
 }
 
@@ -237,14 +213,14 @@ impl SimCloud {
     pub fn with_catalog(config: SimCloudConfig, catalog: Arc<Catalog>) -> Self {
         let seed = config.seed;
         SimCloud {
+            state: Mutex::new(State {
+                fleet: Fleet::new(config.fleet.clone(), seed),
+                instances: BTreeMap::new(),
+            }),
             config,
+            origin: Instant::now(),
             catalog,
             spot: SpotPrices::synthetic(),
-            state: Mutex::new(State {
-                rng: Rng::new(seed),
-                instances: BTreeMap::new(),
-                unavailable: BTreeMap::new(),
-            }),
             types: Mutex::new(Vec::new()),
         }
     }
@@ -298,18 +274,9 @@ impl SimCloud {
         types
     }
 
-    fn is_unavailable(state: &State, now: Instant, it: &str, o: &Offering) -> bool {
-        state
-            .unavailable
-            .get(&(it.to_owned(), o.zone.clone(), o.capacity_type))
-            .is_some_and(|until| now < *until)
-    }
-
-    fn no_capacity(&self, choice: &Choice) -> bool {
-        self.config
-            .insufficient_capacity
-            .iter()
-            .any(|p| p.matches(&choice.instance_type, &choice.zone, choice.capacity_type))
+    /// `now` on the fleet's clock.
+    fn at(&self, now: Instant) -> Timestamp {
+        Timestamp(now.saturating_duration_since(self.origin).as_millis() as i64)
     }
 
     /// Every instance with its current state, terminated ones included; for the node agent
@@ -319,28 +286,26 @@ impl SimCloud {
         let s = self.lock();
         s.instances
             .values()
-            .map(|i| self.with_state(i, now))
+            .map(|i| self.with_state(&s, i, now))
             .collect()
     }
 
-    fn with_state(&self, i: &SimInstance, now: Instant) -> SimInstance {
+    fn with_state(&self, s: &State, i: &SimInstance, now: Instant) -> SimInstance {
         let mut out = i.clone();
-        out.instance.state =
-            i.state_at(now, self.config.launch_delay, self.config.termination_delay);
+        let pid = &i.instance.provider_id;
+        out.instance.state = s.fleet.state(pid, self.at(now)).unwrap_or(i.instance.state);
         out
     }
 
     /// Reclaims an instance as EC2 does for spot interruptions: it starts shutting down now.
     pub fn interrupt(&self, provider_id: &str) -> Result<(), CloudError> {
-        let mut s = self.lock();
-        let i = s
-            .instances
-            .get_mut(provider_id)
-            .ok_or_else(|| CloudError::NotFound {
-                provider_id: provider_id.into(),
-            })?;
-        i.terminating.get_or_insert_with(Instant::now);
-        Ok(())
+        let now = self.at(Instant::now());
+        if self.lock().fleet.terminate(provider_id, now) {
+            return Ok(());
+        }
+        Err(CloudError::NotFound {
+            provider_id: provider_id.into(),
+        })
     }
 }
 
@@ -415,15 +380,8 @@ impl CloudProvider for SimCloud {
         class: Option<&EC2NodeClass>,
     ) -> Result<Vec<InstanceType>, CloudError> {
         let mut types = (*self.class_types(class)?).clone();
-        let now = Instant::now();
-        let s = self.lock();
-        for it in &mut types {
-            for o in &mut it.offerings {
-                if Self::is_unavailable(&s, now, &it.name, o) {
-                    o.available = false;
-                }
-            }
-        }
+        let now = self.at(Instant::now());
+        self.lock().fleet.mark_offerings(&mut types, now);
         Ok(types)
     }
 
@@ -437,64 +395,15 @@ impl CloudProvider for SimCloud {
         let types = self.class_types(class)?;
         let now = Instant::now();
         let mut s = self.lock();
-        if s.rng.chance(self.config.api_error_rate) {
-            return Err(api_error(
-                "CreateFleet",
-                "RequestLimitExceeded: request limit exceeded (injected)",
-                true,
-            ));
-        }
-        let options = candidates(&types, &requirements, &requests, |it, o| {
-            !Self::is_unavailable(&s, now, it, o)
-        });
-        if options.is_empty() {
-            return Err(CloudError::InvalidRequest(format!(
-                "no instance type satisfies the requirements of nodeclaim {}",
-                claim.metadata.name.as_deref().unwrap_or("")
-            )));
-        }
-        let Some(pos) = options.iter().position(|c| !self.no_capacity(c)) else {
-            let failed: Vec<(String, String, String)> = options
-                .iter()
-                .map(|c| {
-                    (
-                        c.instance_type.clone(),
-                        c.zone.clone(),
-                        c.capacity_type.to_string(),
-                    )
-                })
-                .collect();
-            for c in &options {
-                s.unavailable.insert(
-                    (c.instance_type.clone(), c.zone.clone(), c.capacity_type),
-                    now + self.config.unavailable_ttl,
-                );
-            }
-            return Err(CloudError::InsufficientCapacity {
-                message: format!("no capacity in {} offering(s)", failed.len()),
-                offerings: failed,
-            });
-        };
-        // Offerings passed over for want of capacity are remembered, as the ICE cache does.
-        for c in &options[..pos] {
-            s.unavailable.insert(
-                (c.instance_type.clone(), c.zone.clone(), c.capacity_type),
-                now + self.config.unavailable_ttl,
-            );
-        }
-        let choice = &options[pos];
+        let choice = s
+            .fleet
+            .launch(&types, &requirements, &requests, self.at(now))
+            .map_err(|e| cloud_error(&e))?;
+        let provider_id = choice.provider_id();
         let it = types
             .iter()
             .find(|t| t.name == choice.instance_type)
             .ok_or_else(|| CloudError::InvalidRequest("instance type vanished".into()))?;
-        let provider_id = loop {
-            let hi = s.rng.next_u64() & 0xf;
-            let lo = s.rng.next_u64();
-            let id = format!("aws:///{}/i-{hi:x}{lo:016x}", choice.zone);
-            if !s.instances.contains_key(&id) {
-                break id;
-            }
-        };
         let mut node_labels: BTreeMap<String, String> = it
             .requirements
             .iter()
@@ -547,7 +456,6 @@ impl CloudProvider for SimCloud {
             labels: node_labels.clone(),
             price: choice.price,
             launched: now,
-            terminating: None,
         };
         s.instances.insert(provider_id, record);
         Ok(Launched {
@@ -560,18 +468,13 @@ impl CloudProvider for SimCloud {
     }
 
     async fn delete(&self, provider_id: &str) -> Result<(), CloudError> {
-        let now = Instant::now();
-        let mut s = self.lock();
-        let not_found = || CloudError::NotFound {
-            provider_id: provider_id.into(),
-        };
-        let i = s.instances.get_mut(provider_id).ok_or_else(not_found)?;
-        let state = i.state_at(now, self.config.launch_delay, self.config.termination_delay);
-        if state == InstanceState::Terminated {
-            return Err(not_found());
+        let now = self.at(Instant::now());
+        if self.lock().fleet.terminate(provider_id, now) {
+            return Ok(());
         }
-        i.terminating.get_or_insert(now);
-        Ok(())
+        Err(CloudError::NotFound {
+            provider_id: provider_id.into(),
+        })
     }
 
     async fn get(&self, provider_id: &str) -> Result<Instance, CloudError> {
@@ -584,7 +487,7 @@ impl CloudProvider for SimCloud {
         let s = self.lock();
         s.instances
             .get(provider_id)
-            .map(|i| self.with_state(i, now).instance)
+            .map(|i| self.with_state(&s, i, now).instance)
             .filter(|i| i.state != InstanceState::Terminated)
             .ok_or_else(|| CloudError::NotFound {
                 provider_id: provider_id.into(),
@@ -596,7 +499,7 @@ impl CloudProvider for SimCloud {
         let s = self.lock();
         Ok(s.instances
             .values()
-            .map(|i| self.with_state(i, now).instance)
+            .map(|i| self.with_state(&s, i, now).instance)
             .filter(|i| i.state != InstanceState::Terminated)
             .collect())
     }
@@ -630,7 +533,10 @@ impl CloudProvider for SimCloud {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::OfferingPattern;
+    use nodewright_core::model::CapacityType;
     use std::sync::OnceLock;
+    use std::time::Duration;
 
     fn catalog() -> Arc<Catalog> {
         static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
@@ -641,6 +547,13 @@ mod tests {
 
     fn cloud(config: SimCloudConfig) -> SimCloud {
         SimCloud::with_catalog(config, catalog())
+    }
+
+    fn faults(fleet: FleetConfig) -> SimCloudConfig {
+        SimCloudConfig {
+            fleet,
+            ..Default::default()
+        }
     }
 
     fn claim(name: &str, reqs: serde_json::Value, cpu: &str) -> NodeClaim {
@@ -758,14 +671,14 @@ mod tests {
             {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
             {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
         ]);
-        let c = cloud(SimCloudConfig {
+        let c = cloud(faults(FleetConfig {
             insufficient_capacity: vec![OfferingPattern {
                 instance_type: Some("m5.large".into()),
                 zone: Some("us-east-1a".into()),
                 capacity_type: None,
             }],
             ..Default::default()
-        });
+        }));
         let l = c
             .create(&claim("a", reqs.clone(), "1"), None)
             .await
@@ -783,13 +696,13 @@ mod tests {
             "an offering that ran out is marked unavailable"
         );
 
-        let none = cloud(SimCloudConfig {
+        let none = cloud(faults(FleetConfig {
             insufficient_capacity: vec![OfferingPattern {
                 instance_type: Some("m5.large".into()),
                 ..Default::default()
             }],
             ..Default::default()
-        });
+        }));
         match none.create(&claim("b", reqs.clone(), "1"), None).await {
             Err(CloudError::InsufficientCapacity { offerings, .. }) => {
                 assert!(
@@ -801,11 +714,14 @@ mod tests {
             }
             other => panic!("expected ICE, got {other:?}"),
         }
-        // Within the TTL the offerings stay out; the next attempt finds nothing to try.
-        assert!(matches!(
-            none.create(&claim("b", reqs.clone(), "1"), None).await,
-            Err(CloudError::InvalidRequest(_))
-        ));
+        // Within the TTL the offerings stay out; the next attempt finds nothing to try, which
+        // upstream's provider also answers with insufficient capacity.
+        match none.create(&claim("b", reqs.clone(), "1"), None).await {
+            Err(CloudError::InsufficientCapacity { offerings, .. }) => {
+                assert!(offerings.is_empty())
+            }
+            other => panic!("expected ICE with nothing tried, got {other:?}"),
+        }
         tokio::time::sleep(Duration::from_secs(181)).await;
         assert!(matches!(
             none.create(&claim("b", reqs, "1"), None).await,
@@ -815,19 +731,19 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn api_errors_are_injected_at_the_configured_rate() {
-        let c = cloud(SimCloudConfig {
+        let c = cloud(faults(FleetConfig {
             api_error_rate: 1.0,
             ..Default::default()
-        });
+        }));
         let e = c
             .create(&claim("a", on_demand_amd64(), "1"), None)
             .await
             .unwrap_err();
         assert!(e.is_retryable());
-        let c = cloud(SimCloudConfig {
+        let c = cloud(faults(FleetConfig {
             api_error_rate: 0.5,
             ..Default::default()
-        });
+        }));
         let mut failures = 0;
         for n in 0..100 {
             if c.create(&claim(&format!("n{n}"), on_demand_amd64(), "1"), None)
@@ -841,13 +757,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn impossible_requests_are_invalid() {
+    async fn impossible_requests_are_invalid_or_find_no_capacity() {
         let c = cloud(SimCloudConfig::default());
+        // No type holds the requests: as upstream, no capacity rather than a bad request.
         let e = c
             .create(&claim("a", on_demand_amd64(), "1000"), None)
             .await
             .unwrap_err();
-        assert!(matches!(e, CloudError::InvalidRequest(_)), "{e:?}");
+        assert!(
+            matches!(e, CloudError::InsufficientCapacity { ref offerings, .. } if offerings.is_empty()),
+            "{e:?}"
+        );
         let bad = serde_json::json!([{"key": "k", "operator": "Near", "values": ["x"]}]);
         assert!(matches!(
             c.create(&claim("b", bad, "1"), None).await,

@@ -5,11 +5,12 @@
 //! so the whole controller runs on any API server without a cloud account.
 
 mod cloud;
+pub mod fleet;
 pub mod hash;
 pub mod kwok;
 pub mod select;
 
 pub use cloud::{
-    OfferingPattern, SimCloud, SimCloudConfig, SimInstance, claim_requests, claim_requirements,
-    parse_provider_id,
+    SimCloud, SimCloudConfig, SimInstance, claim_requests, claim_requirements, parse_provider_id,
 };
+pub use fleet::{Fleet, FleetConfig, OfferingPattern};

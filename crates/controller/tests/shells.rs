@@ -494,11 +494,10 @@ async fn controller_lines(case: &Case) -> Vec<Line> {
     let state = ClusterState::shared();
     let clock = Clock::starting_at(START);
     let api = Arc::new(MemoryApi::new(state.clone(), clock));
-    // The simulator's cloud takes no time to terminate an instance; this one is set alike.
-    let config = SimCloudConfig {
-        termination_delay: Duration::ZERO,
-        ..SimCloudConfig::default()
-    };
+    // The simulator takes a disrupted node out of the cluster the moment its instance is
+    // terminated, so here too the instance goes at once.
+    let mut config = SimCloudConfig::default();
+    config.fleet.termination_delay = Duration::ZERO;
     let cloud = Arc::new(SimCloud::new(config).unwrap());
     let provider: Arc<dyn CloudProvider> = cloud.clone();
     let ctx = Context {

@@ -15,21 +15,19 @@ use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::intern::FastMap;
 use nodewright_core::time::Timestamp;
 
-use crate::cloud::Instance;
 use crate::disruption_budget::SimPdb;
 use crate::volumes::{self, ClaimTemplate, Provisioned};
 use free::FreeTable;
 pub use free::{ReadyCpu, Room};
 use ledger::Ledger;
 use maintained::Maintained;
-
-/// How long an offering stays unavailable after an insufficient-capacity error.
-pub const ICE_TTL: std::time::Duration = std::time::Duration::from_secs(180);
+use nodewright_cloud_sim::Fleet;
+use nodewright_cloud_sim::fleet::Launch;
 
 #[derive(Clone, Debug)]
 pub struct SimClaim {
     pub claim: NodeClaim,
-    pub instance: Option<Instance>,
+    pub instance: Option<Launch>,
     /// Present from the moment the node is Ready.
     pub node: Option<Node>,
     pub launched_at: Option<Timestamp>,
@@ -152,8 +150,9 @@ pub struct Cluster {
     pub nodepools: Vec<NodePool>,
     /// Instance types each NodePool may launch, before ICE marks.
     pub catalog: BTreeMap<String, Arc<Vec<InstanceType>>>,
-    /// Offerings out of capacity until the given time.
-    pub ice: BTreeMap<(String, String, CapacityType), Timestamp>,
+    /// The simulated cloud: its launches, faults and the offerings it remembers as out of
+    /// capacity, which every snapshot's catalog shows unavailable.
+    pub cloud: Fleet,
     /// Read with [`Cluster::claims`]; change with [`Cluster::insert_claim`] and
     /// [`Cluster::claim_mut`], which keep the maintained snapshot in step.
     claims: BTreeMap<String, SimClaim>,
@@ -539,25 +538,10 @@ impl Cluster {
     /// Everything of the snapshot but the pods, Nodes and NodeClaims: small lists, built anew.
     fn fill_rest(&self, s: &mut Snapshot, now: Timestamp) {
         let mut instance_types = self.catalog.clone();
-        let cold: Vec<&(String, String, CapacityType)> = self
-            .ice
-            .iter()
-            .filter(|(_, until)| **until > now)
-            .map(|(k, _)| k)
-            .collect();
-        if !cold.is_empty() {
+        if self.cloud.any_unavailable(now) {
             for list in instance_types.values_mut() {
                 let mut types = (**list).clone();
-                for it in &mut types {
-                    for o in &mut it.offerings {
-                        if cold
-                            .iter()
-                            .any(|(t, z, c)| *t == it.name && *z == o.zone && *c == o.capacity_type)
-                        {
-                            o.available = false;
-                        }
-                    }
-                }
+                self.cloud.mark_offerings(&mut types, now);
                 *list = Arc::new(types);
             }
         }

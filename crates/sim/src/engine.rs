@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use nodewright_cloud_sim::Fleet;
 use nodewright_core::cadence::{
     BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due, Planned,
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
@@ -22,11 +23,11 @@ use nodewright_core::disruption::queue::Queue;
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
 use nodewright_core::requirements::Requirement;
+use nodewright_core::resources::Resources;
 use nodewright_core::taints::{Taint, TaintEffect};
 use nodewright_core::time::Timestamp;
 
-use crate::cloud::{LaunchError, LaunchOption, SimCloud};
-use crate::cluster::{Cluster, ICE_TTL, SimClaim, Workload, node_labels};
+use crate::cluster::{Cluster, SimClaim, Workload, node_labels};
 use crate::events::EventQueue;
 use crate::kube_scheduler::bind_pending;
 use crate::provision::{ClaimRequest, PlacementTarget, Provisioner};
@@ -113,7 +114,6 @@ pub struct Engine<'p> {
     input: EngineInput,
     provisioner: &'p dyn Provisioner,
     cluster: Cluster,
-    cloud: SimCloud,
     queue: EventQueue<Event>,
     batcher: Batcher,
     cadence: DisruptionCadence,
@@ -144,8 +144,9 @@ pub struct Engine<'p> {
     job_timers: BTreeSet<String>,
     /// Claim name → the pods the provisioner meant it for.
     nominated: BTreeMap<String, Vec<String>>,
-    /// Claims waiting for the cloud's answer, with their launch options.
-    pending_launch: BTreeMap<String, Vec<LaunchOption>>,
+    /// Claims waiting for the cloud's answer, with what they ask it for: their requirements
+    /// (the instance types and capacity types of their options among them) and requests.
+    pending_launch: BTreeMap<String, (Vec<Requirement>, Resources)>,
     timeline: Vec<TimelineEvent>,
     samples: Vec<Sample>,
     cost_usd: f64,
@@ -200,8 +201,9 @@ impl<'p> Engine<'p> {
         for (i, a) in input.actions.iter().enumerate() {
             queue.push(EPOCH.plus(a.at), Event::Action(i));
         }
+        let mut cluster = Cluster::default();
+        cluster.cloud = Fleet::new(input.cloud.fleet.clone(), input.seed);
         Engine {
-            cloud: SimCloud::new(input.cloud.clone(), input.seed),
             batcher: Batcher::new(input.batch),
             cadence: DisruptionCadence::new(input.disruption, EPOCH),
             consolidation: ConsolidationState::new(EPOCH),
@@ -214,7 +216,7 @@ impl<'p> Engine<'p> {
             work: Work::default(),
             input,
             provisioner,
-            cluster: Cluster::default(),
+            cluster,
             queue,
             now: EPOCH,
             last_trigger: BTreeMap::new(),

@@ -221,8 +221,8 @@ mod tests {
     use nodewright_core::taints::{Taint, TaintEffect};
 
     use super::*;
-    use crate::cloud::Instance;
     use crate::cluster::SimClaim;
+    use nodewright_cloud_sim::fleet::Launch;
 
     fn cluster() -> Cluster {
         let mut c = Cluster::default();
@@ -260,7 +260,7 @@ mod tests {
                     capacity: Resources::new().with(CPU, 2000),
                     ..NodeClaim::default()
                 },
-                instance: Some(Instance {
+                instance: Some(Launch {
                     id: "i-1".into(),
                     instance_type: "c5.large".into(),
                     zone: "a".into(),

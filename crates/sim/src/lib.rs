@@ -4,7 +4,8 @@
 //! batched by [`nodewright_core::cadence::Batcher`], the provisioner places them, the
 //! disruption loop follows [`nodewright_core::cadence::DisruptionCadence`] and plans with
 //! [`nodewright_core::disruption::plan::plan`]. What the simulator adds is the world around
-//! them: a cloud with launch and registration delays and injected faults ([`cloud`]), the
+//! them: the controller's simulated cloud ([`nodewright_cloud_sim::Fleet`], set up by
+//! [`cloud`]) with launch and registration delays and injected faults, the
 //! kube-scheduler binding pods to Ready nodes ([`kube_scheduler`]), workload controllers
 //! ([`cluster`]), scenario files ([`scenario`]) and reports ([`report`]).
 

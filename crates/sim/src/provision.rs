@@ -6,12 +6,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use nodewright_cloud_sim::select::Choice;
 use nodewright_core::model::Snapshot;
-
+use nodewright_core::requirements::Requirement;
+use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::node_cache::NodeCache;
 use nodewright_core::scheduling::{self, Options, Target};
-
-use crate::cloud::LaunchOption;
 
 /// Where a planned pod goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,8 +27,13 @@ pub struct ClaimRequest {
     pub nodepool: String,
     /// Rendered requirements, for the timeline.
     pub requirements: Vec<String>,
+    /// The same requirements as data, without the instance-type list: with the options'
+    /// types, what the cloud launches for.
+    pub requirement_list: Vec<Requirement>,
+    /// What the claim asks the cloud to hold.
+    pub requests: Resources,
     /// Cheapest first; each with its cheapest compatible offering.
-    pub options: Vec<LaunchOption>,
+    pub options: Vec<Choice>,
     /// `namespace/name` of the pods it is for.
     pub pods: Vec<String>,
 }
@@ -91,10 +96,12 @@ impl Provisioner for CoreProvisioner {
                 .map(|(c, requirements)| ClaimRequest {
                     nodepool: c.nodepool,
                     requirements,
+                    requirement_list: c.requirement_list,
+                    requests: c.requests,
                     options: c
                         .instance_types
                         .into_iter()
-                        .map(|o| LaunchOption {
+                        .map(|o| Choice {
                             instance_type: it_names[o.instance_type as usize].clone(),
                             zone: zone_names[o.zone as usize].clone(),
                             capacity_type: o.capacity_type,

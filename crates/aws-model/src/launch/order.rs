@@ -3,7 +3,8 @@
 //! first that has an offering here), then the cheapest offering of that type (ties: instance
 //! type, then zone). Offerings of the other capacity types are not tried: a claim whose spot
 //! offerings are all out of capacity gets on-demand on its next launch, once they are known
-//! to be unavailable. The controller's simulated cloud and the simulator's both launch so.
+//! to be unavailable. The simulated cloud (`cloud-sim`'s fleet, which the controller and the
+//! simulator share) launches so.
 
 use nodewright_core::model::CapacityType;
 

@@ -39,7 +39,7 @@ impl Machines for SimCloud {
     }
 
     fn boot_time(&self) -> Duration {
-        self.config().launch_delay
+        self.config().fleet.launch_delay
     }
 }
 

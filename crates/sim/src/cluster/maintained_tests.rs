@@ -237,13 +237,11 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
                     (0..2).map(|i| instance_type(&format!("t{i}"))).collect();
                 c.catalog.insert("default".into(), Arc::new(types));
             }
-            let key = (
-                format!("t{}", n % 2),
-                "z".to_string(),
-                CapacityType::OnDemand,
-            );
-            c.ice
-                .insert(key, Timestamp(now.0 + 1_000 * i64::from(n + 1)));
+            // Marked so that the mark runs out `n + 1` seconds from now.
+            let ttl = c.cloud.config().unavailable_ttl.as_millis() as i64;
+            let at = Timestamp(now.0 + 1_000 * i64::from(n + 1) - ttl);
+            c.cloud
+                .mark_unavailable(&format!("t{}", n % 2), "z", CapacityType::OnDemand, at);
         }
         Op::Pvc(n) => {
             c.pvcs.insert(

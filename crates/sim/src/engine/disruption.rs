@@ -203,6 +203,8 @@ impl Engine<'_> {
             let request = ClaimRequest {
                 nodepool: r.nodepool.clone(),
                 requirements: r.requirements.iter().map(|q| q.to_string()).collect(),
+                requirement_list: r.requirements.clone(),
+                requests: Default::default(),
                 options,
                 pods: Vec::new(),
             };

@@ -277,10 +277,10 @@ impl Engine<'_> {
             return;
         };
         if let Some(i) = &c.instance {
-            self.cluster.ice.insert(
-                (i.instance_type.clone(), i.zone.clone(), i.capacity_type),
-                self.now.plus(ICE_TTL),
-            );
+            let (it, zone, ct) = (i.instance_type.clone(), i.zone.clone(), i.capacity_type);
+            self.cluster
+                .cloud
+                .mark_unavailable(&it, &zone, ct, self.now);
         }
         self.stats.interruptions += 1;
         let what = self.describe_claim(claim);

@@ -3,8 +3,11 @@
 //! Ready with their daemon pods, claims deleted by liveness when they do not launch or
 //! register in time, and claims going away.
 
+use nodewright_cloud_sim::select::Choice;
 use nodewright_core::disruption::drift;
+use nodewright_core::labels::{CAPACITY_TYPE, INSTANCE_TYPE};
 use nodewright_core::lifecycle::Phase;
+use nodewright_core::requirements::Operator;
 
 use super::*;
 
@@ -26,10 +29,7 @@ impl Engine<'_> {
 
     /// Whether an insufficient-capacity mark ran out in `(from, to]`.
     pub(super) fn ice_expired_between(&self, from: Timestamp, to: Timestamp) -> bool {
-        self.cluster
-            .ice
-            .values()
-            .any(|until| *until > from && *until <= to)
+        self.cluster.cloud.unavailable_ended_between(from, to)
     }
 
     pub(super) fn provision_plan(
@@ -123,6 +123,7 @@ impl Engine<'_> {
             ),
         );
         self.nominated.insert(name.clone(), c.pods.clone());
+        let claim_requirements = claim.requirements.clone();
         self.cluster.insert_claim(
             &name,
             SimClaim {
@@ -134,7 +135,9 @@ impl Engine<'_> {
                 reason,
             },
         );
-        self.pending_launch.insert(name.clone(), c.options.clone());
+        let requirements = launch_requirements(&claim_requirements, c);
+        self.pending_launch
+            .insert(name.clone(), (requirements, c.requests.clone()));
         let launched = self.now.plus(self.input.cloud.launch_delay);
         self.time_liveness(&name, Phase::Launching { created: self.now }, launched);
         self.queue.push(launched, Event::LaunchResult(name.clone()));
@@ -142,7 +145,7 @@ impl Engine<'_> {
     }
 
     pub(super) fn launch_result(&mut self, name: &str) {
-        let Some(options) = self.pending_launch.remove(name) else {
+        let Some((requirements, requests)) = self.pending_launch.remove(name) else {
             return;
         };
         if !self
@@ -155,16 +158,9 @@ impl Engine<'_> {
         }
         let now = self.now;
         self.cluster.changed();
-        let usable: Vec<LaunchOption> = options
-            .into_iter()
-            .filter(|o| {
-                self.cluster
-                    .ice
-                    .get(&(o.instance_type.clone(), o.zone.clone(), o.capacity_type))
-                    .is_none_or(|until| *until <= now)
-            })
-            .collect();
-        match self.cloud.launch(&usable) {
+        let pool = &self.cluster.claims()[name].claim.nodepool;
+        let types = self.cluster.catalog.get(pool).cloned().unwrap_or_default();
+        match (self.cluster.cloud).launch(&types, &requirements, &requests, now) {
             Ok(instance) => {
                 self.stats.launched += 1;
                 let pool_name = &self.cluster.claims()[name].claim.nodepool;
@@ -175,17 +171,12 @@ impl Engine<'_> {
                     .find(|p| &p.name == pool_name)
                     .cloned()
                     .unwrap_or_default();
-                let it = self
-                    .cluster
-                    .catalog
-                    .get(&pool.name)
-                    .and_then(|t| t.iter().find(|t| t.name == instance.instance_type).cloned());
-                let Some(it) = it else {
+                let Some(it) = types.iter().find(|t| t.name == instance.instance_type) else {
                     return;
                 };
                 let labels = node_labels(
                     &pool,
-                    &it,
+                    it,
                     &instance.zone,
                     instance.capacity_type,
                     &self.input.cloud.region,
@@ -194,7 +185,7 @@ impl Engine<'_> {
                 let claim = self.cluster.claim_mut(name).expect("live claim");
                 let c = &mut claim.claim;
                 c.launched = true;
-                c.provider_id = Some(format!("aws:///{}/{}", instance.zone, instance.id));
+                c.provider_id = Some(instance.provider_id());
                 c.labels = labels;
                 c.capacity = it.capacity.clone();
                 c.allocatable = it.allocatable();
@@ -210,11 +201,6 @@ impl Engine<'_> {
                 ]);
                 claim.launched_at = Some(now);
                 let spot = instance.capacity_type == CapacityType::Spot;
-                let cold: Vec<_> = instance
-                    .out_of_capacity
-                    .iter()
-                    .map(|o| (o.instance_type.clone(), o.zone.clone(), o.capacity_type))
-                    .collect();
                 let skipped = match instance.out_of_capacity.len() {
                     0 => String::new(),
                     n => format!(
@@ -237,9 +223,6 @@ impl Engine<'_> {
                     instance.id
                 );
                 claim.instance = Some(instance);
-                for k in cold {
-                    self.cluster.ice.insert(k, now.plus(ICE_TTL));
-                }
                 self.log("launched", msg);
                 let registered = now.plus(self.input.cloud.registration_delay);
                 self.time_liveness(name, Phase::Registering { launched: now }, registered);
@@ -247,7 +230,7 @@ impl Engine<'_> {
                     .push(registered, Event::NodeReady(name.to_string()));
                 if spot {
                     let horizon = self.end().since(now);
-                    if let Some(d) = self.cloud.spot_interruption_after(horizon) {
+                    if let Some(d) = self.cluster.cloud.spot_interruption_after(horizon) {
                         self.queue
                             .push(now.plus(d), Event::Interrupt(name.to_string()));
                     }
@@ -255,14 +238,6 @@ impl Engine<'_> {
             }
             Err(e) => {
                 self.stats.launch_failures += 1;
-                if let LaunchError::InsufficientCapacity(tried) = &e {
-                    for o in tried {
-                        self.cluster.ice.insert(
-                            (o.instance_type.clone(), o.zone.clone(), o.capacity_type),
-                            now.plus(ICE_TTL),
-                        );
-                    }
-                }
                 self.log("launch-failed", format!("{name}: {e}"));
                 self.remove_claim(name);
                 // A command waiting for this replacement is rolled back now.
@@ -394,6 +369,10 @@ impl Engine<'_> {
         }
         claim.deleted_at = Some(now);
         claim.claim.deletion_timestamp = Some(now);
+        if let Some(pid) = &claim.claim.provider_id {
+            let pid = pid.clone();
+            self.cluster.cloud.terminate(&pid, now);
+        }
         self.cluster.changes += 1;
         self.pending_launch.remove(name);
         let pods: Vec<String> = self.cluster.pods_on(name).map(|p| p.key()).collect();
@@ -404,6 +383,22 @@ impl Engine<'_> {
     }
 }
 
+/// What the cloud launches a claim for, as the controller writes its NodeClaim: the claim's
+/// own requirements (its NodePool's and the options' instance types), those the plan worked
+/// out for its pods (zones, capacity types...), and, when none names a capacity type, the
+/// options' capacity types.
+fn launch_requirements(claim: &[Requirement], c: &ClaimRequest) -> Vec<Requirement> {
+    let mut out = claim.to_vec();
+    let planned = c.requirement_list.iter().filter(|r| r.key != INSTANCE_TYPE);
+    out.extend(planned.cloned());
+    if !out.iter().any(|r| r.key == CAPACITY_TYPE) && !c.options.is_empty() {
+        let types: BTreeSet<&str> = c.options.iter().map(|o| o.capacity_type.as_str()).collect();
+        let types: Vec<&str> = types.into_iter().collect();
+        out.push(Requirement::new(CAPACITY_TYPE, Operator::In, &types));
+    }
+    out
+}
+
 /// Launch options for a replacement: for each of its instance types, the cheapest available
 /// offering whose zone and capacity type satisfy the replacement's and the NodePool's
 /// requirements.
@@ -412,7 +407,7 @@ pub(super) fn replacement_options(
     pool: &str,
     types: &[String],
     requirements: &[Requirement],
-) -> Vec<LaunchOption> {
+) -> Vec<Choice> {
     let Some(catalog) = cluster.catalog.get(pool) else {
         return Vec::new();
     };
@@ -425,7 +420,7 @@ pub(super) fn replacement_options(
         nodewright_core::labels::CAPACITY_TYPE,
     ];
     reqs.retain(|r| offering_keys.contains(&r.key.as_str()));
-    let mut out: Vec<LaunchOption> = types
+    let mut out: Vec<Choice> = types
         .iter()
         .filter_map(|name| catalog.iter().find(|it| &it.name == name))
         .filter_map(|it| {
@@ -448,7 +443,7 @@ pub(super) fn replacement_options(
                         .then_with(|| a.zone.cmp(&b.zone))
                         .then_with(|| a.capacity_type.cmp(&b.capacity_type))
                 })
-                .map(|o| LaunchOption {
+                .map(|o| Choice {
                     instance_type: it.name.clone(),
                     zone: o.zone.clone(),
                     capacity_type: o.capacity_type,

@@ -44,6 +44,8 @@ impl Engine<'_> {
                         .iter()
                         .map(|r| r.to_string())
                         .collect(),
+                    requirement_list: pool.template.requirements.clone(),
+                    requests: Default::default(),
                     options,
                     pods: Vec::new(),
                 };

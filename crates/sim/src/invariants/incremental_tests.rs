@@ -170,7 +170,7 @@ fn apply(c: &mut Cluster, checker: &mut Checker, op: &Op, now: Timestamp) {
                         creation_timestamp: now,
                         ..NodeClaim::default()
                     },
-                    instance: Some(crate::cloud::Instance {
+                    instance: Some(nodewright_cloud_sim::fleet::Launch {
                         id: format!("i-{node}"),
                         instance_type: "t".into(),
                         zone: zone(0),

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 
 use super::limits;
 use super::{Action, InterruptTarget, ObjectRef, SUPPORTED_KINDS, Scenario, ScenarioError, Step};
-use crate::cloud::{CatalogFile, CloudConfig, OfferingPattern};
+use crate::cloud::{CatalogFile, CloudConfig};
 use crate::report::clock;
+use nodewright_cloud_sim::OfferingPattern;
 
 /// Where `file:` references are read from: the file system next to the scenario, or an
 /// embedded table for the built-in demo.
@@ -335,10 +336,10 @@ fn cloud(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<CloudConfig, ScenarioE
         c.registration_delay = ctx.duration(v, &path.field("registrationDelay"))?;
     }
     if let Some(v) = map.get("apiErrorRate") {
-        c.api_error_rate = ctx.fraction(v, &path.field("apiErrorRate"))?;
+        c.fleet.api_error_rate = ctx.fraction(v, &path.field("apiErrorRate"))?;
     }
     if let Some(v) = map.get("spotInterruptionsPerHour") {
-        c.spot_interruptions_per_hour =
+        c.fleet.spot_interruptions_per_hour =
             ctx.non_negative(v, &path.field("spotInterruptionsPerHour"))?;
     }
     if let Some(v) = map.get("insufficientCapacity") {
@@ -358,7 +359,7 @@ fn cloud(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<CloudConfig, ScenarioE
                     })
                 })
                 .transpose()?;
-            c.insufficient_capacity.push(OfferingPattern {
+            c.fleet.insufficient_capacity.push(OfferingPattern {
                 instance_type: ctx.optional_string(m, &op, "instanceType")?,
                 zone: ctx.optional_string(m, &op, "zone")?,
                 capacity_type,

@@ -77,7 +77,7 @@ steps:
     assert_eq!(s.cloud.launch_delay, Duration::from_secs(2));
     assert_eq!(s.cloud.registration_delay, Duration::from_secs(40));
     assert_eq!(
-        s.cloud.insufficient_capacity[0].capacity_type,
+        s.cloud.fleet.insufficient_capacity[0].capacity_type,
         Some(CapacityType::Spot)
     );
     assert_eq!(s.manifests.len(), 2);

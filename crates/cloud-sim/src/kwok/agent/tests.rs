@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::cloud::{SimCloud, SimCloudConfig, SimInstance};
+use crate::fleet::FleetConfig;
 use crate::kwok::fake_api::{Shared, server};
 use nodewright_cloud::{CloudProvider, Instance};
 use nodewright_core::resources::Resources;
@@ -20,8 +21,11 @@ fn nodeclaim() -> NodeClaim {
 fn cloud(termination_delay: Duration) -> Arc<SimCloud> {
     Arc::new(
         SimCloud::new(SimCloudConfig {
-            launch_delay: Duration::ZERO,
-            termination_delay,
+            fleet: FleetConfig {
+                launch_delay: Duration::ZERO,
+                termination_delay,
+                ..FleetConfig::default()
+            },
             ..SimCloudConfig::default()
         })
         .unwrap(),
