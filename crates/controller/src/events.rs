@@ -27,7 +27,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Counters, Metrics, registered};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EventType {
@@ -521,6 +521,32 @@ pub fn to_core_event(
 
 // ---- the kube sink ----
 
+/// Kubernetes events the writer could not take. Upstream has no such family (client-go drops
+/// silently), so it carries the project's own prefix.
+pub struct EventMetrics {
+    dropped: Counters,
+}
+
+impl EventMetrics {
+    pub(crate) fn register(r: &mut prometheus_client::registry::Registry) -> Self {
+        EventMetrics {
+            dropped: registered(
+                r,
+                "nodewright_events_dropped",
+                "Number of Kubernetes events dropped because the event writer's queue was full. Labeled by event reason.",
+                Counters::default(),
+            ),
+        }
+    }
+
+    /// An event dropped on a full writer queue.
+    pub fn dropped(&self, reason: &str) {
+        self.dropped
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+}
+
 /// Upstream's event de-duplication window.
 pub const DEDUPE_WINDOW: Duration = Duration::from_secs(120);
 /// How often repeats are written back as count updates.
@@ -580,7 +606,7 @@ impl KubeEvents {
 
     fn dropped(&self, event: &Event) {
         if let Some(m) = &self.metrics {
-            m.event_dropped(&event.reason);
+            m.events.dropped(&event.reason);
         }
         let now = Instant::now();
         let mut d = self.drops.lock().unwrap_or_else(|e| e.into_inner());
