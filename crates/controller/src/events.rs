@@ -534,7 +534,6 @@ impl EventMetrics {
                 r,
                 "nodewright_events_dropped",
                 "Number of Kubernetes events dropped because the event writer's queue was full. Labeled by event reason.",
-                Counters::default(),
             ),
         }
     }

@@ -57,21 +57,22 @@ impl<M: EncodeMetric> EncodeMetric for Described<M> {
     }
 }
 
-/// Registers `metric` so that its descriptor is always encoded.
-pub(crate) fn register<M>(r: &mut Registry, name: &str, help: &str, metric: M)
-where
-    M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
-{
-    r.register(name, help, Described(metric));
-}
-
-/// Registers `metric` and hands back the caller's handle on it.
-pub(crate) fn registered<M>(r: &mut Registry, name: &str, help: &str, metric: M) -> M
+/// Registers `metric` so that its descriptor is always encoded; hands back the caller's
+/// handle on it.
+pub(crate) fn register<M>(r: &mut Registry, name: &str, help: &str, metric: M) -> M
 where
     M: EncodeMetric + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
-    register(r, name, help, metric.clone());
+    r.register(name, help, Described(metric.clone()));
     metric
+}
+
+/// Registers a new, empty family (or counter, or gauge).
+pub(crate) fn registered<M>(r: &mut Registry, name: &str, help: &str) -> M
+where
+    M: EncodeMetric + Clone + Default + std::fmt::Debug + Send + Sync + 'static,
+{
+    register(r, name, help, M::default())
 }
 
 pub(crate) fn duration_histogram() -> Histogram {
@@ -138,7 +139,6 @@ impl Metrics {
             r,
             "karpenter_nodeclaims_disrupted",
             "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
-            Counters::default(),
         );
         Metrics {
             nodeclaims_disrupted,
@@ -202,11 +202,10 @@ impl Metrics {
 
 /// `registry` with `karpenter_build_info` registered last, set once.
 fn with_build_info(mut registry: Registry) -> Registry {
-    let build_info = registered(
+    let build_info: Gauges = registered(
         &mut registry,
         "karpenter_build_info",
         "A metric with a constant '1' value labeled by version from which karpenter was built.",
-        Gauges::default(),
     );
     build_info
         .get_or_create(&vec![

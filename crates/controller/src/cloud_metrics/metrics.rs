@@ -28,7 +28,7 @@ pub struct OfferingMetrics {
 
 impl OfferingMetrics {
     pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
-        let mut gauges = |name: &str, help: &str| registered(r, name, help, Gauges::default());
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         OfferingMetrics {
             cpu_cores: gauges(
                 "karpenter_cloudprovider_instance_type_cpu_cores",

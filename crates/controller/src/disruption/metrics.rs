@@ -16,7 +16,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Gauges, Histograms, Labels, Snapshot, durations, registered};
+use crate::metrics::{
+    Counters, Gauges, Histograms, Labels, Snapshot, durations, register, registered,
+};
 
 type FloatCounters = Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>;
 
@@ -37,7 +39,7 @@ pub struct DisruptionMetrics {
 impl DisruptionMetrics {
     pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
         DisruptionMetrics {
-            evaluation: registered(
+            evaluation: register(
                 r,
                 "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
                 "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
@@ -47,55 +49,46 @@ impl DisruptionMetrics {
                 r,
                 "karpenter_voluntary_disruption_decisions",
                 "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
-                Counters::default(),
             ),
             decisions_by_nodepool: registered(
                 r,
                 "karpenter_voluntary_disruption_decisions_by_nodepool",
                 "Number of disruption decisions performed per nodepool. Labeled by nodepool, disruption decision, reason, and consolidation type.",
-                Counters::default(),
             ),
             eligible_nodes: registered(
                 r,
                 "karpenter_voluntary_disruption_eligible_nodes",
                 "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
-                Gauges::default(),
             ),
             failed_validations: registered(
                 r,
                 "karpenter_voluntary_disruption_failed_validations",
                 "Number of candidates that were selected for disruption but failed validation.",
-                Counters::default(),
             ),
             allowed: registered(
                 r,
                 "karpenter_nodepools_allowed_disruptions",
                 "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
-                Gauges::default(),
             ),
             consolidation_timeouts: registered(
                 r,
                 "karpenter_voluntary_disruption_consolidation_timeouts",
                 "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
-                Counters::default(),
             ),
             queue_failures: registered(
                 r,
                 "karpenter_voluntary_disruption_queue_failures",
                 "The number of times that an enqueued disruption decision failed. Labeled by disruption method.",
-                Counters::default(),
             ),
             pods_initiated: registered(
                 r,
                 "karpenter_pods_disruption_initiated",
                 "The number of pods whose disruption Karpenter has initiated. Labeled by the reason, the owning nodepool, its capacity type, consolidation policy and termination mode.",
-                Counters::default(),
             ),
             savings: registered(
                 r,
                 "nodewright_consolidation_savings_dollars_per_hour",
                 "Hourly price removed by the consolidation commands started: their targets' prices minus their replacements'. Labeled by nodepool and consolidation type.",
-                FloatCounters::default(),
             ),
             snapshot: snapshot.clone(),
         }

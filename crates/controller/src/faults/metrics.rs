@@ -19,13 +19,11 @@ impl FaultMetrics {
                 r,
                 "nodewright_fault_injection_calls",
                 "Calls seen by a test-only fault-injecting client edge (kube or cloud).",
-                Counters::default(),
             ),
             faults: registered(
                 r,
                 "nodewright_fault_injection_faults",
                 "Calls a test-only fault-injecting client edge failed on purpose, by fault.",
-                Counters::default(),
             ),
         }
     }

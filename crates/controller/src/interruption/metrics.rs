@@ -7,7 +7,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, duration_histogram, registered};
+use crate::metrics::{Counters, duration_histogram, register, registered};
 
 pub struct InterruptionMetrics {
     received: Counters,
@@ -23,15 +23,13 @@ impl InterruptionMetrics {
                 r,
                 "karpenter_interruption_received_messages",
                 "Count of messages received from the interruption queue. Broken down by message type.",
-                Counters::default(),
             ),
             deleted: registered(
                 r,
                 "karpenter_interruption_deleted_messages",
                 "Count of messages deleted from the interruption queue.",
-                Counter::default(),
             ),
-            queue_duration: registered(
+            queue_duration: register(
                 r,
                 "karpenter_interruption_message_queue_duration_seconds",
                 "Time from an interruption event being emitted until the controller handles it.",
@@ -41,7 +39,6 @@ impl InterruptionMetrics {
                 r,
                 "karpenter_interruption_instance_status_unhealthy",
                 "Instances found failing an EC2 status check or with a scheduled event, by category.",
-                Counters::default(),
             ),
         }
     }

@@ -18,7 +18,6 @@ impl LeaderMetrics {
                 r,
                 "leader_election_master_status",
                 "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
-                Gauges::default(),
             ),
         }
     }

@@ -7,7 +7,7 @@
 
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Histograms, durations, registered};
+use crate::metrics::{Counters, Histograms, durations, register, registered};
 
 pub struct LifecycleMetrics {
     nodeclaims_terminated: Counters,
@@ -23,21 +23,19 @@ impl LifecycleMetrics {
                 r,
                 "karpenter_nodeclaims_terminated",
                 "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
-                Counters::default(),
             ),
             nodes_created: registered(
                 r,
                 "karpenter_nodes_created",
                 "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
-                Counters::default(),
             ),
-            termination_duration: registered(
+            termination_duration: register(
                 r,
                 "karpenter_nodeclaims_termination_duration_seconds",
                 "Duration of NodeClaim termination in seconds.",
                 durations(),
             ),
-            instance_termination_duration: registered(
+            instance_termination_duration: register(
                 r,
                 "karpenter_nodeclaims_instance_termination_duration_seconds",
                 "Duration of CloudProvider Instance termination in seconds.",

@@ -11,7 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Histograms, durations, registered};
+use crate::metrics::{Counters, Histograms, durations, register, registered};
 
 /// Calls per batch, up to the batchers' cap of 1000.
 const BATCH_SIZE_BUCKETS: [f64; 12] = [
@@ -44,7 +44,7 @@ pub struct CloudMetrics {
 impl CloudMetrics {
     pub(crate) fn register(r: &mut Registry) -> Self {
         CloudMetrics {
-            duration: registered(
+            duration: register(
                 r,
                 "karpenter_cloudprovider_duration_seconds",
                 "Duration of cloud provider method calls. Labeled by the controller, method name and provider.",
@@ -54,27 +54,24 @@ impl CloudMetrics {
                 r,
                 "karpenter_cloudprovider_errors",
                 "Total number of errors returned from CloudProvider calls.",
-                Counters::default(),
             ),
             launch_failures: registered(
                 r,
                 "karpenter_cloudprovider_instance_launch_failures",
                 "Errors the cloud returned for launch attempts, by zone, zone id, capacity type and error code.",
-                Counters::default(),
             ),
             termination_failures: registered(
                 r,
                 "karpenter_cloudprovider_instance_termination_failures",
                 "Terminations the cloud refused, by zone and zone id.",
-                Counters::default(),
             ),
-            batch_size: registered(
+            batch_size: register(
                 r,
                 "karpenter_cloudprovider_batcher_batch_size",
                 "Size of the request batch per batcher",
                 Family::new_with_constructor(batch_size_histogram),
             ),
-            batch_time: registered(
+            batch_time: register(
                 r,
                 "karpenter_cloudprovider_batcher_batch_time_seconds",
                 "Duration of the batching window per batcher",

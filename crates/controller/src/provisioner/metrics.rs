@@ -22,7 +22,7 @@ use prometheus_client::registry::Registry;
 
 use crate::metrics::{
     Counters, Gauges, Histograms, Labels, Metrics, Snapshot, duration_histogram, durations,
-    registered,
+    register, registered,
 };
 
 /// The controller label upstream puts on scheduler metrics.
@@ -48,9 +48,8 @@ impl ProvisionerMetrics {
                 r,
                 "karpenter_nodeclaims_created",
                 "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
-                Counters::default(),
             ),
-            scheduling_duration: registered(
+            scheduling_duration: register(
                 r,
                 "karpenter_scheduler_scheduling_duration_seconds",
                 "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
@@ -60,15 +59,13 @@ impl ProvisionerMetrics {
                 r,
                 "karpenter_scheduler_queue_depth",
                 "The number of pods currently waiting to be scheduled.",
-                Gauges::default(),
             ),
             unschedulable_pods: registered(
                 r,
                 "karpenter_scheduler_unschedulable_pods_count",
                 "The number of unschedulable Pods.",
-                Gauges::default(),
             ),
-            decision_duration: registered(
+            decision_duration: register(
                 r,
                 "karpenter_pods_scheduling_decision_duration_seconds",
                 "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
@@ -78,13 +75,11 @@ impl ProvisionerMetrics {
                 r,
                 "karpenter_scheduler_unfinished_work_seconds",
                 "How many seconds of work has been done that is in progress and hasn't been considered in the scheduling simulation duration.",
-                Gauges::default(),
             ),
             ignored: registered(
                 r,
                 "karpenter_scheduler_ignored_pods_count",
                 "Number of pods ignored during scheduling by Karpenter",
-                Gauge::default(),
             ),
             running: Mutex::new(None),
             snapshot: snapshot.clone(),

@@ -18,7 +18,6 @@ impl RepairMetrics {
                 r,
                 "karpenter_nodeclaims_unhealthy_disrupted",
                 "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
-                Counters::default(),
             ),
         }
     }

@@ -16,7 +16,9 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::summary::Summary;
-use crate::metrics::{Gauges, Labels, Snapshot, duration_histogram, registered, resource_label};
+use crate::metrics::{
+    Gauges, Labels, Snapshot, duration_histogram, register, registered, resource_label,
+};
 
 /// One node's resource gauges (`karpenter_nodes_*`). CPU is in cores; memory and storage in
 /// bytes; pods and extended resources as counts. Resource names are normalised the way
@@ -77,81 +79,72 @@ pub struct StateMetrics {
 
 impl StateMetrics {
     pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
-        let mut gauges = |name: &str, help: &str| registered(r, name, help, Gauges::default());
-        let nodes_allocatable = gauges(
-            "karpenter_nodes_allocatable",
-            "Node allocatable are the resources allocatable by nodes.",
+        let cluster_node_count = registered(
+            r,
+            "karpenter_cluster_state_node_count",
+            "Current count of nodes in cluster state",
         );
-        let nodes_pod_requests = gauges(
-            "karpenter_nodes_total_pod_requests",
-            "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+        let cluster_synced = registered(
+            r,
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
         );
-        let nodes_pod_limits = gauges(
-            "karpenter_nodes_total_pod_limits",
-            "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+        let pods_bound = register(
+            r,
+            "karpenter_pods_bound_duration_seconds",
+            "The time from pod creation until the pod is bound.",
+            duration_histogram(),
         );
-        let nodes_daemon_requests = gauges(
-            "karpenter_nodes_total_daemon_requests",
-            "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
-        );
-        let nodes_daemon_limits = gauges(
-            "karpenter_nodes_total_daemon_limits",
-            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
-        );
-        let nodes_system_overhead = gauges(
-            "karpenter_nodes_system_overhead",
-            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
-        );
-        let cluster_utilization = gauges(
-            "karpenter_cluster_utilization_percent",
-            "Utilization of allocatable resources by pod requests",
-        );
-        let pods_state = gauges(
-            "karpenter_pods_state",
-            "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
-        );
-        let nodepools_usage = gauges(
-            "karpenter_nodepools_usage",
-            "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
-        );
-        let nodepools_limit = gauges(
-            "karpenter_nodepools_limit",
-            "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
-        );
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         StateMetrics {
-            cluster_node_count: registered(
-                r,
-                "karpenter_cluster_state_node_count",
-                "Current count of nodes in cluster state",
-                Gauge::default(),
+            nodes_allocatable: gauges(
+                "karpenter_nodes_allocatable",
+                "Node allocatable are the resources allocatable by nodes.",
             ),
-            cluster_synced: registered(
-                r,
-                "karpenter_cluster_state_synced",
-                "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
-                Gauge::default(),
+            nodes_pod_requests: gauges(
+                "karpenter_nodes_total_pod_requests",
+                "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+            ),
+            nodes_pod_limits: gauges(
+                "karpenter_nodes_total_pod_limits",
+                "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+            ),
+            nodes_daemon_requests: gauges(
+                "karpenter_nodes_total_daemon_requests",
+                "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+            ),
+            nodes_daemon_limits: gauges(
+                "karpenter_nodes_total_daemon_limits",
+                "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+            ),
+            nodes_system_overhead: gauges(
+                "karpenter_nodes_system_overhead",
+                "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+            ),
+            cluster_utilization: gauges(
+                "karpenter_cluster_utilization_percent",
+                "Utilization of allocatable resources by pod requests",
+            ),
+            pods_state: gauges(
+                "karpenter_pods_state",
+                "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+            ),
+            nodepools_usage: gauges(
+                "karpenter_nodepools_usage",
+                "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
+            ),
+            nodepools_limit: gauges(
+                "karpenter_nodepools_limit",
+                "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
             ),
             pods_startup: Summary::new(
                 "karpenter_pods_startup_duration_seconds",
                 "The time from pod creation until the pod is running.",
                 None,
             ),
-            pods_bound: registered(
-                r,
-                "karpenter_pods_bound_duration_seconds",
-                "The time from pod creation until the pod is bound.",
-                duration_histogram(),
-            ),
-            nodes_allocatable,
-            nodes_pod_requests,
-            nodes_pod_limits,
-            nodes_daemon_requests,
-            nodes_daemon_limits,
-            nodes_system_overhead,
-            cluster_utilization,
-            pods_state,
-            nodepools_usage,
-            nodepools_limit,
+            cluster_node_count,
+            cluster_synced,
+            pods_bound,
             rows: Mutex::default(),
             snapshot: snapshot.clone(),
         }

@@ -7,7 +7,7 @@
 
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Histograms, durations, registered, summary::Summary};
+use crate::metrics::{Counters, Histograms, durations, register, registered, summary::Summary};
 
 pub struct TerminationMetrics {
     nodes_terminated: Counters,
@@ -25,21 +25,18 @@ impl TerminationMetrics {
                 r,
                 "karpenter_nodes_terminated",
                 "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
-                Counters::default(),
             ),
             pods_drained: registered(
                 r,
                 "karpenter_pods_drained",
                 "Number of pods drained during node termination by Karpenter. Labeled by the reason the node was terminated.",
-                Counters::default(),
             ),
             eviction_requests: registered(
                 r,
                 "karpenter_pods_eviction_requests",
                 "The number of eviction requests made by Karpenter. Labeled by the response code.",
-                Counters::default(),
             ),
-            nodes_lifetime: registered(
+            nodes_lifetime: register(
                 r,
                 "karpenter_nodes_lifetime_duration_seconds",
                 "The lifetime duration of the nodes since creation.",
@@ -49,7 +46,6 @@ impl TerminationMetrics {
                 r,
                 "karpenter_nodes_drained",
                 "The total number of nodes drained by Karpenter",
-                Counters::default(),
             ),
             termination_duration: Summary::new(
                 "karpenter_nodes_termination_duration_seconds",

@@ -19,13 +19,11 @@ impl ZonalShiftMetrics {
                 r,
                 "nodewright_zonal_shift_transitions",
                 "Zones becoming shifted (state=active) or unshifted (state=cleared) by an ARC zonal shift or autoshift.",
-                Counters::default(),
             ),
             active: registered(
                 r,
                 "nodewright_zonal_shift_active",
                 "1 while an ARC zonal shift or autoshift moves traffic away from the zone.",
-                Gauges::default(),
             ),
         }
     }
