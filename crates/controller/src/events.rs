@@ -1,6 +1,7 @@
 //! Kubernetes events with Karpenter's reasons and messages, so `kubectl describe` reads the
-//! same as upstream. Callers build an [`Event`] with one of the constructors below and hand it
-//! to an [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
+//! same as upstream. Each loop builds its [`Event`]s with the constructors beside it
+//! (`provisioner/events.rs`, `termination/events.rs`, ...) and hands them to an
+//! [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
 //!
 //! Volume is bounded the way upstream bounds it, in two stages:
 //! - [`Throttle`] (upstream's recorder): an event carrying [`Dedupe`] values is published once
@@ -1118,27 +1119,6 @@ mod tests {
             Err(Refused::Duplicate)
         );
         assert_eq!(t.admit(&none(), t0 + Duration::from_secs(61)), Ok(()));
-    }
-
-    #[test]
-    fn interruption_termination_names_each_object() {
-        assert_eq!(
-            terminating_on_interruption(ObjectRef::nodeclaim("nc")).message,
-            "Interruption triggered termination for the NodeClaim"
-        );
-        assert_eq!(
-            terminating_on_interruption(ObjectRef::node("n")).message,
-            "Interruption triggered termination for the Node"
-        );
-    }
-
-    #[test]
-    fn a_deliberate_do_not_disrupt_is_not_announced_as_blocked() {
-        assert!(!announces_block("pod-do-not-disrupt"));
-        assert!(!announces_block("node-do-not-disrupt"));
-        for code in ["pdb-blocked", "multiple-pdbs", "pod-has-no-controller"] {
-            assert!(announces_block(code), "{code}");
-        }
     }
 
     #[test]
