@@ -241,13 +241,23 @@ const UNSAMPLED: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-/// The controller's metrics code, where every family is registered.
+/// The controller's metrics code: `metrics.rs` and `metrics/`, every loop's `metrics.rs` (each
+/// loop registers its families beside it), and `events.rs` (the event writer's drop counter).
 fn metrics_source() -> String {
-    let dir = repo().join("crates/controller/src");
-    let mut text = std::fs::read_to_string(dir.join("metrics.rs")).unwrap();
-    for entry in std::fs::read_dir(dir.join("metrics")).unwrap() {
-        text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    fn walk(dir: &Path, in_metrics: bool, text: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let metrics = path.file_stem().is_some_and(|s| s == "metrics");
+            if path.is_dir() {
+                walk(&path, in_metrics || metrics, text);
+            } else if in_metrics || metrics {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
     }
+    let src = repo().join("crates/controller/src");
+    let mut text = std::fs::read_to_string(src.join("events.rs")).unwrap();
+    walk(&src, false, &mut text);
     text
 }
 

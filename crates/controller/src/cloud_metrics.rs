@@ -4,6 +4,8 @@
 //! series dashboards read to see which capacity is unavailable after an ICE or how prices
 //! move. A refresh that fails keeps the last published series.
 
+pub mod metrics;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +17,10 @@ use nodewright_core::model::InstanceType;
 use tokio::sync::watch;
 use tracing::warn;
 
-use crate::metrics::{Metrics, OfferingRows};
+use crate::metrics::Metrics;
 use crate::provisioner::instance_types;
 use crate::state::{SharedState, lock};
+use metrics::OfferingRows;
 
 /// Upstream's period.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
@@ -91,7 +94,8 @@ impl CloudMetrics {
         lists.sort_by_key(|l| Arc::as_ptr(l));
         lists.dedup_by_key(|l| Arc::as_ptr(l));
         self.metrics
-            .set_offerings(&rows(lists.into_iter().map(|l| l.as_slice())));
+            .offerings
+            .set(&rows(lists.into_iter().map(|l| l.as_slice())));
         Ok(())
     }
 

@@ -413,12 +413,15 @@ impl Disruptor {
         let elapsed = started.elapsed().as_secs_f64();
         for m in EVALUATED {
             self.metrics
-                .disruption_evaluation(m.reason_label(), m.consolidation_type(), elapsed);
+                .disruption
+                .evaluation(m.reason_label(), m.consolidation_type(), elapsed);
         }
         for (reason, n) in &round.eligible {
-            self.metrics.eligible_nodes(reason, *n);
+            self.metrics.disruption.eligible_nodes(reason, *n);
         }
-        self.metrics.set_allowed_disruptions(&round.allowed);
+        self.metrics
+            .disruption
+            .set_allowed_disruptions(&round.allowed);
         self.publish_blocked_budgets(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
         for (namespace, name, value) in &round.invalid_do_not_disrupt {
@@ -552,7 +555,8 @@ impl Disruptor {
                     });
                     info!(command = %q.command, reason = %why, "disruption command no longer valid");
                     self.metrics
-                        .disruption_failed_validation(q.command.method.consolidation_type());
+                        .disruption
+                        .failed_validation(q.command.method.consolidation_type());
                     rejected.push(why);
                 }
             }
@@ -578,14 +582,14 @@ impl Disruptor {
             return Err(e);
         }
         if let Some(t) = c.targets.first() {
-            self.metrics.disruption_decision(
+            self.metrics.disruption.decision(
                 c.decision.as_str(),
                 c.method.reason_label(),
                 c.method.consolidation_type(),
                 &t.nodepool,
             );
             if !c.method.consolidation_type().is_empty() {
-                self.metrics.consolidation_savings(
+                self.metrics.disruption.consolidation_savings(
                     &t.nodepool,
                     c.method.consolidation_type(),
                     c.savings_per_hour,
@@ -702,7 +706,9 @@ impl Disruptor {
                 consolidation_policy: &policy,
                 termination_mode: mode,
             };
-            metrics::pods_initiated(&self.metrics, &disrupted, t.pods.len());
+            self.metrics
+                .disruption
+                .pods_initiated(&disrupted, t.pods.len());
         }
         failed.map_or(Ok(()), Err)
     }
@@ -836,7 +842,7 @@ impl Disruptor {
                         Failure::TimedOut => "replacements not initialized in time".to_string(),
                     };
                     warn!(command = %r.command, reason = %why, "disruption command failed; rolling back");
-                    self.metrics.disruption_queue_failure(
+                    self.metrics.disruption.queue_failure(
                         r.command.decision.as_str(),
                         r.command.method.reason_label(),
                         r.command.method.consolidation_type(),

@@ -1,6 +1,7 @@
 //! Kubernetes events with Karpenter's reasons and messages, so `kubectl describe` reads the
-//! same as upstream. Callers build an [`Event`] with one of the constructors below and hand it
-//! to an [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
+//! same as upstream. Each loop builds its [`Event`]s with the constructors beside it
+//! (`provisioner/events.rs`, `termination/events.rs`, ...) and hands them to an
+//! [`EventSink`]: [`MemoryEvents`] in tests, [`KubeEvents`] against a cluster.
 //!
 //! Volume is bounded the way upstream bounds it, in two stages:
 //! - [`Throttle`] (upstream's recorder): an event carrying [`Dedupe`] values is published once
@@ -27,7 +28,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::metrics::Metrics;
+use crate::metrics::{Counters, Metrics, registered};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EventType {
@@ -521,6 +522,31 @@ pub fn to_core_event(
 
 // ---- the kube sink ----
 
+/// Kubernetes events the writer could not take. Upstream has no such family (client-go drops
+/// silently), so it carries the project's own prefix.
+pub struct EventMetrics {
+    dropped: Counters,
+}
+
+impl EventMetrics {
+    pub(crate) fn register(r: &mut prometheus_client::registry::Registry) -> Self {
+        EventMetrics {
+            dropped: registered(
+                r,
+                "nodewright_events_dropped",
+                "Number of Kubernetes events dropped because the event writer's queue was full. Labeled by event reason.",
+            ),
+        }
+    }
+
+    /// An event dropped on a full writer queue.
+    pub fn dropped(&self, reason: &str) {
+        self.dropped
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+}
+
 /// Upstream's event de-duplication window.
 pub const DEDUPE_WINDOW: Duration = Duration::from_secs(120);
 /// How often repeats are written back as count updates.
@@ -580,7 +606,7 @@ impl KubeEvents {
 
     fn dropped(&self, event: &Event) {
         if let Some(m) = &self.metrics {
-            m.event_dropped(&event.reason);
+            m.events.dropped(&event.reason);
         }
         let now = Instant::now();
         let mut d = self.drops.lock().unwrap_or_else(|e| e.into_inner());
@@ -1093,27 +1119,6 @@ mod tests {
             Err(Refused::Duplicate)
         );
         assert_eq!(t.admit(&none(), t0 + Duration::from_secs(61)), Ok(()));
-    }
-
-    #[test]
-    fn interruption_termination_names_each_object() {
-        assert_eq!(
-            terminating_on_interruption(ObjectRef::nodeclaim("nc")).message,
-            "Interruption triggered termination for the NodeClaim"
-        );
-        assert_eq!(
-            terminating_on_interruption(ObjectRef::node("n")).message,
-            "Interruption triggered termination for the Node"
-        );
-    }
-
-    #[test]
-    fn a_deliberate_do_not_disrupt_is_not_announced_as_blocked() {
-        assert!(!announces_block("pod-do-not-disrupt"));
-        assert!(!announces_block("node-do-not-disrupt"));
-        for code in ["pdb-blocked", "multiple-pdbs", "pod-has-no-controller"] {
-            assert!(announces_block(code), "{code}");
-        }
     }
 
     #[test]

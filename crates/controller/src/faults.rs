@@ -18,6 +18,7 @@
 
 pub mod cloud;
 pub mod kube;
+pub mod metrics;
 
 use std::fmt;
 use std::str::FromStr;
@@ -198,7 +199,9 @@ impl Injector {
             let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
             rng.chance(self.rate).then(|| *rng.pick(&Fault::ALL))
         };
-        self.metrics.fault_drawn(self.edge, fault.map(Fault::label));
+        self.metrics
+            .faults
+            .drawn(self.edge, fault.map(Fault::label));
         fault
     }
 }

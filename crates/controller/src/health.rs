@@ -107,7 +107,9 @@ mod tests {
     #[tokio::test]
     async fn metrics_are_served_as_openmetrics() {
         let metrics = Arc::new(Metrics::new());
-        metrics.nodeclaim_created("provisioned", "default");
+        metrics
+            .provisioner
+            .nodeclaim_created("provisioned", "default", false);
         let (listener, addr) = local().await;
         tokio::spawn(serve_metrics_on(listener, metrics.clone()));
         let (status, body) = get(addr, "/metrics").await;

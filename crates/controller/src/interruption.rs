@@ -360,11 +360,12 @@ impl InterruptionController {
             }
             (Ok(notice), decision) => {
                 let kind = notice.kind.as_str();
-                self.metrics.interruption_received(kind);
+                self.metrics.interruption.received(kind);
                 if let Some(t) = notice.time {
                     let waited = self.clock.now().since(t);
                     self.metrics
-                        .interruption_queue_duration(waited.as_secs_f64());
+                        .interruption
+                        .queue_duration(waited.as_secs_f64());
                 }
                 let decision = decision.unwrap_or_default();
                 if !decision.unknown.is_empty() {
@@ -394,7 +395,7 @@ impl InterruptionController {
         }
         match self.source.ack(&delivery.ack).await {
             Ok(()) => {
-                self.metrics.interruption_deleted();
+                self.metrics.interruption.deleted();
                 out.acked = true;
             }
             Err(e) => out.failed = Some(format!("acknowledging a message: {e}")),
@@ -441,6 +442,7 @@ impl InterruptionController {
 
 pub mod events;
 pub mod health;
+pub mod metrics;
 pub mod reservations;
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! than `lease_duration`, a leader that cannot renew steps down (its watch turns `false`, so
 //! writers stop) before any other candidate may take over.
 
+pub mod metrics;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -12,6 +12,7 @@ mod finalization;
 mod initialization;
 mod launch;
 mod liveness;
+pub mod metrics;
 mod registration;
 
 use std::collections::{BTreeMap, HashMap};

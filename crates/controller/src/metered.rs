@@ -3,6 +3,8 @@
 //! `karpenter_cloudprovider_errors_total`, labelled with the calling controller, upstream's
 //! method name and the provider.
 
+pub mod metrics;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,7 +54,7 @@ impl MeteredCloud {
     }
 
     fn record<T>(&self, method: &str, started: Instant, r: &Result<T, CloudError>) {
-        self.metrics.cloudprovider_call_from(
+        self.metrics.cloud.call(
             self.controller,
             method,
             self.inner.name(),
@@ -206,14 +208,16 @@ impl CloudProvider for MeteredCloud {
 /// its batches the `karpenter_cloudprovider_batcher_*` histograms.
 impl ProviderObserver for Metrics {
     fn launch_failed(&self, f: &LaunchFailure) {
-        self.launch_failure(&f.zone, &f.zone_id, &f.capacity_type, &f.reason);
+        self.cloud
+            .launch_failure(&f.zone, &f.zone_id, &f.capacity_type, &f.reason);
     }
 
     fn termination_failed(&self, f: &TerminationFailure) {
-        self.termination_failure(&f.zone, &f.zone_id);
+        self.cloud.termination_failure(&f.zone, &f.zone_id);
     }
 
     fn batch_flushed(&self, b: &BatchFlushed) {
-        self.batch_flushed(b.batcher, b.size, b.window_seconds);
+        self.cloud
+            .batch_flushed(b.batcher, b.size, b.window_seconds);
     }
 }

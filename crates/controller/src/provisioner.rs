@@ -101,7 +101,7 @@ pub async fn submit_claim(
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key("karpenter.sh/nodeclaim-min-values-relaxed"));
-    metrics.nodeclaim_created_with(
+    metrics.provisioner.nodeclaim_created(
         reason,
         labels
             .get(nodewright_core::labels::NODEPOOL)
@@ -309,12 +309,14 @@ impl Provisioner {
             return Err(ProvisionError::NotSynced);
         }
         let snap = snapshot(&self.state, self.cloud.as_ref(), self.clock.now()).await?;
-        metrics::ignored_pods(&self.metrics, lock(&self.state).ignored_pods());
+        self.metrics
+            .provisioner
+            .ignored_pods(lock(&self.state).ignored_pods());
         let mut out = Provisioned::default();
         let pending = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
-        self.metrics.queue_depth(pending);
+        self.metrics.provisioner.queue_depth(pending);
         if pending == 0 {
-            self.metrics.unschedulable_pods(0);
+            self.metrics.provisioner.unschedulable_pods(0);
             return Ok(out);
         }
         self.publish_pools_without_types(&snap);
@@ -329,8 +331,11 @@ impl Provisioner {
         .map_err(|e| ProvisionError::Solver(e.to_string()))?;
         drop(simulating);
         self.metrics
+            .provisioner
             .scheduling_duration(started.elapsed().as_secs_f64());
-        self.metrics.unschedulable_pods(plan.unplaced.len());
+        self.metrics
+            .provisioner
+            .unschedulable_pods(plan.unplaced.len());
         out.unplaced = plan
             .unplaced
             .iter()
@@ -529,6 +534,7 @@ impl Provisioner {
                 for pod in &p.decided {
                     if let Some(seen) = trigger.first_seen.remove(pod) {
                         self.metrics
+                            .provisioner
                             .pod_scheduling_decision(now.since(seen).as_secs_f64());
                     }
                 }

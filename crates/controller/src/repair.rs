@@ -7,6 +7,7 @@
 //! repairs none and says so with `NodeRepairBlocked` events.
 
 mod events;
+pub mod metrics;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,7 +135,7 @@ impl NodeRepair {
                 &d.consolidation_policy,
                 d.termination_mode,
             );
-            self.metrics.nodeclaim_unhealthy_disrupted(
+            self.metrics.repair.nodeclaim_unhealthy_disrupted(
                 &snake_case(&r.condition),
                 &d.nodepool,
                 &d.capacity_type,

@@ -112,9 +112,7 @@ pub async fn run(
     loops.spawn("leader metrics", {
         let (leader, metrics) = (leader.clone(), metrics.clone());
         let name = settings.leader_election_name.clone();
-        move || {
-            crate::metrics::operations::follow_leader(leader.clone(), metrics.clone(), name.clone())
-        }
+        move || crate::leader::metrics::follow_leader(leader.clone(), metrics.clone(), name.clone())
     });
     let writer: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(
         Arc::new(KubeApi::new(write_client)),

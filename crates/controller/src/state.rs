@@ -6,6 +6,7 @@ pub mod ages;
 pub mod changes;
 pub mod convert;
 pub mod gauges;
+pub mod metrics;
 pub mod object;
 pub mod registration;
 mod snapshot;

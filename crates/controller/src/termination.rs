@@ -7,6 +7,7 @@
 //! then release the finalizer.
 
 pub mod events;
+pub mod metrics;
 pub mod volumes;
 
 use std::collections::BTreeMap;
@@ -470,14 +471,16 @@ impl Termination {
             .get(nodewright_core::labels::ZONE)
             .cloned()
             .unwrap_or_default();
-        self.metrics.node_terminated(&pool, &zone);
-        self.metrics.node_drained(&pool);
+        self.metrics.termination.node_terminated(&pool, &zone);
+        self.metrics.termination.node_drained(&pool);
         if let Some(deleted) = node.metadata.deletion_timestamp.as_ref().map(from_time) {
             self.metrics
+                .termination
                 .node_termination_duration(&pool, now.since(deleted).as_secs_f64());
         }
         if let Some(created) = node.metadata.creation_timestamp.as_ref().map(from_time) {
             self.metrics
+                .termination
                 .node_lifetime(&pool, now.since(created).as_secs_f64());
         }
         info!(node = %name, "node terminated");
@@ -569,13 +572,13 @@ impl Termination {
             }
             match self.writer.evict_pod(&ns, &pname).await? {
                 Eviction::Evicted => {
-                    self.metrics.eviction_request(200);
-                    self.metrics.pods_drained(reason);
+                    self.metrics.termination.eviction_request(200);
+                    self.metrics.termination.pods_drained(reason);
                     self.events.publish(events::evicted(pod_ref(p), reason));
                     evicted.push(format!("{ns}/{pname}"));
                 }
                 Eviction::Blocked(why) => {
-                    self.metrics.eviction_request(429);
+                    self.metrics.termination.eviction_request(429);
                     info!(node = %node, pod = %format!("{ns}/{pname}"), reason = %why, "eviction blocked");
                     self.events.publish(events::failed_draining(
                         ObjectRef::node(node),
@@ -583,7 +586,7 @@ impl Termination {
                     ));
                     blocked.push(format!("{ns}/{pname}"));
                 }
-                Eviction::Gone => self.metrics.eviction_request(404),
+                Eviction::Gone => self.metrics.termination.eviction_request(404),
             }
         }
         Ok(Progress::Draining {

@@ -8,6 +8,7 @@
 //! events out. A failed poll changes nothing; the provider keeps its last answer too.
 
 pub mod events;
+pub mod metrics;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -132,11 +133,11 @@ impl ZonalShiftController {
         };
         for zone in &changes.active {
             info!(zone = %zone, "zonal shift active: no launches in the zone and terminations there wait");
-            self.metrics.zonal_shift(zone, true);
+            self.metrics.zonal_shift.shifted(zone, true);
         }
         for zone in &changes.cleared {
             info!(zone = %zone, "zonal shift cleared: launches and terminations in the zone resume");
-            self.metrics.zonal_shift(zone, false);
+            self.metrics.zonal_shift.shifted(zone, false);
         }
         for e in changes.notify.iter().cloned() {
             self.events.publish(e);

@@ -75,7 +75,7 @@ async fn a_refresh_publishes_every_offering_and_drops_what_is_gone() {
 
     // The cloud stops listing m5.large: its series go with it.
     let rest = catalog()[1..].to_vec();
-    h.metrics.set_offerings(&rows([rest.as_slice()]));
+    h.metrics.offerings.set(&rows([rest.as_slice()]));
     let text = h.metrics.encode();
     assert_eq!(line(&text, AVAILABLE, &large), None);
     assert!(line(&text, AVAILABLE, &[r#"instance_type="m5.xlarge""#]).is_some());

@@ -89,3 +89,17 @@ pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
     )
     .dedupe_on(&[value], DEFAULT_DEDUPE_TIMEOUT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deliberate_do_not_disrupt_is_not_announced_as_blocked() {
+        assert!(!announces_block("pod-do-not-disrupt"));
+        assert!(!announces_block("node-do-not-disrupt"));
+        for code in ["pdb-blocked", "multiple-pdbs", "pod-has-no-controller"] {
+            assert!(announces_block(code), "{code}");
+        }
+    }
+}

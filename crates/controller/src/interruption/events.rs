@@ -77,3 +77,20 @@ pub fn terminating_on_interruption(object: ObjectRef) -> Event {
     )
     .dedupe_object()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interruption_termination_names_each_object() {
+        assert_eq!(
+            terminating_on_interruption(ObjectRef::nodeclaim("nc")).message,
+            "Interruption triggered termination for the NodeClaim"
+        );
+        assert_eq!(
+            terminating_on_interruption(ObjectRef::node("n")).message,
+            "Interruption triggered termination for the Node"
+        );
+    }
+}

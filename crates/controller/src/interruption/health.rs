@@ -212,7 +212,9 @@ impl InstanceHealthController {
             decide(&reports, &mut tracker, &s, &index, now)
         };
         for c in &decision.count {
-            self.metrics.instance_status_unhealthy(c.as_str());
+            self.metrics
+                .interruption
+                .instance_status_unhealthy(c.as_str());
         }
         if !decision.unknown.is_empty() {
             tracing::debug!(instances = ?decision.unknown, "unhealthy instances without a nodeclaim");

@@ -106,13 +106,14 @@ impl Lifecycle {
         let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
         let pool = label(labels::NODEPOOL);
-        self.metrics.nodeclaim_terminated(
+        self.metrics.lifecycle.nodeclaim_terminated(
             &pool,
             &label(labels::CAPACITY_TYPE),
             &label(labels::ZONE),
         );
         if let Some(deleted) = claim.metadata.deletion_timestamp.as_ref().map(from_time) {
             self.metrics
+                .lifecycle
                 .nodeclaim_termination_duration(&pool, now.since(deleted).as_secs_f64());
         }
         // The instance is gone by now: how long it took since the terminate call.
@@ -124,10 +125,12 @@ impl Lifecycle {
         .and_then(|c| c.last_transition_time.as_deref())
         .and_then(parse_rfc3339)
         {
-            self.metrics.nodeclaim_instance_termination_duration(
-                &pool,
-                now.since(terminating).as_secs_f64(),
-            );
+            self.metrics
+                .lifecycle
+                .nodeclaim_instance_termination_duration(
+                    &pool,
+                    now.since(terminating).as_secs_f64(),
+                );
         }
         info!(nodeclaim = %name, "finalized nodeclaim");
         Ok(Outcome::Finalized)

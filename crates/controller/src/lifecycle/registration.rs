@@ -158,7 +158,7 @@ impl Lifecycle {
         }
         cond::set(conds, REGISTERED, "True", REGISTERED, "", now);
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();
-        self.metrics.node_created(
+        self.metrics.lifecycle.node_created(
             &label(labels::NODEPOOL),
             &node_labels
                 .get(labels::ZONE)

@@ -30,7 +30,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::{Counters, Gauges, Histograms, Metrics, register};
+use super::{Counters, Gauges, Histograms, Metrics, register, registered};
 
 /// controller-runtime's reconcile-time buckets, in seconds.
 const RECONCILE_BUCKETS: [f64; 40] = [
@@ -70,11 +70,7 @@ pub(super) struct LoopMetrics {
 
 impl LoopMetrics {
     pub(super) fn register(r: &mut Registry) -> Self {
-        let mut counters = |name: &str, help: &str| {
-            let f = Counters::default();
-            register(r, name, help, f.clone());
-            f
-        };
+        let mut counters = |name: &str, help: &str| -> Counters { registered(r, name, help) };
         let reconcile_total = counters(
             "controller_runtime_reconcile",
             "Total number of reconciliations per controller",
@@ -95,11 +91,7 @@ impl LoopMetrics {
             "workqueue_retries",
             "Total number of retries handled by workqueue",
         );
-        let mut gauges = |name: &str, help: &str| {
-            let f = Gauges::default();
-            register(r, name, help, f.clone());
-            f
-        };
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         let max_concurrent = gauges(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller",
@@ -117,17 +109,19 @@ impl LoopMetrics {
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
         );
-        let reconcile_time: Histograms = Family::new_with_constructor(reconcile_histogram);
-        register(
+        let reconcile_time = register(
             r,
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
-            reconcile_time.clone(),
+            Family::new_with_constructor(reconcile_histogram as fn() -> Histogram),
         );
-        let mut latencies = |name: &str, help: &str| {
-            let f: Histograms = Family::new_with_constructor(workqueue_histogram);
-            register(r, name, help, f.clone());
-            f
+        let mut latencies = |name: &str, help: &str| -> Histograms {
+            register(
+                r,
+                name,
+                help,
+                Family::new_with_constructor(workqueue_histogram),
+            )
         };
         let queue_duration = latencies(
             "workqueue_queue_duration_seconds",

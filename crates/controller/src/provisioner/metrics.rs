@@ -1,4 +1,10 @@
-//! The provisioner's own scheduler metrics:
+//! The provisioner's families:
+//! - `karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}`: the claims
+//!   it launched;
+//! - `karpenter_scheduler_scheduling_duration_seconds`, `_queue_depth` and
+//!   `_unschedulable_pods_count`: each pass's simulation, its pending pods and those left
+//!   unplaced; `karpenter_pods_scheduling_decision_duration_seconds`: from first seeing a
+//!   pending pod to its first decision;
 //! - `karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}`: how long the
 //!   running scheduling simulation has been going, read at every scrape; the series goes when
 //!   the simulation ends, as upstream's does;
@@ -11,37 +17,72 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Gauges, Labels, Metrics, register};
+use crate::metrics::{
+    Counters, Gauges, Histograms, Labels, Metrics, Snapshot, duration_histogram, durations,
+    register, registered,
+};
 
-pub(crate) struct SchedulerMetrics {
+/// The controller label upstream puts on scheduler metrics.
+const PROVISIONER: &str = "provisioner";
+
+pub struct ProvisionerMetrics {
+    nodeclaims_created: Counters,
+    scheduling_duration: Histograms,
+    queue_depth: Gauges,
+    unschedulable_pods: Gauges,
+    decision_duration: Histogram,
     unfinished: Gauges,
     ignored: Gauge<f64, AtomicU64>,
     /// The running simulation's scheduling id and when it began.
     running: Mutex<Option<(String, Instant)>>,
+    snapshot: Snapshot,
 }
 
-impl SchedulerMetrics {
-    pub(crate) fn register(r: &mut Registry) -> Self {
-        let unfinished = Gauges::default();
-        register(
-            r,
-            "karpenter_scheduler_unfinished_work_seconds",
-            "How many seconds of work has been done that is in progress and hasn't been considered in the scheduling simulation duration.",
-            unfinished.clone(),
-        );
-        let ignored = Gauge::<f64, AtomicU64>::default();
-        register(
-            r,
-            "karpenter_scheduler_ignored_pods_count",
-            "Number of pods ignored during scheduling by Karpenter",
-            ignored.clone(),
-        );
-        SchedulerMetrics {
-            unfinished,
-            ignored,
+impl ProvisionerMetrics {
+    pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
+        ProvisionerMetrics {
+            nodeclaims_created: registered(
+                r,
+                "karpenter_nodeclaims_created",
+                "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
+            ),
+            scheduling_duration: register(
+                r,
+                "karpenter_scheduler_scheduling_duration_seconds",
+                "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+                durations(),
+            ),
+            queue_depth: registered(
+                r,
+                "karpenter_scheduler_queue_depth",
+                "The number of pods currently waiting to be scheduled.",
+            ),
+            unschedulable_pods: registered(
+                r,
+                "karpenter_scheduler_unschedulable_pods_count",
+                "The number of unschedulable Pods.",
+            ),
+            decision_duration: register(
+                r,
+                "karpenter_pods_scheduling_decision_duration_seconds",
+                "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
+                duration_histogram(),
+            ),
+            unfinished: registered(
+                r,
+                "karpenter_scheduler_unfinished_work_seconds",
+                "How many seconds of work has been done that is in progress and hasn't been considered in the scheduling simulation duration.",
+            ),
+            ignored: registered(
+                r,
+                "karpenter_scheduler_ignored_pods_count",
+                "Number of pods ignored during scheduling by Karpenter",
+            ),
             running: Mutex::new(None),
+            snapshot: snapshot.clone(),
         }
     }
 
@@ -54,16 +95,54 @@ impl SchedulerMetrics {
                 .set(began.elapsed().as_secs_f64());
         }
     }
-}
 
-/// The pending pods the last provisioning pass could not read.
-pub fn ignored_pods(metrics: &Metrics, n: usize) {
-    metrics.scheduler.ignored.set(n as f64);
+    /// A claim launched for `reason`, saying whether minValues had to be relaxed.
+    pub fn nodeclaim_created(&self, reason: &str, nodepool: &str, min_values_relaxed: bool) {
+        self.nodeclaims_created
+            .get_or_create(&vec![
+                ("reason", reason.to_owned()),
+                ("nodepool", nodepool.to_owned()),
+                ("min_values_relaxed", min_values_relaxed.to_string()),
+            ])
+            .inc();
+    }
+
+    pub fn scheduling_duration(&self, seconds: f64) {
+        self.scheduling_duration
+            .get_or_create(&vec![("controller", PROVISIONER.to_owned())])
+            .observe(seconds);
+    }
+
+    /// The depth of the current run's queue; earlier runs' series are dropped so the family
+    /// holds the current run only.
+    pub fn queue_depth(&self, pending: usize) {
+        let _guard = self.snapshot.hold();
+        self.queue_depth.clear();
+        self.queue_depth
+            .get_or_create(&labels(""))
+            .set(pending as f64);
+    }
+
+    pub fn unschedulable_pods(&self, n: usize) {
+        self.unschedulable_pods
+            .get_or_create(&vec![("controller", PROVISIONER.to_owned())])
+            .set(n as f64);
+    }
+
+    /// From the provisioner first seeing a pending pod to its first scheduling decision.
+    pub fn pod_scheduling_decision(&self, seconds: f64) {
+        self.decision_duration.observe(seconds);
+    }
+
+    /// The pending pods the last provisioning pass could not read.
+    pub fn ignored_pods(&self, n: usize) {
+        self.ignored.set(n as f64);
+    }
 }
 
 fn labels(scheduling_id: &str) -> Labels {
     vec![
-        ("controller", "provisioner".to_owned()),
+        ("controller", PROVISIONER.to_owned()),
         ("scheduling_id", scheduling_id.to_owned()),
     ]
 }
@@ -77,7 +156,7 @@ pub struct Simulating<'a> {
 
 impl<'a> Simulating<'a> {
     pub fn begin(metrics: &'a Metrics, scheduling_id: &str) -> Self {
-        let m = &metrics.scheduler;
+        let m = &metrics.provisioner;
         *m.running.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((scheduling_id.to_owned(), Instant::now()));
         Simulating {
@@ -89,7 +168,7 @@ impl<'a> Simulating<'a> {
 
 impl Drop for Simulating<'_> {
     fn drop(&mut self) {
-        let m = &self.metrics.scheduler;
+        let m = &self.metrics.provisioner;
         *m.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
         m.unfinished.remove(&labels(&self.id));
     }
@@ -98,6 +177,40 @@ impl Drop for Simulating<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::has;
+
+    #[test]
+    fn the_provisioners_families_carry_upstream_labels() {
+        let m = Metrics::new();
+        let p = &m.provisioner;
+        p.nodeclaim_created("provisioned", "default", false);
+        p.nodeclaim_created("provisioned", "default", false);
+        p.scheduling_duration(0.2);
+        p.scheduling_duration(0.3);
+        p.queue_depth(7);
+        p.queue_depth(3);
+        p.unschedulable_pods(2);
+        assert!(has(
+            &m,
+            r#"karpenter_nodeclaims_created_total{reason="provisioned",nodepool="default",min_values_relaxed="false"} 2"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_scheduler_scheduling_duration_seconds_count{controller="provisioner"} 2"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_scheduler_scheduling_duration_seconds_sum{controller="provisioner"} 0.5"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_scheduler_queue_depth{controller="provisioner",scheduling_id=""} 3.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 2.0"#
+        ));
+    }
 
     fn unfinished(m: &Metrics) -> Vec<String> {
         m.encode()

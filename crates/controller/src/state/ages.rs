@@ -16,7 +16,7 @@ use prometheus_client::registry::Registry;
 
 use super::ClusterState;
 use crate::clock::from_time;
-use crate::metrics::{Gauges, Metrics, register};
+use crate::metrics::{Gauges, Metrics, registered};
 
 pub(crate) struct AgeMetrics {
     unsynced: Gauge<f64, std::sync::atomic::AtomicU64>,
@@ -27,38 +27,26 @@ pub(crate) struct AgeMetrics {
 
 impl AgeMetrics {
     pub(crate) fn register(r: &mut Registry) -> Self {
-        let unsynced = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        register(
+        let unsynced = registered(
             r,
             "karpenter_cluster_state_unsynced_time_seconds",
             "The time for which cluster state is not synced",
-            unsynced.clone(),
         );
-        let lifetime = Gauges::default();
-        register(
-            r,
-            "karpenter_nodes_current_lifetime_seconds",
-            "Node age in seconds",
-            lifetime.clone(),
-        );
-        let mut gauges = |name: &str, help: &str| {
-            let f = Gauges::default();
-            register(r, name, help, f.clone());
-            f
-        };
-        let unbound = gauges(
-            "karpenter_pods_unbound_time_seconds",
-            "The time from pod creation until the pod is bound.",
-        );
-        let unstarted = gauges(
-            "karpenter_pods_unstarted_time_seconds",
-            "The time from pod creation until the pod is running.",
-        );
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         AgeMetrics {
             unsynced,
-            lifetime,
-            unbound,
-            unstarted,
+            lifetime: gauges(
+                "karpenter_nodes_current_lifetime_seconds",
+                "Node age in seconds",
+            ),
+            unbound: gauges(
+                "karpenter_pods_unbound_time_seconds",
+                "The time from pod creation until the pod is bound.",
+            ),
+            unstarted: gauges(
+                "karpenter_pods_unstarted_time_seconds",
+                "The time from pod creation until the pod is running.",
+            ),
         }
     }
 }

@@ -16,9 +16,10 @@ use nodewright_core::labels;
 use nodewright_core::resources::{CPU, NODES, Resources};
 
 use super::changes::{Cursor, Since};
+use super::metrics::{NodeGauge, PodGauge};
 use super::{ClusterState, convert, provisionable};
 use crate::clock::from_time;
-use crate::metrics::{Metrics, NodeGauge, PodGauge};
+use crate::metrics::Metrics;
 
 fn amounts(r: &Resources) -> BTreeMap<String, f64> {
     r.iter()
@@ -210,11 +211,11 @@ pub fn set_nodepools(s: &ClusterState, metrics: &Metrics) {
         let (mut used, nodes) = by_pool.remove(name.as_str()).unwrap_or_default();
         used.set(NODES, nodes);
         for (k, v) in amounts(&used) {
-            metrics.nodepool_usage(name, &k, v);
+            metrics.state.nodepool_usage(name, &k, v);
         }
         let limits = convert::resources(pool.spec.limits.as_ref()).unwrap_or_default();
         for (k, v) in amounts(&limits) {
-            metrics.nodepool_limit(name, &k, v);
+            metrics.state.nodepool_limit(name, &k, v);
         }
     }
 }
@@ -286,11 +287,11 @@ impl PodStartup {
                     .map(from_time)
             };
             if !*bound_seen && let Some(t) = since("PodScheduled") {
-                metrics.pod_bound(t.since(created).as_secs_f64());
+                metrics.state.pod_bound(t.since(created).as_secs_f64());
                 *bound_seen = true;
             }
             if let Some(t) = since("Ready") {
-                metrics.pod_startup(t.since(created).as_secs_f64());
+                metrics.state.pod_startup(t.since(created).as_secs_f64());
                 self.pending.remove(key);
             }
         }
@@ -355,7 +356,7 @@ impl Published {
                     if row.as_ref() == old {
                         continue;
                     }
-                    metrics.replace_pod(old, row.as_ref());
+                    metrics.state.replace_pod(old, row.as_ref());
                     match row {
                         Some(r) => self.pods.insert(key.to_owned(), r),
                         None => self.pods.remove(key),
@@ -369,7 +370,7 @@ impl Published {
                     .map(|(k, p)| (k.clone(), pod_row(s, p)))
                     .collect();
                 let rows: Vec<PodGauge> = self.pods.values().cloned().collect();
-                metrics.set_pods(&rows);
+                metrics.state.set_pods(&rows);
             }
         }
         self.pods_read = Some(s.pod_log.head());
@@ -383,7 +384,9 @@ impl Published {
                         continue;
                     }
                     changed = true;
-                    metrics.replace_node(old.map(|r| &r.gauge), row.as_ref().map(|r| &r.gauge));
+                    metrics
+                        .state
+                        .replace_node(old.map(|r| &r.gauge), row.as_ref().map(|r| &r.gauge));
                     if let Some(old) = old {
                         self.allocatable.sub(&old.allocatable);
                         self.requested.sub(&old.requests);
@@ -400,7 +403,7 @@ impl Published {
                     }
                 }
                 if changed {
-                    metrics.set_utilization(&self.utilization());
+                    metrics.state.set_utilization(&self.utilization());
                 }
             }
             Since::Resync => {
@@ -416,7 +419,7 @@ impl Published {
                     self.requested.add(&r.requests);
                 }
                 let rows: Vec<NodeGauge> = self.nodes.values().map(|r| r.gauge.clone()).collect();
-                metrics.set_nodes(&rows);
+                metrics.state.set_nodes(&rows);
             }
         }
         self.nodes_read = Some(s.node_log.head());
@@ -446,8 +449,9 @@ impl Published {
 /// Every periodic gauge at once: the node and pod rows that changed since the last call (all
 /// of them on the first call, or after a relist), the NodePools' usage and limits.
 pub fn set_all(s: &ClusterState, metrics: &Metrics) {
-    metrics.cluster_state(s.synced(), s.nodes.len());
+    metrics.state.cluster_state(s.synced(), s.nodes.len());
     metrics
+        .state
         .gauge_rows()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -479,7 +483,7 @@ impl StateMetrics {
     }
 
     pub fn tick(&mut self, s: &ClusterState, metrics: &Metrics) {
-        metrics.cluster_state(s.synced(), s.nodes.len());
+        metrics.state.cluster_state(s.synced(), s.nodes.len());
         self.ages
             .tick(s.synced(), metrics, std::time::Instant::now());
         if !self.enabled {
@@ -680,13 +684,13 @@ mod tests {
                 }
             }
             set_all(&s, &incremental);
-            let (nodes, pods) = incremental.gauge_rows().lock().unwrap().rows();
+            let (nodes, pods) = incremental.state.gauge_rows().lock().unwrap().rows();
             prop_assert_eq!(&nodes, &node_gauges(&s));
             prop_assert_eq!(&pods, &pod_gauges(&s));
 
             let recount = Metrics::new();
-            recount.set_nodes(&node_gauges(&s));
-            recount.set_pods(&pod_gauges(&s));
+            recount.state.set_nodes(&node_gauges(&s));
+            recount.state.set_pods(&pod_gauges(&s));
             prop_assert_eq!(samples(&incremental), samples(&recount));
             let (a, b) = (utilization(&incremental), utilization(&recount));
             prop_assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
@@ -741,7 +745,7 @@ mod tests {
         set_all(&s, &m);
         let head = (s.pod_log.head(), s.node_log.head());
         // Nothing changed: nothing to revisit.
-        let rows = m.gauge_rows().lock().unwrap();
+        let rows = m.state.gauge_rows().lock().unwrap();
         assert!(matches!(s.pod_log.since(rows.pods_read), Since::Keys(k) if k.is_empty()));
         drop(rows);
         apply(&mut s, Kind::Pod, pod_json(7, Some(0), 2, 1, false, false));

@@ -5,28 +5,23 @@
 
 use prometheus_client::registry::Registry;
 
-use super::{Counters, Metrics};
+use crate::metrics::{Counters, registered};
 
-pub(super) struct RepairMetrics {
+pub struct RepairMetrics {
     unhealthy_disrupted: Counters,
 }
 
 impl RepairMetrics {
-    pub(super) fn register(r: &mut Registry) -> Self {
-        let unhealthy_disrupted = Counters::default();
-        super::register(
-            r,
-            "karpenter_nodeclaims_unhealthy_disrupted",
-            "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
-            unhealthy_disrupted.clone(),
-        );
+    pub(crate) fn register(r: &mut Registry) -> Self {
         RepairMetrics {
-            unhealthy_disrupted,
+            unhealthy_disrupted: registered(
+                r,
+                "karpenter_nodeclaims_unhealthy_disrupted",
+                "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
+            ),
         }
     }
-}
 
-impl Metrics {
     /// Node repair deleted a claim whose Node's `condition` stayed unhealthy too long.
     pub fn nodeclaim_unhealthy_disrupted(
         &self,
@@ -35,8 +30,7 @@ impl Metrics {
         capacity_type: &str,
         image_id: &str,
     ) {
-        self.repair
-            .unhealthy_disrupted
+        self.unhealthy_disrupted
             .get_or_create(&vec![
                 ("condition", condition.to_owned()),
                 ("nodepool", nodepool.to_owned()),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use prometheus_client::registry::Registry;
 
-use super::{Gauges, Metrics};
+use crate::metrics::{Gauges, Snapshot, registered};
 
 /// What one refresh publishes: per instance type its cores and memory, and per
 /// (instance type, capacity type, zone) whether it can be launched and its price.
@@ -18,20 +18,17 @@ pub struct OfferingRows {
     pub offerings: BTreeMap<(String, String, String), (bool, f64)>,
 }
 
-pub(super) struct OfferingMetrics {
+pub struct OfferingMetrics {
     cpu_cores: Gauges,
     memory_bytes: Gauges,
     available: Gauges,
     price: Gauges,
+    snapshot: Snapshot,
 }
 
 impl OfferingMetrics {
-    pub(super) fn register(r: &mut Registry) -> Self {
-        let mut gauges = |name: &str, help: &str| {
-            let f = Gauges::default();
-            super::register(r, name, help, f.clone());
-            f
-        };
+    pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         OfferingMetrics {
             cpu_cores: gauges(
                 "karpenter_cloudprovider_instance_type_cpu_cores",
@@ -49,15 +46,14 @@ impl OfferingMetrics {
                 "karpenter_cloudprovider_instance_type_offering_price_estimate",
                 "Instance type offering estimated hourly price, by instance type, capacity type and zone.",
             ),
+            snapshot: snapshot.clone(),
         }
     }
-}
 
-impl Metrics {
     /// Replaces every instance-type and offering series with `rows`.
-    pub fn set_offerings(&self, rows: &OfferingRows) {
-        let _guard = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
-        let m = &self.offerings;
+    pub fn set(&self, rows: &OfferingRows) {
+        let _guard = self.snapshot.hold();
+        let m = self;
         for f in [&m.cpu_cores, &m.memory_bytes, &m.available, &m.price] {
             f.clear();
         }

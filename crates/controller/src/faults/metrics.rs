@@ -5,43 +5,36 @@
 
 use prometheus_client::registry::Registry;
 
-use super::{Counters, Metrics};
+use crate::metrics::{Counters, registered};
 
-pub(super) struct FaultMetrics {
+pub struct FaultMetrics {
     calls: Counters,
     faults: Counters,
 }
 
 impl FaultMetrics {
-    pub(super) fn register(r: &mut Registry) -> Self {
-        let calls = Counters::default();
-        super::register(
-            r,
-            "nodewright_fault_injection_calls",
-            "Calls seen by a test-only fault-injecting client edge (kube or cloud).",
-            calls.clone(),
-        );
-        let faults = Counters::default();
-        super::register(
-            r,
-            "nodewright_fault_injection_faults",
-            "Calls a test-only fault-injecting client edge failed on purpose, by fault.",
-            faults.clone(),
-        );
-        FaultMetrics { calls, faults }
+    pub(crate) fn register(r: &mut Registry) -> Self {
+        FaultMetrics {
+            calls: registered(
+                r,
+                "nodewright_fault_injection_calls",
+                "Calls seen by a test-only fault-injecting client edge (kube or cloud).",
+            ),
+            faults: registered(
+                r,
+                "nodewright_fault_injection_faults",
+                "Calls a test-only fault-injecting client edge failed on purpose, by fault.",
+            ),
+        }
     }
-}
 
-impl Metrics {
     /// A call on `edge`, failed with `fault` if any.
-    pub fn fault_drawn(&self, edge: &str, fault: Option<&str>) {
-        self.faults
-            .calls
+    pub fn drawn(&self, edge: &str, fault: Option<&str>) {
+        self.calls
             .get_or_create(&vec![("edge", edge.to_owned())])
             .inc();
         if let Some(fault) = fault {
             self.faults
-                .faults
                 .get_or_create(&vec![
                     ("edge", edge.to_owned()),
                     ("fault", fault.to_owned()),

@@ -1,0 +1,430 @@
+//! The families upstream derives from its cluster state: each node's resource gauges
+//! (`karpenter_nodes_allocatable`, `_total_pod_requests`, `_total_pod_limits`,
+//! `_total_daemon_requests`, `_total_daemon_limits`, `_system_overhead`),
+//! `karpenter_cluster_utilization_percent`, `karpenter_cluster_state_node_count` and
+//! `_synced`, `karpenter_pods_state`, the pod startup summary and bound histogram, and
+//! `karpenter_nodepools_usage` and `_limit`. `state::gauges` computes the rows; the
+//! per-object families are replaced under the shared snapshot lock, so a scrape never sees a
+//! half-replaced set.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::metrics::summary::Summary;
+use crate::metrics::{
+    Gauges, Labels, Snapshot, duration_histogram, register, registered, resource_label,
+};
+
+/// One node's resource gauges (`karpenter_nodes_*`). CPU is in cores; memory and storage in
+/// bytes; pods and extended resources as counts. Resource names are normalised the way
+/// upstream does (lowercase, `-` to `_`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeGauge {
+    pub node_name: String,
+    pub nodepool: String,
+    pub zone: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub arch: String,
+    pub allocatable: BTreeMap<String, f64>,
+    pub pod_requests: BTreeMap<String, f64>,
+    pub pod_limits: BTreeMap<String, f64>,
+    pub daemon_requests: BTreeMap<String, f64>,
+    pub daemon_limits: BTreeMap<String, f64>,
+    /// Capacity less allocatable.
+    pub system_overhead: BTreeMap<String, f64>,
+}
+
+/// One pod's row in `karpenter_pods_state`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodGauge {
+    pub name: String,
+    pub namespace: String,
+    pub owner: String,
+    pub node: String,
+    pub nodepool: String,
+    pub zone: String,
+    pub arch: String,
+    pub instance_type: String,
+    pub capacity_type: String,
+    pub phase: String,
+    pub scheduled: bool,
+    pub ready: bool,
+}
+
+pub struct StateMetrics {
+    nodes_allocatable: Gauges,
+    nodes_pod_requests: Gauges,
+    nodes_pod_limits: Gauges,
+    nodes_daemon_requests: Gauges,
+    nodes_daemon_limits: Gauges,
+    nodes_system_overhead: Gauges,
+    cluster_utilization: Gauges,
+    cluster_node_count: Gauge<f64, AtomicU64>,
+    cluster_synced: Gauge<f64, AtomicU64>,
+    pods_state: Gauges,
+    pods_startup: Summary,
+    pods_bound: Histogram,
+    nodepools_usage: Gauges,
+    nodepools_limit: Gauges,
+    /// The gauge rows last published from the index, so a tick updates only what changed.
+    rows: Mutex<super::gauges::Published>,
+    snapshot: Snapshot,
+}
+
+impl StateMetrics {
+    pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
+        let cluster_node_count = registered(
+            r,
+            "karpenter_cluster_state_node_count",
+            "Current count of nodes in cluster state",
+        );
+        let cluster_synced = registered(
+            r,
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
+        );
+        let pods_bound = register(
+            r,
+            "karpenter_pods_bound_duration_seconds",
+            "The time from pod creation until the pod is bound.",
+            duration_histogram(),
+        );
+        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
+        StateMetrics {
+            nodes_allocatable: gauges(
+                "karpenter_nodes_allocatable",
+                "Node allocatable are the resources allocatable by nodes.",
+            ),
+            nodes_pod_requests: gauges(
+                "karpenter_nodes_total_pod_requests",
+                "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+            ),
+            nodes_pod_limits: gauges(
+                "karpenter_nodes_total_pod_limits",
+                "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+            ),
+            nodes_daemon_requests: gauges(
+                "karpenter_nodes_total_daemon_requests",
+                "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+            ),
+            nodes_daemon_limits: gauges(
+                "karpenter_nodes_total_daemon_limits",
+                "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+            ),
+            nodes_system_overhead: gauges(
+                "karpenter_nodes_system_overhead",
+                "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+            ),
+            cluster_utilization: gauges(
+                "karpenter_cluster_utilization_percent",
+                "Utilization of allocatable resources by pod requests",
+            ),
+            pods_state: gauges(
+                "karpenter_pods_state",
+                "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+            ),
+            nodepools_usage: gauges(
+                "karpenter_nodepools_usage",
+                "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
+            ),
+            nodepools_limit: gauges(
+                "karpenter_nodepools_limit",
+                "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
+            ),
+            pods_startup: Summary::new(
+                "karpenter_pods_startup_duration_seconds",
+                "The time from pod creation until the pod is running.",
+                None,
+            ),
+            cluster_node_count,
+            cluster_synced,
+            pods_bound,
+            rows: Mutex::default(),
+            snapshot: snapshot.clone(),
+        }
+    }
+
+    /// The summary, which the registry cannot encode.
+    pub(crate) fn encode_summaries(&self, out: &mut String) {
+        self.pods_startup.encode(out);
+    }
+
+    /// The gauge rows last published by `state::gauges::set_all`.
+    pub(crate) fn gauge_rows(&self) -> &Mutex<super::gauges::Published> {
+        &self.rows
+    }
+
+    pub fn pod_startup(&self, seconds: f64) {
+        self.pods_startup.observe("", seconds);
+    }
+
+    pub fn pod_bound(&self, seconds: f64) {
+        self.pods_bound.observe(seconds);
+    }
+
+    pub fn cluster_state(&self, synced: bool, node_count: usize) {
+        self.cluster_synced.set(if synced { 1.0 } else { 0.0 });
+        self.cluster_node_count.set(node_count as f64);
+    }
+
+    pub fn nodepool_usage(&self, nodepool: &str, resource_type: &str, value: f64) {
+        let labels = nodepool_labels(nodepool, resource_type);
+        self.nodepools_usage.get_or_create(&labels).set(value);
+    }
+
+    pub fn nodepool_limit(&self, nodepool: &str, resource_type: &str, value: f64) {
+        let labels = nodepool_labels(nodepool, resource_type);
+        self.nodepools_limit.get_or_create(&labels).set(value);
+    }
+
+    /// The six `karpenter_nodes_*` resource families with `node`'s values for each.
+    fn node_families<'a>(
+        &'a self,
+        node: &'a NodeGauge,
+    ) -> [(&'a Gauges, &'a BTreeMap<String, f64>); 6] {
+        [
+            (&self.nodes_allocatable, &node.allocatable),
+            (&self.nodes_pod_requests, &node.pod_requests),
+            (&self.nodes_pod_limits, &node.pod_limits),
+            (&self.nodes_daemon_requests, &node.daemon_requests),
+            (&self.nodes_daemon_limits, &node.daemon_limits),
+            (&self.nodes_system_overhead, &node.system_overhead),
+        ]
+    }
+
+    /// Replaces every `karpenter_nodes_*` resource gauge and the cluster utilisation with
+    /// the given nodes, so deleted nodes disappear from the scrape.
+    pub fn set_nodes(&self, nodes: &[NodeGauge]) {
+        let _guard = self.snapshot.hold();
+        for (family, _) in self.node_families(&NodeGauge::default()) {
+            family.clear();
+        }
+        self.cluster_utilization.clear();
+        let mut allocatable_total: BTreeMap<String, f64> = BTreeMap::new();
+        let mut requested_total: BTreeMap<String, f64> = BTreeMap::new();
+        for node in nodes {
+            self.add_node(node);
+            for (resource, value) in &node.allocatable {
+                *allocatable_total
+                    .entry(resource_label(resource))
+                    .or_default() += value;
+            }
+            for (resource, value) in &node.pod_requests {
+                *requested_total.entry(resource_label(resource)).or_default() += value;
+            }
+        }
+        for (resource, allocatable) in allocatable_total {
+            if allocatable == 0.0 {
+                continue;
+            }
+            let used = requested_total.get(&resource).copied().unwrap_or(0.0);
+            self.cluster_utilization
+                .get_or_create(&vec![("resource_type", resource)])
+                .set(100.0 * used / allocatable);
+        }
+    }
+
+    fn add_node(&self, node: &NodeGauge) {
+        for (family, values) in self.node_families(node) {
+            for (resource, value) in values {
+                family
+                    .get_or_create(&node_labels(node, resource))
+                    .set(*value);
+            }
+        }
+    }
+
+    /// Replaces `karpenter_pods_state` with one series (value 1) per given pod.
+    pub fn set_pods(&self, pods: &[PodGauge]) {
+        let _guard = self.snapshot.hold();
+        self.pods_state.clear();
+        for pod in pods {
+            self.pods_state.get_or_create(&pod_labels(pod)).set(1.0);
+        }
+    }
+
+    /// Replaces one pod's `karpenter_pods_state` series: `old` (as last set) goes, `new`
+    /// comes; either may be absent (a pod added or deleted).
+    pub fn replace_pod(&self, old: Option<&PodGauge>, new: Option<&PodGauge>) {
+        let _guard = self.snapshot.hold();
+        if let Some(old) = old {
+            self.pods_state.remove(&pod_labels(old));
+        }
+        if let Some(new) = new {
+            self.pods_state.get_or_create(&pod_labels(new)).set(1.0);
+        }
+    }
+
+    /// Replaces one node's `karpenter_nodes_*` resource series, as
+    /// [`StateMetrics::replace_pod`] does for a pod. The cluster utilisation is set apart
+    /// ([`StateMetrics::set_utilization`]).
+    pub fn replace_node(&self, old: Option<&NodeGauge>, new: Option<&NodeGauge>) {
+        let _guard = self.snapshot.hold();
+        if let Some(old) = old {
+            for (family, values) in self.node_families(old) {
+                for resource in values.keys() {
+                    family.remove(&node_labels(old, resource));
+                }
+            }
+        }
+        if let Some(new) = new {
+            self.add_node(new);
+        }
+    }
+
+    /// Replaces `karpenter_cluster_utilization_percent` with the given percentages by
+    /// resource name.
+    pub fn set_utilization(&self, percent: &BTreeMap<String, f64>) {
+        let _guard = self.snapshot.hold();
+        self.cluster_utilization.clear();
+        for (resource, value) in percent {
+            self.cluster_utilization
+                .get_or_create(&vec![("resource_type", resource_label(resource))])
+                .set(*value);
+        }
+    }
+}
+
+fn nodepool_labels(nodepool: &str, resource_type: &str) -> Labels {
+    vec![
+        ("resource_type", resource_label(resource_type)),
+        ("nodepool", nodepool.to_owned()),
+    ]
+}
+
+fn pod_labels(pod: &PodGauge) -> Labels {
+    vec![
+        ("name", pod.name.clone()),
+        ("namespace", pod.namespace.clone()),
+        ("owner", pod.owner.clone()),
+        ("node", pod.node.clone()),
+        ("scheduled", pod.scheduled.to_string()),
+        ("nodepool", pod.nodepool.clone()),
+        ("zone", pod.zone.clone()),
+        ("arch", pod.arch.clone()),
+        ("capacity_type", pod.capacity_type.clone()),
+        ("instance_type", pod.instance_type.clone()),
+        ("phase", pod.phase.clone()),
+        ("ready", pod.ready.to_string()),
+        ("managed", (!pod.nodepool.is_empty()).to_string()),
+    ]
+}
+
+fn node_labels(node: &NodeGauge, resource: &str) -> Labels {
+    vec![
+        ("node_name", node.node_name.clone()),
+        ("nodepool", node.nodepool.clone()),
+        ("zone", node.zone.clone()),
+        ("instance_type", node.instance_type.clone()),
+        ("capacity_type", node.capacity_type.clone()),
+        ("arch", node.arch.clone()),
+        ("managed", (!node.nodepool.is_empty()).to_string()),
+        ("resource_type", resource_label(resource)),
+    ]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::metrics::{Metrics, has, samples};
+
+    pub(crate) fn node(name: &str, cpu: f64, requested: f64) -> NodeGauge {
+        NodeGauge {
+            node_name: name.into(),
+            nodepool: "default".into(),
+            zone: "us-east-1a".into(),
+            instance_type: "m5.large".into(),
+            capacity_type: "on-demand".into(),
+            arch: "amd64".into(),
+            allocatable: BTreeMap::from([("cpu".into(), cpu)]),
+            pod_requests: BTreeMap::from([("cpu".into(), requested)]),
+            ..NodeGauge::default()
+        }
+    }
+
+    #[test]
+    fn gauges_hold_the_latest_value() {
+        let m = Metrics::new();
+        m.state.cluster_state(true, 12);
+        m.state.nodepool_usage("default", "cpu", 16.0);
+        m.state.nodepool_limit("default", "ephemeral-storage", 1e12);
+        m.state.pod_startup(42.0);
+        assert!(has(&m, "karpenter_cluster_state_synced 1.0"));
+        assert!(has(&m, "karpenter_cluster_state_node_count 12.0"));
+        assert!(has(
+            &m,
+            r#"karpenter_nodepools_usage{resource_type="cpu",nodepool="default"} 16.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_nodepools_limit{resource_type="ephemeral_storage",nodepool="default"} 1000000000000.0"#
+        ));
+        assert!(has(&m, "karpenter_pods_startup_duration_seconds_count 1"));
+        assert!(has(&m, "karpenter_pods_startup_duration_seconds_sum 42.0"));
+        m.state.cluster_state(false, 0);
+        assert!(has(&m, "karpenter_cluster_state_synced 0.0"));
+    }
+
+    #[test]
+    fn set_nodes_replaces_the_previous_set_and_computes_utilisation() {
+        let m = Metrics::new();
+        m.state
+            .set_nodes(&[node("a", 2.0, 1.0), node("b", 2.0, 0.0)]);
+        assert!(has(
+            &m,
+            r#"karpenter_nodes_allocatable{node_name="a",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_cluster_utilization_percent{resource_type="cpu"} 25.0"#
+        ));
+        m.state.set_nodes(&[node("b", 2.0, 2.0)]);
+        let s = samples(&m);
+        assert!(!s.iter().any(|l| l.contains(r#"node_name="a""#)), "{s:?}");
+        assert!(has(
+            &m,
+            r#"karpenter_nodes_total_pod_requests{node_name="b",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_cluster_utilization_percent{resource_type="cpu"} 100.0"#
+        ));
+    }
+
+    #[test]
+    fn set_pods_replaces_the_previous_set() {
+        let m = Metrics::new();
+        let pod = |name: &str| PodGauge {
+            name: name.into(),
+            namespace: "web".into(),
+            owner: "ReplicaSet/web-1".into(),
+            node: "n1".into(),
+            nodepool: "default".into(),
+            phase: "Running".into(),
+            scheduled: true,
+            ready: true,
+            ..PodGauge::default()
+        };
+        m.state.set_pods(&[pod("p1"), pod("p2")]);
+        let rows = |m: &Metrics| -> Vec<String> {
+            samples(m)
+                .into_iter()
+                .filter(|l| l.starts_with("karpenter_pods_state{"))
+                .collect()
+        };
+        assert_eq!(rows(&m).len(), 2);
+        m.state.set_pods(&[pod("p2")]);
+        assert_eq!(
+            rows(&m),
+            vec![
+                r#"karpenter_pods_state{name="p2",namespace="web",owner="ReplicaSet/web-1",node="n1",scheduled="true",nodepool="default",zone="",arch="",capacity_type="",instance_type="",phase="Running",ready="true",managed="true"} 1.0"#
+            ]
+        );
+    }
+}
