@@ -17,6 +17,7 @@ use nodewright_core::model::InstanceType;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::context::Context;
 use crate::metrics::Metrics;
 use crate::provisioner::instance_types;
 use crate::state::{SharedState, lock};
@@ -65,7 +66,13 @@ pub struct CloudMetrics {
 }
 
 impl CloudMetrics {
-    pub fn new(state: SharedState, cloud: Arc<dyn CloudProvider>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            cloud,
+            metrics,
+            ..
+        } = ctx.clone();
         CloudMetrics {
             state,
             cloud,

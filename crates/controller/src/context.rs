@@ -23,3 +23,13 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub events: Arc<dyn EventSink>,
 }
+
+impl Context {
+    /// The same context with `cloud` in place of its cloud (a loop's own metered view of it).
+    pub fn with_cloud(&self, cloud: Arc<dyn CloudProvider>) -> Context {
+        Context {
+            cloud,
+            ..self.clone()
+        }
+    }
+}

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, parse_rfc3339};
 use crate::conditions::{self as cond, LAUNCHED};
+use crate::context::Context;
 use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
 use crate::write::{KubeWriter, WriteError};
@@ -75,23 +76,30 @@ fn ok_if_gone(r: Result<(), WriteError>) -> Result<(), WriteError> {
 }
 
 impl GarbageCollector {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        leader: watch::Receiver<bool>,
-        metrics: Arc<Metrics>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            ..
+        } = ctx.clone();
         GarbageCollector {
             state,
             writer,
             cloud,
             clock,
-            leader,
+            leader: watch::channel(true).1,
             metrics,
             first_seen: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Collects only while `leader` says this replica holds the lease.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = leader;
+        self
     }
 
     fn age(&self, i: &Instance, now: Timestamp) -> Duration {

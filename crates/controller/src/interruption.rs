@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::Clock;
+use crate::context::Context;
 use crate::events::{Event, EventSink, ObjectRef};
 use crate::lifecycle::{consolidation_policy, termination_mode};
 use crate::metrics::Metrics;
@@ -282,14 +283,15 @@ struct Outcome {
 }
 
 impl InterruptionController {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        source: Arc<dyn InterruptionSource>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context, source: Arc<dyn InterruptionSource>) -> Self {
+        let Context {
+            state,
+            writer,
+            clock,
+            metrics,
+            events,
+            ..
+        } = ctx.clone();
         InterruptionController {
             state,
             writer,

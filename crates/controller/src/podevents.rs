@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::clock::{Clock, parse_rfc3339, rfc3339};
+use crate::context::Context;
 use crate::state::changes::{Cursor, Since};
 use crate::state::gauges::owned_by_daemonset;
 use crate::state::{ClusterState, SharedState, lock};
@@ -200,7 +201,13 @@ pub struct PodEvents {
 }
 
 impl PodEvents {
-    pub fn new(state: SharedState, writer: Arc<dyn KubeWriter>, clock: Clock) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            clock,
+            ..
+        } = ctx.clone();
         PodEvents {
             state,
             writer,

@@ -21,7 +21,8 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use crate::clock::Clock;
-use crate::events::{EventSink, NoEvents};
+use crate::context::Context;
+use crate::events::EventSink;
 use crate::state::{SharedState, lock};
 use crate::write::{KubeWriter, WriteError};
 
@@ -63,28 +64,30 @@ pub struct StatusController {
 }
 
 impl StatusController {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        leader: watch::Receiver<bool>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            events,
+            ..
+        } = ctx.clone();
         StatusController {
             state,
             writer,
             cloud,
             clock,
-            leader,
+            leader: watch::channel(true).1,
             classes: Mutex::new(HashMap::new()),
             provider_drift: Mutex::new(HashMap::new()),
-            events: Arc::new(NoEvents),
+            events,
         }
     }
 
-    /// Publishes the writers' events (a deleted class waiting for its claims) to `events`.
-    pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
-        self.events = events;
+    /// Writes only while `leader` says this replica holds the lease.
+    pub fn with_leader(mut self, leader: watch::Receiver<bool>) -> Self {
+        self.leader = leader;
         self
     }
 

@@ -18,6 +18,7 @@ use nodewright_cloud::{CloudError, CloudProvider, RegisteredInstance};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::context::Context;
 use crate::state::{ClusterState, SharedState, lock};
 use crate::write::{KubeWriter, MetaPatch};
 
@@ -101,11 +102,13 @@ pub struct TaggingController {
 }
 
 impl TaggingController {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            ..
+        } = ctx.clone();
         TaggingController {
             state,
             writer,

@@ -20,6 +20,7 @@ use nodewright_core::labels;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use crate::context::Context;
 use crate::events::{Event, EventSink, ObjectRef};
 use crate::metrics::Metrics;
 use crate::state::{SharedState, lock};
@@ -89,12 +90,14 @@ pub struct ZonalShiftController {
 }
 
 impl ZonalShiftController {
-    pub fn new(
-        state: SharedState,
-        cloud: Arc<dyn CloudProvider>,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            cloud,
+            metrics,
+            events,
+            ..
+        } = ctx.clone();
         ZonalShiftController {
             state,
             cloud,

@@ -507,7 +507,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         trigger: Trigger::new(BatchWindow::default()),
         lifecycle: Lifecycle::new(&ctx),
         termination: Termination::new(&ctx),
-        pod_events: PodEvents::new(state.clone(), writer.clone(), clock),
+        pod_events: PodEvents::new(&ctx),
         disruptor: Disruptor::new(&ctx),
         cadence: DisruptionCadence::new(DisruptionTimings::default(), clock.now()),
         metrics: metrics.clone(),

@@ -46,7 +46,7 @@ async fn a_refresh_publishes_every_offering_and_drops_what_is_gone() {
     let h = Harness::new();
     h.nodepool("default", None);
     h.api.mark_synced();
-    let m = CloudMetrics::new(h.state.clone(), h.cloud.clone(), h.metrics.clone());
+    let m = CloudMetrics::new(&h.context());
     m.pass().await.unwrap();
     let text = h.metrics.encode();
     let large = [

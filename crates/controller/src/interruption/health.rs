@@ -22,6 +22,7 @@ use tracing::warn;
 use super::events;
 use super::{Deleter, Deletion, InstanceIndex, claim_ref, deletion};
 use crate::clock::{Clock, rfc3339};
+use crate::context::Context;
 use crate::events::{Event, EventSink, ObjectRef};
 use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metrics::Metrics;
@@ -167,14 +168,16 @@ pub struct InstanceHealthController {
 }
 
 impl InstanceHealthController {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-        metrics: Arc<Metrics>,
-        events: Arc<dyn EventSink>,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            metrics,
+            events,
+            ..
+        } = ctx.clone();
         InstanceHealthController {
             state,
             writer,

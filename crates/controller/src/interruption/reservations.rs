@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, parse_rfc3339};
+use crate::context::Context;
 use crate::state::{ClusterState, SharedState, lock};
 use crate::write::{KubeWriter, MetaPatch, NodePatch};
 
@@ -209,12 +210,14 @@ pub struct ReservationController {
 }
 
 impl ReservationController {
-    pub fn new(
-        state: SharedState,
-        writer: Arc<dyn KubeWriter>,
-        cloud: Arc<dyn CloudProvider>,
-        clock: Clock,
-    ) -> Self {
+    pub fn new(ctx: &Context) -> Self {
+        let Context {
+            state,
+            writer,
+            cloud,
+            clock,
+            ..
+        } = ctx.clone();
         ReservationController {
             state,
             writer,

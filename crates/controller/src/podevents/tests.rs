@@ -132,7 +132,10 @@ fn claim_time(h: &Harness, name: &str) -> Option<String> {
 
 fn loop_for(h: &Harness) -> PodEvents {
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    PodEvents::new(h.state.clone(), w, h.clock)
+    PodEvents::new(&Context {
+        writer: w,
+        ..h.context()
+    })
 }
 
 #[tokio::test(start_paused = true)]

@@ -45,14 +45,7 @@ pub fn spawn_all(
     leader: watch::Receiver<bool>,
     interruption: Option<Arc<dyn InterruptionSource>>,
 ) -> Arc<Disruptor> {
-    let Context {
-        state,
-        writer,
-        cloud,
-        clock,
-        metrics,
-        events,
-    } = ctx.clone();
+    let (cloud, metrics) = (&ctx.cloud, &ctx.metrics);
     let provisioner = Arc::new(
         Provisioner::new(ctx)
             .with_options(settings.scheduling_options())
@@ -65,76 +58,40 @@ pub fn spawn_all(
             .with_leader(leader.clone()),
     );
     let termination = Arc::new(Termination::new(ctx).with_leader(leader.clone()));
-    let status = Arc::new(
-        StatusController::new(
-            state.clone(),
-            writer.clone(),
-            cloud.clone(),
-            clock,
-            leader.clone(),
-        )
-        .with_events(ctx.events.clone()),
-    );
-    let gc = Arc::new(GarbageCollector::new(
-        state.clone(),
-        writer.clone(),
-        cloud.clone(),
-        clock,
-        leader.clone(),
-        metrics.clone(),
-    ));
+    let status = Arc::new(StatusController::new(ctx).with_leader(leader.clone()));
+    let gc = Arc::new(GarbageCollector::new(ctx).with_leader(leader.clone()));
     if let Some(source) = interruption {
-        let handler = InterruptionController::new(
-            state.clone(),
-            writer.clone(),
-            source,
-            clock,
-            metrics.clone(),
-            events.clone(),
-        )
-        .with_leader(leader.clone());
+        let handler = InterruptionController::new(ctx, source).with_leader(leader.clone());
         let handler = Arc::new(handler);
         let r = Reconciler::new(metrics.clone(), "interruption");
         loops.spawn("interruption", move || handler.clone().run(r.clone()));
     }
     cloud.observe_with(metrics.clone());
-    let cloud_metrics = CloudMetrics::new(
-        state.clone(),
-        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "cloudprovider.metrics"),
+    let cloud_metrics = CloudMetrics::new(&ctx.with_cloud(MeteredCloud::wrap(
+        cloud.clone(),
         metrics.clone(),
-    )
+        "cloudprovider.metrics",
+    )))
     .with_leader(leader.clone());
     let cloud_metrics = Arc::new(cloud_metrics);
     let r = Reconciler::new(metrics.clone(), "cloudprovider.metrics");
     loops.spawn("cloud metrics", move || {
         cloud_metrics.clone().run(r.clone())
     });
-    let health = InstanceHealthController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(
-            cloud.clone(),
-            metrics.clone(),
-            "interruption.instancestatus",
-        ),
-        clock,
+    let health = InstanceHealthController::new(&ctx.with_cloud(MeteredCloud::wrap(
+        cloud.clone(),
         metrics.clone(),
-        events.clone(),
-    )
+        "interruption.instancestatus",
+    )))
     .with_leader(leader.clone());
     let health = Arc::new(health);
     let r = Reconciler::new(metrics.clone(), "interruption.instancestatus");
     loops.spawn("instance health", move || health.clone().run(r.clone()));
-    let reservations = ReservationController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(
-            cloud.clone(),
-            metrics.clone(),
-            "capacityreservation.capacitytype",
-        ),
-        clock,
-    )
+    let reservations = ReservationController::new(&ctx.with_cloud(MeteredCloud::wrap(
+        cloud.clone(),
+        metrics.clone(),
+        "capacityreservation.capacitytype",
+    )))
     .with_leader(leader.clone());
     let reservations = Arc::new(reservations);
     let r = Reconciler::new(metrics.clone(), "capacityreservation.capacitytype");
@@ -142,30 +99,28 @@ pub fn spawn_all(
         reservations.clone().run(r.clone())
     });
     if settings.enable_zonal_shift {
-        let shifts = ZonalShiftController::new(
-            state.clone(),
-            MeteredCloud::wrap(cloud.clone(), metrics.clone(), "zonalshift"),
+        let shifts = ZonalShiftController::new(&ctx.with_cloud(MeteredCloud::wrap(
+            cloud.clone(),
             metrics.clone(),
-            events.clone(),
-        )
+            "zonalshift",
+        )))
         .with_leader(leader.clone());
         let shifts = Arc::new(shifts);
         let r = Reconciler::new(metrics.clone(), "zonalshift");
         loops.spawn("zonal shifts", move || shifts.clone().run(r.clone()));
     }
-    let tagging = TaggingController::new(
-        state.clone(),
-        writer.clone(),
-        MeteredCloud::wrap(cloud.clone(), metrics.clone(), "nodeclaim.tagging"),
-    )
+    let tagging = TaggingController::new(&ctx.with_cloud(MeteredCloud::wrap(
+        cloud.clone(),
+        metrics.clone(),
+        "nodeclaim.tagging",
+    )))
     .with_leader(leader.clone());
     let tagging = Arc::new(tagging);
     let r = Reconciler::new(metrics.clone(), "nodeclaim.tagging");
     loops.spawn("tagging", move || {
         tagging.clone().run(crate::tagging::CHECK_EVERY, r.clone())
     });
-    let pod_events =
-        Arc::new(PodEvents::new(state.clone(), writer.clone(), clock).with_leader(leader.clone()));
+    let pod_events = Arc::new(PodEvents::new(ctx).with_leader(leader.clone()));
     if settings.feature_gates.static_capacity {
         let statics = Arc::new(StaticCapacity::new(ctx).with_leader(leader.clone()));
         let r = Reconciler::new(metrics.clone(), "static.provisioning");

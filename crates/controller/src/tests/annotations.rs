@@ -44,7 +44,12 @@ fn status_controller(h: &Harness, cloud: Arc<dyn CloudProvider>, leader: bool) -
     // The sender is dropped; the receiver keeps the last value.
     drop(tx);
     let w: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), rx.clone()));
-    StatusController::new(h.state.clone(), w, cloud, h.clock, rx)
+    StatusController::new(&Context {
+        writer: w,
+        cloud,
+        ..h.context()
+    })
+    .with_leader(rx)
 }
 
 fn writes(h: &Harness, what: &str) -> usize {

@@ -8,20 +8,18 @@ use tokio::sync::watch;
 
 use super::Harness;
 use super::termination::initialized_node;
+use crate::context::Context;
 use crate::gc::GarbageCollector;
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
 
 fn collector(h: &Harness, leader: bool) -> GarbageCollector {
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    GarbageCollector::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        watch::channel(leader).1,
-        h.metrics.clone(),
-    )
+    GarbageCollector::new(&Context {
+        writer: w,
+        ..h.context()
+    })
+    .with_leader(watch::channel(leader).1)
 }
 
 fn provider_id(h: &Harness, claim: &str) -> String {

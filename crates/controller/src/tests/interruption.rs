@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use super::Harness;
 use super::termination::initialized_node;
+use crate::context::Context;
 use crate::interruption::{InterruptionController, PARALLELISM};
 use crate::state::{Kind, Object};
 use crate::termination::Termination;
@@ -93,14 +94,7 @@ fn delivery(
 }
 
 fn controller(h: &Harness, queue: Arc<FakeQueue>) -> InterruptionController {
-    InterruptionController::new(
-        h.state.clone(),
-        h.api.clone(),
-        queue,
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    )
+    InterruptionController::new(&h.context(), queue)
 }
 
 fn deleting(h: &Harness, claim: &str) -> bool {
@@ -257,12 +251,11 @@ async fn a_failed_delete_or_ack_leaves_the_message_on_the_queue() {
     let (_tx, standby) = watch::channel(false);
     let gated: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), standby));
     let ctl = InterruptionController::new(
-        h.state.clone(),
-        gated,
+        &Context {
+            writer: gated,
+            ..h.context()
+        },
         queue.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
     );
     let handled = ctl
         .handle(vec![delivery(
@@ -411,14 +404,7 @@ async fn a_failing_status_check_deletes_the_claim_forcefully_after_two_minutes()
             }],
         }]),
     });
-    let ctl = InstanceHealthController::new(
-        h.state.clone(),
-        h.api.clone(),
-        cloud.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let ctl = InstanceHealthController::new(&h.context().with_cloud(cloud.clone()));
     assert_eq!(ctl.poll_once().await.unwrap(), Vec::<String>::new());
     tokio::time::advance(Duration::from_secs(60)).await;
     assert!(ctl.poll_once().await.unwrap().is_empty(), "60 s in");
@@ -484,14 +470,7 @@ async fn a_spot_interruption_hands_the_claims_pool_to_the_source() {
         &["i-0001", "i-elsewhere"],
         None,
     )]);
-    let ctl = InterruptionController::new(
-        h.state.clone(),
-        h.api.clone(),
-        source.clone(),
-        h.clock,
-        h.metrics.clone(),
-        h.events.clone(),
-    );
+    let ctl = InterruptionController::new(&h.context(), source.clone());
     ctl.poll_once().await.unwrap();
     let marked = source.marked.lock().unwrap().clone();
     assert_eq!(
@@ -531,7 +510,7 @@ async fn a_claim_whose_reservation_ended_is_relabelled_on_demand_with_its_node()
         )
         .await
         .unwrap();
-    let ctl = ReservationController::new(h.state.clone(), h.api.clone(), h.cloud.clone(), h.clock);
+    let ctl = ReservationController::new(&h.context());
     let pass = ctl.pass().await;
     assert!(pass.failed.is_empty(), "{:?}", pass.failed);
     assert_eq!(pass.relabelled, vec![claim.clone(), "n1".to_string()]);
@@ -570,7 +549,7 @@ async fn a_claim_in_a_capacity_block_no_class_lists_is_deleted_before_the_block_
     ] {
         p.labels.insert(k.into(), Some(v.into()));
     }
-    let ctl = ReservationController::new(h.state.clone(), h.api.clone(), h.cloud.clone(), h.clock);
+    let ctl = ReservationController::new(&h.context());
     let block_ending_in = |d: Duration| {
         h.cloud.set_reservations(vec![ReservationEnd {
             id: "cr-block".into(),

@@ -103,13 +103,7 @@ impl Harness {
     pub fn status(&self) -> StatusController {
         // The sender is dropped; the receiver keeps the last value.
         let (_, leader) = tokio::sync::watch::channel(true);
-        StatusController::new(
-            self.state.clone(),
-            self.api.clone(),
-            self.cloud.clone(),
-            self.clock,
-            leader,
-        )
+        StatusController::new(&self.context()).with_leader(leader)
     }
 
     /// Every NodeClaim the in-memory API holds.

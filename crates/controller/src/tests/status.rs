@@ -35,13 +35,10 @@ pub fn nodeclass(h: &Harness) {
 
 fn controller(h: &Harness) -> StatusController {
     let w: Arc<dyn KubeWriter> = h.api.clone();
-    StatusController::new(
-        h.state.clone(),
-        w,
-        h.cloud.clone(),
-        h.clock,
-        watch::channel(true).1,
-    )
+    StatusController::new(&Context {
+        writer: w,
+        ..h.context()
+    })
 }
 
 fn pool(h: &Harness) -> NodePool {
@@ -364,7 +361,11 @@ async fn a_follower_writes_no_status() {
     h.api.mark_synced();
     let (_tx, rx) = watch::channel(false);
     let w: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), rx.clone()));
-    let s = StatusController::new(h.state.clone(), w, h.cloud.clone(), h.clock, rx);
+    let s = StatusController::new(&Context {
+        writer: w,
+        ..h.context()
+    })
+    .with_leader(rx);
     let log = h.api.log().len();
     assert_eq!(s.reconcile_all().await, Default::default());
     assert_eq!(h.api.log().len(), log);

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 
 use super::Harness;
 use super::termination::initialized_node;
+use crate::context::Context;
 use crate::state::{Kind, Object};
 use crate::tagging::TaggingController;
 use crate::write::{KubeWriter, LeaderGate};
@@ -23,7 +24,11 @@ fn tagger(h: &Harness, leader: bool) -> TaggingController {
     let (tx, rx) = watch::channel(leader);
     drop(tx);
     let w: Arc<dyn KubeWriter> = Arc::new(LeaderGate::new(h.api.clone(), rx.clone()));
-    TaggingController::new(h.state.clone(), w, h.cloud.clone()).with_leader(rx)
+    TaggingController::new(&Context {
+        writer: w,
+        ..h.context()
+    })
+    .with_leader(rx)
 }
 
 fn annotations(h: &Harness, name: &str) -> std::collections::BTreeMap<String, String> {

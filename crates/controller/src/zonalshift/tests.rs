@@ -87,9 +87,13 @@ fn controller(cloud: Arc<TestCloud>) -> (ZonalShiftController, Arc<MemoryEvents>
             ));
         }
     }
-    let events = Arc::new(MemoryEvents::new());
-    let metrics = Arc::new(Metrics::new());
-    let ctl = ZonalShiftController::new(state, cloud, metrics.clone(), events.clone());
+    let h = crate::tests::Harness::new();
+    let ctl = ZonalShiftController::new(&crate::context::Context {
+        state,
+        cloud,
+        ..h.context()
+    });
+    let (events, metrics) = (h.events.clone(), h.metrics.clone());
     (ctl, events, metrics)
 }
 
