@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use nodewright_core::model::Snapshot;
 
-use nodewright_core::scheduling::node_cache::NodeCache;
-use nodewright_core::scheduling::{self, Options, Target};
+use nodewright_core::scheduling::{self, Compile, NodeCache, Options, Target};
 
 use crate::cloud::LaunchOption;
 
@@ -62,7 +61,7 @@ pub struct CoreProvisioner {
 impl Provisioner for CoreProvisioner {
     fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        let plan = scheduling::solve_with(snapshot, &self.options, Some(&mut nodes));
+        let plan = scheduling::solve_with(snapshot, &self.options, Compile::cached(&mut nodes));
         drop(nodes);
         let rendered: Vec<Vec<String>> = plan
             .new_claims
