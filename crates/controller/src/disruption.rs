@@ -41,7 +41,6 @@ use nodewright_core::disruption::candidates::{
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
-use nodewright_core::disruption::node_memo::NodeMemo;
 use nodewright_core::disruption::plan::{self, Settings, Verdict};
 pub use nodewright_core::disruption::queue::{COMMAND_TIMEOUT, Running};
 use nodewright_core::disruption::queue::{Effect, Failure, Queue, Replacement};
@@ -240,8 +239,6 @@ pub struct Disruptor {
     /// The commands between their round and their targets' drain (core's orchestration).
     queue: Mutex<Queue>,
     marker: Mutex<Marker>,
-    /// What rounds work out about nodes that did not change, kept from one to the next.
-    kept_nodes: Arc<NodeMemo>,
     leader: Option<watch::Receiver<bool>>,
     pub journal: Journal,
 }
@@ -271,7 +268,6 @@ impl Disruptor {
             options: Options::default(),
             queue: Mutex::new(Queue::default()),
             marker: Mutex::new(Marker::new(clock.now())),
-            kept_nodes: Arc::default(),
             leader: None,
             journal: Journal::default(),
             clock,
@@ -355,14 +351,13 @@ impl Disruptor {
         let busy = self.queue().busy_nodes();
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
-        let kept_nodes = self.kept_nodes.clone();
         let options = self.options.clone();
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator {
                 options,
                 ..EngineSimulator::default()
             };
-            let mut result = plan::plan_kept(&snap, &sim, settings, &kept_nodes);
+            let mut result = plan::plan(&snap, &sim, settings);
             // The planner sees the running commands' targets as deleting; this only guards
             // against a node joining two commands.
             result

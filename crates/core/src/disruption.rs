@@ -16,7 +16,7 @@ pub mod engine_simulator;
 #[cfg(test)]
 pub(crate) mod fixture;
 pub mod in_flight;
-pub mod node_memo;
+mod node_memo;
 pub mod plan;
 pub mod queue;
 pub mod replacement_requests;

@@ -17,8 +17,7 @@ use nodewright_core::cadence::{
     Validated, batcher::POD_REQUEUE, plan_is_consolidated,
 };
 use nodewright_core::disruption::command::{Command, Decision};
-use nodewright_core::disruption::node_memo::NodeMemo;
-use nodewright_core::disruption::plan::{Settings, plan_kept};
+use nodewright_core::disruption::plan::{NodeMemo, Settings, plan_kept};
 use nodewright_core::disruption::queue::Queue;
 use nodewright_core::disruption::validate::validate;
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};

@@ -10,8 +10,7 @@ use nodewright_cloud_sim::select::Choice;
 use nodewright_core::model::Snapshot;
 use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::node_cache::NodeCache;
-use nodewright_core::scheduling::{self, Options, Target};
+use nodewright_core::scheduling::{self, Compile, NodeCache, Options, Target};
 
 /// Where a planned pod goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,7 +66,7 @@ pub struct CoreProvisioner {
 impl Provisioner for CoreProvisioner {
     fn provision(&self, snapshot: &Snapshot) -> ProvisionPlan {
         let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
-        let plan = scheduling::solve_with(snapshot, &self.options, Some(&mut nodes));
+        let plan = scheduling::solve_with(snapshot, &self.options, Compile::cached(&mut nodes));
         drop(nodes);
         let rendered: Vec<Vec<String>> = plan
             .new_claims

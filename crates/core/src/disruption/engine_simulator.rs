@@ -14,10 +14,10 @@ use super::type_index::TypeIndex;
 use crate::labels;
 use crate::model::{CapacityType, InstanceType, NodeClaim, Pod, PodPhase, Snapshot};
 use crate::requirements::Operator;
+use crate::scheduling::NodeCache;
 use crate::scheduling::intern::FastMap;
-use crate::scheduling::node_cache::NodeCache;
 use crate::scheduling::prepared::Prepared;
-use crate::scheduling::{self, Options, Plan, Target};
+use crate::scheduling::{self, Compile, Options, Plan, Target};
 
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
@@ -127,7 +127,7 @@ impl EngineSimulator {
         same: Option<u64>,
     ) -> Option<Box<dyn PreparedSimulation + 'a>> {
         let compiled = match &self.nodes {
-            Some(cache) => compile_in(cache, snapshot, same),
+            Some(cache) => compile_in(cache, snapshot, same, false),
             None => Prepared::new(snapshot),
         }?;
         Some(Box::new(EnginePrepared {
@@ -151,9 +151,10 @@ pub fn workers() -> usize {
 /// [`EngineSimulator::prepare_as`] of a snapshot equal to it, under the same key, then finds
 /// the compile made. Meant to run on another thread while the caller does work that needs no
 /// compile; whichever of the two locks the cache first compiles, and the other reuses it.
-pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64) {
+/// With `one_thread`, the compile stays on the calling thread ([`Compile::one_thread`]).
+pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64, one_thread: bool) {
     // The kept compile is what is wanted; this handle to it is not.
-    let _ = compile_in(cache, snapshot, Some(same));
+    let _ = compile_in(cache, snapshot, Some(same), one_thread);
 }
 
 /// Compiles `snapshot` with the nodes `cache` holds, keyed by `same` ([`NodeCache::same_as`])
@@ -162,12 +163,17 @@ fn compile_in(
     cache: &Mutex<NodeCache>,
     snapshot: &Snapshot,
     same: Option<u64>,
+    one_thread: bool,
 ) -> Option<Prepared> {
     let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(key) = same {
         cache.same_as(key);
     }
-    Prepared::new_with(snapshot, Some(&mut cache))
+    let compile = Compile {
+        cache: Some(&mut cache),
+        one_thread,
+    };
+    Prepared::new_with(snapshot, compile)
 }
 
 /// The snapshot a simulation solves: without the nodes in `without` (and their claims), the

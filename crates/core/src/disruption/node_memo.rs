@@ -68,7 +68,7 @@ struct Kept {
 impl NodeMemo {
     /// Opens a round over `snapshot`: answers for nodes the round does not ask about are
     /// dropped when it ends.
-    pub fn round<'s>(&self, snapshot: &'s Snapshot) -> NodeRound<'_, 's> {
+    pub(crate) fn round<'s>(&self, snapshot: &'s Snapshot) -> NodeRound<'_, 's> {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.rounds += 1;
         NodeRound {
@@ -79,20 +79,22 @@ impl NodeMemo {
     }
 
     /// `(answered from memory, worked out)` drift label checks so far.
-    pub fn counts(&self) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> (u64, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (inner.hits, inner.misses)
     }
 
     /// `(answered from memory, worked out)` node facts so far.
-    pub fn facts_counts(&self) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn facts_counts(&self) -> (u64, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (inner.facts_hits, inner.facts_misses)
     }
 }
 
 /// One planning round's node checks (see [`NodeMemo::round`]).
-pub struct NodeRound<'m, 's> {
+pub(crate) struct NodeRound<'m, 's> {
     inner: MutexGuard<'m, Inner>,
     snapshot: &'s Snapshot,
     /// The NodePool object last synced this round, with its epochs: most rounds see one
@@ -133,7 +135,7 @@ impl<'s> NodeRound<'_, 's> {
     }
 
     /// [`super::drift::drift_reason_with`], with the label checks kept across rounds.
-    pub fn reason<'t>(
+    pub(crate) fn reason<'t>(
         &mut self,
         claim: &NodeClaim,
         node: &Node,

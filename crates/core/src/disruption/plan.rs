@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use super::candidates::{Candidate, RoundSelection, select_round};
 use super::command::Command;
 use super::consolidation::{self, Features, Rejection};
-use super::node_memo::NodeMemo;
+pub use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
 use super::scheduler_replay::Replay;
 use super::simulate::{Job, PreparedSimulation, Purpose, Simulator, prepare};
@@ -186,7 +186,9 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
 
 /// [`plan`] for callers that plan one cluster round after round: what the labels of nodes
 /// that did not change say (selection's facts, drift's label checks) comes from `kept`
-/// ([`NodeMemo`]). The plan is the same.
+/// ([`NodeMemo`]). The plan is the same. Only the simulator keeps one: its rounds are short,
+/// and the labels a sizeable part of them; the controller's rounds showed no measurable change
+/// (`docs/PERFORMANCE.md`, "What the caches are worth").
 pub fn plan_kept(
     snapshot: &Snapshot,
     simulator: &dyn Simulator,

@@ -140,7 +140,7 @@ fn answers(s: &Snapshot, options: &Options, pi: usize) -> (Vec<Answer>, Vec<Answ
     } else {
         setup::karpenter_queue_cmp
     };
-    let mut world = setup::build_ordered(s, None, false, order);
+    let mut world = setup::build_ordered(s, Default::default(), false, order);
     let Some(ci) = world.classes.iter().position(|c| c.pods.contains(&pi)) else {
         return (Vec::new(), Vec::new());
     };

@@ -2,6 +2,18 @@
 //! scheduler compares integers, never strings. Ids are assigned in first-seen order, which is
 //! deterministic because the compiler walks its input in a fixed order.
 //!
+//! That order is the snapshot's own listing order (a NodePool's requirement values, its
+//! instance types and their offerings, then the nodes by name), so two snapshots that differ
+//! only in how they list the same things intern in different orders. What depends on it:
+//! - No decision. Where ids would break a tie between domains, names do
+//!   (`solver::World::topology`, `engine::evaluate`); a test lists the zones both ways.
+//! - The order of values in rendered requirements: a value set lists its values in id order
+//!   (`reqs::ValueSet::describe`, `Reqs::to_requirements`), so a new claim's
+//!   `karpenter.sh/capacity-type In [spot, on-demand]` keeps the order its NodePool listed
+//!   them in; `tests/topology.rs` pins that as the only difference.
+//! - Byte equality between compiles: the incremental compiles (`prepared`, `node_cache`) must
+//!   reproduce a fresh compile's ids exactly, because everything above compares by id.
+//!
 //! An interner may sit on a shared, frozen base ([`Interner::layered`]): the base's ids stay
 //! as they are and new strings get ids after them, so one compiled cluster can serve many
 //! simulations without copying its strings.

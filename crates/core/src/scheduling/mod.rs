@@ -12,39 +12,58 @@ pub mod engine;
 pub mod explain;
 pub mod intern;
 pub mod launch;
-pub mod node_cache;
+mod node_cache;
 pub mod plan;
-pub mod pool_cache;
+mod pool_cache;
 pub mod prepared;
 pub mod reqs;
 pub mod setup;
 pub mod solver;
-pub mod split;
 pub mod topology;
 
 pub use engine::Options;
+pub use node_cache::NodeCache;
 pub use plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
 
 use crate::model::Snapshot;
 
-/// Plans the snapshot's pending pods.
-pub fn solve(snapshot: &Snapshot, options: &Options) -> Plan {
-    solve_with(snapshot, options, None)
+/// How a compile of a snapshot runs ([`solve_with`], [`prepared::Prepared::new_with`]).
+/// Neither field changes what is compiled or any answer drawn from it, only how long it takes.
+#[derive(Debug, Default)]
+pub struct Compile<'c> {
+    /// Nodes compiled by earlier compiles of the same cluster, for a caller that compiles one
+    /// cluster over and over as it changes (see [`NodeCache`]).
+    pub cache: Option<&'c mut NodeCache>,
+    /// Keep the compile on the calling thread. A compile of a large cluster otherwise moves
+    /// parts of its work onto threads of its own; a caller that runs the compile beside work of
+    /// its own, which already shares the cores with it, sets this: another thread would only
+    /// compete for them, and cost a thread start besides.
+    pub one_thread: bool,
 }
 
-/// [`solve`], with nodes compiled by earlier solves taken from `cache` (the plan is the same):
-/// for callers that solve one cluster over and over as it changes.
-pub fn solve_with(
-    snapshot: &Snapshot,
-    options: &Options,
-    cache: Option<&mut node_cache::NodeCache>,
-) -> Plan {
+impl<'c> Compile<'c> {
+    /// A compile with nodes taken from `cache`, free to use threads.
+    pub fn cached(cache: &'c mut NodeCache) -> Self {
+        Compile {
+            cache: Some(cache),
+            one_thread: false,
+        }
+    }
+}
+
+/// Plans the snapshot's pending pods.
+pub fn solve(snapshot: &Snapshot, options: &Options) -> Plan {
+    solve_with(snapshot, options, Compile::default())
+}
+
+/// [`solve`], its snapshot compiled as `compile` says (the plan is the same).
+pub fn solve_with(snapshot: &Snapshot, options: &Options, compile: Compile<'_>) -> Plan {
     let order = if options.emptiest_first {
         setup::kube_queue_cmp
     } else {
         setup::karpenter_queue_cmp
     };
-    let mut world = setup::build_ordered(snapshot, cache, !options.closed.is_empty(), order);
+    let mut world = setup::build_ordered(snapshot, compile, !options.closed.is_empty(), order);
     let mut engine = engine::Engine::new(&mut world, options.clone());
     let unplaced = engine.run();
     if options.repack {

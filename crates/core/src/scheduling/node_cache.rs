@@ -41,7 +41,11 @@ struct Entry {
     used: u64,
 }
 
-/// Compiled nodes by name, for compiles of one cluster over time (see the module header).
+/// What compiles of one cluster over time keep for the next ([`super::Compile::cache`]): each
+/// node's compiled requirements by name, the last NodePool compile, and the last compile made
+/// under a [`NodeCache::same_as`] key. Every compile made with it equals a fresh one, ids
+/// included. Only the simulator keeps one: it compiles the same cluster for every decision
+/// (what that saves is measured in `docs/PERFORMANCE.md`, "What the caches are worth").
 #[derive(Clone, Debug, Default)]
 pub struct NodeCache {
     /// Every string an entry refers to, numbered once for the cache's lifetime.
@@ -54,22 +58,22 @@ pub struct NodeCache {
     /// The ids a replay interned, before they are compared with the last compile's.
     scratch: Vec<u32>,
     /// Nodes answered from the cache and compiled afresh, for tests.
-    pub hits: u64,
-    pub misses: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
     /// Hits whose ids were those of the node's last compile (nothing renamed), for tests.
-    pub same_ids: u64,
+    pub(crate) same_ids: u64,
     /// Hits renamed in the requirements of the node's last compile, for tests.
-    pub renamed_in_place: u64,
+    pub(crate) renamed_in_place: u64,
     /// Hits known by the Node's `resourceVersion`, its labels not compared, for tests.
-    pub by_version: u64,
+    pub(crate) by_version: u64,
     /// The NodePools compiled last (they are compiled before any node).
-    pub pools: PoolCache,
+    pub(crate) pools: PoolCache,
     /// What the next compile's snapshot equals, when the caller knows (see `same_as`).
     pub(super) same: Option<u64>,
     /// The last compile made under a `same_as` key, with that key.
     pub(super) kept: Option<(u64, Option<Prepared>)>,
     /// Compiles answered whole from `kept`, for tests.
-    pub compiles_reused: u64,
+    pub(crate) compiles_reused: u64,
 }
 
 impl NodeCache {
@@ -84,6 +88,12 @@ impl NodeCache {
     /// the time may have changed.
     pub fn same_as(&mut self, key: u64) {
         self.same = Some(key);
+    }
+
+    /// `(nodes looked up, compiles answered whole under a same_as key)` so far: for the
+    /// caller's tests that a compile was made, or reused.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.hits + self.misses, self.compiles_reused)
     }
 
     /// Starts a compile: ids of the last one mean nothing now.
@@ -312,6 +322,7 @@ mod tests {
     use crate::disruption::bench::cluster;
     use crate::labels;
     use crate::model::Snapshot;
+    use crate::scheduling::Compile;
     use crate::scheduling::setup::{Targets, targets, targets_with};
     use std::sync::Arc;
 
@@ -450,7 +461,7 @@ mod tests {
         ) {
             let mut s = cluster(12, 40, seed);
             let mut cache = NodeCache::new();
-            prop_assert_eq!(shape(&targets_with(&s, Some(&mut cache))), shape(&targets(&s)));
+            prop_assert_eq!(shape(&targets_with(&s, Compile::cached(&mut cache))), shape(&targets(&s)));
             for (step, op) in ops.iter().enumerate() {
                 apply(&mut s, op, step);
                 // Odd steps carry versions, which name the labels: known ones go unread.
@@ -458,7 +469,7 @@ mod tests {
                     n.resource_version = if step % 2 == 1 { version_of(n) } else { String::new() };
                 }
                 prop_assert_eq!(
-                    shape(&targets_with(&s, Some(&mut cache))),
+                    shape(&targets_with(&s, Compile::cached(&mut cache))),
                     shape(&targets(&s)),
                     "after {:?}",
                     op
@@ -466,7 +477,7 @@ mod tests {
             }
             prop_assert!(cache.hits > 0);
             // Once more over an unchanged cluster: the NodePools come from the cache.
-            prop_assert_eq!(shape(&targets_with(&s, Some(&mut cache))), shape(&targets(&s)));
+            prop_assert_eq!(shape(&targets_with(&s, Compile::cached(&mut cache))), shape(&targets(&s)));
             prop_assert!(cache.pools.hits > 0);
         }
     }
@@ -489,7 +500,7 @@ mod tests {
             let options = crate::scheduling::Options::default();
             let mut cache = NodeCache::new();
             let solve = |s: &Snapshot, cache: &mut NodeCache| {
-                crate::scheduling::solve_with(s, &options, Some(cache))
+                crate::scheduling::solve_with(s, &options, Compile::cached(cache))
             };
             prop_assert_eq!(solve(&s, &mut cache), crate::scheduling::solve(&s, &options));
             for (step, op) in ops.iter().enumerate() {
@@ -539,13 +550,13 @@ mod tests {
                 apply(&mut s, op, step);
                 let fresh = Prepared::new(&s).map(|p| solves(&s, &p));
                 cache.same_as(step as u64);
-                let cached = Prepared::new_with(&s, Some(&mut cache));
+                let cached = Prepared::new_with(&s, Compile::cached(&mut cache));
                 prop_assert_eq!(cached.as_ref().map(|p| solves(&s, p)), fresh.clone());
                 // The same cluster later: the kept compile answers, the same way.
                 s.now = crate::time::Timestamp(s.now.0 + 15_000);
                 let reused = cache.compiles_reused;
                 cache.same_as(step as u64);
-                let kept = Prepared::new_with(&s, Some(&mut cache));
+                let kept = Prepared::new_with(&s, Compile::cached(&mut cache));
                 prop_assert_eq!(cache.compiles_reused, reused + 1);
                 prop_assert_eq!(kept.as_ref().map(|p| solves(&s, p)), fresh);
             }
@@ -567,9 +578,9 @@ mod tests {
             n.resource_version = format!("{i}");
         }
         let mut cache = NodeCache::new();
-        targets_with(&s, Some(&mut cache));
+        targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.misses, cache.by_version), (6, 0));
-        targets_with(&s, Some(&mut cache));
+        targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.hits, cache.by_version), (6, 6));
         // Relabelled at a new version: compiled again. Unversioned: compared, and a hit.
         s.nodes[0]
@@ -578,7 +589,7 @@ mod tests {
         s.nodes[0].resource_version = "100".into();
         s.nodes[1].resource_version = String::new();
         assert_eq!(
-            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets_with(&s, Compile::cached(&mut cache))),
             shape(&targets(&s))
         );
         assert_eq!((cache.misses, cache.hits, cache.by_version), (7, 11, 10));
@@ -588,13 +599,13 @@ mod tests {
     fn requirements_no_compile_shares_are_renamed_in_place() {
         let mut s = cluster(8, 30, 3);
         let mut cache = NodeCache::new();
-        let first = targets_with(&s, Some(&mut cache));
+        let first = targets_with(&s, Compile::cached(&mut cache));
         // The first node gone moves every later node's own ids.
         let gone = s.nodes.iter().map(|n| n.name.clone()).min().unwrap();
         s.nodes.retain(|n| n.name != gone);
         // While a compile shares them, the renamed requirements are copies.
         assert_eq!(
-            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets_with(&s, Compile::cached(&mut cache))),
             shape(&targets(&s))
         );
         assert_eq!(cache.renamed_in_place, 0);
@@ -606,7 +617,7 @@ mod tests {
             s2
         };
         assert_eq!(
-            shape(&targets_with(&s2, Some(&mut cache))),
+            shape(&targets_with(&s2, Compile::cached(&mut cache))),
             shape(&targets(&s2))
         );
         assert!(cache.renamed_in_place > 0);
@@ -617,17 +628,17 @@ mod tests {
         let mut s = cluster(6, 30, 2);
         let mut cache = NodeCache::new();
         cache.same_as(1);
-        let first = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        let first = Prepared::new_with(&s, Compile::cached(&mut cache)).unwrap();
         // Without a key, a compile neither uses nor replaces the kept one.
-        let _ = Prepared::new_with(&s, Some(&mut cache));
+        let _ = Prepared::new_with(&s, Compile::cached(&mut cache));
         cache.same_as(1);
-        let again = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        let again = Prepared::new_with(&s, Compile::cached(&mut cache)).unwrap();
         assert_eq!(cache.compiles_reused, 1);
         assert!(Arc::ptr_eq(&first.0, &again.0));
         // Another key compiles anew, and sees the change.
         s.nodes.remove(0);
         cache.same_as(2);
-        let changed = Prepared::new_with(&s, Some(&mut cache)).unwrap();
+        let changed = Prepared::new_with(&s, Compile::cached(&mut cache)).unwrap();
         assert_eq!(cache.compiles_reused, 1);
         assert_eq!(
             solves(&s, &changed),
@@ -635,6 +646,29 @@ mod tests {
         );
         let nodes = |p: &Prepared| p.targets.existing.iter().filter(|e| !e.in_flight).count();
         assert_eq!(nodes(&first), nodes(&changed) + 1);
+    }
+
+    #[test]
+    fn a_compile_kept_on_one_thread_equals_one_that_splits() {
+        // Large enough that every part that may move to a thread of its own does.
+        let s = cluster(300, 4200, 5);
+        fn one(cache: Option<&mut NodeCache>) -> Compile<'_> {
+            Compile {
+                cache,
+                one_thread: true,
+            }
+        }
+        assert_eq!(shape(&targets_with(&s, one(None))), shape(&targets(&s)));
+        let split = Prepared::new(&s).unwrap();
+        let alone = Prepared::new_with(&s, one(None)).unwrap();
+        assert_eq!(solves(&s, &alone), solves(&s, &split));
+        // With a cache too, filled by a compile that split.
+        let mut cache = NodeCache::new();
+        let _ = targets_with(&s, Compile::cached(&mut cache));
+        assert_eq!(
+            shape(&targets_with(&s, one(Some(&mut cache)))),
+            shape(&targets(&s))
+        );
     }
 
     #[test]
@@ -666,18 +700,18 @@ mod tests {
     fn unchanged_nodepools_are_reused_and_changed_ones_compiled() {
         let mut s = cluster(4, 10, 1);
         let mut cache = NodeCache::new();
-        let _ = targets_with(&s, Some(&mut cache));
-        let _ = targets_with(&s, Some(&mut cache));
+        let _ = targets_with(&s, Compile::cached(&mut cache));
+        let _ = targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.pools.hits, cache.pools.misses), (1, 1));
         // An equal catalog in a new list is the same input.
         for list in s.instance_types.values_mut() {
             *list = std::sync::Arc::new((**list).clone());
         }
-        let _ = targets_with(&s, Some(&mut cache));
+        let _ = targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.pools.hits, cache.pools.misses), (2, 1));
         s.nodepools[0].weight += 1;
         assert_eq!(
-            shape(&targets_with(&s, Some(&mut cache))),
+            shape(&targets_with(&s, Compile::cached(&mut cache))),
             shape(&targets(&s))
         );
         assert_eq!((cache.pools.hits, cache.pools.misses), (2, 2));
@@ -687,12 +721,12 @@ mod tests {
     fn unchanged_nodes_are_replayed_and_changed_ones_compiled() {
         let mut s = cluster(10, 30, 1);
         let mut cache = NodeCache::new();
-        let _ = targets_with(&s, Some(&mut cache));
+        let _ = targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.hits, cache.misses), (0, 10));
         s.nodes[3]
             .labels
             .insert("example.com/v".into(), "changed".into());
-        let _ = targets_with(&s, Some(&mut cache));
+        let _ = targets_with(&s, Compile::cached(&mut cache));
         assert_eq!((cache.hits, cache.misses), (9, 11));
         // Nodes before the changed one keep their ids: their requirements are shared, not
         // renamed; so is everything once nothing changes.
@@ -702,8 +736,8 @@ mod tests {
             cache.same_ids
         );
         let before = cache.same_ids;
-        let a = targets_with(&s, Some(&mut cache));
-        let b = targets_with(&s, Some(&mut cache));
+        let a = targets_with(&s, Compile::cached(&mut cache));
+        let b = targets_with(&s, Compile::cached(&mut cache));
         assert_eq!(cache.same_ids, before + 20);
         assert!(Arc::ptr_eq(&a.existing[0].reqs, &b.existing[0].reqs));
     }

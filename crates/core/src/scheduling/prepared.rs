@@ -19,11 +19,11 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, OnceLock};
 
+use super::Compile;
 use super::compile::{self, ExistingC};
 use super::engine::room::{self, RoomBase, Sorted};
 use super::engine::{Engine, Options};
 use super::intern::{FastMap, FastSet, Interner};
-use super::node_cache::NodeCache;
 use super::plan::Plan;
 use super::setup::{self, Existing, Targets, World};
 use crate::model::{Pod, PodPhase, Snapshot};
@@ -87,14 +87,22 @@ impl Prepared {
     /// Compiles `s`; `None` when its shape needs full solves (pods on deleting nodes to
     /// reschedule, or daemons that bring strings of their own).
     pub fn new(s: &Snapshot) -> Option<Prepared> {
-        Self::new_with(s, None)
+        Self::new_with(s, Compile::default())
     }
 
-    /// [`Prepared::new`], with nodes compiled before taken from `cache`, or the whole compile
-    /// when the cache was told (see [`NodeCache::same_as`]) that `s` equals one it compiled.
-    pub fn new_with(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
+    /// [`Prepared::new`], compiled as `compile` says: with its cache, nodes compiled before are
+    /// taken from it, or the whole compile when the cache was told (see
+    /// [`NodeCache::same_as`](super::NodeCache::same_as)) that `s` equals one it compiled.
+    pub fn new_with(s: &Snapshot, compile: Compile<'_>) -> Option<Prepared> {
+        let Compile { cache, one_thread } = compile;
         let Some(c) = cache else {
-            return Self::compile(s, None);
+            return Self::compile(
+                s,
+                Compile {
+                    cache: None,
+                    one_thread,
+                },
+            );
         };
         let key = c.same.take();
         if let Some(k) = key
@@ -109,22 +117,28 @@ impl Prepared {
             // the node cache would otherwise copy to rename (see `NodeCache::node_reqs`).
             c.kept = None;
         }
-        let compiled = Self::compile(s, Some(&mut *c));
+        let compiled = Self::compile(
+            s,
+            Compile {
+                cache: Some(&mut *c),
+                one_thread,
+            },
+        );
         if let Some(k) = key {
             c.kept = Some((k, compiled.clone()));
         }
         compiled
     }
 
-    fn compile(s: &Snapshot, cache: Option<&mut NodeCache>) -> Option<Prepared> {
+    fn compile(s: &Snapshot, compile: Compile<'_>) -> Option<Prepared> {
         // The duplicate-key check reads every pod and nothing else the compile makes: on a
         // large cluster it runs on another core meanwhile.
-        if s.pods.len() < PODS_WORTH_A_THREAD || !super::split::may_split() {
-            return Self::compile_with(s, cache, || duplicate_keys(&s.pods));
+        if s.pods.len() < PODS_WORTH_A_THREAD || compile.one_thread {
+            return Self::compile_with(s, compile, || duplicate_keys(&s.pods));
         }
         std::thread::scope(|scope| {
             let keys = scope.spawn(|| duplicate_keys(&s.pods));
-            Self::compile_with(s, cache, || {
+            Self::compile_with(s, compile, || {
                 keys.join().expect("the duplicate-key check panicked")
             })
         })
@@ -133,7 +147,7 @@ impl Prepared {
     /// [`Prepared::compile`], with the snapshot's duplicate pod keys from `duplicates`.
     fn compile_with(
         s: &Snapshot,
-        cache: Option<&mut NodeCache>,
+        compile: Compile<'_>,
         duplicates: impl FnOnce() -> HashSet<String>,
     ) -> Option<Prepared> {
         if setup::pods_to_schedule(s)
@@ -142,7 +156,7 @@ impl Prepared {
         {
             return None;
         }
-        let mut targets = setup::targets_with(s, cache);
+        let mut targets = setup::targets_with(s, compile);
         let start = targets
             .fresh
             .first()

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::Compile;
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
 use super::intern::{FastMap, FastSet, Interner};
-use super::node_cache::NodeCache;
 use super::reqs::{self, Reqs};
 use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
 use crate::labels;
@@ -315,23 +315,18 @@ pub fn pods_to_schedule_by(s: &Snapshot, cmp: fn(&Pod, &Pod) -> std::cmp::Orderi
 
 /// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
 pub fn build(s: &Snapshot) -> World {
-    build_with(s, None, false)
+    build_ordered(s, Compile::default(), false, karpenter_queue_cmp)
 }
 
-/// [`build`], with nodes compiled before taken from `cache` (the result is the same), for a
-/// solve that closes nodes (see [`Class::from_deleting`]) when `closes`.
-pub fn build_with(s: &Snapshot, cache: Option<&mut NodeCache>, closes: bool) -> World {
-    build_ordered(s, cache, closes, karpenter_queue_cmp)
-}
-
-/// [`build_with`], the pods taken in the order `cmp` gives.
+/// [`build`] compiled as `compile` says (the result is the same), for a solve that closes
+/// nodes (see [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
 pub fn build_ordered(
     s: &Snapshot,
-    cache: Option<&mut NodeCache>,
+    compile: Compile<'_>,
     closes: bool,
     cmp: fn(&Pod, &Pod) -> std::cmp::Ordering,
 ) -> World {
-    let mut t = targets_with(s, cache);
+    let mut t = targets_with(s, compile);
     let schedule = pods_to_schedule_by(s, cmp);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let running = usage(s, &mut t, &rescheduled);
@@ -415,11 +410,15 @@ pub fn term_selects(
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.
 pub fn targets(s: &Snapshot) -> Targets {
-    targets_with(s, None)
+    targets_with(s, Compile::default())
 }
 
-/// [`targets`], with nodes compiled before taken from `cache` (the result is the same).
-pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets {
+/// [`targets`], compiled as `compile` says (the result is the same).
+pub fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
+    let Compile {
+        mut cache,
+        one_thread,
+    } = compile;
     if let Some(c) = cache.as_deref_mut() {
         c.begin();
     }
@@ -432,7 +431,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             init_label,
             names: node_names,
         },
-    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD && super::split::may_split() {
+    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD && !one_thread {
         std::thread::scope(|scope| {
             let order = scope.spawn(|| NodeOrder::of(s));
             let names = compile::resource_names(s);
@@ -497,7 +496,7 @@ pub fn targets_with(s: &Snapshot, mut cache: Option<&mut NodeCache>) -> Targets 
             })
             .collect()
     };
-    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD && super::split::may_split() {
+    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD && !one_thread {
         std::thread::scope(|scope| {
             let rest = scope.spawn(rest);
             let reqs = requirements();

@@ -6,6 +6,13 @@
 //! Where Karpenter picks the first new claim with the fewest pods, this solver picks the claim
 //! whose cheapest launch grows least (ties: tightest fit), which packs nodes closer to the
 //! lower bound without ever opening a claim Karpenter would not.
+//!
+//! A topology domain is an interned id, and ids follow the order the compile first meets each
+//! string in: the order the snapshot lists a NodePool's requirement values, its instance types
+//! and their offerings. That order says nothing about the domains, so no choice may follow it:
+//! where domains tie (as many matching pods, or no count to compare), the one whose name sorts
+//! first is taken, here and when a new claim's domains are settled (`engine::evaluate`). A test
+//! (`tests/topology.rs`) lists the zones in both orders and requires the same plan.
 
 use super::bitset::Bitset;
 use super::compile::{Res, fits};
@@ -310,11 +317,16 @@ impl World {
                     .copied()
                     .find(|&g| self.groups[g].def.key == key)
             });
-            if let Some(g) = order_by {
-                cands.sort_by_key(|&d| (self.groups[g].count(d), d));
-            }
-            match cands.first() {
-                Some(&d) => pins.push((key, d)),
+            // Ties go to the domain whose name sorts first, never to the lowest id: ids follow
+            // the order the snapshot lists strings in (see the module header).
+            let name = |d: u32| self.interner.name(d);
+            let count = |d: u32| order_by.map_or(0, |g| self.groups[g].count(d));
+            let best = cands
+                .iter()
+                .copied()
+                .min_by(|&a, &b| count(a).cmp(&count(b)).then_with(|| name(a).cmp(name(b))));
+            match best {
+                Some(d) => pins.push((key, d)),
                 None => return Err(Refusal::MissingTopologyKey(key)),
             }
         }

@@ -8,7 +8,6 @@
 use nodewright_core::disruption::command::{Method, Target};
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::queue::{Effect, Failure, Replacement};
-use nodewright_core::scheduling::split;
 
 use super::launch::replacement_options;
 use super::remembered::Remembering;
@@ -152,13 +151,8 @@ impl Engine<'_> {
     /// (on one thread); a re-check soon waits for its compile, which may then use both cores.
     fn view_warmed(&mut self, held: &InFlight, alone: bool) -> u64 {
         let (generation, view) = self.cluster.view_held(self.now, held);
-        let warm_up = Remembering::new(&self.memo, generation, held, view).warm_up();
-        if alone {
-            self.cluster
-                .beside_view(move |s| split::alone(|| warm_up(s)));
-        } else {
-            self.cluster.beside_view(warm_up);
-        }
+        let warm_up = Remembering::new(&self.memo, generation, held, view).warm_up(alone);
+        self.cluster.beside_view(warm_up);
         generation
     }
 

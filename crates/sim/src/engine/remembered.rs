@@ -2,7 +2,7 @@
 //!
 //! A graceful command is re-checked on a fresh snapshot after the validation delay, with one
 //! simulation of its nodes gone. That simulation runs on the view's compile (nodes come from
-//! the node cache kept across rounds, `nodewright_core::scheduling::node_cache`) instead of a
+//! the node cache kept across rounds, `nodewright_core::scheduling::NodeCache`) instead of a
 //! full solve. The clock reaches a simulation only through the nodes a consolidation keeps its
 //! pods off, so over one
 //! [`Cluster::view_generation`](crate::cluster::Cluster::view_generation), with the same
@@ -25,7 +25,7 @@ use nodewright_core::disruption::engine_simulator::{EngineSimulator, warm};
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::simulate::{PreparedSimulation, Purpose, Simulation, Simulator};
 use nodewright_core::model::{Pod, Snapshot};
-use nodewright_core::scheduling::node_cache::NodeCache;
+use nodewright_core::scheduling::NodeCache;
 
 /// `(purpose, nodes the moving pods may not land on, nodes removed, pods moved in the order
 /// given)`.
@@ -40,7 +40,7 @@ pub(crate) struct Memo {
     answers: BTreeMap<Key, Simulation>,
     /// Simulations answered from memory, for tests.
     pub(crate) reused: u64,
-    /// Nodes compiled by earlier rounds (see `nodewright_core::scheduling::node_cache`).
+    /// Nodes compiled by earlier rounds (see `nodewright_core::scheduling::NodeCache`).
     nodes: Arc<Mutex<NodeCache>>,
 }
 
@@ -119,14 +119,15 @@ impl<'m> Remembering<'m> {
     /// Work that compiles the view this simulator was made for, given it, into the kept
     /// compile, to run on another thread beside a planning round or a re-check: their first
     /// simulation of the view then finds it compiled, or waits for it rather than compiling
-    /// it again. A round that simulates nothing does not wait for it.
-    pub(crate) fn warm_up(&self) -> impl FnOnce(&Snapshot) + Send + 'static {
+    /// it again. A round that simulates nothing does not wait for it. With `one_thread`, the
+    /// compile starts no threads of its own (`Compile::one_thread`).
+    pub(crate) fn warm_up(&self, one_thread: bool) -> impl FnOnce(&Snapshot) + Send + 'static {
         let nodes = self.memo.borrow().nodes.clone();
         let epoch = self.epoch;
         let view = self.view as usize;
         move |snapshot| {
             debug_assert_eq!(std::ptr::from_ref(snapshot) as usize, view, "not the view");
-            warm(&nodes, snapshot, epoch)
+            warm(&nodes, snapshot, epoch, one_thread)
         }
     }
 
@@ -240,13 +241,13 @@ mod tests {
         let view = cluster(20, 120, 7);
         let expected = plain(&view);
         let sim = Remembering::new(&memo, 1, &InFlight::default(), &view);
-        let warm_up = sim.warm_up();
+        let warm_up = sim.warm_up(false);
         std::thread::scope(|scope| {
             scope.spawn(|| warm_up(&view));
         });
         let nodes = memo.borrow().nodes.clone();
         // Nodes looked up by compiles, and compiles answered whole from the kept one.
-        let counts = |c: &NodeCache| (c.hits + c.misses, c.compiles_reused);
+        let counts = NodeCache::counts;
         let (looked_up, reused) = counts(&nodes.lock().unwrap());
         assert!(looked_up > 0, "the warm-up compiled the view");
         assert_eq!(

@@ -387,7 +387,12 @@ impl Engine<'_> {
                                     && cts.is_none_or(|z| z.has(o.capacity_type, &self.w.interner))
                             })
                             .map(|o| o.zone)
-                            .min_by_key(|z| (self.zone_claims.get(z).copied().unwrap_or(0), *z))
+                            .min_by(|a, b| {
+                                // Ties by name, not id (see `solver`'s header).
+                                let claims = |z| self.zone_claims.get(z).copied().unwrap_or(0);
+                                let name = |z: &u32| self.w.interner.name(*z);
+                                claims(a).cmp(&claims(b)).then_with(|| name(a).cmp(name(b)))
+                            })
                             .unwrap_or(pool.its[first].offerings[0].zone)
                     })
                 } else if key == self.w.capacity_type {
@@ -400,10 +405,12 @@ impl Engine<'_> {
                         }
                     })
                 } else {
+                    // The allowed value whose name sorts first, not the lowest id.
                     self.w.universe[&key]
                         .iter()
                         .map(|x| x.0)
-                        .find(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
+                        .filter(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
+                        .min_by(|&a, &b| self.w.interner.name(a).cmp(self.w.interner.name(b)))
                 };
                 if let Some(v) = value {
                     reqs.add(key, ValueSet::one(v), None, &self.w.interner);

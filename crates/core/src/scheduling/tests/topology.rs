@@ -440,3 +440,64 @@ fn a_term_selects_by_namespace_selector_and_label_keys() {
     t.label_selector = None;
     assert!(!term_selects(&t, &owner, &same, &labelled));
 }
+
+/// The plan of seven zone-spread pods (skew 1 over three zones: one zone takes three) whose
+/// NodePool lists the zones in `order`, which is the order the compile first meets them in.
+fn spread_over_zones_listed(order: &[&str]) -> crate::scheduling::Plan {
+    let mut np = pool("default");
+    np.template
+        .requirements
+        .push(req(labels::ZONE, crate::requirements::Operator::In, order));
+    solve(&snapshot(
+        vec![np],
+        catalog(4),
+        spread_pods(7, labels::ZONE, 1),
+    ))
+}
+
+#[test]
+fn ties_between_domains_do_not_depend_on_the_order_their_names_were_first_met() {
+    let forward = spread_over_zones_listed(&["zone-a", "zone-b", "zone-c"]);
+    let backward = spread_over_zones_listed(&["zone-c", "zone-b", "zone-a"]);
+    assert!(forward.unplaced.is_empty());
+    assert_eq!(zones_of(&forward, "s"), zones_of(&backward, "s"));
+    assert_eq!(forward, backward);
+}
+
+/// The one thing listing order changes: a value set is rendered in the order its values were
+/// first met (see `intern`'s header).
+#[test]
+fn rendered_values_keep_the_order_their_nodepool_listed_them_in() {
+    let plan_listing = |cts: &[&str]| {
+        let mut np = pool("default");
+        np.template.requirements.push(req(
+            labels::CAPACITY_TYPE,
+            crate::requirements::Operator::In,
+            cts,
+        ));
+        solve(&snapshot(vec![np], catalog(4), pods("p", 3, 500, 1)))
+    };
+    let forward = plan_listing(&["on-demand", "spot"]);
+    let mut backward = plan_listing(&["spot", "on-demand"]);
+    let values = |plan: &crate::scheduling::Plan| -> Vec<Vec<String>> {
+        let claim = &plan.new_claims[0];
+        claim
+            .requirement_list
+            .iter()
+            .filter(|r| r.key == labels::CAPACITY_TYPE)
+            .map(|r| r.values.clone())
+            .collect()
+    };
+    assert_eq!(values(&forward), [["on-demand", "spot"]]);
+    assert_eq!(values(&backward), [["spot", "on-demand"]]);
+    // Put back in the other order, the plans are the same.
+    for c in &mut backward.new_claims {
+        for r in &mut c.requirement_list {
+            r.values.sort();
+        }
+        for line in &mut c.requirements {
+            *line = line.replace("[spot, on-demand]", "[on-demand, spot]");
+        }
+    }
+    assert_eq!(forward, backward);
+}
