@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod bench;
+pub mod bench_cluster;
 pub mod bench_compare;
 pub mod bench_consolidation;
 pub mod bench_controller;
@@ -21,6 +22,7 @@ pub mod live;
 pub mod node_agent;
 pub mod plan;
 pub mod plan_disruption;
+pub mod procstat;
 pub mod simulate;
 pub mod validate;
 pub mod viewer;

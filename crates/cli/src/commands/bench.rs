@@ -34,6 +34,9 @@ pub enum Which {
     Controller(super::bench_controller::ControllerArgs),
     /// nodewright and upstream Karpenter's scheduler on the same inputs, side by side.
     Compare(super::bench_compare::CompareArgs),
+    /// The controller with its simulated cloud on a real control plane: thousands of pods
+    /// and nodes, its memory sampled every second.
+    Cluster(super::bench_cluster::ClusterArgs),
 }
 
 #[derive(Args, Debug)]
@@ -65,6 +68,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Which::Savings(a) => super::bench_savings::run(a),
         Which::Controller(a) => super::bench_controller::run(a),
         Which::Compare(a) => super::bench_compare::run(a),
+        Which::Cluster(a) => super::bench_cluster::run(a),
     }
 }
 

@@ -39,6 +39,8 @@ use nodewright_core::cadence::{BatchWindow, DisruptionCadence, DisruptionTimings
 use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 
+use super::procstat::{cpu_time, memory, mib};
+
 #[derive(Args, Debug)]
 pub struct ControllerArgs {
     /// Pending pods to create.
@@ -178,37 +180,6 @@ impl EventSink for CountingEvents {
             .entry(event.reason)
             .or_default() += 1;
     }
-}
-
-/// `VmRSS` and `VmHWM` of this process, in bytes.
-fn memory() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// User plus system CPU time of this process (every thread).
-fn cpu_time() -> Duration {
-    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = text.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<u64>().ok()))
-        .sum();
-    Duration::from_millis(ticks * 10)
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1024.0 * 1024.0)
 }
 
 /// Wall time spent inside each controller loop.
@@ -457,12 +428,12 @@ pub fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {
 /// allocator may reuse freed memory), so it is measured first, on a fresh heap.
 fn state_bytes_per_object(objects: Vec<Object>) -> f64 {
     let n = objects.len().max(1);
-    let before = memory().0;
+    let before = memory("self").0;
     let mut s = ClusterState::default();
     for o in objects {
         s.apply(WatchEvent::Apply(o));
     }
-    let after = memory().0;
+    let after = memory("self").0;
     drop(s);
     after.saturating_sub(before) as f64 / n as f64
 }
@@ -532,7 +503,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     let per_tick = (args.arrival_rate / 10).max(1);
     let started = clock.now();
     let wall = Instant::now();
-    let cpu = cpu_time();
+    let cpu = cpu_time("self");
     let mut meter = Meter::default();
     let mut claims = 0;
     let mut last_claim = started;
@@ -561,8 +532,8 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     }
     let up_virtual = clock.now().since(started);
     let up_wall = wall.elapsed();
-    let up_cpu = cpu_time().saturating_sub(cpu);
-    let (rss_up, _) = memory();
+    let up_cpu = cpu_time("self").saturating_sub(cpu);
+    let (rss_up, _) = memory("self");
     let (nodes, node_claims) = {
         let s = lock(&state);
         (s.nodes.len(), s.nodeclaims.len())
@@ -666,7 +637,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         }
         let started = clock.now();
         let wall = Instant::now();
-        let cpu = cpu_time();
+        let cpu = cpu_time("self");
         let mut meter = Meter::default();
         let writes_before = counting.total();
         let mut last_write = started;
@@ -699,7 +670,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
             tick += 1;
         }
         let nodes_after = lock(&state).nodes.len();
-        let (_, hwm) = memory();
+        let (_, hwm) = memory("self");
         println!("scale-down ({} pods deleted)", victims.len());
         println!(
             "  settled              {:.1} s virtual after the delete (last write), {nodes} -> {nodes_after} nodes, {replaced} pods evicted and recreated",
@@ -708,7 +679,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         println!(
             "  wall {:.2} s, cpu {:.2} s, controller loops {:.2} s:",
             wall.elapsed().as_secs_f64(),
-            cpu_time().saturating_sub(cpu).as_secs_f64(),
+            cpu_time("self").saturating_sub(cpu).as_secs_f64(),
             meter.total().as_secs_f64()
         );
         meter.print();

@@ -25,6 +25,7 @@ mod helm;
 mod install;
 mod older_seeds;
 mod repair;
+mod scale;
 mod seed_demo;
 mod static_capacity;
 mod viewer;

@@ -1,0 +1,53 @@
+//! `nodewright bench cluster` on a real control plane, small: the benchmark that measures the
+//! controller at 20,000 pods (`scripts/bench-cluster-scale`, figures in docs/RELIABILITY.md)
+//! runs here at 120 pods, so it keeps working. It must bind every pod on nodes filled ten at
+//! a time, resize through one churn step and bind again, and report the controller's memory.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::kit::ControlPlane;
+
+#[test]
+fn the_scale_benchmark_binds_every_pod_and_reports_the_controllers_memory() {
+    let Some(cp) = ControlPlane::start("scale") else {
+        return;
+    };
+    let out = cp.dir.join("bench");
+    let run = Command::new(env!("CARGO_BIN_EXE_nodewright"))
+        .args(["bench", "cluster", "--pods", "120", "--churn-minutes", "1"])
+        .args(["--no-scale-down", "--timeout-minutes", "5"])
+        .arg("--kubeconfig")
+        .arg(&cp.kubeconfig)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("nodewright bench cluster runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    eprintln!("{stdout}");
+    assert!(
+        run.status.success(),
+        "bench cluster failed:\n{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    let phases = result["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["scale-up", "churn"]);
+    let up = &phases[0]["end"];
+    assert_eq!(
+        (up["pods"].as_u64(), up["bound"].as_u64()),
+        (Some(120), Some(120))
+    );
+    // Ten pods fill a node: at least twelve nodes, and every node has a claim.
+    assert!(up["nodes"].as_u64().unwrap() >= 12, "{up}");
+    assert_eq!(up["nodes"], up["claims"], "{up}");
+    let churn = &phases[1]["end"];
+    assert_eq!(churn["pods"], churn["bound"], "{churn}");
+    assert!(churn["pods"].as_u64().unwrap() >= 60, "{churn}");
+    let peak = result["peak_rss_mib"].as_f64().unwrap();
+    assert!(peak > 10.0, "the controller's memory was not read: {peak}");
+    assert!(result["churn_last_third_peak_mib"].as_f64().unwrap() > 10.0);
+}
