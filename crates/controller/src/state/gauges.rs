@@ -463,10 +463,11 @@ pub fn set_all(s: &ClusterState, metrics: &Metrics) {
 pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What upstream's metrics controllers keep up to date, ticked once a second: the state's own
-/// sync gauges always; pod startup times and the node, pod and NodePool gauges unless
-/// `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
+/// sync gauges always; pod startup times, status conditions and the node, pod and NodePool
+/// gauges unless `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
 pub struct StateMetrics {
     startup: PodStartup,
+    conditions: super::conditions::ConditionObserver,
     ages: super::ages::Ages,
     last_gauges: Option<std::time::Instant>,
     enabled: bool,
@@ -476,6 +477,7 @@ impl StateMetrics {
     pub fn new(enabled: bool) -> Self {
         StateMetrics {
             startup: PodStartup::default(),
+            conditions: Default::default(),
             ages: super::ages::Ages::default(),
             last_gauges: None,
             enabled,
@@ -490,9 +492,11 @@ impl StateMetrics {
             return;
         }
         self.startup.observe(s, metrics);
+        let now = crate::clock::Clock::system().now();
+        self.conditions.observe(s, metrics, now);
         if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
             set_all(s, metrics);
-            let now = crate::clock::Clock::system().now();
+            self.conditions.refresh(metrics, now);
             super::ages::set_lifetimes(s, metrics, now);
             super::ages::set_pod_waits(s, metrics, now, self.startup.waiting());
             self.last_gauges = Some(std::time::Instant::now());
