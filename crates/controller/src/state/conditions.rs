@@ -109,6 +109,7 @@ impl ConditionMetrics {
         }
     }
 
+    /// The families of `kind`, one of [`STATUS_KINDS`] (the observer asks for no other).
     fn of(&self, kind: Kind) -> &KindFamilies {
         match kind {
             Kind::NodeClaim => &self.claims,

@@ -721,14 +721,21 @@ mod tests {
     #[test]
     fn disabled_observability_keeps_only_the_states_own_gauges() {
         let mut s = ClusterState::default();
-        apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+        let mut node = node_json(0, 0, 0, 4);
+        node["status"]["conditions"] = json!([{"type": "Ready", "status": "True",
+            "lastTransitionTime": "2024-06-01T00:00:00Z"}]);
+        apply(&mut s, Kind::Node, node);
         apply(&mut s, Kind::Pod, pod_json(1, Some(0), 1, 1, true, false));
         let on = Metrics::new();
         let off = Metrics::new();
         StateMetrics::new(true).tick(&s, &on);
         StateMetrics::new(false).tick(&s, &off);
         let (on, off) = (on.encode(), off.encode());
-        for family in ["karpenter_nodes_allocatable{", "karpenter_pods_state{"] {
+        for family in [
+            "karpenter_nodes_allocatable{",
+            "karpenter_pods_state{",
+            "operator_node_status_condition_count{",
+        ] {
             assert!(on.contains(family), "{family} missing when enabled:\n{on}");
             assert!(
                 !off.contains(family),
