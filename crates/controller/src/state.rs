@@ -4,6 +4,7 @@
 
 pub mod ages;
 pub mod changes;
+pub mod conditions;
 pub mod convert;
 pub mod gauges;
 pub mod metrics;
@@ -80,6 +81,9 @@ pub struct ClusterState {
     pub pod_log: ChangeLog,
     /// Nodes changed (their own change, or a change of the pods bound to them).
     pub node_log: ChangeLog,
+    /// Nodes, NodeClaims, NodePools and EC2NodeClasses changed (their own change only), keyed
+    /// by [`status_key`], for the status-condition metrics.
+    pub status_log: ChangeLog,
     /// Objects that failed to parse and were skipped.
     pub skipped: u64,
     /// Each NodePool's recent registrations and liveness failures, for its
@@ -151,6 +155,15 @@ pub struct Nomination {
     pub at: Timestamp,
 }
 
+/// The kinds whose status conditions are metered (`state::conditions`).
+pub const STATUS_KINDS: [Kind; 4] = [Kind::Node, Kind::NodeClaim, Kind::NodePool, Kind::NodeClass];
+
+/// An object's key in [`ClusterState::status_log`]: its kind's name, `/`, its key (these kinds
+/// are cluster-scoped, so the key is the name and has no `/`).
+pub fn status_key(kind: Kind, key: &str) -> String {
+    format!("{}/{key}", kind.name())
+}
+
 pub type SharedState = Arc<Mutex<ClusterState>>;
 
 /// Locks the state; a poisoned lock (a panic elsewhere) still yields the index, which is only
@@ -209,6 +222,7 @@ impl ClusterState {
         self.changes += 1;
         o.strip();
         let key = o.key();
+        self.touch_status(o.kind(), &key);
         match o {
             Object::Pod(p) => {
                 if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
@@ -301,6 +315,7 @@ impl ClusterState {
 
     fn remove(&mut self, kind: Kind, key: &str) {
         self.changes += 1;
+        self.touch_status(kind, key);
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
@@ -345,6 +360,10 @@ impl ClusterState {
 
     fn clear(&mut self, kind: Kind) {
         self.changes += 1;
+        if STATUS_KINDS.contains(&kind) {
+            // Objects deleted while the watch was down are in no log: readers resync.
+            self.status_log.reset();
+        }
         match kind {
             Kind::Pod => {
                 self.pods.clear();
@@ -374,6 +393,16 @@ impl ClusterState {
             Kind::StorageClass => self.storage_classes.clear(),
             Kind::VolumeAttachment => self.volume_attachments.clear(),
             Kind::Namespace => self.namespaces.clear(),
+        }
+    }
+
+    fn touch_status(&mut self, kind: Kind, key: &str) {
+        if STATUS_KINDS.contains(&kind) {
+            let live = self.nodes.len()
+                + self.nodeclaims.len()
+                + self.nodepools.len()
+                + self.nodeclasses.len();
+            self.status_log.touch(&status_key(kind, key), live);
         }
     }
 

@@ -28,6 +28,7 @@ use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
 use nodewright_controller::podevents::PodEvents;
 use nodewright_controller::provisioner::{Provisioner, Trigger};
+use nodewright_controller::state::conditions::ConditionObserver;
 use nodewright_controller::state::gauges::{self, PodStartup};
 use nodewright_controller::state::{
     ClusterState, Kind, Object, SharedState, WatchEvent, lock, provisionable,
@@ -360,6 +361,7 @@ struct Loops {
     cadence: DisruptionCadence,
     metrics: Arc<Metrics>,
     startup: PodStartup,
+    conditions: ConditionObserver,
 }
 
 impl Loops {
@@ -398,13 +400,17 @@ impl Loops {
                 self.disruptor.step(&mut self.cadence).await;
                 meter.add("disruption", t);
             }
-            // The state loop of `run`: pod startup every second, the gauges every five.
+            // The state loop of `run`: pod startup and status conditions every second, the
+            // gauges every five.
             let t = Instant::now();
             {
                 let s = lock(&world.state);
+                let now = world.clock.now();
                 self.startup.observe(&s, &self.metrics);
+                self.conditions.observe(&s, &self.metrics, now);
                 if tick.is_multiple_of(50) {
                     gauges::set_all(&s, &self.metrics);
+                    self.conditions.refresh(&self.metrics, now);
                 }
             }
             meter.add("gauges", t);
@@ -483,6 +489,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         cadence: DisruptionCadence::new(DisruptionTimings::default(), clock.now()),
         metrics: metrics.clone(),
         startup: PodStartup::default(),
+        conditions: ConditionObserver::default(),
     };
     api.put_value(Kind::NodePool, nodepool_json());
     api.mark_synced();

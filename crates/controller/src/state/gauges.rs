@@ -463,10 +463,11 @@ pub fn set_all(s: &ClusterState, metrics: &Metrics) {
 pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What upstream's metrics controllers keep up to date, ticked once a second: the state's own
-/// sync gauges always; pod startup times and the node, pod and NodePool gauges unless
-/// `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
+/// sync gauges always; pod startup times, status conditions and the node, pod and NodePool
+/// gauges unless `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
 pub struct StateMetrics {
     startup: PodStartup,
+    conditions: super::conditions::ConditionObserver,
     ages: super::ages::Ages,
     last_gauges: Option<std::time::Instant>,
     enabled: bool,
@@ -476,6 +477,7 @@ impl StateMetrics {
     pub fn new(enabled: bool) -> Self {
         StateMetrics {
             startup: PodStartup::default(),
+            conditions: Default::default(),
             ages: super::ages::Ages::default(),
             last_gauges: None,
             enabled,
@@ -490,9 +492,11 @@ impl StateMetrics {
             return;
         }
         self.startup.observe(s, metrics);
+        let now = crate::clock::Clock::system().now();
+        self.conditions.observe(s, metrics, now);
         if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
             set_all(s, metrics);
-            let now = crate::clock::Clock::system().now();
+            self.conditions.refresh(metrics, now);
             super::ages::set_lifetimes(s, metrics, now);
             super::ages::set_pod_waits(s, metrics, now, self.startup.waiting());
             self.last_gauges = Some(std::time::Instant::now());
@@ -717,14 +721,21 @@ mod tests {
     #[test]
     fn disabled_observability_keeps_only_the_states_own_gauges() {
         let mut s = ClusterState::default();
-        apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+        let mut node = node_json(0, 0, 0, 4);
+        node["status"]["conditions"] = json!([{"type": "Ready", "status": "True",
+            "lastTransitionTime": "2024-06-01T00:00:00Z"}]);
+        apply(&mut s, Kind::Node, node);
         apply(&mut s, Kind::Pod, pod_json(1, Some(0), 1, 1, true, false));
         let on = Metrics::new();
         let off = Metrics::new();
         StateMetrics::new(true).tick(&s, &on);
         StateMetrics::new(false).tick(&s, &off);
         let (on, off) = (on.encode(), off.encode());
-        for family in ["karpenter_nodes_allocatable{", "karpenter_pods_state{"] {
+        for family in [
+            "karpenter_nodes_allocatable{",
+            "karpenter_pods_state{",
+            "operator_node_status_condition_count{",
+        ] {
             assert!(on.contains(family), "{family} missing when enabled:\n{on}");
             assert!(
                 !off.contains(family),
