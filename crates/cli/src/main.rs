@@ -13,7 +13,9 @@ mod output;
 /// Decisions build and drop many short-lived vectors, strings and maps. With glibc's
 /// allocator about a fifth of the simulator's main-thread samples were in malloc and free;
 /// with mimalloc the benchmark day runs in about 85% of the time, for about 40 MB more at
-/// its peak (`docs/PERFORMANCE.md`, "The allocator").
+/// its peak (`docs/PERFORMANCE.md`, "The allocator"). The `system-allocator` feature leaves
+/// it out, for heap profilers.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -105,7 +105,13 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = runtime.block_on(bench(&args))?;
+    // On a signal the bench is dropped, and with it the controller it started.
+    let report = runtime.block_on(async {
+        tokio::select! {
+            report = bench(&args) => report,
+            _ = stopped() => bail!("stopped by a signal"),
+        }
+    })?;
     let json = serde_json::to_string_pretty(&report)?;
     let path = args.out.join("result.json");
     std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
@@ -116,6 +122,22 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The first SIGINT or SIGTERM.
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {

@@ -252,6 +252,16 @@ impl Object {
                     status.ephemeral_container_statuses = None;
                 }
                 if let Some(spec) = p.spec.as_mut() {
+                    // Only volumes backed by a claim are read (volume topology and limits,
+                    // the termination's wait for detachments). Nearly every pod carries a
+                    // projected service-account volume, about 4 KiB in memory of a pod's 9:
+                    // at 20,000 pending pods the difference is some 80 MiB.
+                    if let Some(volumes) = spec.volumes.as_mut() {
+                        volumes.retain(|v| {
+                            v.persistent_volume_claim.is_some() || v.ephemeral.is_some()
+                        });
+                        volumes.shrink_to_fit();
+                    }
                     for c in spec
                         .containers
                         .iter_mut()
@@ -265,6 +275,8 @@ impl Object {
                         c.readiness_probe = None;
                         c.startup_probe = None;
                         c.volume_mounts = None;
+                        c.lifecycle = None;
+                        c.security_context = None;
                     }
                 }
             }

@@ -45,12 +45,31 @@ fn a_relist_replaces_the_kind_atomically() {
 #[test]
 fn unread_fields_are_stripped() {
     let mut s = ClusterState::default();
-    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    let mut a = unschedulable("a");
+    a["spec"]["volumes"] = json!([
+        {"name": "kube-api-access", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-a"}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+        {"name": "cache", "emptyDir": {}}
+    ]);
+    s.apply(WatchEvent::Apply(pod(a)));
     let p = &s.pods["default/a"];
     assert!(p.metadata.managed_fields.is_none());
-    assert!(p.spec.as_ref().unwrap().containers[0].env.is_none());
-    // What scheduling reads stays.
-    assert!(p.spec.as_ref().unwrap().containers[0].resources.is_some());
+    let spec = p.spec.as_ref().unwrap();
+    assert!(spec.containers[0].env.is_none());
+    // What scheduling and termination read stays: requests, and the claim-backed volumes.
+    assert!(spec.containers[0].resources.is_some());
+    let volumes: Vec<&str> = spec
+        .volumes
+        .iter()
+        .flatten()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(volumes, ["data", "scratch"]);
+    let model = s.pod_model("default/a", p).unwrap();
+    assert_eq!(model.volume_claims, ["data-a", "a-scratch"]);
 }
 
 #[test]
