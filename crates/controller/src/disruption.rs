@@ -593,6 +593,7 @@ impl Disruptor {
         }
     }
 
+    /// Says, on the Node and its NodeClaim, why a node is not disrupted.
     fn publish_verdicts(&self, verdicts: &[Verdict], claims_by_node: &BTreeMap<String, String>) {
         for v in verdicts {
             if !events::announces_block(&v.code) {
