@@ -1,8 +1,9 @@
 //! Where the provider reports what it observes: each error CreateFleet returns becomes one
 //! [`LaunchFailure`] (upstream's `karpenter_cloudprovider_instance_launch_failures_total{zone,
 //! zone_id, capacity_type, reason}`), each refused TerminateInstances one
-//! [`TerminationFailure`], and each batch of merged calls one [`BatchFlushed`]; all are handed
-//! to the observer the controller registered.
+//! [`TerminationFailure`], each batch of merged calls one [`BatchFlushed`], and each launch
+//! template made to exist the size of its user data; all are handed to the observer the
+//! controller registered.
 
 use std::sync::{Arc, RwLock};
 
@@ -36,6 +37,12 @@ impl Observer {
     pub fn batch_flushed(&self, batch: &BatchFlushed) {
         if let Some(o) = self.get() {
             o.batch_flushed(batch);
+        }
+    }
+
+    pub fn user_data_rendered(&self, nodeclass: &str, bytes: usize) {
+        if let Some(o) = self.get() {
+            o.user_data_rendered(nodeclass, bytes);
         }
     }
 

@@ -1,7 +1,8 @@
 //! Launch failures reach the registered observer: a launch whose first CreateFleet answer is
 //! `InsufficientInstanceCapacity` for one offering (injected: moto never reports it) reports
 //! one failure with that offering's zone, zone id and capacity type, and the fallback launch
-//! still succeeds against moto.
+//! still succeeds against moto. The launch also reports the size of the user data it rendered
+//! for the class, which is what the launch template in moto holds.
 
 #[macro_use]
 mod support;
@@ -49,12 +50,45 @@ impl FleetApi for NoCapacity {
 }
 
 #[derive(Default)]
-struct Recorder(Mutex<Vec<LaunchFailure>>);
+struct Recorder(Mutex<Vec<LaunchFailure>>, Mutex<Vec<(String, usize)>>);
 
 impl ProviderObserver for Recorder {
     fn launch_failed(&self, failure: &LaunchFailure) {
         self.0.lock().unwrap().push(failure.clone());
     }
+
+    fn user_data_rendered(&self, nodeclass: &str, bytes: usize) {
+        self.1.lock().unwrap().push((nodeclass.to_string(), bytes));
+    }
+}
+
+/// The decoded sizes of the user data of the cluster's launch templates in moto.
+async fn template_user_data_sizes(moto: &support::Moto, cluster: &str) -> Vec<usize> {
+    let ec2 = &moto.clients.ec2;
+    let templates = ec2.describe_launch_templates().send().await.unwrap();
+    let mut sizes = Vec::new();
+    for t in templates.launch_templates() {
+        let ours = t.tags().iter().any(|tag| {
+            tag.key() == Some("karpenter.k8s.aws/cluster") && tag.value() == Some(cluster)
+        });
+        if !ours {
+            continue;
+        }
+        let versions = ec2
+            .describe_launch_template_versions()
+            .launch_template_id(t.launch_template_id().unwrap_or_default())
+            .send()
+            .await
+            .unwrap();
+        for v in versions.launch_template_versions() {
+            let data = v.launch_template_data().and_then(|d| d.user_data());
+            let raw = data.and_then(nodewright_aws_model::userdata::base64::decode);
+            sizes.push(raw.map_or(0, |r| r.len()));
+        }
+    }
+    sizes.sort();
+    sizes.dedup();
+    sizes
 }
 
 #[tokio::test]
@@ -114,4 +148,15 @@ async fn each_fleet_error_is_reported_with_zone_zone_id_and_capacity_type() {
         }],
         "one failure for the one empty offering; the successful retry reports none"
     );
+
+    let mut rendered = recorder.1.lock().unwrap().clone();
+    rendered.sort();
+    rendered.dedup();
+    let sizes = template_user_data_sizes(&moto, &cluster).await;
+    assert!(
+        !sizes.is_empty() && sizes[0] > 0,
+        "templates in moto: {sizes:?}"
+    );
+    let want: Vec<(String, usize)> = sizes.into_iter().map(|n| ("fail".to_string(), n)).collect();
+    assert_eq!(rendered, want);
 }

@@ -92,4 +92,8 @@ pub trait ProviderObserver: Send + Sync {
     fn termination_failed(&self, _failure: &TerminationFailure) {}
 
     fn batch_flushed(&self, _batch: &BatchFlushed) {}
+
+    /// The user data rendered for a launch template of the node class `nodeclass`: `bytes`
+    /// before base64, the size EC2 limits.
+    fn user_data_rendered(&self, _nodeclass: &str, _bytes: usize) {}
 }

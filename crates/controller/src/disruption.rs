@@ -37,11 +37,12 @@ use nodewright_core::cadence::{
 use nodewright_core::disruption::budgets::allowed_disruptions;
 use nodewright_core::disruption::candidates::{
     Selection, budget_node_counts, invalid_do_not_disrupt, select_both_counted,
+    timed_do_not_disrupt as timed_protection,
 };
 use nodewright_core::disruption::command::{Command, Method, Target};
 use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::in_flight::InFlight;
-use nodewright_core::disruption::plan::{self, Settings, Verdict};
+use nodewright_core::disruption::plan::{self, Move, Settings, Verdict};
 pub use nodewright_core::disruption::queue::{COMMAND_TIMEOUT, Running};
 use nodewright_core::disruption::queue::{Effect, Failure, Queue, Replacement};
 use nodewright_core::disruption::replacement_requests::replacement_requests;
@@ -55,7 +56,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::claims::{self, ClaimRequest};
-use crate::clock::Clock;
+use crate::clock::{Clock, rfc3339};
 use crate::conditions::{self as cond, DISRUPTION_REASON, INITIALIZED};
 use crate::context::Context;
 use crate::events::{Event, EventSink, ObjectRef};
@@ -69,6 +70,7 @@ use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, NodePatch, WriteError, retry_transient};
 use consolidated::{Marker, next_timed_change};
 use journal::{Entry, Journal, What};
+use metrics::BudgetRow;
 use nodewright_core::taints::DISRUPTED_TAINT;
 
 /// Tries per write when a command's targets are marked, unmarked or deleted: a command of ten
@@ -114,8 +116,10 @@ struct RoundResult {
     commands: Vec<Queued>,
     verdicts: Vec<Verdict>,
     eligible: BTreeMap<&'static str, usize>,
-    allowed: Vec<(String, &'static str, u32)>,
+    allowed: Vec<BudgetRow>,
     claims_by_node: BTreeMap<String, String>,
+    /// The consolidation moves the round weighed.
+    moves: Vec<Move>,
     /// The round found nothing and no scheduled budget held it back.
     consolidated: bool,
     /// When this round's verdicts change with time alone.
@@ -124,27 +128,54 @@ struct RoundResult {
     counts: BTreeMap<String, (u32, u32)>,
     /// Pods on nodes whose `do-not-disrupt` value is ignored as invalid, with the value.
     invalid_do_not_disrupt: Vec<(String, String, String)>,
+    /// Pods on nodes whose `do-not-disrupt` is a duration: when it ends, and whether it has.
+    timed_do_not_disrupt: Vec<(ObjectRef, Timestamp, bool)>,
 }
 
-/// Each NodePool's allowed disruptions per budget reason, as upstream's budget mapping sets
-/// `karpenter_nodepools_allowed_disruptions`: what the active budgets allow against the
-/// pool's node count, before subtracting nodes already disrupting (an unbounded pool reports
-/// 2147483647, upstream's MaxInt32).
-pub fn allowed_by_nodepool(snap: &Snapshot) -> Vec<(String, &'static str, u32)> {
+/// Each NodePool's budget per reason, as upstream's budget mapping sets
+/// `karpenter_nodepools_allowed_disruptions` and `_nodes_consuming_budgets`: what the active
+/// budgets allow against the pool's node count, before subtracting nodes already disrupting
+/// (an unbounded pool reports 2147483647, upstream's MaxInt32), and those disrupting nodes.
+pub fn allowed_by_nodepool(snap: &Snapshot) -> Vec<BudgetRow> {
     let counts = budget_node_counts(snap);
     let mut out = Vec::new();
     for np in &snap.nodepools {
-        let count = counts.get(&np.name).map_or(0, |c| c.0);
+        let (nodes, disrupting) = counts.get(&np.name).copied().unwrap_or((0, 0));
         for (reason, label) in [
             (DisruptionReason::Empty, "empty"),
             (DisruptionReason::Drifted, "drifted"),
             (DisruptionReason::Underutilized, "underutilized"),
         ] {
-            let a = allowed_disruptions(np, reason, count, 0, snap.now);
-            out.push((np.name.clone(), label, a.allowed));
+            let a = allowed_disruptions(np, reason, nodes, 0, snap.now);
+            out.push(BudgetRow {
+                nodepool: np.name.clone(),
+                reason: label,
+                allowed: a.allowed,
+                nodes,
+                consuming: disrupting,
+            });
         }
     }
     out
+}
+
+/// The pods on nodes whose `do-not-disrupt` is a duration, with when it ends and whether it
+/// has: upstream tells each such pod it weighs which, every round.
+fn timed_do_not_disrupt(snap: &Snapshot) -> Vec<(ObjectRef, Timestamp, bool)> {
+    snap.pods
+        .iter()
+        .filter(|p| p.node_name.is_some() && !p.is_terminal())
+        .filter_map(|p| {
+            let (until, elapsed) = timed_protection(p, snap.now)?;
+            let pod = ObjectRef::pod(&p.namespace, &p.name);
+            let pod = if p.uid.is_empty() {
+                pod
+            } else {
+                pod.with_uid(p.uid.clone())
+            };
+            Some((pod, until, elapsed))
+        })
+        .collect()
 }
 
 /// Candidates per metric reason: every graceful candidate may be consolidated, the empty ones
@@ -201,8 +232,8 @@ fn round_summary(round: &RoundResult, secs: f64, running: usize) -> String {
             let allowed = round
                 .allowed
                 .iter()
-                .find(|(p, r, _)| p == pool && *r == "underutilized")
-                .map_or(0, |a| a.2);
+                .find(|b| &b.nodepool == pool && b.reason == "underutilized")
+                .map_or(0, |b| b.allowed);
             format!("{pool}: {disrupting} of {nodes} disrupting, budget {allowed}")
         })
         .collect();
@@ -379,6 +410,7 @@ impl Disruptor {
             RoundResult {
                 commands,
                 verdicts: result.verdicts,
+                moves: result.moves,
                 eligible: eligible(&graceful, &eventual),
                 allowed: allowed_by_nodepool(&snap),
                 counts,
@@ -396,6 +428,7 @@ impl Disruptor {
                         Some((p.namespace.clone(), p.name.clone(), value.to_string()))
                     })
                     .collect(),
+                timed_do_not_disrupt: timed_do_not_disrupt(&snap),
                 consolidated,
                 timed,
             }
@@ -414,9 +447,7 @@ impl Disruptor {
         for (reason, n) in &round.eligible {
             self.metrics.disruption.eligible_nodes(reason, *n);
         }
-        self.metrics
-            .disruption
-            .set_allowed_disruptions(&round.allowed);
+        self.metrics.disruption.set_budgets(&round.allowed);
         self.publish_blocked_budgets(&round.allowed);
         self.publish_verdicts(&round.verdicts, &round.claims_by_node);
         for (namespace, name, value) in &round.invalid_do_not_disrupt {
@@ -424,6 +455,17 @@ impl Disruptor {
                 ObjectRef::pod(namespace, name),
                 value,
             ));
+        }
+        for (pod, until, elapsed) in &round.timed_do_not_disrupt {
+            self.events.publish(if *elapsed {
+                events::do_not_disrupt_grace_period_elapsed(pod.clone())
+            } else {
+                events::do_not_disrupt_until(pod.clone(), &rfc3339(*until))
+            });
+        }
+        self.record_moves(&round.moves, &round.claims_by_node);
+        for q in &round.commands {
+            self.publish_consolidation(&q.command, None);
         }
         self.journal.record(|| {
             let n = round.commands.iter().map(|q| q.command.targets.len()).sum();
@@ -461,28 +503,97 @@ impl Disruptor {
         Ok(planned)
     }
 
-    /// Says, on the Node and its NodeClaim, why a node is not disrupted.
     /// A NodePool whose budgets allow no disruption for a reason gets a `DisruptionBlocked`
-    /// event naming the reason, as upstream's budget mapping publishes one.
-    fn publish_blocked_budgets(&self, allowed: &[(String, &'static str, u32)]) {
-        for (pool, label, n) in allowed {
-            let Some(reason) = reason_named(label).filter(|_| *n == 0) else {
+    /// event naming the reason, as upstream's budget mapping publishes one; a pool with nodes
+    /// that its budgets allow no disruption at all, for any reason, gets the one that names
+    /// none as well.
+    fn publish_blocked_budgets(&self, rows: &[BudgetRow]) {
+        let mut pools: BTreeMap<&str, bool> = BTreeMap::new();
+        for row in rows {
+            let blocked = pools.entry(&row.nodepool).or_insert(row.nodes > 0);
+            *blocked &= row.allowed == 0;
+            let Some(reason) = reason_named(row.reason).filter(|_| row.allowed == 0) else {
                 continue;
             };
-            let uid = lock(&self.state)
-                .nodepools
-                .get(pool)
-                .and_then(|p| p.metadata.uid.clone());
-            let object = ObjectRef::nodepool(pool);
-            let object = match uid {
-                Some(uid) => object.with_uid(uid),
-                None => object,
-            };
+            self.events.publish(events::nodepool_blocked_for_reason(
+                self.nodepool_ref(&row.nodepool),
+                reason,
+            ));
+        }
+        for (pool, _) in pools.into_iter().filter(|(_, blocked)| *blocked) {
             self.events
-                .publish(events::nodepool_blocked_for_reason(object, reason));
+                .publish(events::nodepool_blocked(self.nodepool_ref(pool)));
         }
     }
 
+    fn nodepool_ref(&self, pool: &str) -> ObjectRef {
+        let uid = lock(&self.state)
+            .nodepools
+            .get(pool)
+            .and_then(|p| p.metadata.uid.clone());
+        let object = ObjectRef::nodepool(pool);
+        match uid {
+            Some(uid) => object.with_uid(uid),
+            None => object,
+        }
+    }
+
+    /// Counts the consolidation moves the round weighed, as upstream's Balanced evaluator
+    /// does, and tells each node (or, for a multi-node move, the NodePool) that a Balanced
+    /// NodePool approved its move.
+    fn record_moves(&self, moves: &[Move], claims_by_node: &BTreeMap<String, String>) {
+        for m in moves {
+            let score = m.balanced.as_ref().map(|b| b.score);
+            self.metrics.disruption.consolidation_move(
+                m.approved,
+                &m.nodepool,
+                m.policy.as_str(),
+                score,
+            );
+            let Some(b) = m.balanced.as_ref().filter(|_| m.approved) else {
+                continue;
+            };
+            if m.multi_node {
+                self.events.publish(events::consolidation_approved(
+                    self.nodepool_ref(&m.nodepool),
+                    b,
+                ));
+                continue;
+            }
+            for node in &m.nodes {
+                self.events
+                    .publish(events::consolidation_approved(ObjectRef::node(node), b));
+                if let Some(c) = claims_by_node.get(node) {
+                    self.events
+                        .publish(events::consolidation_approved(ObjectRef::nodeclaim(c), b));
+                }
+            }
+        }
+    }
+
+    /// `ConsolidationCandidate` (or, with the re-check's `rejected` reason,
+    /// `ConsolidationRejected`) on each target of a consolidation command, Node and NodeClaim.
+    fn publish_consolidation(&self, c: &Command, rejected: Option<&str>) {
+        if !matches!(
+            c.method,
+            Method::MultiNodeConsolidation | Method::SingleNodeConsolidation
+        ) {
+            return;
+        }
+        for t in &c.targets {
+            let what = events::command_for_node(c, &t.node);
+            for object in [ObjectRef::node(&t.node), ObjectRef::nodeclaim(&t.nodeclaim)] {
+                self.events.publish(match rejected {
+                    None => events::consolidation_candidate(object, &what, c.savings_per_hour),
+                    Some(why) => {
+                        events::consolidation_rejected(object, &what, why, c.savings_per_hour)
+                    }
+                });
+            }
+        }
+    }
+
+    /// Says, on the Node and its NodeClaim, why a node is not disrupted.
     fn publish_verdicts(&self, verdicts: &[Verdict], claims_by_node: &BTreeMap<String, String>) {
         for v in verdicts {
             if !events::announces_block(&v.code) {
@@ -521,7 +632,7 @@ impl Disruptor {
             queued
                 .into_iter()
                 .map(|command| {
-                    let r = validate(&command, &fresh, &sim).map_err(|e| e.to_string());
+                    let r = validate(&command, &fresh, &sim).map_err(|e| (e.kind(), e.to_string()));
                     // The fresh snapshot gives the replacements their current requests: the
                     // re-check's simulation found every planned instance type to hold them.
                     let requests = match &r {
@@ -543,7 +654,8 @@ impl Disruptor {
                     self.start(&q).await.map_err(|e| e.to_string())?;
                     started += 1;
                 }
-                Err(why) => {
+                Err((kind, why)) => {
+                    self.publish_consolidation(&q.command, Some(kind));
                     self.journal.record(|| {
                         let detail = format!("{}: {why}", brief(&q.command));
                         Entry::new(now, What::Rejected, detail).nodes(q.command.targets.len())

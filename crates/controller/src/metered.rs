@@ -95,6 +95,10 @@ impl CloudProvider for MeteredCloud {
         let t = Instant::now();
         let r = self.inner.finalize_node_class(class).await;
         self.record("FinalizeNodeClass", t, &r);
+        if r.is_ok() {
+            let name = class.metadata.name.as_deref().unwrap_or_default();
+            self.metrics.cloud.node_class_finalized(name);
+        }
         r
     }
 
@@ -204,8 +208,9 @@ impl CloudProvider for MeteredCloud {
 }
 
 /// The provider's launch failures become `karpenter_cloudprovider_instance_launch_failures_total`,
-/// its refused terminations `karpenter_cloudprovider_instance_termination_failures_total`, and
-/// its batches the `karpenter_cloudprovider_batcher_*` histograms.
+/// its refused terminations `karpenter_cloudprovider_instance_termination_failures_total`, its
+/// batches the `karpenter_cloudprovider_batcher_*` histograms, and the user data it rendered
+/// `karpenter_ec2nodeclasses_userdata_bytes`.
 impl ProviderObserver for Metrics {
     fn launch_failed(&self, f: &LaunchFailure) {
         self.cloud
@@ -219,5 +224,9 @@ impl ProviderObserver for Metrics {
     fn batch_flushed(&self, b: &BatchFlushed) {
         self.cloud
             .batch_flushed(b.batcher, b.size, b.window_seconds);
+    }
+
+    fn user_data_rendered(&self, nodeclass: &str, bytes: usize) {
+        self.cloud.user_data_rendered(nodeclass, bytes);
     }
 }

@@ -315,11 +315,21 @@ impl Provisioner {
         let mut out = Provisioned::default();
         let pending = snap.pods.iter().filter(|p| p.node_name.is_none()).count();
         self.metrics.provisioner.queue_depth(pending);
+        self.metrics
+            .provisioner
+            .pending_by_zone(&scheduling::effective_zone::pending_by_zone(&snap));
         if pending == 0 {
             self.metrics.provisioner.unschedulable_pods(0);
             return Ok(out);
         }
         self.publish_pools_without_types(&snap);
+        let now = self.clock.now();
+        {
+            let mut s = lock(&self.state);
+            for p in snap.pods.iter().filter(|p| p.node_name.is_none()) {
+                s.ack_pod(&p.key(), now);
+            }
+        }
         let options = self.options.clone();
         let started = Instant::now();
         let simulating = metrics::Simulating::begin(&self.metrics, "");
@@ -348,8 +358,13 @@ impl Provisioner {
             .chain(plan.unplaced.iter().map(|u| u.pod.clone()))
             .collect();
         {
-            let s = lock(&self.state);
+            let mut s = lock(&self.state);
+            let now = self.clock.now();
+            for p in &plan.placements {
+                s.mark_scheduling_decision(&p.pod, true, now);
+            }
             for u in &plan.unplaced {
+                s.mark_scheduling_decision(&u.pod, false, now);
                 self.events
                     .publish(events::failed_scheduling(pod_ref(&s, &u.pod), &u.reason));
             }
@@ -591,10 +606,11 @@ impl Trigger {
     /// index's pending set under its lock without copying it: this runs every tick.
     pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
         {
-            let s = lock(state);
+            let mut s = lock(state);
             let pending = s.pending();
             self.last_trigger.retain(|k, _| pending.contains(k));
             self.first_seen.retain(|k, _| pending.contains(k));
+            let mut seen = Vec::new();
             for key in pending {
                 let due = self.last_trigger.get(key).is_none_or(|t| {
                     now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
@@ -602,10 +618,15 @@ impl Trigger {
                 if due {
                     if !self.last_trigger.contains_key(key) && !self.first_seen.contains_key(key) {
                         self.first_seen.insert(key.clone(), now);
+                        seen.push(key.clone());
                     }
                     self.batcher.trigger(now, key);
                     self.last_trigger.insert(key.clone(), now);
                 }
+            }
+            // The state keeps when the provisioner first saw each pod, for the pod metrics.
+            for key in seen {
+                s.ack_pod(&key, now);
             }
         }
         self.batcher.poll(now).is_some()
@@ -676,6 +697,43 @@ mod tests {
         let out = prov.provision().await.unwrap();
         assert!(out.errors.is_empty() && out.unplaced.is_empty(), "{out:?}");
         assert_eq!(h.events.with_reason("Nominated").len(), 15);
+    }
+
+    /// Each pass counts its pending pods by the zone they can go to; a pass with none left
+    /// leaves no series.
+    #[tokio::test(start_paused = true)]
+    async fn pending_pods_are_counted_by_effective_zone() {
+        let h = Harness::new();
+        h.nodepool("default", None);
+        h.api.mark_synced();
+        h.pending_pod("free", "1");
+        let mut pinned = crate::tests::pending_pod_json("pinned", "1");
+        pinned["spec"]["nodeSelector"] =
+            serde_json::json!({"topology.kubernetes.io/zone": "us-east-1a"});
+        h.api.put_value(Kind::Pod, pinned);
+        let prov = provisioner(&h);
+        prov.provision().await.unwrap();
+        let series = |h: &Harness| {
+            h.metrics
+                .encode()
+                .lines()
+                .filter(|l| {
+                    l.starts_with("karpenter_scheduler_pending_pods_by_effective_zone_count{")
+                })
+                .map(str::to_owned)
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        assert_eq!(
+            series(&h).into_iter().collect::<Vec<_>>(),
+            [
+                r#"karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="flexible"} 1.0"#,
+                r#"karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="us-east-1a"} 1.0"#,
+            ]
+        );
+        h.api.delete(Kind::Pod, "default/free").unwrap();
+        h.api.delete(Kind::Pod, "default/pinned").unwrap();
+        prov.provision().await.unwrap();
+        assert!(series(&h).is_empty(), "{:?}", series(&h));
     }
 
     /// A NodePool whose requirements no instance type meets gets `NoCompatibleInstanceTypes`

@@ -58,6 +58,9 @@ pub struct ClusterState {
     pub namespaces: BTreeMap<String, Namespace>,
     /// Pending pods the provisioner placed on a claim, by pod key (see [`Nomination`]).
     nominations: BTreeMap<String, Nomination>,
+    /// What the provisioner made of each pod it has seen pending, by pod key (see
+    /// [`PodScheduling`]); a deleted pod's goes with it.
+    pod_scheduling: BTreeMap<String, PodScheduling>,
     /// Claims this controller created that the NodeClaim watch has not reported yet. They
     /// count towards limits and hold their pods, so the next loop cannot launch them twice.
     in_flight: BTreeMap<String, NodeClaim>,
@@ -92,6 +95,17 @@ pub struct ClusterState {
     /// Moves with every change to the index, so a loop can tell nothing changed since it
     /// last looked (see [`ClusterState::changes`]).
     changes: u64,
+}
+
+/// When the provisioner first saw a pod pending, first decided on it, and first found it room,
+/// as upstream's cluster state keeps them (pod acks and scheduling decisions) for the pod
+/// metrics: `karpenter_pods_provisioning_*` count from the last, and
+/// `_scheduling_undecided_time_seconds` from the first until the second.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PodScheduling {
+    pub acked: Option<Timestamp>,
+    pub decided: Option<Timestamp>,
+    pub schedulable: Option<Timestamp>,
 }
 
 /// How long a nomination outlives its claim's initialization: upstream's
@@ -207,6 +221,7 @@ impl ClusterState {
                     // Pods deleted while the watch was down take their nominations along.
                     let pods = &self.pods;
                     self.nominations.retain(|k, _| pods.contains_key(k));
+                    self.pod_scheduling.retain(|k, _| pods.contains_key(k));
                 }
                 self.synced.insert(kind);
             }
@@ -319,6 +334,7 @@ impl ClusterState {
         match kind {
             Kind::Pod => {
                 self.nominations.remove(key);
+                self.pod_scheduling.remove(key);
                 self.pending.remove(key);
                 self.forget_model(key);
                 if let Some(old) = self.pods.remove(key) {
@@ -443,6 +459,36 @@ impl ClusterState {
         self.nodeclaims
             .get(name)
             .or_else(|| self.in_flight.get(name))
+    }
+
+    /// Records that the provisioner first saw the pending pod `pod` at `now` (kept if it saw
+    /// it earlier).
+    pub fn ack_pod(&mut self, pod: &str, now: Timestamp) {
+        if self.pods.contains_key(pod) {
+            let s = self.pod_scheduling.entry(pod.to_string()).or_default();
+            s.acked.get_or_insert(now);
+        }
+    }
+
+    /// Records a provisioning pass's decision on `pod` at `now`: whether the solve found it
+    /// room. The first decision and the first room found are kept; a pod found no room loses
+    /// the room it had, as upstream forgets a pod's schedulable time when it errors.
+    pub fn mark_scheduling_decision(&mut self, pod: &str, placed: bool, now: Timestamp) {
+        if !self.pods.contains_key(pod) {
+            return;
+        }
+        let s = self.pod_scheduling.entry(pod.to_string()).or_default();
+        s.decided.get_or_insert(now);
+        if placed {
+            s.schedulable.get_or_insert(now);
+        } else {
+            s.schedulable = None;
+        }
+    }
+
+    /// What the provisioner made of `pod` so far.
+    pub fn pod_scheduling(&self, pod: &str) -> PodScheduling {
+        self.pod_scheduling.get(pod).copied().unwrap_or_default()
     }
 
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at

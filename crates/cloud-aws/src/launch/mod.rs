@@ -561,6 +561,12 @@ impl AwsCloud {
                 .ensure(&self.clients, &spec)
                 .await
                 .map_err(CloudError::from)?;
+            // The size of the user data rendered for the class (before base64), upstream's
+            // karpenter_ec2nodeclasses_userdata_bytes, measured as its template is made.
+            if let Some(raw) = nodewright_aws_model::userdata::base64::decode(&spec.user_data) {
+                let class = base.class.metadata.name.as_deref().unwrap_or_default();
+                self.observer.user_data_rendered(class, raw.len());
+            }
             configs.push(fleet::TemplateConfig {
                 template_name,
                 overrides,

@@ -1,12 +1,15 @@
 //! The cloud's instance types and offerings as gauges (upstream's
 //! `karpenter_cloudprovider_instance_type_*` families), replaced as a whole on each refresh
-//! so a type or offering the cloud no longer lists leaves no stale series.
+//! so a type or offering the cloud no longer lists leaves no stale series; and each NodePool's
+//! cost at those prices (`karpenter_nodepools_cost_total`, replaced the same way, so a deleted
+//! NodePool's series goes) with the claims that could not be priced
+//! (`karpenter_nodepools_cost_tracker_errors_total`).
 
 use std::collections::BTreeMap;
 
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Gauges, Snapshot, registered};
+use crate::metrics::{Counters, Gauges, Snapshot, registered};
 
 /// What one refresh publishes: per instance type its cores and memory, and per
 /// (instance type, capacity type, zone) whether it can be launched and its price.
@@ -23,11 +26,18 @@ pub struct OfferingMetrics {
     memory_bytes: Gauges,
     available: Gauges,
     price: Gauges,
+    cost: Gauges,
+    cost_errors: Counters,
     snapshot: Snapshot,
 }
 
 impl OfferingMetrics {
     pub(crate) fn register(r: &mut Registry, snapshot: &Snapshot) -> Self {
+        let cost_errors = registered(
+            r,
+            "karpenter_nodepools_cost_tracker_errors",
+            "Number of errors encountered during cost tracking operations. Labeled by nodepool.",
+        );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         OfferingMetrics {
             cpu_cores: gauges(
@@ -46,8 +56,31 @@ impl OfferingMetrics {
                 "karpenter_cloudprovider_instance_type_offering_price_estimate",
                 "Instance type offering estimated hourly price, by instance type, capacity type and zone.",
             ),
+            cost: gauges(
+                "karpenter_nodepools_cost_total",
+                "Total cost of the nodepool from Karpenter's perspective. Units are determined by the cloud provider. Not an authoritative source for billing.",
+            ),
+            cost_errors,
             snapshot: snapshot.clone(),
         }
+    }
+
+    /// Replaces every NodePool's cost with `costs` (NodePool → price per hour).
+    pub fn set_costs(&self, costs: &BTreeMap<String, f64>) {
+        let _guard = self.snapshot.hold();
+        self.cost.clear();
+        for (pool, cost) in costs {
+            self.cost
+                .get_or_create(&vec![("nodepool", pool.clone())])
+                .set(*cost);
+        }
+    }
+
+    /// `n` claims of `nodepool` that could not be priced.
+    pub fn cost_tracking_errors(&self, nodepool: &str, n: u64) {
+        self.cost_errors
+            .get_or_create(&vec![("nodepool", nodepool.to_owned())])
+            .inc_by(n);
     }
 
     /// Replaces every instance-type and offering series with `rows`.

@@ -1,6 +1,7 @@
 use nodewright_core::model::{CapacityType, Offering};
 
 use super::*;
+use crate::state::Kind;
 use crate::tests::Harness;
 use crate::tests::cloud::catalog;
 
@@ -79,4 +80,49 @@ async fn a_refresh_publishes_every_offering_and_drops_what_is_gone() {
     let text = h.metrics.encode();
     assert_eq!(line(&text, AVAILABLE, &large), None);
     assert!(line(&text, AVAILABLE, &[r#"instance_type="m5.xlarge""#]).is_some());
+}
+
+/// Each NodePool costs what its claims' offerings cost; a claim whose NodePool went cannot be
+/// priced, and is counted as an error of that pool while the pool's cost series goes.
+#[tokio::test(start_paused = true)]
+async fn each_nodepool_costs_its_claims_offerings_and_an_orphan_claim_is_an_error() {
+    let h = Harness::new();
+    let claim = crate::tests::termination::initialized_node(&h).await;
+    h.nodepool("idle", None);
+    let m = CloudMetrics::new(&h.context());
+    m.pass().await.unwrap();
+    let labels = {
+        let Some(crate::state::Object::NodeClaim(c)) = h.api.get(Kind::NodeClaim, &claim) else {
+            panic!("no claim {claim}")
+        };
+        c.metadata.labels.unwrap_or_default()
+    };
+    let price = catalog()
+        .iter()
+        .filter(|it| it.name == labels[labels::INSTANCE_TYPE])
+        .flat_map(|it| it.offerings.clone())
+        .find(|o| {
+            o.zone == labels[labels::ZONE]
+                && o.capacity_type.as_str() == labels[labels::CAPACITY_TYPE]
+        })
+        .map(|o| o.price);
+    let text = h.metrics.encode();
+    const COST: &str = "karpenter_nodepools_cost_total";
+    assert!(price.is_some_and(|p| p > 0.0), "{labels:?}");
+    assert_eq!(value(&text, COST, &[r#"nodepool="default""#]), price);
+    assert_eq!(value(&text, COST, &[r#"nodepool="idle""#]), Some(0.0));
+    assert!(!text.contains("karpenter_nodepools_cost_tracker_errors_total{"));
+
+    h.api.delete(Kind::NodePool, "default").unwrap();
+    m.pass().await.unwrap();
+    let text = h.metrics.encode();
+    assert_eq!(line(&text, COST, &[r#"nodepool="default""#]), None);
+    assert_eq!(
+        value(
+            &text,
+            "karpenter_nodepools_cost_tracker_errors_total",
+            &[r#"nodepool="default""#]
+        ),
+        Some(1.0)
+    );
 }

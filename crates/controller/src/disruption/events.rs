@@ -1,7 +1,11 @@
-//! The disruption loop's events, with upstream's reasons and messages: a command's steps, and
-//! what blocks a node or a NodePool from being disrupted.
+//! The disruption loop's events, with upstream's reasons and messages: a command's steps,
+//! what blocks a node or a NodePool from being disrupted, the consolidation moves found,
+//! approved and rejected, and what a pod's `do-not-disrupt` duration means.
 
 use std::time::Duration;
+
+use nodewright_core::disruption::command::Command;
+use nodewright_core::disruption::consolidation::{BALANCED_THRESHOLD, BalancedScore};
 
 use crate::events::{DEFAULT_DEDUPE_TIMEOUT, Event, EventType, ObjectRef, title};
 
@@ -88,6 +92,89 @@ pub fn invalid_do_not_disrupt(pod: ObjectRef, value: &str) -> Event {
         ),
     )
     .dedupe_on(&[value], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// A command as one of its target nodes sees it: the whole command when it has only that
+/// target, else that node's part of it.
+pub fn command_for_node(c: &Command, node: &str) -> String {
+    if c.targets.len() == 1 {
+        return c.to_string();
+    }
+    format!(
+        "{}: [{node}] (part of {}-node consolidation)",
+        c.decision.as_str(),
+        c.targets.len()
+    )
+}
+
+/// A consolidation move was found for the Node or NodeClaim (`command` as
+/// [`command_for_node`] gives it).
+pub fn consolidation_candidate(object: ObjectRef, command: &str, savings: f64) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "ConsolidationCandidate",
+        format!("Consolidation candidate: {command} (savings: ${savings:.2})"),
+    )
+    .dedupe_on(&[command], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// A consolidation move found for the Node or NodeClaim failed its re-check; `reason` is
+/// upstream's kind of failure (`churn`, `budget`, `scheduling`).
+pub fn consolidation_rejected(
+    object: ObjectRef,
+    command: &str,
+    reason: &str,
+    savings: f64,
+) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "ConsolidationRejected",
+        format!("Consolidation rejected: {command}, reason: {reason} (savings: ${savings:.2})"),
+    )
+    .dedupe_on(&[command, reason], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// A Balanced NodePool approved a move: on the Node and NodeClaim of a single-node move, on
+/// the NodePool of a multi-node one.
+pub fn consolidation_approved(object: ObjectRef, score: &BalancedScore) -> Event {
+    Event::new(
+        object,
+        EventType::Normal,
+        "ConsolidationApproved",
+        format!(
+            "Consolidation approved: score {:.2} >= threshold {BALANCED_THRESHOLD:.2} (k: {}, savings {:.1}% of the NodePool's cost, disruption {:.1}% of its disruption cost)",
+            score.score,
+            (1.0 / BALANCED_THRESHOLD).round(),
+            score.savings_fraction * 100.0,
+            score.disruption_fraction * 100.0,
+        ),
+    )
+    .dedupe_on(&[], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// Pod annotation: a `karpenter.sh/do-not-disrupt` duration still protects the pod until
+/// `at` (RFC 3339).
+pub fn do_not_disrupt_until(pod: ObjectRef, at: &str) -> Event {
+    Event::new(
+        pod,
+        EventType::Normal,
+        "DoNotDisruptUntil",
+        format!("Pod will be disruptable at {at}"),
+    )
+    .dedupe_on(&[at], DEFAULT_DEDUPE_TIMEOUT)
+}
+
+/// Pod annotation: a `karpenter.sh/do-not-disrupt` duration has passed.
+pub fn do_not_disrupt_grace_period_elapsed(pod: ObjectRef) -> Event {
+    Event::new(
+        pod,
+        EventType::Normal,
+        "DoNotDisruptGracePeriodElapsed",
+        "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable",
+    )
+    .dedupe_object()
 }
 
 #[cfg(test)]

@@ -3,7 +3,10 @@
 //! search, `_decisions_total` (and `_by_nodepool_total`) for each command executed,
 //! `_eligible_nodes{reason}`, `_failed_validations_total`, `_queue_failures_total` (a
 //! started command rolled back) and `_consolidation_timeouts_total`; the budgets'
-//! `karpenter_nodepools_allowed_disruptions{nodepool, reason}`; and
+//! `karpenter_nodepools_allowed_disruptions{nodepool, reason}` and
+//! `_nodes_consuming_budgets{nodepool, reason}`; the consolidation moves weighed,
+//! `karpenter_consolidation_moves_total{decision, nodepool, policy}` (decision `approved` or
+//! `rejected`) and, for Balanced NodePools, their `karpenter_consolidation_score`; and
 //! `karpenter_pods_disruption_initiated_total{reason, nodepool, capacity_type,
 //! consolidation_policy, termination_mode}`, the pods a command is about to move, counted when
 //! it deletes each target's NodeClaim, as upstream's queue counts them.
@@ -14,6 +17,7 @@
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::metrics::{
@@ -29,6 +33,9 @@ pub struct DisruptionMetrics {
     eligible_nodes: Gauges,
     failed_validations: Counters,
     allowed: Gauges,
+    consuming: Gauges,
+    moves: Counters,
+    scores: Histograms,
     consolidation_timeouts: Counters,
     queue_failures: Counters,
     pods_initiated: Counters,
@@ -69,6 +76,22 @@ impl DisruptionMetrics {
                 r,
                 "karpenter_nodepools_allowed_disruptions",
                 "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
+            ),
+            consuming: registered(
+                r,
+                "karpenter_nodepools_nodes_consuming_budgets",
+                "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.",
+            ),
+            moves: registered(
+                r,
+                "karpenter_consolidation_moves",
+                "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+            ),
+            scores: register(
+                r,
+                "karpenter_consolidation_score",
+                "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+                Family::new_with_constructor(score_histogram),
             ),
             consolidation_timeouts: registered(
                 r,
@@ -125,18 +148,46 @@ impl DisruptionMetrics {
             .set(n as f64);
     }
 
-    /// Replaces `karpenter_nodepools_allowed_disruptions` with one series per
-    /// `(nodepool, reason, allowed)`, so a deleted NodePool's series go away.
-    pub fn set_allowed_disruptions(&self, rows: &[(String, &str, u32)]) {
+    /// Replaces `karpenter_nodepools_allowed_disruptions` and `_nodes_consuming_budgets`
+    /// with one series per NodePool and reason, so a deleted NodePool's series go away.
+    pub fn set_budgets(&self, rows: &[BudgetRow]) {
         let _guard = self.snapshot.hold();
         self.allowed.clear();
-        for (nodepool, reason, n) in rows {
+        self.consuming.clear();
+        for row in rows {
+            let labels = vec![
+                ("nodepool", row.nodepool.clone()),
+                ("reason", row.reason.to_owned()),
+            ];
             self.allowed
-                .get_or_create(&vec![
-                    ("nodepool", nodepool.clone()),
-                    ("reason", (*reason).to_owned()),
-                ])
-                .set(f64::from(*n));
+                .get_or_create(&labels)
+                .set(f64::from(row.allowed));
+            self.consuming
+                .get_or_create(&labels)
+                .set(f64::from(row.consuming));
+        }
+    }
+
+    /// A consolidation move weighed: counted by whether it was approved, with the Balanced
+    /// policy's score when its NodePool uses that policy.
+    pub fn consolidation_move(
+        &self,
+        approved: bool,
+        nodepool: &str,
+        policy: &str,
+        score: Option<f64>,
+    ) {
+        let labels = vec![
+            (
+                "decision",
+                if approved { "approved" } else { "rejected" }.to_owned(),
+            ),
+            ("nodepool", nodepool.to_owned()),
+            ("policy", policy.to_owned()),
+        ];
+        self.moves.get_or_create(&labels).inc();
+        if let Some(score) = score {
+            self.scores.get_or_create(&labels).observe(score);
         }
     }
 
@@ -185,6 +236,22 @@ impl DisruptionMetrics {
     }
 }
 
+/// Upstream's buckets for the Balanced score, around its threshold of 0.5.
+fn score_histogram() -> Histogram {
+    Histogram::new([0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0])
+}
+
+/// One NodePool's budget for one reason: what its budgets allow against its `nodes`, and the
+/// nodes already disrupting that consume it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetRow {
+    pub nodepool: String,
+    pub reason: &'static str,
+    pub allowed: u32,
+    pub nodes: u32,
+    pub consuming: u32,
+}
+
 fn decision_labels(decision: &str, reason: &str, consolidation_type: &str) -> Labels {
     vec![
         ("decision", decision.to_owned()),
@@ -204,6 +271,7 @@ pub struct Disrupted<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::BudgetRow;
     use crate::metrics::{Metrics, has};
 
     #[test]
@@ -245,11 +313,21 @@ mod tests {
     fn budgets_and_timeouts_carry_upstream_labels() {
         let m = Metrics::new();
         let d = &m.disruption;
-        d.set_allowed_disruptions(&[("default".into(), "underutilized", 3)]);
+        d.set_budgets(&[BudgetRow {
+            nodepool: "default".into(),
+            reason: "underutilized",
+            allowed: 3,
+            nodes: 5,
+            consuming: 2,
+        }]);
         d.consolidation_timeout("multi");
         assert!(has(
             &m,
             r#"karpenter_nodepools_allowed_disruptions{nodepool="default",reason="underutilized"} 3.0"#
+        ));
+        assert!(has(
+            &m,
+            r#"karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="underutilized"} 2.0"#
         ));
         assert!(has(
             &m,

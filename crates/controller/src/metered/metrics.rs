@@ -5,13 +5,15 @@
 //! capacity_type, reason}`); terminations the cloud refused (upstream's
 //! `karpenter_cloudprovider_instance_termination_failures_total`); and the batches its
 //! batchers sent (`karpenter_cloudprovider_batcher_batch_size` and `_batch_time_seconds`,
-//! labelled with the batcher).
+//! labelled with the batcher); and the size of the user data last rendered for each
+//! EC2NodeClass (`karpenter_ec2nodeclasses_userdata_bytes`), whose series goes once the
+//! class is finalized.
 
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Histograms, durations, register, registered};
+use crate::metrics::{Counters, Gauges, Histograms, durations, register, registered};
 
 /// Calls per batch, up to the batchers' cap of 1000.
 const BATCH_SIZE_BUCKETS: [f64; 12] = [
@@ -39,6 +41,7 @@ pub struct CloudMetrics {
     termination_failures: Counters,
     batch_size: Histograms,
     batch_time: Histograms,
+    user_data: Gauges,
 }
 
 impl CloudMetrics {
@@ -77,7 +80,25 @@ impl CloudMetrics {
                 "Duration of the batching window per batcher",
                 Family::new_with_constructor(batch_time_histogram),
             ),
+            user_data: registered(
+                r,
+                "karpenter_ec2nodeclasses_userdata_bytes",
+                "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass",
+            ),
         }
+    }
+
+    /// The user data last rendered for `nodeclass` is `bytes` long.
+    pub fn user_data_rendered(&self, nodeclass: &str, bytes: usize) {
+        self.user_data
+            .get_or_create(&vec![("nodeclass", nodeclass.to_owned())])
+            .set(bytes as f64);
+    }
+
+    /// `nodeclass` is gone: so is its user data series.
+    pub fn node_class_finalized(&self, nodeclass: &str) {
+        self.user_data
+            .remove(&vec![("nodeclass", nodeclass.to_owned())]);
     }
 
     /// One call by `controller` into the cloud provider; `error` names the failure kind when
@@ -186,6 +207,25 @@ mod tests {
         ] {
             assert!(s.iter().any(|l| l == line), "{line} missing from {s:#?}");
         }
+    }
+
+    #[test]
+    fn a_class_has_its_user_data_size_until_it_is_finalized() {
+        use nodewright_cloud::ProviderObserver;
+        let m = Metrics::new();
+        let observer: &dyn ProviderObserver = &m;
+        observer.user_data_rendered("default", 1200);
+        observer.user_data_rendered("default", 1500);
+        let line = r#"karpenter_ec2nodeclasses_userdata_bytes{nodeclass="default"} 1500.0"#;
+        assert!(samples(&m).iter().any(|l| l == line), "{:#?}", samples(&m));
+        m.cloud.node_class_finalized("default");
+        assert!(
+            !samples(&m)
+                .iter()
+                .any(|l| l.starts_with("karpenter_ec2nodeclasses_userdata_bytes")),
+            "{:#?}",
+            samples(&m)
+        );
     }
 
     #[test]

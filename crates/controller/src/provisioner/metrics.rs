@@ -8,6 +8,9 @@
 //! - `karpenter_scheduler_unfinished_work_seconds{controller, scheduling_id}`: how long the
 //!   running scheduling simulation has been going, read at every scrape; the series goes when
 //!   the simulation ends, as upstream's does;
+//! - `karpenter_scheduler_pending_pods_by_effective_zone_count{controller, zone}`: the last
+//!   pass's pending pods by the zone they can go to (`core::scheduling::effective_zone`: a
+//!   zone, `flexible` or `none`), replaced as a whole each pass;
 //! - `karpenter_scheduler_ignored_pods_count`: the pending pods the last pass left out because
 //!   they do not read as pods the scheduler can place (an unsupported operator, a bad value),
 //!   upstream's pods that fail pre-validation.
@@ -33,6 +36,7 @@ pub struct ProvisionerMetrics {
     scheduling_duration: Histograms,
     queue_depth: Gauges,
     unschedulable_pods: Gauges,
+    pending_by_zone: Gauges,
     decision_duration: Histogram,
     unfinished: Gauges,
     ignored: Gauge<f64, AtomicU64>,
@@ -64,6 +68,11 @@ impl ProvisionerMetrics {
                 r,
                 "karpenter_scheduler_unschedulable_pods_count",
                 "The number of unschedulable Pods.",
+            ),
+            pending_by_zone: registered(
+                r,
+                "karpenter_scheduler_pending_pods_by_effective_zone_count",
+                "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level zone signals, volume topology (PVC zones), and topology constraints. Values: specific zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid intersection).",
             ),
             decision_duration: register(
                 r,
@@ -121,6 +130,21 @@ impl ProvisionerMetrics {
         self.queue_depth
             .get_or_create(&labels(""))
             .set(pending as f64);
+    }
+
+    /// The pass's pending pods by effective zone; the last pass's zones that have none now
+    /// go.
+    pub fn pending_by_zone(&self, counts: &std::collections::BTreeMap<String, usize>) {
+        let _guard = self.snapshot.hold();
+        self.pending_by_zone.clear();
+        for (zone, n) in counts {
+            self.pending_by_zone
+                .get_or_create(&vec![
+                    ("controller", PROVISIONER.to_owned()),
+                    ("zone", zone.clone()),
+                ])
+                .set(*n as f64);
+        }
     }
 
     pub fn unschedulable_pods(&self, n: usize) {

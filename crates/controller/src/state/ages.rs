@@ -3,9 +3,12 @@
 //! `karpenter_nodes_current_lifetime_seconds` (each node's age, by the node labels of the
 //! other `karpenter_nodes_*` gauges), and `karpenter_pods_unbound_time_seconds` and
 //! `karpenter_pods_unstarted_time_seconds` (how long each pod seen pending has waited to be
-//! bound, and to be Ready, by name and namespace). The per-object families are replaced as a
-//! whole with the other node and pod gauges, so an object that went, or stopped waiting,
-//! leaves no series.
+//! bound, and to be Ready, by name and namespace), and their `karpenter_pods_provisioning_*`
+//! twins counted from when the provisioner first found the pod room instead of from its
+//! creation, with `karpenter_pods_provisioning_scheduling_undecided_time_seconds` (from when
+//! the provisioner first saw the pod until its first decision on it). The per-object families
+//! are replaced as a whole with the other node and pod gauges, so an object that went, or
+//! stopped waiting, leaves no series.
 
 use std::time::Instant;
 
@@ -23,6 +26,9 @@ pub(crate) struct AgeMetrics {
     lifetime: Gauges,
     unbound: Gauges,
     unstarted: Gauges,
+    provisioning_unbound: Gauges,
+    provisioning_unstarted: Gauges,
+    undecided: Gauges,
 }
 
 impl AgeMetrics {
@@ -46,6 +52,18 @@ impl AgeMetrics {
             unstarted: gauges(
                 "karpenter_pods_unstarted_time_seconds",
                 "The time from pod creation until the pod is running.",
+            ),
+            provisioning_unbound: gauges(
+                "karpenter_pods_provisioning_unbound_time_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+            ),
+            provisioning_unstarted: gauges(
+                "karpenter_pods_provisioning_unstarted_time_seconds",
+                "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+            ),
+            undecided: gauges(
+                "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+                "The time from when Karpenter has seen a pod without making a scheduling decision for the pod. Note: this calculated from a point in memory, not by the pod creation timestamp.",
             ),
         }
     }
@@ -104,13 +122,17 @@ pub fn set_pod_waits<'a>(
     waiting: impl Iterator<Item = (&'a str, bool)>,
 ) {
     let m = &metrics.ages;
-    m.unbound.clear();
-    m.unstarted.clear();
+    for family in [
+        &m.unbound,
+        &m.unstarted,
+        &m.provisioning_unbound,
+        &m.provisioning_unstarted,
+        &m.undecided,
+    ] {
+        family.clear();
+    }
     for (key, bound) in waiting {
         let Some(p) = s.pods.get(key) else {
-            continue;
-        };
-        let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) else {
             continue;
         };
         let row = vec![
@@ -120,11 +142,26 @@ pub fn set_pod_waits<'a>(
                 p.metadata.namespace.clone().unwrap_or_default(),
             ),
         ];
-        let seconds = now.since(created).as_secs_f64();
-        if !bound {
-            m.unbound.get_or_create(&row).set(seconds);
+        if let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) {
+            let seconds = now.since(created).as_secs_f64();
+            if !bound {
+                m.unbound.get_or_create(&row).set(seconds);
+            }
+            m.unstarted.get_or_create(&row).set(seconds);
         }
-        m.unstarted.get_or_create(&row).set(seconds);
+        let scheduling = s.pod_scheduling(key);
+        if let Some(room) = scheduling.schedulable {
+            let seconds = now.since(room).as_secs_f64();
+            if !bound {
+                m.provisioning_unbound.get_or_create(&row).set(seconds);
+            }
+            m.provisioning_unstarted.get_or_create(&row).set(seconds);
+        }
+        if let (Some(seen), None) = (scheduling.acked, scheduling.decided) {
+            m.undecided
+                .get_or_create(&row)
+                .set(now.since(seen).as_secs_f64());
+        }
     }
 }
 

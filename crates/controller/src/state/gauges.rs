@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use nodewright_core::labels;
 use nodewright_core::resources::{CPU, NODES, Resources};
+use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
 use super::metrics::{NodeGauge, PodGauge};
@@ -286,12 +287,22 @@ impl PodStartup {
                     .and_then(|c| c.last_transition_time.as_ref())
                     .map(from_time)
             };
+            // From when the provisioner first found the pod room; not for a pod bound before
+            // that (the kube-scheduler found it room on its own).
+            let room = s.pod_scheduling(key).schedulable;
+            let after_room = |t: Timestamp| room.filter(|r| t >= *r).map(|r| t.since(r));
             if !*bound_seen && let Some(t) = since("PodScheduled") {
                 metrics.state.pod_bound(t.since(created).as_secs_f64());
+                if let Some(d) = after_room(t) {
+                    metrics.state.pod_provisioning_bound(d.as_secs_f64());
+                }
                 *bound_seen = true;
             }
             if let Some(t) = since("Ready") {
                 metrics.state.pod_startup(t.since(created).as_secs_f64());
+                if let Some(d) = after_room(t) {
+                    metrics.state.pod_provisioning_startup(d.as_secs_f64());
+                }
                 self.pending.remove(key);
             }
         }

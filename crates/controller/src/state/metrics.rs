@@ -2,7 +2,9 @@
 //! (`karpenter_nodes_allocatable`, `_total_pod_requests`, `_total_pod_limits`,
 //! `_total_daemon_requests`, `_total_daemon_limits`, `_system_overhead`),
 //! `karpenter_cluster_utilization_percent`, `karpenter_cluster_state_node_count` and
-//! `_synced`, `karpenter_pods_state`, the pod startup summary and bound histogram, and
+//! `_synced`, `karpenter_pods_state`, the pod startup summary and bound histogram (and their
+//! `karpenter_pods_provisioning_*` histograms, counted from when the provisioner first found
+//! the pod room), and
 //! `karpenter_nodepools_usage` and `_limit`. `state::gauges` computes the rows; the
 //! per-object families are replaced under the shared snapshot lock, so a scrape never sees a
 //! half-replaced set.
@@ -70,6 +72,8 @@ pub struct StateMetrics {
     pods_state: Gauges,
     pods_startup: Summary,
     pods_bound: Histogram,
+    provisioning_bound: Histogram,
+    provisioning_startup: Histogram,
     nodepools_usage: Gauges,
     nodepools_limit: Gauges,
     /// The gauge rows last published from the index, so a tick updates only what changed.
@@ -93,6 +97,18 @@ impl StateMetrics {
             r,
             "karpenter_pods_bound_duration_seconds",
             "The time from pod creation until the pod is bound.",
+            duration_histogram(),
+        );
+        let provisioning_bound = register(
+            r,
+            "karpenter_pods_provisioning_bound_duration_seconds",
+            "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+            duration_histogram(),
+        );
+        let provisioning_startup = register(
+            r,
+            "karpenter_pods_provisioning_startup_duration_seconds",
+            "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
             duration_histogram(),
         );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
@@ -145,6 +161,8 @@ impl StateMetrics {
             cluster_node_count,
             cluster_synced,
             pods_bound,
+            provisioning_bound,
+            provisioning_startup,
             rows: Mutex::default(),
             snapshot: snapshot.clone(),
         }
@@ -166,6 +184,16 @@ impl StateMetrics {
 
     pub fn pod_bound(&self, seconds: f64) {
         self.pods_bound.observe(seconds);
+    }
+
+    /// From when the provisioner first found a pod room until it was bound.
+    pub fn pod_provisioning_bound(&self, seconds: f64) {
+        self.provisioning_bound.observe(seconds);
+    }
+
+    /// From when the provisioner first found a pod room until it was Ready.
+    pub fn pod_provisioning_startup(&self, seconds: f64) {
+        self.provisioning_startup.observe(seconds);
     }
 
     pub fn cluster_state(&self, synced: bool, node_count: usize) {

@@ -623,3 +623,175 @@ async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck()
     assert!(d.running().is_empty());
     assert!(!tainted(&h, "n1"));
 }
+
+/// A pool with a node whose budgets allow no disruption for any reason is told so once more,
+/// with the event that names no reason; every pool and reason has its nodes consuming the
+/// budget, and a started command's target consumes it.
+#[tokio::test(start_paused = true)]
+async fn a_pool_blocked_for_every_reason_is_told_so_and_budgets_show_who_consumes_them() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    // The empty node's command runs: its node consumes the budget of every reason.
+    d.plan_round().await.unwrap();
+    for reason in ["empty", "drifted", "underutilized"] {
+        let want = format!(
+            r#"karpenter_nodepools_nodes_consuming_budgets{{nodepool="default",reason="{reason}"}} 1.0"#
+        );
+        assert!(
+            metric_lines(&h).contains(&want),
+            "{want} in {}",
+            h.metrics.encode()
+        );
+    }
+    let reasonless = |h: &Harness| {
+        h.events
+            .with_reason("DisruptionBlocked")
+            .into_iter()
+            .filter(|e| e.message == "No allowed disruptions due to blocking budget")
+            .map(|e| (e.regarding.kind, e.regarding.name))
+            .collect::<Vec<_>>()
+    };
+    assert!(reasonless(&h).is_empty());
+
+    let mut v = h.api.get(Kind::NodePool, "default").unwrap().to_value();
+    v["spec"]["disruption"]["budgets"] = json!([{"nodes": "0"}]);
+    h.api.put_value(Kind::NodePool, v);
+    tokio::time::advance(Duration::from_secs(10)).await;
+    d.plan_round().await.unwrap();
+    assert_eq!(
+        reasonless(&h),
+        [("NodePool".to_string(), "default".to_string())]
+    );
+}
+
+/// A pod's `do-not-disrupt` duration is explained on the pod: until when it protects the
+/// pod, or that it has passed.
+#[tokio::test(start_paused = true)]
+async fn a_do_not_disrupt_duration_says_until_when_or_that_it_passed() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    let now = h.clock.now();
+    let started = crate::clock::rfc3339(nodewright_core::time::Timestamp(now.0 - 120_000));
+    for (pod, value) in [("web", "5m"), ("job", "1m"), ("db", "true")] {
+        let mut p = super::pending_pod_json(pod, "100m");
+        p["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": value});
+        p["spec"]["nodeName"] = json!("n1");
+        p["status"] = json!({"phase": "Running", "startTime": started});
+        h.api.put_value(Kind::Pod, p);
+    }
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    d.step(&mut cadence).await;
+    let told = |reason: &str| {
+        h.events
+            .with_reason(reason)
+            .into_iter()
+            .map(|e| (e.regarding.name, e.message))
+            .collect::<Vec<_>>()
+    };
+    let until = crate::clock::rfc3339(nodewright_core::time::Timestamp(now.0 + 180_000));
+    assert_eq!(
+        told("DoNotDisruptUntil"),
+        [(
+            "web".to_string(),
+            format!("Pod will be disruptable at {until}")
+        )]
+    );
+    assert_eq!(
+        told("DoNotDisruptGracePeriodElapsed"),
+        [(
+            "job".to_string(),
+            "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"
+                .to_string()
+        )]
+    );
+}
+
+/// A consolidation command planned is announced on its targets, and so is its rejection on
+/// re-check, with upstream's kind of failure.
+#[tokio::test(start_paused = true)]
+async fn a_consolidation_candidate_and_its_rejection_are_announced_on_the_targets() {
+    let h = Harness::new();
+    let (d, mut cadence) = replace_planned_then_target_grows(&h).await;
+    let kinds = |reason: &str| {
+        let mut v: Vec<(String, String)> = h
+            .events
+            .with_reason(reason)
+            .into_iter()
+            .map(|e| (e.regarding.kind, e.message))
+            .collect();
+        v.sort();
+        v
+    };
+    let candidate = kinds("ConsolidationCandidate");
+    assert_eq!(candidate.len(), 2, "{candidate:?}");
+    assert_eq!(
+        (candidate[0].0.as_str(), candidate[1].0.as_str()),
+        ("Node", "NodeClaim")
+    );
+    assert!(
+        candidate[0].1.starts_with(
+            "Consolidation candidate: single-node-consolidation: replace: nodepools=[default]: [n1/"
+        ),
+        "{candidate:?}"
+    );
+    assert!(kinds("ConsolidationRejected").is_empty());
+    h.api.delete(Kind::Pod, "default/b").unwrap();
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert!(matches!(d.step(&mut cadence).await, Step::Rejected(_)));
+    let rejected = kinds("ConsolidationRejected");
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    assert!(
+        rejected[0].1.contains(", reason: scheduling (savings: $"),
+        "{rejected:?}"
+    );
+}
+
+/// In a Balanced pool each single-node move is scored: the node whose pods are most of the
+/// pool's disruption is rejected, the other approved and told so.
+#[tokio::test(start_paused = true)]
+async fn balanced_moves_are_counted_scored_and_approved_ones_announced() {
+    let h = Harness::new();
+    two_nodes(&h, "5").await;
+    let mut v = h.api.get(Kind::NodePool, "default").unwrap().to_value();
+    v["spec"]["disruption"]["consolidationPolicy"] = json!("Balanced");
+    h.api.put_value(Kind::NodePool, v);
+    h.api.put_value(Kind::Pod, port_pod("a", "n1"));
+    h.api.put_value(Kind::Pod, port_pod("b", "n2"));
+    for i in 0..6 {
+        let mut p = super::pending_pod_json(&format!("small-{i}"), "100m");
+        p["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("100Mi");
+        p["spec"]["nodeName"] = json!("n1");
+        p["status"] =
+            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+        h.api.put_value(Kind::Pod, p);
+    }
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    let lines = metric_lines(&h);
+    for decision in ["approved", "rejected"] {
+        let labels = format!(r#"{{decision="{decision}",nodepool="default",policy="Balanced"}}"#);
+        for want in [
+            format!("karpenter_consolidation_moves_total{labels} 1"),
+            format!("karpenter_consolidation_score_count{labels} 1"),
+        ] {
+            assert!(lines.contains(&want), "{want} in {}", h.metrics.encode());
+        }
+    }
+    let approved: Vec<(String, String)> = h
+        .events
+        .with_reason("ConsolidationApproved")
+        .into_iter()
+        .map(|e| (e.regarding.kind, e.regarding.name))
+        .collect();
+    assert_eq!(approved.len(), 2, "{approved:?}");
+    assert_eq!(approved[0], ("Node".to_string(), "n2".to_string()));
+    let message = &h.events.with_reason("ConsolidationApproved")[0].message;
+    assert!(message.contains(">= threshold 0.50 (k: 2,"), "{message}");
+}

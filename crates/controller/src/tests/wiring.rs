@@ -593,6 +593,70 @@ async fn startup_is_observed_once_for_pods_seen_pending() {
     );
 }
 
+/// The provisioner's first look at a pod and its first decision time the pod metrics: the
+/// pod is undecided from the first until the second, then waits to be bound and started from
+/// when the provisioner found it room; the histograms take those waits when they end.
+#[tokio::test(start_paused = true)]
+async fn provisioning_waits_count_from_when_the_provisioner_found_the_pod_room() {
+    use nodewright_core::cadence::BatchWindow;
+
+    use crate::provisioner::Trigger;
+    use crate::state::ages::set_pod_waits;
+
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("web-1", "1");
+    h.api.mark_synced();
+    let t0 = h.clock.now();
+    let at = |secs: i64| nodewright_core::time::Timestamp(t0.0 + secs * 1000);
+    let mut trigger = Trigger::new(BatchWindow::default());
+    let mut startup = gauges::PodStartup::default();
+    let waits = |startup: &gauges::PodStartup, secs: i64| {
+        set_pod_waits(&lock(&h.state), &h.metrics, at(secs), startup.waiting());
+        let text = h.metrics.encode();
+        let row = r#"{name="web-1",namespace="default"}"#;
+        [
+            "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+            "karpenter_pods_provisioning_unbound_time_seconds",
+            "karpenter_pods_provisioning_unstarted_time_seconds",
+        ]
+        .map(|f| sample(&text, &format!("{f}{row}")).map(str::to_owned))
+    };
+    assert!(!trigger.due(&h.state, h.clock.now()));
+    startup.observe(&lock(&h.state), &h.metrics);
+    assert_eq!(waits(&startup, 3), [Some("3.0".into()), None, None]);
+
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(trigger.due(&h.state, h.clock.now()));
+    h.provisioner().pass(&mut trigger).await.unwrap();
+    assert_eq!(
+        waits(&startup, 4),
+        [None, Some("3.0".into()), Some("3.0".into())]
+    );
+
+    let mut p = pending_pod_json("web-1", "1");
+    p["spec"]["nodeName"] = json!("n1");
+    p["status"] = json!({"phase": "Running", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": crate::clock::rfc3339(at(5))},
+        {"type": "Ready", "status": "True", "lastTransitionTime": crate::clock::rfc3339(at(9))}]});
+    h.api.put_value(Kind::Pod, p);
+    startup.observe(&lock(&h.state), &h.metrics);
+    assert_eq!(waits(&startup, 10), [None, None, None]);
+    let text = h.metrics.encode();
+    for (series, want) in [
+        (
+            "karpenter_pods_provisioning_bound_duration_seconds_sum",
+            "4.0",
+        ),
+        (
+            "karpenter_pods_provisioning_startup_duration_seconds_sum",
+            "8.0",
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series} in {text}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn pod_affinity_finds_its_peers_through_namespace_labels() {
     let h = Harness::new();

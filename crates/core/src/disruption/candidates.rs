@@ -207,6 +207,17 @@ pub fn do_not_disrupt_until(pod: &Pod, now: Timestamp) -> Option<Option<Timestam
     (until > now).then_some(Some(until))
 }
 
+/// A pod's `do-not-disrupt` protection given as a duration counted from the pod's start: the
+/// instant it ends, and whether that has passed by `now` (upstream tells the pod which:
+/// `DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed`). `None` for `"true"`, an invalid
+/// value, no annotation, or a pod not started yet (upstream says nothing about those).
+pub fn timed_do_not_disrupt(pod: &Pod, now: Timestamp) -> Option<(Timestamp, bool)> {
+    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
+    let d = parse_go_duration(value).filter(|d| !d.is_zero())?;
+    let until = pod.start_time?.plus(d);
+    Some((until, until <= now))
+}
+
 /// A pod's `do-not-disrupt` value when it is neither `"true"` nor a positive duration: ignored
 /// by [`do_not_disrupt_until`], and reported by upstream (`InvalidDoNotDisruptAnnotation`).
 pub fn invalid_do_not_disrupt(pod: &Pod) -> Option<&str> {

@@ -127,6 +127,8 @@ pub struct Command {
     pub savings_per_hour: f64,
     /// Forceful commands (expiration) skip budgets and do not wait for replacements.
     pub forceful: bool,
+    /// What the Balanced policy made of this move, when its NodePool uses that policy.
+    pub balanced: Option<super::consolidation::BalancedScore>,
 }
 
 impl Command {
@@ -152,6 +154,7 @@ impl Command {
             replacements,
             savings_per_hour: removed - added,
             forceful: method == Method::Expiration,
+            balanced: None,
         }
     }
 }

@@ -62,7 +62,7 @@ pub enum Rejection {
         found: usize,
     },
     BalancedScoreTooLow {
-        score: f64,
+        score: BalancedScore,
     },
 }
 
@@ -96,7 +96,8 @@ impl std::fmt::Display for Rejection {
             Rejection::BalancedScoreTooLow { score } => {
                 write!(
                     f,
-                    "balanced policy rejected the move (score {score:.2} < {BALANCED_THRESHOLD})"
+                    "balanced policy rejected the move (score {:.2} < {BALANCED_THRESHOLD})",
+                    score.score
                 )
             }
         }
@@ -311,9 +312,31 @@ pub fn balanced_score(
     (command.savings_per_hour / pool_cost) / (moved_disruption / pool_disruption)
 }
 
-/// Applies the Balanced policy when the candidates' NodePool uses it.
+/// What the Balanced policy made of a move for the NodePool it weighs: the score and the
+/// two shares it divides, the NodePool's cost saved and its disruption cost caused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BalancedScore {
+    pub nodepool: String,
+    pub score: f64,
+    pub savings_fraction: f64,
+    pub disruption_fraction: f64,
+}
+
+impl BalancedScore {
+    pub fn approved(&self) -> bool {
+        self.score >= BALANCED_THRESHOLD
+    }
+}
+
+/// A share of `total`, 0 when there is no total to share.
+fn share(part: f64, total: f64) -> f64 {
+    if total > 0.0 { part / total } else { 0.0 }
+}
+
+/// Applies the Balanced policy when the candidates' NodePool uses it; an approved command
+/// carries its score.
 pub fn approve_balanced(
-    command: Command,
+    mut command: Command,
     candidates: &[&Candidate<'_>],
     all: &[Candidate<'_>],
 ) -> Result<Command, Rejection> {
@@ -335,8 +358,14 @@ pub fn approve_balanced(
         .map(|c| c.reschedule_cost)
         .sum();
     let moved: f64 = candidates.iter().map(|c| c.reschedule_cost).sum();
-    let score = balanced_score(&command, moved, pool_cost, pool_disruption);
-    if score >= BALANCED_THRESHOLD {
+    let score = BalancedScore {
+        nodepool: pool.clone(),
+        score: balanced_score(&command, moved, pool_cost, pool_disruption),
+        savings_fraction: share(command.savings_per_hour, pool_cost),
+        disruption_fraction: share(moved, pool_disruption),
+    };
+    if score.approved() {
+        command.balanced = Some(score);
         Ok(command)
     } else {
         Err(Rejection::BalancedScoreTooLow { score })

@@ -22,12 +22,12 @@ use std::collections::BTreeSet;
 
 use super::candidates::{Candidate, RoundSelection, select_round};
 use super::command::Command;
-use super::consolidation::{self, Features, Rejection};
+use super::consolidation::{self, BalancedScore, Features, Rejection};
 pub use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
 use super::scheduler_replay::Replay;
 use super::simulate::{Job, PreparedSimulation, Purpose, Simulator, prepare};
-use crate::model::{Pod, Snapshot};
+use crate::model::{ConsolidationPolicy, Pod, Snapshot};
 use budget::Budgets;
 use verdicts::Verdicts;
 
@@ -79,12 +79,30 @@ impl Verdict {
     }
 }
 
+/// A consolidation move the round weighed, as upstream's Balanced evaluator counts them
+/// (`karpenter_consolidation_moves_total`, `_score`): each single-node candidate a simulation
+/// found a command for, approved unless the Balanced policy rejected it, and the multi-node
+/// command found, once per NodePool of its targets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Move {
+    pub nodepool: String,
+    pub policy: ConsolidationPolicy,
+    /// The targets of the move in this NodePool.
+    pub nodes: Vec<String>,
+    pub multi_node: bool,
+    pub approved: bool,
+    /// The Balanced policy's score, for a NodePool that uses it.
+    pub balanced: Option<BalancedScore>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DisruptionPlan {
     pub commands: Vec<Command>,
     /// One per Karpenter-managed node, sorted by node name; none with
     /// [`Settings::commands_only`].
     pub verdicts: Vec<Verdict>,
+    /// The consolidation moves weighed, in the order they were.
+    pub moves: Vec<Move>,
 }
 
 impl DisruptionPlan {
@@ -103,6 +121,7 @@ struct Round<'s> {
     /// Nodes a command of this round takes; later methods neither offer nor place onto them.
     taken: BTreeSet<String>,
     budgets: Budgets<'s>,
+    moves: Vec<Move>,
 }
 
 impl Round<'_> {
@@ -223,6 +242,7 @@ fn plan_in_batches<'s>(
         verdicts: Verdicts::new(!settings.commands_only),
         taken: BTreeSet::new(),
         budgets: Budgets::new(snapshot, counts),
+        moves: Vec::new(),
     };
 
     expiration::plan(&mut round);
@@ -265,6 +285,7 @@ fn plan_in_batches<'s>(
     DisruptionPlan {
         commands: round.commands,
         verdicts: round.verdicts.into_sorted(),
+        moves: round.moves,
     }
 }
 

@@ -20,6 +20,18 @@ pub enum ConsolidationPolicy {
     Balanced,
 }
 
+impl ConsolidationPolicy {
+    /// The spelling of `spec.disruption.consolidationPolicy`, as upstream's metric labels
+    /// carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsolidationPolicy::WhenEmpty => "WhenEmpty",
+            ConsolidationPolicy::WhenEmptyOrUnderutilized => "WhenEmptyOrUnderutilized",
+            ConsolidationPolicy::Balanced => "Balanced",
+        }
+    }
+}
+
 /// Why a node is voluntarily disrupted; budgets may be scoped to some of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DisruptionReason {

@@ -8,6 +8,7 @@
 pub mod bitset;
 pub mod bound;
 pub mod compile;
+pub mod effective_zone;
 pub mod engine;
 pub mod explain;
 pub mod intern;

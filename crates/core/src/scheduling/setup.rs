@@ -17,9 +17,8 @@ use crate::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
 use crate::taints::{Taint, Toleration};
 
 mod classes;
-use classes::{
-    Groups, compile_class, namespaces_in, namespaces_of, volume_alternatives, with_label_keys,
-};
+pub(crate) use classes::volume_alternatives;
+use classes::{Groups, compile_class, namespaces_in, namespaces_of, with_label_keys};
 
 /// One set of identical pods.
 #[derive(Clone, Debug)]

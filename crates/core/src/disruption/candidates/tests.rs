@@ -151,6 +151,22 @@ fn do_not_disrupt_pod_blocks_and_duration_lapses() {
     assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
 }
 
+/// Only a duration, once the pod has started, says when its protection ends.
+#[test]
+fn a_timed_do_not_disrupt_says_when_it_ends() {
+    let mut p = pod("x");
+    p.annotations.insert(DO_NOT_DISRUPT.into(), "5m".into());
+    assert_eq!(timed_do_not_disrupt(&p, NOW), None, "not started");
+    p.start_time = Some(Timestamp(NOW.0 - 60_000));
+    let until = Timestamp(NOW.0 + 240_000);
+    assert_eq!(timed_do_not_disrupt(&p, NOW), Some((until, false)));
+    assert_eq!(timed_do_not_disrupt(&p, until), Some((until, true)));
+    for value in ["true", "soon", "0s"] {
+        p.annotations.insert(DO_NOT_DISRUPT.into(), value.into());
+        assert_eq!(timed_do_not_disrupt(&p, NOW), None, "{value}");
+    }
+}
+
 #[test]
 fn node_annotation_blocks() {
     let mut s = snapshot_with(vec![], vec![]);

@@ -1,9 +1,9 @@
 //! Multi-node consolidation: the longest prefix of the admitted candidates (highest savings
 //! ratio first) that consolidates into at most one cheaper node, found by binary search.
 
-use super::{Consolidations, Round};
+use super::{Consolidations, Move, Round};
 use crate::disruption::candidates::Candidate;
-use crate::disruption::command::Method;
+use crate::disruption::command::{Command, Method};
 use crate::disruption::consolidation;
 
 /// Pushes the command, if one is found, and says whether it was.
@@ -47,6 +47,27 @@ pub(super) fn plan<'s>(
     for c in &admitted[..n] {
         round.budgets.record(&c.nodepool.name, 1);
     }
+    round.moves.extend(moves(&admitted[..n], &cmd));
     round.push(cmd);
     true
+}
+
+/// The command found, as one approved move per NodePool of its targets.
+fn moves(targets: &[&Candidate<'_>], cmd: &Command) -> Vec<Move> {
+    let mut out: Vec<Move> = Vec::new();
+    for c in targets {
+        let pool = &c.nodepool.name;
+        match out.iter_mut().find(|m| &m.nodepool == pool) {
+            Some(m) => m.nodes.push(c.node.name.clone()),
+            None => out.push(Move {
+                nodepool: pool.clone(),
+                policy: c.nodepool.disruption.consolidation_policy,
+                nodes: vec![c.node.name.clone()],
+                multi_node: true,
+                approved: true,
+                balanced: cmd.balanced.clone().filter(|b| &b.nodepool == pool),
+            }),
+        }
+    }
+    out
 }

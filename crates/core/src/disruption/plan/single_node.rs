@@ -10,7 +10,7 @@
 
 use super::budget::exhausted;
 use super::underutilized::Admitted;
-use super::{Consolidations, MAX_SINGLE_NODE_BATCH, Round, Verdict};
+use super::{Consolidations, MAX_SINGLE_NODE_BATCH, Move, Round, Verdict};
 use crate::disruption::candidates::Candidate;
 use crate::disruption::command::{Command, Method};
 use crate::disruption::consolidation::{self, Features, Rejection};
@@ -30,6 +30,8 @@ struct Search<'r, 's> {
     /// on a tie, whatever order the simulations ran in.
     best: Option<(usize, Command)>,
     results: Vec<(usize, Result<Command, Rejection>)>,
+    /// The moves the simulations found, approved or rejected by the Balanced policy.
+    moves: Vec<Move>,
 }
 
 pub(super) fn plan<'s>(
@@ -86,8 +88,10 @@ pub(super) fn plan<'s>(
         budget_left,
         best: None,
         results: Vec::new(),
+        moves: Vec::new(),
     };
     search.run(round, sims, open, multi_found, batch, all);
+    round.moves.append(&mut search.moves);
     search.give_verdicts(round, admitted);
     if let Some((i, cmd)) = search.best {
         round.taken.insert(search.evaluated[i].node.name.clone());
@@ -190,6 +194,7 @@ impl<'s> Search<'_, 's> {
             .collect();
         for (&i, sim) in batch.iter().zip(&sims.prepared().simulate_all(&jobs)) {
             let mut r = alone(sim, self.evaluated[i], round.settings.features, all);
+            self.moves.extend(weighed(self.evaluated[i], &r));
             let beats = |cmd: &Command| {
                 self.best.as_ref().is_none_or(|(bi, b)| {
                     cmd.savings_per_hour > b.savings_per_hour
@@ -260,6 +265,24 @@ pub(super) fn alone(
     let one = [c];
     consolidation::decide(sim, &one, Method::SingleNodeConsolidation, features)
         .and_then(|cmd| consolidation::approve_balanced(cmd, &one, all))
+}
+
+/// The move consolidating `c` alone is, when its simulation found one: approved, or rejected
+/// by the Balanced policy.
+fn weighed(c: &Candidate<'_>, r: &Result<Command, Rejection>) -> Option<Move> {
+    let (approved, balanced) = match r {
+        Ok(cmd) => (true, cmd.balanced.clone()),
+        Err(Rejection::BalancedScoreTooLow { score }) => (false, Some(score.clone())),
+        Err(_) => return None,
+    };
+    Some(Move {
+        nodepool: c.nodepool.name.clone(),
+        policy: c.nodepool.disruption.consolidation_policy,
+        nodes: vec![c.node.name.clone()],
+        multi_node: false,
+        approved,
+        balanced,
+    })
 }
 
 /// The verdict of a candidate that consolidating (`cmd`) would serve, but whose NodePool's

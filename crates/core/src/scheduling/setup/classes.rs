@@ -5,7 +5,7 @@ use super::*;
 
 /// Volume topology alternatives per pod: each OR'd PV node-affinity term or StorageClass
 /// topology term is one alternative; several volumes multiply out.
-pub(super) fn volume_alternatives(
+pub(crate) fn volume_alternatives(
     s: &Snapshot,
     pod: &Pod,
 ) -> Result<Vec<Vec<Requirement>>, String> {
