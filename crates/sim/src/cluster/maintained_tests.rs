@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::model::{
-    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
-    PersistentVolumeClaim, Pod,
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolumeClaim, Pod,
 };
 use nodewright_core::resources::{CPU, MEMORY, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};
+use nodewright_core::testkit;
 use nodewright_core::time::Timestamp;
 
 use super::{Cluster, ReadyCpu, SimClaim, Workload, WorkloadKind};
@@ -320,20 +320,8 @@ fn ledger_matches_a_scan(c: &mut Cluster) {
 }
 
 fn instance_type(name: &str) -> InstanceType {
-    InstanceType {
-        name: name.into(),
-        requirements: vec![],
-        capacity: Resources::new(),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "z".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 1.0,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
-    }
+    let offering = testkit::offering("z", CapacityType::OnDemand, 1.0);
+    testkit::instance_type(name, Resources::new(), vec![offering])
 }
 
 proptest! {
