@@ -2,6 +2,12 @@
 //! sinks and stores: create (POST, 409 when the name exists), get, replace (PUT, 409 on a
 //! stale `resourceVersion`) and merge-patch of objects under any path, with every request
 //! logged so tests can count writes.
+//!
+//! It is not `memory.rs` and cannot be: that one implements the `KubeWriter` trait in
+//! process and feeds the index, so the loops' tests never reach HTTP, and it ships (the
+//! `bench controller` command runs on it). This one is for the code that is itself the HTTP
+//! side, the kube-rs event sink, the lease and the kube-rs writer's requests, which only a
+//! server answering over a socket can exercise.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
