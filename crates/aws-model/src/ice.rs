@@ -303,27 +303,10 @@ impl UnavailableOfferings {
 mod tests {
     use super::*;
     use nodewright_core::model::Offering;
-    use nodewright_core::resources::Resources;
-
-    fn offering(zone: &str, ct: CapacityType, price: f64) -> Offering {
-        Offering {
-            zone: zone.into(),
-            capacity_type: ct,
-            price,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }
-    }
+    use nodewright_core::testkit::{instance_type, offering};
 
     fn it(name: &str, offerings: Vec<Offering>) -> InstanceType {
-        InstanceType {
-            name: name.into(),
-            requirements: Vec::new(),
-            capacity: Resources::default(),
-            overhead: Default::default(),
-            offerings,
-        }
+        instance_type(name, Default::default(), offerings)
     }
 
     fn err(code: &str, ct: CapacityType, ty: &str, zone: &str) -> FleetError {

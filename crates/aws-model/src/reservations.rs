@@ -419,6 +419,7 @@ impl ReservationLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nodewright_core::testkit::{instance_type, offering};
 
     fn cr(id: &str, ty: &str, zone: &str, free: u32) -> CapacityReservation {
         CapacityReservation {
@@ -435,31 +436,18 @@ mod tests {
     }
 
     fn it(name: &str, zones: &[&str], price: f64) -> InstanceType {
-        InstanceType {
-            name: name.into(),
-            requirements: if name == "m5.large" {
-                vec![Requirement::new(
-                    labels::CAPACITY_TYPE,
-                    Operator::In,
-                    &["on-demand"],
-                )]
-            } else {
-                Vec::new()
-            },
-            capacity: Default::default(),
-            overhead: Default::default(),
-            offerings: zones
-                .iter()
-                .map(|z| Offering {
-                    zone: z.to_string(),
-                    capacity_type: CapacityType::OnDemand,
-                    price,
-                    available: true,
-                    reservation_id: None,
-                    reservation_capacity: None,
-                })
-                .collect(),
+        let offerings = zones
+            .iter()
+            .map(|z| offering(z, CapacityType::OnDemand, price));
+        let mut it = instance_type(name, Default::default(), offerings.collect());
+        if name == "m5.large" {
+            it.requirements = vec![Requirement::new(
+                labels::CAPACITY_TYPE,
+                Operator::In,
+                &["on-demand"],
+            )];
         }
+        it
     }
 
     #[test]

@@ -17,6 +17,8 @@ use nodewright_cloud::CloudProvider;
 use nodewright_cloud_sim::kwok::{AgentConfig, NodeAgent, node_name};
 use nodewright_cloud_sim::{FleetConfig, SimCloud, SimCloudConfig};
 use nodewright_controller::permissions::{SIM_NODE_AGENT, allows};
+use nodewright_testkit::json::merge_into;
+use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 #[derive(Default)]
@@ -38,17 +40,6 @@ fn not_found() -> Response {
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "reason": "NotFound", "code": 404, "message": "not found"}),
     )
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                merge(t.entry(k.clone()).or_insert(Value::Null), v);
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 /// Whether `key` is in the collection at `path`: directly under it, or, for a cluster-wide
@@ -132,7 +123,7 @@ async fn handle(
                 .objects
                 .entry(object_path)
                 .or_insert_with(|| json!({"metadata": {}}));
-            merge(entry, &body);
+            merge_into(entry, body);
             let obj = entry.clone();
             reply(StatusCode::OK, &obj)
         }
@@ -196,12 +187,8 @@ fn rbac(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
     let store: Shared = Arc::default();
-    let claim = json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {"requirements": [], "nodeClassRef":
-            {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
-    });
+    let mut claim = k8s::nodeclaim("default-abcde");
+    claim["metadata"]["labels"] = json!({"karpenter.sh/nodepool": "default"});
     store.lock().unwrap().objects.insert(
         "/apis/karpenter.sh/v1/nodeclaims/default-abcde".into(),
         claim.clone(),

@@ -44,22 +44,12 @@ mod tests {
     use nodewright_core::labels;
     use nodewright_core::model::CapacityType;
     use nodewright_core::requirements::Operator;
+    use nodewright_core::testkit::offering;
 
     use super::*;
 
     fn compatible(it: &InstanceType, o: &Offering, reqs: &[Requirement]) -> bool {
         type_compatible(it, reqs) && offering_compatible(o, reqs)
-    }
-
-    fn offering(zone: &str, ct: CapacityType, price: f64) -> Offering {
-        Offering {
-            zone: zone.into(),
-            capacity_type: ct,
-            price,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }
     }
 
     fn it(name: &str, arch: &str, cpu_m: i64, offerings: Vec<Offering>) -> InstanceType {

@@ -2,6 +2,12 @@
 //! sinks and stores: create (POST, 409 when the name exists), get, replace (PUT, 409 on a
 //! stale `resourceVersion`) and merge-patch of objects under any path, with every request
 //! logged so tests can count writes.
+//!
+//! It is not `memory.rs` and cannot be: that one implements the `KubeWriter` trait in
+//! process and feeds the index, so the loops' tests never reach HTTP, and it ships (the
+//! `bench controller` command runs on it). This one is for the code that is itself the HTTP
+//! side, the kube-rs event sink, the lease and the kube-rs writer's requests, which only a
+//! server answering over a socket can exercise.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -10,6 +16,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use nodewright_testkit::json::merge_into;
 use serde_json::{Value, json};
 
 #[derive(Default)]
@@ -34,21 +41,6 @@ fn status(code: u16, reason: &str, message: &str) -> Response {
 
 fn ok(code: StatusCode, v: &Value) -> Response {
     (code, [("content-type", "application/json")], v.to_string()).into_response()
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 async fn handle(state: Shared, method: Method, uri: Uri, body: Bytes) -> Response {
@@ -95,7 +87,7 @@ async fn handle(state: Shared, method: Method, uri: Uri, body: Bytes) -> Respons
             let Some(current) = s.objects.get_mut(&path) else {
                 return status(404, "NotFound", "not found");
             };
-            merge(current, &body);
+            merge_into(current, body);
             current["metadata"]["resourceVersion"] = json!(version);
             let obj = current.clone();
             ok(StatusCode::OK, &obj)

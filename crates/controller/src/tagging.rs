@@ -200,32 +200,25 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::state::{Kind, Object, WatchEvent};
+    use crate::state::{Kind, Object};
+    use crate::tests::{object, state_of};
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
 
     fn claim(name: &str, status: Value, annotations: Value, deleting: bool) -> Object {
-        let mut v = json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "annotations": annotations},
-            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-            "status": status,
-        });
+        let mut v = merge(
+            k8s::nodeclaim(name),
+            json!({"metadata": {"annotations": annotations}, "status": status}),
+        );
         if deleting {
             v["metadata"]["deletionTimestamp"] = json!("2025-12-31T00:00:00Z");
             v["metadata"]["finalizers"] = json!(["karpenter.sh/termination"]);
         }
-        Object::from_value(Kind::NodeClaim, v).unwrap()
+        object(Kind::NodeClaim, v)
     }
 
     fn registered(instance: &str, node: &str) -> Value {
         json!({"providerID": format!("aws:///us-east-1a/{instance}"), "nodeName": node})
-    }
-
-    fn state(objects: Vec<Object>) -> ClusterState {
-        let mut s = ClusterState::default();
-        for o in objects {
-            s.apply(WatchEvent::Apply(o));
-        }
-        s
     }
 
     fn markers() -> BTreeMap<String, String> {
@@ -241,7 +234,7 @@ mod tests {
 
     #[test]
     fn only_registered_live_unmarked_claims_need_tagging() {
-        let s = state(vec![
+        let s = state_of(vec![
             claim("b-ready", registered("i-2", "node-b"), json!({}), false),
             claim("a-ready", registered("i-1", "node-a"), json!(null), false),
             claim(
@@ -304,7 +297,7 @@ mod tests {
 
     #[test]
     fn only_claims_of_the_providers_node_classes_are_tagged() {
-        let s = state(vec![
+        let s = state_of(vec![
             claim_of("ec2", "karpenter.k8s.aws", "EC2NodeClass"),
             claim_of("kwok", "karpenter.kwok.sh", "KWOKNodeClass"),
             claim_of("other-kind", "karpenter.k8s.aws", "OtherNodeClass"),
@@ -318,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_provider_without_markers_tags_nothing() {
-        let s = state(vec![claim(
+        let s = state_of(vec![claim(
             "a",
             registered("i-1", "node-a"),
             json!({}),

@@ -13,8 +13,6 @@ pub mod cost;
 pub mod drift;
 pub mod duration;
 pub mod engine_simulator;
-#[cfg(test)]
-pub(crate) mod fixture;
 pub mod in_flight;
 mod node_memo;
 pub mod plan;

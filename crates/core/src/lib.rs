@@ -23,4 +23,6 @@ pub mod scheduling;
 pub mod selector;
 pub mod static_capacity;
 pub mod taints;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod time;

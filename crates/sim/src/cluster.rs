@@ -816,6 +816,4 @@ mod free;
 mod ledger;
 mod maintained;
 #[cfg(test)]
-mod maintained_tests;
-#[cfg(test)]
 mod tests;

@@ -14,8 +14,6 @@ use crate::cluster::{Cluster, SimClaim};
 use crate::report::clock;
 
 mod incremental;
-#[cfg(test)]
-mod incremental_tests;
 pub use incremental::Checker;
 
 /// The taint put on nodes being disrupted; pods bound before it arrived may stay.

@@ -1,4 +1,5 @@
-//! Editing JSON objects by pointer: how every invalid case is made from a valid base.
+//! Editing JSON objects: by pointer (how every invalid case is made from a valid base) and by
+//! merge patch (how a test adds what it is about to a builder's object).
 
 use serde_json::{Value, json};
 
@@ -37,6 +38,33 @@ pub fn with(base: Value, changes: &[(&str, Value)]) -> Value {
         .fold(base, |v, (pointer, new)| set(v, pointer, new.clone()))
 }
 
+/// `base` with `patch` merged in as a JSON merge patch (RFC 7386): objects merge key by key, a
+/// `null` removes the key, anything else replaces what was there.
+pub fn merge(mut base: Value, patch: Value) -> Value {
+    merge_into(&mut base, patch);
+    base
+}
+
+/// [`merge`] in place, as an API server applies a merge patch to a stored object.
+pub fn merge_into(target: &mut Value, patch: Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(patch)) => {
+            for (k, v) in patch {
+                if v.is_null() {
+                    t.remove(&k);
+                } else {
+                    merge_into(t.entry(k).or_insert(Value::Null), v);
+                }
+            }
+        }
+        (t, patch @ Value::Object(_)) => {
+            *t = json!({});
+            merge_into(t, patch);
+        }
+        (t, patch) => *t = patch,
+    }
+}
+
 fn unescape(segment: &str) -> String {
     segment.replace("~1", "/").replace("~0", "~")
 }
@@ -58,6 +86,19 @@ mod tests {
         let v = set(v, "/d/e~1f", json!("x"));
         let v = set(v, "/c", Value::Null);
         assert_eq!(v, json!({"a": [{"b": 3}], "d": {"e/f": "x"}}));
+    }
+
+    #[test]
+    fn merge_merges_objects_removes_nulls_and_replaces_the_rest() {
+        let v = merge(
+            json!({"a": {"b": 1, "c": 2}, "d": [1], "e": 3}),
+            json!({"a": {"b": null, "x": {"y": 1}}, "d": [2], "e": {"f": 4}}),
+        );
+        assert_eq!(
+            v,
+            json!({"a": {"c": 2, "x": {"y": 1}}, "d": [2], "e": {"f": 4}})
+        );
+        assert_eq!(merge(json!({"a": 1}), json!(5)), json!(5));
     }
 
     #[test]

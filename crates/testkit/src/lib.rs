@@ -1,11 +1,13 @@
 //! Test data shared by nodewright's crates, as plain `serde_json::Value`s so that any crate (and
 //! any test harness, the real-apiserver suite included) can use it without depending on
 //! nodewright's types: valid Karpenter objects, one invalid object per validation rule with the
-//! exact errors `validate` reports for it, and builders many tests repeat.
+//! exact errors `validate` reports for it, and builders many tests repeat (Kubernetes objects in
+//! [`k8s`], NodeClaims in [`nodeclaim`]). Builders of core's own types are `core::testkit`.
 //!
 //! Used only as a dev-dependency; every function is deterministic.
 
 pub mod invalid;
 pub mod json;
+pub mod k8s;
 pub mod nodeclaim;
 pub mod valid;

@@ -1,27 +1,16 @@
 use super::*;
 use crate::ice::{FleetError, UnavailableOfferings};
-use nodewright_core::model::Overhead;
 use nodewright_core::resources::{CPU, MEMORY};
+use nodewright_core::testkit::{instance_type, offering as off};
 use nodewright_core::time::Timestamp;
 
 const OD: CapacityType = CapacityType::OnDemand;
 const SPOT: CapacityType = CapacityType::Spot;
 
-fn off(zone: &str, ct: CapacityType, price: f64) -> Offering {
-    Offering {
-        zone: zone.into(),
-        capacity_type: ct,
-        price,
-        available: true,
-        reservation_id: None,
-        reservation_capacity: None,
-    }
-}
-
 fn it(name: &str, cpu_m: i64, offerings: Vec<Offering>) -> InstanceType {
     let (family, size) = name.split_once('.').unwrap();
+    let capacity = Resources::new().with(CPU, cpu_m).with(MEMORY, 8 << 30);
     InstanceType {
-        name: name.into(),
         requirements: vec![
             Requirement::single(labels::INSTANCE_TYPE, name),
             Requirement::single(aws::INSTANCE_FAMILY, family),
@@ -29,9 +18,7 @@ fn it(name: &str, cpu_m: i64, offerings: Vec<Offering>) -> InstanceType {
             Requirement::single(labels::ARCH, "amd64"),
             Requirement::new(aws::INSTANCE_GPU_COUNT, Operator::DoesNotExist, &[]),
         ],
-        capacity: Resources::new().with(CPU, cpu_m).with(MEMORY, 8 << 30),
-        overhead: Overhead::default(),
-        offerings,
+        ..instance_type(name, capacity, offerings)
     }
 }
 

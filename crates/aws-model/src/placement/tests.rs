@@ -1,5 +1,6 @@
-use nodewright_core::model::{CapacityType, Offering};
+use nodewright_core::model::CapacityType;
 use nodewright_core::resources::Resources;
+use nodewright_core::testkit::{instance_type, offering};
 
 use super::*;
 
@@ -22,19 +23,10 @@ fn info(name: &str, burstable: bool) -> InstanceTypeInfo {
 }
 
 fn it(name: &str) -> InstanceType {
+    let offering = offering("us-east-1a", CapacityType::OnDemand, 0.1);
     InstanceType {
-        name: name.into(),
         requirements: vec![Requirement::single("kubernetes.io/arch", "amd64")],
-        capacity: Resources::default(),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "us-east-1a".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 0.1,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
+        ..instance_type(name, Resources::default(), vec![offering])
     }
 }
 

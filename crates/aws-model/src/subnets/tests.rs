@@ -1,7 +1,7 @@
 use super::*;
 
-use nodewright_core::model::{Offering, Overhead};
 use nodewright_core::resources::Resources;
+use nodewright_core::testkit::{instance_type, offering};
 
 const OD: CapacityType = CapacityType::OnDemand;
 const SPOT: CapacityType = CapacityType::Spot;
@@ -15,23 +15,8 @@ fn subnet(id: &str, zone: &str, ips: u64) -> SubnetInfo {
 }
 
 fn it(name: &str, pods: i64, offerings: &[(&str, CapacityType)]) -> InstanceType {
-    InstanceType {
-        name: name.into(),
-        requirements: Vec::new(),
-        capacity: Resources::new().with(PODS, pods),
-        overhead: Overhead::default(),
-        offerings: offerings
-            .iter()
-            .map(|(zone, ct)| Offering {
-                zone: zone.to_string(),
-                capacity_type: *ct,
-                price: 0.1,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            })
-            .collect(),
-    }
+    let offerings = offerings.iter().map(|(z, ct)| offering(z, *ct, 0.1));
+    instance_type(name, Resources::new().with(PODS, pods), offerings.collect())
 }
 
 fn zones(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {

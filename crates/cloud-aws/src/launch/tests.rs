@@ -1,8 +1,8 @@
 use super::*;
 
 use nodewright_aws_model::launch::AllocationStrategy;
-use nodewright_core::model::Offering;
 use nodewright_core::requirements::Requirement;
+use nodewright_core::testkit::{instance_type, offering};
 
 use crate::nodeclass::ResolvedSubnet;
 use crate::nodeclass::aliases::Requirement as AmiRequirement;
@@ -13,23 +13,15 @@ fn it(name: &str, gpus: Option<&str>) -> InstanceType {
         Some(n) => Requirement::new(aws::INSTANCE_GPU_COUNT, Operator::In, &[n]),
         None => Requirement::new(aws::INSTANCE_GPU_COUNT, Operator::DoesNotExist, &[]),
     });
+    let capacity = Resources::new()
+        .with("cpu", 2000)
+        .with("memory", 8 << 30)
+        .with("pods", 29)
+        .with("nvidia.com/gpu", 0);
+    let offering = offering("z-a", CapacityType::OnDemand, 0.1);
     InstanceType {
-        name: name.into(),
         requirements,
-        capacity: Resources::new()
-            .with("cpu", 2000)
-            .with("memory", 8 << 30)
-            .with("pods", 29)
-            .with("nvidia.com/gpu", 0),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "z-a".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 0.1,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
+        ..instance_type(name, capacity, vec![offering])
     }
 }
 

@@ -89,8 +89,9 @@ pub fn refused_termination<'a>(
 mod tests {
     use aws_sdk_arczonalshift::primitives::DateTime;
     use aws_sdk_arczonalshift::types::{AutoshiftInResource, ZonalShiftInResource};
-    use nodewright_core::model::{CapacityType, Offering};
+    use nodewright_core::model::CapacityType;
     use nodewright_core::resources::Resources;
+    use nodewright_core::testkit::{instance_type, offering};
 
     use super::*;
 
@@ -158,31 +159,18 @@ mod tests {
         assert_eq!(unknown, vec!["use1-az9".to_string()]);
     }
 
-    fn offering(zone: &str, capacity_type: CapacityType) -> Offering {
-        Offering {
-            zone: zone.into(),
-            capacity_type,
-            price: 0.1,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }
-    }
-
     #[test]
     fn every_offering_in_a_shifted_zone_closes() {
-        let mut types = vec![InstanceType {
-            name: "m5.large".into(),
-            requirements: Vec::new(),
-            capacity: Resources::default(),
-            overhead: Default::default(),
-            offerings: vec![
-                offering("us-east-1a", CapacityType::OnDemand),
-                offering("us-east-1a", CapacityType::Spot),
-                offering("us-east-1a", CapacityType::Reserved),
-                offering("us-east-1b", CapacityType::OnDemand),
+        let mut types = vec![instance_type(
+            "m5.large",
+            Resources::default(),
+            vec![
+                offering("us-east-1a", CapacityType::OnDemand, 0.1),
+                offering("us-east-1a", CapacityType::Spot, 0.1),
+                offering("us-east-1a", CapacityType::Reserved, 0.1),
+                offering("us-east-1b", CapacityType::OnDemand, 0.1),
             ],
-        }];
+        )];
         close_shifted_offerings(&mut types, &ids(&["us-east-1a"]));
         let open: Vec<(&str, bool)> = types[0]
             .offerings

@@ -1,34 +1,18 @@
 //! The fleet alone, on explicit instants; `shells.rs` checks that the controller's cloud
 //! answers as the fleet the simulator calls does.
 
-use nodewright_core::model::Offering;
+use nodewright_core::testkit::{instance_type, offering};
 
 use super::*;
 
 mod shells;
 
-fn offering(zone: &str, ct: CapacityType, price: f64) -> Offering {
-    Offering {
-        zone: zone.into(),
-        capacity_type: ct,
-        price,
-        available: true,
-        reservation_id: None,
-        reservation_capacity: None,
-    }
-}
-
 /// Two types, spot in two zones each: c5.large the cheaper.
 fn types() -> Vec<InstanceType> {
-    let it = |name: &str, price: f64| InstanceType {
-        name: name.into(),
-        requirements: Vec::new(),
-        capacity: Resources::new(),
-        overhead: Default::default(),
-        offerings: vec![
-            offering("a", CapacityType::Spot, price),
-            offering("b", CapacityType::Spot, price + 0.001),
-        ],
+    let it = |name: &str, price: f64| {
+        let a = offering("a", CapacityType::Spot, price);
+        let b = offering("b", CapacityType::Spot, price + 0.001);
+        instance_type(name, Resources::new(), vec![a, b])
     };
     vec![it("c5.large", 0.03), it("m5.large", 0.04)]
 }

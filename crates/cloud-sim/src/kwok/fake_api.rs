@@ -12,6 +12,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use nodewright_testkit::json::merge_into;
 use serde_json::{Value, json};
 
 use super::node::AGENT_LABEL;
@@ -49,17 +50,6 @@ fn failure(code: u16, reason: &str) -> Response {
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "reason": reason, "code": code, "message": reason}),
     )
-}
-
-fn merge(t: &mut Value, p: &Value) {
-    match (t, p) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                merge(t.entry(k.clone()).or_insert(Value::Null), v);
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 /// Whether the object at `key` belongs to the collection at `path`: directly under it, or,
@@ -187,7 +177,7 @@ async fn handle(
                     if !uid.is_null() && *uid != current["metadata"]["uid"] {
                         return failure(422, "Invalid");
                     }
-                    merge(current, &body);
+                    merge_into(current, body);
                     current["metadata"]["resourceVersion"] = json!(next_version());
                     reply(200, current.clone())
                 }

@@ -515,6 +515,8 @@ pub fn running_status(pod: &Pod, host_ip: &str, pod_ip: &str, now: Timestamp) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nodewright_testkit::json::{merge, merge_into};
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     fn now() -> Timestamp {
@@ -522,27 +524,14 @@ mod tests {
     }
 
     fn pod(name: &str, node: &str, extra: serde_json::Value) -> Pod {
-        let mut v = json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "web", "uid": format!("uid-{name}")},
-            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]},
-            "status": {"phase": "Pending", "qosClass": "Burstable", "conditions": [
-                {"type": "PodScheduled", "status": "True",
-                 "lastTransitionTime": "2023-11-14T22:13:30Z"}]}
-        });
-        merge(&mut v, extra);
-        serde_json::from_value(v).unwrap()
-    }
-
-    fn merge(t: &mut serde_json::Value, p: serde_json::Value) {
-        match (t, p) {
-            (serde_json::Value::Object(t), serde_json::Value::Object(p)) => {
-                for (k, v) in p {
-                    merge(t.entry(k).or_insert(serde_json::Value::Null), v);
-                }
-            }
-            (t, p) => *t = p,
-        }
+        let v = merge(
+            k8s::pod("web", name),
+            json!({"spec": {"nodeName": node},
+                "status": {"qosClass": "Burstable", "conditions": [
+                    {"type": "PodScheduled", "status": "True",
+                     "lastTransitionTime": "2023-11-14T22:13:30Z"}]}}),
+        );
+        serde_json::from_value(merge(v, extra)).unwrap()
     }
 
     fn nodes() -> BTreeMap<String, Kubelet> {
@@ -764,7 +753,7 @@ mod tests {
 
         // One gate True, the other False: still not Ready, and the message names the False one.
         let mut half = gated.clone();
-        merge(
+        merge_into(
             &mut half,
             json!({"status": {"conditions": [
                 {"type": "target-health.elbv2.k8s.aws/web", "status": "True"},
@@ -913,7 +902,7 @@ mod tests {
     #[test]
     fn a_pod_past_its_active_deadline_fails() {
         let mut extra = job("10m");
-        merge(&mut extra, json!({"spec": {"activeDeadlineSeconds": 300}}));
+        merge_into(&mut extra, json!({"spec": {"activeDeadlineSeconds": 300}}));
         assert!(pod_plan(&nodes(), [&started_pod("b", 299, extra.clone())], now()).is_empty());
         let p = started_pod("b", 300, extra);
         let actions = pod_plan(&nodes(), [&p], now());
@@ -943,7 +932,7 @@ mod tests {
         let actions = pod_plan(&nodes(), [&started_pod("d", 60, deployment)], now());
         assert_eq!(finished(&actions).phase.as_deref(), Some("Failed"));
         let mut quick = job("1m");
-        merge(&mut quick, json!({"spec": {"activeDeadlineSeconds": 300}}));
+        merge_into(&mut quick, json!({"spec": {"activeDeadlineSeconds": 300}}));
         let actions = pod_plan(&nodes(), [&started_pod("q", 600, quick)], now());
         assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
     }
@@ -955,7 +944,7 @@ mod tests {
         assert!(pod_plan(&nodes(), [&started_pod("web", 600, always)], now()).is_empty());
         // OnFailure: an exit with code 0 ends the pod.
         let mut on_failure = job("1m");
-        merge(
+        merge_into(
             &mut on_failure,
             json!({"spec": {"restartPolicy": "OnFailure"}}),
         );
@@ -976,7 +965,7 @@ mod tests {
     #[test]
     fn sidecars_stop_with_the_pod() {
         let mut extra = job("1m");
-        merge(
+        merge_into(
             &mut extra,
             json!({"spec": {"initContainers": [
                 {"name": "migrate", "image": "migrate:1"},

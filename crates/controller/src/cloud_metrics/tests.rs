@@ -1,4 +1,5 @@
 use nodewright_core::model::{CapacityType, Offering};
+use nodewright_core::testkit::offering;
 
 use super::*;
 use crate::state::Kind;
@@ -24,12 +25,8 @@ fn an_offering_listed_by_two_classes_is_available_if_either_can_launch_it() {
     b[0].offerings[0].available = false;
     b[0].offerings[0].price = 0.05;
     b[0].offerings.push(Offering {
-        zone: "us-east-1c".into(),
-        capacity_type: CapacityType::Spot,
-        price: 0.03,
         available: false,
-        reservation_id: None,
-        reservation_capacity: None,
+        ..offering("us-east-1c", CapacityType::Spot, 0.03)
     });
     let rows = rows([a.as_slice(), b.as_slice()]);
     assert_eq!(rows.types["m5.large"], (2.0, 8.0 * (1u64 << 30) as f64));

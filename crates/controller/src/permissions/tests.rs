@@ -140,13 +140,8 @@ impl KubeWriter for Audited {
 
 /// Calls every write once; outcomes do not matter, only the requests sent.
 async fn every_write(w: &dyn KubeWriter) {
-    let claim: NodeClaim = serde_json::from_value(serde_json::json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde"},
-        "spec": {"requirements": [], "nodeClassRef":
-            {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
-    }))
-    .unwrap();
+    let claim: NodeClaim =
+        serde_json::from_value(nodewright_testkit::k8s::nodeclaim("default-abcde")).unwrap();
     let mut meta = MetaPatch::default();
     meta.labels.insert("a".into(), Some("b".into()));
     let _ = w.create_nodeclaim(&claim).await;

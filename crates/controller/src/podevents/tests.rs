@@ -5,6 +5,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use nodewright_cloud::Registration;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 use super::*;
@@ -16,14 +18,12 @@ use crate::tests::registration::joined;
 use crate::tests::termination::initialized_node;
 
 fn pod(name: &str, node: Option<&str>, phase: &str) -> Value {
-    let mut p = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": format!("pod-{name}"),
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
-                "uid": "rs", "controller": true}]},
-        "spec": {"containers": [{"name": "c", "image": "x"}]},
-        "status": {"phase": phase}
-    });
+    let mut p = merge(
+        k8s::pod("default", name),
+        json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "name": "web", "uid": "rs", "controller": true}]},
+            "status": {"phase": phase}}),
+    );
     if let Some(n) = node {
         p["spec"]["nodeName"] = json!(n);
     }

@@ -44,23 +44,18 @@ mod tests {
 
     use nodewright_core::model::{CapacityType, Offering};
     use nodewright_core::requirements::{Operator, Requirement};
+    use nodewright_core::testkit::{instance_type, offering};
 
     use super::*;
 
     fn it(name: &str, zone: &str, available: bool) -> InstanceType {
+        let offering = Offering {
+            available,
+            ..offering(zone, CapacityType::OnDemand, 0.1)
+        };
         InstanceType {
-            name: name.into(),
             requirements: vec![Requirement::single(labels::INSTANCE_TYPE, name)],
-            offerings: vec![Offering {
-                zone: zone.into(),
-                capacity_type: CapacityType::OnDemand,
-                price: 0.1,
-                available,
-                reservation_id: None,
-                reservation_capacity: None,
-            }],
-            capacity: Default::default(),
-            overhead: Default::default(),
+            ..instance_type(name, Default::default(), vec![offering])
         }
     }
 

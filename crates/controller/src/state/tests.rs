@@ -1,3 +1,4 @@
+use nodewright_testkit::k8s;
 use serde_json::json;
 
 use super::*;
@@ -99,12 +100,7 @@ fn provisionable_pods_are_the_unschedulable_unbound_ones() {
 #[test]
 fn in_flight_claims_count_until_the_watch_reports_them() {
     let mut s = ClusterState::default();
-    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde"},
-        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
-    }))
-    .unwrap();
+    let claim: NodeClaim = serde_json::from_value(k8s::nodeclaim("default-abcde")).unwrap();
     s.record_created(claim.clone());
     assert_eq!(s.all_claims().count(), 1);
     assert_eq!(s.in_flight_count(), 1);
@@ -119,13 +115,7 @@ fn nominations_follow_their_pods_and_claims() {
     let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
     s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
     s.apply(WatchEvent::Apply(pod(unschedulable("b"))));
-    let claim: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde"},
-        "spec": {"requirements": [], "nodeClassRef":
-            {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
-    }))
-    .unwrap();
+    let claim: NodeClaim = serde_json::from_value(k8s::nodeclaim("default-abcde")).unwrap();
     s.record_created(claim);
     s.nominate("default/a", "default-abcde", t0);
     s.nominate("default/b", "default-abcde", t0);

@@ -14,9 +14,10 @@ use nodewright_cloud::{
     RegisteredInstance, Registration, ReservationEnd, annotations,
 };
 use nodewright_core::labels;
-use nodewright_core::model::{CapacityType, InstanceType, Offering, Overhead};
-use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::model::{CapacityType, InstanceType, Overhead};
+use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::Resources;
+use nodewright_core::testkit::{instance_type, offering};
 
 #[derive(Default)]
 struct Inner {
@@ -47,38 +48,23 @@ pub struct TestCloud {
 }
 
 fn it(name: &str, cpu: i64, mem_gi: i64, price: f64) -> InstanceType {
-    let req = |k: &str, v: &str| Requirement {
-        key: k.into(),
-        operator: Operator::In,
-        values: vec![v.into()],
-        min_values: None,
-    };
+    let capacity = Resources::new()
+        .with("cpu", cpu * 1000)
+        .with("memory", mem_gi << 30)
+        .with("pods", 110);
+    let offerings =
+        ["us-east-1a", "us-east-1b"].map(|z| offering(z, CapacityType::OnDemand, price));
     InstanceType {
-        name: name.into(),
         requirements: vec![
-            req(labels::INSTANCE_TYPE, name),
-            req(labels::ARCH, "amd64"),
-            req(labels::OS, "linux"),
+            Requirement::single(labels::INSTANCE_TYPE, name),
+            Requirement::single(labels::ARCH, "amd64"),
+            Requirement::single(labels::OS, "linux"),
         ],
-        capacity: Resources::new()
-            .with("cpu", cpu * 1000)
-            .with("memory", mem_gi << 30)
-            .with("pods", 110),
         overhead: Overhead {
             kube_reserved: Resources::new().with("cpu", 80),
             ..Overhead::default()
         },
-        offerings: ["us-east-1a", "us-east-1b"]
-            .into_iter()
-            .map(|z| Offering {
-                zone: z.into(),
-                capacity_type: CapacityType::OnDemand,
-                price,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            })
-            .collect(),
+        ..instance_type(name, capacity, offerings.into())
     }
 }
 

@@ -34,7 +34,7 @@ use crate::lifecycle::Lifecycle;
 use crate::memory::MemoryApi;
 use crate::metrics::Metrics;
 use crate::provisioner::Provisioner;
-use crate::state::{ClusterState, Kind, Object, SharedState};
+use crate::state::{ClusterState, Kind, Object, SharedState, WatchEvent};
 use crate::status::StatusController;
 use crate::termination::Termination;
 use crate::write::KubeWriter;
@@ -213,6 +213,20 @@ impl Harness {
             json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
         self.api.put_value(Kind::Pod, p);
     }
+}
+
+/// The index as the watchers leave it after listing `objects`.
+pub fn state_of(objects: Vec<Object>) -> ClusterState {
+    let mut s = ClusterState::default();
+    for o in objects {
+        s.apply(WatchEvent::Apply(o));
+    }
+    s
+}
+
+/// `v` (a test's own object) as an index object of `kind`.
+pub fn object(kind: Kind, v: Value) -> Object {
+    Object::from_value(kind, v).expect("a test object that parses")
 }
 
 pub fn pending_pod_json(name: &str, cpu: &str) -> Value {

@@ -1,6 +1,7 @@
 //! The zonal-shift changes as plain data, and the poller against the test cloud: events per
 //! claim in a changed zone, metrics per change, and a failed poll changing nothing.
 
+use nodewright_testkit::k8s;
 use serde_json::json;
 
 use super::*;
@@ -9,11 +10,8 @@ use crate::state::{ClusterState, Kind, Object, WatchEvent};
 use crate::tests::cloud::TestCloud;
 
 fn claim(name: &str, zone: Option<&str>) -> NodeClaim {
-    let mut v = json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": name, "uid": format!("uid-{name}"), "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-    });
+    let mut v = k8s::nodeclaim(name);
+    v["metadata"]["labels"] = json!({"karpenter.sh/nodepool": "default"});
     if let Some(z) = zone {
         v["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!(z);
     }

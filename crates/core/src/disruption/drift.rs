@@ -156,7 +156,8 @@ pub(super) fn offering_found<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CapacityType, Offering};
+    use crate::model::CapacityType;
+    use crate::testkit::{instance_type, offering};
 
     fn setup() -> (NodeClaim, Node, NodePool, Vec<InstanceType>) {
         let claim = NodeClaim {
@@ -192,20 +193,11 @@ mod tests {
             Operator::Gt,
             &["2"],
         )];
-        let it = InstanceType {
-            name: "m5.large".into(),
-            requirements: vec![],
-            capacity: Default::default(),
-            overhead: Default::default(),
-            offerings: vec![Offering {
-                zone: "us-east-1a".into(),
-                capacity_type: CapacityType::Spot,
-                price: 0.04,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            }],
-        };
+        let it = instance_type(
+            "m5.large",
+            Default::default(),
+            vec![offering("us-east-1a", CapacityType::Spot, 0.04)],
+        );
         (claim, node, pool, vec![it])
     }
 

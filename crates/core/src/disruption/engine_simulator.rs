@@ -422,8 +422,8 @@ mod differential;
 mod tests {
     use super::*;
     use crate::disruption::command::{Decision, Method};
-    use crate::disruption::fixture;
     use crate::disruption::plan::{Settings, plan};
+    use crate::testkit::cluster as fixture;
 
     fn cluster(nodes: &[(&str, &str, &[i64])]) -> Snapshot {
         fixture::cluster(&["a", "b"], nodes)

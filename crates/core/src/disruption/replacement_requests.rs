@@ -73,8 +73,8 @@ mod tests {
     use crate::disruption::candidates::select_both;
     use crate::disruption::command::{Method, Replacement};
     use crate::disruption::consolidation::target;
-    use crate::disruption::fixture;
     use crate::resources::CPU;
+    use crate::testkit::cluster as fixture;
     use crate::time::Timestamp;
 
     /// n1's two pods move; n2 has room for both but had a pod event 20 s ago, under a

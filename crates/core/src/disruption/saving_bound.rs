@@ -466,6 +466,7 @@ mod tests {
         CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, Pod, PodPhase,
     };
     use crate::resources::Resources;
+    use crate::testkit::{instance_type, offering};
 
     fn res(cpu: i64, memory: i64) -> Resources {
         Resources::new().with(CPU, cpu).with(MEMORY, memory)
@@ -488,31 +489,13 @@ mod tests {
         }
     }
 
-    /// An offering in zone `z`.
-    fn offering(capacity_type: CapacityType, price: f64, available: bool) -> Offering {
-        Offering {
-            zone: "z".into(),
-            capacity_type,
-            price,
-            available,
-            reservation_id: None,
-            reservation_capacity: None,
-        }
-    }
-
     fn on_demand(price: f64) -> Offering {
-        offering(CapacityType::OnDemand, price, true)
+        offering("z", CapacityType::OnDemand, price)
     }
 
     /// An instance type of `cpu` and `memory` (no overhead).
     fn sized(name: &str, cpu: i64, memory: i64, offerings: Vec<Offering>) -> InstanceType {
-        InstanceType {
-            name: name.into(),
-            requirements: vec![],
-            capacity: res(cpu, memory),
-            overhead: Default::default(),
-            offerings,
-        }
+        instance_type(name, res(cpu, memory), offerings)
     }
 
     fn snapshot(prices: &[f64]) -> Snapshot {
@@ -522,7 +505,10 @@ mod tests {
             64000,
             prices
                 .iter()
-                .map(|&price| offering(CapacityType::OnDemand, price, false))
+                .map(|&price| Offering {
+                    available: false,
+                    ..on_demand(price)
+                })
                 .collect(),
         );
         Snapshot {
@@ -654,7 +640,7 @@ mod tests {
         let its = Arc::make_mut(s.instance_types.get_mut("p").unwrap());
         its[0]
             .offerings
-            .push(offering(CapacityType::Spot, 0.10, true));
+            .push(offering("z", CapacityType::Spot, 0.10));
         // No NodePool named `p`, or one without a capacity-type requirement: spot counts.
         assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
         let mut pool = NodePool {

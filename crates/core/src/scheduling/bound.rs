@@ -185,6 +185,7 @@ pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{instance_type, offering};
 
     #[test]
     fn single_resource_bound_is_exact() {
@@ -215,7 +216,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::labels;
-    use crate::model::{CapacityType, InstanceType, NodePool, Offering, Pod};
+    use crate::model::{CapacityType, InstanceType, NodePool, Pod};
     use crate::requirements::Requirement;
     use crate::resources::{CPU, MEMORY, PODS, Resources};
     use crate::scheduling::{Options, Plan, solve};
@@ -224,24 +225,18 @@ mod tests {
     /// launching only type `a`: 2000m, 4 GiB, 10 pods, offered at `offers`.
     fn plan_of(pods: usize, offers: &[(CapacityType, f64)], pool_reqs: Vec<Requirement>) -> Plan {
         let it = InstanceType {
-            name: "a".into(),
             requirements: vec![Requirement::single(labels::INSTANCE_TYPE, "a")],
-            capacity: Resources::new()
-                .with(CPU, 2000)
-                .with(MEMORY, 4 << 30)
-                .with(PODS, 10),
-            overhead: Default::default(),
-            offerings: offers
-                .iter()
-                .map(|&(capacity_type, price)| Offering {
-                    zone: "z".into(),
-                    capacity_type,
-                    price,
-                    available: true,
-                    reservation_id: None,
-                    reservation_capacity: None,
-                })
-                .collect(),
+            ..instance_type(
+                "a",
+                Resources::new()
+                    .with(CPU, 2000)
+                    .with(MEMORY, 4 << 30)
+                    .with(PODS, 10),
+                offers
+                    .iter()
+                    .map(|&(ct, price)| offering("z", ct, price))
+                    .collect(),
+            )
         };
         let mut pool = NodePool {
             name: "od".into(),

@@ -2,10 +2,10 @@
 
 use super::*;
 use crate::disruption::candidates::DO_NOT_DISRUPT;
-use crate::disruption::fixture::cluster;
 use crate::model::NodeClaim;
 use crate::requirements::Requirement;
 use crate::resources::Resources;
+use crate::testkit::cluster::cluster;
 use crate::time::Timestamp;
 
 fn static_pool(s: &mut Snapshot, replicas: i64) {

@@ -262,39 +262,4 @@ fn patch<T>(
 }
 
 #[cfg(test)]
-mod patch_tests {
-    use proptest::prelude::*;
-    use std::collections::{BTreeMap, BTreeSet};
-
-    use super::patch;
-
-    proptest! {
-        /// Whatever mix of replacements, inserts and removals, the patched lists are the
-        /// sorted entries of the map they mirror.
-        #[test]
-        fn patching_gives_the_lists_of_the_changed_map(
-            before in prop::collection::btree_map(0u8..40, 0u32..5, 0..30),
-            edits in prop::collection::btree_map(0u8..40, prop::option::of(5u32..9), 0..20),
-        ) {
-            let name = |k: u8| format!("k{k:02}");
-            let mut keys: Vec<String> = before.keys().map(|&k| name(k)).collect();
-            let mut items: Vec<u32> = before.values().copied().collect();
-            let mut after: BTreeMap<String, u32> =
-                before.iter().map(|(&k, &v)| (name(k), v)).collect();
-            for (&k, v) in &edits {
-                match v {
-                    Some(v) => after.insert(name(k), *v),
-                    None => after.remove(&name(k)),
-                };
-            }
-            let dirty: BTreeSet<String> = edits.keys().map(|&k| name(k)).collect();
-            // Spare buffers holding stale entries: none of them may come back.
-            let mut spare = (vec!["stale".to_string()], vec![99]);
-            patch(&mut keys, &mut items, &dirty, (&mut spare.0, &mut spare.1), |k| {
-                after.get(k).copied()
-            });
-            prop_assert_eq!(keys, after.keys().cloned().collect::<Vec<_>>());
-            prop_assert_eq!(items, after.values().copied().collect::<Vec<_>>());
-        }
-    }
-}
+mod tests;

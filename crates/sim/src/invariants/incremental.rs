@@ -188,3 +188,6 @@ impl Checker {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use nodewright_core::labels;
-use nodewright_core::model::{CapacityType, InstanceType, Offering, StorageClass};
+use nodewright_core::model::{CapacityType, StorageClass};
 use nodewright_core::requirements::{NodeSelectorTerm, Operator, Requirement};
+use nodewright_core::testkit::{instance_type, offering};
 
 use super::{ClaimTemplate, ensure_claims, immediate_zone};
 use crate::cluster::Cluster;
@@ -49,21 +50,9 @@ fn a_statefulsets_claims_take_the_offered_zones_in_turn() {
 
 fn cluster_with(mode: &str) -> Cluster {
     let mut c = Cluster::default();
-    let offering = |zone: &str| Offering {
-        zone: zone.into(),
-        capacity_type: CapacityType::OnDemand,
-        price: 0.1,
-        available: true,
-        reservation_id: None,
-        reservation_capacity: None,
-    };
-    let it = InstanceType {
-        name: "m5.large".into(),
-        requirements: Vec::new(),
-        capacity: Default::default(),
-        overhead: Default::default(),
-        offerings: vec![offering("us-east-1a"), offering("us-east-1b")],
-    };
+    let offering = |zone| offering(zone, CapacityType::OnDemand, 0.1);
+    let offerings = vec![offering("us-east-1a"), offering("us-east-1b")];
+    let it = instance_type("m5.large", Default::default(), offerings);
     c.catalog.insert("default".into(), Arc::new(vec![it]));
     c.storage_classes.insert(
         "ebs".into(),

@@ -374,5 +374,4 @@ fn totals(rows: &[&Row], resources: &[String]) -> Totals {
 }
 
 #[cfg(test)]
-#[path = "model_tests.rs"]
 mod tests;

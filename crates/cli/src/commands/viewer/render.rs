@@ -280,5 +280,4 @@ pub fn human(resource: &str, amount: i64) -> String {
 }
 
 #[cfg(test)]
-#[path = "render_tests.rs"]
 mod tests;

@@ -1,7 +1,7 @@
 use super::*;
 use crate::nodeclass::aliases::{ARCH_LABEL, Requirement as AmiRequirement};
 use crate::nodeclass::{ResolvedSecurityGroup, ResolvedSubnet};
-use nodewright_core::model::Offering;
+use nodewright_core::testkit::{instance_type, offering};
 
 const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 use nodewright_core::labels;
@@ -213,19 +213,11 @@ fn itype(name: &str, arch: &str, cpu: i64, gpus: Option<&str>) -> InstanceType {
     if let Some(g) = gpus {
         requirements.push(Requirement::single(GPU_COUNT_LABEL, g));
     }
+    let capacity = Resources::new().with(CPU, cpu).with(MEMORY, cpu << 22);
+    let offering = offering("us-east-1a", CapacityType::OnDemand, 0.1);
     InstanceType {
-        name: name.into(),
         requirements,
-        capacity: Resources::new().with(CPU, cpu).with(MEMORY, cpu << 22),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "us-east-1a".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 0.1,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
+        ..instance_type(name, capacity, vec![offering])
     }
 }
 
@@ -235,17 +227,6 @@ fn pick<'a>(
     pools: &'a [PoolDemand],
 ) -> Option<(&'a str, &'a str)> {
     choose_launch(types, amis, pools).map(|c| (c.instance_type.name.as_str(), c.ami.id.as_str()))
-}
-
-fn offering(zone: &str, capacity_type: CapacityType) -> Offering {
-    Offering {
-        zone: zone.into(),
-        capacity_type,
-        price: 0.1,
-        available: true,
-        reservation_id: None,
-        reservation_capacity: None,
-    }
 }
 
 fn pool(name: &str, requirements: &[(&str, Operator, &[&str])]) -> PoolDemand {
@@ -314,9 +295,9 @@ fn with_pools_the_validation_launch_is_one_a_pool_could_make() {
     c5.requirements
         .push(Requirement::single(INSTANCE_TYPE_LABEL, "c5.xlarge"));
     c5.offerings = vec![
-        offering("us-east-1a", CapacityType::OnDemand),
-        offering("us-east-1b", CapacityType::Spot),
-        offering("us-east-1b", CapacityType::OnDemand),
+        offering("us-east-1a", CapacityType::OnDemand, 0.1),
+        offering("us-east-1b", CapacityType::Spot, 0.1),
+        offering("us-east-1b", CapacityType::OnDemand, 0.1),
     ];
     let mut m5 = itype("m5.large", "amd64", 2000, None);
     m5.requirements

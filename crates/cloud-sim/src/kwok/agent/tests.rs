@@ -6,6 +6,8 @@ use crate::fleet::FleetConfig;
 use crate::kwok::fake_api::{Shared, server};
 use nodewright_cloud::{CloudProvider, Instance};
 use nodewright_core::resources::Resources;
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 fn nodeclaim() -> NodeClaim {
@@ -56,21 +58,15 @@ async fn setup(config: AgentConfig) -> (Shared, Arc<SimCloud>, NodeAgent, String
 }
 
 fn pod(name: &str, node: &str, extra: Value) -> (String, Value) {
-    let mut v = json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "web", "uid": format!("uid-{name}"),
-                     "resourceVersion": "1"},
-        "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}]},
-        "status": {"phase": "Pending", "qosClass": "BestEffort"}
-    });
-    if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
-        for (k, e) in extra {
-            if let (Some(Value::Object(into)), Value::Object(e)) = (v.get_mut(&k), e) {
-                into.extend(e);
-            }
-        }
-    }
-    (format!("/api/v1/namespaces/web/pods/{name}"), v)
+    let v = merge(
+        k8s::pod("web", name),
+        json!({"metadata": {"resourceVersion": "1"}, "spec": {"nodeName": node},
+            "status": {"qosClass": "BestEffort"}}),
+    );
+    (
+        format!("/api/v1/namespaces/web/pods/{name}"),
+        merge(v, extra),
+    )
 }
 
 fn count(shared: &Shared, prefix: &str) -> usize {

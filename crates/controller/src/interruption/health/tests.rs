@@ -5,8 +5,12 @@ use nodewright_cloud::{FailedCheck, HealthCategory, InstanceHealth};
 use nodewright_core::time::Timestamp;
 use serde_json::json;
 
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
+
 use super::*;
-use crate::state::{Kind, Object, WatchEvent};
+use crate::state::{Kind, Object};
+use crate::tests::{object, state_of};
 
 const T0: Timestamp = Timestamp(1_700_000_000_000);
 
@@ -15,35 +19,24 @@ fn at(secs: u64) -> Timestamp {
 }
 
 fn claim(name: &str, instance: &str, deleting: bool) -> Object {
-    let mut v = json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": name, "uid": format!("uid-{name}"),
-            "labels": {"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "on-demand"}},
-        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-        "status": {"providerID": format!("aws:///us-east-1a/{instance}")},
-    });
+    let mut v = merge(
+        k8s::nodeclaim(name),
+        json!({"metadata": {"labels": {"karpenter.sh/nodepool": "default",
+                "karpenter.sh/capacity-type": "on-demand"}},
+            "status": {"providerID": format!("aws:///us-east-1a/{instance}")}}),
+    );
     if deleting {
         v["metadata"]["deletionTimestamp"] = json!("2023-11-14T22:13:20Z");
         v["metadata"]["finalizers"] = json!(["karpenter.sh/termination"]);
     }
-    Object::from_value(Kind::NodeClaim, v).unwrap()
+    object(Kind::NodeClaim, v)
 }
 
 fn node(name: &str, instance: &str) -> Object {
-    Object::from_value(
+    object(
         Kind::Node,
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "spec": {"providerID": format!("aws:///us-east-1a/{instance}")}}),
+        k8s::node(name, &format!("aws:///us-east-1a/{instance}")),
     )
-    .unwrap()
-}
-
-fn state(objects: Vec<Object>) -> ClusterState {
-    let mut s = ClusterState::default();
-    for o in objects {
-        s.apply(WatchEvent::Apply(o));
-    }
-    s
 }
 
 fn report(instance: &str, category: HealthCategory, since: Option<Timestamp>) -> InstanceHealth {
@@ -75,7 +68,7 @@ fn deleted(d: &HealthDecision) -> Vec<(String, HealthCategory, bool)> {
 
 #[test]
 fn a_check_without_a_start_time_counts_from_when_it_was_first_seen() {
-    let s = state(vec![claim("c", "i-1", false), node("n", "i-1")]);
+    let s = state_of(vec![claim("c", "i-1", false), node("n", "i-1")]);
     let r = [report("i-1", HealthCategory::InstanceStatus, None)];
     let mut t = Tracker::default();
     assert_eq!(run(&r, &mut t, &s, at(0)), HealthDecision::default());
@@ -108,7 +101,7 @@ fn a_check_without_a_start_time_counts_from_when_it_was_first_seen() {
 
 #[test]
 fn the_clouds_own_start_time_decides_at_the_boundary() {
-    let s = state(vec![claim("c", "i-1", false)]);
+    let s = state_of(vec![claim("c", "i-1", false)]);
     let mut t = Tracker::default();
     let young = [report("i-1", HealthCategory::SystemStatus, Some(at(1)))];
     assert!(run(&young, &mut t, &s, at(120)).delete.is_empty(), "119 s");
@@ -123,7 +116,7 @@ fn the_clouds_own_start_time_decides_at_the_boundary() {
 
 #[test]
 fn a_recovered_instance_starts_over() {
-    let s = state(vec![claim("c", "i-1", false)]);
+    let s = state_of(vec![claim("c", "i-1", false)]);
     let r = [report("i-1", HealthCategory::InstanceStatus, None)];
     let mut t = Tracker::default();
     run(&r, &mut t, &s, at(0));
@@ -143,7 +136,7 @@ fn a_recovered_instance_starts_over() {
 
 #[test]
 fn the_metric_counts_each_episode_once() {
-    let s = state(vec![claim("c", "i-1", false)]);
+    let s = state_of(vec![claim("c", "i-1", false)]);
     let r = [report("i-1", HealthCategory::InstanceStatus, Some(at(0)))];
     let mut t = Tracker::default();
     assert_eq!(run(&r, &mut t, &s, at(120)).count.len(), 1);
@@ -158,7 +151,7 @@ fn the_metric_counts_each_episode_once() {
 
 #[test]
 fn a_scheduled_event_drains_at_once_without_forcing() {
-    let s = state(vec![claim("c", "i-1", false)]);
+    let s = state_of(vec![claim("c", "i-1", false)]);
     let mut t = Tracker::default();
     let d = run(
         &[report("i-1", HealthCategory::ScheduledEvent, None)],
@@ -176,7 +169,7 @@ fn a_scheduled_event_drains_at_once_without_forcing() {
 
 #[test]
 fn a_status_failure_outranks_an_event_on_the_same_instance() {
-    let s = state(vec![claim("c", "i-1", false)]);
+    let s = state_of(vec![claim("c", "i-1", false)]);
     let mut t = Tracker::default();
     let r = [InstanceHealth {
         instance_id: "i-1".into(),
@@ -203,7 +196,7 @@ fn a_status_failure_outranks_an_event_on_the_same_instance() {
 
 #[test]
 fn unknown_instances_and_deleting_claims_are_left_alone() {
-    let s = state(vec![claim("gone", "i-2", true)]);
+    let s = state_of(vec![claim("gone", "i-2", true)]);
     let mut t = Tracker::default();
     let r = [
         report("i-9", HealthCategory::InstanceStatus, Some(at(0))),

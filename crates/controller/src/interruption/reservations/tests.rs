@@ -5,8 +5,12 @@ use std::collections::BTreeMap;
 use nodewright_cloud::{Instance, InstanceState};
 use serde_json::{Value, json};
 
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
+
 use super::*;
-use crate::state::{Kind, Object, WatchEvent};
+use crate::state::{Kind, Object};
+use crate::tests::{object, state_of};
 
 const END: &str = "2026-01-01T12:00:00Z";
 
@@ -15,26 +19,24 @@ fn end() -> Timestamp {
 }
 
 fn claim(name: &str, instance: &str, labels: Value, deleting: bool) -> Object {
-    let mut v = json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-        "status": {"providerID": format!("aws:///us-east-1a/{instance}")},
-    });
+    let mut v = merge(
+        k8s::nodeclaim(name),
+        json!({"metadata": {"labels": labels},
+            "status": {"providerID": format!("aws:///us-east-1a/{instance}")}}),
+    );
     if deleting {
         v["metadata"]["deletionTimestamp"] = json!("2025-12-31T00:00:00Z");
         v["metadata"]["finalizers"] = json!(["karpenter.sh/termination"]);
     }
-    Object::from_value(Kind::NodeClaim, v).unwrap()
+    object(Kind::NodeClaim, v)
 }
 
 fn node(name: &str, instance: &str, labels: Value) -> Object {
-    Object::from_value(
+    let v = k8s::node(name, &format!("aws:///us-east-1a/{instance}"));
+    object(
         Kind::Node,
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": format!("aws:///us-east-1a/{instance}")}}),
+        merge(v, json!({"metadata": {"labels": labels}})),
     )
-    .unwrap()
 }
 
 fn class(reservations: Value) -> Object {
@@ -49,21 +51,13 @@ fn class(reservations: Value) -> Object {
     .unwrap()
 }
 
-fn state(objects: Vec<Object>) -> ClusterState {
-    let mut s = ClusterState::default();
-    for o in objects {
-        s.apply(WatchEvent::Apply(o));
-    }
-    s
-}
-
 fn reserved(id: &str) -> Value {
     json!({"karpenter.sh/capacity-type": "reserved", "karpenter.k8s.aws/capacity-reservation-id": id})
 }
 
 #[test]
 fn claims_in_a_capacity_block_go_forty_minutes_before_its_end() {
-    let s = state(vec![
+    let s = state_of(vec![
         class(json!([
             {"id": "cr-block", "reservationType": "capacity-block", "endTime": END, "state": "active"},
             {"id": "cr-odcr", "reservationType": "default", "endTime": END, "state": "active"},
@@ -90,7 +84,7 @@ fn claims_in_a_capacity_block_go_forty_minutes_before_its_end() {
 
 #[test]
 fn a_block_the_status_already_calls_expiring_counts_without_an_end_time() {
-    let s = state(vec![
+    let s = state_of(vec![
         class(json!([{"id": "cr-b", "reservationType": "capacity-block", "state": "expiring"}])),
         claim("c", "i-1", reserved("cr-b"), false),
     ]);
@@ -114,7 +108,7 @@ fn instance(id: &str, capacity_type: CapacityType) -> Instance {
 fn a_reserved_claim_ec2_moved_to_on_demand_is_relabelled_with_its_registered_nodes() {
     let registered =
         json!({"karpenter.sh/registered": "true", "karpenter.sh/capacity-type": "reserved"});
-    let s = state(vec![
+    let s = state_of(vec![
         claim("moved", "i-1", reserved("cr-1"), false),
         node("n-1", "i-1", registered.clone()),
         node(
@@ -166,7 +160,7 @@ fn block(id: &str) -> Value {
 
 #[test]
 fn blocks_no_class_lists_are_looked_up_and_their_claims_expire_too() {
-    let s = state(vec![
+    let s = state_of(vec![
         class(json!([{"id": "cr-listed", "reservationType": "capacity-block", "endTime": END}])),
         claim("listed", "i-1", block("cr-listed"), false),
         claim("orphan", "i-2", block("cr-gone"), false),

@@ -3,8 +3,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::model::{InstanceType, Offering, OwnerRef, PodPhase};
+use crate::model::{OwnerRef, PodPhase};
 use crate::selector::LabelSelector;
+use crate::testkit::{instance_type, offering};
 
 const NOW: Timestamp = Timestamp(1_000_000_000);
 
@@ -18,20 +19,11 @@ fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let it = InstanceType {
-        name: "m5.large".into(),
-        requirements: vec![],
-        capacity: Default::default(),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "us-east-1a".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 0.096,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
-    };
+    let it = instance_type(
+        "m5.large",
+        Default::default(),
+        vec![offering("us-east-1a", CapacityType::OnDemand, 0.096)],
+    );
     Snapshot {
         now: NOW,
         nodepools: vec![NodePool {

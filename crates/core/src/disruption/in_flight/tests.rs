@@ -7,7 +7,6 @@ use crate::disruption::bench;
 use crate::disruption::candidates::budget_node_counts;
 use crate::disruption::command::{Decision, Method};
 use crate::disruption::engine_simulator::{EngineSimulator, reduced};
-use crate::disruption::fixture::{self, node_labels};
 use crate::disruption::plan::{Settings, plan};
 use crate::disruption::simulate::{Purpose, Simulator};
 use crate::disruption::validate::validate;
@@ -16,6 +15,7 @@ use crate::model::{Node, NodeClaim, Pod};
 use crate::requirements::Requirement;
 use crate::resources::{CPU, MEMORY, PODS, Resources};
 use crate::scheduling::{self, Options, Target};
+use crate::testkit::cluster::{self as fixture, node_labels};
 use crate::time::Timestamp;
 
 /// Initialized `large` nodes, each running one pod of `cpu` millicores; a `small` node would

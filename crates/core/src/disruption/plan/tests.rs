@@ -12,10 +12,10 @@ use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation}
 use crate::labels;
 use crate::model::NodeClaim;
 use crate::model::{
-    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodePool, Offering, OwnerRef, Pod,
-    PodPhase,
+    Budget, BudgetNodes, CapacityType, InstanceType, Node, OwnerRef, Pod, PodPhase,
 };
 use crate::resources::{CPU, Resources};
+use crate::testkit::{disruptable, instance_type, offering};
 use crate::time::Timestamp;
 
 const NOW: Timestamp = Timestamp(100_000_000);
@@ -119,52 +119,18 @@ impl Simulator for FirstFit {
 }
 
 fn it(name: &str, cpu: i64, od: f64, spot: Option<f64>) -> InstanceType {
-    let mut offerings = vec![Offering {
-        zone: "a".into(),
-        capacity_type: CapacityType::OnDemand,
-        price: od,
-        available: true,
-        reservation_id: None,
-        reservation_capacity: None,
-    }];
-    if let Some(p) = spot {
-        offerings.push(Offering {
-            zone: "a".into(),
-            capacity_type: CapacityType::Spot,
-            price: p,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        });
-    }
-    InstanceType {
-        name: name.into(),
-        requirements: vec![],
-        capacity: Resources::new().with(CPU, cpu),
-        overhead: Default::default(),
-        offerings,
-    }
+    let mut offerings = vec![offering("a", CapacityType::OnDemand, od)];
+    offerings.extend(spot.map(|p| offering("a", CapacityType::Spot, p)));
+    instance_type(name, Resources::new().with(CPU, cpu), offerings)
 }
 
 struct Cluster(Snapshot);
 
 impl Cluster {
     fn new(its: Vec<InstanceType>) -> Cluster {
-        let pool = NodePool {
-            name: "default".into(),
-            ready: true,
-            ..NodePool::default()
-        };
-        let mut pool = pool;
-        pool.disruption.budgets = vec![Budget {
-            nodes: BudgetNodes::Percent(100),
-            schedule: None,
-            duration: None,
-            reasons: vec![],
-        }];
         Cluster(Snapshot {
             now: NOW,
-            nodepools: vec![pool],
+            nodepools: vec![disruptable("default")],
             instance_types: [("default".to_string(), Arc::new(its))]
                 .into_iter()
                 .collect(),

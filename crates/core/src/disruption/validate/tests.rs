@@ -5,11 +5,11 @@
 use super::*;
 use crate::disruption::command::{Decision, Replacement};
 use crate::disruption::engine_simulator::EngineSimulator;
-use crate::disruption::fixture;
 use crate::disruption::plan::{Settings, plan};
 use crate::disruption::simulate::{ReplacementOption, SimulatedClaim};
 use crate::model::CapacityType;
 use crate::resources::CPU;
+use crate::testkit::cluster as fixture;
 
 fn claim(types: &[&str]) -> SimulatedClaim {
     SimulatedClaim {

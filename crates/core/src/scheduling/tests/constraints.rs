@@ -1,13 +1,13 @@
 //! Resources, selectors, node affinity, taints, weights, limits, minValues, host ports,
 //! volumes, existing nodes and daemonsets.
 
-use super::builders::*;
 use crate::labels;
 use crate::model::*;
 use crate::requirements::Operator;
 use crate::resources::{self, Resources};
 use crate::scheduling::{Options, Target, solve as solve_with};
 use crate::taints::Taint;
+use crate::testkit::*;
 
 #[test]
 fn resources_pick_the_cheapest_fitting_type() {

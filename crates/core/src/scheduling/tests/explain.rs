@@ -1,12 +1,12 @@
 //! `explain_pod`: the solve's outcome for one pod, and each NodePool's and node's answer for
 //! it alone, from the engine's own checks.
 
-use super::builders::*;
 use crate::labels;
 use crate::model::*;
 use crate::requirements::Operator;
 use crate::scheduling::Options;
 use crate::scheduling::explain::{Outcome, explain_pod};
+use crate::testkit::*;
 
 fn zonal(name: &str, zone: &str) -> NodePool {
     let mut np = pool(name);

@@ -1,7 +1,6 @@
 //! Scheduler tests: one module per constraint kind (positive and negative cases, the negative
 //! ones checking the reason text), plus property tests over random snapshots.
 
-mod builders;
 mod constraints;
 mod explain;
 mod properties;

@@ -3,11 +3,11 @@
 
 use proptest::prelude::*;
 
-use super::builders::*;
 use crate::labels;
 use crate::model::*;
 use crate::resources::{self, Resources};
 use crate::scheduling::{Plan, Target};
+use crate::testkit::*;
 
 #[derive(Clone, Debug)]
 struct Spec {

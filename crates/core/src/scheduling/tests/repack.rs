@@ -1,10 +1,10 @@
 //! The improvement pass after the greedy placement: claims that are cheaper as several
 //! smaller nodes are split, and claims whose pods must share a host are not.
 
-use super::builders::*;
 use crate::labels;
 use crate::model::*;
 use crate::scheduling::{self, Options};
+use crate::testkit::*;
 
 /// Two sizes priced alike per cpu and one big type at ten times the rate, as the largest
 /// sizes of some real families are: a claim the greedy grows into it is worth splitting.

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::builders::*;
 use crate::labels;
 use crate::model::*;
 use crate::scheduling::{Options, Target, solve as solve_with};
+use crate::testkit::*;
 
 fn zones_of(plan: &crate::scheduling::Plan, prefix: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();

@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::*;
 use crate::disruption::candidates::DO_NOT_DISRUPT;
 use crate::disruption::engine_simulator::EngineSimulator;
-use crate::disruption::fixture;
 use crate::model::{BudgetNodes, PodDisruptionBudget};
 use crate::selector::LabelSelector;
+use crate::testkit::cluster as fixture;
 use crate::time::Timestamp;
 
 fn cluster(nodes: &[(&str, &str, &[i64])]) -> Snapshot {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::labels;
 use crate::model::{
-    Budget, BudgetNodes, CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
-    Pod, PodPhase, Snapshot,
+    CapacityType, InstanceType, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot,
 };
 use crate::requirements::Requirement;
 use crate::resources::{CPU, MEMORY, PODS, Resources};
+use crate::testkit::{disruptable, offering};
 use crate::time::Timestamp;
 
 /// An instance type offered on demand at `price` in each of `zones`.
@@ -30,14 +30,7 @@ pub fn it(name: &str, cpu: i64, price: f64, zones: &[&str]) -> InstanceType {
         overhead: Default::default(),
         offerings: zones
             .iter()
-            .map(|z| Offering {
-                zone: z.to_string(),
-                capacity_type: CapacityType::OnDemand,
-                price,
-                available: true,
-                reservation_id: None,
-                reservation_capacity: None,
-            })
+            .map(|z| offering(z, CapacityType::OnDemand, price))
             .collect(),
     }
 }
@@ -62,20 +55,9 @@ pub fn node_labels(name: &str, ty: &str) -> BTreeMap<String, String> {
 /// claim `c-n`, provider id `p-n` and pods `n-0`, `n-1`, ...
 pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
     let its = vec![it("large", 4000, 0.4, zones), it("small", 2000, 0.2, zones)];
-    let mut pool = NodePool {
-        name: "default".into(),
-        ready: true,
-        ..NodePool::default()
-    };
-    pool.disruption.budgets = vec![Budget {
-        nodes: BudgetNodes::Percent(100),
-        schedule: None,
-        duration: None,
-        reasons: vec![],
-    }];
     let mut s = Snapshot {
         now: Timestamp(1_000_000),
-        nodepools: vec![pool],
+        nodepools: vec![disruptable("default")],
         instance_types: [("default".to_string(), Arc::new(its.clone()))]
             .into_iter()
             .collect(),

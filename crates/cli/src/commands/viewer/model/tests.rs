@@ -4,6 +4,8 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_aws_model::pricing::{OnDemandPrices, SpotPrices};
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 use super::super::options::{Sort, parse_sort};
@@ -60,13 +62,9 @@ fn claim(name: &str, node: Option<&str>, labels: Value, extra_status: Value) -> 
     for (k, v) in extra_status.as_object().into_iter().flatten() {
         status[k] = v.clone();
     }
-    serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": labels, "creationTimestamp": time(5)},
-        "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-        "status": status,
-    }))
-    .unwrap()
+    let extra = json!({"metadata": {"labels": labels, "creationTimestamp": time(5)},
+        "status": status});
+    serde_json::from_value(merge(k8s::nodeclaim(name), extra)).unwrap()
 }
 
 fn prices() -> Prices {

@@ -1,5 +1,12 @@
-//! Small builders for snapshots: a catalog of instance types in three zones, NodePools, pods
-//! and nodes.
+//! Builders of core's types for tests: offerings and instance types, a catalog in three zones,
+//! NodePools, pods, nodes and snapshots, the selectors and terms pods carry, and readers of a
+//! plan; [`cluster`] is the small disruption cluster.
+//!
+//! Compiled for core's own tests and, through the `testkit` feature, for the tests of every
+//! crate above core (`nodewright-core = { workspace = true, features = ["testkit"] }` under
+//! `[dev-dependencies]`). It lives here rather than in `crates/testkit` because core's unit
+//! tests cannot use a crate that depends on core: that crate would see a second copy of core,
+//! whose types are not these. `crates/testkit` holds the Kubernetes side (objects as JSON).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,8 +19,33 @@ use crate::scheduling::{self, Options, Plan, Target};
 use crate::selector::LabelSelector;
 use crate::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 
+pub mod cluster;
+
 pub const GI: i64 = 1 << 30;
 pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+/// An available offering of `capacity_type` in `zone` at `price`, not a reservation.
+pub fn offering(zone: &str, capacity_type: CapacityType, price: f64) -> Offering {
+    Offering {
+        zone: zone.into(),
+        capacity_type,
+        price,
+        available: true,
+        reservation_id: None,
+        reservation_capacity: None,
+    }
+}
+
+/// An instance type of `capacity` with no requirements and no overhead.
+pub fn instance_type(name: &str, capacity: Resources, offerings: Vec<Offering>) -> InstanceType {
+    InstanceType {
+        name: name.into(),
+        requirements: vec![],
+        capacity,
+        overhead: Overhead::default(),
+        offerings,
+    }
+}
 
 /// `n` types: type `i` has `2(i+1)` cpu and `4(i+1)` GiB, priced `0.1/cpu`, on-demand and
 /// spot in every zone, with a `family` label alternating `small`/`large`.
@@ -30,14 +62,7 @@ pub fn catalog(n: usize) -> Vec<InstanceType> {
                     } else {
                         price
                     };
-                    offerings.push(Offering {
-                        zone: z.into(),
-                        capacity_type: ct,
-                        price: p,
-                        available: true,
-                        reservation_id: None,
-                        reservation_capacity: None,
-                    });
+                    offerings.push(offering(z, ct, p));
                 }
             }
             InstanceType {
@@ -68,6 +93,18 @@ pub fn pool(name: &str) -> NodePool {
         ready: true,
         ..NodePool::default()
     }
+}
+
+/// A ready NodePool whose one budget lets every node be disrupted at once.
+pub fn disruptable(name: &str) -> NodePool {
+    let mut p = pool(name);
+    p.disruption.budgets = vec![Budget {
+        nodes: BudgetNodes::Percent(100),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    p
 }
 
 pub fn snapshot(pools: Vec<NodePool>, its: Vec<InstanceType>, pods: Vec<Pod>) -> Snapshot {

@@ -1,5 +1,5 @@
 //! The maintained snapshot against a freshly built one, after random sequences of cluster
-//! operations.
+//! operations; and the sorted-list patch it is kept with, against the map it mirrors.
 
 use proptest::prelude::*;
 
@@ -8,14 +8,15 @@ use std::sync::Arc;
 
 use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::model::{
-    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, OwnerRef,
-    PersistentVolumeClaim, Pod,
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolumeClaim, Pod,
 };
 use nodewright_core::resources::{CPU, MEMORY, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};
+use nodewright_core::testkit;
 use nodewright_core::time::Timestamp;
 
-use super::{Cluster, ReadyCpu, SimClaim, Workload, WorkloadKind};
+use super::patch;
+use crate::cluster::{Cluster, ReadyCpu, SimClaim, Workload, WorkloadKind};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -320,20 +321,8 @@ fn ledger_matches_a_scan(c: &mut Cluster) {
 }
 
 fn instance_type(name: &str) -> InstanceType {
-    InstanceType {
-        name: name.into(),
-        requirements: vec![],
-        capacity: Resources::new(),
-        overhead: Default::default(),
-        offerings: vec![Offering {
-            zone: "z".into(),
-            capacity_type: CapacityType::OnDemand,
-            price: 1.0,
-            available: true,
-            reservation_id: None,
-            reservation_capacity: None,
-        }],
-    }
+    let offering = testkit::offering("z", CapacityType::OnDemand, 1.0);
+    testkit::instance_type(name, Resources::new(), vec![offering])
 }
 
 proptest! {
@@ -481,4 +470,34 @@ fn a_pod_event_moves_the_claim_not_the_node_version() {
     // A change to the Node itself moves it.
     apply(&mut c, &Op::Taint(1), t(5));
     assert_ne!(node_version(&mut c, t(6)), before);
+}
+
+proptest! {
+    /// Whatever mix of replacements, inserts and removals, the patched lists are the
+    /// sorted entries of the map they mirror.
+    #[test]
+    fn patching_gives_the_lists_of_the_changed_map(
+        before in prop::collection::btree_map(0u8..40, 0u32..5, 0..30),
+        edits in prop::collection::btree_map(0u8..40, prop::option::of(5u32..9), 0..20),
+    ) {
+        let name = |k: u8| format!("k{k:02}");
+        let mut keys: Vec<String> = before.keys().map(|&k| name(k)).collect();
+        let mut items: Vec<u32> = before.values().copied().collect();
+        let mut after: BTreeMap<String, u32> =
+            before.iter().map(|(&k, &v)| (name(k), v)).collect();
+        for (&k, v) in &edits {
+            match v {
+                Some(v) => after.insert(name(k), *v),
+                None => after.remove(&name(k)),
+            };
+        }
+        let dirty: BTreeSet<String> = edits.keys().map(|&k| name(k)).collect();
+        // Spare buffers holding stale entries: none of them may come back.
+        let mut spare = (vec!["stale".to_string()], vec![99]);
+        patch(&mut keys, &mut items, &dirty, (&mut spare.0, &mut spare.1), |k| {
+            after.get(k).copied()
+        });
+        prop_assert_eq!(keys, after.keys().cloned().collect::<Vec<_>>());
+        prop_assert_eq!(items, after.values().copied().collect::<Vec<_>>());
+    }
 }

@@ -11,8 +11,8 @@ use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 use nodewright_core::time::Timestamp;
 
-use super::{Checker, violations};
 use crate::cluster::{Cluster, SimClaim};
+use crate::invariants::{Checker, violations};
 
 #[derive(Clone, Debug)]
 enum Op {
