@@ -133,8 +133,9 @@ const SLACK: Duration = Duration::from_secs(11);
 
 /// How far apart a disrupted node may go: its command's [`SLACK`], and the 6 s the
 /// controller's per-object loops take (one pass each, a second apart) to see the replacement
-/// initialized, drain the node, terminate its instance and release its claim, all of which
-/// the simulator does at once.
+/// initialized, drain the node, terminate its instance and, once the cloud reports it
+/// terminated (30 s later on both sides), release its claim; the simulator does each at the
+/// instant it is due.
 const SLACK_GONE: Duration = Duration::from_secs(17);
 
 #[derive(Clone, Debug, PartialEq)]
@@ -229,8 +230,8 @@ fn simulator_lines(case: &Case) -> Vec<Line> {
                 at: e.at,
                 what: format!("disrupt {}", without_node_names(&e.message)),
             }),
-            // `default-00002 (c6a.2xlarge us-east-1a on-demand $0.3060/h) drained and removed ...`
-            "disrupted" => out.push(Line {
+            // `default-00002 (c6a.2xlarge us-east-1a on-demand $0.3060/h): instance terminated; ...`
+            "terminated" => out.push(Line {
                 at: e.at,
                 what: format!("gone {}", word(1).trim_start_matches('(')),
             }),
@@ -494,11 +495,7 @@ async fn controller_lines(case: &Case) -> Vec<Line> {
     let state = ClusterState::shared();
     let clock = Clock::starting_at(START);
     let api = Arc::new(MemoryApi::new(state.clone(), clock));
-    // The simulator takes a disrupted node out of the cluster the moment its instance is
-    // terminated, so here too the instance goes at once.
-    let mut config = SimCloudConfig::default();
-    config.fleet.termination_delay = Duration::ZERO;
-    let cloud = Arc::new(SimCloud::new(config).unwrap());
+    let cloud = Arc::new(SimCloud::new(SimCloudConfig::default()).unwrap());
     let provider: Arc<dyn CloudProvider> = cloud.clone();
     let ctx = Context {
         state: state.clone(),

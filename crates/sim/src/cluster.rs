@@ -31,6 +31,11 @@ pub struct SimClaim {
     /// Present from the moment the node is Ready.
     pub node: Option<Node>,
     pub launched_at: Option<Timestamp>,
+    /// When its instance was told to terminate: from then until the cloud reports the
+    /// instance terminated, the claim and its Node stay, deleting and cordoned, as the
+    /// controller's termination keeps their finalizers until then.
+    pub terminating: Option<Timestamp>,
+    /// When the claim and its Node went.
     pub deleted_at: Option<Timestamp>,
     /// Why it was created, for the timeline.
     pub reason: String,
@@ -51,6 +56,11 @@ pub(crate) fn snapshot_node(
 impl SimClaim {
     pub fn is_live(&self) -> bool {
         self.deleted_at.is_none()
+    }
+
+    /// Live and not yet told to terminate: its instance runs and is billed.
+    pub fn is_running(&self) -> bool {
+        self.is_live() && self.terminating.is_none()
     }
 
     pub fn ready_node(&self) -> Option<&Node> {

@@ -97,6 +97,8 @@ enum Event {
     RetryEviction(String),
     /// A claim's launch or registration timer may have run out (core's lifecycle rules).
     Liveness(String),
+    /// A deleted claim's instance has terminated: the claim and its Node go.
+    InstanceTerminated(String),
 }
 
 /// How long the eviction queue waits before asking again for a pod whose eviction a
@@ -362,7 +364,7 @@ impl<'p> Engine<'p> {
                     .cluster
                     .claims()
                     .get(&claim)
-                    .is_some_and(SimClaim::is_live)
+                    .is_some_and(SimClaim::is_running)
                 {
                     let what = self.describe_claim(&claim);
                     let left = self
@@ -380,6 +382,7 @@ impl<'p> Engine<'p> {
             Event::PodSucceeded(key) => self.pod_succeeded(&key),
             Event::RetryEviction(claim) => self.retry_eviction(&claim),
             Event::Liveness(claim) => self.liveness(&claim),
+            Event::InstanceTerminated(claim) => self.instance_terminated(&claim),
             Event::PodGone(key) => {
                 if self
                     .cluster
@@ -481,7 +484,7 @@ impl<'p> Engine<'p> {
                     .cluster
                     .claims()
                     .values()
-                    .filter(|c| c.is_live() && c.claim.nodepool == name)
+                    .filter(|c| c.is_running() && c.claim.nodepool == name)
                     .map(|c| c.claim.name.clone())
                     .collect();
                 for c in claims {

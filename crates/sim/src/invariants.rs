@@ -268,6 +268,7 @@ mod tests {
                 }),
                 node: Some(node),
                 launched_at: None,
+                terminating: None,
                 deleted_at: None,
                 reason: String::new(),
             },

@@ -310,6 +310,7 @@ mod tests {
                 instance: None,
                 node: Some(node),
                 launched_at: None,
+                terminating: None,
                 deleted_at: None,
                 reason: String::new(),
             },

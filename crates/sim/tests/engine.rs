@@ -166,6 +166,35 @@ fn deleting_the_workload_empties_and_removes_the_nodes() {
     assert!(first.at.as_secs() >= 120 + 30 + 15, "{:?}", first.at);
 }
 
+/// A removed node's claim and Node stay until the cloud reports its instance terminated (the
+/// simulated cloud's 30 s), as the controller keeps their finalizers until then: counted as a
+/// node meanwhile, but not billed, as EC2 bills no `shutting-down` instance.
+#[test]
+fn a_removed_node_stays_unbilled_until_its_instance_terminates() {
+    let r = run(&scenario(
+        "100",
+        "{}",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n  - { at: 2m, delete: Deployment/default/app }\n",
+        "5m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let claim = |m: &str| m.split(' ').next().unwrap_or_default().to_string();
+    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
+    let gone = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "terminated" && claim(&e.message) == claim(&first.message))
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(gone.at, first.at + std::time::Duration::from_secs(30));
+    let last_before = |t| r.samples.iter().rfind(|s| s.at < t).unwrap();
+    let (before, during) = (last_before(first.at), last_before(gone.at));
+    let after = r.samples.iter().find(|s| s.at >= gone.at).unwrap();
+    assert_eq!(during.nodes, before.nodes, "{:#?}", r.samples);
+    assert!(during.price_per_hour < before.price_per_hour);
+    assert!(after.nodes < during.nodes);
+}
+
 #[test]
 fn manifest_errors_name_the_file_the_object_and_the_field() {
     let missing_class = "manifests:\n  - inline:\n      apiVersion: karpenter.sh/v1\n      kind: NodePool\n      metadata: { name: p }\n      spec:\n        template:\n          spec:\n            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: nope }\n            requirements: []\n";

@@ -401,6 +401,7 @@ mod tests {
                         ..Node::default()
                     }),
                     launched_at: None,
+                    terminating: None,
                     deleted_at: None,
                     reason: String::new(),
                 },

@@ -156,18 +156,21 @@ impl Engine<'_> {
         generation
     }
 
-    /// What the running commands hold, their targets and the replacements they launched, and
-    /// what finished commands whose targets still drain hold. The simulated cloud terminates
-    /// a drained node's instance with its claim, so no node is terminating apart from them.
+    /// What the running commands hold, their targets and the replacements they launched,
+    /// what finished commands whose targets still drain hold, and the nodes whose instance is
+    /// terminating (out of the budgets' counts, as the controller's `InstanceTerminating`
+    /// claims are).
     fn in_flight(&mut self) -> InFlight {
         let cluster = &self.cluster;
-        self.commands.forget_drained(self.now, |t| {
-            !cluster
-                .claims()
-                .get(&t.nodeclaim)
-                .is_some_and(SimClaim::is_live)
-        });
-        self.commands.in_flight(Default::default())
+        self.commands
+            .forget_drained(self.now, |t| drained(cluster, &t.nodeclaim));
+        let terminating = cluster
+            .claims()
+            .values()
+            .filter(|c| c.is_live() && c.terminating.is_some())
+            .filter_map(|c| c.claim.node_name.clone())
+            .collect();
+        self.commands.in_flight(terminating)
     }
 
     /// Starts a command: targets are tainted so nothing new lands on them, replacements launch,
@@ -226,12 +229,7 @@ impl Engine<'_> {
             Some(_) => Replacement::Launching,
             None => Replacement::Gone,
         };
-        let drained = |t: &Target| {
-            !cluster
-                .claims()
-                .get(&t.nodeclaim)
-                .is_some_and(SimClaim::is_live)
-        };
+        let drained = |t: &Target| drained(cluster, &t.nodeclaim);
         let effects = self.commands.progress(self.now, replacement, drained);
         self.carry_out(effects);
     }
@@ -324,6 +322,15 @@ impl Engine<'_> {
             }
         }
     }
+}
+
+/// Whether a finished command's target has drained, as the controller has it: its claim is
+/// gone or its instance is terminating.
+fn drained(cluster: &Cluster, claim: &str) -> bool {
+    !cluster
+        .claims()
+        .get(claim)
+        .is_some_and(SimClaim::is_running)
 }
 
 pub(super) fn targets(c: &Command) -> String {

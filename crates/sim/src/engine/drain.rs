@@ -200,16 +200,16 @@ impl Engine<'_> {
         }
     }
 
-    /// Terminates drained claims whose evicted pods are all gone.
+    /// Terminates the instances of drained claims whose evicted pods are all gone.
     pub(super) fn progress_drains(&mut self) {
         let draining = std::mem::take(&mut self.draining);
         for (name, why) in draining {
-            let live = self
+            let running = self
                 .cluster
                 .claims()
                 .get(&name)
-                .is_some_and(SimClaim::is_live);
-            if !live {
+                .is_some_and(SimClaim::is_running);
+            if !running {
                 continue;
             }
             let left = self.cluster.pods_on(&name).any(|p| !p.is_daemonset_pod());
@@ -218,7 +218,10 @@ impl Engine<'_> {
                 continue;
             }
             let what = self.describe_claim(&name);
-            self.log("disrupted", format!("{what} drained and removed by {why}"));
+            self.log(
+                "disrupted",
+                format!("{what} drained for {why}; its instance is terminating"),
+            );
             self.remove_claim(&name);
         }
     }
@@ -228,7 +231,7 @@ impl Engine<'_> {
             .cluster
             .claims()
             .values()
-            .filter(|c| c.is_live() && c.instance.is_some())
+            .filter(|c| c.is_running() && c.instance.is_some())
             .collect();
         live.sort_by(|a, b| {
             a.claim
@@ -273,7 +276,7 @@ impl Engine<'_> {
     /// back pending and get new capacity), the offering is marked out of capacity, and EC2
     /// reclaims the instance two minutes later whatever is still on it.
     pub(super) fn interruption_notice(&mut self, claim: &str) {
-        let Some(c) = self.cluster.claims().get(claim).filter(|c| c.is_live()) else {
+        let Some(c) = self.cluster.claims().get(claim).filter(|c| c.is_running()) else {
             return;
         };
         if let Some(i) = &c.instance {

@@ -1,7 +1,7 @@
 //! New capacity: the provisioning solve over the cluster's snapshot, NodeClaims from its plan
 //! or a disruption command's replacements, the simulated cloud's launch answer, nodes turning
 //! Ready with their daemon pods, claims deleted by liveness when they do not launch or
-//! register in time, and claims going away.
+//! register in time, and claims going away once their instance has terminated.
 
 use nodewright_cloud_sim::select::Choice;
 use nodewright_core::disruption::drift;
@@ -131,6 +131,7 @@ impl Engine<'_> {
                 instance: None,
                 node: None,
                 launched_at: None,
+                terminating: None,
                 deleted_at: None,
                 reason,
             },
@@ -251,11 +252,11 @@ impl Engine<'_> {
         let Some(claim) = self.cluster.claim_mut(name) else {
             return;
         };
-        if !claim.is_live() {
+        if !claim.is_running() {
             return;
         }
         self.cluster.changes += 1;
-        let claim = self.cluster.claim_mut(name).expect("live claim");
+        let claim = self.cluster.claim_mut(name).expect("running claim");
         let c = &mut claim.claim;
         let node = Node {
             name: name.to_string(),
@@ -326,7 +327,6 @@ impl Engine<'_> {
         }
     }
 
-    /// Deletes a claim and its node; the node's pods go back to their controllers.
     /// Schedules the liveness check of claim `name` in `phase` if its timer would run out no
     /// later than `next`, when the phase ends: a claim that moves on in time costs no event.
     fn time_liveness(&mut self, name: &str, phase: Phase, next: Timestamp) {
@@ -340,7 +340,7 @@ impl Engine<'_> {
     /// Liveness, as the controller's (core's [`Phase::timed_out`]): a claim not launched or
     /// not registered in time is deleted, and its pods go back to pending.
     pub(super) fn liveness(&mut self, name: &str) {
-        let Some(c) = self.cluster.claims().get(name).filter(|c| c.is_live()) else {
+        let Some(c) = self.cluster.claims().get(name).filter(|c| c.is_running()) else {
             return;
         };
         let phase = match (&c.node, c.launched_at) {
@@ -359,19 +359,40 @@ impl Engine<'_> {
         self.progress_commands();
     }
 
+    /// Deletes a claim: its pods go back to their controllers and its instance is told to
+    /// terminate. The claim and its Node stay, deleting and cordoned, until the cloud reports
+    /// the instance terminated ([`Engine::instance_terminated`]), as the controller's
+    /// termination releases their finalizers only then; a claim with no instance goes at once.
     pub(super) fn remove_claim(&mut self, name: &str) {
         let now = self.now;
-        let Some(claim) = self.cluster.claim_mut(name) else {
-            return;
-        };
-        if !claim.is_live() {
+        if !self
+            .cluster
+            .claims()
+            .get(name)
+            .is_some_and(SimClaim::is_running)
+        {
             return;
         }
-        claim.deleted_at = Some(now);
-        claim.claim.deletion_timestamp = Some(now);
-        if let Some(pid) = &claim.claim.provider_id {
-            let pid = pid.clone();
-            self.cluster.cloud.terminate(&pid, now);
+        let claim = self.cluster.claim_mut(name).expect("running claim");
+        let deleted = *claim.claim.deletion_timestamp.get_or_insert(now);
+        let pid = claim.claim.provider_id.clone();
+        if let Some(node) = claim.node.as_mut() {
+            node.unschedulable = true;
+            node.deletion_timestamp.get_or_insert(deleted);
+            if !node.taints.iter().any(|t| t.key == DISRUPTED_TAINT) {
+                node.taints
+                    .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
+            }
+        }
+        let terminating = pid.is_some_and(|pid| self.cluster.cloud.terminate(&pid, now));
+        let claim = self.cluster.claim_mut(name).expect("running claim");
+        if terminating {
+            claim.terminating = Some(now);
+            let gone = now.plus(self.cluster.cloud.config().termination_delay);
+            self.queue
+                .push(gone, Event::InstanceTerminated(name.to_string()));
+        } else {
+            claim.deleted_at = Some(now);
         }
         self.cluster.changes += 1;
         self.pending_launch.remove(name);
@@ -380,6 +401,27 @@ impl Engine<'_> {
             self.cluster.remove_pod(&p, now);
         }
         self.nominated.remove(name);
+    }
+
+    /// The cloud reports a deleted claim's instance terminated: the claim and its Node go.
+    pub(super) fn instance_terminated(&mut self, name: &str) {
+        let now = self.now;
+        if !self
+            .cluster
+            .claims()
+            .get(name)
+            .is_some_and(SimClaim::is_live)
+        {
+            return;
+        }
+        let what = self.describe_claim(name);
+        let claim = self.cluster.claim_mut(name).expect("live claim");
+        claim.deleted_at = Some(now);
+        self.cluster.changes += 1;
+        self.log(
+            "terminated",
+            format!("{what}: instance terminated; its NodeClaim and Node are gone"),
+        );
     }
 }
 

@@ -142,9 +142,12 @@ impl Engine<'_> {
 pub(super) fn count(cluster: &Cluster) -> Sample {
     // One pass over the claims: there are as many as nodes, and each pass reads them all.
     let (mut live, mut price_per_hour) = (0, 0.0);
+    // A terminating claim's Node is still there, but EC2 bills no `shutting-down` instance.
     for c in cluster.claims().values().filter(|c| c.is_live()) {
         live += usize::from(c.instance.is_some());
-        price_per_hour += c.price();
+        if c.is_running() {
+            price_per_hour += c.price();
+        }
     }
     // Every Ready node counts the requests of the pods bound to its name, even when two
     // share a name.

@@ -162,6 +162,7 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
                     instance: None,
                     node: None,
                     launched_at: None,
+                    terminating: None,
                     deleted_at: None,
                     reason: String::new(),
                 },

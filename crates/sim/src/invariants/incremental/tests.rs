@@ -180,6 +180,7 @@ fn apply(c: &mut Cluster, checker: &mut Checker, op: &Op, now: Timestamp) {
                     }),
                     node: None,
                     launched_at: None,
+                    terminating: None,
                     deleted_at: None,
                     reason: String::new(),
                 },
