@@ -65,15 +65,21 @@ impl ProviderObserver for Recorder {
 /// The decoded sizes of the user data of the cluster's launch templates in moto.
 async fn template_user_data_sizes(moto: &support::Moto, cluster: &str) -> Vec<usize> {
     let ec2 = &moto.clients.ec2;
-    let templates = ec2.describe_launch_templates().send().await.unwrap();
+    // Filtered by tag: moto answers an unfiltered call with its first 15 templates and no
+    // next token, and the tests before this one leave more than that behind.
+    let templates = ec2
+        .describe_launch_templates()
+        .filters(
+            aws_sdk_ec2::types::Filter::builder()
+                .name("tag:karpenter.k8s.aws/cluster")
+                .values(cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
     let mut sizes = Vec::new();
     for t in templates.launch_templates() {
-        let ours = t.tags().iter().any(|tag| {
-            tag.key() == Some("karpenter.k8s.aws/cluster") && tag.value() == Some(cluster)
-        });
-        if !ours {
-            continue;
-        }
         let versions = ec2
             .describe_launch_template_versions()
             .launch_template_id(t.launch_template_id().unwrap_or_default())

@@ -340,10 +340,10 @@ fn profiles(moto: &Moto) -> Vec<String> {
     serde_json::from_value(v).unwrap_or_default()
 }
 
-/// Names of the launch templates in moto.
+/// Names of the launch templates in moto (which answers 15 by default, with no next token).
 fn templates(moto: &Moto) -> Vec<String> {
     let v = moto.boto(
-        "print(json.dumps([t['LaunchTemplateName'] for t in ec2.describe_launch_templates()['LaunchTemplates']]))",
+        "print(json.dumps([t['LaunchTemplateName'] for t in ec2.describe_launch_templates(MaxResults=200)['LaunchTemplates']]))",
     );
     serde_json::from_value(v).unwrap_or_default()
 }
