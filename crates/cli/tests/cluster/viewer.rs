@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
-use nodewright_aws_model::AmiFamily;
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
-use nodewright_core::model::CapacityType;
 
 use crate::kit::controller::Launch;
 use crate::kit::read::{self, label};
@@ -67,25 +65,6 @@ struct Expected {
     pods: usize,
 }
 
-/// The hourly price the simulated cloud offers `instance_type` at in `zone`: what the
-/// controller chose the node at.
-fn offered_price(cloud: &SimCloud, instance_type: &str, capacity_type: &str, zone: &str) -> f64 {
-    let types = cloud.family_types(AmiFamily::AL2);
-    let it = types
-        .iter()
-        .find(|t| t.name == instance_type)
-        .unwrap_or_else(|| panic!("{instance_type} in the simulated cloud's catalog"));
-    let ct = match capacity_type {
-        "spot" => CapacityType::Spot,
-        _ => CapacityType::OnDemand,
-    };
-    it.offerings
-        .iter()
-        .find(|o| o.zone == zone && o.capacity_type == ct)
-        .unwrap_or_else(|| panic!("an offering of {instance_type} {capacity_type} in {zone}"))
-        .price
-}
-
 fn expected(cloud: &SimCloud, nodes: &[Node], pods: &[Pod]) -> Vec<Expected> {
     let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
     for p in pods {
@@ -108,7 +87,7 @@ fn expected(cloud: &SimCloud, nodes: &[Node], pods: &[Pod]) -> Vec<Expected> {
                 l("topology.kubernetes.io/zone"),
             );
             Expected {
-                price: offered_price(cloud, &it, &ct, &zone),
+                price: read::offered_price(cloud, &it, &ct, &zone),
                 pods: per_node.get(name.as_str()).copied().unwrap_or(0),
                 name,
                 instance_type: it,

@@ -4,6 +4,9 @@
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
+use nodewright_aws_model::AmiFamily;
+use nodewright_cloud_sim::SimCloud;
+use nodewright_core::model::CapacityType;
 use serde_json::Value;
 
 pub fn nodeclaim_resource() -> ApiResource {
@@ -104,4 +107,39 @@ pub fn node_of(pod: &Pod) -> Option<&str> {
 
 pub fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.metadata.labels.as_ref()?.get(key).map(String::as_str)
+}
+
+/// The hourly price the simulated cloud offers `instance_type` at in `zone`: what the
+/// controller chose the node at.
+pub fn offered_price(
+    cloud: &SimCloud,
+    instance_type: &str,
+    capacity_type: &str,
+    zone: &str,
+) -> f64 {
+    let types = cloud.family_types(AmiFamily::AL2);
+    let it = types
+        .iter()
+        .find(|t| t.name == instance_type)
+        .unwrap_or_else(|| panic!("{instance_type} in the simulated cloud's catalog"));
+    let ct = match capacity_type {
+        "spot" => CapacityType::Spot,
+        _ => CapacityType::OnDemand,
+    };
+    it.offerings
+        .iter()
+        .find(|o| o.zone == zone && o.capacity_type == ct)
+        .unwrap_or_else(|| panic!("an offering of {instance_type} {capacity_type} in {zone}"))
+        .price
+}
+
+/// A Node's price, from its instance type, capacity type and zone labels.
+pub fn node_price(cloud: &SimCloud, node: &Node) -> f64 {
+    let l = |k: &str| label(node, k).unwrap_or_default();
+    offered_price(
+        cloud,
+        l("node.kubernetes.io/instance-type"),
+        l("karpenter.sh/capacity-type"),
+        l("topology.kubernetes.io/zone"),
+    )
 }
