@@ -138,6 +138,16 @@ pub fn pod_key(name: &str) -> String {
     }
 }
 
+/// The path of a pod's entry under `expect.<section>`, written as the decoder writes it
+/// (`expect.placed.p`, `expect.placed[web-0]`).
+pub fn pod_at(section: &str, pod: &str) -> String {
+    if !pod.is_empty() && pod.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        format!("expect.{section}.{pod}")
+    } else {
+        format!("expect.{section}[{pod}]")
+    }
+}
+
 /// Reads a case file; the error is `field path: reason` (the caller adds the file name).
 pub fn load(text: &str, catalogs: &Path) -> Result<Case, String> {
     let raw: Value = serde_yaml::from_str(text).map_err(|e| format!("not YAML: {e}"))?;
@@ -348,14 +358,9 @@ fn unread(orig: &Value, back: &Value, at: &str, out: &mut Vec<String>) {
 fn check_pod_names(expect: &Expect, s: &Snapshot) -> Result<(), String> {
     let exists = |name: &str| s.pods.iter().any(|p| p.key() == pod_key(name));
     let mut named: Vec<(String, &String)> = Vec::new();
-    named.extend(
-        expect
-            .placed
-            .keys()
-            .map(|k| (format!("expect.placed.{k}"), k)),
-    );
+    named.extend(expect.placed.keys().map(|k| (pod_at("placed", k), k)));
     for k in expect.unplaced.iter().flat_map(BTreeMap::keys) {
-        named.push((format!("expect.unplaced.{k}"), k));
+        named.push((pod_at("unplaced", k), k));
     }
     for (i, c) in expect.claims.iter().flatten().enumerate() {
         for (j, p) in c.pods.iter().enumerate() {
@@ -371,13 +376,14 @@ fn check_pod_names(expect: &Expect, s: &Snapshot) -> Result<(), String> {
 /// A pod goes to one place: a node, an in-flight claim or a new claim.
 fn check_places(expect: &Expect) -> Result<(), String> {
     for (pod, w) in &expect.placed {
+        let at = pod_at("placed", pod);
         let places = [w.node.is_some(), w.node_claim.is_some(), w.on_new_claim()];
         match places.iter().filter(|x| **x).count() {
             1 => {}
-            0 => return Err(format!("expect.placed.{pod}: says nothing about where")),
+            0 => return Err(format!("{at}: says nothing about where")),
             _ => {
                 return Err(format!(
-                    "expect.placed.{pod}: node, nodeClaim and the new claim's fields exclude each other"
+                    "{at}: node, nodeClaim and the new claim's fields exclude each other"
                 ));
             }
         }

@@ -9,7 +9,7 @@ use nodewright_core::labels;
 use nodewright_core::model::Snapshot;
 use nodewright_core::scheduling::{NewClaim, Plan, Target};
 
-use crate::case::{Claim, Expect, Where, pod_key};
+use crate::case::{Claim, Expect, Where, pod_at, pod_key};
 
 /// Every difference between the plan and the expectation.
 pub fn differences(plan: &Plan, s: &Snapshot, expect: &Expect) -> Vec<String> {
@@ -48,7 +48,8 @@ pub fn differences(plan: &Plan, s: &Snapshot, expect: &Expect) -> Vec<String> {
             for part in reason.parts() {
                 if let Some(u) = got.filter(|u| !u.reason.contains(part.as_str())) {
                     out.push(format!(
-                        "expect.unplaced.{pod}: expected a reason containing {part:?}, got {:?}",
+                        "{}: expected a reason containing {part:?}, got {:?}",
+                        pod_at("unplaced", pod),
                         u.reason
                     ));
                 }
@@ -106,7 +107,7 @@ fn pods_per(
 }
 
 fn placement(plan: &Plan, pod: &str, want: &Where) -> Vec<String> {
-    let at = format!("expect.placed.{pod}");
+    let at = pod_at("placed", pod);
     let key = pod_key(pod);
     let Some(p) = plan.placements.iter().find(|p| p.pod == key) else {
         let why = plan.unplaced.iter().find(|u| u.pod == key);
@@ -116,9 +117,12 @@ fn placement(plan: &Plan, pod: &str, want: &Where) -> Vec<String> {
     let got = where_of(plan, &p.target);
     let mut out = Vec::new();
     let mut check = |field: &str, want: &Option<String>, got: &Option<String>| {
-        if want.is_some() && want != got {
+        if let Some(w) = want.as_ref().filter(|w| Some(*w) != got.as_ref()) {
+            let g = got
+                .as_deref()
+                .map_or("nothing".to_string(), |g| format!("{g:?}"));
             out.push(format!(
-                "{at}.{field}: expected {want:?}, got {got:?} ({})",
+                "{at}.{field}: expected {w:?}, got {g} ({})",
                 describe(&p.target)
             ));
         }

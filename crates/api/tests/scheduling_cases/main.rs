@@ -107,7 +107,9 @@ fn the_small_case_holds_and_each_expectation_can_fail() {
     assert!(e.starts_with("expect.newClaims: expected 2, got 1"), "{e}");
     let e = error_of(("{instanceType: it-0}", "{instanceType: it-1}"));
     assert!(
-        e.contains("expect.placed.p.instanceType: expected Some(\"it-1\")"),
+        e.contains(
+            "expect.placed.p.instanceType: expected \"it-1\", got \"it-0\" (on new claim 0)"
+        ),
         "{e}"
     );
     assert!(e.contains("new claim 0 (default): it-0"), "{e}");
