@@ -10,8 +10,10 @@
 //! half-replaced set.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::sync::{LazyLock, Mutex};
+
+use nodewright_core::labels;
 
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -27,12 +29,8 @@ use crate::metrics::{
 /// upstream does (lowercase, `-` to `_`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeGauge {
-    pub node_name: String,
-    pub nodepool: String,
-    pub zone: String,
-    pub instance_type: String,
-    pub capacity_type: String,
-    pub arch: String,
+    /// The node's label set but `resource_type`: [`node_dimensions`], sorted by key.
+    pub labels: Labels,
     pub allocatable: BTreeMap<String, f64>,
     pub pod_requests: BTreeMap<String, f64>,
     pub pod_limits: BTreeMap<String, f64>,
@@ -344,17 +342,53 @@ fn pod_labels(pod: &PodGauge) -> Labels {
     ]
 }
 
+/// The well-known label keys upstream turns into node dimensions, each with its dimension:
+/// core's and the AWS provider's well-known labels, named by the part after the `/`,
+/// lowercased, `-` to `_` (`node.kubernetes.io/instance-type` is `instance_type`), sorted by
+/// dimension. Built once; the names live as long as the process, as the families do.
+fn well_known_dimensions() -> &'static [(&'static str, &'static str)] {
+    static DIMS: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
+        let mut dims: Vec<(&'static str, &'static str)> = labels::WELL_KNOWN
+            .iter()
+            .chain(labels::aws::WELL_KNOWN)
+            .filter_map(|key| {
+                let (_, name) = key.split_once('/')?;
+                let dim: &'static str = resource_label(name).leak();
+                Some((*key, dim))
+            })
+            .collect();
+        dims.sort_by_key(|(_, d)| *d);
+        dims
+    });
+    &DIMS
+}
+
+/// A node's dimensions on every `karpenter_nodes_*` family but `resource_type`, as upstream's
+/// node metrics controller sets them: `node_name`, `phase` (the Node's `status.phase`, empty
+/// on most nodes), `managed` (Karpenter's: it has a NodePool) and one per well-known label
+/// with the node's value, empty when it has none. Sorted by key, as Prometheus's Go client
+/// writes them.
+pub fn node_dimensions(node: &k8s_openapi::api::core::v1::Node) -> Labels {
+    let l = node.metadata.labels.as_ref();
+    let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let phase = node.status.as_ref().and_then(|s| s.phase.clone());
+    let mut out: Labels = well_known_dimensions()
+        .iter()
+        .map(|(key, dim)| (*dim, label(key)))
+        .collect();
+    out.push(("node_name", node.metadata.name.clone().unwrap_or_default()));
+    out.push(("phase", phase.unwrap_or_default()));
+    out.push(("managed", (!label(labels::NODEPOOL).is_empty()).to_string()));
+    out.sort_by_key(|(k, _)| *k);
+    out
+}
+
+/// `node`'s labels with `resource_type` in its sorted place.
 fn node_labels(node: &NodeGauge, resource: &str) -> Labels {
-    vec![
-        ("node_name", node.node_name.clone()),
-        ("nodepool", node.nodepool.clone()),
-        ("zone", node.zone.clone()),
-        ("instance_type", node.instance_type.clone()),
-        ("capacity_type", node.capacity_type.clone()),
-        ("arch", node.arch.clone()),
-        ("managed", (!node.nodepool.is_empty()).to_string()),
-        ("resource_type", resource_label(resource)),
-    ]
+    let mut out = node.labels.clone();
+    let at = out.partition_point(|(k, _)| *k < "resource_type");
+    out.insert(at, ("resource_type", resource_label(resource)));
+    out
 }
 
 #[cfg(test)]
@@ -364,12 +398,11 @@ pub(crate) mod tests {
 
     pub(crate) fn node(name: &str, cpu: f64, requested: f64) -> NodeGauge {
         NodeGauge {
-            node_name: name.into(),
-            nodepool: "default".into(),
-            zone: "us-east-1a".into(),
-            instance_type: "m5.large".into(),
-            capacity_type: "on-demand".into(),
-            arch: "amd64".into(),
+            labels: vec![
+                ("managed", "true".into()),
+                ("node_name", name.into()),
+                ("zone", "us-east-1a".into()),
+            ],
             allocatable: BTreeMap::from([("cpu".into(), cpu)]),
             pod_requests: BTreeMap::from([("cpu".into(), requested)]),
             ..NodeGauge::default()
@@ -406,7 +439,7 @@ pub(crate) mod tests {
             .set_nodes(&[node("a", 2.0, 1.0), node("b", 2.0, 0.0)]);
         assert!(has(
             &m,
-            r#"karpenter_nodes_allocatable{node_name="a",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+            r#"karpenter_nodes_allocatable{managed="true",node_name="a",resource_type="cpu",zone="us-east-1a"} 2.0"#
         ));
         assert!(has(
             &m,
@@ -417,12 +450,115 @@ pub(crate) mod tests {
         assert!(!s.iter().any(|l| l.contains(r#"node_name="a""#)), "{s:?}");
         assert!(has(
             &m,
-            r#"karpenter_nodes_total_pod_requests{node_name="b",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+            r#"karpenter_nodes_total_pod_requests{managed="true",node_name="b",resource_type="cpu",zone="us-east-1a"} 2.0"#
         ));
         assert!(has(
             &m,
             r#"karpenter_cluster_utilization_percent{resource_type="cpu"} 100.0"#
         ));
+    }
+
+    /// Every dimension upstream's AWS build puts on a node gauge, by name: node_name, phase,
+    /// managed, and one per core and AWS well-known label (the part after the `/`, in
+    /// snake_case), each with the node's value or empty.
+    #[test]
+    fn a_node_has_upstreams_dimensions() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "ip-10-0-0-1", "labels": {
+                "karpenter.sh/nodepool": "default",
+                "karpenter.sh/capacity-type": "spot",
+                "topology.kubernetes.io/zone": "us-east-1a",
+                "topology.kubernetes.io/region": "us-east-1",
+                "topology.k8s.aws/zone-id": "use1-az1",
+                "node.kubernetes.io/instance-type": "m5.large",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz": "3100",
+                "karpenter.k8s.aws/ec2nodeclass": "default",
+                "kubernetes.io/hostname": "ip-10-0-0-1",
+                "team": "web"}},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        let dims = node_dimensions(&node);
+        let keys: Vec<&str> = dims.iter().map(|(k, _)| *k).collect();
+        let want = [
+            "arch",
+            "capacity_reservation_id",
+            "capacity_reservation_interruptible",
+            "capacity_reservation_type",
+            "capacity_type",
+            "ec2nodeclass",
+            "instance_accelerator_count",
+            "instance_accelerator_manufacturer",
+            "instance_accelerator_name",
+            "instance_capability_flex",
+            "instance_category",
+            "instance_cpu",
+            "instance_cpu_manufacturer",
+            "instance_cpu_sustained_clock_speed_mhz",
+            "instance_ebs_bandwidth",
+            "instance_encryption_in_transit_supported",
+            "instance_family",
+            "instance_generation",
+            "instance_gpu_count",
+            "instance_gpu_manufacturer",
+            "instance_gpu_memory",
+            "instance_gpu_name",
+            "instance_hypervisor",
+            "instance_local_nvme",
+            "instance_memory",
+            "instance_network_bandwidth",
+            "instance_size",
+            "instance_tenancy",
+            "instance_type",
+            "managed",
+            "nitro_sandbox",
+            "node_name",
+            "nodepool",
+            "os",
+            "phase",
+            "placement_group_id",
+            "placement_group_partition",
+            "region",
+            "windows_build",
+            "zone",
+            "zone_id",
+        ];
+        assert_eq!(keys, want);
+        let value = |k: &str| dims.iter().find(|(d, _)| *d == k).unwrap().1.as_str();
+        for (k, v) in [
+            ("node_name", "ip-10-0-0-1"),
+            ("phase", "Running"),
+            ("managed", "true"),
+            ("nodepool", "default"),
+            ("capacity_type", "spot"),
+            ("region", "us-east-1"),
+            ("zone_id", "use1-az1"),
+            ("os", "linux"),
+            ("instance_cpu_sustained_clock_speed_mhz", "3100"),
+            ("windows_build", ""),
+            ("instance_gpu_name", ""),
+        ] {
+            assert_eq!(value(k), v, "{k}");
+        }
+        // resource_type goes in its sorted place on every resource gauge.
+        let m = Metrics::new();
+        m.state.set_nodes(&[NodeGauge {
+            labels: dims,
+            allocatable: BTreeMap::from([("ephemeral-storage".into(), 2e10)]),
+            ..NodeGauge::default()
+        }]);
+        let line = samples(&m)
+            .into_iter()
+            .find(|l| l.starts_with("karpenter_nodes_allocatable{"))
+            .unwrap();
+        assert!(
+            line.contains(
+                r#",region="us-east-1",resource_type="ephemeral_storage",windows_build="","#
+            ),
+            "{line}"
+        );
     }
 
     #[test]
