@@ -503,8 +503,9 @@ impl Disruptor {
         Ok(planned)
     }
 
-    /// A NodePool whose budgets allow no disruption for a reason gets a `DisruptionBlocked`
-    /// event naming the reason, as upstream's budget mapping publishes one; a pool with nodes
+    /// A NodePool with nodes whose budgets allow no disruption for a reason gets a
+    /// `DisruptionBlocked` event naming the reason, as upstream's budget mapping publishes
+    /// one; a pool with nodes
     /// that its budgets allow no disruption at all, for any reason, gets the one that names
     /// none as well.
     fn publish_blocked_budgets(&self, rows: &[BudgetRow]) {
@@ -512,7 +513,9 @@ impl Disruptor {
         for row in rows {
             let blocked = pools.entry(&row.nodepool).or_insert(row.nodes > 0);
             *blocked &= row.allowed == 0;
-            let Some(reason) = reason_named(row.reason).filter(|_| row.allowed == 0) else {
+            // Upstream tells only a pool with nodes: an empty one has nothing to disrupt.
+            let blocks = row.allowed == 0 && row.nodes > 0;
+            let Some(reason) = reason_named(row.reason).filter(|_| blocks) else {
                 continue;
             };
             self.events.publish(events::nodepool_blocked_for_reason(

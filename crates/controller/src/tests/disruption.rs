@@ -263,7 +263,8 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
         );
         assert!(lines.contains(&want), "{want} in {}", h.metrics.encode());
     }
-    // Each pool and reason its budgets block is announced on the pool.
+    // Each pool and reason its budgets block is announced on the pool, if the pool has nodes:
+    // `batch`, blocked for every reason by half of nothing, is not told (as upstream).
     let mut blocked: Vec<(String, String)> = h
         .events
         .with_reason("DisruptionBlocked")
@@ -275,15 +276,7 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
     let message = |r: &str| {
         format!("No allowed disruptions for disruption reason {r} due to blocking budget")
     };
-    assert_eq!(
-        blocked,
-        [
-            ("batch".to_string(), message("Drifted")),
-            ("batch".to_string(), message("Empty")),
-            ("batch".to_string(), message("Underutilized")),
-            ("default".to_string(), message("Drifted")),
-        ]
-    );
+    assert_eq!(blocked, [("default".to_string(), message("Drifted"))]);
 
     // The pool goes away: so do its series.
     h.api.delete(Kind::NodePool, "batch").unwrap();
