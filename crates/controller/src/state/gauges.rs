@@ -104,7 +104,7 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 }
             }
             NodeGauge {
-                labels: node_dimensions(n),
+                labels: std::sync::Arc::new(node_dimensions(n)),
                 allocatable: amounts(&allocatable),
                 pod_requests: amounts(&requests),
                 pod_limits: amounts(&limits),
@@ -318,7 +318,7 @@ fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {
         gauge: NodeGauge {
-            labels: node_dimensions(n),
+            labels: std::sync::Arc::new(node_dimensions(n)),
             allocatable: amounts(&allocatable),
             pod_requests: amounts(&usage.requests),
             pod_limits: amounts(&usage.limits),

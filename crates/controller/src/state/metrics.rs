@@ -11,10 +11,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use nodewright_core::labels;
 
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -29,8 +31,9 @@ use crate::metrics::{
 /// upstream does (lowercase, `-` to `_`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeGauge {
-    /// The node's label set but `resource_type`: [`node_dimensions`], sorted by key.
-    pub labels: Labels,
+    /// The node's label set but `resource_type`: [`node_dimensions`], sorted by key; shared
+    /// by all its series.
+    pub labels: Arc<Labels>,
     pub allocatable: BTreeMap<String, f64>,
     pub pod_requests: BTreeMap<String, f64>,
     pub pod_limits: BTreeMap<String, f64>,
@@ -57,13 +60,34 @@ pub struct PodGauge {
     pub ready: bool,
 }
 
+/// The labels of one node's resource series: the node's dimensions, some forty labels that
+/// its two dozen series share rather than copy each, and the resource, written in its sorted
+/// place.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct NodeSeries {
+    dims: Arc<Labels>,
+    resource: String,
+}
+
+impl EncodeLabelSet for NodeSeries {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let at = self.dims.partition_point(|(k, _)| *k < "resource_type");
+        let (before, after) = self.dims.split_at(at);
+        before.encode(encoder)?;
+        [("resource_type", self.resource.as_str())].encode(encoder)?;
+        after.encode(encoder)
+    }
+}
+
+type NodeGauges = Family<NodeSeries, Gauge<f64, AtomicU64>>;
+
 pub struct StateMetrics {
-    nodes_allocatable: Gauges,
-    nodes_pod_requests: Gauges,
-    nodes_pod_limits: Gauges,
-    nodes_daemon_requests: Gauges,
-    nodes_daemon_limits: Gauges,
-    nodes_system_overhead: Gauges,
+    nodes_allocatable: NodeGauges,
+    nodes_pod_requests: NodeGauges,
+    nodes_pod_limits: NodeGauges,
+    nodes_daemon_requests: NodeGauges,
+    nodes_daemon_limits: NodeGauges,
+    nodes_system_overhead: NodeGauges,
     cluster_utilization: Gauges,
     cluster_node_count: Gauge<f64, AtomicU64>,
     cluster_synced: Gauge<f64, AtomicU64>,
@@ -109,32 +133,39 @@ impl StateMetrics {
             "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
             duration_histogram(),
         );
+        let mut node_gauges = |name: &str, help: &str| -> NodeGauges { registered(r, name, help) };
+        let nodes_allocatable = node_gauges(
+            "karpenter_nodes_allocatable",
+            "Node allocatable are the resources allocatable by nodes.",
+        );
+        let nodes_pod_requests = node_gauges(
+            "karpenter_nodes_total_pod_requests",
+            "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+        );
+        let nodes_pod_limits = node_gauges(
+            "karpenter_nodes_total_pod_limits",
+            "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+        );
+        let nodes_daemon_requests = node_gauges(
+            "karpenter_nodes_total_daemon_requests",
+            "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+        );
+        let nodes_daemon_limits = node_gauges(
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+        );
+        let nodes_system_overhead = node_gauges(
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+        );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         StateMetrics {
-            nodes_allocatable: gauges(
-                "karpenter_nodes_allocatable",
-                "Node allocatable are the resources allocatable by nodes.",
-            ),
-            nodes_pod_requests: gauges(
-                "karpenter_nodes_total_pod_requests",
-                "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
-            ),
-            nodes_pod_limits: gauges(
-                "karpenter_nodes_total_pod_limits",
-                "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
-            ),
-            nodes_daemon_requests: gauges(
-                "karpenter_nodes_total_daemon_requests",
-                "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
-            ),
-            nodes_daemon_limits: gauges(
-                "karpenter_nodes_total_daemon_limits",
-                "Node total daemon limits are the resources specified by DaemonSet pod limits.",
-            ),
-            nodes_system_overhead: gauges(
-                "karpenter_nodes_system_overhead",
-                "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
-            ),
+            nodes_allocatable,
+            nodes_pod_requests,
+            nodes_pod_limits,
+            nodes_daemon_requests,
+            nodes_daemon_limits,
+            nodes_system_overhead,
             cluster_utilization: gauges(
                 "karpenter_cluster_utilization_percent",
                 "Utilization of allocatable resources by pod requests",
@@ -213,7 +244,7 @@ impl StateMetrics {
     fn node_families<'a>(
         &'a self,
         node: &'a NodeGauge,
-    ) -> [(&'a Gauges, &'a BTreeMap<String, f64>); 6] {
+    ) -> [(&'a NodeGauges, &'a BTreeMap<String, f64>); 6] {
         [
             (&self.nodes_allocatable, &node.allocatable),
             (&self.nodes_pod_requests, &node.pod_requests),
@@ -383,12 +414,12 @@ pub fn node_dimensions(node: &k8s_openapi::api::core::v1::Node) -> Labels {
     out
 }
 
-/// `node`'s labels with `resource_type` in its sorted place.
-fn node_labels(node: &NodeGauge, resource: &str) -> Labels {
-    let mut out = node.labels.clone();
-    let at = out.partition_point(|(k, _)| *k < "resource_type");
-    out.insert(at, ("resource_type", resource_label(resource)));
-    out
+/// The labels of `node`'s series of `resource`.
+fn node_labels(node: &NodeGauge, resource: &str) -> NodeSeries {
+    NodeSeries {
+        dims: node.labels.clone(),
+        resource: resource_label(resource),
+    }
 }
 
 #[cfg(test)]
@@ -398,11 +429,11 @@ pub(crate) mod tests {
 
     pub(crate) fn node(name: &str, cpu: f64, requested: f64) -> NodeGauge {
         NodeGauge {
-            labels: vec![
+            labels: Arc::new(vec![
                 ("managed", "true".into()),
                 ("node_name", name.into()),
                 ("zone", "us-east-1a".into()),
-            ],
+            ]),
             allocatable: BTreeMap::from([("cpu".into(), cpu)]),
             pod_requests: BTreeMap::from([("cpu".into(), requested)]),
             ..NodeGauge::default()
@@ -545,7 +576,7 @@ pub(crate) mod tests {
         // resource_type goes in its sorted place on every resource gauge.
         let m = Metrics::new();
         m.state.set_nodes(&[NodeGauge {
-            labels: dims,
+            labels: Arc::new(dims),
             allocatable: BTreeMap::from([("ephemeral-storage".into(), 2e10)]),
             ..NodeGauge::default()
         }]);
