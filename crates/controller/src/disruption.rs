@@ -17,11 +17,13 @@
 //! drained: no other candidate's pods land on them, and they are no candidates. Nodes whose
 //! instance is already being terminated leave the budgets, as upstream's
 //! `InstanceTerminating` claims do. A round that found nothing lets the next rounds skip
-//! until the index changes (see [`consolidated`]). The re-check is core's
+//! until the index changes (see [`consolidated`]). The consolidation searches stop at
+//! upstream's time limits and keep what they found ([`deadline`]). The re-check is core's
 //! ([`validate`]): a replace whose pods now fit without a new node, or need one its planned
 //! instance types cannot all be, is rejected there.
 
 mod consolidated;
+pub mod deadline;
 pub mod events;
 pub mod journal;
 pub mod metrics;
@@ -69,6 +71,7 @@ use crate::termination::disrupted_taint;
 use crate::write::claim_status::write_status;
 use crate::write::{KubeWriter, NodePatch, WriteError, retry_transient};
 use consolidated::{Marker, next_timed_change};
+use deadline::{SearchTimeouts, WallDeadline};
 use journal::{Entry, Journal, What};
 use metrics::BudgetRow;
 use nodewright_core::taints::DISRUPTED_TAINT;
@@ -130,6 +133,8 @@ struct RoundResult {
     invalid_do_not_disrupt: Vec<(String, String, String)>,
     /// Pods on nodes whose `do-not-disrupt` is a duration: when it ends, and whether it has.
     timed_do_not_disrupt: Vec<(ObjectRef, Timestamp, bool)>,
+    /// The consolidation searches that ran out of time.
+    timed_out: Vec<Method>,
 }
 
 /// Each NodePool's budget per reason, as upstream's budget mapping sets
@@ -267,6 +272,7 @@ pub struct Disruptor {
     /// The solve options of every simulation (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, as
     /// the provisioner solves).
     options: Options,
+    timeouts: SearchTimeouts,
     /// The commands between their round and their targets' drain (core's orchestration).
     queue: Mutex<Queue>,
     marker: Mutex<Marker>,
@@ -297,6 +303,7 @@ impl Disruptor {
                 ..Settings::default()
             },
             options: Options::default(),
+            timeouts: SearchTimeouts::default(),
             queue: Mutex::new(Queue::default()),
             marker: Mutex::new(Marker::new(clock.now())),
             leader: None,
@@ -313,6 +320,13 @@ impl Disruptor {
     ) -> Self {
         self.settings.features = features;
         self.options = options;
+        self
+    }
+
+    /// Gives the consolidation searches these time limits instead of upstream's.
+    #[cfg(test)]
+    pub(crate) fn with_timeouts(mut self, timeouts: SearchTimeouts) -> Self {
+        self.timeouts = timeouts;
         self
     }
 
@@ -383,12 +397,13 @@ impl Disruptor {
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
         let options = self.options.clone();
+        let timeouts = self.timeouts;
         let round = tokio::task::spawn_blocking(move || {
             let sim = EngineSimulator {
                 options,
                 ..EngineSimulator::default()
             };
-            let mut result = plan::plan(&snap, &sim, settings);
+            let mut result = plan::plan_until(&snap, &sim, settings, &WallDeadline::new(timeouts));
             // The planner sees the running commands' targets as deleting; this only guards
             // against a node joining two commands.
             result
@@ -431,6 +446,7 @@ impl Disruptor {
                 timed_do_not_disrupt: timed_do_not_disrupt(&snap),
                 consolidated,
                 timed,
+                timed_out: result.timed_out,
             }
         })
         .await
@@ -443,6 +459,15 @@ impl Disruptor {
             self.metrics
                 .disruption
                 .evaluation(m.reason_label(), m.consolidation_type(), elapsed);
+        }
+        for m in &round.timed_out {
+            info!(
+                method = m.as_str(),
+                "consolidation search out of time; kept what it found"
+            );
+            self.metrics
+                .disruption
+                .consolidation_timeout(m.consolidation_type());
         }
         for (reason, n) in &round.eligible {
             self.metrics.disruption.eligible_nodes(reason, *n);
@@ -503,8 +528,9 @@ impl Disruptor {
         Ok(planned)
     }
 
-    /// A NodePool whose budgets allow no disruption for a reason gets a `DisruptionBlocked`
-    /// event naming the reason, as upstream's budget mapping publishes one; a pool with nodes
+    /// A NodePool with nodes whose budgets allow no disruption for a reason gets a
+    /// `DisruptionBlocked` event naming the reason, as upstream's budget mapping publishes
+    /// one; a pool with nodes
     /// that its budgets allow no disruption at all, for any reason, gets the one that names
     /// none as well.
     fn publish_blocked_budgets(&self, rows: &[BudgetRow]) {
@@ -512,7 +538,9 @@ impl Disruptor {
         for row in rows {
             let blocked = pools.entry(&row.nodepool).or_insert(row.nodes > 0);
             *blocked &= row.allowed == 0;
-            let Some(reason) = reason_named(row.reason).filter(|_| row.allowed == 0) else {
+            // Upstream tells only a pool with nodes: an empty one has nothing to disrupt.
+            let blocks = row.allowed == 0 && row.nodes > 0;
+            let Some(reason) = reason_named(row.reason).filter(|_| blocks) else {
                 continue;
             };
             self.events.publish(events::nodepool_blocked_for_reason(

@@ -12,7 +12,6 @@
 
 use std::time::Instant;
 
-use nodewright_core::labels;
 use nodewright_core::time::Timestamp;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -96,20 +95,8 @@ pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
         let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
             continue;
         };
-        let l = n.metadata.labels.as_ref();
-        let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
-        let nodepool = label(labels::NODEPOOL);
-        let row = vec![
-            ("node_name", n.metadata.name.clone().unwrap_or_default()),
-            ("managed", (!nodepool.is_empty()).to_string()),
-            ("nodepool", nodepool),
-            ("zone", label(labels::ZONE)),
-            ("instance_type", label(labels::INSTANCE_TYPE)),
-            ("capacity_type", label(labels::CAPACITY_TYPE)),
-            ("arch", label(labels::ARCH)),
-        ];
         family
-            .get_or_create(&row)
+            .get_or_create(&super::metrics::node_dimensions(n))
             .set(now.since(created).as_secs_f64());
     }
 }
@@ -206,12 +193,21 @@ mod tests {
         let m = Metrics::new();
         let now = crate::clock::parse_rfc3339("2024-06-01T00:01:30Z").unwrap();
         set_lifetimes(&s, &m, now);
-        assert_eq!(
-            samples(&m, "karpenter_nodes_current_lifetime_seconds{"),
-            [
-                r#"karpenter_nodes_current_lifetime_seconds{node_name="n1",managed="true",nodepool="default",zone="z1",instance_type="",capacity_type="",arch=""} 90.0"#
-            ]
-        );
+        let rows = samples(&m, "karpenter_nodes_current_lifetime_seconds{");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        // The node's dimensions, as on the resource gauges: its name and labels, the rest
+        // empty.
+        for pair in [
+            r#"{arch="","#,
+            r#",managed="true","#,
+            r#",node_name="n1","#,
+            r#",nodepool="default","#,
+            r#",phase="","#,
+            r#",zone="z1","#,
+        ] {
+            assert!(rows[0].contains(pair), "{pair} not in {}", rows[0]);
+        }
+        assert!(rows[0].ends_with("} 90.0"), "{}", rows[0]);
         s.apply(WatchEvent::Delete(node));
         set_lifetimes(&s, &m, now);
         assert!(samples(&m, "karpenter_nodes_current_lifetime_seconds{").is_empty());

@@ -17,7 +17,7 @@ use nodewright_core::resources::{CPU, NODES, Resources};
 use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
-use super::metrics::{NodeGauge, PodGauge};
+use super::metrics::{NodeGauge, PodGauge, node_dimensions};
 use super::{ClusterState, convert, provisionable};
 use crate::clock::from_time;
 use crate::metrics::Metrics;
@@ -83,8 +83,6 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
         .values()
         .map(|n| {
             let name = n.metadata.name.clone().unwrap_or_default();
-            let l = n.metadata.labels.clone().unwrap_or_default();
-            let label = |k: &str| l.get(k).cloned().unwrap_or_default();
             let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
             let (mut requests, mut limits, mut daemon, mut daemon_limits) = (
                 Resources::new(),
@@ -106,12 +104,7 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 }
             }
             NodeGauge {
-                node_name: name,
-                nodepool: label(labels::NODEPOOL),
-                zone: label(labels::ZONE),
-                instance_type: label(labels::INSTANCE_TYPE),
-                capacity_type: label(labels::CAPACITY_TYPE),
-                arch: label(labels::ARCH),
+                labels: std::sync::Arc::new(node_dimensions(n)),
                 allocatable: amounts(&allocatable),
                 pod_requests: amounts(&requests),
                 pod_limits: amounts(&limits),
@@ -320,19 +313,12 @@ struct NodeRow {
 /// The node's row from its object and the index's summed usage of its pods.
 fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
     let n = s.nodes.get(name)?;
-    let l = n.metadata.labels.as_ref();
-    let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
     let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
     let empty = super::NodeUsage::default();
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {
         gauge: NodeGauge {
-            node_name: name.to_owned(),
-            nodepool: label(labels::NODEPOOL),
-            zone: label(labels::ZONE),
-            instance_type: label(labels::INSTANCE_TYPE),
-            capacity_type: label(labels::CAPACITY_TYPE),
-            arch: label(labels::ARCH),
+            labels: std::sync::Arc::new(node_dimensions(n)),
             allocatable: amounts(&allocatable),
             pod_requests: amounts(&usage.requests),
             pod_limits: amounts(&usage.limits),

@@ -10,9 +10,13 @@
 //! half-replaced set.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, LazyLock, Mutex};
 
+use nodewright_core::labels;
+
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -27,12 +31,9 @@ use crate::metrics::{
 /// upstream does (lowercase, `-` to `_`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeGauge {
-    pub node_name: String,
-    pub nodepool: String,
-    pub zone: String,
-    pub instance_type: String,
-    pub capacity_type: String,
-    pub arch: String,
+    /// The node's label set but `resource_type`: [`node_dimensions`], sorted by key; shared
+    /// by all its series.
+    pub labels: Arc<Labels>,
     pub allocatable: BTreeMap<String, f64>,
     pub pod_requests: BTreeMap<String, f64>,
     pub pod_limits: BTreeMap<String, f64>,
@@ -59,13 +60,34 @@ pub struct PodGauge {
     pub ready: bool,
 }
 
+/// The labels of one node's resource series: the node's dimensions, some forty labels that
+/// its two dozen series share rather than copy each, and the resource, written in its sorted
+/// place.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct NodeSeries {
+    dims: Arc<Labels>,
+    resource: String,
+}
+
+impl EncodeLabelSet for NodeSeries {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let at = self.dims.partition_point(|(k, _)| *k < "resource_type");
+        let (before, after) = self.dims.split_at(at);
+        before.encode(encoder)?;
+        [("resource_type", self.resource.as_str())].encode(encoder)?;
+        after.encode(encoder)
+    }
+}
+
+type NodeGauges = Family<NodeSeries, Gauge<f64, AtomicU64>>;
+
 pub struct StateMetrics {
-    nodes_allocatable: Gauges,
-    nodes_pod_requests: Gauges,
-    nodes_pod_limits: Gauges,
-    nodes_daemon_requests: Gauges,
-    nodes_daemon_limits: Gauges,
-    nodes_system_overhead: Gauges,
+    nodes_allocatable: NodeGauges,
+    nodes_pod_requests: NodeGauges,
+    nodes_pod_limits: NodeGauges,
+    nodes_daemon_requests: NodeGauges,
+    nodes_daemon_limits: NodeGauges,
+    nodes_system_overhead: NodeGauges,
     cluster_utilization: Gauges,
     cluster_node_count: Gauge<f64, AtomicU64>,
     cluster_synced: Gauge<f64, AtomicU64>,
@@ -111,32 +133,39 @@ impl StateMetrics {
             "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
             duration_histogram(),
         );
+        let mut node_gauges = |name: &str, help: &str| -> NodeGauges { registered(r, name, help) };
+        let nodes_allocatable = node_gauges(
+            "karpenter_nodes_allocatable",
+            "Node allocatable are the resources allocatable by nodes.",
+        );
+        let nodes_pod_requests = node_gauges(
+            "karpenter_nodes_total_pod_requests",
+            "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+        );
+        let nodes_pod_limits = node_gauges(
+            "karpenter_nodes_total_pod_limits",
+            "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+        );
+        let nodes_daemon_requests = node_gauges(
+            "karpenter_nodes_total_daemon_requests",
+            "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+        );
+        let nodes_daemon_limits = node_gauges(
+            "karpenter_nodes_total_daemon_limits",
+            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+        );
+        let nodes_system_overhead = node_gauges(
+            "karpenter_nodes_system_overhead",
+            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+        );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         StateMetrics {
-            nodes_allocatable: gauges(
-                "karpenter_nodes_allocatable",
-                "Node allocatable are the resources allocatable by nodes.",
-            ),
-            nodes_pod_requests: gauges(
-                "karpenter_nodes_total_pod_requests",
-                "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
-            ),
-            nodes_pod_limits: gauges(
-                "karpenter_nodes_total_pod_limits",
-                "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
-            ),
-            nodes_daemon_requests: gauges(
-                "karpenter_nodes_total_daemon_requests",
-                "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
-            ),
-            nodes_daemon_limits: gauges(
-                "karpenter_nodes_total_daemon_limits",
-                "Node total daemon limits are the resources specified by DaemonSet pod limits.",
-            ),
-            nodes_system_overhead: gauges(
-                "karpenter_nodes_system_overhead",
-                "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
-            ),
+            nodes_allocatable,
+            nodes_pod_requests,
+            nodes_pod_limits,
+            nodes_daemon_requests,
+            nodes_daemon_limits,
+            nodes_system_overhead,
             cluster_utilization: gauges(
                 "karpenter_cluster_utilization_percent",
                 "Utilization of allocatable resources by pod requests",
@@ -215,7 +244,7 @@ impl StateMetrics {
     fn node_families<'a>(
         &'a self,
         node: &'a NodeGauge,
-    ) -> [(&'a Gauges, &'a BTreeMap<String, f64>); 6] {
+    ) -> [(&'a NodeGauges, &'a BTreeMap<String, f64>); 6] {
         [
             (&self.nodes_allocatable, &node.allocatable),
             (&self.nodes_pod_requests, &node.pod_requests),
@@ -344,17 +373,53 @@ fn pod_labels(pod: &PodGauge) -> Labels {
     ]
 }
 
-fn node_labels(node: &NodeGauge, resource: &str) -> Labels {
-    vec![
-        ("node_name", node.node_name.clone()),
-        ("nodepool", node.nodepool.clone()),
-        ("zone", node.zone.clone()),
-        ("instance_type", node.instance_type.clone()),
-        ("capacity_type", node.capacity_type.clone()),
-        ("arch", node.arch.clone()),
-        ("managed", (!node.nodepool.is_empty()).to_string()),
-        ("resource_type", resource_label(resource)),
-    ]
+/// The well-known label keys upstream turns into node dimensions, each with its dimension:
+/// core's and the AWS provider's well-known labels, named by the part after the `/`,
+/// lowercased, `-` to `_` (`node.kubernetes.io/instance-type` is `instance_type`), sorted by
+/// dimension. Built once; the names live as long as the process, as the families do.
+fn well_known_dimensions() -> &'static [(&'static str, &'static str)] {
+    static DIMS: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
+        let mut dims: Vec<(&'static str, &'static str)> = labels::WELL_KNOWN
+            .iter()
+            .chain(labels::aws::WELL_KNOWN)
+            .filter_map(|key| {
+                let (_, name) = key.split_once('/')?;
+                let dim: &'static str = resource_label(name).leak();
+                Some((*key, dim))
+            })
+            .collect();
+        dims.sort_by_key(|(_, d)| *d);
+        dims
+    });
+    &DIMS
+}
+
+/// A node's dimensions on every `karpenter_nodes_*` family but `resource_type`, as upstream's
+/// node metrics controller sets them: `node_name`, `phase` (the Node's `status.phase`, empty
+/// on most nodes), `managed` (Karpenter's: it has a NodePool) and one per well-known label
+/// with the node's value, empty when it has none. Sorted by key, as Prometheus's Go client
+/// writes them.
+pub fn node_dimensions(node: &k8s_openapi::api::core::v1::Node) -> Labels {
+    let l = node.metadata.labels.as_ref();
+    let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
+    let phase = node.status.as_ref().and_then(|s| s.phase.clone());
+    let mut out: Labels = well_known_dimensions()
+        .iter()
+        .map(|(key, dim)| (*dim, label(key)))
+        .collect();
+    out.push(("node_name", node.metadata.name.clone().unwrap_or_default()));
+    out.push(("phase", phase.unwrap_or_default()));
+    out.push(("managed", (!label(labels::NODEPOOL).is_empty()).to_string()));
+    out.sort_by_key(|(k, _)| *k);
+    out
+}
+
+/// The labels of `node`'s series of `resource`.
+fn node_labels(node: &NodeGauge, resource: &str) -> NodeSeries {
+    NodeSeries {
+        dims: node.labels.clone(),
+        resource: resource_label(resource),
+    }
 }
 
 #[cfg(test)]
@@ -364,12 +429,11 @@ pub(crate) mod tests {
 
     pub(crate) fn node(name: &str, cpu: f64, requested: f64) -> NodeGauge {
         NodeGauge {
-            node_name: name.into(),
-            nodepool: "default".into(),
-            zone: "us-east-1a".into(),
-            instance_type: "m5.large".into(),
-            capacity_type: "on-demand".into(),
-            arch: "amd64".into(),
+            labels: Arc::new(vec![
+                ("managed", "true".into()),
+                ("node_name", name.into()),
+                ("zone", "us-east-1a".into()),
+            ]),
             allocatable: BTreeMap::from([("cpu".into(), cpu)]),
             pod_requests: BTreeMap::from([("cpu".into(), requested)]),
             ..NodeGauge::default()
@@ -406,7 +470,7 @@ pub(crate) mod tests {
             .set_nodes(&[node("a", 2.0, 1.0), node("b", 2.0, 0.0)]);
         assert!(has(
             &m,
-            r#"karpenter_nodes_allocatable{node_name="a",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+            r#"karpenter_nodes_allocatable{managed="true",node_name="a",resource_type="cpu",zone="us-east-1a"} 2.0"#
         ));
         assert!(has(
             &m,
@@ -417,12 +481,115 @@ pub(crate) mod tests {
         assert!(!s.iter().any(|l| l.contains(r#"node_name="a""#)), "{s:?}");
         assert!(has(
             &m,
-            r#"karpenter_nodes_total_pod_requests{node_name="b",nodepool="default",zone="us-east-1a",instance_type="m5.large",capacity_type="on-demand",arch="amd64",managed="true",resource_type="cpu"} 2.0"#
+            r#"karpenter_nodes_total_pod_requests{managed="true",node_name="b",resource_type="cpu",zone="us-east-1a"} 2.0"#
         ));
         assert!(has(
             &m,
             r#"karpenter_cluster_utilization_percent{resource_type="cpu"} 100.0"#
         ));
+    }
+
+    /// Every dimension upstream's AWS build puts on a node gauge, by name: node_name, phase,
+    /// managed, and one per core and AWS well-known label (the part after the `/`, in
+    /// snake_case), each with the node's value or empty.
+    #[test]
+    fn a_node_has_upstreams_dimensions() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "ip-10-0-0-1", "labels": {
+                "karpenter.sh/nodepool": "default",
+                "karpenter.sh/capacity-type": "spot",
+                "topology.kubernetes.io/zone": "us-east-1a",
+                "topology.kubernetes.io/region": "us-east-1",
+                "topology.k8s.aws/zone-id": "use1-az1",
+                "node.kubernetes.io/instance-type": "m5.large",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/os": "linux",
+                "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz": "3100",
+                "karpenter.k8s.aws/ec2nodeclass": "default",
+                "kubernetes.io/hostname": "ip-10-0-0-1",
+                "team": "web"}},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        let dims = node_dimensions(&node);
+        let keys: Vec<&str> = dims.iter().map(|(k, _)| *k).collect();
+        let want = [
+            "arch",
+            "capacity_reservation_id",
+            "capacity_reservation_interruptible",
+            "capacity_reservation_type",
+            "capacity_type",
+            "ec2nodeclass",
+            "instance_accelerator_count",
+            "instance_accelerator_manufacturer",
+            "instance_accelerator_name",
+            "instance_capability_flex",
+            "instance_category",
+            "instance_cpu",
+            "instance_cpu_manufacturer",
+            "instance_cpu_sustained_clock_speed_mhz",
+            "instance_ebs_bandwidth",
+            "instance_encryption_in_transit_supported",
+            "instance_family",
+            "instance_generation",
+            "instance_gpu_count",
+            "instance_gpu_manufacturer",
+            "instance_gpu_memory",
+            "instance_gpu_name",
+            "instance_hypervisor",
+            "instance_local_nvme",
+            "instance_memory",
+            "instance_network_bandwidth",
+            "instance_size",
+            "instance_tenancy",
+            "instance_type",
+            "managed",
+            "nitro_sandbox",
+            "node_name",
+            "nodepool",
+            "os",
+            "phase",
+            "placement_group_id",
+            "placement_group_partition",
+            "region",
+            "windows_build",
+            "zone",
+            "zone_id",
+        ];
+        assert_eq!(keys, want);
+        let value = |k: &str| dims.iter().find(|(d, _)| *d == k).unwrap().1.as_str();
+        for (k, v) in [
+            ("node_name", "ip-10-0-0-1"),
+            ("phase", "Running"),
+            ("managed", "true"),
+            ("nodepool", "default"),
+            ("capacity_type", "spot"),
+            ("region", "us-east-1"),
+            ("zone_id", "use1-az1"),
+            ("os", "linux"),
+            ("instance_cpu_sustained_clock_speed_mhz", "3100"),
+            ("windows_build", ""),
+            ("instance_gpu_name", ""),
+        ] {
+            assert_eq!(value(k), v, "{k}");
+        }
+        // resource_type goes in its sorted place on every resource gauge.
+        let m = Metrics::new();
+        m.state.set_nodes(&[NodeGauge {
+            labels: Arc::new(dims),
+            allocatable: BTreeMap::from([("ephemeral-storage".into(), 2e10)]),
+            ..NodeGauge::default()
+        }]);
+        let line = samples(&m)
+            .into_iter()
+            .find(|l| l.starts_with("karpenter_nodes_allocatable{"))
+            .unwrap();
+        assert!(
+            line.contains(
+                r#",region="us-east-1",resource_type="ephemeral_storage",windows_build="","#
+            ),
+            "{line}"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::Harness;
 use super::termination::initialized_node;
 use crate::conditions;
+use crate::disruption::deadline::SearchTimeouts;
 use crate::disruption::{Disruptor, Running, Step};
 use crate::state::{Kind, Object};
 use crate::write::KubeWriter;
@@ -263,7 +264,8 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
         );
         assert!(lines.contains(&want), "{want} in {}", h.metrics.encode());
     }
-    // Each pool and reason its budgets block is announced on the pool.
+    // Each pool and reason its budgets block is announced on the pool, if the pool has nodes:
+    // `batch`, blocked for every reason by half of nothing, is not told (as upstream).
     let mut blocked: Vec<(String, String)> = h
         .events
         .with_reason("DisruptionBlocked")
@@ -275,15 +277,7 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
     let message = |r: &str| {
         format!("No allowed disruptions for disruption reason {r} due to blocking budget")
     };
-    assert_eq!(
-        blocked,
-        [
-            ("batch".to_string(), message("Drifted")),
-            ("batch".to_string(), message("Empty")),
-            ("batch".to_string(), message("Underutilized")),
-            ("default".to_string(), message("Drifted")),
-        ]
-    );
+    assert_eq!(blocked, [("default".to_string(), message("Drifted"))]);
 
     // The pool goes away: so do its series.
     h.api.delete(Kind::NodePool, "batch").unwrap();
@@ -461,6 +455,43 @@ async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Ru
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     let first = d.running()[0].clone();
     (d, cadence, first)
+}
+
+/// A consolidation search out of time keeps what it found by then (here nothing: no time at
+/// all) and is counted by its type; such a round has not shown there is nothing to do, so the
+/// next one searches again. With upstream's limits the same cluster is consolidated.
+#[tokio::test(start_paused = true)]
+async fn consolidation_searches_out_of_time_are_counted_by_type() {
+    let h = Harness::new();
+    two_nodes(&h, "5").await;
+    h.api.put_value(Kind::Pod, port_pod("a", "n1"));
+    h.api.put_value(Kind::Pod, port_pod("b", "n2"));
+    let no_time = SearchTimeouts {
+        multi_node: Duration::ZERO,
+        single_node: Duration::ZERO,
+    };
+    let d = h.disruptor().with_timeouts(no_time);
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    let timeouts = |h: &Harness, t: &str| {
+        let prefix = format!(
+            r#"karpenter_voluntary_disruption_consolidation_timeouts_total{{consolidation_type="{t}"}} "#
+        );
+        metric_lines(h)
+            .iter()
+            .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+    };
+    assert_eq!(timeouts(&h, "multi").as_deref(), Some("1"));
+    assert_eq!(timeouts(&h, "single").as_deref(), Some("1"));
+    tokio::time::advance(Duration::from_secs(10)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    assert_eq!(rounds(&h), 2);
+    assert_eq!(timeouts(&h, "single").as_deref(), Some("2"));
+
+    let d = h.disruptor();
+    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    assert_eq!(timeouts(&h, "single").as_deref(), Some("2"));
 }
 
 /// Steps `d` every ten seconds until a round plans something; that round's command count.

@@ -71,7 +71,7 @@ impl ConsolidationState {
 }
 
 /// Whether a round's plan lets the cluster be marked consolidated: it found nothing to do,
-/// and no disruption budget that can open on its own held a node back. A budget's allowance
+/// no search ran out of time before it could say so, and no disruption budget that can open on its own held a node back. A budget's allowance
 /// moves only with the cluster (nodes added, disrupted or deleted: all changes that clear the
 /// mark) or with its cron schedule, so only NodePools with scheduled budgets keep a
 /// budget-held round from being marked.
@@ -79,7 +79,9 @@ pub fn plan_is_consolidated(plan: &DisruptionPlan, nodepools: &[NodePool]) -> bo
     let scheduled = nodepools
         .iter()
         .any(|p| p.disruption.budgets.iter().any(|b| b.schedule.is_some()));
+    // A search cut short by its deadline has not shown that there is nothing to do.
     plan.commands.is_empty()
+        && plan.timed_out.is_empty()
         && !(scheduled && plan.verdicts.iter().any(|v| v.code == "budget-exhausted"))
 }
 
@@ -153,5 +155,14 @@ mod tests {
             reasons: vec![],
         });
         assert!(!plan_is_consolidated(&plan, std::slice::from_ref(&pool)));
+    }
+
+    #[test]
+    fn a_round_whose_search_ran_out_of_time_is_not_consolidated() {
+        use crate::disruption::command::Method;
+        let mut plan = DisruptionPlan::default();
+        assert!(plan_is_consolidated(&plan, &[]));
+        plan.timed_out.push(Method::SingleNodeConsolidation);
+        assert!(!plan_is_consolidated(&plan, &[]));
     }
 }

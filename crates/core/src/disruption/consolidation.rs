@@ -2,9 +2,9 @@
 //! cheaper node.
 //!
 //! Multi-node consolidation binary-searches the longest prefix of the ranked candidates that
-//! can go together (without upstream's 100-candidate cap or its timeouts); single-node
-//! consolidation evaluates every candidate and keeps the best saving, so each node gets a
-//! verdict.
+//! can go together (without upstream's 100-candidate cap; its time limits are the caller's
+//! [`super::plan::Deadline`]); single-node consolidation evaluates every candidate and keeps
+//! the best saving, so each node gets a verdict.
 
 use std::collections::BTreeSet;
 

@@ -19,9 +19,10 @@ mod verdicts;
 
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use super::candidates::{Candidate, RoundSelection, select_round};
-use super::command::Command;
+use super::command::{Command, Method};
 use super::consolidation::{self, BalancedScore, Features, Rejection};
 pub use super::node_memo::NodeMemo;
 use super::saving_bound::SavingBounds;
@@ -54,6 +55,35 @@ const MAX_SINGLE_NODE_BATCH: usize = 16;
 
 fn single_node_batch() -> usize {
     super::engine_simulator::workers().clamp(1, MAX_SINGLE_NODE_BATCH)
+}
+
+/// How long upstream's multi-node consolidation search may run before it keeps the last
+/// command it found.
+pub const MULTI_NODE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long upstream's single-node consolidation search may run.
+pub const SINGLE_NODE_TIMEOUT: Duration = Duration::from_secs(3 * 60);
+
+/// When a consolidation search must stop, asked between its simulations. Core reads no
+/// clock: the shell answers, the controller from the wall clock ([`MULTI_NODE_TIMEOUT`],
+/// [`SINGLE_NODE_TIMEOUT`]) and the simulator never ([`NoDeadline`]), so its rounds stay a
+/// function of the snapshot. A search that stops keeps the best command found so far and is
+/// named in [`DisruptionPlan::timed_out`].
+pub trait Deadline {
+    /// `method`'s search starts now.
+    fn start(&self, method: Method);
+    /// Whether `method`'s search has run out of time.
+    fn passed(&self, method: Method) -> bool;
+}
+
+/// Searches that run to their end.
+pub struct NoDeadline;
+
+impl Deadline for NoDeadline {
+    fn start(&self, _: Method) {}
+
+    fn passed(&self, _: Method) -> bool {
+        false
+    }
 }
 
 /// What happens to one node this round, or why nothing does.
@@ -103,6 +133,9 @@ pub struct DisruptionPlan {
     pub verdicts: Vec<Verdict>,
     /// The consolidation moves weighed, in the order they were.
     pub moves: Vec<Move>,
+    /// The consolidation searches that ran out of time ([`Deadline`]) and kept what they had
+    /// found by then.
+    pub timed_out: Vec<Method>,
 }
 
 impl DisruptionPlan {
@@ -122,6 +155,8 @@ struct Round<'s> {
     taken: BTreeSet<String>,
     budgets: Budgets<'s>,
     moves: Vec<Move>,
+    deadline: &'s dyn Deadline,
+    timed_out: Vec<Method>,
 }
 
 impl Round<'_> {
@@ -133,6 +168,15 @@ impl Round<'_> {
             self.taken.insert(t.node.clone());
         }
         self.commands.push(cmd);
+    }
+
+    /// Whether `method`'s search must stop now; if so, it is recorded as timed out.
+    fn out_of_time(&mut self, method: Method) -> bool {
+        let passed = self.deadline.passed(method);
+        if passed {
+            self.timed_out.push(method);
+        }
+        passed
     }
 }
 
@@ -203,6 +247,18 @@ pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) 
     plan_kept(snapshot, simulator, settings, &NodeMemo::default())
 }
 
+/// [`plan`] with consolidation searches that stop when `deadline` says, keeping the best
+/// command found by then.
+pub fn plan_until(
+    snapshot: &Snapshot,
+    simulator: &dyn Simulator,
+    settings: Settings,
+    deadline: &dyn Deadline,
+) -> DisruptionPlan {
+    let (batch, kept) = (single_node_batch(), &NodeMemo::default());
+    plan_in_batches(snapshot, simulator, settings, batch, kept, deadline)
+}
+
 /// [`plan`] for callers that plan one cluster round after round: what the labels of nodes
 /// that did not change say (selection's facts, drift's label checks) comes from `kept`
 /// ([`NodeMemo`]). The plan is the same. Only the simulator keeps one: its rounds are short,
@@ -214,7 +270,8 @@ pub fn plan_kept(
     settings: Settings,
     kept: &NodeMemo,
 ) -> DisruptionPlan {
-    plan_in_batches(snapshot, simulator, settings, single_node_batch(), kept)
+    let batch = single_node_batch();
+    plan_in_batches(snapshot, simulator, settings, batch, kept, &NoDeadline)
 }
 
 /// [`plan`] with `batch` single-node simulations at a time when the search may stop early.
@@ -224,6 +281,7 @@ fn plan_in_batches<'s>(
     settings: Settings,
     batch: usize,
     kept: &NodeMemo,
+    deadline: &'s dyn Deadline,
 ) -> DisruptionPlan {
     // Selection and drift read what nodes' labels say; for nodes that did not change since
     // the last round, `kept` has it.
@@ -243,6 +301,8 @@ fn plan_in_batches<'s>(
         taken: BTreeSet::new(),
         budgets: Budgets::new(snapshot, counts),
         moves: Vec::new(),
+        deadline,
+        timed_out: Vec::new(),
     };
 
     expiration::plan(&mut round);
@@ -286,6 +346,7 @@ fn plan_in_batches<'s>(
         commands: round.commands,
         verdicts: round.verdicts.into_sorted(),
         moves: round.moves,
+        timed_out: round.timed_out,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Multi-node consolidation: the longest prefix of the admitted candidates (highest savings
-//! ratio first) that consolidates into at most one cheaper node, found by binary search.
+//! ratio first) that consolidates into at most one cheaper node, found by binary search. A
+//! search that runs out of time ([`super::Deadline`]) keeps the longest prefix found by then.
 
 use super::{Consolidations, Move, Round};
 use crate::disruption::candidates::Candidate;
@@ -15,7 +16,11 @@ pub(super) fn plan<'s>(
 ) -> bool {
     let mut found = None;
     let (mut lo, mut hi) = (2usize, admitted.len());
+    round.deadline.start(Method::MultiNodeConsolidation);
     while lo <= hi {
+        if round.out_of_time(Method::MultiNodeConsolidation) {
+            break;
+        }
         let mid = (lo + hi) / 2;
         let prefix = &admitted[..mid];
         // A simulation would reject it too: more than one new node, or one that costs as much

@@ -6,7 +6,8 @@
 //!
 //! With [`super::Settings::only_actionable`] the search may stop early: candidates go in the
 //! order of what they could save at most, a batch at a time, until none left could beat the
-//! best found.
+//! best found. It also stops, between batches, once it runs out of time
+//! ([`super::Deadline`]), and keeps the best found by then.
 
 use super::budget::exhausted;
 use super::underutilized::Admitted;
@@ -147,6 +148,8 @@ impl<'s> Search<'_, 's> {
         // The first batch usually settles the round; each later one is twice as large, up to
         // the cap, so a long search spreads over every worker.
         let mut size = batch.max(1);
+        round.deadline.start(Method::SingleNodeConsolidation);
+        let mut timed_out = false;
         while at < queue.len() {
             // The next in the queue has the highest bound left and the lowest index at that
             // bound.
@@ -156,6 +159,10 @@ impl<'s> Search<'_, 's> {
                 if bound < b.savings_per_hour || (bound == b.savings_per_hour && next > *bi) {
                     break;
                 }
+            }
+            if round.out_of_time(Method::SingleNodeConsolidation) {
+                timed_out = true;
+                break;
             }
             let end = if early {
                 let end = (at + size).min(queue.len());
@@ -167,15 +174,16 @@ impl<'s> Search<'_, 's> {
             self.simulate(round, sims, &queue[at..end], multi_found, all);
             at = end;
         }
+        let why = if timed_out {
+            "not simulated: the search ran out of time"
+        } else {
+            "not simulated: no saving left to find could beat this round's best"
+        };
         for &i in &queue[at..] {
             let name = &self.evaluated[i].node.name;
-            round.verdicts.first(name, || {
-                Verdict::new(
-                    name,
-                    "not-simulated",
-                    "not simulated: no saving left to find could beat this round's best",
-                )
-            });
+            round
+                .verdicts
+                .first(name, || Verdict::new(name, "not-simulated", why));
         }
     }
 

@@ -202,7 +202,14 @@ impl Cluster {
             only_actionable: true,
             ..Settings::default()
         };
-        let early = plan_in_batches(&self.0, &FirstFit, only, 1, &NodeMemo::default());
+        let early = plan_in_batches(
+            &self.0,
+            &FirstFit,
+            only,
+            1,
+            &NodeMemo::default(),
+            &NoDeadline,
+        );
         let full = self.plan();
         assert_eq!(early.commands, full.commands);
         (early, full)
@@ -612,11 +619,11 @@ mod properties {
             // Small batches make the priciest-first search stop early wherever it can.
             for batch in [1, 2] {
                 prop_assert_eq!(
-                    &plan_in_batches(&c.0, &FirstFit, only, batch, &NodeMemo::default()).commands,
+                    &plan_in_batches(&c.0, &FirstFit, only, batch, &NodeMemo::default(), &NoDeadline).commands,
                     &c.plan().commands
                 );
                 prop_assert_eq!(
-                    &plan_in_batches(&c.0, &engine, only, batch, &NodeMemo::default()).commands,
+                    &plan_in_batches(&c.0, &engine, only, batch, &NodeMemo::default(), &NoDeadline).commands,
                     &plan(&c.0, &engine, Settings::default()).commands
                 );
             }
@@ -736,6 +743,121 @@ fn a_round_the_bounds_settle_prepares_no_snapshot() {
     let counting = CountingPrepares::default();
     assert_eq!(plan(&c.0, &counting, only).commands.len(), 1);
     assert_eq!(counting.0.get(), 1);
+}
+
+/// A deadline that passes for `method` once its search has asked `allowed` times.
+struct After {
+    method: Method,
+    allowed: usize,
+    asked: std::cell::Cell<usize>,
+}
+
+impl After {
+    fn new(method: Method, allowed: usize) -> Self {
+        After {
+            method,
+            allowed,
+            asked: Default::default(),
+        }
+    }
+}
+
+impl Deadline for After {
+    fn start(&self, method: Method) {
+        if method == self.method {
+            self.asked.set(0);
+        }
+    }
+
+    fn passed(&self, method: Method) -> bool {
+        if method != self.method {
+            return false;
+        }
+        let asked = self.asked.get();
+        self.asked.set(asked + 1);
+        asked >= self.allowed
+    }
+}
+
+#[test]
+fn a_multi_node_search_out_of_time_keeps_the_longest_prefix_found() {
+    // Four `mid` nodes with a small pod each: three go onto the fourth (the search's first
+    // step), all four into one `small` node (its second).
+    let c = Cluster::new(vec![
+        it("mid", 2000, 0.2, None),
+        it("small", 1000, 0.1, None),
+    ])
+    .node("a", "mid", "on-demand", &[100])
+    .node("b", "mid", "on-demand", &[100])
+    .node("c", "mid", "on-demand", &[100])
+    .node("d", "mid", "on-demand", &[100]);
+    let full = plan_until(&c.0, &FirstFit, Settings::default(), &NoDeadline);
+    assert_eq!(full, c.plan());
+    assert!(full.timed_out.is_empty());
+    assert_eq!(full.commands.len(), 1);
+    assert_eq!(full.commands[0].targets.len(), 4);
+
+    let cut = plan_until(
+        &c.0,
+        &FirstFit,
+        Settings::default(),
+        &After::new(Method::MultiNodeConsolidation, 1),
+    );
+    assert_eq!(cut.timed_out, [Method::MultiNodeConsolidation]);
+    assert_eq!(cut.commands.len(), 1, "{:?}", cut.verdicts);
+    assert_eq!(cut.commands[0].method, Method::MultiNodeConsolidation);
+    assert_eq!(cut.commands[0].targets.len(), 3);
+    assert_eq!(cut.commands[0].decision.as_str(), "delete");
+
+    // Out of time before its first step: nothing found, nothing done.
+    let none = After::new(Method::MultiNodeConsolidation, 0);
+    let cut = plan_until(&c.0, &FirstFit, Settings::default(), &none);
+    assert_eq!(cut.timed_out, [Method::MultiNodeConsolidation]);
+    assert!(cut.commands.iter().all(|c| c.targets.len() == 1));
+}
+
+#[test]
+fn a_single_node_search_out_of_time_keeps_the_best_found() {
+    // Budget 1, so no multi-node search. `x` could save its whole price as far as the bounds
+    // know, so it is simulated first: its three pods do not all fit in `y`'s and `z`'s room,
+    // so it is replaced by a `small` node. `w` is deleted (its pod fits on `x`) and saves
+    // more, but only a search with time for a second batch finds it.
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("mid", 2000, 0.35, None),
+        it("small", 1000, 0.1, None),
+    ])
+    .node("x", "big", "on-demand", &[500, 500, 500])
+    .node("y", "big", "on-demand", &[3200])
+    .node("z", "big", "on-demand", &[3300])
+    .node("w", "mid", "on-demand", &[1950]);
+    c.0.nodepools[0].disruption.budgets = vec![Budget {
+        nodes: BudgetNodes::Count(1),
+        schedule: None,
+        duration: None,
+        reasons: vec![],
+    }];
+    let only = Settings {
+        only_actionable: true,
+        ..Settings::default()
+    };
+    let kept = NodeMemo::default();
+    let full = plan_in_batches(&c.0, &FirstFit, only, 1, &kept, &NoDeadline);
+    assert!(full.timed_out.is_empty());
+    assert_eq!(full.commands.len(), 1, "{:?}", full.verdicts);
+    assert_eq!(full.commands[0].targets[0].node, "w");
+
+    let after_one = After::new(Method::SingleNodeConsolidation, 1);
+    let cut = plan_in_batches(&c.0, &FirstFit, only, 1, &kept, &after_one);
+    assert_eq!(cut.timed_out, [Method::SingleNodeConsolidation]);
+    assert_eq!(cut.commands.len(), 1, "{:?}", cut.verdicts);
+    assert_eq!(cut.commands[0].method, Method::SingleNodeConsolidation);
+    assert_eq!(cut.commands[0].targets[0].node, "x");
+    assert_eq!(cut.commands[0].decision.as_str(), "replace");
+    assert_eq!(
+        verdict(&cut, "w").message,
+        "not simulated: the search ran out of time"
+    );
 }
 
 #[test]
