@@ -24,7 +24,8 @@ pub struct CloudConfig {
     pub launch_delay: Duration,
     /// From a running instance to a Ready node (kubelet registration and CNI).
     pub registration_delay: Duration,
-    /// The cloud's faults (`apiErrorRate`, `insufficientCapacity`,
+    /// The cloud's termination delay (`terminationDelay`, from the terminate call to a
+    /// terminated instance) and faults (`apiErrorRate`, `insufficientCapacity`,
     /// `spotInterruptionsPerHour`); its own launch delay is zero (see `launch_delay`).
     pub fleet: FleetConfig,
     /// Instance types from a catalog file, offered to every NodePool instead of the

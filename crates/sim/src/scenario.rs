@@ -4,7 +4,7 @@
 //! name: eksdemo
 //! seed: 1
 //! until: 15m
-//! cloud: { launchDelay: 3s, registrationDelay: 35s }
+//! cloud: { launchDelay: 3s, registrationDelay: 35s, terminationDelay: 30s }
 //! manifests:
 //!   - file: ../fixtures/seed-manifests/04-nodepool-ec2nodeclass-v1.yaml
 //! steps:

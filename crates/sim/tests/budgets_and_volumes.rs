@@ -369,3 +369,33 @@ fn without_allowed_topologies_an_immediate_claim_takes_a_zone_by_its_name() {
     }
     assert_eq!(r.summary.pending_at_end, 0);
 }
+
+#[test]
+fn a_node_is_deleting_from_its_drain_so_the_pods_a_budget_holds_there_get_capacity() {
+    // As the controller's finalization deletes a claim's Node before draining it, the Node is
+    // deleting from the interruption notice on, and the pods the budget keeps on it are
+    // rescheduled by the provisioner: the replacement launched for the one evicted pod is
+    // sized for all four, not for the evicted pod alone.
+    let r = run(&with_pdb(
+        "",
+        Some("{ maxUnavailable: 1, selector: { matchLabels: { app: app } } }"),
+        "  - { at: 2m, interrupt: any, count: 1 }\n",
+        "3m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:#?}", r.violations);
+    let notice = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "interruption-notice")
+        .unwrap();
+    let replacement = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "launch" && e.at >= notice.at)
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert!(
+        replacement.message.contains("for 4 pending pod(s)"),
+        "{replacement:?}"
+    );
+}

@@ -195,6 +195,28 @@ fn a_removed_node_stays_unbilled_until_its_instance_terminates() {
     assert!(after.nodes < during.nodes);
 }
 
+/// The scenario's `terminationDelay` is how long the cloud takes to report a terminated
+/// instance, and so how long a removed node's claim and Node stay.
+#[test]
+fn the_termination_delay_is_how_long_a_removed_node_stays() {
+    let r = run(&scenario(
+        "100",
+        "{ terminationDelay: 2m }",
+        "  - { at: 5s, scale: default/app, replicas: 4 }\n  - { at: 2m, delete: Deployment/default/app }\n",
+        "8m",
+    ))
+    .unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let claim = |m: &str| m.split(' ').next().unwrap_or_default().to_string();
+    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
+    let gone = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "terminated" && claim(&e.message) == claim(&first.message))
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    assert_eq!(gone.at, first.at + std::time::Duration::from_secs(120));
+}
+
 #[test]
 fn manifest_errors_name_the_file_the_object_and_the_field() {
     let missing_class = "manifests:\n  - inline:\n      apiVersion: karpenter.sh/v1\n      kind: NodePool\n      metadata: { name: p }\n      spec:\n        template:\n          spec:\n            nodeClassRef: { group: karpenter.k8s.aws, kind: EC2NodeClass, name: nope }\n            requirements: []\n";

@@ -116,6 +116,7 @@ cloud:
   zones: [us-east-1a, us-east-1b]
   launchDelay: 3s
   registrationDelay: 35s
+  terminationDelay: 30s
   apiErrorRate: 0.1
   spotInterruptionsPerHour: 1
   insufficientCapacity: [{ instanceType: c5.large, zone: us-east-1a, capacityType: spot }]

@@ -31,24 +31,49 @@ fn tainted(h: &Harness, node: &str) -> bool {
         .any(|t| t.key == "karpenter.sh/disrupted")
 }
 
+/// Whether claim `name`, which must exist, is being deleted.
+fn deleting(h: &Harness, name: &str) -> bool {
+    let c = claim(h, name).unwrap_or_else(|| panic!("no NodeClaim {name}"));
+    c.metadata.deletion_timestamp.is_some()
+}
+
+/// The disruptor and its cadence, starting now.
+fn disruptor(h: &Harness) -> (Disruptor, DisruptionCadence) {
+    let cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    (h.disruptor(), cadence)
+}
+
+/// The objects told an event of `reason`, with its message, sorted.
+fn told(h: &Harness, reason: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = h
+        .events
+        .with_reason(reason)
+        .into_iter()
+        .map(|e| (e.regarding.name, e.message))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A running, Ready pod of `cpu` bound to `node`.
+fn running_pod(name: &str, cpu: &str, node: &str) -> serde_json::Value {
+    let mut p = super::pending_pod_json(name, cpu);
+    p["spec"]["nodeName"] = json!(node);
+    p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    p
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_empty_node_is_deleted_after_the_validation_delay() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     // Nothing happens before the delay.
     tokio::time::advance(Duration::from_secs(14)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Idle);
     assert!(!tainted(&h, "n1"));
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_none()
-    );
+    assert!(!deleting(&h, &name));
 
     tokio::time::advance(Duration::from_secs(1)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
@@ -62,21 +87,14 @@ async fn an_empty_node_is_deleted_after_the_validation_delay() {
     );
     // No replacements: the next wake deletes the claim.
     d.step(&mut cadence).await;
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-    );
+    assert!(deleting(&h, &name));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_command_the_cluster_outgrew_is_rejected_on_recheck() {
     let h = Harness::new();
     let name = initialized_node(&h).await;
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     // A pod lands on the node during the delay.
     h.bind("late", "n1");
@@ -86,13 +104,7 @@ async fn a_command_the_cluster_outgrew_is_rejected_on_recheck() {
     };
     assert_eq!(why.len(), 1);
     assert!(!tainted(&h, "n1"));
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_none()
-    );
+    assert!(!deleting(&h, &name));
 }
 
 #[tokio::test(start_paused = true)]
@@ -102,9 +114,8 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     h.bind("web", "n1");
     drift(&h, &name).await;
 
-    let d = h.disruptor();
+    let (d, mut cadence) = disruptor(&h);
     let life = h.lifecycle();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     assert!(tainted(&h, "n1"));
     let running = d.running();
@@ -115,13 +126,7 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     // Until the replacement is initialized the old claim stays.
     tokio::time::advance(Duration::from_secs(1)).await;
     d.step(&mut cadence).await;
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_none()
-    );
+    assert!(!deleting(&h, &name));
 
     life.reconcile_all().await;
     h.claim_joins("n2", &replacement);
@@ -137,13 +142,7 @@ async fn a_drifted_node_is_replaced_before_it_is_deleted() {
     ));
     tokio::time::advance(Duration::from_secs(1)).await;
     d.step(&mut cadence).await;
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-    );
+    assert!(deleting(&h, &name));
     assert!(d.running().is_empty());
     // Its one pod's disruption is initiated with the claim's deletion.
     let initiated = metric_lines(&h)
@@ -165,8 +164,7 @@ async fn a_lost_replacement_rolls_the_command_back() {
     let name = initialized_node(&h).await;
     h.bind("web", "n1");
     drift(&h, &name).await;
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     d.step(&mut cadence).await;
     let replacement = d.running()[0].replacements[0].clone();
     // The replacement fails (e.g. insufficient capacity deletes it).
@@ -181,13 +179,7 @@ async fn a_lost_replacement_rolls_the_command_back() {
         .conditions
         .unwrap();
     assert!(conditions::find(&conds, "DisruptionReason").is_none());
-    assert!(
-        claim(&h, &name)
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_none()
-    );
+    assert!(!deleting(&h, &name));
     assert!(
         metric_lines(&h).contains(
             &r#"karpenter_voluntary_disruption_queue_failures_total{decision="replace",reason="drifted",consolidation_type=""} 1"#
@@ -206,8 +198,7 @@ fn metric_lines(h: &Harness) -> Vec<String> {
 async fn a_completed_command_is_not_a_queue_failure() {
     let h = Harness::new();
     initialized_node(&h).await;
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
@@ -247,8 +238,7 @@ async fn each_round_reports_the_budgets_allowed_disruptions_per_pool_and_reason(
     other["spec"]["disruption"]["budgets"] = json!([{"nodes": "50%"}]);
     h.api.put_value(Kind::NodePool, other);
 
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     d.step(&mut cadence).await;
     let lines = metric_lines(&h);
     for (pool, reason, n) in [
@@ -306,23 +296,16 @@ async fn an_invalid_do_not_disrupt_value_is_reported_on_its_pod() {
         p["status"] = json!({"phase": "Running"});
         h.api.put_value(Kind::Pod, p);
     }
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     d.step(&mut cadence).await;
-    let mut told: Vec<(String, String)> = h
-        .events
-        .with_reason("InvalidDoNotDisruptAnnotation")
-        .into_iter()
-        .map(|e| (e.regarding.name, e.message))
-        .collect();
-    told.sort();
+    let invalid = told(&h, "InvalidDoNotDisruptAnnotation");
     let message = |v: &str| {
         format!(
             "Invalid karpenter.sh/do-not-disrupt annotation value \"{v}\", ignoring annotation. Use 'true' or a duration like '5m', '1h'"
         )
     };
     assert_eq!(
-        told,
+        invalid,
         [
             ("job".to_string(), message("-5m")),
             ("web".to_string(), message("soon")),
@@ -345,8 +328,7 @@ async fn rounds_that_found_nothing_are_skipped_until_the_cluster_changes() {
     initialized_node(&h).await;
     // A busy node that nothing can replace: the round finds nothing.
     h.bind("web", "n1");
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Idle);
     assert_eq!(rounds(&h), 1);
     // Nothing changed: the next rounds do not plan.
@@ -383,10 +365,7 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     life.reconcile_all().await;
     h.claim_joins("n2", &name);
     life.reconcile_all().await;
-    let mut p = super::pending_pod_json("big", "3");
-    p["spec"]["nodeName"] = json!("n2");
-    p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
-    h.api.put_value(Kind::Pod, p);
+    h.api.put_value(Kind::Pod, running_pod("big", "3", "n2"));
     // Both drifted; the budget allows both at once.
     let mut v = h.api.get(Kind::NodePool, "default").unwrap().to_value();
     v["spec"]["disruption"]["budgets"] = json!([{"nodes": "2"}]);
@@ -394,8 +373,7 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
     drift(&h, &first).await;
     drift(&h, &name).await;
 
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
     assert_eq!(d.running().len(), 1);
     let target = d.running()[0].command.targets[0].node.clone();
@@ -411,10 +389,8 @@ async fn the_next_command_starts_while_an_earlier_one_waits_for_its_replacement(
 
 /// A running pod of 1 cpu on `node` holding host port 8080: two such pods never share a node.
 fn port_pod(name: &str, node: &str) -> serde_json::Value {
-    let mut p = super::pending_pod_json(name, "1");
+    let mut p = running_pod(name, "1", node);
     p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 8080}]);
-    p["spec"]["nodeName"] = json!(node);
-    p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
     p
 }
 
@@ -448,8 +424,7 @@ async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Ru
     h.api.put_value(Kind::Pod, port_pod("a", "n1"));
     h.api.put_value(Kind::Pod, port_pod("b", "n2"));
 
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
@@ -541,8 +516,7 @@ async fn a_second_replace_is_planned_while_the_first_replacement_launches() {
     assert!(tainted(&h, "n1") && tainted(&h, "n2"));
     // Neither target is deleted before its replacement is initialized.
     for r in &running {
-        let target = claim(&h, &r.command.targets[0].nodeclaim).unwrap();
-        assert!(target.metadata.deletion_timestamp.is_none());
+        assert!(!deleting(&h, &r.command.targets[0].nodeclaim));
     }
 }
 
@@ -559,8 +533,7 @@ async fn a_replacement_stays_reserved_while_its_target_drains() {
     tokio::time::advance(Duration::from_secs(1)).await;
     d.progress().await.unwrap();
     assert!(d.running().is_empty());
-    let deleting = claim(&h, &target.nodeclaim).unwrap();
-    assert!(deleting.metadata.deletion_timestamp.is_some());
+    assert!(deleting(&h, &target.nodeclaim));
 
     // The target's pod has not moved yet, so the empty-looking replacement is its: the other
     // node's pod, which cannot share a node with it, needs a replacement of its own, and the
@@ -603,14 +576,9 @@ async fn replace_planned_then_target_grows(h: &Harness) -> (Disruptor, Disruptio
     let mut b = port_pod("b", "n2");
     b["metadata"]["annotations"] = json!({"karpenter.sh/do-not-disrupt": "true"});
     h.api.put_value(Kind::Pod, b);
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
-    let mut extra = super::pending_pod_json("extra", "2");
-    extra["spec"]["nodeName"] = json!("n1");
-    extra["status"] =
-        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
-    h.api.put_value(Kind::Pod, extra);
+    h.api.put_value(Kind::Pod, running_pod("extra", "2", "n1"));
     (d, cadence)
 }
 
@@ -636,11 +604,8 @@ async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck()
     let (d, mut cadence) = replace_planned_then_target_grows(&h).await;
     // n2 fills up too: n1's pods still need a new node, but one bigger than the planned
     // m5.large.
-    let mut full = super::pending_pod_json("full", "2500m");
-    full["spec"]["nodeName"] = json!("n2");
-    full["status"] =
-        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
-    h.api.put_value(Kind::Pod, full);
+    h.api
+        .put_value(Kind::Pod, running_pod("full", "2500m", "n2"));
     tokio::time::advance(Duration::from_secs(15)).await;
     match d.step(&mut cadence).await {
         Step::Rejected(why) => {
@@ -662,8 +627,7 @@ async fn a_replace_whose_target_outgrew_its_replacement_is_rejected_on_recheck()
 async fn a_pool_blocked_for_every_reason_is_told_so_and_budgets_show_who_consumes_them() {
     let h = Harness::new();
     initialized_node(&h).await;
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     tokio::time::advance(Duration::from_secs(15)).await;
     assert_eq!(d.step(&mut cadence).await, Step::Started(1));
@@ -715,26 +679,18 @@ async fn a_do_not_disrupt_duration_says_until_when_or_that_it_passed() {
         p["status"] = json!({"phase": "Running", "startTime": started});
         h.api.put_value(Kind::Pod, p);
     }
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     d.step(&mut cadence).await;
-    let told = |reason: &str| {
-        h.events
-            .with_reason(reason)
-            .into_iter()
-            .map(|e| (e.regarding.name, e.message))
-            .collect::<Vec<_>>()
-    };
     let until = crate::clock::rfc3339(nodewright_core::time::Timestamp(now.0 + 180_000));
     assert_eq!(
-        told("DoNotDisruptUntil"),
+        told(&h, "DoNotDisruptUntil"),
         [(
             "web".to_string(),
             format!("Pod will be disruptable at {until}")
         )]
     );
     assert_eq!(
-        told("DoNotDisruptGracePeriodElapsed"),
+        told(&h, "DoNotDisruptGracePeriodElapsed"),
         [(
             "job".to_string(),
             "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable"
@@ -795,15 +751,11 @@ async fn balanced_moves_are_counted_scored_and_approved_ones_announced() {
     h.api.put_value(Kind::Pod, port_pod("a", "n1"));
     h.api.put_value(Kind::Pod, port_pod("b", "n2"));
     for i in 0..6 {
-        let mut p = super::pending_pod_json(&format!("small-{i}"), "100m");
+        let mut p = running_pod(&format!("small-{i}"), "100m", "n1");
         p["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("100Mi");
-        p["spec"]["nodeName"] = json!("n1");
-        p["status"] =
-            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
         h.api.put_value(Kind::Pod, p);
     }
-    let d = h.disruptor();
-    let mut cadence = DisruptionCadence::new(DisruptionTimings::default(), h.clock.now());
+    let (d, mut cadence) = disruptor(&h);
     assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
     let lines = metric_lines(&h);
     for decision in ["approved", "rejected"] {

@@ -24,6 +24,10 @@ impl Engine<'_> {
         }
         c.claim.deletion_timestamp = Some(now);
         if let Some(node) = c.node.as_mut() {
+            // The controller's finalization deletes the Node as soon as its claim is deleted,
+            // before the drain: the planner sees it deleting from here on, not only once the
+            // instance is told to terminate.
+            node.deletion_timestamp = Some(now);
             node.unschedulable = true;
             if !node.taints.iter().any(|t| t.key == DISRUPTED_TAINT) {
                 node.taints

@@ -365,15 +365,9 @@ impl Engine<'_> {
     /// termination releases their finalizers only then; a claim with no instance goes at once.
     pub(super) fn remove_claim(&mut self, name: &str) {
         let now = self.now;
-        if !self
-            .cluster
-            .claims()
-            .get(name)
-            .is_some_and(SimClaim::is_running)
-        {
+        let Some(claim) = self.ending(name, SimClaim::is_running) else {
             return;
-        }
-        let claim = self.cluster.claim_mut(name).expect("running claim");
+        };
         let deleted = *claim.claim.deletion_timestamp.get_or_insert(now);
         let pid = claim.claim.provider_id.clone();
         if let Some(node) = claim.node.as_mut() {
@@ -394,7 +388,6 @@ impl Engine<'_> {
         } else {
             claim.deleted_at = Some(now);
         }
-        self.cluster.changes += 1;
         self.pending_launch.remove(name);
         let pods: Vec<String> = self.cluster.pods_on(name).map(|p| p.key()).collect();
         for p in pods {
@@ -406,22 +399,25 @@ impl Engine<'_> {
     /// The cloud reports a deleted claim's instance terminated: the claim and its Node go.
     pub(super) fn instance_terminated(&mut self, name: &str) {
         let now = self.now;
-        if !self
-            .cluster
-            .claims()
-            .get(name)
-            .is_some_and(SimClaim::is_live)
-        {
+        let Some(claim) = self.ending(name, SimClaim::is_live) else {
             return;
-        }
-        let what = self.describe_claim(name);
-        let claim = self.cluster.claim_mut(name).expect("live claim");
+        };
         claim.deleted_at = Some(now);
-        self.cluster.changes += 1;
+        let what = self.describe_claim(name);
         self.log(
             "terminated",
             format!("{what}: instance terminated; its NodeClaim and Node are gone"),
         );
+    }
+
+    /// Claim `name` to take a step of its deletion on, if it is still `at` the step before;
+    /// the change is counted.
+    fn ending(&mut self, name: &str, at: fn(&SimClaim) -> bool) -> Option<&mut SimClaim> {
+        if !self.cluster.claims().get(name).is_some_and(at) {
+            return None;
+        }
+        self.cluster.changes += 1;
+        self.cluster.claim_mut(name)
     }
 }
 

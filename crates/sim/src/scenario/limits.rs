@@ -19,6 +19,21 @@ pub const MAX_PODS: u64 = 150_000;
 /// steps. An idle cluster costs about 360 disruption polls an hour of it.
 pub const MAX_RUN: Duration = Duration::from_secs(31 * 24 * 3600);
 
+/// The longest launch, registration or termination delay a scenario's cloud may have: a day.
+/// A real instance runs, registers or terminates in minutes, and a claim not registered in
+/// 15 minutes is deleted by liveness, so a longer delay is a mistake, not a question.
+pub const MAX_CLOUD_DELAY: Duration = Duration::from_secs(24 * 3600);
+
+/// Why a cloud delay of `d`, written `shown` in the scenario, is too long.
+pub fn too_long_a_delay(d: Duration, shown: &str) -> Option<String> {
+    (d > MAX_CLOUD_DELAY).then(|| {
+        format!(
+            "{shown} is longer than the simulated cloud takes: at most {}h",
+            MAX_CLOUD_DELAY.as_secs() / 3600
+        )
+    })
+}
+
 /// Why a replica count (or a Job's completions) of `n` is too many.
 pub fn too_many_pods(n: u64) -> Option<String> {
     (n > MAX_PODS).then(|| {

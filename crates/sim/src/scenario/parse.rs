@@ -111,6 +111,27 @@ impl Ctx<'_> {
         })
     }
 
+    /// One of the cloud's delays: a duration, neither negative nor past
+    /// [`limits::MAX_CLOUD_DELAY`].
+    fn delay(&self, v: &Value, path: &Path) -> Result<Duration, ScenarioError> {
+        let negative = match v {
+            Value::String(s) => s.trim().starts_with('-'),
+            Value::Number(n) => n.as_f64().is_some_and(|f| f < 0.0),
+            _ => false,
+        };
+        if negative {
+            return Err(self.err(
+                path,
+                format!("{} is negative: a delay is 0s or more", show(v)),
+            ));
+        }
+        let d = self.duration(v, path)?;
+        match limits::too_long_a_delay(d, &show(v)) {
+            Some(reason) => Err(self.err(path, reason)),
+            None => Ok(d),
+        }
+    }
+
     fn count(&self, v: &Value, path: &Path) -> Result<u32, ScenarioError> {
         if let Some(n) = v.as_u64().filter(|n| *n > u64::from(u32::MAX)) {
             return Err(self.err(path, format!("{n} is too large (at most {})", u32::MAX)));
@@ -296,6 +317,7 @@ fn cloud(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<CloudConfig, ScenarioE
             "zones",
             "launchDelay",
             "registrationDelay",
+            "terminationDelay",
             "apiErrorRate",
             "insufficientCapacity",
             "spotInterruptionsPerHour",
@@ -330,10 +352,13 @@ fn cloud(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<CloudConfig, ScenarioE
         }
     }
     if let Some(v) = map.get("launchDelay") {
-        c.launch_delay = ctx.duration(v, &path.field("launchDelay"))?;
+        c.launch_delay = ctx.delay(v, &path.field("launchDelay"))?;
     }
     if let Some(v) = map.get("registrationDelay") {
-        c.registration_delay = ctx.duration(v, &path.field("registrationDelay"))?;
+        c.registration_delay = ctx.delay(v, &path.field("registrationDelay"))?;
+    }
+    if let Some(v) = map.get("terminationDelay") {
+        c.fleet.termination_delay = ctx.delay(v, &path.field("terminationDelay"))?;
     }
     if let Some(v) = map.get("apiErrorRate") {
         c.fleet.api_error_rate = ctx.fraction(v, &path.field("apiErrorRate"))?;

@@ -49,6 +49,7 @@ cloud:
   zones: [us-east-1a, us-east-1b]
   launchDelay: 2s
   registrationDelay: 40s
+  terminationDelay: 2m
   apiErrorRate: 0.1
   spotInterruptionsPerHour: 0.5
   insufficientCapacity:
@@ -76,6 +77,7 @@ steps:
     assert_eq!(s.cloud.zones, vec!["us-east-1a", "us-east-1b"]);
     assert_eq!(s.cloud.launch_delay, Duration::from_secs(2));
     assert_eq!(s.cloud.registration_delay, Duration::from_secs(40));
+    assert_eq!(s.cloud.fleet.termination_delay, Duration::from_secs(120));
     assert_eq!(
         s.cloud.fleet.insufficient_capacity[0].capacity_type,
         Some(CapacityType::Spot)
@@ -101,6 +103,40 @@ steps:
         Action::Delete(ObjectRef { kind, namespace: Some(ns), name }) if kind == "Deployment" && ns == "inflate" && name == "inflate"
     ));
     assert!(matches!(&s.steps[6].action, Action::Apply(d) if d.len() == 1));
+}
+
+#[test]
+fn cloud_delays_that_are_negative_or_absurd_name_the_field() {
+    assert_eq!(
+        err("cloud: { terminationDelay: -30s }\n"),
+        "demo.yaml: cloud.terminationDelay: \"-30s\" is negative: a delay is 0s or more"
+    );
+    assert_eq!(
+        err("cloud: { terminationDelay: -5 }\n"),
+        "demo.yaml: cloud.terminationDelay: -5 is negative: a delay is 0s or more"
+    );
+    assert_eq!(
+        err("cloud: { terminationDelay: 25h }\n"),
+        "demo.yaml: cloud.terminationDelay: \"25h\" is longer than the simulated cloud takes: at most 24h"
+    );
+    assert_eq!(
+        err("cloud: { terminationDelay: soon }\n"),
+        "demo.yaml: cloud.terminationDelay: \"soon\" is not a duration (use forms like 500ms, 30s, 5m, 1h30m)"
+    );
+    // The launch and registration delays are held to the same rules.
+    assert_eq!(
+        err("cloud: { launchDelay: -1s }\n"),
+        "demo.yaml: cloud.launchDelay: \"-1s\" is negative: a delay is 0s or more"
+    );
+    assert_eq!(
+        err("cloud: { registrationDelay: 1000h }\n"),
+        "demo.yaml: cloud.registrationDelay: \"1000h\" is longer than the simulated cloud takes: at most 24h"
+    );
+    let s = parse("cloud: { terminationDelay: 24h }\n").unwrap();
+    assert_eq!(
+        s.cloud.fleet.termination_delay,
+        Duration::from_secs(24 * 3600)
+    );
 }
 
 #[test]
@@ -245,6 +281,7 @@ fn defaults_apply_when_fields_are_absent() {
     assert_eq!(s.until, None);
     assert_eq!(s.cloud.launch_delay, Duration::from_secs(3));
     assert_eq!(s.cloud.registration_delay, Duration::from_secs(35));
+    assert_eq!(s.cloud.fleet.termination_delay, Duration::from_secs(30));
     assert_eq!(s.cloud.zones.len(), 3);
     assert_eq!(s.cloud.instance_types, None, "the embedded catalog");
     assert!(s.steps.is_empty());

@@ -52,6 +52,43 @@ fn has(m: &Metrics, kind: &str, line: &str) -> bool {
     samples(m, kind).iter().any(|l| l == line)
 }
 
+/// The index, the condition observer and the metrics, as the state loop holds them.
+struct Fixture {
+    m: Metrics,
+    s: ClusterState,
+    o: ConditionObserver,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            m: Metrics::new(),
+            s: ClusterState::default(),
+            o: ConditionObserver::default(),
+        }
+    }
+
+    /// `event` into the index, then the observer's pass `t` seconds after the epoch.
+    fn tick(&mut self, event: WatchEvent, t: i64) {
+        self.s.apply(event);
+        self.o.observe(&self.s, &self.m, at(t));
+    }
+
+    /// `obj` applied, then observed at `t`.
+    fn apply(&mut self, obj: Object, t: i64) {
+        self.tick(WatchEvent::Apply(obj), t);
+    }
+
+    /// The NodeClaim families' samples, sorted.
+    fn claim_samples(&self) -> Vec<String> {
+        samples(&self.m, "nodeclaim")
+    }
+
+    fn claim_has(&self, line: &str) -> bool {
+        has(&self.m, "nodeclaim", line)
+    }
+}
+
 const COUNT: &str = "operator_nodeclaim_status_condition_count";
 const CURRENT: &str = "operator_nodeclaim_status_condition_current_status_seconds";
 const TRANSITIONS: &str = "operator_nodeclaim_status_condition_transitions_total";
@@ -59,21 +96,13 @@ const HELD: &str = "operator_nodeclaim_status_condition_transition_seconds";
 
 #[test]
 fn a_condition_going_unknown_true_false_counts_each_change_and_how_long_each_status_held() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("Unknown", "", 0)],
-        None,
-    )));
-    o.observe(&s, &m, at(10));
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("Unknown", "", 0)], None), 10);
     let series = |status: &str, reason: &str| {
         format!(r#"{{name="c1",namespace="",type="Ready",status="{status}",reason="{reason}"}}"#)
     };
     assert_eq!(
-        samples(&m, "nodeclaim"),
+        f.claim_samples(),
         [
             format!("{COUNT}{} 1.0", series("Unknown", "")),
             format!("{CURRENT}{} 10.0", series("Unknown", "")),
@@ -84,15 +113,13 @@ fn a_condition_going_unknown_true_false_counts_each_change_and_how_long_each_sta
         ]
     );
 
-    s.apply(WatchEvent::Apply(claim(vec![ready("True", "", 30)], None)));
-    o.observe(&s, &m, at(35));
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("False", "KubeletNotReady", 100)],
-        None,
-    )));
-    o.observe(&s, &m, at(130));
+    f.apply(claim(vec![ready("True", "", 30)], None), 35);
+    f.apply(
+        claim(vec![ready("False", "KubeletNotReady", 100)], None),
+        130,
+    );
     assert_eq!(
-        samples(&m, "nodeclaim"),
+        f.claim_samples(),
         [
             format!("{COUNT}{} 1.0", series("False", "KubeletNotReady")),
             format!("{CURRENT}{} 30.0", series("False", "KubeletNotReady")),
@@ -111,23 +138,18 @@ fn a_condition_going_unknown_true_false_counts_each_change_and_how_long_each_sta
 
 #[test]
 fn a_new_reason_under_the_same_status_moves_the_gauges_but_is_no_transition() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(vec![ready("False", "A", 0)], None)));
-    o.observe(&s, &m, at(5));
-    s.apply(WatchEvent::Apply(claim(vec![ready("False", "B", 0)], None)));
-    o.observe(&s, &m, at(6));
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("False", "A", 0)], None), 5);
+    f.apply(claim(vec![ready("False", "B", 0)], None), 6);
     let count = |reason: &str| {
         format!(
             r#"{COUNT}{{name="c1",namespace="",type="Ready",status="False",reason="{reason}"}} 1.0"#
         )
     };
-    assert!(!has(&m, "nodeclaim", &count("A")));
-    assert!(has(&m, "nodeclaim", &count("B")));
-    let total: Vec<String> = samples(&m, "nodeclaim")
+    assert!(!f.claim_has(&count("A")));
+    assert!(f.claim_has(&count("B")));
+    let total: Vec<String> = f
+        .claim_samples()
         .into_iter()
         .filter(|l| l.starts_with(TRANSITIONS))
         .collect();
@@ -141,46 +163,28 @@ fn a_new_reason_under_the_same_status_moves_the_gauges_but_is_no_transition() {
 
 #[test]
 fn an_unchanged_object_ages_on_refresh() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("True", "", 0)],
-        Some(20),
-    )));
-    o.observe(&s, &m, at(25));
-    o.refresh(&m, at(60));
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("True", "", 0)], Some(20)), 25);
+    f.o.refresh(&f.m, at(60));
     let series = r#"{name="c1",namespace="",type="Ready",status="True",reason=""}"#;
-    assert!(has(&m, "nodeclaim", &format!("{CURRENT}{series} 60.0")));
-    assert!(has(
-        &m,
-        "nodeclaim",
+    assert!(f.claim_has(&format!("{CURRENT}{series} 60.0")));
+    assert!(f.claim_has(
         r#"operator_nodeclaim_termination_current_time_seconds{name="c1",namespace=""} 40.0"#
     ));
 }
 
 #[test]
 fn a_deleted_object_observes_its_termination_and_leaves_no_gauge_behind() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(vec![ready("True", "", 0)], None)));
-    o.observe(&s, &m, at(10));
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("True", "", 0)], None), 10);
     let deleting = claim(vec![ready("True", "", 0)], Some(50));
-    s.apply(WatchEvent::Apply(deleting.clone()));
-    o.observe(&s, &m, at(52));
-    assert!(has(
-        &m,
-        "nodeclaim",
+    f.apply(deleting.clone(), 52);
+    assert!(f.claim_has(
         r#"operator_nodeclaim_termination_current_time_seconds{name="c1",namespace=""} 2.0"#
     ));
-    s.apply(WatchEvent::Delete(deleting));
-    o.observe(&s, &m, at(80));
-    let left: Vec<String> = samples(&m, "nodeclaim")
+    f.tick(WatchEvent::Delete(deleting), 80);
+    let left: Vec<String> = f
+        .claim_samples()
         .into_iter()
         .filter(|l| !l.starts_with(TRANSITIONS))
         .collect();
@@ -191,73 +195,40 @@ fn a_deleted_object_observes_its_termination_and_leaves_no_gauge_behind() {
             "operator_nodeclaim_termination_duration_seconds_sum 30.0",
         ]
     );
-    assert_eq!(o.len(), 0, "nothing is remembered of a deleted object");
+    assert_eq!(f.o.len(), 0, "nothing is remembered of a deleted object");
 }
 
 #[test]
 fn an_object_deleted_while_the_watch_was_down_goes_at_the_relist() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("True", "", 0)],
-        Some(5),
-    )));
-    o.observe(&s, &m, at(10));
-    s.apply(WatchEvent::Init(Kind::NodeClaim));
-    s.apply(WatchEvent::InitDone(Kind::NodeClaim));
-    o.observe(&s, &m, at(20));
-    assert!(samples(&m, "nodeclaim").iter().all(|l| !l.contains("c1")));
-    assert!(has(
-        &m,
-        "nodeclaim",
-        "operator_nodeclaim_termination_duration_seconds_count 1"
-    ));
-    assert_eq!(o.len(), 0);
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("True", "", 0)], Some(5)), 10);
+    f.s.apply(WatchEvent::Init(Kind::NodeClaim));
+    f.tick(WatchEvent::InitDone(Kind::NodeClaim), 20);
+    assert!(f.claim_samples().iter().all(|l| !l.contains("c1")));
+    assert!(f.claim_has("operator_nodeclaim_termination_duration_seconds_count 1"));
+    assert_eq!(f.o.len(), 0);
 }
 
 #[test]
 fn a_new_object_under_a_deleted_ones_name_starts_afresh() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("True", "", 0)],
-        Some(5),
-    )));
-    o.observe(&s, &m, at(10));
-    s.apply(WatchEvent::Apply(claim(
-        vec![ready("Unknown", "", 12)],
-        None,
-    )));
-    o.observe(&s, &m, at(15));
-    let lines = samples(&m, "nodeclaim");
+    let mut f = Fixture::new();
+    f.apply(claim(vec![ready("True", "", 0)], Some(5)), 10);
+    f.apply(claim(vec![ready("Unknown", "", 12)], None), 15);
+    let lines = f.claim_samples();
     assert!(
         lines
             .iter()
             .all(|l| !l.contains("termination_current_time")),
         "{lines:?}"
     );
-    assert!(has(
-        &m,
-        "nodeclaim",
-        "operator_nodeclaim_termination_duration_seconds_count 1"
-    ));
+    assert!(f.claim_has("operator_nodeclaim_termination_duration_seconds_count 1"));
     // The new object's condition is a first sighting, not a change from the old one's.
     assert!(lines.iter().all(|l| !l.starts_with(HELD)), "{lines:?}");
 }
 
 #[test]
 fn nodes_nodepools_and_ec2nodeclasses_have_their_own_families() {
-    let (m, mut s, mut o) = (
-        Metrics::new(),
-        ClusterState::default(),
-        ConditionObserver::default(),
-    );
+    let mut f = Fixture::new();
     let mut node = Node::default();
     node.metadata.name = Some("n1".into());
     node.status = Some(NodeStatus {
@@ -293,9 +264,8 @@ fn nodes_nodepools_and_ec2nodeclasses_have_their_own_families() {
         Object::NodePool(Box::new(pool)),
         Object::NodeClass(Box::new(class)),
     ] {
-        s.apply(WatchEvent::Apply(obj));
+        f.apply(obj, 4);
     }
-    o.observe(&s, &m, at(4));
     for (kind, line) in [
         (
             "node",
@@ -310,7 +280,7 @@ fn nodes_nodepools_and_ec2nodeclasses_have_their_own_families() {
             r#"operator_ec2nodeclass_status_condition_transitions_total{type="AMIsReady",status="False",reason="AMINotFound"} 1"#,
         ),
     ] {
-        assert!(has(&m, kind, line), "{kind}: {:?}", samples(&m, kind));
+        assert!(has(&f.m, kind, line), "{kind}: {:?}", samples(&f.m, kind));
     }
 }
 
