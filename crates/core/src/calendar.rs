@@ -4,7 +4,7 @@ use crate::time::Timestamp;
 
 /// A UTC civil date and time, to the minute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct CivilMinute {
+pub(crate) struct CivilMinute {
     pub year: i64,
     /// 1..=12
     pub month: u32,
@@ -28,7 +28,7 @@ pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 }
 
 /// The civil date of a day count since 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -52,7 +52,7 @@ pub fn days_in_month(year: i64, month: u32) -> u32 {
 
 impl CivilMinute {
     /// The minute containing `t`.
-    pub fn from_timestamp(t: Timestamp) -> CivilMinute {
+    pub(crate) fn from_timestamp(t: Timestamp) -> CivilMinute {
         let secs = t.unix_seconds();
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400);
@@ -68,7 +68,7 @@ impl CivilMinute {
     }
 
     /// The instant this minute starts.
-    pub fn to_timestamp(self) -> Timestamp {
+    pub(crate) fn to_timestamp(self) -> Timestamp {
         let days = days_from_civil(self.year, self.month, self.day);
         Timestamp((days * 86_400 + self.hour as i64 * 3600 + self.minute as i64 * 60) * 1000)
     }

@@ -8,7 +8,7 @@ use crate::calendar::{CivilMinute, days_in_month};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CronError {
+pub(crate) struct CronError {
     pub schedule: String,
     pub reason: String,
 }
@@ -86,7 +86,7 @@ fn parse_field(field: &str, min: u32, max: u32, names: &[&str]) -> Result<(u64, 
 }
 
 impl Cron {
-    pub fn parse(schedule: &str) -> Result<Cron, CronError> {
+    pub(crate) fn parse(schedule: &str) -> Result<Cron, CronError> {
         let err = |reason: String| CronError {
             schedule: schedule.to_string(),
             reason,
@@ -129,7 +129,7 @@ impl Cron {
     }
 
     /// The first minute strictly after `t` that the schedule fires, searching up to five years.
-    pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         let mut c = CivilMinute::from_timestamp(Timestamp(t.0 + 60_000));
         let limit = c.year + 5;
         while c.year <= limit {

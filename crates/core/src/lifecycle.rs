@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::time::Timestamp;
 
 /// How long a claim may stay unlaunched after it was created.
-pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long a launched claim may stay without a registered Node.
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
@@ -63,8 +63,8 @@ impl Phase {
 }
 
 /// The first wait before a failed launch is tried again, and the longest.
-pub const LAUNCH_RETRY_FIRST: Duration = Duration::from_secs(1);
-pub const LAUNCH_RETRY_MAX: Duration = Duration::from_secs(60);
+pub(crate) const LAUNCH_RETRY_FIRST: Duration = Duration::from_secs(1);
+pub(crate) const LAUNCH_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// How long a claim waits after its `failures`-th failed launch in a row before it is tried
 /// again: doubling from one second to a minute, as upstream's per-claim rate limiter. A cloud

@@ -173,7 +173,7 @@ fn census(nodes: &[NodeHealth], policies: &[Policy], nodepool: Option<&str>) -> 
 }
 
 /// How many of `total` Nodes may be unhealthy: [`MAX_UNHEALTHY_PERCENT`], rounded up.
-pub fn allowance(total: usize) -> usize {
+pub(crate) fn allowance(total: usize) -> usize {
     (total * MAX_UNHEALTHY_PERCENT).div_ceil(100)
 }
 

@@ -60,7 +60,7 @@ impl Resources {
     }
 
     /// The cpu and memory amounts (0 when absent), in one pass over the list.
-    pub fn cpu_and_memory(&self) -> (i64, i64) {
+    pub(crate) fn cpu_and_memory(&self) -> (i64, i64) {
         let (mut cpu, mut memory) = (0, 0);
         for (name, amount) in &self.0 {
             match name.as_ref() {

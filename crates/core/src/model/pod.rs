@@ -135,14 +135,14 @@ impl Pod {
             .is_some_and(|o| o.controller && o.kind == "DaemonSet")
     }
 
-    pub fn is_statefulset_pod(&self) -> bool {
+    pub(crate) fn is_statefulset_pod(&self) -> bool {
         self.owner
             .as_ref()
             .is_some_and(|o| o.controller && o.kind == "StatefulSet")
     }
 
     /// Static pods mirrored by the kubelet are owned by their Node.
-    pub fn is_mirror_pod(&self) -> bool {
+    pub(crate) fn is_mirror_pod(&self) -> bool {
         self.owner
             .as_ref()
             .is_some_and(|o| o.controller && o.kind == "Node")
@@ -158,7 +158,7 @@ impl Pod {
         matches!(self.phase, PodPhase::Succeeded | PodPhase::Failed)
     }
 
-    pub fn is_terminating(&self) -> bool {
+    pub(crate) fn is_terminating(&self) -> bool {
         self.deletion_timestamp.is_some()
     }
 }

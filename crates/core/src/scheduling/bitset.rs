@@ -1,7 +1,7 @@
 //! A fixed-width bitset over instance-type indices.
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Bitset {
+pub(crate) struct Bitset {
     words: Vec<u64>,
 }
 
@@ -12,14 +12,6 @@ impl Bitset {
         }
     }
 
-    pub fn full(bits: usize) -> Self {
-        let mut b = Self::empty(bits);
-        for i in 0..bits {
-            b.insert(i);
-        }
-        b
-    }
-
     pub fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
     }
@@ -28,22 +20,8 @@ impl Bitset {
         self.words[i / 64] &= !(1 << (i % 64));
     }
 
-    pub fn contains(&self, i: usize) -> bool {
-        self.words[i / 64] & (1 << (i % 64)) != 0
-    }
-
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|w| *w == 0)
-    }
-
-    pub fn count(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
-    }
-
-    pub fn and_with(&mut self, other: &Bitset) {
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a &= *b;
-        }
     }
 
     /// Indices of set bits, ascending.
@@ -68,14 +46,11 @@ mod tests {
 
     #[test]
     fn set_operations() {
-        let mut a = Bitset::full(130);
-        assert_eq!(a.count(), 130);
+        let mut a = Bitset::empty(130);
+        for i in [3, 64, 129] {
+            a.insert(i);
+        }
         a.remove(64);
-        let mut b = Bitset::empty(130);
-        b.insert(3);
-        b.insert(64);
-        b.insert(129);
-        a.and_with(&b);
         assert_eq!(a.iter().collect::<Vec<_>>(), vec![3, 129]);
         assert!(!a.is_empty());
         assert!(Bitset::empty(10).is_empty());

@@ -43,7 +43,7 @@ fn value(cols: &[Column], demand: &[f64], v: &[f64]) -> f64 {
 }
 
 /// Best dual value found by a deterministic pattern search over directions.
-pub fn dual_bound(prices_allocs: &[(f64, Vec<f64>)], demand: &[f64]) -> f64 {
+pub(crate) fn dual_bound(prices_allocs: &[(f64, Vec<f64>)], demand: &[f64]) -> f64 {
     let cols: Vec<Column> = prices_allocs
         .iter()
         .map(|(p, a)| Column {

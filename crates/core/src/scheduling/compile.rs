@@ -12,12 +12,12 @@ use crate::resources::{self, Resources};
 use crate::taints::{self, Taint, TaintEffect, Toleration};
 
 /// Dense resource vectors: index `r` is the resource interned as `r`.
-pub type Res = Vec<i64>;
+pub(crate) type Res = Vec<i64>;
 
 /// The position of resource `k` in `names` ([`resource_names`]): the well-known resources,
 /// which almost every request names, by comparing with constants (no call, no hash), any other
 /// by lookup.
-pub fn resource_id(k: &str, names: &Interner) -> Option<usize> {
+pub(crate) fn resource_id(k: &str, names: &Interner) -> Option<usize> {
     let known = match k {
         resources::CPU => 0,
         resources::MEMORY => 1,
@@ -29,7 +29,7 @@ pub fn resource_id(k: &str, names: &Interner) -> Option<usize> {
     Some(known)
 }
 
-pub fn dense(res: &Resources, names: &Interner) -> Res {
+pub(crate) fn dense(res: &Resources, names: &Interner) -> Res {
     let mut v = vec![0; names.len()];
     for (k, a) in res.iter() {
         if let Some(id) = resource_id(k, names) {
@@ -39,7 +39,7 @@ pub fn dense(res: &Resources, names: &Interner) -> Res {
     v
 }
 
-pub fn sparse(v: &[i64], names: &Interner) -> Resources {
+pub(crate) fn sparse(v: &[i64], names: &Interner) -> Resources {
     let mut r = Resources::new();
     for (i, &a) in v.iter().enumerate() {
         r.set(names.name(i as u32), a);
@@ -48,7 +48,7 @@ pub fn sparse(v: &[i64], names: &Interner) -> Resources {
 }
 
 /// `used + req` fits in `alloc`, comparing only what `req` asks for (as the kube-scheduler does).
-pub fn fits_plus(used: &[i64], req: &[i64], alloc: &[i64]) -> bool {
+pub(crate) fn fits_plus(used: &[i64], req: &[i64], alloc: &[i64]) -> bool {
     used.iter()
         .zip(req)
         .zip(alloc)
@@ -60,7 +60,7 @@ pub fn fits(total: &[i64], alloc: &[i64]) -> bool {
 }
 
 #[derive(Clone, Debug)]
-pub struct OfferingC {
+pub(crate) struct OfferingC {
     pub zone: u32,
     pub capacity_type: u32,
     pub ct: CapacityType,
@@ -71,7 +71,7 @@ pub struct OfferingC {
 }
 
 #[derive(Clone, Debug)]
-pub struct ItC {
+pub(crate) struct ItC {
     pub name: String,
     pub reqs: Reqs,
     pub capacity: Res,
@@ -84,9 +84,8 @@ pub struct ItC {
 }
 
 #[derive(Clone, Debug)]
-pub struct PoolC {
+pub(crate) struct PoolC {
     pub name: String,
-    pub weight: i32,
     pub reqs: Reqs,
     pub taints: Vec<Taint>,
     /// Ranked by base price then name: index order is price order.
@@ -106,7 +105,7 @@ pub struct PoolC {
 
 /// A node or in-flight claim that already exists.
 #[derive(Clone, Debug)]
-pub struct ExistingC {
+pub(crate) struct ExistingC {
     pub name: String,
     pub in_flight: bool,
     /// Shared with the node cache, which hands the same requirements to later compiles.
@@ -121,7 +120,7 @@ pub struct ExistingC {
 
 /// The user-written constraints shared by identical pods.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ClassKey {
+pub(crate) struct ClassKey {
     pub namespace: String,
     pub labels: BTreeMap<String, String>,
     pub requests: Resources,
@@ -160,7 +159,7 @@ impl ClassKey {
 }
 
 /// Compiles the node-selector part of a pod: `nodeSelector` as `In` requirements.
-pub fn node_selector_reqs(sel: &BTreeMap<String, String>, interner: &mut Interner) -> Reqs {
+pub(crate) fn node_selector_reqs(sel: &BTreeMap<String, String>, interner: &mut Interner) -> Reqs {
     let mut r = Reqs::new();
     for (k, v) in sel {
         let key = interner.intern(reqs::normalize(k));
@@ -170,12 +169,12 @@ pub fn node_selector_reqs(sel: &BTreeMap<String, String>, interner: &mut Interne
     r
 }
 
-pub fn term_reqs(term: &NodeSelectorTerm, interner: &mut Interner) -> Reqs {
+pub(crate) fn term_reqs(term: &NodeSelectorTerm, interner: &mut Interner) -> Reqs {
     reqs::compile_all(&term.match_expressions, interner)
 }
 
 /// The requirements that `it` (offered in the given NodePool) implies for a node.
-pub fn instance_type_reqs(it: &InstanceType, interner: &mut Interner) -> Reqs {
+pub(crate) fn instance_type_reqs(it: &InstanceType, interner: &mut Interner) -> Reqs {
     let mut r = reqs::compile_all(&it.requirements, interner);
     let name_key = interner.intern(labels::INSTANCE_TYPE);
     let name = interner.intern(&it.name);
@@ -198,7 +197,7 @@ pub fn instance_type_reqs(it: &InstanceType, interner: &mut Interner) -> Reqs {
 }
 
 /// The template requirements of a NodePool: its requirements, its labels as `In`, and its name.
-pub fn pool_reqs(np: &NodePool, interner: &mut Interner) -> Reqs {
+pub(crate) fn pool_reqs(np: &NodePool, interner: &mut Interner) -> Reqs {
     let mut r = reqs::compile_all(&np.template.requirements, interner);
     for (k, v) in &np.template.labels {
         let key = interner.intern(reqs::normalize(k));
@@ -212,7 +211,7 @@ pub fn pool_reqs(np: &NodePool, interner: &mut Interner) -> Reqs {
 }
 
 /// Pod requirements a daemonset pod brings: node selector and the first required term.
-pub fn daemon_reqs(pod: &Pod, interner: &mut Interner) -> Reqs {
+pub(crate) fn daemon_reqs(pod: &Pod, interner: &mut Interner) -> Reqs {
     let mut r = node_selector_reqs(&pod.node_selector, interner);
     if let Some(t) = pod.required_node_affinity.first() {
         let t = term_reqs(t, interner);
@@ -222,12 +221,12 @@ pub fn daemon_reqs(pod: &Pod, interner: &mut Interner) -> Reqs {
 }
 
 /// Daemons tolerate PreferNoSchedule (Karpenter does the same when sizing overhead).
-pub fn daemon_tolerates(pod: &Pod, taints: &[Taint]) -> bool {
+pub(crate) fn daemon_tolerates(pod: &Pod, taints: &[Taint]) -> bool {
     taints::first_untolerated(&pod.tolerations, taints).is_none()
 }
 
 /// Every resource name the snapshot mentions, interned in a fixed order (well-known first).
-pub fn resource_names(s: &Snapshot) -> Interner {
+pub(crate) fn resource_names(s: &Snapshot) -> Interner {
     let mut names = Interner::new();
     for n in [
         resources::CPU,
@@ -281,7 +280,7 @@ pub fn resource_names(s: &Snapshot) -> Interner {
 }
 
 /// Karpenter's NodePool order: weight descending, then name descending.
-pub fn pool_order(pools: &[NodePool]) -> Vec<usize> {
+pub(crate) fn pool_order(pools: &[NodePool]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..pools.len()).collect();
     idx.sort_by(|&a, &b| {
         pools[b]
@@ -292,12 +291,12 @@ pub fn pool_order(pools: &[NodePool]) -> Vec<usize> {
     idx
 }
 
-pub struct PoolBuild<'a> {
+pub(crate) struct PoolBuild<'a> {
     pub np: &'a NodePool,
     pub its: &'a [InstanceType],
 }
 
-pub fn compile_pool(
+pub(crate) fn compile_pool(
     b: &PoolBuild<'_>,
     s: &Snapshot,
     names: &Interner,
@@ -393,7 +392,6 @@ pub fn compile_pool(
         .map(|(_, v)| v);
     PoolC {
         name: np.name.clone(),
-        weight: np.weight,
         reqs,
         taints: np.template.taints.clone(),
         its: std::sync::Arc::new(its),
@@ -417,7 +415,7 @@ pub fn compile_pool(
 
 /// Taints that say a node is still coming up; they do not keep pods away from a node Karpenter
 /// itself launched and is waiting for.
-pub fn is_ephemeral_taint(t: &Taint) -> bool {
+pub(crate) fn is_ephemeral_taint(t: &Taint) -> bool {
     matches!(
         t.key.as_str(),
         "node.kubernetes.io/not-ready"
@@ -427,7 +425,7 @@ pub fn is_ephemeral_taint(t: &Taint) -> bool {
     )
 }
 
-pub fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
+pub(crate) fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
     let mut r = Reqs::from_labels(&node.labels, interner);
     let host = interner.intern(labels::HOSTNAME);
     if r.get(host).is_none() {
@@ -438,7 +436,7 @@ pub fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
 }
 
 /// The one value `reqs` allow for the NodePool label (not complemented), if exactly one.
-pub fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
+pub(crate) fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
     let set = reqs.get(interner.get(labels::NODEPOOL)?)?;
     match set.values.as_slice() {
         [v] if !set.complement => Some(*v),
@@ -446,7 +444,7 @@ pub fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
     }
 }
 
-pub fn claim_reqs(claim: &NodeClaim, interner: &mut Interner) -> Reqs {
+pub(crate) fn claim_reqs(claim: &NodeClaim, interner: &mut Interner) -> Reqs {
     let mut r = reqs::compile_all(&claim.requirements, interner);
     let l = Reqs::from_labels(&claim.labels, interner);
     r.merge(&l, interner);

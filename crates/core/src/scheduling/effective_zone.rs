@@ -14,9 +14,9 @@ use crate::model::{Pod, Snapshot};
 use crate::requirements::{Operator, Requirement};
 
 /// A pod whose zone nothing narrows to one.
-pub const FLEXIBLE: &str = "flexible";
+pub(crate) const FLEXIBLE: &str = "flexible";
 /// A pod no zone can take.
-pub const NONE: &str = "none";
+pub(crate) const NONE: &str = "none";
 
 /// The pod's own zone requirements: its node selector's, then its first required
 /// node-affinity term's, as upstream's strict pod requirements read them.

@@ -61,7 +61,7 @@ pub struct Claim {
     pub pool: usize,
     pub reqs: Reqs,
     /// Instance types that are compatible and still fit everything placed so far.
-    pub bits: Bitset,
+    pub(crate) bits: Bitset,
     pub used: Res,
     pub pods: Vec<usize>,
     pub ports: Vec<HostPort>,
@@ -99,7 +99,7 @@ struct Choice {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Tgt {
+pub(crate) enum Tgt {
     Existing(usize),
     Claim(usize),
     NewClaim(usize),
@@ -112,7 +112,7 @@ pub struct Engine<'w> {
     pub existing_pods: Vec<Vec<usize>>,
     pub pool_charged: Vec<Res>,
     pub pool_claims: Vec<i64>,
-    pub placements: Vec<(usize, Tgt)>,
+    pub(crate) placements: Vec<(usize, Tgt)>,
     /// Registered nodes and in-flight claims by free cpu: `(free millicores, existing index)`.
     node_room: Room,
     inflight_room: Room,

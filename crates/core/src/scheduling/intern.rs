@@ -24,14 +24,14 @@ use std::sync::Arc;
 
 /// A hash map keyed by strings the compiler looks up many times per solve. Lookups only: its
 /// order never reaches the output, so a fast non-keyed hash is fine.
-pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// The set form of [`FastMap`].
-pub type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// A multiply-rotate hash over eight bytes at a time, much cheaper than the default keyed hash
 /// for the short label keys, values and names interned here.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FastHasher {
+pub(crate) struct FastHasher {
     hash: u64,
 }
 
@@ -75,7 +75,7 @@ impl Hasher for FastHasher {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct Interner {
+pub(crate) struct Interner {
     base: Option<Arc<Interner>>,
     /// `base.len()`, the first id this layer hands out.
     offset: u32,
@@ -96,7 +96,7 @@ impl Interner {
     }
 
     /// An empty layer over `base`.
-    pub fn layered(base: Arc<Interner>) -> Self {
+    pub(crate) fn layered(base: Arc<Interner>) -> Self {
         let offset = base.len() as u32;
         Interner {
             base: Some(base),
@@ -112,7 +112,7 @@ impl Interner {
     }
 
     /// The watched ids interned again since [`Interner::watch`]; stops watching.
-    pub fn take_hits(&mut self) -> Vec<u32> {
+    pub(crate) fn take_hits(&mut self) -> Vec<u32> {
         self.watch = None;
         std::mem::take(&mut self.hits)
     }
@@ -123,7 +123,7 @@ impl Interner {
     }
 
     /// The ids `intern` returned since [`Interner::trace`], in call order; stops recording.
-    pub fn take_trace(&mut self) -> Vec<u32> {
+    pub(crate) fn take_trace(&mut self) -> Vec<u32> {
         self.trace.take().unwrap_or_default()
     }
 
@@ -185,10 +185,6 @@ impl Interner {
 
     pub fn len(&self) -> usize {
         self.offset as usize + self.names.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

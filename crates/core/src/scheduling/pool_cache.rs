@@ -71,7 +71,7 @@ fn names_of(names: &Interner) -> Vec<String> {
 
 /// The last NodePool compile and its inputs (see the module header).
 #[derive(Clone, Debug, Default)]
-pub struct PoolCache {
+pub(crate) struct PoolCache {
     kept: Option<(Inputs, PoolsCompiled)>,
     /// Compiles answered from the cache and compiled afresh, for tests.
     pub hits: u64,

@@ -31,7 +31,7 @@ use crate::model::{Pod, PodPhase, Snapshot};
 /// A compiled cluster; cheap to clone (the compile is shared), so a cache can hand it out
 /// again for the same cluster.
 #[derive(Clone)]
-pub struct Prepared(pub(super) Arc<Compiled>);
+pub(crate) struct Prepared(pub(super) Arc<Compiled>);
 
 impl std::ops::Deref for Prepared {
     type Target = Compiled;
@@ -93,7 +93,7 @@ impl Prepared {
     /// [`Prepared::new`], compiled as `compile` says: with its cache, nodes compiled before are
     /// taken from it, or the whole compile when the cache was told (see
     /// [`NodeCache::same_as`](super::NodeCache::same_as)) that `s` equals one it compiled.
-    pub fn new_with(s: &Snapshot, compile: Compile<'_>) -> Option<Prepared> {
+    pub(crate) fn new_with(s: &Snapshot, compile: Compile<'_>) -> Option<Prepared> {
         let Compile { cache, one_thread } = compile;
         let Some(c) = cache else {
             return Self::compile(
@@ -392,7 +392,7 @@ impl Prepared {
     /// Whether a solve without `without` can use the shared compile as it is (`Some(true)`)
     /// or compiles the kept targets again (`Some(false)`).
     #[cfg(test)]
-    pub fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
+    pub(crate) fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
         let mut list: Vec<usize> = without
             .iter()
             .filter_map(|n| self.removed_by.get(n))
@@ -409,7 +409,7 @@ impl Prepared {
 
     /// The strings the existing targets interned first, in id order.
     #[cfg(test)]
-    pub fn target_strings(&self) -> Vec<String> {
+    pub(crate) fn target_strings(&self) -> Vec<String> {
         (self.fresh.0..self.fresh.1)
             .map(|id| self.base.name(id).to_string())
             .collect()

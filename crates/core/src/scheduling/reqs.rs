@@ -12,7 +12,7 @@ use crate::labels;
 use crate::requirements::{Operator, Requirement};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ValueSet {
+pub(crate) struct ValueSet {
     pub complement: bool,
     /// Sorted, deduplicated value ids.
     pub values: Vec<u32>,
@@ -43,7 +43,7 @@ impl ValueSet {
         }
     }
 
-    pub fn not_in(mut values: Vec<u32>) -> Self {
+    pub(crate) fn not_in(mut values: Vec<u32>) -> Self {
         values.sort_unstable();
         values.dedup();
         ValueSet {
@@ -58,7 +58,7 @@ impl ValueSet {
         Self::not_in(vec![])
     }
 
-    pub fn does_not_exist() -> Self {
+    pub(crate) fn does_not_exist() -> Self {
         Self::of(vec![])
     }
 
@@ -104,7 +104,7 @@ impl ValueSet {
     }
 
     /// `!self.intersect(other).is_empty()`, without building the intersection.
-    pub fn overlaps(&self, other: &ValueSet, interner: &Interner) -> bool {
+    pub(crate) fn overlaps(&self, other: &ValueSet, interner: &Interner) -> bool {
         match (self.complement, other.complement) {
             (false, false) => {
                 let (mut i, mut j) = (0, 0);
@@ -133,7 +133,7 @@ impl ValueSet {
         }
     }
 
-    pub fn intersect(&self, other: &ValueSet, interner: &Interner) -> ValueSet {
+    pub(crate) fn intersect(&self, other: &ValueSet, interner: &Interner) -> ValueSet {
         match (self.complement, other.complement) {
             (false, false) => {
                 let values = self
@@ -215,7 +215,7 @@ impl ValueSet {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Req {
     pub key: u32,
-    pub set: ValueSet,
+    pub(crate) set: ValueSet,
     pub min_values: Option<u32>,
 }
 
@@ -230,13 +230,13 @@ pub struct Reqs {
 pub struct Conflict {
     pub key: u32,
     /// The incoming (pod) side.
-    pub wanted: ValueSet,
+    pub(crate) wanted: ValueSet,
     /// What the node side allows; `None` when the node side does not define the key.
-    pub allowed: Option<ValueSet>,
+    pub(crate) allowed: Option<ValueSet>,
 }
 
 impl Conflict {
-    pub fn describe(&self, interner: &Interner) -> String {
+    pub(crate) fn describe(&self, interner: &Interner) -> String {
         let key = interner.name(self.key);
         match &self.allowed {
             None => format!(
@@ -257,11 +257,11 @@ impl Reqs {
         Self::default()
     }
 
-    pub fn get(&self, key: u32) -> Option<&ValueSet> {
+    pub(crate) fn get(&self, key: u32) -> Option<&ValueSet> {
         self.find(key).map(|i| &self.items[i].set)
     }
 
-    pub fn get_req(&self, key: u32) -> Option<&Req> {
+    pub(crate) fn get_req(&self, key: u32) -> Option<&Req> {
         self.find(key).map(|i| &self.items[i])
     }
 
@@ -270,7 +270,7 @@ impl Reqs {
     }
 
     /// Intersects `set` into this key's constraint. Returns true when the set changed.
-    pub fn add(
+    pub(crate) fn add(
         &mut self,
         key: u32,
         set: ValueSet,
@@ -304,7 +304,7 @@ impl Reqs {
     }
 
     /// Merges every constraint of `other`; returns the keys that changed.
-    pub fn merge(&mut self, other: &Reqs, interner: &Interner) -> Vec<u32> {
+    pub(crate) fn merge(&mut self, other: &Reqs, interner: &Interner) -> Vec<u32> {
         let mut changed = Vec::new();
         for r in &other.items {
             if self.add(r.key, r.set.clone(), r.min_values, interner) {
@@ -316,7 +316,7 @@ impl Reqs {
 
     /// True when merging `other` would narrow some key (cheap; allocates nothing for the
     /// common case of a settled single-valued key).
-    pub fn would_change(&self, other: &Reqs, interner: &Interner) -> bool {
+    pub(crate) fn would_change(&self, other: &Reqs, interner: &Interner) -> bool {
         other.items.iter().any(|r| match self.get_req(r.key) {
             None => true,
             Some(mine) => {
@@ -336,7 +336,11 @@ impl Reqs {
 
     /// Karpenter's `Intersects`: every key both sides define must share a value, except that
     /// two negative constraints (`NotIn`/`DoesNotExist`) never conflict.
-    pub fn intersects(&self, incoming: &Reqs, interner: &Interner) -> Result<(), Box<Conflict>> {
+    pub(crate) fn intersects(
+        &self,
+        incoming: &Reqs,
+        interner: &Interner,
+    ) -> Result<(), Box<Conflict>> {
         for r in &incoming.items {
             if let Some(existing) = self.get(r.key)
                 && !existing.overlaps(&r.set, interner)
@@ -356,7 +360,7 @@ impl Reqs {
     }
 
     /// [`Reqs::compatible`] as a yes/no answer that allocates nothing.
-    pub fn compatible_ok(
+    pub(crate) fn compatible_ok(
         &self,
         incoming: &Reqs,
         interner: &Interner,
@@ -374,7 +378,7 @@ impl Reqs {
 
     /// Karpenter's `Compatible`: like [`Reqs::intersects`], and a positive constraint on a key
     /// this side does not define fails unless `allow_undefined(key)`.
-    pub fn compatible(
+    pub(crate) fn compatible(
         &self,
         incoming: &Reqs,
         interner: &Interner,
@@ -396,7 +400,7 @@ impl Reqs {
     }
 
     /// Node labels as single-valued requirements.
-    pub fn from_labels<'a>(
+    pub(crate) fn from_labels<'a>(
         labels: impl IntoIterator<Item = (&'a String, &'a String)>,
         interner: &mut Interner,
     ) -> Reqs {
@@ -411,7 +415,10 @@ impl Reqs {
 
     /// The constraints back in user form: one requirement per key and operator
     /// (`NotIn` plus `Gt`/`Lt` when a complement set is also bounded).
-    pub fn to_requirements(&self, interner: &Interner) -> Vec<crate::requirements::Requirement> {
+    pub(crate) fn to_requirements(
+        &self,
+        interner: &Interner,
+    ) -> Vec<crate::requirements::Requirement> {
         use crate::requirements::Requirement;
         let mut out = Vec::new();
         for r in &self.items {
@@ -447,7 +454,7 @@ impl Reqs {
         out
     }
 
-    pub fn describe(&self, interner: &Interner) -> Vec<String> {
+    pub(crate) fn describe(&self, interner: &Interner) -> Vec<String> {
         self.items
             .iter()
             .map(|r| {
@@ -462,7 +469,7 @@ impl Reqs {
 }
 
 /// Stable label key: beta aliases and the legacy provisioner label map to today's names.
-pub fn normalize(key: &str) -> &str {
+pub(crate) fn normalize(key: &str) -> &str {
     if key == labels::LEGACY_PROVISIONER_NAME {
         return labels::NODEPOOL;
     }
@@ -472,7 +479,7 @@ pub fn normalize(key: &str) -> &str {
 /// Compiles one user-written requirement into the algebra. Numeric operators with a value that
 /// is not an integer make the set empty, so nothing matches (as Kubernetes' validation would
 /// reject the object).
-pub fn compile(req: &Requirement, interner: &mut Interner) -> Req {
+pub(crate) fn compile(req: &Requirement, interner: &mut Interner) -> Req {
     let key = interner.intern(normalize(&req.key));
     let ids = |interner: &mut Interner| {
         req.values
@@ -511,7 +518,7 @@ pub fn compile(req: &Requirement, interner: &mut Interner) -> Req {
 }
 
 /// Compiles a conjunction.
-pub fn compile_all<'a>(
+pub(crate) fn compile_all<'a>(
     reqs: impl IntoIterator<Item = &'a Requirement>,
     interner: &mut Interner,
 ) -> Reqs {

@@ -61,7 +61,7 @@ pub struct Class {
 
 impl Class {
     /// True when placing one pod can change what the next identical pod may do.
-    pub fn one_at_a_time(&self) -> bool {
+    pub(crate) fn one_at_a_time(&self) -> bool {
         !self.spreads.is_empty()
             || !self.affinity.is_empty()
             || !self.preferred_affinity.is_empty()
@@ -75,14 +75,14 @@ impl Class {
 /// The existing targets of one solve: a shared compiled list, or a subset of one (in its
 /// order), so many solves over one cluster do not copy it.
 #[derive(Clone, Debug, Default)]
-pub struct Existing {
-    pub all: Arc<Vec<ExistingC>>,
+pub(crate) struct Existing {
+    pub(crate) all: Arc<Vec<ExistingC>>,
     /// Indices into `all` that this solve sees; `None` for all of them.
     pub keep: Option<Vec<u32>>,
 }
 
 impl Existing {
-    pub fn new(all: Vec<ExistingC>) -> Self {
+    pub(crate) fn new(all: Vec<ExistingC>) -> Self {
         Existing {
             all: Arc::new(all),
             keep: None,
@@ -97,7 +97,7 @@ impl Existing {
         self.len() == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &ExistingC> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &ExistingC> + '_ {
         (0..self.len()).map(move |i| &self[i])
     }
 }
@@ -115,12 +115,12 @@ impl std::ops::Index<usize> for Existing {
 
 /// Plan-wide instance-type ids: names sorted, and per NodePool the id of each of its types.
 #[derive(Debug, Default)]
-pub struct TypeNames {
+pub(crate) struct TypeNames {
     pub names: Arc<Vec<String>>,
     pub pool_ids: Vec<Vec<u32>>,
 }
 
-pub fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
+pub(crate) fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
     let mut ids: BTreeMap<&str, u32> = BTreeMap::new();
     for p in pools {
         for it in p.its.iter() {
@@ -142,7 +142,7 @@ pub fn type_names(pools: &[PoolC]) -> Arc<TypeNames> {
 /// A value per existing target (usage, host ports) shared with the compiled cluster and copied
 /// on first write, so a solve over a masked cluster copies only the targets it fills.
 #[derive(Clone, Debug, Default)]
-pub struct PerTarget<T> {
+pub(crate) struct PerTarget<T> {
     base: Arc<Vec<T>>,
     /// Indices into `base` this solve sees, as in [`Existing::keep`].
     keep: Option<Vec<u32>>,
@@ -165,14 +165,6 @@ impl<T: Clone> PerTarget<T> {
             keep: Some(keep),
             written: HashMap::new(),
         }
-    }
-
-    pub fn len(&self) -> usize {
-        self.keep.as_ref().map_or(self.base.len(), |k| k.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn at(&self, i: usize) -> usize {
@@ -204,15 +196,15 @@ impl<T: Clone> std::ops::Index<usize> for PerTarget<T> {
 }
 
 pub struct World {
-    pub interner: Interner,
-    pub names: Interner,
-    pub pools: Vec<PoolC>,
-    pub type_names: Arc<TypeNames>,
-    pub existing: Existing,
-    pub existing_used: PerTarget<Res>,
-    pub existing_ports: PerTarget<Vec<crate::model::HostPort>>,
+    pub(crate) interner: Interner,
+    pub(crate) names: Interner,
+    pub(crate) pools: Vec<PoolC>,
+    pub(crate) type_names: Arc<TypeNames>,
+    pub(crate) existing: Existing,
+    pub(crate) existing_used: PerTarget<Res>,
+    pub(crate) existing_ports: PerTarget<Vec<crate::model::HostPort>>,
     pub groups: Vec<Group>,
-    pub inverse: Vec<Inverse>,
+    pub(crate) inverse: Vec<Inverse>,
     pub classes: Vec<Class>,
     /// Classes in queue order.
     pub order: Vec<usize>,
@@ -226,13 +218,13 @@ pub struct World {
     pub pods_considered: usize,
     pub any_prefer_no_schedule: bool,
     /// The existing targets by free cpu, when the caller already has them sorted.
-    pub room: Option<super::engine::room::RoomBase>,
+    pub(crate) room: Option<super::engine::room::RoomBase>,
 }
 
 /// The kube-scheduler's queue as a consolidation's moved pods meet it: by priority; the pods
 /// already pending (older in the queue) before the pods of deleting nodes, which their
 /// controllers create anew together, one controller after another; then by name.
-pub fn kube_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+pub(crate) fn kube_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     let key = |p: &Pod| {
         let moved = p.node_name.is_some();
         (
@@ -252,7 +244,7 @@ pub fn kube_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
 }
 
 /// Karpenter's queue: the largest pods (cpu, then memory) first.
-pub fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+pub(crate) fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
     let cpu = |p: &Pod| p.requests.get(crate::resources::CPU);
     let mem = |p: &Pod| p.requests.get(crate::resources::MEMORY);
     cpu(b)
@@ -276,12 +268,15 @@ pub fn waits(p: &Pod) -> bool {
 
 /// The pods this run places: pending ones, and those on nodes being deleted, in Karpenter's
 /// queue order.
-pub fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
+pub(crate) fn pods_to_schedule(s: &Snapshot) -> Vec<usize> {
     pods_to_schedule_by(s, karpenter_queue_cmp)
 }
 
 /// [`pods_to_schedule`] in the order `cmp` gives.
-pub fn pods_to_schedule_by(s: &Snapshot, cmp: fn(&Pod, &Pod) -> std::cmp::Ordering) -> Vec<usize> {
+pub(crate) fn pods_to_schedule_by(
+    s: &Snapshot,
+    cmp: fn(&Pod, &Pod) -> std::cmp::Ordering,
+) -> Vec<usize> {
     let deleting: BTreeSet<&str> = s
         .nodes
         .iter()
@@ -319,7 +314,7 @@ pub fn build(s: &Snapshot) -> World {
 
 /// [`build`] compiled as `compile` says (the result is the same), for a solve that closes
 /// nodes (see [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
-pub fn build_ordered(
+pub(crate) fn build_ordered(
     s: &Snapshot,
     compile: Compile<'_>,
     closes: bool,
@@ -346,7 +341,7 @@ pub fn build_ordered(
 /// The cluster compiled before its pods are known: resource names, NodePools, and the
 /// existing targets (registered nodes, then in-flight claims) with what already runs there.
 #[derive(Clone, Debug)]
-pub struct Targets {
+pub(crate) struct Targets {
     pub names: Interner,
     pub interner: Interner,
     pub pools: Vec<PoolC>,
@@ -371,7 +366,7 @@ pub struct Targets {
 
 /// What an existing target was compiled from: an index into the snapshot's nodes or claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Node(usize),
     Claim(usize),
 }
@@ -408,12 +403,13 @@ pub fn term_selects(
 }
 
 /// Compiles NodePools and existing targets, with nothing counted as running yet.
-pub fn targets(s: &Snapshot) -> Targets {
+#[cfg(test)]
+pub(crate) fn targets(s: &Snapshot) -> Targets {
     targets_with(s, Compile::default())
 }
 
 /// [`targets`], compiled as `compile` says (the result is the same).
-pub fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
+pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
     let Compile {
         mut cache,
         one_thread,
@@ -643,7 +639,7 @@ impl<'s> NodeOrder<'s> {
 /// and the resource names: the NodePools compiled in weight order, and the interner after
 /// them and the label keys every node may leave undefined.
 #[derive(Clone, Debug)]
-pub struct PoolsCompiled {
+pub(crate) struct PoolsCompiled {
     pub interner: Interner,
     pub pools: Vec<PoolC>,
     pub allow_undefined: Vec<bool>,
@@ -653,7 +649,7 @@ pub struct PoolsCompiled {
 }
 
 /// Compiles the NodePools of `s` (see [`PoolsCompiled`]).
-pub fn compile_pools(s: &Snapshot, names: &Interner) -> PoolsCompiled {
+pub(crate) fn compile_pools(s: &Snapshot, names: &Interner) -> PoolsCompiled {
     let mut interner = Interner::new();
     let hostname = interner.intern(labels::HOSTNAME);
     let zone = interner.intern(labels::ZONE);
@@ -710,7 +706,11 @@ pub fn compile_pools(s: &Snapshot, names: &Interner) -> PoolsCompiled {
 
 /// Counts the pods running on the targets (all but `rescheduled`) and the daemons that still
 /// have to start; returns the running pods as `(pod index, existing index)`.
-pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Vec<(usize, usize)> {
+pub(crate) fn usage(
+    s: &Snapshot,
+    t: &mut Targets,
+    rescheduled: &BTreeSet<usize>,
+) -> Vec<(usize, usize)> {
     let Targets {
         names,
         interner,
@@ -785,7 +785,7 @@ pub fn usage(s: &Snapshot, t: &mut Targets, rescheduled: &BTreeSet<usize>) -> Ve
 /// Which existing targets belong to a NodePool: those whose requirements allow its name, and
 /// only it, for the NodePool label.
 #[derive(Clone, Copy, Debug)]
-pub struct PoolOwner {
+pub(crate) struct PoolOwner {
     key: u32,
     value: u32,
 }
@@ -805,7 +805,7 @@ impl PoolOwner {
     }
 }
 
-pub fn pool_owner(interner: &Interner, pool: &str) -> Option<PoolOwner> {
+pub(crate) fn pool_owner(interner: &Interner, pool: &str) -> Option<PoolOwner> {
     Some(PoolOwner {
         key: interner.get(labels::NODEPOOL)?,
         value: interner.get(pool)?,
@@ -822,7 +822,7 @@ pub struct Running<'p, 'f> {
 
 /// Finishes the state for `schedule` (`(index, pod)`, in queue order; the index is what
 /// placements name) with `running` pods (`(pod, existing index)`) counted for topology.
-pub fn complete<'p>(
+pub(crate) fn complete<'p>(
     s: &Snapshot,
     t: Targets,
     schedule: &[(usize, &'p Pod)],

@@ -23,7 +23,7 @@ use crate::model::HostPort;
 
 /// How far a pod's preferences have been relaxed (Karpenter's order, one step at a time).
 #[derive(Clone, Debug, Default)]
-pub struct Relax {
+pub(crate) struct Relax {
     pub required_terms: usize,
     pub preferred_affinity: usize,
     pub preferred_anti_affinity: usize,
@@ -81,7 +81,7 @@ pub enum Constraint {
 
 /// An active constraint with what every check needs precomputed.
 #[derive(Clone, Copy, Debug)]
-pub struct Con {
+pub(crate) struct Con {
     pub con: Constraint,
     pub key: u32,
     /// The pod matches the group's own selector.
@@ -91,7 +91,7 @@ pub struct Con {
     pub permanent: bool,
 }
 
-pub fn active_constraints(w: &World, c: &Class, r: &Relax) -> Vec<Con> {
+pub(crate) fn active_constraints(w: &World, c: &Class, r: &Relax) -> Vec<Con> {
     active_list(c, r)
         .into_iter()
         .map(|con| match con {
@@ -148,7 +148,7 @@ fn active_list(c: &Class, r: &Relax) -> Vec<Constraint> {
 }
 
 /// The requirement alternatives a pod brings under a relaxation.
-pub fn effective_reqs(w: &World, c: &Class, r: &Relax) -> Vec<Reqs> {
+pub(crate) fn effective_reqs(w: &World, c: &Class, r: &Relax) -> Vec<Reqs> {
     let mut base = c.node_selector.clone();
     if let Some(t) = c.required_terms.get(r.required_terms) {
         base.merge(t, &w.interner);
@@ -168,7 +168,7 @@ pub fn effective_reqs(w: &World, c: &Class, r: &Relax) -> Vec<Reqs> {
 
 /// Why one target refused a pod.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     Taint(String),
     Requirements(String),
     Topology {
@@ -204,7 +204,7 @@ fn single(reqs: &Reqs, key: u32) -> Option<u32> {
 }
 
 /// Domain decisions a placement needs: `(key, value)` to pin on the target.
-pub type Pins = Vec<(u32, u32)>;
+pub(crate) type Pins = Vec<(u32, u32)>;
 
 impl World {
     fn candidates(&self, treqs: &Reqs, key: u32) -> Option<Vec<u32>> {
@@ -250,7 +250,7 @@ impl World {
     ///
     /// On a new node (`open`), a key its requirements leave undefined may take any value the
     /// NodePools offer; on an existing node it means the node lacks the label.
-    pub fn topology(
+    pub(crate) fn topology(
         &self,
         c: &Class,
         cons: &[Con],
@@ -333,7 +333,7 @@ impl World {
         Ok(pins)
     }
 
-    pub fn describe_refusal(&self, c: &Class, r: &Refusal) -> String {
+    pub(crate) fn describe_refusal(&self, c: &Class, r: &Refusal) -> String {
         match r {
             Refusal::Taint(t) => format!("taint {t} is not tolerated"),
             Refusal::Quiet => "refused".to_string(),
@@ -401,7 +401,7 @@ impl World {
         }
     }
 
-    pub fn it_key_ok(&self, pool: usize, it: usize, reqs: &Reqs, key: u32) -> bool {
+    pub(crate) fn it_key_ok(&self, pool: usize, it: usize, reqs: &Reqs, key: u32) -> bool {
         let itc = &self.pools[pool].its[it];
         if key == self.zone || key == self.capacity_type {
             return self.offering(pool, it, reqs).is_some();
@@ -434,7 +434,7 @@ impl World {
     }
 
     /// The cheapest instance type in `bits` (price order) that fits `used + req`.
-    pub fn first_fit_plus(
+    pub(crate) fn first_fit_plus(
         &self,
         pool: usize,
         bits: &Bitset,
@@ -462,7 +462,7 @@ impl World {
     }
 
     /// The cheapest instance type in `bits` (price order) that fits `total`, with its price.
-    pub fn first_fit(
+    pub(crate) fn first_fit(
         &self,
         pool: usize,
         bits: &Bitset,
@@ -489,7 +489,7 @@ impl World {
     }
 
     /// Distinct values of `key` among `bits`' instance types.
-    pub fn distinct_values(&self, pool: usize, bits: &Bitset, key: u32) -> usize {
+    pub(crate) fn distinct_values(&self, pool: usize, bits: &Bitset, key: u32) -> usize {
         let mut vals: Vec<u32> = Vec::new();
         for it in bits.iter() {
             if let Some(set) = self.pools[pool].its[it].reqs.get(key)
@@ -503,7 +503,7 @@ impl World {
         vals.len()
     }
 
-    pub fn min_values_ok(&self, pool: usize, bits: &Bitset, reqs: &Reqs) -> Result<(), u32> {
+    pub(crate) fn min_values_ok(&self, pool: usize, bits: &Bitset, reqs: &Reqs) -> Result<(), u32> {
         for r in &reqs.items {
             if let Some(n) = r.min_values
                 && self.distinct_values(pool, bits, r.key) < n as usize
@@ -514,7 +514,7 @@ impl World {
         Ok(())
     }
 
-    pub fn allow_undefined(&self, key: u32) -> bool {
+    pub(crate) fn allow_undefined(&self, key: u32) -> bool {
         self.allow_undefined
             .get(key as usize)
             .copied()
@@ -523,12 +523,12 @@ impl World {
 }
 
 /// `a + m * b`
-pub fn add_scaled(a: &[i64], b: &[i64], m: i64) -> Res {
+pub(crate) fn add_scaled(a: &[i64], b: &[i64], m: i64) -> Res {
     a.iter().zip(b).map(|(x, y)| x + m * y).collect()
 }
 
 /// How many more copies of `req` fit in `alloc - total`.
-pub fn more_fitting(total: &[i64], req: &[i64], alloc: &[i64]) -> i64 {
+pub(crate) fn more_fitting(total: &[i64], req: &[i64], alloc: &[i64]) -> i64 {
     let mut n = i64::MAX;
     for ((t, r), a) in total.iter().zip(req).zip(alloc) {
         if *r > 0 {
@@ -539,7 +539,11 @@ pub fn more_fitting(total: &[i64], req: &[i64], alloc: &[i64]) -> i64 {
 }
 
 /// Taint refusal, if any.
-pub fn taint_refusal(c: &Class, taints: &[crate::taints::Taint], relax: &Relax) -> Option<Refusal> {
+pub(crate) fn taint_refusal(
+    c: &Class,
+    taints: &[crate::taints::Taint],
+    relax: &Relax,
+) -> Option<Refusal> {
     untolerated(&c.tolerations, taints, relax.prefer_no_schedule)
         .map(|t| Refusal::Taint(t.to_string()))
 }

@@ -40,7 +40,7 @@ impl Namespaces {
 
 /// Which nodes a spread constraint counts (its `nodeAffinityPolicy`/`nodeTaintsPolicy`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct NodeFilter {
+pub(crate) struct NodeFilter {
     pub reqs: Option<Reqs>,
     pub tolerations: Option<Vec<Toleration>>,
 }
@@ -58,7 +58,7 @@ impl NodeFilter {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct GroupKey {
+pub(crate) struct GroupKey {
     pub kind: Kind,
     pub key: u32,
     pub selector: Option<LabelSelector>,
@@ -68,7 +68,7 @@ pub struct GroupKey {
 
 #[derive(Clone, Debug)]
 pub struct Group {
-    pub def: GroupKey,
+    pub(crate) def: GroupKey,
     /// Matching pods per domain value id.
     counts: Vec<u32>,
     pub total: u64,
@@ -79,7 +79,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn new(def: GroupKey) -> Self {
+    pub(crate) fn new(def: GroupKey) -> Self {
         Group {
             def,
             counts: Vec::new(),
@@ -114,7 +114,7 @@ impl Group {
         }
     }
 
-    pub fn refresh_min(&mut self) {
+    pub(crate) fn refresh_min(&mut self) {
         self.min = self
             .eligible
             .iter()
@@ -124,7 +124,7 @@ impl Group {
     }
 
     /// The global minimum a spread constraint measures skew against.
-    pub fn spread_min(&self, hostname: bool) -> u32 {
+    pub(crate) fn spread_min(&self, hostname: bool) -> u32 {
         let Kind::Spread { min_domains, .. } = self.def.kind else {
             return 0;
         };
@@ -141,7 +141,7 @@ impl Group {
             .unwrap_or(0)
     }
 
-    pub fn describe_counts(&self, domains: &[u32], interner: &Interner) -> String {
+    pub(crate) fn describe_counts(&self, domains: &[u32], interner: &Interner) -> String {
         let parts: Vec<String> = domains
             .iter()
             .take(6)
@@ -158,14 +158,14 @@ impl Group {
 
 /// Existing or placed pods with a required anti-affinity term, per domain.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct InverseKey {
+pub(crate) struct InverseKey {
     pub key: u32,
     pub selector: Option<LabelSelector>,
     pub namespaces: Namespaces,
 }
 
 #[derive(Clone, Debug)]
-pub struct Inverse {
+pub(crate) struct Inverse {
     pub def: InverseKey,
     counts: Vec<u32>,
 }

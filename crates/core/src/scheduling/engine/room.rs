@@ -15,7 +15,7 @@ pub type Sorted = Arc<Vec<(i64, u32)>>;
 
 /// Registered nodes and in-flight claims, each sorted by free cpu.
 #[derive(Clone, Debug, Default)]
-pub struct RoomBase {
+pub(crate) struct RoomBase {
     pub nodes: Sorted,
     pub in_flight: Sorted,
     /// Compiled indices the solve does not see, sorted; the others are numbered in order.
@@ -75,7 +75,7 @@ impl Room {
     /// targets are compiled in that order; taking the last of them instead sent a moved pod
     /// to another node than the scheduler then chose, and the pod the scheduler left without
     /// room was launched a node of its own.
-    pub fn emptiest_from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+    pub(crate) fn emptiest_from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
         let start = self.base.partition_point(|e| e.0 < need);
         let base = &self.base[start..];
         // Runs of one free amount, the largest first; each run in index order.
