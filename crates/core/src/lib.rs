@@ -7,7 +7,7 @@
 
 pub mod bench;
 pub mod cadence;
-pub mod calendar;
+pub(crate) mod calendar;
 pub mod cron;
 pub mod disruption;
 pub mod interruption;

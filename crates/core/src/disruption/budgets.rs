@@ -10,7 +10,7 @@ use crate::model::{Budget, BudgetNodes, DisruptionReason, NodePool};
 use crate::time::Timestamp;
 
 /// What an inactive budget allows: effectively unlimited (Karpenter uses MaxInt32).
-pub const UNLIMITED: u32 = i32::MAX as u32;
+pub(crate) const UNLIMITED: u32 = i32::MAX as u32;
 
 /// Whether `budget` is in force at `now`. Errors are malformed schedules.
 pub fn is_active(budget: &Budget, now: Timestamp) -> Result<bool, String> {
@@ -27,7 +27,7 @@ pub fn is_active(budget: &Budget, now: Timestamp) -> Result<bool, String> {
 }
 
 /// How many nodes one budget allows out of `node_count`, before subtracting those disrupting.
-pub fn budget_allows(budget: &Budget, node_count: u32, now: Timestamp) -> u32 {
+pub(crate) fn budget_allows(budget: &Budget, node_count: u32, now: Timestamp) -> u32 {
     match is_active(budget, now) {
         Ok(false) => UNLIMITED,
         Err(_) => 0,
@@ -42,7 +42,7 @@ pub fn budget_allows(budget: &Budget, node_count: u32, now: Timestamp) -> u32 {
 
 /// The budget that limits disruptions for `reason`, if any limits it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Allowance {
+pub(crate) struct Allowance {
     /// Nodes that may still start disrupting now.
     pub allowed: u32,
     /// The binding budget, as written (`"10%"`, `"0"`), when one limits the answer.
@@ -50,7 +50,7 @@ pub struct Allowance {
 }
 
 /// `min over applicable active budgets − disrupting`, floored at zero.
-pub fn allowed_disruptions(
+pub(crate) fn allowed_disruptions(
     nodepool: &NodePool,
     reason: DisruptionReason,
     node_count: u32,

@@ -30,7 +30,7 @@ pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 /// Graceful methods (emptiness, consolidation) always respect pod-level blockers; eventual
 /// methods (drift) ignore them for claims that have a termination grace period.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MethodClass {
+pub(crate) enum MethodClass {
     Graceful,
     Eventual,
 }
@@ -168,7 +168,7 @@ impl Candidate<'_> {
     }
 
     /// Karpenter's ranking: savings per unit of disruption, highest first.
-    pub fn savings_ratio(&self) -> f64 {
+    pub(crate) fn savings_ratio(&self) -> f64 {
         self.price / self.reschedule_cost
     }
 }
@@ -186,7 +186,7 @@ fn is_active(p: &Pod) -> bool {
 }
 
 /// Pods a disruption must move: active (or terminating StatefulSet pods), not daemon or mirror.
-pub fn is_reschedulable(p: &Pod) -> bool {
+pub(crate) fn is_reschedulable(p: &Pod) -> bool {
     let sts_terminating = p.is_terminating()
         && !p.is_terminal()
         && p.owner.as_ref().is_some_and(|o| o.kind == "StatefulSet");
@@ -269,7 +269,7 @@ fn offering_price(it: &InstanceType, zone: &str, ct: Option<CapacityType>) -> f6
 }
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
-pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
+pub(crate) fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
     let types = OnceCell::new();
     select_in(&Tables::new(snapshot, None, &types), snapshot, class)
 }
@@ -277,7 +277,7 @@ pub fn select<'a>(snapshot: &'a Snapshot, class: MethodClass) -> Selection<'a> {
 /// [`select`] of the nodes named in `names` only (a re-check's few targets): each node's
 /// verdict reads only what concerns that node, so it is the one `select` gives, and only
 /// their pods, claims and instance types are looked up.
-pub fn select_only<'a>(
+pub(crate) fn select_only<'a>(
     snapshot: &'a Snapshot,
     class: MethodClass,
     names: &[&str],
@@ -326,7 +326,8 @@ fn select_in<'a>(t: &Tables<'a, '_>, snapshot: &'a Snapshot, class: MethodClass)
 /// [`select`] for both classes (graceful, eventual) in one pass over the nodes: what the
 /// classes share (the node's lookups, its pod blockers, the candidate itself) is worked out
 /// once per node.
-pub fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
+#[cfg(test)]
+pub(crate) fn select_both<'a>(snapshot: &'a Snapshot) -> (Selection<'a>, Selection<'a>) {
     let (graceful, eventual, _) = select_both_counted(snapshot);
     (graceful, eventual)
 }
@@ -694,7 +695,7 @@ fn pod_blocker(pods: &[&Pod], pdbs: &[PodDisruptionBudget], now: Timestamp) -> O
 /// Karpenter's `IsUnderConsolidateAfter`: the claim is initialized, its NodePool has a
 /// non-zero `consolidateAfter`, and less than that has passed since the claim's last pod event
 /// (or its initialization).
-pub fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
+pub(crate) fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
     let Some(after) = pool.disruption.consolidate_after else {
         return false;
     };

@@ -47,7 +47,7 @@ impl Method {
     }
 
     /// The budget reason this method consumes; expiration is forceful and has none.
-    pub fn budget_reason(self) -> Option<DisruptionReason> {
+    pub(crate) fn budget_reason(self) -> Option<DisruptionReason> {
         match self {
             Method::Expiration => None,
             Method::Emptiness => Some(DisruptionReason::Empty),

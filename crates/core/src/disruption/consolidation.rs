@@ -16,7 +16,7 @@ use crate::model::{CapacityType, ConsolidationPolicy, Snapshot};
 use crate::requirements::{Operator, Requirement};
 
 /// Karpenter's minimum number of cheaper spot options for single-node spot-to-spot.
-pub const MIN_SPOT_TO_SPOT_OPTIONS: usize = 15;
+pub(crate) const MIN_SPOT_TO_SPOT_OPTIONS: usize = 15;
 /// Balanced policy threshold: score must reach 1/k with k = 2.
 pub const BALANCED_THRESHOLD: f64 = 0.5;
 
@@ -43,7 +43,7 @@ pub fn target(c: &Candidate<'_>) -> Target {
 
 /// Why a set of candidates cannot be consolidated.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     PodsDoNotFit {
         pod: String,
         reason: String,
@@ -162,7 +162,7 @@ fn replacement(
 }
 
 /// Karpenter's computeConsolidation for one set of candidates.
-pub fn compute(
+pub(crate) fn compute(
     snapshot: &Snapshot,
     simulator: &dyn Simulator,
     candidates: &[&Candidate<'_>],
@@ -200,7 +200,7 @@ fn no_cheaper(
 }
 
 /// What the simulation of [`job`] means for `candidates`: a command or why not.
-pub fn decide(
+pub(crate) fn decide(
     sim: &Simulation,
     candidates: &[&Candidate<'_>],
     method: Method,
@@ -297,7 +297,7 @@ pub fn decide(
 
 /// The Balanced policy's score for a command: share of the NodePool's cost saved per share of
 /// its disruption caused. `pool_cost` and `pool_disruption` sum over the pool's nodes.
-pub fn balanced_score(
+pub(crate) fn balanced_score(
     command: &Command,
     moved_disruption: f64,
     pool_cost: f64,
@@ -335,7 +335,7 @@ fn share(part: f64, total: f64) -> f64 {
 
 /// Applies the Balanced policy when the candidates' NodePool uses it; an approved command
 /// carries its score.
-pub fn approve_balanced(
+pub(crate) fn approve_balanced(
     mut command: Command,
     candidates: &[&Candidate<'_>],
     all: &[Candidate<'_>],

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use crate::model::Pod;
 
-pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+pub(crate) const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 /// The cost of evicting one pod. An unparsable deletion-cost annotation is ignored.
-pub fn eviction_cost(pod: &Pod) -> f64 {
+pub(crate) fn eviction_cost(pod: &Pod) -> f64 {
     let deletion_cost = pod
         .annotations
         .get(POD_DELETION_COST)
@@ -23,7 +23,7 @@ pub fn eviction_cost(pod: &Pod) -> f64 {
 
 /// The share of a node's life still ahead: `(expireAfter − age) / expireAfter` in [0, 1];
 /// 1 when the node never expires.
-pub fn lifetime_remaining(expire_after: Option<Duration>, age: Duration) -> f64 {
+pub(crate) fn lifetime_remaining(expire_after: Option<Duration>, age: Duration) -> f64 {
     match expire_after {
         None => 1.0,
         Some(e) if e.is_zero() => 0.0,
@@ -32,7 +32,8 @@ pub fn lifetime_remaining(expire_after: Option<Duration>, age: Duration) -> f64 
 }
 
 /// `1 + Σ max(0, eviction_cost)` over the pods that would have to move.
-pub fn reschedule_cost<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> f64 {
+#[cfg(test)]
+pub(crate) fn reschedule_cost<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> f64 {
     1.0 + pods
         .into_iter()
         .map(|p| eviction_cost(p).max(0.0))
@@ -40,20 +41,12 @@ pub fn reschedule_cost<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> f64 {
 }
 
 /// [`reschedule_cost`] from the pods' eviction costs, in the same order.
-pub fn reschedule_cost_of(eviction_costs: &[f64]) -> f64 {
+pub(crate) fn reschedule_cost_of(eviction_costs: &[f64]) -> f64 {
     1.0 + eviction_costs.iter().map(|c| c.max(0.0)).sum::<f64>()
 }
 
-/// `Σ eviction_cost × lifetime_remaining`.
-pub fn disruption_cost<'a>(
-    pods: impl IntoIterator<Item = &'a Pod>,
-    lifetime_remaining: f64,
-) -> f64 {
-    pods.into_iter().map(eviction_cost).sum::<f64>() * lifetime_remaining
-}
-
 /// [`disruption_cost`] from the pods' eviction costs, in the same order.
-pub fn disruption_cost_of(eviction_costs: &[f64], lifetime_remaining: f64) -> f64 {
+pub(crate) fn disruption_cost_of(eviction_costs: &[f64], lifetime_remaining: f64) -> f64 {
     eviction_costs.iter().copied().sum::<f64>() * lifetime_remaining
 }
 

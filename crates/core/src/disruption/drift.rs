@@ -40,7 +40,7 @@ const INSTANCE_TYPE_CHECK_MIN_AGE: Duration = Duration::from_secs(3600);
 
 /// True when a node label (or its absence) satisfies `req`. Absent well-known labels are
 /// allowed, as Karpenter allows undefined well-known labels.
-pub fn label_satisfies(req: &Requirement, value: Option<&str>) -> bool {
+pub(crate) fn label_satisfies(req: &Requirement, value: Option<&str>) -> bool {
     let key = labels::normalize_key(&req.key);
     let Some(v) = value else {
         return match req.operator {
@@ -56,7 +56,7 @@ fn label<'a>(labels: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str>
 }
 
 /// Why `claim` (on `node`) has drifted from `nodepool`, if it has.
-pub fn drift_reason(
+pub(crate) fn drift_reason(
     claim: &NodeClaim,
     node: &Node,
     nodepool: &NodePool,
@@ -74,7 +74,7 @@ pub fn drift_reason(
 
 /// [`drift_reason`] with the NodePool's instance types found through `instance_type` (the
 /// first of a name, as a scan of the list finds it).
-pub fn drift_reason_with<'t>(
+pub(crate) fn drift_reason_with<'t>(
     claim: &NodeClaim,
     node: &Node,
     nodepool: &NodePool,

@@ -107,7 +107,7 @@ fn simulate_with(
 
 impl EngineSimulator {
     /// This simulator's solve options for `purpose` on `snapshot`.
-    pub fn options_for(&self, snapshot: &Snapshot, purpose: Purpose) -> Options {
+    pub(crate) fn options_for(&self, snapshot: &Snapshot, purpose: Purpose) -> Options {
         let mut options = self.options.clone();
         if purpose == Purpose::Consolidation {
             options.closed = Arc::new(closed_nodes(snapshot));
@@ -178,7 +178,7 @@ fn compile_in(
 
 /// The snapshot a simulation solves: without the nodes in `without` (and their claims), the
 /// moving pods pending again.
-pub fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Snapshot {
+pub(crate) fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&Pod]) -> Snapshot {
     let moving: BTreeSet<String> = pods.iter().map(|p| p.key()).collect();
     // Pod keys built in one buffer: this runs over every pod of the cluster.
     let mut key = String::new();

@@ -76,7 +76,7 @@ pub trait Deadline {
 }
 
 /// Searches that run to their end.
-pub struct NoDeadline;
+pub(crate) struct NoDeadline;
 
 impl Deadline for NoDeadline {
     fn start(&self, _: Method) {}

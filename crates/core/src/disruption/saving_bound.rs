@@ -51,7 +51,7 @@ const MAX_SHAPES: usize = 16;
 /// What a snapshot tells about consolidating its nodes without a simulation (see the module
 /// header).
 #[derive(Debug)]
-pub struct SavingBounds<'a> {
+pub(crate) struct SavingBounds<'a> {
     /// The cheapest offering a new node of any NodePool may launch on.
     floor: f64,
     /// Every node's free room: allocatable less the requests of its pods (may be negative),
@@ -265,7 +265,7 @@ impl<'a> SavingBounds<'a> {
     /// Whether no command consolidates `prefix` together: its pods ask for more than the
     /// other nodes have free and the largest instance type holds, or the pods that fit on no
     /// other node need a new node that costs at least what the prefix does.
-    pub fn rules_out_together(&self, prefix: &[&Candidate<'_>]) -> bool {
+    pub(crate) fn rules_out_together(&self, prefix: &[&Candidate<'_>]) -> bool {
         let need = prefix
             .iter()
             .flat_map(|c| &c.reschedulable_pods)

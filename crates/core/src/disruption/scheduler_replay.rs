@@ -54,7 +54,7 @@ impl<'s> Slot<'s> {
 /// The schedulable nodes of one snapshot with what is free on each, in the scheduler's
 /// order, and what running commands move and bring; built once for the commands a round
 /// weighs.
-pub struct Replay<'s> {
+pub(crate) struct Replay<'s> {
     snapshot: &'s Snapshot,
     /// Ready, schedulable nodes without the disrupted taint, then running commands'
     /// launched replacements.

@@ -9,7 +9,7 @@ use crate::requirements::Requirement;
 
 /// One instance type a simulated new claim could launch as, with its prices.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ReplacementOption {
+pub(crate) struct ReplacementOption {
     pub instance_type: String,
     /// Cheapest available compatible offering.
     pub cheapest_price: f64,
@@ -23,7 +23,7 @@ pub struct ReplacementOption {
 
 /// A new node the simulation needed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SimulatedClaim {
+pub(crate) struct SimulatedClaim {
     pub nodepool: String,
     pub requirements: Vec<Requirement>,
     /// Cheapest first.
@@ -35,7 +35,7 @@ pub struct SimulatedClaim {
 pub struct Simulation {
     /// `(pod key, reason)` for every pod that found no place.
     pub failures: Vec<(String, String)>,
-    pub new_claims: Vec<SimulatedClaim>,
+    pub(crate) new_claims: Vec<SimulatedClaim>,
 }
 
 /// Which method a simulation answers for: its rules differ.

@@ -26,7 +26,7 @@ use crate::model::{ConsolidationPolicy, DisruptionReason, PodPhase, Snapshot};
 use crate::scheduling::{self, launch::launch};
 
 /// Upstream's cap on the candidates one multi-node search looks at.
-pub const MULTI_NODE_MAX_CANDIDATES: usize = 100;
+pub(crate) const MULTI_NODE_MAX_CANDIDATES: usize = 100;
 
 /// Nodes each NodePool may still start disrupting for `reason`.
 fn allowances(snapshot: &Snapshot, reason: DisruptionReason) -> BTreeMap<String, u32> {

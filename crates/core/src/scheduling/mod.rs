@@ -5,7 +5,7 @@
 //! topology groups); [`engine`] places classes in queue order; [`bound`] computes an LP lower
 //! bound on the cost of the new capacity.
 
-pub mod bitset;
+pub(crate) mod bitset;
 pub mod bound;
 pub mod compile;
 pub mod effective_zone;

@@ -16,7 +16,7 @@ use crate::disruption::command::{Command, Target};
 use crate::time::Timestamp;
 
 /// The longest a finished command holds its replacements: the queue's command timeout.
-pub const HOLD_LIMIT: Duration = crate::disruption::queue::COMMAND_TIMEOUT;
+pub(crate) const HOLD_LIMIT: Duration = crate::disruption::queue::COMMAND_TIMEOUT;
 
 /// One finished command: what it did, what it launched, and when it finished.
 #[derive(Clone, Debug, PartialEq)]
