@@ -42,7 +42,7 @@ pub(crate) fn budget_allows(budget: &Budget, node_count: u32, now: Timestamp) ->
 
 /// The budget that limits disruptions for `reason`, if any limits it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Allowance {
+pub struct Allowance {
     /// Nodes that may still start disrupting now.
     pub allowed: u32,
     /// The binding budget, as written (`"10%"`, `"0"`), when one limits the answer.
@@ -50,7 +50,7 @@ pub(crate) struct Allowance {
 }
 
 /// `min over applicable active budgets − disrupting`, floored at zero.
-pub(crate) fn allowed_disruptions(
+pub fn allowed_disruptions(
     nodepool: &NodePool,
     reason: DisruptionReason,
     node_count: u32,

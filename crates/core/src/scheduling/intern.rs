@@ -24,14 +24,14 @@ use std::sync::Arc;
 
 /// A hash map keyed by strings the compiler looks up many times per solve. Lookups only: its
 /// order never reaches the output, so a fast non-keyed hash is fine.
-pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// The set form of [`FastMap`].
-pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// A multiply-rotate hash over eight bytes at a time, much cheaper than the default keyed hash
 /// for the short label keys, values and names interned here.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FastHasher {
+pub struct FastHasher {
     hash: u64,
 }
 
