@@ -38,6 +38,8 @@ type loopConfig struct {
 	controllerPID    int
 	agentPID         int
 	result           string
+	// Stop after the peak: no scale-down (to iterate on the scale-up alone).
+	scaleUpOnly bool
 }
 
 // result is one run's figures, as `table` reads them back.
@@ -106,10 +108,14 @@ func runLoop(ctx context.Context, c loopConfig) error {
 		return err
 	}
 	fmt.Printf("  peak: %d nodes, $%.3f/h\n", r.Peak.Nodes, r.Peak.Cost)
-	for _, step := range []struct {
+	steps := []struct {
 		replicas int
 		out      *settled
-	}{{n / 2, &r.Half}, {0, &r.Zero}} {
+	}{{n / 2, &r.Half}, {0, &r.Zero}}
+	if c.scaleUpOnly {
+		steps = nil
+	}
+	for _, step := range steps {
 		took, nodes, cost, err := cl.scaleAndSettle(ctx, step.replicas)
 		if err != nil {
 			return err

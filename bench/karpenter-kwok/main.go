@@ -49,6 +49,7 @@ func main() {
 		fs.IntVar(&c.controllerPID, "controller-pid", 0, "the controller's process")
 		fs.IntVar(&c.agentPID, "agent-pid", 0, "a node agent's process, when it is not the controller (kwok)")
 		fs.StringVar(&c.result, "result", "", "where to write the figures as JSON")
+		fs.BoolVar(&c.scaleUpOnly, "scale-up-only", false, "stop at the peak (no scale-down)")
 		_ = fs.Parse(os.Args[2:])
 		if c.kubeconfig == "" || c.instanceTypes == "" || c.side == "" || c.controllerPID == 0 || c.pods < 2 {
 			usageExit()
@@ -73,6 +74,6 @@ func main() {
 func usageExit() {
 	fmt.Fprintln(os.Stderr, "usage: bench-loop instance-types -input F -output F | "+
 		"run -kubeconfig F -instance-types F -side S -controller-pid P [-agent-pid P] [-pods N] "+
-		"[-consolidate-after D] [-result F] | table RESULT...")
+		"[-consolidate-after D] [-result F] [-scale-up-only] | table RESULT...")
 	os.Exit(2)
 }

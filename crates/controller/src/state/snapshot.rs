@@ -51,6 +51,49 @@ pub fn provisionable(p: &Pod) -> bool {
         })
 }
 
+/// Frees the nominated pods (`held`, indices into `s.pods`) that no longer fit on their
+/// claim's registered Node beside the pods kube-scheduler bound there. kube-scheduler does not
+/// know the nominations: when a claim's Node arrives it binds whichever pending pods come
+/// first, so a Node can fill up with pods nominated elsewhere while its own nominees wait.
+/// Held there, those nominees would be counted on a full Node (and their places on the other
+/// claims counted free) until the nomination lapsed, and only then launched for. Freed, the
+/// next solve places them as upstream's does: in the room the other claims and nodes have
+/// left, or on a new claim. Pods on a claim with no Node yet keep their places.
+fn release_overflow(s: &mut Snapshot, held: &[usize]) {
+    if held.is_empty() {
+        return;
+    }
+    let mut free: BTreeMap<&str, nodewright_core::resources::Resources> = s
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.allocatable.clone()))
+        .collect();
+    let held_set: std::collections::BTreeSet<usize> = held.iter().copied().collect();
+    for (i, p) in s.pods.iter().enumerate() {
+        if held_set.contains(&i) {
+            continue;
+        }
+        if let Some(room) = p.node_name.as_deref().and_then(|n| free.get_mut(n)) {
+            room.sub(&p.requests);
+        }
+    }
+    let mut release = Vec::new();
+    for &i in held {
+        let p = &s.pods[i];
+        let Some(room) = p.node_name.as_deref().and_then(|n| free.get_mut(n)) else {
+            continue;
+        };
+        if p.requests.fits_in(room) {
+            room.sub(&p.requests);
+        } else {
+            release.push(i);
+        }
+    }
+    for i in release {
+        s.pods[i].node_name = None;
+    }
+}
+
 /// Keys (`namespace/name`) of the provisionable pods, sorted.
 pub fn pending_pods(state: &ClusterState) -> Vec<String> {
     state.pending().iter().cloned().collect()
@@ -98,6 +141,7 @@ impl ClusterState {
                 Err(e) => problems.push(e),
             }
         }
+        let mut held = Vec::new();
         for (key, p) in &self.pods {
             let bound = p
                 .spec
@@ -119,12 +163,14 @@ impl ClusterState {
                                 .or_else(|| c.metadata.name.clone())
                                 .unwrap_or_default(),
                         );
+                        held.push(s.pods.len());
                     }
                     s.pods.push(pod)
                 }
                 Err(e) => problems.push(format!("Pod {key}: {e}")),
             }
         }
+        release_overflow(&mut s, &held);
         for (key, d) in &self.daemonsets {
             match nodewright_api::workload::daemonset_pod(d) {
                 Ok(d) => s.daemonsets.push(d),

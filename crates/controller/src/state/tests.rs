@@ -278,3 +278,53 @@ fn a_nodepool_deleted_or_made_anew_loses_its_registration_record() {
     s.apply(WatchEvent::Delete(pool("two")));
     assert!(s.registration_health.is_empty());
 }
+
+/// A claim's registered Node that kube-scheduler filled with other pods keeps only the
+/// nominees that still fit beside them; the rest go back to the solve (upstream counts an
+/// existing node's room by what is bound there). A claim with no Node keeps all of its own.
+#[test]
+fn nominees_a_full_node_cannot_hold_go_back_to_the_solve() {
+    let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
+    let snapshot_at = |node_cpu: &str, registered: bool| {
+        let mut s = ClusterState::default();
+        let mut claim = k8s::nodeclaim("default-abcde");
+        if registered {
+            claim["status"] = json!({"nodeName": "n1", "providerID": "aws:///z/i-1"});
+            let mut node = k8s::node("n1", "aws:///z/i-1");
+            node["status"] = json!({"allocatable": {"cpu": node_cpu, "pods": "110"},
+                "capacity": {"cpu": node_cpu, "pods": "110"}});
+            s.apply(WatchEvent::Apply(
+                Object::from_value(Kind::Node, node).unwrap(),
+            ));
+        }
+        s.apply(WatchEvent::Apply(
+            Object::from_value(Kind::NodeClaim, claim).unwrap(),
+        ));
+        // Bound by kube-scheduler, though nominated elsewhere.
+        for name in ["x", "y"] {
+            let mut p = unschedulable(name);
+            p["spec"]["nodeName"] = json!("n1");
+            p["status"] = json!({"phase": "Running"});
+            s.apply(WatchEvent::Apply(pod(p)));
+        }
+        for name in ["a", "b"] {
+            s.apply(WatchEvent::Apply(pod(unschedulable(name))));
+            s.nominate(&format!("default/{name}"), "default-abcde", t0);
+        }
+        let (snap, problems) = s.snapshot(t0, BTreeMap::new());
+        assert!(problems.is_empty(), "{problems:?}");
+        let on = |name: &str| {
+            snap.pods
+                .iter()
+                .find(|p| p.name == name)
+                .and_then(|p| p.node_name.clone())
+        };
+        (on("a"), on("b"))
+    };
+    let n1 = || Some("n1".to_string());
+    assert_eq!(snapshot_at("2", true), (None, None));
+    assert_eq!(snapshot_at("3", true), (n1(), None));
+    assert_eq!(snapshot_at("4", true), (n1(), n1()));
+    let claim = || Some("default-abcde".to_string());
+    assert_eq!(snapshot_at("2", false), (claim(), claim()));
+}
