@@ -501,7 +501,7 @@ impl Termination {
                 continue;
             };
             let (ns, pname) = (&p.namespace, &p.name);
-            match self.writer.delete_pod(&ns, &pname, Some(grace)).await {
+            match self.writer.delete_pod(ns, pname, Some(grace)).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
@@ -523,7 +523,7 @@ impl Termination {
             if p.deleted.is_some() || do_not_disrupt(p, now) {
                 continue;
             }
-            match self.writer.evict_pod(&ns, &pname).await? {
+            match self.writer.evict_pod(ns, pname).await? {
                 Eviction::Evicted => {
                     self.metrics.termination.eviction_request(200);
                     self.metrics.termination.pods_drained(reason);
