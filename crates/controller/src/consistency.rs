@@ -99,14 +99,12 @@ pub fn termination(s: &ClusterState, claim: &NodeClaim, node: &Node) -> Vec<Stri
         .filter_map(|b| convert::pdb(b).ok())
         .collect();
     let blocking = s.pods_on(node_name).into_iter().find_map(|p| {
-        let phase = p.status.as_ref().and_then(|st| st.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        if p.finished() {
             return None;
         }
-        let labels = p.metadata.labels.clone().unwrap_or_default();
-        let ns = p.metadata.namespace.as_deref().unwrap_or_default();
+        let labels = p.labels();
         pdbs.iter().find(|b| {
-            b.namespace == ns
+            b.namespace == p.namespace
                 && b.disruptions_allowed <= 0
                 && b.selector.as_ref().is_some_and(|sel| sel.matches(&labels))
         })

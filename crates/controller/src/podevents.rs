@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::warn;
@@ -25,8 +24,7 @@ use tracing::warn;
 use crate::clock::{Clock, parse_rfc3339, rfc3339};
 use crate::context::Context;
 use crate::state::changes::{Cursor, Since};
-use crate::state::gauges::owned_by_daemonset;
-use crate::state::{ClusterState, SharedState, lock};
+use crate::state::{ClusterState, PodRecord, SharedState, lock};
 use crate::write::KubeWriter;
 
 /// Upstream's pod-event dedupe window.
@@ -47,23 +45,14 @@ struct Seen {
     stage: Stage,
 }
 
-fn seen(p: &Pod) -> Option<Seen> {
-    let node = p
-        .spec
-        .as_ref()?
-        .node_name
-        .as_deref()
-        .filter(|n| !n.is_empty())?;
-    if owned_by_daemonset(p) {
+fn seen(p: &PodRecord) -> Option<Seen> {
+    let node = p.bound_to()?;
+    if p.owned_by("DaemonSet") {
         return None;
     }
-    let finished = matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    );
-    let stage = if finished {
+    let stage = if p.finished() {
         Stage::Finished
-    } else if p.metadata.deletion_timestamp.is_some() {
+    } else if p.deleted.is_some() {
         Stage::Terminating
     } else {
         Stage::Running
@@ -112,7 +101,7 @@ impl Tracker {
         match s.pod_log.since(self.read) {
             Since::Keys(keys) => {
                 for key in keys {
-                    self.look_at(key, s.pods.get(key), &mut out);
+                    self.look_at(key, s.pods.get(key).map(|p| &**p), &mut out);
                 }
             }
             Since::Resync => {
@@ -137,7 +126,7 @@ impl Tracker {
         out
     }
 
-    fn look_at(&mut self, key: &str, pod: Option<&Pod>, out: &mut BTreeSet<String>) {
+    fn look_at(&mut self, key: &str, pod: Option<&PodRecord>, out: &mut BTreeSet<String>) {
         let after = pod.and_then(seen);
         events(self.pods.get(key), after.as_ref(), out);
         match after {

@@ -116,7 +116,7 @@ pub async fn submit_claim(
 pub fn pod_ref(state: &ClusterState, key: &str) -> ObjectRef {
     let (ns, name) = key.split_once('/').unwrap_or(("", key));
     let r = ObjectRef::pod(ns, name);
-    match state.pods.get(key).and_then(|p| p.metadata.uid.clone()) {
+    match state.pods.get(key).and_then(|p| p.uid.clone()) {
         Some(uid) => r.with_uid(uid),
         None => r,
     }

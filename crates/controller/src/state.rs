@@ -9,6 +9,7 @@ pub mod convert;
 pub mod gauges;
 pub mod metrics;
 pub mod object;
+pub mod pod;
 pub mod registration;
 mod snapshot;
 
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use nodewright_api::aws::v1::EC2NodeClass;
@@ -27,7 +28,9 @@ use nodewright_core::time::Timestamp;
 
 use changes::ChangeLog;
 pub use object::{Kind, Object, key_of};
-pub use snapshot::{pending_pods, provisionable};
+pub use pod::PodRecord;
+use pod::PodUsage;
+pub use snapshot::pending_pods;
 
 /// One change, in the shape kube-runtime's watcher reports it.
 #[derive(Clone, Debug)]
@@ -42,7 +45,9 @@ pub enum WatchEvent {
 
 #[derive(Clone, Debug, Default)]
 pub struct ClusterState {
-    pub pods: BTreeMap<String, Pod>,
+    /// Pods as the loops read them (see [`PodRecord`]), each with its model in the engine when
+    /// a snapshot takes it. Boxed: a map's node holds eleven values inline, most unused.
+    pub pods: BTreeMap<String, Box<PodRecord>>,
     pub nodes: BTreeMap<String, Node>,
     pub nodeclaims: BTreeMap<String, NodeClaim>,
     pub nodepools: BTreeMap<String, NodePool>,
@@ -65,7 +70,7 @@ pub struct ClusterState {
     /// count towards limits and hold their pods, so the next loop cannot launch them twice.
     in_flight: BTreeMap<String, NodeClaim>,
     synced: BTreeSet<Kind>,
-    relisting: BTreeMap<Kind, Vec<Object>>,
+    relisting: BTreeMap<Kind, Vec<Entry>>,
     /// Keys of the provisionable pods (see [`provisionable`]), kept as pods change so the
     /// provisioner's every-tick look at them does not walk every pod.
     pending: BTreeSet<String>,
@@ -75,9 +80,6 @@ pub struct ClusterState {
     nodes_by_provider_id: BTreeMap<String, BTreeSet<String>>,
     /// Observed claim keys by `status.providerID`.
     claims_by_provider_id: BTreeMap<String, BTreeSet<String>>,
-    /// Each bound or provisionable pod in the engine's model, converted when the pod
-    /// changes, so a provisioning pass or a gauge tick does not convert every pod again.
-    models: BTreeMap<String, PodModel>,
     /// What the pods bound to each node request and limit, kept as pods change.
     usage: BTreeMap<String, NodeUsage>,
     /// Pods changed (their own change, or their node's labels), for incremental readers.
@@ -112,20 +114,34 @@ pub struct PodScheduling {
 /// max(2 × BATCH_MAX_DURATION, 10 s) with the default batch window.
 pub const NOMINATION_WINDOW: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// A pod's conversion into the engine's model and what it adds to its node's usage.
+/// An object on its way into the index: a pod already reduced to its record, so a relist
+/// buffers records rather than whole pods.
 #[derive(Clone, Debug)]
-struct PodModel {
-    pod: Result<nodewright_core::model::Pod, String>,
-    /// The node it counts on (bound and not finished) and what it adds there.
-    on: Option<(String, PodUsage)>,
+enum Entry {
+    Pod(String, Box<PodRecord>),
+    Other(Object),
 }
 
-/// What one pod adds to its node's gauges.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct PodUsage {
-    requests: Resources,
-    limits: Resources,
-    daemon: bool,
+impl Entry {
+    fn of(mut o: Object) -> Entry {
+        match o {
+            Object::Pod(p) => {
+                let record = PodRecord::from_api(&p);
+                Entry::Pod(record.key(), Box::new(record))
+            }
+            _ => {
+                o.strip();
+                Entry::Other(o)
+            }
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Entry::Pod(..) => Kind::Pod,
+            Entry::Other(o) => o.kind(),
+        }
+    }
 }
 
 /// Resource sums of the running (not finished) pods bound to one node.
@@ -202,15 +218,18 @@ impl ClusterState {
 
     pub fn apply(&mut self, event: WatchEvent) {
         match event {
-            WatchEvent::Apply(o) => self.put(o),
+            WatchEvent::Apply(o) => self.put(Entry::of(o)),
             WatchEvent::Delete(o) => self.remove(o.kind(), &o.key()),
             WatchEvent::Init(kind) => {
                 self.relisting.insert(kind, Vec::new());
             }
-            WatchEvent::InitApply(o) => match self.relisting.get_mut(&o.kind()) {
-                Some(buffer) => buffer.push(o),
-                None => self.put(o),
-            },
+            WatchEvent::InitApply(o) => {
+                let entry = Entry::of(o);
+                match self.relisting.get_mut(&entry.kind()) {
+                    Some(buffer) => buffer.push(entry),
+                    None => self.put(entry),
+                }
+            }
             WatchEvent::InitDone(kind) => {
                 let listed = self.relisting.remove(&kind).unwrap_or_default();
                 self.clear(kind);
@@ -233,36 +252,16 @@ impl ClusterState {
         self.skipped += 1;
     }
 
-    fn put(&mut self, mut o: Object) {
+    fn put(&mut self, entry: Entry) {
         self.changes += 1;
-        o.strip();
+        let o = match entry {
+            Entry::Pod(key, p) => return self.put_pod(key, p),
+            Entry::Other(o) => o,
+        };
         let key = o.key();
         self.touch_status(o.kind(), &key);
         match o {
-            Object::Pod(p) => {
-                if p.spec.as_ref().is_some_and(|s| s.node_name.is_some()) {
-                    self.nominations.remove(&key);
-                }
-                if let Some(old) = self.pods.get(&key) {
-                    unindex(&mut self.pods_by_node, pod_node(old), &key);
-                }
-                index(&mut self.pods_by_node, pod_node(&p), &key);
-                if provisionable(&p) {
-                    self.pending.insert(key.clone());
-                } else {
-                    self.pending.remove(&key);
-                }
-                self.forget_model(&key);
-                if let Some(model) = model_of(&p) {
-                    if let Some((node, u)) = &model.on {
-                        self.usage.entry(node.clone()).or_default().add(u);
-                        self.node_log.touch(node, self.nodes.len());
-                    }
-                    self.models.insert(key.clone(), model);
-                }
-                self.pods.insert(key.clone(), *p);
-                self.pod_log.touch(&key, self.pods.len());
-            }
+            Object::Pod(_) => unreachable!("pods enter as records (Entry::of)"),
             Object::Node(n) => {
                 let relabelled = match self.nodes.get(&key) {
                     Some(old) => {
@@ -328,6 +327,28 @@ impl ClusterState {
         }
     }
 
+    fn put_pod(&mut self, key: String, p: Box<PodRecord>) {
+        if p.node_name.is_some() {
+            self.nominations.remove(&key);
+        }
+        if let Some(old) = self.pods.remove(&key) {
+            unindex(&mut self.pods_by_node, old.node_name.as_deref(), &key);
+            self.forget_usage(&old);
+        }
+        index(&mut self.pods_by_node, p.node_name.as_deref(), &key);
+        if p.provisionable() {
+            self.pending.insert(key.clone());
+        } else {
+            self.pending.remove(&key);
+        }
+        if let Some((node, u)) = p.model.as_ref().and_then(|m| m.on.as_ref()) {
+            self.usage.entry(node.clone()).or_default().add(u);
+            self.node_log.touch(node, self.nodes.len());
+        }
+        self.pods.insert(key.clone(), p);
+        self.pod_log.touch(&key, self.pods.len());
+    }
+
     fn remove(&mut self, kind: Kind, key: &str) {
         self.changes += 1;
         self.touch_status(kind, key);
@@ -336,9 +357,9 @@ impl ClusterState {
                 self.nominations.remove(key);
                 self.pod_scheduling.remove(key);
                 self.pending.remove(key);
-                self.forget_model(key);
                 if let Some(old) = self.pods.remove(key) {
-                    unindex(&mut self.pods_by_node, pod_node(&old), key);
+                    unindex(&mut self.pods_by_node, old.node_name.as_deref(), key);
+                    self.forget_usage(&old);
                     self.pod_log.touch(key, self.pods.len());
                 }
             }
@@ -385,7 +406,6 @@ impl ClusterState {
                 self.pods.clear();
                 self.pods_by_node.clear();
                 self.pending.clear();
-                self.models.clear();
                 self.usage.clear();
                 self.pod_log.reset();
                 self.node_log.reset();
@@ -448,7 +468,7 @@ impl ClusterState {
             .filter(|k| {
                 self.pods
                     .get(*k)
-                    .is_some_and(|p| self.pod_model(k, p).is_err())
+                    .is_some_and(|p| p.model().is_some_and(|m| m.is_err()))
             })
             .count()
     }
@@ -566,26 +586,14 @@ impl ClusterState {
             .find_map(|k| self.nodeclaims.get(k))
     }
 
-    /// The engine's model of the bound or provisionable pod at `key` (converted when the pod
-    /// last changed), or a fresh conversion of `pod` when the index holds none for it.
-    pub fn pod_model(&self, key: &str, pod: &Pod) -> Result<nodewright_core::model::Pod, String> {
-        match self.models.get(key) {
-            Some(m) => m.pod.clone(),
-            None => nodewright_api::workload::pod_from_api(pod).map_err(|e| e.to_string()),
-        }
-    }
-
     /// What the running pods bound to `node` request and limit.
     pub fn node_usage(&self, node: &str) -> Option<&NodeUsage> {
         self.usage.get(node)
     }
 
-    /// Takes the pod at `key` out of its node's usage and drops its model.
-    fn forget_model(&mut self, key: &str) {
-        let Some(old) = self.models.remove(key) else {
-            return;
-        };
-        if let Some((node, u)) = &old.on
+    /// Takes the pod `old`, leaving the index, out of its node's usage.
+    fn forget_usage(&mut self, old: &PodRecord) {
+        if let Some((node, u)) = old.model.as_ref().and_then(|m| m.on.as_ref())
             && let Some(sum) = self.usage.get_mut(node)
         {
             sum.sub(u);
@@ -605,36 +613,14 @@ impl ClusterState {
     }
 
     /// Pods bound to `node`.
-    pub fn pods_on(&self, node: &str) -> Vec<&Pod> {
+    pub fn pods_on(&self, node: &str) -> Vec<&PodRecord> {
         self.pods_by_node
             .get(node)
             .into_iter()
             .flatten()
-            .filter_map(|k| self.pods.get(k))
+            .filter_map(|k| self.pods.get(k).map(|p| &**p))
             .collect()
     }
-}
-
-/// The model of a pod the snapshot takes (bound or provisionable); `None` for others.
-fn model_of(p: &Pod) -> Option<PodModel> {
-    let node = pod_node(p).filter(|n| !n.is_empty());
-    if node.is_none() && !provisionable(p) {
-        return None;
-    }
-    let pod = nodewright_api::workload::pod_from_api(p).map_err(|e| e.to_string());
-    let finished = matches!(
-        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    );
-    let on = node.filter(|_| !finished).map(|n| {
-        let usage = PodUsage {
-            requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
-            limits: gauges::pod_limits(p),
-            daemon: gauges::owned_by_daemonset(p),
-        };
-        (n.to_owned(), usage)
-    });
-    Some(PodModel { pod, on })
 }
 
 /// The node labels a pod's gauge row carries.
@@ -649,10 +635,6 @@ fn gauge_labels(n: &Node) -> [Option<&String>; 5] {
         get(labels::CAPACITY_TYPE),
         get(labels::ARCH),
     ]
-}
-
-fn pod_node(p: &Pod) -> Option<&str> {
-    p.spec.as_ref().and_then(|s| s.node_name.as_deref())
 }
 
 fn node_provider_id(n: &Node) -> Option<&str> {

@@ -14,10 +14,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint as ApiTaint};
+use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint, Toleration};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::CloudProvider;
-use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
 use nodewright_core::disruption::duration::parse_go_duration;
 use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
@@ -32,7 +31,7 @@ use crate::failpoint::{self, Failpoint};
 use crate::lifecycle::TERMINATION_TIMESTAMP;
 use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
-use crate::state::{SharedState, lock};
+use crate::state::{PodRecord, SharedState, lock};
 use crate::write::claim_status::write_status;
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 use nodewright_core::taints::DISRUPTED_TAINT;
@@ -78,17 +77,11 @@ pub struct Termination {
     leader: Option<watch::Receiver<bool>>,
 }
 
-fn pod_grace_seconds(p: &Pod) -> Option<i64> {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.termination_grace_period_seconds)
-}
-
 /// The grace period to delete `p` with at `now`, when the node's `deadline` no longer leaves
 /// room for the pod's own: the time left until the deadline, at least 1 s. `None` while the
 /// pod's own grace period still ends before the deadline.
-pub fn forced_grace(p: &Pod, now: Timestamp, deadline: Timestamp) -> Option<i64> {
-    let own = pod_grace_seconds(p).unwrap_or(DEFAULT_POD_GRACE_SECONDS);
+pub fn forced_grace(p: &PodRecord, now: Timestamp, deadline: Timestamp) -> Option<i64> {
+    let own = p.grace_seconds.unwrap_or(DEFAULT_POD_GRACE_SECONDS);
     let left = if deadline > now {
         i64::try_from(deadline.since(now).as_secs()).unwrap_or(i64::MAX)
     } else {
@@ -106,53 +99,35 @@ pub fn disrupted_taint() -> ApiTaint {
     }
 }
 
-fn is_critical(p: &Pod) -> bool {
+fn is_critical(p: &PodRecord) -> bool {
     matches!(
-        p.spec
-            .as_ref()
-            .and_then(|s| s.priority_class_name.as_deref()),
+        p.priority_class_name.as_deref(),
         Some("system-cluster-critical" | "system-node-critical")
     )
 }
 
-fn owned_by(p: &Pod, kind: &str) -> bool {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.kind == kind)
-}
-
-fn tolerates_disrupted(p: &Pod) -> bool {
-    p.spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|t| {
-            let key_ok = t
-                .key
-                .as_deref()
-                .is_none_or(|k| k.is_empty() || k == DISRUPTED_TAINT);
-            let op_exists = t.operator.as_deref() == Some("Exists");
-            let effect_ok = t
-                .effect
-                .as_deref()
-                .is_none_or(|e| e.is_empty() || e == "NoSchedule");
-            key_ok && effect_ok && (op_exists || t.key.as_deref() == Some(DISRUPTED_TAINT))
-        })
+/// Whether one of a pod's `tolerations` lets it stay on a node tainted
+/// `karpenter.sh/disrupted:NoSchedule` (the index records the answer, [`PodRecord`]).
+pub fn tolerates_disrupted(tolerations: &[Toleration]) -> bool {
+    tolerations.iter().any(|t| {
+        let key_ok = t
+            .key
+            .as_deref()
+            .is_none_or(|k| k.is_empty() || k == DISRUPTED_TAINT);
+        let op_exists = t.operator.as_deref() == Some("Exists");
+        let effect_ok = t
+            .effect
+            .as_deref()
+            .is_none_or(|e| e.is_empty() || e == "NoSchedule");
+        key_ok && effect_ok && (op_exists || t.key.as_deref() == Some(DISRUPTED_TAINT))
+    })
 }
 
 /// A pod with an active `karpenter.sh/do-not-disrupt` (`"true"`, or a duration the pod has not
 /// yet run since it started): upstream's drain waits for it but never evicts it, so only the
 /// node's termination deadline, when it has one, removes it.
-fn do_not_disrupt(p: &Pod, now: Timestamp) -> bool {
-    let Some(value) = p
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(DO_NOT_DISRUPT))
-    else {
+fn do_not_disrupt(p: &PodRecord, now: Timestamp) -> bool {
+    let Some(value) = p.do_not_disrupt.as_deref() else {
         return false;
     };
     if value == "true" {
@@ -161,16 +136,13 @@ fn do_not_disrupt(p: &Pod, now: Timestamp) -> bool {
     let Some(d) = parse_go_duration(value).filter(|d| !d.is_zero()) else {
         return false;
     };
-    let started = p.status.as_ref().and_then(|s| s.start_time.as_ref());
-    started
-        .or(p.metadata.creation_timestamp.as_ref())
-        .is_some_and(|t| from_time(t).plus(d) > now)
+    p.started.or(p.created).is_some_and(|t| t.plus(d) > now)
 }
 
 /// Upstream's drain priority: non-critical non-daemonset, non-critical daemonset, critical
 /// non-daemonset, critical daemonset.
-pub fn drain_group(p: &Pod) -> u8 {
-    match (is_critical(p), owned_by(p, "DaemonSet")) {
+pub fn drain_group(p: &PodRecord) -> u8 {
+    match (is_critical(p), p.owned_by("DaemonSet")) {
         (false, false) => 0,
         (false, true) => 1,
         (true, false) => 2,
@@ -180,33 +152,19 @@ pub fn drain_group(p: &Pod) -> u8 {
 
 /// Pods the drain must see gone: not terminal, not tolerating the disrupted taint, not mirror
 /// pods, not stuck terminating.
-pub fn waits_for(p: &Pod, now: Timestamp) -> bool {
-    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-    if matches!(phase, Some("Succeeded" | "Failed"))
-        || tolerates_disrupted(p)
-        || owned_by(p, "Node")
-    {
+pub fn waits_for(p: &PodRecord, now: Timestamp) -> bool {
+    if p.finished() || p.tolerates_disrupted || p.owned_by("Node") || p.mirror {
         return false;
     }
-    if p.metadata
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"))
-    {
-        return false;
-    }
-    match &p.metadata.deletion_timestamp {
-        Some(t) => now.since(from_time(t)) < STUCK_TERMINATING,
+    match p.deleted {
+        Some(t) => now.since(t) < STUCK_TERMINATING,
         None => true,
     }
 }
 
-fn pod_ref(p: &Pod) -> ObjectRef {
-    let r = ObjectRef::pod(
-        p.metadata.namespace.as_deref().unwrap_or_default(),
-        p.metadata.name.as_deref().unwrap_or_default(),
-    );
-    match p.metadata.uid.clone() {
+fn pod_ref(p: &PodRecord) -> ObjectRef {
+    let r = ObjectRef::pod(&p.namespace, &p.name);
+    match p.uid.clone() {
         Some(uid) => r.with_uid(uid),
         None => r,
     }
@@ -522,7 +480,7 @@ impl Termination {
         deadline: Option<Timestamp>,
         reason: &str,
     ) -> Result<Progress, WriteError> {
-        let pods: Vec<Pod> = lock(&self.state)
+        let pods: Vec<PodRecord> = lock(&self.state)
             .pods_on(node)
             .into_iter()
             .filter(|p| waits_for(p, now))
@@ -537,17 +495,13 @@ impl Termination {
             let grace = deadline.and_then(|d| forced_grace(&p, now, d).map(|g| (d, g)));
             // A pod already terminating within that grace period needs no second delete.
             let Some((d, grace)) = grace.filter(|(_, g)| {
-                p.metadata.deletion_timestamp.is_none()
-                    || p.metadata
-                        .deletion_grace_period_seconds
-                        .is_none_or(|current| current > *g)
+                p.deleted.is_none() || p.deletion_grace_seconds.is_none_or(|current| current > *g)
             }) else {
                 rest.push(p);
                 continue;
             };
-            let ns = p.metadata.namespace.clone().unwrap_or_default();
-            let pname = p.metadata.name.clone().unwrap_or_default();
-            match self.writer.delete_pod(&ns, &pname, Some(grace)).await {
+            let (ns, pname) = (&p.namespace, &p.name);
+            match self.writer.delete_pod(ns, pname, Some(grace)).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
@@ -557,7 +511,7 @@ impl Termination {
                 pod_ref(&p),
                 &crate::clock::rfc3339(d),
                 grace,
-                pod_grace_seconds(&p),
+                p.grace_seconds,
             ));
             deleted.push(format!("{ns}/{pname}"));
         }
@@ -565,12 +519,11 @@ impl Termination {
         let mut evicted = Vec::new();
         let mut blocked = Vec::new();
         for p in rest.iter().filter(|p| drain_group(p) == group) {
-            let ns = p.metadata.namespace.clone().unwrap_or_default();
-            let pname = p.metadata.name.clone().unwrap_or_default();
-            if p.metadata.deletion_timestamp.is_some() || do_not_disrupt(p, now) {
+            let (ns, pname) = (&p.namespace, &p.name);
+            if p.deleted.is_some() || do_not_disrupt(p, now) {
                 continue;
             }
-            match self.writer.evict_pod(&ns, &pname).await? {
+            match self.writer.evict_pod(ns, pname).await? {
                 Eviction::Evicted => {
                     self.metrics.termination.eviction_request(200);
                     self.metrics.termination.pods_drained(reason);

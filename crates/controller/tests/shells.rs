@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use nodewright_api::quantity;
 use nodewright_cloud::CloudProvider;
@@ -29,7 +28,7 @@ use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
 use nodewright_controller::run::spawn_all;
 use nodewright_controller::settings::Settings;
-use nodewright_controller::state::{ClusterState, Kind, Object, SharedState, lock, provisionable};
+use nodewright_controller::state::{ClusterState, Kind, Object, PodRecord, SharedState, lock};
 use nodewright_controller::supervise::Supervisor;
 use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -281,7 +280,7 @@ impl World {
             s.pods
                 .iter()
                 .filter_map(|(k, p)| {
-                    let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                    let node = p.node_name.clone();
                     Some((k.strip_prefix("default/")?.to_string(), node))
                 })
                 .collect()
@@ -386,24 +385,14 @@ impl World {
                     (name.as_str(), (cpu, resource(alloc, "memory"), cpu, false))
                 })
                 .collect();
-            let requests = |p: &Pod| -> (i64, i64) {
-                let cs = p
-                    .spec
-                    .as_ref()
-                    .map(|sp| sp.containers.as_slice())
-                    .unwrap_or_default();
-                cs.iter().fold((0, 0), |(c, m), k| {
-                    let r = k.resources.as_ref().and_then(|r| r.requests.as_ref());
-                    (c + resource(r, "cpu"), m + resource(r, "memory"))
-                })
+            // The index keeps the engine's model of bound and provisionable pods, whose
+            // requests are the containers' (the template has no init containers).
+            let requests = |p: &PodRecord| -> (i64, i64) {
+                let m = p.model().unwrap().as_ref().unwrap();
+                (m.requests.get("cpu"), m.requests.get("memory"))
             };
             for p in s.pods.values() {
-                if let Some(r) = p
-                    .spec
-                    .as_ref()
-                    .and_then(|sp| sp.node_name.as_deref())
-                    .and_then(|n| room.get_mut(n))
-                {
+                if let Some(r) = p.node_name.as_deref().and_then(|n| room.get_mut(n)) {
                     let (c, m) = requests(p);
                     r.0 -= c;
                     r.1 -= m;
@@ -412,7 +401,7 @@ impl World {
             }
             // Pod names follow creation order.
             let mut out = Vec::new();
-            for (key, p) in s.pods.iter().filter(|(_, p)| provisionable(p)) {
+            for (key, p) in s.pods.iter().filter(|(_, p)| p.provisionable()) {
                 let (c, m) = requests(p);
                 let best = room
                     .iter()

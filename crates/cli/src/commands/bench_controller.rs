@@ -30,9 +30,7 @@ use nodewright_controller::podevents::PodEvents;
 use nodewright_controller::provisioner::{Provisioner, Trigger};
 use nodewright_controller::state::conditions::ConditionObserver;
 use nodewright_controller::state::gauges::{self, PodStartup};
-use nodewright_controller::state::{
-    ClusterState, Kind, Object, SharedState, WatchEvent, lock, provisionable,
-};
+use nodewright_controller::state::{ClusterState, Kind, Object, SharedState, WatchEvent, lock};
 use nodewright_controller::termination::Termination;
 use nodewright_controller::write::KubeWriter;
 use nodewright_controller::write::counting::CountingWriter;
@@ -285,7 +283,7 @@ impl World {
             let s = lock(&self.state);
             s.pods
                 .iter()
-                .filter(|(_, p)| provisionable(p))
+                .filter(|(_, p)| p.provisionable())
                 .filter_map(|(key, _)| {
                     let c = s.nominated_claim(key, now)?;
                     let node = c.status.as_ref()?.node_name.clone()?;
@@ -583,7 +581,7 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         let used: BTreeSet<&str> = s
             .pods
             .values()
-            .filter_map(|p| p.spec.as_ref()?.node_name.as_deref())
+            .filter_map(|p| p.node_name.as_deref())
             .collect();
         s.nodes
             .keys()

@@ -122,14 +122,8 @@ pub fn set_pod_waits<'a>(
         let Some(p) = s.pods.get(key) else {
             continue;
         };
-        let row = vec![
-            ("name", p.metadata.name.clone().unwrap_or_default()),
-            (
-                "namespace",
-                p.metadata.namespace.clone().unwrap_or_default(),
-            ),
-        ];
-        if let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) {
+        let row = vec![("name", p.name.clone()), ("namespace", p.namespace.clone())];
+        if let Some(created) = p.created {
             let seconds = now.since(created).as_secs_f64();
             if !bound {
                 m.unbound.get_or_create(&row).set(seconds);

@@ -18,8 +18,7 @@ use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
 use super::metrics::{NodeGauge, PodGauge, node_dimensions};
-use super::{ClusterState, convert, provisionable};
-use crate::clock::from_time;
+use super::{ClusterState, PodRecord, convert};
 use crate::metrics::Metrics;
 
 fn amounts(r: &Resources) -> BTreeMap<String, f64> {
@@ -33,12 +32,6 @@ fn amounts(r: &Resources) -> BTreeMap<String, f64> {
             (k.to_string(), value)
         })
         .collect()
-}
-
-fn pod_requests(p: &Pod) -> Resources {
-    nodewright_api::workload::pod_from_api(p)
-        .map(|p| p.requests)
-        .unwrap_or_default()
 }
 
 /// Summed container limits (the `karpenter_nodes_total_pod_limits` input).
@@ -60,23 +53,6 @@ pub(super) fn pod_limits(p: &Pod) -> Resources {
     sum
 }
 
-pub(crate) fn owned_by_daemonset(p: &Pod) -> bool {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.controller == Some(true) && o.kind == "DaemonSet")
-}
-
-fn condition_true(p: &Pod, type_: &str) -> bool {
-    p.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == type_ && c.status == "True")
-}
-
 /// One gauge row per Node, recounted from scratch over every pod.
 pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
     s.nodes
@@ -91,16 +67,18 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 Resources::new(),
             );
             for p in s.pods_on(&name) {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
-                if matches!(phase, Some("Succeeded" | "Failed")) {
+                if p.finished() {
                     continue;
                 }
-                let r = pod_requests(p);
-                requests.add(&r);
-                limits.add(&pod_limits(p));
-                if owned_by_daemonset(p) {
-                    daemon.add(&r);
-                    daemon_limits.add(&pod_limits(p));
+                // What the record took from the pod when the watch reported it.
+                let Some(u) = p.usage() else {
+                    continue;
+                };
+                requests.add(&u.requests);
+                limits.add(&u.limits);
+                if p.owned_by("DaemonSet") {
+                    daemon.add(&u.requests);
+                    daemon_limits.add(&u.limits);
                 }
             }
             NodeGauge {
@@ -135,14 +113,10 @@ pub fn pod_gauges(s: &ClusterState) -> Vec<PodGauge> {
 }
 
 /// The `karpenter_pods_state` row of `p`.
-fn pod_row(s: &ClusterState, p: &Pod) -> PodGauge {
+fn pod_row(s: &ClusterState, p: &PodRecord) -> PodGauge {
     {
         {
-            let node = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.clone())
-                .unwrap_or_default();
+            let node = p.node_name.clone().unwrap_or_default();
             let nl = s
                 .nodes
                 .get(&node)
@@ -150,15 +124,12 @@ fn pod_row(s: &ClusterState, p: &Pod) -> PodGauge {
                 .unwrap_or_default();
             let label = |k: &str| nl.get(k).cloned().unwrap_or_default();
             PodGauge {
-                name: p.metadata.name.clone().unwrap_or_default(),
-                namespace: p.metadata.namespace.clone().unwrap_or_default(),
+                name: p.name.clone(),
+                namespace: p.namespace.clone(),
                 owner: p
-                    .metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .find(|o| o.controller == Some(true))
-                    .map(|o| format!("{}/{}", o.kind, o.name))
+                    .controller
+                    .as_ref()
+                    .map(|(kind, name)| format!("{kind}/{name}"))
                     .unwrap_or_default(),
                 scheduled: !node.is_empty(),
                 node,
@@ -167,12 +138,8 @@ fn pod_row(s: &ClusterState, p: &Pod) -> PodGauge {
                 arch: label(labels::ARCH),
                 instance_type: label(labels::INSTANCE_TYPE),
                 capacity_type: label(labels::CAPACITY_TYPE),
-                phase: p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.phase.clone())
-                    .unwrap_or_default(),
-                ready: condition_true(p, "Ready"),
+                phase: p.phase.as_deref().unwrap_or_default().to_owned(),
+                ready: p.condition_true("Ready"),
             }
         }
     }
@@ -260,26 +227,17 @@ impl PodStartup {
                 self.pending.remove(key);
                 return;
             };
-            if provisionable(p) {
+            if p.provisionable() {
                 self.pending.entry(key.to_owned()).or_insert(false);
                 return;
             }
             let Some(bound_seen) = self.pending.get_mut(key) else {
                 return;
             };
-            let Some(created) = p.metadata.creation_timestamp.as_ref().map(from_time) else {
+            let Some(created) = p.created else {
                 return;
             };
-            let since = |type_: &str| {
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .into_iter()
-                    .flatten()
-                    .find(|c| c.type_ == type_ && c.status == "True")
-                    .and_then(|c| c.last_transition_time.as_ref())
-                    .map(from_time)
-            };
+            let since = |type_: &str| p.true_since(type_);
             // From when the provisioner first found the pod room; not for a pod bound before
             // that (the kube-scheduler found it room on its own).
             let room = s.pod_scheduling(key).schedulable;

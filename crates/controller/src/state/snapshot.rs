@@ -5,51 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use nodewright_core::model::{InstanceType, Snapshot};
 use nodewright_core::time::Timestamp;
 
 use super::{ClusterState, convert};
-
-/// Upstream's provisionable pod: marked Unschedulable by kube-scheduler, unbound, not
-/// preempting, not terminating, not owned by a DaemonSet or a Node.
-pub fn provisionable(p: &Pod) -> bool {
-    let spec = p.spec.as_ref();
-    let status = p.status.as_ref();
-    if p.metadata.deletion_timestamp.is_some()
-        || spec
-            .and_then(|s| s.node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-        || status
-            .and_then(|s| s.nominated_node_name.as_deref())
-            .is_some_and(|n| !n.is_empty())
-        || matches!(
-            status.and_then(|s| s.phase.as_deref()),
-            Some("Succeeded" | "Failed")
-        )
-    {
-        return false;
-    }
-    let owned_by = |kind: &str| {
-        p.metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.controller == Some(true) && o.kind == kind)
-    };
-    if owned_by("DaemonSet") || owned_by("Node") {
-        return false;
-    }
-    status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.type_ == "PodScheduled"
-                && c.status == "False"
-                && c.reason.as_deref() == Some("Unschedulable")
-        })
-}
 
 /// Frees the nominated pods (`held`, indices into `s.pods`) that no longer fit on their
 /// claim's registered Node beside the pods kube-scheduler bound there. kube-scheduler does not
@@ -143,19 +102,19 @@ impl ClusterState {
         }
         let mut held = Vec::new();
         for (key, p) in &self.pods {
-            let bound = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .is_some_and(|n| !n.is_empty());
-            if !bound && !provisionable(p) {
+            // The index keeps a model for exactly the pods a snapshot takes: bound ones and
+            // provisionable ones.
+            let Some(model) = p.model() else {
                 continue;
-            }
-            match self.pod_model(key, p) {
-                Ok(mut pod) => {
+            };
+            match model {
+                Ok(pod) => {
+                    let mut pod = pod.clone();
                     // A pod nominated to a claim holds its place there: the solve counts
                     // it on that claim instead of launching for it again.
-                    if !bound && let Some(c) = self.nominated_claim(key, now) {
+                    if p.bound_to().is_none()
+                        && let Some(c) = self.nominated_claim(key, now)
+                    {
                         pod.node_name = Some(
                             c.status
                                 .as_ref()

@@ -45,7 +45,6 @@ fn a_relist_replaces_the_kind_atomically() {
 
 #[test]
 fn unread_fields_are_stripped() {
-    let mut s = ClusterState::default();
     let mut a = unschedulable("a");
     a["spec"]["volumes"] = json!([
         {"name": "kube-api-access", "projected": {"sources": [
@@ -55,8 +54,10 @@ fn unread_fields_are_stripped() {
         {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
         {"name": "cache", "emptyDir": {}}
     ]);
-    s.apply(WatchEvent::Apply(pod(a)));
-    let p = &s.pods["default/a"];
+    // The watched object, before the index takes its record.
+    let Object::Pod(p) = pod(a.clone()) else {
+        unreachable!()
+    };
     assert!(p.metadata.managed_fields.is_none());
     let spec = p.spec.as_ref().unwrap();
     assert!(spec.containers[0].env.is_none());
@@ -69,8 +70,69 @@ fn unread_fields_are_stripped() {
         .map(|v| v.name.as_str())
         .collect();
     assert_eq!(volumes, ["data", "scratch"]);
-    let model = s.pod_model("default/a", p).unwrap();
+    // The index's record keeps the claims termination reads and the engine's model.
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(a)));
+    let p = &s.pods["default/a"];
+    assert_eq!((p.namespace.as_str(), p.name.as_str()), ("default", "a"));
+    assert_eq!(p.uid.as_deref(), Some("a"));
+    assert!(p.provisionable());
+    assert_eq!(p.claims, ["data-a"]);
+    let model = p.model().unwrap().as_ref().unwrap();
     assert_eq!(model.volume_claims, ["data-a", "a-scratch"]);
+    assert_eq!(model.requests.get("cpu"), 1000);
+}
+
+#[test]
+fn a_pods_record_answers_as_the_pod_would() {
+    use crate::termination::{drain_group, waits_for};
+    let record = |v: serde_json::Value| PodRecord::from_api(&serde_json::from_value(v).unwrap());
+    let mut v = unschedulable("a");
+    assert!(record(v.clone()).provisionable());
+    // Preempting (a nominated node), terminating, or owned by a DaemonSet: not provisionable.
+    v["status"]["nominatedNodeName"] = json!("n9");
+    assert!(!record(v.clone()).provisionable());
+    v["status"]["nominatedNodeName"] = json!("");
+    assert!(record(v.clone()).provisionable());
+    let mut ds = v.clone();
+    ds["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "name": "d", "uid": "d", "controller": true}]);
+    let ds = record(ds);
+    assert!(!ds.provisionable());
+    assert_eq!(drain_group(&ds), 1);
+    assert!(
+        ds.model().is_none(),
+        "neither bound nor provisionable: no model"
+    );
+    // Bound and running: a model and a usage on its node; the conditions read.
+    v["spec"]["nodeName"] = json!("n1");
+    v["spec"]["priorityClassName"] = json!("system-node-critical");
+    v["spec"]["tolerations"] = json!([{"key": "karpenter.sh/disrupted", "operator": "Exists"}]);
+    v["status"] = json!({"phase": "Running", "startTime": "2024-06-01T00:00:00Z",
+        "conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2024-06-01T00:00:01Z"},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-06-01T00:00:02Z"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2024-06-01T00:00:03Z"}]});
+    v["metadata"]["labels"] = json!({"b": "2", "a": "1"});
+    let r = record(v);
+    assert!(!r.provisionable());
+    assert_eq!(r.bound_to(), Some("n1"));
+    assert_eq!(r.usage().unwrap().requests.get("cpu"), 1000);
+    assert!(r.condition_true("Ready") && !r.condition_true("Initialized"));
+    assert_eq!(
+        r.true_since("PodScheduled"),
+        Some(Timestamp(1_717_200_002_000))
+    );
+    assert_eq!(r.started, Some(Timestamp(1_717_200_000_000)));
+    assert_eq!(drain_group(&r), 2, "critical, not a DaemonSet's");
+    assert!(
+        !waits_for(&r, Timestamp(0)),
+        "tolerates the disrupted taint"
+    );
+    assert_eq!(
+        r.labels().into_iter().collect::<Vec<_>>(),
+        [("a".into(), "1".into()), ("b".into(), "2".into())]
+    );
 }
 
 #[test]

@@ -8,18 +8,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use nodewright_core::time::Timestamp;
 
 use super::waits_for;
+use crate::state::PodRecord;
 
 /// Names of the attachments on `node` the termination waits for, sorted. `pods` are the
 /// pods bound to the node; `pvcs` are keyed `namespace/name`.
 pub fn blocking<'a>(
     node: &str,
     attachments: impl IntoIterator<Item = &'a VolumeAttachment>,
-    pods: &[&Pod],
+    pods: &[&PodRecord],
     pvcs: &BTreeMap<String, PersistentVolumeClaim>,
     now: Timestamp,
 ) -> Vec<String> {
@@ -46,17 +47,11 @@ pub fn blocking<'a>(
 
 /// The persistent volumes `pod` mounts through its claims.
 fn volumes_of<'a>(
-    pod: &Pod,
+    pod: &PodRecord,
     pvcs: &'a BTreeMap<String, PersistentVolumeClaim>,
 ) -> impl Iterator<Item = &'a str> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let claims: Vec<String> = pod
-        .spec
-        .iter()
-        .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| v.persistent_volume_claim.as_ref())
-        .map(|c| format!("{ns}/{}", c.claim_name))
-        .collect();
+    let ns = &pod.namespace;
+    let claims: Vec<String> = pod.claims.iter().map(|c| format!("{ns}/{c}")).collect();
     claims
         .into_iter()
         .filter_map(move |k| pvcs.get(&k)?.spec.as_ref()?.volume_name.as_deref())
@@ -76,19 +71,21 @@ mod tests {
         .unwrap()
     }
 
-    fn pod(name: &str, claim: &str, tolerates: bool) -> Pod {
+    fn pod(name: &str, claim: &str, tolerates: bool) -> PodRecord {
         let tolerations = if tolerates {
             json!([{"key": "karpenter.sh/disrupted", "operator": "Exists"}])
         } else {
             json!([])
         };
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"containers": [], "tolerations": tolerations,
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
-            "status": {"phase": "Running"}
-        }))
-        .unwrap()
+        PodRecord::from_api(
+            &serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [], "tolerations": tolerations,
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
+                "status": {"phase": "Running"}
+            }))
+            .unwrap(),
+        )
     }
 
     fn pvcs() -> BTreeMap<String, PersistentVolumeClaim> {

@@ -1,0 +1,274 @@
+//! The index's record of a pod: what the controller's loops read of it, taken from the
+//! k8s-openapi `Pod` once, when the watch reports the pod, together with the engine's model
+//! of the pod when a snapshot takes it (bound or provisionable).
+//!
+//! The index holds every pod of the cluster, most of them pending ones no decision may touch
+//! yet, and a k8s-openapi `Pod` is large before any field is set (a `Pod` is 2,176 bytes, each
+//! `Container` 2,120, each `Volume` 3,208): at 20,000 pending pods that was about half the
+//! controller's heap. A record keeps the metadata, node, phase and conditions the loops ask
+//! about, and the few answers (critical, tolerates the disrupted taint, mirror pod) that would
+//! otherwise need the whole spec.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
+use nodewright_core::resources::Resources;
+use nodewright_core::time::Timestamp;
+
+use crate::clock::from_time;
+
+/// One watched pod, as the index keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodRecord {
+    /// `metadata.namespace` and `metadata.name`, empty when unset.
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+    /// `metadata.labels`, sorted by key (PDB selectors read them).
+    labels: Box<[(Box<str>, Box<str>)]>,
+    pub created: Option<Timestamp>,
+    pub deleted: Option<Timestamp>,
+    pub deletion_grace_seconds: Option<i64>,
+    /// The controller owner reference's kind and name (the API server allows one).
+    pub controller: Option<(Box<str>, Box<str>)>,
+    /// `spec.nodeName` as written (possibly empty).
+    pub node_name: Option<String>,
+    pub grace_seconds: Option<i64>,
+    pub priority_class_name: Option<Box<str>>,
+    /// Whether a toleration lets the pod stay on a node tainted `karpenter.sh/disrupted`.
+    pub tolerates_disrupted: bool,
+    /// The `karpenter.sh/do-not-disrupt` annotation's value.
+    pub do_not_disrupt: Option<Box<str>>,
+    /// Carries the `kubernetes.io/config.mirror` annotation.
+    pub mirror: bool,
+    /// Names of the PersistentVolumeClaims the pod mounts directly.
+    pub claims: Vec<String>,
+    /// `status.phase` as written.
+    pub phase: Option<Cow<'static, str>>,
+    /// `status.nominatedNodeName` is set and not empty.
+    pub nominated: bool,
+    pub started: Option<Timestamp>,
+    /// The `PodScheduled` and `Ready` conditions, in the pod's order; no reader asks for
+    /// another type.
+    conditions: Vec<Condition>,
+    /// The engine's model, for pods a snapshot takes (see [`PodModel`]).
+    pub(super) model: Option<PodModel>,
+}
+
+/// One pod condition of a type the loops read.
+#[derive(Clone, Debug, PartialEq)]
+struct Condition {
+    scheduled: bool,
+    status: Cow<'static, str>,
+    reason: Option<Cow<'static, str>>,
+    since: Option<Timestamp>,
+}
+
+/// A pod's conversion into the engine's model and what it adds to its node's usage.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PodModel {
+    pub(super) pod: Result<nodewright_core::model::Pod, String>,
+    /// The node it counts on (bound and not finished) and what it adds there.
+    pub(super) on: Option<(String, PodUsage)>,
+}
+
+/// What one pod adds to its node's gauges.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodUsage {
+    pub requests: Resources,
+    pub limits: Resources,
+    pub daemon: bool,
+}
+
+/// The values the API server writes most, kept without an allocation of their own.
+fn known(s: &str) -> Cow<'static, str> {
+    const KNOWN: [&str; 9] = [
+        "Pending",
+        "Running",
+        "Succeeded",
+        "Failed",
+        "Unknown",
+        "True",
+        "False",
+        "Unschedulable",
+        "SchedulerError",
+    ];
+    match KNOWN.iter().find(|k| **k == s) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(s.to_owned()),
+    }
+}
+
+impl PodRecord {
+    /// The record of `p`, with its model when a snapshot would take it.
+    pub fn from_api(p: &Pod) -> PodRecord {
+        let md = &p.metadata;
+        let spec = p.spec.as_ref();
+        let status = p.status.as_ref();
+        let annotations = md.annotations.as_ref();
+        let mut labels: Vec<(Box<str>, Box<str>)> = md
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+            .collect();
+        labels.sort();
+        let conditions = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|c| c.type_ == "PodScheduled" || c.type_ == "Ready")
+            .map(|c| Condition {
+                scheduled: c.type_ == "PodScheduled",
+                status: known(&c.status),
+                reason: c.reason.as_deref().map(known),
+                since: c.last_transition_time.as_ref().map(from_time),
+            })
+            .collect();
+        let mut record = PodRecord {
+            namespace: md.namespace.clone().unwrap_or_default(),
+            name: md.name.clone().unwrap_or_default(),
+            uid: md.uid.clone(),
+            labels: labels.into_boxed_slice(),
+            created: md.creation_timestamp.as_ref().map(from_time),
+            deleted: md.deletion_timestamp.as_ref().map(from_time),
+            deletion_grace_seconds: md.deletion_grace_period_seconds,
+            controller: md
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| (o.kind.as_str().into(), o.name.as_str().into())),
+            node_name: spec.and_then(|s| s.node_name.clone()),
+            grace_seconds: spec.and_then(|s| s.termination_grace_period_seconds),
+            priority_class_name: spec
+                .and_then(|s| s.priority_class_name.as_deref())
+                .map(Into::into),
+            tolerates_disrupted: spec
+                .and_then(|s| s.tolerations.as_deref())
+                .is_some_and(crate::termination::tolerates_disrupted),
+            do_not_disrupt: annotations
+                .and_then(|a| a.get(DO_NOT_DISRUPT))
+                .map(|v| v.as_str().into()),
+            mirror: annotations.is_some_and(|a| a.contains_key("kubernetes.io/config.mirror")),
+            claims: spec
+                .and_then(|s| s.volumes.as_ref())
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.persistent_volume_claim.as_ref())
+                .map(|c| c.claim_name.clone())
+                .collect(),
+            phase: status.and_then(|s| s.phase.as_deref()).map(known),
+            nominated: status
+                .and_then(|s| s.nominated_node_name.as_deref())
+                .is_some_and(|n| !n.is_empty()),
+            started: status.and_then(|s| s.start_time.as_ref()).map(from_time),
+            conditions,
+            model: None,
+        };
+        record.model = record.model_of(p);
+        record
+    }
+
+    /// The model of a pod the snapshot takes (bound or provisionable); `None` for others.
+    fn model_of(&self, p: &Pod) -> Option<PodModel> {
+        let node = self.bound_to();
+        if node.is_none() && !self.provisionable() {
+            return None;
+        }
+        let pod = nodewright_api::workload::pod_from_api(p).map_err(|e| e.to_string());
+        let on = node.filter(|_| !self.finished()).map(|n| {
+            let usage = PodUsage {
+                requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
+                limits: super::gauges::pod_limits(p),
+                daemon: self.owned_by("DaemonSet"),
+            };
+            (n.to_owned(), usage)
+        });
+        Some(PodModel { pod, on })
+    }
+
+    /// `namespace/name`, the index's key.
+    pub fn key(&self) -> String {
+        if self.namespace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        }
+    }
+
+    /// The labels, as selectors take them.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        self.labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// The node the pod is bound to, if any (an empty `spec.nodeName` is none).
+    pub fn bound_to(&self) -> Option<&str> {
+        self.node_name.as_deref().filter(|n| !n.is_empty())
+    }
+
+    /// Its controller owner reference is of `kind`.
+    pub fn owned_by(&self, kind: &str) -> bool {
+        self.controller.as_ref().is_some_and(|(k, _)| &**k == kind)
+    }
+
+    /// `Succeeded` or `Failed`.
+    pub fn finished(&self) -> bool {
+        matches!(self.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Whether a condition of `type_` ("PodScheduled" or "Ready") has status `True`.
+    pub fn condition_true(&self, type_: &str) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| c.is(type_) && c.status == "True")
+    }
+
+    /// When the first condition of `type_` with status `True` last changed.
+    pub fn true_since(&self, type_: &str) -> Option<Timestamp> {
+        self.conditions
+            .iter()
+            .find(|c| c.is(type_) && c.status == "True")
+            .and_then(|c| c.since)
+    }
+
+    /// Upstream's provisionable pod: marked Unschedulable by kube-scheduler, unbound, not
+    /// preempting, not terminating, not owned by a DaemonSet or a Node.
+    pub fn provisionable(&self) -> bool {
+        if self.deleted.is_some() || self.bound_to().is_some() || self.nominated || self.finished()
+        {
+            return false;
+        }
+        if self.owned_by("DaemonSet") || self.owned_by("Node") {
+            return false;
+        }
+        self.conditions.iter().any(|c| {
+            c.scheduled && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+        })
+    }
+
+    /// The engine's model of the pod, for a pod a snapshot takes (bound or provisionable).
+    pub fn model(&self) -> Option<&Result<nodewright_core::model::Pod, String>> {
+        self.model.as_ref().map(|m| &m.pod)
+    }
+
+    /// What the pod adds to the node it counts on (bound and not finished).
+    pub fn usage(&self) -> Option<&PodUsage> {
+        self.model.as_ref()?.on.as_ref().map(|(_, u)| u)
+    }
+}
+
+impl Condition {
+    fn is(&self, type_: &str) -> bool {
+        match type_ {
+            "PodScheduled" => self.scheduled,
+            "Ready" => !self.scheduled,
+            _ => false,
+        }
+    }
+}
