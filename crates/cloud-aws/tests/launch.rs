@@ -194,29 +194,6 @@ async fn template_data(moto: &Moto, name: &str) -> aws_sdk_ec2::types::ResponseL
         .clone()
 }
 
-async fn cluster_templates(moto: &Moto, cluster: &str) -> Vec<String> {
-    let out = moto
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("tag:karpenter.k8s.aws/cluster")
-                .values(cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let mut names: Vec<String> = out
-        .launch_templates()
-        .iter()
-        .filter_map(|t| t.launch_template_name().map(str::to_string))
-        .collect();
-    names.sort();
-    names
-}
-
 /// Device name, size (GiB), volume type, encrypted.
 type Device = (String, Option<i32>, Option<String>, Option<bool>);
 
@@ -382,7 +359,7 @@ async fn al2023_launch_builds_template_fleet_and_tags_and_reuses_the_template() 
             "{needle:?} missing from\n{user_data}"
         );
     }
-    let lt_tags = cluster_templates(&env.moto, cluster).await;
+    let lt_tags = support::cluster_template_names(&env.moto.clients, cluster).await;
     assert_eq!(lt_tags.len(), 2, "{lt_tags:?}");
     assert!(lt_tags.contains(&name));
 
@@ -401,7 +378,10 @@ async fn al2023_launch_builds_template_fleet_and_tags_and_reuses_the_template() 
     assert_ne!(second.instance.provider_id, got.instance.provider_id);
     let calls = fleet.calls();
     assert_eq!(template_of(&calls[1], "m5.large"), name);
-    assert_eq!(cluster_templates(&env.moto, cluster).await, lt_tags);
+    assert_eq!(
+        support::cluster_template_names(&env.moto.clients, cluster).await,
+        lt_tags
+    );
     // A fresh provider (a restart) finds them by name instead of creating new ones.
     let fleet2 = Recording::new(&env.moto, &[]);
     let restarted = env.cloud(fleet2.clone());
@@ -419,7 +399,10 @@ async fn al2023_launch_builds_template_fleet_and_tags_and_reuses_the_template() 
         .await
         .expect("launch after restart");
     assert_eq!(template_of(&fleet2.calls()[0], "m5.large"), name);
-    assert_eq!(cluster_templates(&env.moto, cluster).await, lt_tags);
+    assert_eq!(
+        support::cluster_template_names(&env.moto.clients, cluster).await,
+        lt_tags
+    );
     let ec2 = instance(&env.moto, instance_id(&second.instance.provider_id)).await;
     assert_eq!(
         tags_of(ec2.tags())
@@ -760,7 +743,9 @@ async fn identical_launches_share_one_fleet_call_and_keep_their_own_claim_tags()
         );
     }
     assert_eq!(
-        cluster_templates(&env.moto, &env.seed.cluster).await.len(),
+        support::cluster_template_names(&env.moto.clients, &env.seed.cluster)
+            .await
+            .len(),
         1
     );
 }
@@ -775,7 +760,7 @@ async fn unused_templates_are_deleted_and_made_again_when_needed() {
     let nc = claim("gc-1", "gc", &["m5.large"], "on-demand", None);
     cloud.launch(&nc, Some(&class)).await.expect("launch");
     let cluster = &env.seed.cluster;
-    let before = cluster_templates(&env.moto, cluster).await;
+    let before = support::cluster_template_names(&env.moto.clients, cluster).await;
     assert_eq!(before.len(), 1);
 
     // A restarted provider learns of the template and keeps it while it is recent.
@@ -788,13 +773,20 @@ async fn unused_templates_are_deleted_and_made_again_when_needed() {
             .unwrap()
             .is_empty()
     );
-    assert_eq!(cluster_templates(&env.moto, cluster).await, before);
+    assert_eq!(
+        support::cluster_template_names(&env.moto.clients, cluster).await,
+        before
+    );
     let deleted = restarted
         .delete_unused_launch_templates(std::time::Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(deleted, before);
-    assert!(cluster_templates(&env.moto, cluster).await.is_empty());
+    assert!(
+        support::cluster_template_names(&env.moto.clients, cluster)
+            .await
+            .is_empty()
+    );
 
     // The first provider still believes in it: the launch finds it gone and makes it again.
     let again = claim("gc-2", "gc", &["m5.large"], "on-demand", None);
@@ -802,7 +794,10 @@ async fn unused_templates_are_deleted_and_made_again_when_needed() {
         .launch(&again, Some(&class))
         .await
         .expect("launch after deletion");
-    assert_eq!(cluster_templates(&env.moto, cluster).await, before);
+    assert_eq!(
+        support::cluster_template_names(&env.moto.clients, cluster).await,
+        before
+    );
 }
 
 #[tokio::test]
@@ -819,7 +814,7 @@ async fn a_finalized_class_loses_its_templates_and_profile_and_no_other() {
         cloud.launch(&nc, Some(class)).await.expect("launch");
     }
     let cluster = &env.seed.cluster;
-    let before = cluster_templates(&env.moto, cluster).await;
+    let before = support::cluster_template_names(&env.moto.clients, cluster).await;
     assert_eq!(before.len(), 2, "{before:?}");
     let profile_of = |c: &nodewright_api::aws::v1::EC2NodeClass| {
         let uid = c.metadata.uid.as_deref().unwrap();
@@ -845,7 +840,7 @@ async fn a_finalized_class_loses_its_templates_and_profile_and_no_other() {
     let removed = cloud.finalize_node_class(&gone).await.unwrap();
     assert_eq!(removed.len(), 2, "a template and a profile: {removed:?}");
     assert!(removed.contains(&profile_of(&gone)));
-    let after = cluster_templates(&env.moto, cluster).await;
+    let after = support::cluster_template_names(&env.moto.clients, cluster).await;
     assert_eq!(after.len(), 1);
     assert!(!removed.contains(&after[0]));
     assert!(!profile_exists(profile_of(&gone)).await);

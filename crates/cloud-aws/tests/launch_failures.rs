@@ -65,21 +65,9 @@ impl ProviderObserver for Recorder {
 /// The decoded sizes of the user data of the cluster's launch templates in moto.
 async fn template_user_data_sizes(moto: &support::Moto, cluster: &str) -> Vec<usize> {
     let ec2 = &moto.clients.ec2;
-    // Filtered by tag: moto answers an unfiltered call with its first 15 templates and no
-    // next token, and the tests before this one leave more than that behind.
-    let templates = ec2
-        .describe_launch_templates()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("tag:karpenter.k8s.aws/cluster")
-                .values(cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let templates = support::cluster_templates(&moto.clients, cluster).await;
     let mut sizes = Vec::new();
-    for t in templates.launch_templates() {
+    for t in &templates {
         let versions = ec2
             .describe_launch_template_versions()
             .launch_template_id(t.launch_template_id().unwrap_or_default())

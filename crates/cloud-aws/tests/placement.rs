@@ -317,7 +317,7 @@ async fn launches_carry_tenancy_group_and_partition_in_the_template() {
     assert_eq!(launched.labels[aws::PLACEMENT_GROUP_ID], "pg-0p1");
     assert_eq!(launched.labels[aws::PLACEMENT_GROUP_PARTITION], "2");
     assert_eq!(launched.labels[aws::INSTANCE_TENANCY], "dedicated");
-    let names = cluster_templates(&env.moto, &cluster).await;
+    let names = support::cluster_template_names(&env.moto.clients, &cluster).await;
     let mut found = Vec::new();
     for n in &names {
         if let Some(p) = template_placement(&env.moto, n).await {
@@ -363,7 +363,7 @@ async fn launches_carry_tenancy_group_and_partition_in_the_template() {
     assert_eq!(p.labels[aws::INSTANCE_TENANCY], "default");
 
     let mut placements = Vec::new();
-    for n in cluster_templates(&env.moto, &cluster).await {
+    for n in support::cluster_template_names(&env.moto.clients, &cluster).await {
         placements.push(template_placement(&env.moto, &n).await.map(|p| {
             (
                 p.group_id().map(str::to_string),
@@ -383,30 +383,6 @@ async fn launches_carry_tenancy_group_and_partition_in_the_template() {
             Some((Some("pg-0p1".into()), Some(2), Some("dedicated".into()))),
         ]
     );
-}
-
-/// This cluster's launch templates, by name.
-async fn cluster_templates(moto: &Moto, cluster: &str) -> Vec<String> {
-    let out = moto
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("tag:karpenter.k8s.aws/cluster")
-                .values(cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("DescribeLaunchTemplates");
-    let mut names: Vec<String> = out
-        .launch_templates()
-        .iter()
-        .filter_map(|t| t.launch_template_name().map(str::to_string))
-        .collect();
-    names.sort();
-    names
 }
 
 #[tokio::test]
@@ -876,7 +852,7 @@ async fn dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group() {
         nodewright_core::model::CapacityType::Spot
     );
     let mut tenancies = Vec::new();
-    for n in cluster_templates(&env.moto, &cluster).await {
+    for n in support::cluster_template_names(&env.moto.clients, &cluster).await {
         if let Some(p) = template_placement(&env.moto, &n).await {
             tenancies.push(p.tenancy().cloned());
         }

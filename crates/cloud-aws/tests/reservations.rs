@@ -243,21 +243,9 @@ async fn latest_template(
     moto: &Moto,
     cluster: &str,
 ) -> Vec<aws_sdk_ec2::types::ResponseLaunchTemplateData> {
-    let list = moto
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("tag:karpenter.k8s.aws/cluster")
-                .values(cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let list = support::cluster_templates(&moto.clients, cluster).await;
     let mut out = Vec::new();
-    for t in list.launch_templates() {
+    for t in &list {
         let v = moto
             .clients
             .ec2

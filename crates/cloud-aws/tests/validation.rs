@@ -157,20 +157,8 @@ async fn a_class_validates_with_one_dry_run_of_each_launch_call_then_uses_the_ve
     );
     assert!(fleet.contains("Value=web"), "the class's tags: {fleet}");
     // Dry runs create nothing.
-    let templates = moto
-        .clients
-        .ec2
-        .describe_launch_templates()
-        .filters(
-            aws_sdk_ec2::types::Filter::builder()
-                .name("tag:karpenter.k8s.aws/cluster")
-                .values(&env.seed.cluster)
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert!(templates.launch_templates().is_empty());
+    let templates = support::cluster_templates(&moto.clients, &env.seed.cluster).await;
+    assert!(templates.is_empty());
 
     // The verdict is reused: no more dry runs for the same class.
     let mut stored = class.clone();

@@ -2,6 +2,7 @@
 //! scenario errors found while loading manifests.
 
 use nodewright_sim::RunReport;
+use nodewright_sim::report::TimelineEvent;
 
 mod common;
 use common::run;
@@ -179,13 +180,7 @@ fn a_removed_node_stays_unbilled_until_its_instance_terminates() {
     ))
     .unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let claim = |m: &str| m.split(' ').next().unwrap_or_default().to_string();
-    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
-    let gone = r
-        .timeline
-        .iter()
-        .find(|e| e.kind == "terminated" && claim(&e.message) == claim(&first.message))
-        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    let (first, gone) = first_removal(&r);
     assert_eq!(gone.at, first.at + std::time::Duration::from_secs(30));
     let last_before = |t| r.samples.iter().rfind(|s| s.at < t).unwrap();
     let (before, during) = (last_before(first.at), last_before(gone.at));
@@ -193,6 +188,18 @@ fn a_removed_node_stays_unbilled_until_its_instance_terminates() {
     assert_eq!(during.nodes, before.nodes, "{:#?}", r.samples);
     assert!(during.price_per_hour < before.price_per_hour);
     assert!(after.nodes < during.nodes);
+}
+
+/// The first node disrupted and the moment its instance is reported terminated.
+fn first_removal(r: &RunReport) -> (&TimelineEvent, &TimelineEvent) {
+    let claim = |m: &str| m.split(' ').next().unwrap_or_default().to_string();
+    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
+    let gone = r
+        .timeline
+        .iter()
+        .find(|e| e.kind == "terminated" && claim(&e.message) == claim(&first.message))
+        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    (first, gone)
 }
 
 /// The scenario's `terminationDelay` is how long the cloud takes to report a terminated
@@ -207,13 +214,7 @@ fn the_termination_delay_is_how_long_a_removed_node_stays() {
     ))
     .unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let claim = |m: &str| m.split(' ').next().unwrap_or_default().to_string();
-    let first = r.timeline.iter().find(|e| e.kind == "disrupted").unwrap();
-    let gone = r
-        .timeline
-        .iter()
-        .find(|e| e.kind == "terminated" && claim(&e.message) == claim(&first.message))
-        .unwrap_or_else(|| panic!("{:#?}", r.timeline));
+    let (first, gone) = first_removal(&r);
     assert_eq!(gone.at, first.at + std::time::Duration::from_secs(120));
 }
 

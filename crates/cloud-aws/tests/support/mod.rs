@@ -18,7 +18,7 @@ macro_rules! moto_or_skip {
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
+use aws_sdk_ec2::types::{Filter, LaunchTemplate, ResourceType, Tag, TagSpecification};
 use std::sync::Mutex;
 
 use nodewright_cloud::{BatchFlushed, LaunchFailure, ProviderObserver, TerminationFailure};
@@ -379,4 +379,34 @@ pub async fn create_eks_cluster(moto: &Moto, name: &str, subnets: &[String], cid
         .send()
         .await
         .expect("CreateCluster");
+}
+
+/// The launch templates in moto tagged for `cluster`. Filtered by tag: moto answers an
+/// unfiltered call with its first 15 templates and no next token, and earlier tests leave
+/// more than that behind.
+pub async fn cluster_templates(c: &AwsClients, cluster: &str) -> Vec<LaunchTemplate> {
+    c.ec2
+        .describe_launch_templates()
+        .filters(
+            Filter::builder()
+                .name("tag:karpenter.k8s.aws/cluster")
+                .values(cluster)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("DescribeLaunchTemplates")
+        .launch_templates()
+        .to_vec()
+}
+
+/// The names of the launch templates in moto tagged for `cluster`, sorted.
+pub async fn cluster_template_names(c: &AwsClients, cluster: &str) -> Vec<String> {
+    let mut names: Vec<String> = cluster_templates(c, cluster)
+        .await
+        .iter()
+        .filter_map(|t| t.launch_template_name().map(str::to_string))
+        .collect();
+    names.sort();
+    names
 }
