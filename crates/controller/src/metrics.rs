@@ -139,7 +139,7 @@ impl Metrics {
         let nodeclaims_disrupted = registered(
             r,
             "karpenter_nodeclaims_disrupted",
-            "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted and the owning nodepool.",
+            "NodeClaims a disruption removed, by reason, NodePool, capacity type, consolidation policy and termination mode.",
         );
         Metrics {
             nodeclaims_disrupted,
@@ -207,7 +207,7 @@ fn with_build_info(mut registry: Registry) -> Registry {
     let build_info: Gauges = registered(
         &mut registry,
         "karpenter_build_info",
-        "A metric with a constant '1' value labeled by version from which karpenter was built.",
+        "Always 1; its labels name the version, commit and toolchain this controller was built from.",
     );
     build_info
         .get_or_create(&vec![

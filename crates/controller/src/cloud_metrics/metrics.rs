@@ -36,29 +36,29 @@ impl OfferingMetrics {
         let cost_errors = registered(
             r,
             "karpenter_nodepools_cost_tracker_errors",
-            "Number of errors encountered during cost tracking operations. Labeled by nodepool.",
+            "NodeClaims a cost refresh could not price (their offering is unknown or has no price), by NodePool.",
         );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         OfferingMetrics {
             cpu_cores: gauges(
                 "karpenter_cloudprovider_instance_type_cpu_cores",
-                "VCPUs cores for a given instance type.",
+                "vCPUs of each instance type the cloud provider offers.",
             ),
             memory_bytes: gauges(
                 "karpenter_cloudprovider_instance_type_memory_bytes",
-                "Memory, in bytes, for a given instance type.",
+                "Memory of each instance type the cloud provider offers, in bytes.",
             ),
             available: gauges(
                 "karpenter_cloudprovider_instance_type_offering_available",
-                "Instance type offering availability, by instance type, capacity type and zone.",
+                "1 where an offering (instance type, capacity type, zone) can be launched now, 0 where it cannot.",
             ),
             price: gauges(
                 "karpenter_cloudprovider_instance_type_offering_price_estimate",
-                "Instance type offering estimated hourly price, by instance type, capacity type and zone.",
+                "The hourly price this controller uses for each offering (instance type, capacity type, zone).",
             ),
             cost: gauges(
                 "karpenter_nodepools_cost_total",
-                "Total cost of the nodepool from Karpenter's perspective. Units are determined by the cloud provider. Not an authoritative source for billing.",
+                "What a NodePool's running NodeClaims cost per hour at the prices this controller knows, in the cloud provider's unit; an estimate, not a bill.",
             ),
             cost_errors,
             snapshot: snapshot.clone(),

@@ -22,12 +22,12 @@ impl InterruptionMetrics {
             received: registered(
                 r,
                 "karpenter_interruption_received_messages",
-                "Count of messages received from the interruption queue. Broken down by message type.",
+                "Messages read from the interruption queue, by kind (spot interruption, rebalance, state change, scheduled change, unknown).",
             ),
             deleted: registered(
                 r,
                 "karpenter_interruption_deleted_messages",
-                "Count of messages deleted from the interruption queue.",
+                "Messages removed from the interruption queue once handled.",
             ),
             queue_duration: register(
                 r,

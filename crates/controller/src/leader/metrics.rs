@@ -17,7 +17,7 @@ impl LeaderMetrics {
             leader: registered(
                 r,
                 "leader_election_master_status",
-                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+                "1 while this replica holds the leader lease named by `name`, 0 while it waits as a standby.",
             ),
         }
     }

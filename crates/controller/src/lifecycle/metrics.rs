@@ -22,23 +22,23 @@ impl LifecycleMetrics {
             nodeclaims_terminated: registered(
                 r,
                 "karpenter_nodeclaims_terminated",
-                "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool.",
+                "NodeClaims whose termination finished, by NodePool, capacity type and zone.",
             ),
             nodes_created: registered(
                 r,
                 "karpenter_nodes_created",
-                "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
+                "Nodes that registered for a NodeClaim of this controller, by NodePool and zone.",
             ),
             termination_duration: register(
                 r,
                 "karpenter_nodeclaims_termination_duration_seconds",
-                "Duration of NodeClaim termination in seconds.",
+                "Seconds from a NodeClaim's deletion to the removal of its finalizer, by NodePool.",
                 durations(),
             ),
             instance_termination_duration: register(
                 r,
                 "karpenter_nodeclaims_instance_termination_duration_seconds",
-                "Duration of CloudProvider Instance termination in seconds.",
+                "Seconds from asking the cloud to terminate a NodeClaim's instance until it was gone, by NodePool.",
                 durations(),
             ),
         }

@@ -50,13 +50,13 @@ impl CloudMetrics {
             duration: register(
                 r,
                 "karpenter_cloudprovider_duration_seconds",
-                "Duration of cloud provider method calls. Labeled by the controller, method name and provider.",
+                "Seconds each cloud provider call took, by calling loop, method and provider.",
                 durations(),
             ),
             errors: registered(
                 r,
                 "karpenter_cloudprovider_errors",
-                "Total number of errors returned from CloudProvider calls.",
+                "Cloud provider calls that returned an error, by calling loop, method, provider and error.",
             ),
             launch_failures: registered(
                 r,
@@ -71,13 +71,13 @@ impl CloudMetrics {
             batch_size: register(
                 r,
                 "karpenter_cloudprovider_batcher_batch_size",
-                "Size of the request batch per batcher",
+                "Requests merged into one cloud call, by batcher.",
                 Family::new_with_constructor(batch_size_histogram),
             ),
             batch_time: register(
                 r,
                 "karpenter_cloudprovider_batcher_batch_time_seconds",
-                "Duration of the batching window per batcher",
+                "Seconds a batcher waited to gather requests before its call, by batcher.",
                 Family::new_with_constructor(batch_time_histogram),
             ),
             user_data: registered(

@@ -73,46 +73,43 @@ impl LoopMetrics {
         let mut counters = |name: &str, help: &str| -> Counters { registered(r, name, help) };
         let reconcile_total = counters(
             "controller_runtime_reconcile",
-            "Total number of reconciliations per controller",
+            "Passes each of the controller's loops has run, by loop and result.",
         );
         let reconcile_errors = counters(
             "controller_runtime_reconcile_errors",
-            "Total number of reconciliation errors per controller",
+            "Passes of each loop that ended in an error, by loop.",
         );
         let reconcile_panics = counters(
             "controller_runtime_reconcile_panics",
-            "Total number of reconciliation panics per controller",
+            "Passes of each loop that panicked (the supervisor restarts the loop), by loop.",
         );
-        let adds = counters(
-            "workqueue_adds",
-            "Total number of adds handled by workqueue",
-        );
+        let adds = counters("workqueue_adds", "Items put on each loop's queue, by loop.");
         let retries = counters(
             "workqueue_retries",
-            "Total number of retries handled by workqueue",
+            "Items put back on each loop's queue to be retried, by loop.",
         );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         let max_concurrent = gauges(
             "controller_runtime_max_concurrent_reconciles",
-            "Maximum number of concurrent reconciles per controller",
+            "How many passes each loop may run at once, by loop.",
         );
         let active_workers = gauges(
             "controller_runtime_active_workers",
-            "Number of currently used workers per controller",
+            "Passes each loop is running now, by loop.",
         );
         let depth = gauges("workqueue_depth", "Current depth of workqueue");
         let unfinished = gauges(
             "workqueue_unfinished_work_seconds",
-            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+            "Seconds spent so far on the passes each loop has not finished; a value that keeps growing points at a stuck pass.",
         );
         let longest = gauges(
             "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
+            "Seconds the oldest unfinished pass of each loop has run.",
         );
         let reconcile_time = register(
             r,
             "controller_runtime_reconcile_time_seconds",
-            "Length of time per reconciliation per controller",
+            "Seconds each pass of each loop took, by loop.",
             Family::new_with_constructor(reconcile_histogram as fn() -> Histogram),
         );
         let mut latencies = |name: &str, help: &str| -> Histograms {
@@ -125,11 +122,11 @@ impl LoopMetrics {
         };
         let queue_duration = latencies(
             "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested",
+            "Seconds an item waited on a loop's queue before a pass took it, by loop.",
         );
         let work_duration = latencies(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes.",
+            "Seconds a loop took to handle one item from its queue, by loop.",
         );
         LoopMetrics {
             reconcile_total,

@@ -17,7 +17,7 @@ impl RepairMetrics {
             unhealthy_disrupted: registered(
                 r,
                 "karpenter_nodeclaims_unhealthy_disrupted",
-                "Number of unhealthy nodeclaims disrupted in total by node repair. Labeled by the condition the node was disrupted on, the owning nodepool, the capacity type and the image ID.",
+                "NodeClaims node repair replaced because a node condition stayed unhealthy past its toleration, by condition, NodePool, capacity type and image.",
             ),
         }
     }

@@ -35,34 +35,34 @@ impl AgeMetrics {
         let unsynced = registered(
             r,
             "karpenter_cluster_state_unsynced_time_seconds",
-            "The time for which cluster state is not synced",
+            "Seconds the in-memory cluster state has disagreed with the API server's NodeClaims and Nodes; 0 when they agree.",
         );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         AgeMetrics {
             unsynced,
             lifetime: gauges(
                 "karpenter_nodes_current_lifetime_seconds",
-                "Node age in seconds",
+                "Seconds since each node was created.",
             ),
             unbound: gauges(
                 "karpenter_pods_unbound_time_seconds",
-                "The time from pod creation until the pod is bound.",
+                "Seconds from a pod's creation to its binding to a node.",
             ),
             unstarted: gauges(
                 "karpenter_pods_unstarted_time_seconds",
-                "The time from pod creation until the pod is running.",
+                "Seconds from a pod's creation until it is running.",
             ),
             provisioning_unbound: gauges(
                 "karpenter_pods_provisioning_unbound_time_seconds",
-                "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                "Seconds from this controller first deciding a pod can be placed to the pod's binding; measured from that in-memory moment, not the pod's creation.",
             ),
             provisioning_unstarted: gauges(
                 "karpenter_pods_provisioning_unstarted_time_seconds",
-                "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                "Seconds from this controller first deciding a pod can be placed until the pod runs; measured from that in-memory moment, not the pod's creation.",
             ),
             undecided: gauges(
                 "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
-                "The time from when Karpenter has seen a pod without making a scheduling decision for the pod. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+                "Seconds a pod this controller has seen has waited for its first scheduling decision; measured from when it was first seen, not the pod's creation.",
             ),
         }
     }

@@ -108,55 +108,55 @@ impl StateMetrics {
         let cluster_node_count = registered(
             r,
             "karpenter_cluster_state_node_count",
-            "Current count of nodes in cluster state",
+            "Nodes the in-memory cluster state holds.",
         );
         let cluster_synced = registered(
             r,
             "karpenter_cluster_state_synced",
-            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and nodes that are stored in the APIServer have the same representation as Karpenter's cluster state",
+            "1 while the in-memory cluster state holds every NodeClaim and Node the API server has, 0 otherwise.",
         );
         let pods_bound = register(
             r,
             "karpenter_pods_bound_duration_seconds",
-            "The time from pod creation until the pod is bound.",
+            "Seconds from a pod's creation to its binding to a node.",
             duration_histogram(),
         );
         let provisioning_bound = register(
             r,
             "karpenter_pods_provisioning_bound_duration_seconds",
-            "The time from when Karpenter first thinks the pod can schedule until it binds. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+            "Seconds from this controller first deciding a pod can be placed to the pod's binding; measured from that in-memory moment, not the pod's creation.",
             duration_histogram(),
         );
         let provisioning_startup = register(
             r,
             "karpenter_pods_provisioning_startup_duration_seconds",
-            "The time from when Karpenter first thinks the pod can schedule until the pod is running. Note: this calculated from a point in memory, not by the pod creation timestamp.",
+            "Seconds from this controller first deciding a pod can be placed until the pod runs; measured from that in-memory moment, not the pod's creation.",
             duration_histogram(),
         );
         let mut node_gauges = |name: &str, help: &str| -> NodeGauges { registered(r, name, help) };
         let nodes_allocatable = node_gauges(
             "karpenter_nodes_allocatable",
-            "Node allocatable are the resources allocatable by nodes.",
+            "What each node offers to pods (its allocatable), by resource.",
         );
         let nodes_pod_requests = node_gauges(
             "karpenter_nodes_total_pod_requests",
-            "Node total pod requests are the resources requested by pods bound to nodes, including DaemonSet pods.",
+            "The sum of the requests of the pods bound to each node, DaemonSet pods included, by resource.",
         );
         let nodes_pod_limits = node_gauges(
             "karpenter_nodes_total_pod_limits",
-            "Node total pod limits are the resources specified by pod limits, including DaemonSet pods.",
+            "The sum of the limits of the pods bound to each node, DaemonSet pods included, by resource.",
         );
         let nodes_daemon_requests = node_gauges(
             "karpenter_nodes_total_daemon_requests",
-            "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+            "The sum of the requests of the DaemonSet pods bound to each node, by resource.",
         );
         let nodes_daemon_limits = node_gauges(
             "karpenter_nodes_total_daemon_limits",
-            "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+            "The sum of the limits of the DaemonSet pods bound to each node, by resource.",
         );
         let nodes_system_overhead = node_gauges(
             "karpenter_nodes_system_overhead",
-            "Node system daemon overhead are the resources reserved for system overhead, the difference between the node's capacity and allocatable values are reported by the status.",
+            "What each node keeps back for the system and kubelet: its capacity less its allocatable, by resource.",
         );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         StateMetrics {
@@ -168,23 +168,23 @@ impl StateMetrics {
             nodes_system_overhead,
             cluster_utilization: gauges(
                 "karpenter_cluster_utilization_percent",
-                "Utilization of allocatable resources by pod requests",
+                "Pods' requests as a percentage of the allocatable of every node, by resource.",
             ),
             pods_state: gauges(
                 "karpenter_pods_state",
-                "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+                "One series per pod, valued 1, whose labels say where it is: name, namespace, owner, node, NodePool, zone, architecture, capacity type, instance type and phase.",
             ),
             nodepools_usage: gauges(
                 "karpenter_nodepools_usage",
-                "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
+                "The resources a NodePool's NodeClaims hold, the quantity its limits are checked against, by NodePool and resource.",
             ),
             nodepools_limit: gauges(
                 "karpenter_nodepools_limit",
-                "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
+                "A NodePool's spec.limits, by NodePool and resource.",
             ),
             pods_startup: Summary::new(
                 "karpenter_pods_startup_duration_seconds",
-                "The time from pod creation until the pod is running.",
+                "Seconds from a pod's creation until it is running.",
                 None,
             ),
             cluster_node_count,

@@ -24,32 +24,32 @@ impl TerminationMetrics {
             nodes_terminated: registered(
                 r,
                 "karpenter_nodes_terminated",
-                "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
+                "Nodes this controller has finished terminating, by NodePool and zone.",
             ),
             pods_drained: registered(
                 r,
                 "karpenter_pods_drained",
-                "Number of pods drained during node termination by Karpenter. Labeled by the reason the node was terminated.",
+                "Pods evicted or deleted while their node drained, by the reason the node was being terminated.",
             ),
             eviction_requests: registered(
                 r,
                 "karpenter_pods_eviction_requests",
-                "The number of eviction requests made by Karpenter. Labeled by the response code.",
+                "Eviction requests sent to the API server, by the HTTP status code it answered with.",
             ),
             nodes_lifetime: register(
                 r,
                 "karpenter_nodes_lifetime_duration_seconds",
-                "The lifetime duration of the nodes since creation.",
+                "How long each terminated node lived, from its creation to the end of its termination.",
                 durations(),
             ),
             nodes_drained: registered(
                 r,
                 "karpenter_nodes_drained",
-                "The total number of nodes drained by Karpenter",
+                "Nodes whose drain finished, by NodePool.",
             ),
             termination_duration: Summary::new(
                 "karpenter_nodes_termination_duration_seconds",
-                "The time taken between a node's deletion request and the removal of its finalizer",
+                "Seconds from a Node's deletion timestamp to the removal of this controller's finalizer.",
                 Some("nodepool"),
             ),
         }
