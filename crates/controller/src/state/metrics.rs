@@ -373,6 +373,12 @@ fn pod_labels(pod: &PodGauge) -> Labels {
     ]
 }
 
+/// Labels nodewright lets requirements and selectors name that the AWS provider's v1.14.1
+/// does not register as well-known (its `pkg/apis/v1/labels.go`), so its node gauges carry
+/// no dimension for them: the node class label, and `nitro-sandbox`, which that release does
+/// not set at all.
+const NOT_WELL_KNOWN_UPSTREAM: [&str; 2] = [labels::aws::EC2NODECLASS, labels::aws::NITRO_SANDBOX];
+
 /// The well-known label keys upstream turns into node dimensions, each with its dimension:
 /// core's and the AWS provider's well-known labels, named by the part after the `/`,
 /// lowercased, `-` to `_` (`node.kubernetes.io/instance-type` is `instance_type`), sorted by
@@ -382,6 +388,7 @@ fn well_known_dimensions() -> &'static [(&'static str, &'static str)] {
         let mut dims: Vec<(&'static str, &'static str)> = labels::WELL_KNOWN
             .iter()
             .chain(labels::aws::WELL_KNOWN)
+            .filter(|key| !NOT_WELL_KNOWN_UPSTREAM.contains(key))
             .filter_map(|key| {
                 let (_, name) = key.split_once('/')?;
                 let dim: &'static str = resource_label(name).leak();
@@ -519,7 +526,6 @@ pub(crate) mod tests {
             "capacity_reservation_interruptible",
             "capacity_reservation_type",
             "capacity_type",
-            "ec2nodeclass",
             "instance_accelerator_count",
             "instance_accelerator_manufacturer",
             "instance_accelerator_name",
@@ -544,7 +550,6 @@ pub(crate) mod tests {
             "instance_tenancy",
             "instance_type",
             "managed",
-            "nitro_sandbox",
             "node_name",
             "nodepool",
             "os",
