@@ -49,6 +49,12 @@ pub struct Expect {
     pub pods_per_capacity_type: Option<BTreeMap<String, usize>>,
     /// $/h of the new claims' cheapest options, to the cent's hundredth.
     pub cost: Option<f64>,
+    /// Groups of pods each placed on one node or claim (which one is not checked).
+    #[serde(default)]
+    pub together: Vec<Vec<String>>,
+    /// Groups of pods placed on as many different nodes or claims as there are pods.
+    #[serde(default)]
+    pub apart: Vec<Vec<String>>,
 }
 
 impl Expect {
@@ -60,6 +66,8 @@ impl Expect {
             && self.pods_per_zone.is_none()
             && self.pods_per_capacity_type.is_none()
             && self.cost.is_none()
+            && self.together.is_empty()
+            && self.apart.is_empty()
     }
 }
 
@@ -365,6 +373,18 @@ fn check_pod_names(expect: &Expect, s: &Snapshot) -> Result<(), String> {
     for (i, c) in expect.claims.iter().flatten().enumerate() {
         for (j, p) in c.pods.iter().enumerate() {
             named.push((format!("expect.claims[{i}].pods[{j}]"), p));
+        }
+    }
+    for (field, groups) in [("together", &expect.together), ("apart", &expect.apart)] {
+        for (i, g) in groups.iter().enumerate() {
+            if g.len() < 2 {
+                return Err(format!(
+                    "expect.{field}[{i}]: a group needs two pods or more"
+                ));
+            }
+            for (j, p) in g.iter().enumerate() {
+                named.push((format!("expect.{field}[{i}][{j}]"), p));
+            }
         }
     }
     match named.into_iter().find(|(_, n)| !exists(n)) {

@@ -62,7 +62,39 @@ pub fn differences(plan: &Plan, s: &Snapshot, expect: &Expect) -> Vec<String> {
     if let Some(claims) = &expect.claims {
         out.extend(claims_differ(plan, claims));
     }
+    for (i, g) in expect.together.iter().enumerate() {
+        let places = places_of(plan, g);
+        if places.len() != 1 {
+            out.push(format!(
+                "expect.together[{i}]: expected one place for {g:?}, got {places:?}"
+            ));
+        }
+    }
+    for (i, g) in expect.apart.iter().enumerate() {
+        let places = places_of(plan, g);
+        if places.len() != g.len() {
+            out.push(format!(
+                "expect.apart[{i}]: expected {} places for {g:?}, got {places:?}",
+                g.len()
+            ));
+        }
+    }
     out
+}
+
+/// The places `pods` went to (see [`describe`]), each with the pods it took; a pod left
+/// pending counts as a place of its own, so it never satisfies a group.
+fn places_of(plan: &Plan, pods: &[String]) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for pod in pods {
+        let key = pod_key(pod);
+        let place = match plan.placements.iter().find(|p| p.pod == key) {
+            Some(p) => describe(&p.target),
+            None => format!("pending ({pod})"),
+        };
+        m.entry(place).or_default().push(pod.clone());
+    }
+    m
 }
 
 /// A difference when `want` and `got` print differently.

@@ -4,8 +4,8 @@
 //! `nodewright plan --disruption --input` reads them), the scheduler `options` it changes, and
 //! what core's solve must make of it (`expect`): how many new NodeClaims, each one's pods,
 //! NodePool, instance types, zone, capacity type, requirements and requests, where named pods
-//! go (an existing node, an in-flight NodeClaim or a new claim) and which pods stay pending
-//! and why. The schema is in `case.rs`; a field left out is not checked.
+//! go (an existing node, an in-flight NodeClaim or a new claim), which pods share one place
+//! (`together`) and which each have their own (`apart`), and which pods stay pending and why. The schema is in `case.rs`; a field left out is not checked.
 //!
 //! One test runs every file and reports each failing case by name with its differences and
 //! the plan it got; a file that cannot be read fails with its name and the field path.
@@ -163,4 +163,31 @@ fn a_malformed_case_names_the_field() {
         let e = error_of(edit);
         assert!(e.contains(want), "{edit:?}: {e}");
     }
+}
+
+#[test]
+fn together_and_apart_can_each_fail() {
+    let two = CASE
+        .replace(
+            "  pods:\n",
+            "  pods:\n  - metadata: {name: q}\n    spec:\n      containers:\n      - {name: c, image: app, resources: {requests: {cpu: '1'}}}\n",
+        )
+        .replace("    p: {instanceType: it-0}\n", "    p: {newClaim: true}\n");
+    let with = |extra: &str| run(&format!("{two}  {extra}\n"));
+    assert_eq!(with("together: [[p, q]]"), Ok(()));
+    let e = with("apart: [[p, q]]").unwrap_err();
+    assert!(
+        e.contains("expect.apart[0]: expected 2 places for [\"p\", \"q\"], got {\"on new claim 0\": [\"p\", \"q\"]}"),
+        "{e}"
+    );
+    let e = with("together: [[p]]").unwrap_err();
+    assert!(
+        e.contains("expect.together[0]: a group needs two pods or more"),
+        "{e}"
+    );
+    let e = with("together: [[p, r]]").unwrap_err();
+    assert!(
+        e.contains("expect.together[0][1]: the input has no pod default/r"),
+        "{e}"
+    );
 }
