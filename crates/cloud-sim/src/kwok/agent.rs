@@ -23,6 +23,7 @@ use nodewright_cloud::InstanceState;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::cached::keep_for_kubelet;
 use super::machines::Machines;
 use super::node::{AGENT_LABEL, Action, node_ip, node_name, plan, quantities};
 use super::pod::{Kubelet, PodAction, PodRef, pod_plan};
@@ -77,15 +78,17 @@ pub struct NodeAgent {
     config: AgentConfig,
     last_heartbeat: BTreeMap<String, Instant>,
     pods: Option<PodWatch>,
-    /// Pods this agent started, as the API server returned them, until the watch shows the
-    /// change; without it a lagging watch would have them started twice.
+    /// Pods this agent started, as the API server returned them (less what the cache drops,
+    /// [`keep_for_kubelet`]), until the watch shows the change; without it a lagging watch
+    /// would have them started twice.
     started: BTreeMap<String, Arc<Pod>>,
     /// Uids of pods this agent deleted or finished, until the watch drops them (or shows
     /// them finished); without it a lagging watch would have a finished pod finished again.
     done: BTreeSet<String>,
 }
 
-/// The watch over [`BOUND_PODS`] and the cache it fills; the watch stops with the agent.
+/// The watch over [`BOUND_PODS`] and the cache it fills, each pod as [`keep_for_kubelet`]
+/// leaves it; the watch stops with the agent.
 struct PodWatch {
     store: Store<Pod>,
     task: JoinHandle<()>,
@@ -103,7 +106,7 @@ impl PodWatch {
         let (store, writer) = reflector::store();
         let stream = watcher(api, watcher::Config::default().fields(BOUND_PODS))
             .default_backoff()
-            .modify(|p: &mut Pod| p.metadata.managed_fields = None)
+            .modify(keep_for_kubelet)
             .reflect(writer)
             .boxed();
         let task = tokio::spawn(stream.for_each(|event| async move {
@@ -303,6 +306,8 @@ impl NodeAgent {
                 (PodAction::Start(r, _), Ok(Some(pod))) => {
                     started += 1;
                     if let Some(uid) = r.uid {
+                        let mut pod = pod;
+                        keep_for_kubelet(&mut pod);
                         self.started.insert(uid, Arc::new(pod));
                     }
                 }

@@ -11,6 +11,7 @@
 //! sleeps.
 
 mod agent;
+mod cached;
 pub mod machines;
 pub mod node;
 pub mod pod;
