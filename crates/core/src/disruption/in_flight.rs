@@ -23,6 +23,10 @@
 //! - nodes whose instance is already terminating leave the snapshot, as upstream leaves
 //!   `InstanceTerminating` claims out of the budget counts.
 //!
+//! The view also records each running command's targets and replacements
+//! ([`Snapshot::commands_in_flight`]): the scheduler replay drains them in the order their
+//! replacements become Ready.
+//!
 //! The controller and the simulator both plan and re-check on [`InFlight::view`], and both
 //! keep a finished command's replacements reserved while its targets drain ([`draining`]).
 
