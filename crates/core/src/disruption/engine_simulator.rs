@@ -226,6 +226,7 @@ pub(crate) fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&
         persistent_volumes: snapshot.persistent_volumes.clone(),
         storage_classes: snapshot.storage_classes.clone(),
         namespaces: snapshot.namespaces.clone(),
+        commands_in_flight: snapshot.commands_in_flight.clone(),
     }
 }
 

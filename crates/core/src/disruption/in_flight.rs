@@ -23,6 +23,10 @@
 //! - nodes whose instance is already terminating leave the snapshot, as upstream leaves
 //!   `InstanceTerminating` claims out of the budget counts.
 //!
+//! The view also records each running command's targets and replacements
+//! ([`Snapshot::commands_in_flight`]): the scheduler replay drains them in the order their
+//! replacements become Ready.
+//!
 //! The controller and the simulator both plan and re-check on [`InFlight::view`], and both
 //! keep a finished command's replacements reserved while its targets drain ([`draining`]).
 
@@ -32,7 +36,7 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::command::Command;
-use crate::model::{Node, Snapshot};
+use crate::model::{CommandInFlight, Node, Snapshot};
 use crate::taints::{Taint, TaintEffect};
 
 use crate::taints::DISRUPTED_TAINT;
@@ -46,6 +50,9 @@ pub struct InFlight {
     pub replacements: BTreeSet<String>,
     /// Nodes whose instance is terminating.
     pub terminating: BTreeSet<String>,
+    /// Each running command's targets and replacements, in the order they were added: the
+    /// scheduler replay drains them in turn ([`Snapshot::commands_in_flight`]).
+    pub commands: Vec<CommandInFlight>,
 }
 
 impl InFlight {
@@ -53,8 +60,16 @@ impl InFlight {
     pub fn add<'a>(&mut self, command: &Command, replacements: impl IntoIterator<Item = &'a str>) {
         self.targets
             .extend(command.targets.iter().map(|t| t.nodeclaim.clone()));
-        self.replacements
-            .extend(replacements.into_iter().map(str::to_string));
+        let replacements: Vec<String> = replacements.into_iter().map(str::to_string).collect();
+        self.replacements.extend(replacements.iter().cloned());
+        self.commands.push(CommandInFlight {
+            targets: command
+                .targets
+                .iter()
+                .map(|t| t.nodeclaim.clone())
+                .collect(),
+            replacements,
+        });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -95,6 +110,10 @@ impl InFlight {
         if self.targets.is_empty() && self.replacements.is_empty() {
             return done;
         }
+        done.commands = Some(std::mem::replace(
+            &mut snapshot.commands_in_flight,
+            self.commands.clone(),
+        ));
         let now = snapshot.now;
         // Nodes that must take no new pods: the targets' and the reserved replacements'.
         let mut closed: BTreeSet<String> = BTreeSet::new();
@@ -140,11 +159,16 @@ pub struct Applied {
     /// Claims and nodes (positions after the removal) given the disrupted taint, last.
     tainted_claims: Vec<usize>,
     tainted_nodes: Vec<usize>,
+    /// The commands in flight the snapshot recorded before.
+    commands: Option<Vec<CommandInFlight>>,
 }
 
 impl Applied {
     /// Puts `snapshot`, as [`InFlight::apply_reversibly`] left it, back as it was before.
     pub fn revert(self, snapshot: &mut Snapshot) {
+        if let Some(commands) = self.commands {
+            snapshot.commands_in_flight = commands;
+        }
         for i in self.tainted_nodes {
             snapshot.nodes[i].taints.pop();
         }

@@ -11,22 +11,31 @@
 //! move to the emptiest nodes when their replacement is Ready, not only onto it.
 //!
 //! So a command is taken only if the scheduler's own order places every moved pod. First
-//! the pods already pending and the pods of running commands' targets, with those commands'
-//! replacements Ready and empty (as their claims' allocatable says, or before their launch as
-//! the cheapest type they allow); then the command's own pods, with its replacement Ready as
-//! the cheapest of its options. Each pod goes to the node with the largest share of cpu free
-//! (ties by node name, a replacement after the nodes), among the Ready, schedulable nodes it
-//! tolerates and selects. As upstream
-//! acts only if the pods of deleting nodes schedule too, a running command's pod without room
-//! refuses the command as well. Only resources, taints, node selectors and required node
-//! affinity are replayed: a pending pod with other constraints is left out, and a moving one
-//! is placed by these alone, so the replay refuses only where the scheduler finds no room.
+//! the pods already pending. Then the running commands drain one at a time, in the order
+//! their replacements become Ready, as each drains as soon as its own are: those already
+//! Ready first, then by when the last of them was created (a launch takes about as long as
+//! another), then as the commands were added ([`Snapshot::commands_in_flight`]). When one
+//! drains, its replacements join the nodes Ready and empty (as their claims' allocatable
+//! says, or before their launch as the cheapest type they allow), and its targets' pods are
+//! queued with the pending pods still without room: a running command's pod may use the
+//! replacements of the commands draining before it, not those of the commands after it.
+//! Targets and replacements of no recorded command drain with the pending pods. Then the
+//! pods of the round's other commands, and last the command's own pods, with its replacement
+//! Ready as the cheapest of its options; a pending pod still without room is left to the
+//! provisioner. Each pod goes to the node with the largest share of cpu free (ties by node
+//! name, a replacement after the nodes), among the Ready, schedulable nodes it tolerates and
+//! selects. As upstream acts only if the pods of deleting nodes schedule too, a running
+//! command's pod without room refuses the command as well. Only resources, taints, node
+//! selectors and required node affinity are replayed: a pending pod with other constraints
+//! is left out, and a moving one is placed by these alone, so the replay refuses only where
+//! the scheduler finds no room.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use super::command::Command;
-use crate::model::{Node, Pod, Snapshot};
+use crate::model::{CommandInFlight, Node, Pod, Snapshot};
 use crate::resources::{CPU, Resources};
 use crate::scheduling::intern::FastMap;
 use crate::scheduling::setup::kube_queue_cmp;
@@ -59,16 +68,24 @@ pub(crate) struct Replay<'s> {
     /// Ready, schedulable nodes without the disrupted taint, then running commands'
     /// launched replacements.
     slots: Vec<Slot<'s>>,
-    nodes: usize,
     /// The nodes (indices into `slots`) by rank, emptiest first.
     order: Vec<usize>,
-    /// Pods waiting for a node whose placement the replay can judge, and pods on the
-    /// running commands' targets still to move, in the scheduler's queue order.
-    ahead: Vec<&'s Pod>,
+    /// What moves ahead of a new command, step by step: first the pods waiting for a node
+    /// whose placement the replay can judge, then each running command's as it drains.
+    steps: Vec<Step<'s>>,
     /// The slot of each node's name.
     index: FastMap<&'s str, usize>,
     /// Daemon pods' requests per node: a replacement runs its targets' daemons.
     daemons: FastMap<&'s str, Resources>,
+}
+
+/// One step of the drain ahead of a new command.
+#[derive(Default)]
+struct Step<'s> {
+    /// The replacements (indices into `slots`) Ready from this step on.
+    opens: Vec<usize>,
+    /// The pods that join the scheduler's queue at this step, in its order.
+    pods: Vec<&'s Pod>,
 }
 
 impl<'s> Replay<'s> {
@@ -95,6 +112,11 @@ impl<'s> Replay<'s> {
             });
         }
         let nodes = slots.len();
+        // Step 0 takes the pending pods; each running command drains at the step after it.
+        let (steps_of_claims, commands) = drain_steps(snapshot);
+        let mut steps: Vec<Step<'s>> = (0..=commands).map(|_| Step::default()).collect();
+        let step_of = |claim: &str| steps_of_claims.get(claim).copied().unwrap_or(0);
+        let mut step_of_node: FastMap<&str, usize> = FastMap::default();
         // Running commands' replacements: reserved claims that are not being deleted.
         let daemons = {
             let mut r = Resources::new();
@@ -127,6 +149,7 @@ impl<'s> Replay<'s> {
             if let Some(n) = &c.node_name {
                 index.insert(n.as_str(), slots.len());
             }
+            steps[step_of(&c.name)].opens.push(slots.len());
             slots.push(Slot {
                 node: None,
                 name: c.name.as_str(),
@@ -134,7 +157,11 @@ impl<'s> Replay<'s> {
                 free,
             });
         }
-        let mut ahead = Vec::new();
+        for c in &snapshot.node_claims {
+            if let Some(n) = &c.node_name {
+                step_of_node.insert(n.as_str(), step_of(&c.name));
+            }
+        }
         let mut daemons_on: FastMap<&str, Resources> = FastMap::default();
         for p in &snapshot.pods {
             if p.is_terminal() {
@@ -148,10 +175,11 @@ impl<'s> Replay<'s> {
                     if let Some(&i) = index.get(n) {
                         slots[i].free.sub(&p.requests);
                     } else if leaving_nodes.contains(n) && moves(p) {
-                        ahead.push(p);
+                        let step = step_of_node.get(n).copied().unwrap_or(0);
+                        steps[step].pods.push(p);
                     }
                 }
-                None if moves(p) && judged(p) => ahead.push(p),
+                None if moves(p) && judged(p) => steps[0].pods.push(p),
                 None => {}
             }
         }
@@ -161,13 +189,14 @@ impl<'s> Replay<'s> {
                 .rank(&slots[a].free, a)
                 .cmp(&slots[b].rank(&slots[b].free, b))
         });
-        ahead.sort_by(|a, b| kube_queue_cmp(a, b));
+        for step in &mut steps {
+            step.pods.sort_by(|a, b| kube_queue_cmp(a, b));
+        }
         Replay {
             snapshot,
             slots,
-            nodes,
             order,
-            ahead,
+            steps,
             index,
             daemons: daemons_on,
         }
@@ -205,27 +234,52 @@ impl<'s> Replay<'s> {
             extra: Vec::new(),
             ranked: BTreeSet::new(),
         };
-        for i in self.nodes..self.slots.len() {
-            run.ranked
-                .insert(self.slots[i].rank(&self.slots[i].free, i));
+        // First what moves ahead of the command: pending pods, the running commands' pods
+        // as each drains, then those of this round's other commands.
+        let mut waiting: Vec<&Pod> = Vec::new();
+        for step in &self.steps {
+            for &i in &step.opens {
+                run.open(i);
+            }
+            let queue: Cow<'_, [&Pod]> = if waiting.is_empty() {
+                Cow::Borrowed(&step.pods)
+            } else {
+                let mut q = std::mem::take(&mut waiting);
+                q.extend(step.pods.iter().copied());
+                q.sort_by(|a, b| kube_queue_cmp(a, b));
+                Cow::Owned(q)
+            };
+            for &pod in queue.iter() {
+                if run.place(pod) {
+                    continue;
+                }
+                if pod.node_name.is_some() {
+                    return Some((
+                        pod.key(),
+                        "a running command's pod the cluster's scheduler would leave without room"
+                            .to_string(),
+                    ));
+                }
+                waiting.push(pod);
+            }
         }
-        // First what moves ahead of the command: pending pods, running commands' pods, and
-        // those of this round's other commands.
-        let mut ahead: Vec<&Pod> = self.ahead.clone();
-        if !gone.is_empty() {
-            ahead.extend(self.snapshot.pods.iter().filter(|p| {
+        let mut others: Vec<&Pod> = self
+            .snapshot
+            .pods
+            .iter()
+            .filter(|p| {
                 p.node_name
                     .as_deref()
                     .is_some_and(|n| gone.contains(n) && !targets.contains(n))
                     && moves(p)
-            }));
-            ahead.sort_by(|a, b| kube_queue_cmp(a, b));
-        }
-        for pod in ahead {
-            if !run.place(pod) && pod.node_name.is_some() {
+            })
+            .collect();
+        others.sort_by(|a, b| kube_queue_cmp(a, b));
+        for pod in others {
+            if !run.place(pod) {
                 return Some((
                     pod.key(),
-                    "a running command's pod the cluster's scheduler would leave without room"
+                    "a pod of another command this round the cluster's scheduler would leave without room"
                         .to_string(),
                 ));
             }
@@ -300,6 +354,12 @@ impl<'s> Run<'_, 's> {
         self.changed.get(&i).unwrap_or(&self.slot(i).free)
     }
 
+    /// A running command's replacement is Ready: the scheduler may place pods on it.
+    fn open(&mut self, i: usize) {
+        let slot = &self.replay.slots[i];
+        self.ranked.insert(slot.rank(&slot.free, i));
+    }
+
     fn add_replacement(&mut self, slot: Slot<'s>) {
         let i = self.replay.slots.len() + self.extra.len();
         self.ranked.insert(slot.rank(&slot.free, i));
@@ -345,6 +405,44 @@ impl<'s> Run<'_, 's> {
         self.changed.insert(best, free);
         true
     }
+}
+
+/// The step at which each running command's claims (targets and replacements) drain, from 1
+/// on, and how many commands there are: those whose replacements are all Ready first, then
+/// by when their last replacement was created, then as they were added.
+fn drain_steps(snapshot: &Snapshot) -> (FastMap<&str, usize>, usize) {
+    let commands = &snapshot.commands_in_flight;
+    if commands.is_empty() {
+        return (FastMap::default(), 0);
+    }
+    let ready: BTreeSet<&str> = snapshot
+        .nodes
+        .iter()
+        .filter(|n| n.ready)
+        .map(|n| n.name.as_str())
+        .collect();
+    let claims: FastMap<&str, &crate::model::NodeClaim> = snapshot
+        .node_claims
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    let drains = |c: &CommandInFlight| {
+        let theirs = c.replacements.iter().filter_map(|r| claims.get(r.as_str()));
+        let launching = theirs
+            .clone()
+            .any(|r| r.node_name.as_deref().is_none_or(|n| !ready.contains(n)));
+        (launching, theirs.map(|r| r.creation_timestamp).max())
+    };
+    let mut order: Vec<(usize, _)> = commands.iter().map(drains).enumerate().collect();
+    order.sort_by_key(|&(i, key)| (key, i));
+    let mut steps = FastMap::default();
+    for (step, (i, _)) in order.into_iter().enumerate() {
+        let c = &commands[i];
+        for name in c.targets.iter().chain(&c.replacements) {
+            steps.insert(name.as_str(), step + 1);
+        }
+    }
+    (steps, commands.len())
 }
 
 /// The allocatable of the cheapest available type `claim` allows.

@@ -33,4 +33,15 @@ pub struct Snapshot {
     pub storage_classes: Vec<StorageClass>,
     /// Namespace labels, for pod-affinity `namespaceSelector`s.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// The running disruption commands, which claims each waits for before its targets
+    /// drain. The cluster does not record it: `InFlight::view` sets it for later rounds.
+    pub commands_in_flight: Vec<CommandInFlight>,
+}
+
+/// One running disruption command, by NodeClaim names: its targets drain once every one of
+/// its replacements is initialized.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CommandInFlight {
+    pub targets: Vec<String>,
+    pub replacements: Vec<String>,
 }

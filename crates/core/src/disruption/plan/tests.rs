@@ -973,3 +973,58 @@ fn the_pods_of_a_running_commands_target_move_first_in_the_clusters_scheduler() 
     let t = p.verdicts.iter().find(|v| v.node == "t").unwrap();
     assert!(t.message.contains("cluster's scheduler"), "{t:?}");
 }
+
+/// The cluster of the drain-order tests: `a` and `b` are the targets of running commands,
+/// each waiting for its own replacement (`ra`, `rb`: launching, planned as the cheapest type,
+/// `small`), created `a_at` and `b_at`; `e` has 1000m free; `t` is a candidate whose 200m pod
+/// fits on `e`.
+fn two_running_commands(a_at: i64, b_at: i64) -> Snapshot {
+    let mut c = Cluster::new(vec![
+        it("big", 4000, 0.4, None),
+        it("small", 2000, 0.2, None),
+    ])
+    .node("a", "big", "on-demand", &[1500, 1500])
+    .node("b", "big", "on-demand", &[500])
+    .node("e", "big", "on-demand", &[3000])
+    .node("t", "small", "on-demand", &[200]);
+    let mut held = crate::disruption::in_flight::InFlight::default();
+    for (node, replacement, at) in [("a", "ra", a_at), ("b", "rb", b_at)] {
+        c.0.node_claims.push(NodeClaim {
+            name: replacement.into(),
+            nodepool: "default".into(),
+            creation_timestamp: Timestamp(at),
+            ..NodeClaim::default()
+        });
+        let target = crate::disruption::command::Target {
+            node: node.into(),
+            nodeclaim: format!("claim-{node}"),
+            ..crate::disruption::command::Target::for_claim(node)
+        };
+        let cmd = Command::new(Method::SingleNodeConsolidation, vec![target], Vec::new());
+        held.add(&cmd, [replacement]);
+    }
+    held.view(&c.0).into_owned()
+}
+
+#[test]
+fn a_running_commands_pods_use_only_the_replacements_ready_when_it_drains() {
+    // `a`'s command started first, so it drains first, when only `ra` is Ready: one 1500m
+    // pod takes `ra`, and the other finds room nowhere (`e` has 1000m), though `rb` will
+    // have it 15 s later. The cluster's scheduler leaves it pending and a node like `a` is
+    // launched for it, so no command is taken meanwhile.
+    let view = two_running_commands(NOW.0 - 30_000, NOW.0 - 15_000);
+    let p = plan(&view, &FirstFit, Settings::default());
+    assert!(p.commands.is_empty(), "{:?}", p.commands);
+    let t = p.verdicts.iter().find(|v| v.node == "t").unwrap();
+    assert!(t.message.contains("running command's pod"), "{t:?}");
+    // Started the other way round, `b`'s 500m pod goes to `rb`, and then `a`'s pods to `ra`
+    // and to the 1500m left on `rb`: every pod finds room and `t` is deleted.
+    let view = two_running_commands(NOW.0 - 15_000, NOW.0 - 30_000);
+    let p = plan(&view, &FirstFit, Settings::default());
+    let targets: Vec<&str> = p
+        .commands
+        .iter()
+        .map(|c| c.targets[0].node.as_str())
+        .collect();
+    assert_eq!(targets, ["t"], "{p:?}");
+}

@@ -228,6 +228,7 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
                 targets: names(targets),
                 replacements: names(replacements),
                 terminating: names(terminating),
+                ..InFlight::default()
             };
             let fresh = c.snapshot(now);
             let expected = format!("{:?}", held.view(&fresh));
