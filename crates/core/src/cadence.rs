@@ -6,10 +6,10 @@
 //! again at once after a command starts), and the "consolidated" marker that lets a round
 //! skip the consolidation search while nothing changed.
 
-pub mod batcher;
-pub mod consolidated;
-pub mod disruption;
+pub(crate) mod batcher;
+pub(crate) mod consolidated;
+pub(crate) mod disruption;
 
-pub use batcher::{Batch, BatchWindow, Batcher};
+pub use batcher::{Batch, BatchWindow, Batcher, POD_REQUEUE};
 pub use consolidated::{CONSOLIDATION_STATE_TTL, ConsolidationState, plan_is_consolidated};
 pub use disruption::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+pub use crate::disruption::duration::parse_go_duration;
+
 /// Milliseconds since the Unix epoch (UTC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub i64);

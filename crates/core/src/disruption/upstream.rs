@@ -23,7 +23,7 @@ use super::plan::{Settings, plan};
 use super::simulate::Simulator;
 use crate::labels;
 use crate::model::{ConsolidationPolicy, DisruptionReason, PodPhase, Snapshot};
-use crate::scheduling::{self, launch::launch};
+use crate::scheduling::{self, launch};
 
 /// Upstream's cap on the candidates one multi-node search looks at.
 pub(crate) const MULTI_NODE_MAX_CANDIDATES: usize = 100;

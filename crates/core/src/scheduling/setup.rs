@@ -307,13 +307,9 @@ pub(crate) fn pods_to_schedule_by(
     idx
 }
 
-/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
-pub fn build(s: &Snapshot) -> World {
-    build_ordered(s, Compile::default(), false, karpenter_queue_cmp)
-}
-
-/// [`build`] compiled as `compile` says (the result is the same), for a solve that closes
-/// nodes (see [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
+/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes),
+/// compiled as `compile` says (the result is the same), for a solve that closes nodes (see
+/// [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
 pub(crate) fn build_ordered(
     s: &Snapshot,
     compile: Compile<'_>,

@@ -57,11 +57,13 @@ impl Draining {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Finished> {
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = &Finished> {
         self.finished.iter()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.finished.is_empty()
     }
 }
