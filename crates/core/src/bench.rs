@@ -19,7 +19,7 @@ use crate::selector::LabelSelector;
 use crate::time::Timestamp;
 
 pub const SEED: u64 = 42;
-pub const ZONES: [&str; 3] = ["test-zone-1", "test-zone-2", "test-zone-3"];
+pub(crate) const ZONES: [&str; 3] = ["test-zone-1", "test-zone-2", "test-zone-3"];
 const GI: i64 = 1 << 30;
 const MI: i64 = 1 << 20;
 const CPUS: [i64; 5] = [100, 250, 500, 1000, 1500];
@@ -206,7 +206,7 @@ pub fn preference_pods(n: usize, rng: &mut Rng) -> Vec<Pod> {
 }
 
 /// The benchmark's NodePool: no requirements, limits of 10M cpu and 10M Gi of memory.
-pub fn nodepool() -> NodePool {
+pub(crate) fn nodepool() -> NodePool {
     NodePool {
         name: "default".into(),
         limits: Resources::new()

@@ -11,5 +11,5 @@ pub(crate) mod consolidated;
 pub(crate) mod disruption;
 
 pub use batcher::{Batch, BatchWindow, Batcher, POD_REQUEUE};
-pub use consolidated::{CONSOLIDATION_STATE_TTL, ConsolidationState, plan_is_consolidated};
+pub use consolidated::{ConsolidationState, plan_is_consolidated};
 pub use disruption::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};

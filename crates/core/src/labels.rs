@@ -122,7 +122,7 @@ pub fn normalize_key(key: &str) -> &str {
 }
 
 /// The domain of a label key: the part before `/`, or `""` when there is none.
-pub fn domain(key: &str) -> &str {
+pub(crate) fn domain(key: &str) -> &str {
     key.split_once('/').map(|(d, _)| d).unwrap_or("")
 }
 

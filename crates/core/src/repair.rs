@@ -156,7 +156,7 @@ fn find<'a>(n: &'a NodeHealth, kind: &str) -> Option<&'a Condition> {
 }
 
 /// Whether any condition of `n` matches a policy, however long it has.
-pub fn unhealthy(n: &NodeHealth, policies: &[Policy]) -> bool {
+pub(crate) fn unhealthy(n: &NodeHealth, policies: &[Policy]) -> bool {
     policies
         .iter()
         .any(|p| find(n, &p.condition).is_some_and(|c| c.status == p.status))

@@ -19,7 +19,7 @@ pub enum Operator {
 }
 
 impl Operator {
-    pub const ALL: [Operator; 8] = [
+    pub(crate) const ALL: [Operator; 8] = [
         Operator::In,
         Operator::NotIn,
         Operator::Exists,

@@ -77,7 +77,7 @@ pub struct Toleration {
 }
 
 impl Toleration {
-    pub fn tolerates(&self, taint: &Taint) -> bool {
+    pub(crate) fn tolerates(&self, taint: &Taint) -> bool {
         if self.effect.is_some_and(|e| e != taint.effect) {
             return false;
         }

@@ -13,7 +13,7 @@ use crate::model::NodePool;
 use crate::time::Timestamp;
 
 /// How long a "consolidated" verdict holds without any change.
-pub const CONSOLIDATION_STATE_TTL: Duration = Duration::from_secs(5 * 60);
+pub(crate) const CONSOLIDATION_STATE_TTL: Duration = Duration::from_secs(5 * 60);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConsolidationState {
@@ -30,7 +30,7 @@ impl ConsolidationState {
         Self::with_ttl(start, CONSOLIDATION_STATE_TTL)
     }
 
-    pub fn with_ttl(start: Timestamp, ttl: Duration) -> Self {
+    pub(crate) fn with_ttl(start: Timestamp, ttl: Duration) -> Self {
         ConsolidationState {
             ttl,
             stamp: start,
@@ -65,7 +65,8 @@ impl ConsolidationState {
     }
 
     /// When the current verdict lapses on its own, if one is recorded.
-    pub fn expires(&self) -> Option<Timestamp> {
+    #[cfg(test)]
+    fn expires(&self) -> Option<Timestamp> {
         self.consolidated_at.map(|s| s.plus(self.ttl))
     }
 }

@@ -44,7 +44,7 @@ pub enum Planned {
 
 impl Planned {
     /// What a round did: `started` commands at once and left `awaiting` for their re-check.
-    pub fn after(started: usize, awaiting: usize) -> Planned {
+    pub(crate) fn after(started: usize, awaiting: usize) -> Planned {
         match (started, awaiting) {
             (_, 1..) => Planned::AwaitingValidation,
             (1.., 0) => Planned::StartedForceful,
@@ -81,10 +81,6 @@ impl DisruptionCadence {
             timings,
             state: State::Idle { next: start },
         }
-    }
-
-    pub fn timings(&self) -> DisruptionTimings {
-        self.timings
     }
 
     /// The next instant at which the loop has something to do.

@@ -25,7 +25,7 @@ pub struct Features {
     pub spot_to_spot_consolidation: bool,
 }
 
-pub fn target(c: &Candidate<'_>) -> Target {
+pub(crate) fn target(c: &Candidate<'_>) -> Target {
     Target {
         node: c.node.name.clone(),
         nodeclaim: c.claim.name.clone(),
@@ -175,7 +175,7 @@ pub(crate) fn compute(
 }
 
 /// The simulation consolidating `candidates` needs: their nodes gone, their pods moved.
-pub fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
+pub(crate) fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
     Job {
         without: candidates.iter().map(|c| c.node.name.clone()).collect(),
         pods: candidates

@@ -142,7 +142,7 @@ impl EngineSimulator {
 
 /// How many simulations run at once: the cores this process may use, read once (reading it
 /// costs system calls, and a planning round asks for every batch).
-pub fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     static WORKERS: OnceLock<usize> = OnceLock::new();
     *WORKERS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -189,7 +189,7 @@ pub fn cluster_cost(snapshot: &Snapshot) -> f64 {
 /// The cluster after `commands` have run: their nodes gone, the pods they evicted placed by
 /// the scheduler (launching the replacements it needs, named `<prefix>-<i>`), and pods that
 /// go with their node (daemon, mirror, finished) gone with it.
-pub fn apply(snapshot: &Snapshot, commands: &[Command], prefix: &str) -> Snapshot {
+pub(crate) fn apply(snapshot: &Snapshot, commands: &[Command], prefix: &str) -> Snapshot {
     let gone: BTreeSet<&str> = commands
         .iter()
         .flat_map(|c| c.targets.iter().map(|t| t.node.as_str()))

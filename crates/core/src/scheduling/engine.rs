@@ -105,7 +105,7 @@ pub(crate) enum Tgt {
     NewClaim(usize),
 }
 
-pub struct Engine<'w> {
+pub(crate) struct Engine<'w> {
     pub w: &'w mut World,
     pub opts: Options,
     pub claims: Vec<Claim>,

@@ -26,7 +26,7 @@ use std::sync::Arc;
 /// order never reaches the output, so a fast non-keyed hash is fine.
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// The set form of [`FastMap`].
-pub type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// A multiply-rotate hash over eight bytes at a time, much cheaper than the default keyed hash
 /// for the short label keys, values and names interned here.
@@ -118,7 +118,7 @@ impl Interner {
     }
 
     /// Starts recording every id `intern` returns (see [`Interner::take_trace`]).
-    pub fn trace(&mut self) {
+    pub(crate) fn trace(&mut self) {
         self.trace = Some(Vec::new());
     }
 
@@ -127,7 +127,7 @@ impl Interner {
         self.trace.take().unwrap_or_default()
     }
 
-    pub fn intern(&mut self, s: &str) -> u32 {
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
         let id = match self.get(s) {
             Some(id) => {
                 if let Some((lo, hi)) = self.watch
@@ -176,7 +176,7 @@ impl Interner {
         }
     }
 
-    pub fn number(&self, id: u32) -> Option<i64> {
+    pub(crate) fn number(&self, id: u32) -> Option<i64> {
         match &self.base {
             Some(b) if id < self.offset => b.number(id),
             _ => self.numbers[(id - self.offset) as usize],

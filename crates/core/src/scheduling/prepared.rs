@@ -50,7 +50,7 @@ impl std::fmt::Debug for Prepared {
 }
 
 /// What [`Prepared`] shares.
-pub struct Compiled {
+pub(crate) struct Compiled {
     pub(super) targets: Targets,
     base: Arc<Interner>,
     /// Pods running on existing targets: `(pod index, existing index)`.

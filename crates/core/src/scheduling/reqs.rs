@@ -23,7 +23,7 @@ pub(crate) struct ValueSet {
 }
 
 impl ValueSet {
-    pub fn one(v: u32) -> Self {
+    pub(crate) fn one(v: u32) -> Self {
         ValueSet {
             complement: false,
             values: vec![v],
@@ -213,7 +213,7 @@ impl ValueSet {
 
 /// One key's constraint plus its `minValues`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Req {
+pub(crate) struct Req {
     pub key: u32,
     pub(crate) set: ValueSet,
     pub min_values: Option<u32>,
@@ -221,13 +221,13 @@ pub struct Req {
 
 /// A conjunction of per-key constraints, sorted by key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Reqs {
+pub(crate) struct Reqs {
     pub items: Vec<Req>,
 }
 
 /// Why two requirement sets cannot hold at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
+pub(crate) struct Conflict {
     pub key: u32,
     /// The incoming (pod) side.
     pub(crate) wanted: ValueSet,

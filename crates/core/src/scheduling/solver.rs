@@ -35,7 +35,7 @@ pub(crate) struct Relax {
 }
 
 impl Relax {
-    pub fn initial(c: &Class, ignore_preferences: bool) -> Relax {
+    pub(crate) fn initial(c: &Class, ignore_preferences: bool) -> Relax {
         if !ignore_preferences {
             return Relax::default();
         }
@@ -74,7 +74,7 @@ impl Relax {
 
 /// A pod's active topology constraints under a relaxation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Constraint {
+pub(crate) enum Constraint {
     Group(usize),
     Inverse(usize),
 }

@@ -13,7 +13,7 @@ use crate::selector::LabelSelector;
 use crate::taints::{self, Taint, Toleration};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     Spread {
         max_skew: i32,
         min_domains: Option<i32>,
@@ -23,7 +23,7 @@ pub enum Kind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Namespaces {
+pub(crate) enum Namespaces {
     All,
     /// Sorted.
     Set(Vec<String>),
@@ -46,7 +46,7 @@ pub(crate) struct NodeFilter {
 }
 
 impl NodeFilter {
-    pub fn accepts(&self, node: &Reqs, taints: &[Taint], interner: &Interner) -> bool {
+    pub(crate) fn accepts(&self, node: &Reqs, taints: &[Taint], interner: &Interner) -> bool {
         self.reqs
             .as_ref()
             .is_none_or(|r| node.intersects(r, interner).is_ok())
@@ -67,7 +67,7 @@ pub(crate) struct GroupKey {
 }
 
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     pub(crate) def: GroupKey,
     /// Matching pods per domain value id.
     counts: Vec<u32>,
@@ -178,7 +178,7 @@ impl Inverse {
         }
     }
 
-    pub fn blocks(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn blocks(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
         self.def.namespaces.contains(namespace)
             && self
                 .def

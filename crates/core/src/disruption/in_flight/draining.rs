@@ -20,7 +20,7 @@ pub(crate) const HOLD_LIMIT: Duration = crate::disruption::queue::COMMAND_TIMEOU
 
 /// One finished command: what it did, what it launched, and when it finished.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub command: Command,
     pub replacements: Vec<String>,
     pub at: Timestamp,
@@ -28,7 +28,7 @@ pub struct Finished {
 
 /// The finished commands that may still hold their replacements.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Draining {
+pub(crate) struct Draining {
     finished: Vec<Finished>,
 }
 

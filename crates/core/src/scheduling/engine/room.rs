@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// `(free millicores, compiled index)` of every target of one kind, sorted.
-pub type Sorted = Arc<Vec<(i64, u32)>>;
+pub(crate) type Sorted = Arc<Vec<(i64, u32)>>;
 
 /// Registered nodes and in-flight claims, each sorted by free cpu.
 #[derive(Clone, Debug, Default)]
@@ -24,7 +24,7 @@ pub(crate) struct RoomBase {
 
 /// One kind of target by free cpu, as this solve has changed it.
 #[derive(Clone, Debug)]
-pub struct Room {
+pub(crate) struct Room {
     base: Sorted,
     hidden: Arc<Vec<u32>>,
     /// Targets (solve indices) whose base entry is stale: their entry is in `changed`.
@@ -145,7 +145,7 @@ where
 }
 
 /// Sorts `(free, index)` pairs into the two kinds: `in_flight[i]` says which `i` is.
-pub fn sorted(free: &[i64], in_flight: &[bool]) -> (Sorted, Sorted) {
+pub(crate) fn sorted(free: &[i64], in_flight: &[bool]) -> (Sorted, Sorted) {
     let mut nodes = Vec::with_capacity(free.len());
     let mut flying = Vec::new();
     for (i, (&f, &fl)) in free.iter().zip(in_flight).enumerate() {
