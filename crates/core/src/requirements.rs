@@ -46,14 +46,6 @@ impl Operator {
     pub fn parse(s: &str) -> Option<Operator> {
         Operator::ALL.into_iter().find(|o| o.as_str() == s)
     }
-
-    /// Gt, Lt, Gte and Lte take exactly one non-negative integer.
-    pub fn is_numeric(self) -> bool {
-        matches!(
-            self,
-            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
-        )
-    }
 }
 
 impl fmt::Display for Operator {

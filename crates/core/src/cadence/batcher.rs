@@ -51,10 +51,6 @@ impl Batcher {
         Batcher { window, open: None }
     }
 
-    pub fn window(&self) -> BatchWindow {
-        self.window
-    }
-
     /// Records a trigger at `now`. Keys are deduplicated within a window.
     pub fn trigger(&mut self, now: Timestamp, key: &str) {
         match &mut self.open {

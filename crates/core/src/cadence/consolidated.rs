@@ -45,7 +45,7 @@ impl ConsolidationState {
     }
 
     /// The change stamp seen at `now`: refreshed once it is older than the TTL.
-    pub fn stamp(&mut self, now: Timestamp) -> Timestamp {
+    pub(crate) fn stamp(&mut self, now: Timestamp) -> Timestamp {
         if now.since(self.stamp) >= self.ttl {
             self.stamp = now;
         }

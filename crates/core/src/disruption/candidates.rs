@@ -75,7 +75,7 @@ pub enum Blocker {
 }
 
 impl Blocker {
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Blocker::NotManaged => "not-managed",
             Blocker::NoNodeClaim => "no-nodeclaim",

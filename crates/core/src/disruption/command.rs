@@ -140,7 +140,11 @@ impl Command {
         self.forceful || self.method == Method::Drift
     }
 
-    pub fn new(method: Method, targets: Vec<Target>, replacements: Vec<Replacement>) -> Command {
+    pub(crate) fn new(
+        method: Method,
+        targets: Vec<Target>,
+        replacements: Vec<Replacement>,
+    ) -> Command {
         let removed: f64 = targets.iter().map(|t| t.price).sum();
         let added: f64 = replacements.iter().map(|r| r.price).sum();
         Command {

@@ -105,7 +105,7 @@ impl std::fmt::Display for Rejection {
 }
 
 impl Rejection {
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Rejection::PodsDoNotFit { .. } => "pods-do-not-fit",
             Rejection::NeedsMultipleNodes { .. } => "needs-multiple-nodes",
@@ -323,7 +323,7 @@ pub struct BalancedScore {
 }
 
 impl BalancedScore {
-    pub fn approved(&self) -> bool {
+    pub(crate) fn approved(&self) -> bool {
         self.score >= BALANCED_THRESHOLD
     }
 }

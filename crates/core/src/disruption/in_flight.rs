@@ -50,7 +50,11 @@ pub struct InFlight {
 
 impl InFlight {
     /// Adds a running command and the names of the claims it launched.
-    pub fn add<'a>(&mut self, command: &Command, replacements: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn add<'a>(
+        &mut self,
+        command: &Command,
+        replacements: impl IntoIterator<Item = &'a str>,
+    ) {
         self.targets
             .extend(command.targets.iter().map(|t| t.nodeclaim.clone()));
         self.replacements

@@ -50,7 +50,7 @@ pub enum Purpose {
 
 impl Purpose {
     /// The purpose of the simulations behind a command of `method`.
-    pub fn of(method: Method) -> Purpose {
+    pub(crate) fn of(method: Method) -> Purpose {
         match method {
             Method::Emptiness
             | Method::MultiNodeConsolidation

@@ -41,7 +41,7 @@ pub enum DisruptionReason {
 }
 
 impl DisruptionReason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DisruptionReason::Empty => "Empty",
             DisruptionReason::Underutilized => "Underutilized",

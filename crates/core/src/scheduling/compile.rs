@@ -138,7 +138,10 @@ pub(crate) struct ClassKey {
 }
 
 impl ClassKey {
-    pub fn of(pod: &Pod, volume_alternatives: Vec<Vec<crate::requirements::Requirement>>) -> Self {
+    pub(crate) fn of(
+        pod: &Pod,
+        volume_alternatives: Vec<Vec<crate::requirements::Requirement>>,
+    ) -> Self {
         ClassKey {
             namespace: pod.namespace.clone(),
             labels: pod.labels.clone(),

@@ -91,7 +91,7 @@ pub(crate) struct Interner {
 }
 
 impl Interner {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -106,7 +106,7 @@ impl Interner {
     }
 
     /// Starts recording which ids in `range` are interned again (see [`Interner::take_hits`]).
-    pub fn watch(&mut self, range: (u32, u32)) {
+    pub(crate) fn watch(&mut self, range: (u32, u32)) {
         self.watch = Some(range);
         self.hits.clear();
     }
@@ -152,7 +152,7 @@ impl Interner {
     }
 
     /// A frozen copy of the first `n` ids, without any base layer.
-    pub fn prefix(&self, n: usize) -> Interner {
+    pub(crate) fn prefix(&self, n: usize) -> Interner {
         let mut out = Interner::new();
         for id in 0..n as u32 {
             out.intern(self.name(id));
@@ -160,7 +160,7 @@ impl Interner {
         out
     }
 
-    pub fn get(&self, s: &str) -> Option<u32> {
+    pub(crate) fn get(&self, s: &str) -> Option<u32> {
         if let Some(b) = &self.base
             && let Some(id) = b.get(s)
         {
@@ -169,7 +169,7 @@ impl Interner {
         self.ids.get(s).copied()
     }
 
-    pub fn name(&self, id: u32) -> &str {
+    pub(crate) fn name(&self, id: u32) -> &str {
         match &self.base {
             Some(b) if id < self.offset => b.name(id),
             _ => &self.names[(id - self.offset) as usize],
@@ -183,7 +183,7 @@ impl Interner {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.offset as usize + self.names.len()
     }
 }

@@ -89,11 +89,11 @@ impl Existing {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keep.as_ref().map_or(self.all.len(), |k| k.len())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -150,7 +150,7 @@ pub(crate) struct PerTarget<T> {
 }
 
 impl<T: Clone> PerTarget<T> {
-    pub fn new(all: Vec<T>) -> Self {
+    pub(crate) fn new(all: Vec<T>) -> Self {
         PerTarget {
             base: Arc::new(all),
             keep: None,
@@ -171,7 +171,7 @@ impl<T: Clone> PerTarget<T> {
         self.keep.as_ref().map_or(i, |k| k[i] as usize)
     }
 
-    pub fn get_mut(&mut self, i: usize) -> &mut T {
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
         if self.keep.is_none() && self.written.is_empty() && Arc::get_mut(&mut self.base).is_some()
         {
             return &mut Arc::get_mut(&mut self.base).expect("unique")[i];

@@ -51,7 +51,7 @@ impl Relax {
     }
 
     /// Removes one more preference; false when nothing is left to relax.
-    pub fn next(&mut self, c: &Class, any_prefer_no_schedule: bool) -> bool {
+    pub(crate) fn next(&mut self, c: &Class, any_prefer_no_schedule: bool) -> bool {
         if c.required_terms.len() > self.required_terms + 1 {
             self.required_terms += 1;
         } else if self.preferred_affinity < c.preferred_affinity.len() {
@@ -417,7 +417,7 @@ impl World {
     }
 
     /// The cheapest available offering of `it` compatible with `reqs`: (price, index).
-    pub fn offering(&self, pool: usize, it: usize, reqs: &Reqs) -> Option<(f64, usize)> {
+    pub(crate) fn offering(&self, pool: usize, it: usize, reqs: &Reqs) -> Option<(f64, usize)> {
         let itc = &self.pools[pool].its[it];
         let zones = reqs.get(self.zone);
         let cts = reqs.get(self.capacity_type);

@@ -30,7 +30,7 @@ pub(crate) enum Namespaces {
 }
 
 impl Namespaces {
-    pub fn contains(&self, ns: &str) -> bool {
+    pub(crate) fn contains(&self, ns: &str) -> bool {
         match self {
             Namespaces::All => true,
             Namespaces::Set(s) => s.binary_search_by(|x| x.as_str().cmp(ns)).is_ok(),
@@ -89,7 +89,7 @@ impl Group {
         }
     }
 
-    pub fn matches(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
         self.def.namespaces.contains(namespace)
             && self
                 .def
@@ -98,11 +98,11 @@ impl Group {
                 .is_some_and(|s| s.matches(labels))
     }
 
-    pub fn count(&self, domain: u32) -> u32 {
+    pub(crate) fn count(&self, domain: u32) -> u32 {
         self.counts.get(domain as usize).copied().unwrap_or(0)
     }
 
-    pub fn record(&mut self, domain: u32, n: u32) {
+    pub(crate) fn record(&mut self, domain: u32, n: u32) {
         let i = domain as usize;
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);
@@ -171,7 +171,7 @@ pub(crate) struct Inverse {
 }
 
 impl Inverse {
-    pub fn new(def: InverseKey) -> Self {
+    pub(crate) fn new(def: InverseKey) -> Self {
         Inverse {
             def,
             counts: Vec::new(),
@@ -187,11 +187,11 @@ impl Inverse {
                 .is_some_and(|s| s.matches(labels))
     }
 
-    pub fn count(&self, domain: u32) -> u32 {
+    pub(crate) fn count(&self, domain: u32) -> u32 {
         self.counts.get(domain as usize).copied().unwrap_or(0)
     }
 
-    pub fn record(&mut self, domain: u32, n: u32) {
+    pub(crate) fn record(&mut self, domain: u32, n: u32) {
         let i = domain as usize;
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);

@@ -34,7 +34,7 @@ pub(crate) struct Draining {
 
 impl Draining {
     /// Records a command that finished at `at`, having launched the claims `replacements`.
-    pub fn finished(&mut self, command: Command, replacements: Vec<String>, at: Timestamp) {
+    pub(crate) fn finished(&mut self, command: Command, replacements: Vec<String>, at: Timestamp) {
         self.finished.push(Finished {
             command,
             replacements,
@@ -45,13 +45,13 @@ impl Draining {
     /// Forgets the commands that no longer hold their replacements at `now`: every target
     /// drained (as `drained` says: its claim gone, or its instance terminating), or the
     /// command finished [`HOLD_LIMIT`] ago.
-    pub fn forget_drained(&mut self, now: Timestamp, drained: impl Fn(&Target) -> bool) {
+    pub(crate) fn forget_drained(&mut self, now: Timestamp, drained: impl Fn(&Target) -> bool) {
         self.finished
             .retain(|f| now.since(f.at) < HOLD_LIMIT && !f.command.targets.iter().all(&drained));
     }
 
     /// Adds the commands still held to `held`, as running commands are.
-    pub fn hold(&self, held: &mut InFlight) {
+    pub(crate) fn hold(&self, held: &mut InFlight) {
         for f in &self.finished {
             held.add(&f.command, f.replacements.iter().map(String::as_str));
         }

@@ -34,7 +34,7 @@ pub(crate) struct Room {
 
 impl Room {
     /// `targets` solve indices; `base` and `hidden` as in [`RoomBase`].
-    pub fn new(base: Sorted, hidden: Arc<Vec<u32>>, targets: usize) -> Room {
+    pub(crate) fn new(base: Sorted, hidden: Arc<Vec<u32>>, targets: usize) -> Room {
         Room {
             base,
             hidden,
@@ -56,7 +56,7 @@ impl Room {
     }
 
     /// Targets with at least `need` free, least free first (ties: lower index).
-    pub fn from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+    pub(crate) fn from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
         let start = self.base.partition_point(|e| e.0 < need);
         let base = self.base[start..].iter().filter_map(move |&(free, c)| {
             let i = self.solve_index(c)?;
@@ -111,7 +111,7 @@ impl Room {
     }
 
     /// Target `i` went from `before` to `after` free.
-    pub fn update(&mut self, i: usize, before: i64, after: i64) {
+    pub(crate) fn update(&mut self, i: usize, before: i64, after: i64) {
         if self.is_moved(i) {
             self.changed.remove(&(before, i));
         } else {
