@@ -2,6 +2,8 @@
 //! types, one NodePool with huge limits, and the "diverse" pod mix (generic, zone-spread,
 //! hostname-spread, zone-affinity and hostname-anti-affinity pods) or the preference mix.
 //! Randomness comes from a seeded [`Rng`], so every size is reproducible.
+//!
+//! Not a test fixture: tests build their snapshots with `testkit`; this is the benchmarks' workload.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::rng::Rng;
 use crate::selector::LabelSelector;
 use crate::time::Timestamp;
 
+/// The seed every benchmark workload is drawn from unless told otherwise.
 pub const SEED: u64 = 42;
 pub(crate) const ZONES: [&str; 3] = ["test-zone-1", "test-zone-2", "test-zone-3"];
 const GI: i64 = 1 << 30;

@@ -5,6 +5,8 @@
 //! and the disruption loop (poll every 10 s, re-check a command 15 s after planning it, and loop
 //! again at once after a command starts), and the "consolidated" marker that lets a round
 //! skip the consolidation search while nothing changed.
+//!
+//! Offers the state machines only; the shells own the clock, the timers and what a round does.
 
 pub(crate) mod batcher;
 pub(crate) mod consolidated;

@@ -4,6 +4,8 @@
 //! Both shells ask the same question with their own clock's `now`: the controller on each
 //! reconcile, the simulator when a deadline comes due. A failed launch is tried again after
 //! [`launch_retry_after`].
+//!
+//! Offers the timers' answers; deleting the claim and counting its registration are the shells'.
 
 use std::time::Duration;
 

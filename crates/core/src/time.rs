@@ -1,4 +1,6 @@
 //! Instants as integers. `core` never reads a clock: callers pass `now` in.
+//!
+//! Offers the instant type and Go duration strings; no clock, no time zones.
 
 use std::time::Duration;
 

@@ -15,6 +15,8 @@ use crate::time::Timestamp;
 /// How long a "consolidated" verdict holds without any change.
 pub(crate) const CONSOLIDATION_STATE_TTL: Duration = Duration::from_secs(5 * 60);
 
+/// Whether the cluster is "consolidated": a round found nothing to do and nothing has changed
+/// since (or the verdict has not yet lapsed), so the next round may skip the search.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConsolidationState {
     ttl: Duration,

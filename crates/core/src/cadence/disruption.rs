@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::time::Timestamp;
 
+/// The disruption loop's two waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DisruptionTimings {
     /// Sleep between rounds that found nothing to do.
@@ -68,6 +69,7 @@ enum State {
     Validating { at: Timestamp },
 }
 
+/// When the disruption loop runs its next round and re-checks a planned command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DisruptionCadence {
     timings: DisruptionTimings,

@@ -20,6 +20,7 @@ pub(crate) const MIN_SPOT_TO_SPOT_OPTIONS: usize = 15;
 /// Balanced policy threshold: score must reach 1/k with k = 2.
 pub const BALANCED_THRESHOLD: f64 = 0.5;
 
+/// Consolidation behaviours behind a feature gate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Features {
     pub spot_to_spot_consolidation: bool,

@@ -19,6 +19,8 @@ use crate::scheduling::intern::FastMap;
 use crate::scheduling::prepared::Prepared;
 use crate::scheduling::{self, Compile, Options, Plan, Target};
 
+/// The [`Simulator`] backed by the scheduling engine: the one planning and validation use
+/// unless a shell brings its own.
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
     pub options: Options,

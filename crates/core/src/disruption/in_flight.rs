@@ -61,6 +61,7 @@ impl InFlight {
             .extend(replacements.into_iter().map(str::to_string));
     }
 
+    /// Whether nothing is in flight.
     pub fn is_empty(&self) -> bool {
         self.targets.is_empty() && self.replacements.is_empty() && self.terminating.is_empty()
     }

@@ -12,6 +12,8 @@
 //!
 //! [`run_to_fixed_point`] applies rounds until nothing is left to do, for upstream's search or
 //! for [`super::plan::plan`], so the two can be compared on the same cluster.
+//!
+//! A benchmark yardstick only: nothing in the controller or the simulator runs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 

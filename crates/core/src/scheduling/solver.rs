@@ -183,6 +183,8 @@ pub(crate) enum Refusal {
     Quiet,
 }
 
+/// The first host port two sets of ports both claim (same port and protocol, overlapping
+/// address), as the kube-scheduler's NodePorts filter decides; `None` when they fit together.
 pub fn ports_conflict(a: &[HostPort], b: &[HostPort]) -> Option<i32> {
     let any = |ip: &str| ip.is_empty() || ip == "0.0.0.0" || ip == "::";
     for x in a {
