@@ -9,7 +9,7 @@
 //! ([`Command`] and its parts), the per-node rules a shell shows or acts on ([`candidates`],
 //! [`drift`], [`allowed_disruptions`]), the scheduler-backed [`EngineSimulator`] and the
 //! [`simulate`] seam for a shell's own, nodes held by running commands ([`InFlight`]), and for
-//! benchmarks the generated clusters ([`bench`]) and upstream's search ([`upstream`]).
+//! benchmarks the generated clusters ([`mod@bench`]) and upstream's search ([`upstream`]).
 //!
 //! Not offered: the methods' internals (candidate ranking, cost formulas, the consolidation
 //! searches, the saving bound, the scheduler replay), which stay private to the crate.

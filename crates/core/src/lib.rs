@@ -10,7 +10,7 @@
 //! orchestration `queue`), [`cadence`] and [`lifecycle`] (when the shells act), [`repair`],
 //! [`static_capacity`] and [`registration_health`] (decisions of their own loops), the matching
 //! rules ([`labels`], [`requirements`], [`taints`], [`selector`], [`resources`]), [`time`],
-//! [`rng`], [`interruption`], and [`bench`] for the benchmarks. The scheduler's pipeline, the
+//! [`rng`], [`interruption`], and [`mod@bench`] for the benchmarks. The scheduler's pipeline, the
 //! disruption methods' internals and the calendar behind budget schedules are private.
 
 pub mod bench;
