@@ -32,7 +32,7 @@ const LABEL_VALUES: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
 /// Upstream's fake catalog: type `i` has `i+1` cpu, `2(i+1)` GiB, `10(i+1)` pods, 100m cpu and
 /// 10Mi memory held back, priced `0.1/cpu + 1e-10/byte`, offered as spot in two zones and
 /// on-demand in three.
-pub fn instance_types(n: usize) -> Vec<InstanceType> {
+pub(crate) fn instance_types(n: usize) -> Vec<InstanceType> {
     (0..n)
         .map(|i| {
             let cpu = (i as i64 + 1) * 1000;
