@@ -13,7 +13,7 @@ use nodewright_api::interchange::{InterchangeError, read_input};
 use nodewright_api::quantity::parse_resource;
 use nodewright_api::v1::shared::{DurationError, read_duration};
 use nodewright_api::workload::label_selector;
-use nodewright_core::disruption::duration::parse_go_duration;
+use nodewright_core::time::parse_go_duration;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -36,19 +36,19 @@ use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{
     DisruptionCadence, DisruptionTimings, Due, Planned, Validated, plan_is_consolidated,
 };
-use nodewright_core::disruption::budgets::allowed_disruptions;
+use nodewright_core::disruption::EngineSimulator;
+use nodewright_core::disruption::InFlight;
+use nodewright_core::disruption::allowed_disruptions;
 use nodewright_core::disruption::candidates::{
     Selection, budget_node_counts, invalid_do_not_disrupt, select_both_counted,
     timed_do_not_disrupt as timed_protection,
 };
-use nodewright_core::disruption::command::{Command, Method, Target};
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
-use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::plan::{self, Move, Settings, Verdict};
 pub use nodewright_core::disruption::queue::{COMMAND_TIMEOUT, Running};
 use nodewright_core::disruption::queue::{Effect, Failure, Queue, Replacement};
-use nodewright_core::disruption::replacement_requests::replacement_requests;
-use nodewright_core::disruption::validate::validate;
+use nodewright_core::disruption::replacement_requests;
+use nodewright_core::disruption::validate;
+use nodewright_core::disruption::{Command, Method, Target};
 use nodewright_core::labels;
 use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
@@ -315,7 +315,7 @@ impl Disruptor {
     /// Consolidates with `features` (`FEATURE_GATES`) and simulates under `options`.
     pub fn with_policies(
         mut self,
-        features: nodewright_core::disruption::consolidation::Features,
+        features: nodewright_core::disruption::Features,
         options: Options,
     ) -> Self {
         self.settings.features = features;

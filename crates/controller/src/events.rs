@@ -1013,7 +1013,7 @@ mod tests {
             consolidation_rejected(nc(), "delete: [n1]", "churn", 0.2),
             consolidation_approved(
                 np(),
-                &nodewright_core::disruption::consolidation::BalancedScore {
+                &nodewright_core::disruption::BalancedScore {
                     nodepool: "default".into(),
                     score: 1.5,
                     savings_fraction: 0.3,

@@ -317,7 +317,7 @@ impl Provisioner {
         self.metrics.provisioner.queue_depth(pending);
         self.metrics
             .provisioner
-            .pending_by_zone(&scheduling::effective_zone::pending_by_zone(&snap));
+            .pending_by_zone(&scheduling::pending_by_zone(&snap));
         if pending == 0 {
             self.metrics.provisioner.unschedulable_pods(0);
             return Ok(out);
@@ -583,7 +583,7 @@ impl crate::metrics::Reconciled for Option<Provisioned> {
 }
 
 /// What wakes the provisioner: every provisionable pod triggers the batcher when first seen
-/// and again every [`POD_REQUEUE`](nodewright_core::cadence::batcher::POD_REQUEUE) while it
+/// and again every [`POD_REQUEUE`](nodewright_core::cadence::POD_REQUEUE) while it
 /// stays pending.
 pub struct Trigger {
     batcher: Batcher,
@@ -612,9 +612,10 @@ impl Trigger {
             self.first_seen.retain(|k, _| pending.contains(k));
             let mut seen = Vec::new();
             for key in pending {
-                let due = self.last_trigger.get(key).is_none_or(|t| {
-                    now.since(*t) >= nodewright_core::cadence::batcher::POD_REQUEUE
-                });
+                let due = self
+                    .last_trigger
+                    .get(key)
+                    .is_none_or(|t| now.since(*t) >= nodewright_core::cadence::POD_REQUEUE);
                 if due {
                     if !self.last_trigger.contains_key(key) && !self.first_seen.contains_key(key) {
                         self.first_seen.insert(key.clone(), now);

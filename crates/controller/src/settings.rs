@@ -529,8 +529,8 @@ impl Settings {
     }
 
     /// What consolidation may do: `FEATURE_GATES`'s `SpotToSpotConsolidation`.
-    pub fn consolidation_features(&self) -> nodewright_core::disruption::consolidation::Features {
-        nodewright_core::disruption::consolidation::Features {
+    pub fn consolidation_features(&self) -> nodewright_core::disruption::Features {
+        nodewright_core::disruption::Features {
             spot_to_spot_consolidation: self.feature_gates.spot_to_spot_consolidation,
         }
     }

@@ -17,8 +17,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint, Toleration};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::CloudProvider;
-use nodewright_core::disruption::duration::parse_go_duration;
 use nodewright_core::time::Timestamp;
+use nodewright_core::time::parse_go_duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 

@@ -2,6 +2,8 @@
 //! types, one NodePool with huge limits, and the "diverse" pod mix (generic, zone-spread,
 //! hostname-spread, zone-affinity and hostname-anti-affinity pods) or the preference mix.
 //! Randomness comes from a seeded [`Rng`], so every size is reproducible.
+//!
+//! Not a test fixture: tests build their snapshots with `testkit`; this is the benchmarks' workload.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,8 +20,9 @@ use crate::rng::Rng;
 use crate::selector::LabelSelector;
 use crate::time::Timestamp;
 
+/// The seed every benchmark workload is drawn from unless told otherwise.
 pub const SEED: u64 = 42;
-pub const ZONES: [&str; 3] = ["test-zone-1", "test-zone-2", "test-zone-3"];
+pub(crate) const ZONES: [&str; 3] = ["test-zone-1", "test-zone-2", "test-zone-3"];
 const GI: i64 = 1 << 30;
 const MI: i64 = 1 << 20;
 const CPUS: [i64; 5] = [100, 250, 500, 1000, 1500];
@@ -29,7 +32,7 @@ const LABEL_VALUES: [&str; 7] = ["a", "b", "c", "d", "e", "f", "g"];
 /// Upstream's fake catalog: type `i` has `i+1` cpu, `2(i+1)` GiB, `10(i+1)` pods, 100m cpu and
 /// 10Mi memory held back, priced `0.1/cpu + 1e-10/byte`, offered as spot in two zones and
 /// on-demand in three.
-pub fn instance_types(n: usize) -> Vec<InstanceType> {
+pub(crate) fn instance_types(n: usize) -> Vec<InstanceType> {
     (0..n)
         .map(|i| {
             let cpu = (i as i64 + 1) * 1000;
@@ -206,7 +209,7 @@ pub fn preference_pods(n: usize, rng: &mut Rng) -> Vec<Pod> {
 }
 
 /// The benchmark's NodePool: no requirements, limits of 10M cpu and 10M Gi of memory.
-pub fn nodepool() -> NodePool {
+pub(crate) fn nodepool() -> NodePool {
     NodePool {
         name: "default".into(),
         limits: Resources::new()

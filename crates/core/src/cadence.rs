@@ -5,11 +5,13 @@
 //! and the disruption loop (poll every 10 s, re-check a command 15 s after planning it, and loop
 //! again at once after a command starts), and the "consolidated" marker that lets a round
 //! skip the consolidation search while nothing changed.
+//!
+//! Offers the state machines only; the shells own the clock, the timers and what a round does.
 
-pub mod batcher;
-pub mod consolidated;
-pub mod disruption;
+pub(crate) mod batcher;
+pub(crate) mod consolidated;
+pub(crate) mod disruption;
 
-pub use batcher::{Batch, BatchWindow, Batcher};
-pub use consolidated::{CONSOLIDATION_STATE_TTL, ConsolidationState, plan_is_consolidated};
+pub use batcher::{Batch, BatchWindow, Batcher, POD_REQUEUE};
+pub use consolidated::{ConsolidationState, plan_is_consolidated};
 pub use disruption::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};

@@ -26,7 +26,7 @@ impl fmt::Display for CronError {
 impl std::error::Error for CronError {}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cron {
+pub(crate) struct Cron {
     minutes: u64,
     hours: u32,
     days: u32,

@@ -2,6 +2,8 @@
 //! scheduled changes, stops, reservation reclaims), spelled as upstream's metric labels and
 //! disruption reasons. Providers parse their own messages into these; the controller acts on
 //! them without knowing the provider.
+//!
+//! Offers the kinds and what each does to a claim; parsing a provider's messages is the provider's.
 
 use std::fmt;
 

@@ -4,11 +4,19 @@
 //! answer, byte for byte. There is no I/O, no clock (time is a field of the snapshot), no async
 //! runtime and no serialisation framework. The shells (`api`, `controller`, `sim`, `cli`) turn
 //! the outside world into these types and act on what comes back.
+//!
+//! The API is what each public module's root exports, and nothing deeper: [`model`] (the
+//! input), [`scheduling`] (`solve`, `explain`), [`disruption`] (a round, `validate`, the
+//! orchestration `queue`), [`cadence`] and [`lifecycle`] (when the shells act), [`repair`],
+//! [`static_capacity`] and [`registration_health`] (decisions of their own loops), the matching
+//! rules ([`labels`], [`requirements`], [`taints`], [`selector`], [`resources`]), [`time`],
+//! [`rng`], [`interruption`], and [`mod@bench`] for the benchmarks. The scheduler's pipeline, the
+//! disruption methods' internals and the calendar behind budget schedules are private.
 
 pub mod bench;
 pub mod cadence;
 pub(crate) mod calendar;
-pub mod cron;
+pub(crate) mod cron;
 pub mod disruption;
 pub mod interruption;
 pub mod labels;

@@ -4,6 +4,8 @@
 //! Both shells ask the same question with their own clock's `now`: the controller on each
 //! reconcile, the simulator when a deadline comes due. A failed launch is tried again after
 //! [`launch_retry_after`].
+//!
+//! Offers the timers' answers; deleting the claim and counting its registration are the shells'.
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use crate::time::Timestamp;
 /// How long a claim may stay unlaunched after it was created.
 pub(crate) const LAUNCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long a launched claim may stay without a registered Node.
-pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+pub(crate) const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// Where a claim is in its lifecycle, with the instants its timers run from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

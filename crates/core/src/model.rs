@@ -3,6 +3,9 @@
 //! These are the input types every shell builds (from the Kubernetes API, from a scenario file
 //! or from the interchange format). They carry strings and integers only; the scheduler compiles
 //! them into its own interned form.
+//!
+//! Offers plain data with public fields; no parsing (the `api` crate converts Kubernetes objects)
+//! and no scheduling state.
 
 mod instance_type;
 mod node;

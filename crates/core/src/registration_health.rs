@@ -9,6 +9,8 @@
 //! is then unhealthy, a success makes it true when the window is then healthy. A failure can
 //! only add failures to the window and a success only take them away, so the condition is a
 //! function of the window alone, which is what [`Health::status`] computes.
+//!
+//! Offers the record and its verdict; writing the NodePool condition is the controller's.
 
 use std::collections::VecDeque;
 

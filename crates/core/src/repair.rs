@@ -13,6 +13,8 @@
 //! of a small pool can always be repaired) repairs none of them, since something wider than
 //! one node is wrong and replacing them all would not help. A claim without a NodePool is
 //! judged against every Node of the cluster.
+//!
+//! Offers the decision only; deleting claims and reading Node conditions are the controller's.
 
 use std::time::Duration;
 
@@ -90,6 +92,7 @@ pub struct Blocked {
     pub total: usize,
 }
 
+/// What node repair decided: the claims to delete and the nodes the guard keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     pub repair: Vec<Repair>,
@@ -156,7 +159,7 @@ fn find<'a>(n: &'a NodeHealth, kind: &str) -> Option<&'a Condition> {
 }
 
 /// Whether any condition of `n` matches a policy, however long it has.
-pub fn unhealthy(n: &NodeHealth, policies: &[Policy]) -> bool {
+pub(crate) fn unhealthy(n: &NodeHealth, policies: &[Policy]) -> bool {
     policies
         .iter()
         .any(|p| find(n, &p.condition).is_some_and(|c| c.status == p.status))

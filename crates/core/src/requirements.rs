@@ -2,10 +2,13 @@
 //!
 //! This is the input form shared by NodePools, pods (node selectors and node affinity) and
 //! instance types. The scheduler compiles these into interned, bitset-backed sets.
+//!
+//! Offers the requirement, its operators and its matcher; the scheduler's compiled form is private.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// A node selector operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Operator {
     In,
@@ -19,7 +22,7 @@ pub enum Operator {
 }
 
 impl Operator {
-    pub const ALL: [Operator; 8] = [
+    pub(crate) const ALL: [Operator; 8] = [
         Operator::In,
         Operator::NotIn,
         Operator::Exists,
@@ -30,6 +33,7 @@ impl Operator {
         Operator::Lte,
     ];
 
+    /// The operator as Kubernetes spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Operator::In => "In",
@@ -43,16 +47,9 @@ impl Operator {
         }
     }
 
+    /// The operator Kubernetes spells `s`, if any.
     pub fn parse(s: &str) -> Option<Operator> {
         Operator::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-
-    /// Gt, Lt, Gte and Lte take exactly one non-negative integer.
-    pub fn is_numeric(self) -> bool {
-        matches!(
-            self,
-            Operator::Gt | Operator::Lt | Operator::Gte | Operator::Lte
-        )
     }
 }
 
@@ -62,6 +59,7 @@ impl fmt::Display for Operator {
     }
 }
 
+/// One node requirement: `key operator values`, with an optional `minValues`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub key: String,
@@ -72,6 +70,7 @@ pub struct Requirement {
 }
 
 impl Requirement {
+    /// A requirement without `minValues`.
     pub fn new(key: &str, operator: Operator, values: &[&str]) -> Self {
         Requirement {
             key: key.to_string(),

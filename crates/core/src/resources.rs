@@ -3,13 +3,19 @@
 //! Units are fixed per resource so arithmetic is exact: `cpu` in millicores, `memory`,
 //! `ephemeral-storage` and `hugepages-*` in bytes, `pods` and extended resources (for example
 //! `nvidia.com/gpu`) as counts. Strings such as `"500m"` or `"2Gi"` are parsed once at the edge.
+//!
+//! Offers names, amounts and their arithmetic; parsing quantity strings is `api`'s.
 
 use std::borrow::Cow;
 use std::fmt;
 
+/// CPU, in millicores.
 pub const CPU: &str = "cpu";
+/// Memory, in bytes.
 pub const MEMORY: &str = "memory";
+/// Pod slots, as a count.
 pub const PODS: &str = "pods";
+/// Ephemeral storage, in bytes.
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 /// The pseudo-resource a NodePool limit uses to cap its node count.
 pub const NODES: &str = "nodes";
@@ -37,6 +43,7 @@ fn name_of(name: &str) -> Name {
 pub struct Resources(Vec<(Name, i64)>);
 
 impl Resources {
+    /// An empty list (every amount zero).
     pub fn new() -> Self {
         Self::default()
     }
@@ -52,6 +59,7 @@ impl Resources {
         self.0.iter().position(|(k, _)| k == name)
     }
 
+    /// The amount of `name`; zero when absent.
     pub fn get(&self, name: &str) -> i64 {
         self.0
             .iter()
@@ -72,6 +80,7 @@ impl Resources {
         (cpu, memory)
     }
 
+    /// Sets the amount of `name`; zero removes it.
     pub fn set(&mut self, name: &str, amount: i64) {
         match self.position(name) {
             Some(i) if amount == 0 => {
@@ -105,10 +114,12 @@ impl Resources {
         self.position(name).is_some()
     }
 
+    /// Whether no resource has a non-zero amount.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Every non-zero amount, with its resource name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> {
         self.0.iter().map(|(k, v)| (k.as_ref(), *v))
     }

@@ -2,15 +2,20 @@
 //! simulator's faults and arrivals, the simulated cloud's ids and errors, the benchmarks'
 //! workloads and the controller's test-only fault injection. Small, fast, and the same
 //! sequence for the same seed on every platform.
+//!
+//! Offers the generator only; what is drawn from it, and with which seed, is the caller's.
 
+/// A SplitMix64 generator.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator that draws the sequence of `seed`.
     pub fn new(seed: u64) -> Self {
         Rng(seed)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -34,6 +39,7 @@ impl Rng {
         (((self.next_u64() >> 11) as u128 * n as u128) >> 53) as usize
     }
 
+    /// One of `items`, uniformly; `items` must not be empty.
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }

@@ -1,8 +1,11 @@
 //! Label selectors (`matchLabels` + `matchExpressions`) as used by pod affinity, topology
 //! spread and PodDisruptionBudgets.
+//!
+//! Offers the selector and its matcher; namespace selection for affinity is the scheduler's.
 
 use std::collections::BTreeMap;
 
+/// A label selector operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SelectorOperator {
     In,
@@ -11,6 +14,7 @@ pub enum SelectorOperator {
     DoesNotExist,
 }
 
+/// One `matchExpressions` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SelectorRequirement {
     pub key: String,
@@ -27,6 +31,7 @@ pub struct LabelSelector {
 }
 
 impl LabelSelector {
+    /// Whether `labels` satisfy every `matchLabels` entry and every expression.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels
             .iter()
@@ -42,6 +47,7 @@ impl LabelSelector {
             })
     }
 
+    /// Whether the selector has no terms (it then matches everything).
     pub fn is_empty(&self) -> bool {
         self.match_labels.is_empty() && self.match_expressions.is_empty()
     }

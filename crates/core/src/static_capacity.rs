@@ -12,6 +12,8 @@
 //!   budgets for `Drifted` allow, longest drifted first: a new claim is made naming it in
 //!   [`REPLACES`], and it is deleted once that claim is initialized. Until then the pair
 //!   counts as one claim.
+//!
+//! Offers the decision only; creating and deleting the claims is the shells'.
 
 use std::collections::BTreeMap;
 

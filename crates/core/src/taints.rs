@@ -1,4 +1,8 @@
 //! Taints and tolerations, with the kube-scheduler's matching rules.
+//!
+//! Offers taints, tolerations, the taint keys Karpenter writes ([`DISRUPTED_TAINT`],
+//! [`UNREGISTERED_TAINT`]) and the matcher ([`first_untolerated`]); putting taints on nodes is the
+//! controller's.
 
 use std::fmt;
 
@@ -7,6 +11,7 @@ pub const DISRUPTED_TAINT: &str = "karpenter.sh/disrupted";
 /// The taint a launched node registers with and keeps until the claim is registered.
 pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
 
+/// A taint's effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
     NoSchedule,
@@ -15,6 +20,7 @@ pub enum TaintEffect {
 }
 
 impl TaintEffect {
+    /// The effect as Kubernetes spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             TaintEffect::NoSchedule => "NoSchedule",
@@ -23,6 +29,7 @@ impl TaintEffect {
         }
     }
 
+    /// The effect Kubernetes spells `s`, if any.
     pub fn parse(s: &str) -> Option<TaintEffect> {
         match s {
             "NoSchedule" => Some(TaintEffect::NoSchedule),
@@ -33,6 +40,7 @@ impl TaintEffect {
     }
 }
 
+/// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Taint {
     pub key: String,
@@ -41,6 +49,7 @@ pub struct Taint {
 }
 
 impl Taint {
+    /// A taint from its parts.
     pub fn new(key: &str, value: &str, effect: TaintEffect) -> Self {
         Taint {
             key: key.into(),
@@ -60,12 +69,14 @@ impl fmt::Display for Taint {
     }
 }
 
+/// A toleration's operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
     Equal,
     Exists,
 }
 
+/// A pod's toleration.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty with `Exists` tolerates every taint.
@@ -77,7 +88,7 @@ pub struct Toleration {
 }
 
 impl Toleration {
-    pub fn tolerates(&self, taint: &Taint) -> bool {
+    pub(crate) fn tolerates(&self, taint: &Taint) -> bool {
         if self.effect.is_some_and(|e| e != taint.effect) {
             return false;
         }

@@ -1,6 +1,10 @@
 //! Instants as integers. `core` never reads a clock: callers pass `now` in.
+//!
+//! Offers the instant type and Go duration strings; no clock, no time zones.
 
 use std::time::Duration;
+
+pub use crate::disruption::duration::parse_go_duration;
 
 /// Milliseconds since the Unix epoch (UTC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

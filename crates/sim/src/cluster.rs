@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::InFlight;
 use nodewright_core::labels;
 use nodewright_core::model::{
     CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
@@ -12,7 +12,7 @@ use nodewright_core::model::{
 };
 use nodewright_core::requirements::Operator;
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::intern::FastMap;
+use nodewright_core::scheduling::FastMap;
 use nodewright_core::time::Timestamp;
 
 use crate::disruption_budget::SimPdb;

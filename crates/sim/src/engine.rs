@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use nodewright_cloud_sim::Fleet;
 use nodewright_core::cadence::{
-    BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due, Planned,
-    Validated, batcher::POD_REQUEUE, plan_is_consolidated,
+    BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due,
+    POD_REQUEUE, Planned, Validated, plan_is_consolidated,
 };
-use nodewright_core::disruption::command::{Command, Decision};
 use nodewright_core::disruption::plan::{NodeMemo, Settings, plan_kept};
 use nodewright_core::disruption::queue::Queue;
-use nodewright_core::disruption::validate::validate;
+use nodewright_core::disruption::validate;
+use nodewright_core::disruption::{Command, Decision};
 use nodewright_core::model::{CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool};
 use nodewright_core::requirements::Requirement;
 use nodewright_core::resources::Resources;

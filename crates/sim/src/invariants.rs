@@ -8,16 +8,13 @@ use std::time::Duration;
 
 use nodewright_core::model::{Node, Pod};
 use nodewright_core::resources::NODES;
-use nodewright_core::taints::first_untolerated;
+use nodewright_core::taints::{DISRUPTED_TAINT, first_untolerated};
 
 use crate::cluster::{Cluster, SimClaim};
 use crate::report::clock;
 
 mod incremental;
 pub use incremental::Checker;
-
-/// The taint put on nodes being disrupted; pods bound before it arrived may stay.
-const DISRUPTED: &str = "karpenter.sh/disrupted";
 
 /// Every violation at `at`, as sentences.
 pub fn check(cluster: &Cluster, at: Duration) -> Vec<String> {
@@ -92,10 +89,11 @@ fn pod_violations<'c>(
         out.push(format!("pod {} is bound to missing node {n}", p.key()));
         return;
     };
+    // Pods bound before the disruption taint arrived may stay.
     let taints: Vec<_> = node
         .taints
         .iter()
-        .filter(|x| x.key != DISRUPTED)
+        .filter(|x| x.key != DISRUPTED_TAINT)
         .cloned()
         .collect();
     if let Some(taint) = first_untolerated(&p.tolerations, &taints) {
@@ -425,7 +423,7 @@ mod tests {
         add(&mut c, pod("a", 1000, "n1"));
         let node = c.claim_mut("n1").unwrap().node.as_mut().unwrap();
         node.taints
-            .push(Taint::new(DISRUPTED, "", TaintEffect::NoSchedule));
+            .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
         assert!(check(&c, Duration::ZERO).is_empty());
     }
 

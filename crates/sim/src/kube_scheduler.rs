@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use nodewright_core::model::{Node, Pod, TopologySpreadConstraint, WhenUnsatisfiable};
 use nodewright_core::resources::{CPU, Resources};
-use nodewright_core::scheduling::solver::ports_conflict;
+use nodewright_core::scheduling::ports_conflict;
 use nodewright_core::taints::first_untolerated;
 use nodewright_core::time::Timestamp;
 

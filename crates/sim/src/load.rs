@@ -374,7 +374,7 @@ impl Loader<'_> {
             let text = v
                 .as_str()
                 .ok_or_else(|| bad(format!("expected a duration string, found {v}")))?;
-            let d = nodewright_core::disruption::duration::parse_go_duration(text)
+            let d = nodewright_core::time::parse_go_duration(text)
                 .ok_or_else(|| bad(format!("{text:?} is not a duration such as 10m or 1h30m")))?;
             return Ok(Some(d));
         }

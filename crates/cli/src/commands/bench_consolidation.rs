@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
+use nodewright_core::disruption::EngineSimulator;
 use nodewright_core::disruption::bench::cluster;
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
 use nodewright_core::disruption::plan::{Settings, plan};
 
 #[derive(Args, Debug)]

@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use clap::Args;
 use nodewright_core::bench;
-use nodewright_core::disruption::consolidation::Features;
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::EngineSimulator;
+use nodewright_core::disruption::Features;
 use nodewright_core::disruption::plan::{Settings, plan};
 use nodewright_core::disruption::upstream::{Search, cluster_cost, round, run_to_fixed_point};
 use nodewright_core::model::{OwnerRef, Snapshot};
 use nodewright_core::rng::Rng;
-use nodewright_core::scheduling::{self, launch::launch};
+use nodewright_core::scheduling::{self, launch};
 use nodewright_core::time::Timestamp;
 
 #[derive(Args, Debug)]

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use clap::{Args as ClapArgs, Subcommand, ValueEnum};
-use nodewright_core::disruption::engine_simulator::EngineSimulator;
+use nodewright_core::disruption::EngineSimulator;
 use nodewright_core::disruption::plan::Settings;
 use nodewright_core::disruption::plan::explain::{NodeExplanation, explain_node};
 use nodewright_core::labels;
@@ -447,7 +447,7 @@ mod tests {
 
     #[test]
     fn node_text_gives_the_round_then_one_aligned_line_per_method() {
-        use nodewright_core::disruption::command::Method;
+        use nodewright_core::disruption::Method;
         use nodewright_core::disruption::plan::Verdict;
         use nodewright_core::disruption::plan::explain::MethodVerdict;
         let m = |method, code: &str, message: &str| MethodVerdict {

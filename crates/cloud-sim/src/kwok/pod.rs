@@ -29,7 +29,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use nodewright_api::stable_hash::fnv1a64;
-use nodewright_core::disruption::duration::parse_go_duration;
+use nodewright_core::time::parse_go_duration;
 
 /// How long a pod's containers run before they exit with code 0, as a Go duration (`90s`,
 /// `10m`, `1h30m`). The same annotation sets a Job's run time in the simulator.

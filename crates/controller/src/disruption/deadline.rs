@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use nodewright_core::disruption::command::Method;
+use nodewright_core::disruption::Method;
 use nodewright_core::disruption::plan;
 
 /// How long each consolidation search may run.

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use nodewright_core::disruption::command::Command;
-use nodewright_core::disruption::consolidation::{BALANCED_THRESHOLD, BalancedScore};
+use nodewright_core::disruption::Command;
+use nodewright_core::disruption::{BALANCED_THRESHOLD, BalancedScore};
 
 use crate::events::{DEFAULT_DEDUPE_TIMEOUT, Event, EventType, ObjectRef, title};
 

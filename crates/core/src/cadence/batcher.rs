@@ -40,6 +40,8 @@ struct Open {
     keys: BTreeSet<String>,
 }
 
+/// The pod batcher: collects triggers into one batch that closes after the idle gap or the
+/// maximum window, whichever comes first.
 #[derive(Clone, Debug, Default)]
 pub struct Batcher {
     window: BatchWindow,
@@ -47,12 +49,9 @@ pub struct Batcher {
 }
 
 impl Batcher {
+    /// A batcher with no batch open.
     pub fn new(window: BatchWindow) -> Self {
         Batcher { window, open: None }
-    }
-
-    pub fn window(&self) -> BatchWindow {
-        self.window
     }
 
     /// Records a trigger at `now`. Keys are deduplicated within a window.

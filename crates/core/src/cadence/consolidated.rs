@@ -13,8 +13,10 @@ use crate::model::NodePool;
 use crate::time::Timestamp;
 
 /// How long a "consolidated" verdict holds without any change.
-pub const CONSOLIDATION_STATE_TTL: Duration = Duration::from_secs(5 * 60);
+pub(crate) const CONSOLIDATION_STATE_TTL: Duration = Duration::from_secs(5 * 60);
 
+/// Whether the cluster is "consolidated": a round found nothing to do and nothing has changed
+/// since (or the verdict has not yet lapsed), so the next round may skip the search.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConsolidationState {
     ttl: Duration,
@@ -30,7 +32,7 @@ impl ConsolidationState {
         Self::with_ttl(start, CONSOLIDATION_STATE_TTL)
     }
 
-    pub fn with_ttl(start: Timestamp, ttl: Duration) -> Self {
+    pub(crate) fn with_ttl(start: Timestamp, ttl: Duration) -> Self {
         ConsolidationState {
             ttl,
             stamp: start,
@@ -45,7 +47,7 @@ impl ConsolidationState {
     }
 
     /// The change stamp seen at `now`: refreshed once it is older than the TTL.
-    pub fn stamp(&mut self, now: Timestamp) -> Timestamp {
+    pub(crate) fn stamp(&mut self, now: Timestamp) -> Timestamp {
         if now.since(self.stamp) >= self.ttl {
             self.stamp = now;
         }
@@ -65,7 +67,8 @@ impl ConsolidationState {
     }
 
     /// When the current verdict lapses on its own, if one is recorded.
-    pub fn expires(&self) -> Option<Timestamp> {
+    #[cfg(test)]
+    fn expires(&self) -> Option<Timestamp> {
         self.consolidated_at.map(|s| s.plus(self.ttl))
     }
 }

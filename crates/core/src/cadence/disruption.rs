@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::time::Timestamp;
 
+/// The disruption loop's two waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DisruptionTimings {
     /// Sleep between rounds that found nothing to do.
@@ -44,7 +45,7 @@ pub enum Planned {
 
 impl Planned {
     /// What a round did: `started` commands at once and left `awaiting` for their re-check.
-    pub fn after(started: usize, awaiting: usize) -> Planned {
+    pub(crate) fn after(started: usize, awaiting: usize) -> Planned {
         match (started, awaiting) {
             (_, 1..) => Planned::AwaitingValidation,
             (1.., 0) => Planned::StartedForceful,
@@ -68,6 +69,7 @@ enum State {
     Validating { at: Timestamp },
 }
 
+/// When the disruption loop runs its next round and re-checks a planned command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DisruptionCadence {
     timings: DisruptionTimings,
@@ -81,10 +83,6 @@ impl DisruptionCadence {
             timings,
             state: State::Idle { next: start },
         }
-    }
-
-    pub fn timings(&self) -> DisruptionTimings {
-        self.timings
     }
 
     /// The next instant at which the loop has something to do.

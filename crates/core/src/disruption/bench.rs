@@ -1,6 +1,8 @@
 //! Generated clusters for the consolidation benchmark: `nodes` initialized nodes of the
 //! synthetic catalog's types, `pods` generic pods spread over them at random, so many nodes are
 //! partly empty, as after a scale-down. Deterministic for a seed.
+//!
+//! Not a test fixture: tests build their snapshots with `testkit`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -13,7 +13,7 @@ use crate::time::Timestamp;
 pub(crate) const UNLIMITED: u32 = i32::MAX as u32;
 
 /// Whether `budget` is in force at `now`. Errors are malformed schedules.
-pub fn is_active(budget: &Budget, now: Timestamp) -> Result<bool, String> {
+pub(crate) fn is_active(budget: &Budget, now: Timestamp) -> Result<bool, String> {
     let Some(schedule) = &budget.schedule else {
         return Ok(true);
     };

@@ -6,6 +6,9 @@
 //! recreate it), no PodDisruptionBudget that allows zero evictions for one
 //! of its pods (nor a pod under two budgets), and — for the graceful methods (emptiness and
 //! consolidation) — `consolidateAfter` elapsed since the last pod event.
+//!
+//! Offers the blockers, the `do-not-disrupt` rules and budget counts the shells show; ranking
+//! candidates and choosing among them stay private to the methods.
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +28,8 @@ use crate::model::{
 use crate::scheduling::intern::{FastMap, FastSet};
 use crate::time::Timestamp;
 
+/// The annotation, on a pod or a node, that keeps the node from voluntary disruption (a
+/// duration as its value lets it lapse).
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 
 /// Graceful methods (emptiness, consolidation) always respect pod-level blockers; eventual
@@ -75,7 +80,7 @@ pub enum Blocker {
 }
 
 impl Blocker {
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Blocker::NotManaged => "not-managed",
             Blocker::NoNodeClaim => "no-nodeclaim",

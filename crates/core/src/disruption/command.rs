@@ -16,6 +16,7 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method's name in events, metrics and `nodewright explain`.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Expiration => "expiration",
@@ -59,6 +60,7 @@ impl Method {
     }
 }
 
+/// Whether a command only removes its targets or launches replacements first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     Delete,
@@ -66,6 +68,7 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// `delete` or `replace`, as logs and `nodewright explain` show it.
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Delete => "delete",
@@ -117,6 +120,7 @@ pub struct Replacement {
     pub price: f64,
 }
 
+/// One disruption decision: the nodes to remove, what to launch first, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Command {
     pub method: Method,
@@ -140,7 +144,11 @@ impl Command {
         self.forceful || self.method == Method::Drift
     }
 
-    pub fn new(method: Method, targets: Vec<Target>, replacements: Vec<Replacement>) -> Command {
+    pub(crate) fn new(
+        method: Method,
+        targets: Vec<Target>,
+        replacements: Vec<Replacement>,
+    ) -> Command {
         let removed: f64 = targets.iter().map(|t| t.price).sum();
         let added: f64 = replacements.iter().map(|r| r.price).sum();
         Command {

@@ -20,12 +20,13 @@ pub(crate) const MIN_SPOT_TO_SPOT_OPTIONS: usize = 15;
 /// Balanced policy threshold: score must reach 1/k with k = 2.
 pub const BALANCED_THRESHOLD: f64 = 0.5;
 
+/// Consolidation behaviours behind a feature gate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Features {
     pub spot_to_spot_consolidation: bool,
 }
 
-pub fn target(c: &Candidate<'_>) -> Target {
+pub(crate) fn target(c: &Candidate<'_>) -> Target {
     Target {
         node: c.node.name.clone(),
         nodeclaim: c.claim.name.clone(),
@@ -105,7 +106,7 @@ impl std::fmt::Display for Rejection {
 }
 
 impl Rejection {
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Rejection::PodsDoNotFit { .. } => "pods-do-not-fit",
             Rejection::NeedsMultipleNodes { .. } => "needs-multiple-nodes",
@@ -175,7 +176,7 @@ pub(crate) fn compute(
 }
 
 /// The simulation consolidating `candidates` needs: their nodes gone, their pods moved.
-pub fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
+pub(crate) fn job<'p>(candidates: &[&Candidate<'p>]) -> Job<'p> {
     Job {
         without: candidates.iter().map(|c| c.node.name.clone()).collect(),
         pods: candidates
@@ -323,7 +324,7 @@ pub struct BalancedScore {
 }
 
 impl BalancedScore {
-    pub fn approved(&self) -> bool {
+    pub(crate) fn approved(&self) -> bool {
         self.score >= BALANCED_THRESHOLD
     }
 }

@@ -5,6 +5,8 @@
 //! NodePool requirements (`RequirementsDrifted`), the instance type or a compatible offering is
 //! gone (`InstanceTypeNotFound`, only for claims older than an hour), or the provider reported
 //! drift (its reason).
+//!
+//! Offers the drift annotations and their stamp; the provider's own drift checks are its own.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,7 +16,9 @@ use crate::model::{InstanceType, Node, NodeClaim, NodePool};
 use crate::requirements::{Operator, Requirement};
 use crate::time::Timestamp;
 
+/// The annotation holding the hash of the NodePool template a claim was made from.
 pub const NODEPOOL_HASH: &str = "karpenter.sh/nodepool-hash";
+/// The annotation holding which version of the hash [`NODEPOOL_HASH`] is.
 pub const NODEPOOL_HASH_VERSION: &str = "karpenter.sh/nodepool-hash-version";
 /// The hash version this build computes; claims stamped with another version are not compared.
 /// It is not upstream's (`v3`): the value is computed differently, so claims stamped by

@@ -19,6 +19,8 @@ use crate::scheduling::intern::FastMap;
 use crate::scheduling::prepared::Prepared;
 use crate::scheduling::{self, Compile, Options, Plan, Target};
 
+/// The [`Simulator`] backed by the scheduling engine: the one planning and validation use
+/// unless a shell brings its own.
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
     pub options: Options,
@@ -142,7 +144,7 @@ impl EngineSimulator {
 
 /// How many simulations run at once: the cores this process may use, read once (reading it
 /// costs system calls, and a planning round asks for every batch).
-pub fn workers() -> usize {
+pub(crate) fn workers() -> usize {
     static WORKERS: OnceLock<usize> = OnceLock::new();
     *WORKERS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

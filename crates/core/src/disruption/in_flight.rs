@@ -57,7 +57,11 @@ pub struct InFlight {
 
 impl InFlight {
     /// Adds a running command and the names of the claims it launched.
-    pub fn add<'a>(&mut self, command: &Command, replacements: impl IntoIterator<Item = &'a str>) {
+    pub(crate) fn add<'a>(
+        &mut self,
+        command: &Command,
+        replacements: impl IntoIterator<Item = &'a str>,
+    ) {
         self.targets
             .extend(command.targets.iter().map(|t| t.nodeclaim.clone()));
         let replacements: Vec<String> = replacements.into_iter().map(str::to_string).collect();
@@ -72,6 +76,7 @@ impl InFlight {
         });
     }
 
+    /// Whether nothing is in flight.
     pub fn is_empty(&self) -> bool {
         self.targets.is_empty() && self.replacements.is_empty() && self.terminating.is_empty()
     }

@@ -6,6 +6,9 @@
 //! consolidation, [`single_node`] consolidation); a node claimed by one method is not offered
 //! to the next, and every simulation treats already-claimed nodes as gone. Each method is a
 //! module of its own; this file holds the round they share.
+//!
+//! Offers the round ([`plan`], [`plan_until`], [`plan_kept`]), its settings and its verdicts; each
+//! method's search stays private.
 
 mod budget;
 mod drift;
@@ -32,6 +35,7 @@ use crate::model::{ConsolidationPolicy, Pod, Snapshot};
 use budget::Budgets;
 use verdicts::Verdicts;
 
+/// How a round plans; the defaults are what the controller runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub features: Features,
@@ -125,6 +129,7 @@ pub struct Move {
     pub balanced: Option<BalancedScore>,
 }
 
+/// What one round decided: its commands, a verdict per node, and the moves it weighed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DisruptionPlan {
     pub commands: Vec<Command>,
@@ -139,6 +144,7 @@ pub struct DisruptionPlan {
 }
 
 impl DisruptionPlan {
+    /// Dollars per hour the round's commands save together.
     pub fn savings_per_hour(&self) -> f64 {
         self.commands.iter().map(|c| c.savings_per_hour).sum()
     }

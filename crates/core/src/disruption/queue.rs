@@ -8,6 +8,8 @@
 //! The queue is pure: it is told what the cluster shows and answers with [`Effect`]s. The
 //! controller turns them into API and cloud calls, the simulator into changes on its clock, so
 //! both run commands the same way.
+//!
+//! Offers the state machine and its effects; the taints, launches and deletions are the shells'.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -91,6 +93,7 @@ impl Queue {
         std::mem::take(&mut self.awaiting)
     }
 
+    /// The graceful commands planned and waiting for their re-check.
     pub fn awaiting(&self) -> &[Command] {
         &self.awaiting
     }
@@ -176,6 +179,7 @@ impl Queue {
         dropped
     }
 
+    /// The commands started and not yet finished or rolled back.
     pub fn running(&self) -> &[Running] {
         &self.running
     }

@@ -97,7 +97,7 @@ fn add(a: Pair, b: Pair) -> Pair {
 }
 
 impl<'a> SavingBounds<'a> {
-    pub fn new(snapshot: &'a Snapshot) -> Self {
+    pub(crate) fn new(snapshot: &'a Snapshot) -> Self {
         let mut types: Vec<(Pair, f64)> = snapshot
             .instance_types
             .iter()
@@ -217,7 +217,7 @@ impl<'a> SavingBounds<'a> {
     /// one that holds the pods no other node can take. `None` when no command for `c` alone
     /// exists: it cannot be deleted, and no replacement costs less than it (a replacement
     /// command always saves something).
-    pub fn of(&self, c: &Candidate<'_>) -> Option<f64> {
+    pub(crate) fn of(&self, c: &Candidate<'_>) -> Option<f64> {
         let pods: Vec<Pair> = c
             .reschedulable_pods
             .iter()

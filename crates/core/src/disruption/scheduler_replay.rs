@@ -89,7 +89,7 @@ struct Step<'s> {
 }
 
 impl<'s> Replay<'s> {
-    pub fn new(snapshot: &'s Snapshot) -> Replay<'s> {
+    pub(crate) fn new(snapshot: &'s Snapshot) -> Replay<'s> {
         let disrupted =
             |taints: &[crate::taints::Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
         let mut index: FastMap<&str, usize> = FastMap::default();
@@ -207,7 +207,7 @@ impl<'s> Replay<'s> {
     /// the nodes in `gone` (other commands' targets this round) are gone too; `None` when
     /// it places them all, or when the command launches more than one node (the replay
     /// judges one replacement).
-    pub fn unplaced(
+    pub(crate) fn unplaced(
         &self,
         command: &Command,
         moving: &[&Pod],

@@ -1,5 +1,8 @@
 //! The seam between disruption planning and the scheduler: "if these nodes were gone, where
 //! would these pods go?". The scheduling engine implements it; planning only reads the answer.
+//!
+//! Offers the trait and a prepared simulation's types for a shell's own simulator; the engine's
+//! implementation is [`super::EngineSimulator`].
 
 use std::collections::BTreeSet;
 
@@ -31,6 +34,7 @@ pub(crate) struct SimulatedClaim {
     pub capacity_types: Vec<CapacityType>,
 }
 
+/// Where a simulation put the pods: those it could not place, and the claims it would launch.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Simulation {
     /// `(pod key, reason)` for every pod that found no place.
@@ -50,7 +54,7 @@ pub enum Purpose {
 
 impl Purpose {
     /// The purpose of the simulations behind a command of `method`.
-    pub fn of(method: Method) -> Purpose {
+    pub(crate) fn of(method: Method) -> Purpose {
         match method {
             Method::Emptiness
             | Method::MultiNodeConsolidation
@@ -60,6 +64,7 @@ impl Purpose {
     }
 }
 
+/// Answers "where would these pods go without these nodes?" for disruption planning.
 pub trait Simulator {
     /// Places `pods` on the snapshot's cluster without the nodes in `without`, launching new
     /// claims where needed, by the rules of `purpose`. Must be deterministic.

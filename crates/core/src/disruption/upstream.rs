@@ -12,6 +12,8 @@
 //!
 //! [`run_to_fixed_point`] applies rounds until nothing is left to do, for upstream's search or
 //! for [`super::plan::plan`], so the two can be compared on the same cluster.
+//!
+//! A benchmark yardstick only: nothing in the controller or the simulator runs it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +25,7 @@ use super::plan::{Settings, plan};
 use super::simulate::Simulator;
 use crate::labels;
 use crate::model::{ConsolidationPolicy, DisruptionReason, PodPhase, Snapshot};
-use crate::scheduling::{self, launch::launch};
+use crate::scheduling::{self, launch};
 
 /// Upstream's cap on the candidates one multi-node search looks at.
 pub(crate) const MULTI_NODE_MAX_CANDIDATES: usize = 100;
@@ -189,7 +191,7 @@ pub fn cluster_cost(snapshot: &Snapshot) -> f64 {
 /// The cluster after `commands` have run: their nodes gone, the pods they evicted placed by
 /// the scheduler (launching the replacements it needs, named `<prefix>-<i>`), and pods that
 /// go with their node (daemon, mirror, finished) gone with it.
-pub fn apply(snapshot: &Snapshot, commands: &[Command], prefix: &str) -> Snapshot {
+pub(crate) fn apply(snapshot: &Snapshot, commands: &[Command], prefix: &str) -> Snapshot {
     let gone: BTreeSet<&str> = commands
         .iter()
         .flat_map(|c| c.targets.iter().map(|t| t.node.as_str()))

@@ -26,6 +26,7 @@ pub enum Invalid {
 }
 
 impl Invalid {
+    /// A short label for the reason (`budget`, `scheduling` or `churn`), for metrics.
     pub fn kind(&self) -> &'static str {
         match self {
             Invalid::BudgetExhausted { .. } => "budget",

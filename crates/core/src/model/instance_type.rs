@@ -3,6 +3,7 @@ use std::fmt;
 use crate::requirements::Requirement;
 use crate::resources::Resources;
 
+/// How an instance is paid for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CapacityType {
     OnDemand,
@@ -11,6 +12,7 @@ pub enum CapacityType {
 }
 
 impl CapacityType {
+    /// The value of the `karpenter.sh/capacity-type` label for this type.
     pub fn as_str(self) -> &'static str {
         match self {
             CapacityType::OnDemand => crate::labels::CAPACITY_TYPE_ON_DEMAND,
@@ -19,6 +21,7 @@ impl CapacityType {
         }
     }
 
+    /// The capacity type a label value names, if any.
     pub fn parse(s: &str) -> Option<CapacityType> {
         match s {
             "on-demand" => Some(CapacityType::OnDemand),
@@ -59,6 +62,7 @@ pub struct Overhead {
 }
 
 impl Overhead {
+    /// Everything reserved: kube, system and the eviction threshold, added up.
     pub fn total(&self) -> Resources {
         let mut t = self.kube_reserved.clone();
         t.add(&self.system_reserved);
@@ -67,6 +71,7 @@ impl Overhead {
     }
 }
 
+/// A kind of machine the cloud offers, with its capacity, overhead and offerings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstanceType {
     pub name: String,

@@ -5,6 +5,7 @@ use crate::requirements::Requirement;
 use crate::resources::Resources;
 use crate::taints::Taint;
 
+/// The node class a NodePool's claims use.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeClassRef {
     pub group: String,
@@ -12,6 +13,7 @@ pub struct NodeClassRef {
     pub name: String,
 }
 
+/// A NodePool's `consolidationPolicy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ConsolidationPolicy {
     WhenEmpty,
@@ -41,7 +43,7 @@ pub enum DisruptionReason {
 }
 
 impl DisruptionReason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DisruptionReason::Empty => "Empty",
             DisruptionReason::Underutilized => "Underutilized",
@@ -50,6 +52,7 @@ impl DisruptionReason {
     }
 }
 
+/// How many nodes a disruption budget allows: a count or a percentage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BudgetNodes {
     Count(u32),
@@ -57,6 +60,7 @@ pub enum BudgetNodes {
     Percent(u32),
 }
 
+/// One disruption budget of a NodePool.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Budget {
     pub nodes: BudgetNodes,
@@ -67,6 +71,7 @@ pub struct Budget {
     pub reasons: Vec<DisruptionReason>,
 }
 
+/// A NodePool's `disruption` block.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Disruption {
     pub consolidation_policy: ConsolidationPolicy,
@@ -105,6 +110,7 @@ pub struct NodeClaimTemplate {
     pub termination_grace_period: Option<Duration>,
 }
 
+/// A NodePool: the template of the claims it makes, its limits and its disruption rules.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodePool {
     pub name: String,

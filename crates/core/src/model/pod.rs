@@ -6,6 +6,7 @@ use crate::selector::LabelSelector;
 use crate::taints::Toleration;
 use crate::time::Timestamp;
 
+/// A pod's owner reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerRef {
     pub kind: String,
@@ -13,6 +14,7 @@ pub struct OwnerRef {
     pub controller: bool,
 }
 
+/// A pod's phase.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PodPhase {
     #[default]
@@ -23,6 +25,7 @@ pub enum PodPhase {
     Unknown,
 }
 
+/// What a topology spread constraint does when it cannot be met.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WhenUnsatisfiable {
     DoNotSchedule,
@@ -36,6 +39,7 @@ pub enum InclusionPolicy {
     Ignore,
 }
 
+/// One of a pod's topology spread constraints.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopologySpreadConstraint {
     pub max_skew: i32,
@@ -50,6 +54,7 @@ pub struct TopologySpreadConstraint {
     pub match_label_keys: Vec<String>,
 }
 
+/// A pod (anti-)affinity term: pods it selects, in which namespaces, over which topology.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodAffinityTerm {
     pub label_selector: Option<LabelSelector>,
@@ -61,18 +66,21 @@ pub struct PodAffinityTerm {
     pub mismatch_label_keys: Vec<String>,
 }
 
+/// A preferred pod (anti-)affinity term with its weight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WeightedPodAffinityTerm {
     pub weight: i32,
     pub term: PodAffinityTerm,
 }
 
+/// A preferred node affinity term with its weight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WeightedNodeSelectorTerm {
     pub weight: i32,
     pub term: NodeSelectorTerm,
 }
 
+/// A host port a container asks for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HostPort {
     pub port: i32,
@@ -129,6 +137,7 @@ impl Pod {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// Whether a DaemonSet controls the pod.
     pub fn is_daemonset_pod(&self) -> bool {
         self.owner
             .as_ref()
@@ -154,6 +163,7 @@ impl Pod {
         self.owner.is_none() && self.other_owner_references == 0
     }
 
+    /// Whether the pod has finished (succeeded or failed).
     pub fn is_terminal(&self) -> bool {
         matches!(self.phase, PodPhase::Succeeded | PodPhase::Failed)
     }

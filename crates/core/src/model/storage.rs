@@ -1,6 +1,7 @@
 use crate::requirements::NodeSelectorTerm;
 use crate::selector::LabelSelector;
 
+/// A PersistentVolumeClaim and the volume or class it binds to.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PersistentVolumeClaim {
     pub namespace: String,
@@ -10,6 +11,7 @@ pub struct PersistentVolumeClaim {
     pub storage_class: Option<String>,
 }
 
+/// A PersistentVolume, as far as placement cares: where it may be used.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PersistentVolume {
     pub name: String,
@@ -19,6 +21,7 @@ pub struct PersistentVolume {
     pub local_or_host_path: bool,
 }
 
+/// A StorageClass, as far as placement cares: when and where its volumes bind.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StorageClass {
     pub name: String,
@@ -29,6 +32,7 @@ pub struct StorageClass {
     pub allowed_topologies: Vec<NodeSelectorTerm>,
 }
 
+/// A PodDisruptionBudget's `unhealthyPodEvictionPolicy`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum UnhealthyPodEvictionPolicy {
     #[default]
@@ -36,6 +40,7 @@ pub enum UnhealthyPodEvictionPolicy {
     AlwaysAllow,
 }
 
+/// A PodDisruptionBudget: which pods it covers and how many may be evicted now.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PodDisruptionBudget {
     pub namespace: String,

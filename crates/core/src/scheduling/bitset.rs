@@ -6,26 +6,26 @@ pub(crate) struct Bitset {
 }
 
 impl Bitset {
-    pub fn empty(bits: usize) -> Self {
+    pub(crate) fn empty(bits: usize) -> Self {
         Bitset {
             words: vec![0; bits.div_ceil(64)],
         }
     }
 
-    pub fn insert(&mut self, i: usize) {
+    pub(crate) fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
     }
 
-    pub fn remove(&mut self, i: usize) {
+    pub(crate) fn remove(&mut self, i: usize) {
         self.words[i / 64] &= !(1 << (i % 64));
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.words.iter().all(|w| *w == 0)
     }
 
     /// Indices of set bits, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
             let mut w = w;
             std::iter::from_fn(move || {

@@ -102,7 +102,7 @@ pub(crate) fn dual_bound(prices_allocs: &[(f64, Vec<f64>)], demand: &[f64]) -> f
 }
 
 /// The bound for the pods `plan` puts on new claims.
-pub fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
+pub(crate) fn lower_bound(w: &World, s: &Snapshot, plan: &Plan) -> f64 {
     if plan.new_claims.is_empty() {
         return 0.0;
     }

@@ -55,7 +55,7 @@ pub(crate) fn fits_plus(used: &[i64], req: &[i64], alloc: &[i64]) -> bool {
         .all(|((&u, &r), &a)| r <= 0 || u + r <= a)
 }
 
-pub fn fits(total: &[i64], alloc: &[i64]) -> bool {
+pub(crate) fn fits(total: &[i64], alloc: &[i64]) -> bool {
     total.iter().zip(alloc).all(|(&t, &a)| t <= 0 || t <= a)
 }
 
@@ -138,7 +138,10 @@ pub(crate) struct ClassKey {
 }
 
 impl ClassKey {
-    pub fn of(pod: &Pod, volume_alternatives: Vec<Vec<crate::requirements::Requirement>>) -> Self {
+    pub(crate) fn of(
+        pod: &Pod,
+        volume_alternatives: Vec<Vec<crate::requirements::Requirement>>,
+    ) -> Self {
         ClassKey {
             namespace: pod.namespace.clone(),
             labels: pod.labels.clone(),

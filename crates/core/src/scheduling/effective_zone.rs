@@ -64,7 +64,7 @@ fn volume_zones(s: &Snapshot, pod: &Pod) -> Option<Vec<String>> {
 }
 
 /// The effective zone of `pod`: a zone name, [`FLEXIBLE`] or [`NONE`].
-pub fn effective_zone(s: &Snapshot, pod: &Pod) -> String {
+pub(crate) fn effective_zone(s: &Snapshot, pod: &Pod) -> String {
     let own = own_zone(pod);
     let volumes = volume_zones(s, pod);
     let listed: Vec<String> = match (own.iter().find(|r| r.operator == Operator::In), &volumes) {

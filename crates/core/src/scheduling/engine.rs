@@ -105,7 +105,7 @@ pub(crate) enum Tgt {
     NewClaim(usize),
 }
 
-pub struct Engine<'w> {
+pub(crate) struct Engine<'w> {
     pub w: &'w mut World,
     pub opts: Options,
     pub claims: Vec<Claim>,
@@ -138,7 +138,7 @@ struct Eval {
 }
 
 impl<'w> Engine<'w> {
-    pub fn new(w: &'w mut World, opts: Options) -> Self {
+    pub(crate) fn new(w: &'w mut World, opts: Options) -> Self {
         let n = w.existing.len();
         let np = w.pools.len();
         let r = w.names.len();
@@ -652,7 +652,7 @@ impl<'w> Engine<'w> {
         None
     }
 
-    pub fn run(&mut self) -> Vec<(usize, String)> {
+    pub(crate) fn run(&mut self) -> Vec<(usize, String)> {
         let order = self.w.order.clone();
         let mut failed: Vec<(usize, Vec<usize>, String)> = Vec::new();
         for ci in order {

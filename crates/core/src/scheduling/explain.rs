@@ -4,6 +4,8 @@
 //! (`eval_new`, `eval_existing`), relaxing preferences in the order a placement does. A
 //! NodePool that takes the pod names the instance types that remain, cheapest first; one that
 //! refuses says which requirement, taint, limit, resource, topology or volume rule it was.
+//!
+//! Offers the explanation of one pod; it never changes a plan.
 
 use super::engine::Engine;
 use super::setup::{self, Class};
@@ -41,6 +43,7 @@ pub struct Answer {
     pub verdict: Result<Vec<String>, String>,
 }
 
+/// Why one pod goes where it goes: its outcome and every NodePool's and node's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Explanation {
     /// `namespace/name`.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 /// order never reaches the output, so a fast non-keyed hash is fine.
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// The set form of [`FastMap`].
-pub type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// A multiply-rotate hash over eight bytes at a time, much cheaper than the default keyed hash
 /// for the short label keys, values and names interned here.
@@ -91,7 +91,7 @@ pub(crate) struct Interner {
 }
 
 impl Interner {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -106,7 +106,7 @@ impl Interner {
     }
 
     /// Starts recording which ids in `range` are interned again (see [`Interner::take_hits`]).
-    pub fn watch(&mut self, range: (u32, u32)) {
+    pub(crate) fn watch(&mut self, range: (u32, u32)) {
         self.watch = Some(range);
         self.hits.clear();
     }
@@ -118,7 +118,7 @@ impl Interner {
     }
 
     /// Starts recording every id `intern` returns (see [`Interner::take_trace`]).
-    pub fn trace(&mut self) {
+    pub(crate) fn trace(&mut self) {
         self.trace = Some(Vec::new());
     }
 
@@ -127,7 +127,7 @@ impl Interner {
         self.trace.take().unwrap_or_default()
     }
 
-    pub fn intern(&mut self, s: &str) -> u32 {
+    pub(crate) fn intern(&mut self, s: &str) -> u32 {
         let id = match self.get(s) {
             Some(id) => {
                 if let Some((lo, hi)) = self.watch
@@ -152,7 +152,7 @@ impl Interner {
     }
 
     /// A frozen copy of the first `n` ids, without any base layer.
-    pub fn prefix(&self, n: usize) -> Interner {
+    pub(crate) fn prefix(&self, n: usize) -> Interner {
         let mut out = Interner::new();
         for id in 0..n as u32 {
             out.intern(self.name(id));
@@ -160,7 +160,7 @@ impl Interner {
         out
     }
 
-    pub fn get(&self, s: &str) -> Option<u32> {
+    pub(crate) fn get(&self, s: &str) -> Option<u32> {
         if let Some(b) = &self.base
             && let Some(id) = b.get(s)
         {
@@ -169,21 +169,21 @@ impl Interner {
         self.ids.get(s).copied()
     }
 
-    pub fn name(&self, id: u32) -> &str {
+    pub(crate) fn name(&self, id: u32) -> &str {
         match &self.base {
             Some(b) if id < self.offset => b.name(id),
             _ => &self.names[(id - self.offset) as usize],
         }
     }
 
-    pub fn number(&self, id: u32) -> Option<i64> {
+    pub(crate) fn number(&self, id: u32) -> Option<i64> {
         match &self.base {
             Some(b) if id < self.offset => b.number(id),
             _ => self.numbers[(id - self.offset) as usize],
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.offset as usize + self.names.len()
     }
 }

@@ -1,30 +1,42 @@
 //! The scheduling engine: given a snapshot, decide where every pending pod goes and which new
 //! NodeClaims to launch, as Karpenter would, and say why for every pod that cannot be placed.
 //!
-//! Pipeline: [`setup`] compiles the snapshot (interned labels, ranked instance types, pod classes,
-//! topology groups); [`engine`] places classes in queue order; [`bound`] computes an LP lower
-//! bound on the cost of the new capacity.
+//! Offers: [`solve`] (and [`solve_with`], which says how the compile runs) returning a
+//! [`Plan`]; [`explain`] for one pod; [`launch`] to apply a plan to a snapshot; the
+//! [`NodeCache`] a caller keeps between compiles of one cluster; and the matching rules the
+//! simulator's kube-scheduler model shares with the engine ([`term_selects`],
+//! [`ports_conflict`], [`pending_by_zone`]).
+//!
+//! Not offered: the pipeline itself, which stays private so it can change. `setup` compiles
+//! the snapshot (interned labels, ranked instance types, pod classes, topology groups),
+//! `engine` places classes in queue order, `bound` computes an LP lower bound on the cost of
+//! the new capacity; disruption planning reaches them inside the crate.
 
 pub(crate) mod bitset;
-pub mod bound;
-pub mod compile;
-pub mod effective_zone;
-pub mod engine;
+pub(crate) mod bound;
+pub(crate) mod compile;
+mod effective_zone;
+pub(crate) mod engine;
 pub mod explain;
-pub mod intern;
-pub mod launch;
+pub(crate) mod intern;
+mod launch;
 mod node_cache;
-pub mod plan;
+mod plan;
 mod pool_cache;
-pub mod prepared;
-pub mod reqs;
-pub mod setup;
-pub mod solver;
-pub mod topology;
+pub(crate) mod prepared;
+pub(crate) mod reqs;
+pub(crate) mod setup;
+pub(crate) mod solver;
+pub(crate) mod topology;
 
+pub use effective_zone::pending_by_zone;
 pub use engine::Options;
+pub use intern::FastMap;
+pub use launch::launch;
 pub use node_cache::NodeCache;
 pub use plan::{InstanceOption, NewClaim, Placement, Plan, Target, Unplaced};
+pub use setup::term_selects;
+pub use solver::ports_conflict;
 
 use crate::model::Snapshot;
 

@@ -77,7 +77,8 @@ pub struct NodeCache {
 }
 
 impl NodeCache {
-    pub fn new() -> Self {
+    #[cfg(test)]
+    fn new() -> Self {
         Self::default()
     }
 
@@ -86,7 +87,7 @@ impl NodeCache {
     /// compile is then answered with the last one made under that key. A compile reads no
     /// clock, so the answer is the same. Callers use a key that changes whenever anything but
     /// the time may have changed.
-    pub fn same_as(&mut self, key: u64) {
+    pub(crate) fn same_as(&mut self, key: u64) {
         self.same = Some(key);
     }
 

@@ -14,6 +14,7 @@ pub enum Target {
     NewClaim(usize),
 }
 
+/// A pod placed on an existing node, an in-flight claim or a new claim.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Placement {
     /// `namespace/name`.
@@ -32,6 +33,7 @@ pub struct InstanceOption {
     pub price: f64,
 }
 
+/// A NodeClaim to launch: its NodePool, requirements and instance-type options.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewClaim {
     pub nodepool: String,
@@ -60,6 +62,7 @@ impl NewClaim {
     }
 }
 
+/// A pod the plan could not place, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unplaced {
     pub pod: String,
@@ -67,6 +70,7 @@ pub struct Unplaced {
     pub reason: String,
 }
 
+/// What a solve decided: placements, new claims, pods left pending, cost and its lower bound.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
     pub placements: Vec<Placement>,
@@ -85,10 +89,12 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The instance type's name of an option.
     pub fn name_of(&self, o: &InstanceOption) -> &str {
         &self.instance_type_names[o.instance_type as usize]
     }
 
+    /// The zone of an option's offering.
     pub fn zone_of(&self, o: &InstanceOption) -> &str {
         &self.zone_names[o.zone as usize]
     }

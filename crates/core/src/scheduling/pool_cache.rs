@@ -80,7 +80,7 @@ pub(crate) struct PoolCache {
 
 impl PoolCache {
     /// The NodePools of `s` compiled, as [`compile_pools`] would compile them.
-    pub fn get(&mut self, s: &Snapshot, names: &Interner) -> PoolsCompiled {
+    pub(crate) fn get(&mut self, s: &Snapshot, names: &Interner) -> PoolsCompiled {
         if let Some((inputs, compiled)) = &self.kept
             && inputs.matches(s, names)
         {

@@ -50,7 +50,7 @@ impl std::fmt::Debug for Prepared {
 }
 
 /// What [`Prepared`] shares.
-pub struct Compiled {
+pub(crate) struct Compiled {
     pub(super) targets: Targets,
     base: Arc<Interner>,
     /// Pods running on existing targets: `(pod index, existing index)`.
@@ -86,7 +86,7 @@ pub struct Compiled {
 impl Prepared {
     /// Compiles `s`; `None` when its shape needs full solves (pods on deleting nodes to
     /// reschedule, or daemons that bring strings of their own).
-    pub fn new(s: &Snapshot) -> Option<Prepared> {
+    pub(crate) fn new(s: &Snapshot) -> Option<Prepared> {
         Self::new_with(s, Compile::default())
     }
 
@@ -278,7 +278,7 @@ impl Prepared {
 
     /// Solves `pods` (each bound to a node in `without`) on the prepared snapshot `s` without
     /// the nodes in `without`; `None` when this case needs a full solve.
-    pub fn solve(
+    pub(crate) fn solve(
         &self,
         s: &Snapshot,
         without: &BTreeSet<String>,

@@ -23,7 +23,7 @@ pub(crate) struct ValueSet {
 }
 
 impl ValueSet {
-    pub fn one(v: u32) -> Self {
+    pub(crate) fn one(v: u32) -> Self {
         ValueSet {
             complement: false,
             values: vec![v],
@@ -32,7 +32,7 @@ impl ValueSet {
         }
     }
 
-    pub fn of(mut values: Vec<u32>) -> Self {
+    pub(crate) fn of(mut values: Vec<u32>) -> Self {
         values.sort_unstable();
         values.dedup();
         ValueSet {
@@ -54,7 +54,7 @@ impl ValueSet {
         }
     }
 
-    pub fn exists() -> Self {
+    pub(crate) fn exists() -> Self {
         Self::not_in(vec![])
     }
 
@@ -76,7 +76,7 @@ impl ValueSet {
         }
     }
 
-    pub fn has(&self, v: u32, interner: &Interner) -> bool {
+    pub(crate) fn has(&self, v: u32, interner: &Interner) -> bool {
         if self.complement {
             self.values.binary_search(&v).is_err() && self.within_bounds(v, interner)
         } else {
@@ -85,7 +85,7 @@ impl ValueSet {
     }
 
     /// True when no value satisfies the set.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         if self.complement {
             matches!((self.gt, self.lt), (Some(g), Some(l)) if l.saturating_sub(g) <= 1)
         } else {
@@ -94,7 +94,7 @@ impl ValueSet {
     }
 
     /// Kubernetes' operator name for the set, used by the compatibility exceptions.
-    pub fn operator(&self) -> Operator {
+    pub(crate) fn operator(&self) -> Operator {
         match (self.complement, self.values.is_empty()) {
             (false, true) => Operator::DoesNotExist,
             (false, false) => Operator::In,
@@ -192,7 +192,7 @@ impl ValueSet {
         }
     }
 
-    pub fn describe(&self, interner: &Interner) -> String {
+    pub(crate) fn describe(&self, interner: &Interner) -> String {
         let names: Vec<&str> = self.values.iter().map(|&v| interner.name(v)).collect();
         let mut s = match self.operator() {
             Operator::Exists => "Exists".to_string(),
@@ -213,7 +213,7 @@ impl ValueSet {
 
 /// One key's constraint plus its `minValues`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Req {
+pub(crate) struct Req {
     pub key: u32,
     pub(crate) set: ValueSet,
     pub min_values: Option<u32>,
@@ -221,13 +221,13 @@ pub struct Req {
 
 /// A conjunction of per-key constraints, sorted by key.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Reqs {
+pub(crate) struct Reqs {
     pub items: Vec<Req>,
 }
 
 /// Why two requirement sets cannot hold at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
+pub(crate) struct Conflict {
     pub key: u32,
     /// The incoming (pod) side.
     pub(crate) wanted: ValueSet,
@@ -253,7 +253,7 @@ impl Conflict {
 }
 
 impl Reqs {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 

@@ -22,7 +22,7 @@ use classes::{Groups, compile_class, namespaces_in, namespaces_of, with_label_ke
 
 /// One set of identical pods.
 #[derive(Clone, Debug)]
-pub struct Class {
+pub(crate) struct Class {
     pub namespace: String,
     pub labels: BTreeMap<String, String>,
     pub requests: Res,
@@ -89,11 +89,11 @@ impl Existing {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.keep.as_ref().map_or(self.all.len(), |k| k.len())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -150,7 +150,7 @@ pub(crate) struct PerTarget<T> {
 }
 
 impl<T: Clone> PerTarget<T> {
-    pub fn new(all: Vec<T>) -> Self {
+    pub(crate) fn new(all: Vec<T>) -> Self {
         PerTarget {
             base: Arc::new(all),
             keep: None,
@@ -159,7 +159,7 @@ impl<T: Clone> PerTarget<T> {
     }
 
     /// The same values, seen through `keep`; nothing is copied.
-    pub fn subset(&self, keep: Vec<u32>) -> Self {
+    pub(crate) fn subset(&self, keep: Vec<u32>) -> Self {
         PerTarget {
             base: self.base.clone(),
             keep: Some(keep),
@@ -171,7 +171,7 @@ impl<T: Clone> PerTarget<T> {
         self.keep.as_ref().map_or(i, |k| k[i] as usize)
     }
 
-    pub fn get_mut(&mut self, i: usize) -> &mut T {
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut T {
         if self.keep.is_none() && self.written.is_empty() && Arc::get_mut(&mut self.base).is_some()
         {
             return &mut Arc::get_mut(&mut self.base).expect("unique")[i];
@@ -195,7 +195,7 @@ impl<T: Clone> std::ops::Index<usize> for PerTarget<T> {
     }
 }
 
-pub struct World {
+pub(crate) struct World {
     pub(crate) interner: Interner,
     pub(crate) names: Interner,
     pub(crate) pools: Vec<PoolC>,
@@ -257,7 +257,7 @@ pub(crate) fn karpenter_queue_cmp(a: &Pod, b: &Pod) -> std::cmp::Ordering {
 }
 
 /// An unbound pod the scheduler places.
-pub fn waits(p: &Pod) -> bool {
+pub(crate) fn waits(p: &Pod) -> bool {
     !p.is_daemonset_pod()
         && !p.is_mirror_pod()
         && !p.is_terminal()
@@ -307,13 +307,9 @@ pub(crate) fn pods_to_schedule_by(
     idx
 }
 
-/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes).
-pub fn build(s: &Snapshot) -> World {
-    build_ordered(s, Compile::default(), false, karpenter_queue_cmp)
-}
-
-/// [`build`] compiled as `compile` says (the result is the same), for a solve that closes
-/// nodes (see [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
+/// Builds the solver's state for the snapshot's pending pods (and those on deleting nodes),
+/// compiled as `compile` says (the result is the same), for a solve that closes nodes (see
+/// [`Class::from_deleting`]) when `closes`, the pods taken in the order `cmp` gives.
 pub(crate) fn build_ordered(
     s: &Snapshot,
     compile: Compile<'_>,
@@ -373,7 +369,7 @@ pub(crate) enum Source {
 
 impl Source {
     /// The target's requirements compiled again, with `interner`.
-    pub fn reqs(self, s: &Snapshot, interner: &mut Interner) -> Reqs {
+    pub(crate) fn reqs(self, s: &Snapshot, interner: &mut Interner) -> Reqs {
         match self {
             Source::Node(i) => compile::node_reqs(&s.nodes[i], interner),
             Source::Claim(i) => compile::claim_reqs(&s.node_claims[i], interner),
@@ -791,7 +787,7 @@ pub(crate) struct PoolOwner {
 }
 
 impl PoolOwner {
-    pub fn owns(&self, e: &ExistingC) -> bool {
+    pub(crate) fn owns(&self, e: &ExistingC) -> bool {
         debug_assert_eq!(
             e.nodepool,
             e.reqs
@@ -1055,7 +1051,7 @@ pub(crate) fn complete<'p>(
 
 /// The first taint that keeps this pod off a node. PreferNoSchedule taints count too until
 /// relaxation tolerates them, as Karpenter does.
-pub fn untolerated<'a>(
+pub(crate) fn untolerated<'a>(
     tolerations: &[Toleration],
     taints: &'a [crate::taints::Taint],
     prefer_no_schedule_tolerated: bool,

@@ -35,7 +35,7 @@ pub(crate) struct Relax {
 }
 
 impl Relax {
-    pub fn initial(c: &Class, ignore_preferences: bool) -> Relax {
+    pub(crate) fn initial(c: &Class, ignore_preferences: bool) -> Relax {
         if !ignore_preferences {
             return Relax::default();
         }
@@ -51,7 +51,7 @@ impl Relax {
     }
 
     /// Removes one more preference; false when nothing is left to relax.
-    pub fn next(&mut self, c: &Class, any_prefer_no_schedule: bool) -> bool {
+    pub(crate) fn next(&mut self, c: &Class, any_prefer_no_schedule: bool) -> bool {
         if c.required_terms.len() > self.required_terms + 1 {
             self.required_terms += 1;
         } else if self.preferred_affinity < c.preferred_affinity.len() {
@@ -74,7 +74,7 @@ impl Relax {
 
 /// A pod's active topology constraints under a relaxation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Constraint {
+pub(crate) enum Constraint {
     Group(usize),
     Inverse(usize),
 }
@@ -183,6 +183,8 @@ pub(crate) enum Refusal {
     Quiet,
 }
 
+/// The first host port two sets of ports both claim (same port and protocol, overlapping
+/// address), as the kube-scheduler's NodePorts filter decides; `None` when they fit together.
 pub fn ports_conflict(a: &[HostPort], b: &[HostPort]) -> Option<i32> {
     let any = |ip: &str| ip.is_empty() || ip == "0.0.0.0" || ip == "::";
     for x in a {
@@ -417,7 +419,7 @@ impl World {
     }
 
     /// The cheapest available offering of `it` compatible with `reqs`: (price, index).
-    pub fn offering(&self, pool: usize, it: usize, reqs: &Reqs) -> Option<(f64, usize)> {
+    pub(crate) fn offering(&self, pool: usize, it: usize, reqs: &Reqs) -> Option<(f64, usize)> {
         let itc = &self.pools[pool].its[it];
         let zones = reqs.get(self.zone);
         let cts = reqs.get(self.capacity_type);

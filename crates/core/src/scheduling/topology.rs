@@ -13,7 +13,7 @@ use crate::selector::LabelSelector;
 use crate::taints::{self, Taint, Toleration};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
+pub(crate) enum Kind {
     Spread {
         max_skew: i32,
         min_domains: Option<i32>,
@@ -23,14 +23,14 @@ pub enum Kind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Namespaces {
+pub(crate) enum Namespaces {
     All,
     /// Sorted.
     Set(Vec<String>),
 }
 
 impl Namespaces {
-    pub fn contains(&self, ns: &str) -> bool {
+    pub(crate) fn contains(&self, ns: &str) -> bool {
         match self {
             Namespaces::All => true,
             Namespaces::Set(s) => s.binary_search_by(|x| x.as_str().cmp(ns)).is_ok(),
@@ -46,7 +46,7 @@ pub(crate) struct NodeFilter {
 }
 
 impl NodeFilter {
-    pub fn accepts(&self, node: &Reqs, taints: &[Taint], interner: &Interner) -> bool {
+    pub(crate) fn accepts(&self, node: &Reqs, taints: &[Taint], interner: &Interner) -> bool {
         self.reqs
             .as_ref()
             .is_none_or(|r| node.intersects(r, interner).is_ok())
@@ -67,7 +67,7 @@ pub(crate) struct GroupKey {
 }
 
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     pub(crate) def: GroupKey,
     /// Matching pods per domain value id.
     counts: Vec<u32>,
@@ -89,7 +89,7 @@ impl Group {
         }
     }
 
-    pub fn matches(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
         self.def.namespaces.contains(namespace)
             && self
                 .def
@@ -98,11 +98,11 @@ impl Group {
                 .is_some_and(|s| s.matches(labels))
     }
 
-    pub fn count(&self, domain: u32) -> u32 {
+    pub(crate) fn count(&self, domain: u32) -> u32 {
         self.counts.get(domain as usize).copied().unwrap_or(0)
     }
 
-    pub fn record(&mut self, domain: u32, n: u32) {
+    pub(crate) fn record(&mut self, domain: u32, n: u32) {
         let i = domain as usize;
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);
@@ -171,14 +171,14 @@ pub(crate) struct Inverse {
 }
 
 impl Inverse {
-    pub fn new(def: InverseKey) -> Self {
+    pub(crate) fn new(def: InverseKey) -> Self {
         Inverse {
             def,
             counts: Vec::new(),
         }
     }
 
-    pub fn blocks(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn blocks(&self, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
         self.def.namespaces.contains(namespace)
             && self
                 .def
@@ -187,11 +187,11 @@ impl Inverse {
                 .is_some_and(|s| s.matches(labels))
     }
 
-    pub fn count(&self, domain: u32) -> u32 {
+    pub(crate) fn count(&self, domain: u32) -> u32 {
         self.counts.get(domain as usize).copied().unwrap_or(0)
     }
 
-    pub fn record(&mut self, domain: u32, n: u32) {
+    pub(crate) fn record(&mut self, domain: u32, n: u32) {
         let i = domain as usize;
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use nodewright_core::model::Pod;
-use nodewright_core::scheduling::intern::FastMap;
+use nodewright_core::scheduling::FastMap;
 
 /// What one pod counts for.
 #[derive(Clone, Debug, PartialEq)]

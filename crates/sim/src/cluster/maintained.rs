@@ -17,10 +17,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use nodewright_core::disruption::in_flight::Applied;
+use nodewright_core::disruption::Applied;
 use nodewright_core::model::{Node, NodeClaim, Pod, Snapshot};
 
-use nodewright_core::scheduling::intern::FastMap;
+use nodewright_core::scheduling::FastMap;
 
 use super::beside::Beside;
 use super::{SimClaim, snapshot_node};

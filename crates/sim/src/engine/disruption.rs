@@ -5,9 +5,9 @@
 //! pods in place, and the replacements sized for those pods reserved until the command's
 //! targets have drained (`Draining`).
 
-use nodewright_core::disruption::command::{Method, Target};
-use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::InFlight;
 use nodewright_core::disruption::queue::{Effect, Failure, Replacement};
+use nodewright_core::disruption::{Method, Target};
 
 use super::launch::replacement_options;
 use super::remembered::Remembering;

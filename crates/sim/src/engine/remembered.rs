@@ -20,10 +20,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use nodewright_core::disruption::InFlight;
 use nodewright_core::disruption::candidates::closed_nodes;
-use nodewright_core::disruption::engine_simulator::{EngineSimulator, warm};
-use nodewright_core::disruption::in_flight::InFlight;
 use nodewright_core::disruption::simulate::{PreparedSimulation, Purpose, Simulation, Simulator};
+use nodewright_core::disruption::{EngineSimulator, warm};
 use nodewright_core::model::{Pod, Snapshot};
 use nodewright_core::scheduling::NodeCache;
 

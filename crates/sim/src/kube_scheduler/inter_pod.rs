@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use nodewright_core::model::{Node, Pod, PodAffinityTerm};
-use nodewright_core::scheduling::setup::term_selects;
+use nodewright_core::scheduling::term_selects;
 
 use crate::cluster::Cluster;
 

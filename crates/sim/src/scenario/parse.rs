@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use nodewright_api::document::{Document, parse_documents};
 use nodewright_api::error::Path;
-use nodewright_core::disruption::duration::parse_go_duration;
 use nodewright_core::model::CapacityType;
+use nodewright_core::time::parse_go_duration;
 use serde_json::{Map, Value};
 
 use super::limits;

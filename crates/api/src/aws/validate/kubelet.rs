@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use nodewright_core::disruption::duration::parse_go_duration;
+use nodewright_core::time::parse_go_duration;
 use serde_json::Value;
 
 use super::super::crd::ec2nodeclass_schema;

@@ -20,7 +20,7 @@ pub(crate) const HOLD_LIMIT: Duration = crate::disruption::queue::COMMAND_TIMEOU
 
 /// One finished command: what it did, what it launched, and when it finished.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Finished {
+pub(crate) struct Finished {
     pub command: Command,
     pub replacements: Vec<String>,
     pub at: Timestamp,
@@ -28,13 +28,13 @@ pub struct Finished {
 
 /// The finished commands that may still hold their replacements.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Draining {
+pub(crate) struct Draining {
     finished: Vec<Finished>,
 }
 
 impl Draining {
     /// Records a command that finished at `at`, having launched the claims `replacements`.
-    pub fn finished(&mut self, command: Command, replacements: Vec<String>, at: Timestamp) {
+    pub(crate) fn finished(&mut self, command: Command, replacements: Vec<String>, at: Timestamp) {
         self.finished.push(Finished {
             command,
             replacements,
@@ -45,23 +45,25 @@ impl Draining {
     /// Forgets the commands that no longer hold their replacements at `now`: every target
     /// drained (as `drained` says: its claim gone, or its instance terminating), or the
     /// command finished [`HOLD_LIMIT`] ago.
-    pub fn forget_drained(&mut self, now: Timestamp, drained: impl Fn(&Target) -> bool) {
+    pub(crate) fn forget_drained(&mut self, now: Timestamp, drained: impl Fn(&Target) -> bool) {
         self.finished
             .retain(|f| now.since(f.at) < HOLD_LIMIT && !f.command.targets.iter().all(&drained));
     }
 
     /// Adds the commands still held to `held`, as running commands are.
-    pub fn hold(&self, held: &mut InFlight) {
+    pub(crate) fn hold(&self, held: &mut InFlight) {
         for f in &self.finished {
             held.add(&f.command, f.replacements.iter().map(String::as_str));
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Finished> {
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = &Finished> {
         self.finished.iter()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.finished.is_empty()
     }
 }

@@ -7,6 +7,8 @@
 //! simulations and consolidation's decision. Multi-node consolidation is a search over ranked
 //! candidates, so its answer is the round's own: whether the round's multi-node command takes
 //! the node.
+//!
+//! Offers the per-method verdicts for one node; not a round (use [`super::plan`] for that).
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 use super::*;
 
 impl Engine<'_> {
-    pub fn finish(self, s: &crate::model::Snapshot, unplaced: Vec<(usize, String)>) -> Plan {
+    pub(crate) fn finish(self, s: &crate::model::Snapshot, unplaced: Vec<(usize, String)>) -> Plan {
         let w = &*self.w;
         let mut new_claims = Vec::new();
         let mut claim_index = vec![usize::MAX; self.claims.len()];

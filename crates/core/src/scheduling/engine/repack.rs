@@ -33,7 +33,7 @@ type Priced = (Part, Bitset, usize);
 impl Engine<'_> {
     /// Splits every claim that gets cheaper as several smaller ones. Deterministic: claims are
     /// visited in creation order and ties keep the earlier candidate.
-    pub fn repack(&mut self) {
+    pub(crate) fn repack(&mut self) {
         let pod_class = self.pod_classes();
         // Claims share requirements but for their hostname, so their compatible types are
         // worked out once per distinct rest.

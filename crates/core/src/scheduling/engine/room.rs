@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// `(free millicores, compiled index)` of every target of one kind, sorted.
-pub type Sorted = Arc<Vec<(i64, u32)>>;
+pub(crate) type Sorted = Arc<Vec<(i64, u32)>>;
 
 /// Registered nodes and in-flight claims, each sorted by free cpu.
 #[derive(Clone, Debug, Default)]
@@ -24,7 +24,7 @@ pub(crate) struct RoomBase {
 
 /// One kind of target by free cpu, as this solve has changed it.
 #[derive(Clone, Debug)]
-pub struct Room {
+pub(crate) struct Room {
     base: Sorted,
     hidden: Arc<Vec<u32>>,
     /// Targets (solve indices) whose base entry is stale: their entry is in `changed`.
@@ -34,7 +34,7 @@ pub struct Room {
 
 impl Room {
     /// `targets` solve indices; `base` and `hidden` as in [`RoomBase`].
-    pub fn new(base: Sorted, hidden: Arc<Vec<u32>>, targets: usize) -> Room {
+    pub(crate) fn new(base: Sorted, hidden: Arc<Vec<u32>>, targets: usize) -> Room {
         Room {
             base,
             hidden,
@@ -56,7 +56,7 @@ impl Room {
     }
 
     /// Targets with at least `need` free, least free first (ties: lower index).
-    pub fn from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
+    pub(crate) fn from(&self, need: i64) -> impl Iterator<Item = (i64, usize)> + '_ {
         let start = self.base.partition_point(|e| e.0 < need);
         let base = self.base[start..].iter().filter_map(move |&(free, c)| {
             let i = self.solve_index(c)?;
@@ -111,7 +111,7 @@ impl Room {
     }
 
     /// Target `i` went from `before` to `after` free.
-    pub fn update(&mut self, i: usize, before: i64, after: i64) {
+    pub(crate) fn update(&mut self, i: usize, before: i64, after: i64) {
         if self.is_moved(i) {
             self.changed.remove(&(before, i));
         } else {
@@ -145,7 +145,7 @@ where
 }
 
 /// Sorts `(free, index)` pairs into the two kinds: `in_flight[i]` says which `i` is.
-pub fn sorted(free: &[i64], in_flight: &[bool]) -> (Sorted, Sorted) {
+pub(crate) fn sorted(free: &[i64], in_flight: &[bool]) -> (Sorted, Sorted) {
     let mut nodes = Vec::with_capacity(free.len());
     let mut flying = Vec::new();
     for (i, (&f, &fl)) in free.iter().zip(in_flight).enumerate() {

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use nodewright_core::disruption::in_flight::InFlight;
+use nodewright_core::disruption::InFlight;
 use nodewright_core::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolumeClaim, Pod,
 };
