@@ -263,9 +263,13 @@ impl<'s> Replay<'s> {
                 waiting.push(pod);
             }
         }
-        let mut others: Vec<&Pod> = self
-            .snapshot
-            .pods
+        // Most commands weigh alone: no other command's nodes, so no scan of every pod.
+        let all: &[Pod] = if gone.is_empty() {
+            &[]
+        } else {
+            &self.snapshot.pods
+        };
+        let mut others: Vec<&Pod> = all
             .iter()
             .filter(|p| {
                 p.node_name
