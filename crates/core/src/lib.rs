@@ -13,6 +13,8 @@
 //! [`rng`], [`interruption`], and [`mod@bench`] for the benchmarks. The scheduler's pipeline, the
 //! disruption methods' internals and the calendar behind budget schedules are private.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod cadence;
 pub(crate) mod calendar;

@@ -20,9 +20,15 @@ pub(crate) const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// Created, not launched yet.
-    Launching { created: Timestamp },
+    Launching {
+        /// When the claim was created.
+        created: Timestamp,
+    },
     /// Launched, its Node not registered yet.
-    Registering { launched: Timestamp },
+    Registering {
+        /// When the claim was launched (its `Launched` condition's transition).
+        launched: Timestamp,
+    },
     /// Its Node registered: no timer runs any more.
     Registered,
 }
@@ -30,7 +36,9 @@ pub enum Phase {
 /// A timer that ran out: the claim is deleted with this reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Timeout {
+    /// Not launched within 5 minutes of its creation.
     Launch,
+    /// Launched, its Node not registered within 15 minutes.
     Registration,
 }
 

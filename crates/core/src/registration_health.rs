@@ -33,10 +33,14 @@ pub struct Health {
 pub enum Status {
     /// No registration since the record started, and not unhealthy.
     Unknown,
+    /// A claim registered since the record started, and fewer than half of [`WINDOW`]
+    /// results failed.
     Healthy,
     /// Unhealthy, with the latest failure's reason and how many of the window failed.
     Unhealthy {
+        /// The latest failure's reason.
         reason: String,
+        /// How many of the window's results are failures.
         failed: usize,
     },
 }

@@ -37,7 +37,9 @@ pub struct Policy {
 /// One condition of a Node's status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Condition {
+    /// The condition's `type` (`Ready`, `KernelReady`, ...).
     pub kind: String,
+    /// `True`, `False` or `Unknown`.
     pub status: String,
     /// `lastTransitionTime`, when the Node has one.
     pub since: Option<Timestamp>,
@@ -46,6 +48,7 @@ pub struct Condition {
 /// The NodeClaim a Node belongs to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Claim {
+    /// The NodeClaim's name.
     pub name: String,
     /// The claim's `karpenter.sh/nodepool` label; `None` for a standalone claim.
     pub nodepool: Option<String>,
@@ -58,21 +61,28 @@ pub struct Claim {
 /// What repair reads of one Node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeHealth {
+    /// The Node's name.
     pub node: String,
+    /// The Node's creation: unhealthiness counts from it when a condition has no
+    /// `lastTransitionTime`.
     pub created: Timestamp,
     /// The Node's `karpenter.sh/nodepool` label: the pool whose count it is in.
     pub nodepool: Option<String>,
     /// `None` for a Node no NodeClaim owns: it is counted, never repaired.
     pub claim: Option<Claim>,
+    /// The Node's `status.conditions`.
     pub conditions: Vec<Condition>,
 }
 
 /// A claim to repair.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repair {
+    /// The unhealthy Node.
     pub node: String,
+    /// Its NodeClaim, to delete.
     pub nodeclaim: String,
-    pub nodepool: Option<String>,
+    /// The claim's NodePool; `None` for a standalone claim.
+    pub(crate) nodepool: Option<String>,
     /// The condition type that was unhealthy too long.
     pub condition: String,
     /// Set the termination timestamp to now first (it is unset or still in the future).
@@ -84,18 +94,24 @@ pub struct Repair {
 /// An unhealthy node past its toleration that the guard keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Blocked {
+    /// The unhealthy Node.
     pub node: String,
+    /// Its NodeClaim, kept.
     pub nodeclaim: String,
     /// The pool over the threshold; `None` when the whole cluster is (a standalone claim).
     pub nodepool: Option<String>,
+    /// Nodes of the pool (or cluster) with a condition matching a policy, tolerated or not.
     pub unhealthy: usize,
+    /// Nodes of the pool (or cluster).
     pub total: usize,
 }
 
 /// What node repair decided: the claims to delete and the nodes the guard keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// The claims to repair, in the order of the nodes given.
     pub repair: Vec<Repair>,
+    /// The nodes past their toleration that the guard keeps, in the same order.
     pub blocked: Vec<Blocked>,
 }
 

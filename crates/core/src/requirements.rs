@@ -11,13 +11,21 @@ use std::fmt;
 /// A node selector operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Operator {
+    /// The label is set to one of the values.
     In,
+    /// The label is absent or set to none of the values.
     NotIn,
+    /// The label is set, to anything.
     Exists,
+    /// The label is absent.
     DoesNotExist,
+    /// The label is an integer greater than the first value.
     Gt,
+    /// The label is an integer less than the first value.
     Lt,
+    /// The label is an integer at least the first value.
     Gte,
+    /// The label is an integer at most the first value.
     Lte,
 }
 
@@ -62,8 +70,12 @@ impl fmt::Display for Operator {
 /// One node requirement: `key operator values`, with an optional `minValues`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
+    /// The label key.
     pub key: String,
+    /// How the label's value is matched against `values`.
     pub operator: Operator,
+    /// The values `In` and `NotIn` match, or the integer bound of `Gt`, `Lt`, `Gte` and `Lte`
+    /// (the first value); empty for `Exists` and `DoesNotExist`.
     pub values: Vec<String>,
     /// The minimum number of distinct values of `key` the launch's instance types must cover.
     pub min_values: Option<u32>,
@@ -129,6 +141,7 @@ impl fmt::Display for Requirement {
 /// One term of a required node affinity; terms are ORed, expressions within a term ANDed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NodeSelectorTerm {
+    /// `matchExpressions`, all of which must hold.
     pub match_expressions: Vec<Requirement>,
 }
 

@@ -8,17 +8,24 @@ use std::collections::BTreeMap;
 /// A label selector operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SelectorOperator {
+    /// The label is set to one of the values.
     In,
+    /// The label is absent or set to none of the values.
     NotIn,
+    /// The label is set, to anything.
     Exists,
+    /// The label is absent.
     DoesNotExist,
 }
 
 /// One `matchExpressions` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SelectorRequirement {
+    /// The label key.
     pub key: String,
+    /// How the label's value is matched against `values`.
     pub operator: SelectorOperator,
+    /// The values `In` and `NotIn` match; empty for `Exists` and `DoesNotExist`.
     pub values: Vec<String>,
 }
 
@@ -26,7 +33,9 @@ pub struct SelectorRequirement {
 /// matches nothing, as in Kubernetes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LabelSelector {
+    /// `matchLabels`: each key must be set to exactly its value.
     pub match_labels: BTreeMap<String, String>,
+    /// `matchExpressions`: each must hold.
     pub match_expressions: Vec<SelectorRequirement>,
 }
 

@@ -30,6 +30,7 @@ pub const REPLACES: &str = "nodewright.io/replaces";
 /// What one static NodePool needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scale {
+    /// The static NodePool.
     pub nodepool: String,
     /// NodeClaims to create.
     pub create: usize,

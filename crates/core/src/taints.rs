@@ -14,8 +14,11 @@ pub const UNREGISTERED_TAINT: &str = "karpenter.sh/unregistered";
 /// A taint's effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TaintEffect {
+    /// Pods that do not tolerate it are not scheduled onto the node.
     NoSchedule,
+    /// The scheduler avoids the node for pods that do not tolerate it, but may still use it.
     PreferNoSchedule,
+    /// As `NoSchedule`, and pods already running that do not tolerate it are evicted.
     NoExecute,
 }
 
@@ -43,8 +46,11 @@ impl TaintEffect {
 /// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Taint {
+    /// The taint's key.
     pub key: String,
+    /// The taint's value; may be empty.
     pub value: String,
+    /// What the taint does to pods that do not tolerate it.
     pub effect: TaintEffect,
 }
 
@@ -72,7 +78,9 @@ impl fmt::Display for Taint {
 /// A toleration's operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
+    /// Tolerates a taint whose value equals the toleration's.
     Equal,
+    /// Tolerates a taint with the key whatever its value.
     Exists,
 }
 
@@ -81,7 +89,9 @@ pub enum TolerationOperator {
 pub struct Toleration {
     /// Empty with `Exists` tolerates every taint.
     pub key: String,
+    /// How the taint's value is matched.
     pub operator: TolerationOperator,
+    /// The value `Equal` matches; ignored by `Exists`.
     pub value: String,
     /// `None` matches every effect.
     pub effect: Option<TaintEffect>,

@@ -21,7 +21,9 @@ use crate::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
 
 pub mod cluster;
 
+/// One GiB, in bytes.
 pub const GI: i64 = 1 << 30;
+/// The zones [`catalog`] offers every type in.
 pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
 
 /// An available offering of `capacity_type` in `zone` at `price`, not a reservation.
@@ -87,6 +89,7 @@ pub fn catalog(n: usize) -> Vec<InstanceType> {
         .collect()
 }
 
+/// A ready NodePool with the defaults: no requirements, the default disruption block.
 pub fn pool(name: &str) -> NodePool {
     NodePool {
         name: name.into(),
@@ -107,6 +110,7 @@ pub fn disruptable(name: &str) -> NodePool {
     p
 }
 
+/// A snapshot of `pools`, each offering all of `its`, with `pods` and nothing else.
 pub fn snapshot(pools: Vec<NodePool>, its: Vec<InstanceType>, pods: Vec<Pod>) -> Snapshot {
     let its = Arc::new(its);
     let mut s = Snapshot {
@@ -120,6 +124,7 @@ pub fn snapshot(pools: Vec<NodePool>, its: Vec<InstanceType>, pods: Vec<Pod>) ->
     s
 }
 
+/// A pending pod `default/<name>` requesting `cpu_m` millicores and `mem_gi` GiB.
 pub fn pod(name: &str, cpu_m: i64, mem_gi: i64) -> Pod {
     Pod {
         namespace: "default".into(),
@@ -133,23 +138,27 @@ pub fn pod(name: &str, cpu_m: i64, mem_gi: i64) -> Pod {
     }
 }
 
+/// `n` [`pod`]s named `<prefix>-0` to `<prefix>-<n-1>`.
 pub fn pods(prefix: &str, n: usize, cpu_m: i64, mem_gi: i64) -> Vec<Pod> {
     (0..n)
         .map(|i| pod(&format!("{prefix}-{i}"), cpu_m, mem_gi))
         .collect()
 }
 
+/// `p` with the label `k=v` added.
 pub fn with_label(mut p: Pod, k: &str, v: &str) -> Pod {
     p.labels.insert(k.into(), v.into());
     p
 }
 
+/// A selector of the one label `k=v`.
 pub fn sel(k: &str, v: &str) -> Option<LabelSelector> {
     let mut s = LabelSelector::default();
     s.match_labels.insert(k.into(), v.into());
     Some(s)
 }
 
+/// A pod affinity term over topology `key` selecting `k=v` in the pod's own namespace.
 pub fn term(key: &str, k: &str, v: &str) -> PodAffinityTerm {
     PodAffinityTerm {
         label_selector: sel(k, v),
@@ -161,6 +170,8 @@ pub fn term(key: &str, k: &str, v: &str) -> PodAffinityTerm {
     }
 }
 
+/// A `DoNotSchedule` spread over topology `key` with `maxSkew` `skew`, counting pods with
+/// `k=v`.
 pub fn spread(key: &str, skew: i32, k: &str, v: &str) -> TopologySpreadConstraint {
     TopologySpreadConstraint {
         max_skew: skew,
@@ -174,20 +185,24 @@ pub fn spread(key: &str, skew: i32, k: &str, v: &str) -> TopologySpreadConstrain
     }
 }
 
+/// Adds a required node affinity term of `reqs` to `p`.
 pub fn required(p: &mut Pod, reqs: Vec<Requirement>) {
     p.required_node_affinity.push(NodeSelectorTerm {
         match_expressions: reqs,
     });
 }
 
+/// `key op values`, without `minValues`.
 pub fn req(key: &str, op: Operator, values: &[&str]) -> Requirement {
     Requirement::new(key, op, values)
 }
 
+/// A `NoSchedule` taint `key=value`.
 pub fn taint(key: &str, value: &str) -> Taint {
     Taint::new(key, value, TaintEffect::NoSchedule)
 }
 
+/// A toleration of every taint with `key`, whatever its value and effect.
 pub fn toleration(key: &str) -> Toleration {
     Toleration {
         key: key.into(),
@@ -218,12 +233,14 @@ pub fn node(name: &str, zone: &str, cpu: i64, mem_gi: i64) -> Node {
     }
 }
 
+/// `p` bound to `node` and running.
 pub fn running(mut p: Pod, node: &str) -> Pod {
     p.node_name = Some(node.into());
     p.phase = PodPhase::Running;
     p
 }
 
+/// [`scheduling::solve`] with the default options.
 pub fn solve(s: &Snapshot) -> Plan {
     scheduling::solve(s, &Options::default())
 }
@@ -240,6 +257,7 @@ pub fn claim_of<'a>(plan: &'a Plan, pod: &str) -> Option<&'a scheduling::NewClai
         })
 }
 
+/// Where the pod `default/<pod>` was placed, if anywhere.
 pub fn target_of(plan: &Plan, pod: &str) -> Option<Target> {
     let key = format!("default/{pod}");
     plan.placements
@@ -248,6 +266,7 @@ pub fn target_of(plan: &Plan, pod: &str) -> Option<Target> {
         .map(|p| p.target.clone())
 }
 
+/// Why the pod `default/<pod>` was left pending; empty when it was placed.
 pub fn reason_of(plan: &Plan, pod: &str) -> String {
     let key = format!("default/{pod}");
     plan.unplaced

@@ -9,7 +9,11 @@ use crate::time::Timestamp;
 /// `BATCH_IDLE_DURATION` and `BATCH_MAX_DURATION`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchWindow {
+    /// `BATCH_IDLE_DURATION`: the window closes once this long passes without a trigger
+    /// (default 1 s).
     pub idle: Duration,
+    /// `BATCH_MAX_DURATION`: the window closes this long after it opened, whatever arrives
+    /// (default 10 s).
     pub max: Duration,
 }
 
@@ -28,8 +32,11 @@ pub const POD_REQUEUE: Duration = Duration::from_secs(10);
 /// A closed window: the distinct trigger keys it collected, sorted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Batch {
-    pub opened: Timestamp,
-    pub closed: Timestamp,
+    /// The first trigger.
+    pub(crate) opened: Timestamp,
+    /// The deadline it closed at (the idle gap or the maximum, whichever came first).
+    pub(crate) closed: Timestamp,
+    /// The distinct trigger keys, sorted.
     pub keys: Vec<String>,
 }
 

@@ -10,9 +10,9 @@ use crate::time::Timestamp;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DisruptionTimings {
     /// Sleep between rounds that found nothing to do.
-    pub poll: Duration,
+    pub(crate) poll: Duration,
     /// Wait between planning a graceful command and re-checking it on a fresh snapshot.
-    pub validation_delay: Duration,
+    pub(crate) validation_delay: Duration,
 }
 
 impl Default for DisruptionTimings {
@@ -36,6 +36,7 @@ pub enum Due {
 /// The outcome of a planning round, reported back to the cadence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Planned {
+    /// The round planned no command.
     Nothing,
     /// Only forceful commands, already started.
     StartedForceful,

@@ -46,7 +46,7 @@ pub struct Allowance {
     /// Nodes that may still start disrupting now.
     pub allowed: u32,
     /// The binding budget, as written (`"10%"`, `"0"`), when one limits the answer.
-    pub binding: Option<String>,
+    pub(crate) binding: Option<String>,
 }
 
 /// `min over applicable active budgets − disrupting`, floored at zero.

@@ -44,37 +44,63 @@ pub(crate) enum MethodClass {
 /// for people.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Blocker {
+    /// The node has no `karpenter.sh/nodepool` label: Karpenter does not manage it.
     NotManaged,
+    /// No NodeClaim names the node, by node name or provider ID.
     NoNodeClaim,
+    /// The node's `karpenter.sh/nodepool` label names a NodePool the snapshot lacks.
     NodePoolNotFound {
+        /// The NodePool the label names.
         nodepool: String,
     },
+    /// The node's NodeClaim is not `Initialized` yet.
     NotInitialized,
+    /// The node or its NodeClaim has a deletion timestamp.
     Deleting,
+    /// The node carries `karpenter.sh/do-not-disrupt: "true"`.
     NodeDoNotDisrupt,
+    /// An active pod on the node carries `karpenter.sh/do-not-disrupt`, not lapsed.
     PodDoNotDisrupt {
+        /// The pod, `namespace/name`.
         pod: String,
+        /// When a duration value's protection lapses; `None` for `"true"` (forever).
         until: Option<Timestamp>,
     },
+    /// An active pod on the node has no owner reference: nothing would recreate it.
     PodHasNoController {
+        /// The pod, `namespace/name`.
         pod: String,
     },
+    /// The PodDisruptionBudget covering a pod on the node allows no eviction now.
     PdbAllowsNoEviction {
+        /// The budget, `namespace/name`.
         pdb: String,
+        /// The pod, `namespace/name`.
         pod: String,
     },
+    /// A pod on the node is selected by more than one PodDisruptionBudget, which the
+    /// eviction API refuses.
     MultiplePdbs {
+        /// The pod, `namespace/name`.
         pod: String,
+        /// The budgets selecting it, `namespace/name`, sorted.
         pdbs: Vec<String>,
     },
     /// The NodePool is static (`spec.replicas`): static capacity keeps its size.
     StaticNodePool {
+        /// The static NodePool.
         nodepool: String,
     },
+    /// The node's NodePool has `spec.disruption.consolidateAfter: Never` (graceful methods
+    /// only).
     ConsolidationDisabled {
+        /// The NodePool.
         nodepool: String,
     },
+    /// Less than the NodePool's `consolidateAfter` has passed since the claim's last pod
+    /// event (graceful methods only).
     ConsolidateAfter {
+        /// How much of `consolidateAfter` is still to run.
         remaining: Duration,
     },
 }
@@ -151,19 +177,27 @@ impl fmt::Display for Blocker {
 /// A node that may be disrupted, with what ranking and simulation need.
 #[derive(Clone, Debug)]
 pub struct Candidate<'a> {
-    pub node: &'a Node,
+    /// The Node.
+    pub(crate) node: &'a Node,
+    /// Its NodeClaim.
     pub claim: &'a NodeClaim,
-    pub nodepool: &'a NodePool,
+    /// The claim's NodePool.
+    pub(crate) nodepool: &'a NodePool,
     /// Shared with the round's memory of the node's labels, so a candidate copies no text.
-    pub instance_type: Arc<str>,
-    pub zone: Arc<str>,
-    pub capacity_type: Option<CapacityType>,
+    pub(crate) instance_type: Arc<str>,
+    /// The node's zone label; empty when it has none.
+    pub(crate) zone: Arc<str>,
+    /// The node's capacity-type label; `None` when absent or not one Karpenter knows.
+    pub(crate) capacity_type: Option<CapacityType>,
     /// The hourly price of the offering the node runs on (0 when unknown).
-    pub price: f64,
+    pub(crate) price: f64,
     /// Pods that would have to be placed elsewhere.
-    pub reschedulable_pods: Vec<&'a Pod>,
-    pub disruption_cost: f64,
-    pub reschedule_cost: f64,
+    pub(crate) reschedulable_pods: Vec<&'a Pod>,
+    /// The sum of its pods' eviction costs times the share of its life left before it
+    /// expires; upstream's searches try the lowest first.
+    pub(crate) disruption_cost: f64,
+    /// `1 + Σ max(0, eviction cost)` over `reschedulable_pods`: exactly 1 for an empty node.
+    pub(crate) reschedule_cost: f64,
 }
 
 impl Candidate<'_> {
@@ -181,7 +215,9 @@ impl Candidate<'_> {
 /// The outcome of candidate selection over a whole snapshot, sorted by node name.
 #[derive(Clone, Debug, Default)]
 pub struct Selection<'a> {
+    /// The nodes that may be disrupted.
     pub candidates: Vec<Candidate<'a>>,
+    /// The other nodes, by name, each with the reason it may not be disrupted.
     pub blocked: Vec<(String, Blocker)>,
 }
 

@@ -8,10 +8,16 @@ use crate::requirements::Requirement;
 /// The method that produced a command, in the order Karpenter runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Method {
+    /// Claims past their `expireAfter`: forceful, no budget applies.
     Expiration,
+    /// Candidates with no pod to move, deleted.
     Emptiness,
+    /// Claims that no longer match what their NodePool would launch today, replaced if their
+    /// pods need it.
     Drift,
+    /// Several candidates removed at once, with at most one cheaper replacement.
     MultiNodeConsolidation,
+    /// One candidate removed, or replaced by a cheaper node.
     SingleNodeConsolidation,
 }
 
@@ -63,7 +69,9 @@ impl Method {
 /// Whether a command only removes its targets or launches replacements first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
+    /// Remove the targets; their pods fit elsewhere.
     Delete,
+    /// Launch the replacements, then remove the targets.
     Replace,
 }
 
@@ -80,12 +88,19 @@ impl Decision {
 /// A node chosen for disruption.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
+    /// The Node's name.
     pub node: String,
+    /// The name of the Node's NodeClaim.
     pub nodeclaim: String,
+    /// The NodePool the claim belongs to.
     pub nodepool: String,
+    /// The node's `node.kubernetes.io/instance-type` label; empty when it has none.
     pub instance_type: String,
+    /// The node's `topology.kubernetes.io/zone` label; empty when it has none.
     pub zone: String,
+    /// The node's `karpenter.sh/capacity-type` label; empty when it has none.
     pub capacity_type: String,
+    /// US dollars per hour of the node's offering; 0 when it is unknown.
     pub price: f64,
     /// `namespace/name` of the pods that will be evicted.
     pub pods: Vec<String>,
@@ -112,7 +127,10 @@ impl Target {
 /// A node to launch before the targets go.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replacement {
+    /// The NodePool that launches it.
     pub nodepool: String,
+    /// The requirements to launch the NodeClaim with, as the simulation made them; a
+    /// consolidation's instance-type requirement lists `instance_types`.
     pub requirements: Vec<Requirement>,
     /// Instance-type options, cheapest first.
     pub instance_types: Vec<String>,
@@ -123,16 +141,20 @@ pub struct Replacement {
 /// One disruption decision: the nodes to remove, what to launch first, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Command {
+    /// The method that chose it.
     pub method: Method,
+    /// Delete, or replace first.
     pub decision: Decision,
+    /// The nodes to remove.
     pub targets: Vec<Target>,
+    /// The nodes to launch before the targets go; empty for a delete.
     pub replacements: Vec<Replacement>,
     /// Dollars per hour saved: targets' prices minus replacements' prices.
     pub savings_per_hour: f64,
     /// Forceful commands (expiration) skip budgets and do not wait for replacements.
-    pub forceful: bool,
+    pub(crate) forceful: bool,
     /// What the Balanced policy made of this move, when its NodePool uses that policy.
-    pub balanced: Option<super::consolidation::BalancedScore>,
+    pub(crate) balanced: Option<super::consolidation::BalancedScore>,
 }
 
 impl Command {

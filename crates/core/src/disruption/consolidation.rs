@@ -23,6 +23,8 @@ pub const BALANCED_THRESHOLD: f64 = 0.5;
 /// Consolidation behaviours behind a feature gate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Features {
+    /// The `SpotToSpotConsolidation` feature gate: spot nodes may be replaced by cheaper
+    /// spot capacity (off, such a replacement is refused; deleting them is not).
     pub spot_to_spot_consolidation: bool,
 }
 
@@ -317,9 +319,14 @@ pub(crate) fn balanced_score(
 /// two shares it divides, the NodePool's cost saved and its disruption cost caused.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BalancedScore {
+    /// The NodePool weighed.
     pub nodepool: String,
+    /// `savings_fraction / disruption_fraction`; the move passes at [`BALANCED_THRESHOLD`]
+    /// or more.
     pub score: f64,
+    /// The move's savings per hour over the hourly price of the NodePool's candidates.
     pub savings_fraction: f64,
+    /// The reschedule cost the move causes over that of the NodePool's candidates.
     pub disruption_fraction: f64,
 }
 

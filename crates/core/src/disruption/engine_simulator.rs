@@ -23,6 +23,7 @@ use crate::scheduling::{self, Compile, Options, Plan, Target};
 /// unless a shell brings its own.
 #[derive(Clone, Debug, Default)]
 pub struct EngineSimulator {
+    /// The settings of every solve it runs.
     pub options: Options,
     /// Nodes compiled by earlier preparations, for callers that prepare one cluster over and
     /// over as it changes (answers are the same with or without it).
@@ -153,7 +154,8 @@ pub(crate) fn workers() -> usize {
 /// [`EngineSimulator::prepare_as`] of a snapshot equal to it, under the same key, then finds
 /// the compile made. Meant to run on another thread while the caller does work that needs no
 /// compile; whichever of the two locks the cache first compiles, and the other reuses it.
-/// With `one_thread`, the compile stays on the calling thread ([`Compile::one_thread`]).
+/// With `one_thread`, the compile stays on the calling thread rather than moving parts of
+/// its work onto threads of its own.
 pub fn warm(cache: &Mutex<NodeCache>, snapshot: &Snapshot, same: u64, one_thread: bool) {
     // The kept compile is what is wanted; this handle to it is not.
     let _ = compile_in(cache, snapshot, Some(same), one_thread);

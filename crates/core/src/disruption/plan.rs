@@ -38,6 +38,7 @@ use verdicts::Verdicts;
 /// How a round plans; the defaults are what the controller runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
+    /// The consolidation feature gates.
     pub features: Features,
     /// Simulate only the single-node candidates that could become this round's command; the
     /// others get a `not-simulated` verdict (or `budget-exhausted` when their NodePool has
@@ -93,9 +94,11 @@ impl Deadline for NoDeadline {
 /// What happens to one node this round, or why nothing does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
+    /// The Node's name.
     pub node: String,
     /// Stable machine-readable code (`disrupted`, `pod-do-not-disrupt`, `budget-exhausted` ...).
     pub code: String,
+    /// The same, for people.
     pub message: String,
 }
 
@@ -119,11 +122,15 @@ impl Verdict {
 /// command found, once per NodePool of its targets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Move {
+    /// The NodePool the move is counted for.
     pub nodepool: String,
+    /// That NodePool's consolidation policy.
     pub policy: ConsolidationPolicy,
     /// The targets of the move in this NodePool.
     pub nodes: Vec<String>,
+    /// Found by multi-node consolidation (else single-node).
     pub multi_node: bool,
+    /// Not rejected by the Balanced policy.
     pub approved: bool,
     /// The Balanced policy's score, for a NodePool that uses it.
     pub balanced: Option<BalancedScore>,
@@ -132,6 +139,8 @@ pub struct Move {
 /// What one round decided: its commands, a verdict per node, and the moves it weighed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DisruptionPlan {
+    /// The commands decided, in the order the methods ran (expiration, emptiness, drift,
+    /// multi-node, then single-node consolidation); no node is in two.
     pub commands: Vec<Command>,
     /// One per Karpenter-managed node, sorted by node name; none with
     /// [`Settings::commands_only`].

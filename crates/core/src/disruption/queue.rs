@@ -27,9 +27,12 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// A command that has started: targets tainted, replacements launched.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Running {
+    /// The command started.
     pub command: Command,
     /// The NodeClaims launched as its replacements.
     pub replacements: Vec<String>,
+    /// When it started: it is rolled back if its replacements are not initialized
+    /// [`COMMAND_TIMEOUT`] later.
     pub started: Timestamp,
 }
 

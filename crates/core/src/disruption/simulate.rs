@@ -38,7 +38,7 @@ pub(crate) struct SimulatedClaim {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Simulation {
     /// `(pod key, reason)` for every pod that found no place.
-    pub failures: Vec<(String, String)>,
+    pub(crate) failures: Vec<(String, String)>,
     pub(crate) new_claims: Vec<SimulatedClaim>,
 }
 
@@ -91,7 +91,9 @@ pub trait Simulator {
 /// One simulation request against a prepared snapshot.
 #[derive(Clone, Debug)]
 pub struct Job<'p> {
+    /// The nodes the simulation removes, by name.
     pub without: BTreeSet<String>,
+    /// The pods to place elsewhere.
     pub pods: Vec<&'p Pod>,
 }
 

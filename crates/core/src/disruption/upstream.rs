@@ -232,11 +232,17 @@ pub enum Search {
 /// How a run to a fixed point went.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
+    /// Rounds whose commands were applied (a stalled last round is not counted).
     pub rounds: usize,
+    /// Commands applied over those rounds.
     pub commands: usize,
+    /// Nodes in the snapshot given.
     pub nodes_before: usize,
+    /// Nodes at the fixed point.
     pub nodes_after: usize,
+    /// [`cluster_cost`] of the snapshot given, US dollars per hour.
     pub cost_before: f64,
+    /// [`cluster_cost`] at the fixed point, US dollars per hour.
     pub cost_after: f64,
     /// Pods left pending after the last round (0 when every move found a place).
     pub pending_after: usize,

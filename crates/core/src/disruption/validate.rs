@@ -17,11 +17,32 @@ use crate::model::{Pod, Snapshot};
 /// `failed_validations_total` reasons (churn, budget, scheduling).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Invalid {
-    NoLongerCandidate { node: String, reason: String },
-    NoLongerEmpty { node: String },
-    NoLongerDrifted { node: String },
-    BudgetExhausted { nodepool: String },
+    /// A target is now blocked, or gone with its node or NodeClaim.
+    NoLongerCandidate {
+        /// The target node.
+        node: String,
+        /// Why: the blocker, or what is gone.
+        reason: String,
+    },
+    /// An emptiness target now has pods to move.
+    NoLongerEmpty {
+        /// The target node.
+        node: String,
+    },
+    /// A drift target no longer drifts.
+    NoLongerDrifted {
+        /// The target node.
+        node: String,
+    },
+    /// A NodePool's budget no longer allows as many of its nodes as the command takes.
+    BudgetExhausted {
+        /// The NodePool.
+        nodepool: String,
+    },
+    /// The moving pods no longer fit as planned: which pod, and why.
     Scheduling(String),
+    /// The cluster changed under a consolidation: an instance type the replacement planned
+    /// is no longer an option.
     Churn(String),
 }
 

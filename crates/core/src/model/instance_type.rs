@@ -6,8 +6,11 @@ use crate::resources::Resources;
 /// How an instance is paid for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CapacityType {
+    /// `on-demand`: bought when launched, at the list price.
     OnDemand,
+    /// `spot`: spare capacity, cheaper, that the cloud may take back.
     Spot,
+    /// `reserved`: capacity held ahead in a reservation (see [`Offering::reservation_id`]).
     Reserved,
 }
 
@@ -41,7 +44,9 @@ impl fmt::Display for CapacityType {
 /// Somewhere an instance type can be bought: a zone and a capacity type, at a price.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Offering {
+    /// The zone (`topology.kubernetes.io/zone`) it is sold in.
     pub zone: String,
+    /// How it is paid for.
     pub capacity_type: CapacityType,
     /// US dollars per hour.
     pub price: f64,
@@ -56,8 +61,11 @@ pub struct Offering {
 /// Capacity the kubelet holds back from pods.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Overhead {
+    /// The kubelet's `kubeReserved`: for Kubernetes' own daemons.
     pub kube_reserved: Resources,
+    /// The kubelet's `systemReserved`: for the operating system's daemons.
     pub system_reserved: Resources,
+    /// The kubelet's hard eviction thresholds, held back as well.
     pub eviction_threshold: Resources,
 }
 
@@ -74,12 +82,16 @@ impl Overhead {
 /// A kind of machine the cloud offers, with its capacity, overhead and offerings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InstanceType {
+    /// The name (`m5.large`), as the `node.kubernetes.io/instance-type` label carries it.
     pub name: String,
     /// The labels a node of this type carries, as requirements (usually single-valued `In`;
     /// `DoesNotExist` for labels this type lacks). Zone and capacity type come from offerings.
     pub requirements: Vec<Requirement>,
+    /// What a node of this type has, before the kubelet's reservations.
     pub capacity: Resources,
+    /// What the kubelet holds back; capacity minus it is allocatable.
     pub overhead: Overhead,
+    /// Where and how it can be bought, at what price.
     pub offerings: Vec<Offering>,
 }
 

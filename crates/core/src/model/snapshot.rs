@@ -10,26 +10,39 @@ use crate::time::Timestamp;
 /// A DaemonSet reduced to the pod it would run on every matching node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DaemonSet {
+    /// `metadata.namespace`.
     pub namespace: String,
+    /// `metadata.name`.
     pub name: String,
+    /// The pod template, as the pod it makes: its requests count against every new node
+    /// it would run on.
     pub pod: Pod,
 }
 
 /// Everything a decision needs, captured at one instant. Nothing in `core` fetches more.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// The instant the snapshot stands for; every decision reads time from here.
     pub now: Timestamp,
+    /// Every NodePool.
     pub nodepools: Vec<NodePool>,
     /// The instance types each NodePool may launch, by NodePool name.
     pub instance_types: BTreeMap<String, Arc<Vec<InstanceType>>>,
+    /// Every Node, Karpenter's or not.
     pub nodes: Vec<Node>,
+    /// Every NodeClaim, launched or in flight.
     pub node_claims: Vec<NodeClaim>,
     /// Pending and bound pods alike.
     pub pods: Vec<Pod>,
+    /// Every DaemonSet, for the overhead its pods add to a new node.
     pub daemonsets: Vec<DaemonSet>,
+    /// Every PodDisruptionBudget, for the evictions disruption may make.
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// Every PersistentVolumeClaim, for the volumes pods mount.
     pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    /// Every PersistentVolume, for where bound claims may be used.
     pub persistent_volumes: Vec<PersistentVolume>,
+    /// Every StorageClass, for where unbound claims may be provisioned.
     pub storage_classes: Vec<StorageClass>,
     /// Namespace labels, for pod-affinity `namespaceSelector`s.
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
@@ -42,6 +55,8 @@ pub struct Snapshot {
 /// its replacements is initialized.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommandInFlight {
-    pub targets: Vec<String>,
-    pub replacements: Vec<String>,
+    /// The NodeClaims it removes.
+    pub(crate) targets: Vec<String>,
+    /// The NodeClaims it launched, which must be initialized before the targets drain.
+    pub(crate) replacements: Vec<String>,
 }

@@ -21,12 +21,20 @@ pub enum Outcome {
     /// Not the autoscaler's to place (a daemonset or mirror pod, finished, terminating).
     Ignored(String),
     /// Onto a registered node, or a NodeClaim still launching (`in_flight`).
-    Existing { node: String, in_flight: bool },
+    Existing {
+        /// The node's name, or the in-flight NodeClaim's.
+        node: String,
+        /// Whether `node` is a NodeClaim still launching.
+        in_flight: bool,
+    },
     /// Onto a new NodeClaim of `nodepool` that may be any of `instance_types` (cheapest first,
     /// the cheapest at `price` $/h).
     NewClaim {
+        /// The NodePool that launches the claim.
         nodepool: String,
+        /// The claim's instance-type options, cheapest first.
         instance_types: Vec<String>,
+        /// US dollars per hour of the cheapest option.
         price: f64,
     },
     /// Nowhere, and why (every NodePool's refusal, joined).
@@ -48,6 +56,7 @@ pub struct Answer {
 pub struct Explanation {
     /// `namespace/name`.
     pub pod: String,
+    /// Where the solve of the whole snapshot puts it.
     pub outcome: Outcome,
     /// Every NodePool: those the engine tries, in its order, then those it leaves out.
     pub nodepools: Vec<Answer>,

@@ -46,12 +46,12 @@ use crate::model::Snapshot;
 pub struct Compile<'c> {
     /// Nodes compiled by earlier compiles of the same cluster, for a caller that compiles one
     /// cluster over and over as it changes (see [`NodeCache`]).
-    pub cache: Option<&'c mut NodeCache>,
+    pub(crate) cache: Option<&'c mut NodeCache>,
     /// Keep the compile on the calling thread. A compile of a large cluster otherwise moves
     /// parts of its work onto threads of its own; a caller that runs the compile beside work of
     /// its own, which already shares the cores with it, sets this: another thread would only
     /// compete for them, and cost a thread start besides.
-    pub one_thread: bool,
+    pub(crate) one_thread: bool,
 }
 
 impl<'c> Compile<'c> {

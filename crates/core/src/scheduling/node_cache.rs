@@ -41,7 +41,7 @@ struct Entry {
     used: u64,
 }
 
-/// What compiles of one cluster over time keep for the next ([`super::Compile::cache`]): each
+/// What compiles of one cluster over time keep for the next ([`super::Compile::cached`]): each
 /// node's compiled requirements by name, the last NodePool compile, and the last compile made
 /// under a [`NodeCache::same_as`] key. Every compile made with it equals a fresh one, ids
 /// included. Only the simulator keeps one: it compiles the same cluster for every decision

@@ -19,6 +19,7 @@ pub enum Target {
 pub struct Placement {
     /// `namespace/name`.
     pub pod: String,
+    /// Where it goes.
     pub target: Target,
 }
 
@@ -27,15 +28,20 @@ pub struct Placement {
 /// scale carries millions of options, and this keeps each to 24 bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InstanceOption {
+    /// The instance type, an index into [`Plan::instance_type_names`].
     pub instance_type: u32,
+    /// The cheapest offering's zone, an index into [`Plan::zone_names`].
     pub zone: u32,
+    /// The cheapest offering's capacity type.
     pub capacity_type: CapacityType,
+    /// The cheapest offering's price, US dollars per hour.
     pub price: f64,
 }
 
 /// A NodeClaim to launch: its NodePool, requirements and instance-type options.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewClaim {
+    /// The NodePool that launches it.
     pub nodepool: String,
     /// The claim's requirements, rendered (`key Operator [values]`), sorted by key; the
     /// instance-type requirement is the list of [`NewClaim::instance_types`].
@@ -65,6 +71,7 @@ impl NewClaim {
 /// A pod the plan could not place, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unplaced {
+    /// `namespace/name`.
     pub pod: String,
     /// Which constraint, which NodePool, what was missing.
     pub reason: String,
@@ -73,8 +80,11 @@ pub struct Unplaced {
 /// What a solve decided: placements, new claims, pods left pending, cost and its lower bound.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
+    /// Pods placed, on existing nodes, in-flight claims or new claims.
     pub placements: Vec<Placement>,
+    /// The NodeClaims to launch; [`Target::NewClaim`] indexes them.
     pub new_claims: Vec<NewClaim>,
+    /// Pods left pending, with the reason.
     pub unplaced: Vec<Unplaced>,
     /// Pods considered (pending or being rescheduled).
     pub pods: usize,

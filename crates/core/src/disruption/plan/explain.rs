@@ -31,8 +31,11 @@ use crate::model::{DisruptionReason, Snapshot};
 /// `empty`, `consolidatable`, `not-in-command`, `no-command`); `message` is for people.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MethodVerdict {
+    /// The method asked.
     pub method: Method,
+    /// Stable machine-readable code, one of those listed on [`MethodVerdict`].
     pub code: String,
+    /// The same, for people.
     pub message: String,
 }
 
