@@ -256,7 +256,7 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
             .filter(|(m, p, _, _)| m == method && p.contains(needle))
             .count()
     };
-    agent.wait_for_pods().await;
+    agent.wait_for_watches().await;
     // Registers the Node (create, status, lease), starts one pod and deletes the other ...
     agent.reconcile().await.unwrap();
     assert_eq!(count("POST", "/api/v1/nodes"), 1, "registered");
@@ -270,15 +270,22 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
     agent.reconcile().await.unwrap();
     assert_eq!(count("DELETE", "/api/v1/nodes/"), 1);
     assert_eq!(count("DELETE", "/leases/"), 1);
-    // The pod watch follows its list once the list is in.
+    // Each watch follows its list once the list is in.
     for _ in 0..500 {
-        let watched = store
-            .lock()
-            .unwrap()
-            .requests
-            .iter()
-            .any(|(m, p, q, _)| m == "GET" && p == "/api/v1/pods" && q.contains("watch=true"));
-        if watched {
+        let watched = |path: &str| {
+            store
+                .lock()
+                .unwrap()
+                .requests
+                .iter()
+                .any(|(m, p, q, _)| m == "GET" && p == path && q.contains("watch=true"))
+        };
+        let paths = [
+            "/api/v1/pods",
+            "/api/v1/nodes",
+            "/apis/karpenter.sh/v1/nodeclaims",
+        ];
+        if paths.into_iter().all(watched) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -110,12 +110,13 @@ pub const REQUIRED: &[Permission] = &[
 
 /// The simulated cloud's node agent (`nodewright-cloud-sim`'s `kwok` module), which runs in
 /// the controller process with `--cloud-provider sim` and plays the kubelet for its instances
-/// and their pods. Read from `kwok/agent.rs` (`NodeAgent::reconcile`, `write_lease`,
-/// `PodWatch` and `apply_pod`), and checked against the requests the agent sends by
+/// and their pods. Read from `kwok/agent.rs` (`NodeAgent::reconcile`, `write_lease` and
+/// `apply_pod`) and `kwok/watches.rs`, and checked against the requests the agent sends by
 /// `crates/cli/tests/sim_agent_rbac.rs`.
 pub const SIM_NODE_AGENT: &[Permission] = &[
-    // Lists its Nodes by label, registers new ones, deletes those of terminated instances.
-    cluster("", "nodes", &["list", "create", "delete"]),
+    // Watches its Nodes by label (a list then a watch, of their metadata), registers new
+    // ones, deletes those of terminated instances.
+    cluster("", "nodes", &["list", "watch", "create", "delete"]),
     // Writes the registered Node's status and the Ready heartbeat.
     cluster("", "nodes/status", &["patch"]),
     // Watches the pods bound to Nodes (a list then a watch), and deletes those its Nodes
@@ -123,8 +124,9 @@ pub const SIM_NODE_AGENT: &[Permission] = &[
     cluster("", "pods", &["list", "watch", "delete"]),
     // Reports a bound pod's containers running and Ready.
     cluster("", "pods/status", &["patch"]),
-    // Lists the NodeClaims to copy their labels and taints onto the Node.
-    cluster("karpenter.sh", "nodeclaims", &["list"]),
+    // Watches the NodeClaims (a list then a watch) to copy their labels and taints onto the
+    // Node.
+    cluster("karpenter.sh", "nodeclaims", &["list", "watch"]),
     // Node heartbeats: a server-side apply (a patch that creates the lease when absent) and
     // a delete with the Node.
     Permission {

@@ -248,7 +248,11 @@ impl World {
                         .contains(&kwok::node_name(&i.instance.provider_id))
                 })
                 .filter_map(|i| i.instance.nodeclaim())
-                .filter_map(|c| s.nodeclaims.get(c).map(|o| (c.to_string(), o.clone())))
+                .filter_map(|c| {
+                    s.nodeclaims
+                        .get(c)
+                        .map(|o| (c.to_string(), Arc::new(o.clone())))
+                })
                 .collect()
         };
         let actions = kwok::plan(

@@ -1,46 +1,38 @@
-//! The kube side of the node agent: lists the cloud's instances, the NodeClaims and its own
-//! Nodes, watches the pods bound to Nodes, applies what [`plan`] and [`pod_plan`] decide, and
-//! sleeps.
+//! The kube side of the node agent: reads the cloud's instances, and the NodeClaims, its own
+//! Nodes and the pods bound to Nodes from watches ([`Watches`]), applies what [`plan`] and
+//! [`pod_plan`] decide, and sleeps.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-    Preconditions,
-};
-use kube::core::GroupVersionKind;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use nodewright_api::v1::nodeclaim::NodeClaim;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use nodewright_cloud::InstanceState;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::cached::keep_for_kubelet;
 use super::machines::Machines;
-use super::node::{AGENT_LABEL, Action, node_ip, node_name, plan, quantities};
+use super::node::{Action, node_ip, node_name, plan, quantities};
 use super::pod::{Kubelet, PodAction, PodRef, pod_plan};
+use super::watches::Watches;
+use super::writes::{NodeWrites, overlay};
 
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
-
-/// Pods bound to some Node and not finished: the only ones a kubelet acts on. (A finished
-/// pod needs no kubelet to go away: the API server deletes it at once.)
-pub const BOUND_PODS: &str = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
 
 /// Pod writes in flight at once, so a scale-up of thousands of pods starts them in seconds
 /// without flooding the API server.
 const POD_WRITES_IN_FLIGHT: usize = 16;
 
-/// How long [`NodeAgent::run`] waits for the first pod list before its first pass, so that
-/// pass (which deletes the Nodes an earlier process registered) also deletes their pods.
-const FIRST_POD_LIST: Duration = Duration::from_secs(10);
+/// How long [`NodeAgent::run`] waits for the watches' first lists before its first pass, so
+/// that pass (which deletes the Nodes an earlier process registered) also deletes their pods.
+/// A pass acts on Nodes only once the NodeClaims and Nodes have been listed, and on pods once
+/// the pods have.
+const FIRST_LIST: Duration = Duration::from_secs(10);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentConfig {
@@ -77,7 +69,11 @@ pub struct NodeAgent {
     client: kube::Client,
     config: AgentConfig,
     last_heartbeat: BTreeMap<String, Instant>,
-    pods: Option<PodWatch>,
+    /// Started on first use (a pass or [`NodeAgent::wait_for_watches`]).
+    watches: Option<Watches>,
+    /// Nodes this agent created or deleted, until the Node watch shows the change; without
+    /// it a lagging watch would have a Node created twice, or a deleted one heartbeated.
+    nodes: NodeWrites,
     /// Pods this agent started, as the API server returned them (less what the cache drops,
     /// [`keep_for_kubelet`]), until the watch shows the change; without it a lagging watch
     /// would have them started twice.
@@ -87,48 +83,6 @@ pub struct NodeAgent {
     done: BTreeSet<String>,
 }
 
-/// The watch over [`BOUND_PODS`] and the cache it fills, each pod as [`keep_for_kubelet`]
-/// leaves it; the watch stops with the agent.
-struct PodWatch {
-    store: Store<Pod>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for PodWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl PodWatch {
-    fn start(client: kube::Client) -> Self {
-        let api: Api<Pod> = Api::all(client);
-        let (store, writer) = reflector::store();
-        let stream = watcher(api, watcher::Config::default().fields(BOUND_PODS))
-            .default_backoff()
-            .modify(keep_for_kubelet)
-            .reflect(writer)
-            .boxed();
-        let task = tokio::spawn(stream.for_each(|event| async move {
-            if let Err(e) = event {
-                tracing::warn!(error = %e, "pod watch error; retrying with backoff");
-            }
-        }));
-        PodWatch { store, task }
-    }
-
-    fn ready(&self) -> bool {
-        matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
-    }
-}
-
-fn nodeclaim_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("karpenter.sh", "v1", "NodeClaim"),
-        "nodeclaims",
-    )
-}
-
 impl NodeAgent {
     pub fn new(machines: Arc<dyn Machines>, client: kube::Client, config: AgentConfig) -> Self {
         NodeAgent {
@@ -136,30 +90,30 @@ impl NodeAgent {
             client,
             config,
             last_heartbeat: BTreeMap::new(),
-            pods: None,
+            watches: None,
+            nodes: NodeWrites::default(),
             started: BTreeMap::new(),
             done: BTreeSet::new(),
         }
     }
 
-    fn pod_watch(&mut self) -> &PodWatch {
+    fn watches(&mut self) -> &Watches {
         let client = self.client.clone();
-        self.pods.get_or_insert_with(|| PodWatch::start(client))
+        self.watches.get_or_insert_with(|| Watches::start(client))
     }
 
-    /// Starts the pod watch if it has not started and waits for its first list.
-    pub async fn wait_for_pods(&mut self) {
-        let store = self.pod_watch().store.clone();
-        let _ = store.wait_until_ready().await;
+    /// Starts the watches if they have not started and waits for their first lists.
+    pub async fn wait_for_watches(&mut self) {
+        self.watches().wait().await;
     }
 
     /// Runs until the task is dropped; API errors are logged and retried next interval.
     pub async fn run(mut self) {
-        if tokio::time::timeout(FIRST_POD_LIST, self.wait_for_pods())
+        if tokio::time::timeout(FIRST_LIST, self.wait_for_watches())
             .await
             .is_err()
         {
-            tracing::warn!("the pod watch has not listed yet; starting without pods");
+            tracing::warn!("the watches have not all listed yet; starting without them");
         }
         loop {
             if let Err(e) = self.reconcile().await {
@@ -169,34 +123,20 @@ impl NodeAgent {
         }
     }
 
-    /// One pass: list, plan and apply for Nodes, then for the pods on them (once the pod
-    /// watch has listed; it starts on the first pass).
+    /// One pass: plan and apply for Nodes, then for the pods on them; nothing until the
+    /// NodeClaim and Node watches have listed (they start on the first pass), and nothing for
+    /// pods until the pod watch has.
     pub async fn reconcile(&mut self) -> Result<(), AgentError> {
+        let watches = self.watches();
+        if !watches.nodes_ready() {
+            tracing::debug!("the NodeClaim and Node watches have not listed yet");
+            return Ok(());
+        }
+        let claims = watches.claims();
+        let watched = watches.node_names();
+        let listed = self.nodes.registered(watched);
         let nodes: Api<Node> = Api::all(self.client.clone());
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), NODE_LEASE_NAMESPACE);
-        let claims_api: Api<DynamicObject> =
-            Api::all_with(self.client.clone(), &nodeclaim_resource());
-        let mut claims = BTreeMap::new();
-        for obj in claims_api.list(&ListParams::default()).await?.items {
-            let Ok(value) = serde_json::to_value(&obj) else {
-                continue;
-            };
-            match serde_json::from_value::<NodeClaim>(value) {
-                Ok(nc) => {
-                    if let Some(name) = nc.metadata.name.clone() {
-                        claims.insert(name, nc);
-                    }
-                }
-                Err(e) => tracing::debug!(error = %e, "skipping a NodeClaim that does not parse"),
-            }
-        }
-        let listed: BTreeSet<String> = nodes
-            .list(&ListParams::default().labels(&format!("{AGENT_LABEL}=true")))
-            .await?
-            .items
-            .into_iter()
-            .filter_map(|n| n.metadata.name)
-            .collect();
         let register_after = self.machines.boot_time() + self.config.registration_delay;
         let instances = self.machines.machines(&claims).await?;
         let now = Instant::now();
@@ -208,6 +148,9 @@ impl NodeAgent {
                     let name = node.metadata.name.clone().unwrap_or_default();
                     registered.insert(name.clone());
                     let created = nodes.create(&PostParams::default(), &node).await?;
+                    // At once: should a write below fail, the next pass must not create it
+                    // again while the watch does not show it yet.
+                    self.nodes.created(&name);
                     // Status is a subresource: the create drops it, so write it separately.
                     let status = serde_json::json!({ "status": node.status });
                     nodes
@@ -243,9 +186,17 @@ impl NodeAgent {
                         ready["status"]["allocatable"] =
                             serde_json::json!(quantities(&i.allocatable));
                     }
-                    nodes
+                    let written = nodes
                         .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&ready))
-                        .await?;
+                        .await;
+                    // The Node went before the watch ever showed it (someone deleted it at
+                    // once): forget the creation, so a later pass registers it again.
+                    if let Err(kube::Error::Api(s)) = &written
+                        && s.code == 404
+                    {
+                        self.nodes.gone(&name);
+                    }
+                    written?;
                     self.last_heartbeat.insert(name, now);
                 }
                 Action::Delete(name) => {
@@ -256,6 +207,7 @@ impl NodeAgent {
                             .await
                             .map(|_| ()),
                     )?;
+                    self.nodes.deleted(&name);
                     ignore_not_found(
                         leases
                             .delete(&name, &DeleteParams::default())
@@ -276,15 +228,12 @@ impl NodeAgent {
         kubelets: &BTreeMap<String, Kubelet>,
         wall: Timestamp,
     ) -> Result<(), kube::Error> {
-        if !self.pod_watch().ready() {
+        let pods = &self.watches().pods;
+        if !pods.ready() {
             tracing::debug!("the pod watch has not listed yet");
             return Ok(());
         }
-        let cached = self
-            .pods
-            .as_ref()
-            .map(|w| w.store.state())
-            .unwrap_or_default();
+        let cached = pods.state();
         let pods = overlay(cached, &mut self.started, &mut self.done);
         let actions = pod_plan(kubelets, pods.iter().map(|p| p.as_ref()), wall);
         if actions.is_empty() {
@@ -375,47 +324,6 @@ impl NodeAgent {
             .await
             .map(|_| ())
     }
-}
-
-/// The cached pods, with this agent's own writes the watch has not shown yet laid over
-/// them (pods it deleted or finished, `done`, are left out); forgets writes the watch has
-/// caught up with.
-pub(crate) fn overlay(
-    cached: Vec<Arc<Pod>>,
-    started: &mut BTreeMap<String, Arc<Pod>>,
-    done: &mut BTreeSet<String>,
-) -> Vec<Arc<Pod>> {
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::with_capacity(cached.len());
-    for pod in cached {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
-            // The watch shows the pod finished: nothing of ours is newer.
-            started.remove(&uid);
-            done.remove(&uid);
-            out.push(pod);
-            continue;
-        }
-        if done.contains(&uid) {
-            seen.insert(uid);
-            continue;
-        }
-        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        // A deletion the watch shows is newer than any start this agent wrote.
-        let newer = running || pod.metadata.deletion_timestamp.is_some();
-        match started.get(&uid) {
-            Some(written) if !newer => out.push(written.clone()),
-            _ => {
-                started.remove(&uid);
-                out.push(pod);
-            }
-        }
-        seen.insert(uid);
-    }
-    started.retain(|uid, _| seen.contains(uid));
-    done.retain(|uid| seen.contains(uid));
-    out
 }
 
 /// The kubelet each of the agent's Node names plays: `Running` for a Node that is registered

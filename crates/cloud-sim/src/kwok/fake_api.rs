@@ -1,7 +1,9 @@
 //! A minimal API server on 127.0.0.1 for the agent's tests: objects by path; lists, also
 //! cluster-wide lists of namespaced resources; merge patches; watches that stream every
-//! change; and pod deletion as the API server does it (a delete with a grace period only
-//! marks the pod, one with `gracePeriodSeconds: 0` removes it) with uid preconditions.
+//! change (and can be held back, to play a lagging watch); metadata-only lists and watches
+//! when the client asks for them; and pod deletion as the API server does it (a delete with
+//! a grace period only marks the pod, one with `gracePeriodSeconds: 0` removes it) with uid
+//! preconditions.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -25,6 +27,10 @@ pub struct State {
     pub requests: Vec<String>,
     /// While true, the next status patch fails with a 500.
     pub fail_next_status: bool,
+    /// While true, open watches send nothing; once false they send what changed meanwhile.
+    pub watches_held: bool,
+    /// While true, every list fails with a 500.
+    pub lists_fail: bool,
 }
 
 pub type Shared = Arc<Mutex<State>>;
@@ -79,6 +85,21 @@ fn list(s: &State, path: &str, query: &str) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// Whether the client asked for metadata only (`PartialObjectMetadata`), as a metadata
+/// watch does through its Accept header.
+fn meta_only(headers: &HeaderMap) -> bool {
+    headers
+        .get("accept")
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("as=PartialObjectMetadata"))
+}
+
+/// What a metadata-only request gets of `object`.
+fn metadata(object: &Value) -> Value {
+    json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+        "metadata": object["metadata"]})
+}
+
 fn event(type_: &str, mut object: Value) -> String {
     if object["metadata"]["resourceVersion"].is_null() {
         object["metadata"]["resourceVersion"] = json!(next_version());
@@ -87,25 +108,34 @@ fn event(type_: &str, mut object: Value) -> String {
 }
 
 /// Streams the changes to the collection, polling the store, until the client hangs up.
-fn watch(shared: Shared, path: String, query: String) -> Response {
+fn watch(shared: Shared, path: String, query: String, meta: bool) -> Response {
     let start = list(&shared.lock().unwrap(), &path, &query);
     let changes = futures::stream::unfold(start, move |mut last| {
         let (shared, path, query) = (shared.clone(), path.clone(), query.clone());
         async move {
             loop {
                 tokio::time::sleep(Duration::from_millis(5)).await;
-                let now = list(&shared.lock().unwrap(), &path, &query);
+                let now = {
+                    let s = shared.lock().unwrap();
+                    if s.watches_held {
+                        continue;
+                    }
+                    list(&s, &path, &query)
+                };
+                let line = |type_: &str, v: &Value| {
+                    event(type_, if meta { metadata(v) } else { v.clone() })
+                };
                 let mut lines = String::new();
                 for (k, v) in &now {
                     match last.get(k) {
-                        None => lines.push_str(&event("ADDED", v.clone())),
-                        Some(old) if old != v => lines.push_str(&event("MODIFIED", v.clone())),
+                        None => lines.push_str(&line("ADDED", v)),
+                        Some(old) if old != v => lines.push_str(&line("MODIFIED", v)),
                         Some(_) => {}
                     }
                 }
                 for (k, v) in &last {
                     if !now.contains_key(k) {
-                        lines.push_str(&event("DELETED", v.clone()));
+                        lines.push_str(&line("DELETED", v));
                     }
                 }
                 last = now;
@@ -137,13 +167,19 @@ async fn handle(
     match method {
         Method::GET if query.contains("watch=true") => {
             drop(s);
-            watch(shared.clone(), path, query)
+            watch(shared.clone(), path, query, meta_only(&headers))
         }
         Method::GET => {
             if let Some(o) = s.objects.get(&path) {
                 return reply(200, o.clone());
             }
-            let items: Vec<Value> = list(&s, &path, &query).into_values().collect();
+            if s.lists_fail {
+                return failure(500, "InternalError");
+            }
+            let mut items: Vec<Value> = list(&s, &path, &query).into_values().collect();
+            if meta_only(&headers) {
+                items = items.iter().map(metadata).collect();
+            }
             reply(
                 200,
                 json!({"apiVersion": "v1", "kind": "List",
@@ -152,6 +188,9 @@ async fn handle(
         }
         Method::POST => {
             let key = format!("{path}/{}", body["metadata"]["name"].as_str().unwrap());
+            if s.objects.contains_key(&key) {
+                return failure(409, "AlreadyExists");
+            }
             let mut obj = body;
             // Status is a subresource: the API server drops it on create.
             if let Some(m) = obj.as_object_mut() {

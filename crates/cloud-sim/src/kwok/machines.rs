@@ -15,15 +15,13 @@ use nodewright_core::labels;
 use nodewright_core::resources::Resources;
 use tokio::time::Instant;
 
+use super::node::Claims;
 use crate::cloud::{SimCloud, SimInstance};
 
 #[async_trait]
 pub trait Machines: Send + Sync {
     /// The instances to play the kubelet for, as they are now.
-    async fn machines(
-        &self,
-        claims: &BTreeMap<String, NodeClaim>,
-    ) -> Result<Vec<SimInstance>, CloudError>;
+    async fn machines(&self, claims: &Claims) -> Result<Vec<SimInstance>, CloudError>;
 
     /// How long an instance takes to boot before its kubelet starts.
     fn boot_time(&self) -> Duration;
@@ -31,10 +29,7 @@ pub trait Machines: Send + Sync {
 
 #[async_trait]
 impl Machines for SimCloud {
-    async fn machines(
-        &self,
-        _claims: &BTreeMap<String, NodeClaim>,
-    ) -> Result<Vec<SimInstance>, CloudError> {
+    async fn machines(&self, _claims: &Claims) -> Result<Vec<SimInstance>, CloudError> {
         Ok(self.instances())
     }
 
@@ -61,10 +56,7 @@ impl ProviderMachines {
 
 #[async_trait]
 impl Machines for ProviderMachines {
-    async fn machines(
-        &self,
-        claims: &BTreeMap<String, NodeClaim>,
-    ) -> Result<Vec<SimInstance>, CloudError> {
+    async fn machines(&self, claims: &Claims) -> Result<Vec<SimInstance>, CloudError> {
         let listed = self.cloud.list().await?;
         let now = Instant::now();
         let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());

@@ -7,18 +7,19 @@
 //! done or their deadline passes (see [`pod`]), and confirms their deletion.
 //!
 //! What should exist is decided by pure functions over plain data ([`node::plan`] for Nodes,
-//! [`pod::pod_plan`] for pods); [`NodeAgent`] only lists and watches, applies the plans and
-//! sleeps.
+//! [`pod::pod_plan`] for pods); [`NodeAgent`] only watches, applies the plans and sleeps.
 
 mod agent;
 mod cached;
 pub mod machines;
 pub mod node;
 pub mod pod;
+mod watches;
+mod writes;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent};
 pub use machines::{Machines, ProviderMachines};
-pub use node::{AGENT_LABEL, Action, desired_node, node_ip, node_name, plan};
+pub use node::{AGENT_LABEL, Action, Claims, desired_node, node_ip, node_name, plan};
 pub use pod::{
     Ending, Kubelet, PodAction, PodRef, RUN_FOR_ANNOTATION, ending, finished_status, pod_plan,
     running_status,

@@ -2,6 +2,7 @@
 //! heartbeat or delete, decided over plain data ([`desired_node`], [`plan`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
@@ -181,6 +182,9 @@ pub fn desired_node(instance: &SimInstance, claim: &NodeClaim, now: Timestamp) -
     }
 }
 
+/// The cluster's NodeClaims by name, as the agent's watch keeps them.
+pub type Claims = BTreeMap<String, Arc<NodeClaim>>;
+
 /// One step of the agent.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
@@ -199,7 +203,7 @@ pub enum Action {
 /// heartbeat. Output is sorted by node name.
 pub fn plan(
     instances: &[SimInstance],
-    claims: &BTreeMap<String, NodeClaim>,
+    claims: &Claims,
     registered: &BTreeSet<String>,
     now: Instant,
     register_after: Duration,
@@ -370,7 +374,10 @@ mod tests {
     fn plan_registers_heartbeats_and_deletes() {
         let t0 = Instant::now();
         let later = t0 + Duration::from_secs(30);
-        let claims = BTreeMap::from([("a".to_string(), claim("a")), ("b".to_string(), claim("b"))]);
+        let claims = BTreeMap::from([
+            ("a".to_string(), Arc::new(claim("a"))),
+            ("b".to_string(), Arc::new(claim("b"))),
+        ]);
         let a = instance("aws:///z/i-a", "a", InstanceState::Running, t0);
         let b = instance("aws:///z/i-b", "b", InstanceState::Running, t0);
         let gone = instance("aws:///z/i-c", "c", InstanceState::Terminated, t0);
@@ -416,7 +423,7 @@ mod tests {
         let t0 = Instant::now();
         let i = instance("aws:///z/i-a", "a", InstanceState::ShuttingDown, t0);
         let registered = BTreeSet::from([node_name("aws:///z/i-a")]);
-        let claims = BTreeMap::from([("a".to_string(), claim("a"))]);
+        let claims = BTreeMap::from([("a".to_string(), Arc::new(claim("a")))]);
         assert!(plan(&[i], &claims, &registered, t0, Duration::ZERO, wall()).is_empty());
     }
 }

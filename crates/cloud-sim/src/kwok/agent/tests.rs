@@ -4,6 +4,7 @@ use super::*;
 use crate::cloud::{SimCloud, SimCloudConfig, SimInstance};
 use crate::fleet::FleetConfig;
 use crate::kwok::fake_api::{Shared, server};
+use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{CloudProvider, Instance};
 use nodewright_core::resources::Resources;
 use nodewright_testkit::json::merge;
@@ -83,6 +84,7 @@ fn count(shared: &Shared, prefix: &str) -> usize {
 async fn registers_heartbeats_and_deletes_nodes() {
     let (shared, cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
     let name = node_name(&provider_id);
+    agent.wait_for_watches().await;
     agent.reconcile().await.unwrap();
     {
         let o = &shared.lock().unwrap().objects;
@@ -110,6 +112,105 @@ async fn registers_heartbeats_and_deletes_nodes() {
     assert!(!o.keys().any(|k| k.contains("kube-node-lease")));
 }
 
+/// Lists (not watches) of `path` the agent sent.
+fn lists(shared: &Shared, path: &str) -> usize {
+    let prefix = format!("GET {path}?");
+    shared
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.starts_with(&prefix) && !r.contains("watch=true"))
+        .count()
+}
+
+#[tokio::test]
+async fn passes_read_nodeclaims_and_nodes_from_watches_not_lists() {
+    let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig {
+        heartbeat: Duration::ZERO,
+        ..AgentConfig::default()
+    })
+    .await;
+    agent.wait_for_watches().await;
+    for _ in 0..5 {
+        agent.reconcile().await.unwrap();
+    }
+    // Each watch listed once, before the first pass; the passes listed nothing.
+    assert_eq!(lists(&shared, "/apis/karpenter.sh/v1/nodeclaims"), 1);
+    assert_eq!(lists(&shared, "/api/v1/nodes"), 1);
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+    let status = format!("PATCH /api/v1/nodes/{}/status", node_name(&provider_id));
+    assert_eq!(
+        count(&shared, &status),
+        5,
+        "the status, then four heartbeats"
+    );
+}
+
+#[tokio::test]
+async fn the_agents_own_node_writes_stand_while_the_watch_lags() {
+    let (shared, cloud, mut agent, provider_id) = setup(AgentConfig {
+        heartbeat: Duration::ZERO,
+        ..AgentConfig::default()
+    })
+    .await;
+    let name = node_name(&provider_id);
+    agent.wait_for_watches().await;
+    let hold = |held: bool| shared.lock().unwrap().watches_held = held;
+    hold(true);
+    // Created while the watch shows nothing: heartbeated, not created again.
+    for _ in 0..3 {
+        agent.reconcile().await.unwrap();
+    }
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+    let status = format!("PATCH /api/v1/nodes/{name}/status");
+    assert_eq!(count(&shared, &status), 3);
+    hold(false);
+    wait_for_nodes(&agent, |n| n.contains(&name)).await;
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+
+    // Deleted while the watch still shows it: neither deleted again nor heartbeated.
+    hold(true);
+    cloud.delete(&provider_id).await.unwrap();
+    for _ in 0..3 {
+        agent.reconcile().await.unwrap();
+    }
+    assert_eq!(count(&shared, "DELETE /api/v1/nodes/"), 1);
+    assert_eq!(count(&shared, &status), 4);
+    hold(false);
+    wait_for_nodes(&agent, |n| !n.contains(&name)).await;
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "DELETE /api/v1/nodes/"), 1);
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+}
+
+/// Waits until the agent's Node watch shows what `shown` asks for.
+async fn wait_for_nodes(agent: &NodeAgent, shown: impl Fn(&BTreeSet<String>) -> bool) {
+    for _ in 0..500 {
+        if shown(&agent.watches.as_ref().unwrap().node_names()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the Node watch never caught up");
+}
+
+#[tokio::test]
+async fn nothing_is_done_until_the_watches_have_listed() {
+    let (shared, _cloud, mut agent, _) = setup(AgentConfig::default()).await;
+    shared.lock().unwrap().lists_fail = true;
+    for _ in 0..3 {
+        agent.reconcile().await.unwrap();
+    }
+    assert_eq!(count(&shared, "POST"), 0);
+    assert_eq!(count(&shared, "PATCH"), 0);
+    shared.lock().unwrap().lists_fail = false;
+    agent.wait_for_watches().await;
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+}
+
 #[tokio::test]
 async fn a_node_whose_first_status_write_failed_gets_its_capacity_on_the_next_heartbeat() {
     let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig {
@@ -117,6 +218,7 @@ async fn a_node_whose_first_status_write_failed_gets_its_capacity_on_the_next_he
         ..AgentConfig::default()
     })
     .await;
+    agent.wait_for_watches().await;
     shared.lock().unwrap().fail_next_status = true;
     let key = format!("/api/v1/nodes/{}", node_name(&provider_id));
     assert!(agent.reconcile().await.is_err());
@@ -148,7 +250,7 @@ async fn pods_on_its_nodes_start_and_terminating_ones_are_deleted() {
         o.insert(terminating.clone(), t);
         o.insert(foreign.clone(), f);
     }
-    agent.wait_for_pods().await;
+    agent.wait_for_watches().await;
     agent.reconcile().await.unwrap();
     {
         let o = &shared.lock().unwrap().objects;
@@ -185,7 +287,7 @@ async fn pods_on_its_nodes_start_and_terminating_ones_are_deleted() {
 #[tokio::test]
 async fn a_pod_bound_later_arrives_through_the_watch() {
     let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
-    agent.wait_for_pods().await;
+    agent.wait_for_watches().await;
     agent.reconcile().await.unwrap();
     let (key, p) = pod("late", &node_name(&provider_id), json!({}));
     shared.lock().unwrap().objects.insert(key.clone(), p);
@@ -266,89 +368,6 @@ fn kubelets_run_on_registered_running_instances_and_are_gone_with_their_nodes() 
     );
 }
 
-fn cached(name: &str, extra: Value) -> Arc<Pod> {
-    Arc::new(serde_json::from_value(pod(name, "n", extra).1).unwrap())
-}
-
-#[test]
-fn the_agents_own_writes_stand_until_the_watch_shows_them() {
-    let mut started = BTreeMap::from([
-        (
-            "uid-a".to_string(),
-            cached("a", json!({"status": {"phase": "Running"}})),
-        ),
-        (
-            "uid-b".to_string(),
-            cached("b", json!({"status": {"phase": "Running"}})),
-        ),
-        (
-            "uid-gone".to_string(),
-            cached("gone", json!({"status": {"phase": "Running"}})),
-        ),
-    ]);
-    let mut deleted = BTreeSet::from(["uid-c".to_string(), "uid-left".to_string()]);
-    let watch = vec![
-        // Started by the agent, not yet Running in the cache: the written pod stands.
-        cached("a", json!({})),
-        // Started, and then evicted: the cache's deletion is newer.
-        cached(
-            "b",
-            json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:20Z"}}),
-        ),
-        // Deleted by the agent, still in the cache: left out.
-        cached("c", json!({"status": {"phase": "Running"}})),
-        cached("d", json!({})),
-    ];
-    let out = overlay(watch, &mut started, &mut deleted);
-    let phases: Vec<(String, String, bool)> = out
-        .iter()
-        .map(|p| {
-            (
-                p.metadata.name.clone().unwrap(),
-                p.status.as_ref().unwrap().phase.clone().unwrap(),
-                p.metadata.deletion_timestamp.is_some(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        phases,
-        [
-            ("a".to_string(), "Running".to_string(), false),
-            ("b".to_string(), "Pending".to_string(), true),
-            ("d".to_string(), "Pending".to_string(), false),
-        ]
-    );
-    // Writes the cache caught up with, or whose pods left it, are forgotten.
-    assert_eq!(started.keys().collect::<Vec<_>>(), ["uid-a"]);
-    assert_eq!(deleted.iter().collect::<Vec<_>>(), ["uid-c"]);
-}
-
-#[test]
-fn a_pod_the_agent_finished_is_left_out_until_the_watch_shows_it_finished() {
-    let mut started = BTreeMap::new();
-    let mut done = BTreeSet::from(["uid-a".to_string(), "uid-b".to_string()]);
-    let running = json!({"status": {"phase": "Running"}});
-    // The watch lags: `a` still shows Running and must not be finished again.
-    let out = overlay(
-        vec![cached("a", running.clone()), cached("b", running.clone())],
-        &mut started,
-        &mut done,
-    );
-    assert!(out.is_empty(), "{out:?}");
-    assert_eq!(done.len(), 2);
-    // The watch caught up with `a` (a watch without the field selector shows it finished).
-    let out = overlay(
-        vec![
-            cached("a", json!({"status": {"phase": "Succeeded"}})),
-            cached("b", running),
-        ],
-        &mut started,
-        &mut done,
-    );
-    assert_eq!(out.len(), 1);
-    assert_eq!(done.iter().collect::<Vec<_>>(), ["uid-b"]);
-}
-
 #[tokio::test]
 async fn pods_finish_when_their_work_is_done_or_their_deadline_passes() {
     let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig::default()).await;
@@ -374,7 +393,7 @@ async fn pods_finish_when_their_work_is_done_or_their_deadline_passes() {
         o.insert(job.clone(), j);
         o.insert(late.clone(), l);
     }
-    agent.wait_for_pods().await;
+    agent.wait_for_watches().await;
     // The first pass starts the Job's pod and stops the late one; the next finishes the Job's.
     agent.reconcile().await.unwrap();
     {
