@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use nodewright_cloud::InstanceState;
 use tokio::time::Instant;
 
-use super::cached::keep_for_kubelet;
+use super::cached::{KeptPod, keep_pod};
 use super::machines::Machines;
 use super::node::{Action, node_ip, node_name, plan, quantities};
 use super::pod::{Kubelet, PodAction, PodRef, pod_plan};
@@ -74,10 +74,10 @@ pub struct NodeAgent {
     /// Nodes this agent created or deleted, until the Node watch shows the change; without
     /// it a lagging watch would have a Node created twice, or a deleted one heartbeated.
     nodes: NodeWrites,
-    /// Pods this agent started, as the API server returned them (less what the cache drops,
-    /// [`keep_for_kubelet`]), until the watch shows the change; without it a lagging watch
+    /// Pods this agent started, as the API server returned them (kept as the cache keeps
+    /// them, [`keep_pod`]), until the watch shows the change; without it a lagging watch
     /// would have them started twice.
-    started: BTreeMap<String, Arc<Pod>>,
+    started: BTreeMap<String, Arc<KeptPod>>,
     /// Uids of pods this agent deleted or finished, until the watch drops them (or shows
     /// them finished); without it a lagging watch would have a finished pod finished again.
     done: BTreeSet<String>,
@@ -255,9 +255,7 @@ impl NodeAgent {
                 (PodAction::Start(r, _), Ok(Some(pod))) => {
                     started += 1;
                     if let Some(uid) = r.uid {
-                        let mut pod = pod;
-                        keep_for_kubelet(&mut pod);
-                        self.started.insert(uid, Arc::new(pod));
+                        self.started.insert(uid, Arc::new(keep_pod(pod)));
                     }
                 }
                 (PodAction::Delete(r), Ok(_)) => {

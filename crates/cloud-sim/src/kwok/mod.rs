@@ -18,6 +18,7 @@ mod watches;
 mod writes;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent};
+pub use cached::{KeptPod, SettledPod, keep_pod};
 pub use machines::{Machines, ProviderMachines};
 pub use node::{AGENT_LABEL, Action, Claims, desired_node, node_ip, node_name, plan};
 pub use pod::{

@@ -31,6 +31,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use nodewright_api::stable_hash::fnv1a64;
 use nodewright_core::time::parse_go_duration;
 
+use super::cached::KeptPod;
+
 /// How long a pod's containers run before they exit with code 0, as a Go duration (`90s`,
 /// `10m`, `1h30m`). The same annotation sets a Job's run time in the simulator.
 pub const RUN_FOR_ANNOTATION: &str = "sim.nodewright.io/run-for";
@@ -176,42 +178,41 @@ fn pod_ref(pod: &Pod) -> PodRef {
 /// pass over thousands of settled pods writes nothing.
 pub fn pod_plan<'a>(
     nodes: &BTreeMap<String, Kubelet>,
-    pods: impl IntoIterator<Item = &'a Pod>,
+    pods: impl IntoIterator<Item = &'a KeptPod>,
     now: Timestamp,
 ) -> Vec<PodAction> {
-    let mut mine: BTreeMap<(String, String), (&'a Pod, &Kubelet, &str)> = BTreeMap::new();
+    let mut mine: BTreeMap<(String, String), (&'a KeptPod, &Kubelet, &str)> = BTreeMap::new();
     let mut used: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
     for pod in pods {
-        let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        let Some(node) = pod.node() else {
             continue;
         };
         let Some((node, kubelet)) = nodes.get_key_value(node) else {
             continue;
         };
-        if let Some(ip) = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.pod_ip.as_deref())
-            .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
-        {
+        if let Some(ip) = pod.pod_ip().and_then(|ip| ip.parse::<Ipv4Addr>().ok()) {
             used.entry(node).or_default().insert(u32::from(ip));
         }
-        let r = pod_ref(pod);
+        let r = pod.reference();
         mine.insert((r.namespace, r.name), (pod, kubelet, node.as_str()));
     }
     let mut out = Vec::new();
-    for (pod, kubelet, node) in mine.into_values() {
+    for (kept, kubelet, node) in mine.into_values() {
         let host_ip = match kubelet {
             Kubelet::Gone => {
-                out.push(PodAction::Delete(pod_ref(pod)));
+                out.push(PodAction::Delete(kept.reference()));
                 continue;
             }
             Kubelet::Running { host_ip } => host_ip,
         };
-        if pod.metadata.deletion_timestamp.is_some() {
-            out.push(PodAction::Delete(pod_ref(pod)));
+        if kept.deleting() {
+            out.push(PodAction::Delete(kept.reference()));
             continue;
         }
+        // A settled pod has nothing left to write until it is deleted.
+        let KeptPod::Whole(pod) = kept else {
+            continue;
+        };
         if is_terminal(phase(pod)) {
             continue;
         }
@@ -534,6 +535,17 @@ mod tests {
         serde_json::from_value(merge(v, extra)).unwrap()
     }
 
+    /// The plan for whole pods (as a watch without [`keep_pod`] would hold them) at [`now`].
+    ///
+    /// [`keep_pod`]: crate::kwok::keep_pod
+    fn plan_whole<'a>(pods: impl IntoIterator<Item = &'a Pod>) -> Vec<PodAction> {
+        let kept: Vec<KeptPod> = pods
+            .into_iter()
+            .map(|p| KeptPod::Whole(Box::new(p.clone())))
+            .collect();
+        pod_plan(&nodes(), &kept, now())
+    }
+
     fn nodes() -> BTreeMap<String, Kubelet> {
         BTreeMap::from([
             (
@@ -569,7 +581,7 @@ mod tests {
                 {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}
             ]}}),
         );
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let [PodAction::Start(r, status)] = actions.as_slice() else {
             panic!("expected one start, got {actions:?}");
         };
@@ -638,7 +650,7 @@ mod tests {
             json!({"metadata": {"deletionTimestamp": "2023-11-14T22:13:30Z"}}),
         );
         let pods = [running, done, elsewhere, unbound, terminating_elsewhere];
-        assert!(pod_plan(&nodes(), &pods, now()).is_empty());
+        assert!(plan_whole(&pods).is_empty());
     }
 
     #[test]
@@ -655,7 +667,7 @@ mod tests {
             json!({"status": {"phase": "Running"}}),
         );
         let new = pod("new", NODE, json!({}));
-        let actions = pod_plan(&nodes(), [&terminating, &orphan, &new], now());
+        let actions = plan_whole([&terminating, &orphan, &new]);
         assert_eq!(
             summary(&actions),
             ["start new", "delete orphan", "delete terminating"]
@@ -690,7 +702,7 @@ mod tests {
             NODE,
             json!({"status": {"phase": "Running", "podIP": existing}}),
         ));
-        let mut ips: BTreeSet<String> = pod_plan(&nodes(), &pods, now())
+        let mut ips: BTreeSet<String> = plan_whole(&pods)
             .iter()
             .map(|a| match a {
                 PodAction::Start(_, s) => s.pod_ip.clone().unwrap(),
@@ -707,7 +719,7 @@ mod tests {
     #[test]
     fn a_host_network_pod_takes_the_node_address() {
         let p = pod("ds", NODE, json!({"spec": {"hostNetwork": true}}));
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let [PodAction::Start(_, status)] = actions.as_slice() else {
             panic!("expected one start, got {actions:?}");
         };
@@ -737,7 +749,7 @@ mod tests {
             {"conditionType": "example.com/warm"}
         ]}});
         let p = pod("web-1", NODE, gated.clone());
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let status = started(&actions);
         assert_eq!(status.phase.as_deref(), Some("Running"));
         assert_eq!(condition(status, "ContainersReady").status, "True");
@@ -761,7 +773,7 @@ mod tests {
             ]}}),
         );
         let p = pod("web-2", NODE, half);
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let ready = condition(started(&actions), "Ready");
         assert_eq!(ready.status, "False");
         assert_eq!(
@@ -797,7 +809,7 @@ mod tests {
             )
         };
         // The gate is still False: Ready stays False, but the message changes with it.
-        let actions = pod_plan(&nodes(), [&unready("False")], now());
+        let actions = plan_whole([&unready("False")]);
         let ready = condition(started(&actions), "Ready");
         assert_eq!(ready.status, "False");
         assert_eq!(
@@ -807,7 +819,7 @@ mod tests {
         );
         // The gate turned True: the pod becomes Ready now.
         let p = unready("True");
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let status = started(&actions);
         let ready = condition(status, "Ready");
         assert_eq!(
@@ -819,10 +831,10 @@ mod tests {
         // Once Ready matches the gates, there is nothing more to write.
         let mut settled = p.clone();
         settled.status = Some(status.clone());
-        assert!(pod_plan(&nodes(), [&settled], now()).is_empty());
+        assert!(plan_whole([&settled]).is_empty());
         // A running pod without gates is never rewritten (see also the settled-pods test).
         let plain = pod("plain", NODE, json!({"status": {"phase": "Running"}}));
-        assert!(pod_plan(&nodes(), [&plain], now()).is_empty());
+        assert!(plan_whole([&plain]).is_empty());
     }
 
     /// A pod the agent started at `now() - age_secs`, with `extra` merged in.
@@ -850,10 +862,10 @@ mod tests {
     fn a_job_pod_succeeds_once_its_run_time_is_up() {
         // Nine minutes into ten: still running, nothing to write.
         let p = started_pod("batch-1", 540, job("10m"));
-        assert!(pod_plan(&nodes(), [&p], now()).is_empty());
+        assert!(plan_whole([&p]).is_empty());
 
         let p = started_pod("batch-1", 600, job("10m"));
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let status = finished(&actions);
         assert_eq!(status.phase.as_deref(), Some("Succeeded"));
         assert_eq!(status.reason, None);
@@ -880,7 +892,7 @@ mod tests {
 
         // Finished a while ago (the agent was down): the exit is dated when it happened.
         let p = started_pod("batch-1", 900, job("10m"));
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let t = finished(&actions).container_statuses.as_ref().unwrap()[0]
             .state
             .as_ref()
@@ -896,16 +908,16 @@ mod tests {
         // Once the pod is Succeeded there is nothing more to do.
         let mut done = p.clone();
         done.status = Some(finished(&actions).clone());
-        assert!(pod_plan(&nodes(), [&done], now()).is_empty());
+        assert!(plan_whole([&done]).is_empty());
     }
 
     #[test]
     fn a_pod_past_its_active_deadline_fails() {
         let mut extra = job("10m");
         merge_into(&mut extra, json!({"spec": {"activeDeadlineSeconds": 300}}));
-        assert!(pod_plan(&nodes(), [&started_pod("b", 299, extra.clone())], now()).is_empty());
+        assert!(plan_whole([&started_pod("b", 299, extra.clone())]).is_empty());
         let p = started_pod("b", 300, extra);
-        let actions = pod_plan(&nodes(), [&p], now());
+        let actions = plan_whole([&p]);
         let status = finished(&actions);
         assert_eq!(status.phase.as_deref(), Some("Failed"));
         assert_eq!(status.reason.as_deref(), Some("DeadlineExceeded"));
@@ -929,11 +941,11 @@ mod tests {
         // Any pod has a deadline, a Deployment's too; a run time shorter than the deadline
         // completes first.
         let deployment = json!({"spec": {"activeDeadlineSeconds": 60}});
-        let actions = pod_plan(&nodes(), [&started_pod("d", 60, deployment)], now());
+        let actions = plan_whole([&started_pod("d", 60, deployment)]);
         assert_eq!(finished(&actions).phase.as_deref(), Some("Failed"));
         let mut quick = job("1m");
         merge_into(&mut quick, json!({"spec": {"activeDeadlineSeconds": 300}}));
-        let actions = pod_plan(&nodes(), [&started_pod("q", 600, quick)], now());
+        let actions = plan_whole([&started_pod("q", 600, quick)]);
         assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
     }
 
@@ -941,24 +953,24 @@ mod tests {
     fn a_run_time_needs_containers_that_are_not_restarted_and_a_duration() {
         // restartPolicy Always (the default) restarts an exited container: the pod runs on.
         let always = json!({"metadata": {"annotations": {RUN_FOR_ANNOTATION: "1m"}}});
-        assert!(pod_plan(&nodes(), [&started_pod("web", 600, always)], now()).is_empty());
+        assert!(plan_whole([&started_pod("web", 600, always)]).is_empty());
         // OnFailure: an exit with code 0 ends the pod.
         let mut on_failure = job("1m");
         merge_into(
             &mut on_failure,
             json!({"spec": {"restartPolicy": "OnFailure"}}),
         );
-        let actions = pod_plan(&nodes(), [&started_pod("j", 60, on_failure)], now());
+        let actions = plan_whole([&started_pod("j", 60, on_failure)]);
         assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
         // Not a duration: ignored.
-        assert!(pod_plan(&nodes(), [&started_pod("j", 600, job("soon"))], now()).is_empty());
+        assert!(plan_whole([&started_pod("j", 600, job("soon"))]).is_empty());
         // A pod not started yet starts first; its run time counts from then.
         let fresh = pod("j", NODE, job("0s"));
-        let actions = pod_plan(&nodes(), [&fresh], now());
+        let actions = plan_whole([&fresh]);
         let status = started(&actions);
         let mut running = fresh.clone();
         running.status = Some(status.clone());
-        let actions = pod_plan(&nodes(), [&running], now());
+        let actions = plan_whole([&running]);
         assert_eq!(finished(&actions).phase.as_deref(), Some("Succeeded"));
     }
 
@@ -972,7 +984,7 @@ mod tests {
                 {"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}
             ]}}),
         );
-        let actions = pod_plan(&nodes(), [&started_pod("j", 60, extra)], now());
+        let actions = plan_whole([&started_pod("j", 60, extra)]);
         let init = finished(&actions).init_container_statuses.clone().unwrap();
         let states: Vec<(i32, Option<Time>)> = init
             .iter()

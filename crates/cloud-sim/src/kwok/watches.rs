@@ -18,7 +18,7 @@ use kube::runtime::watcher::{self, Event};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use tokio::task::JoinHandle;
 
-use super::cached::{KeptClaim, keep_claim, keep_for_kubelet, keep_name};
+use super::cached::{KeptClaim, KeptPod, keep_claim, keep_name, keep_pod};
 use super::node::AGENT_LABEL;
 
 /// Pods bound to some Node and not finished: the only ones a kubelet acts on. (A finished
@@ -79,7 +79,7 @@ where
 
 /// The agent's three watches.
 pub(crate) struct Watches {
-    pub pods: Watch<Pod>,
+    pub pods: Watch<KeptPod>,
     claims: Watch<KeptClaim>,
     nodes: Watch<PartialObjectMeta<Node>>,
 }
@@ -91,7 +91,7 @@ impl Watches {
             watcher::Config::default().fields(BOUND_PODS),
         )
         .default_backoff()
-        .modify(keep_for_kubelet);
+        .map_ok(|event| map_event(event, keep_pod));
         // Over the dynamic API, so that one claim that does not parse is skipped instead of
         // failing the whole list.
         let claims = watcher::watcher(

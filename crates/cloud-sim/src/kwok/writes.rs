@@ -6,22 +6,21 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use super::cached::KeptPod;
 
 /// The cached pods, with this agent's own writes the watch has not shown yet laid over
 /// them (pods it deleted or finished, `done`, are left out); forgets writes the watch has
 /// caught up with.
 pub(crate) fn overlay(
-    cached: Vec<Arc<Pod>>,
-    started: &mut BTreeMap<String, Arc<Pod>>,
+    cached: Vec<Arc<KeptPod>>,
+    started: &mut BTreeMap<String, Arc<KeptPod>>,
     done: &mut BTreeSet<String>,
-) -> Vec<Arc<Pod>> {
+) -> Vec<Arc<KeptPod>> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::with_capacity(cached.len());
     for pod in cached {
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        let uid = pod.uid().unwrap_or_default().to_string();
+        if matches!(pod.phase(), Some("Succeeded" | "Failed")) {
             // The watch shows the pod finished: nothing of ours is newer.
             started.remove(&uid);
             done.remove(&uid);
@@ -32,9 +31,8 @@ pub(crate) fn overlay(
             seen.insert(uid);
             continue;
         }
-        let running = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
         // A deletion the watch shows is newer than any start this agent wrote.
-        let newer = running || pod.metadata.deletion_timestamp.is_some();
+        let newer = pod.phase() == Some("Running") || pod.deleting();
         match started.get(&uid) {
             Some(written) if !newer => out.push(written.clone()),
             _ => {

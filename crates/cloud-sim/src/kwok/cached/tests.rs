@@ -13,7 +13,7 @@ use kube::api::DynamicObject;
 use kube::core::PartialObjectMeta;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 
-use super::{keep_claim, keep_for_kubelet, keep_name};
+use super::{KeptPod, keep_claim, keep_for_kubelet, keep_name, keep_pod};
 use crate::kwok::machines::machine;
 use crate::kwok::{Kubelet, desired_node, pod_plan};
 
@@ -75,56 +75,141 @@ fn parse(v: Value) -> Pod {
     serde_json::from_value(v).unwrap()
 }
 
-fn kept(v: Value) -> Pod {
+fn kept_whole(v: Value) -> Pod {
     let mut p = parse(v);
     keep_for_kubelet(&mut p);
     p
 }
 
-/// The kubelet's plan is the same for the kept pods as for the whole ones: a pending pod is
-/// started (the status written names the same containers), and a running one, written back
-/// with that status, needs nothing more.
-#[test]
-fn a_kept_pod_plans_as_the_whole_pod() {
-    let nodes = BTreeMap::from([(
-        "node-a".to_string(),
+fn whole(v: Value) -> KeptPod {
+    KeptPod::Whole(Box::new(parse(v)))
+}
+
+fn running_on(node: &str) -> BTreeMap<String, Kubelet> {
+    BTreeMap::from([(
+        node.to_string(),
         Kubelet::Running {
             host_ip: "10.0.0.1".into(),
         },
-    )]);
-    let now = Timestamp::from_second(1_764_756_100).unwrap();
-    let whole = [
-        parse(bench_pod("a", "Pending")),
-        parse(bench_pod("b", "Pending")),
-    ];
-    let cached = [
-        kept(bench_pod("a", "Pending")),
-        kept(bench_pod("b", "Pending")),
-    ];
-    let planned = pod_plan(&nodes, whole.iter(), now);
-    assert_eq!(planned.len(), 2);
-    assert_eq!(planned, pod_plan(&nodes, cached.iter(), now));
+    )])
+}
 
-    let started = |p: &Pod, action: &crate::kwok::PodAction| {
-        let crate::kwok::PodAction::Start(_, status) = action else {
-            panic!("{action:?}")
-        };
-        let mut p = p.clone();
-        p.status = Some((**status).clone());
-        p
+/// The kubelet's plan is the same for the kept pods as for the whole ones: a pending pod is
+/// started (the status written names the same containers), and a running one, written back
+/// with that status, needs nothing more; kept, it is settled.
+#[test]
+fn a_kept_pod_plans_as_the_whole_pod() {
+    let nodes = running_on("node-a");
+    let now = Timestamp::from_second(1_764_756_100).unwrap();
+    let pending = [bench_pod("a", "Pending"), bench_pod("b", "Pending")];
+    let wholes: Vec<KeptPod> = pending.iter().cloned().map(whole).collect();
+    let cached: Vec<KeptPod> = pending
+        .iter()
+        .cloned()
+        .map(|v| keep_pod(parse(v)))
+        .collect();
+    assert!(cached.iter().all(|p| matches!(p, KeptPod::Whole(_))));
+    let planned = pod_plan(&nodes, &wholes, now);
+    assert_eq!(planned.len(), 2);
+    assert_eq!(planned, pod_plan(&nodes, &cached, now));
+
+    let started: Vec<Pod> = pending
+        .iter()
+        .zip(&planned)
+        .map(|(v, action)| {
+            let crate::kwok::PodAction::Start(_, status) = action else {
+                panic!("{action:?}")
+            };
+            let mut p = parse(v.clone());
+            p.status = Some((**status).clone());
+            p
+        })
+        .collect();
+    let wholes: Vec<KeptPod> = started
+        .iter()
+        .map(|p| KeptPod::Whole(Box::new(p.clone())))
+        .collect();
+    let cached: Vec<KeptPod> = started.iter().cloned().map(keep_pod).collect();
+    assert!(
+        cached.iter().all(|p| matches!(p, KeptPod::Settled(_))),
+        "{cached:?}"
+    );
+    assert!(pod_plan(&nodes, &wholes, now).is_empty());
+    assert!(pod_plan(&nodes, &cached, now).is_empty());
+}
+
+/// A running pod with nothing left to write is kept as a few strings, and plans as the whole
+/// pod does: nothing while its Node runs, a delete once it is being deleted or its Node is
+/// gone, and its address is never handed to another pod on its Node.
+#[test]
+fn a_settled_pod_is_kept_small_and_plans_as_the_whole_pod() {
+    let now = Timestamp::from_second(1_764_756_100).unwrap();
+    let mut running = bench_pod("a", "Running");
+    running["status"]["startTime"] = json!("2026-12-03T10:00:06Z");
+    // The address the pending pod below would draw on an empty Node.
+    let nodes = running_on("node-a");
+    let alone = pod_plan(&nodes, &[whole(bench_pod("b", "Pending"))], now);
+    let [crate::kwok::PodAction::Start(_, status)] = alone.as_slice() else {
+        panic!("{alone:?}")
     };
-    let whole: Vec<Pod> = whole
-        .iter()
-        .zip(&planned)
-        .map(|(p, a)| started(p, a))
-        .collect();
-    let cached: Vec<Pod> = cached
-        .iter()
-        .zip(&planned)
-        .map(|(p, a)| started(p, a))
-        .collect();
-    assert!(pod_plan(&nodes, whole.iter(), now).is_empty());
-    assert!(pod_plan(&nodes, cached.iter(), now).is_empty());
+    running["status"]["podIP"] = json!(status.pod_ip.clone().unwrap());
+
+    let kept = keep_pod(parse(running.clone()));
+    let KeptPod::Settled(s) = &kept else {
+        panic!("{kept:?}")
+    };
+    assert_eq!(
+        (s.pod.name.as_str(), s.pod.uid.as_deref(), s.node.as_str()),
+        ("a", Some("uid-a"), "node-a")
+    );
+    assert_eq!(s.pod_ip, status.pod_ip);
+
+    let mut deleting = running.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-12-03T10:05:00Z");
+    let gone = BTreeMap::from([("node-a".to_string(), Kubelet::Gone)]);
+    for (nodes, pod) in [(&nodes, &running), (&nodes, &deleting), (&gone, &running)] {
+        let with_pending = |p: KeptPod| [p, whole(bench_pod("b", "Pending"))];
+        let planned = pod_plan(nodes, &with_pending(whole(pod.clone())), now);
+        assert_eq!(
+            planned,
+            pod_plan(nodes, &with_pending(keep_pod(parse(pod.clone()))), now)
+        );
+        assert!(!planned.is_empty());
+    }
+    let planned = pod_plan(&nodes, &[kept, whole(bench_pod("b", "Pending"))], now);
+    let [crate::kwok::PodAction::Start(_, status_b)] = planned.as_slice() else {
+        panic!("{planned:?}")
+    };
+    assert_ne!(
+        status_b.pod_ip, status.pod_ip,
+        "the settled pod's address is taken"
+    );
+}
+
+/// A pod the kubelet's part may still write is kept whole: not yet running, held by a
+/// readiness gate, or bound to end (a run time on a pod not restarted, or a deadline).
+#[test]
+fn pods_that_still_need_the_kubelet_are_kept_whole() {
+    let mut cases = vec![bench_pod("a", "Pending")];
+    let mut gated = bench_pod("a", "Running");
+    gated["spec"]["readinessGates"] = json!([{"conditionType": "example.com/lb"}]);
+    cases.push(gated);
+    let mut job = bench_pod("a", "Running");
+    job["spec"]["restartPolicy"] = json!("Never");
+    job["metadata"]["annotations"] = json!({"sim.nodewright.io/run-for": "10m"});
+    job["status"]["startTime"] = json!("2026-12-03T10:00:06Z");
+    cases.push(job);
+    let mut deadline = bench_pod("a", "Running");
+    deadline["spec"]["activeDeadlineSeconds"] = json!(600);
+    deadline["status"]["startTime"] = json!("2026-12-03T10:00:06Z");
+    cases.push(deadline);
+    for v in cases {
+        let kept = keep_pod(parse(v.clone()));
+        let KeptPod::Whole(p) = kept else {
+            panic!("{v}: {kept:?}")
+        };
+        assert_eq!(*p, kept_whole(v));
+    }
 }
 
 /// A cached pod keeps its identity, its annotations and status, and of its spec what the
@@ -135,7 +220,7 @@ fn a_kept_pod_drops_what_the_plan_never_reads() {
     let mut v = bench_pod("a", "Running");
     v["metadata"]["annotations"] = json!({"sim.nodewright.io/run-for": "10m"});
     let whole = parse(v.clone());
-    let p = kept(v);
+    let p = kept_whole(v);
     assert_eq!(p.metadata.uid.as_deref(), Some("uid-a"));
     assert_eq!(p.metadata.annotations, whole.metadata.annotations);
     assert_eq!(p.status, whole.status);

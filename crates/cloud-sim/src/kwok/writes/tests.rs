@@ -4,20 +4,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
 use nodewright_testkit::json::merge;
 use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 use super::{NodeWrites, overlay};
+use crate::kwok::{KeptPod, keep_pod};
 
-fn cached(name: &str, extra: Value) -> Arc<Pod> {
+fn cached(name: &str, extra: Value) -> Arc<KeptPod> {
     let pod = merge(
         k8s::pod("web", name),
         json!({"metadata": {"resourceVersion": "1"}, "spec": {"nodeName": "n"},
             "status": {"qosClass": "BestEffort"}}),
     );
-    Arc::new(serde_json::from_value(merge(pod, extra)).unwrap())
+    Arc::new(keep_pod(serde_json::from_value(merge(pod, extra)).unwrap()))
 }
 
 #[test]
@@ -54,9 +54,9 @@ fn the_agents_own_writes_stand_until_the_watch_shows_them() {
         .iter()
         .map(|p| {
             (
-                p.metadata.name.clone().unwrap(),
-                p.status.as_ref().unwrap().phase.clone().unwrap(),
-                p.metadata.deletion_timestamp.is_some(),
+                p.reference().name,
+                p.phase().unwrap().to_string(),
+                p.deleting(),
             )
         })
         .collect();
