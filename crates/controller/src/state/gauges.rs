@@ -10,6 +10,7 @@
 //! hold the incremental rows to them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use nodewright_core::labels;
@@ -117,12 +118,8 @@ fn pod_row(s: &ClusterState, p: &PodRecord) -> PodGauge {
     {
         {
             let node = p.node_name.clone().unwrap_or_default();
-            let nl = s
-                .nodes
-                .get(&node)
-                .and_then(|n| n.metadata.labels.clone())
-                .unwrap_or_default();
-            let label = |k: &str| nl.get(k).cloned().unwrap_or_default();
+            let nl = s.nodes.get(&node).and_then(|n| n.metadata.labels.as_ref());
+            let label = |k: &str| nl.and_then(|l| l.get(k)).cloned().unwrap_or_default();
             PodGauge {
                 name: p.name.clone(),
                 namespace: p.namespace.clone(),
@@ -295,7 +292,7 @@ fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
 pub struct Published {
     pods_read: Option<Cursor>,
     nodes_read: Option<Cursor>,
-    pods: BTreeMap<String, PodGauge>,
+    pods: BTreeMap<String, Arc<PodGauge>>,
     nodes: BTreeMap<String, NodeRow>,
     allocatable: Resources,
     requested: Resources,
@@ -306,7 +303,7 @@ impl Published {
         match s.pod_log.since(self.pods_read) {
             Since::Keys(keys) => {
                 for key in keys {
-                    let row = s.pods.get(key).map(|p| pod_row(s, p));
+                    let row = s.pods.get(key).map(|p| Arc::new(pod_row(s, p)));
                     let old = self.pods.get(key);
                     if row.as_ref() == old {
                         continue;
@@ -322,9 +319,9 @@ impl Published {
                 self.pods = s
                     .pods
                     .iter()
-                    .map(|(k, p)| (k.clone(), pod_row(s, p)))
+                    .map(|(k, p)| (k.clone(), Arc::new(pod_row(s, p))))
                     .collect();
-                let rows: Vec<PodGauge> = self.pods.values().cloned().collect();
+                let rows: Vec<Arc<PodGauge>> = self.pods.values().cloned().collect();
                 metrics.state.set_pods(&rows);
             }
         }
@@ -396,7 +393,7 @@ impl Published {
     pub fn rows(&self) -> (Vec<NodeGauge>, Vec<PodGauge>) {
         (
             self.nodes.values().map(|r| r.gauge.clone()).collect(),
-            self.pods.values().cloned().collect(),
+            self.pods.values().map(|p| (**p).clone()).collect(),
         )
     }
 }
@@ -649,7 +646,8 @@ mod tests {
 
             let recount = Metrics::new();
             recount.state.set_nodes(&node_gauges(&s));
-            recount.state.set_pods(&pod_gauges(&s));
+            let recounted: Vec<Arc<PodGauge>> = pod_gauges(&s).into_iter().map(Arc::new).collect();
+            recount.state.set_pods(&recounted);
             prop_assert_eq!(samples(&incremental), samples(&recount));
             let (a, b) = (utilization(&incremental), utilization(&recount));
             prop_assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());

@@ -44,7 +44,7 @@ pub struct NodeGauge {
 }
 
 /// One pod's row in `karpenter_pods_state`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PodGauge {
     pub name: String,
     pub namespace: String,
@@ -81,6 +81,35 @@ impl EncodeLabelSet for NodeSeries {
 
 type NodeGauges = Family<NodeSeries, Gauge<f64, AtomicU64>>;
 
+/// The labels of one pod's `karpenter_pods_state` series, read from the row the gauge
+/// tracker keeps: one pod per series, so the series shares the row instead of copying its
+/// dozen strings into a label list of its own.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct PodSeries(Arc<PodGauge>);
+
+impl EncodeLabelSet for PodSeries {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let p = &*self.0;
+        let flag = |b: bool| if b { "true" } else { "false" };
+        [
+            ("name", p.name.as_str()),
+            ("namespace", &p.namespace),
+            ("owner", &p.owner),
+            ("node", &p.node),
+            ("scheduled", flag(p.scheduled)),
+            ("nodepool", &p.nodepool),
+            ("zone", &p.zone),
+            ("arch", &p.arch),
+            ("capacity_type", &p.capacity_type),
+            ("instance_type", &p.instance_type),
+            ("phase", &p.phase),
+            ("ready", flag(p.ready)),
+            ("managed", flag(!p.nodepool.is_empty())),
+        ]
+        .encode(encoder)
+    }
+}
+
 pub struct StateMetrics {
     nodes_allocatable: NodeGauges,
     nodes_pod_requests: NodeGauges,
@@ -91,7 +120,7 @@ pub struct StateMetrics {
     cluster_utilization: Gauges,
     cluster_node_count: Gauge<f64, AtomicU64>,
     cluster_synced: Gauge<f64, AtomicU64>,
-    pods_state: Gauges,
+    pods_state: Family<PodSeries, Gauge<f64, AtomicU64>>,
     pods_startup: Summary,
     pods_bound: Histogram,
     provisioning_bound: Histogram,
@@ -158,6 +187,11 @@ impl StateMetrics {
             "karpenter_nodes_system_overhead",
             "What each node keeps back for the system and kubelet: its capacity less its allocatable, by resource.",
         );
+        let pods_state = registered(
+            r,
+            "karpenter_pods_state",
+            "One series per pod, valued 1, whose labels say where it is: name, namespace, owner, node, NodePool, zone, architecture, capacity type, instance type and phase.",
+        );
         let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         StateMetrics {
             nodes_allocatable,
@@ -170,10 +204,7 @@ impl StateMetrics {
                 "karpenter_cluster_utilization_percent",
                 "Pods' requests as a percentage of the allocatable of every node, by resource.",
             ),
-            pods_state: gauges(
-                "karpenter_pods_state",
-                "One series per pod, valued 1, whose labels say where it is: name, namespace, owner, node, NodePool, zone, architecture, capacity type, instance type and phase.",
-            ),
+            pods_state,
             nodepools_usage: gauges(
                 "karpenter_nodepools_usage",
                 "The resources a NodePool's NodeClaims hold, the quantity its limits are checked against, by NodePool and resource.",
@@ -298,23 +329,27 @@ impl StateMetrics {
     }
 
     /// Replaces `karpenter_pods_state` with one series (value 1) per given pod.
-    pub fn set_pods(&self, pods: &[PodGauge]) {
+    pub fn set_pods(&self, pods: &[Arc<PodGauge>]) {
         let _guard = self.snapshot.hold();
         self.pods_state.clear();
         for pod in pods {
-            self.pods_state.get_or_create(&pod_labels(pod)).set(1.0);
+            self.pods_state
+                .get_or_create(&PodSeries(pod.clone()))
+                .set(1.0);
         }
     }
 
     /// Replaces one pod's `karpenter_pods_state` series: `old` (as last set) goes, `new`
     /// comes; either may be absent (a pod added or deleted).
-    pub fn replace_pod(&self, old: Option<&PodGauge>, new: Option<&PodGauge>) {
+    pub fn replace_pod(&self, old: Option<&Arc<PodGauge>>, new: Option<&Arc<PodGauge>>) {
         let _guard = self.snapshot.hold();
         if let Some(old) = old {
-            self.pods_state.remove(&pod_labels(old));
+            self.pods_state.remove(&PodSeries(old.clone()));
         }
         if let Some(new) = new {
-            self.pods_state.get_or_create(&pod_labels(new)).set(1.0);
+            self.pods_state
+                .get_or_create(&PodSeries(new.clone()))
+                .set(1.0);
         }
     }
 
@@ -352,24 +387,6 @@ fn nodepool_labels(nodepool: &str, resource_type: &str) -> Labels {
     vec![
         ("resource_type", resource_label(resource_type)),
         ("nodepool", nodepool.to_owned()),
-    ]
-}
-
-fn pod_labels(pod: &PodGauge) -> Labels {
-    vec![
-        ("name", pod.name.clone()),
-        ("namespace", pod.namespace.clone()),
-        ("owner", pod.owner.clone()),
-        ("node", pod.node.clone()),
-        ("scheduled", pod.scheduled.to_string()),
-        ("nodepool", pod.nodepool.clone()),
-        ("zone", pod.zone.clone()),
-        ("arch", pod.arch.clone()),
-        ("capacity_type", pod.capacity_type.clone()),
-        ("instance_type", pod.instance_type.clone()),
-        ("phase", pod.phase.clone()),
-        ("ready", pod.ready.to_string()),
-        ("managed", (!pod.nodepool.is_empty()).to_string()),
     ]
 }
 
@@ -611,7 +628,8 @@ pub(crate) mod tests {
             ready: true,
             ..PodGauge::default()
         };
-        m.state.set_pods(&[pod("p1"), pod("p2")]);
+        m.state
+            .set_pods(&[Arc::new(pod("p1")), Arc::new(pod("p2"))]);
         let rows = |m: &Metrics| -> Vec<String> {
             samples(m)
                 .into_iter()
@@ -619,7 +637,7 @@ pub(crate) mod tests {
                 .collect()
         };
         assert_eq!(rows(&m).len(), 2);
-        m.state.set_pods(&[pod("p2")]);
+        m.state.set_pods(&[Arc::new(pod("p2"))]);
         assert_eq!(
             rows(&m),
             vec![
