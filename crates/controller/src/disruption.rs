@@ -1,4 +1,6 @@
-//! The disruption executor: every 10 s plan a round off the runtime, wait the 15 s validation
+//! The disruption executor: every 10 s plan a round off the runtime (and at once when a running
+//! command's targets have drained or it rolled back, freeing budget: core's cadence says when,
+//! [`DisruptionCadence::observe_held`]), wait the 15 s validation
 //! delay, re-check each command on a fresh snapshot, then taint the targets, launch the
 //! replacements, wait until they are initialized, and only then delete the old claims (the
 //! termination controller drains and terminates them). A replacement that disappears or a
@@ -1005,6 +1007,8 @@ impl Disruptor {
         if let Err(e) = self.progress().await {
             warn!(error = %e, "advancing disruption commands failed");
         }
+        // A command whose targets have drained, or that rolled back, frees budget: plan now.
+        cadence.observe_held(now, self.queue().held());
         match cadence.due(now) {
             Some(Due::Plan) => match self.plan_round().await {
                 Ok(p) => {

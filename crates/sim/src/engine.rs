@@ -289,6 +289,7 @@ impl<'p> Engine<'p> {
                 self.settle();
             }
             self.static_capacity();
+            self.observe_held();
             match self.cadence.due(self.now) {
                 Some(Due::Plan) => self.disruption_round(),
                 Some(Due::Validate) => self.validation(),

@@ -416,6 +416,42 @@ async fn two_nodes(h: &Harness, cpu: &str) {
     h.api.delete(Kind::Pod, "default/big-b").unwrap();
 }
 
+/// Two empty nodes under the default 10% budget go one command at a time. The round right
+/// after the first starts finds the budget taken by its target; once that target's instance
+/// is terminating it leaves the budget, and the loop plans the second at its next wake, not a
+/// poll interval later.
+#[tokio::test(start_paused = true)]
+async fn the_next_empty_node_is_planned_as_soon_as_the_last_one_leaves_the_budget() {
+    let h = Harness::new();
+    two_nodes(&h, "5").await;
+    // Upstream's default budget: 10% of two nodes is one.
+    let Some(Object::NodePool(np)) = h.api.get(Kind::NodePool, "default") else {
+        panic!("no NodePool")
+    };
+    let mut np = serde_json::to_value(*np).unwrap();
+    np["spec"]["disruption"]["budgets"] = json!([{"nodes": "10%"}]);
+    h.api.put_value(Kind::NodePool, np);
+    let (d, mut cadence) = disruptor(&h);
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let first = d.running()[0].command.targets[0].nodeclaim.clone();
+    // The claim is deleted, and its node still counts against the budget: nothing to plan.
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    assert!(deleting(&h, &first));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Idle);
+    // The termination controller has drained it and started terminating its instance.
+    h.set_condition(&first, "InstanceTerminating", "InstanceTerminating")
+        .await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Planned(1));
+    tokio::time::advance(Duration::from_secs(15)).await;
+    assert_eq!(d.step(&mut cadence).await, Step::Started(1));
+    let second = &d.running()[0].command.targets[0].nodeclaim;
+    assert_ne!(second, &first);
+}
+
 /// Two m5.2xlarge nodes, each left with one pod that fits a smaller node and holds host port
 /// 8080, and the disruptor once it has started replacing the first.
 async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Running) {

@@ -1,6 +1,14 @@
 //! The disruption loop's timing: plan every poll interval while idle; when a round produces a
 //! command that needs re-checking, wait the validation delay, re-check it, and after a command
 //! starts plan again immediately. Forceful commands (expiration) start without the delay.
+//!
+//! An idle loop also plans at once when the orchestration queue holds fewer commands than it
+//! last did ([`DisruptionCadence::observe_held`]): a command's targets have drained (their
+//! instances terminating or gone) or it rolled back, so its nodes no longer count against the
+//! budgets. The round right after a command starts usually finds its NodePool's budget taken
+//! by that command's own targets; without this it would wait out the poll interval after
+//! they leave, once per command, which on a scale-down of many nodes under a 10% budget is
+//! most of the time spent.
 
 use std::time::Duration;
 
@@ -75,6 +83,8 @@ enum State {
 pub struct DisruptionCadence {
     timings: DisruptionTimings,
     state: State,
+    /// The commands the orchestration queue held when last observed.
+    held: usize,
 }
 
 impl DisruptionCadence {
@@ -83,7 +93,21 @@ impl DisruptionCadence {
         DisruptionCadence {
             timings,
             state: State::Idle { next: start },
+            held: 0,
         }
+    }
+
+    /// The orchestration queue holds `held` commands at `now` (running, or finished with
+    /// targets still draining: [`crate::disruption::queue::Queue::held`]). Fewer than at the
+    /// last observation frees budget: an idle loop plans at once instead of at its next poll.
+    /// The shells observe after advancing the queue and before asking what is due.
+    pub fn observe_held(&mut self, now: Timestamp, held: usize) {
+        if held < self.held
+            && let State::Idle { next } = &mut self.state
+        {
+            *next = (*next).min(now);
+        }
+        self.held = held;
     }
 
     /// The next instant at which the loop has something to do.
@@ -162,6 +186,36 @@ mod tests {
         c.validated(s(15), Validated::Rejected);
         assert_eq!(c.next_wake(), s(25));
         assert_eq!(c.due(s(24)), None);
+    }
+
+    #[test]
+    fn an_idle_loop_plans_at_once_when_a_held_command_lets_go() {
+        let mut c = DisruptionCadence::new(DisruptionTimings::default(), s(0));
+        c.observe_held(s(0), 0);
+        c.planned(s(0), Planned::AwaitingValidation);
+        c.validated(s(15), Validated::Started);
+        // The round right after the start finds the budget taken by the command's targets.
+        c.observe_held(s(15), 1);
+        c.planned(s(15), Planned::Nothing);
+        assert_eq!(c.next_wake(), s(25));
+        c.observe_held(s(16), 1);
+        assert_eq!(c.due(s(16)), None);
+        // The targets' instances are terminating: they leave the budget.
+        c.observe_held(s(17), 0);
+        assert_eq!(c.due(s(17)), Some(Due::Plan));
+    }
+
+    #[test]
+    fn more_held_commands_or_a_pending_recheck_change_nothing() {
+        let mut c = DisruptionCadence::new(DisruptionTimings::default(), s(0));
+        c.planned(s(0), Planned::Nothing);
+        c.observe_held(s(1), 2);
+        assert_eq!(c.next_wake(), s(10));
+        c.planned(s(10), Planned::AwaitingValidation);
+        // A re-check keeps its delay even when a command lets go meanwhile.
+        c.observe_held(s(12), 1);
+        assert_eq!(c.next_wake(), s(25));
+        assert_eq!(c.due(s(12)), None);
     }
 
     #[test]

@@ -182,6 +182,14 @@ impl Queue {
         dropped
     }
 
+    /// How many commands the queue holds: running, or finished with targets still draining.
+    /// It drops when a command rolls back or its targets have all drained (their instances
+    /// terminating or gone): then they no longer count against the budgets, which the
+    /// disruption cadence acts on ([`crate::cadence::DisruptionCadence::observe_held`]).
+    pub fn held(&self) -> usize {
+        self.running.len() + self.draining.len()
+    }
+
     /// The commands started and not yet finished or rolled back.
     pub fn running(&self) -> &[Running] {
         &self.running

@@ -156,6 +156,16 @@ impl Engine<'_> {
         generation
     }
 
+    /// Tells the cadence how many commands the queue still holds, once those whose targets
+    /// have drained are let go: fewer than before frees budget, and an idle loop plans at
+    /// once, as the controller's does.
+    pub(super) fn observe_held(&mut self) {
+        let cluster = &self.cluster;
+        self.commands
+            .forget_drained(self.now, |t| drained(cluster, &t.nodeclaim));
+        self.cadence.observe_held(self.now, self.commands.held());
+    }
+
     /// What the running commands hold, their targets and the replacements they launched,
     /// what finished commands whose targets still drain hold, and the nodes whose instance is
     /// terminating (out of the budgets' counts, as the controller's `InstanceTerminating`

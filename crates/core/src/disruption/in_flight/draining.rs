@@ -57,6 +57,11 @@ impl Draining {
         }
     }
 
+    /// How many finished commands still hold their replacements.
+    pub(crate) fn len(&self) -> usize {
+        self.finished.len()
+    }
+
     #[cfg(test)]
     fn iter(&self) -> impl Iterator<Item = &Finished> {
         self.finished.iter()
