@@ -7,6 +7,7 @@ pub mod changes;
 pub mod conditions;
 pub mod convert;
 pub mod gauges;
+pub mod heartbeat;
 pub mod metrics;
 pub mod object;
 pub mod pod;
@@ -253,30 +254,17 @@ impl ClusterState {
     }
 
     fn put(&mut self, entry: Entry) {
-        self.changes += 1;
         let o = match entry {
             Entry::Pod(key, p) => return self.put_pod(key, p),
+            Entry::Other(Object::Node(n)) => return self.put_node(*n),
             Entry::Other(o) => o,
         };
+        self.changes += 1;
         let key = o.key();
         self.touch_status(o.kind(), &key);
         match o {
             Object::Pod(_) => unreachable!("pods enter as records (Entry::of)"),
-            Object::Node(n) => {
-                let relabelled = match self.nodes.get(&key) {
-                    Some(old) => {
-                        unindex(&mut self.nodes_by_provider_id, node_provider_id(old), &key);
-                        gauge_labels(old) != gauge_labels(&n)
-                    }
-                    None => true,
-                };
-                index(&mut self.nodes_by_provider_id, node_provider_id(&n), &key);
-                self.nodes.insert(key.clone(), *n);
-                self.node_log.touch(&key, self.nodes.len());
-                if relabelled {
-                    self.touch_pods_on(&key);
-                }
-            }
+            Object::Node(_) => unreachable!("nodes enter through put_node"),
             Object::NodeClaim(c) => {
                 self.in_flight.remove(&key);
                 if let Some(old) = self.nodeclaims.get(&key) {
@@ -327,10 +315,42 @@ impl ClusterState {
         }
     }
 
-    fn put_pod(&mut self, key: String, p: Box<PodRecord>) {
-        if p.node_name.is_some() {
-            self.nominations.remove(&key);
+    /// Takes a Node's new copy; one that moved only its heartbeat (see [`heartbeat`]) is
+    /// stored without counting as a change.
+    fn put_node(&mut self, n: Node) {
+        let key = key_of(&n.metadata);
+        let old = self.nodes.insert(key.clone(), n);
+        let new = &self.nodes[&key];
+        let relabelled = old
+            .as_ref()
+            .is_none_or(|old| gauge_labels(old) != gauge_labels(new));
+        if let Some(old) = old {
+            unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), &key);
+            index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
+            if heartbeat::only_heartbeat(old, new) {
+                return;
+            }
+        } else {
+            index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
         }
+        self.changes += 1;
+        self.touch_status(Kind::Node, &key);
+        self.node_log.touch(&key, self.nodes.len());
+        if relabelled {
+            self.touch_pods_on(&key);
+        }
+    }
+
+    /// Takes a pod's new record; one equal to the record held (the pod changed only in what
+    /// the index does not keep, such as its container statuses) changes nothing.
+    fn put_pod(&mut self, key: String, p: Box<PodRecord>) {
+        if p.node_name.is_some() && self.nominations.remove(&key).is_some() {
+            self.changes += 1;
+        }
+        if self.pods.get(&key).is_some_and(|old| **old == *p) {
+            return;
+        }
+        self.changes += 1;
         if let Some(old) = self.pods.remove(&key) {
             unindex(&mut self.pods_by_node, old.node_name.as_deref(), &key);
             self.forget_usage(&old);
@@ -558,8 +578,9 @@ impl ClusterState {
         (now.since(since) < NOMINATION_WINDOW).then_some(claim)
     }
 
-    /// A counter that moves whenever an object is applied, deleted or relisted, a claim is
-    /// recorded in flight or a pod nominated: equal readings mean an unchanged index.
+    /// A counter that moves whenever an object is applied (but for a Node's heartbeat and a
+    /// pod whose record stays the same), deleted or relisted, a claim is recorded in flight or
+    /// a pod nominated: equal readings mean an index unchanged in anything the loops read.
     pub fn changes(&self) -> u64 {
         self.changes
     }

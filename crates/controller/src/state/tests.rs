@@ -390,3 +390,62 @@ fn nominees_a_full_node_cannot_hold_go_back_to_the_solve() {
     let claim = || Some("default-abcde".to_string());
     assert_eq!(snapshot_at("2", false), (claim(), claim()));
 }
+
+#[test]
+fn a_nodes_heartbeat_is_stored_but_changes_nothing_the_loops_read() {
+    let node = |version: &str, heartbeat: &str, ready: &str| {
+        Object::from_value(
+            Kind::Node,
+            json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "n1", "resourceVersion": version,
+                    "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
+                "spec": {"providerID": "aws:///z/i-1"},
+                "status": {"conditions": [{"type": "Ready", "status": ready,
+                    "lastHeartbeatTime": heartbeat,
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+            }),
+        )
+        .unwrap()
+    };
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(node("1", "2026-01-01T00:00:10Z", "True")));
+    let (changes, nodes, status) = (s.changes(), s.node_log.head(), s.status_log.head());
+    s.apply(WatchEvent::Apply(node("2", "2026-01-01T00:00:20Z", "True")));
+    assert_eq!(s.changes(), changes, "a heartbeat is no change");
+    assert!(matches!(s.node_log.since(Some(nodes)), changes::Since::Keys(k) if k.is_empty()));
+    assert!(matches!(s.status_log.since(Some(status)), changes::Since::Keys(k) if k.is_empty()));
+    // The copy is the new one all the same: patches are conditioned on its resourceVersion.
+    assert_eq!(
+        s.nodes["n1"].metadata.resource_version.as_deref(),
+        Some("2")
+    );
+    assert_eq!(s.node_by_provider_id("aws:///z/i-1").len(), 1);
+    s.apply(WatchEvent::Apply(node(
+        "3",
+        "2026-01-01T00:00:30Z",
+        "False",
+    )));
+    assert_ne!(s.changes(), changes, "a condition that moves is a change");
+    assert!(matches!(s.node_log.since(Some(nodes)), changes::Since::Keys(k) if k == ["n1"]));
+}
+
+#[test]
+fn a_pod_event_that_leaves_its_record_as_it_was_changes_nothing() {
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    let (changes, pods) = (s.changes(), s.pod_log.head());
+    // Only what the record does not keep moved: the version and a container's status.
+    let mut again = unschedulable("a");
+    again["metadata"]["resourceVersion"] = json!("2");
+    again["status"]["containerStatuses"] = json!([{"name": "c", "image": "x", "imageID": "",
+        "ready": false, "restartCount": 1}]);
+    s.apply(WatchEvent::Apply(pod(again)));
+    assert_eq!(s.changes(), changes);
+    assert!(matches!(s.pod_log.since(Some(pods)), changes::Since::Keys(k) if k.is_empty()));
+    let mut bound = unschedulable("a");
+    bound["spec"]["nodeName"] = json!("n1");
+    s.apply(WatchEvent::Apply(pod(bound)));
+    assert_ne!(s.changes(), changes);
+    assert!(s.pending().is_empty());
+}
