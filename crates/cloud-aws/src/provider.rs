@@ -243,15 +243,15 @@ impl CloudProvider for AwsCloud {
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError> {
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         let Some(class) = class else {
-            return Ok(Vec::new());
+            return Ok(Arc::new(Vec::new()));
         };
         let input = node_class_input(class).map_err(AwsCloudError::from)?;
         let zones = self.class_zones(class).await?;
         if zones.is_empty() {
             tracing::debug!(nodeclass = %class_name(class), "no subnets resolved; no instance types");
-            return Ok(Vec::new());
+            return Ok(Arc::new(Vec::new()));
         }
         let discovered = self
             .instance_types
@@ -285,7 +285,7 @@ impl CloudProvider for AwsCloud {
             .unavailable()
             .apply_in(&mut types, scope.as_deref(), now());
         crate::zonal_shift::shifts::close_shifted_offerings(&mut types, &self.shifted_zones());
-        Ok(types)
+        Ok(Arc::new(types))
     }
 
     async fn create(

@@ -27,6 +27,7 @@ use tokio::time::Instant;
 
 use crate::fleet::{Fleet, FleetConfig, LaunchError};
 use crate::hash::{hash_annotations, static_drift};
+use crate::marked::MarkedCatalogs;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimCloudConfig {
@@ -108,6 +109,18 @@ pub struct SimCloud {
     spot: SpotPrices,
     state: Mutex<State>,
     types: Mutex<Vec<(NodeClassInput, Arc<Vec<InstanceType>>)>>,
+    /// The catalogs as last offered, marked, per class input.
+    marked: Mutex<MarkedCatalogs>,
+}
+
+fn class_input(class: Option<&EC2NodeClass>) -> Result<NodeClassInput, CloudError> {
+    match class {
+        Some(c) => node_class_input(c).map_err(|e| CloudError::NodeClassNotReady {
+            name: e.class.clone(),
+            reason: e.to_string(),
+        }),
+        None => Ok(NodeClassInput::new(AmiFamily::AL2023)),
+    }
 }
 
 fn family_of(class: Option<&EC2NodeClass>) -> AmiFamily {
@@ -222,6 +235,7 @@ impl SimCloud {
             catalog,
             spot: SpotPrices::synthetic(),
             types: Mutex::new(Vec::new()),
+            marked: Mutex::new(MarkedCatalogs::default()),
         }
     }
 
@@ -246,14 +260,21 @@ impl SimCloud {
         &self,
         class: Option<&EC2NodeClass>,
     ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
-        let input = match class {
-            Some(c) => node_class_input(c).map_err(|e| CloudError::NodeClassNotReady {
-                name: e.class.clone(),
-                reason: e.to_string(),
-            })?,
-            None => NodeClassInput::new(AmiFamily::AL2023),
-        };
-        Ok(self.types_for(&input))
+        Ok(self.types_for(&class_input(class)?))
+    }
+
+    /// The class's catalog as offered at `now`: offerings out of capacity marked
+    /// unavailable. The same copy while nothing about availability changed.
+    fn offered_types(
+        &self,
+        class: Option<&EC2NodeClass>,
+        now: Instant,
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
+        let input = class_input(class)?;
+        let base = self.types_for(&input);
+        let unavailable = self.lock().fleet.unavailable_offerings(self.at(now));
+        let mut marked = self.marked.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(marked.get(&input, &base, unavailable))
     }
 
     fn types_for(&self, input: &NodeClassInput) -> Arc<Vec<InstanceType>> {
@@ -378,11 +399,8 @@ impl CloudProvider for SimCloud {
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError> {
-        let mut types = (*self.class_types(class)?).clone();
-        let now = self.at(Instant::now());
-        self.lock().fleet.mark_offerings(&mut types, now);
-        Ok(types)
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
+        self.offered_types(class, Instant::now())
     }
 
     async fn create(

@@ -323,6 +323,20 @@ impl Fleet {
             .any(|m| m.until > from && m.until <= to)
     }
 
+    /// Every offering inside its window at `now`, as (instance type, zone, capacity
+    /// type): exactly those [`Fleet::is_unavailable`] answers true for.
+    pub fn unavailable_offerings(&self, now: Timestamp) -> Vec<(String, String, CapacityType)> {
+        self.unavailable
+            .iter()
+            .flat_map(|(it, marks)| {
+                marks
+                    .iter()
+                    .filter(move |m| now < m.until)
+                    .map(move |m| (it.clone(), m.zone.clone(), m.capacity_type))
+            })
+            .collect()
+    }
+
     /// `types` as offered at `now`: offerings inside their window are not available.
     pub fn mark_offerings(&self, types: &mut [InstanceType], now: Timestamp) {
         for it in types {

@@ -8,6 +8,7 @@ mod cloud;
 pub mod fleet;
 pub mod hash;
 pub mod kwok;
+mod marked;
 pub mod select;
 
 pub use cloud::{

@@ -85,7 +85,7 @@ pub trait CloudProvider: Send + Sync {
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError>;
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError>;
 
     /// Launches one instance satisfying the claim's requirements and resource requests.
     /// `class` is the claim's resolved node class (`None` when the claim references no class

@@ -105,7 +105,7 @@ impl CloudProvider for MeteredCloud {
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError> {
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         let t = Instant::now();
         let r = self.inner.instance_types(class).await;
         self.record("GetInstanceTypes", t, &r);

@@ -181,7 +181,7 @@ pub async fn instance_types(
                 let class = classes
                     .get(&class_name)
                     .map(|c| crate::pool_kubelet::class_for(c, Some(np)));
-                let its = Arc::new(cloud.instance_types(class.as_deref()).await?);
+                let its = cloud.instance_types(class.as_deref()).await?;
                 by_class.insert(key, its.clone());
                 its
             }

@@ -95,7 +95,7 @@ impl CloudProvider for FaultyCloud {
     async fn instance_types(
         &self,
         class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError> {
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         self.call("GetInstanceTypes", self.inner.instance_types(class))
             .await
     }

@@ -3,7 +3,7 @@
 //! insufficient-capacity switch.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
@@ -281,9 +281,9 @@ impl CloudProvider for TestCloud {
     async fn instance_types(
         &self,
         _class: Option<&EC2NodeClass>,
-    ) -> Result<Vec<InstanceType>, CloudError> {
+    ) -> Result<Arc<Vec<InstanceType>>, CloudError> {
         self.inner().instance_type_calls += 1;
-        Ok(catalog())
+        Ok(Arc::new(catalog()))
     }
 
     async fn create(

@@ -353,7 +353,7 @@ impl nodewright_cloud::CloudProvider for AilingCloud {
     async fn instance_types(
         &self,
         class: Option<&nodewright_api::aws::v1::EC2NodeClass>,
-    ) -> Result<Vec<nodewright_core::model::InstanceType>, CloudError> {
+    ) -> Result<std::sync::Arc<Vec<nodewright_core::model::InstanceType>>, CloudError> {
         self.inner.instance_types(class).await
     }
     async fn create(
