@@ -102,7 +102,10 @@ mod tests {
         // The watcher still reads the bad object's resource version.
         assert_eq!(bad.meta().resource_version.as_deref(), Some("7"));
         let error = &bad.object.as_ref().unwrap_err().error;
-        assert!(error.contains("Pod bad") && error.contains("sequence"), "{error}");
+        assert!(
+            error.contains("Pod bad") && error.contains("sequence"),
+            "{error}"
+        );
         apply(&state, Event::InitApply(bad));
         apply(
             &state,
@@ -141,7 +144,11 @@ mod tests {
 
     #[test]
     fn what_is_not_an_object_is_malformed_not_a_panic() {
-        for v in [serde_json::json!(7), serde_json::json!(null), serde_json::json!([1])] {
+        for v in [
+            serde_json::json!(7),
+            serde_json::json!(null),
+            serde_json::json!([1]),
+        ] {
             let p = parsed::<NodeClaim>(v.clone());
             let m = p.object.unwrap_err();
             assert!(m.error.contains("NodeClaim"), "{v}: {}", m.error);

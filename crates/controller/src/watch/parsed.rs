@@ -116,7 +116,8 @@ fn the_long_way(kind: Kind, text: &str) -> Result<Object, Malformed> {
             .unwrap_or_default();
         Malformed { meta, error }
     };
-    let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+    let mut v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
     if !v.is_object() {
         return Err(malformed(format!("{} is not an object", kind.name())));
     }
@@ -185,9 +186,10 @@ mod tests {
 
     #[test]
     fn one_pass_reads_what_the_way_through_a_value_reads() {
-        let event: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/fixtures/watch-nodeclaim-event.json"))
-                .unwrap();
+        let event: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/watch-nodeclaim-event.json"
+        ))
+        .unwrap();
         both_ways::<NodeClaim>(&event["object"].to_string());
         let pod = serde_json::json!({
             "apiVersion": "v1", "kind": "Pod",
