@@ -180,6 +180,24 @@ mod tests {
     }
 
     #[test]
+    fn a_list_reads_as_the_client_reads_it() {
+        // kube's client reads a list's page as an `ObjectList` of the watched type; the items
+        // carry neither `apiVersion` nor `kind`, and one bad item spoils none of the others.
+        let page = r#"{"kind": "NodeClaimList", "apiVersion": "karpenter.sh/v1",
+            "metadata": {"resourceVersion": "40"},
+            "items": [{"metadata": {"name": "a", "resourceVersion": "38"},
+                       "spec": {"requirements": [], "nodeClassRef":
+                           {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}},
+                      {"metadata": {"name": "b", "resourceVersion": "39"}, "spec": 5}]}"#;
+        let list: kube::api::ObjectList<Parsed<NodeClaim>> = serde_json::from_str(page).unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("40"));
+        assert!(matches!(list.items[0].object, Ok(Object::NodeClaim(_))));
+        let bad = list.items[1].object.as_ref().unwrap_err();
+        assert_eq!(bad.meta.resource_version.as_deref(), Some("39"));
+        assert!(bad.error.contains("NodeClaim b"), "{}", bad.error);
+    }
+
+    #[test]
     fn a_watch_event_line_reads_as_the_client_reads_it() {
         // kube's client reads each line of a watch as a `WatchEvent` of the watched type.
         let text = include_str!("../tests/fixtures/watch-nodeclaim-event.json");
