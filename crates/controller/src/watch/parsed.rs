@@ -70,7 +70,8 @@ pub struct Parsed<K> {
 /// An object that does not parse: as much of its metadata as reads, and the reason.
 #[derive(Clone, Debug)]
 pub struct Malformed {
-    pub meta: ObjectMeta,
+    /// Boxed: an `ObjectMeta` is some 400 bytes, and a `Result` is as large as its larger side.
+    pub meta: Box<ObjectMeta>,
     pub error: String,
 }
 
@@ -114,7 +115,10 @@ fn the_long_way(kind: Kind, text: &str) -> Result<Object, Malformed> {
         let meta = serde_json::from_str::<Meta>(text)
             .map(|m| m.metadata)
             .unwrap_or_default();
-        Malformed { meta, error }
+        Malformed {
+            meta: Box::new(meta),
+            error,
+        }
     };
     let mut v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
