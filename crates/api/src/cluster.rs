@@ -127,7 +127,7 @@ pub fn read_cluster(
                         object: e.object,
                         error: e.error,
                     })? {
-                        Some(Workload::Pods(p)) => s.pods.extend(p),
+                        Some(Workload::Pods(p)) => s.pods.extend(p.into_iter().map(Arc::new)),
                         Some(Workload::DaemonSet(ds)) => s.daemonsets.push(*ds),
                         None => {}
                     }
@@ -195,7 +195,7 @@ fn check_references(s: &Snapshot) -> Result<(), ClusterError> {
         "NodePool",
         s.nodepools.iter().map(|p| p.name.as_str()).collect(),
     )?;
-    let keys: Vec<String> = s.pods.iter().map(Pod::key).collect();
+    let keys: Vec<String> = s.pods.iter().map(|p| p.key()).collect();
     dup("Pod", keys.iter().map(String::as_str).collect())
 }
 
@@ -365,7 +365,7 @@ fn scaled(v: &IntOrString, total: i32, path: &Path) -> Result<i32, FieldError> {
 /// Ready, expected = every non-terminal selected pod).
 pub fn pdb(
     p: &policy::PodDisruptionBudget,
-    pods: &[Pod],
+    pods: &[Arc<Pod>],
 ) -> Result<PodDisruptionBudget, FieldError> {
     let namespace = p
         .metadata
@@ -401,6 +401,7 @@ pub fn pdb(
                 .iter()
                 .filter(|q| q.namespace == namespace && !q.is_terminal())
                 .filter(|q| selector.as_ref().is_some_and(|s| s.matches(&q.labels)))
+                .map(|q| &**q)
                 .collect();
             let expected = selected.len() as i32;
             let healthy = selected.iter().filter(|q| q.ready).count() as i32;

@@ -387,7 +387,7 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
         let api_pod: api::Pod = crate::decode::decode(p, &path).map_err(&err)?;
         let pod = workload::pod_from_api(&api_pod)
             .map_err(|e| err(path.append(&e.path).error(e.reason)))?;
-        s.pods.push(pod);
+        s.pods.push(pod.into());
     }
     for (i, n) in v
         .get("nodes")
@@ -466,7 +466,7 @@ pub fn read_manifests(
                 );
             }
             _ => match workload::expand_document(d)? {
-                Some(Workload::Pods(p)) => s.pods.extend(p),
+                Some(Workload::Pods(p)) => s.pods.extend(p.into_iter().map(Arc::new)),
                 Some(Workload::DaemonSet(ds)) => s.daemonsets.push(*ds),
                 None => {}
             },

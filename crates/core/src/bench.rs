@@ -224,7 +224,7 @@ pub(crate) fn nodepool() -> NodePool {
 pub fn snapshot(pods: Vec<Pod>, instance_type_count: usize) -> Snapshot {
     let np = nodepool();
     let mut s = Snapshot {
-        pods,
+        pods: pods.into_iter().map(Arc::new).collect(),
         ..Snapshot::default()
     };
     s.instance_types.insert(
@@ -260,7 +260,7 @@ pub fn add_existing_nodes(s: &mut Snapshot, n: usize) {
             ready: true,
             ..crate::model::Node::default()
         });
-        s.pods.push(Pod {
+        s.pods.push(Arc::new(Pod {
             namespace: "default".into(),
             name: format!("running-{i:05}"),
             uid: format!("running-{i:05}"),
@@ -272,7 +272,7 @@ pub fn add_existing_nodes(s: &mut Snapshot, n: usize) {
             node_name: Some(name),
             phase: crate::model::PodPhase::Running,
             ..Pod::default()
-        });
+        }));
     }
 }
 

@@ -114,7 +114,7 @@ pub fn disruptable(name: &str) -> NodePool {
 pub fn snapshot(pools: Vec<NodePool>, its: Vec<InstanceType>, pods: Vec<Pod>) -> Snapshot {
     let its = Arc::new(its);
     let mut s = Snapshot {
-        pods,
+        pods: pods.into_iter().map(Into::into).collect(),
         ..Snapshot::default()
     };
     for p in &pools {

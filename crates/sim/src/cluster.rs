@@ -488,7 +488,7 @@ impl Cluster {
                 .filter(|c| c.is_live())
                 .map(|c| c.claim.clone())
                 .collect(),
-            pods: self.pods.values().cloned().collect(),
+            pods: self.pods.values().cloned().map(Arc::new).collect(),
             ..Snapshot::default()
         };
         self.fill_rest(&mut s, now);

@@ -85,9 +85,9 @@ mod sample {
             s.pods
                 .iter()
                 .map(|p| {
-                    let mut p = p.clone();
+                    let mut p = (**p).clone();
                     p.owner = None;
-                    p
+                    std::sync::Arc::new(p)
                 })
                 .collect::<Vec<_>>()
         );

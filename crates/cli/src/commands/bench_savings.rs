@@ -6,6 +6,7 @@
 //! round's commands applied by placing the evicted pods with the scheduler.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
@@ -46,7 +47,7 @@ pub fn scaled_down_cluster(pods: usize, keep: usize, seed: u64) -> (Snapshot, f6
     let mut rng = Rng::new(seed);
     let mut s = bench::snapshot(bench::diverse_pods(pods, &mut rng), 400);
     s.now = NOW;
-    for p in &mut s.pods {
+    for p in s.pods.iter_mut().map(Arc::make_mut) {
         p.owner = Some(OwnerRef {
             kind: "ReplicaSet".into(),
             name: "bench".into(),

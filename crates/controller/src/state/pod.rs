@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
@@ -69,7 +70,8 @@ struct Condition {
 /// A pod's conversion into the engine's model and what it adds to its node's usage.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct PodModel {
-    pub(super) pod: Result<nodewright_core::model::Pod, String>,
+    /// Shared with every snapshot that takes the pod.
+    pub(super) pod: Result<Arc<nodewright_core::model::Pod>, String>,
     /// The node it counts on (bound and not finished) and what it adds there.
     pub(super) on: Option<(String, PodUsage)>,
 }
@@ -178,7 +180,9 @@ impl PodRecord {
         if node.is_none() && !self.provisionable() {
             return None;
         }
-        let pod = nodewright_api::workload::pod_from_api(p).map_err(|e| e.to_string());
+        let pod = nodewright_api::workload::pod_from_api(p)
+            .map(Arc::new)
+            .map_err(|e| e.to_string());
         let on = node.filter(|_| !self.finished()).map(|n| {
             let usage = PodUsage {
                 requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
@@ -253,7 +257,7 @@ impl PodRecord {
     }
 
     /// The engine's model of the pod, for a pod a snapshot takes (bound or provisionable).
-    pub fn model(&self) -> Option<&Result<nodewright_core::model::Pod, String>> {
+    pub fn model(&self) -> Option<&Result<Arc<nodewright_core::model::Pod>, String>> {
         self.model.as_ref().map(|m| &m.pod)
     }
 

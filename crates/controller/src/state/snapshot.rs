@@ -49,7 +49,7 @@ fn release_overflow(s: &mut Snapshot, held: &[usize]) {
         }
     }
     for i in release {
-        s.pods[i].node_name = None;
+        s.pod_mut(i).node_name = None;
     }
 }
 
@@ -109,13 +109,14 @@ impl ClusterState {
             };
             match model {
                 Ok(pod) => {
-                    let mut pod = pod.clone();
+                    // Shared with the index; only a nominated pod is copied, to move it.
+                    let mut pod = Arc::clone(pod);
                     // A pod nominated to a claim holds its place there: the solve counts
                     // it on that claim instead of launching for it again.
                     if p.bound_to().is_none()
                         && let Some(c) = self.nominated_claim(key, now)
                     {
-                        pod.node_name = Some(
+                        Arc::make_mut(&mut pod).node_name = Some(
                             c.status
                                 .as_ref()
                                 .and_then(|s| s.node_name.clone())

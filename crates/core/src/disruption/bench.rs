@@ -92,7 +92,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
         };
         free[slot].sub(&requests);
         let app = format!("app-{}", j % 50);
-        s.pods.push(Pod {
+        s.pods.push(Arc::new(Pod {
             namespace: "default".into(),
             name: format!("pod-{j:06}"),
             uid: format!("00000000-0000-4000-9000-{j:012}"),
@@ -109,7 +109,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
             creation_timestamp: now,
             start_time: Some(now),
             ..Pod::default()
-        });
+        }));
     }
     s.instance_types.insert(pool.name.clone(), Arc::new(its));
     s.nodepools.push(pool);

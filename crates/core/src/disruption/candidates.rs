@@ -627,7 +627,7 @@ impl<'a, 't> Tables<'a, 't> {
         let placed: Vec<(u32, &Pod)> = snapshot
             .pods
             .iter()
-            .filter_map(|p| Some((*by_name.get(p.node_name.as_deref()?)?, p)))
+            .filter_map(|p| Some((*by_name.get(p.node_name.as_deref()?)?, &**p)))
             .collect();
         let mut starts = vec![0u32; nodes.len() + 1];
         for (e, _) in &placed {

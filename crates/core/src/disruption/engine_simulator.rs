@@ -194,8 +194,8 @@ pub(crate) fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&
         moving.contains(key.as_str())
     };
     // Only the moving pods are in question: pods already pending are the provisioner's,
-    // and daemon pods on removed nodes go with their nodes. Only what stays is copied.
-    let mut kept_pods: Vec<Pod> = snapshot
+    // and daemon pods on removed nodes go with their nodes. What stays is shared, not copied.
+    let mut kept_pods: Vec<Arc<Pod>> = snapshot
         .pods
         .iter()
         .filter(|p| p.node_name.as_ref().is_some_and(|n| !without.contains(n)) && !is_moving(p))
@@ -205,7 +205,7 @@ pub(crate) fn reduced(snapshot: &Snapshot, without: &BTreeSet<String>, pods: &[&
         let mut q = (*p).clone();
         q.node_name = None;
         q.phase = PodPhase::Pending;
-        q
+        Arc::new(q)
     }));
     Snapshot {
         now: snapshot.now,

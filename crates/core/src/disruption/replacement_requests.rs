@@ -31,6 +31,7 @@ pub fn replacement_requests(
     let pods: Vec<&Pod> = snap
         .pods
         .iter()
+        .map(|p| &**p)
         .filter(|p| {
             p.node_name.as_ref().is_some_and(|n| without.contains(n)) && is_reschedulable(p)
         })

@@ -36,7 +36,7 @@ use std::cmp::Reverse;
 
 use super::candidates::{Candidate, closed_node_names};
 use crate::labels;
-use crate::model::{CapacityType, Pod, Snapshot};
+use crate::model::{CapacityType, Snapshot};
 use crate::requirements::Operator;
 use crate::resources::{CPU, MEMORY, Resources};
 use crate::scheduling::intern::FastMap;
@@ -75,10 +75,6 @@ pub(crate) struct SavingBounds<'a> {
     rooms: RefCell<FastMap<Pair, Pair>>,
     /// The most cpu and the most memory of any instance type: more than one new node holds.
     largest: Pair,
-    /// The snapshot's pods, and each one's requests in the same order: a candidate's pods are
-    /// found there by address instead of reading their requests again.
-    pods: &'a [Pod],
-    requests: Vec<Pair>,
 }
 
 /// Whether a node with `free` room can take a pod that reaches `t`: a pod is only compared
@@ -119,7 +115,6 @@ impl<'a> SavingBounds<'a> {
         let floor = types.first().map_or(f64::INFINITY, |t| t.1);
         // Terminal pods hold nothing; every other bound pod counts against its node, as in
         // every simulator (which may count more, never less).
-        let pod_requests: Vec<Pair> = snapshot.pods.iter().map(requests).collect();
         // One slot per name of a node, or of an initialized claim no node is named after; the
         // nodes' names are entered first.
         let mut slots: FastMap<&str, u32> = FastMap::default();
@@ -145,10 +140,11 @@ impl<'a> SavingBounds<'a> {
             }
         }
         let mut used = vec![(0, 0); slots.len()];
-        for (p, &r) in snapshot.pods.iter().zip(&pod_requests) {
+        for p in &snapshot.pods {
             if p.is_terminal() {
                 continue;
             }
+            let r = requests(p);
             if let Some(&slot) = p.node_name.as_deref().and_then(|n| slots.get(n)) {
                 used[slot as usize] = add(used[slot as usize], r);
             }
@@ -200,8 +196,6 @@ impl<'a> SavingBounds<'a> {
             rooms_of,
             rooms: RefCell::default(),
             largest,
-            pods: &snapshot.pods,
-            requests: pod_requests,
         }
     }
 
@@ -218,11 +212,7 @@ impl<'a> SavingBounds<'a> {
     /// exists: it cannot be deleted, and no replacement costs less than it (a replacement
     /// command always saves something).
     pub(crate) fn of(&self, c: &Candidate<'_>) -> Option<f64> {
-        let pods: Vec<Pair> = c
-            .reschedulable_pods
-            .iter()
-            .map(|p| self.requests_of(p))
-            .collect();
+        let pods: Vec<Pair> = c.reschedulable_pods.iter().map(|p| requests(p)).collect();
         let name = c.node.name.as_str();
         let own = self.rooms_named(name);
         let stranded = pods
@@ -269,7 +259,7 @@ impl<'a> SavingBounds<'a> {
         let need = prefix
             .iter()
             .flat_map(|c| &c.reschedulable_pods)
-            .fold((0, 0), |a, p| add(a, self.requests_of(p)));
+            .fold((0, 0), |a, p| add(a, requests(p)));
         // The prefix's nodes by slot, each name once: their rooms are taken, and they are not
         // among the other nodes.
         let mut in_prefix = vec![false; self.rooms_of.len()];
@@ -334,17 +324,6 @@ impl<'a> SavingBounds<'a> {
         // Only the candidate's own rooms lead there: one of the rooms they cover may still
         // meet `q`.
         any && self.free.iter().any(|&(f, n)| n != name && meets(f, q))
-    }
-
-    /// `p`'s cpu and memory requests: kept from [`SavingBounds::new`] when `p` is one of the
-    /// snapshot's pods, read otherwise.
-    fn requests_of(&self, p: &Pod) -> Pair {
-        let at = (p as *const Pod as usize).wrapping_sub(self.pods.as_ptr() as usize)
-            / std::mem::size_of::<Pod>().max(1);
-        match self.pods.get(at) {
-            Some(q) if std::ptr::eq(q, p) => self.requests[at],
-            _ => requests(p),
-        }
     }
 
     /// The cheapest instance type whose allocatable holds `need`, or infinity when none does.
@@ -518,14 +497,15 @@ mod tests {
                 node("c", 4000, 8000),
             ],
             pods: vec![
-                pod("a1", "a", 3000, 1000),
-                pod("b1", "b", 1000, 1000),
-                pod("b2", "b", 1500, 6000),
-                pod("c1", "c", 500, 500),
+                pod("a1", "a", 3000, 1000).into(),
+                pod("b1", "b", 1000, 1000).into(),
+                pod("b2", "b", 1500, 6000).into(),
+                pod("c1", "c", 500, 500).into(),
                 Pod {
                     phase: PodPhase::Succeeded,
                     ..pod("c-done", "c", 4000, 8000)
-                },
+                }
+                .into(),
             ],
             instance_types: BTreeMap::from([("p".to_string(), Arc::new(vec![it]))]),
             ..Snapshot::default()
@@ -551,6 +531,7 @@ mod tests {
                 .pods
                 .iter()
                 .filter(|p| p.node_name.as_deref() == Some(on) && !p.is_terminal())
+                .map(|p| &**p)
                 .collect(),
             disruption_cost: 0.0,
             reschedule_cost: 1.0,
@@ -566,17 +547,11 @@ mod tests {
     }
 
     #[test]
-    fn a_pods_requests_are_its_own_whether_kept_or_read() {
+    fn a_candidates_pods_are_bounded_by_what_they_ask() {
         let s = snapshot(&[0.10]);
         let bounds = SavingBounds::new(&s);
-        // The snapshot's pods: each answered from what the bounds kept, in the right place.
-        for p in &s.pods {
-            assert_eq!(bounds.requests_of(p), requests(p), "{}", p.name);
-        }
-        // A copy that is not one of the snapshot's pods is read itself.
-        let mut copy = s.pods[1].clone();
+        let mut copy = (*s.pods[1]).clone();
         copy.requests = res(9000, 100);
-        assert_eq!(bounds.requests_of(&copy), (9000, 100));
         // A candidate of such copies is bounded by what they ask: no other node holds 9000m,
         // so a new node must (the cheapest that does costs 0.10).
         let owners = (NodeClaim::default(), NodePool::default());
@@ -614,9 +589,9 @@ mod tests {
         let mut s = snapshot(&[0.10]);
         s.nodes = vec![node("x", 2000, 8000), node("y", 4000, 8000)];
         s.pods = vec![
-            pod("x1", "x", 1000, 0),
-            pod("y1", "y", 800, 0),
-            pod("y2", "y", 800, 0),
+            pod("x1", "x", 1000, 0).into(),
+            pod("y1", "y", 800, 0).into(),
+            pod("y2", "y", 800, 0).into(),
         ];
         // Each 800m pod fits in x's 1000m, both do not.
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
@@ -626,8 +601,8 @@ mod tests {
         // has the 1,500m the larger pod needs.
         s.nodes[0].allocatable = res(2400, 8000);
         s.nodes[2].allocatable = res(1400, 8000);
-        s.pods[1].requests = Resources::new().with(CPU, 1500);
-        s.pods[2].requests = Resources::new().with(CPU, 100);
+        s.pod_mut(1).requests = Resources::new().with(CPU, 1500);
+        s.pod_mut(2).requests = Resources::new().with(CPU, 100);
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
         s.nodes[0].allocatable = res(2500, 8000);
         assert_eq!(bound(&s, "y", 0.5), 0.5);
@@ -669,9 +644,9 @@ mod tests {
             node("z", 1200, 8000),
         ];
         s.pods = vec![
-            pod("x1", "x", 1000, 1000),
-            pod("y1", "y", 1000, 1000),
-            pod("z1", "z", 1000, 2000),
+            pod("x1", "x", 1000, 1000).into(),
+            pod("y1", "y", 1000, 1000).into(),
+            pod("z1", "z", 1000, 2000).into(),
         ];
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
         s.nodes[0].allocatable = res(4000, 2000);
@@ -710,23 +685,23 @@ mod tests {
         // Free: x 500m, y 0m; y's pods fit nowhere else, 1,500m in all: `small` holds them.
         s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
         s.pods = vec![
-            pod("x1", "x", 3500, 1000),
-            pod("y1", "y", 1000, 1000),
-            pod("y2", "y", 500, 1000),
+            pod("x1", "x", 3500, 1000).into(),
+            pod("y1", "y", 1000, 1000).into(),
+            pod("y2", "y", 500, 1000).into(),
         ];
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
         // 2,500m more: only `large` holds them.
-        s.pods.push(pod("y3", "y", 2500, 1000));
+        s.pods.push(pod("y3", "y", 2500, 1000).into());
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.40);
         // With 1,000m free on x, the 1,000m and 500m pods each fit there and leave the sum:
         // the 2,500m pod alone still needs `large`.
-        s.pods[0].requests = res(3000, 1000);
+        s.pod_mut(0).requests = res(3000, 1000);
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.40);
         // With 2,500m free on x, every pod fits somewhere: the cheapest offering is the floor.
-        s.pods[0].requests = res(1500, 1000);
+        s.pod_mut(0).requests = res(1500, 1000);
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
         // No type holds them: no single-node command at all.
-        s.pods.push(pod("y4", "y", 9000, 1000));
+        s.pods.push(pod("y4", "y", 9000, 1000).into());
         assert_eq!(bound(&s, "y", 0.5), f64::NEG_INFINITY);
     }
 
@@ -735,9 +710,12 @@ mod tests {
         let mut s = snapshot(&[0.10]);
         // y has the most room of all and covers x's, which still takes y's pod.
         s.nodes = vec![node("x", 2000, 4000), node("y", 8000, 16000)];
-        s.pods = vec![pod("y1", "y", 1000, 1000)];
+        s.pods = vec![pod("y1", "y", 1000, 1000)]
+            .into_iter()
+            .map(Into::into)
+            .collect();
         assert_eq!(bound(&s, "y", 0.5), 0.5);
-        s.pods.push(pod("x1", "x", 1500, 0));
+        s.pods.push(pod("x1", "x", 1500, 0).into());
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
     }
 
@@ -756,7 +734,7 @@ mod tests {
         assert!(!bounds.rules_out_together(&[&a, &b]));
         // Without c's room only one new node is left for them.
         let mut fuller = s.clone();
-        fuller.pods.push(pod("c2", "c", 100, 0));
+        fuller.pods.push(pod("c2", "c", 100, 0).into());
         let bounds = SavingBounds::new(&fuller);
         assert!(bounds.rules_out_together(&[&a, &b]));
         // A single candidate's pods still fit.
@@ -773,11 +751,12 @@ mod tests {
             .collect();
         s.pods = (0..20)
             .map(|i| pod(&format!("f{i}-1"), &format!("f{i}"), 3500, 0))
+            .map(Into::into)
             .collect();
         for n in ["a", "b"] {
             s.nodes.push(node(n, 4000, 8000));
-            s.pods.push(pod(&format!("{n}1"), n, 1800, 0));
-            s.pods.push(pod(&format!("{n}2"), n, 1800, 0));
+            s.pods.push(pod(&format!("{n}1"), n, 1800, 0).into());
+            s.pods.push(pod(&format!("{n}2"), n, 1800, 0).into());
         }
         let bounds = SavingBounds::new(&s);
         let owners = (NodeClaim::default(), NodePool::default());
@@ -806,9 +785,12 @@ mod tests {
         // x has cpu to spare but not memory; y's pod asks for little cpu and much memory.
         let mut s = snapshot(&[0.10]);
         s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
-        s.pods = vec![pod("x1", "x", 0, 7000), pod("y1", "y", 100, 2000)];
+        s.pods = vec![pod("x1", "x", 0, 7000), pod("y1", "y", 100, 2000)]
+            .into_iter()
+            .map(Into::into)
+            .collect();
         assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-        s.pods[0].requests = Resources::new().with(MEMORY, 6000);
+        s.pod_mut(0).requests = Resources::new().with(MEMORY, 6000);
         assert_eq!(bound(&s, "y", 0.5), 0.5);
     }
 

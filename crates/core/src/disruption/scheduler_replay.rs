@@ -33,6 +33,7 @@
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::command::Command;
 use crate::model::{CommandInFlight, Node, Pod, Snapshot};
@@ -264,13 +265,14 @@ impl<'s> Replay<'s> {
             }
         }
         // Most commands weigh alone: no other command's nodes, so no scan of every pod.
-        let all: &[Pod] = if gone.is_empty() {
+        let all: &[Arc<Pod>] = if gone.is_empty() {
             &[]
         } else {
             &self.snapshot.pods
         };
         let mut others: Vec<&Pod> = all
             .iter()
+            .map(|p| &**p)
             .filter(|p| {
                 p.node_name
                     .as_deref()

@@ -16,6 +16,7 @@
 //! A benchmark yardstick only: nothing in the controller or the simulator runs it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::budgets::allowed_disruptions;
 use super::candidates::{Candidate, MethodClass, budget_node_counts, is_reschedulable, select};
@@ -210,6 +211,7 @@ pub(crate) fn apply(snapshot: &Snapshot, commands: &[Command], prefix: &str) -> 
         if !is_reschedulable(p) {
             return false;
         }
+        let p = Arc::make_mut(p);
         p.node_name = None;
         p.phase = PodPhase::Pending;
         p.ready = false;

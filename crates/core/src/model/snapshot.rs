@@ -32,8 +32,10 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
     /// Every NodeClaim, launched or in flight.
     pub node_claims: Vec<NodeClaim>,
-    /// Pending and bound pods alike.
-    pub pods: Vec<Pod>,
+    /// Pending and bound pods alike. Shared, so a shell's snapshot of every pod is a count
+    /// of references, not a copy of each pod; a decision that changes a pod copies it
+    /// (`Arc::make_mut`).
+    pub pods: Vec<Arc<Pod>>,
     /// Every DaemonSet, for the overhead its pods add to a new node.
     pub daemonsets: Vec<DaemonSet>,
     /// Every PodDisruptionBudget, for the evictions disruption may make.
@@ -49,6 +51,13 @@ pub struct Snapshot {
     /// The running disruption commands, which claims each waits for before its targets
     /// drain. The cluster does not record it: `InFlight::view` sets it for later rounds.
     pub commands_in_flight: Vec<CommandInFlight>,
+}
+
+impl Snapshot {
+    /// The pod at `i` to change: copied first if another snapshot shares it.
+    pub fn pod_mut(&mut self, i: usize) -> &mut Pod {
+        Arc::make_mut(&mut self.pods[i])
+    }
 }
 
 /// One running disruption command, by NodeClaim names: its targets drain once every one of

@@ -259,7 +259,7 @@ mod tests {
             instance_types: [("od".to_string(), Arc::new(vec![it]))]
                 .into_iter()
                 .collect(),
-            pods: (0..pods).map(pod).collect(),
+            pods: (0..pods).map(pod).map(Into::into).collect(),
             ..Snapshot::default()
         };
         solve(&s, &Options::default())

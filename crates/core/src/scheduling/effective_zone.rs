@@ -158,7 +158,10 @@ mod tests {
             zones,
             ["flexible", "us-east-1a", "flexible", "none", "us-east-1b"]
         );
-        s.pods = vec![free, pinned, two, clash, narrowed];
+        s.pods = vec![free, pinned, two, clash, narrowed]
+            .into_iter()
+            .map(Into::into)
+            .collect();
         let counts = pending_by_zone(&s);
         assert_eq!(counts["flexible"], 2);
         assert_eq!(counts.len(), 4);

@@ -7,6 +7,8 @@
 //!
 //! Offers the explanation of one pod; it never changes a plan.
 
+use std::sync::Arc;
+
 use super::engine::Engine;
 use super::setup::{self, Class};
 use super::solver::{Relax, active_constraints, effective_reqs};
@@ -95,8 +97,9 @@ pub fn explain_pod(s: &Snapshot, options: &Options, key: &str) -> Option<Explana
         Some(node) => {
             explanation.outcome = Outcome::Bound(node.clone());
             let mut copy = s.clone();
-            copy.pods[pi].node_name = None;
-            copy.pods[pi].phase = PodPhase::Pending;
+            let asked = Arc::make_mut(&mut copy.pods[pi]);
+            asked.node_name = None;
+            asked.phase = PodPhase::Pending;
             unbound = copy;
             &unbound
         }

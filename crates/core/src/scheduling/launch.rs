@@ -2,6 +2,7 @@
 //! pods placed on it. Used to build realistic clusters for simulation and benchmarks.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::{Plan, Target};
 use crate::labels;
@@ -95,6 +96,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
         if pod.node_name.is_none()
             && let Some(node) = node_of.get(pod.key().as_str())
         {
+            let pod = Arc::make_mut(pod);
             pod.node_name = Some(node.clone());
             pod.phase = PodPhase::Running;
             pod.ready = true;

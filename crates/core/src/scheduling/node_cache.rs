@@ -494,7 +494,7 @@ mod tests {
             ops in proptest::collection::vec(op(), 1..10),
         ) {
             let mut s = cluster(10, 40, seed);
-            for p in s.pods.iter_mut().step_by(7) {
+            for p in s.pods.iter_mut().step_by(7).map(Arc::make_mut) {
                 p.node_name = None;
                 p.phase = crate::model::PodPhase::Pending;
             }
@@ -529,6 +529,7 @@ mod tests {
                     .pods
                     .iter()
                     .filter(|p| p.node_name.as_ref().is_some_and(|n| without.contains(n)))
+                    .map(|p| &**p)
                     .collect();
                 compiled.solve(s, without, &pods, &options)
             })

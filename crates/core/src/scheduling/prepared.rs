@@ -326,7 +326,7 @@ impl Prepared {
         let stays = |list: &[(usize, usize)]| -> Vec<(&Pod, usize)> {
             list.iter()
                 .filter(|&&(_, ei)| remap[ei] != usize::MAX)
-                .map(|&(pi, ei)| (&s.pods[pi], remap[ei]))
+                .map(|&(pi, ei)| (&*s.pods[pi], remap[ei]))
                 .collect()
         };
         let all = || stays(&self.running);
@@ -334,13 +334,13 @@ impl Prepared {
             all: &all,
             with_anti_affinity: stays(&self.anti),
         };
-        let moving: Vec<Pod> = pods
+        let moving: Vec<Arc<Pod>> = pods
             .iter()
             .map(|p| {
                 let mut q = (*p).clone();
                 q.node_name = None;
                 q.phase = PodPhase::Pending;
-                q
+                Arc::new(q)
             })
             .collect();
         let mut order: Vec<usize> = (0..moving.len())
@@ -352,7 +352,7 @@ impl Prepared {
         } else {
             order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
         }
-        let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &moving[i])).collect();
+        let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &*moving[i])).collect();
         let shared = |recompile: bool| -> Option<World> {
             let targets = self.kept_targets(s, &keep, pool_used.clone(), recompile)?;
             Some(setup::complete(
@@ -536,7 +536,7 @@ const PODS_WORTH_A_THREAD: usize = 4096;
 
 /// Pod keys that occur more than once. Snapshots usually list pods by key, so a pass over
 /// neighbours finds them; any other order falls back to a set.
-fn duplicate_keys(pods: &[Pod]) -> HashSet<String> {
+fn duplicate_keys(pods: &[Arc<Pod>]) -> HashSet<String> {
     fn key(p: &Pod) -> (&str, &str) {
         (p.namespace.as_str(), p.name.as_str())
     }

@@ -320,8 +320,8 @@ pub(crate) fn build_ordered(
     let schedule = pods_to_schedule_by(s, cmp);
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let running = usage(s, &mut t, &rescheduled);
-    let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &s.pods[i])).collect();
-    let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&s.pods[pi], ei)).collect();
+    let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &*s.pods[i])).collect();
+    let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&*s.pods[pi], ei)).collect();
     let all = || run.clone();
     let running = Running {
         all: &all,

@@ -85,24 +85,27 @@ pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
             ..NodeClaim::default()
         });
         for (i, cpu) in pods.iter().enumerate() {
-            s.pods.push(Pod {
-                namespace: "default".into(),
-                name: format!("{name}-{i}"),
-                uid: format!("{name}-{i}"),
-                node_name: Some(name.to_string()),
-                phase: PodPhase::Running,
-                ready: true,
-                requests: Resources::new()
-                    .with(CPU, *cpu)
-                    .with(MEMORY, 1 << 30)
-                    .with(PODS, 1),
-                owner: Some(OwnerRef {
-                    kind: "ReplicaSet".into(),
-                    name: "rs".into(),
-                    controller: true,
-                }),
-                ..Pod::default()
-            });
+            s.pods.push(
+                Pod {
+                    namespace: "default".into(),
+                    name: format!("{name}-{i}"),
+                    uid: format!("{name}-{i}"),
+                    node_name: Some(name.to_string()),
+                    phase: PodPhase::Running,
+                    ready: true,
+                    requests: Resources::new()
+                        .with(CPU, *cpu)
+                        .with(MEMORY, 1 << 30)
+                        .with(PODS, 1),
+                    owner: Some(OwnerRef {
+                        kind: "ReplicaSet".into(),
+                        name: "rs".into(),
+                        controller: true,
+                    }),
+                    ..Pod::default()
+                }
+                .into(),
+            );
         }
     }
     s

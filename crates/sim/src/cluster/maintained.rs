@@ -53,7 +53,7 @@ pub(super) struct Maintained {
     /// The buffers the lists were last patched out of, kept to patch the next lists into
     /// (see [`patch`]).
     spare_keys: Vec<String>,
-    spare_pods: Vec<Pod>,
+    spare_pods: Vec<Arc<Pod>>,
     spare_claims: Vec<NodeClaim>,
     spare_nodes: Vec<Node>,
 }
@@ -128,11 +128,14 @@ impl Maintained {
         // Once built, the lists are only patched: a patch clones the changed entries and
         // moves each other one at most once, where a rebuild would clone them all.
         if !self.built {
-            (self.pod_keys, s.pods) = pods.iter().map(|(k, p)| (k.clone(), p.clone())).unzip();
+            (self.pod_keys, s.pods) = pods
+                .iter()
+                .map(|(k, p)| (k.clone(), Arc::new(p.clone())))
+                .unzip();
         } else {
             let spare = (&mut self.spare_keys, &mut self.spare_pods);
             patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, spare, |k| {
-                pods.get(k).cloned()
+                pods.get(k).cloned().map(Arc::new)
             });
         }
         let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());

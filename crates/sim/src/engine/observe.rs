@@ -126,7 +126,7 @@ impl Engine<'_> {
         if s.pods.is_empty() {
             return None;
         }
-        for p in &mut s.pods {
+        for p in s.pods.iter_mut().map(Arc::make_mut) {
             p.node_name = None;
             p.phase = nodewright_core::model::PodPhase::Pending;
         }

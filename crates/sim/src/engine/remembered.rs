@@ -201,6 +201,7 @@ mod tests {
                     .pods
                     .iter()
                     .filter(|p| p.node_name.as_deref() == Some(n.name.as_str()))
+                    .map(|p| &**p)
                     .collect(),
             })
             .collect()

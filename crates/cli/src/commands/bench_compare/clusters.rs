@@ -286,8 +286,11 @@ fn build(catalog: &Arc<Vec<InstanceType>>, pools: Vec<NodePool>, mix: &Mix, seed
     while s.pods.len() - pending < mix.pods {
         let left = mix.pods - (s.pods.len() - pending);
         let replicas = replicas(&mut rng).min(left);
-        s.pods
-            .extend(deployment(&format!("app-{d:03}"), replicas, mix, &mut rng));
+        s.pods.extend(
+            deployment(&format!("app-{d:03}"), replicas, mix, &mut rng)
+                .into_iter()
+                .map(Arc::new),
+        );
         d += 1;
     }
     s
@@ -448,7 +451,7 @@ fn add_existing_nodes(s: &mut Snapshot, catalog: &[InstanceType], n: usize, rng:
             ..Node::default()
         });
         let share = 50 + rng.below(41) as i64;
-        s.pods.push(Pod {
+        s.pods.push(Arc::new(Pod {
             namespace: "apps".into(),
             name: format!("running-{i:04}"),
             uid: format!("running-{i:04}"),
@@ -463,6 +466,6 @@ fn add_existing_nodes(s: &mut Snapshot, catalog: &[InstanceType], n: usize, rng:
             node_name: Some(name),
             phase: PodPhase::Running,
             ..Pod::default()
-        });
+        }));
     }
 }

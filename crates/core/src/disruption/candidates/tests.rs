@@ -51,7 +51,7 @@ fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
             initialized: true,
             ..NodeClaim::default()
         }],
-        pods,
+        pods: pods.into_iter().map(Into::into).collect(),
         pdbs,
         ..Snapshot::default()
     }
@@ -459,7 +459,7 @@ mod properties {
                 if finished {
                     p.phase = PodPhase::Succeeded;
                 }
-                s.pods.push(p);
+                s.pods.push(p.into());
             }
             s.nodes.push(node);
         }

@@ -26,7 +26,7 @@ fn app_selector(app: &str) -> Option<LabelSelector> {
 /// Zone spreads, hostname anti-affinity and node selectors on some apps; a daemonset; an
 /// in-flight claim and a node that is not initialized yet.
 fn with_topology(mut s: Snapshot) -> Snapshot {
-    for p in s.pods.iter_mut() {
+    for p in s.pods.iter_mut().map(Arc::make_mut) {
         let app = p.labels["app"].clone();
         let n: usize = app.trim_start_matches("app-").parse().unwrap();
         match n % 7 {
@@ -117,7 +117,7 @@ fn with_shared_label(mut s: Snapshot) -> Snapshot {
         n.labels
             .insert("team".into(), if i % 2 == 0 { "a" } else { "b" }.into());
     }
-    for p in s.pods.iter_mut().step_by(5) {
+    for p in s.pods.iter_mut().step_by(5).map(Arc::make_mut) {
         p.node_selector.insert("team".into(), "b".into());
     }
     s
@@ -165,6 +165,7 @@ fn pods_on<'a>(s: &'a Snapshot, nodes: &BTreeSet<String>) -> Vec<&'a Pod> {
         .iter()
         .filter(|p| p.node_name.as_ref().is_some_and(|n| nodes.contains(n)))
         .filter(|p| is_reschedulable(p))
+        .map(|p| &**p)
         .collect()
 }
 
@@ -363,15 +364,15 @@ fn a_compile_split_over_threads_answers_as_full_solves() {
         .iter()
         .map(|n| (n.name.clone(), n.labels[labels::ZONE].clone()))
         .collect();
-    for p in &mut s.pods {
+    for p in s.pods.iter_mut().map(Arc::make_mut) {
         let zone = zones[p.node_name.as_deref().expect("generated pods are bound")].clone();
         p.node_selector.insert(labels::ZONE.into(), zone);
     }
     // The first pod listed twice, on another node, next to itself (pods stay in key order).
-    let mut twin = s.pods[0].clone();
+    let mut twin = (*s.pods[0]).clone();
     let home = twin.node_name.clone().expect("generated pods are bound");
     twin.node_name = s.nodes.iter().map(|n| n.name.clone()).find(|n| *n != home);
-    s.pods.insert(1, twin);
+    s.pods.insert(1, twin.into());
     let sim = EngineSimulator::default();
     let compiled = Prepared::new(&s).expect("the cluster compiles");
     let mut answered = 0;

@@ -92,7 +92,12 @@ fn the_targets_keep_their_pods_and_take_no_others() {
     let (s, running) = replace_in_flight();
     let view = running.view(&s);
     // n1 has room for n2's pod, and r1 is empty: neither may take it.
-    let pods: Vec<&Pod> = view.pods.iter().filter(|p| p.name == "n2-0").collect();
+    let pods: Vec<&Pod> = view
+        .pods
+        .iter()
+        .filter(|p| p.name == "n2-0")
+        .map(|p| &**p)
+        .collect();
     let without: BTreeSet<String> = ["n2".to_string()].into();
     let reduced = reduced(&view, &without, &pods);
     let solved = scheduling::solve(&reduced, &Options::default());
@@ -198,7 +203,12 @@ fn an_initialized_replacement_stays_reserved_until_its_command_finishes() {
         "{:?}",
         p.commands
     );
-    let n2: Vec<&Pod> = free.pods.iter().filter(|p| p.name == "n2-0").collect();
+    let n2: Vec<&Pod> = free
+        .pods
+        .iter()
+        .filter(|p| p.name == "n2-0")
+        .map(|p| &**p)
+        .collect();
     let without: BTreeSet<String> = ["n2".to_string()].into();
     let solved = scheduling::solve(&reduced(&free, &without, &n2), &Options::default());
     assert!(
@@ -295,7 +305,7 @@ proptest! {
                 .iter()
                 .filter(|p| p.node_name.as_ref().is_some_and(|n| without.contains(n)))
                 .filter(|p| !p.is_daemonset_pod())
-                .collect();
+                .map(|p| &**p).collect();
             let solved = scheduling::solve(&reduced(&view, &without, &pods), &Options::default());
             for placed in &solved.placements {
                 let on = match &placed.target {

@@ -173,20 +173,23 @@ impl Cluster {
             ..NodeClaim::default()
         });
         for (i, cpu) in pods_cpu.iter().enumerate() {
-            self.0.pods.push(Pod {
-                namespace: "default".into(),
-                name: format!("{name}-p{i}"),
-                node_name: Some(name.into()),
-                phase: PodPhase::Running,
-                ready: true,
-                requests: Resources::new().with(CPU, *cpu),
-                owner: Some(OwnerRef {
-                    kind: "ReplicaSet".into(),
-                    name: "rs".into(),
-                    controller: true,
-                }),
-                ..Pod::default()
-            });
+            self.0.pods.push(
+                Pod {
+                    namespace: "default".into(),
+                    name: format!("{name}-p{i}"),
+                    node_name: Some(name.into()),
+                    phase: PodPhase::Running,
+                    ready: true,
+                    requests: Resources::new().with(CPU, *cpu),
+                    owner: Some(OwnerRef {
+                        kind: "ReplicaSet".into(),
+                        name: "rs".into(),
+                        controller: true,
+                    }),
+                    ..Pod::default()
+                }
+                .into(),
+            );
         }
         self
     }
@@ -325,7 +328,7 @@ fn expiration_is_forceful_and_ignores_do_not_disrupt() {
         Cluster::new(vec![it("small", 2000, 0.1, None)]).node("a", "small", "on-demand", &[500]);
     c.0.nodepools[0].template.expire_after = Some(Duration::from_secs(3600));
     c.0.node_claims[0].creation_timestamp = Timestamp(NOW.0 - 3_600_000);
-    c.0.pods[0]
+    c.0.pod_mut(0)
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
     let p = c.plan();
@@ -395,7 +398,7 @@ fn plans_are_deterministic_and_blocked_nodes_say_why() {
         .node("a", "big", "on-demand", &[1000])
         .node("b", "big", "on-demand", &[1000])
         .node("c", "big", "on-demand", &[1000]);
-    c.0.pods[2]
+    c.0.pod_mut(2)
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
     let p1 = c.plan();
@@ -430,10 +433,10 @@ fn validation_rejects_what_changed() {
 
     // A pod landed on the empty node, and a protected pod on a consolidation target.
     let mut fresh = c.0.clone();
-    let mut moved = fresh.pods[0].clone();
+    let mut moved = (*fresh.pods[0]).clone();
     moved.name = "late".into();
     moved.node_name = Some("a".into());
-    fresh.pods.push(moved);
+    fresh.pods.push(moved.into());
     let err = validate(empty, &fresh, &FirstFit).unwrap_err();
     assert_eq!(err.to_string(), "node a is no longer empty");
     let target = &consolidate.targets[0].node;
@@ -441,6 +444,7 @@ fn validation_rejects_what_changed() {
         .pods
         .iter_mut()
         .find(|p| p.node_name.as_ref() == Some(target))
+        .map(Arc::make_mut)
         .unwrap();
     pod.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
     let err = validate(consolidate, &fresh, &FirstFit).unwrap_err();
@@ -508,6 +512,7 @@ mod properties {
                 c.0.pods
                     .iter_mut()
                     .filter(|p| p.node_name.as_deref() == Some(name.as_str()))
+                    .map(Arc::make_mut)
             {
                 p.labels.insert("node".into(), name.clone());
                 if s.protected {
@@ -555,7 +560,7 @@ mod properties {
                 }
                 // Every evicted pod has a place: re-simulating the command finds no failure.
                 let without: BTreeSet<String> = cmd.targets.iter().map(|t| t.node.clone()).collect();
-                let pods: Vec<&Pod> = c.0.pods.iter().filter(|p| cmd.targets.iter().any(|t| t.pods.contains(&p.key()))).collect();
+                let pods: Vec<&Pod> = c.0.pods.iter().filter(|p| cmd.targets.iter().any(|t| t.pods.contains(&p.key()))).map(|p| &**p).collect();
                 prop_assert!(FirstFit.simulate(&c.0, Purpose::Consolidation, &without, &pods).failures.is_empty());
             }
             prop_assert!(disrupted <= budget, "budget {} exceeded: {}", budget, disrupted);

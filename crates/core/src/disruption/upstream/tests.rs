@@ -13,6 +13,7 @@ fn pods_on<'a>(s: &'a Snapshot, node: &str) -> Vec<&'a Pod> {
     s.pods
         .iter()
         .filter(|p| p.node_name.as_deref() == Some(node))
+        .map(|p| &**p)
         .collect()
 }
 

@@ -148,7 +148,7 @@ fn a_node_joining_inside_consolidate_after_takes_no_moving_pod() {
 fn a_replace_is_rejected_once_its_pods_outgrow_the_planned_type() {
     let (mut fresh, c) = replace_planned();
     // n1's pod now asks for more than a small node holds.
-    fresh.pods[0].requests = fresh.pods[0].requests.clone().with(CPU, 3000);
+    fresh.pod_mut(0).requests = fresh.pods[0].requests.clone().with(CPU, 3000);
     let err = validate(&c, &fresh, &EngineSimulator::default()).unwrap_err();
     assert_eq!(err.kind(), "churn");
     assert!(err.to_string().contains("small"), "{err}");

@@ -15,7 +15,10 @@ fn closed_nodes_take_only_the_pods_of_deleting_nodes() {
     gone.deletion_timestamp = Some(crate::time::Timestamp(1));
     s.nodes.push(gone);
     // Alike but for where they come from; "a" is first in the queue.
-    s.pods = vec![pod("a", 1500, 1), running(pod("e", 1500, 1), "gone")];
+    s.pods = vec![pod("a", 1500, 1), running(pod("e", 1500, 1), "gone")]
+        .into_iter()
+        .map(Into::into)
+        .collect();
     let open = Some(Target::Node("open".into()));
     let shut = Some(Target::Node("shut".into()));
 
@@ -61,9 +64,9 @@ fn terminating_pods_of_deleting_nodes_are_placed_only_for_statefulsets() {
         p
     };
     s.pods = vec![
-        owned("evicted", "ReplicaSet", true),
-        owned("moving", "ReplicaSet", false),
-        owned("db-0", "StatefulSet", true),
+        owned("evicted", "ReplicaSet", true).into(),
+        owned("moving", "ReplicaSet", false).into(),
+        owned("db-0", "StatefulSet", true).into(),
     ];
     let mut placed: Vec<&str> = crate::scheduling::setup::pods_to_schedule(&s)
         .into_iter()

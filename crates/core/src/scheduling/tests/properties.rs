@@ -205,7 +205,7 @@ proptest! {
             let name = format!("n{i}");
             s.nodes.push(node(&name, ZONES[n.zone], n.cpu, n.mem));
             if n.used_cpu > 0 {
-                s.pods.push(running(pod(&format!("r{i}"), n.used_cpu, 0), &name));
+                s.pods.push(running(pod(&format!("r{i}"), n.used_cpu, 0), &name).into());
             }
         }
         let plan = solve(&s);

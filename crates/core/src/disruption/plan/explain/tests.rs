@@ -112,7 +112,7 @@ fn a_node_whose_pods_fit_elsewhere_would_be_deleted_and_multi_node_names_its_com
 #[test]
 fn a_do_not_disrupt_pod_blocks_the_graceful_methods_and_drift_but_not_expiration() {
     let mut s = cluster(&[("n1", "large", &[500])]);
-    s.pods[0]
+    s.pod_mut(0)
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
     s.nodepools[0].template.expire_after = Some(Duration::from_secs(5 * 3600));
@@ -147,7 +147,7 @@ fn a_do_not_disrupt_pod_blocks_the_graceful_methods_and_drift_but_not_expiration
 #[test]
 fn a_pdb_allowing_no_eviction_names_itself_and_the_pod() {
     let mut s = cluster(&[("n1", "large", &[500])]);
-    s.pods[0].labels.insert("app".into(), "web".into());
+    s.pod_mut(0).labels.insert("app".into(), "web".into());
     s.pdbs.push(PodDisruptionBudget {
         namespace: "default".into(),
         name: "web".into(),
