@@ -169,7 +169,8 @@ pub struct Cluster {
     /// Every pod by key. Read with [`Cluster::pods`]; add pods with [`Cluster::insert_pod`],
     /// move them with [`Cluster::bind`] / [`Cluster::remove_pod`] and change them with
     /// [`Cluster::pod_mut`], which keep the per-node index and the maintained snapshot.
-    pods: BTreeMap<String, Pod>,
+    /// Shared with that snapshot: a change copies the one pod while a snapshot holds it.
+    pods: BTreeMap<String, Arc<Pod>>,
     /// Node name → keys of the pods bound to it, so per-node questions cost the node's pods
     /// rather than a scan of every pod.
     on_node: BTreeMap<String, BTreeSet<String>>,
@@ -240,7 +241,7 @@ impl Cluster {
     }
 
     /// Every pod by key.
-    pub fn pods(&self) -> &BTreeMap<String, Pod> {
+    pub fn pods(&self) -> &BTreeMap<String, Arc<Pod>> {
         &self.pods
     }
 
@@ -273,7 +274,7 @@ impl Cluster {
     /// A pod to change in place (not its node: that is [`Cluster::bind`], nor its pod
     /// anti-affinity terms, which [`Cluster::insert_pod`] indexes and Kubernetes never changes).
     pub fn pod_mut(&mut self, key: &str) -> Option<&mut Pod> {
-        let p = self.pods.get_mut(key)?;
+        let p = Arc::make_mut(self.pods.get_mut(key)?);
         if let Some(n) = &p.node_name {
             self.free.node_changed(n);
         }
@@ -369,12 +370,15 @@ impl Cluster {
         self.pods
             .values()
             .filter(|p| p.node_name.is_none() && !p.is_daemonset_pod())
+            .map(|p| &**p)
             .collect()
     }
 
     /// The pods with a required pod anti-affinity term, by key.
     pub fn anti_affine_pods(&self) -> impl Iterator<Item = &Pod> {
-        self.anti_affine.iter().filter_map(|k| self.pods.get(k))
+        self.anti_affine
+            .iter()
+            .filter_map(|k| self.pods.get(k).map(Arc::as_ref))
     }
 
     pub fn pods_on(&self, node: &str) -> impl Iterator<Item = &Pod> {
@@ -382,7 +386,7 @@ impl Cluster {
             .get(node)
             .into_iter()
             .flatten()
-            .filter_map(|k| self.pods.get(k))
+            .filter_map(|k| self.pods.get(k).map(Arc::as_ref))
     }
 
     /// The keys of the pods bound to `node`.
@@ -411,7 +415,7 @@ impl Cluster {
                 .or_default()
                 .insert(key.clone());
         }
-        self.pods.insert(key, pod);
+        self.pods.insert(key, Arc::new(pod));
     }
 
     fn unindex(&mut self, key: &str) {
@@ -488,7 +492,7 @@ impl Cluster {
                 .filter(|c| c.is_live())
                 .map(|c| c.claim.clone())
                 .collect(),
-            pods: self.pods.values().cloned().map(Arc::new).collect(),
+            pods: self.pods.values().cloned().collect(),
             ..Snapshot::default()
         };
         self.fill_rest(&mut s, now);
@@ -598,7 +602,7 @@ impl Cluster {
         self.changes += 1;
         self.unindex(pod);
         self.pod_changed(pod);
-        if let Some(p) = self.pods.get_mut(pod) {
+        if let Some(p) = self.pods.get_mut(pod).map(Arc::make_mut) {
             self.free.node_changed(node);
             self.on_node
                 .entry(node.to_string())
@@ -631,7 +635,7 @@ impl Cluster {
         {
             self.touch(&node.clone(), now);
         }
-        Some(p)
+        Some(Arc::unwrap_or_clone(p))
     }
 
     /// Creates and deletes pods so every workload has its replica count. Returns the keys of
@@ -708,7 +712,10 @@ impl Cluster {
     /// Kubernetes' ReplicaSet scale-down preference: unbound pods first, then pods sharing a
     /// node with more replicas, then the newest; StatefulSets remove the highest ordinals.
     fn scale_down_order(&self, w: &Workload, owned: Vec<String>) -> Vec<String> {
-        let mut pods: Vec<&Pod> = owned.iter().filter_map(|k| self.pods.get(k)).collect();
+        let mut pods: Vec<&Pod> = owned
+            .iter()
+            .filter_map(|k| self.pods.get(k).map(Arc::as_ref))
+            .collect();
         if w.kind == WorkloadKind::StatefulSet {
             pods.sort_by(|a, b| {
                 b.creation_timestamp

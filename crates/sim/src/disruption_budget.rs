@@ -75,6 +75,7 @@ impl SimPdb {
             .pods()
             .values()
             .filter(|p| !p.is_terminal() && self.selects(p))
+            .map(|p| &**p)
             .collect();
         let healthy = selected
             .iter()

@@ -322,7 +322,8 @@ impl<'p> Engine<'p> {
         if self.settled.reconciled != Some(self.cluster.changes) {
             let (created, _) = self.cluster.reconcile(self.now);
             for key in created {
-                if let Some(workload) = self.cluster.pods().get(&key).and_then(controller_of) {
+                if let Some(workload) = self.cluster.pods().get(&key).and_then(|p| controller_of(p))
+                {
                     self.churn.created(&key, &workload, self.now);
                 }
             }

@@ -43,7 +43,7 @@ impl Row {
     fn of(
         claim: &str,
         node: &Node,
-        pods: &BTreeMap<String, Pod>,
+        pods: &BTreeMap<String, Arc<Pod>>,
         on_node: &BTreeMap<String, BTreeSet<String>>,
     ) -> Row {
         let mut free = node.allocatable.clone();
@@ -129,7 +129,7 @@ impl FreeTable {
     pub(super) fn refresh(
         &mut self,
         claims: &BTreeMap<String, SimClaim>,
-        pods: &BTreeMap<String, Pod>,
+        pods: &BTreeMap<String, Arc<Pod>>,
         on_node: &BTreeMap<String, BTreeSet<String>>,
     ) {
         if !self.built {
@@ -168,7 +168,7 @@ impl FreeTable {
     fn rebuild(
         &mut self,
         claims: &BTreeMap<String, SimClaim>,
-        pods: &BTreeMap<String, Pod>,
+        pods: &BTreeMap<String, Arc<Pod>>,
         on_node: &BTreeMap<String, BTreeSet<String>>,
     ) {
         let rows: Vec<Row> = claims
@@ -202,7 +202,7 @@ impl FreeTable {
         &mut self,
         key: &str,
         claims: &BTreeMap<String, SimClaim>,
-        pods: &BTreeMap<String, Pod>,
+        pods: &BTreeMap<String, Arc<Pod>>,
         on_node: &BTreeMap<String, BTreeSet<String>>,
     ) {
         let node = claims.get(key).and_then(SimClaim::ready_node);
@@ -378,7 +378,7 @@ mod tests {
     #[derive(Default)]
     struct World {
         claims: BTreeMap<String, SimClaim>,
-        pods: BTreeMap<String, Pod>,
+        pods: BTreeMap<String, Arc<Pod>>,
         on_node: BTreeMap<String, BTreeSet<String>>,
     }
 
@@ -417,7 +417,8 @@ mod tests {
                     node_name: Some(node.into()),
                     requests: Resources::new().with(CPU, cpu).with(MEMORY, cpu),
                     ..Pod::default()
-                },
+                }
+                .into(),
             );
             self.on_node
                 .entry(node.into())
@@ -427,7 +428,7 @@ mod tests {
 
         fn unpod(&mut self, t: &mut FreeTable, name: &str) {
             let p = self.pods.remove(name).unwrap();
-            let node = p.node_name.unwrap();
+            let node = p.node_name.clone().unwrap();
             t.node_changed(&node);
             self.on_node.get_mut(&node).unwrap().remove(name);
         }

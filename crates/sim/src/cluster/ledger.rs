@@ -57,9 +57,9 @@ impl Ledger {
     }
 
     /// Brings every figure up to date with `pods`.
-    pub(super) fn sync(&mut self, pods: &std::collections::BTreeMap<String, Pod>) {
+    pub(super) fn sync(&mut self, pods: &std::collections::BTreeMap<String, std::sync::Arc<Pod>>) {
         for key in std::mem::take(&mut self.noted) {
-            let now = pods.get(&key).map(Share::of);
+            let now = pods.get(&key).map(|p| Share::of(p));
             if self.shares.get(&key) == now.as_ref() {
                 continue;
             }

@@ -115,7 +115,7 @@ impl Maintained {
     /// Brings the pod, Node and NodeClaim lists up to date with what the cluster holds now.
     pub(super) fn sync(
         &mut self,
-        pods: &BTreeMap<String, Pod>,
+        pods: &BTreeMap<String, Arc<Pod>>,
         claims: &BTreeMap<String, SimClaim>,
         versions: &FastMap<String, u64>,
     ) {
@@ -128,14 +128,11 @@ impl Maintained {
         // Once built, the lists are only patched: a patch clones the changed entries and
         // moves each other one at most once, where a rebuild would clone them all.
         if !self.built {
-            (self.pod_keys, s.pods) = pods
-                .iter()
-                .map(|(k, p)| (k.clone(), Arc::new(p.clone())))
-                .unzip();
+            (self.pod_keys, s.pods) = pods.iter().map(|(k, p)| (k.clone(), Arc::clone(p))).unzip();
         } else {
             let spare = (&mut self.spare_keys, &mut self.spare_pods);
             patch(&mut self.pod_keys, &mut s.pods, &dirty_pods, spare, |k| {
-                pods.get(k).cloned().map(Arc::new)
+                pods.get(k).cloned()
             });
         }
         let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());

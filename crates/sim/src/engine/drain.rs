@@ -141,7 +141,11 @@ impl Engine<'_> {
             out.longest = out.longest.max(grace);
             out.evicted += 1;
             if self.consolidating.contains(name)
-                && let Some(workload) = self.cluster.pods().get(&key).and_then(super::controller_of)
+                && let Some(workload) = self
+                    .cluster
+                    .pods()
+                    .get(&key)
+                    .and_then(|p| super::controller_of(p))
             {
                 self.churn.evicted(workload, now);
             }
