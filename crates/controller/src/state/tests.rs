@@ -201,6 +201,31 @@ fn nominations_follow_their_pods_and_claims() {
 }
 
 #[test]
+fn snapshots_share_the_index_pods_and_copy_only_the_one_they_move() {
+    let mut s = ClusterState::default();
+    let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    s.apply(WatchEvent::Apply(pod(unschedulable("b"))));
+    s.record_created(serde_json::from_value(k8s::nodeclaim("default-abcde")).unwrap());
+    s.nominate("default/b", "default-abcde", t0);
+    let (one, _) = s.snapshot(t0, BTreeMap::new());
+    let (two, _) = s.snapshot(t0, BTreeMap::new());
+    let named = |snap: &nodewright_core::model::Snapshot, name: &str| {
+        snap.pods.iter().find(|p| p.name == name).cloned().unwrap()
+    };
+    // The pending pod is the index's own, in every snapshot: no copy.
+    let held = s.pods["default/a"].model().unwrap().as_ref().unwrap();
+    assert!(Arc::ptr_eq(&named(&one, "a"), held));
+    assert!(Arc::ptr_eq(&named(&one, "a"), &named(&two, "a")));
+    // The nominated pod is placed on its claim in the snapshot, on a copy: the index's model
+    // stays pending, as the next snapshot must find it.
+    assert_eq!(named(&one, "b").node_name.as_deref(), Some("default-abcde"));
+    let held = s.pods["default/b"].model().unwrap().as_ref().unwrap();
+    assert_eq!(held.node_name, None);
+    assert!(!Arc::ptr_eq(&named(&one, "b"), held));
+}
+
+#[test]
 fn the_pending_and_per_node_indexes_follow_binds_deletes_and_relists() {
     let mut s = ClusterState::default();
     for n in ["a", "b", "c"] {
