@@ -54,7 +54,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The pod at `i` to change: copied first if another snapshot shares it.
+    /// The pod at `i` to change: copied first if anything else (another snapshot, the
+    /// controller's index, the simulator's cluster) still holds it.
     pub fn pod_mut(&mut self, i: usize) -> &mut Pod {
         Arc::make_mut(&mut self.pods[i])
     }
