@@ -245,6 +245,7 @@ async fn the_node_agent_uses_exactly_the_permissions_listed_for_it() {
             registration_delay: Duration::ZERO,
             interval: Duration::from_millis(10),
             heartbeat: Duration::ZERO,
+            status_report: Duration::ZERO,
         },
     );
     let count = |method: &str, needle: &str| {

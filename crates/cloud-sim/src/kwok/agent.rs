@@ -40,8 +40,14 @@ pub struct AgentConfig {
     pub registration_delay: Duration,
     /// How often the agent looks at the cloud and the cluster.
     pub interval: Duration,
-    /// How often Leases and Ready heartbeats are renewed (the kubelet's default is 10 s).
+    /// How often a Node's Lease is renewed (the kubelet's default is 10 s).
     pub heartbeat: Duration,
+    /// How often a Node's status (its Ready condition's heartbeat, capacity and allocatable)
+    /// is written when nothing in it changed: the kubelet's `nodeStatusReportFrequency`, 5 min
+    /// by default. Node health rides on the Lease; a status write is a Node watch event for
+    /// every watcher, so writing it at the Lease's pace would cost each of them one per Node
+    /// every 10 s.
+    pub status_report: Duration,
 }
 
 impl Default for AgentConfig {
@@ -50,6 +56,7 @@ impl Default for AgentConfig {
             registration_delay: Duration::from_secs(10),
             interval: Duration::from_secs(1),
             heartbeat: Duration::from_secs(10),
+            status_report: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -68,7 +75,10 @@ pub struct NodeAgent {
     machines: Arc<dyn Machines>,
     client: kube::Client,
     config: AgentConfig,
+    /// When each Node's Lease was last renewed.
     last_heartbeat: BTreeMap<String, Instant>,
+    /// When each Node's status was last written; a Node missing here has none yet.
+    last_status: BTreeMap<String, Instant>,
     /// Started on first use (a pass or [`NodeAgent::wait_for_watches`]).
     watches: Option<Watches>,
     /// Nodes this agent created or deleted, until the Node watch shows the change; without
@@ -90,6 +100,7 @@ impl NodeAgent {
             client,
             config,
             last_heartbeat: BTreeMap::new(),
+            last_status: BTreeMap::new(),
             watches: None,
             nodes: NodeWrites::default(),
             started: BTreeMap::new(),
@@ -156,6 +167,7 @@ impl NodeAgent {
                     nodes
                         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
                         .await?;
+                    self.last_status.insert(name.clone(), now);
                     self.write_lease(&leases, &name, created.metadata.uid.as_deref(), wall)
                         .await?;
                     self.last_heartbeat.insert(name.clone(), now);
@@ -163,14 +175,17 @@ impl NodeAgent {
                     tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
                 }
                 Action::Heartbeat(name) => {
-                    let due = self
-                        .last_heartbeat
-                        .get(&name)
-                        .is_none_or(|t| now.duration_since(*t) >= self.config.heartbeat);
-                    if !due {
+                    let due = |last: &BTreeMap<String, Instant>, every: Duration| {
+                        last.get(&name)
+                            .is_none_or(|t| now.duration_since(*t) >= every)
+                    };
+                    if due(&self.last_heartbeat, self.config.heartbeat) {
+                        self.write_lease(&leases, &name, None, wall).await?;
+                        self.last_heartbeat.insert(name.clone(), now);
+                    }
+                    if !due(&self.last_status, self.config.status_report) {
                         continue;
                     }
-                    self.write_lease(&leases, &name, None, wall).await?;
                     let mut ready = serde_json::json!({"status": {"conditions": [{
                         "type": "Ready", "status": "True", "reason": "KubeletReady",
                         "message": "kubelet is posting ready status",
@@ -197,7 +212,7 @@ impl NodeAgent {
                         self.nodes.gone(&name);
                     }
                     written?;
-                    self.last_heartbeat.insert(name, now);
+                    self.last_status.insert(name, now);
                 }
                 Action::Delete(name) => {
                     registered.remove(&name);
@@ -215,6 +230,7 @@ impl NodeAgent {
                             .map(|_| ()),
                     )?;
                     self.last_heartbeat.remove(&name);
+                    self.last_status.remove(&name);
                     tracing::info!(node = %name, "deleted node of a terminated instance");
                 }
             }

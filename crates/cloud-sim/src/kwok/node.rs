@@ -190,7 +190,7 @@ pub type Claims = BTreeMap<String, Arc<NodeClaim>>;
 pub enum Action {
     /// Register this Node (and its Lease).
     Register(Box<Node>),
-    /// Renew the Lease and Ready heartbeat of this Node.
+    /// Renew this Node's Lease, and write its status when a report is due.
     Heartbeat(String),
     /// Delete this Node (and its Lease): its instance is gone.
     Delete(String),

@@ -128,6 +128,7 @@ fn lists(shared: &Shared, path: &str) -> usize {
 async fn passes_read_nodeclaims_and_nodes_from_watches_not_lists() {
     let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig {
         heartbeat: Duration::ZERO,
+        status_report: Duration::ZERO,
         ..AgentConfig::default()
     })
     .await;
@@ -151,6 +152,7 @@ async fn passes_read_nodeclaims_and_nodes_from_watches_not_lists() {
 async fn the_agents_own_node_writes_stand_while_the_watch_lags() {
     let (shared, cloud, mut agent, provider_id) = setup(AgentConfig {
         heartbeat: Duration::ZERO,
+        status_report: Duration::ZERO,
         ..AgentConfig::default()
     })
     .await;
@@ -183,6 +185,32 @@ async fn the_agents_own_node_writes_stand_while_the_watch_lags() {
     agent.reconcile().await.unwrap();
     assert_eq!(count(&shared, "DELETE /api/v1/nodes/"), 1);
     assert_eq!(count(&shared, "POST /api/v1/nodes"), 1);
+}
+
+#[tokio::test]
+async fn the_lease_is_renewed_every_pass_and_the_status_only_when_a_report_is_due() {
+    let (shared, _cloud, mut agent, provider_id) = setup(AgentConfig {
+        heartbeat: Duration::ZERO,
+        status_report: Duration::from_secs(3600),
+        ..AgentConfig::default()
+    })
+    .await;
+    let name = node_name(&provider_id);
+    agent.wait_for_watches().await;
+    for _ in 0..5 {
+        agent.reconcile().await.unwrap();
+    }
+    let lease = format!("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}");
+    let lease_writes = shared
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| !r.starts_with("GET") && r.contains(&lease))
+        .count();
+    assert_eq!(lease_writes, 5, "registration, then a renewal every pass");
+    let status = format!("PATCH /api/v1/nodes/{name}/status");
+    assert_eq!(count(&shared, &status), 1, "only at registration");
 }
 
 /// Waits until the agent's Node watch shows what `shown` asks for.
