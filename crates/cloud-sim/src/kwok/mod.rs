@@ -2,9 +2,10 @@
 //! does. For each running instance launched for a NodeClaim it registers a Node the way an
 //! EKS node bootstrapped from Karpenter's user data would (name, labels, taints, capacity,
 //! providerID, a Ready condition), keeps it alive (its Lease in `kube-node-lease`, and its
-//! status every five minutes as a kubelet reports it), and deletes it once the instance has terminated. For the pods bound to
-//! those Nodes it reports their containers running and Ready, ends them when their work is
-//! done or their deadline passes (see [`pod`]), and confirms their deletion.
+//! status every five minutes as a kubelet reports it), and deletes it once the instance has
+//! terminated. For the pods bound to those Nodes it reports their containers running and
+//! Ready, ends them when their work is done or their deadline passes (see [`pod`]), and
+//! confirms their deletion.
 //!
 //! What should exist is decided by pure functions over plain data ([`node::plan`] for Nodes,
 //! [`pod::pod_plan`] for pods); [`NodeAgent`] only watches, applies the plans and sleeps.
