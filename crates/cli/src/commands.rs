@@ -18,7 +18,6 @@ pub mod crds;
 pub mod explain;
 pub mod install;
 pub mod live;
-#[cfg(feature = "aws")]
 pub mod node_agent;
 pub mod plan;
 pub mod plan_disruption;
@@ -58,8 +57,8 @@ pub enum Command {
     #[cfg_attr(not(feature = "aws"), command(hide = true))]
     Uninstall(install::InstallArgs),
     /// Play the kubelet for a cloud's instances (Ready Nodes, pods reported Running), for
-    /// running the controller against moto or an account without real nodes.
-    #[cfg(feature = "aws")]
+    /// running the controller against moto or an account without real nodes, or beside a
+    /// controller whose simulated cloud runs without its node agent.
     NodeAgent(Box<node_agent::Args>),
 }
 
@@ -77,7 +76,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Viewer(a) => viewer::run(a),
         Command::Install(a) => install::install(a),
         Command::Uninstall(a) => install::uninstall(a),
-        #[cfg(feature = "aws")]
         Command::NodeAgent(a) => node_agent::run(*a),
     }
 }

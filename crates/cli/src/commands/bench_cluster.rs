@@ -1,7 +1,8 @@
 //! `nodewright bench cluster`: the controller with its simulated cloud on a real control
 //! plane, at a scale no test runs. Given the kubeconfig of a fresh control plane (e.g.
 //! `scripts/cluster up`), it installs the CRDs, starts `nodewright controller --cloud-provider
-//! sim` as a child process, and applies a NodePool of 8-vCPU nodes and a Deployment whose
+//! sim` as a child process (its node agent in a second one, `node-agent --cloud-provider sim`,
+//! unless `--agent-in-controller`), and applies a NodePool of 8-vCPU nodes and a Deployment whose
 //! pods fill such a node `--pods-per-node` at a time. Phases:
 //!
 //! 1. scale-up: `--pods` pods at once, until every one is bound;
@@ -9,8 +10,9 @@
 //!    share between half and all of `--pods`, so pods and nodes come and go;
 //! 3. scale-down: to zero, until no NodeClaim is left.
 //!
-//! Every second it samples the controller's resident memory; every phase reports its time,
-//! the pods, Nodes and NodeClaims at its end, and the controller's peak memory and CPU. The
+//! Every second it samples the controller's resident memory (and the agent's); every phase
+//! reports its time, the pods, Nodes and NodeClaims at its end, and the controller's peak
+//! memory and CPU; the run reports the agent's too. The
 //! churn's memory is compared between its first and last thirds, to show whether it grows.
 //! The table goes to stdout, each sample to `--out`/samples.csv, the figures to
 //! `--out`/result.json.
@@ -56,6 +58,10 @@ pub struct ClusterArgs {
     /// Where the controller's log, the samples and the figures go.
     #[arg(long, default_value = "target/bench-cluster")]
     pub out: PathBuf,
+    /// Run the node agent inside the controller's process, as `controller --cloud-provider
+    /// sim` does by default, so the controller's figures include the kubelet's part.
+    #[arg(long)]
+    pub agent_in_controller: bool,
 }
 
 /// The controller's state at one moment of the run.
@@ -68,6 +74,8 @@ struct Sample {
     nodes: usize,
     claims: usize,
     rss_mib: f64,
+    /// The node agent's, when it runs apart.
+    agent_rss_mib: Option<f64>,
 }
 
 /// One phase's figures.
@@ -92,6 +100,9 @@ struct Report {
     /// `VmHWM` of the controller at the end: its peak over the whole run.
     peak_rss_mib: f64,
     cpu_seconds: f64,
+    /// The same of the node agent, when it runs apart from the controller.
+    agent_peak_rss_mib: Option<f64>,
+    agent_cpu_seconds: Option<f64>,
 }
 
 pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
@@ -147,7 +158,7 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
     let client = kube::Client::try_from(config)?;
     world::install_crds(&client).await?;
     let log = args.out.join("controller.log");
-    let mut controller = Controller::start(&args.kubeconfig, &log)?;
+    let mut controller = Controller::start(&args.kubeconfig, &log, args.agent_in_controller)?;
     let started = Instant::now();
     while !controller.ready() {
         controller.check_alive(&log)?;
@@ -171,7 +182,7 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
         timeout: Duration::from_secs(args.timeout_minutes * 60),
         start: Instant::now(),
         samples: Vec::new(),
-        csv: String::from("seconds,replicas,pods,bound,nodes,claims,rss_mib\n"),
+        csv: String::from("seconds,replicas,pods,bound,nodes,claims,rss_mib,agent_rss_mib\n"),
     };
     let mut phases = vec![run.scale_up(args.pods).await?];
     let mut thirds = (None, None);
@@ -186,6 +197,7 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
     let path = args.out.join("samples.csv");
     std::fs::write(&path, &run.csv).with_context(|| format!("writing {}", path.display()))?;
     let pid = run.controller.pid();
+    let agent = run.controller.agent_pid();
     Ok(Report {
         pods: args.pods,
         pods_per_node: args.pods_per_node,
@@ -194,6 +206,8 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
         churn_last_third_peak_mib: thirds.1,
         peak_rss_mib: mib(memory(&pid).1),
         cpu_seconds: cpu_time(&pid).as_secs_f64(),
+        agent_peak_rss_mib: agent.as_deref().map(|a| mib(memory(a).1)),
+        agent_cpu_seconds: agent.as_deref().map(|a| cpu_time(a).as_secs_f64()),
     })
 }
 
@@ -315,10 +329,15 @@ impl Run {
             nodes: c.nodes,
             claims: c.claims,
             rss_mib: mib(memory(&self.controller.pid()).0),
+            agent_rss_mib: self.controller.agent_pid().map(|a| mib(memory(&a).0)),
         };
+        let agent = s
+            .agent_rss_mib
+            .map(|m| format!("{m:.1}"))
+            .unwrap_or_default();
         let _ = writeln!(
             self.csv,
-            "{:.1},{},{},{},{},{},{:.1}",
+            "{:.1},{},{},{},{},{},{:.1},{agent}",
             s.seconds, s.replicas, s.pods, s.bound, s.nodes, s.claims, s.rss_mib
         );
         // A line every ten seconds, so a long run shows it is moving.
@@ -364,5 +383,16 @@ fn table(r: &Report) -> String {
         "\ncontroller peak RSS (VmHWM) {:.1} MiB, CPU {:.1} s",
         r.peak_rss_mib, r.cpu_seconds
     );
+    match (r.agent_peak_rss_mib, r.agent_cpu_seconds) {
+        (Some(rss), Some(cpu)) => {
+            let _ = writeln!(
+                t,
+                "node agent (a process of its own) peak RSS {rss:.1} MiB, CPU {cpu:.1} s"
+            );
+        }
+        _ => {
+            let _ = writeln!(t, "node agent: in the controller's process");
+        }
+    }
     t
 }

@@ -1,7 +1,8 @@
 //! `nodewright controller`: run the controller against the cluster in the current kubeconfig
 //! (or in-cluster config). `--cloud-provider sim` launches into the simulated cloud and runs
 //! its node agent, which creates Ready Node objects for the simulated instances, so the whole
-//! loop works on any Kubernetes API server (kind, k3d) without a cloud account.
+//! loop works on any Kubernetes API server (kind, k3d) without a cloud account;
+//! `--sim-node-agent false` leaves that to `nodewright node-agent --cloud-provider sim`.
 //! `--cloud-provider aws` launches EC2 instances; it needs a binary built with
 //! `--features aws`, which keeps the AWS SDK out of the default build.
 
@@ -31,6 +32,11 @@ pub struct Args {
     /// Which cloud to launch nodes in.
     #[arg(long, value_enum, default_value = "sim")]
     pub cloud_provider: Provider,
+    /// With `--cloud-provider sim`: run the simulated cloud's node agent in this process, or
+    /// (`false`) leave it to `nodewright node-agent --cloud-provider sim` in a process of its
+    /// own, as kwok runs beside upstream's kwok provider.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub sim_node_agent: bool,
     #[command(flatten)]
     pub aws: AwsArgs,
     #[command(flatten)]
@@ -51,7 +57,7 @@ pub struct AwsArgs {
 }
 
 #[cfg(not(feature = "aws"))]
-fn aws_unavailable() -> anyhow::Error {
+pub(crate) fn aws_unavailable() -> anyhow::Error {
     anyhow::anyhow!(
         "this nodewright was built without AWS support; build it with `cargo build --release --features aws` to use --cloud-provider aws"
     )
@@ -118,8 +124,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         )?)
                         .context("starting the simulated cloud")?,
                     );
-                    let client = kube::Client::try_from(config.clone())?;
-                    tokio::spawn(NodeAgent::new(sim.clone(), client, AgentConfig::default()).run());
+                    if args.sim_node_agent {
+                        let client = kube::Client::try_from(config.clone())?;
+                        let agent = NodeAgent::new(sim.clone(), client, AgentConfig::default());
+                        tokio::spawn(agent.run());
+                    }
                     // The simulated cloud has no interruption queue; INTERRUPTION_QUEUE is AWS's.
                     (sim, None)
                 }

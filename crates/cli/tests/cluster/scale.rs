@@ -2,6 +2,8 @@
 //! controller at 20,000 pods (`scripts/bench-cluster-scale`, figures in docs/RELIABILITY.md)
 //! runs here at 120 pods, so it keeps working. It must bind every pod on nodes filled ten at
 //! a time, resize through one churn step and bind again, and report the controller's memory.
+//! The simulated cloud's node agent runs in a process of its own there, as kwok beside
+//! upstream's controller: every Node comes from it, none from the controller.
 
 use std::process::Command;
 
@@ -50,4 +52,19 @@ fn the_scale_benchmark_binds_every_pod_and_reports_the_controllers_memory() {
     let peak = result["peak_rss_mib"].as_f64().unwrap();
     assert!(peak > 10.0, "the controller's memory was not read: {peak}");
     assert!(result["churn_last_third_peak_mib"].as_f64().unwrap() > 10.0);
+    let agent = result["agent_peak_rss_mib"].as_f64().unwrap();
+    assert!(agent > 5.0, "the node agent's memory was not read: {agent}");
+    assert!(result["agent_cpu_seconds"].as_f64().unwrap() > 0.0);
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    let (controller, node_agent) = (read("controller.log"), read("node-agent.log"));
+    let registration = r#""message":"registered node""#;
+    assert!(
+        !controller.contains(registration),
+        "the controller registered Nodes itself:\n{controller}"
+    );
+    let registered = node_agent.matches(registration).count();
+    assert!(
+        registered >= 12,
+        "the node agent registered {registered} Nodes:\n{node_agent}"
+    );
 }

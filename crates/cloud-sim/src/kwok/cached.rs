@@ -13,7 +13,8 @@
 //! image and restart policy, and the status; everything else of the spec goes.
 //!
 //! NodeClaims: registration reads a claim's labels and taints ([`desired_node`]), and an
-//! instance of another provider its capacity and allocatable ([`machine`]); the rest goes.
+//! instance of another provider its capacity and allocatable ([`machine`]), an instance known
+//! only from its claim its provider id, image and deletion too; the rest goes.
 //! Nodes: the agent only asks which of its Nodes exist, so of each it keeps the name (and the
 //! watch asks the API server for their metadata only).
 //!
@@ -194,12 +195,15 @@ pub fn keep_claim(o: DynamicObject) -> KeptClaim {
     }
 }
 
-/// The claim's name, labels, taints, startup taints, capacity and allocatable.
+/// The claim's name, labels, taints, startup taints, capacity and allocatable, and what
+/// [`ClaimMachines`](super::machines::ClaimMachines) reads: whether it is being deleted, its
+/// provider id and image.
 pub fn keep_for_registration(c: NodeClaim) -> NodeClaim {
     NodeClaim {
         metadata: ObjectMeta {
             name: c.metadata.name,
             labels: c.metadata.labels,
+            deletion_timestamp: c.metadata.deletion_timestamp,
             ..ObjectMeta::default()
         },
         spec: NodeClaimSpec {
@@ -208,6 +212,8 @@ pub fn keep_for_registration(c: NodeClaim) -> NodeClaim {
             ..NodeClaimSpec::default()
         },
         status: c.status.map(|s| NodeClaimStatus {
+            provider_id: s.provider_id,
+            image_id: s.image_id,
             capacity: s.capacity,
             allocatable: s.allocatable,
             ..NodeClaimStatus::default()

@@ -1,6 +1,7 @@
-//! Where the node agent's instances come from: the simulated cloud's own records, or any
-//! cloud provider's `list` (EC2 through moto, say) read together with the NodeClaims, whose
-//! status says what capacity each instance has and whose labels its kubelet registers with.
+//! Where the node agent's instances come from: the simulated cloud's own records; any cloud
+//! provider's `list` (EC2 through moto, say) read together with the NodeClaims, whose status
+//! says what capacity each instance has and whose labels its kubelet registers with; or, for
+//! an agent in a process apart from the simulated cloud's, the NodeClaims alone.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -10,8 +11,9 @@ use async_trait::async_trait;
 use nodewright_api::quantity::parse_resource;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::shared::ResourceList;
-use nodewright_cloud::{CloudError, CloudProvider, Instance};
+use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, tags};
 use nodewright_core::labels;
+use nodewright_core::model::CapacityType;
 use nodewright_core::resources::Resources;
 use tokio::time::Instant;
 
@@ -74,6 +76,81 @@ impl Machines for ProviderMachines {
     fn boot_time(&self) -> Duration {
         Duration::ZERO
     }
+}
+
+/// The simulated cloud's instances as an agent in a process of its own sees them, through the
+/// NodeClaims (as kwok sees upstream's kwok provider's instances through its Nodes): each claim
+/// whose status names its instance and capacity stands for a running instance, which shuts down
+/// once the claim is being deleted (the controller then deletes its Node, and the agent must
+/// not register it again) and is gone with the claim. Boot time is the simulated cloud's,
+/// counted from when the agent first saw the claim so. What the cloud does behind the
+/// controller's back (an instance terminated, say) does not show here until the controller
+/// acts on it.
+pub struct ClaimMachines {
+    boot_time: Duration,
+    first_seen: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl ClaimMachines {
+    pub fn new(boot_time: Duration) -> Self {
+        ClaimMachines {
+            boot_time,
+            first_seen: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl Machines for ClaimMachines {
+    async fn machines(&self, claims: &Claims) -> Result<Vec<SimInstance>, CloudError> {
+        let now = Instant::now();
+        let mut seen = self.first_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let machines: Vec<SimInstance> = claims
+            .iter()
+            .filter_map(|(name, claim)| {
+                let instance = claimed_instance(name, claim)?;
+                let at = *seen.entry(instance.provider_id.clone()).or_insert(now);
+                machine(instance, claim, at)
+            })
+            .collect();
+        seen.retain(|id, _| machines.iter().any(|m| &m.instance.provider_id == id));
+        Ok(machines)
+    }
+
+    fn boot_time(&self) -> Duration {
+        self.boot_time
+    }
+}
+
+/// The instance a claim's status and labels describe; `None` before the launch wrote its
+/// provider id.
+fn claimed_instance(name: &str, claim: &NodeClaim) -> Option<Instance> {
+    let provider_id = claim.status.as_ref()?.provider_id.clone()?;
+    let label = |key: &str| {
+        claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let state = if claim.metadata.deletion_timestamp.is_some() {
+        InstanceState::ShuttingDown
+    } else {
+        InstanceState::Running
+    };
+    Some(Instance {
+        provider_id,
+        instance_type: label(labels::INSTANCE_TYPE),
+        zone: label(labels::ZONE),
+        capacity_type: CapacityType::parse(&label(labels::CAPACITY_TYPE))
+            .unwrap_or(CapacityType::OnDemand),
+        image_id: claim.status.as_ref()?.image_id.clone(),
+        state,
+        launched_at: None,
+        tags: BTreeMap::from([(tags::NODECLAIM.to_string(), name.to_string())]),
+    })
 }
 
 /// The record of one instance launched for `claim`; `None` until the claim's status says

@@ -20,7 +20,7 @@ mod writes;
 
 pub use agent::{AgentConfig, AgentError, NodeAgent};
 pub use cached::{KeptPod, SettledPod, keep_pod};
-pub use machines::{Machines, ProviderMachines};
+pub use machines::{ClaimMachines, Machines, ProviderMachines};
 pub use node::{AGENT_LABEL, Action, Claims, desired_node, node_ip, node_name, plan};
 pub use pod::{
     Ending, Kubelet, PodAction, PodRef, RUN_FOR_ANNOTATION, ending, finished_status, pod_plan,

@@ -25,48 +25,79 @@ use serde_json::{Value, json};
 const MANAGER: &str = "nodewright-bench";
 
 /// The controller under test: `nodewright controller --cloud-provider sim`, this binary, as
-/// an operator runs it out of the cluster. Killed when dropped.
+/// an operator runs it out of the cluster; its simulated cloud's node agent runs in a process
+/// of its own (`nodewright node-agent --cloud-provider sim`, as kwok runs beside upstream's
+/// controller) unless `agent_inside`. Both are killed when dropped.
 pub struct Controller {
     child: Child,
+    agent: Option<Child>,
     pub health_port: u16,
 }
 
 impl Controller {
-    pub fn start(kubeconfig: &Path, log: &Path) -> anyhow::Result<Controller> {
-        let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    pub fn start(kubeconfig: &Path, log: &Path, agent_inside: bool) -> anyhow::Result<Controller> {
         let health_port = free_port()?;
-        let child = Command::new(std::env::current_exe().context("finding this binary")?)
+        let inside = if agent_inside { "true" } else { "false" };
+        let child = nodewright(kubeconfig, log)?
             .args([
                 "controller",
                 "--cloud-provider",
                 "sim",
+                "--sim-node-agent",
+                inside,
+            ])
+            .args([
                 "--cluster-name",
                 "bench",
+                "--leader-election-namespace",
+                "default",
             ])
-            .args(["--leader-election-namespace", "default"])
-            .env("KUBECONFIG", kubeconfig)
             .env("METRICS_PORT", free_port()?.to_string())
             .env("HEALTH_PROBE_PORT", health_port.to_string())
-            .env("LISTEN_ADDRESS", "127.0.0.1")
-            .env("HOSTNAME", "nodewright-bench")
-            .env_remove("AWS_REGION")
-            .env_remove("AWS_ENDPOINT_URL")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
             .spawn()
             .context("starting nodewright controller")?;
-        Ok(Controller { child, health_port })
+        let mut controller = Controller {
+            child,
+            agent: None,
+            health_port,
+        };
+        if !agent_inside {
+            let agent = nodewright(kubeconfig, &agent_log(log))?
+                .args([
+                    "node-agent",
+                    "--cloud-provider",
+                    "sim",
+                    "--cluster-name",
+                    "bench",
+                ])
+                .spawn()
+                .context("starting nodewright node-agent")?;
+            controller.agent = Some(agent);
+        }
+        Ok(controller)
     }
 
     pub fn pid(&self) -> String {
         self.child.id().to_string()
     }
 
-    /// Fails if the process has ended.
+    /// The node agent's process, when it is not the controller's.
+    pub fn agent_pid(&self) -> Option<String> {
+        self.agent.as_ref().map(|a| a.id().to_string())
+    }
+
+    /// Fails if the controller or its agent has ended.
     pub fn check_alive(&mut self, log: &Path) -> anyhow::Result<()> {
         if let Some(status) = self.child.try_wait()? {
             bail!("the controller exited ({status}); see {}", log.display());
+        }
+        if let Some(agent) = self.agent.as_mut()
+            && let Some(status) = agent.try_wait()?
+        {
+            bail!(
+                "the node agent exited ({status}); see {}",
+                agent_log(log).display()
+            );
         }
         Ok(())
     }
@@ -79,9 +110,32 @@ impl Controller {
 
 impl Drop for Controller {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for child in std::iter::once(&mut self.child).chain(self.agent.as_mut()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
+}
+
+/// The node agent's log, beside the controller's.
+pub fn agent_log(controller_log: &Path) -> std::path::PathBuf {
+    controller_log.with_file_name("node-agent.log")
+}
+
+/// This binary with `kubeconfig`, its output to `log`, its servers on 127.0.0.1, and no AWS
+/// settings from the bench's own environment.
+fn nodewright(kubeconfig: &Path, log: &Path) -> anyhow::Result<Command> {
+    let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut cmd = Command::new(std::env::current_exe().context("finding this binary")?);
+    cmd.env("KUBECONFIG", kubeconfig)
+        .env("LISTEN_ADDRESS", "127.0.0.1")
+        .env("HOSTNAME", "nodewright-bench")
+        .env_remove("AWS_REGION")
+        .env_remove("AWS_ENDPOINT_URL")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    Ok(cmd)
 }
 
 fn free_port() -> anyhow::Result<u16> {

@@ -316,6 +316,143 @@ fn a_kept_claim_registers_as_the_whole_claim() {
     assert_eq!(kept.status.as_ref().unwrap().conditions, None);
 }
 
+/// An agent apart from the simulated cloud makes the same instance of a kept claim as of the
+/// whole one; it registers its Node only once the cloud's boot and the kubelet's start are
+/// over, and never while the claim is being deleted (the controller deletes that Node itself).
+#[tokio::test(start_paused = true)]
+async fn claims_alone_stand_for_the_simulated_clouds_instances() {
+    use crate::kwok::machines::{ClaimMachines, Machines};
+    use crate::kwok::{Action, Claims, plan};
+    use nodewright_cloud::InstanceState;
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let mut v = launched_claim("nc-1");
+    v["metadata"]["labels"]["topology.kubernetes.io/zone"] = json!("us-east-1a");
+    v["metadata"]["labels"]["karpenter.sh/capacity-type"] = json!("spot");
+    let whole: NodeClaim = serde_json::from_value(v.clone()).unwrap();
+    let kept = keep_claim(serde_json::from_value(v.clone()).unwrap())
+        .claim
+        .unwrap();
+    let mut unlaunched = launched_claim("nc-2");
+    unlaunched["status"] = json!({});
+    let claims = |c: Arc<NodeClaim>| -> Claims {
+        BTreeMap::from([
+            ("nc-1".to_string(), c),
+            (
+                "nc-2".to_string(),
+                Arc::new(serde_json::from_value(unlaunched.clone()).unwrap()),
+            ),
+        ])
+    };
+    let boot = Duration::from_secs(5);
+    let machines = ClaimMachines::new(boot);
+    let from_whole = machines.machines(&claims(Arc::new(whole))).await.unwrap();
+    let from_kept = machines.machines(&claims(kept.clone())).await.unwrap();
+    assert_eq!(from_whole, from_kept);
+    let [m] = &from_kept[..] else {
+        panic!("one instance, for the launched claim only: {from_kept:?}");
+    };
+    assert_eq!(
+        (
+            m.instance.provider_id.as_str(),
+            m.instance.instance_type.as_str(),
+            m.instance.zone.as_str(),
+            m.instance.capacity_type,
+            m.instance.state,
+            m.instance.nodeclaim(),
+        ),
+        (
+            "aws:///us-east-1a/i-0abc",
+            "m5.large",
+            "us-east-1a",
+            nodewright_core::model::CapacityType::Spot,
+            InstanceState::Running,
+            Some("nc-1"),
+        )
+    );
+    assert_eq!(machines.boot_time(), boot);
+
+    let wall = Timestamp::from_second(1_764_756_100).unwrap();
+    let register_after = boot + Duration::from_secs(10);
+    let none = BTreeSet::new();
+    let first_seen = tokio::time::Instant::now();
+    tokio::time::advance(register_after - Duration::from_secs(1)).await;
+    let booting = machines.machines(&claims(kept.clone())).await.unwrap();
+    let at = tokio::time::Instant::now();
+    assert_eq!(booting[0].launched_at(), first_seen);
+    assert_eq!(
+        plan(
+            &booting,
+            &claims(kept.clone()),
+            &none,
+            at,
+            register_after,
+            wall
+        ),
+        vec![]
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let booted = machines.machines(&claims(kept.clone())).await.unwrap();
+    let at = tokio::time::Instant::now();
+    let actions = plan(
+        &booted,
+        &claims(kept.clone()),
+        &none,
+        at,
+        register_after,
+        wall,
+    );
+    assert!(matches!(&actions[..], [Action::Register(_)]), "{actions:?}");
+
+    // Being deleted: the instance shuts down; its Node is neither registered again nor
+    // kept alive, and it goes with the claim.
+    let mut deleting = v.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-12-03T10:05:00Z");
+    let deleting = keep_claim(serde_json::from_value(deleting).unwrap())
+        .claim
+        .unwrap();
+    let shutting = machines.machines(&claims(deleting.clone())).await.unwrap();
+    assert_eq!(shutting[0].instance.state, InstanceState::ShuttingDown);
+    assert_eq!(
+        plan(
+            &shutting,
+            &claims(deleting.clone()),
+            &none,
+            at,
+            register_after,
+            wall
+        ),
+        vec![]
+    );
+    let node = crate::kwok::node_name("aws:///us-east-1a/i-0abc");
+    let registered = BTreeSet::from([node.clone()]);
+    assert_eq!(
+        plan(
+            &shutting,
+            &claims(deleting),
+            &registered,
+            at,
+            register_after,
+            wall
+        ),
+        vec![]
+    );
+    let gone = machines.machines(&BTreeMap::new()).await.unwrap();
+    assert_eq!(
+        plan(
+            &gone,
+            &BTreeMap::new(),
+            &registered,
+            at,
+            register_after,
+            wall
+        ),
+        vec![Action::Delete(node)]
+    );
+}
+
 /// A claim that does not parse stays in the store by name, with nothing to register from.
 #[test]
 fn a_claim_that_does_not_parse_is_kept_by_name_only() {
