@@ -6,6 +6,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use nodewright_core::disruption::Command;
+use nodewright_core::disruption::queue::Running;
 use nodewright_core::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -87,4 +89,26 @@ impl Journal {
     pub fn take(&self) -> Vec<Entry> {
         std::mem::take(&mut *self.entries.lock().unwrap_or_else(|p| p.into_inner()))
     }
+}
+
+/// A command in a few words: method, decision, how many targets and replacements.
+pub(super) fn brief(c: &Command) -> String {
+    format!(
+        "{} {} of {} node(s) with {} replacement(s), saving ${:.3}/h",
+        c.method.as_str(),
+        c.decision.as_str(),
+        c.targets.len(),
+        c.replacements.len(),
+        c.savings_per_hour
+    )
+}
+
+pub(super) fn started_entry(now: Timestamp, c: &Command) -> Entry {
+    Entry::new(now, What::Started, c.to_string()).nodes(c.targets.len())
+}
+
+pub(super) fn finished_entry(now: Timestamp, what: What, r: &Running) -> Entry {
+    Entry::new(now, what, brief(&r.command))
+        .nodes(r.command.targets.len())
+        .took(now.since(r.started))
 }
