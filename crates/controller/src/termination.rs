@@ -255,6 +255,8 @@ impl Termination {
         }
     }
 
+    /// One pass over a node being deleted: each phase in upstream's order, returning where
+    /// the first unfinished one stands.
     pub async fn reconcile(&self, node: &Node) -> Result<Progress, WriteError> {
         let name = node.metadata.name.clone().unwrap_or_default();
         let now = self.clock.now();
@@ -264,37 +266,7 @@ impl Termination {
             .and_then(|s| s.provider_id.clone())
             .unwrap_or_default();
         let claim: Option<NodeClaim> = lock(&self.state).claim_by_provider_id(&pid).cloned();
-        if let Some(c) = &claim
-            && c.metadata.deletion_timestamp.is_none()
-        {
-            let cname = c.metadata.name.clone().unwrap_or_default();
-            match self.writer.delete_nodeclaim(&cname).await {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let taints: Vec<ApiTaint> = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default();
-        if !taints
-            .iter()
-            .any(|t| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule")
-        {
-            let mut t = taints.clone();
-            t.push(disrupted_taint());
-            self.writer
-                .patch_node(
-                    &name,
-                    &NodePatch {
-                        taints: Some(t),
-                        ..Default::default()
-                    },
-                )
-                .await?;
-        }
+        self.begin(node, &name, claim.as_ref()).await?;
         // The grace deadline from the claim: after it, stop waiting for the drain.
         let deadline = claim
             .as_ref()
@@ -302,22 +274,8 @@ impl Termination {
             .and_then(|a| a.get(TERMINATION_TIMESTAMP))
             .and_then(|t| parse_rfc3339(t));
         let past_deadline = deadline.is_some_and(|d| now >= d);
-        if let Some(d) = deadline
-            && !past_deadline
-        {
-            let at = crate::clock::rfc3339(d);
-            self.events
-                .publish(events::termination_grace_period_expiring(
-                    ObjectRef::node(&name),
-                    &at,
-                ));
-            if let Some(c) = &claim {
-                self.events
-                    .publish(events::termination_grace_period_expiring(
-                        ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
-                        &at,
-                    ));
-            }
+        if let Some(d) = deadline.filter(|_| !past_deadline) {
+            self.announce_deadline(&name, claim.as_ref(), d);
         }
         let reason = claim.as_ref().map(disruption_reason).unwrap_or_default();
         let progress = self.drain(&name, now, deadline, &reason).await?;
@@ -343,22 +301,9 @@ impl Termination {
             )
         };
         if !attachments.is_empty() && !past_deadline {
-            if let Some(c) = &claim {
-                let marks = [
-                    (cond::DRAINED, "True", "Drained"),
-                    (
-                        cond::VOLUMES_DETACHED,
-                        "Unknown",
-                        "AwaitingVolumeDetachment",
-                    ),
-                ];
-                self.mark(c, &marks, now).await?;
-            }
-            self.events.publish(events::awaiting_volume_detachment(
-                ObjectRef::node(&name),
-                attachments.len(),
-            ));
-            return Ok(Progress::Detaching { attachments });
+            return self
+                .await_detachment(&name, claim.as_ref(), attachments, now)
+                .await;
         }
         let detached = if attachments.is_empty() {
             (cond::VOLUMES_DETACHED, "True", "VolumesDetached")
@@ -371,45 +316,156 @@ impl Termination {
             )
         };
         if !pid.is_empty() {
-            match self.cloud.delete(&pid).await {
-                Err(e) if e.is_not_found() => {}
-                Ok(()) => {
-                    failpoint::reached(Failpoint::AfterTerminate);
-                    if let Some(c) = &claim {
-                        let terminating =
-                            (cond::INSTANCE_TERMINATING, "True", "InstanceTerminating");
-                        let marks: &[_] = if drained {
-                            &[(cond::DRAINED, "True", "Drained"), detached, terminating]
-                        } else {
-                            &[detached, terminating]
-                        };
-                        self.mark(c, marks, now).await?;
-                    }
-                    return Ok(Progress::Terminating);
-                }
-                Err(e) => {
-                    warn!(node = %name, error = %e, "terminating instance failed");
-                    let object = claim.as_ref().map_or_else(
-                        || ObjectRef::node(&name),
-                        |c| ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
-                    );
-                    self.events
-                        .publish(events::failed_termination(object, &e.to_string()));
-                    return Ok(Progress::Terminating);
-                }
+            let mut marks = vec![detached];
+            if drained {
+                marks.insert(0, (cond::DRAINED, "True", "Drained"));
+            }
+            if let Some(progress) = self
+                .terminate_instance(&pid, &name, claim.as_ref(), marks, now)
+                .await?
+            {
+                return Ok(progress);
             }
         }
+        self.release(node, &name, now).await?;
+        Ok(Progress::Done)
+    }
+
+    /// The first steps, each done once: the claim deleted (so nothing replaces the node
+    /// under its name) and the node tainted `karpenter.sh/disrupted:NoSchedule`.
+    async fn begin(
+        &self,
+        node: &Node,
+        name: &str,
+        claim: Option<&NodeClaim>,
+    ) -> Result<(), WriteError> {
+        if let Some(c) = claim
+            && c.metadata.deletion_timestamp.is_none()
+        {
+            let cname = c.metadata.name.clone().unwrap_or_default();
+            match self.writer.delete_nodeclaim(&cname).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let taints: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if taints
+            .iter()
+            .any(|t| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule")
+        {
+            return Ok(());
+        }
+        let mut t = taints;
+        t.push(disrupted_taint());
+        self.writer
+            .patch_node(
+                name,
+                &NodePatch {
+                    taints: Some(t),
+                    ..Default::default()
+                },
+            )
+            .await
+    }
+
+    /// `TerminationGracePeriodExpiring` on the Node and its claim: the drain stops waiting at
+    /// `deadline`.
+    fn announce_deadline(&self, name: &str, claim: Option<&NodeClaim>, deadline: Timestamp) {
+        let at = crate::clock::rfc3339(deadline);
+        self.events
+            .publish(events::termination_grace_period_expiring(
+                ObjectRef::node(name),
+                &at,
+            ));
+        if let Some(c) = claim {
+            self.events
+                .publish(events::termination_grace_period_expiring(
+                    ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
+                    &at,
+                ));
+        }
+    }
+
+    /// Drained, but the node's volumes are still attached: the claim says so and the Node
+    /// gets `AwaitingVolumeDetachment`.
+    async fn await_detachment(
+        &self,
+        name: &str,
+        claim: Option<&NodeClaim>,
+        attachments: Vec<String>,
+        now: Timestamp,
+    ) -> Result<Progress, WriteError> {
+        if let Some(c) = claim {
+            let marks = [
+                (cond::DRAINED, "True", "Drained"),
+                (
+                    cond::VOLUMES_DETACHED,
+                    "Unknown",
+                    "AwaitingVolumeDetachment",
+                ),
+            ];
+            self.mark(c, &marks, now).await?;
+        }
+        self.events.publish(events::awaiting_volume_detachment(
+            ObjectRef::node(name),
+            attachments.len(),
+        ));
+        Ok(Progress::Detaching { attachments })
+    }
+
+    /// Asks the cloud to terminate the instance. `None` once the cloud says it is gone (the
+    /// finalizer may go); otherwise the pass ends terminating, the claim marked with `marks`
+    /// and `InstanceTerminating` if the call went through, a `FailedTermination` event if not.
+    async fn terminate_instance(
+        &self,
+        pid: &str,
+        name: &str,
+        claim: Option<&NodeClaim>,
+        mut marks: Vec<(&str, &str, &str)>,
+        now: Timestamp,
+    ) -> Result<Option<Progress>, WriteError> {
+        match self.cloud.delete(pid).await {
+            Err(e) if e.is_not_found() => Ok(None),
+            Ok(()) => {
+                failpoint::reached(Failpoint::AfterTerminate);
+                if let Some(c) = claim {
+                    marks.push((cond::INSTANCE_TERMINATING, "True", "InstanceTerminating"));
+                    self.mark(c, &marks, now).await?;
+                }
+                Ok(Some(Progress::Terminating))
+            }
+            Err(e) => {
+                warn!(node = %name, error = %e, "terminating instance failed");
+                let object = claim.map_or_else(
+                    || ObjectRef::node(name),
+                    |c| ObjectRef::nodeclaim(c.metadata.name.as_deref().unwrap_or_default()),
+                );
+                self.events
+                    .publish(events::failed_termination(object, &e.to_string()));
+                Ok(Some(Progress::Terminating))
+            }
+        }
+    }
+
+    /// The instance is gone: the finalizer comes off the Node and the termination metrics are
+    /// recorded.
+    async fn release(&self, node: &Node, name: &str, now: Timestamp) -> Result<(), WriteError> {
         // The finalizer list and the version guarding it come from the same, latest read: an
         // earlier write of this pass (the taint) has moved the version on.
         let latest = lock(&self.state)
             .nodes
-            .get(&name)
+            .get(name)
             .map(|n| n.metadata.clone())
             .unwrap_or_else(|| node.metadata.clone());
         let finalizers = finalizers_without_termination(&latest);
         self.writer
             .patch_node(
-                &name,
+                name,
                 &NodePatch {
                     meta: MetaPatch {
                         finalizers: Some(finalizers),
@@ -442,7 +498,7 @@ impl Termination {
                 .node_lifetime(&pool, now.since(created).as_secs_f64());
         }
         info!(node = %name, "node terminated");
-        Ok(Progress::Done)
+        Ok(())
     }
 
     /// Sets conditions on the claim, `(type, status, reason)` each, in one status write:

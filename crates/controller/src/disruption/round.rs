@@ -2,7 +2,8 @@
 //! (running commands' targets already deleting in it), each with its replacements' requests,
 //! and what the round has to tell: every node's verdict, the budgets, the candidates per
 //! reason, the pods whose `do-not-disrupt` is invalid or timed, and whether the cluster is
-//! consolidated. Pure: the loop publishes and writes what it returns.
+//! consolidated. No I/O (only the consolidation searches' wall-clock limits): the loop
+//! publishes and writes what it returns.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -106,32 +106,7 @@ impl Lifecycle {
                     &node_name,
                 )));
         }
-        // The unregistered taint is lifted only once every hook is done.
-        let mut taints: Vec<ApiTaint> = current
-            .iter()
-            .filter(|t| {
-                hook.is_pending() || !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
-            })
-            .cloned()
-            .collect();
-        let sync = node_labels
-            .get(labels::DO_NOT_SYNC_TAINTS)
-            .map(String::as_str)
-            != Some("true");
-        if sync {
-            for t in claim
-                .spec
-                .taints
-                .iter()
-                .flatten()
-                .chain(claim.spec.startup_taints.iter().flatten())
-            {
-                let t = api_taint(t);
-                if !taints.iter().any(|x| same_taint(x, &t)) {
-                    taints.push(t);
-                }
-            }
-        }
+        let taints = registered_taints(&current, claim, &node_labels, hook.is_pending());
         if taints != current {
             patch.taints = Some(taints);
         }
@@ -193,5 +168,86 @@ impl Lifecycle {
                 Registration::pending(format!("registration hook failed: {e}"))
             }
         }
+    }
+}
+
+/// The taints a registered Node carries: its own, less the unregistered taint once no hook is
+/// pending, plus the claim's taints and startup taints unless the Node asks not to have them
+/// synced (`karpenter.sh/do-not-sync-taints`).
+fn registered_taints(
+    current: &[ApiTaint],
+    claim: &NodeClaim,
+    node_labels: &BTreeMap<String, String>,
+    hook_pending: bool,
+) -> Vec<ApiTaint> {
+    let mut taints: Vec<ApiTaint> = current
+        .iter()
+        .filter(|t| hook_pending || !(t.key == UNREGISTERED_TAINT && t.effect == "NoExecute"))
+        .cloned()
+        .collect();
+    if node_labels
+        .get(labels::DO_NOT_SYNC_TAINTS)
+        .map(String::as_str)
+        == Some("true")
+    {
+        return taints;
+    }
+    for t in claim
+        .spec
+        .taints
+        .iter()
+        .flatten()
+        .chain(claim.spec.startup_taints.iter().flatten())
+    {
+        let t = api_taint(t);
+        if !taints.iter().any(|x| same_taint(x, &t)) {
+            taints.push(t);
+        }
+    }
+    taints
+}
+
+#[cfg(test)]
+mod tests {
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
+    use serde_json::json;
+
+    use super::*;
+
+    fn taint(key: &str, effect: &str) -> ApiTaint {
+        ApiTaint {
+            key: key.into(),
+            effect: effect.into(),
+            ..ApiTaint::default()
+        }
+    }
+
+    fn keys(taints: &[ApiTaint]) -> Vec<&str> {
+        taints.iter().map(|t| t.key.as_str()).collect()
+    }
+
+    #[test]
+    fn the_node_takes_the_claims_taints_once_and_loses_the_unregistered_one_when_no_hook_waits() {
+        let claim: NodeClaim = serde_json::from_value(merge(
+            k8s::nodeclaim("c"),
+            json!({"spec": {
+                "taints": [{"key": "team", "value": "a", "effect": "NoSchedule"}],
+                "startupTaints": [{"key": "cni", "effect": "NoSchedule"}]}}),
+        ))
+        .unwrap();
+        let mut team = taint("team", "NoSchedule");
+        team.value = Some("a".into());
+        let current = vec![taint(UNREGISTERED_TAINT, "NoExecute"), team];
+        let none = BTreeMap::new();
+
+        let done = registered_taints(&current, &claim, &none, false);
+        assert_eq!(keys(&done), ["team", "cni"]);
+        let pending = registered_taints(&current, &claim, &none, true);
+        assert_eq!(keys(&pending), [UNREGISTERED_TAINT, "team", "cni"]);
+
+        let opted_out = BTreeMap::from([(labels::DO_NOT_SYNC_TAINTS.to_string(), "true".into())]);
+        let kept = registered_taints(&current[..1], &claim, &opted_out, false);
+        assert!(kept.is_empty(), "{kept:?}");
     }
 }
