@@ -277,70 +277,12 @@ impl Lifecycle {
         let mut conds = status.conditions.clone().unwrap_or_default();
         let before = (status.clone(), conds.clone());
 
-        if !cond::is_true(&conds, LAUNCHED) {
-            let created = claim
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(from_time)
-                .unwrap_or(now);
-            if let Some(why) = (Phase::Launching { created }).timed_out(now) {
-                info!(nodeclaim = %name, "launch timed out; deleting");
-                self.writer.delete_nodeclaim(&name).await?;
-                // The last launch error's reason, as upstream reports the failure.
-                let reason = cond::find(&conds, LAUNCHED)
-                    .and_then(|c| c.reason.clone())
-                    .filter(|r| !r.is_empty())
-                    .unwrap_or_else(|| "LaunchFailed".into());
-                lock(&self.state).record_registration(&claim, Err(reason));
-                self.count_disrupted(&claim, why.reason());
-                return Ok(Outcome::Deleted(why.reason()));
-            }
-            let uid = claim.metadata.uid.clone().unwrap_or_default();
-            if self.backing_off(&uid, now) {
-                return Ok(Outcome::Unchanged);
-            }
-            match self.launch(&claim).await {
-                Ok(launched) => {
-                    self.backoff().remove(&uid);
-                    self.apply_launch(&claim, &launched, &mut status, &mut conds, now)
-                        .await?;
-                }
-                Err(e @ CloudError::InsufficientCapacity { .. }) => {
-                    info!(nodeclaim = %name, reason = %e, "insufficient capacity; deleting");
-                    self.events.publish(events::insufficient_capacity(
-                        claim_ref(&claim),
-                        &e.to_string(),
-                    ));
-                    self.writer.delete_nodeclaim(&name).await?;
-                    self.count_disrupted(&claim, "insufficient_capacity");
-                    return Ok(Outcome::Deleted("insufficient_capacity"));
-                }
-                Err(e @ CloudError::NodeClassNotReady { .. }) => {
-                    self.events.publish(events::nodeclass_not_ready(
-                        claim_ref(&claim),
-                        &e.to_string(),
-                    ));
-                    self.writer.delete_nodeclaim(&name).await?;
-                    self.count_disrupted(&claim, "nodeclass_not_ready");
-                    return Ok(Outcome::Deleted("nodeclass_not_ready"));
-                }
-                Err(e) => {
-                    let mut backoff = self.backoff();
-                    let failures = backoff.get(&uid).map_or(0, |b| b.0) + 1;
-                    let retry = now.plus(nodewright_core::lifecycle::launch_retry_after(failures));
-                    backoff.insert(uid, (failures, retry));
-                    drop(backoff);
-                    cond::set(
-                        &mut conds,
-                        LAUNCHED,
-                        "Unknown",
-                        "LaunchFailed",
-                        &e.to_string(),
-                        now,
-                    );
-                }
-            }
+        if !cond::is_true(&conds, LAUNCHED)
+            && let Some(o) = self
+                .advance_launch(&claim, &mut status, &mut conds, now)
+                .await?
+        {
+            return Ok(o);
         }
         if cond::is_true(&conds, LAUNCHED)
             && !cond::is_true(&conds, REGISTERED)

@@ -11,85 +11,128 @@ impl Lifecycle {
     pub(super) async fn finalize(&self, claim: &NodeClaim) -> Result<Outcome, WriteError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let now = self.clock.now();
-        let annotations = claim.metadata.annotations.clone().unwrap_or_default();
-        if let (Some(tgp), Some(deleted), false) = (
-            claim
-                .spec
-                .termination_grace_period
-                .as_deref()
-                .and_then(|d| nodewright_api::v1::shared::parse_duration(d).ok()),
-            claim.metadata.deletion_timestamp.as_ref().map(from_time),
-            annotations.contains_key(TERMINATION_TIMESTAMP),
-        ) {
-            let mut p = MetaPatch::default();
-            p.annotations.insert(
-                TERMINATION_TIMESTAMP.into(),
-                Some(rfc3339(deleted.plus(tgp))),
-            );
-            self.writer.patch_nodeclaim_meta(&name, &p).await?;
-        }
+        self.stamp_deadline(claim, &name).await?;
         let status = claim.status.clone().unwrap_or_default();
-        let pid = status.provider_id.clone();
-        if let Some(pid) = &pid {
-            let nodes: Vec<Node> = lock(&self.state)
-                .node_by_provider_id(pid)
-                .into_iter()
-                .cloned()
-                .collect();
-            if !nodes.is_empty() {
-                for n in nodes {
-                    if n.metadata.deletion_timestamp.is_none() {
-                        let node_name = n.metadata.name.clone().unwrap_or_default();
-                        match self.writer.delete_node(&node_name).await {
-                            Ok(()) => {}
-                            Err(e) if e.is_not_found() => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
+        if let Some(pid) = &status.provider_id {
+            if self.delete_nodes(pid).await? {
                 return Ok(Outcome::Updated);
             }
-            match self.cloud.delete(pid).await {
-                Err(e) if e.is_not_found() => {}
-                Ok(()) => {
-                    failpoint::reached(Failpoint::AfterTerminate);
-                    let mut conds = status.conditions.clone().unwrap_or_default();
-                    if cond::set(
-                        &mut conds,
-                        cond::INSTANCE_TERMINATING,
-                        "True",
-                        "InstanceTerminating",
-                        "",
-                        now,
-                    ) {
-                        let mut s = status.clone();
-                        s.conditions = Some(conds.clone());
-                        write_status(&*self.writer, &self.state, claim, &s).await?;
-                        self.publish_transitions(
-                            claim,
-                            status.conditions.as_deref().unwrap_or_default(),
-                            &conds,
-                        );
-                    }
-                    return Ok(Outcome::Updated);
-                }
-                Err(e) => {
-                    warn!(nodeclaim = %name, error = %e, "terminating instance failed");
-                    return Ok(Outcome::Unchanged);
-                }
+            if let Some(outcome) = self.terminate(claim, &name, pid, &status, now).await? {
+                return Ok(outcome);
             }
         }
+        self.release(claim, &name, &status, now).await?;
+        Ok(Outcome::Finalized)
+    }
+
+    /// Stamps `karpenter.sh/nodeclaim-termination-timestamp` once: the deletion time plus the
+    /// claim's `terminationGracePeriod`, when it has one.
+    async fn stamp_deadline(&self, claim: &NodeClaim, name: &str) -> Result<(), WriteError> {
+        let stamped = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(TERMINATION_TIMESTAMP));
+        let tgp = claim
+            .spec
+            .termination_grace_period
+            .as_deref()
+            .and_then(|d| nodewright_api::v1::shared::parse_duration(d).ok());
+        let deleted = claim.metadata.deletion_timestamp.as_ref().map(from_time);
+        let (Some(tgp), Some(deleted), false) = (tgp, deleted, stamped) else {
+            return Ok(());
+        };
+        let mut p = MetaPatch::default();
+        p.annotations.insert(
+            TERMINATION_TIMESTAMP.into(),
+            Some(rfc3339(deleted.plus(tgp))),
+        );
+        self.writer.patch_nodeclaim_meta(name, &p).await
+    }
+
+    /// Deletes the claim's Nodes (the termination controller drains them); true while any is
+    /// left, deleted or not, so the instance waits for them.
+    async fn delete_nodes(&self, pid: &str) -> Result<bool, WriteError> {
+        let nodes: Vec<Node> = lock(&self.state)
+            .node_by_provider_id(pid)
+            .into_iter()
+            .cloned()
+            .collect();
+        for n in nodes
+            .iter()
+            .filter(|n| n.metadata.deletion_timestamp.is_none())
+        {
+            let node_name = n.metadata.name.clone().unwrap_or_default();
+            match self.writer.delete_node(&node_name).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(!nodes.is_empty())
+    }
+
+    /// Asks the cloud to terminate the instance: `None` once it is gone; otherwise the pass
+    /// ends, with `InstanceTerminating` set when the call went through.
+    async fn terminate(
+        &self,
+        claim: &NodeClaim,
+        name: &str,
+        pid: &str,
+        status: &NodeClaimStatus,
+        now: Timestamp,
+    ) -> Result<Option<Outcome>, WriteError> {
+        match self.cloud.delete(pid).await {
+            Err(e) if e.is_not_found() => Ok(None),
+            Ok(()) => {
+                failpoint::reached(Failpoint::AfterTerminate);
+                let mut conds = status.conditions.clone().unwrap_or_default();
+                if cond::set(
+                    &mut conds,
+                    cond::INSTANCE_TERMINATING,
+                    "True",
+                    "InstanceTerminating",
+                    "",
+                    now,
+                ) {
+                    let mut s = status.clone();
+                    s.conditions = Some(conds.clone());
+                    write_status(&*self.writer, &self.state, claim, &s).await?;
+                    self.publish_transitions(
+                        claim,
+                        status.conditions.as_deref().unwrap_or_default(),
+                        &conds,
+                    );
+                }
+                Ok(Some(Outcome::Updated))
+            }
+            Err(e) => {
+                warn!(nodeclaim = %name, error = %e, "terminating instance failed");
+                Ok(Some(Outcome::Unchanged))
+            }
+        }
+    }
+
+    /// The instance is gone: the finalizer comes off, what the lifecycle kept for the claim
+    /// goes, and its termination is counted.
+    async fn release(
+        &self,
+        claim: &NodeClaim,
+        name: &str,
+        status: &NodeClaimStatus,
+        now: Timestamp,
+    ) -> Result<(), WriteError> {
         // As for Nodes: the list and its version guard from the latest read, since this pass
         // may already have written the termination timestamp.
         let latest = lock(&self.state)
             .nodeclaims
-            .get(&name)
+            .get(name)
             .map(|c| c.metadata.clone())
             .unwrap_or_else(|| claim.metadata.clone());
         let finalizers = finalizers_without_termination(&latest);
         self.writer
             .patch_nodeclaim_meta(
-                &name,
+                name,
                 &MetaPatch {
                     finalizers: Some(finalizers),
                     resource_version: latest.resource_version.clone(),
@@ -133,7 +176,7 @@ impl Lifecycle {
                 );
         }
         info!(nodeclaim = %name, "finalized nodeclaim");
-        Ok(Outcome::Finalized)
+        Ok(())
     }
 
     /// Counts a claim the lifecycle deleted (`karpenter_nodeclaims_disrupted_total`).

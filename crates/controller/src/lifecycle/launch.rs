@@ -5,6 +5,84 @@ use super::*;
 use crate::failpoint::{self, Failpoint};
 
 impl Lifecycle {
+    /// The launch phase of a claim not yet launched: deleted once it has tried for longer
+    /// than upstream's launch timeout, or when the cloud has no capacity or its node class is
+    /// not ready; otherwise launched, or backed off after a failure. `Some` when the pass ends
+    /// here.
+    pub(super) async fn advance_launch(
+        &self,
+        claim: &NodeClaim,
+        status: &mut NodeClaimStatus,
+        conds: &mut Vec<Condition>,
+        now: Timestamp,
+    ) -> Result<Option<Outcome>, WriteError> {
+        let name = claim.metadata.name.clone().unwrap_or_default();
+        let created = claim
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(from_time)
+            .unwrap_or(now);
+        if let Some(why) = (Phase::Launching { created }).timed_out(now) {
+            info!(nodeclaim = %name, "launch timed out; deleting");
+            self.writer.delete_nodeclaim(&name).await?;
+            // The last launch error's reason, as upstream reports the failure.
+            let reason = cond::find(conds, LAUNCHED)
+                .and_then(|c| c.reason.clone())
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "LaunchFailed".into());
+            lock(&self.state).record_registration(claim, Err(reason));
+            self.count_disrupted(claim, why.reason());
+            return Ok(Some(Outcome::Deleted(why.reason())));
+        }
+        let uid = claim.metadata.uid.clone().unwrap_or_default();
+        if self.backing_off(&uid, now) {
+            return Ok(Some(Outcome::Unchanged));
+        }
+        match self.launch(claim).await {
+            Ok(launched) => {
+                self.backoff().remove(&uid);
+                self.apply_launch(claim, &launched, status, conds, now)
+                    .await?;
+            }
+            Err(e @ CloudError::InsufficientCapacity { .. }) => {
+                info!(nodeclaim = %name, reason = %e, "insufficient capacity; deleting");
+                self.events.publish(events::insufficient_capacity(
+                    claim_ref(claim),
+                    &e.to_string(),
+                ));
+                self.writer.delete_nodeclaim(&name).await?;
+                self.count_disrupted(claim, "insufficient_capacity");
+                return Ok(Some(Outcome::Deleted("insufficient_capacity")));
+            }
+            Err(e @ CloudError::NodeClassNotReady { .. }) => {
+                self.events.publish(events::nodeclass_not_ready(
+                    claim_ref(claim),
+                    &e.to_string(),
+                ));
+                self.writer.delete_nodeclaim(&name).await?;
+                self.count_disrupted(claim, "nodeclass_not_ready");
+                return Ok(Some(Outcome::Deleted("nodeclass_not_ready")));
+            }
+            Err(e) => {
+                let mut backoff = self.backoff();
+                let failures = backoff.get(&uid).map_or(0, |b| b.0) + 1;
+                let retry = now.plus(nodewright_core::lifecycle::launch_retry_after(failures));
+                backoff.insert(uid, (failures, retry));
+                drop(backoff);
+                cond::set(
+                    conds,
+                    LAUNCHED,
+                    "Unknown",
+                    "LaunchFailed",
+                    &e.to_string(),
+                    now,
+                );
+            }
+        }
+        Ok(None)
+    }
+
     pub(super) async fn launch(&self, claim: &NodeClaim) -> Result<Launched, CloudError> {
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         if let Some(l) = self
