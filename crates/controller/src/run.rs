@@ -25,7 +25,7 @@ use crate::leader::{self, KubeLeaseStore, LeaseConfig};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
 use crate::state::gauges::StateMetrics;
-use crate::state::{ClusterState, Kind, lock};
+use crate::state::{ClusterState, Kind, SharedState, lock};
 use crate::supervise::Supervisor;
 use crate::throttle::{self, Throttle};
 use crate::watch as watchers;
@@ -124,6 +124,49 @@ pub async fn run(
         leader: leader.clone(),
     });
 
+    spawn_servers(&mut loops, &settings, &state, &metrics);
+
+    let clock = Clock::system();
+    let ctx = Context {
+        state: state.clone(),
+        writer: writer.clone(),
+        cloud: cloud.clone(),
+        clock,
+        metrics: metrics.clone(),
+        events: events.clone(),
+    };
+    loops::spawn_all(&mut loops, &ctx, &settings, leader, interruption);
+    info!(identity = %identity, "controller started");
+    let outcome = tokio::select! {
+        () = shutdown_signal() => {
+            info!("shutting down");
+            Ok(())
+        }
+        gave_up = loops.watch() => Err(RunError::LoopStopped {
+            name: gave_up.name,
+            why: gave_up.why,
+        }),
+    };
+    if let Some(election) = election {
+        // A successor takes over at once instead of waiting out the lease.
+        if tokio::time::timeout(RELEASE_WITHIN, election.release())
+            .await
+            .is_err()
+        {
+            warn!("the lease was not released in time; a successor waits for it to expire");
+        }
+    }
+    outcome
+}
+
+/// The cluster-state gauges, which also say when the controller is ready (every watch has
+/// listed and every loop runs), and the metrics and health servers.
+fn spawn_servers(
+    loops: &mut Supervisor,
+    settings: &Settings,
+    state: &SharedState,
+    metrics: &Arc<Metrics>,
+) {
     // Ready once every watch has listed, while every loop runs.
     let (ready_tx, ready_rx) = watch::channel(false);
     loops.spawn("cluster state metrics", {
@@ -167,38 +210,6 @@ pub async fn run(
             }
         }
     });
-
-    let clock = Clock::system();
-    let ctx = Context {
-        state: state.clone(),
-        writer: writer.clone(),
-        cloud: cloud.clone(),
-        clock,
-        metrics: metrics.clone(),
-        events: events.clone(),
-    };
-    loops::spawn_all(&mut loops, &ctx, &settings, leader, interruption);
-    info!(identity = %identity, "controller started");
-    let outcome = tokio::select! {
-        () = shutdown_signal() => {
-            info!("shutting down");
-            Ok(())
-        }
-        gave_up = loops.watch() => Err(RunError::LoopStopped {
-            name: gave_up.name,
-            why: gave_up.why,
-        }),
-    };
-    if let Some(election) = election {
-        // A successor takes over at once instead of waiting out the lease.
-        if tokio::time::timeout(RELEASE_WITHIN, election.release())
-            .await
-            .is_err()
-        {
-            warn!("the lease was not released in time; a successor waits for it to expire");
-        }
-    }
-    outcome
 }
 
 /// The test-only fault injection of `NODEWRIGHT_TEST_FAULTS`: the layer for the Kubernetes
