@@ -49,7 +49,6 @@ impl Lifecycle {
         };
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let node_labels = node.metadata.labels.clone().unwrap_or_default();
-        let node_annotations = node.metadata.annotations.clone().unwrap_or_default();
         let mut patch = NodePatch::default();
         // The claim as last written: the launch may have added labels and annotations in
         // this same pass.
@@ -70,28 +69,7 @@ impl Lifecycle {
         if !gained.is_empty() {
             self.writer.patch_nodeclaim_meta(&name, &gained).await?;
         }
-        let registered =
-            (!hook.is_pending()).then(|| (labels::REGISTERED.to_string(), "true".to_string()));
-        for (k, v) in claim_labels
-            .iter()
-            .chain(registered.iter().map(|(k, v)| (k, v)))
-        {
-            if node_labels.get(k) != Some(v) {
-                patch.meta.labels.insert(k.clone(), Some(v.clone()));
-            }
-        }
-        // Claim annotations win over the Node's, as upstream's registration assigns them.
-        for (k, v) in latest.annotations.iter().flatten() {
-            if node_annotations.get(k) != Some(v) {
-                patch.meta.annotations.insert(k.clone(), Some(v.clone()));
-            }
-        }
-        let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
-        if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
-            finalizers.push(TERMINATION_FINALIZER.into());
-            patch.meta.finalizers = Some(finalizers);
-            patch.meta.resource_version = node.metadata.resource_version.clone();
-        }
+        patch.meta = node_metadata(&node, &claim_labels, &latest, !hook.is_pending());
         let current: Vec<ApiTaint> = node
             .spec
             .as_ref()
@@ -171,6 +149,42 @@ impl Lifecycle {
     }
 }
 
+/// What the Node's metadata gains at registration: the claim's labels (with
+/// `karpenter.sh/registered` once no hook is pending) and annotations, which win over the
+/// Node's own as upstream's registration assigns them, and the termination finalizer, guarded
+/// by the Node's version.
+fn node_metadata(
+    node: &Node,
+    claim_labels: &BTreeMap<String, String>,
+    claim: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    registered: bool,
+) -> MetaPatch {
+    let mut meta = MetaPatch::default();
+    let node_labels = node.metadata.labels.clone().unwrap_or_default();
+    let node_annotations = node.metadata.annotations.clone().unwrap_or_default();
+    let registered = registered.then(|| (labels::REGISTERED.to_string(), "true".to_string()));
+    for (k, v) in claim_labels
+        .iter()
+        .chain(registered.iter().map(|(k, v)| (k, v)))
+    {
+        if node_labels.get(k) != Some(v) {
+            meta.labels.insert(k.clone(), Some(v.clone()));
+        }
+    }
+    for (k, v) in claim.annotations.iter().flatten() {
+        if node_annotations.get(k) != Some(v) {
+            meta.annotations.insert(k.clone(), Some(v.clone()));
+        }
+    }
+    let mut finalizers = node.metadata.finalizers.clone().unwrap_or_default();
+    if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
+        finalizers.push(TERMINATION_FINALIZER.into());
+        meta.finalizers = Some(finalizers);
+        meta.resource_version = node.metadata.resource_version.clone();
+    }
+    meta
+}
+
 /// The taints a registered Node carries: its own, less the unregistered taint once no hook is
 /// pending, plus the claim's taints and startup taints unless the Node asks not to have them
 /// synced (`karpenter.sh/do-not-sync-taints`).
@@ -209,6 +223,7 @@ fn registered_taints(
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use nodewright_testkit::json::merge;
     use nodewright_testkit::k8s;
     use serde_json::json;
@@ -249,5 +264,35 @@ mod tests {
         let opted_out = BTreeMap::from([(labels::DO_NOT_SYNC_TAINTS.to_string(), "true".into())]);
         let kept = registered_taints(&current[..1], &claim, &opted_out, false);
         assert!(kept.is_empty(), "{kept:?}");
+    }
+
+    #[test]
+    fn the_node_takes_the_claims_labels_and_annotations_and_the_finalizer() {
+        let node: Node = serde_json::from_value(merge(
+            k8s::node("n", "aws:///zone-a/i-1"),
+            json!({"metadata": {"resourceVersion": "7",
+                "labels": {"team": "a", "zone": "z"},
+                "annotations": {"note": "node's"}}}),
+        ))
+        .unwrap();
+        let claim_labels = BTreeMap::from([
+            ("team".to_string(), "a".to_string()),
+            ("tier".to_string(), "web".to_string()),
+        ]);
+        let claim = ObjectMeta {
+            annotations: Some(BTreeMap::from([("note".into(), "claim's".into())])),
+            ..ObjectMeta::default()
+        };
+        let pending = node_metadata(&node, &claim_labels, &claim, false);
+        let gained: Vec<&str> = pending.labels.keys().map(String::as_str).collect();
+        assert_eq!(gained, ["tier"], "only what the Node lacks");
+        assert_eq!(pending.annotations["note"].as_deref(), Some("claim's"));
+        assert_eq!(
+            pending.finalizers,
+            Some(vec![TERMINATION_FINALIZER.to_string()])
+        );
+        assert_eq!(pending.resource_version.as_deref(), Some("7"));
+        let done = node_metadata(&node, &claim_labels, &claim, true);
+        assert_eq!(done.labels[labels::REGISTERED].as_deref(), Some("true"));
     }
 }
