@@ -80,12 +80,10 @@ fn api_requirement(r: &Requirement) -> NodeSelectorRequirementWithMinValues {
     }
 }
 
-/// The NodeClaim to create for `request` in `pool`, named `name`.
-pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
-    let pool_name = pool.metadata.name.clone().unwrap_or_default();
-    let template = &pool.spec.template;
-    let tmeta = template.metadata.clone().unwrap_or_default();
-
+/// The claim's requirements: the request's, its instance types as one `In` (keeping the
+/// request's `minValues` for them), its capacity types and the NodePool unless given, sorted
+/// by key.
+fn requirements(request: &ClaimRequest, pool_name: &str) -> Vec<Requirement> {
     let mut reqs: Vec<Requirement> = request
         .requirements
         .iter()
@@ -116,15 +114,23 @@ pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
         reqs.push(Requirement {
             key: labels::NODEPOOL.into(),
             operator: Operator::In,
-            values: vec![pool_name.clone()],
+            values: vec![pool_name.to_string()],
             min_values: None,
         });
     }
     reqs.sort_by(|a, b| a.key.cmp(&b.key));
+    reqs
+}
 
-    let mut claim_labels: BTreeMap<String, String> = tmeta.labels.clone().unwrap_or_default();
+/// The claim's labels: the template's, each custom requirement with one value, the NodePool
+/// (and the v1alpha5 Provisioner's name for a converted pool) and the EC2NodeClass.
+fn claim_labels(pool: &NodePool, reqs: &[Requirement]) -> BTreeMap<String, String> {
+    let pool_name = pool.metadata.name.clone().unwrap_or_default();
+    let mut claim_labels: BTreeMap<String, String> = (pool.spec.template.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
     // Custom (not well-known, not restricted) keys with one value become labels.
-    for r in &reqs {
+    for r in reqs {
         if r.operator == Operator::In
             && r.values.len() == 1
             && !labels::is_well_known(&r.key)
@@ -133,7 +139,7 @@ pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
             claim_labels.insert(r.key.clone(), r.values[0].clone());
         }
     }
-    claim_labels.insert(labels::NODEPOOL.into(), pool_name.clone());
+    claim_labels.insert(labels::NODEPOOL.into(), pool_name);
     // A pool converted from a Provisioner also labels its nodes the v1alpha5 way, so workloads
     // that select `karpenter.sh/provisioner-name` still bind to them.
     if let Some(provisioner) = pool
@@ -144,10 +150,22 @@ pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
     {
         claim_labels.insert(labels::LEGACY_PROVISIONER_NAME.into(), provisioner.clone());
     }
-    let class = &template.spec.node_class_ref;
+    let class = &pool.spec.template.spec.node_class_ref;
     if class.kind == "EC2NodeClass" {
         claim_labels.insert(labels::aws::EC2NODECLASS.into(), class.name.clone());
     }
+    claim_labels
+}
+
+/// The NodeClaim to create for `request` in `pool`, named `name`.
+pub fn build(pool: &NodePool, request: &ClaimRequest, name: &str) -> NodeClaim {
+    let pool_name = pool.metadata.name.clone().unwrap_or_default();
+    let template = &pool.spec.template;
+    let tmeta = template.metadata.clone().unwrap_or_default();
+
+    let reqs = requirements(request, &pool_name);
+    let claim_labels = claim_labels(pool, &reqs);
+    let class = &template.spec.node_class_ref;
 
     let mut annotations: BTreeMap<String, String> = tmeta.annotations.clone().unwrap_or_default();
     annotations.extend(crate::hash::annotations(pool));
