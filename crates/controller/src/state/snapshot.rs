@@ -89,17 +89,43 @@ impl ClusterState {
             }
         }
         for n in self.nodes.values() {
-            match convert::node(n) {
-                Ok(n) => s.nodes.push(n),
-                Err(e) => problems.push(e),
-            }
+            keep(&mut s.nodes, &mut problems, convert::node(n));
         }
         for c in self.all_claims() {
-            match convert::nodeclaim(c) {
-                Ok(c) => s.node_claims.push(c),
-                Err(e) => problems.push(e),
-            }
+            keep(&mut s.node_claims, &mut problems, convert::nodeclaim(c));
         }
+        self.take_pods(&mut s, &mut problems);
+        for (key, d) in &self.daemonsets {
+            let d = nodewright_api::workload::daemonset_pod(d)
+                .map_err(|e| format!("DaemonSet {key}: {e}"));
+            keep(&mut s.daemonsets, &mut problems, d);
+        }
+        for p in self.pdbs.values() {
+            keep(&mut s.pdbs, &mut problems, convert::pdb(p));
+        }
+        s.namespaces = self
+            .namespaces
+            .iter()
+            .map(|(name, n)| (name.clone(), n.metadata.labels.clone().unwrap_or_default()))
+            .collect();
+        for v in self.pvs.values() {
+            keep(&mut s.persistent_volumes, &mut problems, convert::pv(v));
+        }
+        s.persistent_volume_claims = self.pvcs.values().map(convert::pvc).collect();
+        for c in self.storage_classes.values() {
+            keep(
+                &mut s.storage_classes,
+                &mut problems,
+                convert::storage_class(c),
+            );
+        }
+        (s, problems)
+    }
+
+    /// The bound and provisionable pods, each shared with the index; a pod nominated to a
+    /// claim is placed on it, then those that no longer fit on their Node are let go
+    /// ([`release_overflow`]).
+    fn take_pods(&self, s: &mut Snapshot, problems: &mut Vec<String>) {
         let mut held = Vec::new();
         for (key, p) in &self.pods {
             // The index keeps a model for exactly the pods a snapshot takes: bound ones and
@@ -114,7 +140,7 @@ impl ClusterState {
                     // A pod nominated to a claim holds its place there: the solve counts
                     // it on that claim instead of launching for it again.
                     if p.bound_to().is_none()
-                        && let Some(c) = self.nominated_claim(key, now)
+                        && let Some(c) = self.nominated_claim(key, s.now)
                     {
                         Arc::make_mut(&mut pod).node_name = Some(
                             c.status
@@ -130,37 +156,14 @@ impl ClusterState {
                 Err(e) => problems.push(format!("Pod {key}: {e}")),
             }
         }
-        release_overflow(&mut s, &held);
-        for (key, d) in &self.daemonsets {
-            match nodewright_api::workload::daemonset_pod(d) {
-                Ok(d) => s.daemonsets.push(d),
-                Err(e) => problems.push(format!("DaemonSet {key}: {e}")),
-            }
-        }
-        for p in self.pdbs.values() {
-            match convert::pdb(p) {
-                Ok(p) => s.pdbs.push(p),
-                Err(e) => problems.push(e),
-            }
-        }
-        s.namespaces = self
-            .namespaces
-            .iter()
-            .map(|(name, n)| (name.clone(), n.metadata.labels.clone().unwrap_or_default()))
-            .collect();
-        for v in self.pvs.values() {
-            match convert::pv(v) {
-                Ok(v) => s.persistent_volumes.push(v),
-                Err(e) => problems.push(e),
-            }
-        }
-        s.persistent_volume_claims = self.pvcs.values().map(convert::pvc).collect();
-        for c in self.storage_classes.values() {
-            match convert::storage_class(c) {
-                Ok(c) => s.storage_classes.push(c),
-                Err(e) => problems.push(e),
-            }
-        }
-        (s, problems)
+        release_overflow(s, &held);
+    }
+}
+
+/// Keeps a converted object, or the reason it did not convert.
+fn keep<T>(out: &mut Vec<T>, problems: &mut Vec<String>, converted: Result<T, String>) {
+    match converted {
+        Ok(t) => out.push(t),
+        Err(e) => problems.push(e),
     }
 }
