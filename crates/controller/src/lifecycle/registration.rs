@@ -5,6 +5,9 @@
 use super::*;
 
 impl Lifecycle {
+    /// The registration phase of a launched claim: `Registered` once its one Node has taken
+    /// the claim's metadata and taints and no hook is pending. `Some` when the pass ends here
+    /// (registration timed out and the claim was deleted).
     pub(super) async fn register(
         &self,
         claim: &NodeClaim,
@@ -49,7 +52,6 @@ impl Lifecycle {
         };
         let node_name = node.metadata.name.clone().unwrap_or_default();
         let node_labels = node.metadata.labels.clone().unwrap_or_default();
-        let mut patch = NodePatch::default();
         // The claim as last written: the launch may have added labels and annotations in
         // this same pass.
         let latest = lock(&self.state)
@@ -69,28 +71,8 @@ impl Lifecycle {
         if !gained.is_empty() {
             self.writer.patch_nodeclaim_meta(&name, &gained).await?;
         }
-        patch.meta = node_metadata(&node, &claim_labels, &latest, !hook.is_pending());
-        let current: Vec<ApiTaint> = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default();
-        if !current
-            .iter()
-            .any(|t| t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
-        {
-            self.events
-                .publish(events::unregistered_taint_missing(ObjectRef::node(
-                    &node_name,
-                )));
-        }
-        let taints = registered_taints(&current, claim, &node_labels, hook.is_pending());
-        if taints != current {
-            patch.taints = Some(taints);
-        }
-        if !patch.is_empty() {
-            self.writer.patch_node(&node_name, &patch).await?;
-        }
+        self.sync_node(&node, claim, &claim_labels, &latest, hook.is_pending())
+            .await?;
         if let Some(why) = &hook.pending {
             if let Some(o) = self.registration_timed_out(claim, conds, now).await? {
                 return Ok(Some(o));
@@ -120,6 +102,46 @@ impl Lifecycle {
         );
         info!(nodeclaim = %name, node = %node_name, "registered nodeclaim");
         Ok(None)
+    }
+
+    /// Brings the Node in line with its claim in one patch: labels, annotations, the
+    /// termination finalizer and taints, the unregistered taint kept while `hook_pending`.
+    async fn sync_node(
+        &self,
+        node: &Node,
+        claim: &NodeClaim,
+        claim_labels: &BTreeMap<String, String>,
+        latest: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        hook_pending: bool,
+    ) -> Result<(), WriteError> {
+        let node_name = node.metadata.name.clone().unwrap_or_default();
+        let node_labels = node.metadata.labels.clone().unwrap_or_default();
+        let mut patch = NodePatch {
+            meta: node_metadata(node, claim_labels, latest, !hook_pending),
+            taints: None,
+        };
+        let current: Vec<ApiTaint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        if !current
+            .iter()
+            .any(|t| t.key == UNREGISTERED_TAINT && t.effect == "NoExecute")
+        {
+            self.events
+                .publish(events::unregistered_taint_missing(ObjectRef::node(
+                    &node_name,
+                )));
+        }
+        let taints = registered_taints(&current, claim, &node_labels, hook_pending);
+        if taints != current {
+            patch.taints = Some(taints);
+        }
+        if patch.is_empty() {
+            return Ok(());
+        }
+        self.writer.patch_node(&node_name, &patch).await
     }
 
     /// The provider's registration hooks for the claim as last written (`meta`, `status`).
