@@ -157,22 +157,9 @@ impl NodeAgent {
             match action {
                 Action::Register(node) => {
                     let name = node.metadata.name.clone().unwrap_or_default();
-                    registered.insert(name.clone());
-                    let created = nodes.create(&PostParams::default(), &node).await?;
-                    // At once: should a write below fail, the next pass must not create it
-                    // again while the watch does not show it yet.
-                    self.nodes.created(&name);
-                    // Status is a subresource: the create drops it, so write it separately.
-                    let status = serde_json::json!({ "status": node.status });
-                    nodes
-                        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                    registered.insert(name);
+                    self.register_node(&nodes, &leases, &node, now, wall)
                         .await?;
-                    self.last_status.insert(name.clone(), now);
-                    self.write_lease(&leases, &name, created.metadata.uid.as_deref(), wall)
-                        .await?;
-                    self.last_heartbeat.insert(name.clone(), now);
-                    let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
-                    tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
                 }
                 Action::Heartbeat(name) => {
                     let due = |last: &BTreeMap<String, Instant>, every: Duration| {
@@ -216,27 +203,67 @@ impl NodeAgent {
                 }
                 Action::Delete(name) => {
                     registered.remove(&name);
-                    ignore_not_found(
-                        nodes
-                            .delete(&name, &DeleteParams::default())
-                            .await
-                            .map(|_| ()),
-                    )?;
-                    self.nodes.deleted(&name);
-                    ignore_not_found(
-                        leases
-                            .delete(&name, &DeleteParams::default())
-                            .await
-                            .map(|_| ()),
-                    )?;
-                    self.last_heartbeat.remove(&name);
-                    self.last_status.remove(&name);
-                    tracing::info!(node = %name, "deleted node of a terminated instance");
+                    self.delete_node(&nodes, &leases, &name).await?;
                 }
             }
         }
         let kubelets = kubelets(&instances, &listed, &registered);
         Ok(self.reconcile_pods(&kubelets, wall).await?)
+    }
+
+    /// Creates the Node of a booted instance, Ready, with its status and Lease, as a
+    /// kubelet registers.
+    async fn register_node(
+        &mut self,
+        nodes: &Api<Node>,
+        leases: &Api<Lease>,
+        node: &Node,
+        now: Instant,
+        wall: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let created = nodes.create(&PostParams::default(), node).await?;
+        // At once: should a write below fail, the next pass must not create it
+        // again while the watch does not show it yet.
+        self.nodes.created(&name);
+        // Status is a subresource: the create drops it, so write it separately.
+        let status = serde_json::json!({ "status": node.status });
+        nodes
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+            .await?;
+        self.last_status.insert(name.clone(), now);
+        self.write_lease(leases, &name, created.metadata.uid.as_deref(), wall)
+            .await?;
+        self.last_heartbeat.insert(name.clone(), now);
+        let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+        tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
+        Ok(())
+    }
+
+    /// Deletes the Node and Lease of an instance that is gone.
+    async fn delete_node(
+        &mut self,
+        nodes: &Api<Node>,
+        leases: &Api<Lease>,
+        name: &str,
+    ) -> Result<(), kube::Error> {
+        ignore_not_found(
+            nodes
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
+        self.nodes.deleted(name);
+        ignore_not_found(
+            leases
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
+        self.last_heartbeat.remove(name);
+        self.last_status.remove(name);
+        tracing::info!(node = %name, "deleted node of a terminated instance");
+        Ok(())
     }
 
     async fn reconcile_pods(
