@@ -18,14 +18,23 @@ use nodewright_core::resources::{Resources, format_amount};
 
 pub const TERMINATION_FINALIZER: &str = "karpenter.sh/termination";
 
-/// An object's finalizers with ours removed: what to write once termination is done.
-pub fn finalizers_without_termination(meta: &ObjectMeta) -> Vec<String> {
-    meta.finalizers
+/// The metadata patch that takes our finalizer off once termination is done. `latest` must be
+/// the latest read of the object: the list and the version guarding it come from the same
+/// read, so a write of the same pass (a taint, a timestamp) that moved the version on does
+/// not make the patch conflict, and a finalizer someone else added since is kept.
+pub fn release_termination(latest: &ObjectMeta) -> crate::write::MetaPatch {
+    let finalizers = latest
+        .finalizers
         .iter()
         .flatten()
         .filter(|f| *f != TERMINATION_FINALIZER)
         .cloned()
-        .collect()
+        .collect();
+    crate::write::MetaPatch {
+        finalizers: Some(finalizers),
+        resource_version: latest.resource_version.clone(),
+        ..Default::default()
+    }
 }
 pub use crate::hash::{
     HASH_ANNOTATION as NODEPOOL_HASH, HASH_VERSION,

@@ -33,7 +33,7 @@ use nodewright_core::time::Timestamp;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
+use crate::claims::{TERMINATION_FINALIZER, release_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339, rfc3339};
 use crate::conditions::{self as cond, INITIALIZED, LAUNCHED, REGISTERED};
 use crate::context::Context;

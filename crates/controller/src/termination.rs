@@ -22,7 +22,7 @@ use nodewright_core::time::parse_go_duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use crate::claims::{TERMINATION_FINALIZER, finalizers_without_termination};
+use crate::claims::{TERMINATION_FINALIZER, release_termination};
 use crate::clock::{Clock, from_time, parse_rfc3339};
 use crate::conditions::{self as cond, DISRUPTION_REASON};
 use crate::context::Context;
@@ -33,7 +33,7 @@ use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{PodRecord, SharedState, lock};
 use crate::write::claim_status::write_status;
-use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
+use crate::write::{Eviction, KubeWriter, NodePatch, WriteError};
 use nodewright_core::taints::DISRUPTED_TAINT;
 
 /// Pods stuck terminating longer than this are no longer waited for.
@@ -90,13 +90,28 @@ pub fn forced_grace(p: &PodRecord, now: Timestamp, deadline: Timestamp) -> Optio
     (left <= own).then_some(left.max(1))
 }
 
-pub fn disrupted_taint() -> ApiTaint {
+fn disrupted_taint() -> ApiTaint {
     ApiTaint {
         key: DISRUPTED_TAINT.into(),
         value: None,
         effect: "NoSchedule".into(),
         time_added: None,
     }
+}
+
+/// A node's taints with `karpenter.sh/disrupted:NoSchedule` put `on` or taken off, or `None`
+/// when they already are as asked (nothing to write). As upstream, the taint is matched by key
+/// and effect: a `karpenter.sh/disrupted` taint of another effect is someone else's and stays.
+pub fn with_disrupted_taint(taints: &[ApiTaint], on: bool) -> Option<Vec<ApiTaint>> {
+    let ours = |t: &ApiTaint| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule";
+    if taints.iter().any(ours) == on {
+        return None;
+    }
+    let mut next: Vec<ApiTaint> = taints.iter().filter(|t| !ours(t)).cloned().collect();
+    if on {
+        next.push(disrupted_taint());
+    }
+    Some(next)
 }
 
 fn is_critical(p: &PodRecord) -> bool {
@@ -349,19 +364,10 @@ impl Termination {
                 Err(e) => return Err(e),
             }
         }
-        let taints: Vec<ApiTaint> = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.clone())
-            .unwrap_or_default();
-        if taints
-            .iter()
-            .any(|t| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule")
-        {
+        let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+        let Some(t) = with_disrupted_taint(taints.unwrap_or_default(), true) else {
             return Ok(());
-        }
-        let mut t = taints;
-        t.push(disrupted_taint());
+        };
         self.writer
             .patch_node(
                 name,
@@ -455,23 +461,16 @@ impl Termination {
     /// The instance is gone: the finalizer comes off the Node and the termination metrics are
     /// recorded.
     async fn release(&self, node: &Node, name: &str, now: Timestamp) -> Result<(), WriteError> {
-        // The finalizer list and the version guarding it come from the same, latest read: an
-        // earlier write of this pass (the taint) has moved the version on.
         let latest = lock(&self.state)
             .nodes
             .get(name)
             .map(|n| n.metadata.clone())
             .unwrap_or_else(|| node.metadata.clone());
-        let finalizers = finalizers_without_termination(&latest);
         self.writer
             .patch_node(
                 name,
                 &NodePatch {
-                    meta: MetaPatch {
-                        finalizers: Some(finalizers),
-                        resource_version: latest.resource_version.clone(),
-                        ..Default::default()
-                    },
+                    meta: release_termination(&latest),
                     taints: None,
                 },
             )

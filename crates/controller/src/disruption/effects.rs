@@ -6,7 +6,6 @@
 use nodewright_core::disruption::queue::{Effect, Failure};
 use nodewright_core::disruption::{Command, Method};
 use nodewright_core::labels;
-use nodewright_core::taints::DISRUPTED_TAINT;
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
 
@@ -19,7 +18,7 @@ use crate::events::ObjectRef;
 use crate::lifecycle::{consolidation_policy, termination_mode};
 use crate::provisioner::submit_claim;
 use crate::state::lock;
-use crate::termination::disrupted_taint;
+use crate::termination::with_disrupted_taint;
 use crate::write::claim_status::write_status;
 use crate::write::{NodePatch, WriteError, retry_transient};
 
@@ -182,19 +181,9 @@ impl Disruptor {
             return Ok(());
         };
         let taints = n.spec.and_then(|s| s.taints).unwrap_or_default();
-        let has = taints
-            .iter()
-            .any(|t| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule");
-        if has == on {
+        let Some(next) = with_disrupted_taint(&taints, on) else {
             return Ok(());
-        }
-        let mut next: Vec<_> = taints
-            .into_iter()
-            .filter(|t| t.key != DISRUPTED_TAINT)
-            .collect();
-        if on {
-            next.push(disrupted_taint());
-        }
+        };
         self.writer
             .patch_node(
                 node,

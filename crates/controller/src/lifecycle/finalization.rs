@@ -122,23 +122,13 @@ impl Lifecycle {
         status: &NodeClaimStatus,
         now: Timestamp,
     ) -> Result<(), WriteError> {
-        // As for Nodes: the list and its version guard from the latest read, since this pass
-        // may already have written the termination timestamp.
         let latest = lock(&self.state)
             .nodeclaims
             .get(name)
             .map(|c| c.metadata.clone())
             .unwrap_or_else(|| claim.metadata.clone());
-        let finalizers = finalizers_without_termination(&latest);
         self.writer
-            .patch_nodeclaim_meta(
-                name,
-                &MetaPatch {
-                    finalizers: Some(finalizers),
-                    resource_version: latest.resource_version.clone(),
-                    ..Default::default()
-                },
-            )
+            .patch_nodeclaim_meta(name, &release_termination(&latest))
             .await?;
         let uid = claim.metadata.uid.clone().unwrap_or_default();
         self.launched

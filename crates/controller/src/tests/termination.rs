@@ -303,3 +303,39 @@ async fn a_refused_termination_is_an_event_on_the_claim_and_is_tried_again() {
     assert!(h.cloud.running().is_empty());
     assert_eq!(h.events.with_reason("FailedTermination").len(), 1);
 }
+
+#[test]
+fn the_disrupted_taint_goes_on_and_off_by_key_and_effect_leaving_other_taints() {
+    use crate::termination::with_disrupted_taint;
+    use k8s_openapi::api::core::v1::Taint;
+    let taint = |key: &str, effect: &str| Taint {
+        key: key.into(),
+        effect: effect.into(),
+        ..Default::default()
+    };
+    let keys = |ts: &[Taint]| -> Vec<String> {
+        ts.iter()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect()
+    };
+    let theirs = vec![
+        taint("dedicated", "NoSchedule"),
+        taint("karpenter.sh/disrupted", "NoExecute"),
+    ];
+    let on = with_disrupted_taint(&theirs, true).expect("not there yet");
+    assert_eq!(
+        keys(&on),
+        [
+            "dedicated:NoSchedule",
+            "karpenter.sh/disrupted:NoExecute",
+            "karpenter.sh/disrupted:NoSchedule"
+        ]
+    );
+    assert!(with_disrupted_taint(&on, true).is_none(), "already on");
+    let off = with_disrupted_taint(&on, false).expect("there to take off");
+    assert_eq!(keys(&off), keys(&theirs));
+    assert!(
+        with_disrupted_taint(&theirs, false).is_none(),
+        "already off"
+    );
+}
