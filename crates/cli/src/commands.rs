@@ -16,6 +16,7 @@ pub mod controller;
 pub mod convert;
 pub mod crds;
 pub mod explain;
+pub mod huge_pages;
 pub mod install;
 pub mod live;
 pub mod node_agent;

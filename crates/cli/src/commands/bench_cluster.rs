@@ -29,7 +29,7 @@ use clap::Args;
 use nodewright_core::rng::Rng;
 use serde::Serialize;
 
-use super::procstat::{cpu_time, memory, mib};
+use super::procstat::{cpu_time, huge_pages, memory, mib};
 use world::{Controller, Counts, Watches};
 
 #[derive(Args, Debug)]
@@ -103,6 +103,9 @@ struct Report {
     /// The same of the node agent, when it runs apart from the controller.
     agent_peak_rss_mib: Option<f64>,
     agent_cpu_seconds: Option<f64>,
+    /// Whether the controller's memory could be in transparent huge pages (it turns them off,
+    /// `huge_pages.rs`); `None` when the kernel does not say.
+    huge_pages: Option<bool>,
 }
 
 pub fn run(args: ClusterArgs) -> anyhow::Result<ExitCode> {
@@ -208,6 +211,7 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
         cpu_seconds: cpu_time(&pid).as_secs_f64(),
         agent_peak_rss_mib: agent.as_deref().map(|a| mib(memory(a).1)),
         agent_cpu_seconds: agent.as_deref().map(|a| cpu_time(a).as_secs_f64()),
+        huge_pages: huge_pages(&pid),
     })
 }
 

@@ -424,6 +424,8 @@ impl Loops {
 }
 
 pub fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {
+    // As the controller runs (`controller.rs`), so the memory measured is the one it has.
+    super::huge_pages::turn_off();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)

@@ -101,6 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .validate()
         .context("checking the controller's settings")?;
     nodewright_controller::logging::init(&args.settings.log_level, true);
+    super::huge_pages::turn_off();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -18,6 +18,14 @@ pub fn memory(pid: &str) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Whether the kernel may back process `pid`'s memory with transparent huge pages
+/// (`THP_enabled` of its status, Linux 5.0 on); `None` when it does not say.
+pub fn huge_pages(pid: &str) -> Option<bool> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("THP_enabled:"))?;
+    Some(line.split_whitespace().nth(1)? != "0")
+}
+
 /// User plus system CPU time of process `pid` (every thread).
 pub fn cpu_time(pid: &str) -> Duration {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

@@ -3,7 +3,8 @@
 //! runs here at 120 pods, so it keeps working. It must bind every pod on nodes filled ten at
 //! a time, resize through one churn step and bind again, and report the controller's memory.
 //! The simulated cloud's node agent runs in a process of its own there, as kwok beside
-//! upstream's controller: every Node comes from it, none from the controller.
+//! upstream's controller: every Node comes from it, none from the controller. The controller
+//! runs without transparent huge pages.
 
 use std::process::Command;
 
@@ -55,6 +56,8 @@ fn the_scale_benchmark_binds_every_pod_and_reports_the_controllers_memory() {
     let agent = result["agent_peak_rss_mib"].as_f64().unwrap();
     assert!(agent > 5.0, "the node agent's memory was not read: {agent}");
     assert!(result["agent_cpu_seconds"].as_f64().unwrap() > 0.0);
+    // The controller turns transparent huge pages off for itself (`huge_pages.rs`).
+    assert_eq!(result["huge_pages"], Value::Bool(false), "{result}");
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
     let (controller, node_agent) = (read("controller.log"), read("node-agent.log"));
     let registration = r#""message":"registered node""#;
