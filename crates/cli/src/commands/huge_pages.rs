@@ -5,9 +5,9 @@
 //! `madvise` (the default of most distributions) or `always`, each 2 MiB of the heap that is
 //! touched at all becomes resident whole. A controller's heap is mostly small objects that
 //! come and go with each pass, scattered thinly over the arena, so whole huge pages hold much
-//! that is free: with them off, `bench controller --pods 5000` ends its scale-up at about 135
-//! MiB instead of 166 (`docs/RELIABILITY.md`, "Huge pages off"). The simulator keeps them: it is
-//! short-lived, and its speed is what matters there.
+//! that is free: with them off, `bench controller --pods 5000` ends its scale-up at 134 to
+//! 142 MiB instead of 155 to 167 (`docs/RELIABILITY.md`, "Huge pages off"). The simulator
+//! keeps them: it is short-lived, and its speed is what matters there.
 
 /// Turns transparent huge pages off for this process and those it starts. Pages already huge
 /// stay so, which is why the commands call this first. A kernel that refuses (a seccomp
