@@ -13,7 +13,7 @@ use super::v1beta1::{NodePoolConversion, node_class_ref};
 use crate::conversion::Converted;
 use crate::v1::shared::format_seconds;
 use crate::v1::{self, NillableDuration, NodeSelectorRequirementWithMinValues as Req};
-use crate::v1alpha5::Provisioner;
+use crate::v1alpha5::{Provisioner, ProvisionerSpec};
 
 /// The node label that named a node's Provisioner; v1 uses `karpenter.sh/nodepool`.
 pub const PROVISIONER_NAME_LABEL: &str = labels::LEGACY_PROVISIONER_NAME;
@@ -112,116 +112,12 @@ fn describe(r: &Req) -> String {
 pub fn convert(old: &Provisioner) -> NodePoolConversion {
     let mut w = Vec::new();
     let s = &old.spec;
-
-    let mut requirements: Vec<Req> = s.requirements.clone().unwrap_or_default();
-    for (i, r) in requirements.iter_mut().enumerate() {
-        let key = rename_key(&r.key);
-        if key != r.key {
-            w.push(format!(
-                "spec.requirements[{i}].key {:?} is now {key:?}",
-                r.key
-            ));
-            r.key = key;
-        }
-    }
-    let implicit = implicit_requirements(&requirements, s.labels.as_ref());
-    if !implicit.is_empty() {
-        let list: Vec<String> = implicit.iter().map(describe).collect();
-        w.push(format!(
-            "v1alpha5 added these requirements implicitly; they are now explicit so the NodePool launches the same nodes: {}",
-            list.join("; ")
-        ));
-        requirements.extend(implicit);
-    }
-
-    let labels = s.labels.as_ref().map(|l| {
-        l.iter()
-            .map(|(k, v)| {
-                let key = rename_key(k);
-                if key != *k {
-                    w.push(format!("spec.labels key {k:?} is now {key:?}"));
-                }
-                (key, v.clone())
-            })
-            .collect()
-    });
-    let metadata = (labels.is_some() || s.annotations.is_some()).then(|| v1::TemplateMetadata {
-        labels,
-        annotations: s.annotations.clone(),
-        extra: Default::default(),
-    });
-
-    let node_class_ref = match &s.provider_ref {
-        Some(r) => node_class_ref(
-            r.api_version.as_deref(),
-            r.kind.as_deref(),
-            &r.name,
-            &r.extra,
-            "spec.providerRef",
-            &mut w,
-        ),
-        None => {
-            w.push(
-                "spec.providerRef is missing; v1 requires a nodeClassRef (the converted NodePool will not validate)"
-                    .to_string(),
-            );
-            node_class_ref(None, None, "", &Default::default(), "", &mut w)
-        }
-    };
-    if s.provider.is_some() {
-        w.push(
-            "spec.provider (inline AWS settings) has no v1 home and is dropped; write an EC2NodeClass with those settings"
-                .to_string(),
-        );
-    }
-
-    let mut kubelet = s.kubelet_configuration.clone();
-    if let Some(Value::Object(k)) = kubelet.as_mut()
-        && let Some(cr) = k.remove("containerRuntime")
-    {
-        w.push(format!(
-                "spec.kubeletConfiguration.containerRuntime ({cr}) was removed in v1beta1 and is dropped; containerd is always used"
-            ));
-    }
-
-    let enabled = s.consolidation.as_ref().and_then(|c| c.enabled) == Some(true);
-    if let Some(c) = &s.consolidation
-        && !c.extra.is_empty()
-    {
-        let keys: Vec<&String> = c.extra.keys().collect();
-        w.push(format!(
-            "spec.consolidation fields {keys:?} have no v1 home and are dropped"
-        ));
-    }
-    let (policy, after) = match (enabled, s.ttl_seconds_after_empty) {
-        (true, ttl) => {
-            if ttl.is_some() {
-                w.push(
-                    "spec.ttlSecondsAfterEmpty is superseded by consolidation.enabled: empty nodes are consolidated immediately"
-                        .to_string(),
-                );
-            }
-            ("WhenEmptyOrUnderutilized", "0s".to_string())
-        }
-        (false, Some(ttl)) => ("WhenEmpty", format_seconds(ttl.max(0) as u64)),
-        (false, None) => {
-            w.push(
-                "the Provisioner neither consolidated nor removed empty nodes; consolidateAfter: Never keeps that (remove it to let nodewright consolidate)"
-                    .to_string(),
-            );
-            ("WhenEmpty", "Never".to_string())
-        }
-    };
-    let expire_after = match s.ttl_seconds_until_expired {
-        Some(ttl) => NillableDuration::new(&format_seconds(ttl.max(0) as u64)),
-        None => {
-            w.push(
-                "the Provisioner's nodes never expired; expireAfter: Never keeps that (the v1 default is 720h)".to_string(),
-            );
-            NillableDuration::never()
-        }
-    };
-
+    let requirements = requirements(s, &mut w);
+    let metadata = template_metadata(s, &mut w);
+    let node_class_ref = provider_ref(s, &mut w);
+    let kubelet = kubelet(s, &mut w);
+    let disruption = disruption(s, &mut w);
+    let expire_after = expire_after(s, &mut w);
     let limits = s.limits.as_ref().and_then(|l| {
         if !l.extra.is_empty() {
             let keys: Vec<&String> = l.extra.keys().collect();
@@ -260,12 +156,7 @@ pub fn convert(old: &Provisioner) -> NodePoolConversion {
                 },
                 extra: Default::default(),
             },
-            disruption: Some(v1::Disruption {
-                consolidate_after: Some(NillableDuration(after)),
-                consolidation_policy: Some(policy.to_string()),
-                budgets: None,
-                extra: Default::default(),
-            }),
+            disruption: Some(disruption),
             limits,
             weight: s.weight,
             replicas: None,
@@ -280,6 +171,144 @@ pub fn convert(old: &Provisioner) -> NodePoolConversion {
             warnings: w,
         },
         kubelet,
+    }
+}
+
+/// The requirements with v1alpha5's label keys renamed, and the ones v1alpha5 added on its
+/// own written out, so the NodePool launches the same nodes.
+fn requirements(s: &ProvisionerSpec, w: &mut Vec<String>) -> Vec<Req> {
+    let mut requirements: Vec<Req> = s.requirements.clone().unwrap_or_default();
+    for (i, r) in requirements.iter_mut().enumerate() {
+        let key = rename_key(&r.key);
+        if key != r.key {
+            w.push(format!(
+                "spec.requirements[{i}].key {:?} is now {key:?}",
+                r.key
+            ));
+            r.key = key;
+        }
+    }
+    let implicit = implicit_requirements(&requirements, s.labels.as_ref());
+    if !implicit.is_empty() {
+        let list: Vec<String> = implicit.iter().map(describe).collect();
+        w.push(format!(
+            "v1alpha5 added these requirements implicitly; they are now explicit so the NodePool launches the same nodes: {}",
+            list.join("; ")
+        ));
+        requirements.extend(implicit);
+    }
+    requirements
+}
+
+/// The template's labels (keys renamed) and annotations, when there are any.
+fn template_metadata(s: &ProvisionerSpec, w: &mut Vec<String>) -> Option<v1::TemplateMetadata> {
+    let labels = s.labels.as_ref().map(|l| {
+        l.iter()
+            .map(|(k, v)| {
+                let key = rename_key(k);
+                if key != *k {
+                    w.push(format!("spec.labels key {k:?} is now {key:?}"));
+                }
+                (key, v.clone())
+            })
+            .collect()
+    });
+    (labels.is_some() || s.annotations.is_some()).then(|| v1::TemplateMetadata {
+        labels,
+        annotations: s.annotations.clone(),
+        extra: Default::default(),
+    })
+}
+
+/// `providerRef` as v1's `nodeClassRef`; inline `provider` settings have nowhere to go.
+fn provider_ref(s: &ProvisionerSpec, w: &mut Vec<String>) -> v1::NodeClassReference {
+    let node_class_ref = match &s.provider_ref {
+        Some(r) => node_class_ref(
+            r.api_version.as_deref(),
+            r.kind.as_deref(),
+            &r.name,
+            &r.extra,
+            "spec.providerRef",
+            w,
+        ),
+        None => {
+            w.push(
+                "spec.providerRef is missing; v1 requires a nodeClassRef (the converted NodePool will not validate)"
+                    .to_string(),
+            );
+            node_class_ref(None, None, "", &Default::default(), "", w)
+        }
+    };
+    if s.provider.is_some() {
+        w.push(
+            "spec.provider (inline AWS settings) has no v1 home and is dropped; write an EC2NodeClass with those settings"
+                .to_string(),
+        );
+    }
+    node_class_ref
+}
+
+/// The kubelet configuration, for the EC2NodeClass, without what v1beta1 removed.
+fn kubelet(s: &ProvisionerSpec, w: &mut Vec<String>) -> Option<Value> {
+    let mut kubelet = s.kubelet_configuration.clone();
+    if let Some(Value::Object(k)) = kubelet.as_mut()
+        && let Some(cr) = k.remove("containerRuntime")
+    {
+        w.push(format!(
+                "spec.kubeletConfiguration.containerRuntime ({cr}) was removed in v1beta1 and is dropped; containerd is always used"
+            ));
+    }
+    kubelet
+}
+
+/// `consolidation.enabled` and `ttlSecondsAfterEmpty` as a policy and `consolidateAfter`.
+fn disruption(s: &ProvisionerSpec, w: &mut Vec<String>) -> v1::Disruption {
+    let enabled = s.consolidation.as_ref().and_then(|c| c.enabled) == Some(true);
+    if let Some(c) = &s.consolidation
+        && !c.extra.is_empty()
+    {
+        let keys: Vec<&String> = c.extra.keys().collect();
+        w.push(format!(
+            "spec.consolidation fields {keys:?} have no v1 home and are dropped"
+        ));
+    }
+    let (policy, after) = match (enabled, s.ttl_seconds_after_empty) {
+        (true, ttl) => {
+            if ttl.is_some() {
+                w.push(
+                    "spec.ttlSecondsAfterEmpty is superseded by consolidation.enabled: empty nodes are consolidated immediately"
+                        .to_string(),
+                );
+            }
+            ("WhenEmptyOrUnderutilized", "0s".to_string())
+        }
+        (false, Some(ttl)) => ("WhenEmpty", format_seconds(ttl.max(0) as u64)),
+        (false, None) => {
+            w.push(
+                "the Provisioner neither consolidated nor removed empty nodes; consolidateAfter: Never keeps that (remove it to let nodewright consolidate)"
+                    .to_string(),
+            );
+            ("WhenEmpty", "Never".to_string())
+        }
+    };
+    v1::Disruption {
+        consolidate_after: Some(NillableDuration(after)),
+        consolidation_policy: Some(policy.to_string()),
+        budgets: None,
+        extra: Default::default(),
+    }
+}
+
+/// `ttlSecondsUntilExpired` as `expireAfter`; none was "never", which v1 must say.
+fn expire_after(s: &ProvisionerSpec, w: &mut Vec<String>) -> NillableDuration {
+    match s.ttl_seconds_until_expired {
+        Some(ttl) => NillableDuration::new(&format_seconds(ttl.max(0) as u64)),
+        None => {
+            w.push(
+                "the Provisioner's nodes never expired; expireAfter: Never keeps that (the v1 default is 720h)".to_string(),
+            );
+            NillableDuration::never()
+        }
     }
 }
 
