@@ -332,65 +332,84 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
         ..Pod::default()
     };
     if let Some(status) = &p.status {
-        pod.phase = match status.phase.as_deref() {
-            Some("Running") => PodPhase::Running,
-            Some("Succeeded") => PodPhase::Succeeded,
-            Some("Failed") => PodPhase::Failed,
-            Some("Unknown") => PodPhase::Unknown,
-            _ => PodPhase::Pending,
-        };
-        pod.start_time = timestamp(&status.start_time);
-        pod.ready = status
-            .conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
+        read_status(&mut pod, status);
     }
     if let Some(aff) = &spec.affinity {
-        let ap = sp.field("affinity");
-        if let Some(na) = &aff.node_affinity {
-            let np = ap.field("nodeAffinity");
-            if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
-                let rp = np
-                    .field("requiredDuringSchedulingIgnoredDuringExecution")
-                    .field("nodeSelectorTerms");
-                pod.required_node_affinity = req
-                    .node_selector_terms
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| term(t, &rp.index(i)))
-                    .collect::<Result<_, _>>()?;
-            }
-            for (i, w) in na
-                .preferred_during_scheduling_ignored_during_execution
+        read_affinity(&mut pod, aff, &sp.field("affinity"))?;
+    }
+    pod.host_ports = host_ports(spec);
+    pod.volume_claims = volume_claims(spec, &pod.name);
+    Ok(pod)
+}
+
+/// The phase, start time and readiness the pod's status reports.
+fn read_status(pod: &mut Pod, status: &api::PodStatus) {
+    pod.phase = match status.phase.as_deref() {
+        Some("Running") => PodPhase::Running,
+        Some("Succeeded") => PodPhase::Succeeded,
+        Some("Failed") => PodPhase::Failed,
+        Some("Unknown") => PodPhase::Unknown,
+        _ => PodPhase::Pending,
+    };
+    pod.start_time = timestamp(&status.start_time);
+    pod.ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+}
+
+/// Required and preferred node affinity, pod affinity and anti-affinity; errors name the
+/// field under `ap` (the pod's `spec.affinity`).
+fn read_affinity(pod: &mut Pod, aff: &api::Affinity, ap: &Path) -> Result<(), FieldError> {
+    if let Some(na) = &aff.node_affinity {
+        let np = ap.field("nodeAffinity");
+        if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
+            let rp = np
+                .field("requiredDuringSchedulingIgnoredDuringExecution")
+                .field("nodeSelectorTerms");
+            pod.required_node_affinity = req
+                .node_selector_terms
                 .iter()
-                .flatten()
                 .enumerate()
-            {
-                let pp = np
-                    .field("preferredDuringSchedulingIgnoredDuringExecution")
-                    .index(i);
-                pod.preferred_node_affinity.push(WeightedNodeSelectorTerm {
-                    weight: w.weight,
-                    term: term(&w.preference, &pp.field("preference"))?,
-                });
-            }
+                .map(|(i, t)| term(t, &rp.index(i)))
+                .collect::<Result<_, _>>()?;
         }
-        if let Some(pa) = &aff.pod_affinity {
-            (pod.pod_affinity, pod.preferred_pod_affinity) = affinity_terms(
-                &pa.required_during_scheduling_ignored_during_execution,
-                &pa.preferred_during_scheduling_ignored_during_execution,
-                &ap.field("podAffinity"),
-            )?;
-        }
-        if let Some(pa) = &aff.pod_anti_affinity {
-            (pod.pod_anti_affinity, pod.preferred_pod_anti_affinity) = affinity_terms(
-                &pa.required_during_scheduling_ignored_during_execution,
-                &pa.preferred_during_scheduling_ignored_during_execution,
-                &ap.field("podAntiAffinity"),
-            )?;
+        for (i, w) in na
+            .preferred_during_scheduling_ignored_during_execution
+            .iter()
+            .flatten()
+            .enumerate()
+        {
+            let pp = np
+                .field("preferredDuringSchedulingIgnoredDuringExecution")
+                .index(i);
+            pod.preferred_node_affinity.push(WeightedNodeSelectorTerm {
+                weight: w.weight,
+                term: term(&w.preference, &pp.field("preference"))?,
+            });
         }
     }
+    if let Some(pa) = &aff.pod_affinity {
+        (pod.pod_affinity, pod.preferred_pod_affinity) = affinity_terms(
+            &pa.required_during_scheduling_ignored_during_execution,
+            &pa.preferred_during_scheduling_ignored_during_execution,
+            &ap.field("podAffinity"),
+        )?;
+    }
+    if let Some(pa) = &aff.pod_anti_affinity {
+        (pod.pod_anti_affinity, pod.preferred_pod_anti_affinity) = affinity_terms(
+            &pa.required_during_scheduling_ignored_during_execution,
+            &pa.preferred_during_scheduling_ignored_during_execution,
+            &ap.field("podAntiAffinity"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The host ports the pod's containers (init containers too) ask for.
+fn host_ports(spec: &api::PodSpec) -> Vec<HostPort> {
+    let mut ports = Vec::new();
     for c in spec
         .containers
         .iter()
@@ -398,7 +417,7 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
     {
         for port in c.ports.iter().flatten() {
             if let Some(hp) = port.host_port.filter(|&p| p > 0) {
-                pod.host_ports.push(HostPort {
+                ports.push(HostPort {
                     port: hp,
                     protocol: port.protocol.clone().unwrap_or_else(|| "TCP".to_string()),
                     host_ip: port.host_ip.clone().unwrap_or_default(),
@@ -406,14 +425,21 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
             }
         }
     }
+    ports
+}
+
+/// The PersistentVolumeClaims the pod mounts: named ones, and those its generic ephemeral
+/// volumes create (`<pod>-<volume>`).
+fn volume_claims(spec: &api::PodSpec, pod_name: &str) -> Vec<String> {
+    let mut claims = Vec::new();
     for v in spec.volumes.iter().flatten() {
         if let Some(pvc) = &v.persistent_volume_claim {
-            pod.volume_claims.push(pvc.claim_name.clone());
+            claims.push(pvc.claim_name.clone());
         } else if v.ephemeral.is_some() {
-            pod.volume_claims.push(format!("{}-{}", pod.name, v.name));
+            claims.push(format!("{}-{}", pod_name, v.name));
         }
     }
-    Ok(pod)
+    claims
 }
 
 #[cfg(test)]
