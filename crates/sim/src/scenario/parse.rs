@@ -478,29 +478,7 @@ fn step(
     cursor: Duration,
 ) -> Result<Step, ScenarioError> {
     let map = ctx.object(v, path)?;
-    let actions: Vec<&str> = ACTIONS
-        .iter()
-        .copied()
-        .filter(|a| map.contains_key(*a))
-        .collect();
-    let action_name = match actions.as_slice() {
-        [one] => *one,
-        [] => {
-            return Err(ctx.err(
-                path,
-                format!("a step needs one action: {}", ACTIONS.join(", ")),
-            ));
-        }
-        many => {
-            return Err(ctx.err(
-                path,
-                format!(
-                    "a step has exactly one action, found {}",
-                    many.join(" and ")
-                ),
-            ));
-        }
-    };
+    let action_name = action_of(ctx, map, path)?;
     let mut known = vec!["at", action_name];
     match action_name {
         "scale" => known.push("replicas"),
@@ -530,33 +508,7 @@ fn step(
             _ => manifest_entry(ctx, raw, &ap)?,
         }),
         "delete" => Action::Delete(object_ref(ctx, raw, &ap)?),
-        "scale" => {
-            let target = ctx.string(raw, &ap)?;
-            let (namespace, name) = match target.split_once('/') {
-                Some((ns, n)) if !ns.is_empty() && !n.is_empty() && !n.contains('/') => {
-                    (ns.to_string(), n.to_string())
-                }
-                None if !target.is_empty() => ("default".to_string(), target.to_string()),
-                _ => {
-                    return Err(ctx.err(&ap, format!("{target:?} is not NAME or NAMESPACE/NAME")));
-                }
-            };
-            let rp = path.field("replicas");
-            let replicas = match map.get("replicas") {
-                Some(r) => {
-                    if let Some(reason) = r.as_u64().and_then(limits::too_many_pods) {
-                        return Err(ctx.err(&rp, reason));
-                    }
-                    ctx.count(r, &rp)?
-                }
-                None => return Err(ctx.err(&rp, "required with scale")),
-            };
-            Action::Scale {
-                namespace,
-                name,
-                replicas,
-            }
-        }
+        "scale" => scale(ctx, raw, map, path)?,
         "interrupt" => Action::Interrupt(interrupt(ctx, raw, map, path)?),
         _ => {
             if map.contains_key("at") {
@@ -578,6 +530,68 @@ fn step(
         return Err(ctx.err(&path.field(field), reason));
     }
     Ok(Step { index, at, action })
+}
+
+/// The one action a step names (`apply`, `delete`, `scale`, `interrupt` or `advance`).
+fn action_of(
+    ctx: &Ctx<'_>,
+    map: &Map<String, Value>,
+    path: &Path,
+) -> Result<&'static str, ScenarioError> {
+    let actions: Vec<&str> = ACTIONS
+        .iter()
+        .copied()
+        .filter(|a| map.contains_key(*a))
+        .collect();
+    match actions.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(ctx.err(
+            path,
+            format!("a step needs one action: {}", ACTIONS.join(", ")),
+        )),
+        many => Err(ctx.err(
+            path,
+            format!(
+                "a step has exactly one action, found {}",
+                many.join(" and ")
+            ),
+        )),
+    }
+}
+
+/// `scale: NAME` or `NAMESPACE/NAME` with its `replicas`, bounded as the simulator can run.
+fn scale(
+    ctx: &Ctx<'_>,
+    raw: &Value,
+    map: &Map<String, Value>,
+    path: &Path,
+) -> Result<Action, ScenarioError> {
+    let ap = path.field("scale");
+    let target = ctx.string(raw, &ap)?;
+    let (namespace, name) = match target.split_once('/') {
+        Some((ns, n)) if !ns.is_empty() && !n.is_empty() && !n.contains('/') => {
+            (ns.to_string(), n.to_string())
+        }
+        None if !target.is_empty() => ("default".to_string(), target.to_string()),
+        _ => {
+            return Err(ctx.err(&ap, format!("{target:?} is not NAME or NAMESPACE/NAME")));
+        }
+    };
+    let rp = path.field("replicas");
+    let replicas = match map.get("replicas") {
+        Some(r) => {
+            if let Some(reason) = r.as_u64().and_then(limits::too_many_pods) {
+                return Err(ctx.err(&rp, reason));
+            }
+            ctx.count(r, &rp)?
+        }
+        None => return Err(ctx.err(&rp, "required with scale")),
+    };
+    Ok(Action::Scale {
+        namespace,
+        name,
+        replicas,
+    })
 }
 
 fn object_ref(ctx: &Ctx<'_>, v: &Value, path: &Path) -> Result<ObjectRef, ScenarioError> {
