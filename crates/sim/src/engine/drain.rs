@@ -82,17 +82,7 @@ impl Engine<'_> {
             .termination_grace_period
             .zip(c.claim.deletion_timestamp)
             .map(|(tgp, since)| since.plus(tgp));
-        let pods: Vec<(String, Duration, Option<Option<Timestamp>>)> = self
-            .cluster
-            .pods_on(name)
-            .filter(|p| !p.is_daemonset_pod() && p.deletion_timestamp.is_none())
-            .map(|p| {
-                let own = p
-                    .termination_grace_period_seconds
-                    .map_or(DEFAULT_POD_GRACE, |s| Duration::from_secs(s.max(0) as u64));
-                (p.key(), own, do_not_disrupt_until(p, now))
-            })
-            .collect();
+        let pods = self.to_drain(name);
         let mut retry_at = now.plus(EVICTION_RETRY);
         // Pods kept by `do-not-disrupt` change their answer only when the protection lapses or
         // the deadline forces them: the drain looks again then, not every retry.
@@ -156,13 +146,7 @@ impl Engine<'_> {
             self.queue
                 .push(now.plus(grace), Event::PodGone(key.clone()));
             if self.refused.remove(&key) {
-                let how = if forced && kept.is_some() {
-                    "deleted whatever its do-not-disrupt says: the NodePool's terminationGracePeriod is running out"
-                } else if forced {
-                    "deleted whatever its PodDisruptionBudget says: the NodePool's terminationGracePeriod is running out"
-                } else {
-                    "evicted: its PodDisruptionBudget allows it now"
-                };
+                let how = eviction_after_refusal(forced, kept.is_some());
                 self.log("evicted", format!("{key} on {name} {how}"));
             }
             if !forced {
@@ -179,6 +163,22 @@ impl Engine<'_> {
                 .push(at.max(now), Event::RetryEviction(name.to_string()));
         }
         out
+    }
+
+    /// The pods a drain of `name` still has to remove (DaemonSet pods stay, pods already
+    /// going are left to go): each with its own grace period and, when `do-not-disrupt`
+    /// protects it, until when.
+    fn to_drain(&self, name: &str) -> Vec<(String, Duration, Option<Option<Timestamp>>)> {
+        self.cluster
+            .pods_on(name)
+            .filter(|p| !p.is_daemonset_pod() && p.deletion_timestamp.is_none())
+            .map(|p| {
+                let own = p
+                    .termination_grace_period_seconds
+                    .map_or(DEFAULT_POD_GRACE, |s| Duration::from_secs(s.max(0) as u64));
+                (p.key(), own, do_not_disrupt_until(p, self.now))
+            })
+            .collect()
     }
 
     /// Why the Eviction API refuses to evict `key` now, if it does.
@@ -309,5 +309,20 @@ impl Engine<'_> {
             self.now.plus(SPOT_NOTICE),
             Event::InstanceGone(claim.to_string()),
         );
+    }
+}
+
+/// What the log says of a pod the drain had refused before and now removes: deleted because
+/// the NodePool's `terminationGracePeriod` is running out (`forced`), over its
+/// `do-not-disrupt` (`kept`) or its PodDisruptionBudget, or evicted once the budget allows.
+fn eviction_after_refusal(forced: bool, kept: bool) -> &'static str {
+    match (forced, kept) {
+        (true, true) => {
+            "deleted whatever its do-not-disrupt says: the NodePool's terminationGracePeriod is running out"
+        }
+        (true, false) => {
+            "deleted whatever its PodDisruptionBudget says: the NodePool's terminationGracePeriod is running out"
+        }
+        (false, _) => "evicted: its PodDisruptionBudget allows it now",
     }
 }
