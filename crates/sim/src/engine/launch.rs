@@ -3,6 +3,7 @@
 //! Ready with their daemon pods, claims deleted by liveness when they do not launch or
 //! register in time, and claims going away once their instance has terminated.
 
+use nodewright_cloud_sim::fleet::Launch;
 use nodewright_cloud_sim::select::Choice;
 use nodewright_core::disruption::drift;
 use nodewright_core::labels::{CAPACITY_TYPE, INSTANCE_TYPE};
@@ -202,27 +203,7 @@ impl Engine<'_> {
                 ]);
                 claim.launched_at = Some(now);
                 let spot = instance.capacity_type == CapacityType::Spot;
-                let skipped = match instance.out_of_capacity.len() {
-                    0 => String::new(),
-                    n => format!(
-                        "; {n} cheaper offering(s) out of capacity ({})",
-                        instance
-                            .out_of_capacity
-                            .iter()
-                            .take(3)
-                            .map(|o| format!("{} {} {}", o.instance_type, o.zone, o.capacity_type))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                };
-                let msg = format!(
-                    "{name} launched as {} in {} ({}) at ${:.4}/h, instance {}{skipped}",
-                    instance.instance_type,
-                    instance.zone,
-                    instance.capacity_type,
-                    instance.price,
-                    instance.id
-                );
+                let msg = launched_line(name, &instance);
                 claim.instance = Some(instance);
                 self.log("launched", msg);
                 let registered = now.plus(self.input.cloud.registration_delay);
@@ -495,4 +476,26 @@ pub(super) fn replacement_options(
             .then(a.instance_type.cmp(&b.instance_type))
     });
     out
+}
+
+/// The log line of a launch: what, where, at what price, and the cheaper offerings that were
+/// out of capacity (the first three).
+fn launched_line(name: &str, instance: &Launch) -> String {
+    let skipped = match instance.out_of_capacity.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} cheaper offering(s) out of capacity ({})",
+            instance
+                .out_of_capacity
+                .iter()
+                .take(3)
+                .map(|o| format!("{} {} {}", o.instance_type, o.zone, o.capacity_type))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        "{name} launched as {} in {} ({}) at ${:.4}/h, instance {}{skipped}",
+        instance.instance_type, instance.zone, instance.capacity_type, instance.price, instance.id
+    )
 }
