@@ -11,11 +11,14 @@
 //! The interchange format reaches the same path: [`interchange_documents`] turns its arrays
 //! into documents.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::storage::v1 as storage;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use nodewright_core::labels;
 use nodewright_core::model::{
@@ -231,17 +234,7 @@ pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
     let md = &nc.metadata;
     let name = md.name.clone().unwrap_or_default();
     let labels_map = md.labels.clone().unwrap_or_default();
-    let nodepool = labels_map
-        .get(labels::NODEPOOL)
-        .cloned()
-        .or_else(|| {
-            md.owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.kind == "NodePool")
-                .map(|o| o.name.clone())
-        })
-        .unwrap_or_default();
+    let nodepool = nodepool_of(md, &labels_map);
     let spec = Path::root("spec");
     let mut errs = Vec::new();
     let taints = to_core::taints(nc.spec.taints.as_deref(), &spec.field("taints"), &mut errs);
@@ -258,40 +251,10 @@ pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
     if let Some(e) = errs.into_iter().next() {
         return Err(e);
     }
-    let expire_after = match &nc.spec.expire_after {
-        None => None,
-        Some(d) => d
-            .duration()
-            .map_err(|e| spec.field("expireAfter").error(e))?,
-    };
-    let termination_grace_period = nc
-        .spec
-        .termination_grace_period
-        .as_deref()
-        .map(|d| {
-            v1::shared::parse_duration(d).map_err(|e| spec.field("terminationGracePeriod").error(e))
-        })
-        .transpose()?;
+    let (expire_after, termination_grace_period) = lifetimes(&nc.spec, &spec)?;
     let status = nc.status.clone().unwrap_or_default();
     let sp = Path::root("status");
     let is_true = |t: &str| condition(nc, t).is_some_and(|c| c.status == "True");
-    let since = |t: &str, i: usize| -> Result<Option<Timestamp>, FieldError> {
-        match condition(nc, t).filter(|c| c.status == "True") {
-            None => Ok(None),
-            Some(c) => time_field(
-                c.last_transition_time.as_ref(),
-                &sp.field("conditions").index(i).field("lastTransitionTime"),
-            ),
-        }
-    };
-    let index_of = |t: &str| {
-        status
-            .conditions
-            .iter()
-            .flatten()
-            .position(|c| c.type_ == t)
-            .unwrap_or(0)
-    };
     let drifted = condition(nc, "Drifted")
         .filter(|c| c.status == "True")
         .map(|c| c.reason.clone().unwrap_or_else(|| "Drifted".to_string()));
@@ -318,16 +281,70 @@ pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
         initialized: is_true("Initialized"),
         creation_timestamp: meta_time(&md.creation_timestamp).unwrap_or_default(),
         deletion_timestamp: meta_time(&md.deletion_timestamp),
-        initialized_at: since("Initialized", index_of("Initialized"))?,
+        initialized_at: true_since(nc, "Initialized")?,
         last_pod_event_time: time_field(
             status.last_pod_event_time.as_ref(),
             &sp.field("lastPodEventTime"),
         )?,
         drifted,
-        drifted_at: since("Drifted", index_of("Drifted"))?,
+        drifted_at: true_since(nc, "Drifted")?,
         expire_after,
         termination_grace_period,
     })
+}
+
+/// A claim's NodePool: its label, else its NodePool owner, else empty.
+fn nodepool_of(md: &ObjectMeta, claim_labels: &BTreeMap<String, String>) -> String {
+    claim_labels
+        .get(labels::NODEPOOL)
+        .cloned()
+        .or_else(|| {
+            md.owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.kind == "NodePool")
+                .map(|o| o.name.clone())
+        })
+        .unwrap_or_default()
+}
+
+/// The claim's `expireAfter` and `terminationGracePeriod`; errors name the field under `spec`.
+fn lifetimes(
+    spec: &v1::nodeclaim::NodeClaimSpec,
+    path: &Path,
+) -> Result<(Option<Duration>, Option<Duration>), FieldError> {
+    let expire_after = match &spec.expire_after {
+        None => None,
+        Some(d) => d
+            .duration()
+            .map_err(|e| path.field("expireAfter").error(e))?,
+    };
+    let termination_grace_period = spec
+        .termination_grace_period
+        .as_deref()
+        .map(|d| {
+            v1::shared::parse_duration(d).map_err(|e| path.field("terminationGracePeriod").error(e))
+        })
+        .transpose()?;
+    Ok((expire_after, termination_grace_period))
+}
+
+/// When condition `t` of the claim last turned True, if it is True.
+fn true_since(nc: &v1::NodeClaim, t: &str) -> Result<Option<Timestamp>, FieldError> {
+    let Some(c) = condition(nc, t).filter(|c| c.status == "True") else {
+        return Ok(None);
+    };
+    let i = nc
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .position(|c| c.type_ == t)
+        .unwrap_or(0);
+    let path = Path::root("status").field("conditions").index(i);
+    time_field(
+        c.last_transition_time.as_ref(),
+        &path.field("lastTransitionTime"),
+    )
 }
 
 /// A Node with what disruption reads beyond scheduling: annotations and creation time.
