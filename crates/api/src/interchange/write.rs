@@ -150,28 +150,46 @@ pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
         spec["tolerations"] = p.tolerations.iter().map(toleration_json).collect();
     }
     if !p.topology_spread.is_empty() {
-        spec["topologySpreadConstraints"] = p
-            .topology_spread
-            .iter()
-            .map(|c| {
-                let mut v = json!({
-                    "maxSkew": c.max_skew,
-                    "topologyKey": c.topology_key,
-                    "whenUnsatisfiable": match c.when_unsatisfiable {
-                        nodewright_core::model::WhenUnsatisfiable::DoNotSchedule => "DoNotSchedule",
-                        nodewright_core::model::WhenUnsatisfiable::ScheduleAnyway => "ScheduleAnyway",
-                    },
-                });
-                if let Some(s) = &c.label_selector {
-                    v["labelSelector"] = selector_json(s);
-                }
-                if let Some(m) = c.min_domains {
-                    v["minDomains"] = json!(m);
-                }
-                v
-            })
-            .collect();
+        spec["topologySpreadConstraints"] = p.topology_spread.iter().map(spread_json).collect();
     }
+    let affinity = affinity_json(p);
+    if !affinity.is_empty() {
+        spec["affinity"] = Value::Object(affinity);
+    }
+    let created = k8s_openapi::jiff::Timestamp::from_millisecond(p.creation_timestamp.0)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid, "labels": p.labels,
+                     "creationTimestamp": created},
+        "spec": spec,
+        "status": {"phase": if p.node_name.is_some() { "Running" } else { "Pending" }}
+    })
+}
+
+/// A topology spread constraint as the Pod's spec writes it.
+fn spread_json(c: &nodewright_core::model::TopologySpreadConstraint) -> Value {
+    let mut v = json!({
+        "maxSkew": c.max_skew,
+        "topologyKey": c.topology_key,
+        "whenUnsatisfiable": match c.when_unsatisfiable {
+            nodewright_core::model::WhenUnsatisfiable::DoNotSchedule => "DoNotSchedule",
+            nodewright_core::model::WhenUnsatisfiable::ScheduleAnyway => "ScheduleAnyway",
+        },
+    });
+    if let Some(s) = &c.label_selector {
+        v["labelSelector"] = selector_json(s);
+    }
+    if let Some(m) = c.min_domains {
+        v["minDomains"] = json!(m);
+    }
+    v
+}
+
+/// The pod's node affinity, pod affinity and anti-affinity as `spec.affinity` (empty when
+/// it has none).
+fn affinity_json(p: &nodewright_core::model::Pod) -> serde_json::Map<String, Value> {
     let mut affinity = serde_json::Map::new();
     let mut node_aff = serde_json::Map::new();
     if !p.required_node_affinity.is_empty() {
@@ -219,19 +237,7 @@ pub fn pod_json(p: &nodewright_core::model::Pod) -> Value {
             affinity.insert(name.into(), Value::Object(m));
         }
     }
-    if !affinity.is_empty() {
-        spec["affinity"] = Value::Object(affinity);
-    }
-    let created = k8s_openapi::jiff::Timestamp::from_millisecond(p.creation_timestamp.0)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default();
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid, "labels": p.labels,
-                     "creationTimestamp": created},
-        "spec": spec,
-        "status": {"phase": if p.node_name.is_some() { "Running" } else { "Pending" }}
-    })
+    affinity
 }
 
 /// A `core` node as a `core/v1` Node document (labels, taints, capacity, allocatable).
