@@ -62,7 +62,25 @@ impl Checker {
         };
         // Node names whose over-commitment and pods are checked again.
         let mut nodes: BTreeSet<String> = BTreeSet::new();
-        for name in &claims {
+        self.claims_changed(cluster, &claims, &mut nodes);
+        if self.pools != cluster.nodepools {
+            self.pools_changed(cluster);
+        }
+        self.pods_moved(cluster, &pods, &mut nodes);
+        self.over_commit_on(cluster, &nodes);
+        self.pods_on(cluster, &pods, &nodes);
+        self.collect(cluster)
+    }
+
+    /// Where each changed claim's Ready node is now, and whether it breaks its NodePool's
+    /// requirements; the nodes it left and joined go into `nodes`.
+    fn claims_changed(
+        &mut self,
+        cluster: &Cluster,
+        claims: &[String],
+        nodes: &mut BTreeSet<String>,
+    ) {
+        for name in claims {
             self.over.remove(name);
             self.breaks.remove(name);
             if let Some(old) = self.node_of.remove(name) {
@@ -90,18 +108,24 @@ impl Checker {
                 self.breaks.insert(name.clone(), v);
             }
         }
-        if self.pools != cluster.nodepools {
-            self.pools = cluster.nodepools.clone();
-            self.breaks.clear();
-            for name in self.node_of.keys() {
-                let c = &cluster.claims()[name];
-                let node = c.ready_node().expect("a claim in node_of has a Ready node");
-                if let Some(v) = pool_requirement(cluster, c, node) {
-                    self.breaks.insert(name.clone(), v);
-                }
+    }
+
+    /// The NodePools changed: every Ready claim is held against them again.
+    fn pools_changed(&mut self, cluster: &Cluster) {
+        self.pools = cluster.nodepools.clone();
+        self.breaks.clear();
+        for name in self.node_of.keys() {
+            let c = &cluster.claims()[name];
+            let node = c.ready_node().expect("a claim in node_of has a Ready node");
+            if let Some(v) = pool_requirement(cluster, c, node) {
+                self.breaks.insert(name.clone(), v);
             }
         }
-        for key in &pods {
+    }
+
+    /// Where each changed pod is bound now; the nodes it left and joined go into `nodes`.
+    fn pods_moved(&mut self, cluster: &Cluster, pods: &[String], nodes: &mut BTreeSet<String>) {
+        for key in pods {
             if let Some(old) = self.pod_node.remove(key) {
                 nodes.insert(old);
             }
@@ -112,7 +136,11 @@ impl Checker {
                 nodes.insert(n.clone());
             }
         }
-        for n in &nodes {
+    }
+
+    /// Over-commitment of the Ready claims on `nodes`.
+    fn over_commit_on(&mut self, cluster: &Cluster, nodes: &BTreeSet<String>) {
+        for n in nodes {
             for claim in self.ready_by_node.get(n).into_iter().flatten() {
                 let node = self.ready(cluster, claim);
                 match over_commit(cluster, node) {
@@ -121,9 +149,13 @@ impl Checker {
                 };
             }
         }
+    }
+
+    /// The rules of every changed pod and of every pod bound to `nodes`.
+    fn pods_on(&mut self, cluster: &Cluster, pods: &[String], nodes: &BTreeSet<String>) {
         // Every pod bound to a node named above, and every changed pod (bound or not).
         let mut recheck: BTreeSet<&str> = pods.iter().map(String::as_str).collect();
-        for n in &nodes {
+        for n in nodes {
             recheck.extend(cluster.pod_keys_on(n));
         }
         for key in recheck {
@@ -144,7 +176,6 @@ impl Checker {
                 self.pod_found.insert(key.to_string(), found);
             }
         }
-        self.collect(cluster)
     }
 
     /// The Ready node of `claim`, which `node_of` lists.
