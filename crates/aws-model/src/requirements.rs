@@ -45,6 +45,24 @@ pub fn requirements(
     family: AmiFamily,
 ) -> Vec<Requirement> {
     let mut r = Reqs(Vec::new());
+    well_known(&mut r, info, arch, region, zones, capacity_types, family);
+    shape(&mut r, info);
+    devices(&mut r, info);
+    features(&mut r, info, zones);
+    r.0
+}
+
+/// Kubernetes' and Karpenter's well-known labels: type, architecture, OS, zone, region,
+/// Windows build, capacity type.
+fn well_known(
+    r: &mut Reqs,
+    info: &InstanceTypeInfo,
+    arch: &str,
+    region: &str,
+    zones: &[Zone],
+    capacity_types: &[CapacityType],
+    family: AmiFamily,
+) {
     r.is(labels::INSTANCE_TYPE, &info.name);
     r.is(labels::ARCH, arch);
     // Windows AMIs run on amd64 only: elsewhere the OS requirement has no value at all.
@@ -66,7 +84,11 @@ pub fn requirements(
         .map(|c| c.as_str().to_string())
         .collect();
     r.any_of(labels::CAPACITY_TYPE, &cts);
+}
 
+/// What the type is made of: CPU, memory, bandwidths, category, generation, family, size,
+/// local NVMe.
+fn shape(r: &mut Reqs, info: &InstanceTypeInfo) {
     r.is(aws::INSTANCE_CPU, info.vcpus);
     r.maybe(
         aws::INSTANCE_CPU_MANUFACTURER,
@@ -101,7 +123,10 @@ pub fn requirements(
         aws::INSTANCE_LOCAL_NVME,
         info.local_nvme_gb.filter(|&g| g > 0).map(|g| g.to_string()),
     );
+}
 
+/// The GPU and the accelerator, when the type has exactly one kind of each.
+fn devices(r: &mut Reqs, info: &InstanceTypeInfo) {
     let gpu = match info.gpus.as_slice() {
         [one] => Some(one),
         _ => None,
@@ -139,7 +164,10 @@ pub fn requirements(
         aws::INSTANCE_ACCELERATOR_COUNT,
         accel.as_ref().map(|a| a.2.to_string()),
     );
+}
 
+/// Hypervisor, encryption in transit, Nitro Enclaves, flex, tenancy and zone IDs.
+fn features(r: &mut Reqs, info: &InstanceTypeInfo, zones: &[Zone]) {
     // Empty for bare metal, as upstream (a node label with an empty value).
     r.is(aws::INSTANCE_HYPERVISOR, &info.hypervisor);
     r.is(
@@ -147,7 +175,9 @@ pub fn requirements(
         info.encryption_in_transit,
     );
     r.is(aws::NITRO_SANDBOX, info.nitro_enclaves);
-    let flex = fs.is_some_and(|(f, _)| f.contains("-flex"));
+    let flex = info
+        .family_and_size()
+        .is_some_and(|(f, _)| f.contains("-flex"));
     r.is(aws::INSTANCE_CAPABILITY_FLEX, flex);
     // Every type can run shared or on dedicated hardware; the claim's requirements pick one
     // at launch (shared unless they rule it out).
@@ -162,5 +192,4 @@ pub fn requirements(
     } else {
         r.any_of(aws::ZONE_ID, &ids);
     }
-    r.0
 }
