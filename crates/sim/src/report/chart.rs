@@ -40,26 +40,54 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// Where a time, a count and a price fall on the plot.
+struct Scales {
+    end: f64,
+    max_count: f64,
+    max_price: f64,
+}
+
+impl Scales {
+    fn of(r: &RunReport) -> Self {
+        let max_count = r
+            .samples
+            .iter()
+            .map(|s| s.nodes.max(s.pending_pods))
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        let max_price = r
+            .samples
+            .iter()
+            .map(|s| s.price_per_hour)
+            .fold(0.0, f64::max)
+            .max(0.01);
+        Scales {
+            end: r.duration.as_secs_f64().max(1.0),
+            max_count,
+            max_price,
+        }
+    }
+
+    fn x(&self, t: f64) -> f64 {
+        LEFT + t / self.end * (W - LEFT - RIGHT)
+    }
+
+    fn y_count(&self, v: f64) -> f64 {
+        let plot_h = H - TOP - BOTTOM;
+        TOP + plot_h - v / self.max_count * plot_h
+    }
+
+    fn y_price(&self, v: f64) -> f64 {
+        let plot_h = H - TOP - BOTTOM;
+        TOP + plot_h - v / self.max_price * plot_h
+    }
+}
+
 pub fn svg(r: &RunReport) -> String {
-    let end = r.duration.as_secs_f64().max(1.0);
+    let sc = Scales::of(r);
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
-    let max_count = r
-        .samples
-        .iter()
-        .map(|s| s.nodes.max(s.pending_pods))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let max_price = r
-        .samples
-        .iter()
-        .map(|s| s.price_per_hour)
-        .fold(0.0, f64::max)
-        .max(0.01);
-    let x = |t: f64| LEFT + t / end * plot_w;
-    let yc = |v: f64| TOP + plot_h - v / max_count * plot_h;
-    let yp = |v: f64| TOP + plot_h - v / max_price * plot_h;
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -76,13 +104,28 @@ pub fn svg(r: &RunReport) -> String {
         o,
         r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>"##
     );
+    ticks(&mut o, &sc);
+    series(&mut o, r, &sc);
+    let _ = writeln!(
+        o,
+        r##"<text x="{LEFT}" y="{:.1}" fill="#777" font-size="10">{}</text>"##,
+        H - 8.0,
+        escape(&r.spot_price_note)
+    );
+    o.push_str("</svg>\n");
+    o
+}
+
+/// Five ticks on each axis: the clock below, counts on the left, $/h on the right.
+fn ticks(o: &mut String, sc: &Scales) {
+    let plot_h = H - TOP - BOTTOM;
     for i in 0..=4 {
         let f = i as f64 / 4.0;
-        let t = end * f;
+        let t = sc.end * f;
         let _ = writeln!(
             o,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#555">{}</text>"##,
-            x(t),
+            sc.x(t),
             TOP + plot_h + 16.0,
             clock(std::time::Duration::from_secs_f64(t))
         );
@@ -90,32 +133,37 @@ pub fn svg(r: &RunReport) -> String {
             o,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#555">{:.0}</text>"##,
             LEFT - 6.0,
-            yc(max_count * f) + 4.0,
-            max_count * f
+            sc.y_count(sc.max_count * f) + 4.0,
+            sc.max_count * f
         );
         let _ = writeln!(
             o,
             r##"<text x="{:.1}" y="{:.1}" fill="#555">${:.3}</text>"##,
             W - RIGHT + 6.0,
-            yp(max_price * f) + 4.0,
-            max_price * f
+            sc.y_price(sc.max_price * f) + 4.0,
+            sc.max_price * f
         );
     }
+}
+
+/// Nodes, pending pods and $/h as step lines, each with its legend entry.
+fn series(o: &mut String, r: &RunReport, sc: &Scales) {
+    let x = |t| sc.x(t);
     let series: [(&str, &str, String); 3] = [
         (
             "nodes",
             "#1f77b4",
-            step_path(&r.samples, end, x, |s| yc(s.nodes as f64)),
+            step_path(&r.samples, sc.end, x, |s| sc.y_count(s.nodes as f64)),
         ),
         (
             "pending pods",
             "#d62728",
-            step_path(&r.samples, end, x, |s| yc(s.pending_pods as f64)),
+            step_path(&r.samples, sc.end, x, |s| sc.y_count(s.pending_pods as f64)),
         ),
         (
             "$/h",
             "#2ca02c",
-            step_path(&r.samples, end, x, |s| yp(s.price_per_hour)),
+            step_path(&r.samples, sc.end, x, |s| sc.y_price(s.price_per_hour)),
         ),
     ];
     for (i, (name, color, d)) in series.iter().enumerate() {
@@ -132,12 +180,4 @@ pub fn svg(r: &RunReport) -> String {
             lx + 20.0
         );
     }
-    let _ = writeln!(
-        o,
-        r##"<text x="{LEFT}" y="{:.1}" fill="#777" font-size="10">{}</text>"##,
-        H - 8.0,
-        escape(&r.spot_price_note)
-    );
-    o.push_str("</svg>\n");
-    o
 }
