@@ -4,7 +4,7 @@
 //! command that builds and binds the ephemeral-storage array.
 
 use super::toml::{self, Table, Value};
-use super::{BootstrapInput, UserDataError};
+use super::{BootstrapInput, KubeletSettings, UserDataError};
 
 fn str_table(m: &std::collections::BTreeMap<String, String>) -> Value {
     Value::Table(
@@ -52,11 +52,43 @@ pub(super) fn script(input: &BootstrapInput) -> Result<String, UserDataError> {
     if let Some(ca) = &input.ca_bundle {
         k8s.insert("cluster-certificate".into(), s(ca));
     }
-    let k = &input.kubelet;
+    kubelet(k8s, &input.kubelet, input.dns_ip());
+    if !input.labels.is_empty() {
+        let labels = subtable(k8s, "node-labels", "settings.kubernetes.")?;
+        for (key, v) in &input.labels {
+            labels.insert(key.clone(), s(v));
+        }
+    }
+
+    let mut taints = Table::new();
+    for t in &input.taints {
+        let entry = taints
+            .entry(t.key.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(items) = entry {
+            items.push(s(&format!("{}:{}", t.value, t.effect.as_str())));
+        }
+    }
+    if taints.is_empty() {
+        k8s.remove("node-taints");
+    } else {
+        k8s.insert("node-taints".into(), Value::Table(taints));
+    }
+
+    if input.instance_store_raid0 {
+        mount_instance_storage(&mut root)?;
+    }
+    Ok(toml::render(&root))
+}
+
+/// The kubelet's settings Bottlerocket takes under `settings.kubernetes`, with the cluster's
+/// DNS address.
+fn kubelet(k8s: &mut Table, k: &KubeletSettings, dns_ip: Option<&str>) {
+    let s = |v: &str| Value::String(v.to_string());
     if let Some(n) = k.max_pods {
         k8s.insert("max-pods".into(), Value::Integer(n));
     }
-    if let Some(dns) = input.dns_ip() {
+    if let Some(dns) = dns_ip {
         k8s.insert("cluster-dns-ip".into(), s(dns));
     }
     for (name, m) in [
@@ -83,55 +115,36 @@ pub(super) fn script(input: &BootstrapInput) -> Result<String, UserDataError> {
     if let Some(b) = k.cpu_cfs_quota {
         k8s.insert("cpu-cfs-quota-enforced".into(), Value::Boolean(b));
     }
+}
 
-    if !input.labels.is_empty() {
-        let labels = subtable(k8s, "node-labels", "settings.kubernetes.")?;
-        for (key, v) in &input.labels {
-            labels.insert(key.clone(), s(v));
-        }
-    }
-
-    let mut taints = Table::new();
-    for t in &input.taints {
-        let entry = taints
-            .entry(t.key.clone())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(items) = entry {
-            items.push(s(&format!("{}:{}", t.value, t.effect.as_str())));
-        }
-    }
-    if taints.is_empty() {
-        k8s.remove("node-taints");
-    } else {
-        k8s.insert("node-taints".into(), Value::Table(taints));
-    }
-
-    if input.instance_store_raid0 {
-        let settings = subtable(&mut root, "settings", "")?;
-        let commands = subtable(settings, "bootstrap-commands", "settings.")?;
-        let mount: Table = [
-            (
-                "commands".to_string(),
-                Value::Array(vec![
-                    strings(&["apiclient", "ephemeral-storage", "init"]),
-                    strings(&[
-                        "apiclient",
-                        "ephemeral-storage",
-                        "bind",
-                        "--dirs",
-                        "/var/lib/containerd",
-                        "/var/lib/kubelet",
-                        "/var/log/pods",
-                    ]),
+/// The bootstrap command that puts containerd's, the kubelet's and the pods' logs on the
+/// instance store, in RAID 0 (`instanceStorePolicy: RAID0`).
+fn mount_instance_storage(root: &mut Table) -> Result<(), UserDataError> {
+    let s = |v: &str| Value::String(v.to_string());
+    let settings = subtable(root, "settings", "")?;
+    let commands = subtable(settings, "bootstrap-commands", "settings.")?;
+    let mount: Table = [
+        (
+            "commands".to_string(),
+            Value::Array(vec![
+                strings(&["apiclient", "ephemeral-storage", "init"]),
+                strings(&[
+                    "apiclient",
+                    "ephemeral-storage",
+                    "bind",
+                    "--dirs",
+                    "/var/lib/containerd",
+                    "/var/lib/kubelet",
+                    "/var/log/pods",
                 ]),
-            ),
-            ("mode".to_string(), s("always")),
-            ("essential".to_string(), Value::Boolean(true)),
-        ]
-        .into();
-        commands.insert("000-mount-instance-storage".into(), Value::Table(mount));
-    }
-    Ok(toml::render(&root))
+            ]),
+        ),
+        ("mode".to_string(), s("always")),
+        ("essential".to_string(), Value::Boolean(true)),
+    ]
+    .into();
+    commands.insert("000-mount-instance-storage".into(), Value::Table(mount));
+    Ok(())
 }
 
 #[cfg(test)]
