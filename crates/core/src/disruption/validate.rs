@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::budgets::allowed_disruptions;
-use super::candidates::{Candidate, MethodClass, budget_node_counts, select_only};
+use super::candidates::{Candidate, MethodClass, Selection, budget_node_counts, select_only};
 use super::command::{Command, Method};
 use super::consolidation;
 use super::drift::drift_reason;
@@ -100,7 +100,17 @@ pub fn validate(
     };
     let names: Vec<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
     let selection = select_only(fresh, class, &names);
-    let mut current: Vec<&Candidate<'_>> = Vec::new();
+    let current = still_candidates(command, &selection)?;
+    within_budgets(command, fresh, &current)?;
+    still_holds(command, fresh, simulator, &current)
+}
+
+/// The command's nodes as candidates again; the first that is blocked now or gone fails.
+fn still_candidates<'s, 'a>(
+    command: &Command,
+    selection: &'s Selection<'a>,
+) -> Result<Vec<&'s Candidate<'a>>, Invalid> {
+    let mut current = Vec::new();
     for t in &command.targets {
         if let Some((_, b)) = selection.blocked.iter().find(|(n, _)| n == &t.node) {
             return Err(Invalid::NoLongerCandidate {
@@ -118,8 +128,15 @@ pub fn validate(
             }
         }
     }
+    Ok(current)
+}
 
-    // Budgets: the command's nodes per pool must still fit what the pool allows.
+/// The command's nodes per NodePool still fit what the pool's budgets allow now.
+fn within_budgets(
+    command: &Command,
+    fresh: &Snapshot,
+    current: &[&Candidate<'_>],
+) -> Result<(), Invalid> {
     let reason = command
         .method
         .budget_reason()
@@ -139,7 +156,18 @@ pub fn validate(
             });
         }
     }
+    Ok(())
+}
 
+/// What made the command still holds: its nodes are empty (emptiness), drifted and their
+/// pods placed (drift), or the consolidation's simulation and the cluster's scheduler still
+/// agree on it.
+fn still_holds(
+    command: &Command,
+    fresh: &Snapshot,
+    simulator: &dyn Simulator,
+    current: &[&Candidate<'_>],
+) -> Result<(), Invalid> {
     match command.method {
         Method::Emptiness => match current.iter().find(|c| !c.is_empty()) {
             Some(c) => Err(Invalid::NoLongerEmpty {
@@ -148,7 +176,7 @@ pub fn validate(
             None => Ok(()),
         },
         Method::Drift => {
-            for c in &current {
+            for c in current {
                 let its = fresh
                     .instance_types
                     .get(&c.nodepool.name)
@@ -172,7 +200,7 @@ pub fn validate(
             }
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
-            let job = consolidation::job(&current);
+            let job = consolidation::job(current);
             let sim = simulator.simulate(fresh, Purpose::Consolidation, &job.without, &job.pods);
             same_outcome(command, &sim)?;
             // The cluster's scheduler, not the simulation, places the pods once they move.
