@@ -1,11 +1,13 @@
-//! `nodewright bench controller`: the controller's own loops (provisioner, NodeClaim
-//! lifecycle, termination, pod events, disruption) against the in-memory API server and the
-//! simulated cloud on a paused clock. A node agent registers instances as the simulated
-//! cloud's agent does in a cluster, and a stand-in for kube-scheduler binds each pending pod
-//! to the node of the claim it was nominated to. Pods of four Deployments arrive at a steady
-//! rate; the bench reports how long until every pod had a claim and a node, what the
-//! controller wrote, and what it cost in wall time, CPU time and memory. Then half the pods
-//! go, and it reports how long consolidation took to settle.
+//! `nodewright bench controller`: the controller's loops, started by `run::spawn_all` as
+//! `nodewright controller` starts them and running on their own cadences, against the
+//! in-memory API server and the simulated cloud on a paused clock. Only the world around them
+//! is stepped, every 100 ms of virtual time: a node agent registers instances as the simulated
+//! cloud's agent does in a cluster, a stand-in for kube-scheduler binds each pending pod to
+//! the node of the claim it was nominated to, and stand-in ReplicaSets replace evicted pods.
+//! Pods of four Deployments arrive at a steady rate; the bench reports how long until every
+//! pod had a claim and a node, what the controller wrote, and what it cost in wall time, CPU
+//! time and memory. Then half the pods go, and it reports how long consolidation took to
+//! settle.
 
 mod trace;
 
@@ -16,27 +18,24 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use nodewright_cloud::CloudProvider;
 use nodewright_cloud_sim::kwok::{self, Action};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::clock::Clock;
 use nodewright_controller::context;
 use nodewright_controller::disruption::Disruptor;
 use nodewright_controller::events::{Event, EventSink, Recorded};
-use nodewright_controller::lifecycle::Lifecycle;
 use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
-use nodewright_controller::podevents::PodEvents;
-use nodewright_controller::provisioner::{Provisioner, Trigger};
+use nodewright_controller::run::spawn_all;
+use nodewright_controller::settings::Settings;
 use nodewright_controller::state::conditions::ConditionObserver;
 use nodewright_controller::state::gauges::{self, PodStartup};
 use nodewright_controller::state::{ClusterState, Kind, Object, SharedState, WatchEvent, lock};
-use nodewright_controller::termination::Termination;
-use nodewright_controller::write::KubeWriter;
+use nodewright_controller::supervise::Supervisor;
 use nodewright_controller::write::counting::CountingWriter;
-use nodewright_core::cadence::{BatchWindow, DisruptionCadence, DisruptionTimings};
 use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use super::procstat::{cpu_time, memory, mib};
 
@@ -144,6 +143,20 @@ fn pod_json(name: &str, d: &Deploy, node: Option<&str>) -> Value {
     p
 }
 
+/// The NodeClass the pool names, as a cluster has it (the status loop reconciles it).
+fn nodeclass_json() -> Value {
+    json!({
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+        "metadata": {"name": "default", "uid": "nc-default"},
+        "spec": {
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "role": "node-role",
+            "subnetSelectorTerms": [{"tags": {"demo": "true"}}],
+            "securityGroupSelectorTerms": [{"tags": {"demo": "true"}}]
+        }
+    })
+}
+
 fn nodepool_json() -> Value {
     json!({
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
@@ -178,30 +191,6 @@ impl EventSink for CountingEvents {
             .unwrap_or_else(|p| p.into_inner())
             .entry(event.reason)
             .or_default() += 1;
-    }
-}
-
-/// Wall time spent inside each controller loop.
-#[derive(Default)]
-struct Meter {
-    wall: BTreeMap<&'static str, (Duration, u64)>,
-}
-
-impl Meter {
-    fn add(&mut self, name: &'static str, started: Instant) {
-        let e = self.wall.entry(name).or_default();
-        e.0 += started.elapsed();
-        e.1 += 1;
-    }
-
-    fn total(&self) -> Duration {
-        self.wall.values().map(|(d, _)| *d).sum()
-    }
-
-    fn print(&self) {
-        for (name, (d, n)) in &self.wall {
-            println!("    {name:<12} {:>9.3} s over {n} call(s)", d.as_secs_f64());
-        }
     }
 }
 
@@ -342,6 +331,17 @@ impl World {
         gone.len()
     }
 
+    /// Every other pod deleted, as a scale-down of each Deployment would; returns how many.
+    fn delete_every_other(&mut self) -> usize {
+        let victims: Vec<String> = self.pods.keys().step_by(2).cloned().collect();
+        for v in &victims {
+            let _ = self.api.delete(Kind::Pod, &format!("default/{v}"));
+            self.pods.remove(v);
+            self.bound.remove(v);
+        }
+        victims.len()
+    }
+
     fn unbound(&self) -> usize {
         self.pods.len() - self.bound.len()
     }
@@ -351,75 +351,126 @@ fn kwok_registration_delay() -> Duration {
     kwok::AgentConfig::default().registration_delay
 }
 
+/// How often the world moves: pods arrive, kubelets register, kube-scheduler binds.
 const TICK: Duration = Duration::from_millis(100);
 
-struct Loops {
-    provisioner: Provisioner,
-    trigger: Trigger,
-    lifecycle: Lifecycle,
-    termination: Termination,
-    pod_events: PodEvents,
-    disruptor: Disruptor,
-    cadence: DisruptionCadence,
-    metrics: Arc<Metrics>,
-    startup: PodStartup,
-    conditions: ConditionObserver,
+/// The cluster-state metrics `run` keeps beside its servers (pod startup and status
+/// conditions every second, the gauges every five). `spawn_all` does not start them, and
+/// `run`'s loop reads the system clock, so the bench keeps them here, on the virtual one.
+fn spawn_state_metrics(loops: &mut Supervisor, ctx: &context::Context) {
+    let (state, metrics, clock) = (ctx.state.clone(), ctx.metrics.clone(), ctx.clock);
+    loops.spawn("cluster state metrics", move || {
+        let (state, metrics) = (state.clone(), metrics.clone());
+        async move {
+            let mut startup = PodStartup::default();
+            let mut conditions = ConditionObserver::default();
+            for second in 0u64.. {
+                {
+                    let s = lock(&state);
+                    let now = clock.now();
+                    startup.observe(&s, &metrics);
+                    conditions.observe(&s, &metrics, now);
+                    if second.is_multiple_of(5) {
+                        gauges::set_all(&s, &metrics);
+                        conditions.refresh(&metrics, now);
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    });
 }
 
-impl Loops {
-    /// One tick: the provisioner's trigger every tick, the per-object loops every second;
-    /// `disrupt` adds the disruption loop. Returns the claims created.
-    async fn tick(
-        &mut self,
-        world: &mut World,
-        meter: &mut Meter,
-        tick: u64,
-        disrupt: bool,
-    ) -> usize {
-        let mut created = 0;
-        let t = Instant::now();
-        let due = self.trigger.due(&world.state, world.clock.now());
-        meter.add("trigger", t);
-        if due {
-            let t = Instant::now();
-            if let Some(p) = self.provisioner.pass(&mut self.trigger).await {
-                created = p.created.len();
-            }
-            meter.add("provisioner", t);
+/// Per controller, the sum (seconds) and count of `controller_runtime_reconcile_time_seconds`.
+type Reconciled = BTreeMap<String, (f64, u64)>;
+
+/// The value of the label `key` in a sample's `labels` (`a="x",b="y"`).
+fn label(labels: &str, key: &str) -> String {
+    labels
+        .split(',')
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=\"")))
+        .map(|v| v.trim_end_matches('"').to_string())
+        .unwrap_or_default()
+}
+
+/// The samples of `family` (`name{labels} value`) in the metrics text, as (labels, value).
+fn samples<'a>(text: &'a str, family: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
+    text.lines().filter_map(move |line| {
+        line.strip_prefix(family)?
+            .strip_prefix('{')?
+            .rsplit_once("} ")
+    })
+}
+
+/// The wall time of every pass of every loop, as the controller measures it for
+/// controller-runtime's dashboard.
+fn reconcile_times(metrics: &Metrics) -> Reconciled {
+    const FAMILY: &str = "controller_runtime_reconcile_time_seconds";
+    let text = metrics.encode();
+    let mut out = Reconciled::new();
+    for (labels, v) in samples(&text, &format!("{FAMILY}_sum")) {
+        out.entry(label(labels, "controller")).or_default().0 += v.parse::<f64>().unwrap_or(0.0);
+    }
+    for (labels, v) in samples(&text, &format!("{FAMILY}_count")) {
+        out.entry(label(labels, "controller")).or_default().1 += v.parse::<u64>().unwrap_or(0);
+    }
+    out
+}
+
+/// A phase's cost from its start: wall time, the process's CPU time, the loops' passes.
+struct Cost {
+    wall: Instant,
+    cpu: Duration,
+    reconciled: Reconciled,
+}
+
+struct Spent {
+    wall: Duration,
+    cpu: Duration,
+    reconciled: Reconciled,
+}
+
+impl Cost {
+    fn start(metrics: &Metrics) -> Cost {
+        Cost {
+            wall: Instant::now(),
+            cpu: cpu_time("self"),
+            reconciled: reconcile_times(metrics),
         }
-        if tick.is_multiple_of(10) {
-            let t = Instant::now();
-            self.lifecycle.reconcile_all().await;
-            meter.add("lifecycle", t);
-            let t = Instant::now();
-            self.termination.reconcile_all().await;
-            meter.add("termination", t);
-            let t = Instant::now();
-            self.pod_events.pass().await;
-            meter.add("pod events", t);
-            if disrupt {
-                let t = Instant::now();
-                self.disruptor.step(&mut self.cadence).await;
-                meter.add("disruption", t);
-            }
-            // The state loop of `run`: pod startup and status conditions every second, the
-            // gauges every five.
-            let t = Instant::now();
-            {
-                let s = lock(&world.state);
-                let now = world.clock.now();
-                self.startup.observe(&s, &self.metrics);
-                self.conditions.observe(&s, &self.metrics, now);
-                if tick.is_multiple_of(50) {
-                    gauges::set_all(&s, &self.metrics);
-                    self.conditions.refresh(&self.metrics, now);
-                }
-            }
-            meter.add("gauges", t);
-            world.agent();
-            world.schedule();
+    }
+
+    fn stop(self, metrics: &Metrics) -> Spent {
+        let reconciled = reconcile_times(metrics)
+            .into_iter()
+            .map(|(c, (s, n))| {
+                let (s0, n0) = self.reconciled.get(&c).copied().unwrap_or_default();
+                (c, (s - s0, n - n0))
+            })
+            .filter(|(_, (_, n))| *n > 0)
+            .collect();
+        Spent {
+            wall: self.wall.elapsed(),
+            cpu: cpu_time("self").saturating_sub(self.cpu),
+            reconciled,
         }
-        created
+    }
+}
+
+impl Spent {
+    /// Wall and CPU time, then each loop's reconcile time, busiest first. A pass that waits
+    /// (an API round trip, a cloud call) goes on counting while the other loops run on the
+    /// one thread, so the loops' times overlap and may add up to more than the wall time.
+    fn print(&self) {
+        println!(
+            "  wall {:.2} s, cpu {:.2} s; reconcile time by controller (wall, overlapping):",
+            self.wall.as_secs_f64(),
+            self.cpu.as_secs_f64()
+        );
+        let mut by_time: Vec<_> = self.reconciled.iter().collect();
+        by_time.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+        for (c, (s, n)) in by_time {
+            println!("    {c:<36} {s:>9.3} s over {n} pass(es)");
+        }
     }
 }
 
@@ -448,19 +499,22 @@ fn state_bytes_per_object(objects: Vec<Object>) -> f64 {
     after.saturating_sub(before) as f64 / n as f64
 }
 
-async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
-    let n = args.pods;
-    let pod_bytes = state_bytes_per_object(
-        (0..n)
-            .map(|i| {
-                let d = &DEPLOYS[deploy_of(i, args.spread_percent)];
-                let name = format!("{}-{i:06}", d.name);
-                Object::from_value(Kind::Pod, pod_json(&name, d, Some("ip-10-0-0-1")))
-                    .map_err(|e| anyhow::anyhow!(e))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?,
-    );
+/// What the phases share: the world, what the report reads of the controller, the clock.
+struct Bench {
+    world: World,
+    counting: Arc<CountingWriter>,
+    metrics: Arc<Metrics>,
+    events: Arc<CountingEvents>,
+    disruptor: Arc<Disruptor>,
+    clock: Clock,
+    max: Duration,
+}
 
+/// The controller as `nodewright controller` starts it (`spawn_all`, leading) against the
+/// in-memory API server, through a writer that counts and delays each request, with the
+/// simulated cloud behind it; the world around it holds only the NodeClass and NodePool.
+/// The loops run while the supervisor and the leader's sender returned are held.
+fn start(args: &ControllerArgs) -> anyhow::Result<(Bench, Supervisor, watch::Sender<bool>)> {
     let state = ClusterState::shared();
     let clock = Clock::starting_at(Timestamp(1_717_200_000_000));
     let api = Arc::new(MemoryApi::new(state.clone(), clock));
@@ -469,37 +523,27 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     let counting = Arc::new(
         CountingWriter::new(api.clone()).with_latency(Duration::from_millis(args.api_latency_ms)),
     );
-    let writer: Arc<dyn KubeWriter> = counting.clone();
-    let cloud: Arc<dyn CloudProvider> = sim.clone();
     let metrics = Arc::new(Metrics::new());
     let events = Arc::new(CountingEvents::default());
-    // Counted behind upstream's dedupe and rate limit: what a cluster's API would receive.
-    let sink: Arc<dyn EventSink> = Arc::new(Recorded::new(events.clone()));
     let ctx = context::Context {
         state: state.clone(),
-        writer: writer.clone(),
-        cloud: cloud.clone(),
+        writer: counting.clone(),
+        cloud: sim.clone(),
         clock,
         metrics: metrics.clone(),
-        events: sink.clone(),
+        // Counted behind upstream's dedupe and rate limit: what a cluster's API would receive.
+        events: Arc::new(Recorded::new(events.clone())),
     };
-    let mut loops = Loops {
-        provisioner: Provisioner::new(&ctx),
-        trigger: Trigger::new(BatchWindow::default()),
-        lifecycle: Lifecycle::new(&ctx),
-        termination: Termination::new(&ctx),
-        pod_events: PodEvents::new(&ctx),
-        disruptor: Disruptor::new(&ctx),
-        cadence: DisruptionCadence::new(DisruptionTimings::default(), clock.now()),
-        metrics: metrics.clone(),
-        startup: PodStartup::default(),
-        conditions: ConditionObserver::default(),
-    };
+    api.put_value(Kind::NodeClass, nodeclass_json());
     api.put_value(Kind::NodePool, nodepool_json());
     api.mark_synced();
-    let mut world = World {
-        api: api.clone(),
-        state: state.clone(),
+    let mut loops = Supervisor::new();
+    let (leading, leader) = watch::channel(true);
+    let disruptor = spawn_all(&mut loops, &ctx, &Settings::default(), leader, None);
+    spawn_state_metrics(&mut loops, &ctx);
+    let world = World {
+        api,
+        state,
         sim,
         clock,
         spread_percent: args.spread_percent,
@@ -508,205 +552,247 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
         next: 0,
         registered: BTreeSet::new(),
     };
-    let max = Duration::from_secs(args.max_minutes * 60);
-
-    // Scale-up.
-    let per_tick = (args.arrival_rate / 10).max(1);
-    let started = clock.now();
-    let wall = Instant::now();
-    let cpu = cpu_time("self");
-    let mut meter = Meter::default();
-    let mut claims = 0;
-    let mut last_claim = started;
-    let mut last_pod = started;
-    let mut tick = 0u64;
-    loop {
-        for _ in 0..per_tick {
-            if world.next < n {
-                world.create_next();
-                last_pod = clock.now();
-            }
-        }
-        let c = loops.tick(&mut world, &mut meter, tick, false).await;
-        if c > 0 {
-            claims += c;
-            last_claim = clock.now();
-        }
-        if world.next == n && world.unbound() == 0 {
-            break;
-        }
-        if clock.now().since(started) > max {
-            break;
-        }
-        tokio::time::advance(TICK).await;
-        tick += 1;
-    }
-    let up_virtual = clock.now().since(started);
-    let up_wall = wall.elapsed();
-    let up_cpu = cpu_time("self").saturating_sub(cpu);
-    let (rss_up, _) = memory("self");
-    let (nodes, node_claims) = {
-        let s = lock(&state);
-        (s.nodes.len(), s.nodeclaims.len())
+    let bench = Bench {
+        world,
+        counting,
+        metrics,
+        events,
+        disruptor,
+        clock,
+        max: Duration::from_secs(args.max_minutes * 60),
     };
-    // Per node: the Node and its NodeClaim, copied under new names up to a few thousand so
-    // the growth shows above the allocator's noise.
-    let node_bytes = {
-        let objects: Vec<Object> = {
-            let s = lock(&state);
-            let pairs: Vec<_> = s
-                .nodeclaims
-                .values()
-                .filter_map(|c| {
-                    let node = c.status.as_ref()?.node_name.as_ref()?;
-                    Some((s.nodes.get(node)?, c))
-                })
-                .collect();
-            let copies = if pairs.is_empty() {
-                0
-            } else {
-                4000usize.div_ceil(pairs.len())
-            };
-            let mut out = Vec::new();
-            for k in 0..copies {
-                for (n, c) in &pairs {
-                    let mut n = (*n).clone();
-                    let mut c = (*c).clone();
-                    n.metadata.name = n.metadata.name.map(|x| format!("{x}-{k}"));
-                    c.metadata.name = c.metadata.name.map(|x| format!("{x}-{k}"));
-                    out.push(Object::Node(Box::new(n)));
-                    out.push(Object::NodeClaim(Box::new(c)));
+    Ok((bench, loops, leading))
+}
+
+/// How the scale-up went, in virtual time from its start.
+struct Up {
+    started: Timestamp,
+    last_pod: Timestamp,
+    last_claim: Timestamp,
+    claims: u64,
+    spent: Spent,
+}
+
+impl Bench {
+    fn claims_created(&self) -> u64 {
+        self.counting
+            .counts()
+            .get("create nodeclaims")
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// `n` pods arrive at `rate` a second while the world moves every tick and the loops run
+    /// between ticks, until every pod is bound or `max` of virtual time has passed.
+    async fn scale_up(&mut self, n: usize, rate: usize) -> Up {
+        let per_tick = (rate / 10).max(1);
+        let started = self.clock.now();
+        let cost = Cost::start(&self.metrics);
+        let (mut last_pod, mut last_claim, mut claims) = (started, started, 0);
+        loop {
+            for _ in 0..per_tick {
+                if self.world.next < n {
+                    self.world.create_next();
+                    last_pod = self.clock.now();
                 }
             }
-            out
-        };
-        state_bytes_per_object(objects) * 2.0
-    };
-    let empty_nodes = {
-        let s = lock(&state);
-        let used: BTreeSet<&str> = s
-            .pods
-            .values()
-            .filter_map(|p| p.node_name.as_deref())
-            .collect();
-        s.nodes
-            .keys()
-            .filter(|k| !used.contains(k.as_str()))
-            .count()
-    };
-
-    println!(
-        "bench controller: {n} pods at {} per second, {}% with a zone spread, {} ms per API write",
-        args.arrival_rate, args.spread_percent, args.api_latency_ms
-    );
-    println!("scale-up");
-    println!(
-        "  pods created in      {:.1} s virtual",
-        last_pod.since(started).as_secs_f64()
-    );
-    println!(
-        "  all claims created   {:.1} s virtual after the first pod ({claims} claims)",
-        last_claim.since(started).as_secs_f64()
-    );
-    println!(
-        "  all pods bound       {:.1} s virtual ({} of {n} bound)",
-        up_virtual.as_secs_f64(),
-        world.bound.len()
-    );
-    println!("  nodes                {nodes} ({node_claims} claims, {empty_nodes} without pods)");
-    println!(
-        "  wall {:.2} s, cpu {:.2} s, controller loops {:.2} s:",
-        up_wall.as_secs_f64(),
-        up_cpu.as_secs_f64(),
-        meter.total().as_secs_f64()
-    );
-    meter.print();
-    let writes_up = counting.counts();
-    print_counts("  API writes", &writes_up);
-    let events_up = events
-        .by_reason
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
-    print_counts("  events", &events_up);
-    print_cloud_calls(&metrics);
-    println!(
-        "  memory: RSS {:.0} MiB; index {:.1} KiB per pod, {:.1} KiB per node (Node + NodeClaim)",
-        mib(rss_up),
-        pod_bytes / 1024.0,
-        node_bytes / 1024.0
-    );
-
-    let mut failed = world.unbound() > 0 || empty_nodes > 0;
-    if !args.no_scale_down {
-        // Scale-down: every other pod goes.
-        let victims: Vec<String> = world.pods.keys().step_by(2).cloned().collect();
-        for v in &victims {
-            let _ = api.delete(Kind::Pod, &format!("default/{v}"));
-            world.pods.remove(v);
-            world.bound.remove(v);
+            self.world.agent();
+            self.world.schedule();
+            let created = self.claims_created();
+            if created != claims {
+                claims = created;
+                last_claim = self.clock.now();
+            }
+            let done = self.world.next == n && self.world.unbound() == 0;
+            if done || self.clock.now().since(started) > self.max {
+                break;
+            }
+            tokio::time::sleep(TICK).await;
         }
-        let started = clock.now();
-        let wall = Instant::now();
-        let cpu = cpu_time("self");
-        let mut meter = Meter::default();
-        let writes_before = counting.total();
-        let mut last_write = started;
-        let mut last_total = writes_before;
+        Up {
+            started,
+            last_pod,
+            last_claim,
+            claims,
+            spent: cost.stop(&self.metrics),
+        }
+    }
+
+    /// Every other pod goes; the world moves every tick (the ReplicaSets replace evicted pods
+    /// every second) until the controller has not written for two minutes, every pod is
+    /// bound and no disruption command runs, or `max` of virtual time has passed.
+    async fn scale_down(&mut self, print_trace: bool, nodes: usize) {
+        let victims = self.world.delete_every_other();
+        let started = self.clock.now();
+        let cost = Cost::start(&self.metrics);
+        let writes_before = self.counting.counts();
+        let (mut last_write, mut last_total) = (started, self.counting.total());
         let mut replaced = 0;
-        let mut tick = 0u64;
-        loops.disruptor.journal.enable();
-        let mut trace = trace::Trace::new(args.trace_disruption, started);
-        loop {
-            loops.tick(&mut world, &mut meter, tick, true).await;
+        self.disruptor.journal.enable();
+        let mut trace = trace::Trace::new(print_trace, started);
+        for tick in 0u64.. {
+            self.world.agent();
+            self.world.schedule();
             if tick.is_multiple_of(10) {
-                replaced += world.replace_evicted();
-                let s = lock(&state);
-                trace.observe(loops.disruptor.journal.take(), &s);
-                trace.watch_claims(&s, clock.now());
+                replaced += self.world.replace_evicted();
             }
-            let total = counting.total();
+            {
+                let s = lock(&self.world.state);
+                trace.observe(self.disruptor.journal.take(), &s);
+                trace.watch_claims(&s, self.clock.now());
+            }
+            let total = self.counting.total();
             if total != last_total {
-                last_total = total;
-                last_write = clock.now();
+                (last_total, last_write) = (total, self.clock.now());
             }
-            let quiet = clock.now().since(last_write) >= Duration::from_secs(120);
-            if quiet && world.unbound() == 0 && loops.disruptor.running().is_empty() {
+            let quiet = self.clock.now().since(last_write) >= Duration::from_secs(120);
+            let settled = quiet && self.world.unbound() == 0 && self.disruptor.running().is_empty();
+            if settled || self.clock.now().since(started) > self.max {
                 break;
             }
-            if clock.now().since(started) > max {
-                break;
-            }
-            tokio::time::advance(TICK).await;
-            tick += 1;
+            tokio::time::sleep(TICK).await;
         }
-        let nodes_after = lock(&state).nodes.len();
-        let (_, hwm) = memory("self");
-        println!("scale-down ({} pods deleted)", victims.len());
+        let spent = cost.stop(&self.metrics);
+        let nodes_after = lock(&self.world.state).nodes.len();
+        println!("scale-down ({victims} pods deleted)");
         println!(
             "  settled              {:.1} s virtual after the delete (last write), {nodes} -> {nodes_after} nodes, {replaced} pods evicted and recreated",
             last_write.since(started).as_secs_f64()
         );
-        println!(
-            "  wall {:.2} s, cpu {:.2} s, controller loops {:.2} s:",
-            wall.elapsed().as_secs_f64(),
-            cpu_time("self").saturating_sub(cpu).as_secs_f64(),
-            meter.total().as_secs_f64()
-        );
-        meter.print();
+        spent.print();
         trace.print_summary();
-        let after = counting.counts();
-        let delta: BTreeMap<&str, u64> = after
+        let delta: BTreeMap<&str, u64> = self
+            .counting
+            .counts()
             .iter()
-            .map(|(k, v)| (*k, v - writes_up.get(k).copied().unwrap_or(0)))
+            .map(|(k, v)| (*k, v - writes_before.get(k).copied().unwrap_or(0)))
             .filter(|(_, v)| *v > 0)
             .collect();
         print_counts("  API writes", &delta);
-        println!("peak RSS {:.0} MiB", mib(hwm));
-        failed |= world.unbound() > 0;
+        println!("peak RSS {:.0} MiB", mib(memory("self").1));
+    }
+}
+
+/// Per node, the index's growth for a Node and its NodeClaim: the cluster's pairs copied
+/// under new names up to a few thousand, so the growth shows above the allocator's noise.
+fn node_bytes(state: &SharedState) -> f64 {
+    let objects: Vec<Object> = {
+        let s = lock(state);
+        let pairs: Vec<_> = s
+            .nodeclaims
+            .values()
+            .filter_map(|c| {
+                let node = c.status.as_ref()?.node_name.as_ref()?;
+                Some((s.nodes.get(node)?, c))
+            })
+            .collect();
+        let copies = if pairs.is_empty() {
+            0
+        } else {
+            4000usize.div_ceil(pairs.len())
+        };
+        let mut out = Vec::new();
+        for k in 0..copies {
+            for (n, c) in &pairs {
+                let mut n = (*n).clone();
+                let mut c = (*c).clone();
+                n.metadata.name = n.metadata.name.map(|x| format!("{x}-{k}"));
+                c.metadata.name = c.metadata.name.map(|x| format!("{x}-{k}"));
+                out.push(Object::Node(Box::new(n)));
+                out.push(Object::NodeClaim(Box::new(c)));
+            }
+        }
+        out
+    };
+    state_bytes_per_object(objects) * 2.0
+}
+
+/// Nodes no pod is bound to.
+fn empty_nodes(state: &SharedState) -> usize {
+    let s = lock(state);
+    let used: BTreeSet<&str> = s
+        .pods
+        .values()
+        .filter_map(|p| p.node_name.as_deref())
+        .collect();
+    s.nodes
+        .keys()
+        .filter(|k| !used.contains(k.as_str()))
+        .count()
+}
+
+impl Bench {
+    /// The scale-up's report; returns the nodes, and how many of them have no pods.
+    fn print_scale_up(&self, args: &ControllerArgs, up: &Up, pod_bytes: f64) -> (usize, usize) {
+        let state = &self.world.state;
+        let (rss_up, _) = memory("self");
+        let (nodes, node_claims) = {
+            let s = lock(state);
+            (s.nodes.len(), s.nodeclaims.len())
+        };
+        let (node_bytes, empty_nodes) = (node_bytes(state), empty_nodes(state));
+        let secs = |t: Timestamp| t.since(up.started).as_secs_f64();
+        println!(
+            "bench controller: {} pods at {} per second, {}% with a zone spread, {} ms per API write",
+            args.pods, args.arrival_rate, args.spread_percent, args.api_latency_ms
+        );
+        println!("scale-up");
+        println!("  pods created in      {:.1} s virtual", secs(up.last_pod));
+        println!(
+            "  all claims created   {:.1} s virtual after the first pod ({} claims)",
+            secs(up.last_claim),
+            up.claims
+        );
+        println!(
+            "  all pods bound       {:.1} s virtual ({} of {} bound)",
+            secs(self.clock.now()),
+            self.world.bound.len(),
+            args.pods
+        );
+        println!(
+            "  nodes                {nodes} ({node_claims} claims, {empty_nodes} without pods)"
+        );
+        up.spent.print();
+        print_counts("  API writes", &self.counting.counts());
+        let events = self
+            .events
+            .by_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        print_counts("  events", &events);
+        print_cloud_calls(&self.metrics);
+        println!(
+            "  memory: RSS {:.0} MiB; index {:.1} KiB per pod, {:.1} KiB per node (Node + NodeClaim)",
+            mib(rss_up),
+            pod_bytes / 1024.0,
+            node_bytes / 1024.0
+        );
+        (nodes, empty_nodes)
+    }
+}
+
+async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
+    let pod_bytes = state_bytes_per_object(
+        (0..args.pods)
+            .map(|i| {
+                let d = &DEPLOYS[deploy_of(i, args.spread_percent)];
+                let name = format!("{}-{i:06}", d.name);
+                Object::from_value(Kind::Pod, pod_json(&name, d, Some("ip-10-0-0-1")))
+                    .map_err(|e| anyhow::anyhow!(e))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?,
+    );
+    let (mut bench, _loops, _leading) = start(&args)?;
+    let up = bench.scale_up(args.pods, args.arrival_rate).await;
+    let (nodes, empty_nodes) = bench.print_scale_up(&args, &up, pod_bytes);
+    let mut failed = bench.world.unbound() > 0 || empty_nodes > 0;
+    if !args.no_scale_down {
+        bench.scale_down(args.trace_disruption, nodes).await;
+        failed |= bench.world.unbound() > 0;
     }
     if let Some(path) = &args.metrics_out {
-        std::fs::write(path, metrics.encode())
+        std::fs::write(path, bench.metrics.encode())
             .with_context(|| format!("writing the metrics to {}", path.display()))?;
     }
     if failed {
@@ -728,24 +814,13 @@ fn print_counts<K: AsRef<str> + Ord>(title: &str, counts: &BTreeMap<K, u64>) {
 fn print_cloud_calls(metrics: &Metrics) {
     let text = metrics.encode();
     let mut calls: BTreeMap<String, u64> = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("karpenter_cloudprovider_duration_seconds_count{")
-        else {
-            continue;
-        };
-        let Some((labels, value)) = rest.rsplit_once("} ") else {
-            continue;
-        };
-        let label = |k: &str| {
-            labels
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=\"")))
-                .map(|v| v.trim_end_matches('"').to_string())
-                .unwrap_or_default()
-        };
-        *calls
-            .entry(format!("{} {}", label("controller"), label("method")))
-            .or_default() += value.parse::<u64>().unwrap_or(0);
+    for (labels, value) in samples(&text, "karpenter_cloudprovider_duration_seconds_count") {
+        let key = format!(
+            "{} {}",
+            label(labels, "controller"),
+            label(labels, "method")
+        );
+        *calls.entry(key).or_default() += value.parse::<u64>().unwrap_or(0);
     }
     print_counts("  cloud calls", &calls);
 }
