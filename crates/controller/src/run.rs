@@ -124,9 +124,9 @@ pub async fn run(
         leader: leader.clone(),
     });
 
-    spawn_servers(&mut loops, &settings, &state, &metrics);
-
     let clock = Clock::system();
+    spawn_servers(&mut loops, &settings, &state, &metrics, clock);
+
     let ctx = Context {
         state: state.clone(),
         writer: writer.clone(),
@@ -166,29 +166,11 @@ fn spawn_servers(
     settings: &Settings,
     state: &SharedState,
     metrics: &Arc<Metrics>,
+    clock: Clock,
 ) {
-    // Ready once every watch has listed, while every loop runs.
     let (ready_tx, ready_rx) = watch::channel(false);
-    loops.spawn("cluster state metrics", {
-        let (state, metrics, ready_tx) = (state.clone(), metrics.clone(), Arc::new(ready_tx));
-        let (observe, up) = (!settings.disable_cluster_state_observability, loops.up());
-        move || {
-            let (state, metrics, ready_tx, up) =
-                (state.clone(), metrics.clone(), ready_tx.clone(), up.clone());
-            async move {
-                let mut observed = StateMetrics::new(observe);
-                loop {
-                    let synced = {
-                        let s = lock(&state);
-                        observed.tick(&s, &metrics);
-                        s.synced()
-                    };
-                    let _ = ready_tx.send(synced && *up.borrow());
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
-    });
+    let observe = !settings.disable_cluster_state_observability;
+    spawn_state_metrics(loops, state, metrics, clock, observe, ready_tx);
     let metrics_addr = SocketAddr::new(settings.listen_address, settings.metrics_port);
     let health_addr = SocketAddr::new(settings.listen_address, settings.health_probe_port);
     loops.spawn("metrics server", {
@@ -207,6 +189,37 @@ fn spawn_servers(
         async move {
             if let Err(e) = health::serve_health(health_addr, ready).await {
                 warn!(error = %e, "health server stopped");
+            }
+        }
+    });
+}
+
+/// The cluster-state metrics, ticked once a second on `clock`, and readiness: `ready` is
+/// true once every watch has listed, while every loop runs. `bench controller` runs the
+/// same loop on its paused clock.
+pub fn spawn_state_metrics(
+    loops: &mut Supervisor,
+    state: &SharedState,
+    metrics: &Arc<Metrics>,
+    clock: Clock,
+    observe: bool,
+    ready: watch::Sender<bool>,
+) {
+    let (state, metrics, ready, up) = (state.clone(), metrics.clone(), Arc::new(ready), loops.up());
+    loops.spawn("cluster state metrics", move || {
+        let (state, metrics, ready, up) =
+            (state.clone(), metrics.clone(), ready.clone(), up.clone());
+        async move {
+            let mut observed = StateMetrics::new(observe, clock);
+            loop {
+                let synced = {
+                    let s = lock(&state);
+                    observed.tick(&s, &metrics);
+                    s.synced()
+                };
+                // No receiver (the bench) is not an error.
+                let _ = ready.send(synced && *up.borrow());
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     });

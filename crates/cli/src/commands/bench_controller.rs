@@ -26,10 +26,8 @@ use nodewright_controller::disruption::Disruptor;
 use nodewright_controller::events::{Event, EventSink, Recorded};
 use nodewright_controller::memory::MemoryApi;
 use nodewright_controller::metrics::Metrics;
-use nodewright_controller::run::spawn_all;
+use nodewright_controller::run::{spawn_all, spawn_state_metrics};
 use nodewright_controller::settings::Settings;
-use nodewright_controller::state::conditions::ConditionObserver;
-use nodewright_controller::state::gauges::{self, PodStartup};
 use nodewright_controller::state::{ClusterState, Kind, Object, SharedState, WatchEvent, lock};
 use nodewright_controller::supervise::Supervisor;
 use nodewright_controller::write::counting::CountingWriter;
@@ -354,33 +352,6 @@ fn kwok_registration_delay() -> Duration {
 /// How often the world moves: pods arrive, kubelets register, kube-scheduler binds.
 const TICK: Duration = Duration::from_millis(100);
 
-/// The cluster-state metrics `run` keeps beside its servers (pod startup and status
-/// conditions every second, the gauges every five). `spawn_all` does not start them, and
-/// `run`'s loop reads the system clock, so the bench keeps them here, on the virtual one.
-fn spawn_state_metrics(loops: &mut Supervisor, ctx: &context::Context) {
-    let (state, metrics, clock) = (ctx.state.clone(), ctx.metrics.clone(), ctx.clock);
-    loops.spawn("cluster state metrics", move || {
-        let (state, metrics) = (state.clone(), metrics.clone());
-        async move {
-            let mut startup = PodStartup::default();
-            let mut conditions = ConditionObserver::default();
-            for second in 0u64.. {
-                {
-                    let s = lock(&state);
-                    let now = clock.now();
-                    startup.observe(&s, &metrics);
-                    conditions.observe(&s, &metrics, now);
-                    if second.is_multiple_of(5) {
-                        gauges::set_all(&s, &metrics);
-                        conditions.refresh(&metrics, now);
-                    }
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    });
-}
-
 /// Per controller, the sum (seconds) and count of `controller_runtime_reconcile_time_seconds`.
 type Reconciled = BTreeMap<String, (f64, u64)>;
 
@@ -540,7 +511,16 @@ fn start(args: &ControllerArgs) -> anyhow::Result<(Bench, Supervisor, watch::Sen
     let mut loops = Supervisor::new();
     let (leading, leader) = watch::channel(true);
     let disruptor = spawn_all(&mut loops, &ctx, &Settings::default(), leader, None);
-    spawn_state_metrics(&mut loops, &ctx);
+    // The controller's own state-metrics loop, on the virtual clock; nothing reads readiness.
+    let observe = !Settings::default().disable_cluster_state_observability;
+    spawn_state_metrics(
+        &mut loops,
+        &state,
+        &metrics,
+        clock,
+        observe,
+        watch::channel(false).0,
+    );
     let world = World {
         api,
         state,

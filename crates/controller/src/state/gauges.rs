@@ -417,41 +417,48 @@ pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// What upstream's metrics controllers keep up to date, ticked once a second: the state's own
 /// sync gauges always; pod startup times, status conditions and the node, pod and NodePool
 /// gauges unless `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
+/// Time is read from `clock` and tokio's clock, so the same ticks run under a paused runtime
+/// (`bench controller`) as on the system clock.
 pub struct StateMetrics {
     startup: PodStartup,
     conditions: super::conditions::ConditionObserver,
     ages: super::ages::Ages,
-    last_gauges: Option<std::time::Instant>,
+    last_gauges: Option<tokio::time::Instant>,
     enabled: bool,
+    clock: crate::clock::Clock,
 }
 
 impl StateMetrics {
-    pub fn new(enabled: bool) -> Self {
+    pub fn new(enabled: bool, clock: crate::clock::Clock) -> Self {
         StateMetrics {
             startup: PodStartup::default(),
             conditions: Default::default(),
             ages: super::ages::Ages::default(),
             last_gauges: None,
             enabled,
+            clock,
         }
     }
 
     pub fn tick(&mut self, s: &ClusterState, metrics: &Metrics) {
+        let instant = tokio::time::Instant::now();
         metrics.state.cluster_state(s.synced(), s.nodes.len());
-        self.ages
-            .tick(s.synced(), metrics, std::time::Instant::now());
+        self.ages.tick(s.synced(), metrics, instant.into_std());
         if !self.enabled {
             return;
         }
         self.startup.observe(s, metrics);
-        let now = crate::clock::Clock::system().now();
+        let now = self.clock.now();
         self.conditions.observe(s, metrics, now);
-        if self.last_gauges.is_none_or(|t| t.elapsed() >= GAUGES_EVERY) {
+        if self
+            .last_gauges
+            .is_none_or(|t| instant.saturating_duration_since(t) >= GAUGES_EVERY)
+        {
             set_all(s, metrics);
             self.conditions.refresh(metrics, now);
             super::ages::set_lifetimes(s, metrics, now);
             super::ages::set_pod_waits(s, metrics, now, self.startup.waiting());
-            self.last_gauges = Some(std::time::Instant::now());
+            self.last_gauges = Some(instant);
         }
     }
 }
@@ -681,8 +688,8 @@ mod tests {
         apply(&mut s, Kind::Pod, pod_json(1, Some(0), 1, 1, true, false));
         let on = Metrics::new();
         let off = Metrics::new();
-        StateMetrics::new(true).tick(&s, &on);
-        StateMetrics::new(false).tick(&s, &off);
+        StateMetrics::new(true, crate::clock::Clock::system()).tick(&s, &on);
+        StateMetrics::new(false, crate::clock::Clock::system()).tick(&s, &off);
         let (on, off) = (on.encode(), off.encode());
         for family in [
             "karpenter_nodes_allocatable{",
@@ -696,6 +703,36 @@ mod tests {
             );
         }
         assert!(off.contains("karpenter_cluster_state_node_count"), "{off}");
+    }
+
+    /// The gauges are refreshed every `GAUGES_EVERY` of tokio's clock, so `bench controller`,
+    /// whose runtime's clock is paused, sees them move as the controller would.
+    #[tokio::test(start_paused = true)]
+    async fn the_gauges_follow_tokios_clock() {
+        let mut s = ClusterState::default();
+        let m = Metrics::new();
+        let mut observed = StateMetrics::new(
+            true,
+            crate::clock::Clock::starting_at(nodewright_core::time::Timestamp(0)),
+        );
+        let n1 = r#"karpenter_nodes_allocatable{"#;
+        let has_n1 = |m: &Metrics| {
+            m.encode()
+                .lines()
+                .any(|l| l.starts_with(n1) && l.contains(r#"node_name="n1""#))
+        };
+        apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+        observed.tick(&s, &m);
+        apply(&mut s, Kind::Node, node_json(1, 0, 0, 4));
+        tokio::time::advance(GAUGES_EVERY - std::time::Duration::from_secs(1)).await;
+        observed.tick(&s, &m);
+        assert!(!has_n1(&m), "refreshed before its period");
+        tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        observed.tick(&s, &m);
+        assert!(
+            has_n1(&m),
+            "not refreshed after its period of tokio's clock"
+        );
     }
 
     #[test]
