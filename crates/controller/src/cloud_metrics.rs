@@ -82,13 +82,13 @@ fn offering_of(claim: &NodeClaim) -> Option<[&str; 4]> {
 /// logs it and counts nothing). A claim whose NodePool `by_pool` does not know (the pool is
 /// gone) could not be priced: it is counted as an error of its pool.
 pub fn costs(
-    claims: &[NodeClaim],
+    claims: &[Arc<NodeClaim>],
     pools: &[String],
     by_pool: &BTreeMap<String, Arc<Vec<InstanceType>>>,
 ) -> (BTreeMap<String, f64>, BTreeMap<String, u64>) {
     let mut cost: BTreeMap<String, f64> = pools.iter().map(|p| (p.clone(), 0.0)).collect();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    for [pool, instance_type, zone, capacity_type] in claims.iter().filter_map(offering_of) {
+    for [pool, instance_type, zone, capacity_type] in claims.iter().filter_map(|c| offering_of(c)) {
         let Some(types) = by_pool.get(pool) else {
             *errors.entry(pool.to_string()).or_default() += 1;
             continue;
@@ -146,7 +146,7 @@ impl CloudMetrics {
         let by_pool = match instance_types(self.cloud.as_ref(), &pools, &classes).await {
             Ok(by_pool) => by_pool,
             Err(e) => {
-                for [pool, ..] in claims.iter().filter_map(offering_of) {
+                for [pool, ..] in claims.iter().filter_map(|c| offering_of(c)) {
                     self.metrics.offerings.cost_tracking_errors(pool, 1);
                 }
                 return Err(e);

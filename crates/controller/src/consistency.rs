@@ -187,7 +187,7 @@ impl Consistency {
                     scanned.insert(uid, now);
                     let mut issues = termination(&s, c, node);
                     issues.extend(node_shape(c, node));
-                    Some((c.clone(), issues))
+                    Some((NodeClaim::clone(c), issues))
                 })
                 .collect()
         };

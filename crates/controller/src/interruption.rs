@@ -120,7 +120,7 @@ impl<'a> InstanceIndex<'a> {
             .values()
             .filter_map(|c| {
                 let pid = c.status.as_ref()?.provider_id.as_deref()?;
-                Some((instance_id(pid)?, c))
+                Some((instance_id(pid)?, &**c))
             })
             .collect();
         InstanceIndex { claims }

@@ -201,31 +201,30 @@ impl Lifecycle {
         if !self.leading() {
             return BTreeMap::new();
         }
-        let claims: Vec<NodeClaim> = lock(&self.state).nodeclaims.values().cloned().collect();
+        // Names only: each claim is taken from the state (shared, not copied) when its turn
+        // comes, and each pass's future is made then too, so a pass over thousands of claims
+        // holds only the few in progress and reads each as fresh as the watch has it.
+        let names: Vec<String> = lock(&self.state).nodeclaims.keys().cloned().collect();
         // Claims are independent: up to RECONCILE_PARALLELISM at once, so one API round trip
         // per write does not add up across thousands of claims. Boxed so the stream's item
         // type names no closure lifetime (the loop's future must stay `Send`).
         type Reconcile<'a> =
-            Pin<Box<dyn Future<Output = (String, Result<Outcome, String>)> + Send + 'a>>;
-        let passes: Vec<Reconcile<'_>> = claims
-            .into_iter()
-            .map(|c| {
+            Pin<Box<dyn Future<Output = Option<(String, Result<Outcome, String>)>> + Send + 'a>>;
+        futures::stream::iter(names)
+            .map(|name| {
                 Box::pin(async move {
-                    let name = c.metadata.name.clone().unwrap_or_default();
-                    let r = self.reconcile(c).await.map_err(|e| e.to_string());
+                    let claim = lock(&self.state).nodeclaims.get(&name).cloned()?;
+                    let r = self.reconcile(&claim).await.map_err(|e| e.to_string());
                     if let Err(e) = &r {
                         warn!(nodeclaim = %name, error = %e, "nodeclaim reconcile failed");
                     }
-                    (name, r)
+                    Some((name, r))
                 }) as Reconcile<'_>
             })
-            .collect();
-        futures::stream::iter(passes)
             .buffered(self.parallelism)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
+            .filter_map(std::future::ready)
             .collect()
+            .await
     }
 
     fn backoff(&self) -> std::sync::MutexGuard<'_, HashMap<String, (u32, Timestamp)>> {
@@ -248,14 +247,14 @@ impl Lifecycle {
         }
     }
 
-    pub async fn reconcile(&self, claim: NodeClaim) -> Result<Outcome, WriteError> {
+    pub async fn reconcile(&self, claim: &NodeClaim) -> Result<Outcome, WriteError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let finalizers = claim.metadata.finalizers.clone().unwrap_or_default();
         if claim.metadata.deletion_timestamp.is_some() {
             if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
                 return Ok(Outcome::Unchanged);
             }
-            return self.finalize(&claim).await;
+            return self.finalize(claim).await;
         }
         if !finalizers.iter().any(|f| f == TERMINATION_FINALIZER) {
             let mut f = finalizers.clone();
@@ -279,25 +278,25 @@ impl Lifecycle {
 
         if !cond::is_true(&conds, LAUNCHED)
             && let Some(o) = self
-                .advance_launch(&claim, &mut status, &mut conds, now)
+                .advance_launch(claim, &mut status, &mut conds, now)
                 .await?
         {
             return Ok(o);
         }
         if cond::is_true(&conds, LAUNCHED)
             && !cond::is_true(&conds, REGISTERED)
-            && let Some(o) = self.register(&claim, &mut status, &mut conds, now).await?
+            && let Some(o) = self.register(claim, &mut status, &mut conds, now).await?
         {
             return Ok(o);
         }
         if cond::is_true(&conds, REGISTERED) && !cond::is_true(&conds, INITIALIZED) {
-            self.initialize(&claim, &status, &mut conds, now).await?;
+            self.initialize(claim, &status, &mut conds, now).await?;
         }
         cond::set_ready(&mut conds, now);
         status.conditions = Some(conds.clone());
         if (status.clone(), conds.clone()) != before {
-            write_status(&*self.writer, &self.state, &claim, &status).await?;
-            self.publish_transitions(&claim, &before.1, &conds);
+            write_status(&*self.writer, &self.state, claim, &status).await?;
+            self.publish_transitions(claim, &before.1, &conds);
             return Ok(Outcome::Updated);
         }
         Ok(Outcome::Unchanged)

@@ -50,7 +50,8 @@ pub struct ClusterState {
     /// a snapshot takes it. Boxed: a map's node holds eleven values inline, most unused.
     pub pods: BTreeMap<String, Box<PodRecord>>,
     pub nodes: BTreeMap<String, Node>,
-    pub nodeclaims: BTreeMap<String, NodeClaim>,
+    /// Shared, so a loop takes the claims it reads without copying them.
+    pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
     pub nodepools: BTreeMap<String, NodePool>,
     pub nodeclasses: BTreeMap<String, EC2NodeClass>,
     pub daemonsets: BTreeMap<String, DaemonSet>,
@@ -275,7 +276,7 @@ impl ClusterState {
                     );
                 }
                 index(&mut self.claims_by_provider_id, claim_provider_id(&c), &key);
-                self.nodeclaims.insert(key, *c);
+                self.nodeclaims.insert(key, Arc::from(c));
             }
             Object::NodePool(p) => {
                 // A NodePool made anew under an old name starts without the old one's record.
@@ -473,7 +474,10 @@ impl ClusterState {
 
     /// Every claim: observed ones and those created but not yet observed.
     pub fn all_claims(&self) -> impl Iterator<Item = &NodeClaim> {
-        self.nodeclaims.values().chain(self.in_flight.values())
+        self.nodeclaims
+            .values()
+            .map(|c| &**c)
+            .chain(self.in_flight.values())
     }
 
     /// Keys of the provisionable pods, sorted.
@@ -498,6 +502,7 @@ impl ClusterState {
     pub fn claim_named(&self, name: &str) -> Option<&NodeClaim> {
         self.nodeclaims
             .get(name)
+            .map(|c| &**c)
             .or_else(|| self.in_flight.get(name))
     }
 
@@ -604,7 +609,7 @@ impl ClusterState {
         self.claims_by_provider_id
             .get(provider_id)?
             .iter()
-            .find_map(|k| self.nodeclaims.get(k))
+            .find_map(|k| self.nodeclaims.get(k).map(|c| &**c))
     }
 
     /// What the running pods bound to `node` request and limit.

@@ -315,11 +315,7 @@ impl World {
             instances
                 .iter()
                 .filter_map(|i| i.instance.nodeclaim())
-                .filter_map(|c| {
-                    s.nodeclaims
-                        .get(c)
-                        .map(|o| (c.to_string(), Arc::new(o.clone())))
-                })
+                .filter_map(|c| s.nodeclaims.get(c).map(|o| (c.to_string(), o.clone())))
                 .collect()
         };
         let now = tokio::time::Instant::now();

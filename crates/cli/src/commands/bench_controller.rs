@@ -235,11 +235,7 @@ impl World {
                         .contains(&kwok::node_name(&i.instance.provider_id))
                 })
                 .filter_map(|i| i.instance.nodeclaim())
-                .filter_map(|c| {
-                    s.nodeclaims
-                        .get(c)
-                        .map(|o| (c.to_string(), Arc::new(o.clone())))
-                })
+                .filter_map(|c| s.nodeclaims.get(c).map(|o| (c.to_string(), o.clone())))
                 .collect()
         };
         let actions = kwok::plan(
@@ -675,7 +671,7 @@ fn node_bytes(state: &SharedState) -> f64 {
         for k in 0..copies {
             for (n, c) in &pairs {
                 let mut n = (*n).clone();
-                let mut c = (*c).clone();
+                let mut c = nodewright_api::v1::nodeclaim::NodeClaim::clone(c);
                 n.metadata.name = n.metadata.name.map(|x| format!("{x}-{k}"));
                 c.metadata.name = c.metadata.name.map(|x| format!("{x}-{k}"));
                 out.push(Object::Node(Box::new(n)));

@@ -144,7 +144,7 @@ impl Disruptor {
                     consolidation_policy(&s, &t.nodepool),
                     s.nodeclaims
                         .get(&t.nodeclaim)
-                        .map(termination_mode)
+                        .map(|c| termination_mode(c))
                         .unwrap_or("graceful"),
                 )
             };

@@ -9,6 +9,8 @@
 //! claim) and its reason, if any, is used. A claim that is no longer drifted loses the
 //! condition. The disruption engine reads the condition as the claim's drift reason.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use nodewright_api::aws::v1::EC2NodeClass;
@@ -73,9 +75,9 @@ pub fn drift_conditions(
 }
 
 struct Item {
-    claim: NodeClaim,
-    pool: NodePool,
-    class: Option<EC2NodeClass>,
+    claim: Arc<NodeClaim>,
+    pool: Arc<NodePool>,
+    class: Option<Arc<EC2NodeClass>>,
 }
 
 impl StatusController {
@@ -110,16 +112,26 @@ impl StatusController {
     pub(super) async fn reconcile_drift(&self, out: &mut Written) {
         let items: Vec<Item> = {
             let s = lock(&self.state);
+            // Each pool and class copied once a pass, shared by its claims.
+            let pools: BTreeMap<&str, Arc<NodePool>> = s
+                .nodepools
+                .iter()
+                .map(|(name, p)| (name.as_str(), Arc::new(p.clone())))
+                .collect();
+            let classes: BTreeMap<&str, Arc<EC2NodeClass>> = s
+                .nodeclasses
+                .iter()
+                .map(|(name, c)| (name.as_str(), Arc::new(c.clone())))
+                .collect();
             s.nodeclaims
                 .values()
                 .filter(|c| c.metadata.deletion_timestamp.is_none())
                 .filter_map(|c| {
                     let pool_name = c.metadata.labels.as_ref()?.get(labels::NODEPOOL)?;
-                    let pool = s.nodepools.get(pool_name)?;
                     Some(Item {
                         claim: c.clone(),
-                        pool: pool.clone(),
-                        class: s.nodeclasses.get(&c.spec.node_class_ref.name).cloned(),
+                        pool: pools.get(pool_name.as_str())?.clone(),
+                        class: classes.get(c.spec.node_class_ref.name.as_str()).cloned(),
                     })
                 })
                 .collect()
@@ -158,7 +170,7 @@ impl StatusController {
             } else if let Some(r) = static_drift(&claim, &pool) {
                 Some(r)
             } else {
-                self.provider_drift(&claim, class.as_ref(), now).await
+                self.provider_drift(&claim, class.as_deref(), now).await
             };
             let drifted = drift_conditions(&claim, reason.as_deref(), now);
             let mut conds = drifted.clone().unwrap_or_else(|| {

@@ -89,7 +89,7 @@ impl StatusController {
             let s = lock(&self.state);
             s.nodeclasses
                 .values()
-                .map(|c| (c.clone(), step(c, s.nodeclaims.values())))
+                .map(|c| (c.clone(), step(c, s.nodeclaims.values().map(|c| &**c))))
                 .filter(|(_, st)| *st != Step::Done)
                 .collect()
         };

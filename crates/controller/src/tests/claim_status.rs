@@ -11,7 +11,7 @@ use crate::write::KubeWriter;
 use crate::write::claim_status::{rebase, write_status};
 
 fn indexed(h: &Harness, name: &str) -> NodeClaim {
-    lock(&h.state).nodeclaims.get(name).cloned().unwrap()
+    NodeClaim::clone(lock(&h.state).nodeclaims.get(name).unwrap())
 }
 
 fn stored(h: &Harness, name: &str) -> Vec<Condition> {

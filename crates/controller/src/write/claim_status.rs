@@ -62,7 +62,7 @@ pub async fn write_status(
 async fn newer(state: &SharedState, name: &str, version: Option<&str>) -> Option<NodeClaim> {
     let mut wait = WATCH_WAIT;
     for _ in 0..6 {
-        let current = lock(state).nodeclaims.get(name).cloned()?;
+        let current = NodeClaim::clone(lock(state).nodeclaims.get(name)?);
         if current.metadata.resource_version.as_deref() != version {
             return Some(current);
         }
