@@ -48,37 +48,14 @@ fn network_cards(net: Option<&ec2::NetworkInfo>) -> Vec<u32> {
 pub fn info_from_sdk(t: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
     let name = t.instance_type()?.as_str().to_string();
     let net = t.network_info();
-    let default_card = net
-        .and_then(|n| n.default_network_card_index())
-        .unwrap_or(0);
-    let card = net.and_then(|n| {
-        n.network_cards()
-            .iter()
-            .find(|c| c.network_card_index() == Some(default_card))
-    });
+    let card = default_card(net);
     let max_enis = count(net.and_then(|n| n.maximum_network_interfaces()));
     let processor = t.processor_info();
-    let storage = t.instance_storage_info().filter(|s| {
-        s.nvme_support()
-            .is_some_and(|n| *n != ec2::EphemeralNvmeSupport::Unsupported)
-    });
-    let ebs = t.ebs_info();
     Some(InstanceTypeInfo {
         name,
         vcpus: count(t.v_cpu_info().and_then(|v| v.default_v_cpus())),
-        memory_mib: t
-            .memory_info()
-            .and_then(|m| m.size_in_mib())
-            .unwrap_or(0)
-            .max(0) as u64,
-        architectures: processor
-            .map(|p| {
-                p.supported_architectures()
-                    .iter()
-                    .map(|a| a.as_str().to_string())
-                    .collect()
-            })
-            .unwrap_or_default(),
+        memory_mib: mib(t.memory_info().and_then(|m| m.size_in_mib())),
+        architectures: architectures(processor),
         hypervisor: t
             .hypervisor()
             .map(|h| h.as_str().to_string())
@@ -105,67 +82,12 @@ pub fn info_from_sdk(t: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
         encryption_in_transit: net
             .and_then(|n| n.encryption_in_transit_supported())
             .unwrap_or(false),
-        gpus: t
-            .gpu_info()
-            .map(|g| {
-                g.gpus()
-                    .iter()
-                    .map(|d| Gpu {
-                        name: d.name().unwrap_or_default().to_string(),
-                        manufacturer: d.manufacturer().unwrap_or_default().to_string(),
-                        count: count(d.count()),
-                        memory_mib: d
-                            .memory_info()
-                            .and_then(|m| m.size_in_mib())
-                            .unwrap_or(0)
-                            .max(0) as u64,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        inference_accelerators: t
-            .inference_accelerator_info()
-            .map(|a| {
-                a.accelerators()
-                    .iter()
-                    .map(|d| Accelerator {
-                        name: d.name().unwrap_or_default().to_string(),
-                        manufacturer: d.manufacturer().unwrap_or_default().to_string(),
-                        count: count(d.count()),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        neuron_devices: t
-            .neuron_info()
-            .map(|n| {
-                n.neuron_devices()
-                    .iter()
-                    .map(|d| NeuronDevice {
-                        name: d.name().unwrap_or_default().to_string(),
-                        count: count(d.count()),
-                        cores_per_device: count(d.core_info().and_then(|c| c.count())),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        local_nvme_gb: storage
-            .and_then(|s| s.total_size_in_gb())
-            .filter(|g| *g > 0)
-            .map(|g| g as u64),
+        gpus: gpus(t),
+        inference_accelerators: inference_accelerators(t),
+        neuron_devices: neuron_devices(t),
+        local_nvme_gb: local_nvme_gb(t),
         burstable: t.burstable_performance_supported().unwrap_or(false),
-        ebs: Ebs {
-            optimized_by_default: ebs.and_then(|e| e.ebs_optimized_support())
-                == Some(&ec2::EbsOptimizedSupport::Default),
-            baseline_mbps: count(
-                ebs.and_then(|e| e.ebs_optimized_info())
-                    .and_then(|o| o.baseline_bandwidth_in_mbps()),
-            ),
-            max_mbps: count(
-                ebs.and_then(|e| e.ebs_optimized_info())
-                    .and_then(|o| o.maximum_bandwidth_in_mbps()),
-            ),
-        },
+        ebs: ebs(t.ebs_info()),
         processor_manufacturer: processor
             .and_then(|p| p.manufacturer())
             .filter(|m| !m.is_empty())
@@ -183,6 +105,112 @@ pub fn info_from_sdk(t: &ec2::InstanceTypeInfo) -> Option<InstanceTypeInfo> {
             .map(|e| *e != ec2::EnaSupport::Unsupported),
         network_cards: network_cards(net),
     })
+}
+
+/// A size in MiB, 0 when absent or negative.
+fn mib(v: Option<i64>) -> u64 {
+    v.unwrap_or(0).max(0) as u64
+}
+
+/// The default network card (the one the VPC CNI uses), when EC2 lists it.
+fn default_card(net: Option<&ec2::NetworkInfo>) -> Option<&ec2::NetworkCardInfo> {
+    let default_card = net
+        .and_then(|n| n.default_network_card_index())
+        .unwrap_or(0);
+    net.and_then(|n| {
+        n.network_cards()
+            .iter()
+            .find(|c| c.network_card_index() == Some(default_card))
+    })
+}
+
+/// The processor's architectures in AWS spelling, in the order AWS lists them.
+fn architectures(processor: Option<&ec2::ProcessorInfo>) -> Vec<String> {
+    processor
+        .map(|p| {
+            p.supported_architectures()
+                .iter()
+                .map(|a| a.as_str().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The type's GPUs, one entry per kind.
+fn gpus(t: &ec2::InstanceTypeInfo) -> Vec<Gpu> {
+    t.gpu_info()
+        .map(|g| {
+            g.gpus()
+                .iter()
+                .map(|d| Gpu {
+                    name: d.name().unwrap_or_default().to_string(),
+                    manufacturer: d.manufacturer().unwrap_or_default().to_string(),
+                    count: count(d.count()),
+                    memory_mib: mib(d.memory_info().and_then(|m| m.size_in_mib()).map(i64::from)),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The type's inference accelerators, one entry per kind.
+fn inference_accelerators(t: &ec2::InstanceTypeInfo) -> Vec<Accelerator> {
+    t.inference_accelerator_info()
+        .map(|a| {
+            a.accelerators()
+                .iter()
+                .map(|d| Accelerator {
+                    name: d.name().unwrap_or_default().to_string(),
+                    manufacturer: d.manufacturer().unwrap_or_default().to_string(),
+                    count: count(d.count()),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The type's Neuron (Inferentia, Trainium) devices, one entry per kind.
+fn neuron_devices(t: &ec2::InstanceTypeInfo) -> Vec<NeuronDevice> {
+    t.neuron_info()
+        .map(|n| {
+            n.neuron_devices()
+                .iter()
+                .map(|d| NeuronDevice {
+                    name: d.name().unwrap_or_default().to_string(),
+                    count: count(d.count()),
+                    cores_per_device: count(d.core_info().and_then(|c| c.count())),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The size of the instance store when it is NVMe; `None` otherwise.
+fn local_nvme_gb(t: &ec2::InstanceTypeInfo) -> Option<u64> {
+    t.instance_storage_info()
+        .filter(|s| {
+            s.nvme_support()
+                .is_some_and(|n| *n != ec2::EphemeralNvmeSupport::Unsupported)
+        })
+        .and_then(|s| s.total_size_in_gb())
+        .filter(|g| *g > 0)
+        .map(|g| g as u64)
+}
+
+/// Whether the type is EBS-optimized by default, and its EBS bandwidth.
+fn ebs(ebs: Option<&ec2::EbsInfo>) -> Ebs {
+    Ebs {
+        optimized_by_default: ebs.and_then(|e| e.ebs_optimized_support())
+            == Some(&ec2::EbsOptimizedSupport::Default),
+        baseline_mbps: count(
+            ebs.and_then(|e| e.ebs_optimized_info())
+                .and_then(|o| o.baseline_bandwidth_in_mbps()),
+        ),
+        max_mbps: count(
+            ebs.and_then(|e| e.ebs_optimized_info())
+                .and_then(|o| o.maximum_bandwidth_in_mbps()),
+        ),
+    }
 }
 
 /// Whether a node can run on the type at all: hardware virtualisation and a Kubernetes

@@ -20,20 +20,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_aws_model::AmiFamily;
 use nodewright_aws_model::ice::{FleetError, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
 use nodewright_aws_model::launch::{
-    FleetOverride, LaunchError, LaunchInput, few_types_on_demand_fallback, plan_launch,
-    usable_offering,
+    FleetOverride, FleetRequest, LaunchError, LaunchInput, few_types_on_demand_fallback,
+    plan_launch, usable_offering,
 };
 use nodewright_aws_model::placement::{LaunchPlacement, Strategy};
 use nodewright_aws_model::reservations::{self, ReservationLedger};
 use nodewright_aws_model::resources::EFA;
-use nodewright_aws_model::subnets::{InflightAddresses, SubnetInfo};
+use nodewright_aws_model::subnets::{Deduction, InflightAddresses, SubnetInfo};
 use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
 use nodewright_core::labels::{self, aws};
 use nodewright_core::model::{CapacityType, InstanceType};
-use nodewright_core::requirements::Operator;
+use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
+use nodewright_core::taints::Taint;
 use nodewright_core::time::Timestamp;
 
 use crate::AwsClients;
@@ -214,170 +216,66 @@ impl AwsCloud {
         claim: &NodeClaim,
         class: Option<&EC2NodeClass>,
     ) -> Result<Launched, CloudError> {
-        let name = claim::name(claim).to_string();
+        let name = claim::name(claim);
         let class = class.ok_or_else(|| CloudError::NodeClassNotReady {
             name: claim.spec.node_class_ref.name.clone(),
             reason: format!("nodeclaim {name} references a node class that does not exist"),
         })?;
-        let class_name = class.metadata.name.clone().unwrap_or_default();
+        let resolved = self.ready_resolution(class).await?;
+        let types = self.instance_types_for(class, &resolved).await?;
+        let launch = ClaimLaunch::new(claim, class, &resolved, types, &self.settings.cluster_name)?;
+        let cluster = self.cluster_for(launch.family).await;
+        let base = launch.base(&cluster);
+        if let Some(found) = self.launched_before(claim, name).await? {
+            tracing::info!(nodeclaim = %name, provider_id = %found.provider_id, "taking over the instance an earlier process launched for this claim");
+            return describe(
+                found,
+                None,
+                &launch.types,
+                &resolved,
+                self.region(),
+                launch.efa,
+            );
+        }
+        self.launch_with_fallback(&launch, &base).await
+    }
+
+    /// The class resolved against AWS (cached for a while), or why it cannot launch yet.
+    async fn ready_resolution(
+        &self,
+        class: &EC2NodeClass,
+    ) -> Result<Arc<ResolvedNodeClass>, CloudError> {
         let resolved = self.launch.resolved.get(self, class).await?;
-        let resolved: &ResolvedNodeClass = &resolved;
         if !resolved.is_ready() {
             return Err(CloudError::NodeClassNotReady {
-                name: class_name,
-                reason: not_ready_reason(resolved),
+                name: class.metadata.name.clone().unwrap_or_default(),
+                reason: not_ready_reason(&resolved),
             });
         }
-        let types = self.instance_types_for(class, resolved).await?;
-        let reqs = claim::requirements(claim)?;
-        // Tenancy, placement group and partition are the claim's, not per instance type.
-        let placement = LaunchPlacement::new(&reqs, resolved.placement_group.as_ref());
-        let ice_scope = placement.ice_scope();
-        // A spread group's per-zone limit closes the whole zone for the group, not one type.
-        let spread_group = resolved
-            .placement_group
-            .as_ref()
-            .filter(|g| g.strategy == Strategy::Spread)
-            .map(|g| g.id.clone());
-        let requests = claim::requests(claim)?;
-        let (taints, startup_taints) = claim::taints(claim)?;
-        let family = node_class_input(class)
-            .map_err(crate::cloud::AwsCloudError::from)?
-            .ami_family;
-        let nodepool = claim
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::NODEPOOL))
-            .cloned()
-            .unwrap_or_default();
-        let cluster = self.cluster_for(family).await;
+        Ok(resolved)
+    }
 
-        let base = userdata::BaseConfig {
-            class,
-            resolved,
-            family,
-            cluster_name: &self.settings.cluster_name,
-            cluster: &cluster,
-            node_labels: claim::node_labels(claim, &reqs),
-            taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
-            placement: placement.clone(),
-        };
-        // Upstream attaches EFA interfaces only to claims that ask for EFA.
-        let efa = requests.get(EFA) > 0;
-        if let Some(found) = self.launched_before(claim, &name).await? {
-            tracing::info!(nodeclaim = %name, provider_id = %found.provider_id, "taking over the instance an earlier process launched for this claim");
-            return describe(found, None, &types, resolved, self.region(), efa);
-        }
+    /// Plans and calls CreateFleet until an instance launches, each attempt without the
+    /// offerings earlier ones found without capacity; at most [`MAX_ATTEMPTS`] calls.
+    async fn launch_with_fallback(
+        &self,
+        launch: &ClaimLaunch<'_>,
+        base: &userdata::BaseConfig<'_>,
+    ) -> Result<Launched, CloudError> {
         let mut failed: Vec<(String, String, String)> = Vec::new();
         let mut retried_missing_template = false;
         let mut attempt = 0;
         while attempt < MAX_ATTEMPTS {
             attempt += 1;
             let now = now();
-            let mut types = types.clone();
-            self.launch
-                .reservations()
-                .restrict(&mut types, now.unix_seconds());
-            let subnets = subnet_infos(resolved);
-            let (plan, deduction) = {
-                // Choosing subnets, planning and deducting the prediction happen under one lock,
-                // so launches alongside this one see its deduction before they choose.
-                let mut addresses = self.launch.addresses();
-                let chosen = {
-                    let cache = self.launch.unavailable();
-                    cache.apply_in(&mut types, ice_scope.as_deref(), now);
-                    crate::zonal_shift::shifts::close_shifted_offerings(
-                        &mut types,
-                        &self.shifted_zones(),
-                    );
-                    addresses.zonal_subnets(&subnets, &cache, now)
-                };
-                let mut input = LaunchInput {
-                    nodeclaim: name.clone(),
-                    nodepool: nodepool.clone(),
-                    nodeclass: class_name.clone(),
-                    cluster_name: self.settings.cluster_name.clone(),
-                    instance_types: types.clone(),
-                    requirements: reqs.clone(),
-                    requests: requests.clone(),
-                    subnets: chosen,
-                    user_tags: class.spec.tags.clone().unwrap_or_default(),
-                    node_name: claim.status.as_ref().and_then(|s| s.node_name.clone()),
-                };
-                // One launch uses one kind of reservation (and one capacity block).
-                let mut narrowed = input.instance_types.clone();
-                reservations::narrow_reserved_for_launch(
-                    &mut narrowed,
-                    &resolved.capacity_reservations,
-                    |it, o| usable_offering(&input, it, o),
-                );
-                input.instance_types = narrowed;
-                let plan = match plan_launch(&input) {
-                    Ok(p) => p,
-                    Err(e) if e.is_insufficient_capacity() => {
-                        return Err(insufficient(&name, &e.to_string(), failed));
-                    }
-                    Err(e @ LaunchError::RestrictedTag { .. }) => {
-                        return Err(CloudError::InvalidRequest(format!(
-                            "EC2NodeClass {class_name}: spec.tags: {e}"
-                        )));
-                    }
-                    Err(e) => return Err(CloudError::InvalidRequest(e.to_string())),
-                };
-                let deduction =
-                    addresses.deduct(&subnets, &input.subnets, &plan.predicted_ips, now);
-                (plan, deduction)
+            let (types, plan, deduction) = match self.plan_attempt(launch, now) {
+                Ok(p) => p,
+                Err(e) => return Err(launch.plan_error(e, failed)),
             };
-            let configs = match self
-                .templates_for(
-                    &base,
-                    &types,
-                    plan.capacity_type,
-                    &plan.overrides,
-                    &plan.tags,
-                    efa,
-                )
-                .await
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    self.launch.addresses().settle(&deduction, &BTreeSet::new());
-                    return Err(e);
-                }
-            };
-            let overrides: Vec<FleetOverride> =
-                configs.iter().flat_map(|c| c.overrides.clone()).collect();
-            if let Some(n) = few_types_on_demand_fallback(&reqs, plan.capacity_type, &overrides) {
-                tracing::warn!(
-                    nodeclaim = %name,
-                    instance_types = n,
-                    recommended = nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
-                    "at least {} instance types are recommended when flexible to spot but launching on-demand; this launch has {n}",
-                    nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
-                );
-            }
-            let call = FleetCall {
-                capacity_type: plan.capacity_type,
-                default_target_capacity_type: reserved_target_type(
-                    plan.capacity_type,
-                    plan.default_target_capacity_type,
-                    &plan.overrides,
-                    resolved,
-                ),
-                allocation_strategy: plan.allocation_strategy,
-                total_target_capacity: plan.total_target_capacity,
-                configs,
-                tags: plan.tags.clone(),
-                context: fleet_context(claim, class),
-            };
-            let result = self.launch.fleet.create_fleet(&call).await;
-            let launched_into = match &result {
-                Ok(o) => launched_subnets(&call, o),
-                Err(_) => BTreeSet::new(),
-            };
-            self.launch.addresses().settle(&deduction, &launched_into);
-            let outcome = match result {
+            let call = self
+                .prepare_fleet_call(launch, base, &types, &plan, &deduction)
+                .await?;
+            let outcome = match self.create_fleet(&call, &deduction).await {
                 Ok(o) => o,
                 Err(e) if is_missing_template(&e) && !retried_missing_template => {
                     // A template deleted behind our back: forget it and build it again, once.
@@ -395,52 +293,135 @@ impl AwsCloud {
                     return Err(e.into());
                 }
             };
-            self.observer.fleet_errors(&call, &outcome.errors, resolved);
+            self.observer
+                .fleet_errors(&call, &outcome.errors, launch.resolved);
             let marked = self.record_failures(
                 &call,
                 &outcome.errors,
-                ice_scope.as_deref(),
-                spread_group.as_deref(),
+                launch.ice_scope.as_deref(),
+                launch.spread_group.as_deref(),
                 now,
                 &mut failed,
             );
             if let Some(instance) = outcome.instances.first() {
-                let mut out = launched(&call, instance, &types, resolved, self.region(), now, efa)?;
-                for (key, value) in placement.labels() {
-                    out.labels.insert(key.to_string(), value);
-                }
-                if let Some(id) = out.labels.get(aws::CAPACITY_RESERVATION_ID) {
-                    self.launch.reservations().launched(id);
-                }
-                return Ok(out);
+                return self.take_launched(launch, &call, instance, &types, now);
             }
             if !marked {
-                let codes: Vec<String> = outcome
-                    .errors
-                    .iter()
-                    .map(|e| format!("{}: {}", e.code, e.message))
-                    .collect();
-                return Err(CloudError::Api {
-                    operation: "CreateFleet".into(),
-                    message: if codes.is_empty() {
-                        "no instance launched and no error reported".into()
-                    } else {
-                        codes.join("; ")
-                    },
-                    retryable: true,
-                });
+                return Err(nothing_launched(&outcome.errors));
             }
             tracing::info!(
-                nodeclaim = %name,
+                nodeclaim = %launch.name,
                 failed = failed.len(),
                 "offerings without capacity marked unavailable; launching with the rest"
             );
         }
         Err(insufficient(
-            &name,
+            &launch.name,
             &format!("no instance after {MAX_ATTEMPTS} CreateFleet calls"),
             failed,
         ))
+    }
+
+    /// Plans one attempt at `now` over the claim's types less full reservations, unavailable
+    /// offerings and shifted zones, and deducts the addresses the plan is predicted to take.
+    fn plan_attempt(
+        &self,
+        launch: &ClaimLaunch<'_>,
+        now: Timestamp,
+    ) -> Result<(Vec<InstanceType>, FleetRequest, Deduction), LaunchError> {
+        let mut types = launch.types.clone();
+        self.launch
+            .reservations()
+            .restrict(&mut types, now.unix_seconds());
+        let subnets = subnet_infos(launch.resolved);
+        // Choosing subnets, planning and deducting the prediction happen under one lock,
+        // so launches alongside this one see its deduction before they choose.
+        let mut addresses = self.launch.addresses();
+        let chosen = {
+            let cache = self.launch.unavailable();
+            cache.apply_in(&mut types, launch.ice_scope.as_deref(), now);
+            crate::zonal_shift::shifts::close_shifted_offerings(&mut types, &self.shifted_zones());
+            addresses.zonal_subnets(&subnets, &cache, now)
+        };
+        let input = launch.input(&types, chosen);
+        let plan = plan_launch(&input)?;
+        let deduction = addresses.deduct(&subnets, &input.subnets, &plan.predicted_ips, now);
+        Ok((types, plan, deduction))
+    }
+
+    /// The CreateFleet call for `plan`, its launch templates made to exist; when they cannot
+    /// be, the addresses the plan was predicted to take are given back.
+    async fn prepare_fleet_call(
+        &self,
+        launch: &ClaimLaunch<'_>,
+        base: &userdata::BaseConfig<'_>,
+        types: &[InstanceType],
+        plan: &FleetRequest,
+        deduction: &Deduction,
+    ) -> Result<FleetCall, CloudError> {
+        let configs = match self
+            .templates_for(
+                base,
+                types,
+                plan.capacity_type,
+                &plan.overrides,
+                &plan.tags,
+                launch.efa,
+            )
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                self.launch.addresses().settle(deduction, &BTreeSet::new());
+                return Err(e);
+            }
+        };
+        launch.warn_few_types_on_demand(plan.capacity_type, &configs);
+        Ok(launch.fleet_call(plan, configs))
+    }
+
+    /// Sends `call`, then settles the attempt's predicted addresses against the subnets it
+    /// launched into.
+    async fn create_fleet(
+        &self,
+        call: &FleetCall,
+        deduction: &Deduction,
+    ) -> Result<FleetOutcome, AwsError> {
+        let result = self.launch.fleet.create_fleet(call).await;
+        let launched_into = match &result {
+            Ok(o) => launched_subnets(call, o),
+            Err(_) => BTreeSet::new(),
+        };
+        self.launch.addresses().settle(deduction, &launched_into);
+        result
+    }
+
+    /// The claim's result for the instance `call` launched, with the launch's placement
+    /// labels; a reserved instance is counted against its reservation.
+    fn take_launched(
+        &self,
+        launch: &ClaimLaunch<'_>,
+        call: &FleetCall,
+        instance: &FleetInstance,
+        types: &[InstanceType],
+        now: Timestamp,
+    ) -> Result<Launched, CloudError> {
+        let mut out = launched(
+            call,
+            instance,
+            types,
+            launch.resolved,
+            self.region(),
+            now,
+            launch.efa,
+        )?;
+        for (key, value) in launch.placement.labels() {
+            out.labels.insert(key.to_string(), value);
+        }
+        if let Some(id) = out.labels.get(aws::CAPACITY_RESERVATION_ID) {
+            self.launch.reservations().launched(id);
+        }
+        Ok(out)
     }
 
     /// Caches what the errors say about capacity; true when at least one offering (or a whole
@@ -573,6 +554,189 @@ impl AwsCloud {
             });
         }
         Ok(configs)
+    }
+}
+
+/// What one claim's CreateFleet attempts share: the claim and its class, read once.
+struct ClaimLaunch<'a> {
+    claim: &'a NodeClaim,
+    class: &'a EC2NodeClass,
+    resolved: &'a ResolvedNodeClass,
+    cluster_name: &'a str,
+    name: String,
+    class_name: String,
+    nodepool: String,
+    family: AmiFamily,
+    /// The class's instance types, before any attempt restricts them.
+    types: Vec<InstanceType>,
+    reqs: Vec<Requirement>,
+    requests: Resources,
+    /// The taints the node registers with (claim taints, startup taints, unregistered).
+    taints: Vec<Taint>,
+    placement: LaunchPlacement,
+    /// The placement group (and partition) capacity errors are cached for, if any.
+    ice_scope: Option<String>,
+    spread_group: Option<String>,
+    efa: bool,
+}
+
+impl<'a> ClaimLaunch<'a> {
+    /// Reads the claim's requirements, requests and taints and the class's AMI family; any
+    /// that cannot be read fails the launch before AWS is asked anything.
+    fn new(
+        claim: &'a NodeClaim,
+        class: &'a EC2NodeClass,
+        resolved: &'a ResolvedNodeClass,
+        types: Vec<InstanceType>,
+        cluster_name: &'a str,
+    ) -> Result<Self, CloudError> {
+        let reqs = claim::requirements(claim)?;
+        // Tenancy, placement group and partition are the claim's, not per instance type.
+        let placement = LaunchPlacement::new(&reqs, resolved.placement_group.as_ref());
+        // A spread group's per-zone limit closes the whole zone for the group, not one type.
+        let spread_group = resolved
+            .placement_group
+            .as_ref()
+            .filter(|g| g.strategy == Strategy::Spread)
+            .map(|g| g.id.clone());
+        let requests = claim::requests(claim)?;
+        let (taints, startup_taints) = claim::taints(claim)?;
+        let family = node_class_input(class)
+            .map_err(crate::cloud::AwsCloudError::from)?
+            .ami_family;
+        let nodepool = claim
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(labels::NODEPOOL))
+            .cloned()
+            .unwrap_or_default();
+        Ok(ClaimLaunch {
+            claim,
+            class,
+            resolved,
+            cluster_name,
+            name: claim::name(claim).to_string(),
+            class_name: class.metadata.name.clone().unwrap_or_default(),
+            nodepool,
+            family,
+            types,
+            ice_scope: placement.ice_scope(),
+            taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
+            placement,
+            spread_group,
+            // Upstream attaches EFA interfaces only to claims that ask for EFA.
+            efa: requests.get(EFA) > 0,
+            reqs,
+            requests,
+        })
+    }
+
+    /// What every launch template of this claim shares, for joining `cluster`.
+    fn base<'b>(&'b self, cluster: &'b ClusterInfo) -> userdata::BaseConfig<'b> {
+        userdata::BaseConfig {
+            class: self.class,
+            resolved: self.resolved,
+            family: self.family,
+            cluster_name: self.cluster_name,
+            cluster,
+            node_labels: claim::node_labels(self.claim, &self.reqs),
+            taints: self.taints.clone(),
+            placement: self.placement.clone(),
+        }
+    }
+
+    /// The planner's input for one attempt over `types` and the `subnets` chosen per zone.
+    fn input(&self, types: &[InstanceType], subnets: BTreeMap<String, String>) -> LaunchInput {
+        let mut input = LaunchInput {
+            nodeclaim: self.name.clone(),
+            nodepool: self.nodepool.clone(),
+            nodeclass: self.class_name.clone(),
+            cluster_name: self.cluster_name.to_string(),
+            instance_types: types.to_vec(),
+            requirements: self.reqs.clone(),
+            requests: self.requests.clone(),
+            subnets,
+            user_tags: self.class.spec.tags.clone().unwrap_or_default(),
+            node_name: self.claim.status.as_ref().and_then(|s| s.node_name.clone()),
+        };
+        // One launch uses one kind of reservation (and one capacity block).
+        let mut narrowed = input.instance_types.clone();
+        reservations::narrow_reserved_for_launch(
+            &mut narrowed,
+            &self.resolved.capacity_reservations,
+            |it, o| usable_offering(&input, it, o),
+        );
+        input.instance_types = narrowed;
+        input
+    }
+
+    /// The error for a launch the planner refused; `failed` are the offerings earlier
+    /// attempts found without capacity.
+    fn plan_error(&self, e: LaunchError, failed: Vec<(String, String, String)>) -> CloudError {
+        match e {
+            e if e.is_insufficient_capacity() => insufficient(&self.name, &e.to_string(), failed),
+            e @ LaunchError::RestrictedTag { .. } => CloudError::InvalidRequest(format!(
+                "EC2NodeClass {}: spec.tags: {e}",
+                self.class_name
+            )),
+            e => CloudError::InvalidRequest(e.to_string()),
+        }
+    }
+
+    /// Warns when a claim flexible to spot launches on-demand over fewer instance types than
+    /// upstream recommends.
+    fn warn_few_types_on_demand(
+        &self,
+        capacity_type: CapacityType,
+        configs: &[fleet::TemplateConfig],
+    ) {
+        let overrides: Vec<FleetOverride> =
+            configs.iter().flat_map(|c| c.overrides.clone()).collect();
+        if let Some(n) = few_types_on_demand_fallback(&self.reqs, capacity_type, &overrides) {
+            tracing::warn!(
+                nodeclaim = %self.name,
+                instance_types = n,
+                recommended = nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
+                "at least {} instance types are recommended when flexible to spot but launching on-demand; this launch has {n}",
+                nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
+            );
+        }
+    }
+
+    /// The CreateFleet call for `plan` over the launch templates `configs`.
+    fn fleet_call(&self, plan: &FleetRequest, configs: Vec<fleet::TemplateConfig>) -> FleetCall {
+        FleetCall {
+            capacity_type: plan.capacity_type,
+            default_target_capacity_type: reserved_target_type(
+                plan.capacity_type,
+                plan.default_target_capacity_type,
+                &plan.overrides,
+                self.resolved,
+            ),
+            allocation_strategy: plan.allocation_strategy,
+            total_target_capacity: plan.total_target_capacity,
+            configs,
+            tags: plan.tags.clone(),
+            context: fleet_context(self.claim, self.class),
+        }
+    }
+}
+
+/// The error for a CreateFleet that launched nothing and named no offering to avoid.
+fn nothing_launched(errors: &[FleetFailure]) -> CloudError {
+    let codes: Vec<String> = errors
+        .iter()
+        .map(|e| format!("{}: {}", e.code, e.message))
+        .collect();
+    CloudError::Api {
+        operation: "CreateFleet".into(),
+        message: if codes.is_empty() {
+            "no instance launched and no error reported".into()
+        } else {
+            codes.join("; ")
+        },
+        retryable: true,
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use aws_sdk_ec2::types::builders::RequestLaunchTemplateDataBuilder;
 use aws_sdk_ec2::types::{
     CapacityReservationPreference, CapacityReservationTarget,
     ConnectionTrackingSpecificationRequest, Filter, LaunchTemplateBlockDeviceMappingRequest,
@@ -302,44 +303,9 @@ fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
 
 /// The SDK form of `spec`.
 pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
-    let m = &spec.metadata;
-    let mut data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
-    data = match &spec.primary_interface {
-        _ if !spec.class_interfaces.is_empty() => {
-            data.set_network_interfaces(Some(class_interfaces(spec)))
-        }
-        _ if spec.efa_interfaces > 0 => data.set_network_interfaces(Some(efa_interfaces(spec))),
-        // EC2 refuses groups both on the template and in its interfaces.
-        Some(nic) => data.network_interfaces(
-            LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
-                .device_index(0)
-                .network_card_index(0)
-                .delete_on_termination(true)
-                .set_associate_public_ip_address(nic.associate_public_ip_address)
-                .set_ipv4_prefix_count(nic.ipv4_prefix_count)
-                .set_ipv6_address_count(nic.ipv6_address_count)
-                .set_groups(Some(spec.security_group_ids.clone()))
-                .set_connection_tracking_specification(
-                    spec.connection_tracking.as_ref().map(|c| c.request()),
-                )
-                .build(),
-        ),
-        None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
-    };
-    let mut data = data
-        .metadata_options(
-            LaunchTemplateInstanceMetadataOptionsRequest::builder()
-                .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
-                    m.http_endpoint.as_str(),
-                ))
-                .http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(
-                    m.http_protocol_ipv6.as_str(),
-                ))
-                .http_put_response_hop_limit(m.http_put_response_hop_limit)
-                .http_tokens(LaunchTemplateHttpTokensState::from(m.http_tokens.as_str()))
-                .instance_metadata_tags(LaunchTemplateInstanceMetadataTagsState::Disabled)
-                .build(),
-        )
+    let data = RequestLaunchTemplateData::builder().image_id(&spec.image_id);
+    let mut data = with_network(data, spec)
+        .metadata_options(metadata_options(&spec.metadata))
         .monitoring(
             LaunchTemplatesMonitoringRequest::builder()
                 .enabled(spec.detailed_monitoring)
@@ -361,56 +327,13 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
                 .build(),
         );
     }
-    match &spec.capacity_reservation {
-        None => {}
-        Some(ReservationTarget::None) => {
-            data = data.capacity_reservation_specification(
-                LaunchTemplateCapacityReservationSpecificationRequest::builder()
-                    .capacity_reservation_preference(CapacityReservationPreference::None)
-                    .build(),
-            );
-        }
-        Some(ReservationTarget::Only {
-            id,
-            reservation_type,
-            interruptible,
-        }) => {
-            data = data.capacity_reservation_specification(
-                LaunchTemplateCapacityReservationSpecificationRequest::builder()
-                    .capacity_reservation_preference(
-                        CapacityReservationPreference::CapacityReservationsOnly,
-                    )
-                    .capacity_reservation_target(
-                        CapacityReservationTarget::builder()
-                            .capacity_reservation_id(id)
-                            .build(),
-                    )
-                    .build(),
-            );
-            let market = match (reservation_type, interruptible) {
-                (ReservationType::CapacityBlock, _) => Some(MarketType::CapacityBlock),
-                (ReservationType::Default, true) => {
-                    Some(MarketType::InterruptibleCapacityReservation)
-                }
-                (ReservationType::Default, false) => None,
-            };
-            if let Some(market) = market {
-                data = data.instance_market_options(
-                    LaunchTemplateInstanceMarketOptionsRequest::builder()
-                        .market_type(market)
-                        .build(),
-                );
-            }
-        }
+    if let Some(target) = &spec.capacity_reservation {
+        data = data
+            .capacity_reservation_specification(reservation_specification(target))
+            .set_instance_market_options(reservation_market(target));
     }
     if let Some(p) = &spec.placement {
-        data = data.placement(
-            LaunchTemplatePlacementRequest::builder()
-                .tenancy(Tenancy::from(p.tenancy))
-                .set_group_id(p.group_id.clone())
-                .set_partition_number(p.partition.and_then(|n| i32::try_from(n).ok()))
-                .build(),
-        );
+        data = data.placement(placement_request(p));
     }
     if let Some(p) = &spec.instance_profile {
         data = data.iam_instance_profile(
@@ -420,25 +343,130 @@ pub fn request_data(spec: &TemplateSpec) -> RequestLaunchTemplateData {
         );
     }
     for b in &spec.block_devices {
-        let ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
-            .set_volume_size(b.volume_size_gib)
-            .set_volume_type(b.volume_type.as_deref().map(VolumeType::from))
-            .set_encrypted(b.encrypted)
-            .set_delete_on_termination(b.delete_on_termination)
-            .set_iops(b.iops)
-            .set_throughput(b.throughput)
-            .set_kms_key_id(b.kms_key_id.clone())
-            .set_snapshot_id(b.snapshot_id.clone())
-            .set_volume_initialization_rate(b.volume_initialization_rate)
-            .build();
-        data = data.block_device_mappings(
-            LaunchTemplateBlockDeviceMappingRequest::builder()
-                .device_name(&b.device_name)
-                .ebs(ebs)
-                .build(),
-        );
+        data = data.block_device_mappings(block_device_mapping(b));
     }
     data.build()
+}
+
+/// `data` with the template's network interfaces (the class's, EFA's or a primary one), or
+/// with its security groups when it has none.
+fn with_network(
+    data: RequestLaunchTemplateDataBuilder,
+    spec: &TemplateSpec,
+) -> RequestLaunchTemplateDataBuilder {
+    match &spec.primary_interface {
+        _ if !spec.class_interfaces.is_empty() => {
+            data.set_network_interfaces(Some(class_interfaces(spec)))
+        }
+        _ if spec.efa_interfaces > 0 => data.set_network_interfaces(Some(efa_interfaces(spec))),
+        // EC2 refuses groups both on the template and in its interfaces.
+        Some(nic) => data.network_interfaces(
+            LaunchTemplateInstanceNetworkInterfaceSpecificationRequest::builder()
+                .device_index(0)
+                .network_card_index(0)
+                .delete_on_termination(true)
+                .set_associate_public_ip_address(nic.associate_public_ip_address)
+                .set_ipv4_prefix_count(nic.ipv4_prefix_count)
+                .set_ipv6_address_count(nic.ipv6_address_count)
+                .set_groups(Some(spec.security_group_ids.clone()))
+                .set_connection_tracking_specification(
+                    spec.connection_tracking.as_ref().map(|c| c.request()),
+                )
+                .build(),
+        ),
+        None => data.set_security_group_ids(Some(spec.security_group_ids.clone())),
+    }
+}
+
+/// The SDK form of the instance metadata service options; instance tags stay off.
+fn metadata_options(m: &MetadataSpec) -> LaunchTemplateInstanceMetadataOptionsRequest {
+    LaunchTemplateInstanceMetadataOptionsRequest::builder()
+        .http_endpoint(LaunchTemplateInstanceMetadataEndpointState::from(
+            m.http_endpoint.as_str(),
+        ))
+        .http_protocol_ipv6(LaunchTemplateInstanceMetadataProtocolIpv6::from(
+            m.http_protocol_ipv6.as_str(),
+        ))
+        .http_put_response_hop_limit(m.http_put_response_hop_limit)
+        .http_tokens(LaunchTemplateHttpTokensState::from(m.http_tokens.as_str()))
+        .instance_metadata_tags(LaunchTemplateInstanceMetadataTagsState::Disabled)
+        .build()
+}
+
+/// Which capacity reservations an instance may use: none at all, or only the targeted one.
+fn reservation_specification(
+    target: &ReservationTarget,
+) -> LaunchTemplateCapacityReservationSpecificationRequest {
+    match target {
+        ReservationTarget::None => LaunchTemplateCapacityReservationSpecificationRequest::builder()
+            .capacity_reservation_preference(CapacityReservationPreference::None)
+            .build(),
+        ReservationTarget::Only { id, .. } => {
+            LaunchTemplateCapacityReservationSpecificationRequest::builder()
+                .capacity_reservation_preference(
+                    CapacityReservationPreference::CapacityReservationsOnly,
+                )
+                .capacity_reservation_target(
+                    CapacityReservationTarget::builder()
+                        .capacity_reservation_id(id)
+                        .build(),
+                )
+                .build()
+        }
+    }
+}
+
+/// The market a targeted reservation's instances launch in: capacity blocks and
+/// interruptible reservations have their own; a default reservation needs none.
+fn reservation_market(
+    target: &ReservationTarget,
+) -> Option<LaunchTemplateInstanceMarketOptionsRequest> {
+    let ReservationTarget::Only {
+        reservation_type,
+        interruptible,
+        ..
+    } = target
+    else {
+        return None;
+    };
+    let market = match (reservation_type, interruptible) {
+        (ReservationType::CapacityBlock, _) => MarketType::CapacityBlock,
+        (ReservationType::Default, true) => MarketType::InterruptibleCapacityReservation,
+        (ReservationType::Default, false) => return None,
+    };
+    Some(
+        LaunchTemplateInstanceMarketOptionsRequest::builder()
+            .market_type(market)
+            .build(),
+    )
+}
+
+/// The SDK form of the claim's tenancy, placement group and partition.
+fn placement_request(p: &LaunchPlacement) -> LaunchTemplatePlacementRequest {
+    LaunchTemplatePlacementRequest::builder()
+        .tenancy(Tenancy::from(p.tenancy))
+        .set_group_id(p.group_id.clone())
+        .set_partition_number(p.partition.and_then(|n| i32::try_from(n).ok()))
+        .build()
+}
+
+/// The SDK form of one EBS block device.
+fn block_device_mapping(b: &BlockDeviceSpec) -> LaunchTemplateBlockDeviceMappingRequest {
+    let ebs = LaunchTemplateEbsBlockDeviceRequest::builder()
+        .set_volume_size(b.volume_size_gib)
+        .set_volume_type(b.volume_type.as_deref().map(VolumeType::from))
+        .set_encrypted(b.encrypted)
+        .set_delete_on_termination(b.delete_on_termination)
+        .set_iops(b.iops)
+        .set_throughput(b.throughput)
+        .set_kms_key_id(b.kms_key_id.clone())
+        .set_snapshot_id(b.snapshot_id.clone())
+        .set_volume_initialization_rate(b.volume_initialization_rate)
+        .build();
+    LaunchTemplateBlockDeviceMappingRequest::builder()
+        .device_name(&b.device_name)
+        .ebs(ebs)
+        .build()
 }
 
 /// The CreateLaunchTemplate request for `spec`, unsent (launches send it; node class

@@ -124,129 +124,134 @@ pub fn alias_parameters(alias: &str, kubernetes: &str) -> Result<Vec<AliasParame
         format!("{ma}.{mi}")
     };
     let latest = version == "latest";
+    let family_name = || alias.split('@').next().unwrap_or("").to_string();
     let unsupported = || AliasError::Unsupported {
-        family: alias.split('@').next().unwrap_or("").to_string(),
+        family: family_name(),
         kubernetes: k8s.clone(),
     };
-    let p = |path: String, arch: &'static str, variants: &[Variant]| AliasParameter {
+    match family {
+        AmiFamily::AL2 if minor(kubernetes) >= (1, 33) => Err(unsupported()),
+        AmiFamily::AL2 => Ok(al2_parameters(&k8s, version)),
+        AmiFamily::AL2023 => Ok(al2023_parameters(&k8s, version)),
+        AmiFamily::Bottlerocket => Ok(bottlerocket_parameters(&k8s, version)),
+        AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025 if !latest => {
+            Err(AliasError::LatestOnly(family_name()))
+        }
+        AmiFamily::Windows2019 => Ok(windows_parameters("2019", &k8s)),
+        AmiFamily::Windows2022 => Ok(windows_parameters("2022", &k8s)),
+        AmiFamily::Windows2025 if minor(kubernetes) < (1, 35) => Err(unsupported()),
+        AmiFamily::Windows2025 => Ok(windows_parameters("2025", &k8s)),
+        AmiFamily::Custom => Err(AliasError::UnknownFamily("custom".into())),
+    }
+}
+
+/// The parameter at `path`, whose image serves `variants` on `arch`.
+fn parameter(path: String, arch: &'static str, variants: &[Variant]) -> AliasParameter {
+    AliasParameter {
         path,
         arch,
         variants: variants.to_vec(),
-    };
+    }
+}
+
+/// AL2's images for Kubernetes `k8s` at `version` (`latest` or a release date): standard
+/// for x86 and arm, and one GPU image for both NVIDIA and Neuron.
+fn al2_parameters(k8s: &str, version: &str) -> Vec<AliasParameter> {
     use Variant::*;
-    Ok(match family {
-        AmiFamily::AL2 => {
-            if minor(kubernetes) >= (1, 33) {
-                return Err(unsupported());
-            }
-            let name = if latest {
+    let name = if version == "latest" {
+        "recommended".to_string()
+    } else {
+        format!("amazon-eks-node-{k8s}-{version}")
+    };
+    let base = format!("/aws/service/eks/optimized-ami/{k8s}");
+    vec![
+        parameter(
+            format!("{base}/amazon-linux-2/{name}/image_id"),
+            "amd64",
+            &[Standard],
+        ),
+        parameter(
+            format!("{base}/amazon-linux-2-arm64/{name}/image_id"),
+            "arm64",
+            &[Standard],
+        ),
+        parameter(
+            format!("{base}/amazon-linux-2-gpu/{name}/image_id"),
+            "amd64",
+            &[Nvidia, Neuron],
+        ),
+    ]
+}
+
+/// AL2023's images: one per architecture and variant (no Neuron image for arm).
+fn al2023_parameters(k8s: &str, version: &str) -> Vec<AliasParameter> {
+    use Variant::*;
+    let mut out = Vec::new();
+    for (aws_arch, arch, variants) in [
+        ("x86_64", "amd64", &[Standard, Nvidia, Neuron][..]),
+        ("arm64", "arm64", &[Standard, Nvidia][..]),
+    ] {
+        for &v in variants {
+            let variant = match v {
+                Standard => "standard",
+                Nvidia => "nvidia",
+                Neuron => "neuron",
+            };
+            let name = if version == "latest" {
                 "recommended".to_string()
             } else {
-                format!("amazon-eks-node-{k8s}-{version}")
+                format!("amazon-eks-node-al2023-{aws_arch}-{variant}-{k8s}-{version}")
             };
-            let base = format!("/aws/service/eks/optimized-ami/{k8s}");
-            vec![
-                p(
-                    format!("{base}/amazon-linux-2/{name}/image_id"),
-                    "amd64",
-                    &[Standard],
-                ),
-                p(
-                    format!("{base}/amazon-linux-2-arm64/{name}/image_id"),
-                    "arm64",
-                    &[Standard],
-                ),
-                p(
-                    format!("{base}/amazon-linux-2-gpu/{name}/image_id"),
-                    "amd64",
-                    &[Nvidia, Neuron],
-                ),
-            ]
-        }
-        AmiFamily::AL2023 => {
-            let mut out = Vec::new();
-            for (aws_arch, arch, variants) in [
-                ("x86_64", "amd64", &[Standard, Nvidia, Neuron][..]),
-                ("arm64", "arm64", &[Standard, Nvidia][..]),
-            ] {
-                for &v in variants {
-                    let variant = match v {
-                        Standard => "standard",
-                        Nvidia => "nvidia",
-                        Neuron => "neuron",
-                    };
-                    let name = if latest {
-                        "recommended".to_string()
-                    } else {
-                        format!("amazon-eks-node-al2023-{aws_arch}-{variant}-{k8s}-{version}")
-                    };
-                    out.push(p(
-                        format!(
-                            "/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{aws_arch}/{variant}/{name}/image_id"
-                        ),
-                        arch,
-                        &[v],
-                    ));
-                }
-            }
-            out
-        }
-        AmiFamily::Bottlerocket => {
-            let version = if latest {
-                "latest"
-            } else {
-                version.trim_start_matches('v')
-            };
-            let mut out = Vec::new();
-            for (aws_arch, arch) in [("x86_64", "amd64"), ("arm64", "arm64")] {
-                let standard: &[Variant] = if arch == "amd64" {
-                    &[Standard, Neuron]
-                } else {
-                    &[Standard]
-                };
-                out.push(p(
-                    format!(
-                        "/aws/service/bottlerocket/aws-k8s-{k8s}/{aws_arch}/{version}/image_id"
-                    ),
-                    arch,
-                    standard,
-                ));
-                out.push(p(
-                    format!(
-                        "/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/{aws_arch}/{version}/image_id"
-                    ),
-                    arch,
-                    &[Nvidia],
-                ));
-            }
-            out
-        }
-        AmiFamily::Windows2019 | AmiFamily::Windows2022 | AmiFamily::Windows2025 => {
-            if !latest {
-                return Err(AliasError::LatestOnly(
-                    alias.split('@').next().unwrap_or("").to_string(),
-                ));
-            }
-            let year = match family {
-                AmiFamily::Windows2019 => "2019",
-                AmiFamily::Windows2022 => "2022",
-                _ => {
-                    if minor(kubernetes) < (1, 35) {
-                        return Err(unsupported());
-                    }
-                    "2025"
-                }
-            };
-            vec![p(
+            out.push(parameter(
                 format!(
-                    "/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s}/image_id"
+                    "/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{aws_arch}/{variant}/{name}/image_id"
                 ),
-                "amd64",
-                &[Standard],
-            )]
+                arch,
+                &[v],
+            ));
         }
-        AmiFamily::Custom => return Err(AliasError::UnknownFamily("custom".into())),
-    })
+    }
+    out
+}
+
+/// Bottlerocket's images: a standard and an NVIDIA one per architecture.
+fn bottlerocket_parameters(k8s: &str, version: &str) -> Vec<AliasParameter> {
+    use Variant::*;
+    let version = if version == "latest" {
+        "latest"
+    } else {
+        version.trim_start_matches('v')
+    };
+    let mut out = Vec::new();
+    for (aws_arch, arch) in [("x86_64", "amd64"), ("arm64", "arm64")] {
+        let standard: &[Variant] = if arch == "amd64" {
+            &[Standard, Neuron]
+        } else {
+            &[Standard]
+        };
+        out.push(parameter(
+            format!("/aws/service/bottlerocket/aws-k8s-{k8s}/{aws_arch}/{version}/image_id"),
+            arch,
+            standard,
+        ));
+        out.push(parameter(
+            format!("/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/{aws_arch}/{version}/image_id"),
+            arch,
+            &[Nvidia],
+        ));
+    }
+    out
+}
+
+/// Windows Server `year`'s latest EKS-optimized image (x86 only).
+fn windows_parameters(year: &str, k8s: &str) -> Vec<AliasParameter> {
+    vec![parameter(
+        format!(
+            "/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-EKS_Optimized-{k8s}/image_id"
+        ),
+        "amd64",
+        &[Variant::Standard],
+    )]
 }
 
 #[cfg(test)]

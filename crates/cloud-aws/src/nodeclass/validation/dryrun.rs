@@ -2,6 +2,7 @@
 //! data, launch template, CreateFleet request) for one instance of the chosen type and
 //! offering, registering with the chosen NodePool's labels and taints, then sent as dry runs.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use aws_sdk_ec2::config::retry::RetryConfig;
@@ -22,7 +23,7 @@ use crate::cloud::AwsCloud;
 use crate::error::AwsError;
 use crate::launch::ClusterInfo;
 use crate::launch::fleet::{FleetCall, SdkFleet, TemplateConfig};
-use crate::launch::template;
+use crate::launch::template::{self, TemplateSpec};
 use crate::launch::userdata::BaseConfig;
 use crate::nodeclass::ResolvedNodeClass;
 use crate::nodeclass::conditions::VALIDATION_SUCCEEDED;
@@ -170,58 +171,9 @@ impl AwsCloud {
         choice: &Choice<'_>,
         cluster: &ClusterInfo,
     ) -> Verdict {
-        let (it, ami, capacity_type) = (choice.instance_type, choice.ami, choice.capacity_type);
-        let name = class.metadata.name.clone().unwrap_or_default();
-        let invalid = |e: &dyn std::fmt::Display| Verdict::Failed {
-            reason: LAUNCH_CONFIGURATION_INVALID,
-            message: e.to_string(),
-        };
-        let family = match node_class_input(class) {
-            Ok(i) => i.ami_family,
-            Err(e) => return invalid(&e),
-        };
-        let base = BaseConfig {
-            class,
-            resolved,
-            family,
-            cluster_name: &self.settings.cluster_name,
-            cluster,
-            // What a claim of the chosen pool would register with, as upstream's validation
-            // launch carries: they are part of the user data and its size.
-            node_labels: choice.pool.map(|p| p.labels.clone()).unwrap_or_default(),
-            taints: choice
-                .pool
-                .map(|p| p.taints.clone())
-                .unwrap_or_else(|| registration_taints(&[], &[])),
-            placement: LaunchPlacement::new(&[], resolved.placement_group.as_ref()),
-        };
-        let bootstrap = match base.bootstrap(it, capacity_type) {
-            Ok(b) => b,
-            Err(e) => return invalid(&e),
-        };
-        match generate(&bootstrap) {
-            Ok(_) => {}
-            Err(e @ UserDataError::TooLarge { .. }) => {
-                return Verdict::Failed {
-                    reason: USER_DATA_SIZE_LIMIT_EXCEEDED,
-                    message: format!("EC2NodeClass {name}: {e}"),
-                };
-            }
-            Err(e) => return invalid(&format!("EC2NodeClass {name}: {e}")),
-        }
-        let tags = match launch_tags(&LaunchInput {
-            nodeclass: name.clone(),
-            nodepool: choice.nodepool().unwrap_or_default().to_string(),
-            cluster_name: self.settings.cluster_name.clone(),
-            user_tags: class.spec.tags.clone().unwrap_or_default(),
-            ..Default::default()
-        }) {
+        let (spec, tags) = match self.choice_template(class, resolved, choice, cluster) {
             Ok(t) => t,
-            Err(e) => return invalid(&e),
-        };
-        let spec = match base.template(ami, it, capacity_type, &tags, false, None) {
-            Ok(s) => s,
-            Err(e) => return invalid(&e),
+            Err(verdict) => return verdict,
         };
         if self.settings.disable_dry_run {
             return Verdict::Passed;
@@ -231,29 +183,7 @@ impl AwsCloud {
                 message: format!("the class has no subnet in {}", choice.zone),
             };
         };
-        let (target, strategy) = match capacity_type {
-            CapacityType::Spot => ("spot", AllocationStrategy::PriceCapacityOptimized),
-            _ => ("on-demand", AllocationStrategy::LowestPrice),
-        };
-        let call = FleetCall {
-            capacity_type,
-            default_target_capacity_type: target,
-            allocation_strategy: strategy,
-            total_target_capacity: 1,
-            configs: vec![TemplateConfig {
-                template_name: spec.name(),
-                overrides: vec![FleetOverride {
-                    instance_type: it.name.clone(),
-                    zone: choice.zone.to_string(),
-                    subnet_id: subnet.to_string(),
-                    priority: choice.price,
-                    reservation_id: None,
-                    image_id: Some(ami.id.clone()),
-                }],
-            }],
-            tags: tags.clone(),
-            context: class.spec.context.clone(),
-        };
+        let call = dry_run_fleet(class, choice, &spec, subnet, &tags);
         let fleet = SdkFleet::new(self.clients.clone())
             .request(&call)
             .dry_run(true)
@@ -276,13 +206,108 @@ impl AwsCloud {
             return created;
         }
         let data = template::request_data(&spec);
-        let spot = capacity_type == CapacityType::Spot;
-        let run = run_instances_request(&self.clients.ec2, &data, &it.name, subnet, &tags, spot)
+        let spot = choice.capacity_type == CapacityType::Spot;
+        let it = &choice.instance_type.name;
+        let run = run_instances_request(&self.clients.ec2, &data, it, subnet, &tags, spot)
             .dry_run(true)
             .customize()
             .config_override(no_retries())
             .send()
             .await;
         answer(Call::RunInstances, run)
+    }
+
+    /// The launch template and tags a launch of `choice` would get, built as the launch path
+    /// builds them; a failed verdict when the class's configuration cannot make them.
+    fn choice_template(
+        &self,
+        class: &EC2NodeClass,
+        resolved: &ResolvedNodeClass,
+        choice: &Choice<'_>,
+        cluster: &ClusterInfo,
+    ) -> Result<(TemplateSpec, BTreeMap<String, String>), Verdict> {
+        let (it, ami, capacity_type) = (choice.instance_type, choice.ami, choice.capacity_type);
+        let name = class.metadata.name.clone().unwrap_or_default();
+        let family = node_class_input(class).map_err(invalid)?.ami_family;
+        let base = BaseConfig {
+            class,
+            resolved,
+            family,
+            cluster_name: &self.settings.cluster_name,
+            cluster,
+            // What a claim of the chosen pool would register with, as upstream's validation
+            // launch carries: they are part of the user data and its size.
+            node_labels: choice.pool.map(|p| p.labels.clone()).unwrap_or_default(),
+            taints: choice
+                .pool
+                .map(|p| p.taints.clone())
+                .unwrap_or_else(|| registration_taints(&[], &[])),
+            placement: LaunchPlacement::new(&[], resolved.placement_group.as_ref()),
+        };
+        let bootstrap = base.bootstrap(it, capacity_type).map_err(invalid)?;
+        match generate(&bootstrap) {
+            Ok(_) => {}
+            Err(e @ UserDataError::TooLarge { .. }) => {
+                return Err(Verdict::Failed {
+                    reason: USER_DATA_SIZE_LIMIT_EXCEEDED,
+                    message: format!("EC2NodeClass {name}: {e}"),
+                });
+            }
+            Err(e) => return Err(invalid(format!("EC2NodeClass {name}: {e}"))),
+        }
+        let tags = launch_tags(&LaunchInput {
+            nodeclass: name.clone(),
+            nodepool: choice.nodepool().unwrap_or_default().to_string(),
+            cluster_name: self.settings.cluster_name.clone(),
+            user_tags: class.spec.tags.clone().unwrap_or_default(),
+            ..Default::default()
+        })
+        .map_err(invalid)?;
+        let spec = base
+            .template(ami, it, capacity_type, &tags, false, None)
+            .map_err(invalid)?;
+        Ok((spec, tags))
+    }
+}
+
+/// A launch the class's configuration cannot make.
+fn invalid(e: impl std::fmt::Display) -> Verdict {
+    Verdict::Failed {
+        reason: LAUNCH_CONFIGURATION_INVALID,
+        message: e.to_string(),
+    }
+}
+
+/// CreateFleet for one instance of `choice` from template `spec` in `subnet`, targeting the
+/// choice's capacity type with the allocation strategy a launch would use.
+fn dry_run_fleet(
+    class: &EC2NodeClass,
+    choice: &Choice<'_>,
+    spec: &TemplateSpec,
+    subnet: &str,
+    tags: &BTreeMap<String, String>,
+) -> FleetCall {
+    let (target, strategy) = match choice.capacity_type {
+        CapacityType::Spot => ("spot", AllocationStrategy::PriceCapacityOptimized),
+        _ => ("on-demand", AllocationStrategy::LowestPrice),
+    };
+    FleetCall {
+        capacity_type: choice.capacity_type,
+        default_target_capacity_type: target,
+        allocation_strategy: strategy,
+        total_target_capacity: 1,
+        configs: vec![TemplateConfig {
+            template_name: spec.name(),
+            overrides: vec![FleetOverride {
+                instance_type: choice.instance_type.name.clone(),
+                zone: choice.zone.to_string(),
+                subnet_id: subnet.to_string(),
+                priority: choice.price,
+                reservation_id: None,
+                image_id: Some(choice.ami.id.clone()),
+            }],
+        }],
+        tags: tags.clone(),
+        context: class.spec.context.clone(),
     }
 }

@@ -11,7 +11,10 @@ use aws_sdk_ec2::types::{
     BlockDeviceMapping, CapacityReservationSpecification, CpuOptionsRequest, EbsBlockDevice,
     HttpTokensState, IamInstanceProfileSpecification, InstanceMarketOptionsRequest,
     InstanceMetadataEndpointState, InstanceMetadataOptionsRequest, InstanceMetadataProtocolState,
-    InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType, MarketType,
+    InstanceMetadataTagsState, InstanceNetworkInterfaceSpecification, InstanceType,
+    LaunchTemplateCapacityReservationSpecificationRequest,
+    LaunchTemplateIamInstanceProfileSpecificationRequest,
+    LaunchTemplateInstanceMetadataOptionsRequest, LaunchTemplatePlacementRequest, MarketType,
     Placement, RequestLaunchTemplateData, ResourceType, RunInstancesMonitoringEnabled,
     TagSpecification,
 };
@@ -82,110 +85,129 @@ pub fn run_instances_request(
     tags: &BTreeMap<String, String>,
     spot: bool,
 ) -> RunInstancesFluentBuilder {
-    let mut req = ec2
+    let req = ec2
         .run_instances()
         .min_count(1)
         .max_count(1)
         .instance_type(InstanceType::from(instance_type))
         .set_image_id(data.image_id().map(str::to_string))
         .set_user_data(data.user_data().map(str::to_string));
-    req = if data.network_interfaces().is_empty() {
+    let req = if data.network_interfaces().is_empty() {
         req.subnet_id(subnet)
             .set_security_group_ids(Some(data.security_group_ids().to_vec()))
     } else {
         req.set_network_interfaces(Some(interfaces(data, subnet)))
     };
-    if let Some(p) = data.iam_instance_profile() {
-        req = req.iam_instance_profile(
-            IamInstanceProfileSpecification::builder()
-                .set_arn(p.arn().map(str::to_string))
-                .set_name(p.name().map(str::to_string))
-                .build(),
-        );
-    }
-    if let Some(m) = data.metadata_options() {
-        req = req.metadata_options(
-            InstanceMetadataOptionsRequest::builder()
-                .set_http_endpoint(
-                    m.http_endpoint()
-                        .map(|v| InstanceMetadataEndpointState::from(v.as_str())),
-                )
-                .set_http_protocol_ipv6(
-                    m.http_protocol_ipv6()
-                        .map(|v| InstanceMetadataProtocolState::from(v.as_str())),
-                )
-                .set_http_put_response_hop_limit(m.http_put_response_hop_limit())
-                .set_http_tokens(m.http_tokens().map(|v| HttpTokensState::from(v.as_str())))
-                .set_instance_metadata_tags(
-                    m.instance_metadata_tags()
-                        .map(|v| InstanceMetadataTagsState::from(v.as_str())),
-                )
-                .build(),
-        );
-    }
-    if let Some(m) = data.monitoring() {
-        req = req.monitoring(
+    let devices = block_devices(data);
+    req.set_iam_instance_profile(data.iam_instance_profile().map(instance_profile))
+        .set_metadata_options(data.metadata_options().map(metadata_options))
+        .set_monitoring(data.monitoring().map(|m| {
             RunInstancesMonitoringEnabled::builder()
                 .enabled(m.enabled().unwrap_or(false))
-                .build(),
-        );
-    }
-    let devices = block_devices(data);
-    if !devices.is_empty() {
-        req = req.set_block_device_mappings(Some(devices));
-    }
-    if let Some(p) = data.placement() {
-        req = req.placement(
-            Placement::builder()
-                .set_tenancy(p.tenancy().cloned())
-                .set_group_id(p.group_id().map(str::to_string))
-                .set_partition_number(p.partition_number())
-                .build(),
-        );
-    }
-    if let Some(c) = data.cpu_options() {
-        req = req.cpu_options(
+                .build()
+        }))
+        .set_block_device_mappings(Some(devices).filter(|d| !d.is_empty()))
+        .set_placement(data.placement().map(placement))
+        .set_cpu_options(data.cpu_options().map(|c| {
             CpuOptionsRequest::builder()
                 .set_nested_virtualization(c.nested_virtualization().cloned())
-                .build(),
-        );
-    }
-    if let Some(c) = data.capacity_reservation_specification() {
-        req = req.capacity_reservation_specification(
-            CapacityReservationSpecification::builder()
-                .set_capacity_reservation_preference(c.capacity_reservation_preference().cloned())
-                .set_capacity_reservation_target(c.capacity_reservation_target().cloned())
-                .build(),
-        );
-    }
+                .build()
+        }))
+        .set_capacity_reservation_specification(
+            data.capacity_reservation_specification()
+                .map(capacity_reservation),
+        )
+        .set_instance_market_options(market_type(data, spot).map(|market| {
+            InstanceMarketOptionsRequest::builder()
+                .market_type(market)
+                .build()
+        }))
+        .set_tag_specifications(Some(tag_specifications(data, tags)))
+}
+
+/// The template's instance profile in RunInstances' form.
+fn instance_profile(
+    p: &LaunchTemplateIamInstanceProfileSpecificationRequest,
+) -> IamInstanceProfileSpecification {
+    IamInstanceProfileSpecification::builder()
+        .set_arn(p.arn().map(str::to_string))
+        .set_name(p.name().map(str::to_string))
+        .build()
+}
+
+/// The template's instance metadata options in RunInstances' form.
+fn metadata_options(
+    m: &LaunchTemplateInstanceMetadataOptionsRequest,
+) -> InstanceMetadataOptionsRequest {
+    InstanceMetadataOptionsRequest::builder()
+        .set_http_endpoint(
+            m.http_endpoint()
+                .map(|v| InstanceMetadataEndpointState::from(v.as_str())),
+        )
+        .set_http_protocol_ipv6(
+            m.http_protocol_ipv6()
+                .map(|v| InstanceMetadataProtocolState::from(v.as_str())),
+        )
+        .set_http_put_response_hop_limit(m.http_put_response_hop_limit())
+        .set_http_tokens(m.http_tokens().map(|v| HttpTokensState::from(v.as_str())))
+        .set_instance_metadata_tags(
+            m.instance_metadata_tags()
+                .map(|v| InstanceMetadataTagsState::from(v.as_str())),
+        )
+        .build()
+}
+
+/// The template's tenancy, placement group and partition in RunInstances' form.
+fn placement(p: &LaunchTemplatePlacementRequest) -> Placement {
+    Placement::builder()
+        .set_tenancy(p.tenancy().cloned())
+        .set_group_id(p.group_id().map(str::to_string))
+        .set_partition_number(p.partition_number())
+        .build()
+}
+
+/// The template's capacity reservation preference and target in RunInstances' form.
+fn capacity_reservation(
+    c: &LaunchTemplateCapacityReservationSpecificationRequest,
+) -> CapacityReservationSpecification {
+    CapacityReservationSpecification::builder()
+        .set_capacity_reservation_preference(c.capacity_reservation_preference().cloned())
+        .set_capacity_reservation_target(c.capacity_reservation_target().cloned())
+        .build()
+}
+
+/// The market the instance launches in: spot when `spot`, else the template's.
+fn market_type(data: &RequestLaunchTemplateData, spot: bool) -> Option<MarketType> {
     // A spot launch is asked for by CreateFleet's target capacity type, not by the template;
     // the RunInstances it stands for carries it as the market type, so EC2 checks the
     // permissions of a spot launch (upstream's validation does the same).
-    let market = if spot {
+    if spot {
         Some(MarketType::Spot)
     } else {
         data.instance_market_options()
             .and_then(|m| m.market_type().cloned())
-    };
-    if let Some(market) = market {
-        req = req.instance_market_options(
-            InstanceMarketOptionsRequest::builder()
-                .market_type(market)
-                .build(),
-        );
     }
-    for t in data.tag_specifications() {
-        req = req.tag_specifications(
+}
+
+/// The template's tag specifications, then `tags` on the instance and its volumes.
+fn tag_specifications(
+    data: &RequestLaunchTemplateData,
+    tags: &BTreeMap<String, String>,
+) -> Vec<TagSpecification> {
+    data.tag_specifications()
+        .iter()
+        .map(|t| {
             TagSpecification::builder()
                 .set_resource_type(t.resource_type().cloned())
                 .set_tags(Some(t.tags().to_vec()))
-                .build(),
-        );
-    }
-    for resource in [ResourceType::Instance, ResourceType::Volume] {
-        req = req.tag_specifications(tag_spec(resource, tags));
-    }
-    req
+                .build()
+        })
+        .chain(
+            [ResourceType::Instance, ResourceType::Volume]
+                .into_iter()
+                .map(|resource| tag_spec(resource, tags)),
+        )
+        .collect()
 }
 
 #[cfg(test)]
