@@ -93,87 +93,20 @@ fn add(a: Pair, b: Pair) -> Pair {
 }
 
 impl<'a> SavingBounds<'a> {
+    /// Reads `snapshot` once: what a new node may cost and hold, and every other node's free
+    /// room.
     pub(crate) fn new(snapshot: &'a Snapshot) -> Self {
-        let mut types: Vec<(Pair, f64)> = snapshot
-            .instance_types
-            .iter()
-            .flat_map(|(pool, its)| {
-                let admits = admitted_capacity_types(snapshot, pool);
-                its.iter().filter_map(move |it| {
-                    let price = it
-                        .offerings
-                        .iter()
-                        .filter(|o| admits.contains(&o.capacity_type))
-                        .map(|o| o.price)
-                        .fold(f64::INFINITY, f64::min);
-                    let a = it.allocatable();
-                    (price < f64::INFINITY).then_some(((a.get(CPU), a.get(MEMORY)), price))
-                })
-            })
-            .collect();
-        types.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let types = offered_types(snapshot);
         let floor = types.first().map_or(f64::INFINITY, |t| t.1);
-        // Terminal pods hold nothing; every other bound pod counts against its node, as in
-        // every simulator (which may count more, never less).
-        // One slot per name of a node, or of an initialized claim no node is named after; the
-        // nodes' names are entered first.
-        let mut slots: FastMap<&str, u32> = FastMap::default();
-        slots.reserve(snapshot.nodes.len());
-        let mut owners: Vec<(&str, &Resources)> = Vec::with_capacity(snapshot.nodes.len());
-        let mut slot_of: Vec<u32> = Vec::with_capacity(snapshot.nodes.len());
-        for n in &snapshot.nodes {
-            let next = slots.len() as u32;
-            slot_of.push(*slots.entry(n.name.as_str()).or_insert(next));
-            owners.push((n.name.as_str(), &n.allocatable));
-        }
-        let node_slots = slots.len() as u32;
-        for c in &snapshot.node_claims {
-            if !c.initialized || c.deletion_timestamp.is_some() {
-                continue;
-            }
-            let name = c.node_name.as_deref().unwrap_or(&c.name);
-            let next = slots.len() as u32;
-            let slot = *slots.entry(name).or_insert(next);
-            if slot >= node_slots {
-                slot_of.push(slot);
-                owners.push((name, &c.allocatable));
-            }
-        }
-        let mut used = vec![(0, 0); slots.len()];
-        for p in &snapshot.pods {
-            if p.is_terminal() {
-                continue;
-            }
-            let r = requests(p);
-            if let Some(&slot) = p.node_name.as_deref().and_then(|n| slots.get(n)) {
-                used[slot as usize] = add(used[slot as usize], r);
-            }
-        }
+        let (slots, owners, slot_of) = name_slots(snapshot);
+        let used = used_per_slot(snapshot, &slots);
         let mut closed = vec![false; slots.len()];
         for name in closed_node_names(snapshot) {
             if let Some(&slot) = slots.get(name) {
                 closed[slot as usize] = true;
             }
         }
-        let mut free = Vec::with_capacity(owners.len());
-        let mut rooms_of = Vec::new();
-        rooms_of.resize_with(slots.len(), Rooms::default);
-        for ((name, allocatable), slot) in owners.into_iter().zip(slot_of) {
-            let slot = slot as usize;
-            if closed[slot] {
-                continue;
-            }
-            let u = used[slot];
-            let f = (
-                allocatable.get(CPU).saturating_sub(u.0),
-                allocatable.get(MEMORY).saturating_sub(u.1),
-            );
-            free.push((f, name, slot as u32));
-            rooms_of[slot].push(f);
-        }
-        free.sort_unstable_by_key(|&((cpu, mem), _, _)| (Reverse(cpu), Reverse(mem)));
-        let (free, free_slots): (Vec<(Pair, &str)>, Vec<u32>) =
-            free.into_iter().map(|(f, n, s)| ((f, n), s)).unzip();
+        let (free, free_slots, rooms_of) = free_rooms(owners, slot_of, &used, &closed);
         let frontier = frontier_of(free.iter().copied());
         let largest = snapshot
             .instance_types
@@ -346,6 +279,109 @@ impl<'a> SavingBounds<'a> {
             .fold((0, 0), |a, &f| add(a, room(f)));
         (all.0.saturating_sub(own.0), all.1.saturating_sub(own.1))
     }
+}
+
+/// Per instance type of any NodePool: its allocatable and its cheapest offering that NodePool
+/// may launch on, cheapest first (types with no such offering left out).
+fn offered_types(snapshot: &Snapshot) -> Vec<(Pair, f64)> {
+    let mut types: Vec<(Pair, f64)> = snapshot
+        .instance_types
+        .iter()
+        .flat_map(|(pool, its)| {
+            let admits = admitted_capacity_types(snapshot, pool);
+            its.iter().filter_map(move |it| {
+                let price = it
+                    .offerings
+                    .iter()
+                    .filter(|o| admits.contains(&o.capacity_type))
+                    .map(|o| o.price)
+                    .fold(f64::INFINITY, f64::min);
+                let a = it.allocatable();
+                (price < f64::INFINITY).then_some(((a.get(CPU), a.get(MEMORY)), price))
+            })
+        })
+        .collect();
+    types.sort_by(|a, b| a.1.total_cmp(&b.1));
+    types
+}
+
+/// The nodes and initialized claims whose free room counts: each one's name and allocatable.
+type Owners<'a> = Vec<(&'a str, &'a Resources)>;
+
+/// One slot per name of a node, or of an initialized claim no node is named after; the
+/// nodes' names are entered first. Also each node's (then each such claim's) name and
+/// allocatable, with its slot.
+fn name_slots(snapshot: &Snapshot) -> (FastMap<&str, u32>, Owners<'_>, Vec<u32>) {
+    let mut slots: FastMap<&str, u32> = FastMap::default();
+    slots.reserve(snapshot.nodes.len());
+    let mut owners: Owners<'_> = Vec::with_capacity(snapshot.nodes.len());
+    let mut slot_of: Vec<u32> = Vec::with_capacity(snapshot.nodes.len());
+    for n in &snapshot.nodes {
+        let next = slots.len() as u32;
+        slot_of.push(*slots.entry(n.name.as_str()).or_insert(next));
+        owners.push((n.name.as_str(), &n.allocatable));
+    }
+    let node_slots = slots.len() as u32;
+    for c in &snapshot.node_claims {
+        if !c.initialized || c.deletion_timestamp.is_some() {
+            continue;
+        }
+        let name = c.node_name.as_deref().unwrap_or(&c.name);
+        let next = slots.len() as u32;
+        let slot = *slots.entry(name).or_insert(next);
+        if slot >= node_slots {
+            slot_of.push(slot);
+            owners.push((name, &c.allocatable));
+        }
+    }
+    (slots, owners, slot_of)
+}
+
+/// Per slot, the summed requests of the pods bound to it.
+fn used_per_slot(snapshot: &Snapshot, slots: &FastMap<&str, u32>) -> Vec<Pair> {
+    // Terminal pods hold nothing; every other bound pod counts against its node, as in
+    // every simulator (which may count more, never less).
+    let mut used = vec![(0, 0); slots.len()];
+    for p in &snapshot.pods {
+        if p.is_terminal() {
+            continue;
+        }
+        let r = requests(p);
+        if let Some(&slot) = p.node_name.as_deref().and_then(|n| slots.get(n)) {
+            used[slot as usize] = add(used[slot as usize], r);
+        }
+    }
+    used
+}
+
+/// The free room of each owner (allocatable less `used`) whose slot is not `closed`: all of
+/// them by cpu, then memory, most first, with their names and slots, and per slot its own.
+fn free_rooms<'a>(
+    owners: Owners<'a>,
+    slot_of: Vec<u32>,
+    used: &[Pair],
+    closed: &[bool],
+) -> (Vec<(Pair, &'a str)>, Vec<u32>, Vec<Rooms>) {
+    let mut free = Vec::with_capacity(owners.len());
+    let mut rooms_of = Vec::new();
+    rooms_of.resize_with(used.len(), Rooms::default);
+    for ((name, allocatable), slot) in owners.into_iter().zip(slot_of) {
+        let slot = slot as usize;
+        if closed[slot] {
+            continue;
+        }
+        let u = used[slot];
+        let f = (
+            allocatable.get(CPU).saturating_sub(u.0),
+            allocatable.get(MEMORY).saturating_sub(u.1),
+        );
+        free.push((f, name, slot as u32));
+        rooms_of[slot].push(f);
+    }
+    free.sort_unstable_by_key(|&((cpu, mem), _, _)| (Reverse(cpu), Reverse(mem)));
+    let (free, free_slots): (Vec<(Pair, &str)>, Vec<u32>) =
+        free.into_iter().map(|(f, n, s)| ((f, n), s)).unzip();
+    (free, free_slots, rooms_of)
 }
 
 /// The rooms no other one of `rooms` covers in both cpu and memory, by cpu ascending (so

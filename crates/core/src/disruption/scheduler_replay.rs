@@ -35,7 +35,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::command::Command;
+use super::command::{Command, Replacement};
 use crate::model::{CommandInFlight, Node, Pod, Snapshot};
 use crate::resources::{CPU, Resources};
 use crate::scheduling::intern::FastMap;
@@ -90,100 +90,37 @@ struct Step<'s> {
 }
 
 impl<'s> Replay<'s> {
+    /// Reads `snapshot` once: the nodes and running commands' replacements the scheduler
+    /// may use, with their free room, and the pods that move ahead of a new command.
     pub(crate) fn new(snapshot: &'s Snapshot) -> Replay<'s> {
-        let disrupted =
-            |taints: &[crate::taints::Taint]| taints.iter().any(|t| t.key == DISRUPTED_TAINT);
-        let mut index: FastMap<&str, usize> = FastMap::default();
-        let mut slots: Vec<Slot<'s>> = Vec::new();
-        let mut leaving_nodes: BTreeSet<&str> = BTreeSet::new();
-        for n in &snapshot.nodes {
-            if !n.ready || n.unschedulable || n.deletion_timestamp.is_some() {
-                continue;
-            }
-            if disrupted(&n.taints) {
-                leaving_nodes.insert(n.name.as_str());
-                continue;
-            }
-            index.insert(n.name.as_str(), slots.len());
-            slots.push(Slot {
-                node: Some(n),
-                name: n.name.as_str(),
-                allocatable_cpu: n.allocatable.get(CPU),
-                free: n.allocatable.clone(),
-            });
-        }
+        let (mut slots, mut index, mut leaving_nodes) = ready_nodes(snapshot);
         let nodes = slots.len();
         // Step 0 takes the pending pods; each running command drains at the step after it.
         let (steps_of_claims, commands) = drain_steps(snapshot);
         let mut steps: Vec<Step<'s>> = (0..=commands).map(|_| Step::default()).collect();
         let step_of = |claim: &str| steps_of_claims.get(claim).copied().unwrap_or(0);
+        add_replacements(
+            snapshot,
+            &mut slots,
+            &mut index,
+            &mut leaving_nodes,
+            &mut steps,
+            step_of,
+        );
         let mut step_of_node: FastMap<&str, usize> = FastMap::default();
-        // Running commands' replacements: reserved claims that are not being deleted.
-        let daemons = {
-            let mut r = Resources::new();
-            for d in &snapshot.daemonsets {
-                r.add(&d.pod.requests);
-            }
-            r
-        };
-        for c in &snapshot.node_claims {
-            if !disrupted(&c.taints) || c.deletion_timestamp.is_some() {
-                continue;
-            }
-            if let Some(n) = &c.node_name {
-                leaving_nodes.remove(n.as_str());
-            }
-            // Before its launch answers, the claim is the cheapest type it allows, as the
-            // launch will most likely make it.
-            let allocatable = if c.allocatable.is_empty() {
-                match cheapest_allowed(snapshot, c) {
-                    Some(a) => a,
-                    None => continue,
-                }
-            } else {
-                c.allocatable.clone()
-            };
-            let mut free = allocatable.clone();
-            if c.node_name.is_none() {
-                free.sub(&daemons);
-            }
-            if let Some(n) = &c.node_name {
-                index.insert(n.as_str(), slots.len());
-            }
-            steps[step_of(&c.name)].opens.push(slots.len());
-            slots.push(Slot {
-                node: None,
-                name: c.name.as_str(),
-                allocatable_cpu: allocatable.get(CPU),
-                free,
-            });
-        }
         for c in &snapshot.node_claims {
             if let Some(n) = &c.node_name {
                 step_of_node.insert(n.as_str(), step_of(&c.name));
             }
         }
-        let mut daemons_on: FastMap<&str, Resources> = FastMap::default();
-        for p in &snapshot.pods {
-            if p.is_terminal() {
-                continue;
-            }
-            match p.node_name.as_deref() {
-                Some(n) => {
-                    if p.is_daemonset_pod() {
-                        daemons_on.entry(n).or_default().add(&p.requests);
-                    }
-                    if let Some(&i) = index.get(n) {
-                        slots[i].free.sub(&p.requests);
-                    } else if leaving_nodes.contains(n) && moves(p) {
-                        let step = step_of_node.get(n).copied().unwrap_or(0);
-                        steps[step].pods.push(p);
-                    }
-                }
-                None if moves(p) && judged(p) => steps[0].pods.push(p),
-                None => {}
-            }
-        }
+        let daemons_on = place_bound_pods(
+            snapshot,
+            &mut slots,
+            &index,
+            &leaving_nodes,
+            &step_of_node,
+            &mut steps,
+        );
         let mut order: Vec<usize> = (0..nodes).collect();
         order.sort_by(|&a, &b| {
             slots[a]
@@ -218,70 +155,19 @@ impl<'s> Replay<'s> {
             return None;
         }
         let targets: BTreeSet<&str> = command.targets.iter().map(|t| t.node.as_str()).collect();
-        let mut closed = vec![false; self.slots.len()];
-        for n in targets
-            .iter()
-            .copied()
-            .chain(gone.iter().map(String::as_str))
-        {
-            if let Some(&i) = self.index.get(n) {
-                closed[i] = true;
-            }
-        }
         let mut run = Run {
             replay: self,
-            closed,
+            closed: self.closed(&targets, gone),
             changed: FastMap::default(),
             extra: Vec::new(),
             ranked: BTreeSet::new(),
         };
         // First what moves ahead of the command: pending pods, the running commands' pods
         // as each drains, then those of this round's other commands.
-        let mut waiting: Vec<&Pod> = Vec::new();
-        for step in &self.steps {
-            for &i in &step.opens {
-                run.open(i);
-            }
-            let queue: Cow<'_, [&Pod]> = if waiting.is_empty() {
-                Cow::Borrowed(&step.pods)
-            } else {
-                let mut q = std::mem::take(&mut waiting);
-                q.extend(step.pods.iter().copied());
-                q.sort_by(|a, b| kube_queue_cmp(a, b));
-                Cow::Owned(q)
-            };
-            for &pod in queue.iter() {
-                if run.place(pod) {
-                    continue;
-                }
-                if pod.node_name.is_some() {
-                    return Some((
-                        pod.key(),
-                        "a running command's pod the cluster's scheduler would leave without room"
-                            .to_string(),
-                    ));
-                }
-                waiting.push(pod);
-            }
+        if let Some(refused) = run.drain_ahead() {
+            return Some(refused);
         }
-        // Most commands weigh alone: no other command's nodes, so no scan of every pod.
-        let all: &[Arc<Pod>] = if gone.is_empty() {
-            &[]
-        } else {
-            &self.snapshot.pods
-        };
-        let mut others: Vec<&Pod> = all
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| {
-                p.node_name
-                    .as_deref()
-                    .is_some_and(|n| gone.contains(n) && !targets.contains(n))
-                    && moves(p)
-            })
-            .collect();
-        others.sort_by(|a, b| kube_queue_cmp(a, b));
-        for pod in others {
+        for pod in self.other_commands_pods(&targets, gone) {
             if !run.place(pod) {
                 return Some((
                     pod.key(),
@@ -292,27 +178,7 @@ impl<'s> Replay<'s> {
         }
         // Then the command's replacement is Ready and its pods move.
         if let Some(r) = command.replacements.first() {
-            let it = self
-                .snapshot
-                .instance_types
-                .get(&r.nodepool)
-                .and_then(|its| {
-                    let name = r.instance_types.first()?;
-                    its.iter().find(|it| &it.name == name)
-                })?;
-            let mut free = it.allocatable();
-            // The replacement runs the daemons the targets run.
-            for t in &targets {
-                if let Some(d) = self.daemons.get(t) {
-                    free.sub(d);
-                }
-            }
-            run.add_replacement(Slot {
-                node: None,
-                name: "",
-                allocatable_cpu: it.allocatable().get(CPU),
-                free,
-            });
+            run.add_replacement(self.replacement_slot(r, &targets)?);
         }
         let mut ours: Vec<&Pod> = moving.to_vec();
         ours.sort_by(|a, b| kube_queue_cmp(a, b));
@@ -332,6 +198,75 @@ impl<'s> Replay<'s> {
             }
         }
         None
+    }
+
+    /// Per slot, whether it is a node of `targets` or of `gone`: closed to the moving pods.
+    fn closed(&self, targets: &BTreeSet<&str>, gone: &BTreeSet<String>) -> Vec<bool> {
+        let mut closed = vec![false; self.slots.len()];
+        for n in targets
+            .iter()
+            .copied()
+            .chain(gone.iter().map(String::as_str))
+        {
+            if let Some(&i) = self.index.get(n) {
+                closed[i] = true;
+            }
+        }
+        closed
+    }
+
+    /// The moving pods of the nodes in `gone` that are not the command's `targets`, in the
+    /// scheduler's queue order.
+    fn other_commands_pods(
+        &self,
+        targets: &BTreeSet<&str>,
+        gone: &BTreeSet<String>,
+    ) -> Vec<&'s Pod> {
+        // Most commands weigh alone: no other command's nodes, so no scan of every pod.
+        let all: &[Arc<Pod>] = if gone.is_empty() {
+            &[]
+        } else {
+            &self.snapshot.pods
+        };
+        let mut others: Vec<&Pod> = all
+            .iter()
+            .map(|p| &**p)
+            .filter(|p| {
+                p.node_name
+                    .as_deref()
+                    .is_some_and(|n| gone.contains(n) && !targets.contains(n))
+                    && moves(p)
+            })
+            .collect();
+        others.sort_by(|a, b| kube_queue_cmp(a, b));
+        others
+    }
+
+    /// The command's replacement `r` as a slot, the cheapest of its options, with the
+    /// daemons of its `targets` taken from its room; `None` when that type is not in the
+    /// snapshot.
+    fn replacement_slot(&self, r: &Replacement, targets: &BTreeSet<&str>) -> Option<Slot<'s>> {
+        let it = self
+            .snapshot
+            .instance_types
+            .get(&r.nodepool)
+            .and_then(|its| {
+                let name = r.instance_types.first()?;
+                its.iter().find(|it| &it.name == name)
+            })?;
+        let mut free = it.allocatable();
+        // The replacement runs the daemons the targets run.
+        for t in targets {
+            if let Some(d) = self.daemons.get(t) {
+                free.sub(d);
+            }
+        }
+        Some(Slot {
+            node: None,
+            name: "",
+            allocatable_cpu: it.allocatable().get(CPU),
+            free,
+        })
     }
 }
 
@@ -370,6 +305,42 @@ impl<'s> Run<'_, 's> {
         let i = self.replay.slots.len() + self.extra.len();
         self.ranked.insert(slot.rank(&slot.free, i));
         self.extra.push(slot);
+    }
+
+    /// Places what moves ahead of a new command, step by step: the pending pods, then each
+    /// running command's pods as it drains and its replacements open. A pending pod without
+    /// room waits for the next step's; a running command's pod without room refuses the
+    /// command, with why.
+    fn drain_ahead(&mut self) -> Option<(String, String)> {
+        let replay = self.replay;
+        let mut waiting: Vec<&Pod> = Vec::new();
+        for step in &replay.steps {
+            for &i in &step.opens {
+                self.open(i);
+            }
+            let queue: Cow<'_, [&Pod]> = if waiting.is_empty() {
+                Cow::Borrowed(&step.pods)
+            } else {
+                let mut q = std::mem::take(&mut waiting);
+                q.extend(step.pods.iter().copied());
+                q.sort_by(|a, b| kube_queue_cmp(a, b));
+                Cow::Owned(q)
+            };
+            for &pod in queue.iter() {
+                if self.place(pod) {
+                    continue;
+                }
+                if pod.node_name.is_some() {
+                    return Some((
+                        pod.key(),
+                        "a running command's pod the cluster's scheduler would leave without room"
+                            .to_string(),
+                    ));
+                }
+                waiting.push(pod);
+            }
+        }
+        None
     }
 
     /// Places `pod` where the scheduler would; whether it found room.
@@ -449,6 +420,122 @@ fn drain_steps(snapshot: &Snapshot) -> (FastMap<&str, usize>, usize) {
         }
     }
     (steps, commands.len())
+}
+
+/// Whether `taints` hold the disrupted taint (`karpenter.sh/disrupted`).
+fn disrupted(taints: &[crate::taints::Taint]) -> bool {
+    taints.iter().any(|t| t.key == DISRUPTED_TAINT)
+}
+
+/// The slots of the Ready, schedulable nodes not being deleted and without the disrupted
+/// taint, with each one's slot by name, and the names of those with it (they are leaving).
+fn ready_nodes(snapshot: &Snapshot) -> (Vec<Slot<'_>>, FastMap<&str, usize>, BTreeSet<&str>) {
+    let mut index: FastMap<&str, usize> = FastMap::default();
+    let mut slots: Vec<Slot<'_>> = Vec::new();
+    let mut leaving_nodes: BTreeSet<&str> = BTreeSet::new();
+    for n in &snapshot.nodes {
+        if !n.ready || n.unschedulable || n.deletion_timestamp.is_some() {
+            continue;
+        }
+        if disrupted(&n.taints) {
+            leaving_nodes.insert(n.name.as_str());
+            continue;
+        }
+        index.insert(n.name.as_str(), slots.len());
+        slots.push(Slot {
+            node: Some(n),
+            name: n.name.as_str(),
+            allocatable_cpu: n.allocatable.get(CPU),
+            free: n.allocatable.clone(),
+        });
+    }
+    (slots, index, leaving_nodes)
+}
+
+/// Adds a slot for each running command's replacement (a reserved claim not being
+/// deleted), opened at its command's step; its node, if any, is not leaving.
+fn add_replacements<'s>(
+    snapshot: &'s Snapshot,
+    slots: &mut Vec<Slot<'s>>,
+    index: &mut FastMap<&'s str, usize>,
+    leaving_nodes: &mut BTreeSet<&'s str>,
+    steps: &mut [Step<'s>],
+    step_of: impl Fn(&str) -> usize,
+) {
+    let daemons = {
+        let mut r = Resources::new();
+        for d in &snapshot.daemonsets {
+            r.add(&d.pod.requests);
+        }
+        r
+    };
+    for c in &snapshot.node_claims {
+        if !disrupted(&c.taints) || c.deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Some(n) = &c.node_name {
+            leaving_nodes.remove(n.as_str());
+        }
+        // Before its launch answers, the claim is the cheapest type it allows, as the
+        // launch will most likely make it.
+        let allocatable = if c.allocatable.is_empty() {
+            match cheapest_allowed(snapshot, c) {
+                Some(a) => a,
+                None => continue,
+            }
+        } else {
+            c.allocatable.clone()
+        };
+        let mut free = allocatable.clone();
+        if c.node_name.is_none() {
+            free.sub(&daemons);
+        }
+        if let Some(n) = &c.node_name {
+            index.insert(n.as_str(), slots.len());
+        }
+        steps[step_of(&c.name)].opens.push(slots.len());
+        slots.push(Slot {
+            node: None,
+            name: c.name.as_str(),
+            allocatable_cpu: allocatable.get(CPU),
+            free,
+        });
+    }
+}
+
+/// Takes the requests of the pods bound to a slot's node from its free room, and queues the
+/// pods that move: those of leaving nodes at their command's step, the pending ones the
+/// replay can judge at step 0. Returns the daemon pods' requests per node.
+fn place_bound_pods<'s>(
+    snapshot: &'s Snapshot,
+    slots: &mut [Slot<'s>],
+    index: &FastMap<&'s str, usize>,
+    leaving_nodes: &BTreeSet<&'s str>,
+    step_of_node: &FastMap<&'s str, usize>,
+    steps: &mut [Step<'s>],
+) -> FastMap<&'s str, Resources> {
+    let mut daemons_on: FastMap<&str, Resources> = FastMap::default();
+    for p in &snapshot.pods {
+        if p.is_terminal() {
+            continue;
+        }
+        match p.node_name.as_deref() {
+            Some(n) => {
+                if p.is_daemonset_pod() {
+                    daemons_on.entry(n).or_default().add(&p.requests);
+                }
+                if let Some(&i) = index.get(n) {
+                    slots[i].free.sub(&p.requests);
+                } else if leaving_nodes.contains(n) && moves(p) {
+                    let step = step_of_node.get(n).copied().unwrap_or(0);
+                    steps[step].pods.push(p);
+                }
+            }
+            None if moves(p) && judged(p) => steps[0].pods.push(p),
+            None => {}
+        }
+    }
+    daemons_on
 }
 
 /// The allocatable of the cheapest available type `claim` allows.

@@ -299,6 +299,8 @@ pub(crate) struct PoolBuild<'a> {
     pub its: &'a [InstanceType],
 }
 
+/// One NodePool compiled: its requirements, the daemons its nodes run, its instance types
+/// cheapest first, and its limits.
 pub(crate) fn compile_pool(
     b: &PoolBuild<'_>,
     s: &Snapshot,
@@ -307,82 +309,13 @@ pub(crate) fn compile_pool(
 ) -> PoolC {
     let np = b.np;
     let reqs = pool_reqs(np, interner);
-    let mut daemons: Vec<(Reqs, Res)> = Vec::new();
-    let mut daemon_ports: Vec<crate::model::HostPort> = Vec::new();
-    for d in s
-        .daemonsets
-        .iter()
-        .filter(|d| daemon_tolerates(&d.pod, &np.template.taints))
-    {
-        let r = daemon_reqs(&d.pod, interner);
-        if reqs.compatible(&r, interner, &|_| true).is_ok() {
-            daemons.push((r, dense(&d.pod.requests, names)));
-            daemon_ports.extend(d.pod.host_ports.iter().cloned());
-        }
-    }
+    let (daemons, daemon_ports) = pool_daemons(np, &reqs, s, names, interner);
     let mut its: Vec<ItC> = b
         .its
         .iter()
-        .map(|it| {
-            let r = instance_type_reqs(it, interner);
-            let capacity = dense(&it.capacity, names);
-            let mut daemon = vec![0; names.len()];
-            for (dr, dreq) in &daemons {
-                if r.intersects(dr, interner).is_ok() {
-                    for (d, x) in daemon.iter_mut().zip(dreq) {
-                        *d += x;
-                    }
-                }
-            }
-            let mut alloc = dense(&it.allocatable(), names);
-            for (a, d) in alloc.iter_mut().zip(&daemon) {
-                *a -= d;
-            }
-            let offerings: Vec<OfferingC> = it
-                .offerings
-                .iter()
-                .map(|o| OfferingC {
-                    zone: interner.intern(&o.zone),
-                    capacity_type: interner.intern(o.capacity_type.as_str()),
-                    ct: o.capacity_type,
-                    price: o.price,
-                    available: o.available,
-                    reservation: o
-                        .reservation_id
-                        .clone()
-                        .map(|id| (id, o.reservation_capacity)),
-                })
-                .collect();
-            let base_price = offerings
-                .iter()
-                .filter(|o| o.available)
-                .map(|o| o.price)
-                .fold(f64::MAX, f64::min);
-            ItC {
-                name: it.name.clone(),
-                reqs: r,
-                capacity,
-                alloc,
-                daemon,
-                offerings,
-                base_price,
-            }
-        })
+        .map(|it| compile_instance_type(it, &daemons, names, interner))
         .collect();
-    its.sort_by(|a, b| {
-        a.base_price
-            .total_cmp(&b.base_price)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    // Cheapest offering first, so the first compatible one found is the cheapest.
-    for it in &mut its {
-        it.offerings.sort_by(|a, b| {
-            a.price
-                .total_cmp(&b.price)
-                .then(a.zone.cmp(&b.zone))
-                .then(a.capacity_type.cmp(&b.capacity_type))
-        });
-    }
+    sort_cheapest_first(&mut its);
     let limits = (0..names.len()).map(|i| {
         let n = names.name(i as u32);
         np.limits.iter().find(|(k, _)| *k == n).map(|(_, v)| v)
@@ -413,6 +346,105 @@ pub(crate) fn compile_pool(
             .iter()
             .any(|r| r.min_values.is_some()),
         daemon_ports,
+    }
+}
+
+/// The DaemonSets that would run on a node of the NodePool (they tolerate its taints and
+/// their requirements meet its own): each one's requirements and requests, and all their
+/// host ports.
+fn pool_daemons(
+    np: &NodePool,
+    reqs: &Reqs,
+    s: &Snapshot,
+    names: &Interner,
+    interner: &mut Interner,
+) -> (Vec<(Reqs, Res)>, Vec<crate::model::HostPort>) {
+    let mut daemons: Vec<(Reqs, Res)> = Vec::new();
+    let mut daemon_ports: Vec<crate::model::HostPort> = Vec::new();
+    for d in s
+        .daemonsets
+        .iter()
+        .filter(|d| daemon_tolerates(&d.pod, &np.template.taints))
+    {
+        let r = daemon_reqs(&d.pod, interner);
+        if reqs.compatible(&r, interner, &|_| true).is_ok() {
+            daemons.push((r, dense(&d.pod.requests, names)));
+            daemon_ports.extend(d.pod.host_ports.iter().cloned());
+        }
+    }
+    (daemons, daemon_ports)
+}
+
+/// One instance type of a NodePool: its allocatable less the overhead of the pool's
+/// `daemons` that its requirements admit, and its offerings with the cheapest available
+/// price.
+fn compile_instance_type(
+    it: &InstanceType,
+    daemons: &[(Reqs, Res)],
+    names: &Interner,
+    interner: &mut Interner,
+) -> ItC {
+    let r = instance_type_reqs(it, interner);
+    let capacity = dense(&it.capacity, names);
+    let mut daemon = vec![0; names.len()];
+    for (dr, dreq) in daemons {
+        if r.intersects(dr, interner).is_ok() {
+            for (d, x) in daemon.iter_mut().zip(dreq) {
+                *d += x;
+            }
+        }
+    }
+    let mut alloc = dense(&it.allocatable(), names);
+    for (a, d) in alloc.iter_mut().zip(&daemon) {
+        *a -= d;
+    }
+    let offerings: Vec<OfferingC> = it
+        .offerings
+        .iter()
+        .map(|o| OfferingC {
+            zone: interner.intern(&o.zone),
+            capacity_type: interner.intern(o.capacity_type.as_str()),
+            ct: o.capacity_type,
+            price: o.price,
+            available: o.available,
+            reservation: o
+                .reservation_id
+                .clone()
+                .map(|id| (id, o.reservation_capacity)),
+        })
+        .collect();
+    let base_price = offerings
+        .iter()
+        .filter(|o| o.available)
+        .map(|o| o.price)
+        .fold(f64::MAX, f64::min);
+    ItC {
+        name: it.name.clone(),
+        reqs: r,
+        capacity,
+        alloc,
+        daemon,
+        offerings,
+        base_price,
+    }
+}
+
+/// Orders a NodePool's instance types by their cheapest available price (then name), and
+/// each one's offerings by price (then zone and capacity type).
+fn sort_cheapest_first(its: &mut [ItC]) {
+    its.sort_by(|a, b| {
+        a.base_price
+            .total_cmp(&b.base_price)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    // Cheapest offering first, so the first compatible one found is the cheapest.
+    for it in its {
+        it.offerings.sort_by(|a, b| {
+            a.price
+                .total_cmp(&b.price)
+                .then(a.zone.cmp(&b.zone))
+                .then(a.capacity_type.cmp(&b.capacity_type))
+        });
     }
 }
 

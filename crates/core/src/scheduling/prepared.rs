@@ -169,25 +169,8 @@ impl Prepared {
         if targets.interner.len() as u32 != end {
             return None;
         }
+        let (users, first_own, owning_before) = interning_record(&targets, (start, end));
         let width = (end - start) as usize;
-        let mut users: Vec<Vec<u32>> = vec![Vec::new(); width];
-        let mut first_own = vec![usize::MAX; targets.seqs.len()];
-        let mut owning_before = vec![0u32; targets.seqs.len() + 1];
-        for (ei, seq) in targets.seqs.iter().enumerate() {
-            let (a, b) = targets.fresh[ei];
-            for (i, &id) in seq.iter().enumerate() {
-                if (start..end).contains(&id) {
-                    let u = &mut users[(id - start) as usize];
-                    if u.last() != Some(&(ei as u32)) {
-                        u.push(ei as u32);
-                    }
-                }
-                if (a..b).contains(&id) && first_own[ei] == usize::MAX {
-                    first_own[ei] = i;
-                }
-            }
-            owning_before[ei + 1] = owning_before[ei] + u32::from(a < b);
-        }
         let mut daemon_hit = vec![false; width];
         for id in daemon_hits {
             daemon_hit[(id - start) as usize] = true;
@@ -196,64 +179,15 @@ impl Prepared {
             .filter(|&id| daemon_hit[(id - start) as usize])
             .map(|id| targets.interner.name(id).to_string())
             .collect();
-        let claimed: HashSet<&str> = s
-            .node_claims
-            .iter()
-            .filter_map(|c| c.node_name.as_deref())
-            .collect();
-        let mut removed_by: FastMap<String, Vec<usize>> = FastMap::default();
-        for (ei, e) in targets.existing.iter().enumerate() {
-            if !e.in_flight || claimed.contains(e.name.as_str()) {
-                removed_by.entry(e.name.clone()).or_default().push(ei);
-            }
-        }
-        let free: Vec<i64> = (0..targets.existing.len())
-            .map(|ei| {
-                targets.existing[ei].available.first().copied().unwrap_or(0)
-                    - targets.existing_used[ei].first().copied().unwrap_or(0)
-            })
-            .collect();
-        let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
-        let room = room::sorted(&free, &in_flight);
+        let removed_by = removed_by(s, &targets);
+        let room = free_room(&targets);
         let duplicate_keys = duplicates();
         let anti = running
             .iter()
             .copied()
             .filter(|&(pi, _)| !s.pods[pi].pod_anti_affinity.is_empty())
             .collect();
-        let owners: Vec<Option<setup::PoolOwner>> = targets
-            .pools
-            .iter()
-            .map(|p| setup::pool_owner(&targets.interner, &p.name))
-            .collect();
-        let mut pool_used: Vec<(Vec<i64>, i64)> = targets
-            .pools
-            .iter()
-            .map(|_| (vec![0; targets.names.len()], 0))
-            .collect();
-        // A target counted against several NodePools is left to full solves.
-        let mut shared = false;
-        let pool_of: Vec<Option<usize>> = targets
-            .existing
-            .iter()
-            .map(|e| {
-                let mut first = None;
-                for (pi, o) in owners.iter().enumerate() {
-                    if o.is_some_and(|o| o.owns(e)) {
-                        for (u, a) in pool_used[pi].0.iter_mut().zip(&e.available) {
-                            *u += a;
-                        }
-                        pool_used[pi].1 += 1;
-                        shared |= first.is_some();
-                        first.get_or_insert(pi);
-                    }
-                }
-                first
-            })
-            .collect();
-        if shared {
-            return None;
-        }
+        let (pool_of, pool_used) = pool_counts(&targets)?;
         targets.type_names = Some(setup::type_names(&targets.pools));
         let base = Arc::new(std::mem::take(&mut targets.interner));
         Some(Prepared(Arc::new(Compiled {
@@ -292,37 +226,10 @@ impl Prepared {
                 return None;
             }
         }
-        let t = &self.targets;
-        let mut removed_list: Vec<usize> = without
-            .iter()
-            .filter_map(|n| self.removed_by.get(n))
-            .flatten()
-            .copied()
-            .collect();
-        removed_list.sort_unstable();
-        removed_list.dedup();
-        let mut removed = vec![false; t.existing.len()];
-        for &ei in &removed_list {
-            removed[ei] = true;
-        }
-        let mut remap = vec![usize::MAX; t.existing.len()];
-        let mut keep: Vec<u32> = Vec::with_capacity(t.existing.len());
-        for (ei, r) in removed.iter().enumerate() {
-            if !r {
-                remap[ei] = keep.len();
-                keep.push(ei as u32);
-            }
-        }
+        let (removed_list, removed) = self.removed_targets(without);
+        let (remap, keep) = kept_indices(&removed);
         let (same_order, vanished) = self.order_without(&removed, &removed_list)?;
-        let mut pool_used = self.pool_used.clone();
-        for &ei in &removed_list {
-            if let Some(pi) = self.pool_of[ei] {
-                for (u, a) in pool_used[pi].0.iter_mut().zip(&t.existing[ei].available) {
-                    *u -= a;
-                }
-                pool_used[pi].1 -= 1;
-            }
-        }
+        let pool_used = self.pool_used_without(&removed_list);
         let stays = |list: &[(usize, usize)]| -> Vec<(&Pod, usize)> {
             list.iter()
                 .filter(|&&(_, ei)| remap[ei] != usize::MAX)
@@ -334,24 +241,8 @@ impl Prepared {
             all: &all,
             with_anti_affinity: stays(&self.anti),
         };
-        let moving: Vec<Arc<Pod>> = pods
-            .iter()
-            .map(|p| {
-                let mut q = (*p).clone();
-                q.node_name = None;
-                q.phase = PodPhase::Pending;
-                Arc::new(q)
-            })
-            .collect();
-        let mut order: Vec<usize> = (0..moving.len())
-            .filter(|&i| setup::waits(&moving[i]))
-            .collect();
-        if options.emptiest_first {
-            // `pods` still carries each pod's node (`moving` has them pending already).
-            order.sort_by(|&a, &b| setup::kube_queue_cmp(pods[a], pods[b]));
-        } else {
-            order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
-        }
+        let moving = pending_again(pods);
+        let order = queue_order(pods, &moving, options);
         let schedule: Vec<(usize, &Pod)> = order.iter().map(|&i| (i, &*moving[i])).collect();
         let shared = |recompile: bool| -> Option<World> {
             let targets = self.kept_targets(s, &keep, pool_used.clone(), recompile)?;
@@ -389,21 +280,47 @@ impl Prepared {
         Some(engine.finish(&local, unplaced))
     }
 
-    /// Whether a solve without `without` can use the shared compile as it is (`Some(true)`)
-    /// or compiles the kept targets again (`Some(false)`).
-    #[cfg(test)]
-    pub(crate) fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
-        let mut list: Vec<usize> = without
+    /// The existing targets that removing the nodes in `without` takes away: as a sorted
+    /// list, and as a flag per target.
+    fn removed_targets(&self, without: &BTreeSet<String>) -> (Vec<usize>, Vec<bool>) {
+        let mut removed_list: Vec<usize> = without
             .iter()
             .filter_map(|n| self.removed_by.get(n))
             .flatten()
             .copied()
             .collect();
-        list.sort_unstable();
+        removed_list.sort_unstable();
+        removed_list.dedup();
         let mut removed = vec![false; self.targets.existing.len()];
-        for &ei in &list {
+        for &ei in &removed_list {
             removed[ei] = true;
         }
+        (removed_list, removed)
+    }
+
+    /// Per NodePool, the capacity and count of its existing targets once `removed_list` go.
+    fn pool_used_without(&self, removed_list: &[usize]) -> PoolUsed {
+        let mut pool_used = self.pool_used.clone();
+        for &ei in removed_list {
+            if let Some(pi) = self.pool_of[ei] {
+                for (u, a) in pool_used[pi]
+                    .0
+                    .iter_mut()
+                    .zip(&self.targets.existing[ei].available)
+                {
+                    *u -= a;
+                }
+                pool_used[pi].1 -= 1;
+            }
+        }
+        pool_used
+    }
+
+    /// Whether a solve without `without` can use the shared compile as it is (`Some(true)`)
+    /// or compiles the kept targets again (`Some(false)`).
+    #[cfg(test)]
+    pub(crate) fn keeps_order(&self, without: &BTreeSet<String>) -> Option<bool> {
+        let (list, removed) = self.removed_targets(without);
         self.order_without(&removed, &list).map(|(same, _)| same)
     }
 
@@ -530,6 +447,145 @@ impl Prepared {
         })
     }
 }
+
+/// From each existing target's interning sequence, for the ids targets interned first
+/// (`fresh`, `[start, end)`): per id the targets that intern it, in order; per target
+/// where in its sequence it met its first id of its own; and per target (and one past the
+/// last) how many targets before it own ids.
+fn interning_record(targets: &Targets, fresh: (u32, u32)) -> (Vec<Vec<u32>>, Vec<usize>, Vec<u32>) {
+    let (start, end) = fresh;
+    let mut users: Vec<Vec<u32>> = vec![Vec::new(); (end - start) as usize];
+    let mut first_own = vec![usize::MAX; targets.seqs.len()];
+    let mut owning_before = vec![0u32; targets.seqs.len() + 1];
+    for (ei, seq) in targets.seqs.iter().enumerate() {
+        let (a, b) = targets.fresh[ei];
+        for (i, &id) in seq.iter().enumerate() {
+            if (start..end).contains(&id) {
+                let u = &mut users[(id - start) as usize];
+                if u.last() != Some(&(ei as u32)) {
+                    u.push(ei as u32);
+                }
+            }
+            if (a..b).contains(&id) && first_own[ei] == usize::MAX {
+                first_own[ei] = i;
+            }
+        }
+        owning_before[ei + 1] = owning_before[ei] + u32::from(a < b);
+    }
+    (users, first_own, owning_before)
+}
+
+/// Per node name, the existing targets its removal takes away: the registered nodes, and
+/// the in-flight claims whose node a claim names.
+fn removed_by(s: &Snapshot, targets: &Targets) -> FastMap<String, Vec<usize>> {
+    let claimed: HashSet<&str> = s
+        .node_claims
+        .iter()
+        .filter_map(|c| c.node_name.as_deref())
+        .collect();
+    let mut removed_by: FastMap<String, Vec<usize>> = FastMap::default();
+    for (ei, e) in targets.existing.iter().enumerate() {
+        if !e.in_flight || claimed.contains(e.name.as_str()) {
+            removed_by.entry(e.name.clone()).or_default().push(ei);
+        }
+    }
+    removed_by
+}
+
+/// Registered nodes and in-flight claims by free cpu, with nothing removed.
+fn free_room(targets: &Targets) -> (Sorted, Sorted) {
+    let free: Vec<i64> = (0..targets.existing.len())
+        .map(|ei| {
+            targets.existing[ei].available.first().copied().unwrap_or(0)
+                - targets.existing_used[ei].first().copied().unwrap_or(0)
+        })
+        .collect();
+    let in_flight: Vec<bool> = targets.existing.iter().map(|e| e.in_flight).collect();
+    room::sorted(&free, &in_flight)
+}
+
+/// Per existing target the NodePool it counts against, and per NodePool the capacity and
+/// count of all its existing targets; `None` when a target counts against several.
+fn pool_counts(targets: &Targets) -> Option<(Vec<Option<usize>>, PoolUsed)> {
+    let owners: Vec<Option<setup::PoolOwner>> = targets
+        .pools
+        .iter()
+        .map(|p| setup::pool_owner(&targets.interner, &p.name))
+        .collect();
+    let mut pool_used: PoolUsed = targets
+        .pools
+        .iter()
+        .map(|_| (vec![0; targets.names.len()], 0))
+        .collect();
+    // A target counted against several NodePools is left to full solves.
+    let mut shared = false;
+    let pool_of: Vec<Option<usize>> = targets
+        .existing
+        .iter()
+        .map(|e| {
+            let mut first = None;
+            for (pi, o) in owners.iter().enumerate() {
+                if o.is_some_and(|o| o.owns(e)) {
+                    for (u, a) in pool_used[pi].0.iter_mut().zip(&e.available) {
+                        *u += a;
+                    }
+                    pool_used[pi].1 += 1;
+                    shared |= first.is_some();
+                    first.get_or_insert(pi);
+                }
+            }
+            first
+        })
+        .collect();
+    if shared {
+        return None;
+    }
+    Some((pool_of, pool_used))
+}
+
+/// The existing targets that stay: per target its index among them (`usize::MAX` for a
+/// removed one), and their indices in order.
+fn kept_indices(removed: &[bool]) -> (Vec<usize>, Vec<u32>) {
+    let mut remap = vec![usize::MAX; removed.len()];
+    let mut keep: Vec<u32> = Vec::with_capacity(removed.len());
+    for (ei, r) in removed.iter().enumerate() {
+        if !r {
+            remap[ei] = keep.len();
+            keep.push(ei as u32);
+        }
+    }
+    (remap, keep)
+}
+
+/// The moving pods as the scheduler sees them once their nodes are gone: pending, on no node.
+fn pending_again(pods: &[&Pod]) -> Vec<Arc<Pod>> {
+    pods.iter()
+        .map(|p| {
+            let mut q = (*p).clone();
+            q.node_name = None;
+            q.phase = PodPhase::Pending;
+            Arc::new(q)
+        })
+        .collect()
+}
+
+/// The indices of the `moving` pods that wait for a node, in the queue order `options` ask
+/// for.
+fn queue_order(pods: &[&Pod], moving: &[Arc<Pod>], options: &Options) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..moving.len())
+        .filter(|&i| setup::waits(&moving[i]))
+        .collect();
+    if options.emptiest_first {
+        // `pods` still carries each pod's node (`moving` has them pending already).
+        order.sort_by(|&a, &b| setup::kube_queue_cmp(pods[a], pods[b]));
+    } else {
+        order.sort_by(|&a, &b| setup::karpenter_queue_cmp(&moving[a], &moving[b]));
+    }
+    order
+}
+
+/// Per NodePool, the capacity and count of its existing targets.
+type PoolUsed = Vec<(Vec<i64>, i64)>;
 
 /// Below this many pods, the duplicate-key check costs less than starting a thread for it.
 const PODS_WORTH_A_THREAD: usize = 4096;

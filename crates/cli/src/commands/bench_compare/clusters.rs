@@ -121,48 +121,40 @@ fn cmr_gen3(capacity_types: &[&str]) -> Vec<Requirement> {
 const OD: &[&str] = &["on-demand"];
 const SPOT_OD: &[&str] = &["spot", "on-demand"];
 
+/// One workload to generate: its name, its NodePools and what its cluster holds.
+type Spec = (&'static str, Vec<NodePool>, Mix);
+
 /// The real-catalog set: every workload at the given seed.
 pub fn all(catalog: &Arc<Vec<InstanceType>>, seed: u64) -> Vec<Workload> {
-    let amd64 = || req(labels::ARCH, Operator::In, &["amd64"]);
-    let mut gpu_pool = pool(
-        "gpu",
-        10,
-        vec![
-            req(aws::INSTANCE_CATEGORY, Operator::In, &["g"]),
-            req(labels::CAPACITY_TYPE, Operator::In, OD),
-        ],
-    );
-    gpu_pool.template.taints.push(Taint {
-        key: GPU.into(),
-        value: "true".into(),
-        effect: TaintEffect::NoSchedule,
-    });
-    let mut spot_c = pool("spot-compute", 50, {
-        let mut r = cmr_gen3(&["spot"]);
-        r[0] = req(aws::INSTANCE_CATEGORY, Operator::In, &["c"]);
-        r
-    });
-    spot_c.limits = Resources::new().with(resources::CPU, 256_000);
-    let mut od_m = pool("general", 20, {
-        let mut r = cmr_gen3(OD);
-        r[0] = req(aws::INSTANCE_CATEGORY, Operator::In, &["m"]);
-        r
-    });
-    od_m.limits = Resources::new().with(resources::CPU, 512_000);
-    let mut families = cmr_gen3(SPOT_OD);
-    families.push(Requirement {
-        min_values: Some(5),
-        ..req(aws::INSTANCE_FAMILY, Operator::Exists, &[])
-    });
-    let mut limited = pool("default", 0, cmr_gen3(OD));
-    limited.limits = Resources::new().with(resources::CPU, 1_200_000);
-    let mix = |pods, zone_spread, anti_affinity| Mix {
+    let specs: Vec<Spec> = pod_constraint_specs()
+        .into_iter()
+        .chain(pool_feature_specs())
+        .collect();
+    specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, pools, mix))| Workload {
+            name: name.to_string(),
+            snapshot: build(catalog, pools, &mix, seed.wrapping_add(i as u64)),
+        })
+        .collect()
+}
+
+/// A mix of `pods` pods with those shares of zone-spread and anti-affinity Deployments.
+fn mix(pods: usize, zone_spread: f64, anti_affinity: f64) -> Mix {
+    Mix {
         pods,
         zone_spread,
         anti_affinity,
         ..Mix::default()
-    };
-    let specs: Vec<(&str, Vec<NodePool>, Mix)> = vec![
+    }
+}
+
+/// The workloads on one default NodePool that differ in their pods' constraints: zone
+/// spreads, anti-affinity, arm64, DaemonSets, capacity types and instance families.
+fn pod_constraint_specs() -> Vec<Spec> {
+    let amd64 = || req(labels::ARCH, Operator::In, &["amd64"]);
+    vec![
         (
             "od-cmr-services-3000",
             vec![pool("default", 0, {
@@ -220,9 +212,23 @@ pub fn all(catalog: &Arc<Vec<InstanceType>>, seed: u64) -> Vec<Workload> {
                 ..mix(2000, 0.3, 0.05)
             },
         ),
+    ]
+}
+
+/// The workloads that exercise NodePool and cluster features: a tainted GPU pool, existing
+/// nodes, weighted pools with limits, `minValues`, and a limit the pods outgrow.
+fn pool_feature_specs() -> Vec<Spec> {
+    let mut families = cmr_gen3(SPOT_OD);
+    families.push(Requirement {
+        min_values: Some(5),
+        ..req(aws::INSTANCE_FAMILY, Operator::Exists, &[])
+    });
+    let mut limited = pool("default", 0, cmr_gen3(OD));
+    limited.limits = Resources::new().with(resources::CPU, 1_200_000);
+    vec![
         (
             "od-gpu-and-services-600",
-            vec![gpu_pool, pool("default", 0, cmr_gen3(OD))],
+            vec![gpu_pool(), pool("default", 0, cmr_gen3(OD))],
             Mix {
                 gpu: 0.15,
                 daemonsets: true,
@@ -240,7 +246,7 @@ pub fn all(catalog: &Arc<Vec<InstanceType>>, seed: u64) -> Vec<Workload> {
         ),
         (
             "weighted-pools-limits-2500",
-            vec![spot_c, od_m, pool("fallback", 0, cmr_gen3(OD))],
+            weighted_pools(),
             Mix {
                 daemonsets: true,
                 ..mix(2500, 0.3, 0.0)
@@ -259,15 +265,43 @@ pub fn all(catalog: &Arc<Vec<InstanceType>>, seed: u64) -> Vec<Workload> {
                 ..mix(400, 0.5, 0.1)
             },
         ),
-    ];
-    specs
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, pools, mix))| Workload {
-            name: name.to_string(),
-            snapshot: build(catalog, pools, &mix, seed.wrapping_add(i as u64)),
-        })
-        .collect()
+    ]
+}
+
+/// An on-demand pool of GPU instances, tainted so that only pods that tolerate it land there.
+fn gpu_pool() -> NodePool {
+    let mut gpu_pool = pool(
+        "gpu",
+        10,
+        vec![
+            req(aws::INSTANCE_CATEGORY, Operator::In, &["g"]),
+            req(labels::CAPACITY_TYPE, Operator::In, OD),
+        ],
+    );
+    gpu_pool.template.taints.push(Taint {
+        key: GPU.into(),
+        value: "true".into(),
+        effect: TaintEffect::NoSchedule,
+    });
+    gpu_pool
+}
+
+/// Spot compute-optimized first, then on-demand general purpose, each up to a cpu limit,
+/// then an unweighted fallback.
+fn weighted_pools() -> Vec<NodePool> {
+    let mut spot_c = pool("spot-compute", 50, {
+        let mut r = cmr_gen3(&["spot"]);
+        r[0] = req(aws::INSTANCE_CATEGORY, Operator::In, &["c"]);
+        r
+    });
+    spot_c.limits = Resources::new().with(resources::CPU, 256_000);
+    let mut od_m = pool("general", 20, {
+        let mut r = cmr_gen3(OD);
+        r[0] = req(aws::INSTANCE_CATEGORY, Operator::In, &["m"]);
+        r
+    });
+    od_m.limits = Resources::new().with(resources::CPU, 512_000);
+    vec![spot_c, od_m, pool("fallback", 0, cmr_gen3(OD))]
 }
 
 fn build(catalog: &Arc<Vec<InstanceType>>, pools: Vec<NodePool>, mix: &Mix, seed: u64) -> Snapshot {

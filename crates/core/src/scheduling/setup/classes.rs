@@ -2,6 +2,7 @@
 //! alternatives, and the topology groups its constraints refer to.
 
 use super::*;
+use crate::model::WeightedPodAffinityTerm;
 
 /// Volume topology alternatives per pod: each OR'd PV node-affinity term or StorageClass
 /// topology term is one alternative; several volumes multiply out.
@@ -162,6 +163,9 @@ impl Groups {
     }
 }
 
+/// The class of `pod` (its first pod): compiled node selector and affinity, the volume
+/// topology alternatives `vols`, and the topology groups its constraints refer to, entered
+/// in `g`.
 pub(super) fn compile_class(
     s: &Snapshot,
     pod: &Pod,
@@ -170,24 +174,13 @@ pub(super) fn compile_class(
     interner: &mut Interner,
     g: &mut Groups,
 ) -> Class {
-    let mut error = None;
     let node_selector = compile::node_selector_reqs(&pod.node_selector, interner);
     let required_terms: Vec<Reqs> = pod
         .required_node_affinity
         .iter()
         .map(|t| compile::term_reqs(t, interner))
         .collect();
-    let mut pref: Vec<(i32, usize)> = pod
-        .preferred_node_affinity
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (w.weight, i))
-        .collect();
-    pref.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let preferred_terms = pref
-        .iter()
-        .map(|&(_, i)| compile::term_reqs(&pod.preferred_node_affinity[i].term, interner))
-        .collect();
+    let preferred_terms = preferred_node_terms(pod, interner);
     let volume_alternatives = if vols.is_empty() {
         vec![Reqs::new()]
     } else {
@@ -195,6 +188,80 @@ pub(super) fn compile_class(
             .map(|v| reqs::compile_all(v, interner))
             .collect()
     };
+    let error = restricted_label_error(pod);
+    let strict = strict_reqs(&node_selector, &required_terms, interner);
+    let spreads = spread_groups(pod, &strict, interner, g);
+    let affinity = pod
+        .pod_affinity
+        .iter()
+        .map(|t| term_group(s, pod, Kind::Affinity, t, interner, g))
+        .collect();
+    let anti_affinity = pod
+        .pod_anti_affinity
+        .iter()
+        .map(|t| term_group(s, pod, Kind::AntiAffinity, t, interner, g))
+        .collect();
+    let preferred_affinity = preferred_term_groups(
+        s,
+        pod,
+        Kind::Affinity,
+        &pod.preferred_pod_affinity,
+        interner,
+        g,
+    );
+    let preferred_anti_affinity = preferred_term_groups(
+        s,
+        pod,
+        Kind::AntiAffinity,
+        &pod.preferred_pod_anti_affinity,
+        interner,
+        g,
+    );
+    let owns_inverse = inverse_groups(s, pod, interner, g);
+    Class {
+        namespace: pod.namespace.clone(),
+        labels: pod.labels.clone(),
+        requests: dense(&pod.requests, names),
+        tolerations: pod.tolerations.clone(),
+        host_ports: pod.host_ports.clone(),
+        node_selector,
+        required_terms,
+        preferred_terms,
+        volume_alternatives,
+        spreads,
+        affinity,
+        preferred_affinity,
+        anti_affinity,
+        preferred_anti_affinity,
+        owns_inverse,
+        counted_by: Vec::new(),
+        counted_keys: Vec::new(),
+        blocked_by: Vec::new(),
+        pods: Vec::new(),
+        error,
+        from_deleting: false,
+    }
+}
+
+/// The pod's preferred node-affinity terms compiled, heaviest first (ties in the pod's order).
+fn preferred_node_terms(pod: &Pod, interner: &mut Interner) -> Vec<Reqs> {
+    let mut pref: Vec<(i32, usize)> = pod
+        .preferred_node_affinity
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.weight, i))
+        .collect();
+    pref.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    pref.iter()
+        .map(|&(_, i)| compile::term_reqs(&pod.preferred_node_affinity[i].term, interner))
+        .collect()
+}
+
+/// Why the pod cannot schedule when its node selector or required node affinity names a
+/// label Karpenter restricts (the hostname and NodePool labels are allowed); the last such
+/// label wins.
+fn restricted_label_error(pod: &Pod) -> Option<String> {
+    let mut error = None;
     for r in pod.node_selector.keys().chain(
         pod.required_node_affinity
             .iter()
@@ -209,14 +276,28 @@ pub(super) fn compile_class(
             error = Some(format!("node selector uses a restricted label: {why}"));
         }
     }
-    let strict = {
-        let mut r = node_selector.clone();
-        if let Some(t) = required_terms.first() {
-            r.merge(t, interner);
-        }
-        r
-    };
+    error
+}
 
+/// The node selector merged with the first required node-affinity term: the nodes a spread
+/// constraint that honours node affinity counts.
+fn strict_reqs(node_selector: &Reqs, required_terms: &[Reqs], interner: &mut Interner) -> Reqs {
+    let mut r = node_selector.clone();
+    if let Some(t) = required_terms.first() {
+        r.merge(t, interner);
+    }
+    r
+}
+
+/// The topology spread groups of the pod's constraints, each with whether it is only
+/// preferred (`ScheduleAnyway`); `strict` is the node affinity a constraint honouring it
+/// counts nodes by.
+fn spread_groups(
+    pod: &Pod,
+    strict: &Reqs,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> Vec<(usize, bool)> {
     let mut spreads = Vec::new();
     for c in &pod.topology_spread {
         let sel = with_label_keys(&c.label_selector, &pod.labels, &c.match_label_keys, &[]);
@@ -241,61 +322,55 @@ pub(super) fn compile_class(
             c.when_unsatisfiable == WhenUnsatisfiable::ScheduleAnyway,
         ));
     }
-    let term_group = |kind: Kind, t: &PodAffinityTerm, interner: &mut Interner, g: &mut Groups| {
-        let sel = with_label_keys(
-            &t.label_selector,
-            &pod.labels,
-            &t.match_label_keys,
-            &t.mismatch_label_keys,
-        );
-        let key = interner.intern(reqs::normalize(&t.topology_key));
-        g.group(GroupKey {
-            kind,
-            key,
-            selector: sel,
-            namespaces: namespaces_of(s, &pod.namespace, t),
-            filter: NodeFilter::default(),
-        })
-    };
-    let affinity = pod
-        .pod_affinity
-        .iter()
-        .map(|t| term_group(Kind::Affinity, t, interner, g))
-        .collect();
-    let anti_affinity = pod
-        .pod_anti_affinity
-        .iter()
-        .map(|t| term_group(Kind::AntiAffinity, t, interner, g))
-        .collect();
-    let heaviest_first = |v: &[crate::model::WeightedPodAffinityTerm]| {
-        let mut idx: Vec<usize> = (0..v.len()).collect();
-        idx.sort_by(|&a, &b| v[b].weight.cmp(&v[a].weight).then(a.cmp(&b)));
-        idx
-    };
-    let preferred_affinity = heaviest_first(&pod.preferred_pod_affinity)
-        .into_iter()
-        .map(|i| {
-            term_group(
-                Kind::Affinity,
-                &pod.preferred_pod_affinity[i].term,
-                interner,
-                g,
-            )
-        })
-        .collect();
-    let preferred_anti_affinity = heaviest_first(&pod.preferred_pod_anti_affinity)
-        .into_iter()
-        .map(|i| {
-            term_group(
-                Kind::AntiAffinity,
-                &pod.preferred_pod_anti_affinity[i].term,
-                interner,
-                g,
-            )
-        })
-        .collect();
-    let owns_inverse = pod
-        .pod_anti_affinity
+    spreads
+}
+
+/// The (anti-)affinity group of one of the pod's pod-affinity terms.
+fn term_group(
+    s: &Snapshot,
+    pod: &Pod,
+    kind: Kind,
+    t: &PodAffinityTerm,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> usize {
+    let sel = with_label_keys(
+        &t.label_selector,
+        &pod.labels,
+        &t.match_label_keys,
+        &t.mismatch_label_keys,
+    );
+    let key = interner.intern(reqs::normalize(&t.topology_key));
+    g.group(GroupKey {
+        kind,
+        key,
+        selector: sel,
+        namespaces: namespaces_of(s, &pod.namespace, t),
+        filter: NodeFilter::default(),
+    })
+}
+
+/// The groups of the pod's preferred (anti-)affinity `terms`, heaviest first (ties in the
+/// pod's order).
+fn preferred_term_groups(
+    s: &Snapshot,
+    pod: &Pod,
+    kind: Kind,
+    terms: &[WeightedPodAffinityTerm],
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..terms.len()).collect();
+    idx.sort_by(|&a, &b| terms[b].weight.cmp(&terms[a].weight).then(a.cmp(&b)));
+    idx.into_iter()
+        .map(|i| term_group(s, pod, kind.clone(), &terms[i].term, interner, g))
+        .collect()
+}
+
+/// The inverse groups the pod's required anti-affinity terms feed: where pods of other
+/// classes that those terms select must stay out.
+fn inverse_groups(s: &Snapshot, pod: &Pod, interner: &mut Interner, g: &mut Groups) -> Vec<usize> {
+    pod.pod_anti_affinity
         .iter()
         .map(|t| {
             let sel = with_label_keys(
@@ -311,28 +386,5 @@ pub(super) fn compile_class(
                 namespaces: namespaces_of(s, &pod.namespace, t),
             })
         })
-        .collect();
-    Class {
-        namespace: pod.namespace.clone(),
-        labels: pod.labels.clone(),
-        requests: dense(&pod.requests, names),
-        tolerations: pod.tolerations.clone(),
-        host_ports: pod.host_ports.clone(),
-        node_selector,
-        required_terms,
-        preferred_terms,
-        volume_alternatives,
-        spreads,
-        affinity,
-        preferred_affinity,
-        anti_affinity,
-        preferred_anti_affinity,
-        owns_inverse,
-        counted_by: Vec::new(),
-        counted_keys: Vec::new(),
-        blocked_by: Vec::new(),
-        pods: Vec::new(),
-        error,
-        from_deleting: false,
-    }
+        .collect()
 }
