@@ -417,6 +417,7 @@ pub const GAUGES_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 /// What upstream's metrics controllers keep up to date, ticked once a second: the state's own
 /// sync gauges always; pod startup times, status conditions and the node, pod and NodePool
 /// gauges unless `DISABLE_CLUSTER_STATE_OBSERVABILITY` turned them off.
+///
 /// Time is read from `clock` and tokio's clock, so the same ticks run under a paused runtime
 /// (`bench controller`) as on the system clock.
 pub struct StateMetrics {
