@@ -325,6 +325,24 @@ fn spread_groups(
     spreads
 }
 
+/// A pod-affinity term's selector, narrowed by its match/mismatch label keys against the
+/// pod's own labels, and its interned topology key: the parts a term's group and the inverse
+/// group it feeds must agree on.
+fn term_selector_and_key(
+    pod: &Pod,
+    t: &PodAffinityTerm,
+    interner: &mut Interner,
+) -> (Option<LabelSelector>, u32) {
+    let sel = with_label_keys(
+        &t.label_selector,
+        &pod.labels,
+        &t.match_label_keys,
+        &t.mismatch_label_keys,
+    );
+    let key = interner.intern(reqs::normalize(&t.topology_key));
+    (sel, key)
+}
+
 /// The (anti-)affinity group of one of the pod's pod-affinity terms.
 fn term_group(
     s: &Snapshot,
@@ -334,13 +352,7 @@ fn term_group(
     interner: &mut Interner,
     g: &mut Groups,
 ) -> usize {
-    let sel = with_label_keys(
-        &t.label_selector,
-        &pod.labels,
-        &t.match_label_keys,
-        &t.mismatch_label_keys,
-    );
-    let key = interner.intern(reqs::normalize(&t.topology_key));
+    let (sel, key) = term_selector_and_key(pod, t, interner);
     g.group(GroupKey {
         kind,
         key,
@@ -373,13 +385,7 @@ fn inverse_groups(s: &Snapshot, pod: &Pod, interner: &mut Interner, g: &mut Grou
     pod.pod_anti_affinity
         .iter()
         .map(|t| {
-            let sel = with_label_keys(
-                &t.label_selector,
-                &pod.labels,
-                &t.match_label_keys,
-                &t.mismatch_label_keys,
-            );
-            let key = interner.intern(reqs::normalize(&t.topology_key));
+            let (sel, key) = term_selector_and_key(pod, t, interner);
             g.inverse(InverseKey {
                 key,
                 selector: sel,
