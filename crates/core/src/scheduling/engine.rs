@@ -89,6 +89,12 @@ fn get_bit(bits: &[u64], k: usize) -> bool {
     bits[k / 64] & (1 << (k % 64)) != 0
 }
 
+/// How many of `want` pods of size `req` go in one placement on a target whose type offers
+/// `alloc`, `total` being its usage with the first of them: at least that first one.
+fn pods_fitting(total: &[i64], req: &[i64], alloc: &[i64], want: usize) -> usize {
+    (1 + more_fitting(total, req, alloc).min(want as i64 - 1)) as usize
+}
+
 /// A placement decision before it is applied.
 struct Choice {
     target: Tgt,
@@ -193,14 +199,54 @@ impl<'w> Engine<'w> {
         let c = &self.w.classes[ci];
         let cons = active_constraints(self.w, c, relax);
         let alts = effective_reqs(self.w, c, relax);
-        let bulk = !c.one_at_a_time();
-        let want_m = if bulk { want } else { 1 };
+        // Pods that count themselves (spread, affinity) go one at a time, so each sees the
+        // counts the previous one left.
+        let want = if c.one_at_a_time() { 1 } else { want };
+        if let Some((ei, m)) = self.existing_with_room(ci, &cons, &alts, relax, want) {
+            return Ok(Choice {
+                target: Tgt::Existing(ei),
+                reqs: None,
+                bits: None,
+                pins: vec![],
+                m,
+            });
+        }
+        if let Some(choice) = self.claim_choice(ci, &cons, &alts, relax, want) {
+            return Ok(choice);
+        }
+        match self.new_claim_choice(ci, &cons, &alts, relax, want) {
+            Ok(choice) => Ok(choice),
+            Err(mut reasons) => {
+                // Only now, on the way out, work out why each existing node said no.
+                if !self.w.existing.is_empty() {
+                    let c = &self.w.classes[ci];
+                    let refusals: Vec<Refusal> = (0..self.w.existing.len())
+                        .filter_map(|ei| {
+                            self.eval_existing(c, &cons, &alts, relax, ei, want, true)
+                                .err()
+                        })
+                        .collect();
+                    reasons.insert(0, self.summarise_existing(c, &refusals));
+                }
+                Err(reasons)
+            }
+        }
+    }
 
+    /// Step 1: existing nodes, then in-flight claims: the first with room, visiting those
+    /// with the least free cpu that still suffices first (a tight fit keeps big holes for big
+    /// pods; emptiest first under `Options::emptiest_first`). Refusals that cannot change at
+    /// this relaxation level are remembered. Returns the node and how many pods it takes.
+    fn existing_with_room(
+        &mut self,
+        ci: usize,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        want: usize,
+    ) -> Option<(usize, usize)> {
+        let c = &self.w.classes[ci];
         let need_cpu = c.requests.first().copied().unwrap_or(0);
-        // 1. Existing nodes, then in-flight claims: the first with room, visiting those with
-        // the least free cpu that still suffices first (a tight fit keeps big holes for big
-        // pods; emptiest first under `Options::emptiest_first`). Refusals that cannot change
-        // at this relaxation level are remembered.
         let mut found: Option<(usize, usize)> = None;
         let mut refused: Vec<usize> = Vec::new();
         let closed: &[u64] = if c.from_deleting { &[] } else { &self.closed };
@@ -221,11 +267,13 @@ impl<'w> Engine<'w> {
                 {
                     continue;
                 }
-                match self.eval_existing(c, &cons, &alts, relax, ei, want_m, false) {
+                match self.eval_existing(c, cons, alts, relax, ei, want, false) {
                     Ok((m, _)) => {
                         found = Some((ei, m));
                         break 'tiers;
                     }
+                    // A topology refusal may lift as other pods land, unless its
+                    // constraint is permanent.
                     Err(Refusal::Topology { group, .. })
                         if !cons.iter().any(|x| x.con == group && x.permanent) => {}
                     Err(_) => refused.push(ei),
@@ -235,28 +283,72 @@ impl<'w> Engine<'w> {
         for ei in refused {
             self.mark_dead_existing(ci, relax.level, ei);
         }
-        let c = &self.w.classes[ci];
-        if let Some((ei, m)) = found {
-            return Ok(Choice {
-                target: Tgt::Existing(ei),
-                reqs: None,
-                bits: None,
-                pins: vec![],
-                m,
-            });
-        }
+        found
+    }
+
+    /// Step 2: this run's new claims: one with room at its current price
+    /// ([`Self::tightest_claim_with_room`]), else the one that grows cheapest
+    /// ([`Self::cheapest_claim_growth`]). Claims that can never take the class are
+    /// remembered either way.
+    fn claim_choice(
+        &mut self,
+        ci: usize,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        want: usize,
+    ) -> Option<Choice> {
         let mut dead: Vec<u64> = vec![0; self.claims.len().div_ceil(64)];
-        // 2. This run's new claims: the first that takes the pod without raising its launch
-        // price, else the one whose price grows least (ties: tightest fit).
-        // Among the first few claims with room, take the one whose cpu and memory fill stay
-        // most even, so the remaining room suits the pods still to come.
+        let mut best = self.tightest_claim_with_room(ci, cons, alts, relax, &mut dead);
+        if best.is_none() {
+            best = self.cheapest_claim_growth(ci, cons, alts, relax, &mut dead);
+        }
+        for (wi, &w) in dead.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let k = wi * 64 + w.trailing_zeros() as usize;
+                w &= w - 1;
+                self.mark_dead(ci, relax.level, k);
+            }
+        }
+        let (k, e) = best?;
+        let c = &self.w.classes[ci];
+        let m = if want > 1 {
+            let total = add_scaled(&self.claims[k].used, &c.requests, 1);
+            let alloc = &self.w.pools[self.claims[k].pool].its[e.first].alloc;
+            pods_fitting(&total, &c.requests, alloc, want)
+        } else {
+            1
+        };
+        Some(Choice {
+            target: Tgt::Claim(k),
+            reqs: e.reqs,
+            bits: e.bits,
+            pins: e.pins,
+            m,
+        })
+    }
+
+    /// Among the first few claims with room that take the pod without raising their launch
+    /// price, the one whose cpu and memory fill stay most even (ties: lowest index), so the
+    /// remaining room suits the pods still to come. Sets `dead` for claims that never can.
+    fn tightest_claim_with_room(
+        &self,
+        ci: usize,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        dead: &mut [u64],
+    ) -> Option<(usize, Eval)> {
+        let c = &self.w.classes[ci];
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
         let mut best: Option<(usize, Eval, f64)> = None;
         let mut seen = 0;
         for &(_, k) in self.room.range((need_cpu, 0)..) {
             if self.is_dead(ci, relax.level, k) {
                 continue;
             }
-            match self.eval_claim(c, &cons, &alts, relax, k, true) {
+            match self.eval_claim(c, cons, alts, relax, k, true) {
                 Ok(e) => {
                     let score = self.slack_after(k, e.first, &c.requests);
                     if best
@@ -270,73 +362,71 @@ impl<'w> Engine<'w> {
                         break;
                     }
                 }
-                Err(true) => set_bit(&mut dead, k),
+                Err(true) => set_bit(dead, k),
                 Err(false) => {}
             }
         }
-        let mut best: Option<(usize, Eval)> = best.map(|(k, e, _)| (k, e));
-        if best.is_none() {
-            // Growing a claim: those closest to having room need the smallest step up, so
-            // visit them first and compare the first few that can take the pod.
-            let mut seen = 0;
-            let order = self
-                .room
-                .range(..(need_cpu, 0))
-                .rev()
-                .chain(self.room.range((need_cpu, 0)..));
-            for &(_, k) in order {
-                if seen >= GROWTH_CANDIDATES {
-                    break;
-                }
-                if self.is_dead(ci, relax.level, k) || get_bit(&dead, k) {
-                    continue;
-                }
-                match self.eval_claim(c, &cons, &alts, relax, k, false) {
-                    Ok(e) => {
-                        let better = match &best {
-                            None => true,
-                            Some((_, b)) => {
-                                e.marginal < b.marginal - 1e-9
-                                    || (e.marginal <= b.marginal + 1e-9
-                                        && e.slack < b.slack - 1e-12)
-                            }
-                        };
-                        if better {
-                            best = Some((k, e));
-                        }
-                        seen += 1;
-                    }
-                    Err(true) => set_bit(&mut dead, k),
-                    Err(false) => {}
-                }
-            }
-        }
-        for (wi, &w) in dead.iter().enumerate() {
-            let mut w = w;
-            while w != 0 {
-                let k = wi * 64 + w.trailing_zeros() as usize;
-                w &= w - 1;
-                self.mark_dead(ci, relax.level, k);
-            }
-        }
+        best.map(|(k, e, _)| (k, e))
+    }
+
+    /// Among the first few claims that can grow to take the pod, the one whose price grows
+    /// least (ties: tightest fit). Those closest to having room need the smallest step up, so
+    /// they are visited first. Skips and sets `dead` as [`Self::tightest_claim_with_room`].
+    fn cheapest_claim_growth(
+        &self,
+        ci: usize,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        dead: &mut [u64],
+    ) -> Option<(usize, Eval)> {
         let c = &self.w.classes[ci];
-        if let Some((k, e)) = best {
-            let m = if bulk {
-                let total = add_scaled(&self.claims[k].used, &c.requests, 1);
-                let alloc = &self.w.pools[self.claims[k].pool].its[e.first].alloc;
-                (1 + more_fitting(&total, &c.requests, alloc).min(want as i64 - 1)) as usize
-            } else {
-                1
-            };
-            return Ok(Choice {
-                target: Tgt::Claim(k),
-                reqs: e.reqs,
-                bits: e.bits,
-                pins: e.pins,
-                m,
-            });
+        let need_cpu = c.requests.first().copied().unwrap_or(0);
+        let mut best: Option<(usize, Eval)> = None;
+        let mut seen = 0;
+        let order = self
+            .room
+            .range(..(need_cpu, 0))
+            .rev()
+            .chain(self.room.range((need_cpu, 0)..));
+        for &(_, k) in order {
+            if seen >= GROWTH_CANDIDATES {
+                break;
+            }
+            if self.is_dead(ci, relax.level, k) || get_bit(dead, k) {
+                continue;
+            }
+            match self.eval_claim(c, cons, alts, relax, k, false) {
+                Ok(e) => {
+                    let better = match &best {
+                        None => true,
+                        Some((_, b)) => {
+                            e.marginal < b.marginal - 1e-9
+                                || (e.marginal <= b.marginal + 1e-9 && e.slack < b.slack - 1e-12)
+                        }
+                    };
+                    if better {
+                        best = Some((k, e));
+                    }
+                    seen += 1;
+                }
+                Err(true) => set_bit(dead, k),
+                Err(false) => {}
+            }
         }
-        // 3. A new claim from the first NodePool that can take the pod.
+        best
+    }
+
+    /// Step 3: a new claim from the first NodePool that can take the pod; else each
+    /// NodePool's reason.
+    fn new_claim_choice(
+        &mut self,
+        ci: usize,
+        cons: &[Con],
+        alts: &[Reqs],
+        relax: &Relax,
+        want: usize,
+    ) -> Result<Choice, Vec<String>> {
         let host = format!("hostname-placeholder-{:05}", self.claims.len() + 1);
         let host = self.w.interner.intern(&host);
         let c = &self.w.classes[ci];
@@ -345,12 +435,11 @@ impl<'w> Engine<'w> {
             reasons.push("no NodePool is available".to_string());
         }
         for p in 0..self.w.pools.len() {
-            match self.eval_new(c, &cons, &alts, relax, p, host) {
+            match self.eval_new(c, cons, alts, relax, p, host) {
                 Ok((reqs, bits, pins, first)) => {
-                    let m = if bulk {
+                    let m = if want > 1 {
                         let alloc = &self.w.pools[p].its[first].alloc;
-                        (1 + more_fitting(&c.requests, &c.requests, alloc).min(want as i64 - 1))
-                            as usize
+                        pods_fitting(&c.requests, &c.requests, alloc, want)
                     } else {
                         1
                     };
@@ -368,7 +457,7 @@ impl<'w> Engine<'w> {
                     if why.contains(" leaves ")
                         && trim_to_cheapest(self.w, &mut self.claims, &mut self.pool_charged, p)
                         && let Ok((reqs, bits, pins, _)) =
-                            self.eval_new(c, &cons, &alts, relax, p, host)
+                            self.eval_new(c, cons, alts, relax, p, host)
                     {
                         return Ok(Choice {
                             target: Tgt::NewClaim(p),
@@ -381,16 +470,6 @@ impl<'w> Engine<'w> {
                     reasons.push(format!("NodePool {}: {why}", self.w.pools[p].name));
                 }
             }
-        }
-        // Only now, on the way out, work out why each existing node said no.
-        if !self.w.existing.is_empty() {
-            let refusals: Vec<Refusal> = (0..self.w.existing.len())
-                .filter_map(|ei| {
-                    self.eval_existing(c, &cons, &alts, relax, ei, want_m, true)
-                        .err()
-                })
-                .collect();
-            reasons.insert(0, self.summarise_existing(c, &refusals));
         }
         Err(reasons)
     }

@@ -56,11 +56,11 @@ impl Engine<'_> {
         self.w.topology(c, cons, &e.reqs, false)?;
         let m = if want > 1 {
             let total = add_scaled(used, &c.requests, 1);
-            1 + more_fitting(&total, &c.requests, &e.available).min(want as i64 - 1)
+            pods_fitting(&total, &c.requests, &e.available, want)
         } else {
             1
         };
-        Ok((m as usize, ()))
+        Ok((m, ()))
     }
 
     /// Evaluates claim `k` for one more pod. With `zero_only`, only a placement that keeps the
