@@ -64,7 +64,8 @@ impl Engine<'_> {
     }
 
     /// Evaluates claim `k` for one more pod. With `zero_only`, only a placement that keeps the
-    /// claim's launch price is accepted, and nothing is allocated on the way.
+    /// claim's launch price is accepted, and nothing is allocated on the way. `Err(true)`: the
+    /// claim can never take the class at this relaxation level.
     pub(super) fn eval_claim(
         &self,
         c: &Class,
@@ -75,24 +76,9 @@ impl Engine<'_> {
         zero_only: bool,
     ) -> Result<Eval, bool> {
         let cl = &self.claims[k];
-        let pool = &self.w.pools[cl.pool];
-        if zero_only {
-            if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
-                return Err(false);
-            }
-        } else {
-            for (r, &q) in c.requests.iter().enumerate() {
-                if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
-                    return Err(true);
-                }
-            }
-        }
-        if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
-            return Err(false);
-        }
-        if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
-            return Err(true);
-        }
+        self.claim_can_hold(c, cl, relax, zero_only)?;
+        // The claim is written off for good only when that is certain: a single alternative,
+        // refused by a permanent topology constraint.
         let mut permanent = alts.len() == 1;
         let allow = |key: u32| self.w.allow_undefined(key);
         for alt in alts {
@@ -100,15 +86,7 @@ impl Engine<'_> {
                 permanent = false;
                 continue;
             }
-            let mut merged: Option<Reqs> = None;
-            let mut changed: Vec<u32> = Vec::new();
-            if !alt.items.is_empty() && cl.reqs.would_change(alt, &self.w.interner) {
-                let mut m = cl.reqs.clone();
-                changed = m.merge(alt, &self.w.interner);
-                if !changed.is_empty() {
-                    merged = Some(m);
-                }
-            }
+            let (mut merged, mut changed) = self.merged_with(cl, alt);
             let pins = match self
                 .w
                 .topology(c, cons, merged.as_ref().unwrap_or(&cl.reqs), true)
@@ -131,70 +109,132 @@ impl Engine<'_> {
                     changed.push(key);
                 }
             }
-            let mut bits: Option<Bitset> = None;
-            if let Some(m) = &merged {
-                let mut b = cl.bits.clone();
-                for it in cl.bits.iter() {
-                    if !changed
-                        .iter()
-                        .all(|&key| self.w.it_key_ok(cl.pool, it, m, key))
-                    {
-                        b.remove(it);
-                    }
-                }
-                bits = Some(b);
+            let bits = merged
+                .as_ref()
+                .map(|m| self.options_still_allowed(cl, m, &changed));
+            if let Some(e) = self.priced_claim(c, k, merged, bits, pins, zero_only) {
+                return Ok(e);
             }
-            let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
-            let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
-            if zero_only && merged.is_none() {
-                // The current cheapest type still fits: the launch price does not move.
-                if pool.min_values {
-                    let total = add_scaled(&cl.used, &c.requests, 1);
-                    if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
-                        continue;
-                    }
-                }
-                return Ok(Eval {
-                    marginal: 0.0,
-                    slack: 0.0,
-                    reqs: None,
-                    bits: None,
-                    pins,
-                    first: cl.cheapest,
-                });
-            }
-            let Some((first, price)) =
-                self.w
-                    .first_fit_plus(cl.pool, bits_ref, reqs_ref, &cl.used, &c.requests)
-            else {
-                continue;
-            };
-            if zero_only && price > cl.price + 1e-12 {
-                continue;
-            }
-            if pool.min_values {
-                let total = add_scaled(&cl.used, &c.requests, 1);
-                if !self.min_values_after(cl.pool, bits_ref, reqs_ref, &total) {
-                    continue;
-                }
-            }
-            let alloc = &pool.its[first].alloc;
-            let mut slack = 0.0;
-            for ((&a, &u), &q) in alloc.iter().zip(&cl.used).zip(&c.requests).take(2) {
-                if a > 0 {
-                    slack += (a - u - q) as f64 / a as f64;
-                }
-            }
-            return Ok(Eval {
-                marginal: price - cl.price,
-                slack,
-                reqs: merged,
-                bits,
-                pins,
-                first,
-            });
         }
         Err(permanent)
+    }
+
+    /// Whether claim `cl` has room, tolerable taints and free host ports for one more pod of
+    /// `c`, before any requirement is looked at. `Err(true)`: it never will, as the room of
+    /// its largest option only shrinks and its ports only fill.
+    fn claim_can_hold(
+        &self,
+        c: &Class,
+        cl: &Claim,
+        relax: &Relax,
+        zero_only: bool,
+    ) -> Result<(), bool> {
+        let pool = &self.w.pools[cl.pool];
+        if zero_only {
+            if !fits_plus(&cl.used, &c.requests, &pool.its[cl.cheapest].alloc) {
+                return Err(false);
+            }
+        } else {
+            for (r, &q) in c.requests.iter().enumerate() {
+                if q > 0 && cl.used[r] + q > cl.max_alloc[r] {
+                    return Err(true);
+                }
+            }
+        }
+        if !pool.taints.is_empty() && taint_refusal(c, &pool.taints, relax).is_some() {
+            return Err(false);
+        }
+        if !c.host_ports.is_empty() && ports_conflict(&c.host_ports, &cl.ports).is_some() {
+            return Err(true);
+        }
+        Ok(())
+    }
+
+    /// Claim `cl`'s requirements merged with `alt` and the keys that changed, or `None` (no
+    /// copy made) when the merge would change nothing.
+    fn merged_with(&self, cl: &Claim, alt: &Reqs) -> (Option<Reqs>, Vec<u32>) {
+        if alt.items.is_empty() || !cl.reqs.would_change(alt, &self.w.interner) {
+            return (None, Vec::new());
+        }
+        let mut m = cl.reqs.clone();
+        let changed = m.merge(alt, &self.w.interner);
+        if changed.is_empty() {
+            (None, changed)
+        } else {
+            (Some(m), changed)
+        }
+    }
+
+    /// Claim `cl`'s options that still suit `merged` on every `changed` key.
+    fn options_still_allowed(&self, cl: &Claim, merged: &Reqs, changed: &[u32]) -> Bitset {
+        let mut b = cl.bits.clone();
+        for it in cl.bits.iter() {
+            if !changed
+                .iter()
+                .all(|&key| self.w.it_key_ok(cl.pool, it, merged, key))
+            {
+                b.remove(it);
+            }
+        }
+        b
+    }
+
+    /// Claim `k` with one more pod of `c` under requirements `merged` and options `bits`
+    /// (`None`: the claim's own): its price change and slack, or `None` when no option takes
+    /// the pod, minValues would break, or `zero_only` and the price would rise.
+    fn priced_claim(
+        &self,
+        c: &Class,
+        k: usize,
+        merged: Option<Reqs>,
+        bits: Option<Bitset>,
+        pins: Pins,
+        zero_only: bool,
+    ) -> Option<Eval> {
+        let cl = &self.claims[k];
+        let reqs_ref = merged.as_ref().unwrap_or(&cl.reqs);
+        let bits_ref = bits.as_ref().unwrap_or(&cl.bits);
+        if zero_only && merged.is_none() {
+            // The current cheapest type still fits: the launch price does not move.
+            if !self.min_values_hold(cl, bits_ref, reqs_ref, &c.requests) {
+                return None;
+            }
+            return Some(Eval {
+                marginal: 0.0,
+                slack: 0.0,
+                reqs: None,
+                bits: None,
+                pins,
+                first: cl.cheapest,
+            });
+        }
+        let (first, price) =
+            self.w
+                .first_fit_plus(cl.pool, bits_ref, reqs_ref, &cl.used, &c.requests)?;
+        if zero_only && price > cl.price + 1e-12 {
+            return None;
+        }
+        if !self.min_values_hold(cl, bits_ref, reqs_ref, &c.requests) {
+            return None;
+        }
+        Some(Eval {
+            marginal: price - cl.price,
+            slack: self.slack_after(k, first, &c.requests),
+            reqs: merged,
+            bits,
+            pins,
+            first,
+        })
+    }
+
+    /// Whether claim `cl`'s NodePool minValues still hold once one more pod of size `req`
+    /// thins out options `bits`; true when the NodePool sets none.
+    fn min_values_hold(&self, cl: &Claim, bits: &Bitset, reqs: &Reqs, req: &[i64]) -> bool {
+        if !self.w.pools[cl.pool].min_values {
+            return true;
+        }
+        let total = add_scaled(&cl.used, req, 1);
+        self.min_values_after(cl.pool, bits, reqs, &total)
     }
 
     pub(super) fn min_values_after(
