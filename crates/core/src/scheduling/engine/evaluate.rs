@@ -262,6 +262,9 @@ impl Engine<'_> {
             .collect()
     }
 
+    /// Evaluates a fresh claim from NodePool `p`, with hostname `host`, for one pod of `c`:
+    /// its requirements, options, topology pins and cheapest option under the first
+    /// alternative that works, or why none does (the last alternative's reason).
     pub(in crate::scheduling) fn eval_new(
         &self,
         c: &Class,
@@ -271,6 +274,20 @@ impl Engine<'_> {
         p: usize,
         host: u32,
     ) -> Result<(Reqs, Bitset, Pins, usize), String> {
+        self.pool_can_open(c, relax, p)?;
+        let mut last = String::new();
+        for alt in alts {
+            match self.new_claim_under(c, cons, alt, p, host) {
+                Ok(claim) => return Ok(claim),
+                Err(why) => last = why,
+            }
+        }
+        Err(last)
+    }
+
+    /// Whether NodePool `p` can open a node for `c` at all, whatever its requirements: node
+    /// limit, taints, daemonset host ports, any instance type.
+    fn pool_can_open(&self, c: &Class, relax: &Relax, p: usize) -> Result<(), String> {
         let pool = &self.w.pools[p];
         if let Some(limit) = pool.node_limit
             && pool.used_nodes + self.pool_claims[p] >= limit
@@ -288,194 +305,234 @@ impl Engine<'_> {
         if pool.its.is_empty() {
             return Err("no instance types are available".to_string());
         }
-        let allow = |key: u32| self.w.allow_undefined(key);
-        let mut last = String::new();
-        for alt in alts {
-            if let Err(conf) = pool.reqs.compatible(alt, &self.w.interner, &allow) {
-                last = format!("requirements: {}", conf.describe(&self.w.interner));
-                continue;
-            }
-            let mut reqs = pool.reqs.clone();
-            reqs.merge(alt, &self.w.interner);
-            reqs.add(self.w.hostname, ValueSet::one(host), None, &self.w.interner);
-            let pins = match self.w.topology(c, cons, &reqs, true) {
-                Ok(p) => p,
-                Err(r) => {
-                    last = self.w.describe_refusal(c, &r);
-                    continue;
-                }
-            };
-            for &(key, v) in &pins {
-                reqs.add(key, ValueSet::one(v), None, &self.w.interner);
-            }
-            let remaining = self.remaining_limit(p);
-            let n = pool.its.len();
-            let mut bits = Bitset::empty(n);
-            let (mut compat, mut offer, mut fit) = (0, 0, 0);
-            let mut limited: Option<String> = None;
-            let mut largest: Option<usize> = None;
-            for it in 0..n {
-                let itc = &pool.its[it];
-                if pool.reqs.items.len() + reqs.items.len() > 0
-                    && itc.reqs.intersects(&reqs, &self.w.interner).is_err()
-                {
-                    continue;
-                }
-                compat += 1;
-                if self.w.offering(p, it, &reqs).is_none() {
-                    continue;
-                }
-                offer += 1;
-                if largest.is_none_or(|l| itc.alloc[0] > pool.its[l].alloc[0]) {
-                    largest = Some(it);
-                }
-                if !fits(&c.requests, &itc.alloc) {
-                    continue;
-                }
-                fit += 1;
-                if let Some((r, _)) = remaining
-                    .iter()
-                    .enumerate()
-                    .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
-                {
-                    let name = self.w.names.name(r as u32);
-                    let fmt = |v: i64| crate::resources::format_amount(name, v);
-                    limited = Some(format!(
-                        "limit {name}={} leaves {} for a new node, too little for any type that fits \
-                         (existing nodes and this plan's claims count at their largest option)",
-                        fmt(pool.limits[r].unwrap_or(0)),
-                        fmt(remaining[r].unwrap_or(0).max(0))
-                    ));
-                    continue;
-                }
-                bits.insert(it);
-            }
-            if bits.is_empty() {
-                last = if compat == 0 {
-                    let mut why =
-                        String::from("no instance type is compatible with the requirements");
-                    if let Some(it) = pool.its.first()
-                        && let Err(conf) = it.reqs.intersects(&reqs, &self.w.interner)
-                    {
-                        why = format!(
-                            "{why} (e.g. {}: {})",
-                            it.name,
-                            conf.describe(&self.w.interner)
-                        );
-                    }
-                    why
-                } else if offer == 0 {
-                    format!(
-                        "{compat} compatible instance types but none has an available offering in the required zones/capacity types"
-                    )
-                } else if fit == 0 {
-                    let req = crate::scheduling::compile::sparse(&c.requests, &self.w.names);
-                    let big = largest
-                        .map(|l| {
-                            format!(
-                                "; largest is {} with {}",
-                                pool.its[l].name,
-                                crate::scheduling::compile::sparse(
-                                    &pool.its[l].alloc,
-                                    &self.w.names
-                                )
-                            )
-                        })
-                        .unwrap_or_default();
-                    format!("no instance type fits requests {req} (after daemonset overhead){big}")
-                } else {
-                    limited.unwrap_or_else(|| "limits exhausted".to_string())
-                };
-                continue;
-            }
-            if let (Err(key), false) = (
-                self.w.min_values_ok(p, &bits, &reqs),
-                self.opts.min_values_best_effort,
-            ) {
-                last = self.w.describe_refusal(c, &Refusal::MinValues(key));
-                continue;
-            }
-            let Some((mut first, _)) = self.w.first_fit(p, &bits, &reqs, &c.requests) else {
-                last = "no available offering".to_string();
-                continue;
-            };
-            // Settle every topology key now (zone from the cheapest offering), so later pods
-            // check this claim's domains with plain lookups and every count is exact.
-            let mut keys: Vec<u32> = self.w.universe.keys().copied().collect();
-            keys.sort_unstable();
-            let mut settled = Vec::new();
-            for key in keys {
-                let already = reqs
-                    .get(key)
-                    .is_some_and(|s| !s.complement && s.values.len() == 1);
-                if already {
-                    continue;
-                }
-                let value = if key == self.w.zone {
-                    // Among the equally cheap zones, the one with the fewest new claims, so
-                    // zonal pods that come later find room in every zone.
-                    self.w.offering(p, first, &reqs).map(|(price, _)| {
-                        let zones = reqs.get(self.w.zone);
-                        let cts = reqs.get(self.w.capacity_type);
-                        pool.its[first]
-                            .offerings
-                            .iter()
-                            .filter(|o| {
-                                o.available
-                                    && o.price <= price + 1e-12
-                                    && zones.is_none_or(|z| z.has(o.zone, &self.w.interner))
-                                    && cts.is_none_or(|z| z.has(o.capacity_type, &self.w.interner))
-                            })
-                            .map(|o| o.zone)
-                            .min_by(|a, b| {
-                                // Ties by name, not id (see `solver`'s header).
-                                let claims = |z| self.zone_claims.get(z).copied().unwrap_or(0);
-                                let name = |z: &u32| self.w.interner.name(*z);
-                                claims(a).cmp(&claims(b)).then_with(|| name(a).cmp(name(b)))
-                            })
-                            .unwrap_or(pool.its[first].offerings[0].zone)
-                    })
-                } else if key == self.w.capacity_type {
-                    self.w.offering(p, first, &reqs).map(|(_, o)| {
-                        let off = &pool.its[first].offerings[o];
-                        if key == self.w.zone {
-                            off.zone
-                        } else {
-                            off.capacity_type
-                        }
-                    })
-                } else {
-                    // The allowed value whose name sorts first, not the lowest id.
-                    self.w.universe[&key]
-                        .iter()
-                        .map(|x| x.0)
-                        .filter(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
-                        .min_by(|&a, &b| self.w.interner.name(a).cmp(self.w.interner.name(b)))
-                };
-                if let Some(v) = value {
-                    reqs.add(key, ValueSet::one(v), None, &self.w.interner);
-                    settled.push(key);
-                }
-            }
-            if !settled.is_empty() {
-                for it in bits.clone().iter() {
-                    if !settled
-                        .iter()
-                        .all(|&key| self.w.it_key_ok(p, it, &reqs, key))
-                    {
-                        bits.remove(it);
-                    }
-                }
-                match self.w.first_fit(p, &bits, &reqs, &c.requests) {
-                    Some((f, _)) => first = f,
-                    None => {
-                        last = "no available offering".to_string();
-                        continue;
-                    }
-                }
-            }
-            return Ok((reqs, bits, pins, first));
-        }
-        Err(last)
+        Ok(())
     }
+
+    /// A fresh claim from NodePool `p` under node requirements `alt`, as [`Self::eval_new`].
+    fn new_claim_under(
+        &self,
+        c: &Class,
+        cons: &[Con],
+        alt: &Reqs,
+        p: usize,
+        host: u32,
+    ) -> Result<(Reqs, Bitset, Pins, usize), String> {
+        let pool = &self.w.pools[p];
+        let allow = |key: u32| self.w.allow_undefined(key);
+        if let Err(conf) = pool.reqs.compatible(alt, &self.w.interner, &allow) {
+            return Err(format!("requirements: {}", conf.describe(&self.w.interner)));
+        }
+        let mut reqs = pool.reqs.clone();
+        reqs.merge(alt, &self.w.interner);
+        reqs.add(self.w.hostname, ValueSet::one(host), None, &self.w.interner);
+        let pins = self
+            .w
+            .topology(c, cons, &reqs, true)
+            .map_err(|r| self.w.describe_refusal(c, &r))?;
+        for &(key, v) in &pins {
+            reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+        }
+        let mut bits = self.new_claim_options(c, p, &reqs)?;
+        if let (Err(key), false) = (
+            self.w.min_values_ok(p, &bits, &reqs),
+            self.opts.min_values_best_effort,
+        ) {
+            return Err(self.w.describe_refusal(c, &Refusal::MinValues(key)));
+        }
+        let no_offering = || "no available offering".to_string();
+        let (mut first, _) = self
+            .w
+            .first_fit(p, &bits, &reqs, &c.requests)
+            .ok_or_else(no_offering)?;
+        // Settle every topology key now (zone from the cheapest offering), so later pods
+        // check this claim's domains with plain lookups and every count is exact.
+        let settled = self.settle_topology_keys(p, first, &mut reqs);
+        if !settled.is_empty() {
+            for it in bits.clone().iter() {
+                if !settled
+                    .iter()
+                    .all(|&key| self.w.it_key_ok(p, it, &reqs, key))
+                {
+                    bits.remove(it);
+                }
+            }
+            (first, _) = self
+                .w
+                .first_fit(p, &bits, &reqs, &c.requests)
+                .ok_or_else(no_offering)?;
+        }
+        Ok((reqs, bits, pins, first))
+    }
+
+    /// NodePool `p`'s instance types that suit `reqs`, have an offering, fit one pod of `c`
+    /// and stay within the NodePool's limits; when none does, how far they got.
+    fn new_claim_options(&self, c: &Class, p: usize, reqs: &Reqs) -> Result<Bitset, String> {
+        let pool = &self.w.pools[p];
+        let remaining = self.remaining_limit(p);
+        let n = pool.its.len();
+        let mut bits = Bitset::empty(n);
+        let mut tally = OptionTally::default();
+        for it in 0..n {
+            let itc = &pool.its[it];
+            if pool.reqs.items.len() + reqs.items.len() > 0
+                && itc.reqs.intersects(reqs, &self.w.interner).is_err()
+            {
+                continue;
+            }
+            tally.compat += 1;
+            if self.w.offering(p, it, reqs).is_none() {
+                continue;
+            }
+            tally.offer += 1;
+            if tally
+                .largest
+                .is_none_or(|l| itc.alloc[0] > pool.its[l].alloc[0])
+            {
+                tally.largest = Some(it);
+            }
+            if !fits(&c.requests, &itc.alloc) {
+                continue;
+            }
+            tally.fit += 1;
+            if let Some((r, _)) = remaining
+                .iter()
+                .enumerate()
+                .find(|(r, rem)| rem.is_some_and(|x| itc.capacity[*r] > x))
+            {
+                tally.limited = Some(self.limit_reason(p, r, &remaining));
+                continue;
+            }
+            bits.insert(it);
+        }
+        if bits.is_empty() {
+            return Err(self.no_option_reason(c, p, reqs, tally));
+        }
+        Ok(bits)
+    }
+
+    /// Why NodePool `p`'s limit on resource `r` keeps a type from a new node.
+    fn limit_reason(&self, p: usize, r: usize, remaining: &[Option<i64>]) -> String {
+        let name = self.w.names.name(r as u32);
+        let fmt = |v: i64| crate::resources::format_amount(name, v);
+        format!(
+            "limit {name}={} leaves {} for a new node, too little for any type that fits \
+             (existing nodes and this plan's claims count at their largest option)",
+            fmt(self.w.pools[p].limits[r].unwrap_or(0)),
+            fmt(remaining[r].unwrap_or(0).max(0))
+        )
+    }
+
+    /// Why NodePool `p` offers a fresh claim under `reqs` no option: the first of the filters
+    /// of [`Self::new_claim_options`] that let no type through.
+    fn no_option_reason(&self, c: &Class, p: usize, reqs: &Reqs, tally: OptionTally) -> String {
+        let pool = &self.w.pools[p];
+        if tally.compat == 0 {
+            let mut why = String::from("no instance type is compatible with the requirements");
+            if let Some(it) = pool.its.first()
+                && let Err(conf) = it.reqs.intersects(reqs, &self.w.interner)
+            {
+                why = format!(
+                    "{why} (e.g. {}: {})",
+                    it.name,
+                    conf.describe(&self.w.interner)
+                );
+            }
+            why
+        } else if tally.offer == 0 {
+            format!(
+                "{} compatible instance types but none has an available offering in the required zones/capacity types",
+                tally.compat
+            )
+        } else if tally.fit == 0 {
+            let req = crate::scheduling::compile::sparse(&c.requests, &self.w.names);
+            let big = tally
+                .largest
+                .map(|l| {
+                    format!(
+                        "; largest is {} with {}",
+                        pool.its[l].name,
+                        crate::scheduling::compile::sparse(&pool.its[l].alloc, &self.w.names)
+                    )
+                })
+                .unwrap_or_default();
+            format!("no instance type fits requests {req} (after daemonset overhead){big}")
+        } else {
+            tally
+                .limited
+                .unwrap_or_else(|| "limits exhausted".to_string())
+        }
+    }
+
+    /// Pins every topology key `reqs` leaves open on a fresh claim from NodePool `p` whose
+    /// cheapest option is `first`; returns the keys pinned.
+    fn settle_topology_keys(&self, p: usize, first: usize, reqs: &mut Reqs) -> Vec<u32> {
+        let mut keys: Vec<u32> = self.w.universe.keys().copied().collect();
+        keys.sort_unstable();
+        let mut settled = Vec::new();
+        for key in keys {
+            let already = reqs
+                .get(key)
+                .is_some_and(|s| !s.complement && s.values.len() == 1);
+            if already {
+                continue;
+            }
+            let value = if key == self.w.zone {
+                self.least_claimed_cheap_zone(p, first, reqs)
+            } else if key == self.w.capacity_type {
+                self.w
+                    .offering(p, first, reqs)
+                    .map(|(_, o)| self.w.pools[p].its[first].offerings[o].capacity_type)
+            } else {
+                // The allowed value whose name sorts first, not the lowest id.
+                self.w.universe[&key]
+                    .iter()
+                    .map(|x| x.0)
+                    .filter(|&v| reqs.get(key).is_none_or(|s| s.has(v, &self.w.interner)))
+                    .min_by(|&a, &b| self.w.interner.name(a).cmp(self.w.interner.name(b)))
+            };
+            if let Some(v) = value {
+                reqs.add(key, ValueSet::one(v), None, &self.w.interner);
+                settled.push(key);
+            }
+        }
+        settled
+    }
+
+    /// Among the zones where instance type `first` of NodePool `p` is offered at its cheapest
+    /// price under `reqs`, the one with the fewest new claims, so zonal pods that come later
+    /// find room in every zone.
+    fn least_claimed_cheap_zone(&self, p: usize, first: usize, reqs: &Reqs) -> Option<u32> {
+        let it = &self.w.pools[p].its[first];
+        self.w.offering(p, first, reqs).map(|(price, _)| {
+            let zones = reqs.get(self.w.zone);
+            let cts = reqs.get(self.w.capacity_type);
+            it.offerings
+                .iter()
+                .filter(|o| {
+                    o.available
+                        && o.price <= price + 1e-12
+                        && zones.is_none_or(|z| z.has(o.zone, &self.w.interner))
+                        && cts.is_none_or(|z| z.has(o.capacity_type, &self.w.interner))
+                })
+                .map(|o| o.zone)
+                .min_by(|a, b| {
+                    // Ties by name, not id (see `solver`'s header).
+                    let claims = |z| self.zone_claims.get(z).copied().unwrap_or(0);
+                    let name = |z: &u32| self.w.interner.name(*z);
+                    claims(a).cmp(&claims(b)).then_with(|| name(a).cmp(name(b)))
+                })
+                .unwrap_or(it.offerings[0].zone)
+        })
+    }
+}
+
+/// How far a NodePool's instance types got towards being a fresh claim's option: counts past
+/// each filter, the largest offered type, and the last limit that turned one away.
+#[derive(Default)]
+struct OptionTally {
+    compat: usize,
+    offer: usize,
+    fit: usize,
+    largest: Option<usize>,
+    limited: Option<String>,
 }
