@@ -570,8 +570,9 @@ impl<'w> Engine<'w> {
         // The target's requirements and taints are read only for topology counts; copying
         // them for classes that count nothing cost an allocation per label per placement.
         let c = &self.w.classes[ci];
-        if !c.counted_by.is_empty() || !c.owns_inverse.is_empty() {
-            let (treqs, taints) = self.counted_labels(tgt);
+        if (!c.counted_by.is_empty() || !c.owns_inverse.is_empty())
+            && let Some((treqs, taints)) = self.counted_labels(tgt)
+        {
             self.record_topology(ci, &treqs, &taints, m);
         }
         for &p in pods {
@@ -697,18 +698,19 @@ impl<'w> Engine<'w> {
     }
 
     /// The requirements and taints of a filled target, which topology groups filter and count
-    /// by.
-    fn counted_labels(&self, tgt: Tgt) -> (Reqs, Vec<crate::taints::Taint>) {
+    /// by; `None` for a claim not opened yet, which [`Self::apply`] never asks about (it opens
+    /// a new claim before filling it).
+    fn counted_labels(&self, tgt: Tgt) -> Option<(Reqs, Vec<crate::taints::Taint>)> {
         match tgt {
-            Tgt::Existing(ei) => (
+            Tgt::Existing(ei) => Some((
                 Reqs::clone(&self.w.existing[ei].reqs),
                 self.w.existing[ei].taints.clone(),
-            ),
+            )),
             Tgt::Claim(k) => {
                 let cl = &self.claims[k];
-                (cl.reqs.clone(), self.w.pools[cl.pool].taints.clone())
+                Some((cl.reqs.clone(), self.w.pools[cl.pool].taints.clone()))
             }
-            Tgt::NewClaim(_) => unreachable!("a new claim is filled as `Tgt::Claim`"),
+            Tgt::NewClaim(_) => None,
         }
     }
 
