@@ -404,19 +404,14 @@ fn nominees_a_full_node_cannot_hold_go_back_to_the_solve() {
 #[test]
 fn a_nodes_heartbeat_is_stored_but_changes_nothing_the_loops_read() {
     let node = |version: &str, heartbeat: &str, ready: &str| {
-        Object::from_value(
-            Kind::Node,
-            json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": "n1", "resourceVersion": version,
-                    "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
-                "spec": {"providerID": "aws:///z/i-1"},
-                "status": {"conditions": [{"type": "Ready", "status": ready,
-                    "lastHeartbeatTime": heartbeat,
-                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
-            }),
-        )
-        .unwrap()
+        let extra = json!({
+            "metadata": {"resourceVersion": version,
+                "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
+            "status": {"conditions": [{"type": "Ready", "status": ready,
+                "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        });
+        Object::from_value(Kind::Node, merge(k8s::node("n1", "aws:///z/i-1"), extra)).unwrap()
     };
     let mut s = ClusterState::default();
     s.apply(WatchEvent::Apply(node("1", "2026-01-01T00:00:10Z", "True")));
