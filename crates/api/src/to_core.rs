@@ -248,6 +248,8 @@ fn budget(b: &v1::Budget, path: &Path, errs: &mut Vec<FieldError>) -> Option<Bud
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     fn parse(v: serde_json::Value) -> v1::NodePool {
@@ -350,20 +352,11 @@ mod tests {
 
     #[test]
     fn a_zero_limit_stays_a_limit() {
-        let np: crate::v1::NodePool = serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodePool",
-            "metadata": {"name": "none"},
-            "spec": {
-                "template": {"spec": {
-                    "requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-                }},
-                "limits": {"cpu": 0}
-            }
-        }))
-        .unwrap();
-        let core = nodepool(&np).unwrap();
+        let np = merge(
+            k8s::nodepool("none"),
+            json!({"spec": {"limits": {"cpu": 0}}}),
+        );
+        let core = nodepool(&parse(np)).unwrap();
         assert!(core.limits.contains("cpu"));
         assert_eq!(core.limits.get("cpu"), 0);
     }

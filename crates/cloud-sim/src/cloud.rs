@@ -553,6 +553,9 @@ mod tests {
     use super::*;
     use crate::fleet::OfferingPattern;
     use nodewright_core::model::CapacityType;
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::{k8s, nodeclaim};
+    use serde_json::json;
     use std::sync::OnceLock;
     use std::time::Duration;
 
@@ -575,17 +578,12 @@ mod tests {
     }
 
     fn claim(name: &str, reqs: serde_json::Value, cpu: &str) -> NodeClaim {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1",
-            "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
-            "spec": {
-                "requirements": reqs,
-                "resources": {"requests": {"cpu": cpu}},
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-            }
-        }))
-        .unwrap()
+        let claim = merge(
+            k8s::nodeclaim(name),
+            json!({"metadata": {"labels": {"karpenter.sh/nodepool": "default"}},
+                "spec": {"requirements": reqs}}),
+        );
+        serde_json::from_value(nodeclaim::requests(claim, json!({"cpu": cpu}))).unwrap()
     }
 
     fn on_demand_amd64() -> serde_json::Value {

@@ -260,27 +260,23 @@ impl Consistency {
 
 #[cfg(test)]
 mod tests {
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     use super::*;
 
     fn claim(initialized: &str, cpu_expected: &str) -> NodeClaim {
-        serde_json::from_value(json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": "c", "uid": "u"},
-            "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"},
-                "requirements": [],
-                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}
-            },
+        let extra = json!({
+            "spec": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
             "status": {
                 "providerID": "aws:///us-east-1a/i-1",
                 "capacity": {"cpu": cpu_expected, "memory": "4Gi", "pods": "29"},
                 "conditions": [{"type": "Initialized", "status": initialized,
                     "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Initialized", "message": ""}]
             }
-        }))
-        .unwrap()
+        });
+        serde_json::from_value(merge(k8s::nodeclaim("c"), extra)).unwrap()
     }
 
     fn node(cpu: &str, memory: &str) -> Node {
@@ -315,6 +311,8 @@ mod tests {
 
 #[cfg(test)]
 mod termination_tests {
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     use super::*;
@@ -340,17 +338,12 @@ mod termination_tests {
             .unwrap(),
         )));
         let node: Node = serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
-        let claim = |meta: serde_json::Value| -> NodeClaim {
-            serde_json::from_value(json!({
-                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                "metadata": meta,
-                "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}, "requirements": []}
-            }))
-            .unwrap()
+        let claim = |extra: serde_json::Value| -> NodeClaim {
+            serde_json::from_value(merge(k8s::nodeclaim("c"), extra)).unwrap()
         };
-        let live = claim(json!({"name": "c"}));
+        let live = claim(json!({}));
         assert!(termination(&s, &live, &node).is_empty(), "not deleting");
-        let claim = claim(json!({"name": "c", "deletionTimestamp": "2026-01-01T00:00:00Z"}));
+        let claim = claim(json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}));
         assert_eq!(
             termination(&s, &claim, &node),
             vec!["can't drain node, PDB \"shop/web\" is blocking evictions".to_string()]

@@ -46,17 +46,13 @@ pub fn class_for<'a>(class: &'a EC2NodeClass, pool: Option<&NodePool>) -> Cow<'a
 
 #[cfg(test)]
 mod tests {
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     use super::*;
 
     fn pool(annotation: Option<&str>) -> NodePool {
-        let mut v = json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": "old"},
-            "spec": {"template": {"spec": {"requirements": [],
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}}}
-        });
+        let mut v = k8s::nodepool("old");
         if let Some(a) = annotation {
             v["metadata"]["annotations"] = json!({KUBELET_COMPATIBILITY_ANNOTATION: a});
         }

@@ -240,6 +240,20 @@ pub fn running(mut p: Pod, node: &str) -> Pod {
     p
 }
 
+/// `p` [`running`] on `node`, Ready, and controlled by the ReplicaSet `rs`: a pod disruption
+/// may move.
+pub fn replica(p: Pod, node: &str) -> Pod {
+    Pod {
+        ready: true,
+        owner: Some(OwnerRef {
+            kind: "ReplicaSet".into(),
+            name: "rs".into(),
+            controller: true,
+        }),
+        ..running(p, node)
+    }
+}
+
 /// [`scheduling::solve`] with the default options.
 pub fn solve(s: &Snapshot) -> Plan {
     scheduling::solve(s, &Options::default())

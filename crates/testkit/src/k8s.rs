@@ -1,5 +1,5 @@
-//! Kubernetes objects as tests build them by hand: the smallest Pod, NodeClaim and Node the API server
-//! and nodewright's converters accept, to which a test merges what it is about
+//! Kubernetes objects as tests build them by hand: the smallest Pod, NodePool, NodeClaim and Node
+//! the API server and nodewright's converters accept, to which a test merges what it is about
 //! ([`crate::json::merge`]).
 
 use serde_json::{Value, json};
@@ -11,6 +11,17 @@ pub fn pod(namespace: &str, name: &str) -> Value {
         "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}")},
         "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
         "status": {"phase": "Pending"}
+    })
+}
+
+/// A NodePool `name` with uid `uid-{name}`, a template of no requirements, of the
+/// EC2NodeClass `default`.
+pub fn nodepool(name: &str) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": name, "uid": format!("uid-{name}")},
+        "spec": {"template": {"spec": {"requirements": [],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}}}
     })
 }
 

@@ -252,6 +252,8 @@ mod tests {
     use super::*;
     use nodewright_cloud::Instance;
     use nodewright_core::model::CapacityType;
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
 
     fn instance(
         provider_id: &str,
@@ -289,17 +291,14 @@ mod tests {
     }
 
     fn claim(name: &str) -> NodeClaim {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default", "team": "web"}},
+        let extra = serde_json::json!({
+            "metadata": {"labels": {"karpenter.sh/nodepool": "default", "team": "web"}},
             "spec": {
-                "requirements": [],
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
                 "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
                 "startupTaints": [{"key": "cni-not-ready", "effect": "NoSchedule"}]
             }
-        }))
-        .unwrap()
+        });
+        serde_json::from_value(merge(k8s::nodeclaim(name), extra)).unwrap()
     }
 
     fn wall() -> Timestamp {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use nodewright_aws_model::Catalog;
 use nodewright_cloud::CloudProvider;
 use nodewright_core::model::{CapacityType, InstanceType};
+use nodewright_testkit::nodeclaim;
 
 use crate::{FleetConfig, OfferingPattern, SimCloud, SimCloudConfig};
 
@@ -36,20 +37,9 @@ fn cloud() -> SimCloud {
 
 /// Launches an on-demand m5.large: it fails in us-east-1a, which the cloud then remembers.
 async fn launch_m5(c: &SimCloud, name: &str) {
-    let claim = serde_json::from_value(serde_json::json!({
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {
-            "requirements": [
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
-            ],
-            "resources": {"requests": {"cpu": "1"}},
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-        }
-    }))
-    .unwrap();
+    let claim = nodeclaim::aws(name, "default", &["m5.large"], "on-demand");
+    let claim = nodeclaim::requests(claim, serde_json::json!({"cpu": "1"}));
+    let claim = serde_json::from_value(claim).unwrap();
     let l = c.create(&claim, None).await.unwrap();
     assert_ne!(l.instance.zone, "us-east-1a");
 }

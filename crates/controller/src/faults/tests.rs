@@ -192,10 +192,13 @@ async fn every_kube_fault_fails_the_call_as_a_server_or_network_would() {
 async fn a_dropped_cloud_call_is_carried_out_and_the_others_are_not() {
     use nodewright_cloud::CloudProvider;
     use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
+    use nodewright_testkit::nodeclaim;
     let sim = Arc::new(SimCloud::new(SimCloudConfig::default()).unwrap());
     let inj = Injector::new("cloud", &plan(0.0, 1.0), Arc::new(Metrics::new())).unwrap();
     let faulty = cloud::FaultyCloud::wrap(sim.clone(), inj);
-    let claim = nodewright_testkit_claim();
+    let claim = nodeclaim::aws("default-abcde", "default", &["c5.large"], "on-demand");
+    let claim = nodeclaim::requests(claim, serde_json::json!({"cpu": "1"}));
+    let claim: nodewright_api::v1::nodeclaim::NodeClaim = serde_json::from_value(claim).unwrap();
     let mut errors = Vec::new();
     for _ in 0..40 {
         let e = faulty.create(&claim, None).await.unwrap_err();
@@ -217,21 +220,4 @@ async fn a_dropped_cloud_call_is_carried_out_and_the_others_are_not() {
     let dropped = errors.iter().filter(|e| e.contains("dropped")).count();
     assert!(dropped > 0, "{errors:?}");
     assert_eq!(sim.list().await.unwrap().len(), dropped);
-}
-
-fn nodewright_testkit_claim() -> nodewright_api::v1::nodeclaim::NodeClaim {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": "default-abcde", "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {
-            "requirements": [
-                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c5.large"]},
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
-            ],
-            "resources": {"requests": {"cpu": "1"}},
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-        }
-    }))
-    .unwrap()
 }

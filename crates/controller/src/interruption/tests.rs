@@ -167,14 +167,13 @@ fn the_termination_mode_and_policy_follow_the_claim_and_pool() {
             Some("i-1"),
             json!({"spec": {"terminationGracePeriod": "0s"}}),
         ),
-        Object::from_value(
+        object(
             Kind::NodePool,
-            json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "spot"},
-                "spec": {"template": {"spec": {"requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
-                    "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}}}),
-        )
-        .unwrap(),
+            merge(
+                k8s::nodepool("spot"),
+                json!({"spec": {"disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}}}),
+            ),
+        ),
     ]);
     let d = run(&notice(InterruptionKind::InstanceTerminated, &["i-1"]), &s);
     assert_eq!(d.delete[0].termination_mode, "forceful");

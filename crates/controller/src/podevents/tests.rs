@@ -17,17 +17,14 @@ use crate::tests::Harness;
 use crate::tests::registration::joined;
 use crate::tests::termination::initialized_node;
 
+/// A pod of the ReplicaSet `web` in `phase`, bound to `node` if given.
 fn pod(name: &str, node: Option<&str>, phase: &str) -> Value {
-    let mut p = merge(
+    merge(
         k8s::pod("default", name),
         json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "name": "web", "uid": "rs", "controller": true}]},
-            "status": {"phase": phase}}),
-    );
-    if let Some(n) = node {
-        p["spec"]["nodeName"] = json!(n);
-    }
-    p
+            "spec": {"nodeName": node}, "status": {"phase": phase}}),
+    )
 }
 
 fn apply(s: &mut ClusterState, v: &Value) {

@@ -36,13 +36,13 @@ pub fn only_heartbeat(mut old: Node, new: &Node) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     fn node(version: &str, heartbeat: &str, ready: &str) -> Node {
-        serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": "n1", "resourceVersion": version, "labels": {"a": "b"}},
-            "spec": {"providerID": "aws:///z/i-1"},
+        let extra = json!({
+            "metadata": {"resourceVersion": version, "labels": {"a": "b"}},
             "status": {
                 "allocatable": {"cpu": "2"},
                 "conditions": [
@@ -52,8 +52,8 @@ mod tests {
                      "lastTransitionTime": "2026-01-01T00:00:00Z"}
                 ]
             }
-        }))
-        .unwrap()
+        });
+        serde_json::from_value(merge(k8s::node("n1", "aws:///z/i-1"), extra)).unwrap()
     }
 
     #[test]

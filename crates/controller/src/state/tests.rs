@@ -1,3 +1,4 @@
+use nodewright_testkit::json::merge;
 use nodewright_testkit::k8s;
 use serde_json::json;
 
@@ -7,17 +8,19 @@ fn pod(v: serde_json::Value) -> Object {
     Object::from_value(Kind::Pod, v).unwrap()
 }
 
+/// A pending pod `default/<name>` asking for one cpu, which kube-scheduler found no room for.
 fn unschedulable(name: &str) -> serde_json::Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": name,
-            "managedFields": [{"manager": "kubectl"}]},
-        "spec": {"containers": [{"name": "c", "image": "x",
-            "env": [{"name": "A", "value": "b"}],
-            "resources": {"requests": {"cpu": "1"}}}]},
-        "status": {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
-    })
+    merge(
+        k8s::pod("default", name),
+        json!({
+            "metadata": {"managedFields": [{"manager": "kubectl"}]},
+            "spec": {"containers": [{"name": "c", "image": "x",
+                "env": [{"name": "A", "value": "b"}],
+                "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+        }),
+    )
 }
 
 #[test]
@@ -75,7 +78,7 @@ fn unread_fields_are_stripped() {
     s.apply(WatchEvent::Apply(pod(a)));
     let p = &s.pods["default/a"];
     assert_eq!((p.namespace.as_str(), p.name.as_str()), ("default", "a"));
-    assert_eq!(p.uid.as_deref(), Some("a"));
+    assert_eq!(p.uid.as_deref(), Some("uid-a"));
     assert!(p.provisionable());
     assert_eq!(p.claims, ["data-a"]);
     let model = p.model().unwrap().as_ref().unwrap();
@@ -250,14 +253,8 @@ fn the_pending_and_per_node_indexes_follow_binds_deletes_and_relists() {
     assert_eq!(pending_pods(&s), ["default/d"]);
     assert!(s.pods_on("n2").is_empty());
 
-    let node = |name: &str, pid: &str| {
-        Object::from_value(
-            Kind::Node,
-            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                "spec": {"providerID": pid}}),
-        )
-        .unwrap()
-    };
+    let node =
+        |name: &str, pid: &str| Object::from_value(Kind::Node, k8s::node(name, pid)).unwrap();
     s.apply(WatchEvent::Apply(node("n1", "aws:///a/i-1")));
     assert_eq!(s.node_by_provider_id("aws:///a/i-1").len(), 1);
     s.apply(WatchEvent::Apply(node("n1", "aws:///a/i-2")));
@@ -319,23 +316,11 @@ fn a_converted_node_keeps_its_resource_version() {
 #[test]
 fn a_nodepool_deleted_or_made_anew_loses_its_registration_record() {
     let pool = |uid: &str| -> Object {
-        Object::NodePool(Box::new(
-            serde_json::from_value(json!({
-                "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-                "metadata": {"name": "p", "uid": uid, "generation": 1},
-                "spec": {"template": {"spec": {"requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}}}
-            }))
-            .unwrap(),
-        ))
+        let meta = json!({"metadata": {"uid": uid, "generation": 1}});
+        Object::from_value(Kind::NodePool, merge(k8s::nodepool("p"), meta)).unwrap()
     };
-    let claim: NodeClaim = serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "c", "labels": {"karpenter.sh/nodepool": "p"}},
-        "spec": {"requirements": [],
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}
-    }))
-    .unwrap();
+    let of_p = json!({"metadata": {"labels": {"karpenter.sh/nodepool": "p"}}});
+    let claim: NodeClaim = serde_json::from_value(merge(k8s::nodeclaim("c"), of_p)).unwrap();
     let failed = |s: &mut ClusterState| {
         for _ in 0..4 {
             s.record_registration(&claim, Err("registration timeout".into()));
@@ -419,19 +404,14 @@ fn nominees_a_full_node_cannot_hold_go_back_to_the_solve() {
 #[test]
 fn a_nodes_heartbeat_is_stored_but_changes_nothing_the_loops_read() {
     let node = |version: &str, heartbeat: &str, ready: &str| {
-        Object::from_value(
-            Kind::Node,
-            json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": "n1", "resourceVersion": version,
-                    "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
-                "spec": {"providerID": "aws:///z/i-1"},
-                "status": {"conditions": [{"type": "Ready", "status": ready,
-                    "lastHeartbeatTime": heartbeat,
-                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
-            }),
-        )
-        .unwrap()
+        let extra = json!({
+            "metadata": {"resourceVersion": version,
+                "managedFields": [{"manager": "kubelet", "time": heartbeat}]},
+            "status": {"conditions": [{"type": "Ready", "status": ready,
+                "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        });
+        Object::from_value(Kind::Node, merge(k8s::node("n1", "aws:///z/i-1"), extra)).unwrap()
     };
     let mut s = ClusterState::default();
     s.apply(WatchEvent::Apply(node("1", "2026-01-01T00:00:10Z", "True")));

@@ -48,6 +48,8 @@ pub fn update(
 
 #[cfg(test)]
 mod tests {
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     use super::*;
@@ -58,10 +60,7 @@ mod tests {
     }
 
     fn pool_with(after: Option<&str>, fixed: bool) -> NodePool {
-        let mut v = json!({"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "p"},
-            "spec": {"template": {"spec": {"requirements": [],
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}}},
-                "disruption": {}}});
+        let mut v = k8s::nodepool("p");
         if let Some(a) = after {
             v["spec"]["disruption"]["consolidateAfter"] = json!(a);
         }
@@ -83,11 +82,7 @@ mod tests {
         if let Some(t) = last_pod_event {
             status["lastPodEventTime"] = json!(rfc3339(t));
         }
-        serde_json::from_value(json!({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": "c"},
-            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "d"}},
-            "status": status}))
-        .unwrap()
+        serde_json::from_value(merge(k8s::nodeclaim("c"), json!({"status": status}))).unwrap()
     }
 
     fn at(s: i64) -> Timestamp {

@@ -138,6 +138,8 @@ impl StatusController {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nodewright_testkit::json::merge;
+    use nodewright_testkit::k8s;
     use serde_json::json;
 
     fn class(deleting: bool, finalizers: &[&str]) -> EC2NodeClass {
@@ -155,13 +157,8 @@ mod tests {
     }
 
     fn claim(name: &str, class: &str) -> NodeClaim {
-        serde_json::from_value(json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name},
-            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class},
-                "requirements": []}
-        }))
-        .unwrap()
+        let class = json!({"spec": {"nodeClassRef": {"name": class}}});
+        serde_json::from_value(merge(k8s::nodeclaim(name), class)).unwrap()
     }
 
     #[test]

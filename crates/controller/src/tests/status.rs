@@ -6,6 +6,8 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_api::v1::shared::Condition;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings};
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -403,17 +405,10 @@ async fn provider_drift_is_asked_every_five_minutes() {
 
 /// A pool of class `class` whose template carries the label `team`.
 fn team_pool(h: &Harness, name: &str, class: &str, team: &str) {
-    h.api.put_value(
-        Kind::NodePool,
-        json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": name, "uid": format!("np-{name}")},
-            "spec": {"template": {
-                "metadata": {"labels": {"team": team}},
-                "spec": {"requirements": [],
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": class}}}}
-        }),
-    );
+    let template = json!({"metadata": {"labels": {"team": team}},
+        "spec": {"nodeClassRef": {"name": class}}});
+    let pool = merge(k8s::nodepool(name), json!({"spec": {"template": template}}));
+    h.api.put_value(Kind::NodePool, pool);
 }
 
 #[tokio::test(start_paused = true)]
@@ -474,13 +469,9 @@ async fn a_pool_change_reconciles_the_class_it_names_at_once() {
 #[test]
 fn a_class_is_validated_with_the_pools_that_name_it() {
     let np = |name: &str, class: &str, kind: &str| -> NodePool {
-        serde_json::from_value(json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": name},
-            "spec": {"template": {"spec": {"requirements": [],
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": kind, "name": class}}}}
-        }))
-        .unwrap()
+        let class = json!({"kind": kind, "name": class});
+        let class = json!({"spec": {"template": {"spec": {"nodeClassRef": class}}}});
+        serde_json::from_value(merge(k8s::nodepool(name), class)).unwrap()
     };
     let pools = [
         np("a", "default", "EC2NodeClass"),

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use nodewright_testkit::json::merge;
+use nodewright_testkit::k8s;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -45,15 +47,10 @@ fn claim_patches(h: &Harness, name: &str) -> usize {
 
 /// A claim launched (it has a provider id) whose Node has not joined.
 fn launched_only(h: &Harness, name: &str) {
-    h.api.put_value(
-        Kind::NodeClaim,
-        json!({
-            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
-            "spec": {"requirements": [], "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
-            "status": {"providerID": "aws:///us-east-1a/i-9999"},
-        }),
-    );
+    let launched = json!({"metadata": {"labels": {"karpenter.sh/nodepool": "default"}},
+        "status": {"providerID": "aws:///us-east-1a/i-9999"}});
+    h.api
+        .put_value(Kind::NodeClaim, merge(k8s::nodeclaim(name), launched));
 }
 
 #[tokio::test(start_paused = true)]

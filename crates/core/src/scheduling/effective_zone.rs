@@ -96,6 +96,7 @@ mod tests {
     use super::*;
     use crate::model::{PersistentVolume, PersistentVolumeClaim};
     use crate::requirements::NodeSelectorTerm;
+    use crate::testkit::pod;
 
     fn zone_in(values: &[&str]) -> Requirement {
         Requirement {
@@ -106,23 +107,15 @@ mod tests {
         }
     }
 
-    fn pod(name: &str) -> Pod {
-        Pod {
-            namespace: "default".into(),
-            name: name.into(),
-            ..Pod::default()
-        }
-    }
-
     #[test]
     fn selectors_affinity_and_volumes_narrow_the_zone() {
         let mut s = Snapshot::default();
-        let free = pod("free");
-        let mut pinned = pod("pinned");
+        let free = pod("free", 0, 0);
+        let mut pinned = pod("pinned", 0, 0);
         pinned
             .node_selector
             .insert(labels::ZONE.into(), "us-east-1a".into());
-        let mut two = pod("two");
+        let mut two = pod("two", 0, 0);
         two.required_node_affinity = vec![NodeSelectorTerm {
             match_expressions: vec![zone_in(&["us-east-1a", "us-east-1b"])],
         }];

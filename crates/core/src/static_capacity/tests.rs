@@ -59,7 +59,7 @@ fn extra_claims_go_unlaunched_first_then_empty_then_fewest_pods_and_protected_la
     // A lone do-not-disrupt pod: fewer pods than `busy`, still last.
     let mut pod = (*s.pods[0]).clone();
     pod.name = "guarded-0".into();
-    pod.uid = "guarded-0".into();
+    pod.uid = "uid-guarded-0".into();
     pod.node_name = Some("guarded".into());
     pod.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
     s.pods.push(pod.into());

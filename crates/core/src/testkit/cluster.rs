@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::labels;
-use crate::model::{
-    CapacityType, InstanceType, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot,
-};
+use crate::model::{CapacityType, InstanceType, Node, NodeClaim, Snapshot};
 use crate::requirements::Requirement;
 use crate::resources::{CPU, MEMORY, PODS, Resources};
-use crate::testkit::{disruptable, offering};
+use crate::testkit::{disruptable, offering, pod, replica};
 use crate::time::Timestamp;
 
 /// An instance type offered on demand at `price` in each of `zones`.
@@ -85,27 +83,8 @@ pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
             ..NodeClaim::default()
         });
         for (i, cpu) in pods.iter().enumerate() {
-            s.pods.push(
-                Pod {
-                    namespace: "default".into(),
-                    name: format!("{name}-{i}"),
-                    uid: format!("{name}-{i}"),
-                    node_name: Some(name.to_string()),
-                    phase: PodPhase::Running,
-                    ready: true,
-                    requests: Resources::new()
-                        .with(CPU, *cpu)
-                        .with(MEMORY, 1 << 30)
-                        .with(PODS, 1),
-                    owner: Some(OwnerRef {
-                        kind: "ReplicaSet".into(),
-                        name: "rs".into(),
-                        controller: true,
-                    }),
-                    ..Pod::default()
-                }
-                .into(),
-            );
+            let pod = pod(&format!("{name}-{i}"), *cpu, 1);
+            s.pods.push(replica(pod, name).into());
         }
     }
     s

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 
 use nodewright_cloud::{CloudError, CloudProvider};
+use nodewright_testkit::json::merge;
+use nodewright_testkit::{k8s, nodeclaim};
 
 use super::*;
 use crate::{SimCloud, SimCloudConfig, claim_requests, claim_requirements};
@@ -34,16 +36,11 @@ fn claim(n: usize) -> nodewright_api::v1::nodeclaim::NodeClaim {
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
         ));
     }
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": format!("nc-{n}")},
-        "spec": {
-            "requirements": requirements,
-            "resources": {"requests": {"cpu": cpu}},
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
-        }
-    }))
-    .unwrap()
+    let claim = merge(
+        k8s::nodeclaim(&format!("nc-{n}")),
+        serde_json::json!({"spec": {"requirements": requirements}}),
+    );
+    serde_json::from_value(nodeclaim::requests(claim, serde_json::json!({"cpu": cpu}))).unwrap()
 }
 
 /// What a launch came to, in terms both shells share.

@@ -12,13 +12,10 @@ use nodewright_testkit::k8s;
 use serde_json::{Value, json};
 
 fn nodeclaim() -> NodeClaim {
-    serde_json::from_value(json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": "nc-1", "labels": {"karpenter.sh/nodepool": "default"}},
-        "spec": {"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}],
-                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
-    }))
-    .unwrap()
+    let m5 = json!({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]});
+    let extra = json!({"metadata": {"labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"requirements": [m5]}});
+    serde_json::from_value(merge(k8s::nodeclaim("nc-1"), extra)).unwrap()
 }
 
 fn cloud(termination_delay: Duration) -> Arc<SimCloud> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::*;
 use crate::model::{OwnerRef, PodPhase};
 use crate::selector::LabelSelector;
-use crate::testkit::{instance_type, offering};
+use crate::testkit::{self, instance_type, offering, replica, with_label};
 
 const NOW: Timestamp = Timestamp(1_000_000_000);
 
@@ -57,23 +57,9 @@ fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
     }
 }
 
+/// A replica labelled `app=web` on `n1`.
 fn pod(name: &str) -> Pod {
-    Pod {
-        namespace: "default".into(),
-        name: name.into(),
-        node_name: Some("n1".into()),
-        phase: PodPhase::Running,
-        ready: true,
-        owner: Some(OwnerRef {
-            kind: "ReplicaSet".into(),
-            name: "rs".into(),
-            controller: true,
-        }),
-        labels: [("app".to_string(), "web".to_string())]
-            .into_iter()
-            .collect(),
-        ..Pod::default()
-    }
+    with_label(replica(testkit::pod(name, 0, 0), "n1"), "app", "web")
 }
 
 fn pdb(name: &str, allowed: i32) -> PodDisruptionBudget {

@@ -11,11 +11,9 @@ use crate::disruption::command::Method;
 use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation};
 use crate::labels;
 use crate::model::NodeClaim;
-use crate::model::{
-    Budget, BudgetNodes, CapacityType, InstanceType, Node, OwnerRef, Pod, PodPhase,
-};
+use crate::model::{Budget, BudgetNodes, CapacityType, InstanceType, Node, Pod};
 use crate::resources::{CPU, Resources};
-use crate::testkit::{disruptable, instance_type, offering};
+use crate::testkit::{disruptable, instance_type, offering, replica};
 use crate::time::Timestamp;
 
 const NOW: Timestamp = Timestamp(100_000_000);
@@ -173,23 +171,14 @@ impl Cluster {
             ..NodeClaim::default()
         });
         for (i, cpu) in pods_cpu.iter().enumerate() {
-            self.0.pods.push(
-                Pod {
-                    namespace: "default".into(),
-                    name: format!("{name}-p{i}"),
-                    node_name: Some(name.into()),
-                    phase: PodPhase::Running,
-                    ready: true,
-                    requests: Resources::new().with(CPU, *cpu),
-                    owner: Some(OwnerRef {
-                        kind: "ReplicaSet".into(),
-                        name: "rs".into(),
-                        controller: true,
-                    }),
-                    ..Pod::default()
-                }
-                .into(),
-            );
+            // Asking for cpu alone, the one resource the fixture's types have.
+            let pod = Pod {
+                namespace: "default".into(),
+                name: format!("{name}-p{i}"),
+                requests: Resources::new().with(CPU, *cpu),
+                ..Pod::default()
+            };
+            self.0.pods.push(replica(pod, name).into());
         }
         self
     }

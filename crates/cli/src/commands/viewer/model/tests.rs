@@ -21,37 +21,36 @@ fn time(secs_ago: i64) -> String {
         .to_string()
 }
 
+/// A Ready node of `pool` (if any), labelled `team=<NAME>`, created `age` seconds ago.
 fn node(name: &str, pool: Option<&str>, it: &str, ct: &str, zone: &str, age: i64) -> Value {
-    let mut labels = json!({
+    let labels = json!({
         "node.kubernetes.io/instance-type": it,
         "karpenter.sh/capacity-type": ct,
         "topology.kubernetes.io/zone": zone,
+        "karpenter.sh/nodepool": pool,
         "team": name.to_uppercase(),
     });
-    if let Some(p) = pool {
-        labels["karpenter.sh/nodepool"] = json!(p);
-    }
-    json!({
-        "metadata": {"name": name, "labels": labels, "creationTimestamp": time(age)},
-        "spec": {"providerID": format!("aws:///{zone}/i-{name}")},
+    let extra = json!({
+        "metadata": {"labels": labels, "creationTimestamp": time(age)},
         "status": {
             "allocatable": {"cpu": "1930m", "memory": "7Gi", "pods": "29"},
             "conditions": [{"type": "Ready", "status": "True"}],
         },
-    })
+    });
+    merge(k8s::node(name, &format!("aws:///{zone}/i-{name}")), extra)
 }
 
+/// A pod in `phase`, on `node` if given, asking for `cpu` (its init container for 3 cpu).
 fn pod(name: &str, node: Option<&str>, cpu: &str, phase: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": "default"},
+    let extra = json!({
         "spec": {
             "nodeName": node,
             "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
             "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "3"}}}],
         },
         "status": {"phase": phase},
-    }))
-    .unwrap()
+    });
+    serde_json::from_value(merge(k8s::pod("default", name), extra)).unwrap()
 }
 
 fn claim(name: &str, node: Option<&str>, labels: Value, extra_status: Value) -> NodeClaim {
