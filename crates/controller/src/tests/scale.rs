@@ -206,3 +206,53 @@ async fn scheduling_decisions_and_instance_terminations_are_timed() {
         "{m}"
     );
 }
+
+/// The provisioner's tick walks the pending pods only when the index changed or a pod's
+/// requeue came: an idle tick at 20,000 pending pods would otherwise compare every key, ten
+/// times a second. Skipping the walk must still close the batch, and a requeue still
+/// triggers again.
+#[tokio::test(start_paused = true)]
+async fn an_idle_tick_walks_no_pending_pods() {
+    use std::time::Duration;
+
+    use nodewright_core::cadence::{BatchWindow, POD_REQUEUE};
+
+    use crate::provisioner::Trigger;
+
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.pending_pod("web-1", "1");
+    h.api.mark_synced();
+    let tick = Duration::from_millis(100);
+    let mut trigger = Trigger::new(BatchWindow::default());
+    assert!(!trigger.due(&h.state, h.clock.now()));
+    assert_eq!(trigger.walks(), 1);
+    let mut closed = false;
+    for _ in 0..15 {
+        tokio::time::advance(tick).await;
+        closed |= trigger.due(&h.state, h.clock.now());
+    }
+    assert!(closed, "the batch closes without a walk");
+    assert_eq!(trigger.walks(), 1, "nothing changed, nothing walked");
+
+    h.pending_pod("web-2", "1");
+    tokio::time::advance(tick).await;
+    trigger.due(&h.state, h.clock.now());
+    assert_eq!(trigger.walks(), 2, "a new pod is walked to");
+
+    for _ in 0..15 {
+        tokio::time::advance(tick).await;
+        trigger.due(&h.state, h.clock.now());
+    }
+    assert_eq!(trigger.walks(), 2);
+
+    // No pass ran, so both pods stay pending: each is due again POD_REQUEUE after it last
+    // triggered (web-1 at 0 s, web-2 at 1.6 s), walked to then and only then.
+    let mut closed = false;
+    for _ in 0..(POD_REQUEUE.as_millis() / tick.as_millis()) {
+        tokio::time::advance(tick).await;
+        closed |= trigger.due(&h.state, h.clock.now());
+    }
+    assert!(closed, "the requeues close a new batch");
+    assert_eq!(trigger.walks(), 4, "one walk at each pod's requeue");
+}
