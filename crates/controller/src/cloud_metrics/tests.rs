@@ -71,9 +71,12 @@ async fn a_refresh_publishes_every_offering_and_drops_what_is_gone() {
         Some((16u64 << 30) as f64)
     );
 
+    // The same catalog again is not published again.
+    assert!(!h.metrics.offerings.set(&rows([catalog().as_slice()])));
+
     // The cloud stops listing m5.large: its series go with it.
     let rest = catalog()[1..].to_vec();
-    h.metrics.offerings.set(&rows([rest.as_slice()]));
+    assert!(h.metrics.offerings.set(&rows([rest.as_slice()])));
     let text = h.metrics.encode();
     assert_eq!(line(&text, AVAILABLE, &large), None);
     assert!(line(&text, AVAILABLE, &[r#"instance_type="m5.xlarge""#]).is_some());
