@@ -88,7 +88,7 @@ impl<K> Clone for Parsed<K> {
 impl<K: Watched> Parsed<K> {
     /// Reads one object from its JSON text.
     pub fn from_text(text: &str) -> Self {
-        let object = match serde_json::from_str::<K>(text) {
+        let object = match serde_json::from_str::<K>(&without_managed_fields(text)) {
             Ok(k) => {
                 let mut o = Box::new(k).into_object();
                 o.strip();
@@ -101,6 +101,48 @@ impl<K: Watched> Parsed<K> {
             of: PhantomData,
         }
     }
+}
+
+/// `text` with the object's `metadata.managedFields` read as `null`. The index strips them
+/// ([`Object::strip`]), but reading them first cost about a third of the time a pending pod's
+/// event took to read (15 µs against 10.5 µs without, for a pod with two entries): every
+/// entry's `fieldsV1` is a tree of maps, allocated to be dropped. Finding them costs two
+/// passes that allocate nothing (the object's top level, then its metadata) and one copy of
+/// the text; an object whose metadata does not read that way is left as it is, for the full
+/// parse to judge.
+fn without_managed_fields(text: &str) -> Cow<'_, str> {
+    #[derive(Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow)]
+        metadata: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow, rename = "managedFields")]
+        managed_fields: Option<&'a RawValue>,
+    }
+    let Ok(Top {
+        metadata: Some(meta),
+    }) = serde_json::from_str(text)
+    else {
+        return Cow::Borrowed(text);
+    };
+    let Ok(Meta {
+        managed_fields: Some(fields),
+    }) = serde_json::from_str(meta.get())
+    else {
+        return Cow::Borrowed(text);
+    };
+    // Both raw values borrow from `text`, so the field's place in it is where its text starts.
+    let fields = fields.get();
+    let Some(start) = (fields.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return Cow::Borrowed(text);
+    };
+    let end = start + fields.len();
+    if text.get(start..end) != Some(fields) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned([&text[..start], "null", &text[end..]].concat())
 }
 
 /// Through a `Value`, with `apiVersion` and `kind` set to what was asked for, as list items
@@ -215,6 +257,31 @@ mod tests {
                 "containerStatuses": [{"name": "c", "image": "i", "imageID": "",
                     "ready": false, "restartCount": 0}]}});
         both_ways::<Pod>(&pod.to_string());
+    }
+
+    #[test]
+    fn managed_fields_are_not_read() {
+        let text = r#"{"metadata": {"name": "n", "labels": {"managedFields": "x"},
+            "managedFields": [{"manager": "m", "fieldsV1": {"f:metadata": {"k:{\"a\"}": {}}}}],
+            "uid": "u"}, "spec": {"template": {"metadata": {"managedFields": []}}}}"#;
+        let out = without_managed_fields(text);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["metadata"]["managedFields"], serde_json::Value::Null);
+        assert_eq!(v["metadata"]["labels"]["managedFields"], "x");
+        assert_eq!(v["metadata"]["uid"], "u");
+        assert_eq!(
+            v["spec"]["template"]["metadata"]["managedFields"],
+            serde_json::json!([])
+        );
+        // Without them, or with metadata that does not read, the text is left alone.
+        for text in [
+            r#"{"metadata": {"name": "n"}}"#,
+            r#"{"metadata": 3}"#,
+            "[1]",
+            "{",
+        ] {
+            assert!(matches!(without_managed_fields(text), Cow::Borrowed(t) if t == text));
+        }
     }
 
     #[test]
