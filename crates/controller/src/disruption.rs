@@ -47,7 +47,7 @@ use nodewright_core::disruption::queue::{Queue, Replacement};
 use nodewright_core::disruption::{EngineSimulator, InFlight, Target};
 use nodewright_core::disruption::{replacement_requests, validate};
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::Options;
+use nodewright_core::scheduling::{NodeCache, Options};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -88,6 +88,8 @@ pub struct Disruptor {
     /// The solve options of every simulation (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`, as
     /// the provisioner solves).
     options: Options,
+    /// What earlier simulations compiled, kept for the next (shared with the provisioner).
+    compiles: Arc<Mutex<NodeCache>>,
     timeouts: SearchTimeouts,
     /// The commands between their round and their targets' drain (core's orchestration).
     queue: Mutex<Queue>,
@@ -119,6 +121,7 @@ impl Disruptor {
                 ..Settings::default()
             },
             options: Options::default(),
+            compiles: Arc::default(),
             timeouts: SearchTimeouts::default(),
             queue: Mutex::new(Queue::default()),
             marker: Mutex::new(Marker::new(clock.now())),
@@ -143,6 +146,12 @@ impl Disruptor {
     #[cfg(test)]
     pub(crate) fn with_timeouts(mut self, timeouts: SearchTimeouts) -> Self {
         self.timeouts = timeouts;
+        self
+    }
+
+    /// Keeps compiles in `compiles`, shared with the loops that solve the same cluster.
+    pub fn with_compiles(mut self, compiles: Arc<Mutex<NodeCache>>) -> Self {
+        self.compiles = compiles;
         self
     }
 
@@ -186,6 +195,14 @@ impl Disruptor {
             .collect()
     }
 
+    /// The simulator of rounds and re-checks: this loop's solve options, the shared compiles.
+    fn simulator(&self) -> EngineSimulator {
+        EngineSimulator {
+            options: self.options.clone(),
+            nodes: Some(self.compiles.clone()),
+        }
+    }
+
     fn marker(&self) -> std::sync::MutexGuard<'_, Marker> {
         self.marker.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -211,9 +228,10 @@ impl Disruptor {
         let busy = self.queue().busy_nodes();
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
-        let (options, settings, timeouts) = (self.options.clone(), self.settings, self.timeouts);
+        let sim = self.simulator();
+        let (settings, timeouts) = (self.settings, self.timeouts);
         let round = tokio::task::spawn_blocking(move || {
-            round::plan_round(&snap, options, settings, timeouts, &busy)
+            round::plan_round(&snap, &sim, settings, timeouts, &busy)
         })
         .await
         .map_err(|e| e.to_string())?;
@@ -258,12 +276,8 @@ impl Disruptor {
             .await
             .map_err(|e| e.to_string())?;
         self.in_flight().apply(&mut fresh);
-        let options = self.options.clone();
+        let sim = self.simulator();
         let checked = tokio::task::spawn_blocking(move || {
-            let sim = EngineSimulator {
-                options,
-                ..EngineSimulator::default()
-            };
             queued
                 .into_iter()
                 .map(|command| {

@@ -11,7 +11,7 @@ pub mod metrics;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -23,7 +23,7 @@ use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{BatchWindow, Batcher, POD_REQUEUE};
 use nodewright_core::model::{InstanceType, Snapshot};
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::{self, Options, Plan, Target};
+use nodewright_core::scheduling::{self, Compile, NodeCache, Options, Plan, Target};
 use nodewright_core::time::Timestamp;
 use thiserror::Error;
 use tokio::sync::watch;
@@ -78,6 +78,9 @@ pub struct Provisioner {
     metrics: Arc<Metrics>,
     events: Arc<dyn EventSink>,
     pub options: Options,
+    /// What earlier solves compiled (NodePools, nodes), kept for the next: between two
+    /// passes the NodePools and most nodes are unchanged. Shared with disruption.
+    compiles: Arc<Mutex<NodeCache>>,
     /// NodeClaim creates kept in flight: [`CREATE_PARALLELISM`] per CPU of `CPU_REQUESTS`.
     parallelism: usize,
     leader: Option<watch::Receiver<bool>>,
@@ -274,6 +277,7 @@ impl Provisioner {
             metrics,
             events,
             options: Options::default(),
+            compiles: Arc::default(),
             parallelism: CREATE_PARALLELISM,
             leader: None,
         }
@@ -289,6 +293,12 @@ impl Provisioner {
     /// Solves under `options` (`PREFERENCE_POLICY`, `MIN_VALUES_POLICY`).
     pub fn with_options(mut self, options: Options) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Keeps compiles in `compiles`, shared with the loops that solve the same cluster.
+    pub fn with_compiles(mut self, compiles: Arc<Mutex<NodeCache>>) -> Self {
+        self.compiles = compiles;
         self
     }
 
@@ -330,11 +340,12 @@ impl Provisioner {
                 s.ack_pod(&p.key(), now);
             }
         }
-        let options = self.options.clone();
+        let (options, compiles) = (self.options.clone(), self.compiles.clone());
         let started = Instant::now();
         let simulating = metrics::Simulating::begin(&self.metrics, "");
         let (snap, plan) = tokio::task::spawn_blocking(move || {
-            let plan = scheduling::solve(&snap, &options);
+            let mut cache = compiles.lock().unwrap_or_else(|e| e.into_inner());
+            let plan = scheduling::solve_with(&snap, &options, Compile::cached(&mut cache));
             (snap, plan)
         })
         .await

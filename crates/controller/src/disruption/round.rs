@@ -17,7 +17,6 @@ use nodewright_core::disruption::plan::{self, Move, Settings, Verdict};
 use nodewright_core::disruption::{Command, EngineSimulator, Method, replacement_requests};
 use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
-use nodewright_core::scheduling::Options;
 use nodewright_core::time::Timestamp;
 
 use super::consolidated::next_timed_change;
@@ -56,20 +55,17 @@ pub(super) struct RoundResult {
     pub timed_out: Vec<Method>,
 }
 
-/// Plans a round on `snap` with `settings` and `options`, the consolidation searches bounded
-/// by `timeouts`; `busy` holds the nodes of running commands, which no new command may take.
+/// Plans a round on `snap` with `settings`, simulated by `sim`, the consolidation searches
+/// bounded by `timeouts`; `busy` holds the nodes of running commands, which no new command may
+/// take.
 pub(super) fn plan_round(
     snap: &Snapshot,
-    options: Options,
+    sim: &EngineSimulator,
     settings: Settings,
     timeouts: SearchTimeouts,
     busy: &BTreeSet<String>,
 ) -> RoundResult {
-    let sim = EngineSimulator {
-        options,
-        ..EngineSimulator::default()
-    };
-    let mut result = plan::plan_until(snap, &sim, settings, &WallDeadline::new(timeouts));
+    let mut result = plan::plan_until(snap, sim, settings, &WallDeadline::new(timeouts));
     // The planner sees the running commands' targets as deleting; this only guards
     // against a node joining two commands.
     result
@@ -84,7 +80,7 @@ pub(super) fn plan_round(
         .commands
         .into_iter()
         .map(|command| Queued {
-            requests: replacement_requests(snap, &command, &sim),
+            requests: replacement_requests(snap, &command, sim),
             command,
         })
         .collect();

@@ -6,10 +6,11 @@
 //! whether the context writes to a real API server (`run`) or to the in-memory one (the test
 //! that runs one scenario through the controller and the simulator, `tests/shells.rs`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use nodewright_cloud::InterruptionSource;
 use nodewright_core::cadence::BatchWindow;
+use nodewright_core::scheduling::NodeCache;
 use tokio::sync::watch;
 use tracing::warn;
 
@@ -151,9 +152,12 @@ fn spawn_claim_loops(
     loops.spawn("nodeclaim consistency", move || {
         consistency.clone().run(r.clone())
     });
+    // The provisioner and disruption solve the same cluster: one keeps what the other compiled.
+    let compiles = Arc::new(Mutex::new(NodeCache::default()));
     let provisioner = Arc::new(
         Provisioner::new(ctx)
             .with_options(settings.scheduling_options())
+            .with_compiles(compiles.clone())
             .with_cpus(settings.cpus())
             .with_leader(leader.clone()),
     );
@@ -192,6 +196,7 @@ fn spawn_claim_loops(
                 settings.consolidation_features(),
                 settings.scheduling_options(),
             )
+            .with_compiles(compiles)
             .with_leader(leader),
     );
     let r = reconciler(ctx, "disruption");

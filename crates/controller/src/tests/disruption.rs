@@ -468,6 +468,19 @@ async fn first_replace_started(h: &Harness) -> (Disruptor, DisruptionCadence, Ru
     (d, cadence, first)
 }
 
+/// The provisioner and disruption keep one compile of the NodePools between them, as `run`
+/// wires them: the pass that launched the nodes compiled the catalog, and the round that plans
+/// a replace and its re-check take that compile instead of making their own.
+#[tokio::test(start_paused = true)]
+async fn rounds_and_rechecks_reuse_the_provisioners_nodepool_compile() {
+    let h = Harness::new();
+    let (_, _, first) = first_replace_started(&h).await;
+    assert_eq!(first.command.decision.as_str(), "replace");
+    let (reused, made) = h.compiles.lock().unwrap().pool_counts();
+    assert_eq!(made, 1, "compiled once, by the provisioning pass");
+    assert!(reused >= 2, "the round and the re-check reuse it: {reused}");
+}
+
 /// A consolidation search out of time keeps what it found by then (here nothing: no time at
 /// all) and is counted by its type; such a round has not shown there is nothing to do, so the
 /// next one searches again. With upstream's limits the same cluster is consolidated.

@@ -21,7 +21,7 @@ mod tagging;
 pub(crate) mod termination;
 mod wiring;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -40,6 +40,7 @@ use crate::termination::Termination;
 use crate::write::KubeWriter;
 use cloud::TestCloud;
 use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_core::scheduling::NodeCache;
 use nodewright_core::time::Timestamp;
 
 pub struct Harness {
@@ -49,6 +50,8 @@ pub struct Harness {
     pub clock: Clock,
     pub metrics: Arc<Metrics>,
     pub events: Arc<MemoryEvents>,
+    /// The compiles the provisioner and disruption share, as `run` wires them.
+    pub compiles: Arc<Mutex<NodeCache>>,
 }
 
 impl Harness {
@@ -64,6 +67,7 @@ impl Harness {
             clock,
             metrics: Arc::new(Metrics::new()),
             events: Arc::new(MemoryEvents::new()),
+            compiles: Arc::default(),
         }
     }
 
@@ -81,12 +85,12 @@ impl Harness {
 
     /// A provisioner writing straight to the in-memory API (no leader gate).
     pub fn provisioner(&self) -> Provisioner {
-        Provisioner::new(&self.context())
+        Provisioner::new(&self.context()).with_compiles(self.compiles.clone())
     }
 
     /// The disruption loop writing straight to the in-memory API (no leader gate).
     pub fn disruptor(&self) -> Disruptor {
-        Disruptor::new(&self.context())
+        Disruptor::new(&self.context()).with_compiles(self.compiles.clone())
     }
 
     /// The claim lifecycle loop writing straight to the in-memory API (no leader gate).

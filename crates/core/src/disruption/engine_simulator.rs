@@ -84,7 +84,7 @@ impl Simulator for EngineSimulator {
         pods: &[&crate::model::Pod],
     ) -> Simulation {
         let options = self.options_for(snapshot, purpose);
-        simulate_with(snapshot, &options, without, pods)
+        simulate_with(snapshot, &options, without, pods, self.nodes.as_deref())
     }
 
     fn prepare<'a>(
@@ -96,15 +96,23 @@ impl Simulator for EngineSimulator {
     }
 }
 
-/// A full solve of the simulation: `snapshot` reduced, then solved under `options`.
+/// A full solve of the simulation: `snapshot` reduced, then solved under `options`, compiled
+/// with the nodes `cache` holds when there is one.
 fn simulate_with(
     snapshot: &Snapshot,
     options: &Options,
     without: &BTreeSet<String>,
     pods: &[&Pod],
+    cache: Option<&Mutex<NodeCache>>,
 ) -> Simulation {
     let s = reduced(snapshot, without, pods);
-    let plan = scheduling::solve(&s, options);
+    let plan = match cache {
+        Some(cache) => {
+            let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+            scheduling::solve_with(&s, options, Compile::cached(&mut cache))
+        }
+        None => scheduling::solve(&s, options),
+    };
     simulation(snapshot, without, &plan)
 }
 
@@ -380,7 +388,7 @@ impl PreparedSimulation for EnginePrepared<'_> {
                 };
                 simulation_with(&type_of, &plan, &initialized)
             }
-            None => simulate_with(self.snapshot, &self.options, without, pods),
+            None => simulate_with(self.snapshot, &self.options, without, pods, None),
         }
     }
 

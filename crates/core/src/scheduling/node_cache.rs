@@ -74,7 +74,12 @@ pub struct NodeCache {
     pub(super) kept: Option<(u64, Option<Prepared>)>,
     /// Compiles answered whole from `kept`, for tests.
     pub(crate) compiles_reused: u64,
+    /// The size of the string table at which it is next rebuilt from the live entries.
+    compact_at: usize,
 }
+
+/// The smallest string table worth rebuilding ([`NodeCache::compact`]).
+const COMPACT_FROM: usize = 4096;
 
 impl NodeCache {
     #[cfg(test)]
@@ -97,6 +102,12 @@ impl NodeCache {
         (self.hits + self.misses, self.compiles_reused)
     }
 
+    /// `(NodePool compiles reused, NodePool compiles made)` so far: for the caller's tests that
+    /// unchanged NodePools were not compiled again.
+    pub fn pool_counts(&self) -> (u64, u64) {
+        (self.pools.hits, self.pools.misses)
+    }
+
     /// Starts a compile: ids of the last one mean nothing now.
     pub(super) fn begin(&mut self) {
         self.compiles += 1;
@@ -104,10 +115,43 @@ impl NodeCache {
         self.current.resize(self.names.len(), u32::MAX);
     }
 
-    /// Ends a compile: entries of nodes it did not see are dropped.
+    /// Ends a compile: entries of nodes it did not see are dropped, and the string table is
+    /// rebuilt once it has doubled since it last was.
     pub(super) fn end(&mut self) {
         let now = self.compiles;
         self.entries.retain(|_, e| e.used == now);
+        if self.names.len() >= self.compact_at.max(COMPACT_FROM) {
+            self.compact();
+        }
+    }
+
+    /// Numbers again only the strings the entries still use. Every node brings strings of
+    /// its own (its name, its hostname), which outlive the node in the table; a controller
+    /// keeps one cache for its lifetime while nodes come and go, so without this the table
+    /// would grow with every node ever seen. The ids are the cache's own: compiles see only
+    /// the strings, so none of their answers moves.
+    fn compact(&mut self) {
+        let mut renumbered = vec![u32::MAX; self.names.len()];
+        let mut names = Vec::new();
+        for e in self.entries.values_mut() {
+            for g in &mut e.trace {
+                let slot = &mut renumbered[*g as usize];
+                if *slot == u32::MAX {
+                    *slot = names.len() as u32;
+                    names.push(std::mem::take(&mut self.names[*g as usize]));
+                }
+                *g = *slot;
+            }
+        }
+        self.ids = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        self.names = names;
+        self.current.clear();
+        self.current.resize(self.names.len(), u32::MAX);
+        self.compact_at = 2 * self.names.len();
     }
 
     fn string_id(&mut self, s: &str) -> u32 {
@@ -717,6 +761,38 @@ mod tests {
             shape(&targets(&s))
         );
         assert_eq!((cache.pools.hits, cache.pools.misses), (2, 2));
+    }
+
+    /// Nodes replaced by new ones, round after round, as a long-lived controller sees them:
+    /// the string table stays the size of the cluster, and every compile still equals a fresh
+    /// one, ids included.
+    #[test]
+    fn strings_of_nodes_long_gone_are_dropped() {
+        let mut s = cluster(20, 40, 5);
+        let mut cache = NodeCache::new();
+        let mut largest = 0;
+        for round in 0..600 {
+            for (i, n) in s.nodes.iter_mut().enumerate() {
+                n.name = format!("node-{round}-{i}");
+                n.labels.insert(labels::HOSTNAME.into(), n.name.clone());
+            }
+            let cached = targets_with(&s, Compile::cached(&mut cache));
+            if round % 50 == 0 {
+                assert_eq!(shape(&cached), shape(&targets(&s)), "round {round}");
+            }
+            largest = largest.max(cache.names.len());
+        }
+        // 600 rounds named 12,000 nodes, each with a string of its own (its hostname).
+        assert!(largest < 2 * COMPACT_FROM, "{largest} strings");
+        assert_eq!(cache.ids.len(), cache.names.len());
+        assert_eq!(cache.misses, 600 * 20);
+        // What is left is what the last nodes use, and replays them.
+        let before = cache.hits;
+        assert_eq!(
+            shape(&targets_with(&s, Compile::cached(&mut cache))),
+            shape(&targets(&s))
+        );
+        assert_eq!(cache.hits, before + 20);
     }
 
     #[test]
