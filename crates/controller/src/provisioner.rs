@@ -536,18 +536,28 @@ impl Provisioner {
     }
 
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
-    /// they stay pending) and provisions when a batch closes.
+    /// they stay pending) and provisions when a batch closes. It looks at most every
+    /// [`TICK`], and while leading sleeps between looks until the index changes, the batch
+    /// closes or a pod's requeue comes: an idle controller wakes for nothing.
     pub async fn run(self: Arc<Self>, window: BatchWindow, r: crate::metrics::Reconciler) {
         let mut trigger = Trigger::new(window);
-        let tick = Duration::from_millis(100);
+        let changed = lock(&self.state).on_change();
         loop {
             if !self.leading() {
                 // Every pending pod triggers again the moment this replica leads.
                 trigger.retry_all();
-            } else if trigger.due(&self.state, self.clock.now()) {
+                tokio::time::sleep(TICK).await;
+                continue;
+            }
+            if trigger.due(&self.state, self.clock.now()) {
                 r.now(self.pass(&mut trigger)).await;
             }
-            tokio::time::sleep(tick).await;
+            tokio::time::sleep(TICK).await;
+            let wait = trigger.idle_wait(self.clock.now());
+            tokio::select! {
+                _ = changed.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
     }
 
@@ -592,6 +602,13 @@ impl crate::metrics::Reconciled for Option<Provisioned> {
         self.is_none()
     }
 }
+
+/// The provisioner looks at the pending pods at most this often.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The longest the provisioner sleeps without a change: leadership it gained meanwhile is
+/// seen at least this soon.
+const IDLE_LOOK: Duration = Duration::from_secs(1);
 
 /// What wakes the provisioner: every provisionable pod triggers the batcher when first seen
 /// and again every [`POD_REQUEUE`](nodewright_core::cadence::POD_REQUEUE) while it
@@ -667,6 +684,20 @@ impl Trigger {
             self.walked = Some((s.changes(), next));
         }
         self.batcher.poll(now).is_some()
+    }
+
+    /// How long a look at `now` may wait if the index does not change: until the open batch
+    /// closes or the first pending pod's requeue comes, and at most [`IDLE_LOOK`]; no wait
+    /// while a walk is owed (the pods were forgotten).
+    pub fn idle_wait(&self, now: Timestamp) -> Duration {
+        let Some((_, requeue)) = self.walked else {
+            return Duration::ZERO;
+        };
+        [self.batcher.deadline(), requeue]
+            .into_iter()
+            .flatten()
+            .map(|t| t.since(now))
+            .fold(IDLE_LOOK, Duration::min)
     }
 
     /// Forgets when pods last triggered, so all of them trigger again.

@@ -26,6 +26,7 @@ use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
+use tokio::sync::Notify;
 
 use changes::ChangeLog;
 pub use object::{Kind, Object, key_of};
@@ -99,6 +100,8 @@ pub struct ClusterState {
     /// Moves with every change to the index, so a loop can tell nothing changed since it
     /// last looked (see [`ClusterState::changes`]).
     changes: u64,
+    /// Told of every move of `changes`, for a loop that sleeps until the index changes.
+    changed: Arc<Notify>,
 }
 
 /// When the provisioner first saw a pod pending, first decided on it, and first found it room,
@@ -260,7 +263,7 @@ impl ClusterState {
             Entry::Other(Object::Node(n)) => return self.put_node(*n),
             Entry::Other(o) => o,
         };
-        self.changes += 1;
+        self.changed();
         let key = o.key();
         self.touch_status(o.kind(), &key);
         match o {
@@ -334,7 +337,7 @@ impl ClusterState {
         } else {
             index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
         }
-        self.changes += 1;
+        self.changed();
         self.touch_status(Kind::Node, &key);
         self.node_log.touch(&key, self.nodes.len());
         if relabelled {
@@ -346,12 +349,12 @@ impl ClusterState {
     /// the index does not keep, such as its container statuses) changes nothing.
     fn put_pod(&mut self, key: String, p: Box<PodRecord>) {
         if p.node_name.is_some() && self.nominations.remove(&key).is_some() {
-            self.changes += 1;
+            self.changed();
         }
         if self.pods.get(&key).is_some_and(|old| **old == *p) {
             return;
         }
-        self.changes += 1;
+        self.changed();
         if let Some(old) = self.pods.remove(&key) {
             unindex(&mut self.pods_by_node, old.node_name.as_deref(), &key);
             self.forget_usage(&old);
@@ -371,7 +374,7 @@ impl ClusterState {
     }
 
     fn remove(&mut self, kind: Kind, key: &str) {
-        self.changes += 1;
+        self.changed();
         self.touch_status(kind, key);
         match kind {
             Kind::Pod => {
@@ -417,7 +420,7 @@ impl ClusterState {
     }
 
     fn clear(&mut self, kind: Kind) {
-        self.changes += 1;
+        self.changed();
         if STATUS_KINDS.contains(&kind) {
             // Objects deleted while the watch was down are in no log: readers resync.
             self.status_log.reset();
@@ -465,7 +468,7 @@ impl ClusterState {
 
     /// Records a claim the moment its create call returned, before the watch reports it.
     pub fn record_created(&mut self, claim: NodeClaim) {
-        self.changes += 1;
+        self.changed();
         let name = claim.metadata.name.clone().unwrap_or_default();
         if !self.nodeclaims.contains_key(&name) {
             self.in_flight.insert(name, claim);
@@ -539,7 +542,7 @@ impl ClusterState {
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
     /// `now`, so later batches leave it there instead of launching for it again.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
-        self.changes += 1;
+        self.changed();
         self.nominations.insert(
             pod.to_string(),
             Nomination {
@@ -588,6 +591,18 @@ impl ClusterState {
     /// a pod nominated: equal readings mean an index unchanged in anything the loops read.
     pub fn changes(&self) -> u64 {
         self.changes
+    }
+
+    /// Notified at every move of [`changes`](Self::changes). It keeps one wake-up for a
+    /// waiter that was not yet waiting, so a change between a loop's look at the index and its
+    /// wait still wakes it. Meant for one waiter: the provisioner.
+    pub fn on_change(&self) -> Arc<Notify> {
+        self.changed.clone()
+    }
+
+    fn changed(&mut self) {
+        self.changes += 1;
+        self.changed.notify_one();
     }
 
     pub fn in_flight_count(&self) -> usize {

@@ -256,3 +256,51 @@ async fn an_idle_tick_walks_no_pending_pods() {
     assert!(closed, "the requeues close a new batch");
     assert_eq!(trigger.walks(), 4, "one walk at each pod's requeue");
 }
+
+/// Between looks the provisioner sleeps until the index changes or something it knows of
+/// comes due: the open batch's close, the next requeue. Idle, it looks once a second, not ten
+/// times; any change to the index wakes it at once, even one made before it began to wait.
+#[tokio::test(start_paused = true)]
+async fn an_idle_provisioner_sleeps_until_the_index_changes() {
+    use std::time::Duration;
+
+    use nodewright_core::cadence::{BatchWindow, POD_REQUEUE};
+
+    use crate::provisioner::Trigger;
+
+    let h = Harness::new();
+    h.nodepool("default", None);
+    h.api.mark_synced();
+    let window = BatchWindow::default();
+    let mut trigger = Trigger::new(window);
+    assert_eq!(
+        trigger.idle_wait(h.clock.now()),
+        Duration::ZERO,
+        "a walk is owed"
+    );
+    trigger.due(&h.state, h.clock.now());
+    assert_eq!(trigger.idle_wait(h.clock.now()), Duration::from_secs(1));
+
+    // A pod: the batch it opens closes after the idle window, before its requeue.
+    let changed = lock(&h.state).on_change();
+    h.pending_pod("web-1", "1");
+    tokio::time::timeout(Duration::from_millis(1), changed.notified())
+        .await
+        .expect("the change made before the wait wakes it");
+    trigger.due(&h.state, h.clock.now());
+    tokio::time::advance(Duration::from_millis(300)).await;
+    assert_eq!(
+        trigger.idle_wait(h.clock.now()),
+        window.idle - Duration::from_millis(300)
+    );
+    tokio::time::advance(window.idle).await;
+    assert!(trigger.due(&h.state, h.clock.now()), "the batch closed");
+
+    // Still pending and no batch open: the next look is the requeue, after a second's looks.
+    let since = window.idle + Duration::from_millis(300);
+    assert_eq!(trigger.idle_wait(h.clock.now()), Duration::from_secs(1));
+    tokio::time::advance(POD_REQUEUE - since - Duration::from_millis(400)).await;
+    assert_eq!(trigger.idle_wait(h.clock.now()), Duration::from_millis(400));
+    let quiet = tokio::time::timeout(Duration::from_millis(50), changed.notified()).await;
+    assert!(quiet.is_err(), "nothing changed, nothing wakes it");
+}
