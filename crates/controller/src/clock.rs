@@ -36,6 +36,20 @@ impl Clock {
         Timestamp(self.base_ms + elapsed.as_millis() as i64)
     }
 
+    /// Sleeps until the next whole multiple of `every` since the clock started (at most
+    /// `every`). The loops that poll on one period share one clock, so sleeping this way they
+    /// all wake at one instant, in one turn of the runtime: a runtime woken once a second for
+    /// six loops, not six times.
+    pub async fn sleep_on_grid(&self, every: std::time::Duration) {
+        let step = every.as_nanos().max(1);
+        let elapsed = tokio::time::Instant::now()
+            .saturating_duration_since(self.base)
+            .as_nanos();
+        let next = (elapsed / step + 1) * step;
+        let at = self.base + std::time::Duration::from_nanos(next as u64);
+        tokio::time::sleep_until(at).await;
+    }
+
     pub fn now_time(&self) -> Time {
         to_time(self.now())
     }
@@ -60,4 +74,35 @@ pub fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     s.parse::<jiff::Timestamp>()
         .ok()
         .map(|t| Timestamp(t.as_millisecond()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Loops that began their sleeps at different moments wake at the same instant, the next
+    /// whole second of the clock; one that starts on a whole second sleeps a whole second.
+    #[tokio::test(start_paused = true)]
+    async fn sleepers_on_one_grid_wake_together() {
+        let clock = Clock::starting_at(Timestamp(0));
+        let second = Duration::from_secs(1);
+        tokio::time::advance(Duration::from_millis(300)).await;
+        let early = tokio::spawn(async move {
+            clock.sleep_on_grid(second).await;
+            tokio::time::Instant::now()
+        });
+        tokio::task::yield_now().await;
+        tokio::time::advance(Duration::from_millis(450)).await;
+        let late = tokio::spawn(async move {
+            clock.sleep_on_grid(second).await;
+            tokio::time::Instant::now()
+        });
+        let (early, late) = (early.await.unwrap(), late.await.unwrap());
+        assert_eq!(early, late);
+        assert_eq!(clock.now(), Timestamp(1000));
+        clock.sleep_on_grid(second).await;
+        assert_eq!(clock.now(), Timestamp(2000));
+    }
 }

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use nodewright_cloud::CloudProvider;
 use nodewright_core::cadence::{DisruptionCadence, DisruptionTimings, Due, Planned, Validated};
-use nodewright_core::disruption::plan::Settings;
+use nodewright_core::disruption::plan::{NodeMemo, Settings};
 use nodewright_core::disruption::queue::{Queue, Replacement};
 use nodewright_core::disruption::{EngineSimulator, InFlight, Target};
 use nodewright_core::disruption::{replacement_requests, validate};
@@ -77,6 +77,9 @@ pub enum Step {
     Rejected(Vec<String>),
 }
 
+/// The longest the loop sleeps: the index may have changed meanwhile.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
 pub struct Disruptor {
     state: SharedState,
     writer: Arc<dyn KubeWriter>,
@@ -90,6 +93,8 @@ pub struct Disruptor {
     options: Options,
     /// What earlier simulations compiled, kept for the next (shared with the provisioner).
     compiles: Arc<Mutex<NodeCache>>,
+    /// What rounds read from unchanged nodes' labels, kept for the next round.
+    kept: Arc<NodeMemo>,
     timeouts: SearchTimeouts,
     /// The commands between their round and their targets' drain (core's orchestration).
     queue: Mutex<Queue>,
@@ -122,6 +127,7 @@ impl Disruptor {
             },
             options: Options::default(),
             compiles: Arc::default(),
+            kept: Arc::default(),
             timeouts: SearchTimeouts::default(),
             queue: Mutex::new(Queue::default()),
             marker: Mutex::new(Marker::new(clock.now())),
@@ -195,6 +201,12 @@ impl Disruptor {
             .collect()
     }
 
+    /// `(answered from memory, worked out)` node facts of the rounds so far.
+    #[cfg(test)]
+    pub(crate) fn kept_facts(&self) -> (u64, u64) {
+        self.kept.facts_counts()
+    }
+
     /// The simulator of rounds and re-checks: this loop's solve options, the shared compiles.
     fn simulator(&self) -> EngineSimulator {
         EngineSimulator {
@@ -228,10 +240,10 @@ impl Disruptor {
         let busy = self.queue().busy_nodes();
         self.in_flight().apply(&mut snap);
         let started = Instant::now();
-        let sim = self.simulator();
+        let (sim, kept) = (self.simulator(), self.kept.clone());
         let (settings, timeouts) = (self.settings, self.timeouts);
         let round = tokio::task::spawn_blocking(move || {
-            round::plan_round(&snap, &sim, settings, timeouts, &busy)
+            round::plan_round(&snap, &sim, &kept, settings, timeouts, &busy)
         })
         .await
         .map_err(|e| e.to_string())?;
@@ -421,11 +433,13 @@ impl Disruptor {
                 self.step(&mut cadence).await;
             })
             .await;
-            let wait = cadence
-                .next_wake()
-                .since(self.clock.now())
-                .min(Duration::from_secs(1));
-            tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
+            let wait = cadence.next_wake().since(self.clock.now());
+            if wait >= LOOK_EVERY {
+                // Nothing due within a look: wake with the other loops that poll.
+                self.clock.sleep_on_grid(LOOK_EVERY).await;
+            } else {
+                tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
+            }
         }
     }
 }

@@ -255,7 +255,7 @@ impl PodEvents {
                 self.pass().await;
             })
             .await;
-            tokio::time::sleep(every).await;
+            self.clock.sleep_on_grid(every).await;
         }
     }
 }

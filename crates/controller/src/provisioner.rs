@@ -554,9 +554,17 @@ impl Provisioner {
             }
             tokio::time::sleep(TICK).await;
             let wait = trigger.idle_wait(self.clock.now());
+            // Idle, it looks with the other loops that poll once a second.
+            let sleep = async {
+                if wait >= IDLE_LOOK {
+                    self.clock.sleep_on_grid(IDLE_LOOK).await
+                } else {
+                    tokio::time::sleep(wait).await
+                }
+            };
             tokio::select! {
                 _ = changed.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = sleep => {}
             }
         }
     }

@@ -219,7 +219,7 @@ pub fn spawn_state_metrics(
                 };
                 // No receiver (the bench) is not an error.
                 let _ = ready.send(synced && *up.borrow());
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                clock.sleep_on_grid(Duration::from_secs(1)).await;
             }
         }
     });

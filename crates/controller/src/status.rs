@@ -111,7 +111,7 @@ impl StatusController {
     pub async fn run(self: Arc<Self>, every: Duration, r: crate::metrics::Reconciler) {
         loop {
             r.now(self.reconcile_all()).await;
-            tokio::time::sleep(every).await;
+            self.clock.sleep_on_grid(every).await;
         }
     }
 }

@@ -16,7 +16,7 @@ use nodewright_core::cadence::{
     BatchWindow, Batcher, ConsolidationState, DisruptionCadence, DisruptionTimings, Due,
     POD_REQUEUE, Planned, Validated, plan_is_consolidated,
 };
-use nodewright_core::disruption::plan::{NodeMemo, Settings, plan_kept};
+use nodewright_core::disruption::plan::{NoDeadline, NodeMemo, Settings, plan_kept};
 use nodewright_core::disruption::queue::Queue;
 use nodewright_core::disruption::validate;
 use nodewright_core::disruption::{Command, Decision};

@@ -13,7 +13,7 @@ use nodewright_core::disruption::candidates::{
     Selection, budget_node_counts, invalid_do_not_disrupt, select_both_counted,
     timed_do_not_disrupt as timed_protection,
 };
-use nodewright_core::disruption::plan::{self, Move, Settings, Verdict};
+use nodewright_core::disruption::plan::{self, Move, NodeMemo, Settings, Verdict};
 use nodewright_core::disruption::{Command, EngineSimulator, Method, replacement_requests};
 use nodewright_core::model::{DisruptionReason, Snapshot};
 use nodewright_core::resources::Resources;
@@ -55,17 +55,18 @@ pub(super) struct RoundResult {
     pub timed_out: Vec<Method>,
 }
 
-/// Plans a round on `snap` with `settings`, simulated by `sim`, the consolidation searches
-/// bounded by `timeouts`; `busy` holds the nodes of running commands, which no new command may
-/// take.
+/// Plans a round on `snap` with `settings`, simulated by `sim`, what unchanged nodes' labels
+/// say taken from `kept`, the consolidation searches bounded by `timeouts`; `busy` holds the
+/// nodes of running commands, which no new command may take.
 pub(super) fn plan_round(
     snap: &Snapshot,
     sim: &EngineSimulator,
+    kept: &NodeMemo,
     settings: Settings,
     timeouts: SearchTimeouts,
     busy: &BTreeSet<String>,
 ) -> RoundResult {
-    let mut result = plan::plan_until(snap, sim, settings, &WallDeadline::new(timeouts));
+    let mut result = plan::plan_kept(snap, sim, settings, kept, &WallDeadline::new(timeouts));
     // The planner sees the running commands' targets as deleting; this only guards
     // against a node joining two commands.
     result

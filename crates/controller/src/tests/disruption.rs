@@ -348,6 +348,24 @@ async fn rounds_that_found_nothing_are_skipped_until_the_cluster_changes() {
     assert_eq!(rounds(&h), 3);
 }
 
+/// A round takes what an unchanged node's labels say (selection's facts) from the round
+/// before, as the simulator's rounds do.
+#[tokio::test(start_paused = true)]
+async fn a_round_takes_an_unchanged_nodes_facts_from_the_last_round() {
+    let h = Harness::new();
+    initialized_node(&h).await;
+    h.bind("web", "n1");
+    let (d, mut cadence) = disruptor(&h);
+    d.step(&mut cadence).await;
+    assert_eq!(d.kept_facts(), (0, 1));
+    // A pod arrives; the Node itself is as it was.
+    h.bind("api", "n1");
+    tokio::time::advance(Duration::from_secs(10)).await;
+    d.step(&mut cadence).await;
+    assert_eq!(rounds(&h), 2);
+    assert_eq!(d.kept_facts(), (1, 1));
+}
+
 /// Marks the claim `name` drifted.
 async fn drift(h: &Harness, name: &str) {
     h.set_condition(name, "Drifted", "NodePoolDrifted").await;

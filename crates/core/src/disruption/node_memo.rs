@@ -85,9 +85,9 @@ impl NodeMemo {
         (inner.hits, inner.misses)
     }
 
-    /// `(answered from memory, worked out)` node facts so far.
-    #[cfg(test)]
-    pub(crate) fn facts_counts(&self) -> (u64, u64) {
+    /// `(answered from memory, worked out)` node facts so far: for callers' tests that the
+    /// memo is kept between their rounds.
+    pub fn facts_counts(&self) -> (u64, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (inner.facts_hits, inner.facts_misses)
     }

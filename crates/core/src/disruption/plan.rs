@@ -81,7 +81,7 @@ pub trait Deadline {
 }
 
 /// Searches that run to their end.
-pub(crate) struct NoDeadline;
+pub struct NoDeadline;
 
 impl Deadline for NoDeadline {
     fn start(&self, _: Method) {}
@@ -259,7 +259,7 @@ impl<'s> Consolidations<'s> {
 
 /// Plans one round of disruption over `snapshot`.
 pub fn plan(snapshot: &Snapshot, simulator: &dyn Simulator, settings: Settings) -> DisruptionPlan {
-    plan_kept(snapshot, simulator, settings, &NodeMemo::default())
+    plan_until(snapshot, simulator, settings, &NoDeadline)
 }
 
 /// [`plan`] with consolidation searches that stop when `deadline` says, keeping the best
@@ -270,23 +270,28 @@ pub fn plan_until(
     settings: Settings,
     deadline: &dyn Deadline,
 ) -> DisruptionPlan {
-    let (batch, kept) = (single_node_batch(), &NodeMemo::default());
-    plan_in_batches(snapshot, simulator, settings, batch, kept, deadline)
+    plan_kept(
+        snapshot,
+        simulator,
+        settings,
+        &NodeMemo::default(),
+        deadline,
+    )
 }
 
-/// [`plan`] for callers that plan one cluster round after round: what the labels of nodes
-/// that did not change say (selection's facts, drift's label checks) comes from `kept`
-/// ([`NodeMemo`]). The plan is the same. Only the simulator keeps one: its rounds are short,
-/// and the labels a sizeable part of them; the controller's rounds showed no measurable change
-/// (`docs/PERFORMANCE.md`, "What the caches are worth").
+/// [`plan_until`] for callers that plan one cluster round after round: what the labels of
+/// nodes that did not change say (selection's facts, drift's label checks) comes from `kept`
+/// ([`NodeMemo`]). The plan is the same. The controller and the simulator each keep one
+/// across their rounds.
 pub fn plan_kept(
     snapshot: &Snapshot,
     simulator: &dyn Simulator,
     settings: Settings,
     kept: &NodeMemo,
+    deadline: &dyn Deadline,
 ) -> DisruptionPlan {
     let batch = single_node_batch();
-    plan_in_batches(snapshot, simulator, settings, batch, kept, &NoDeadline)
+    plan_in_batches(snapshot, simulator, settings, batch, kept, deadline)
 }
 
 /// [`plan`] with `batch` single-node simulations at a time when the search may stop early.

@@ -44,8 +44,9 @@ struct Entry {
 /// What compiles of one cluster over time keep for the next ([`super::Compile::cached`]): each
 /// node's compiled requirements by name, the last NodePool compile, and the last compile made
 /// under a [`NodeCache::same_as`] key. Every compile made with it equals a fresh one, ids
-/// included. Only the simulator keeps one: it compiles the same cluster for every decision
-/// (what that saves is measured in `docs/PERFORMANCE.md`, "What the caches are worth").
+/// included. Both shells keep one for their lifetime: the simulator compiles the same cluster
+/// for every decision, and the controller's provisioner and disruption share one (what it
+/// saves is measured in `docs/PERFORMANCE.md`, "What the caches are worth").
 #[derive(Clone, Debug, Default)]
 pub struct NodeCache {
     /// Every string an entry refers to, numbered once for the cache's lifetime.

@@ -70,7 +70,7 @@ impl Engine<'_> {
             commands_only: true,
             ..Settings::default()
         };
-        let mut round = plan_kept(snapshot, &sim, settings, &self.kept_nodes);
+        let mut round = plan_kept(snapshot, &sim, settings, &self.kept_nodes, &NoDeadline);
         // The view has the running commands' targets deleting; this only guards against a
         // node joining two commands.
         round.commands.retain(|c| {
