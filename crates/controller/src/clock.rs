@@ -37,9 +37,11 @@ impl Clock {
     }
 
     /// Sleeps until the next whole multiple of `every` since the clock started (at most
-    /// `every`). The loops that poll on one period share one clock, so sleeping this way they
-    /// all wake at one instant, in one turn of the runtime: a runtime woken once a second for
-    /// six loops, not six times.
+    /// `every`). Loops that share one clock and sleep this way wake at one instant, in one
+    /// turn of the runtime, rather than each on its own. Only the loops that observe and
+    /// report (pod events, status, the state metrics) do: aligning the loops that decide
+    /// (provisioning, disruption, the lifecycle, termination) changed what the disruption
+    /// rounds of `bench controller` saw, 35 commands where there had been 4.
     pub async fn sleep_on_grid(&self, every: std::time::Duration) {
         let step = every.as_nanos().max(1);
         let elapsed = tokio::time::Instant::now()

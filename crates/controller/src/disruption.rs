@@ -77,9 +77,6 @@ pub enum Step {
     Rejected(Vec<String>),
 }
 
-/// The longest the loop sleeps: the index may have changed meanwhile.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
-
 pub struct Disruptor {
     state: SharedState,
     writer: Arc<dyn KubeWriter>,
@@ -433,13 +430,11 @@ impl Disruptor {
                 self.step(&mut cadence).await;
             })
             .await;
-            let wait = cadence.next_wake().since(self.clock.now());
-            if wait >= LOOK_EVERY {
-                // Nothing due within a look: wake with the other loops that poll.
-                self.clock.sleep_on_grid(LOOK_EVERY).await;
-            } else {
-                tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
-            }
+            let wait = cadence
+                .next_wake()
+                .since(self.clock.now())
+                .min(Duration::from_secs(1));
+            tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
         }
     }
 }

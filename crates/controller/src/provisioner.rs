@@ -538,7 +538,8 @@ impl Provisioner {
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
     /// they stay pending) and provisions when a batch closes. It looks at most every
     /// [`TICK`], and while leading sleeps between looks until the index changes, the batch
-    /// closes or a pod's requeue comes: an idle controller wakes for nothing.
+    /// closes or a pod's requeue comes, or [`IDLE_LOOK`] passes: an idle controller looks
+    /// once a second, not ten times.
     pub async fn run(self: Arc<Self>, window: BatchWindow, r: crate::metrics::Reconciler) {
         let mut trigger = Trigger::new(window);
         let changed = lock(&self.state).on_change();
@@ -554,17 +555,9 @@ impl Provisioner {
             }
             tokio::time::sleep(TICK).await;
             let wait = trigger.idle_wait(self.clock.now());
-            // Idle, it looks with the other loops that poll once a second.
-            let sleep = async {
-                if wait >= IDLE_LOOK {
-                    self.clock.sleep_on_grid(IDLE_LOOK).await
-                } else {
-                    tokio::time::sleep(wait).await
-                }
-            };
             tokio::select! {
                 _ = changed.notified() => {}
-                _ = sleep => {}
+                _ = tokio::time::sleep(wait) => {}
             }
         }
     }
