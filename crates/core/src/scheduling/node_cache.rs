@@ -126,8 +126,8 @@ impl NodeCache {
         }
     }
 
-    /// Numbers again only the strings the entries still use. Every node brings strings of
-    /// its own (its name, its hostname), which outlive the node in the table; a controller
+    /// Numbers again only the strings the entries still use. Every node brings a string of
+    /// its own (its hostname label), which outlives the node in the table; a controller
     /// keeps one cache for its lifetime while nodes come and go, so without this the table
     /// would grow with every node ever seen. The ids are the cache's own: compiles see only
     /// the strings, so none of their answers moves.
