@@ -37,6 +37,11 @@ pub struct Args {
     /// own, as kwok runs beside upstream's kwok provider.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub sim_node_agent: bool,
+    /// With `--cloud-provider sim`: how long a terminated instance stays shutting down, as an
+    /// EC2 instance does, before the claim's finalizer may come off. Benchmarks set it to match
+    /// the cloud they are compared with (upstream's kwok provider terminates at once).
+    #[arg(long, default_value = "30s", value_parser = nodewright_controller::settings::parse_duration)]
+    pub sim_termination_delay: std::time::Duration,
     #[command(flatten)]
     pub aws: AwsArgs,
     #[command(flatten)]
@@ -90,6 +95,15 @@ pub fn sim_config(cluster_name: &str, region: Option<&str>) -> anyhow::Result<Si
     Ok(config)
 }
 
+impl Args {
+    /// The simulated cloud these arguments ask for: `sim_config` with their timings.
+    fn sim_cloud_config(&self) -> anyhow::Result<SimCloudConfig> {
+        let mut config = sim_config(&self.settings.cluster_name, self.aws.aws_region.as_deref())?;
+        config.fleet.termination_delay = self.sim_termination_delay;
+        Ok(config)
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Refused before anything connects, so the message is the first thing a user sees.
     #[cfg(not(feature = "aws"))]
@@ -119,11 +133,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             match args.cloud_provider {
                 Provider::Sim => {
                     let sim = Arc::new(
-                        SimCloud::new(sim_config(
-                            &args.settings.cluster_name,
-                            args.aws.aws_region.as_deref(),
-                        )?)
-                        .context("starting the simulated cloud")?,
+                        SimCloud::new(args.sim_cloud_config()?)
+                            .context("starting the simulated cloud")?,
                     );
                     if args.sim_node_agent {
                         let client = kube::Client::try_from(config.clone())?;
@@ -142,4 +153,56 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await?;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::Args;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn termination_delay(argv: &[&str]) -> Duration {
+        let base = [
+            "nodewright",
+            "--cluster-name",
+            "c",
+            "--aws-region",
+            "us-east-1",
+        ];
+        let cli = Cli::try_parse_from([&base[..], argv].concat()).expect("arguments parse");
+        cli.args
+            .sim_cloud_config()
+            .expect("the sim cloud's configuration")
+            .fleet
+            .termination_delay
+    }
+
+    #[test]
+    fn the_sim_clouds_termination_delay_is_an_ec2_instances_unless_set() {
+        assert_eq!(termination_delay(&[]), Duration::from_secs(30));
+        assert_eq!(
+            termination_delay(&["--sim-termination-delay", "0s"]),
+            Duration::ZERO
+        );
+        assert_eq!(
+            termination_delay(&["--sim-termination-delay", "2m"]),
+            Duration::from_secs(120)
+        );
+        let bad = [
+            "nodewright",
+            "--cluster-name",
+            "c",
+            "--sim-termination-delay",
+            "soon",
+        ];
+        assert!(Cli::try_parse_from(bad).is_err());
+    }
 }
