@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use nodewright_api::aws::common::{AmiStatus, Condition, SecurityGroupStatus, SubnetStatus};
@@ -99,6 +99,15 @@ struct State {
     /// What a node agent needs of each instance the fleet launched, by provider id.
     instances: BTreeMap<String, SimInstance>,
 }
+
+/// How long a terminated instance is still listed (with state `Terminated`) before the cloud
+/// forgets it. Without a bound the cloud kept a record of every instance it ever launched
+/// (about 6 KiB each), so a controller on it grew with every Node a churning cluster had
+/// ever had. EC2 lists a terminated instance for about an hour, but nothing here reads one
+/// once its Node is gone (the node agent deletes a Node within seconds of its instance's
+/// end, and `get` already answers not-found), and these records live in the controller's
+/// process where EC2's do not, so they are kept only a few minutes.
+pub const TERMINATED_LISTED_FOR: Duration = Duration::from_secs(300);
 
 /// The simulated cloud.
 pub struct SimCloud {
@@ -300,15 +309,26 @@ impl SimCloud {
         Timestamp(now.saturating_duration_since(self.origin).as_millis() as i64)
     }
 
-    /// Every instance with its current state, terminated ones included; for the node agent
-    /// and tests.
+    /// Every instance with its current state, terminated ones included until they are
+    /// forgotten ([`TERMINATED_LISTED_FOR`]); for the node agent and tests.
     pub fn instances(&self) -> Vec<SimInstance> {
         let now = Instant::now();
-        let s = self.lock();
+        let mut s = self.lock();
+        self.forget_terminated(&mut s, now);
         s.instances
             .values()
             .map(|i| self.with_state(&s, i, now))
             .collect()
+    }
+
+    /// Drops the records of instances terminated [`TERMINATED_LISTED_FOR`] ago or more.
+    fn forget_terminated(&self, s: &mut State, now: Instant) {
+        for id in s
+            .fleet
+            .forget_terminated(self.at(now), TERMINATED_LISTED_FOR)
+        {
+            s.instances.remove(&id);
+        }
     }
 
     fn with_state(&self, s: &State, i: &SimInstance, now: Instant) -> SimInstance {
@@ -413,6 +433,7 @@ impl CloudProvider for SimCloud {
         let types = self.class_types(class)?;
         let now = Instant::now();
         let mut s = self.lock();
+        self.forget_terminated(&mut s, now);
         let choice = s
             .fleet
             .launch(&types, &requirements, &requests, self.at(now))
@@ -514,7 +535,8 @@ impl CloudProvider for SimCloud {
 
     async fn list(&self) -> Result<Vec<Instance>, CloudError> {
         let now = Instant::now();
-        let s = self.lock();
+        let mut s = self.lock();
+        self.forget_terminated(&mut s, now);
         Ok(s.instances
             .values()
             .map(|i| self.with_state(&s, i, now).instance)
@@ -557,7 +579,6 @@ mod tests {
     use nodewright_testkit::{k8s, nodeclaim};
     use serde_json::json;
     use std::sync::OnceLock;
-    use std::time::Duration;
 
     fn catalog() -> Arc<Catalog> {
         static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
@@ -645,6 +666,40 @@ mod tests {
         assert!(c.get(&i.provider_id).await.unwrap_err().is_not_found());
         assert!(c.delete(&i.provider_id).await.unwrap_err().is_not_found());
         assert!(c.list().await.unwrap().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_terminated_instance_is_listed_for_a_while_then_forgotten() {
+        let c = cloud(SimCloudConfig::default());
+        let gone = c
+            .create(&claim("gone", on_demand_amd64(), "1"), None)
+            .await
+            .unwrap()
+            .instance
+            .provider_id;
+        let kept = c
+            .create(&claim("kept", on_demand_amd64(), "1"), None)
+            .await
+            .unwrap()
+            .instance
+            .provider_id;
+        c.delete(&gone).await.unwrap();
+        let states = |c: &SimCloud| {
+            c.instances()
+                .into_iter()
+                .map(|i| (i.instance.provider_id, i.instance.state))
+                .collect::<BTreeMap<_, _>>()
+        };
+        // Terminated after 30 s, still listed (the node agent deletes its Node from this).
+        tokio::time::sleep(Duration::from_secs(31) + TERMINATED_LISTED_FOR / 2).await;
+        assert_eq!(states(&c).get(&gone), Some(&InstanceState::Terminated));
+        tokio::time::sleep(TERMINATED_LISTED_FOR / 2).await;
+        let left = states(&c);
+        assert_eq!(left.keys().collect::<Vec<_>>(), [&kept]);
+        assert_eq!(c.lock().instances.len(), 1, "the record itself is dropped");
+        assert!(c.get(&gone).await.unwrap_err().is_not_found());
+        assert!(c.delete(&gone).await.unwrap_err().is_not_found());
+        assert_eq!(c.list().await.unwrap().len(), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -268,6 +268,22 @@ impl Fleet {
         true
     }
 
+    /// Forgets every instance that has been terminated for `listed_for` by `now` and returns
+    /// their provider ids: a cloud that kept every instance it ever launched would grow
+    /// without end under churn. Their state is then unknown (`None`), as for an id never seen.
+    pub fn forget_terminated(&mut self, now: Timestamp, listed_for: Duration) -> Vec<String> {
+        let gone_after = self.config.termination_delay + listed_for;
+        let mut forgotten = Vec::new();
+        self.instances.retain(|id, r| {
+            let keep = r.terminating.is_none_or(|t| now < t.plus(gone_after));
+            if !keep {
+                forgotten.push(id.clone());
+            }
+            keep
+        });
+        forgotten
+    }
+
     /// Whether the offering is inside its insufficient-capacity window at `now`.
     pub fn is_unavailable(
         &self,
