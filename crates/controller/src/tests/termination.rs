@@ -59,6 +59,47 @@ fn pods(h: &Harness) -> Vec<String> {
     h.api.list(Kind::Pod).iter().map(|o| o.key()).collect()
 }
 
+/// A node's pods are evicted together: with every request a 100 ms round trip, the first
+/// drain pass over 30 pods takes one round trip, not thirty.
+#[tokio::test(start_paused = true)]
+async fn a_nodes_pods_are_evicted_together_not_one_after_another() {
+    let h = Harness::new();
+    let claim = initialized_node(&h).await;
+    for i in 0..30 {
+        h.api.put_value(
+            Kind::Pod,
+            bound(
+                &format!("web-{i}"),
+                json!({"app": "web"}),
+                "ReplicaSet",
+                None,
+            ),
+        );
+    }
+    let w: Arc<dyn KubeWriter> = h.api.clone();
+    w.delete_nodeclaim(&claim).await.unwrap();
+    h.lifecycle().reconcile_all().await;
+    let round_trip = std::time::Duration::from_millis(100);
+    let slow = crate::write::counting::CountingWriter::new(h.api.clone()).with_latency(round_trip);
+    let slow = Arc::new(slow);
+    let term = crate::termination::Termination::new(&crate::context::Context {
+        writer: slow.clone(),
+        ..h.context()
+    });
+    let started = tokio::time::Instant::now();
+    let r = term.reconcile_all().await;
+    let took = started.elapsed();
+    let Ok(Progress::Draining { evicted, .. }) = &r["n1"] else {
+        panic!("{r:?}")
+    };
+    assert_eq!(evicted.len(), 30);
+    assert_eq!(slow.counts().get("create pods/eviction"), Some(&30));
+    assert!(
+        took < round_trip * 10,
+        "the pass took {took:?} for 30 evictions of {round_trip:?} each"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn drain_goes_group_by_group_and_waits_for_pdbs() {
     let h = Harness::new();
