@@ -123,6 +123,11 @@ impl EngineSimulator {
         if purpose == Purpose::Consolidation {
             options.closed = Arc::new(closed_nodes(snapshot));
             options.emptiest_first = true;
+            // A consolidation launches at most one node, grown as the greedy grows it (as
+            // upstream's simulation does). The improvement pass would split that node into
+            // cheaper smaller ones no consolidation may launch: the re-check then saw two new
+            // nodes where the plan saw one, and rejected the command round after round.
+            options.repack = false;
         }
         options
     }
@@ -522,6 +527,48 @@ mod tests {
             (Method::Drift, "n1")
         );
         assert!(cmd.replacements.is_empty(), "{cmd}");
+    }
+
+    /// Two 1.5-cpu pods on a `large` node of 4 cpu at $1/h: one `medium` (3.2 cpu, $0.70/h)
+    /// takes both, two `small`s (2 cpu, $0.20/h) take them for less.
+    fn split_would_be_cheaper() -> (Snapshot, BTreeSet<String>) {
+        let mut s = cluster(&[("n1", "large", &[1500, 1500])]);
+        let its = vec![
+            fixture::it("small", 2000, 0.2, &["a", "b"]),
+            fixture::it("medium", 3200, 0.7, &["a", "b"]),
+            fixture::it("large", 4000, 1.0, &["a", "b"]),
+        ];
+        s.instance_types.insert("default".into(), Arc::new(its));
+        (s, BTreeSet::from(["n1".to_string()]))
+    }
+
+    #[test]
+    fn a_consolidations_simulation_launches_one_node_and_its_re_check_agrees() {
+        let (s, without) = split_would_be_cheaper();
+        let moving: Vec<&Pod> = s.pods.iter().map(|p| &**p).collect();
+        let sim = EngineSimulator::default();
+        let full = sim.simulate(&s, Purpose::Consolidation, &without, &moving);
+        let prepared = sim
+            .prepare(&s, Purpose::Consolidation)
+            .expect("the cluster prepares")
+            .simulate(&without, &moving);
+        assert_eq!(full.new_claims.len(), 1, "{full:?}");
+        assert_eq!(full, prepared);
+        // The plan replaces the node with a medium, and the re-check on the same cluster
+        // holds it (it used to see the two smalls and reject it, round after round).
+        let p = plan(&s, &sim, Settings::default());
+        let cmd = &p.commands[0];
+        assert_eq!(cmd.decision, Decision::Replace, "{cmd}");
+        assert_eq!(cmd.replacements[0].instance_types[0], "medium");
+        assert_eq!(crate::disruption::validate(cmd, &s, &sim), Ok(()));
+        // Drift may launch several nodes: its simulation splits, by either path.
+        let full = sim.simulate(&s, Purpose::Drift, &without, &moving);
+        let prepared = sim
+            .prepare(&s, Purpose::Drift)
+            .expect("the cluster prepares")
+            .simulate(&without, &moving);
+        assert_eq!(full.new_claims.len(), 2, "{full:?}");
+        assert_eq!(full, prepared);
     }
 
     #[test]

@@ -277,6 +277,10 @@ impl Prepared {
         };
         let mut engine = Engine::new(&mut world, options.clone());
         let unplaced = engine.run();
+        // As `solve_with` does, so the two answers stay the same.
+        if options.repack {
+            engine.repack();
+        }
         Some(engine.finish(&local, unplaced))
     }
 
