@@ -31,6 +31,7 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::Lookup;
 use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimSpec, NodeClaimStatus};
 
+use super::machines::INSTANCE_TERMINATING;
 use super::pod::{PodRef, ending};
 
 /// A pod bound to a Node, as the agent keeps it.
@@ -197,7 +198,7 @@ pub fn keep_claim(o: DynamicObject) -> KeptClaim {
 
 /// The claim's name, labels, taints, startup taints, capacity and allocatable, and what
 /// [`ClaimMachines`](super::machines::ClaimMachines) reads: whether it is being deleted, its
-/// provider id and image.
+/// Node's name, whether its instance is terminating, its provider id and image.
 pub fn keep_for_registration(c: NodeClaim) -> NodeClaim {
     NodeClaim {
         metadata: ObjectMeta {
@@ -212,10 +213,19 @@ pub fn keep_for_registration(c: NodeClaim) -> NodeClaim {
             ..NodeClaimSpec::default()
         },
         status: c.status.map(|s| NodeClaimStatus {
+            node_name: s.node_name,
             provider_id: s.provider_id,
             image_id: s.image_id,
             capacity: s.capacity,
             allocatable: s.allocatable,
+            conditions: s
+                .conditions
+                .map(|all| -> Vec<_> {
+                    all.into_iter()
+                        .filter(|c| c.type_ == INSTANCE_TERMINATING)
+                        .collect()
+                })
+                .filter(|kept| !kept.is_empty()),
             ..NodeClaimStatus::default()
         }),
         ..NodeClaim::default()

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use nodewright_api::quantity::parse_resource;
-use nodewright_api::v1::nodeclaim::NodeClaim;
+use nodewright_api::v1::nodeclaim::{NodeClaim, NodeClaimStatus};
 use nodewright_api::v1::shared::ResourceList;
 use nodewright_cloud::{CloudError, CloudProvider, Instance, InstanceState, tags};
 use nodewright_core::labels;
@@ -80,9 +80,10 @@ impl Machines for ProviderMachines {
 
 /// The simulated cloud's instances as an agent in a process of its own sees them, through the
 /// NodeClaims (as kwok sees upstream's kwok provider's instances through its Nodes): each claim
-/// whose status names its instance and capacity stands for a running instance, which shuts down
-/// once the claim is being deleted (the controller then deletes its Node, and the agent must
-/// not register it again) and is gone with the claim. Boot time is the simulated cloud's,
+/// whose status names its instance and capacity stands for a running instance. Once the claim
+/// is being deleted the instance runs on while its registered Node drains, and shuts down
+/// when the controller terminates it or if it never registered (the controller then deletes
+/// its Node, and the agent must not register it again); it is gone with the claim. Boot time is the simulated cloud's,
 /// counted from when the agent first saw the claim so. What the cloud does behind the
 /// controller's back (an instance terminated, say) does not show here until the controller
 /// acts on it.
@@ -135,10 +136,11 @@ fn claimed_instance(name: &str, claim: &NodeClaim) -> Option<Instance> {
             .cloned()
             .unwrap_or_default()
     };
-    let state = if claim.metadata.deletion_timestamp.is_some() {
-        InstanceState::ShuttingDown
-    } else {
+    let status = claim.status.as_ref()?;
+    let state = if claim.metadata.deletion_timestamp.is_none() || draining(status) {
         InstanceState::Running
+    } else {
+        InstanceState::ShuttingDown
     };
     Some(Instance {
         provider_id,
@@ -152,6 +154,25 @@ fn claimed_instance(name: &str, claim: &NodeClaim) -> Option<Instance> {
         tags: BTreeMap::from([(tags::NODECLAIM.to_string(), name.to_string())]),
     })
 }
+
+/// Whether a claim being deleted still has its instance running: its Node registered and
+/// the controller not yet terminating the instance (its `InstanceTerminating` condition). The
+/// kubelet runs on through the drain, deleting the pods evicted from it, as on EC2; a
+/// kubelet stopped at the claim's deletion left every evicted pod with a grace period
+/// terminating until the drain gave up on it. An instance not yet registered registers no
+/// more.
+fn draining(status: &NodeClaimStatus) -> bool {
+    let terminating = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == INSTANCE_TERMINATING && c.status == "True");
+    status.node_name.is_some() && !terminating
+}
+
+/// The claim condition the controller sets once it has asked the cloud to terminate the
+/// instance (upstream's `InstanceTerminating`).
+pub const INSTANCE_TERMINATING: &str = "InstanceTerminating";
 
 /// The record of one instance launched for `claim`; `None` until the claim's status says
 /// what the instance holds (the controller writes it right after the launch).

@@ -439,6 +439,48 @@ async fn claims_alone_stand_for_the_simulated_clouds_instances() {
         ),
         vec![]
     );
+    // Registered and being deleted, the instance runs on (its kubelet deletes the pods the
+    // drain evicts) until the controller terminates it.
+    let mut draining = v.clone();
+    draining["metadata"]["deletionTimestamp"] = json!("2026-12-03T10:05:00Z");
+    draining["status"]["nodeName"] = json!(node.clone());
+    let kept_draining = keep_claim(serde_json::from_value(draining.clone()).unwrap())
+        .claim
+        .unwrap();
+    let running = machines.machines(&claims(kept_draining)).await.unwrap();
+    assert_eq!(running[0].instance.state, InstanceState::Running);
+    assert_eq!(
+        plan(
+            &running,
+            &claims(kept.clone()),
+            &registered,
+            at,
+            register_after,
+            wall
+        ),
+        vec![Action::Heartbeat(node.clone())]
+    );
+    let mut terminating = draining;
+    terminating["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "InstanceTerminating", "status": "True", "reason": "InstanceTerminating"}));
+    let kept_terminating = keep_claim(serde_json::from_value(terminating).unwrap())
+        .claim
+        .unwrap();
+    let kept_conditions = kept_terminating.status.as_ref().unwrap().conditions.clone();
+    assert_eq!(
+        kept_conditions
+            .unwrap()
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect::<Vec<_>>(),
+        ["InstanceTerminating"],
+        "only the condition the agent reads is kept"
+    );
+    let stopped = machines.machines(&claims(kept_terminating)).await.unwrap();
+    assert_eq!(stopped[0].instance.state, InstanceState::ShuttingDown);
+
     let gone = machines.machines(&BTreeMap::new()).await.unwrap();
     assert_eq!(
         plan(
