@@ -39,9 +39,11 @@ impl Clock {
     /// Sleeps until the next whole multiple of `every` since the clock started (at most
     /// `every`). Loops that share one clock and sleep this way wake at one instant, in one
     /// turn of the runtime, rather than each on its own. Only the loops that observe and
-    /// report (pod events, status, the state metrics) do: aligning the loops that decide
-    /// (provisioning, disruption, the lifecycle, termination) changed what the disruption
-    /// rounds of `bench controller` saw, 35 commands where there had been 4.
+    /// report (pod events, status, the state metrics) do. Aligning the loops that decide
+    /// (provisioning, disruption, the lifecycle, termination) once changed `bench
+    /// controller`'s scale-down from 4 commands to 35; that turned out to be the timing of a
+    /// stall (a re-check that disagreed with its plan, since fixed), and the deciding loops
+    /// were not tried on the grid again.
     pub async fn sleep_on_grid(&self, every: std::time::Duration) {
         let step = every.as_nanos().max(1);
         let elapsed = tokio::time::Instant::now()
