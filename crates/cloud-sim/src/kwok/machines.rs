@@ -83,10 +83,10 @@ impl Machines for ProviderMachines {
 /// whose status names its instance and capacity stands for a running instance. Once the claim
 /// is being deleted the instance runs on while its registered Node drains, and shuts down
 /// when the controller terminates it or if it never registered (the controller then deletes
-/// its Node, and the agent must not register it again); it is gone with the claim. Boot time is the simulated cloud's,
-/// counted from when the agent first saw the claim so. What the cloud does behind the
-/// controller's back (an instance terminated, say) does not show here until the controller
-/// acts on it.
+/// its Node, and the agent must not register it again); it is gone with the claim. Boot time
+/// is the simulated cloud's, counted from when the agent first saw the claim so. What the
+/// cloud does behind the controller's back (an instance terminated, say) does not show here
+/// until the controller acts on it.
 pub struct ClaimMachines {
     boot_time: Duration,
     first_seen: Mutex<BTreeMap<String, Instant>>,
@@ -148,7 +148,7 @@ fn claimed_instance(name: &str, claim: &NodeClaim) -> Option<Instance> {
         zone: label(labels::ZONE),
         capacity_type: CapacityType::parse(&label(labels::CAPACITY_TYPE))
             .unwrap_or(CapacityType::OnDemand),
-        image_id: claim.status.as_ref()?.image_id.clone(),
+        image_id: status.image_id.clone(),
         state,
         launched_at: None,
         tags: BTreeMap::from([(tags::NODECLAIM.to_string(), name.to_string())]),
