@@ -107,7 +107,7 @@ func runLoop(ctx context.Context, c loopConfig) error {
 	if r.Peak.Nodes, r.Peak.Cost, err = cl.cost(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("  peak: %d nodes, $%.3f/h\n", r.Peak.Nodes, r.Peak.Cost)
+	fmt.Printf("  peak: %d nodes, $%.3f/h (controller CPU so far %.1f s)\n", r.Peak.Nodes, r.Peak.Cost, cpuSoFar(c.controllerPID))
 	steps := []struct {
 		replicas int
 		out      *settled
@@ -121,8 +121,8 @@ func runLoop(ctx context.Context, c loopConfig) error {
 			return err
 		}
 		*step.out = settled{Seconds: took.Seconds(), state: state{Nodes: nodes, Cost: cost}}
-		fmt.Printf("  scale to %d: consolidation done %.1f s after the scale; %d nodes, $%.3f/h\n",
-			step.replicas, took.Seconds(), nodes, cost)
+		fmt.Printf("  scale to %d: consolidation done %.1f s after the scale; %d nodes, $%.3f/h (controller CPU so far %.1f s)\n",
+			step.replicas, took.Seconds(), nodes, cost, cpuSoFar(c.controllerPID))
 	}
 	r.ControllerCPU, r.ControllerRSS = usage(c.controllerPID)
 	fmt.Printf("  controller, whole run: %.1f CPU seconds, peak RSS %.0f MiB\n", r.ControllerCPU, r.ControllerRSS)

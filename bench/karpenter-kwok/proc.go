@@ -35,3 +35,10 @@ func usage(pid int) (cpuSeconds, rssMiB float64) {
 	}
 	return cpuSeconds, rssMiB
 }
+
+// cpuSoFar is pid's CPU seconds until now: printed at each phase's end, so a run shows where
+// its controller's CPU went (start-up and scale-up, each scale-down and its quiet minutes).
+func cpuSoFar(pid int) float64 {
+	cpu, _ := usage(pid)
+	return cpu
+}

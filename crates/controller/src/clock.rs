@@ -38,12 +38,9 @@ impl Clock {
 
     /// Sleeps until the next whole multiple of `every` since the clock started (at most
     /// `every`). Loops that share one clock and sleep this way wake at one instant, in one
-    /// turn of the runtime, rather than each on its own. Only the loops that observe and
-    /// report (pod events, status, the state metrics) do. Aligning the loops that decide
-    /// (provisioning, disruption, the lifecycle, termination) once changed `bench
-    /// controller`'s scale-down from 4 commands to 35; that turned out to be the timing of a
-    /// stall (a re-check that disagreed with its plan, since fixed), and the deciding loops
-    /// were not tried on the grid again.
+    /// turn of the runtime, rather than each on its own: every loop that looks once a second
+    /// (the lifecycle, termination, an idle provisioner and disruption, pod events, status,
+    /// the state metrics) wakes the process once between them.
     pub async fn sleep_on_grid(&self, every: std::time::Duration) {
         let step = every.as_nanos().max(1);
         let elapsed = tokio::time::Instant::now()
@@ -52,6 +49,16 @@ impl Clock {
         let next = (elapsed / step + 1) * step;
         let at = self.base + std::time::Duration::from_nanos(next as u64);
         tokio::time::sleep_until(at).await;
+    }
+
+    /// Sleeps `wait` when that is shorter than a `look`; otherwise until the grid's next
+    /// `look` (at most one), so a loop with nothing due soon wakes with the others.
+    pub async fn sleep_at_most(&self, wait: std::time::Duration, look: std::time::Duration) {
+        if wait < look {
+            tokio::time::sleep(wait).await;
+        } else {
+            self.sleep_on_grid(look).await;
+        }
     }
 
     pub fn now_time(&self) -> Time {
@@ -107,6 +114,23 @@ mod tests {
         assert_eq!(early, late);
         assert_eq!(clock.now(), Timestamp(1000));
         clock.sleep_on_grid(second).await;
+        assert_eq!(clock.now(), Timestamp(2000));
+    }
+
+    /// A wait shorter than a look is slept as it is; a longer one ends on the grid's next
+    /// look, not after the whole wait and not a look after the call.
+    #[tokio::test(start_paused = true)]
+    async fn a_long_wait_ends_on_the_grid_a_short_one_as_asked() {
+        let clock = Clock::starting_at(Timestamp(0));
+        let second = Duration::from_secs(1);
+        tokio::time::advance(Duration::from_millis(250)).await;
+        clock
+            .sleep_at_most(Duration::from_millis(300), second)
+            .await;
+        assert_eq!(clock.now(), Timestamp(550));
+        clock.sleep_at_most(Duration::from_secs(7), second).await;
+        assert_eq!(clock.now(), Timestamp(1000));
+        clock.sleep_at_most(second, second).await;
         assert_eq!(clock.now(), Timestamp(2000));
     }
 }

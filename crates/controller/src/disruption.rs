@@ -77,6 +77,9 @@ pub enum Step {
     Rejected(Vec<String>),
 }
 
+/// The longest the loop sleeps: the index may have changed meanwhile.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
 pub struct Disruptor {
     state: SharedState,
     writer: Arc<dyn KubeWriter>,
@@ -430,11 +433,9 @@ impl Disruptor {
                 self.step(&mut cadence).await;
             })
             .await;
-            let wait = cadence
-                .next_wake()
-                .since(self.clock.now())
-                .min(Duration::from_secs(1));
-            tokio::time::sleep(wait.max(Duration::from_millis(100))).await;
+            let wait = cadence.next_wake().since(self.clock.now());
+            let wait = wait.max(Duration::from_millis(100));
+            self.clock.sleep_at_most(wait, LOOK_EVERY).await;
         }
     }
 }

@@ -243,7 +243,7 @@ impl Lifecycle {
             if lock(&self.state).synced() {
                 r.now(self.reconcile_all()).await;
             }
-            tokio::time::sleep(every).await;
+            self.clock.sleep_on_grid(every).await;
         }
     }
 

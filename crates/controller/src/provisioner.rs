@@ -538,8 +538,8 @@ impl Provisioner {
     /// Runs forever: triggers the batcher for provisionable pods (again every 10 s while
     /// they stay pending) and provisions when a batch closes. It looks at most every
     /// [`TICK`], and while leading sleeps between looks until the index changes, the batch
-    /// closes or a pod's requeue comes, or [`IDLE_LOOK`] passes: an idle controller looks
-    /// once a second, not ten times.
+    /// closes or a pod's requeue comes, or [`IDLE_LOOK`] passes (on the clock's shared grid):
+    /// an idle controller looks once a second, with the other loops.
     pub async fn run(self: Arc<Self>, window: BatchWindow, r: crate::metrics::Reconciler) {
         let mut trigger = Trigger::new(window);
         let changed = lock(&self.state).on_change();
@@ -557,7 +557,7 @@ impl Provisioner {
             let wait = trigger.idle_wait(self.clock.now());
             tokio::select! {
                 _ = changed.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = self.clock.sleep_at_most(wait, IDLE_LOOK) => {}
             }
         }
     }

@@ -269,7 +269,7 @@ impl Termination {
             if lock(&self.state).synced() {
                 r.now(self.reconcile_all()).await;
             }
-            tokio::time::sleep(every).await;
+            self.clock.sleep_on_grid(every).await;
         }
     }
 
