@@ -14,104 +14,21 @@ use nodewright_api::quantity::parse_resource;
 use nodewright_api::v1::shared::{DurationError, read_duration};
 use nodewright_api::workload::label_selector;
 use nodewright_core::time::parse_go_duration;
+use nodewright_testkit::fuzz::{self, config, mutate};
 use proptest::prelude::*;
 use serde_json::Value;
-
-fn cases(default: u32) -> u32 {
-    std::env::var("NODEWRIGHT_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn config(default: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases: cases(default),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Any JSON value, small, with the numbers and strings that break careless code.
+/// Any JSON value, with the durations and quantities a manifest's readers parse.
 fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        prop_oneof![
-            Just(i64::MIN),
-            Just(i64::MAX),
-            Just(-1),
-            Just(0),
-            any::<i64>()
-        ]
-        .prop_map(Value::from),
-        prop_oneof![Just(u64::MAX), any::<u64>()].prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        prop_oneof![
-            "\\PC{0,12}",
-            "[0-9]{1,25}(s|m|h|Gi|Mi|m|k)?",
-            Just("Never".to_string()),
-            Just("99999999999999999999s".to_string()),
-        ]
-        .prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 12, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-zA-Z./-]{1,10}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
-/// Every JSON pointer in `v`, the root included.
-fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => m.iter().for_each(|(k, c)| {
-            pointers(
-                c,
-                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-                out,
-            )
-        }),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
-        _ => {}
-    }
-    out.push(at);
-}
-
-/// `base` with the value at one of its pointers (chosen by `pick`) replaced, or removed; and
-/// that pointer.
-fn mutate(base: &Value, pick: usize, with: Value, remove: bool) -> (Value, String) {
-    let mut v = base.clone();
-    let mut all = Vec::new();
-    pointers(&v, String::new(), &mut all);
-    let at = all[pick % all.len()].clone();
-    match at.rsplit_once('/') {
-        Some((parent, key)) if remove => match v.pointer_mut(parent) {
-            Some(Value::Object(m)) => {
-                m.remove(&key.replace("~1", "/").replace("~0", "~"));
-            }
-            Some(Value::Array(a)) => {
-                let i = key.parse::<usize>().unwrap_or(0).min(a.len() - 1);
-                a.remove(i);
-            }
-            _ => {}
-        },
-        _ => {
-            if let Some(slot) = v.pointer_mut(&at) {
-                *slot = with;
-            }
-        }
-    }
-    (v, at)
+    fuzz::any_json(prop_oneof![
+        "[0-9]{1,25}(s|m|h|Gi|Mi|m|k)?",
+        Just("Never".to_string()),
+        Just("99999999999999999999s".to_string()),
+    ])
 }
 
 fn seed_documents() -> Vec<Document> {

@@ -4,84 +4,13 @@
 //! `NODEWRIGHT_FUZZ_CASES` to search longer.
 
 use nodewright_aws_model::interruption::parse;
+use nodewright_testkit::fuzz::{self, config, mutate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-fn cases() -> u32 {
-    std::env::var("NODEWRIGHT_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000)
-}
-
-/// Any JSON value, small, with the numbers and strings that break careless code.
+/// Any JSON value, with instance ids as the events carry them.
 fn any_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        prop_oneof![
-            Just(i64::MIN),
-            Just(i64::MAX),
-            Just(-1),
-            Just(0),
-            any::<i64>()
-        ]
-        .prop_map(Value::from),
-        prop_oneof![Just(u64::MAX), any::<u64>()].prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        "\\PC{0,12}".prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 12, 4, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z-]{1,8}", inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
-
-/// Every JSON pointer in `v`, the root included.
-fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => m.iter().for_each(|(k, c)| {
-            pointers(
-                c,
-                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-                out,
-            )
-        }),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .for_each(|(i, c)| pointers(c, format!("{at}/{i}"), out)),
-        _ => {}
-    }
-    out.push(at);
-}
-
-/// `base` with the value at one of its pointers (chosen by `pick`) replaced, or removed.
-fn mutate(base: &Value, pick: usize, with: Value, remove: bool) -> Value {
-    let mut v = base.clone();
-    let mut all = Vec::new();
-    pointers(&v, String::new(), &mut all);
-    let at = &all[pick % all.len()];
-    match at.rsplit_once('/') {
-        Some((parent, key)) if remove => match v.pointer_mut(parent) {
-            Some(Value::Object(m)) => {
-                m.remove(&key.replace("~1", "/").replace("~0", "~"));
-            }
-            Some(Value::Array(a)) => {
-                a.remove(key.parse::<usize>().unwrap_or(0).min(a.len() - 1));
-            }
-            _ => {}
-        },
-        _ => {
-            if let Some(slot) = v.pointer_mut(at) {
-                *slot = with;
-            }
-        }
-    }
-    v
+    fuzz::any_json("i-[0-9a-f]{1,17}")
 }
 
 fn events() -> Vec<Value> {
@@ -119,7 +48,7 @@ fn assert_located(body: &str, reason: &str) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(config(3000))]
 
     #[test]
     fn arbitrary_bodies(body in "\\PC{0,80}|\\{\"version\":\"0\",\\PC{0,60}") {
@@ -135,7 +64,7 @@ proptest! {
         with in any_json(),
         remove in prop::bool::weighted(0.2),
     ) {
-        let body = mutate(&events()[which], pick, with, remove).to_string();
+        let body = mutate(&events()[which], pick, with, remove).0.to_string();
         if let Err(e) = parse(&body) {
             assert_located(&body, &e.reason);
         }

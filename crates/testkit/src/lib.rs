@@ -2,10 +2,12 @@
 //! any test harness, the real-apiserver suite included) can use it without depending on
 //! nodewright's types: valid Karpenter objects, one invalid object per validation rule with the
 //! exact errors `validate` reports for it, and builders many tests repeat (Kubernetes objects in
-//! [`k8s`], NodeClaims in [`nodeclaim`]). Builders of core's own types are `core::testkit`.
+//! [`k8s`], NodeClaims in [`nodeclaim`]), and the fuzz targets' generator ([`fuzz`]). Builders of
+//! core's own types are `core::testkit`.
 //!
 //! Used only as a dev-dependency; every function is deterministic.
 
+pub mod fuzz;
 pub mod invalid;
 pub mod json;
 pub mod k8s;
