@@ -819,21 +819,12 @@ impl<'w> Engine<'w> {
 /// limited resource, and re-charges it. True when something was freed.
 fn trim_to_cheapest(w: &World, claims: &mut [Claim], pool_charged: &mut [Res], p: usize) -> bool {
     let pool = &w.pools[p];
-    let limited: Vec<usize> = (0..pool.limits.len())
-        .filter(|&r| pool.limits[r].is_some())
-        .collect();
     let mut freed = false;
     for cl in claims
         .iter_mut()
         .filter(|c| c.pool == p && !c.pods.is_empty())
     {
-        let cap = &pool.its[cl.cheapest].capacity;
-        let mut bits = cl.bits.clone();
-        for it in cl.bits.iter() {
-            if limited.iter().any(|&r| pool.its[it].capacity[r] > cap[r]) {
-                bits.remove(it);
-            }
-        }
+        let bits = narrowed(pool, &cl.bits, cl.cheapest);
         if bits == cl.bits {
             continue;
         }
@@ -849,6 +840,21 @@ fn trim_to_cheapest(w: &World, claims: &mut [Claim], pool_charged: &mut [Res], p
         cl.charged = charged;
     }
     freed
+}
+
+/// `bits` without the types larger than `first` in a resource `pool` limits: what a claim
+/// whose cheapest type is `first` is charged no more than that type for.
+pub(super) fn narrowed(pool: &PoolC, bits: &Bitset, first: usize) -> Bitset {
+    let cap = &pool.its[first].capacity;
+    let mut out = bits.clone();
+    for t in bits.iter() {
+        let larger =
+            |(r, limit): (usize, &Option<i64>)| limit.is_some() && pool.its[t].capacity[r] > cap[r];
+        if pool.limits.iter().enumerate().any(larger) {
+            out.remove(t);
+        }
+    }
+    out
 }
 
 /// Per resource, the largest allocatable and the largest capacity among `pool`'s options

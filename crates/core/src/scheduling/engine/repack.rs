@@ -123,8 +123,19 @@ impl Engine<'_> {
                 best = Some((total, parts));
             }
         }
-        let (total, parts) = best?;
-        (total < cl.price * (1.0 - MIN_SAVING) && self.limits_allow(k, &parts)).then_some(parts)
+        let (total, mut parts) = best?;
+        if total >= cl.price * (1.0 - MIN_SAVING) {
+            return None;
+        }
+        if !self.limits_allow(k, &parts) {
+            // Charged at their largest options, the parts can pass a limit the whole claim
+            // kept within; narrowed as the greedy narrows claims at a limit, each part is
+            // charged no more than its own cheapest type.
+            for (_, bits, first) in &mut parts {
+                *bits = narrowed(&self.w.pools[cl.pool], bits, *first);
+            }
+        }
+        self.limits_allow(k, &parts).then_some(parts)
     }
 
     /// Types of the claim's NodePool that its requirements allow and that have an offering

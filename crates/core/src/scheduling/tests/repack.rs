@@ -3,6 +3,7 @@
 
 use crate::labels;
 use crate::model::*;
+use crate::resources::{self, Resources};
 use crate::scheduling::{self, Options};
 use crate::testkit::*;
 
@@ -67,6 +68,61 @@ fn a_claim_grown_into_an_overpriced_type_is_split_onto_smaller_nodes() {
         };
         assert!(plan.new_claims[k].pods.contains(&p.pod));
     }
+}
+
+/// What the plan charges its NodePool's cpu limit: each claim its largest option's capacity.
+fn cpu_charged(plan: &scheduling::Plan, its: &[InstanceType]) -> i64 {
+    plan.new_claims
+        .iter()
+        .map(|c| {
+            c.instance_types
+                .iter()
+                .map(|o| {
+                    let it = its.iter().find(|it| it.name == plan.name_of(o)).unwrap();
+                    it.capacity.get(resources::CPU)
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+#[test]
+fn a_split_near_a_limit_keeps_each_part_to_types_of_its_own_size() {
+    // The whole claim is charged the giant's 64 cpu; three parts that kept the giant among
+    // their options would be charged 192, past the limit of 100, and the split was refused.
+    let ps: Vec<Pod> = pods("web", 9, 1000, 1)
+        .into_iter()
+        .map(|mut p| {
+            p.node_selector.insert(labels::ZONE.into(), ZONES[0].into());
+            p
+        })
+        .collect();
+    let mut np = pool("default");
+    np.limits = Resources::new().with(resources::CPU, 100_000);
+    let its = catalog_with_an_overpriced_giant();
+    let s = snapshot(vec![np], its.clone(), ps);
+    let greedy = scheduling::solve(
+        &s,
+        &Options {
+            repack: false,
+            ..Options::default()
+        },
+    );
+    assert_eq!(type_of(&greedy, &greedy.new_claims[0]), "giant");
+    let plan = solve(&s);
+    assert!(plan.unplaced.is_empty());
+    assert!(
+        plan.cost < greedy.cost / 5.0,
+        "split plan costs {} against {}",
+        plan.cost,
+        greedy.cost
+    );
+    assert!(plan.new_claims.len() > 1);
+    for c in &plan.new_claims {
+        assert!(c.instance_types.iter().all(|o| plan.name_of(o) != "giant"));
+    }
+    assert!(cpu_charged(&plan, &its) <= 100_000);
 }
 
 #[test]
