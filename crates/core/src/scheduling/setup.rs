@@ -4,13 +4,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::Compile;
 use super::compile::{self, ClassKey, ExistingC, PoolBuild, PoolC, Res, dense};
 use super::intern::{FastMap, FastSet, Interner};
 use super::reqs::{self, Reqs};
 use super::topology::{Group, GroupKey, Inverse, InverseKey, Kind, Namespaces, NodeFilter};
+use super::{Compile, NodeCache};
 use crate::labels;
-use crate::model::{InclusionPolicy, Pod, PodAffinityTerm, PodPhase, Snapshot, WhenUnsatisfiable};
+use crate::model::{
+    InclusionPolicy, NodeClaim, Pod, PodAffinityTerm, PodPhase, Snapshot, WhenUnsatisfiable,
+};
 use crate::requirements::Requirement;
 use crate::resources::Resources;
 use crate::selector::{LabelSelector, SelectorOperator, SelectorRequirement};
@@ -18,7 +20,7 @@ use crate::taints::{Taint, Toleration};
 
 mod classes;
 pub(crate) use classes::volume_alternatives;
-use classes::{Groups, compile_class, namespaces_in, namespaces_of, with_label_keys};
+use classes::{Groups, compile_class, inverse_groups, namespaces_in, with_label_keys};
 
 /// One set of identical pods.
 #[derive(Clone, Debug)]
@@ -413,16 +415,10 @@ pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
     if let Some(c) = cache.as_deref_mut() {
         c.begin();
     }
+    let threads = s.nodes.len() >= NODES_WORTH_A_THREAD && !one_thread;
     // The nodes' order reads only the nodes; on a large cluster it is worked out on another
     // core while the resource names (every pod's requests) are gathered.
-    let (
-        names,
-        NodeOrder {
-            sorted,
-            init_label,
-            names: node_names,
-        },
-    ) = if s.nodes.len() >= NODES_WORTH_A_THREAD && !one_thread {
+    let (names, order) = if threads {
         std::thread::scope(|scope| {
             let order = scope.spawn(|| NodeOrder::of(s));
             let names = compile::resource_names(s);
@@ -442,131 +438,29 @@ pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
         Some(c) => c.pools.get(s, &names),
         None => compile_pools(s, &names),
     };
-
     // Existing targets: initialized nodes first, then by name; in-flight claims after them.
-    let mut fresh: Vec<(u32, u32)> = Vec::with_capacity(sorted.len());
-    let mut seqs: Vec<Arc<Vec<u32>>> = Vec::with_capacity(sorted.len());
-    let mut sources: Vec<Source> = Vec::with_capacity(sorted.len());
-    // The requirements go in order (they number the strings); what else a target holds reads
-    // only its node, and on a large cluster is made on another core meanwhile.
-    let mut requirements = || -> Vec<(Arc<Reqs>, Option<u32>)> {
-        sorted
-            .iter()
-            .map(|&i| {
-                let n = &s.nodes[i];
-                let first = interner.len() as u32;
-                let (reqs, seq, nodepool) = match cache.as_deref_mut() {
-                    Some(c) => c.node_reqs(n, &mut interner),
-                    None => {
-                        interner.trace();
-                        let reqs = Source::Node(i).reqs(s, &mut interner);
-                        let nodepool = compile::nodepool_value(&reqs, &interner);
-                        (Arc::new(reqs), Arc::new(interner.take_trace()), nodepool)
-                    }
-                };
-                fresh.push((first, interner.len() as u32));
-                seqs.push(seq);
-                sources.push(Source::Node(i));
-                (reqs, nodepool)
-            })
-            .collect()
-    };
-    let rest = || -> Vec<(String, Vec<Taint>, Res, bool)> {
-        sorted
-            .iter()
-            .map(|&i| {
-                let n = &s.nodes[i];
-                let init = init_label[i] || n.ready;
-                let taints = n
-                    .taints
-                    .iter()
-                    .filter(|t| init || !compile::is_ephemeral_taint(t))
-                    .cloned()
-                    .collect();
-                (n.name.clone(), taints, dense(&n.allocatable, &names), init)
-            })
-            .collect()
-    };
-    let (rest, reqs) = if sorted.len() >= NODES_WORTH_A_THREAD && !one_thread {
-        std::thread::scope(|scope| {
-            let rest = scope.spawn(rest);
-            let reqs = requirements();
-            (
-                rest.join().expect("building the node targets panicked"),
-                reqs,
-            )
-        })
-    } else {
-        (rest(), requirements())
-    };
-    let mut existing: Vec<ExistingC> = rest
-        .into_iter()
-        .zip(reqs)
-        .map(
-            |((name, taints, available, initialized), (reqs, nodepool))| ExistingC {
-                name,
-                in_flight: false,
-                reqs,
-                taints,
-                available,
-                initialized,
-                nodepool,
-            },
-        )
-        .collect();
+    let mut made = Made::with_capacity(order.sorted.len());
+    let threads = order.sorted.len() >= NODES_WORTH_A_THREAD && !one_thread;
+    let mut existing = node_targets(
+        s,
+        &order,
+        &names,
+        &mut interner,
+        &mut cache,
+        threads,
+        &mut made,
+    );
     if let Some(c) = cache {
         c.end();
     }
     for (ci, c) in s.node_claims.iter().enumerate() {
-        if c.deletion_timestamp.is_some()
-            || c.node_name
-                .as_deref()
-                .is_some_and(|n| node_names.contains(n))
-        {
-            continue;
+        let on_a_node = c
+            .node_name
+            .as_deref()
+            .is_some_and(|n| order.names.contains(n));
+        if c.deletion_timestamp.is_none() && !on_a_node {
+            existing.extend(claim_target(s, ci, &names, &mut interner, &mut made));
         }
-        let mut alloc = c.allocatable.clone();
-        if alloc.is_empty() {
-            // Not launched yet: assume the smallest instance type it may become.
-            let it_key = labels::INSTANCE_TYPE;
-            let allowed: Vec<&str> = c
-                .requirements
-                .iter()
-                .filter(|r| r.key == it_key && r.operator == crate::requirements::Operator::In)
-                .flat_map(|r| r.values.iter().map(String::as_str))
-                .collect();
-            if let Some(its) = s.instance_types.get(&c.nodepool) {
-                let mut best: Option<Resources> = None;
-                for it in its.iter().filter(|it| allowed.contains(&it.name.as_str())) {
-                    let a = it.allocatable();
-                    let smaller = best.as_ref().is_none_or(|b| {
-                        a.get(crate::resources::CPU) < b.get(crate::resources::CPU)
-                    });
-                    if smaller {
-                        best = Some(a);
-                    }
-                }
-                alloc = best.unwrap_or_default();
-            }
-        }
-        if alloc.is_empty() {
-            continue;
-        }
-        let first = interner.len() as u32;
-        interner.trace();
-        let reqs = Source::Claim(ci).reqs(s, &mut interner);
-        existing.push(ExistingC {
-            name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
-            in_flight: true,
-            nodepool: compile::nodepool_value(&reqs, &interner),
-            reqs: Arc::new(reqs),
-            taints: c.taints.clone(),
-            available: dense(&alloc, &names),
-            initialized: false,
-        });
-        fresh.push((first, interner.len() as u32));
-        seqs.push(Arc::new(interner.take_trace()));
-        sources.push(Source::Claim(ci));
     }
     let existing_used = PerTarget::new(existing.iter().map(|_| vec![0; names.len()]).collect());
     let existing_ports = PerTarget::new(existing.iter().map(|_| Vec::new()).collect());
@@ -581,12 +475,172 @@ pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
         hostname,
         zone,
         capacity_type,
-        fresh,
-        seqs,
-        sources,
+        fresh: made.fresh,
+        seqs: made.seqs,
+        sources: made.sources,
         pool_used: None,
         type_names: None,
     }
+}
+
+/// Per existing target, in order, what its compile added: the range of strings it interned
+/// first, the sequence of strings it looked up, and where it came from.
+struct Made {
+    fresh: Vec<(u32, u32)>,
+    seqs: Vec<Arc<Vec<u32>>>,
+    sources: Vec<Source>,
+}
+
+impl Made {
+    fn with_capacity(n: usize) -> Made {
+        Made {
+            fresh: Vec::with_capacity(n),
+            seqs: Vec::with_capacity(n),
+            sources: Vec::with_capacity(n),
+        }
+    }
+}
+
+/// The live nodes' targets in `order`, their requirements interned (from `cache` when there
+/// is one) in that order, as [`Made`] records.
+fn node_targets(
+    s: &Snapshot,
+    order: &NodeOrder<'_>,
+    names: &Interner,
+    interner: &mut Interner,
+    cache: &mut Option<&mut NodeCache>,
+    threads: bool,
+    made: &mut Made,
+) -> Vec<ExistingC> {
+    let sorted = &order.sorted;
+    // The requirements go in order (they number the strings); what else a target holds reads
+    // only its node, and on a large cluster is made on another core meanwhile.
+    let mut requirements = || -> Vec<(Arc<Reqs>, Option<u32>)> {
+        sorted
+            .iter()
+            .map(|&i| {
+                let n = &s.nodes[i];
+                let first = interner.len() as u32;
+                let (reqs, seq, nodepool) = match cache.as_deref_mut() {
+                    Some(c) => c.node_reqs(n, interner),
+                    None => {
+                        interner.trace();
+                        let reqs = Source::Node(i).reqs(s, interner);
+                        let nodepool = compile::nodepool_value(&reqs, interner);
+                        (Arc::new(reqs), Arc::new(interner.take_trace()), nodepool)
+                    }
+                };
+                made.fresh.push((first, interner.len() as u32));
+                made.seqs.push(seq);
+                made.sources.push(Source::Node(i));
+                (reqs, nodepool)
+            })
+            .collect()
+    };
+    let rest = || -> Vec<(String, Vec<Taint>, Res, bool)> {
+        sorted
+            .iter()
+            .map(|&i| {
+                let n = &s.nodes[i];
+                let init = order.init_label[i] || n.ready;
+                let taints = n
+                    .taints
+                    .iter()
+                    .filter(|t| init || !compile::is_ephemeral_taint(t))
+                    .cloned()
+                    .collect();
+                (n.name.clone(), taints, dense(&n.allocatable, names), init)
+            })
+            .collect()
+    };
+    let (rest, reqs) = if threads {
+        std::thread::scope(|scope| {
+            let rest = scope.spawn(rest);
+            let reqs = requirements();
+            (
+                rest.join().expect("building the node targets panicked"),
+                reqs,
+            )
+        })
+    } else {
+        (rest(), requirements())
+    };
+    rest.into_iter()
+        .zip(reqs)
+        .map(
+            |((name, taints, available, initialized), (reqs, nodepool))| ExistingC {
+                name,
+                in_flight: false,
+                reqs,
+                taints,
+                available,
+                initialized,
+                nodepool,
+            },
+        )
+        .collect()
+}
+
+/// The target of in-flight claim `ci` of `s`, on the room it is taken to hold; `None` when
+/// that is not known.
+fn claim_target(
+    s: &Snapshot,
+    ci: usize,
+    names: &Interner,
+    interner: &mut Interner,
+    made: &mut Made,
+) -> Option<ExistingC> {
+    let c = &s.node_claims[ci];
+    let alloc = claim_allocatable(s, c);
+    if alloc.is_empty() {
+        return None;
+    }
+    let first = interner.len() as u32;
+    interner.trace();
+    let reqs = Source::Claim(ci).reqs(s, interner);
+    let target = ExistingC {
+        name: c.node_name.clone().unwrap_or_else(|| c.name.clone()),
+        in_flight: true,
+        nodepool: compile::nodepool_value(&reqs, interner),
+        reqs: Arc::new(reqs),
+        taints: c.taints.clone(),
+        available: dense(&alloc, names),
+        initialized: false,
+    };
+    made.fresh.push((first, interner.len() as u32));
+    made.seqs.push(Arc::new(interner.take_trace()));
+    made.sources.push(Source::Claim(ci));
+    Some(target)
+}
+
+/// What an in-flight claim is taken to hold: its allocatable once launched, and before that
+/// the smallest (by cpu) instance type it may become; empty when neither is known.
+fn claim_allocatable(s: &Snapshot, c: &NodeClaim) -> Resources {
+    if !c.allocatable.is_empty() {
+        return c.allocatable.clone();
+    }
+    let allowed: Vec<&str> = c
+        .requirements
+        .iter()
+        .filter(|r| {
+            r.key == labels::INSTANCE_TYPE && r.operator == crate::requirements::Operator::In
+        })
+        .flat_map(|r| r.values.iter().map(String::as_str))
+        .collect();
+    let Some(its) = s.instance_types.get(&c.nodepool) else {
+        return Resources::default();
+    };
+    let mut best: Option<Resources> = None;
+    for it in its.iter().filter(|it| allowed.contains(&it.name.as_str())) {
+        let a = it.allocatable();
+        let smaller = best
+            .as_ref()
+            .is_none_or(|b| a.get(crate::resources::CPU) < b.get(crate::resources::CPU));
+        if smaller {
+            best = Some(a);
+        }
+    }
+    best.unwrap_or_default()
 }
 
 /// Below this many nodes, the per-node work split off a compile costs less than starting a
@@ -840,75 +894,17 @@ pub(crate) fn complete<'p>(
         type_names: known_type_names,
         ..
     } = t;
-    match pool_used {
-        Some(used) => {
-            for (p, (u, n)) in pools.iter_mut().zip(used) {
-                p.used = u;
-                p.used_nodes = n;
-            }
-        }
-        None => {
-            for p in pools.iter_mut() {
-                let owner = pool_owner(&interner, &p.name);
-                for e in existing.iter() {
-                    if owner.is_some_and(|o| o.owns(e)) {
-                        for (u, a) in p.used.iter_mut().zip(&e.available) {
-                            *u += a;
-                        }
-                        p.used_nodes += 1;
-                    }
-                }
-            }
-        }
-    }
-
-    // Pod classes.
+    charge_existing(&mut pools, pool_used, &existing, &interner);
     let mut g = Groups {
         groups: Vec::new(),
         ids: HashMap::new(),
         inverse: Vec::new(),
         inverse_ids: HashMap::new(),
     };
-    let mut classes: Vec<Class> = Vec::new();
-    let mut class_ids: HashMap<(ClassKey, bool), usize> = HashMap::new();
-    let mut order: Vec<usize> = Vec::new();
-    for &(pi, pod) in schedule {
-        let (vols, vol_err) = match volume_alternatives(s, pod) {
-            Ok(v) => (v, None),
-            Err(e) => (vec![], Some(e)),
-        };
-        // A pod still bound to a node here is one of a deleting node's.
-        let from_deleting = closes && pod.node_name.is_some();
-        let key = (ClassKey::of(pod, vols.clone()), from_deleting);
-        if let Some(&ci) = class_ids.get(&key) {
-            classes[ci].pods.push(pi);
-            continue;
-        }
-        let ci = classes.len();
-        class_ids.insert(key, ci);
-        order.push(ci);
-        let mut class = compile_class(s, pod, &vols, &names, &mut interner, &mut g);
-        class.error = vol_err.or(class.error);
-        class.from_deleting = from_deleting;
-        class.pods.push(pi);
-        classes.push(class);
-    }
+    let (mut classes, order) = classes_of(s, schedule, closes, &names, &mut interner, &mut g);
     // Running pods' required anti-affinity keeps matching pods away.
     for &(p, _) in &running.with_anti_affinity {
-        for t in &p.pod_anti_affinity {
-            let sel = with_label_keys(
-                &t.label_selector,
-                &p.labels,
-                &t.match_label_keys,
-                &t.mismatch_label_keys,
-            );
-            let key = interner.intern(reqs::normalize(&t.topology_key));
-            g.inverse(InverseKey {
-                key,
-                selector: sel,
-                namespaces: namespaces_of(s, &p.namespace, t),
-            });
-        }
+        inverse_groups(s, p, &mut interner, &mut g);
     }
     for c in classes.iter_mut() {
         c.counted_by = (0..g.groups.len())
@@ -918,59 +914,8 @@ pub(crate) fn complete<'p>(
             .filter(|&i| g.inverse[i].blocks(&c.namespace, &c.labels))
             .collect();
     }
-
-    // Domain universe per topology key, from NodePools x instance types and existing nodes.
-    let mut universe: HashMap<u32, Vec<(u32, usize)>> = HashMap::new();
-    let keys: BTreeSet<u32> = g
-        .groups
-        .iter()
-        .map(|x| x.def.key)
-        .chain(g.inverse.iter().map(|x| x.def.key))
-        .collect();
-    for &k in &keys {
-        let mut vals: BTreeSet<(u32, usize)> = BTreeSet::new();
-        for (pi, p) in pools.iter().enumerate() {
-            for it in p.its.iter() {
-                let mut r = p.reqs.clone();
-                r.merge(&it.reqs, &interner);
-                if let Some(set) = r.get(k)
-                    && !set.complement
-                {
-                    vals.extend(set.values.iter().map(|&v| (v, pi)));
-                }
-            }
-        }
-        universe.insert(k, vals.into_iter().collect());
-    }
-
-    // Eligible spread domains (for the global minimum and minDomains).
-    for gi in 0..g.groups.len() {
-        let def = g.groups[gi].def.clone();
-        if !matches!(def.kind, Kind::Spread { .. }) || def.key == hostname {
-            continue;
-        }
-        let mut el: BTreeSet<u32> = BTreeSet::new();
-        for &(v, pi) in universe.get(&def.key).map(|x| x.as_slice()).unwrap_or(&[]) {
-            let mut node = pools[pi].reqs.clone();
-            node.add(def.key, reqs::ValueSet::one(v), None, &interner);
-            if def.filter.accepts(&node, &pools[pi].taints, &interner) {
-                el.insert(v);
-            }
-        }
-        for e in existing.iter() {
-            if let Some(set) = e.reqs.get(def.key)
-                && set.values.len() == 1
-                && !set.complement
-                && def.filter.accepts(&e.reqs, &e.taints, &interner)
-            {
-                el.insert(set.values[0]);
-            }
-        }
-        g.groups[gi].eligible = el.into_iter().collect();
-        g.groups[gi].refresh_min();
-    }
-
-    // Count running pods.
+    let universe = domain_universe(&pools, &g, &interner);
+    eligible_domains(&mut g, &universe, &pools, &existing, &interner, hostname);
     let all;
     let counted: &[(&Pod, usize)] = if g.groups.is_empty() {
         &running.with_anti_affinity
@@ -978,52 +923,8 @@ pub(crate) fn complete<'p>(
         all = (running.all)();
         &all
     };
-    for &(p, ei) in counted {
-        let e = &existing[ei];
-        for grp in g.groups.iter_mut() {
-            if grp.matches(&p.namespace, &p.labels)
-                && grp.def.filter.accepts(&e.reqs, &e.taints, &interner)
-                && let Some(set) = e.reqs.get(grp.def.key)
-                && set.values.len() == 1
-                && !set.complement
-            {
-                grp.record(set.values[0], 1);
-            }
-        }
-        for t in &p.pod_anti_affinity {
-            let sel = with_label_keys(
-                &t.label_selector,
-                &p.labels,
-                &t.match_label_keys,
-                &t.mismatch_label_keys,
-            );
-            let key = interner.intern(reqs::normalize(&t.topology_key));
-            let id = g.inverse(InverseKey {
-                key,
-                selector: sel,
-                namespaces: namespaces_of(s, &p.namespace, t),
-            });
-            if let Some(set) = e.reqs.get(key)
-                && set.values.len() == 1
-                && !set.complement
-            {
-                g.inverse[id].record(set.values[0], 1);
-            }
-        }
-    }
-
-    // Classes that force pods apart per host (required hostname anti-affinity against
-    // themselves) go first: the nodes they need exist either way, and every later pod can
-    // then fill their spare room instead of opening nodes of its own. The sort is stable, so
-    // everything else keeps Karpenter's queue order.
-    let forces_nodes = |c: &Class| {
-        c.anti_affinity.iter().any(|&gi| {
-            g.groups[gi].def.key == hostname && g.groups[gi].matches(&c.namespace, &c.labels)
-        })
-    };
-    order.sort_by_key(|&ci| !forces_nodes(&classes[ci]));
-    let order = interleave_by_shape(order, &classes, &pools, |c| forces_nodes(c));
-
+    count_running(s, counted, &existing, &mut interner, &mut g);
+    let order = queue_order(order, &classes, &pools, &g, hostname);
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
     let type_names = known_type_names.unwrap_or_else(|| type_names(&pools));
     World {
@@ -1047,6 +948,190 @@ pub(crate) fn complete<'p>(
         any_prefer_no_schedule,
         room: None,
     }
+}
+
+/// Charges each NodePool what its existing targets hold: `pool_used` when a prepared cluster
+/// has it already, else summed here.
+fn charge_existing(
+    pools: &mut [PoolC],
+    pool_used: Option<Vec<(Res, i64)>>,
+    existing: &Existing,
+    interner: &Interner,
+) {
+    if let Some(used) = pool_used {
+        for (p, (u, n)) in pools.iter_mut().zip(used) {
+            p.used = u;
+            p.used_nodes = n;
+        }
+        return;
+    }
+    for p in pools.iter_mut() {
+        let owner = pool_owner(interner, &p.name);
+        for e in existing.iter().filter(|e| owner.is_some_and(|o| o.owns(e))) {
+            for (u, a) in p.used.iter_mut().zip(&e.available) {
+                *u += a;
+            }
+            p.used_nodes += 1;
+        }
+    }
+}
+
+/// The classes of the pods to schedule (identical pods share one), with the topology groups
+/// they bring, and the classes in the order their first pods come.
+fn classes_of(
+    s: &Snapshot,
+    schedule: &[(usize, &Pod)],
+    closes: bool,
+    names: &Interner,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> (Vec<Class>, Vec<usize>) {
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_ids: HashMap<(ClassKey, bool), usize> = HashMap::new();
+    let mut order: Vec<usize> = Vec::new();
+    for &(pi, pod) in schedule {
+        let (vols, vol_err) = match volume_alternatives(s, pod) {
+            Ok(v) => (v, None),
+            Err(e) => (vec![], Some(e)),
+        };
+        // A pod still bound to a node here is one of a deleting node's.
+        let from_deleting = closes && pod.node_name.is_some();
+        let key = (ClassKey::of(pod, vols.clone()), from_deleting);
+        if let Some(&ci) = class_ids.get(&key) {
+            classes[ci].pods.push(pi);
+            continue;
+        }
+        let ci = classes.len();
+        class_ids.insert(key, ci);
+        order.push(ci);
+        let mut class = compile_class(s, pod, &vols, names, interner, g);
+        class.error = vol_err.or(class.error);
+        class.from_deleting = from_deleting;
+        class.pods.push(pi);
+        classes.push(class);
+    }
+    (classes, order)
+}
+
+/// Per topology key of the groups, every value the NodePools' instance types can give it,
+/// with the NodePool that gives it.
+fn domain_universe(
+    pools: &[PoolC],
+    g: &Groups,
+    interner: &Interner,
+) -> HashMap<u32, Vec<(u32, usize)>> {
+    let keys: BTreeSet<u32> = g
+        .groups
+        .iter()
+        .map(|x| x.def.key)
+        .chain(g.inverse.iter().map(|x| x.def.key))
+        .collect();
+    let mut universe = HashMap::new();
+    for &k in &keys {
+        let mut vals: BTreeSet<(u32, usize)> = BTreeSet::new();
+        for (pi, p) in pools.iter().enumerate() {
+            for it in p.its.iter() {
+                let mut r = p.reqs.clone();
+                r.merge(&it.reqs, interner);
+                if let Some(set) = r.get(k)
+                    && !set.complement
+                {
+                    vals.extend(set.values.iter().map(|&v| (v, pi)));
+                }
+            }
+        }
+        universe.insert(k, vals.into_iter().collect());
+    }
+    universe
+}
+
+/// Each spread's eligible domains (for the global minimum and minDomains): the values a
+/// NodePool or an existing target its node filter accepts can give its key.
+fn eligible_domains(
+    g: &mut Groups,
+    universe: &HashMap<u32, Vec<(u32, usize)>>,
+    pools: &[PoolC],
+    existing: &Existing,
+    interner: &Interner,
+    hostname: u32,
+) {
+    for group in g.groups.iter_mut() {
+        let def = &group.def;
+        if !matches!(def.kind, Kind::Spread { .. }) || def.key == hostname {
+            continue;
+        }
+        let mut el: BTreeSet<u32> = BTreeSet::new();
+        for &(v, pi) in universe.get(&def.key).map(|x| x.as_slice()).unwrap_or(&[]) {
+            let mut node = pools[pi].reqs.clone();
+            node.add(def.key, reqs::ValueSet::one(v), None, interner);
+            if def.filter.accepts(&node, &pools[pi].taints, interner) {
+                el.insert(v);
+            }
+        }
+        for e in existing.iter() {
+            if let Some(set) = e.reqs.get(def.key)
+                && set.values.len() == 1
+                && !set.complement
+                && def.filter.accepts(&e.reqs, &e.taints, interner)
+            {
+                el.insert(set.values[0]);
+            }
+        }
+        group.eligible = el.into_iter().collect();
+        group.refresh_min();
+    }
+}
+
+/// Counts the running pods `counted` (`(pod, existing index)`) in the groups that select
+/// them, and their required anti-affinity terms in the inverse groups, where they run.
+fn count_running(
+    s: &Snapshot,
+    counted: &[(&Pod, usize)],
+    existing: &Existing,
+    interner: &mut Interner,
+    g: &mut Groups,
+) {
+    let single = |reqs: &Reqs, key: u32| {
+        reqs.get(key)
+            .filter(|set| set.values.len() == 1 && !set.complement)
+            .map(|set| set.values[0])
+    };
+    for &(p, ei) in counted {
+        let e = &existing[ei];
+        for grp in g.groups.iter_mut() {
+            if grp.matches(&p.namespace, &p.labels)
+                && grp.def.filter.accepts(&e.reqs, &e.taints, interner)
+                && let Some(v) = single(&e.reqs, grp.def.key)
+            {
+                grp.record(v, 1);
+            }
+        }
+        for id in inverse_groups(s, p, interner, g) {
+            if let Some(v) = single(&e.reqs, g.inverse[id].def.key) {
+                g.inverse[id].record(v, 1);
+            }
+        }
+    }
+}
+
+/// The classes in the order the solve takes them. Classes that force pods apart per host
+/// (required hostname anti-affinity against themselves) go first: the nodes they need exist
+/// either way, and every later pod can then fill their spare room instead of opening nodes
+/// of its own. The sort is stable, so everything else keeps Karpenter's queue order.
+fn queue_order(
+    mut order: Vec<usize>,
+    classes: &[Class],
+    pools: &[PoolC],
+    g: &Groups,
+    hostname: u32,
+) -> Vec<usize> {
+    let forces_nodes = |c: &Class| {
+        c.anti_affinity.iter().any(|&gi| {
+            g.groups[gi].def.key == hostname && g.groups[gi].matches(&c.namespace, &c.labels)
+        })
+    };
+    order.sort_by_key(|&ci| !forces_nodes(&classes[ci]));
+    interleave_by_shape(order, classes, pools, forces_nodes)
 }
 
 /// The first taint that keeps this pod off a node. PreferNoSchedule taints count too until

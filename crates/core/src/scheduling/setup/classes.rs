@@ -381,7 +381,12 @@ fn preferred_term_groups(
 
 /// The inverse groups the pod's required anti-affinity terms feed: where pods of other
 /// classes that those terms select must stay out.
-fn inverse_groups(s: &Snapshot, pod: &Pod, interner: &mut Interner, g: &mut Groups) -> Vec<usize> {
+pub(super) fn inverse_groups(
+    s: &Snapshot,
+    pod: &Pod,
+    interner: &mut Interner,
+    g: &mut Groups,
+) -> Vec<usize> {
     pod.pod_anti_affinity
         .iter()
         .map(|t| {
