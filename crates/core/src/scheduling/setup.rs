@@ -415,10 +415,9 @@ pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
     if let Some(c) = cache.as_deref_mut() {
         c.begin();
     }
-    let threads = s.nodes.len() >= NODES_WORTH_A_THREAD && !one_thread;
     // The nodes' order reads only the nodes; on a large cluster it is worked out on another
     // core while the resource names (every pod's requests) are gathered.
-    let (names, order) = if threads {
+    let (names, order) = if s.nodes.len() >= NODES_WORTH_A_THREAD && !one_thread {
         std::thread::scope(|scope| {
             let order = scope.spawn(|| NodeOrder::of(s));
             let names = compile::resource_names(s);
@@ -440,6 +439,7 @@ pub(crate) fn targets_with(s: &Snapshot, compile: Compile<'_>) -> Targets {
     };
     // Existing targets: initialized nodes first, then by name; in-flight claims after them.
     let mut made = Made::with_capacity(order.sorted.len());
+    // Counted on the live nodes alone, as the per-node work is.
     let threads = order.sorted.len() >= NODES_WORTH_A_THREAD && !one_thread;
     let mut existing = node_targets(
         s,
