@@ -6,9 +6,12 @@
 
 mod compatible;
 pub mod events;
+mod limits;
 pub mod metrics;
+mod snapshot;
+mod trigger;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -16,15 +19,13 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
 use nodewright_cloud::CloudProvider;
-use nodewright_core::cadence::{BatchWindow, Batcher, POD_REQUEUE};
-use nodewright_core::model::{InstanceType, Snapshot};
+use nodewright_core::cadence::BatchWindow;
+use nodewright_core::model::Snapshot;
 use nodewright_core::resources::Resources;
 use nodewright_core::scheduling::{self, Compile, NodeCache, Options, Plan, Target};
-use nodewright_core::time::Timestamp;
 use thiserror::Error;
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -37,6 +38,10 @@ use crate::metered::MeteredCloud;
 use crate::metrics::Metrics;
 use crate::state::{ClusterState, SharedState, convert, lock};
 use crate::write::{KubeWriter, WriteError};
+
+use limits::{pool_usage, smallest_capacity, within_limits};
+pub use snapshot::{instance_types, snapshot};
+pub use trigger::Trigger;
 
 /// The `reason` label of `karpenter_nodeclaims_created_total` for provisioning.
 pub const PROVISIONED: &str = "provisioned";
@@ -160,103 +165,6 @@ fn claim_of_target(
     state
         .claim_by_provider_id(&pid)
         .and_then(|c| c.metadata.name.clone())
-}
-
-/// The instance types of every NodePool, fetched once per node class.
-pub async fn instance_types(
-    cloud: &dyn CloudProvider,
-    pools: &[NodePool],
-    classes: &BTreeMap<String, EC2NodeClass>,
-) -> Result<BTreeMap<String, Arc<Vec<InstanceType>>>, nodewright_cloud::CloudError> {
-    // Pools of one class share its types, unless a pool brings its own kubelet settings.
-    type Key = (String, Option<String>);
-    let mut by_class: BTreeMap<Key, Arc<Vec<InstanceType>>> = BTreeMap::new();
-    let mut out = BTreeMap::new();
-    for np in pools {
-        let class_name = np.spec.template.spec.node_class_ref.name.clone();
-        let key = (
-            class_name.clone(),
-            crate::pool_kubelet::annotation(np).map(str::to_string),
-        );
-        let its = match by_class.get(&key) {
-            Some(its) => its.clone(),
-            None => {
-                let class = classes
-                    .get(&class_name)
-                    .map(|c| crate::pool_kubelet::class_for(c, Some(np)));
-                let its = cloud.instance_types(class.as_deref()).await?;
-                by_class.insert(key, its.clone());
-                its
-            }
-        };
-        out.insert(np.metadata.name.clone().unwrap_or_default(), its);
-    }
-    Ok(out)
-}
-
-/// Builds a fresh snapshot: NodePools, classes and instance types, then the index under one
-/// short lock.
-pub async fn snapshot(
-    state: &SharedState,
-    cloud: &dyn CloudProvider,
-    now: Timestamp,
-) -> Result<Snapshot, nodewright_cloud::CloudError> {
-    let (pools, classes): (Vec<NodePool>, BTreeMap<String, EC2NodeClass>) = {
-        let s = lock(state);
-        (
-            s.nodepools.values().cloned().collect(),
-            s.nodeclasses.clone(),
-        )
-    };
-    let its = instance_types(cloud, &pools, &classes).await?;
-    let (snap, problems) = lock(state).snapshot(now, its);
-    for p in problems.iter().take(10) {
-        warn!(problem = %p, "object left out of the snapshot");
-    }
-    Ok(snap)
-}
-
-/// Resources a pool's claims hold: launched claims by capacity, unlaunched ones by the
-/// smallest instance type they may become; plus the `nodes` count.
-fn pool_usage(snap: &Snapshot, pool: &str) -> Resources {
-    let mut used = Resources::new();
-    let its = snap.instance_types.get(pool);
-    let mut n = 0;
-    for c in snap.node_claims.iter().filter(|c| c.nodepool == pool) {
-        if c.deletion_timestamp.is_some() {
-            continue;
-        }
-        n += 1;
-        if !c.capacity.is_empty() {
-            used.add(&c.capacity);
-        } else if let Some(cap) = smallest_capacity(its.map(|v| v.as_slice()), &c.requirements) {
-            used.add(&cap);
-        }
-    }
-    used.set(nodewright_core::resources::NODES, n);
-    used
-}
-
-fn smallest_capacity(
-    its: Option<&[InstanceType]>,
-    reqs: &[nodewright_core::requirements::Requirement],
-) -> Option<Resources> {
-    let allowed: BTreeSet<&str> = reqs
-        .iter()
-        .filter(|r| r.key == nodewright_core::labels::INSTANCE_TYPE)
-        .flat_map(|r| r.values.iter().map(String::as_str))
-        .collect();
-    its?.iter()
-        .filter(|it| allowed.contains(it.name.as_str()))
-        .min_by_key(|it| it.capacity.get(nodewright_core::resources::CPU))
-        .map(|it| it.capacity.clone())
-}
-
-/// True when adding `add` to `used` stays within every explicit limit.
-fn within_limits(limits: &Resources, used: &Resources, add: &Resources) -> bool {
-    limits
-        .iter()
-        .all(|(k, limit)| used.get(k) + add.get(k) <= limit)
 }
 
 impl Provisioner {
@@ -569,7 +477,7 @@ impl Provisioner {
             Ok(p) => {
                 let now = self.clock.now();
                 for pod in &p.decided {
-                    if let Some(seen) = trigger.first_seen.remove(pod) {
+                    if let Some(seen) = trigger.decided(pod) {
                         self.metrics
                             .provisioner
                             .pod_scheduling_decision(now.since(seen).as_secs_f64());
@@ -610,108 +518,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// The longest the provisioner sleeps without a change: leadership it gained meanwhile is
 /// seen at least this soon.
 const IDLE_LOOK: Duration = Duration::from_secs(1);
-
-/// What wakes the provisioner: every provisionable pod triggers the batcher when first seen
-/// and again every [`POD_REQUEUE`](nodewright_core::cadence::POD_REQUEUE) while it
-/// stays pending.
-pub struct Trigger {
-    batcher: Batcher,
-    last_trigger: BTreeMap<String, Timestamp>,
-    /// When each pending pod was first seen, until its first scheduling decision
-    /// (`karpenter_pods_scheduling_decision_duration_seconds`).
-    first_seen: BTreeMap<String, Timestamp>,
-    /// The index's [`changes`](crate::state::ClusterState::changes) after the last walk over
-    /// the pending pods, and when the first of them is due again: until either moves, a walk
-    /// would find nothing to trigger. The walk looks every pending pod's key up three times,
-    /// ten times a second: 3% of the controller's CPU in a profile of the whole-loop
-    /// benchmark at 1,000 pods, and it grows with the pods.
-    walked: Option<(u64, Option<Timestamp>)>,
-    /// Walks made, for tests.
-    walks: u64,
-}
-
-impl Trigger {
-    pub fn new(window: BatchWindow) -> Self {
-        Trigger {
-            batcher: Batcher::new(window),
-            last_trigger: BTreeMap::new(),
-            first_seen: BTreeMap::new(),
-            walked: None,
-            walks: 0,
-        }
-    }
-
-    /// Triggers for the pending pods at `now`; true when a batch has closed. Walks the
-    /// index's pending set under its lock without copying it, and only when the index
-    /// changed or a pod's requeue came: this runs every tick.
-    pub fn due(&mut self, state: &SharedState, now: Timestamp) -> bool {
-        {
-            let mut s = lock(state);
-            if let Some((changes, next)) = self.walked
-                && changes == s.changes()
-                && next.is_none_or(|t| now < t)
-            {
-                drop(s);
-                return self.batcher.poll(now).is_some();
-            }
-            self.walks += 1;
-            let pending = s.pending();
-            self.last_trigger.retain(|k, _| pending.contains(k));
-            self.first_seen.retain(|k, _| pending.contains(k));
-            let mut seen = Vec::new();
-            for key in pending {
-                let due = self
-                    .last_trigger
-                    .get(key)
-                    .is_none_or(|t| now.since(*t) >= POD_REQUEUE);
-                if due {
-                    if !self.last_trigger.contains_key(key) && !self.first_seen.contains_key(key) {
-                        self.first_seen.insert(key.clone(), now);
-                        seen.push(key.clone());
-                    }
-                    self.batcher.trigger(now, key);
-                    self.last_trigger.insert(key.clone(), now);
-                }
-            }
-            // The state keeps when the provisioner first saw each pod, for the pod metrics.
-            for key in seen {
-                s.ack_pod(&key, now);
-            }
-            let next = self
-                .last_trigger
-                .values()
-                .min()
-                .map(|t| t.plus(POD_REQUEUE));
-            self.walked = Some((s.changes(), next));
-        }
-        self.batcher.poll(now).is_some()
-    }
-
-    /// How long a look at `now` may wait if the index does not change: until the open batch
-    /// closes or the first pending pod's requeue comes, and at most [`IDLE_LOOK`]; no wait
-    /// while a walk is owed (the pods were forgotten).
-    pub fn idle_wait(&self, now: Timestamp) -> Duration {
-        let Some((_, requeue)) = self.walked else {
-            return Duration::ZERO;
-        };
-        [self.batcher.deadline(), requeue]
-            .into_iter()
-            .flatten()
-            .map(|t| t.since(now))
-            .fold(IDLE_LOOK, Duration::min)
-    }
-
-    /// Forgets when pods last triggered, so all of them trigger again.
-    pub fn retry_all(&mut self) {
-        self.last_trigger.clear();
-        self.walked = None;
-    }
-
-    /// How many times [`Trigger::due`] walked the pending pods.
-    pub fn walks(&self) -> u64 {
-        self.walks
-    }
-}
 
 #[cfg(test)]
 mod tests;

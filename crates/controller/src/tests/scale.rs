@@ -207,12 +207,12 @@ async fn scheduling_decisions_and_instance_terminations_are_timed() {
     );
 }
 
-/// The provisioner's tick walks the pending pods only when the index changed or a pod's
-/// requeue came: an idle tick at 20,000 pending pods would otherwise compare every key, ten
-/// times a second. Skipping the walk must still close the batch, and a requeue still
-/// triggers again.
+/// The provisioner's tick looks only at the pods that changed since its last look and at the
+/// requeues that came: an idle tick at 20,000 pending pods would otherwise compare every key,
+/// ten times a second, and so would every tick after a pod was bound or a Node updated.
+/// Skipping the others must still close the batch, and a requeue still triggers again.
 #[tokio::test(start_paused = true)]
-async fn an_idle_tick_walks_no_pending_pods() {
+async fn a_tick_looks_only_at_the_pods_that_changed_or_came_due() {
     use std::time::Duration;
 
     use nodewright_core::cadence::{BatchWindow, POD_REQUEUE};
@@ -226,35 +226,66 @@ async fn an_idle_tick_walks_no_pending_pods() {
     let tick = Duration::from_millis(100);
     let mut trigger = Trigger::new(BatchWindow::default());
     assert!(!trigger.due(&h.state, h.clock.now()));
-    assert_eq!(trigger.walks(), 1);
+    assert_eq!(trigger.looked(), 1);
     let mut closed = false;
     for _ in 0..15 {
         tokio::time::advance(tick).await;
         closed |= trigger.due(&h.state, h.clock.now());
     }
-    assert!(closed, "the batch closes without a walk");
-    assert_eq!(trigger.walks(), 1, "nothing changed, nothing walked");
+    assert!(closed, "the batch closes without a look at any pod");
+    assert_eq!(trigger.looked(), 1, "nothing changed, nothing looked at");
+
+    // The index changes, but not its pending pods: a Node joins, the NodePool is edited.
+    let before = lock(&h.state).changes();
+    h.node_joins("node-a", "sim:///node-a");
+    h.edit_nodepool("default", |v| v["spec"]["weight"] = 7.into());
+    assert!(lock(&h.state).changes() > before);
+    for _ in 0..3 {
+        tokio::time::advance(tick).await;
+        trigger.due(&h.state, h.clock.now());
+    }
+    assert_eq!(trigger.looked(), 1, "no pod changed, nothing looked at");
 
     h.pending_pod("web-2", "1");
     tokio::time::advance(tick).await;
     trigger.due(&h.state, h.clock.now());
-    assert_eq!(trigger.walks(), 2, "a new pod is walked to");
+    assert_eq!(
+        trigger.looked(),
+        2,
+        "the new pod is looked at, not web-1 again"
+    );
 
     for _ in 0..15 {
         tokio::time::advance(tick).await;
         trigger.due(&h.state, h.clock.now());
     }
-    assert_eq!(trigger.walks(), 2);
+    assert_eq!(trigger.looked(), 2);
 
     // No pass ran, so both pods stay pending: each is due again POD_REQUEUE after it last
-    // triggered (web-1 at 0 s, web-2 at 1.6 s), walked to then and only then.
+    // triggered (web-1 at 0 s, web-2 at 1.9 s), looked at then and only then.
     let mut closed = false;
     for _ in 0..(POD_REQUEUE.as_millis() / tick.as_millis()) {
         tokio::time::advance(tick).await;
         closed |= trigger.due(&h.state, h.clock.now());
     }
     assert!(closed, "the requeues close a new batch");
-    assert_eq!(trigger.walks(), 4, "one walk at each pod's requeue");
+    assert_eq!(
+        trigger.looked(),
+        4,
+        "each pod looked at once, at its requeue"
+    );
+
+    // web-1 is bound: looked at once as it changes, then forgotten; only web-2 requeues.
+    h.bind("web-1", "node-a");
+    for _ in 0..(POD_REQUEUE.as_millis() / tick.as_millis()) {
+        tokio::time::advance(tick).await;
+        trigger.due(&h.state, h.clock.now());
+    }
+    assert_eq!(
+        trigger.looked(),
+        6,
+        "web-1 as it was bound, web-2 at its requeue"
+    );
 }
 
 /// Between looks the provisioner sleeps until the index changes or something it knows of
