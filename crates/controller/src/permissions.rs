@@ -80,8 +80,8 @@ pub const REQUIRED: &[Permission] = &[
     ),
     // write/kube.rs: `patch_nodeclass_status`.
     cluster("karpenter.k8s.aws", "ec2nodeclasses/status", &["patch"]),
-    // events.rs: a new series is created in the regarding object's namespace (`default` for
-    // cluster-scoped objects); repeats are folded into a patch of its count.
+    // events/writer.rs: a new series is created in the regarding object's namespace
+    // (`default` for cluster-scoped objects); repeats are folded into a patch of its count.
     cluster("", "events", &["create", "patch"]),
     // leader.rs: `KubeLeaseStore` reads the lease, creates it when absent and replaces it
     // (PUT with the last resourceVersion) to acquire and renew.

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod gauges;
 pub mod heartbeat;
 pub mod metrics;
+mod nominations;
 pub mod object;
 pub mod pod;
 pub mod registration;
@@ -24,14 +25,12 @@ use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
-use nodewright_core::resources::Resources;
-use nodewright_core::time::Timestamp;
 use tokio::sync::Notify;
 
 use changes::ChangeLog;
+pub use nominations::{NOMINATION_WINDOW, Nomination, PodScheduling};
 pub use object::{Kind, Object, key_of};
-pub use pod::PodRecord;
-use pod::PodUsage;
+pub use pod::{NodeUsage, PodRecord};
 pub use snapshot::pending_pods;
 
 /// One change, in the shape kube-runtime's watcher reports it.
@@ -104,21 +103,6 @@ pub struct ClusterState {
     changed: Arc<Notify>,
 }
 
-/// When the provisioner first saw a pod pending, first decided on it, and first found it room,
-/// as upstream's cluster state keeps them (pod acks and scheduling decisions) for the pod
-/// metrics: `karpenter_pods_provisioning_*` count from the last, and
-/// `_scheduling_undecided_time_seconds` from the first until the second.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct PodScheduling {
-    pub acked: Option<Timestamp>,
-    pub decided: Option<Timestamp>,
-    pub schedulable: Option<Timestamp>,
-}
-
-/// How long a nomination outlives its claim's initialization: upstream's
-/// max(2 × BATCH_MAX_DURATION, 10 s) with the default batch window.
-pub const NOMINATION_WINDOW: std::time::Duration = std::time::Duration::from_secs(20);
-
 /// An object on its way into the index: a pod already reduced to its record, so a relist
 /// buffers records rather than whole pods.
 #[derive(Clone, Debug)]
@@ -147,47 +131,6 @@ impl Entry {
             Entry::Other(o) => o.kind(),
         }
     }
-}
-
-/// Resource sums of the running (not finished) pods bound to one node.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeUsage {
-    pub requests: Resources,
-    pub limits: Resources,
-    /// Requests and limits of the pods a DaemonSet owns.
-    pub daemon_requests: Resources,
-    pub daemon_limits: Resources,
-    /// Pods counted, so an emptied entry can be dropped.
-    pods: usize,
-}
-
-impl NodeUsage {
-    fn add(&mut self, u: &PodUsage) {
-        self.requests.add(&u.requests);
-        self.limits.add(&u.limits);
-        if u.daemon {
-            self.daemon_requests.add(&u.requests);
-            self.daemon_limits.add(&u.limits);
-        }
-        self.pods += 1;
-    }
-
-    fn sub(&mut self, u: &PodUsage) {
-        self.requests.sub(&u.requests);
-        self.limits.sub(&u.limits);
-        if u.daemon {
-            self.daemon_requests.sub(&u.requests);
-            self.daemon_limits.sub(&u.limits);
-        }
-        self.pods -= 1;
-    }
-}
-
-/// A pending pod placed on a claim by the provisioner.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Nomination {
-    pub nodeclaim: String,
-    pub at: Timestamp,
 }
 
 /// The kinds whose status conditions are metered (`state::conditions`).
@@ -507,83 +450,6 @@ impl ClusterState {
             .get(name)
             .map(|c| &**c)
             .or_else(|| self.in_flight.get(name))
-    }
-
-    /// Records that the provisioner first saw the pending pod `pod` at `now` (kept if it saw
-    /// it earlier).
-    pub fn ack_pod(&mut self, pod: &str, now: Timestamp) {
-        if self.pods.contains_key(pod) {
-            let s = self.pod_scheduling.entry(pod.to_string()).or_default();
-            s.acked.get_or_insert(now);
-        }
-    }
-
-    /// Records a provisioning pass's decision on `pod` at `now`: whether the solve found it
-    /// room. The first decision and the first room found are kept; a pod found no room loses
-    /// the room it had, as upstream forgets a pod's schedulable time when it errors.
-    pub fn mark_scheduling_decision(&mut self, pod: &str, placed: bool, now: Timestamp) {
-        if !self.pods.contains_key(pod) {
-            return;
-        }
-        let s = self.pod_scheduling.entry(pod.to_string()).or_default();
-        s.decided.get_or_insert(now);
-        if placed {
-            s.schedulable.get_or_insert(now);
-        } else {
-            s.schedulable = None;
-        }
-    }
-
-    /// What the provisioner made of `pod` so far.
-    pub fn pod_scheduling(&self, pod: &str) -> PodScheduling {
-        self.pod_scheduling.get(pod).copied().unwrap_or_default()
-    }
-
-    /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
-    /// `now`, so later batches leave it there instead of launching for it again.
-    pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
-        self.changed();
-        self.nominations.insert(
-            pod.to_string(),
-            Nomination {
-                nodeclaim: nodeclaim.to_string(),
-                at: now,
-            },
-        );
-    }
-
-    /// The claim `pod` is nominated to at `now`, while the nomination holds: the claim exists
-    /// and is not being deleted, and it is either still in flight (not initialized) or the
-    /// nomination (or the claim's initialization) is younger than [`NOMINATION_WINDOW`]. After
-    /// that the pod, if still pending, is the provisioner's again: kube-scheduler had its
-    /// chance on the new node.
-    pub fn nominated_claim(&self, pod: &str, now: Timestamp) -> Option<&NodeClaim> {
-        let n = self.nominations.get(pod)?;
-        let claim = self.claim_named(&n.nodeclaim)?;
-        if claim.metadata.deletion_timestamp.is_some() {
-            return None;
-        }
-        let conds = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.clone())
-            .unwrap_or_default();
-        let Some(init) = crate::conditions::find(&conds, crate::conditions::INITIALIZED)
-            .filter(|c| c.status == "True")
-        else {
-            return Some(claim);
-        };
-        let initialized_at = init
-            .last_transition_time
-            .as_deref()
-            .and_then(crate::clock::parse_rfc3339)
-            .unwrap_or(n.at);
-        let since = if initialized_at > n.at {
-            initialized_at
-        } else {
-            n.at
-        };
-        (now.since(since) < NOMINATION_WINDOW).then_some(claim)
     }
 
     /// A counter that moves whenever an object is applied (but for a Node's heartbeat and a

@@ -8,17 +8,18 @@
 
 pub mod events;
 pub mod metrics;
+mod pods;
+mod taint;
 pub mod volumes;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Taint as ApiTaint, Toleration};
+use k8s_openapi::api::core::v1::Node;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::CloudProvider;
 use nodewright_core::time::Timestamp;
-use nodewright_core::time::parse_go_duration;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -34,16 +35,12 @@ use crate::metrics::Metrics;
 use crate::state::{PodRecord, SharedState, lock};
 use crate::write::claim_status::write_status;
 use crate::write::{Eviction, KubeWriter, NodePatch, WriteError};
-use nodewright_core::taints::DISRUPTED_TAINT;
-
-/// Pods stuck terminating longer than this are no longer waited for.
-const STUCK_TERMINATING: Duration = Duration::from_secs(60);
+use pods::do_not_disrupt;
+pub use pods::{drain_group, forced_grace, tolerates_disrupted, waits_for};
+pub use taint::with_disrupted_taint;
 
 /// Eviction requests one drain pass keeps in flight at once.
 const EVICTIONS_IN_FLIGHT: usize = 100;
-
-/// A pod's own grace period when its spec does not say (the API server's default).
-const DEFAULT_POD_GRACE_SECONDS: i64 = 30;
 
 /// Where a node's termination stands after one pass.
 #[derive(Clone, Debug, PartialEq)]
@@ -78,106 +75,6 @@ pub struct Termination {
     /// While this is false the loop does nothing: its writes would be refused anyway, and its
     /// cloud calls (launching, terminating) must come from the lease holder alone.
     leader: Option<watch::Receiver<bool>>,
-}
-
-/// The grace period to delete `p` with at `now`, when the node's `deadline` no longer leaves
-/// room for the pod's own: the time left until the deadline, at least 1 s. `None` while the
-/// pod's own grace period still ends before the deadline.
-pub fn forced_grace(p: &PodRecord, now: Timestamp, deadline: Timestamp) -> Option<i64> {
-    let own = p.grace_seconds.unwrap_or(DEFAULT_POD_GRACE_SECONDS);
-    let left = if deadline > now {
-        i64::try_from(deadline.since(now).as_secs()).unwrap_or(i64::MAX)
-    } else {
-        0
-    };
-    (left <= own).then_some(left.max(1))
-}
-
-fn disrupted_taint() -> ApiTaint {
-    ApiTaint {
-        key: DISRUPTED_TAINT.into(),
-        value: None,
-        effect: "NoSchedule".into(),
-        time_added: None,
-    }
-}
-
-/// A node's taints with `karpenter.sh/disrupted:NoSchedule` put `on` or taken off, or `None`
-/// when they already are as asked (nothing to write). As upstream, the taint is matched by key
-/// and effect: a `karpenter.sh/disrupted` taint of another effect is someone else's and stays.
-pub fn with_disrupted_taint(taints: &[ApiTaint], on: bool) -> Option<Vec<ApiTaint>> {
-    let ours = |t: &ApiTaint| t.key == DISRUPTED_TAINT && t.effect == "NoSchedule";
-    if taints.iter().any(ours) == on {
-        return None;
-    }
-    let mut next: Vec<ApiTaint> = taints.iter().filter(|t| !ours(t)).cloned().collect();
-    if on {
-        next.push(disrupted_taint());
-    }
-    Some(next)
-}
-
-fn is_critical(p: &PodRecord) -> bool {
-    matches!(
-        p.priority_class_name.as_deref(),
-        Some("system-cluster-critical" | "system-node-critical")
-    )
-}
-
-/// Whether one of a pod's `tolerations` lets it stay on a node tainted
-/// `karpenter.sh/disrupted:NoSchedule` (the index records the answer, [`PodRecord`]).
-pub fn tolerates_disrupted(tolerations: &[Toleration]) -> bool {
-    tolerations.iter().any(|t| {
-        let key_ok = t
-            .key
-            .as_deref()
-            .is_none_or(|k| k.is_empty() || k == DISRUPTED_TAINT);
-        let op_exists = t.operator.as_deref() == Some("Exists");
-        let effect_ok = t
-            .effect
-            .as_deref()
-            .is_none_or(|e| e.is_empty() || e == "NoSchedule");
-        key_ok && effect_ok && (op_exists || t.key.as_deref() == Some(DISRUPTED_TAINT))
-    })
-}
-
-/// A pod with an active `karpenter.sh/do-not-disrupt` (`"true"`, or a duration the pod has not
-/// yet run since it started): upstream's drain waits for it but never evicts it, so only the
-/// node's termination deadline, when it has one, removes it.
-fn do_not_disrupt(p: &PodRecord, now: Timestamp) -> bool {
-    let Some(value) = p.do_not_disrupt.as_deref() else {
-        return false;
-    };
-    if value == "true" {
-        return true;
-    }
-    let Some(d) = parse_go_duration(value).filter(|d| !d.is_zero()) else {
-        return false;
-    };
-    p.started.or(p.created).is_some_and(|t| t.plus(d) > now)
-}
-
-/// Upstream's drain priority: non-critical non-daemonset, non-critical daemonset, critical
-/// non-daemonset, critical daemonset.
-pub fn drain_group(p: &PodRecord) -> u8 {
-    match (is_critical(p), p.owned_by("DaemonSet")) {
-        (false, false) => 0,
-        (false, true) => 1,
-        (true, false) => 2,
-        (true, true) => 3,
-    }
-}
-
-/// Pods the drain must see gone: not terminal, not tolerating the disrupted taint, not mirror
-/// pods, not stuck terminating.
-pub fn waits_for(p: &PodRecord, now: Timestamp) -> bool {
-    if p.finished() || p.tolerates_disrupted || p.owned_by("Node") || p.mirror {
-        return false;
-    }
-    match p.deleted {
-        Some(t) => now.since(t) < STUCK_TERMINATING,
-        None => true,
-    }
 }
 
 fn pod_ref(p: &PodRecord) -> ObjectRef {

@@ -407,7 +407,7 @@ fn kube_api_calls_live_only_in_audited_files() {
         "watch.rs",
         "write/kube.rs",
         "leader.rs",
-        "events.rs",
+        "events/writer.rs",
         "webhook/inject.rs",
         "webhook/secret.rs",
     ];

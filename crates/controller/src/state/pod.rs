@@ -84,6 +84,40 @@ pub struct PodUsage {
     pub daemon: bool,
 }
 
+/// Resource sums of the running (not finished) pods bound to one node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeUsage {
+    pub requests: Resources,
+    pub limits: Resources,
+    /// Requests and limits of the pods a DaemonSet owns.
+    pub daemon_requests: Resources,
+    pub daemon_limits: Resources,
+    /// Pods counted, so an emptied entry can be dropped.
+    pub(super) pods: usize,
+}
+
+impl NodeUsage {
+    pub(super) fn add(&mut self, u: &PodUsage) {
+        self.requests.add(&u.requests);
+        self.limits.add(&u.limits);
+        if u.daemon {
+            self.daemon_requests.add(&u.requests);
+            self.daemon_limits.add(&u.limits);
+        }
+        self.pods += 1;
+    }
+
+    pub(super) fn sub(&mut self, u: &PodUsage) {
+        self.requests.sub(&u.requests);
+        self.limits.sub(&u.limits);
+        if u.daemon {
+            self.daemon_requests.sub(&u.requests);
+            self.daemon_limits.sub(&u.limits);
+        }
+        self.pods -= 1;
+    }
+}
+
 /// The values the API server writes most, kept without an allocation of their own.
 fn known(s: &str) -> Cow<'static, str> {
     const KNOWN: [&str; 9] = [

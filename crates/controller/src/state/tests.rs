@@ -1,3 +1,4 @@
+use nodewright_core::time::Timestamp;
 use nodewright_testkit::json::merge;
 use nodewright_testkit::k8s;
 use serde_json::json;
