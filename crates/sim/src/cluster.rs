@@ -1,14 +1,14 @@
 //! The simulated cluster: NodePools, NodeClaims with their instances and nodes, pods, and the
-//! controllers (Deployments, StatefulSets, bare pods) that keep replicas alive.
+//! controllers (Deployments, StatefulSets, bare pods) that keep replicas alive (`replicas`);
+//! the snapshots the engine's decisions see are built in `view`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use nodewright_core::disruption::InFlight;
 use nodewright_core::labels;
 use nodewright_core::model::{
-    CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolume,
-    PersistentVolumeClaim, Pod, PodPhase, Snapshot, StorageClass,
+    CapacityType, DaemonSet, InstanceType, Node, NodeClaim, NodePool, PersistentVolume,
+    PersistentVolumeClaim, Pod, PodPhase, StorageClass,
 };
 use nodewright_core::requirements::Operator;
 use nodewright_core::resources::Resources;
@@ -476,99 +476,6 @@ impl Cluster {
         self.free.cpu()
     }
 
-    /// The snapshot a decision at `now` sees: live claims and Ready nodes, every pod, and the
-    /// catalog with offerings still inside their ICE window marked unavailable. Built from
-    /// scratch; [`Cluster::view`] gives the same snapshot without copying what did not change.
-    pub fn snapshot(&self, now: Timestamp) -> Snapshot {
-        let mut s = Snapshot {
-            nodes: self
-                .claims
-                .iter()
-                .filter_map(|(k, c)| snapshot_node(k, c, &self.versions))
-                .collect(),
-            node_claims: self
-                .claims
-                .values()
-                .filter(|c| c.is_live())
-                .map(|c| c.claim.clone())
-                .collect(),
-            pods: self.pods.values().cloned().collect(),
-            ..Snapshot::default()
-        };
-        self.fill_rest(&mut s, now);
-        s
-    }
-
-    /// The same snapshot as [`Cluster::snapshot`], kept by the cluster: only the pods and
-    /// claims that changed since the last call are copied again.
-    pub fn view(&mut self, now: Timestamp) -> &Snapshot {
-        self.view_stamped(now).1
-    }
-
-    /// [`Cluster::view`] with its [`Cluster::view_generation`].
-    pub fn view_stamped(&mut self, now: Timestamp) -> (u64, &Snapshot) {
-        let mut m = std::mem::take(&mut self.maintained);
-        m.sync(&self.pods, &self.claims, &self.versions);
-        let mut rest = Snapshot {
-            namespaces: m.snapshot().namespaces.clone(),
-            ..Snapshot::default()
-        };
-        self.fill_rest(&mut rest, now);
-        m.set_rest(rest);
-        self.maintained = m;
-        (self.maintained.generation, self.maintained.snapshot())
-    }
-
-    /// [`Cluster::view_stamped`] as the running commands `held` leave it ([`InFlight::view`]),
-    /// applied to the kept snapshot in place instead of copied; the next view puts it back.
-    pub fn view_held(&mut self, now: Timestamp, held: &InFlight) -> (u64, &Snapshot) {
-        self.view_stamped(now);
-        let m = &mut self.maintained;
-        if !held.is_empty() {
-            m.applied = Some(held.apply_reversibly(m.snapshot_mut()));
-        }
-        (m.generation, m.snapshot())
-    }
-
-    /// The last view ([`Cluster::view_stamped`] or [`Cluster::view_held`]) as it was left.
-    pub fn last_view(&self) -> &Snapshot {
-        self.maintained.snapshot()
-    }
-
-    /// Runs `work` over the last view on another thread while the caller goes on. The view
-    /// is not changed until `work` ends: the next view waits for it first (a copy of the
-    /// cluster copies the view instead, if `work` still reads it).
-    pub fn beside_view(&mut self, work: impl FnOnce(&Snapshot) + Send + 'static) {
-        self.maintained.beside(work);
-    }
-
-    /// Changes whenever the last [`Cluster::view`] may differ from the one before it in
-    /// anything but its time: two views of one generation are the same snapshot at two
-    /// instants, so a decision that does not read the clock gives the same answer on both.
-    pub fn view_generation(&self) -> u64 {
-        self.maintained.generation
-    }
-
-    /// Everything of the snapshot but the pods, Nodes and NodeClaims: small lists, built anew.
-    fn fill_rest(&self, s: &mut Snapshot, now: Timestamp) {
-        let mut instance_types = self.catalog.clone();
-        if self.cloud.any_unavailable(now) {
-            for list in instance_types.values_mut() {
-                let mut types = (**list).clone();
-                self.cloud.mark_offerings(&mut types, now);
-                *list = Arc::new(types);
-            }
-        }
-        s.now = now;
-        s.nodepools = self.nodepools.clone();
-        s.instance_types = instance_types;
-        s.daemonsets = self.daemonsets.clone();
-        s.pdbs = self.pdbs.values().map(|b| b.observed(self)).collect();
-        s.persistent_volume_claims = self.pvcs.values().cloned().collect();
-        s.persistent_volumes = self.pvs.values().cloned().collect();
-        s.storage_classes = self.storage_classes.values().cloned().collect();
-    }
-
     /// Records a pod bind or unbind on the node's claim, for `consolidateAfter`.
     pub fn touch(&mut self, node: &str, now: Timestamp) {
         let owns = |c: &SimClaim| c.is_live() && c.claim.node_name.as_deref() == Some(node);
@@ -637,164 +544,6 @@ impl Cluster {
         }
         Some(Arc::unwrap_or_clone(p))
     }
-
-    /// Creates and deletes pods so every workload has its replica count. Returns the keys of
-    /// created and deleted pods.
-    pub fn reconcile(&mut self, now: Timestamp) -> (Vec<String>, Vec<String>) {
-        let mut created = Vec::new();
-        let mut deleted = Vec::new();
-        let keys: Vec<(String, String)> = self.workloads.keys().cloned().collect();
-        // How many pods each (namespace, controller name) controls, terminating ones apart,
-        // from the ledger; their keys only for workloads that own too many (building one per
-        // pod of every workload each time cost more than the rest of the pass).
-        self.sync_ledger();
-        // A ReplicaSet replaces a terminating pod at once; a StatefulSet waits for it to be
-        // gone, since the replacement takes its name.
-        let counts_terminating = |w: &Workload| w.kind == WorkloadKind::StatefulSet;
-        let mut owned_by: BTreeMap<(String, String), (usize, Vec<String>)> = BTreeMap::new();
-        let mut excess: FastMap<(&str, &str), bool> = FastMap::default();
-        for key in &keys {
-            let w = &self.workloads[key];
-            let (all, live) = self.ledger.controlled(key);
-            let count = if counts_terminating(w) { all } else { live };
-            if count > w.wanted() as usize {
-                excess.insert((key.0.as_str(), key.1.as_str()), counts_terminating(w));
-            }
-            owned_by.insert(key.clone(), (count, Vec::new()));
-        }
-        if !excess.is_empty() {
-            for p in self.pods.values() {
-                let Some(o) = p.owner.as_ref().filter(|o| o.controller) else {
-                    continue;
-                };
-                let owner = (p.namespace.as_str(), o.name.as_str());
-                if let Some(&terminating_too) = excess.get(&owner)
-                    && (terminating_too || p.deletion_timestamp.is_none())
-                {
-                    let k = (owner.0.to_string(), owner.1.to_string());
-                    if let Some(e) = owned_by.get_mut(&k) {
-                        e.1.push(p.key());
-                    }
-                }
-            }
-        }
-        for key in keys {
-            let w = &self.workloads[&key];
-            // A bare pod has no controller: it is made once, and once gone it stays gone.
-            if w.kind == WorkloadKind::Pod && w.next_ordinal > 0 {
-                continue;
-            }
-            let (count, owned) = owned_by.remove(&key).unwrap_or_default();
-            let want = w.wanted() as usize;
-            if count > want {
-                let excess = count - want;
-                for victim in self.scale_down_order(w, owned).into_iter().take(excess) {
-                    self.remove_pod(&victim, now);
-                    deleted.push(victim);
-                }
-            } else {
-                for _ in count..want {
-                    let pod = self.new_replica(&key, now);
-                    let templates = &self.workloads[&key].claim_templates;
-                    if !templates.is_empty() {
-                        let templates = templates.clone();
-                        volumes::ensure_claims(self, &key.0, &templates, &pod.name);
-                    }
-                    created.push(pod.key());
-                    self.insert_pod(pod);
-                    self.changes += 1;
-                }
-            }
-        }
-        (created, deleted)
-    }
-
-    /// Kubernetes' ReplicaSet scale-down preference: unbound pods first, then pods sharing a
-    /// node with more replicas, then the newest; StatefulSets remove the highest ordinals.
-    fn scale_down_order(&self, w: &Workload, owned: Vec<String>) -> Vec<String> {
-        let mut pods: Vec<&Pod> = owned
-            .iter()
-            .filter_map(|k| self.pods.get(k).map(Arc::as_ref))
-            .collect();
-        if w.kind == WorkloadKind::StatefulSet {
-            pods.sort_by(|a, b| {
-                b.creation_timestamp
-                    .cmp(&a.creation_timestamp)
-                    .then(b.name.cmp(&a.name))
-            });
-            return pods.into_iter().map(|p| p.key()).collect();
-        }
-        let mut colocated: BTreeMap<&str, usize> = BTreeMap::new();
-        for p in &pods {
-            if let Some(n) = &p.node_name {
-                *colocated.entry(n.as_str()).or_default() += 1;
-            }
-        }
-        pods.sort_by(|a, b| {
-            let rank = |p: &Pod| {
-                (
-                    p.node_name.is_some(),
-                    std::cmp::Reverse(p.node_name.as_deref().map_or(0, |n| colocated[n])),
-                    std::cmp::Reverse(p.creation_timestamp),
-                )
-            };
-            rank(a).cmp(&rank(b)).then_with(|| b.name.cmp(&a.name))
-        });
-        pods.into_iter().map(|p| p.key()).collect()
-    }
-
-    fn new_replica(&mut self, key: &(String, String), now: Timestamp) -> Pod {
-        let w = self.workloads.get_mut(key).expect("workload exists");
-        let name = match w.kind {
-            WorkloadKind::StatefulSet => {
-                let ordinal = (0..)
-                    .find(|i| {
-                        !self
-                            .pods
-                            .contains_key(&format!("{}/{}-{i}", w.namespace, w.name))
-                    })
-                    .unwrap_or(0);
-                format!("{}-{ordinal}", w.name)
-            }
-            WorkloadKind::Pod => {
-                w.next_ordinal = 1;
-                w.name.clone()
-            }
-            WorkloadKind::Deployment | WorkloadKind::Job => {
-                w.next_ordinal += 1;
-                format!("{}-{:05}", w.name, w.next_ordinal)
-            }
-        };
-        let mut pod = w.template.clone();
-        pod.namespace = w.namespace.clone();
-        pod.name = name.clone();
-        pod.volume_claims.extend(
-            w.claim_templates
-                .iter()
-                .map(|t| volumes::claim_name(t, &name)),
-        );
-        pod.uid = format!("{}/{}", w.namespace, name);
-        pod.owner = Some(OwnerRef {
-            kind: match w.kind {
-                WorkloadKind::Deployment => "ReplicaSet",
-                WorkloadKind::StatefulSet => "StatefulSet",
-                WorkloadKind::Pod => "Scenario",
-                WorkloadKind::Job => "Job",
-            }
-            .to_string(),
-            name: w.name.clone(),
-            controller: w.kind != WorkloadKind::Pod,
-        });
-        if w.kind == WorkloadKind::Pod {
-            pod.owner = None;
-        }
-        pod.node_name = None;
-        pod.phase = PodPhase::Pending;
-        pod.creation_timestamp = now;
-        pod.start_time = None;
-        pod.ready = false;
-        pod
-    }
 }
 
 /// The labels a node of `it` launched in `zone` as `capacity_type` for `pool` carries.
@@ -832,5 +581,7 @@ mod beside;
 mod free;
 mod ledger;
 mod maintained;
+mod replicas;
 #[cfg(test)]
 mod tests;
+mod view;
