@@ -9,114 +9,50 @@
 
 pub mod batch;
 pub mod claim;
+mod claim_launch;
+mod described;
+mod errors;
 pub mod failures;
 pub mod fleet;
 pub mod resolved;
+mod state;
 pub mod template;
 pub(crate) mod userdata;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_aws_model::AmiFamily;
-use nodewright_aws_model::ice::{FleetError, SPOT_ROLE_MISSING_CODE, UnavailableOfferings};
-use nodewright_aws_model::launch::{
-    FleetOverride, FleetRequest, LaunchError, LaunchInput, few_types_on_demand_fallback,
-    plan_launch, usable_offering,
-};
-use nodewright_aws_model::placement::{LaunchPlacement, Strategy};
-use nodewright_aws_model::reservations::{self, ReservationLedger};
-use nodewright_aws_model::resources::EFA;
-use nodewright_aws_model::subnets::{Deduction, InflightAddresses, SubnetInfo};
-use nodewright_cloud::{CloudError, Instance, InstanceState, Launched};
-use nodewright_core::labels::{self, aws};
+use nodewright_aws_model::ice::{FleetError, SPOT_ROLE_MISSING_CODE};
+use nodewright_aws_model::launch::{FleetOverride, FleetRequest, LaunchError, plan_launch};
+use nodewright_aws_model::subnets::{Deduction, SubnetInfo};
+use nodewright_cloud::{CloudError, Instance, Launched};
+use nodewright_core::labels::aws;
 use nodewright_core::model::{CapacityType, InstanceType};
-use nodewright_core::requirements::{Operator, Requirement};
-use nodewright_core::resources::Resources;
-use nodewright_core::taints::Taint;
 use nodewright_core::time::Timestamp;
 
-use crate::AwsClients;
 use crate::cloud::{AwsCloud, now};
 use crate::error::AwsError;
 use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
-use nodewright_aws_model::class_input::node_class_input;
 
 pub use batch::BatchingFleet;
+use claim_launch::ClaimLaunch;
+pub(crate) use described::ami_serves;
+use described::{describe, launched};
+use errors::{
+    insufficient, is_missing_template, is_stale_resolution, matching_override, not_ready_reason,
+    note_failed, nothing_launched,
+};
 pub use failures::FailureKind;
 pub use fleet::{FleetApi, FleetCall, FleetFailure, FleetInstance, FleetOutcome, SdkFleet};
+pub use state::LaunchState;
 pub use template::{TemplateCache, TemplateSpec};
 pub use userdata::ClusterInfo;
 
 /// At most this many CreateFleet calls per launch; each one after the first follows capacity
 /// errors that removed at least one offering.
 const MAX_ATTEMPTS: usize = 8;
-
-/// What launches share across calls: the template cache, the unavailable-offerings cache, the
-/// CreateFleet implementation and how nodes reach the cluster.
-pub struct LaunchState {
-    pub templates: TemplateCache,
-    pub resolved: resolved::ResolvedCache,
-    hydrated: std::sync::atomic::AtomicBool,
-    unavailable: Mutex<UnavailableOfferings>,
-    reservations: Mutex<ReservationLedger>,
-    addresses: Mutex<InflightAddresses>,
-    fleet: Arc<dyn FleetApi>,
-    cluster: crate::cluster::ClusterFacts,
-    /// When this process began launching: a claim created before may already have an
-    /// instance from the process before it.
-    started: Timestamp,
-}
-
-impl LaunchState {
-    /// Launch state whose batched CreateFleet calls are reported to `observer`.
-    /// Resolved node classes are reused for `resolve_every`.
-    pub fn new(
-        clients: &AwsClients,
-        observer: &crate::observe::Observer,
-        resolve_every: std::time::Duration,
-    ) -> Self {
-        LaunchState {
-            templates: TemplateCache::default(),
-            resolved: resolved::ResolvedCache::new(resolve_every),
-            hydrated: std::sync::atomic::AtomicBool::new(false),
-            started: now(),
-            unavailable: Mutex::new(UnavailableOfferings::new()),
-            reservations: Mutex::new(ReservationLedger::new()),
-            addresses: Mutex::new(InflightAddresses::new()),
-            fleet: Arc::new(
-                BatchingFleet::new(Arc::new(SdkFleet::new(clients.clone())), clients.clone())
-                    .observed_by(observer.clone()),
-            ),
-            cluster: Default::default(),
-        }
-    }
-
-    /// The unavailable-offerings cache (also for marking offerings from interruption events
-    /// and for applying availability to listed instance types).
-    pub fn unavailable(&self) -> MutexGuard<'_, UnavailableOfferings> {
-        self.unavailable.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Free instances per capacity reservation: EC2's last count, adjusted by launches and
-    /// refusals since.
-    pub fn reservations(&self) -> MutexGuard<'_, ReservationLedger> {
-        self.reservations.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Free addresses per subnet: the last DescribeSubnets count less what launches since are
-    /// predicted to have taken.
-    pub fn addresses(&self) -> MutexGuard<'_, InflightAddresses> {
-        self.addresses.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// How nodes reach the cluster, as currently known.
-    pub fn cluster(&self) -> ClusterInfo {
-        self.cluster.current()
-    }
-}
 
 impl AwsCloud {
     /// The same provider with CreateFleet sent through `fleet` (as is: wrap it in a
@@ -557,189 +493,6 @@ impl AwsCloud {
     }
 }
 
-/// What one claim's CreateFleet attempts share: the claim and its class, read once.
-struct ClaimLaunch<'a> {
-    claim: &'a NodeClaim,
-    class: &'a EC2NodeClass,
-    resolved: &'a ResolvedNodeClass,
-    cluster_name: &'a str,
-    name: String,
-    class_name: String,
-    nodepool: String,
-    family: AmiFamily,
-    /// The class's instance types, before any attempt restricts them.
-    types: Vec<InstanceType>,
-    reqs: Vec<Requirement>,
-    requests: Resources,
-    /// The taints the node registers with (claim taints, startup taints, unregistered).
-    taints: Vec<Taint>,
-    placement: LaunchPlacement,
-    /// The placement group (and partition) capacity errors are cached for, if any.
-    ice_scope: Option<String>,
-    spread_group: Option<String>,
-    efa: bool,
-}
-
-impl<'a> ClaimLaunch<'a> {
-    /// Reads the claim's requirements, requests and taints and the class's AMI family; any
-    /// that cannot be read fails the launch before AWS is asked anything.
-    fn new(
-        claim: &'a NodeClaim,
-        class: &'a EC2NodeClass,
-        resolved: &'a ResolvedNodeClass,
-        types: Vec<InstanceType>,
-        cluster_name: &'a str,
-    ) -> Result<Self, CloudError> {
-        let reqs = claim::requirements(claim)?;
-        // Tenancy, placement group and partition are the claim's, not per instance type.
-        let placement = LaunchPlacement::new(&reqs, resolved.placement_group.as_ref());
-        // A spread group's per-zone limit closes the whole zone for the group, not one type.
-        let spread_group = resolved
-            .placement_group
-            .as_ref()
-            .filter(|g| g.strategy == Strategy::Spread)
-            .map(|g| g.id.clone());
-        let requests = claim::requests(claim)?;
-        let (taints, startup_taints) = claim::taints(claim)?;
-        let family = node_class_input(class)
-            .map_err(crate::cloud::AwsCloudError::from)?
-            .ami_family;
-        let nodepool = claim
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::NODEPOOL))
-            .cloned()
-            .unwrap_or_default();
-        Ok(ClaimLaunch {
-            claim,
-            class,
-            resolved,
-            cluster_name,
-            name: claim::name(claim).to_string(),
-            class_name: class.metadata.name.clone().unwrap_or_default(),
-            nodepool,
-            family,
-            types,
-            ice_scope: placement.ice_scope(),
-            taints: nodewright_aws_model::userdata::registration_taints(&taints, &startup_taints),
-            placement,
-            spread_group,
-            // Upstream attaches EFA interfaces only to claims that ask for EFA.
-            efa: requests.get(EFA) > 0,
-            reqs,
-            requests,
-        })
-    }
-
-    /// What every launch template of this claim shares, for joining `cluster`.
-    fn base<'b>(&'b self, cluster: &'b ClusterInfo) -> userdata::BaseConfig<'b> {
-        userdata::BaseConfig {
-            class: self.class,
-            resolved: self.resolved,
-            family: self.family,
-            cluster_name: self.cluster_name,
-            cluster,
-            node_labels: claim::node_labels(self.claim, &self.reqs),
-            taints: self.taints.clone(),
-            placement: self.placement.clone(),
-        }
-    }
-
-    /// The planner's input for one attempt over `types` and the `subnets` chosen per zone.
-    fn input(&self, types: &[InstanceType], subnets: BTreeMap<String, String>) -> LaunchInput {
-        let mut input = LaunchInput {
-            nodeclaim: self.name.clone(),
-            nodepool: self.nodepool.clone(),
-            nodeclass: self.class_name.clone(),
-            cluster_name: self.cluster_name.to_string(),
-            instance_types: types.to_vec(),
-            requirements: self.reqs.clone(),
-            requests: self.requests.clone(),
-            subnets,
-            user_tags: self.class.spec.tags.clone().unwrap_or_default(),
-            node_name: self.claim.status.as_ref().and_then(|s| s.node_name.clone()),
-        };
-        // One launch uses one kind of reservation (and one capacity block).
-        let mut narrowed = input.instance_types.clone();
-        reservations::narrow_reserved_for_launch(
-            &mut narrowed,
-            &self.resolved.capacity_reservations,
-            |it, o| usable_offering(&input, it, o),
-        );
-        input.instance_types = narrowed;
-        input
-    }
-
-    /// The error for a launch the planner refused; `failed` are the offerings earlier
-    /// attempts found without capacity.
-    fn plan_error(&self, e: LaunchError, failed: Vec<(String, String, String)>) -> CloudError {
-        match e {
-            e if e.is_insufficient_capacity() => insufficient(&self.name, &e.to_string(), failed),
-            e @ LaunchError::RestrictedTag { .. } => CloudError::InvalidRequest(format!(
-                "EC2NodeClass {}: spec.tags: {e}",
-                self.class_name
-            )),
-            e => CloudError::InvalidRequest(e.to_string()),
-        }
-    }
-
-    /// Warns when a claim flexible to spot launches on-demand over fewer instance types than
-    /// upstream recommends.
-    fn warn_few_types_on_demand(
-        &self,
-        capacity_type: CapacityType,
-        configs: &[fleet::TemplateConfig],
-    ) {
-        let overrides: Vec<FleetOverride> =
-            configs.iter().flat_map(|c| c.overrides.clone()).collect();
-        if let Some(n) = few_types_on_demand_fallback(&self.reqs, capacity_type, &overrides) {
-            tracing::warn!(
-                nodeclaim = %self.name,
-                instance_types = n,
-                recommended = nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
-                "at least {} instance types are recommended when flexible to spot but launching on-demand; this launch has {n}",
-                nodewright_aws_model::launch::ON_DEMAND_FALLBACK_WARN_TYPES,
-            );
-        }
-    }
-
-    /// The CreateFleet call for `plan` over the launch templates `configs`.
-    fn fleet_call(&self, plan: &FleetRequest, configs: Vec<fleet::TemplateConfig>) -> FleetCall {
-        FleetCall {
-            capacity_type: plan.capacity_type,
-            default_target_capacity_type: reserved_target_type(
-                plan.capacity_type,
-                plan.default_target_capacity_type,
-                &plan.overrides,
-                self.resolved,
-            ),
-            allocation_strategy: plan.allocation_strategy,
-            total_target_capacity: plan.total_target_capacity,
-            configs,
-            tags: plan.tags.clone(),
-            context: fleet_context(self.claim, self.class),
-        }
-    }
-}
-
-/// The error for a CreateFleet that launched nothing and named no offering to avoid.
-fn nothing_launched(errors: &[FleetFailure]) -> CloudError {
-    let codes: Vec<String> = errors
-        .iter()
-        .map(|e| format!("{}: {}", e.code, e.message))
-        .collect();
-    CloudError::Api {
-        operation: "CreateFleet".into(),
-        message: if codes.is_empty() {
-            "no instance launched and no error reported".into()
-        } else {
-            codes.join("; ")
-        },
-        retryable: true,
-    }
-}
-
 /// Set on a claim whose NodePool's minValues were relaxed to place it.
 const MIN_VALUES_RELAXED_ANNOTATION: &str = "karpenter.sh/nodeclaim-min-values-relaxed";
 
@@ -754,61 +507,6 @@ fn fleet_context(claim: &NodeClaim, class: &EC2NodeClass) -> Option<String> {
         .and_then(|a| a.get(MIN_VALUES_RELAXED_ANNOTATION))
         .is_some_and(|v| v == "true");
     class.spec.context.clone().filter(|_| !relaxed)
-}
-
-fn not_ready_reason(resolved: &ResolvedNodeClass) -> String {
-    let bad: Vec<String> = resolved
-        .status
-        .conditions
-        .iter()
-        .flatten()
-        .filter(|c| c.status != "True" && c.type_ != "Ready")
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c.type_,
-                c.message.clone().or(c.reason.clone()).unwrap_or_default()
-            )
-        })
-        .collect();
-    if bad.is_empty() {
-        "not ready".into()
-    } else {
-        bad.join("; ")
-    }
-}
-
-fn insufficient(claim: &str, why: &str, offerings: Vec<(String, String, String)>) -> CloudError {
-    let listed: Vec<String> = offerings
-        .iter()
-        .take(10)
-        .map(|(t, z, c)| format!("{c}:{t}:{z}"))
-        .collect();
-    let message = if listed.is_empty() {
-        format!("nodeclaim {claim}: {why}")
-    } else {
-        format!(
-            "nodeclaim {claim}: {why}; unavailable: {}",
-            listed.join(", ")
-        )
-    };
-    CloudError::InsufficientCapacity { message, offerings }
-}
-
-fn is_missing_template(e: &AwsError) -> bool {
-    e.code
-        .as_deref()
-        .is_some_and(|c| c.starts_with("InvalidLaunchTemplate") && c.contains("NotFound"))
-}
-
-/// CreateFleet named a subnet, group or image that no longer exists: resolve the class again.
-fn is_stale_resolution(e: &AwsError) -> bool {
-    e.code.as_deref().is_some_and(|c| {
-        (c.starts_with("InvalidSubnet")
-            || c.starts_with("InvalidGroup")
-            || c.starts_with("InvalidAMIID"))
-            && c.contains("NotFound")
-    })
 }
 
 /// The class's subnets with their counted free addresses.
@@ -864,210 +562,6 @@ fn with_images<'a>(
         out.push((o, it, ami));
     }
     out
-}
-
-/// The override a CreateFleet error is about: same type, and same subnet or zone when given.
-/// Adds the offering `o` of `capacity_type` to the launch's failed offerings, once.
-fn note_failed(
-    failed: &mut Vec<(String, String, String)>,
-    o: &FleetOverride,
-    capacity_type: CapacityType,
-) {
-    let entry = (
-        o.instance_type.clone(),
-        o.zone.clone(),
-        capacity_type.as_str().to_string(),
-    );
-    if !failed.contains(&entry) {
-        failed.push(entry);
-    }
-}
-
-fn matching_override<'a>(call: &'a FleetCall, e: &FleetFailure) -> Option<&'a FleetOverride> {
-    let ty = e.instance_type.as_deref()?;
-    call.overrides().find(|o| {
-        o.instance_type == ty
-            && e.subnet_id.as_deref().is_none_or(|s| s == o.subnet_id)
-            && e.zone.as_deref().is_none_or(|z| z == o.zone)
-    })
-}
-
-/// The type's single value for `key`, if it has one.
-fn type_label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
-    it.requirements
-        .iter()
-        .find(|r| r.key == key && r.operator == Operator::In && r.values.len() == 1)
-        .map(|r| r.values[0].as_str())
-}
-
-/// Whether `ami`'s requirements (architecture, GPU/accelerator variant) admit `it`.
-pub(crate) fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
-    ami.requirements.iter().all(|r| {
-        let v = type_label(it, &r.key);
-        match r.operator.as_str() {
-            "In" => v.is_some_and(|v| r.values.iter().any(|x| x == v)),
-            "NotIn" => v.is_none_or(|v| !r.values.iter().any(|x| x == v)),
-            "Exists" => v.is_some(),
-            "DoesNotExist" => v.is_none(),
-            _ => true,
-        }
-    })
-}
-
-/// A reserved launch targets the capacity its reservation holds (`on-demand`,
-/// `capacity-block`, or `reserved-capacity` for interruptible reservations); other launches
-/// keep the plan's choice.
-fn reserved_target_type(
-    capacity_type: CapacityType,
-    planned: &'static str,
-    overrides: &[FleetOverride],
-    resolved: &ResolvedNodeClass,
-) -> &'static str {
-    if capacity_type != CapacityType::Reserved {
-        return planned;
-    }
-    // Every override of a reserved plan has one reservation type (the plan filters to it).
-    overrides
-        .iter()
-        .filter_map(|o| o.reservation_id.as_deref())
-        .find_map(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
-        .map_or(planned, |r| {
-            reservations::fleet_target_capacity_type(r.reservation_type, r.interruptible)
-        })
-}
-
-fn non_zero(r: &Resources) -> Resources {
-    let mut out = Resources::new();
-    for (k, v) in r.iter() {
-        if v != 0 {
-            out.set(k, v);
-        }
-    }
-    out
-}
-
-/// The claim-facing result of a launched instance.
-fn launched(
-    call: &FleetCall,
-    instance: &FleetInstance,
-    types: &[InstanceType],
-    resolved: &ResolvedNodeClass,
-    region: &str,
-    now: Timestamp,
-    efa: bool,
-) -> Result<Launched, CloudError> {
-    // The override tells the zone when the response leaves it out.
-    let o = call.overrides().find(|o| {
-        o.instance_type == instance.instance_type
-            && instance
-                .subnet_id
-                .as_deref()
-                .is_none_or(|s| s == o.subnet_id)
-    });
-    let zone = instance
-        .zone
-        .clone()
-        .or_else(|| o.map(|o| o.zone.clone()))
-        .ok_or_else(|| CloudError::Api {
-            operation: "CreateFleet".into(),
-            message: format!(
-                "instance {} launched in an unknown zone",
-                instance.instance_id
-            ),
-            retryable: false,
-        })?;
-    let reservation = o
-        .and_then(|o| o.reservation_id.as_deref())
-        .filter(|_| call.capacity_type == CapacityType::Reserved);
-    let found = Instance {
-        provider_id: format!("aws:///{zone}/{}", instance.instance_id),
-        instance_type: instance.instance_type.clone(),
-        zone,
-        capacity_type: call.capacity_type,
-        image_id: None,
-        state: InstanceState::Pending,
-        launched_at: Some(now),
-        tags: call.tags.clone(),
-    };
-    describe(found, reservation, types, resolved, region, efa)
-}
-
-/// The claim-facing result of an instance of one of `types`: its labels (the type's
-/// single-valued requirements, zone, region, capacity type, reservation), capacity and
-/// allocatable, and the image the class gives its type when EC2 did not say.
-fn describe(
-    mut instance: Instance,
-    reservation: Option<&str>,
-    types: &[InstanceType],
-    resolved: &ResolvedNodeClass,
-    region: &str,
-    efa: bool,
-) -> Result<Launched, CloudError> {
-    let it = types
-        .iter()
-        .find(|t| t.name == instance.instance_type)
-        .ok_or_else(|| CloudError::Api {
-            operation: "CreateFleet".into(),
-            message: format!(
-                "{} has type {:?}, which was not requested",
-                instance.provider_id, instance.instance_type
-            ),
-            retryable: false,
-        })?;
-    if instance.image_id.is_none() {
-        instance.image_id = resolved
-            .amis
-            .iter()
-            .find(|a| ami_serves(a, it))
-            .map(|a| a.id.clone());
-    }
-    let mut node_labels: BTreeMap<String, String> = it
-        .requirements
-        .iter()
-        .filter(|r| r.operator == Operator::In && r.values.len() == 1)
-        .map(|r| (r.key.clone(), r.values[0].clone()))
-        .collect();
-    node_labels.insert(labels::INSTANCE_TYPE.into(), it.name.clone());
-    node_labels.insert(labels::ZONE.into(), instance.zone.clone());
-    node_labels.insert(labels::REGION.into(), region.to_string());
-    node_labels.insert(
-        labels::CAPACITY_TYPE.into(),
-        instance.capacity_type.as_str().into(),
-    );
-    if let Some(r) =
-        reservation.and_then(|id| resolved.capacity_reservations.iter().find(|r| r.id == id))
-    {
-        node_labels.insert(aws::CAPACITY_RESERVATION_ID.into(), r.id.clone());
-        node_labels.insert(
-            aws::CAPACITY_RESERVATION_TYPE.into(),
-            r.reservation_type.as_str().into(),
-        );
-        node_labels.insert(
-            aws::CAPACITY_RESERVATION_INTERRUPTIBLE.into(),
-            r.interruptible.to_string(),
-        );
-    }
-    if let Some(id) = resolved
-        .subnets
-        .iter()
-        .find(|s| s.zone == instance.zone)
-        .and_then(|s| s.zone_id.clone())
-    {
-        node_labels.insert(aws::ZONE_ID.into(), id);
-    }
-    // EFA devices count only when the node was launched with EFA interfaces.
-    let (mut capacity, mut allocatable) = (non_zero(&it.capacity), non_zero(&it.allocatable()));
-    if !efa {
-        capacity.set(EFA, 0);
-        allocatable.set(EFA, 0);
-    }
-    Ok(Launched {
-        instance,
-        capacity,
-        allocatable,
-        labels: node_labels,
-        annotations: BTreeMap::new(),
-    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 use super::*;
 
 use nodewright_aws_model::launch::AllocationStrategy;
-use nodewright_core::requirements::Requirement;
+use nodewright_core::labels::{self, aws};
+use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::resources::Resources;
 use nodewright_core::testkit::{instance_type, offering};
 
 use crate::nodeclass::ResolvedSubnet;
