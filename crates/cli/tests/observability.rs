@@ -242,7 +242,8 @@ const UNSAMPLED: &[(&str, &str, &[&str])] = &[
 ];
 
 /// The controller's metrics code: `metrics.rs` and `metrics/`, every loop's `metrics.rs` (each
-/// loop registers its families beside it), and `events.rs` (the event writer's drop counter).
+/// loop registers its families beside it), and `events/writer.rs` (the event writer's drop
+/// counter).
 fn metrics_source() -> String {
     fn walk(dir: &Path, in_metrics: bool, text: &mut String) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -256,7 +257,7 @@ fn metrics_source() -> String {
         }
     }
     let src = repo().join("crates/controller/src");
-    let mut text = std::fs::read_to_string(src.join("events.rs")).unwrap();
+    let mut text = std::fs::read_to_string(src.join("events/writer.rs")).unwrap();
     walk(&src, false, &mut text);
     text
 }
