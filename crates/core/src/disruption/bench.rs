@@ -9,9 +9,13 @@ use std::sync::Arc;
 
 use crate::bench::{instance_types, nodepool};
 use crate::labels;
-use crate::model::{CapacityType, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot};
+use crate::model::{
+    CapacityType, InclusionPolicy, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot,
+    TopologySpreadConstraint, WhenUnsatisfiable,
+};
 use crate::resources::{CPU, MEMORY, PODS, Resources};
 use crate::rng::Rng;
+use crate::selector::LabelSelector;
 use crate::time::Timestamp;
 
 const MI: i64 = 1 << 20;
@@ -113,6 +117,34 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
     }
     s.instance_types.insert(pool.name.clone(), Arc::new(its));
     s.nodepools.push(pool);
+    s
+}
+
+/// `s` with a zone topology spread (`maxSkew: 1`, `DoNotSchedule`, selecting its app) on the
+/// pods of `percent` of the 50 apps, as Deployments spread over zones have: every
+/// consolidation candidate that runs one of their pods then counts the running pods per zone.
+pub fn with_zone_spread(mut s: Snapshot, percent: usize) -> Snapshot {
+    for p in s.pods.iter_mut().map(Arc::make_mut) {
+        let Some(app) = p.labels.get("app").cloned() else {
+            continue;
+        };
+        let n: usize = app.trim_start_matches("app-").parse().unwrap_or(usize::MAX);
+        if n.saturating_mul(2) < percent {
+            p.topology_spread.push(TopologySpreadConstraint {
+                max_skew: 1,
+                topology_key: labels::ZONE.into(),
+                when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
+                label_selector: Some(LabelSelector {
+                    match_labels: [("app".to_string(), app)].into_iter().collect(),
+                    match_expressions: vec![],
+                }),
+                min_domains: None,
+                node_affinity_policy: InclusionPolicy::Honor,
+                node_taints_policy: InclusionPolicy::Ignore,
+                match_label_keys: vec![],
+            });
+        }
+    }
     s
 }
 

@@ -55,6 +55,9 @@ pub(crate) struct Compiled {
     base: Arc<Interner>,
     /// Pods running on existing targets: `(pod index, existing index)`.
     running: Vec<(usize, usize)>,
+    /// `running` in sets of one namespace and labels ([`setup::label_sets`]), made when a
+    /// topology group first counts them.
+    running_sets: OnceLock<Vec<Vec<(usize, usize)>>>,
     /// The part of `running` with required anti-affinity terms.
     anti: Vec<(usize, usize)>,
     /// Per existing target, the NodePool it counts against.
@@ -194,6 +197,7 @@ impl Prepared {
             targets,
             base,
             running,
+            running_sets: OnceLock::new(),
             anti,
             pool_of,
             pool_used,
@@ -236,7 +240,14 @@ impl Prepared {
                 .map(|&(pi, ei)| (&*s.pods[pi], remap[ei]))
                 .collect()
         };
-        let all = || stays(&self.running);
+        let all = || {
+            (self.running_sets)
+                .get_or_init(|| setup::label_sets(s, &self.running))
+                .iter()
+                .map(|set| stays(set))
+                .filter(|set| !set.is_empty())
+                .collect()
+        };
         let running = setup::Running {
             all: &all,
             with_anti_affinity: stays(&self.anti),

@@ -323,13 +323,17 @@ pub(crate) fn build_ordered(
     let rescheduled: BTreeSet<usize> = schedule.iter().copied().collect();
     let running = usage(s, &mut t, &rescheduled);
     let sched: Vec<(usize, &Pod)> = schedule.iter().map(|&i| (i, &*s.pods[i])).collect();
-    let run: Vec<(&Pod, usize)> = running.iter().map(|&(pi, ei)| (&*s.pods[pi], ei)).collect();
-    let all = || run.clone();
+    let all = || {
+        label_sets(s, &running)
+            .iter()
+            .map(|set| set.iter().map(|&(pi, ei)| (&*s.pods[pi], ei)).collect())
+            .collect()
+    };
     let running = Running {
         all: &all,
-        with_anti_affinity: run
+        with_anti_affinity: running
             .iter()
-            .copied()
+            .map(|&(pi, ei)| (&*s.pods[pi], ei))
             .filter(|(p, _)| !p.pod_anti_affinity.is_empty())
             .collect(),
     };
@@ -866,8 +870,31 @@ pub(crate) fn pool_owner(interner: &Interner, pool: &str) -> Option<PoolOwner> {
 /// demand (only needed when some class brings topology groups), and those with required
 /// anti-affinity terms up front.
 pub struct Running<'p, 'f> {
-    pub all: &'f dyn Fn() -> Vec<(&'p Pod, usize)>,
+    /// Every running pod, in sets that share a namespace and labels (see [`label_sets`]);
+    /// called only when some topology group may count them.
+    pub all: &'f dyn Fn() -> Vec<Vec<(&'p Pod, usize)>>,
     pub with_anti_affinity: Vec<(&'p Pod, usize)>,
+}
+
+/// `running` (`(pod index, existing index)`) in sets of pods with the same namespace and
+/// labels, in order of first appearance. A topology group selects all of a set or none of it,
+/// so counting matches a selector once per set, not once per pod: a Deployment's thousand
+/// replicas are one set. A consolidation round counts the running pods once per candidate, and
+/// per pod that made the round's cost grow with the cluster times its candidates.
+pub(crate) fn label_sets(s: &Snapshot, running: &[(usize, usize)]) -> Vec<Vec<(usize, usize)>> {
+    let mut index: HashMap<(&str, &BTreeMap<String, String>), usize> = HashMap::new();
+    let mut sets: Vec<Vec<(usize, usize)>> = Vec::new();
+    for &(pi, ei) in running {
+        let p = &s.pods[pi];
+        let i = *index
+            .entry((p.namespace.as_str(), &p.labels))
+            .or_insert_with(|| {
+                sets.push(Vec::new());
+                sets.len() - 1
+            });
+        sets[i].push((pi, ei));
+    }
+    sets
 }
 
 /// Finishes the state for `schedule` (`(index, pod)`, in queue order; the index is what
@@ -916,14 +943,16 @@ pub(crate) fn complete<'p>(
     }
     let universe = domain_universe(&pools, &g, &interner);
     eligible_domains(&mut g, &universe, &pools, &existing, &interner, hostname);
-    let all;
-    let counted: &[(&Pod, usize)] = if g.groups.is_empty() {
-        &running.with_anti_affinity
-    } else {
-        all = (running.all)();
-        &all
-    };
-    count_running(s, counted, &existing, &mut interner, &mut g);
+    if !g.groups.is_empty() {
+        count_in_groups(&(running.all)(), &existing, &interner, &mut g);
+    }
+    count_in_inverse(
+        s,
+        &running.with_anti_affinity,
+        &existing,
+        &mut interner,
+        &mut g,
+    );
     let order = queue_order(order, &classes, &pools, &g, hostname);
     let any_prefer_no_schedule = pools.iter().any(|p| p.has_prefer_no_schedule);
     let type_names = known_type_names.unwrap_or_else(|| type_names(&pools));
@@ -1082,32 +1111,56 @@ fn eligible_domains(
     }
 }
 
-/// Counts the running pods `counted` (`(pod, existing index)`) in the groups that select
-/// them, and their required anti-affinity terms in the inverse groups, where they run.
-fn count_running(
+/// The value `reqs` gives `key` when it gives exactly one: the domain a target is in.
+fn single_value(reqs: &Reqs, key: u32) -> Option<u32> {
+    reqs.get(key)
+        .filter(|set| set.values.len() == 1 && !set.complement)
+        .map(|set| set.values[0])
+}
+
+/// Counts the running pods, in `sets` of one namespace and labels each, in the groups that
+/// select them, where they run.
+fn count_in_groups(
+    sets: &[Vec<(&Pod, usize)>],
+    existing: &Existing,
+    interner: &Interner,
+    g: &mut Groups,
+) {
+    let mut selecting = Vec::new();
+    for set in sets {
+        let Some(&(first, _)) = set.first() else {
+            continue;
+        };
+        selecting.clear();
+        selecting.extend(
+            (0..g.groups.len()).filter(|&i| g.groups[i].matches(&first.namespace, &first.labels)),
+        );
+        for &(_, ei) in set {
+            let e = &existing[ei];
+            for &gi in &selecting {
+                let grp = &mut g.groups[gi];
+                if grp.def.filter.accepts(&e.reqs, &e.taints, interner)
+                    && let Some(v) = single_value(&e.reqs, grp.def.key)
+                {
+                    grp.record(v, 1);
+                }
+            }
+        }
+    }
+}
+
+/// Counts the running pods with required anti-affinity (`(pod, existing index)`) in the
+/// inverse groups of their terms, where they run.
+fn count_in_inverse(
     s: &Snapshot,
-    counted: &[(&Pod, usize)],
+    with_anti_affinity: &[(&Pod, usize)],
     existing: &Existing,
     interner: &mut Interner,
     g: &mut Groups,
 ) {
-    let single = |reqs: &Reqs, key: u32| {
-        reqs.get(key)
-            .filter(|set| set.values.len() == 1 && !set.complement)
-            .map(|set| set.values[0])
-    };
-    for &(p, ei) in counted {
-        let e = &existing[ei];
-        for grp in g.groups.iter_mut() {
-            if grp.matches(&p.namespace, &p.labels)
-                && grp.def.filter.accepts(&e.reqs, &e.taints, interner)
-                && let Some(v) = single(&e.reqs, grp.def.key)
-            {
-                grp.record(v, 1);
-            }
-        }
+    for &(p, ei) in with_anti_affinity {
         for id in inverse_groups(s, p, interner, g) {
-            if let Some(v) = single(&e.reqs, g.inverse[id].def.key) {
+            if let Some(v) = single_value(&existing[ei].reqs, g.inverse[id].def.key) {
                 g.inverse[id].record(v, 1);
             }
         }
