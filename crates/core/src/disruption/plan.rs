@@ -4,7 +4,8 @@
 //!
 //! Methods claim nodes in order ([`expiration`], [`emptiness`], [`drift`], [`multi_node`]
 //! consolidation, [`single_node`] consolidation); a node claimed by one method is not offered
-//! to the next, and every simulation treats already-claimed nodes as gone. Each method is a
+//! to the next, and every simulation treats already-claimed nodes as gone. The consolidations
+//! sit a round out while pending pods need new nodes ([`pending`]). Each method is a
 //! module of its own; this file holds the round they share.
 //!
 //! Offers the round ([`plan`], [`plan_until`], [`plan_kept`]), its settings and its verdicts; each
@@ -16,6 +17,7 @@ mod emptiness;
 mod expiration;
 pub mod explain;
 mod multi_node;
+mod pending;
 mod single_node;
 mod underutilized;
 mod verdicts;
@@ -345,16 +347,30 @@ fn plan_in_batches<'s>(
     drift::plan(&mut round, simulator, drift_candidates, node_round, &types);
 
     let admitted = underutilized::admit(&mut round, &ranked);
-    let sims = Consolidations::new(snapshot, simulator);
-    let multi_found = multi_node::plan(&mut round, &sims, &admitted.within, &graceful.candidates);
-    single_node::plan(
-        &mut round,
-        &sims,
-        &admitted,
-        multi_found,
-        batch,
-        &graceful.candidates,
-    );
+    let weighed: Vec<&str> = (admitted.within.iter())
+        .chain(admitted.over_budget.iter().map(|(c, _)| c))
+        .map(|c| c.node.name.as_str())
+        .collect();
+    let backlog = if weighed.is_empty() {
+        None
+    } else {
+        pending::needing_nodes(&round, simulator)
+    };
+    if let Some(backlog) = backlog {
+        pending::wait(&mut round, &backlog, weighed);
+    } else {
+        let sims = Consolidations::new(snapshot, simulator);
+        let multi_found =
+            multi_node::plan(&mut round, &sims, &admitted.within, &graceful.candidates);
+        single_node::plan(
+            &mut round,
+            &sims,
+            &admitted,
+            multi_found,
+            batch,
+            &graceful.candidates,
+        );
+    }
 
     // Everything else that was a candidate is simply not worth disrupting now.
     for c in &graceful.candidates {

@@ -263,6 +263,52 @@ fn underutilized_node_is_deleted_when_pods_fit_elsewhere() {
 }
 
 #[test]
+fn consolidation_waits_while_pending_pods_need_new_nodes() {
+    let with_pending = |cpu: i64| {
+        let mut c = Cluster::new(vec![it("big", 4000, 0.4, None)])
+            .node("a", "big", "on-demand", &[1000])
+            .node("b", "big", "on-demand", &[2500]);
+        c.0.pods.push(Arc::new(Pod {
+            namespace: "default".into(),
+            name: "pending".into(),
+            requests: Resources::new().with(CPU, cpu),
+            ..Pod::default()
+        }));
+        c.plan()
+    };
+    let consolidations = |p: &DisruptionPlan| {
+        p.commands
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c.method,
+                    Method::SingleNodeConsolidation | Method::MultiNodeConsolidation
+                )
+            })
+            .count()
+    };
+    // 3500m fits on neither node as they stand: a new node is coming for it, and `a`'s pod
+    // would only queue behind it.
+    let p = with_pending(3500);
+    assert_eq!(consolidations(&p), 0, "{:?}", p.commands);
+    for node in ["a", "b"] {
+        let v = verdict(&p, node);
+        assert_eq!(v.code, "pending-pods", "{v:?}");
+        assert_eq!(
+            v.message,
+            "1 pending pods need 1 new nodes; consolidation waits until they are placed"
+        );
+    }
+    // A pending pod that fits where it is, or fits nowhere at all, launches nothing and holds
+    // nothing back.
+    for cpu in [500, 6000] {
+        let p = with_pending(cpu);
+        assert_eq!(consolidations(&p), 1, "{cpu}m: {:?}", p.commands);
+        assert_eq!(p.commands[0].targets[0].node, "a");
+    }
+}
+
+#[test]
 fn replaces_with_a_strictly_cheaper_node_or_says_why_not() {
     let its = vec![it("big", 8000, 0.8, None), it("small", 2000, 0.2, None)];
     let p = Cluster::new(its.clone())
