@@ -9,11 +9,14 @@
 //! unavailable for `unavailable_ttl`, as upstream's ICE cache does, and a launch with nothing
 //! left to try is an insufficient-capacity error, as upstream's provider answers then.
 //! Instance ids are EC2's shape (`i-` and 17 hex digits) from the seed, drawn apart from the
-//! faults so that an id drawn does not change which later calls fail. Instances are
+//! faults so that an id drawn does not change which later calls fail. An instance's private
+//! address ([`private_ip`], which names its Node) is a hash of its provider id, and ids are
+//! drawn until that address is free, as a subnet hands each address to one instance at a
+//! time: two instances on one address would register one Node between them. Instances are
 //! `Pending` until `launch_delay` has passed, `ShuttingDown` for `termination_delay` after
 //! their termination, then `Terminated`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -152,6 +155,8 @@ pub struct Fleet {
     ids: Rng,
     /// Provider id → the instance's times.
     instances: BTreeMap<String, Record>,
+    /// The private addresses of `instances`.
+    addresses: BTreeSet<[u8; 3]>,
     /// Instance type → its offerings marked out of capacity; looked up by name without
     /// building a key, as every launch asks about every offering.
     unavailable: BTreeMap<String, Vec<Mark>>,
@@ -161,6 +166,17 @@ impl Default for Fleet {
     fn default() -> Self {
         Fleet::new(FleetConfig::default(), 0)
     }
+}
+
+/// The last three bytes of an instance's private address `10.x.y.z`, derived from its
+/// provider id (FNV-1a: stable across runs and platforms), so every agent names its Node alike.
+pub fn private_ip(provider_id: &str) -> [u8; 3] {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in provider_id.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    let [a, b, c, _] = h.to_be_bytes();
+    [a, b, c.max(1)]
 }
 
 /// Keeps the id stream apart from the fault stream of the same seed.
@@ -173,6 +189,7 @@ impl Fleet {
             faults: Rng::new(seed),
             ids: Rng::new(seed ^ ID_STREAM),
             instances: BTreeMap::new(),
+            addresses: BTreeSet::new(),
             unavailable: BTreeMap::new(),
         }
     }
@@ -214,8 +231,10 @@ impl Fleet {
         let choice = options.swap_remove(pos);
         options.truncate(pos);
         let id = self.new_id(&choice.zone);
+        let provider_id = format!("aws:///{}/{id}", choice.zone);
+        self.addresses.insert(private_ip(&provider_id));
         self.instances.insert(
-            format!("aws:///{}/{id}", choice.zone),
+            provider_id,
             Record {
                 launched: now,
                 terminating: None,
@@ -236,7 +255,10 @@ impl Fleet {
             let hi = self.ids.next_u64() & 0xf;
             let lo = self.ids.next_u64();
             let id = format!("i-{hi:x}{lo:016x}");
-            if !self.instances.contains_key(&format!("aws:///{zone}/{id}")) {
+            let provider_id = format!("aws:///{zone}/{id}");
+            if !self.instances.contains_key(&provider_id)
+                && !self.addresses.contains(&private_ip(&provider_id))
+            {
                 return id;
             }
         }
@@ -281,6 +303,9 @@ impl Fleet {
             }
             keep
         });
+        for id in &forgotten {
+            self.addresses.remove(&private_ip(id));
+        }
         forgotten
     }
 

@@ -339,6 +339,52 @@ impl World {
     fn unbound(&self) -> usize {
         self.pods.len() - self.bound.len()
     }
+
+    /// A line on each of the first `n` pods not bound: what the index holds of it.
+    fn describe_unbound(&self, n: usize) -> Vec<String> {
+        let now = self.clock.now();
+        let s = lock(&self.state);
+        self.pods
+            .keys()
+            .filter(|name| !self.bound.contains(*name))
+            .take(n)
+            .map(|name| {
+                let key = format!("default/{name}");
+                let Some(p) = s.pods.get(&key) else {
+                    return format!("{name}: not in the index");
+                };
+                let claim = s.nominated_claim(&key, now).map(|c| {
+                    let st = c.status.as_ref();
+                    let node = st.and_then(|st| st.node_name.clone());
+                    let pid = st.and_then(|st| st.provider_id.clone());
+                    let conds: Vec<String> = st
+                        .and_then(|st| st.conditions.as_ref())
+                        .into_iter()
+                        .flatten()
+                        .map(|c| format!("{}={}:{:?}", c.type_, c.status, c.reason))
+                        .collect();
+                    let inst = pid.as_ref().map(|pid| {
+                        self.sim
+                            .instances()
+                            .iter()
+                            .filter(|i| &i.instance.provider_id == pid)
+                            .map(|i| format!("{:?}", i.instance.state))
+                            .collect::<Vec<_>>()
+                    });
+                    format!(
+                        "{} (node {node:?}, provider {pid:?}, instance {inst:?}, created {:?}, {conds:?})",
+                        c.metadata.name.clone().unwrap_or_default(),
+                        c.metadata.creation_timestamp
+                    )
+                });
+                format!(
+                    "{name}: node {:?}, provisionable {}, nominated to {claim:?}",
+                    p.node_name,
+                    p.provisionable()
+                )
+            })
+            .collect()
+    }
 }
 
 fn kwok_registration_delay() -> Duration {
@@ -772,6 +818,9 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing the metrics to {}", path.display()))?;
     }
     if failed {
+        for line in bench.world.describe_unbound(5) {
+            eprintln!("  unbound: {line}");
+        }
         eprintln!("not every pod was bound, or a node was left without pods after the scale-up");
         return Ok(ExitCode::from(1));
     }

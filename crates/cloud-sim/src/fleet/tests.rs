@@ -108,6 +108,24 @@ fn ids_are_ec2_shaped_and_follow_the_seed() {
 }
 
 #[test]
+fn no_two_live_instances_share_a_private_address() {
+    // 6,000 draws from 2^24 addresses would hold a pair on one address about two times in
+    // three; the fleet draws again instead, so every Node name is its instance's alone.
+    let mut f = Fleet::new(FleetConfig::default(), 1);
+    let pids: Vec<String> = (0..6_000)
+        .map(|t| launch(&mut f, t).unwrap().provider_id())
+        .collect();
+    let addresses: BTreeSet<[u8; 3]> = pids.iter().map(|p| private_ip(p)).collect();
+    assert_eq!(addresses.len(), pids.len());
+    // A forgotten instance frees its address.
+    assert!(f.terminate(&pids[0], Timestamp(10_000)));
+    let forgotten = f.forget_terminated(Timestamp(10_000_000), Duration::from_secs(60));
+    assert_eq!(forgotten, [pids[0].clone()]);
+    assert!(!f.addresses.contains(&private_ip(&pids[0])));
+    assert_eq!(f.addresses.len(), pids.len() - 1);
+}
+
+#[test]
 fn instances_go_through_their_states_by_time() {
     let mut f = Fleet::new(FleetConfig::default(), 1);
     let pid = launch(&mut f, 0).unwrap().provider_id();

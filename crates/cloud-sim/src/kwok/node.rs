@@ -18,14 +18,15 @@ use nodewright_core::resources::{Resources, format_amount};
 use tokio::time::Instant;
 
 use crate::cloud::SimInstance;
+use crate::fleet::private_ip;
 
 /// Marks the Nodes this agent registered, so it never touches anyone else's.
 pub const AGENT_LABEL: &str = "sim.nodewright/agent";
 use nodewright_core::taints::UNREGISTERED_TAINT;
 const KUBELET_VERSION: &str = "v1.33.0-eks-sim";
 
-/// `ip-10-x-y-z.ec2.internal`, derived from the provider id so the same instance always gets
-/// the same name.
+/// `ip-10-x-y-z.ec2.internal`, from the instance's private address ([`private_ip`]): the same
+/// instance always gets the same name, and no two of a fleet's instances share one.
 pub fn node_name(provider_id: &str) -> String {
     let [x, y, z] = private_ip(provider_id);
     format!("ip-10-{x}-{y}-{z}.ec2.internal")
@@ -35,16 +36,6 @@ pub fn node_name(provider_id: &str) -> String {
 pub fn node_ip(provider_id: &str) -> String {
     let [x, y, z] = private_ip(provider_id);
     format!("10.{x}.{y}.{z}")
-}
-
-fn private_ip(provider_id: &str) -> [u8; 3] {
-    // FNV-1a: stable across runs and platforms.
-    let mut h: u32 = 0x811c_9dc5;
-    for b in provider_id.bytes() {
-        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-    }
-    let [a, b, c, _] = h.to_be_bytes();
-    [a, b, c.max(1)]
 }
 
 pub(crate) fn quantities(r: &Resources) -> BTreeMap<String, Quantity> {
