@@ -99,13 +99,18 @@ impl<S: EventSink> Recorded<S> {
 
 impl<S: EventSink> EventSink for Recorded<S> {
     fn publish(&self, event: Event) {
-        let admitted = self
-            .throttle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .admit(&event, Instant::now());
-        if admitted.is_ok() {
+        if admits(&self.throttle, &event) {
             self.inner.publish(event);
         }
     }
+}
+
+/// Whether the throttle behind `throttle` lets `event` through now; a lock poisoned by a
+/// panic elsewhere still throttles.
+pub(super) fn admits(throttle: &Mutex<Throttle>, event: &Event) -> bool {
+    throttle
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .admit(event, Instant::now())
+        .is_ok()
 }

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::dedupe::event_namespace;
+use super::recorder::admits;
 use super::{Deduper, Event, EventSink, Throttle, Write, to_core_event};
 use crate::metrics::{Counters, Metrics, registered};
 
@@ -122,12 +123,7 @@ impl KubeEvents {
 
 impl EventSink for KubeEvents {
     fn publish(&self, event: Event) {
-        let admitted = self
-            .throttle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .admit(&event, Instant::now());
-        if admitted.is_err() {
+        if !admits(&self.throttle, &event) {
             return;
         }
         match self.tx.try_send(event) {

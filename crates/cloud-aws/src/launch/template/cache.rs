@@ -64,18 +64,7 @@ impl TemplateCache {
         };
         let mut deleted = Vec::new();
         for name in stale {
-            let out = clients
-                .ec2
-                .delete_launch_template()
-                .launch_template_name(&name)
-                .send()
-                .await;
-            if let Err(e) = out {
-                let e = AwsError::from_sdk("DeleteLaunchTemplate", e);
-                if !e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
-                    return Err(e);
-                }
-            }
+            delete_template(clients, &name).await?;
             self.forget(&name);
             deleted.push(name);
         }
@@ -140,21 +129,31 @@ pub async fn delete_class_templates(
     )
     .await?;
     for name in &names {
-        let out = clients
-            .ec2
-            .delete_launch_template()
-            .launch_template_name(name)
-            .send()
-            .await;
-        if let Err(e) = out {
-            let e = AwsError::from_sdk("DeleteLaunchTemplate", e);
-            if !e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
-                return Err(e);
-            }
-        }
+        delete_template(clients, name).await?;
         cache.forget(name);
     }
     Ok(names)
+}
+
+/// Deletes the launch template `name`; one already gone is as good as deleted.
+async fn delete_template(clients: &AwsClients, name: &str) -> Result<(), AwsError> {
+    let out = clients
+        .ec2
+        .delete_launch_template()
+        .launch_template_name(name)
+        .send()
+        .await;
+    match out {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let e = AwsError::from_sdk("DeleteLaunchTemplate", e);
+            if e.code.as_deref().is_some_and(|c| c.contains("NotFound")) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+    }
 }
 
 /// Names of our templates carrying every `(key, value)` tag.
