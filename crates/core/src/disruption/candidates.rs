@@ -8,7 +8,9 @@
 //! consolidation) — `consolidateAfter` elapsed since the last pod event.
 //!
 //! Offers the blockers, the `do-not-disrupt` rules and budget counts the shells show; ranking
-//! candidates and choosing among them stay private to the methods.
+//! candidates and choosing among them stay private to the methods. This file selects; the
+//! [`blocker`]s, the pods' [`protection`], [`consolidate_after`], the per-node lookup
+//! [`tables`] and the [`budget_counts`] are modules of their own.
 
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +30,18 @@ use crate::model::{
 use crate::scheduling::intern::{FastMap, FastSet};
 use crate::time::Timestamp;
 
+mod blocker;
+mod budget_counts;
+mod consolidate_after;
+mod protection;
+mod tables;
+
+pub use blocker::*;
+pub use budget_counts::*;
+pub use consolidate_after::*;
+pub use protection::*;
+use tables::*;
+
 /// The annotation, on a pod or a node, that keeps the node from voluntary disruption (a
 /// duration as its value lets it lapse).
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
@@ -38,71 +52,6 @@ pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 pub(crate) enum MethodClass {
     Graceful,
     Eventual,
-}
-
-/// Why a node is not a disruption candidate. `code()` is stable for machines; `Display` is
-/// for people.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Blocker {
-    /// The node has no `karpenter.sh/nodepool` label: Karpenter does not manage it.
-    NotManaged,
-    /// No NodeClaim names the node, by node name or provider ID.
-    NoNodeClaim,
-    /// The node's `karpenter.sh/nodepool` label names a NodePool the snapshot lacks.
-    NodePoolNotFound {
-        /// The NodePool the label names.
-        nodepool: String,
-    },
-    /// The node's NodeClaim is not `Initialized` yet.
-    NotInitialized,
-    /// The node or its NodeClaim has a deletion timestamp.
-    Deleting,
-    /// The node carries `karpenter.sh/do-not-disrupt: "true"`.
-    NodeDoNotDisrupt,
-    /// An active pod on the node carries `karpenter.sh/do-not-disrupt`, not lapsed.
-    PodDoNotDisrupt {
-        /// The pod, `namespace/name`.
-        pod: String,
-        /// When a duration value's protection lapses; `None` for `"true"` (forever).
-        until: Option<Timestamp>,
-    },
-    /// An active pod on the node has no owner reference: nothing would recreate it.
-    PodHasNoController {
-        /// The pod, `namespace/name`.
-        pod: String,
-    },
-    /// The PodDisruptionBudget covering a pod on the node allows no eviction now.
-    PdbAllowsNoEviction {
-        /// The budget, `namespace/name`.
-        pdb: String,
-        /// The pod, `namespace/name`.
-        pod: String,
-    },
-    /// A pod on the node is selected by more than one PodDisruptionBudget, which the
-    /// eviction API refuses.
-    MultiplePdbs {
-        /// The pod, `namespace/name`.
-        pod: String,
-        /// The budgets selecting it, `namespace/name`, sorted.
-        pdbs: Vec<String>,
-    },
-    /// The NodePool is static (`spec.replicas`): static capacity keeps its size.
-    StaticNodePool {
-        /// The static NodePool.
-        nodepool: String,
-    },
-    /// The node's NodePool has `spec.disruption.consolidateAfter: Never` (graceful methods
-    /// only).
-    ConsolidationDisabled {
-        /// The NodePool.
-        nodepool: String,
-    },
-    /// Less than the NodePool's `consolidateAfter` has passed since the claim's last pod
-    /// event (graceful methods only).
-    ConsolidateAfter {
-        /// How much of `consolidateAfter` is still to run.
-        remaining: Duration,
-    },
 }
 
 impl Blocker {
@@ -121,55 +70,6 @@ impl Blocker {
             Blocker::StaticNodePool { .. } => "static-nodepool",
             Blocker::ConsolidationDisabled { .. } => "consolidation-disabled",
             Blocker::ConsolidateAfter { .. } => "consolidate-after",
-        }
-    }
-}
-
-impl fmt::Display for Blocker {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Blocker::NotManaged => f.write_str("node has no karpenter.sh/nodepool label"),
-            Blocker::NoNodeClaim => f.write_str("node has no NodeClaim"),
-            Blocker::NodePoolNotFound { nodepool } => write!(f, "NodePool {nodepool} not found"),
-            Blocker::NotInitialized => f.write_str("node is not initialized"),
-            Blocker::Deleting => f.write_str("node is already being deleted"),
-            Blocker::NodeDoNotDisrupt => write!(f, "node has {DO_NOT_DISRUPT}=true"),
-            Blocker::PodDoNotDisrupt { pod, until: None } => write!(f, "do-not-disrupt pod {pod}"),
-            Blocker::PodDoNotDisrupt {
-                pod,
-                until: Some(t),
-            } => {
-                write!(
-                    f,
-                    "do-not-disrupt pod {pod} (until {}s after epoch)",
-                    t.unix_seconds()
-                )
-            }
-            Blocker::PodHasNoController { pod } => write!(f, "pod {pod} has no controller"),
-            Blocker::PdbAllowsNoEviction { pdb, pod } => {
-                write!(f, "PDB {pdb} allows 0 evictions (pod {pod})")
-            }
-            Blocker::MultiplePdbs { pod, pdbs } => {
-                write!(
-                    f,
-                    "pod {pod} is selected by more than one PDB ({})",
-                    pdbs.join(", ")
-                )
-            }
-            Blocker::StaticNodePool { nodepool } => write!(
-                f,
-                "NodePool {nodepool} is static (spec.replicas): its size is kept, not consolidated"
-            ),
-            Blocker::ConsolidationDisabled { nodepool } => {
-                write!(f, "NodePool {nodepool} has consolidateAfter: Never")
-            }
-            Blocker::ConsolidateAfter { remaining } => {
-                write!(
-                    f,
-                    "consolidateAfter not elapsed ({}s left)",
-                    remaining.as_secs().max(1)
-                )
-            }
         }
     }
 }
@@ -219,94 +119,6 @@ pub struct Selection<'a> {
     pub candidates: Vec<Candidate<'a>>,
     /// The other nodes, by name, each with the reason it may not be disrupted.
     pub blocked: Vec<(String, Blocker)>,
-}
-
-/// Pods that are still running or starting (not finished, not being deleted).
-fn is_active(p: &Pod) -> bool {
-    !p.is_terminal() && !p.is_terminating()
-}
-
-/// Pods a disruption must move: active (or terminating StatefulSet pods), not daemon or mirror.
-pub(crate) fn is_reschedulable(p: &Pod) -> bool {
-    let sts_terminating = p.is_terminating()
-        && !p.is_terminal()
-        && p.owner.as_ref().is_some_and(|o| o.kind == "StatefulSet");
-    (is_active(p) || sts_terminating) && !p.is_daemonset_pod() && !p.is_mirror_pod()
-}
-
-/// The instant a pod's `do-not-disrupt` protection ends: `Some(None)` forever (`"true"`),
-/// `Some(Some(t))` until `t` (a duration counted from the pod's start), `None` if the
-/// annotation is absent, invalid, or has lapsed.
-pub fn do_not_disrupt_until(pod: &Pod, now: Timestamp) -> Option<Option<Timestamp>> {
-    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
-    if value == "true" {
-        return Some(None);
-    }
-    let d = parse_go_duration(value).filter(|d| !d.is_zero())?;
-    let start = pod.start_time.unwrap_or(pod.creation_timestamp);
-    let until = start.plus(d);
-    (until > now).then_some(Some(until))
-}
-
-/// A pod's `do-not-disrupt` protection given as a duration counted from the pod's start: the
-/// instant it ends, and whether that has passed by `now` (upstream tells the pod which:
-/// `DoNotDisruptUntil`, `DoNotDisruptGracePeriodElapsed`). `None` for `"true"`, an invalid
-/// value, no annotation, or a pod not started yet (upstream says nothing about those).
-pub fn timed_do_not_disrupt(pod: &Pod, now: Timestamp) -> Option<(Timestamp, bool)> {
-    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
-    let d = parse_go_duration(value).filter(|d| !d.is_zero())?;
-    let until = pod.start_time?.plus(d);
-    Some((until, until <= now))
-}
-
-/// A pod's `do-not-disrupt` value when it is neither `"true"` nor a positive duration: ignored
-/// by [`do_not_disrupt_until`], and reported by upstream (`InvalidDoNotDisruptAnnotation`).
-pub fn invalid_do_not_disrupt(pod: &Pod) -> Option<&str> {
-    let value = pod.annotations.get(DO_NOT_DISRUPT)?;
-    let valid = value == "true" || parse_go_duration(value).is_some_and(|d| !d.is_zero());
-    (!valid).then_some(value.as_str())
-}
-
-/// Karpenter refuses to disrupt a node running an active pod that has no owner reference at
-/// all (mirror pods excepted): evicting it would delete it for good. Daemon pods have an owner,
-/// and terminal or terminating pods are filtered out before this is asked.
-fn ownerless_blocker(pod: &Pod) -> Option<Blocker> {
-    (pod.is_ownerless() && !pod.is_mirror_pod())
-        .then(|| Blocker::PodHasNoController { pod: pod.key() })
-}
-
-fn pdb_blocker(pod: &Pod, pdbs: &[PodDisruptionBudget]) -> Option<Blocker> {
-    let matching: Vec<&PodDisruptionBudget> = pdbs
-        .iter()
-        .filter(|b| b.namespace == pod.namespace)
-        .filter(|b| b.selector.as_ref().is_some_and(|s| s.matches(&pod.labels)))
-        .collect();
-    if matching.len() > 1 {
-        let mut names: Vec<String> = matching
-            .iter()
-            .map(|b| format!("{}/{}", b.namespace, b.name))
-            .collect();
-        names.sort();
-        return Some(Blocker::MultiplePdbs {
-            pod: pod.key(),
-            pdbs: names,
-        });
-    }
-    let b = matching.first()?;
-    let unhealthy_exempt =
-        b.unhealthy_pod_eviction_policy == UnhealthyPodEvictionPolicy::AlwaysAllow && !pod.ready;
-    (b.disruptions_allowed <= 0 && !unhealthy_exempt).then(|| Blocker::PdbAllowsNoEviction {
-        pdb: format!("{}/{}", b.namespace, b.name),
-        pod: pod.key(),
-    })
-}
-
-/// The hourly price of `it`'s offering in `zone` with capacity type `ct` (0 when it has none).
-fn offering_price(it: &InstanceType, zone: &str, ct: Option<CapacityType>) -> f64 {
-    it.offerings
-        .iter()
-        .find(|o| o.zone == zone && Some(o.capacity_type) == ct)
-        .map_or(0.0, |o| o.price)
 }
 
 /// Splits every Karpenter-managed node into candidates and blocked nodes for `class`.
@@ -520,152 +332,6 @@ impl Selection<'_> {
     }
 }
 
-/// What selection looks up per node, built once per snapshot: the nodes by name, and per
-/// node its claim and its pods, found by the node's position rather than by hashing its name
-/// again. Nodes sharing a name share one entry, the last claim of a node name winning, as a map
-/// built in order would have it.
-struct Tables<'a, 't> {
-    /// The nodes by name.
-    nodes: Vec<&'a Node>,
-    /// Per node, the position of the first node of its name: the entry it reads.
-    entry: Vec<u32>,
-    /// Per entry, the last claim naming that node.
-    claim_of: Vec<Option<&'a NodeClaim>>,
-    /// Per entry `e`, its pods in snapshot order: `pods[starts[e]..starts[e + 1]]`.
-    pods: Vec<&'a Pod>,
-    starts: Vec<u32>,
-    /// Built at the first node whose claim is not found by node name (rare: a claim names
-    /// its node once registered).
-    claims_by_provider: OnceCell<FastMap<&'a str, &'a NodeClaim>>,
-    claims: &'a [NodeClaim],
-    wanted_provider: Option<FastSet<&'a str>>,
-    pools: FastMap<&'a str, &'a NodePool>,
-    /// Built when a node's facts are worked out, not answered from memory.
-    types: &'t OnceCell<TypeIndex<'a>>,
-    snapshot: &'a Snapshot,
-}
-
-impl<'a, 't> Tables<'a, 't> {
-    /// What `node`'s labels say, its price looked up among `pool`'s instance types.
-    fn facts(&self, node: &Node, pool: &NodePool) -> NodeFacts {
-        NodeFacts::of(node, |it, zone, ct| self.price(&pool.name, it, zone, ct))
-    }
-
-    /// The hourly price of the offering of `pool`'s instance type `it` in `zone` with `ct`
-    /// (0 when unknown), the type the first of its name in the NodePool's list. Tables for a
-    /// few nodes scan that list; tables for every node look it up in the index of every
-    /// NodePool's types, built at the first price asked for.
-    fn price(&self, pool: &str, it: &str, zone: &str, ct: Option<CapacityType>) -> f64 {
-        let found = if self.is_partial() {
-            self.snapshot
-                .instance_types
-                .get(pool)
-                .and_then(|its| its.iter().find(|t| t.name == it))
-        } else {
-            self.types
-                .get_or_init(|| TypeIndex::new(self.snapshot))
-                .get(pool, it)
-        };
-        found.map_or(0.0, |t| offering_price(t, zone, ct))
-    }
-
-    /// Whether the tables are for the nodes of some names only ([`select_only`]).
-    fn is_partial(&self) -> bool {
-        self.wanted_provider.is_some()
-    }
-
-    /// Claims by provider ID, the last of an ID winning as a map built in order would have it.
-    fn by_provider(&self) -> &FastMap<&'a str, &'a NodeClaim> {
-        self.claims_by_provider.get_or_init(|| {
-            let asked = |p: &str| self.wanted_provider.as_ref().is_none_or(|s| s.contains(p));
-            self.claims
-                .iter()
-                .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
-                .filter(|(p, _)| asked(p))
-                .collect()
-        })
-    }
-
-    /// The pods of the node at position `at` in `nodes`.
-    fn pods_of(&self, at: usize) -> &[&'a Pod] {
-        let e = self.entry[at] as usize;
-        &self.pods[self.starts[e] as usize..self.starts[e + 1] as usize]
-    }
-
-    /// The tables for every node, or (`only`) for the nodes of those names: then only what
-    /// those nodes look up is entered, each entry as the full tables have it.
-    fn new(
-        snapshot: &'a Snapshot,
-        only: Option<&[&str]>,
-        types: &'t OnceCell<TypeIndex<'a>>,
-    ) -> Self {
-        let mut nodes: Vec<&Node> = match only {
-            None => snapshot.nodes.iter().collect(),
-            Some(names) => snapshot
-                .nodes
-                .iter()
-                .filter(|n| names.contains(&n.name.as_str()))
-                .collect(),
-        };
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut by_name: FastMap<&str, u32> = FastMap::default();
-        by_name.reserve(nodes.len());
-        let entry: Vec<u32> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| *by_name.entry(n.name.as_str()).or_insert(i as u32))
-            .collect();
-        let wanted_provider: Option<FastSet<&str>> =
-            only.map(|_| nodes.iter().map(|n| n.provider_id.as_str()).collect());
-        let mut claim_of = vec![None; nodes.len()];
-        for c in &snapshot.node_claims {
-            if let Some(e) = c.node_name.as_deref().and_then(|n| by_name.get(n)) {
-                claim_of[*e as usize] = Some(c);
-            }
-        }
-        // Pods grouped by entry in one counting pass, each group in snapshot order.
-        let placed: Vec<(u32, &Pod)> = snapshot
-            .pods
-            .iter()
-            .filter_map(|p| Some((*by_name.get(p.node_name.as_deref()?)?, &**p)))
-            .collect();
-        let mut starts = vec![0u32; nodes.len() + 1];
-        for (e, _) in &placed {
-            starts[*e as usize + 1] += 1;
-        }
-        for i in 0..nodes.len() {
-            starts[i + 1] += starts[i];
-        }
-        let mut next = starts.clone();
-        let mut pods: Vec<Option<&Pod>> = vec![None; placed.len()];
-        for (e, p) in placed {
-            pods[next[e as usize] as usize] = Some(p);
-            next[e as usize] += 1;
-        }
-        let pools = snapshot
-            .nodepools
-            .iter()
-            .map(|p| (p.name.as_str(), p))
-            .collect();
-        Tables {
-            nodes,
-            entry,
-            claim_of,
-            pods: pods
-                .into_iter()
-                .map(|p| p.expect("every slot is filled"))
-                .collect(),
-            starts,
-            claims_by_provider: OnceCell::new(),
-            claims: &snapshot.node_claims,
-            wanted_provider,
-            pools,
-            types,
-            snapshot,
-        }
-    }
-}
-
 /// The checks both method classes make, in their order: the node's claim, NodePool and pods,
 /// or the first reason it is not a candidate for any method. `at` is the node's position in
 /// the tables.
@@ -703,117 +369,6 @@ fn admitted<'a, 't>(
         return Err(Blocker::NodeDoNotDisrupt);
     }
     Ok((claim, pool, t.pods_of(at)))
-}
-
-/// The blocker of the first blocked pod by key (the earliest on equal keys): keys are built
-/// only for blocked pods, not to sort every pod of every node.
-fn pod_blocker(pods: &[&Pod], pdbs: &[PodDisruptionBudget], now: Timestamp) -> Option<Blocker> {
-    let mut first: Option<(String, Blocker)> = None;
-    for p in pods.iter().filter(|p| is_active(p)) {
-        let b = do_not_disrupt_until(p, now)
-            .map(|until| Blocker::PodDoNotDisrupt {
-                pod: p.key(),
-                until,
-            })
-            .or_else(|| ownerless_blocker(p))
-            .or_else(|| {
-                if is_reschedulable(p) {
-                    pdb_blocker(p, pdbs)
-                } else {
-                    None
-                }
-            });
-        if let Some(b) = b {
-            let k = p.key();
-            if first.as_ref().is_none_or(|(f, _)| k < *f) {
-                first = Some((k, b));
-            }
-        }
-    }
-    first.map(|(_, b)| b)
-}
-
-/// Karpenter's `IsUnderConsolidateAfter`: the claim is initialized, its NodePool has a
-/// non-zero `consolidateAfter`, and less than that has passed since the claim's last pod event
-/// (or its initialization).
-pub(crate) fn under_consolidate_after(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
-    let Some(after) = pool.disruption.consolidate_after else {
-        return false;
-    };
-    if after.is_zero() || !claim.initialized {
-        return false;
-    }
-    now.since(quiet_since(claim)) < after
-}
-
-/// Upstream's NodeClaim `Consolidatable` condition, by the rule the disruption round applies
-/// to candidates: the claim is initialized, its NodePool consolidates (not static,
-/// `consolidateAfter` not `Never`) and `consolidateAfter` has passed since its last pod event
-/// (or its initialization).
-pub fn consolidatable(pool: &NodePool, claim: &NodeClaim, now: Timestamp) -> bool {
-    claim.initialized && consolidate_after_blocker(pool, claim, now).is_none()
-}
-
-/// What `consolidateAfter` counts from: the claim's last pod event, else its initialization.
-fn quiet_since(claim: &NodeClaim) -> Timestamp {
-    claim
-        .last_pod_event_time
-        .or(claim.initialized_at)
-        .unwrap_or(claim.creation_timestamp)
-}
-
-/// The nodes a consolidation's simulation keeps moving pods off: those whose claim is
-/// [`under_consolidate_after`]. None of them is a consolidation candidate.
-pub fn closed_nodes(snapshot: &Snapshot) -> BTreeSet<String> {
-    closed_node_names(snapshot)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
-}
-
-/// [`closed_nodes`], borrowed from the snapshot, for lookups only.
-pub(super) fn closed_node_names(snapshot: &Snapshot) -> FastSet<&str> {
-    let pools: FastMap<&str, &NodePool> = snapshot
-        .nodepools
-        .iter()
-        .map(|p| (p.name.as_str(), p))
-        .collect();
-    snapshot
-        .node_claims
-        .iter()
-        .filter_map(|c| {
-            let node = c.node_name.as_deref()?;
-            let pool = pools.get(c.nodepool.as_str())?;
-            under_consolidate_after(pool, c, snapshot.now).then_some(node)
-        })
-        .collect()
-}
-
-/// Graceful methods only: the NodePool is static (upstream ignores its disruption settings),
-/// consolidation is off for it, or `consolidateAfter` has not elapsed since the claim's last
-/// pod event.
-fn consolidate_after_blocker(
-    pool: &NodePool,
-    claim: &NodeClaim,
-    now: Timestamp,
-) -> Option<Blocker> {
-    if pool.replicas.is_some() {
-        return Some(Blocker::StaticNodePool {
-            nodepool: pool.name.clone(),
-        });
-    }
-    match pool.disruption.consolidate_after {
-        None => Some(Blocker::ConsolidationDisabled {
-            nodepool: pool.name.clone(),
-        }),
-        Some(after) if !after.is_zero() => {
-            let elapsed = now.since(quiet_since(claim));
-            (elapsed < after).then(|| Blocker::ConsolidateAfter {
-                remaining: after - elapsed,
-            })
-        }
-        Some(_) => None,
-    }
 }
 
 /// The candidate for an admitted node, with what its labels say (`facts`); `scratch` holds
@@ -856,51 +411,6 @@ fn candidate<'a>(
         reschedule_cost: cost::reschedule_cost_of(scratch),
         reschedulable_pods,
     }
-}
-
-/// Per NodePool: (nodes that count for budgets, nodes already disrupting). Counted nodes are
-/// managed and initialized; disrupting ones are not Ready or marked for deletion.
-pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
-    let claims: FastMap<&str, &NodeClaim> = snapshot
-        .node_claims
-        .iter()
-        .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
-        .collect();
-    // Counted under borrowed names; one owned name per NodePool at the end.
-    let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();
-    for node in &snapshot.nodes {
-        if let (Some(pool), Some(claim)) = (
-            node.labels.get(labels::NODEPOOL),
-            claims.get(node.name.as_str()),
-        ) {
-            count_for_budget(&mut counts, pool, node, claim);
-        }
-    }
-    owned_counts(counts)
-}
-
-/// Counts `node` (of NodePool `pool`, with its `claim`) for budgets when it is initialized.
-fn count_for_budget<'a>(
-    counts: &mut FastMap<&'a str, (u32, u32)>,
-    pool: &'a str,
-    node: &Node,
-    claim: &NodeClaim,
-) {
-    if !claim.initialized {
-        return;
-    }
-    let entry = counts.entry(pool).or_default();
-    entry.0 += 1;
-    if !node.ready || node.deletion_timestamp.is_some() || claim.deletion_timestamp.is_some() {
-        entry.1 += 1;
-    }
-}
-
-fn owned_counts(counts: FastMap<&str, (u32, u32)>) -> BTreeMap<String, (u32, u32)> {
-    counts
-        .into_iter()
-        .map(|(pool, n)| (pool.to_string(), n))
-        .collect()
 }
 
 #[cfg(test)]
