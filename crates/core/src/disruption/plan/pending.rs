@@ -7,8 +7,8 @@
 //! every candidate they would have weighed says why. Pending pods that fit nowhere launch
 //! nothing and hold nothing back, as upstream ignores the pending pods' own failures.
 //!
-//! Without it a consolidation that ran during a scale-up emptied nodes whose pods then
-//! queued behind the backlog, and the provisioner launched their capacity again.
+//! Without it a round during a scale-up may empty nodes whose pods then queue behind the
+//! backlog, for capacity the provisioner launches again.
 
 use super::{Round, Verdict};
 use crate::disruption::simulate::{Purpose, Simulator};
@@ -56,8 +56,12 @@ pub(super) fn wait<'n>(
                 node,
                 "pending-pods",
                 format!(
-                    "{} pending pods need {} new nodes; consolidation waits until they are placed",
-                    backlog.pods, backlog.claims
+                    "{} pending {} {} {} new {}; consolidation waits until they are placed",
+                    backlog.pods,
+                    if backlog.pods == 1 { "pod" } else { "pods" },
+                    if backlog.pods == 1 { "needs" } else { "need" },
+                    backlog.claims,
+                    if backlog.claims == 1 { "node" } else { "nodes" },
                 ),
             )
         });

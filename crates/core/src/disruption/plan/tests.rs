@@ -296,7 +296,7 @@ fn consolidation_waits_while_pending_pods_need_new_nodes() {
         assert_eq!(v.code, "pending-pods", "{v:?}");
         assert_eq!(
             v.message,
-            "1 pending pods need 1 new nodes; consolidation waits until they are placed"
+            "1 pending pod needs 1 new node; consolidation waits until they are placed"
         );
     }
     // A pending pod that fits where it is, or fits nowhere at all, launches nothing and holds
