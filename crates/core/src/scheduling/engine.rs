@@ -91,6 +91,30 @@ fn get_bit(bits: &[u64], k: usize) -> bool {
     bits[k / 64] & (1 << (k % 64)) != 0
 }
 
+/// Targets found dead for one class, a growable bit set per relaxation level: most classes
+/// never relax, so the levels and words are allocated as marks come.
+#[derive(Clone, Default)]
+struct DeadMarks(Vec<Vec<u64>>);
+
+impl DeadMarks {
+    fn get(&self, level: usize, k: usize) -> bool {
+        self.0
+            .get(level)
+            .is_some_and(|bits| k / 64 < bits.len() && get_bit(bits, k))
+    }
+
+    fn set(&mut self, level: usize, k: usize) {
+        if self.0.len() <= level {
+            self.0.resize(level + 1, Vec::new());
+        }
+        let bits = &mut self.0[level];
+        if bits.len() <= k / 64 {
+            bits.resize(k / 64 + 1, 0);
+        }
+        set_bit(bits, k);
+    }
+}
+
 /// How many of `want` pods of size `req` go in one placement on a target whose type offers
 /// `alloc`, `total` being its usage with the first of them: at least that first one.
 fn pods_fitting(total: &[i64], req: &[i64], alloc: &[i64], want: usize) -> usize {
@@ -125,13 +149,13 @@ pub(crate) struct Engine<'w> {
     node_room: Room,
     inflight_room: Room,
     /// Per class and relaxation level, existing nodes that cannot take it.
-    dead_existing: Vec<Vec<Vec<u64>>>,
+    dead_existing: Vec<DeadMarks>,
     /// New claims per zone value.
     zone_claims: std::collections::HashMap<u32, usize>,
     /// Claims by free cpu under their current cheapest type: `(free millicores, claim)`.
     room: std::collections::BTreeSet<(i64, usize)>,
     /// Per class, claims that can never take it (see [`super::solver::Con::permanent`]).
-    dead: Vec<Vec<Vec<u64>>>,
+    dead: Vec<DeadMarks>,
     /// Existing targets that [`Options::closed`] names, as bits; empty when it names none.
     closed: Vec<u64>,
 }
@@ -186,11 +210,11 @@ impl<'w> Engine<'w> {
             pool_charged: vec![vec![0; r]; np],
             pool_claims: vec![0; np],
             placements: Vec::new(),
-            dead: vec![Vec::new(); nc],
+            dead: vec![DeadMarks::default(); nc],
             room: std::collections::BTreeSet::new(),
             node_room,
             inflight_room,
-            dead_existing: vec![Vec::new(); nc],
+            dead_existing: vec![DeadMarks::default(); nc],
             zone_claims: std::collections::HashMap::new(),
             closed,
         }

@@ -79,7 +79,7 @@ impl Engine<'_> {
                 .chain(emptiest.into_iter().flatten());
             for (_, ei) in order {
                 if (!closed.is_empty() && get_bit(closed, ei))
-                    || self.is_dead_existing(ci, relax.level, ei)
+                    || self.dead_existing[ci].get(relax.level, ei)
                 {
                     continue;
                 }
@@ -97,7 +97,7 @@ impl Engine<'_> {
             }
         }
         for ei in refused {
-            self.mark_dead_existing(ci, relax.level, ei);
+            self.dead_existing[ci].set(relax.level, ei);
         }
         found
     }
@@ -124,7 +124,7 @@ impl Engine<'_> {
             while w != 0 {
                 let k = wi * 64 + w.trailing_zeros() as usize;
                 w &= w - 1;
-                self.mark_dead(ci, relax.level, k);
+                self.dead[ci].set(relax.level, k);
             }
         }
         let (k, e) = best?;
@@ -161,7 +161,7 @@ impl Engine<'_> {
         let mut best: Option<(usize, Eval, f64)> = None;
         let mut seen = 0;
         for &(_, k) in self.room.range((need_cpu, 0)..) {
-            if self.is_dead(ci, relax.level, k) {
+            if self.dead[ci].get(relax.level, k) {
                 continue;
             }
             match self.eval_claim(c, cons, alts, relax, k, true) {
@@ -209,7 +209,7 @@ impl Engine<'_> {
             if seen >= GROWTH_CANDIDATES {
                 break;
             }
-            if self.is_dead(ci, relax.level, k) || get_bit(dead, k) {
+            if self.dead[ci].get(relax.level, k) || get_bit(dead, k) {
                 continue;
             }
             match self.eval_claim(c, cons, alts, relax, k, false) {
@@ -288,44 +288,6 @@ impl Engine<'_> {
             }
         }
         Err(reasons)
-    }
-
-    pub(super) fn is_dead_existing(&self, ci: usize, level: usize, ei: usize) -> bool {
-        self.dead_existing[ci]
-            .get(level)
-            .and_then(|d| d.get(ei / 64))
-            .is_some_and(|w| w & (1 << (ei % 64)) != 0)
-    }
-
-    pub(super) fn mark_dead_existing(&mut self, ci: usize, level: usize, ei: usize) {
-        let levels = &mut self.dead_existing[ci];
-        if levels.len() <= level {
-            levels.resize(level + 1, Vec::new());
-        }
-        let d = &mut levels[level];
-        if d.len() <= ei / 64 {
-            d.resize(ei / 64 + 1, 0);
-        }
-        d[ei / 64] |= 1 << (ei % 64);
-    }
-
-    pub(super) fn is_dead(&self, ci: usize, level: usize, k: usize) -> bool {
-        self.dead[ci]
-            .get(level)
-            .and_then(|d| d.get(k / 64))
-            .is_some_and(|w| w & (1 << (k % 64)) != 0)
-    }
-
-    pub(super) fn mark_dead(&mut self, ci: usize, level: usize, k: usize) {
-        let levels = &mut self.dead[ci];
-        if levels.len() <= level {
-            levels.resize(level + 1, Vec::new());
-        }
-        let d = &mut levels[level];
-        if d.len() <= k / 64 {
-            d.resize(k / 64 + 1, 0);
-        }
-        d[k / 64] |= 1 << (k % 64);
     }
 
     /// Room left on claim `k`'s instance type `it` after adding `req` (cpu and memory fractions).
