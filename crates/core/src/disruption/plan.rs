@@ -17,7 +17,7 @@ mod emptiness;
 mod expiration;
 pub mod explain;
 mod multi_node;
-mod pending;
+pub(crate) mod pending;
 mod single_node;
 mod underutilized;
 mod verdicts;

@@ -9,6 +9,7 @@ use super::candidates::{Candidate, MethodClass, Selection, budget_node_counts, s
 use super::command::{Command, Method};
 use super::consolidation;
 use super::drift::drift_reason;
+use super::plan::pending;
 use super::scheduler_replay::Replay;
 use super::simulate::{Purpose, Simulation, Simulator};
 use crate::model::{Pod, Snapshot};
@@ -160,8 +161,8 @@ fn within_budgets(
 }
 
 /// What made the command still holds: its nodes are empty (emptiness), drifted and their
-/// pods placed (drift), or the consolidation's simulation and the cluster's scheduler still
-/// agree on it.
+/// pods placed (drift), or no pending pod needs a new node once its nodes are gone and the
+/// consolidation's simulation and the cluster's scheduler still agree on it.
 fn still_holds(
     command: &Command,
     fresh: &Snapshot,
@@ -201,6 +202,9 @@ fn still_holds(
         }
         Method::MultiNodeConsolidation | Method::SingleNodeConsolidation => {
             let job = consolidation::job(current);
+            if let Some(backlog) = pending::backlog(fresh, &job.without, simulator) {
+                return Err(Invalid::Scheduling(backlog.to_string()));
+            }
             let sim = simulator.simulate(fresh, Purpose::Consolidation, &job.without, &job.pods);
             same_outcome(command, &sim)?;
             // The cluster's scheduler, not the simulation, places the pods once they move.

@@ -9,24 +9,54 @@
 //!
 //! Without it a round during a scale-up may empty nodes whose pods then queue behind the
 //! backlog, for capacity the provisioner launches again.
+//!
+//! The executor's re-check asks the same question of a planned consolidation on a fresh
+//! snapshot, less the command's own nodes: a backlog that arrived while the command waited
+//! rejects it, as upstream's re-simulation would.
+
+use std::collections::BTreeSet;
+use std::fmt;
 
 use super::{Round, Verdict};
 use crate::disruption::simulate::{Purpose, Simulator};
-use crate::model::Pod;
+use crate::model::{Pod, Snapshot};
 use crate::scheduling::setup::waits;
 
-/// The pending pods a round found needing new nodes.
-pub(super) struct Backlog {
+/// The pending pods found needing new nodes.
+#[derive(Debug)]
+pub(crate) struct Backlog {
     /// Pending pods in all.
     pub pods: usize,
     /// The new claims placing them launches.
     pub claims: usize,
 }
 
+impl fmt::Display for Backlog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (pods, claims) = (self.pods, self.claims);
+        write!(
+            f,
+            "{pods} pending {} {} {claims} new {}",
+            if pods == 1 { "pod" } else { "pods" },
+            if pods == 1 { "needs" } else { "need" },
+            if claims == 1 { "node" } else { "nodes" },
+        )
+    }
+}
+
 /// The round's backlog, when its pending pods need new nodes.
 pub(super) fn needing_nodes(round: &Round<'_>, simulator: &dyn Simulator) -> Option<Backlog> {
-    let pending: Vec<&Pod> = round
-        .snapshot
+    backlog(round.snapshot, &round.taken, simulator)
+}
+
+/// The backlog of `snapshot`'s pending pods placed on its nodes less `without`, when placing
+/// them launches new claims.
+pub(crate) fn backlog(
+    snapshot: &Snapshot,
+    without: &BTreeSet<String>,
+    simulator: &dyn Simulator,
+) -> Option<Backlog> {
+    let pending: Vec<&Pod> = snapshot
         .pods
         .iter()
         .map(|p| &**p)
@@ -36,7 +66,7 @@ pub(super) fn needing_nodes(round: &Round<'_>, simulator: &dyn Simulator) -> Opt
         return None;
     }
     // Drift's rules: a pending pod may land on any node that stays, consolidateAfter or not.
-    let sim = simulator.simulate(round.snapshot, Purpose::Drift, &round.taken, &pending);
+    let sim = simulator.simulate(snapshot, Purpose::Drift, without, &pending);
     (!sim.new_claims.is_empty()).then_some(Backlog {
         pods: pending.len(),
         claims: sim.new_claims.len(),
@@ -55,14 +85,7 @@ pub(super) fn wait<'n>(
             Verdict::new(
                 node,
                 "pending-pods",
-                format!(
-                    "{} pending {} {} {} new {}; consolidation waits until they are placed",
-                    backlog.pods,
-                    if backlog.pods == 1 { "pod" } else { "pods" },
-                    if backlog.pods == 1 { "needs" } else { "need" },
-                    backlog.claims,
-                    if backlog.claims == 1 { "node" } else { "nodes" },
-                ),
+                format!("{backlog}; consolidation waits until they are placed"),
             )
         });
     }

@@ -153,3 +153,21 @@ fn a_replace_is_rejected_once_its_pods_outgrow_the_planned_type() {
     assert_eq!(err.kind(), "churn");
     assert!(err.to_string().contains("small"), "{err}");
 }
+
+#[test]
+fn a_consolidation_is_rejected_once_pending_pods_need_the_capacity() {
+    let (mut fresh, c) = replace_planned();
+    // A pod arrived while the command waited: with n1 gone nothing holds it, so a new node
+    // comes for it and the command would only empty n1 for that node.
+    let pending = crate::testkit::pod("pending", 3000, 1);
+    fresh.pods.push(std::sync::Arc::new(pending));
+    let err = validate(&c, &fresh, &EngineSimulator::default()).unwrap_err();
+    assert_eq!(err.kind(), "scheduling");
+    assert_eq!(
+        err.to_string(),
+        "scheduling changed: 1 pending pod needs 1 new node"
+    );
+    // One that fits nowhere launches nothing and holds nothing back.
+    fresh.pod_mut(1).requests = fresh.pods[1].requests.clone().with(CPU, 9000);
+    assert_eq!(validate(&c, &fresh, &EngineSimulator::default()), Ok(()));
+}
