@@ -28,6 +28,44 @@ const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// without flooding the API server.
 const POD_WRITES_IN_FLIGHT: usize = 16;
 
+/// Lease renewals and Node status writes in flight at once: 2,000 Nodes renew 200 Leases a
+/// second between them.
+const HEARTBEATS_IN_FLIGHT: usize = 16;
+
+/// How one write of a heartbeat went.
+type Written = Result<(), kube::Error>;
+
+/// One Node's heartbeat in a pass: its Lease renewal when due, its Ready status when a report
+/// is due.
+struct Beat {
+    name: String,
+    lease: bool,
+    status: Option<serde_json::Value>,
+}
+
+/// The Ready status a kubelet reports for Node `name`, with the capacity of its instance.
+fn ready_status(
+    instances: &[crate::cloud::SimInstance],
+    name: &str,
+    wall: Timestamp,
+) -> serde_json::Value {
+    let mut ready = serde_json::json!({"status": {"conditions": [{
+        "type": "Ready", "status": "True", "reason": "KubeletReady",
+        "message": "kubelet is posting ready status",
+        "lastHeartbeatTime": Time(wall),
+    }]}});
+    // Capacity rides along, as a kubelet's status updates carry it: a Node whose first
+    // status write failed after its create still gets it.
+    if let Some(i) = instances
+        .iter()
+        .find(|i| node_name(&i.instance.provider_id) == name)
+    {
+        ready["status"]["capacity"] = serde_json::json!(quantities(&i.capacity));
+        ready["status"]["allocatable"] = serde_json::json!(quantities(&i.allocatable));
+    }
+    ready
+}
+
 /// How long [`NodeAgent::run`] waits for the watches' first lists before its first pass, so
 /// that pass (which deletes the Nodes an earlier process registered) also deletes their pods.
 /// A pass acts on Nodes only once the NodeClaims and Nodes have been listed, and on pods once
@@ -153,6 +191,7 @@ impl NodeAgent {
         let now = Instant::now();
         let wall = Timestamp::now();
         let mut registered = listed.clone();
+        let mut beats = Vec::new();
         for action in plan(&instances, &claims, &listed, now, register_after, wall) {
             match action {
                 Action::Register(node) => {
@@ -166,40 +205,16 @@ impl NodeAgent {
                         last.get(&name)
                             .is_none_or(|t| now.duration_since(*t) >= every)
                     };
-                    if due(&self.last_heartbeat, self.config.heartbeat) {
-                        self.write_lease(&leases, &name, None, wall).await?;
-                        self.last_heartbeat.insert(name.clone(), now);
+                    let lease = due(&self.last_heartbeat, self.config.heartbeat);
+                    let status = due(&self.last_status, self.config.status_report)
+                        .then(|| ready_status(&instances, &name, wall));
+                    if lease || status.is_some() {
+                        beats.push(Beat {
+                            name,
+                            lease,
+                            status,
+                        });
                     }
-                    if !due(&self.last_status, self.config.status_report) {
-                        continue;
-                    }
-                    let mut ready = serde_json::json!({"status": {"conditions": [{
-                        "type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "kubelet is posting ready status",
-                        "lastHeartbeatTime": Time(wall),
-                    }]}});
-                    // Capacity rides along, as a kubelet's status updates carry it: a Node
-                    // whose first status write failed after its create still gets it.
-                    if let Some(i) = instances
-                        .iter()
-                        .find(|i| node_name(&i.instance.provider_id) == name)
-                    {
-                        ready["status"]["capacity"] = serde_json::json!(quantities(&i.capacity));
-                        ready["status"]["allocatable"] =
-                            serde_json::json!(quantities(&i.allocatable));
-                    }
-                    let written = nodes
-                        .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&ready))
-                        .await;
-                    // The Node went before the watch ever showed it (someone deleted it at
-                    // once): forget the creation, so a later pass registers it again.
-                    if let Err(kube::Error::Api(s)) = &written
-                        && s.code == 404
-                    {
-                        self.nodes.gone(&name);
-                    }
-                    written?;
-                    self.last_status.insert(name, now);
                 }
                 Action::Delete(name) => {
                     registered.remove(&name);
@@ -207,8 +222,75 @@ impl NodeAgent {
                 }
             }
         }
+        let beaten = self.heartbeat(&nodes, &leases, beats, now, wall).await;
         let kubelets = kubelets(&instances, &listed, &registered);
-        Ok(self.reconcile_pods(&kubelets, wall).await?)
+        let pods = self.reconcile_pods(&kubelets, wall).await;
+        beaten?;
+        Ok(pods?)
+    }
+
+    /// Renews the due Leases and writes the due Node statuses, many at once; a failed write
+    /// is retried next pass and holds up no other. One at a time, a pass over 2,000 Nodes
+    /// took longer than a Lease lasts on a loaded API server, and the node lifecycle
+    /// controller tainted Nodes unreachable that the agent was still heartbeating.
+    async fn heartbeat(
+        &mut self,
+        nodes: &Api<Node>,
+        leases: &Api<Lease>,
+        beats: Vec<Beat>,
+        now: Instant,
+        wall: Timestamp,
+    ) -> Result<(), kube::Error> {
+        let this = &*self;
+        let results: Vec<(Beat, Written, Written)> = futures::stream::iter(beats)
+            .map(|beat| async move {
+                let lease = match beat.lease {
+                    true => this.write_lease(leases, &beat.name, None, wall).await,
+                    false => Ok(()),
+                };
+                let status = match &beat.status {
+                    Some(body) => nodes
+                        .patch_status(&beat.name, &PatchParams::default(), &Patch::Strategic(body))
+                        .await
+                        .map(|_| ()),
+                    None => Ok(()),
+                };
+                (beat, lease, status)
+            })
+            .buffer_unordered(HEARTBEATS_IN_FLIGHT)
+            .collect()
+            .await;
+        let mut first_error = None;
+        for (beat, lease, status) in results {
+            match lease {
+                Ok(()) if beat.lease => {
+                    self.last_heartbeat.insert(beat.name.clone(), now);
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!(node = %beat.name, error = %e, "lease renewal failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+            match status {
+                Ok(()) if beat.status.is_some() => {
+                    self.last_status.insert(beat.name, now);
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    // The Node went before the watch ever showed it (someone deleted it at
+                    // once): forget the creation, so a later pass registers it again.
+                    if let kube::Error::Api(s) = &e
+                        && s.code == 404
+                    {
+                        self.nodes.gone(&beat.name);
+                    }
+                    tracing::warn!(node = %beat.name, error = %e, "node status write failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Creates the Node of a booted instance, Ready, with its status and Lease, as a

@@ -31,6 +31,12 @@ pub struct State {
     pub watches_held: bool,
     /// While true, every list fails with a 500.
     pub lists_fail: bool,
+    /// How long each write is held before it is answered, so that writes sent at once are
+    /// seen in flight together.
+    pub write_delay: Duration,
+    /// Writes being answered now, and the most at any moment since last reset.
+    pub writes_in_flight: usize,
+    pub most_writes_in_flight: usize,
 }
 
 pub type Shared = Arc<Mutex<State>>;
@@ -251,7 +257,21 @@ async fn handle(
 pub async fn server(shared: Shared) -> kube::Client {
     let app = axum::Router::new().fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| {
         let shared = shared.clone();
-        async move { handle(shared, m, u, h, b).await }
+        async move {
+            if m == Method::GET {
+                return handle(shared, m, u, h, b).await;
+            }
+            let delay = {
+                let mut s = shared.lock().unwrap();
+                s.writes_in_flight += 1;
+                s.most_writes_in_flight = s.most_writes_in_flight.max(s.writes_in_flight);
+                s.write_delay
+            };
+            tokio::time::sleep(delay).await;
+            let answer = handle(shared.clone(), m, u, h, b).await;
+            shared.lock().unwrap().writes_in_flight -= 1;
+            answer
+        }
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

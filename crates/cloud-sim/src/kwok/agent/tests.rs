@@ -210,6 +210,62 @@ async fn the_lease_is_renewed_every_pass_and_the_status_only_when_a_report_is_du
     assert_eq!(count(&shared, &status), 1, "only at registration");
 }
 
+/// Adds NodeClaims `nc-2` to `nc-{n}`, each with its instance running, beside `setup`'s
+/// `nc-1`; before the agent's watches start, so their first lists hold them.
+async fn more_claims(shared: &Shared, cloud: &SimCloud, n: usize) {
+    for i in 2..=n {
+        let mut nc = nodeclaim();
+        nc.metadata.name = Some(format!("nc-{i}"));
+        shared.lock().unwrap().objects.insert(
+            format!("/apis/karpenter.sh/v1/nodeclaims/nc-{i}"),
+            serde_json::to_value(&nc).unwrap(),
+        );
+        cloud.create(&nc, None).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn heartbeats_go_out_together_and_a_failed_one_holds_up_no_other() {
+    let (shared, cloud, mut agent, _) = setup(AgentConfig {
+        heartbeat: Duration::ZERO,
+        status_report: Duration::ZERO,
+        ..AgentConfig::default()
+    })
+    .await;
+    more_claims(&shared, &cloud, 8).await;
+    agent.wait_for_watches().await;
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 8);
+    {
+        let mut s = shared.lock().unwrap();
+        s.write_delay = Duration::from_millis(20);
+        s.most_writes_in_flight = 0;
+        s.fail_next_status = true;
+        s.requests.clear();
+    }
+    assert!(
+        agent.reconcile().await.is_err(),
+        "the refused write is reported"
+    );
+    let s = shared.lock().unwrap();
+    assert!(
+        s.most_writes_in_flight > 1,
+        "one write at a time: a pass over thousands of Nodes outlasts their Leases"
+    );
+    let renewed = s
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("PATCH") && r.contains("/leases/"))
+        .count();
+    let statuses = s
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("PATCH /api/v1/nodes/") && r.contains("/status"))
+        .count();
+    assert_eq!(renewed, 8, "every Lease renewed, the refused status aside");
+    assert_eq!(statuses, 8, "every status written, one of them refused");
+}
+
 /// Waits until the agent's Node watch shows what `shown` asks for.
 async fn wait_for_nodes(agent: &NodeAgent, shown: impl Fn(&BTreeSet<String>) -> bool) {
     for _ in 0..500 {
