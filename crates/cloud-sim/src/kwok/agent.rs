@@ -32,6 +32,21 @@ const POD_WRITES_IN_FLIGHT: usize = 16;
 /// second between them.
 const HEARTBEATS_IN_FLIGHT: usize = 16;
 
+/// How far one Node's registration got: its create, status and Lease written in turn
+/// (`steps` of the three), and why it stopped if it did.
+#[derive(Default)]
+struct Registration {
+    steps: u8,
+    error: Option<kube::Error>,
+}
+
+impl Registration {
+    fn failed(mut self, e: kube::Error) -> Self {
+        self.error = Some(e);
+        self
+    }
+}
+
 /// How one write of a heartbeat went.
 type Written = Result<(), kube::Error>;
 
@@ -191,14 +206,12 @@ impl NodeAgent {
         let now = Instant::now();
         let wall = Timestamp::now();
         let mut registered = listed.clone();
-        let mut beats = Vec::new();
+        let (mut arrivals, mut beats) = (Vec::new(), Vec::new());
         for action in plan(&instances, &claims, &listed, now, register_after, wall) {
             match action {
                 Action::Register(node) => {
-                    let name = node.metadata.name.clone().unwrap_or_default();
-                    registered.insert(name);
-                    self.register_node(&nodes, &leases, &node, now, wall)
-                        .await?;
+                    registered.insert(node.metadata.name.clone().unwrap_or_default());
+                    arrivals.push(*node);
                 }
                 Action::Heartbeat(name) => {
                     let due = |last: &BTreeMap<String, Instant>, every: Duration| {
@@ -222,9 +235,11 @@ impl NodeAgent {
                 }
             }
         }
+        let arrived = self.register(&nodes, &leases, arrivals, now, wall).await;
         let beaten = self.heartbeat(&nodes, &leases, beats, now, wall).await;
         let kubelets = kubelets(&instances, &listed, &registered);
         let pods = self.reconcile_pods(&kubelets, wall).await;
+        arrived?;
         beaten?;
         Ok(pods?)
     }
@@ -293,33 +308,85 @@ impl NodeAgent {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Creates the Node of a booted instance, Ready, with its status and Lease, as a
-    /// kubelet registers.
-    async fn register_node(
+    /// Registers the Nodes of booted instances, many at once: a scale-up boots hundreds
+    /// in one pass, each three writes, and the Leases of the Nodes already there wait for
+    /// the pass to end.
+    async fn register(
         &mut self,
         nodes: &Api<Node>,
         leases: &Api<Lease>,
-        node: &Node,
+        arrivals: Vec<Node>,
         now: Instant,
         wall: Timestamp,
     ) -> Result<(), kube::Error> {
+        let this = &*self;
+        let results: Vec<(Node, Registration)> = futures::stream::iter(arrivals)
+            .map(|node| async move {
+                let done = this.register_node(nodes, leases, &node, wall).await;
+                (node, done)
+            })
+            .buffer_unordered(HEARTBEATS_IN_FLIGHT)
+            .collect()
+            .await;
+        let mut first_error = None;
+        for (node, done) in results {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            // Even when a later write failed: the next pass must not create it again while
+            // the watch does not show it yet.
+            if done.steps > 0 {
+                self.nodes.created(&name);
+            }
+            if done.steps > 1 {
+                self.last_status.insert(name.clone(), now);
+            }
+            if done.steps > 2 {
+                self.last_heartbeat.insert(name.clone(), now);
+            }
+            match done.error {
+                None => {
+                    let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
+                    tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
+                }
+                Some(e) => {
+                    tracing::warn!(node = %name, error = %e, "node registration failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Creates the Node of a booted instance, then writes its status and its Lease, as a
+    /// kubelet registers; stops at the first write that fails.
+    async fn register_node(
+        &self,
+        nodes: &Api<Node>,
+        leases: &Api<Lease>,
+        node: &Node,
+        wall: Timestamp,
+    ) -> Registration {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let created = nodes.create(&PostParams::default(), node).await?;
-        // At once: should a write below fail, the next pass must not create it
-        // again while the watch does not show it yet.
-        self.nodes.created(&name);
+        let mut done = Registration::default();
+        let created = match nodes.create(&PostParams::default(), node).await {
+            Ok(created) => created,
+            Err(e) => return done.failed(e),
+        };
+        done.steps = 1;
         // Status is a subresource: the create drops it, so write it separately.
         let status = serde_json::json!({ "status": node.status });
-        nodes
+        if let Err(e) = nodes
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-            .await?;
-        self.last_status.insert(name.clone(), now);
-        self.write_lease(leases, &name, created.metadata.uid.as_deref(), wall)
-            .await?;
-        self.last_heartbeat.insert(name.clone(), now);
-        let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
-        tracing::info!(node = %name, provider_id = provider_id.unwrap_or_default(), "registered node");
-        Ok(())
+            .await
+        {
+            return done.failed(e);
+        }
+        done.steps = 2;
+        let uid = created.metadata.uid.as_deref();
+        if let Err(e) = self.write_lease(leases, &name, uid, wall).await {
+            return done.failed(e);
+        }
+        done.steps = 3;
+        done
     }
 
     /// Deletes the Node and Lease of an instance that is gone.

@@ -225,6 +225,45 @@ async fn more_claims(shared: &Shared, cloud: &SimCloud, n: usize) {
 }
 
 #[tokio::test]
+async fn nodes_register_together_and_a_failed_one_holds_up_no_other() {
+    let (shared, cloud, mut agent, _) = setup(AgentConfig::default()).await;
+    more_claims(&shared, &cloud, 8).await;
+    agent.wait_for_watches().await;
+    {
+        let mut s = shared.lock().unwrap();
+        s.write_delay = Duration::from_millis(20);
+        s.fail_next_status = true;
+    }
+    assert!(
+        agent.reconcile().await.is_err(),
+        "the refused write is reported"
+    );
+    {
+        let s = shared.lock().unwrap();
+        assert!(s.most_writes_in_flight > 1, "one registration at a time");
+        let leases = s.objects.keys().filter(|k| k.contains("/leases/")).count();
+        assert_eq!(
+            leases, 7,
+            "every Node but the one whose status was refused has its Lease"
+        );
+    }
+    // The next pass gives that one its status and Lease without creating it again.
+    agent.reconcile().await.unwrap();
+    assert_eq!(count(&shared, "POST /api/v1/nodes"), 8);
+    let s = shared.lock().unwrap();
+    let nodes: Vec<&Value> = (s.objects.iter())
+        .filter(|(k, _)| k.starts_with("/api/v1/nodes/"))
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(nodes.len(), 8);
+    assert!(nodes.iter().all(|n| n["status"]["capacity"]["cpu"] == "2"));
+    assert_eq!(
+        s.objects.keys().filter(|k| k.contains("/leases/")).count(),
+        8
+    );
+}
+
+#[tokio::test]
 async fn heartbeats_go_out_together_and_a_failed_one_holds_up_no_other() {
     let (shared, cloud, mut agent, _) = setup(AgentConfig {
         heartbeat: Duration::ZERO,
