@@ -28,8 +28,8 @@ const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 /// without flooding the API server.
 const POD_WRITES_IN_FLIGHT: usize = 16;
 
-/// Lease renewals and Node status writes in flight at once: 2,000 Nodes renew 200 Leases a
-/// second between them.
+/// Node registrations, Lease renewals and Node status writes in flight at once: 2,000 Nodes
+/// renew 200 Leases a second between them.
 const HEARTBEATS_IN_FLIGHT: usize = 16;
 
 /// How far one Node's registration got: its create, status and Lease written in turn
