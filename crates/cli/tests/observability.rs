@@ -15,11 +15,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nodewright_testkit::port::free_port;
 use serde_json::Value as Json;
 
 #[path = "parity/list.rs"]
@@ -67,14 +68,6 @@ fn series_names(name: &str, kind: &str) -> Vec<String> {
             .collect(),
         _ => vec![name.to_string()],
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Running(Child);

@@ -5,11 +5,12 @@
 //! [`k8s`], NodeClaims in [`nodeclaim`]), and the fuzz targets' generator ([`fuzz`]). Builders of
 //! core's own types are `core::testkit`.
 //!
-//! Used only as a dev-dependency; every function is deterministic.
+//! Used only as a dev-dependency; every function is deterministic but [`port::free_port`].
 
 pub mod fuzz;
 pub mod invalid;
 pub mod json;
 pub mod k8s;
 pub mod nodeclaim;
+pub mod port;
 pub mod valid;

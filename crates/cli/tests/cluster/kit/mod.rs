@@ -45,10 +45,4 @@ pub fn assert_clean_log(log: &str) {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (released before it is used; the race is accepted).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
+pub use nodewright_testkit::port::free_port;
