@@ -209,7 +209,9 @@ fn condition<'a>(nc: &'a v1::NodeClaim, type_: &str) -> Option<&'a v1::shared::C
         .and_then(|c| c.iter().find(|c| c.type_ == type_))
 }
 
-fn resource_list(
+/// A resource list (capacity, allocatable, requests, limits) as core's resources, every
+/// quantity parsed; an error names the resource under `path`.
+pub fn resource_list(
     list: Option<&v1::shared::ResourceList>,
     path: &Path,
 ) -> Result<Resources, FieldError> {

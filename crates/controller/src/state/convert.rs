@@ -7,7 +7,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget as ApiPdb;
 use k8s_openapi::api::storage::v1::StorageClass as ApiStorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use nodewright_api::error::Path;
-use nodewright_api::quantity;
 use nodewright_api::v1::nodeclaim::NodeClaim as ApiClaim;
 use nodewright_api::v1::shared::ResourceList;
 use nodewright_core::model::{
@@ -15,7 +14,6 @@ use nodewright_core::model::{
 };
 use nodewright_core::resources::Resources;
 use nodewright_core::selector::LabelSelector;
-use nodewright_core::taints::{Taint, TaintEffect};
 
 use crate::clock::from_time;
 
@@ -35,26 +33,10 @@ pub fn node(n: &api::Node) -> Result<Node, String> {
     Ok(out)
 }
 
+/// `api`'s conversion of a resource list; a quantity that does not parse is an error.
 pub fn resources(list: Option<&ResourceList>) -> Result<Resources, String> {
-    let mut r = Resources::new();
-    for (k, q) in list.into_iter().flatten() {
-        let v = quantity::parse_resource(k, &q.text()).map_err(|e| format!("{k}: {e}"))?;
-        r.set(k, v);
-    }
-    Ok(r)
-}
-
-pub fn taints(list: Option<&Vec<nodewright_api::v1::shared::Taint>>) -> Vec<Taint> {
-    list.into_iter()
-        .flatten()
-        .filter_map(|t| {
-            Some(Taint {
-                key: t.key.clone(),
-                value: t.value.clone().unwrap_or_default(),
-                effect: TaintEffect::parse(&t.effect)?,
-            })
-        })
-        .collect()
+    nodewright_api::cluster::resource_list(list, &Path::root("resources"))
+        .map_err(|e| e.to_string())
 }
 
 /// A NodeClaim as the scheduler and the disruption planner see it: `api`'s conversion, the
