@@ -130,15 +130,10 @@ pub fn apply_placement_group<'a>(
 /// Whether `requirements` (a claim's) admit `value` for `key`; a key they do not mention
 /// admits anything.
 fn admits(requirements: &[Requirement], key: &str, value: &str) -> bool {
-    requirements.iter().filter(|r| r.key == key).all(|r| {
-        let has = r.values.iter().any(|v| v == value);
-        match r.operator {
-            Operator::In => has,
-            Operator::NotIn => !has,
-            Operator::DoesNotExist => false,
-            _ => true,
-        }
-    })
+    requirements
+        .iter()
+        .filter(|r| r.key == key)
+        .all(|r| r.admits(Some(value)))
 }
 
 /// The tenancy a claim launches with: shared (`default`) whenever its requirements allow it,

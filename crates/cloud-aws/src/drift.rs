@@ -10,10 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use nodewright_api::aws::common::AmiRequirement;
 use nodewright_api::aws::v1::{EC2NodeClass, EC2NodeClassStatus};
 use nodewright_api::v1::nodeclaim::NodeClaim;
-use nodewright_core::requirements::{Operator, Requirement};
+use nodewright_core::requirements::Requirement;
 use thiserror::Error;
 
 use crate::instances::Ec2Instance;
+use crate::nodeclass::amis::image_serves;
 use crate::nodeclass::hash::{HASH_ANNOTATION, HASH_VERSION_ANNOTATION};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,43 +70,13 @@ pub fn static_drift(claim: &NodeClaim, class: &EC2NodeClass) -> Option<DriftReas
 }
 
 /// Whether a node of an instance type described by `type_requirements` may run an image
-/// carrying `ami` requirements. A key the type says nothing about constrains nothing; a key
-/// it marks `DoesNotExist` is a label the node lacks.
+/// carrying `ami` requirements (see [`image_serves`]).
 fn ami_serves(ami: &[AmiRequirement], type_requirements: &[Requirement]) -> bool {
-    ami.iter().all(|r| {
-        let Some(t) = type_requirements.iter().find(|t| t.key == r.key) else {
-            return true;
-        };
-        let values: Vec<&str> = match t.operator {
-            Operator::In => t.values.iter().map(String::as_str).collect(),
-            Operator::DoesNotExist => Vec::new(),
-            // The type's own labels are single values or absent; anything else is open.
-            _ => return true,
-        };
-        let wanted: BTreeSet<&str> = r.values.iter().flatten().map(String::as_str).collect();
-        let numeric = |f: fn(i64, i64) -> bool| {
-            let bound = r
-                .values
-                .iter()
-                .flatten()
-                .next()
-                .and_then(|v| v.parse().ok());
-            bound.is_some_and(|b| values.iter().any(|v| v.parse().is_ok_and(|v| f(v, b))))
-        };
-        match Operator::parse(&r.operator) {
-            Some(Operator::In) => values.iter().any(|v| wanted.contains(v)),
-            Some(Operator::NotIn) => {
-                values.is_empty() || values.iter().any(|v| !wanted.contains(v))
-            }
-            Some(Operator::Exists) => !values.is_empty(),
-            Some(Operator::DoesNotExist) => values.is_empty(),
-            Some(Operator::Gt) => numeric(|v, b| v > b),
-            Some(Operator::Lt) => numeric(|v, b| v < b),
-            Some(Operator::Gte) => numeric(|v, b| v >= b),
-            Some(Operator::Lte) => numeric(|v, b| v <= b),
-            None => false,
-        }
-    })
+    let image = ami.iter().map(|r| {
+        let values = r.values.as_deref().unwrap_or(&[]);
+        (r.key.as_str(), r.operator.as_str(), values)
+    });
+    image_serves(image, type_requirements)
 }
 
 /// The first of `AMIDrift`, `SecurityGroupDrift`, `SubnetDrift` that applies to `instance`,
@@ -204,6 +175,7 @@ mod tests {
     use nodewright_api::aws::common::{AmiStatus, SecurityGroupStatus, SubnetStatus};
     use nodewright_cloud::{Instance, InstanceState};
     use nodewright_core::model::CapacityType;
+    use nodewright_core::requirements::Operator;
 
     use super::*;
 

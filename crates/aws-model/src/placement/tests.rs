@@ -118,6 +118,11 @@ fn a_partition_is_pinned_only_when_the_claim_allows_exactly_one() {
     let narrowed = req(aws::PLACEMENT_GROUP_PARTITION, Operator::NotIn, &["2"]);
     assert_eq!(launch_partition(&[two, narrowed], &g), Some(3));
     assert_eq!(launch_partition(&[one], &group(Strategy::Cluster, 0)), None);
+    // Numeric operators compare numbers, as the kube-scheduler's node affinity does.
+    let above_three = req(aws::PLACEMENT_GROUP_PARTITION, Operator::Gt, &["3"]);
+    assert_eq!(launch_partition(&[above_three], &g), Some(4));
+    let a_word = req(aws::INSTANCE_TENANCY, Operator::Gt, &["1"]);
+    assert_eq!(launch_tenancy(&[a_word]), TENANCY_DEDICATED);
 }
 
 #[test]

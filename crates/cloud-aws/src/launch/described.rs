@@ -15,28 +15,16 @@ use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
 use super::{FleetCall, FleetInstance};
+use crate::nodeclass::amis::image_serves;
 use crate::nodeclass::{ResolvedAmi, ResolvedNodeClass};
-
-/// The type's single value for `key`, if it has one.
-fn type_label<'a>(it: &'a InstanceType, key: &str) -> Option<&'a str> {
-    it.requirements
-        .iter()
-        .find(|r| r.key == key && r.operator == Operator::In && r.values.len() == 1)
-        .map(|r| r.values[0].as_str())
-}
 
 /// Whether `ami`'s requirements (architecture, GPU/accelerator variant) admit `it`.
 pub(crate) fn ami_serves(ami: &ResolvedAmi, it: &InstanceType) -> bool {
-    ami.requirements.iter().all(|r| {
-        let v = type_label(it, &r.key);
-        match r.operator.as_str() {
-            "In" => v.is_some_and(|v| r.values.iter().any(|x| x == v)),
-            "NotIn" => v.is_none_or(|v| !r.values.iter().any(|x| x == v)),
-            "Exists" => v.is_some(),
-            "DoesNotExist" => v.is_none(),
-            _ => true,
-        }
-    })
+    let image = ami.requirements.iter();
+    image_serves(
+        image.map(|r| (r.key.as_str(), r.operator.as_str(), r.values.as_slice())),
+        &it.requirements,
+    )
 }
 
 /// A reserved launch targets the capacity its reservation holds (`on-demand`,

@@ -110,6 +110,24 @@ fn images_serve_types_by_architecture_and_variant() {
     assert!(ami_serves(&standard, &cpu) && !ami_serves(&standard, &gpu));
     assert!(ami_serves(&nvidia, &gpu) && !ami_serves(&nvidia, &cpu));
     assert!(!ami_serves(&arm, &cpu));
+    // Numeric operators compare the type's value; a key the type does not mention
+    // constrains nothing; an operator that does not parse admits nothing.
+    let cpus = aws::INSTANCE_CPU;
+    let mut two_cpus = cpu.clone();
+    two_cpus.requirements.push(Requirement::single(cpus, "2"));
+    let big = ami("ami-big", vec![AmiRequirement::new(cpus, "Gt", &["4"])]);
+    let small = ami("ami-small", vec![AmiRequirement::new(cpus, "Lte", &["2"])]);
+    assert!(!ami_serves(&big, &two_cpus) && ami_serves(&small, &two_cpus));
+    let other = ami(
+        "ami-other",
+        vec![AmiRequirement::new("example.com/k", "In", &["x"])],
+    );
+    assert!(ami_serves(&other, &cpu));
+    let bogus = ami(
+        "ami-bogus",
+        vec![AmiRequirement::new(labels::ARCH, "Bogus", &[])],
+    );
+    assert!(!ami_serves(&bogus, &cpu));
 }
 
 fn arm(name: &str) -> InstanceType {

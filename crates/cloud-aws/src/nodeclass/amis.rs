@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{Filter, Image};
 use nodewright_api::aws::v1::AmiSelectorTerm;
+use nodewright_core::requirements::{Operator, Requirement as TypeRequirement};
 
 use super::aliases::{ARCH_LABEL, Requirement, Variant, alias_parameters, sort_requirements};
 use super::network::tag_filters;
@@ -38,6 +39,38 @@ struct Query {
     filters: Vec<Filter>,
     owners: Vec<String>,
     known: BTreeMap<String, Vec<Variant>>,
+}
+
+/// Whether an image whose requirements are `image` (key, operator, values, as a resolved
+/// image or the class's status lists them) may run on an instance type described by
+/// `type_requirements`. Each must admit one of the type's values for its key, or the label's
+/// absence where the type marks the key `DoesNotExist`; a key the type says nothing about
+/// constrains nothing, as in upstream's compatibility check, and an operator that does not
+/// parse admits nothing. The matching itself is core's one rule, [`Requirement::admits`].
+pub(crate) fn image_serves<'a>(
+    image: impl IntoIterator<Item = (&'a str, &'a str, &'a [String])>,
+    type_requirements: &[TypeRequirement],
+) -> bool {
+    image.into_iter().all(|(key, operator, values)| {
+        let Some(operator) = Operator::parse(operator) else {
+            return false;
+        };
+        let Some(t) = type_requirements.iter().find(|t| t.key == key) else {
+            return true;
+        };
+        let r = TypeRequirement {
+            key: key.to_string(),
+            operator,
+            values: values.to_vec(),
+            min_values: None,
+        };
+        match t.operator {
+            Operator::In => t.values.iter().any(|v| r.admits(Some(v))),
+            Operator::DoesNotExist => r.admits(None),
+            // The type's own labels are single values or absent; anything else is open.
+            _ => true,
+        }
+    })
 }
 
 fn kube_arch(image: &Image) -> Option<&'static str> {

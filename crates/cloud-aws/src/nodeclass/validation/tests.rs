@@ -209,10 +209,14 @@ fn ami(id: &str, arch: &str, gpu: bool) -> ResolvedAmi {
 }
 
 fn itype(name: &str, arch: &str, cpu: i64, gpus: Option<&str>) -> InstanceType {
-    let mut requirements = vec![Requirement::single(ARCH_LABEL, arch)];
-    if let Some(g) = gpus {
-        requirements.push(Requirement::single(GPU_COUNT_LABEL, g));
-    }
+    // As the catalog lists them: a well-known label the type lacks is `DoesNotExist`.
+    let requirements = vec![
+        Requirement::single(ARCH_LABEL, arch),
+        match gpus {
+            Some(g) => Requirement::single(GPU_COUNT_LABEL, g),
+            None => Requirement::new(GPU_COUNT_LABEL, Operator::DoesNotExist, &[]),
+        },
+    ];
     let capacity = Resources::new().with(CPU, cpu).with(MEMORY, cpu << 22);
     let offering = offering("us-east-1a", CapacityType::OnDemand, 0.1);
     InstanceType {
