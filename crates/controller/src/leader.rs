@@ -343,7 +343,31 @@ impl Election {
     /// successor takes over at once instead of waiting out the lease duration.
     pub async fn release(self) {
         self.stop.notify_one();
-        let _ = self.task.await;
+        // A task already ended (and perhaps awaited by `ended`) has nothing left to release.
+        if !self.task.is_finished() {
+            let _ = self.task.await;
+        }
+    }
+
+    /// Resolves, with why, if the election stops on its own: its configuration refused, or
+    /// a panic. Writers have seen `false` by then. A controller must not run on without an
+    /// election (it would never lead again, or a successor could not be told apart), so the
+    /// caller exits and the process starts afresh.
+    pub async fn ended(&mut self) -> String {
+        match (&mut self.task).await {
+            Ok(()) => "it returned".into(),
+            Err(e) => crate::supervise::stopped_by(e),
+        }
+    }
+}
+
+/// Sends `false` when dropped, so writers stop even when the election's task ends in a
+/// panic with the lease held.
+struct Demote(watch::Sender<bool>);
+
+impl Drop for Demote {
+    fn drop(&mut self) {
+        self.0.send_replace(false);
     }
 }
 
@@ -354,18 +378,19 @@ pub fn spawn(store: Arc<dyn LeaseStore>, config: LeaseConfig) -> Election {
     let stop = Arc::new(tokio::sync::Notify::new());
     let stopped = stop.clone();
     let task = tokio::spawn(async move {
+        let tx = Demote(tx);
         let mut candidate = Candidate {
             store,
             config,
             observed: None,
         };
         tokio::select! {
-            _ = candidate.run(&tx) => {}
-            _ = tx.closed() => {}
+            _ = candidate.run(&tx.0) => {}
+            _ = tx.0.closed() => {}
             _ = stopped.notified() => {}
         }
-        if *tx.borrow() {
-            let _ = tx.send(false);
+        if *tx.0.borrow() {
+            let _ = tx.0.send(false);
         }
         candidate.release().await;
     });

@@ -43,6 +43,8 @@ pub enum RunError {
     Webhook(#[from] crate::webhook::WebhookError),
     #[error("the {name} loop kept stopping ({why}); exiting so the process starts afresh")]
     LoopStopped { name: &'static str, why: String },
+    #[error("leader election stopped ({why}); exiting so the process starts afresh")]
+    ElectionStopped { why: String },
 }
 
 /// How often the per-object loops (lifecycle, termination) pass over the state.
@@ -87,7 +89,7 @@ pub async fn run(
     let write_client = throttle::client(without_retry(config), &throttle, kube_faults.as_ref())?;
     let state = ClusterState::shared();
 
-    let (election, leader) = if settings.leader_election_enabled() {
+    let (mut election, leader) = if settings.leader_election_enabled() {
         let election = leader::spawn(
             Arc::new(KubeLeaseStore::new(client.clone())),
             LeaseConfig::from_settings(&settings, &identity),
@@ -137,6 +139,12 @@ pub async fn run(
     };
     loops::spawn_all(&mut loops, &ctx, &settings, leader, interruption);
     info!(identity = %identity, "controller started");
+    let election_stopped = async {
+        match election.as_mut() {
+            Some(e) => e.ended().await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
         () = shutdown_signal() => {
             info!("shutting down");
@@ -146,6 +154,7 @@ pub async fn run(
             name: gave_up.name,
             why: gave_up.why,
         }),
+        why = election_stopped => Err(RunError::ElectionStopped { why }),
     };
     if let Some(election) = election {
         // A successor takes over at once instead of waiting out the lease.

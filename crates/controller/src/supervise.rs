@@ -126,7 +126,7 @@ impl Supervisor {
 }
 
 /// A panic's message, or why the task was cancelled.
-fn stopped_by(e: tokio::task::JoinError) -> String {
+pub(crate) fn stopped_by(e: tokio::task::JoinError) -> String {
     if !e.is_panic() {
         return "cancelled".into();
     }

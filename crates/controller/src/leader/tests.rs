@@ -1,10 +1,12 @@
 use super::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A store whose writes (and reads) can be cut off, as a partitioned replica sees it.
+/// A store whose writes (and reads) can be cut off, as a partitioned replica sees it, or
+/// that panics, as a bug in the election's path would.
 struct Flaky {
     inner: Arc<MemoryLeaseStore>,
     down: AtomicBool,
+    panics: AtomicBool,
 }
 
 impl Flaky {
@@ -12,9 +14,11 @@ impl Flaky {
         Arc::new(Flaky {
             inner,
             down: AtomicBool::new(false),
+            panics: AtomicBool::new(false),
         })
     }
     fn check(&self) -> Result<(), LeaseError> {
+        assert!(!self.panics.load(Ordering::SeqCst), "the store broke");
         if self.down.load(Ordering::SeqCst) {
             Err(LeaseError::Store("connection refused".into()))
         } else {
@@ -196,6 +200,29 @@ async fn release_steps_down_and_frees_the_lease_before_returning() {
         "writers stop before the lease is given up"
     );
     assert_eq!(holder(&store), None, "released by the time release returns");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_election_that_panics_stops_the_writers_and_says_why() {
+    let store = Flaky::new(Arc::new(MemoryLeaseStore::new()));
+    let mut a = spawn(store.clone(), config("a"));
+    advance(0.1).await;
+    assert!(*a.leader.borrow());
+    store.panics.store(true, Ordering::SeqCst);
+    let why = tokio::time::timeout(Duration::from_secs(10), a.ended()).await;
+    assert_eq!(why.as_deref(), Ok("panicked: the store broke"));
+    assert!(!*a.leader.borrow(), "a dead election leads no writer");
+    a.release().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_election_that_cannot_start_ends_at_once() {
+    let mut bad = config("a");
+    bad.renew_deadline = bad.lease_duration + Duration::from_secs(1);
+    let mut a = spawn(Arc::new(MemoryLeaseStore::new()), bad);
+    let why = tokio::time::timeout(Duration::from_secs(1), a.ended()).await;
+    assert_eq!(why.as_deref(), Ok("it returned"));
+    assert!(!*a.leader.borrow());
 }
 
 #[tokio::test]
