@@ -646,3 +646,27 @@ async fn staggered_arrivals_a_scale_down_and_expiry_give_the_same_decisions() {
     let lines = same_decisions(&case).await;
     assert!(has(&lines, "disrupt expiration"));
 }
+
+/// Four nodes of two pods each, then the Deployment cut to four a pod at a time: the
+/// ReplicaSet takes one from the fullest node each time, so every node is left with one pod,
+/// and two nodes' pods fit on the other two.
+#[tokio::test(start_paused = true)]
+async fn a_scale_down_a_pod_at_a_time_gives_the_same_multi_node_consolidation() {
+    let case = Case {
+        deployment: PACKED,
+        steps: &[
+            (0, Step::Scale(2)),
+            (60, Step::Scale(4)),
+            (120, Step::Scale(6)),
+            (180, Step::Scale(8)),
+            (400, Step::Scale(7)),
+            (402, Step::Scale(6)),
+            (404, Step::Scale(5)),
+            (406, Step::Scale(4)),
+        ],
+        until: Duration::from_secs(1200),
+        expire_after: "Never",
+    };
+    let lines = same_decisions(&case).await;
+    assert!(has(&lines, "disrupt multi-node-consolidation: delete"));
+}
