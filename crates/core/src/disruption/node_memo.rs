@@ -100,7 +100,7 @@ pub(crate) struct NodeRound<'m, 's> {
     /// The NodePool object last synced this round, with its epochs: most rounds see one
     /// NodePool object over and over, whose requirements are then compared once, not per
     /// node. It lives as long as the round, so its address names it.
-    last_pool: Option<(*const NodePool, u64, u64)>,
+    last_pool: Option<(&'s NodePool, u64, u64)>,
 }
 
 impl<'s> NodeRound<'_, 's> {

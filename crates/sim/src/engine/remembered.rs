@@ -70,23 +70,25 @@ fn key(view: &Snapshot, purpose: Purpose, without: &BTreeSet<String>, pods: &[&P
 }
 
 /// The engine-backed simulator, remembering its answers about `view`.
-pub(crate) struct Remembering<'m> {
+pub(crate) struct Remembering<'m, 'v> {
     inner: EngineSimulator,
     memo: &'m RefCell<Memo>,
-    view: *const Snapshot,
+    /// Told apart from other snapshots by its address: it is borrowed for as long as this
+    /// simulator lives, so no other snapshot can have it.
+    view: &'v Snapshot,
     /// The memo's epoch for this view: it changes with the generation and with the commands
     /// running, both of which change the view.
     epoch: u64,
 }
 
-impl<'m> Remembering<'m> {
+impl<'m, 'v> Remembering<'m, 'v> {
     /// A simulator for decisions over `view`: the cluster's view of `generation` as the
     /// running commands (`held`) leave it.
     pub(crate) fn new(
         memo: &'m RefCell<Memo>,
         generation: u64,
         held: &InFlight,
-        view: &Snapshot,
+        view: &'v Snapshot,
     ) -> Self {
         memo.borrow_mut().enter(generation, held);
         let epoch = memo.borrow().epoch;
@@ -124,7 +126,7 @@ impl<'m> Remembering<'m> {
     pub(crate) fn warm_up(&self, one_thread: bool) -> impl FnOnce(&Snapshot) + Send + 'static {
         let nodes = self.memo.borrow().nodes.clone();
         let epoch = self.epoch;
-        let view = self.view as usize;
+        let view = std::ptr::from_ref(self.view) as usize;
         move |snapshot| {
             debug_assert_eq!(std::ptr::from_ref(snapshot) as usize, view, "not the view");
             warm(&nodes, snapshot, epoch, one_thread)
@@ -145,7 +147,7 @@ impl<'m> Remembering<'m> {
     }
 }
 
-impl Simulator for Remembering<'_> {
+impl Simulator for Remembering<'_, '_> {
     fn simulate(
         &self,
         snapshot: &Snapshot,
