@@ -137,47 +137,6 @@ fn rendered_values_keep_the_order_their_nodepool_listed_them_in() {
     assert_eq!(forward, backward);
 }
 
-/// Running pods are counted in sets of one namespace and labels: a zone spread counts every
-/// running pod its selector picks, whatever other labels it carries, once per pod, and none
-/// from another namespace.
-#[test]
-fn a_spread_counts_the_running_pods_its_selector_picks_in_its_namespace() {
-    let mut pods = Vec::new();
-    let mut run = |name: &str, node: &str, ns: &str, rev: Option<&str>| {
-        let mut p = running(with_label(pod(name, 10, 0), "app", "web"), node);
-        p.namespace = ns.into();
-        if let Some(r) = rev {
-            p = with_label(p, "rev", r);
-        }
-        pods.push(p);
-    };
-    for i in 0..3 {
-        run(&format!("a{i}"), "n-a", "default", None);
-        run(&format!("c{i}"), "n-c", "default", Some("2"));
-    }
-    for i in 0..2 {
-        run(&format!("b{i}"), "n-b", "default", None);
-    }
-    for i in 0..5 {
-        run(&format!("o{i}"), "n-b", "other", None);
-    }
-    let mut pending = with_label(pod("s0", 2000, 1), "app", "web");
-    pending
-        .topology_spread
-        .push(spread(labels::ZONE, 1, "app", "web"));
-    pods.push(pending);
-    let mut s = snapshot(vec![pool("default")], catalog(4), pods);
-    s.nodes = vec![
-        node("n-a", "zone-a", 1, 4),
-        node("n-b", "zone-b", 1, 4),
-        node("n-c", "zone-c", 1, 4),
-    ];
-    // zone-a 3, zone-b 2 (the other namespace's 5 do not count), zone-c 3 (with `rev`).
-    let plan = solve(&s);
-    assert!(plan.unplaced.is_empty(), "{:?}", plan.unplaced);
-    assert_eq!(zones_of(&plan, "s"), BTreeMap::from([("zone-b".into(), 1)]));
-}
-
 #[test]
 fn running_pods_fall_in_sets_of_one_namespace_and_labels_in_order_of_first_appearance() {
     let web = |name: &str, ns: &str| {
