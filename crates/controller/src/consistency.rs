@@ -265,6 +265,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::state::{Object, WatchEvent};
 
     fn claim(initialized: &str, cpu_expected: &str) -> NodeClaim {
         let extra = json!({
@@ -307,16 +308,6 @@ mod tests {
             vec!["expected 4Gi of resource memory, but found 1Gi (25.0% of expected)".to_string()]
         );
     }
-}
-
-#[cfg(test)]
-mod termination_tests {
-    use nodewright_testkit::json::merge;
-    use nodewright_testkit::k8s;
-    use serde_json::json;
-
-    use super::*;
-    use crate::state::{Object, WatchEvent};
 
     #[test]
     fn a_deleting_claim_whose_pod_a_pdb_holds_names_the_pdb() {

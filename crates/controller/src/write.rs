@@ -319,7 +319,7 @@ impl KubeWriter for LeaderGate {
 }
 
 #[cfg(test)]
-mod retry_tests {
+mod tests {
     use super::*;
     use std::cell::Cell;
 

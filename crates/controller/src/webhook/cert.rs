@@ -137,11 +137,6 @@ mod tests {
                 .is_err()
         );
     }
-}
-
-#[cfg(test)]
-mod bad_pem {
-    use super::*;
 
     #[test]
     fn a_damaged_identity_is_an_error_not_a_panic() {
