@@ -1,6 +1,6 @@
 {{/*
 The templates keep to a small subset of Helm's template language, so that the chart tests
-(crates/cli/tests/chart.rs) can render every file faithfully without Helm:
+(crates/cli/tests/chart/main.rs) can render every file faithfully without Helm:
   values:     .Values.<path>, .Release.Name, .Release.Namespace, .Release.Service,
               .Chart.Name, .Chart.Version, .Chart.AppVersion, "string", and . (for include)
   functions:  include "name" ., default X, required "message", quote, toYaml, nindent N,

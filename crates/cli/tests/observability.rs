@@ -23,9 +23,8 @@ use std::time::{Duration, Instant};
 use nodewright_testkit::port::free_port;
 use serde_json::Value as Json;
 
-#[path = "parity/list.rs"]
-mod parity;
-use parity::{Family, families};
+mod common;
+use common::parity::{self, Family, families};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

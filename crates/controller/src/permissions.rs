@@ -1,6 +1,6 @@
 //! Every Kubernetes API permission the controller process needs, as data. The Helm chart's
-//! ClusterRole and Roles are checked against these lists (`crates/cli/tests/chart.rs`), and
-//! the tests below check the lists against the requests the kube-backed watchers, writer,
+//! ClusterRole and Roles are checked against these lists (`crates/cli/tests/chart/main.rs`),
+//! and the tests below check the lists against the requests the kube-backed watchers, writer,
 //! lease store and event sink really send, so a new API call cannot ship without its RBAC.
 //!
 //! Verbs are RBAC verbs: `get`, `list`, `watch`, `create`, `update` (PUT), `patch`, `delete`.

@@ -4,9 +4,13 @@
 //! node agent or, for AWS, from moto instances turned into Nodes by the same kind of agent.
 //! `scripts/test` runs it with `NODEWRIGHT_REQUIRE_CLUSTER=1`; a plain `cargo test` skips it.
 
+// `tests/common`, shared with `observability.rs`, is outside this suite's directory, where
+// only a path reaches.
+#[path = "../common/mod.rs"]
+mod common;
 mod kit;
-#[path = "../parity/list.rs"]
-mod parity;
+
+use common::parity;
 
 #[cfg(feature = "aws")]
 mod aws;

@@ -1,4 +1,4 @@
-//! The Helm chart in `charts/nodewright`, rendered without Helm (see `chart/render.rs` for
+//! The Helm chart in `charts/nodewright`, rendered without Helm (see `render.rs` for
 //! the template subset) under several sets of values: every file is well-formed, the RBAC
 //! grants exactly what `nodewright_controller::permissions` says the process calls, the
 //! Deployment starts the real binary with flags and environment it accepts, on the ports and
@@ -6,7 +6,6 @@
 //! chart puts them or are named in the notes. The CRD-only chart `charts/nodewright-crd`
 //! holds exactly the CRDs `nodewright crds` prints.
 
-#[path = "chart/render.rs"]
 mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
