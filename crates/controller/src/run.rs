@@ -122,7 +122,9 @@ pub async fn run(
     ));
 
     let events: Arc<dyn EventSink> = Arc::new(LeaderEvents {
-        inner: Arc::new(KubeEvents::new(client.clone(), COMPONENT).with_metrics(metrics.clone())),
+        inner: Arc::new(
+            KubeEvents::new(client.clone(), COMPONENT, &mut loops).with_metrics(metrics.clone()),
+        ),
         leader: leader.clone(),
     });
 

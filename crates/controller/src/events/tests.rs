@@ -9,6 +9,7 @@ use crate::interruption::events::*;
 use crate::lifecycle::events::*;
 use crate::metrics::Metrics;
 use crate::provisioner::events::*;
+use crate::supervise::Supervisor;
 use crate::termination::events::*;
 use crate::zonalshift::events::*;
 
@@ -112,7 +113,8 @@ fn a_series_expires_after_the_window() {
 #[tokio::test]
 async fn kube_events_fold_a_hot_loop_into_one_create_and_one_patch() {
     let (client, state) = crate::fake_api::start().await;
-    let sink = KubeEvents::new(client, "karpenter");
+    let mut loops = Supervisor::new();
+    let sink = KubeEvents::new(client, "karpenter", &mut loops);
     // An event without de-duplication values, so every repeat reaches the writer; and
     // one with them, which reaches it once.
     for _ in 0..50 {
@@ -452,7 +454,9 @@ fn recorded_sinks_pass_on_what_the_throttle_admits() {
 async fn a_full_queue_counts_and_warns_instead_of_dropping_silently() {
     let (client, _state) = crate::fake_api::start().await;
     let metrics = Arc::new(Metrics::new());
-    let sink = KubeEvents::with_queue(client, "karpenter", 2).with_metrics(metrics.clone());
+    let mut loops = Supervisor::new();
+    let sink =
+        KubeEvents::with_queue(client, "karpenter", 2, &mut loops).with_metrics(metrics.clone());
     // The writer cannot run before this test yields: the queue takes two, drops three.
     for i in 0..5 {
         sink.publish(condition_transitioned(
@@ -476,7 +480,8 @@ async fn a_full_queue_counts_and_warns_instead_of_dropping_silently() {
 async fn the_writer_keeps_up_with_a_burst_of_distinct_events() {
     let (client, state) = crate::fake_api::start().await;
     let metrics = Arc::new(Metrics::new());
-    let sink = KubeEvents::new(client, "karpenter").with_metrics(metrics.clone());
+    let mut loops = Supervisor::new();
+    let sink = KubeEvents::new(client, "karpenter", &mut loops).with_metrics(metrics.clone());
     for i in 0..QUEUE {
         sink.publish(evicted(pod(i), "drifted"));
     }

@@ -17,6 +17,7 @@ use super::dedupe::event_namespace;
 use super::recorder::admits;
 use super::{Deduper, Event, EventSink, Throttle, Write, to_core_event};
 use crate::metrics::{Counters, Metrics, registered};
+use crate::supervise::Supervisor;
 
 /// Kubernetes events the writer could not take. Upstream has no such family (client-go drops
 /// silently), so it carries the project's own prefix.
@@ -76,16 +77,31 @@ struct Drops {
 }
 
 impl KubeEvents {
-    /// Starts the writer on the current tokio runtime. `component` is the reporting
+    /// Starts the writer as the loop `event writer` of `loops`. `component` is the reporting
     /// component ("karpenter" keeps dashboards that filter on it working).
-    pub fn new(client: kube::Client, component: &str) -> Self {
-        Self::with_queue(client, component, QUEUE)
+    pub fn new(client: kube::Client, component: &str, loops: &mut Supervisor) -> Self {
+        Self::with_queue(client, component, QUEUE, loops)
     }
 
-    pub(super) fn with_queue(client: kube::Client, component: &str, queue: usize) -> Self {
+    pub(super) fn with_queue(
+        client: kube::Client,
+        component: &str,
+        queue: usize,
+        loops: &mut Supervisor,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(queue);
+        // Shared, so a writer restarted after a panic takes the same queue over.
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| component.to_owned());
-        tokio::spawn(write_loop(client, component.to_owned(), instance, rx));
+        let component = component.to_owned();
+        loops.spawn("event writer", move || {
+            write_loop(
+                client.clone(),
+                component.clone(),
+                instance.clone(),
+                rx.clone(),
+            )
+        });
         KubeEvents {
             tx,
             throttle: Mutex::new(Throttle::new()),
@@ -139,8 +155,9 @@ async fn write_loop(
     client: kube::Client,
     component: String,
     instance: String,
-    mut rx: mpsc::Receiver<Event>,
+    queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Event>>>,
 ) {
+    let mut rx = queue.lock().await;
     let mut dedupe = Deduper::new(DEDUPE_WINDOW);
     // The first flush is one interval out, not immediate.
     let mut tick =

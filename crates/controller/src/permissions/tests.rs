@@ -14,6 +14,7 @@ use super::*;
 use crate::events::{Event, EventSink, EventType, KubeEvents, ObjectRef};
 use crate::leader::{KubeLeaseStore, LeaseRecord, LeaseStore};
 use crate::state::{ClusterState, Kind};
+use crate::supervise::Supervisor;
 use crate::write::kube::{KubeApi, api_resource};
 use crate::write::{Eviction, KubeWriter, MetaPatch, NodePatch, WriteError};
 
@@ -212,7 +213,8 @@ async fn observed() -> BTreeSet<Access> {
 
     // A repeat (of an event without de-duplication values) is folded into a count patch,
     // written when the sink closes.
-    let events = KubeEvents::new(client.clone(), "karpenter");
+    let mut loops = Supervisor::new();
+    let events = KubeEvents::new(client.clone(), "karpenter", &mut loops);
     for _ in 0..2 {
         events.publish(Event::new(
             ObjectRef::pod("web", "web-1"),
