@@ -118,11 +118,14 @@ struct Case {
     until: Duration,
     /// The pool's `expireAfter`.
     expire_after: &'static str,
+    /// From a running instance to its Ready Node (the simulator's `registrationDelay`).
+    registration: Duration,
 }
 
-/// From the launch call to a Ready node, as the simulator's cloud defaults have it (3 s to a
-/// running instance, 35 s more to register).
-const READY_AFTER: Duration = Duration::from_secs(38);
+/// From the launch call to a running instance, as the simulator's cloud has it.
+const LAUNCH_DELAY: Duration = Duration::from_secs(3);
+/// From a running instance to a Ready Node, as the simulator's cloud defaults have it.
+const REGISTRATION: Duration = Duration::from_secs(35);
 
 /// How far apart in time the two shells may make the same decision. The simulator acts at the
 /// instant something is due; the controller's loops poll: the per-object loops every second,
@@ -174,7 +177,11 @@ fn without_node_names(command: &str) -> String {
 
 fn scenario(case: &Case) -> String {
     let inline = |v: Value| format!("  - inline: {}\n", serde_json::to_string(&v).unwrap());
-    let mut s = format!("seed: 1\nuntil: {}s\nmanifests:\n", case.until.as_secs());
+    let mut s = format!(
+        "seed: 1\nuntil: {}s\ncloud: {{ registrationDelay: {}s }}\nmanifests:\n",
+        case.until.as_secs(),
+        case.registration.as_secs()
+    );
     s += &inline(yaml(CLASS));
     s += &inline(pool(case, "red"));
     s += &inline(yaml(case.deployment));
@@ -253,6 +260,7 @@ struct World {
     replicas: u32,
     next: u32,
     registered: BTreeSet<String>,
+    registration: Duration,
 }
 
 impl World {
@@ -307,7 +315,8 @@ impl World {
         }
     }
 
-    /// The kubelets: a Node for each instance running for [`READY_AFTER`] since its launch.
+    /// The kubelets: a Node for each instance once [`LAUNCH_DELAY`] and the case's
+    /// registration time have passed since its launch.
     fn kubelets(&mut self) {
         let instances = self.cloud.instances();
         let claims: BTreeMap<String, _> = {
@@ -325,7 +334,7 @@ impl World {
             &claims,
             &self.registered,
             now,
-            READY_AFTER,
+            LAUNCH_DELAY + self.registration,
             wall,
         ) {
             match a {
@@ -510,6 +519,7 @@ async fn controller_lines(case: &Case) -> Vec<Line> {
         replicas: 0,
         next: 0,
         registered: BTreeSet::new(),
+        registration: case.registration,
     };
     let mut recorder = Recorder::default();
     let mut steps = case.steps.iter().peekable();
@@ -606,6 +616,7 @@ async fn a_scale_down_and_a_template_edit_give_the_same_emptiness_and_drift() {
         ],
         until: Duration::from_secs(1500),
         expire_after: "Never",
+        registration: REGISTRATION,
     };
     let lines = same_decisions(&case).await;
     for kind in ["launch", "disrupt emptiness", "disrupt drift", "gone"] {
@@ -624,6 +635,7 @@ async fn a_scale_down_of_packed_nodes_gives_the_same_consolidation() {
         ],
         until: Duration::from_secs(1500),
         expire_after: "Never",
+        registration: REGISTRATION,
     };
     let lines = same_decisions(&case).await;
     assert!(has(&lines, "disrupt single-node-consolidation: replace"));
@@ -642,6 +654,7 @@ async fn staggered_arrivals_a_scale_down_and_expiry_give_the_same_decisions() {
         ],
         until: Duration::from_secs(2400),
         expire_after: "30m",
+        registration: REGISTRATION,
     };
     let lines = same_decisions(&case).await;
     assert!(has(&lines, "disrupt expiration"));
@@ -666,7 +679,24 @@ async fn a_scale_down_a_pod_at_a_time_gives_the_same_multi_node_consolidation() 
         ],
         until: Duration::from_secs(1200),
         expire_after: "Never",
+        registration: REGISTRATION,
     };
     let lines = same_decisions(&case).await;
     assert!(has(&lines, "disrupt multi-node-consolidation: delete"));
+}
+
+/// Instances that take 20 minutes to register: each claim reaches the registration timeout
+/// (15 minutes after its launch), is deleted with its instance, and its pod gets a new one.
+#[tokio::test(start_paused = true)]
+async fn a_node_that_never_registers_times_out_the_same_way() {
+    let case = Case {
+        deployment: SOLO,
+        steps: &[(0, Step::Scale(1))],
+        until: Duration::from_secs(2000),
+        expire_after: "Never",
+        registration: Duration::from_secs(20 * 60),
+    };
+    let lines = same_decisions(&case).await;
+    let count = |kind: &str| lines.iter().filter(|l| l.what.starts_with(kind)).count();
+    assert_eq!((count("launch"), count("gone")), (3, 2), "{lines:?}");
 }
