@@ -12,8 +12,6 @@ pub mod context;
 pub mod disruption;
 pub mod events;
 pub mod failpoint;
-#[cfg(test)]
-mod fake_api;
 pub mod faults;
 pub mod gc;
 pub use nodewright_api::v1::nodepool_hash as hash;

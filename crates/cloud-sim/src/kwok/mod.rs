@@ -26,6 +26,3 @@ pub use pod::{
     Ending, Kubelet, PodAction, PodRef, RUN_FOR_ANNOTATION, ending, finished_status, pod_plan,
     running_status,
 };
-
-#[cfg(test)]
-mod fake_api;

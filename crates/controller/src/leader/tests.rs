@@ -295,7 +295,7 @@ fn config_ordering_is_checked() {
 
 #[tokio::test]
 async fn kube_store_keeps_optimistic_concurrency_over_http() {
-    let (client, _state) = crate::fake_api::start().await;
+    let (client, _state) = nodewright_testkit::api_server::start().await;
     let store = KubeLeaseStore::new(client);
     assert_eq!(store.get("ns", "l").await, Ok(None));
     let rec = LeaseRecord {
@@ -329,7 +329,7 @@ async fn kube_store_keeps_optimistic_concurrency_over_http() {
 
 #[tokio::test]
 async fn elects_through_the_kube_store() {
-    let (client, state) = crate::fake_api::start().await;
+    let (client, state) = nodewright_testkit::api_server::start().await;
     let mut c = config("a");
     c.lease_duration = Duration::from_millis(900);
     c.renew_deadline = Duration::from_millis(600);
@@ -341,7 +341,7 @@ async fn elects_through_the_kube_store() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let s = state.lock().unwrap();
-    let puts = s.requests.iter().filter(|(m, _)| m == "PUT").count();
+    let puts = s.requests.iter().filter(|r| r.starts_with("PUT ")).count();
     assert!(puts >= 1, "the leader renews with PUT: {:?}", s.requests);
     let lease = &s.objects["/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/karpenter-leader-election"];
     assert_eq!(lease["spec"]["holderIdentity"], "a");

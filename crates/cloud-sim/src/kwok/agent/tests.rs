@@ -1,12 +1,12 @@
-//! The agent against the in-process API server of `fake_api`.
+//! The agent against the API server stand-in of `nodewright_testkit::api_server`.
 
 use super::*;
 use crate::cloud::{SimCloud, SimCloudConfig, SimInstance};
 use crate::fleet::FleetConfig;
-use crate::kwok::fake_api::{Shared, server};
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud::{CloudProvider, Instance};
 use nodewright_core::resources::Resources;
+use nodewright_testkit::api_server::{Shared, start};
 use nodewright_testkit::json::merge;
 use nodewright_testkit::k8s;
 use serde_json::{Value, json};
@@ -35,8 +35,7 @@ fn cloud(termination_delay: Duration) -> Arc<SimCloud> {
 /// A fake API server holding the NodeClaim `nc-1`, a cloud with its instance running, and
 /// an agent that registers at once.
 async fn setup(config: AgentConfig) -> (Shared, Arc<SimCloud>, NodeAgent, String) {
-    let shared: Shared = Arc::default();
-    let client = server(shared.clone()).await;
+    let (client, shared) = start().await;
     let cloud = cloud(Duration::ZERO);
     let nc = nodeclaim();
     shared.lock().unwrap().objects.insert(
