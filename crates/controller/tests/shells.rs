@@ -7,8 +7,9 @@
 //! Each shell's run is written down as the same kind of lines: a claim launched (its instance
 //! type, zone and capacity type, at the moment it was decided), a disruption command started
 //! (the command as core prints it, without node names, which differ between the shells), a
-//! disrupted node gone. The two lists must hold the same lines in the same order, each at
-//! nearly the same time: what `simulate` shows is what the controller does.
+//! command rolled back (its method and why, in core's words), a disrupted node gone. The two
+//! lists must hold the same lines in the same order, each at nearly the same time: what
+//! `simulate` shows is what the controller does.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,6 +31,7 @@ use nodewright_controller::run::spawn_all;
 use nodewright_controller::settings::Settings;
 use nodewright_controller::state::{ClusterState, Kind, Object, PodRecord, SharedState, lock};
 use nodewright_controller::supervise::Supervisor;
+use nodewright_core::disruption::queue::COMMAND_TIMEOUT;
 use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 
@@ -235,6 +237,14 @@ fn simulator_lines(case: &Case) -> Vec<Line> {
             "disruption-started" => out.push(Line {
                 at: e.at,
                 what: format!("disrupt {}", without_node_names(&e.message)),
+            }),
+            // `drift: replacements not initialized within 10 minutes; targets untainted`
+            "disruption-failed" => out.push(Line {
+                at: e.at,
+                what: format!(
+                    "rolled back {}",
+                    e.message.trim_end_matches("; targets untainted")
+                ),
             }),
             // `default-00002 (c6a.2xlarge us-east-1a on-demand $0.3060/h): instance terminated; ...`
             "terminated" => out.push(Line {
@@ -489,6 +499,14 @@ impl Recorder {
     }
 }
 
+/// `drift replace of 1 node(s) with 1 replacement(s), saving $0.000/h: <why>` → the
+/// simulator's `rolled back drift: <why>`; the why is core's wording on both sides.
+fn rolled_back(detail: &str) -> String {
+    let method = detail.split(' ').next().unwrap_or_default();
+    let why = detail.split_once(": ").map_or("", |(_, why)| why);
+    format!("rolled back {method}: {why}")
+}
+
 async fn controller_lines(case: &Case) -> Vec<Line> {
     let state = ClusterState::shared();
     let clock = Clock::starting_at(START);
@@ -541,12 +559,15 @@ async fn controller_lines(case: &Case) -> Vec<Line> {
         world.kubelets();
         world.schedule();
         for e in disruptor.journal.take() {
-            if e.what == What::Started {
-                recorder.lines.push(Line {
-                    at: e.at.since(START),
-                    what: format!("disrupt {}", without_node_names(&e.detail)),
-                });
-            }
+            let what = match e.what {
+                What::Started => format!("disrupt {}", without_node_names(&e.detail)),
+                What::RolledBack => rolled_back(&e.detail),
+                _ => continue,
+            };
+            recorder.lines.push(Line {
+                at: e.at.since(START),
+                what,
+            });
         }
         recorder.observe(&lock(&state), at);
         tokio::time::sleep(tick).await;
@@ -564,11 +585,16 @@ fn render(lines: &[Line]) -> String {
         .join("\n")
 }
 
-/// Runs `case` through both shells and compares their lines; returns the simulator's. The
-/// decisions (launches, commands) must match in order, and the removals in theirs: a node
-/// goes a few seconds later in the controller, which can put a removal after the launch for
-/// the pods it evicted.
+/// Runs `case` through both shells and compares their lines; returns the simulator's.
 async fn same_decisions(case: &Case) -> Vec<Line> {
+    same_decisions_both(case).await.0
+}
+
+/// Runs `case` through both shells and compares their lines; returns the simulator's and the
+/// controller's. The decisions (launches, commands, rollbacks) must match in order, and the
+/// removals in theirs: a node goes a few seconds later in the controller, which can put a
+/// removal after the launch for the pods it evicted.
+async fn same_decisions_both(case: &Case) -> (Vec<Line>, Vec<Line>) {
     let sim = simulator_lines(case);
     let ctl = controller_lines(case).await;
     let both = format!(
@@ -597,7 +623,7 @@ async fn same_decisions(case: &Case) -> Vec<Line> {
         }
     }
     println!("{both}");
-    sim
+    (sim, ctl)
 }
 
 fn has(lines: &[Line], kind: &str) -> bool {
@@ -699,4 +725,33 @@ async fn a_node_that_never_registers_times_out_the_same_way() {
     let lines = same_decisions(&case).await;
     let count = |kind: &str| lines.iter().filter(|l| l.what.starts_with(kind)).count();
     assert_eq!((count("launch"), count("gone")), (3, 2), "{lines:?}");
+}
+
+/// Instances that take 11 minutes to register, and the pool's template changed once the
+/// first node has: the drift command's replacement is not initialized 10 minutes after the
+/// command started, so the queue rolls it back (upstream's command timeout) and the target is
+/// untainted and kept. The replacement is kept too, as upstream keeps it; once it registers,
+/// the pod fits there (a round would not move it to an uninitialized node before), and the
+/// drifted node goes by a drift delete.
+#[tokio::test(start_paused = true)]
+async fn a_drift_replacement_not_ready_in_time_is_rolled_back_the_same_way() {
+    let case = Case {
+        deployment: SOLO,
+        steps: &[(0, Step::Scale(1)), (720, Step::Relabel("blue"))],
+        until: Duration::from_secs(1800),
+        expire_after: "Never",
+        registration: Duration::from_secs(11 * 60),
+    };
+    let (sim, ctl) = same_decisions_both(&case).await;
+    for lines in [&sim, &ctl] {
+        let at = |kind: &str| {
+            let l = lines.iter().find(|l| l.what.starts_with(kind));
+            l.unwrap_or_else(|| panic!("no `{kind}` in {lines:?}")).at
+        };
+        let rolled_back = at("rolled back drift: replacements not initialized");
+        assert!(rolled_back - at("disrupt drift: replace") >= COMMAND_TIMEOUT);
+        // The target outlived its rolled-back command, to go by the next one.
+        assert!(at("disrupt drift: delete") > rolled_back);
+        assert!(at("gone") > at("disrupt drift: delete"));
+    }
 }

@@ -1,6 +1,7 @@
 //! The engine against small inline scenarios: cloud faults, limits, interruptions, and
 //! scenario errors found while loading manifests.
 
+use nodewright_core::disruption::queue::Failure;
 use nodewright_sim::RunReport;
 use nodewright_sim::report::TimelineEvent;
 
@@ -814,7 +815,7 @@ fn a_command_whose_replacement_is_not_ready_in_ten_minutes_is_rolled_back() {
         .find(|e| e.kind == "disruption-failed")
         .unwrap_or_else(|| panic!("no command rolled back: {:#?}", r.timeline));
     assert!(
-        failed.message.contains("not ready in time"),
+        failed.message.contains(&Failure::TimedOut.to_string()),
         "{}",
         failed.message
     );

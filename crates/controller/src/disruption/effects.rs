@@ -3,13 +3,13 @@
 //! its replacements, deleting its targets, and carrying out the effects core's orchestration
 //! queue hands back, with upstream's events and metrics for each.
 
-use nodewright_core::disruption::queue::{Effect, Failure};
+use nodewright_core::disruption::queue::Effect;
 use nodewright_core::disruption::{Command, Method};
 use nodewright_core::labels;
 use nodewright_core::time::Timestamp;
 use tracing::{info, warn};
 
-use super::journal::{What, finished_entry};
+use super::journal::{What, finished_entry, rolled_back_entry};
 use super::round::Queued;
 use super::{Disruptor, events, metrics};
 use crate::claims::{self, ClaimRequest};
@@ -244,10 +244,6 @@ impl Disruptor {
                     finished.push(format!("terminated: {}", r.command));
                 }
                 Effect::RollBack(r, why) => {
-                    let why = match why {
-                        Failure::ReplacementGone(name) => format!("replacement {name} is gone"),
-                        Failure::TimedOut => "replacements not initialized in time".to_string(),
-                    };
                     warn!(command = %r.command, reason = %why, "disruption command failed; rolling back");
                     self.metrics.disruption.queue_failure(
                         r.command.decision.as_str(),
@@ -255,8 +251,7 @@ impl Disruptor {
                         r.command.method.consolidation_type(),
                     );
                     self.unmark(&r.command).await;
-                    self.journal
-                        .record(|| finished_entry(now, What::RolledBack, &r));
+                    self.journal.record(|| rolled_back_entry(now, &r, &why));
                     finished.push(format!("rolled back: {}", r.command));
                 }
                 Effect::Waiting(names) => {

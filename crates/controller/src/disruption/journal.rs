@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use nodewright_core::disruption::Command;
-use nodewright_core::disruption::queue::Running;
+use nodewright_core::disruption::queue::{Failure, Running};
 use nodewright_core::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -34,7 +34,8 @@ pub enum What {
     Rejected,
     /// A command's replacements are initialized; its targets are deleted.
     Terminated,
-    /// A command failed (replacement lost, timeout) and its targets were released.
+    /// A command failed (replacement lost, timeout) and its targets were released; the
+    /// detail ends with why, in core's words ([`Failure`]'s).
     RolledBack,
 }
 
@@ -111,4 +112,11 @@ pub(super) fn finished_entry(now: Timestamp, what: What, r: &Running) -> Entry {
     Entry::new(now, what, brief(&r.command))
         .nodes(r.command.targets.len())
         .took(now.since(r.started))
+}
+
+/// A rolled-back command, with why (core's wording, as the simulator's timeline has it).
+pub(super) fn rolled_back_entry(now: Timestamp, r: &Running, why: &Failure) -> Entry {
+    let mut entry = finished_entry(now, What::RolledBack, r);
+    entry.detail = format!("{}: {why}", entry.detail);
+    entry
 }

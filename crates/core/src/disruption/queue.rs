@@ -12,6 +12,7 @@
 //! Offers the state machine and its effects; the taints, launches and deletions are the shells'.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::time::Duration;
 
 use super::command::{Command, Target};
@@ -54,6 +55,23 @@ pub enum Failure {
     ReplacementGone(String),
     /// The replacements did not initialize within [`COMMAND_TIMEOUT`].
     TimedOut,
+}
+
+/// One wording for both shells, so the controller's log and journal and the simulator's
+/// timeline say the same of the same rollback.
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::ReplacementGone(name) => {
+                write!(f, "replacement {name} is gone before it initialized")
+            }
+            Failure::TimedOut => write!(
+                f,
+                "replacements not initialized within {} minutes",
+                COMMAND_TIMEOUT.as_secs() / 60
+            ),
+        }
+    }
 }
 
 /// What the shell must do for the queue.

@@ -291,10 +291,6 @@ impl Engine<'_> {
                 node.taints.retain(|x| x.key != DISRUPTED_TAINT);
             }
         }
-        let why = match why {
-            Failure::ReplacementGone(claim) => format!("replacement {claim} could not launch"),
-            Failure::TimedOut => "replacements not ready in time".to_string(),
-        };
         self.log(
             "disruption-failed",
             format!("{}: {why}; targets untainted", command.method.as_str()),

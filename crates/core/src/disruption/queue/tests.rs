@@ -109,6 +109,8 @@ fn a_replacement_gone_before_it_initialized_rolls_the_command_back() {
         panic!("expected a roll-back, got {effects:?}");
     };
     assert_eq!(*why, Failure::ReplacementGone("r2".into()));
+    // The shells print the failure as it is: which replacement was lost.
+    assert!(why.to_string().contains("replacement r2 "), "{why}");
     assert_eq!(r.replacements, names(&["r1", "r2"]));
     // A rolled-back command holds nothing: its targets are candidates again.
     assert!(q.in_flight(BTreeSet::new()).is_empty());
