@@ -116,14 +116,14 @@ pub fn read_cluster(
                             "a NodeClaim needs its NodePool label (or a NodePool owner reference)";
                         return Err(located(doc)(path.error(why)));
                     }
-                    s.node_claims.push(c);
+                    s.node_claims.push(Arc::new(c));
                 }
                 _ => {}
             },
             Outcome::NotKarpenter => match doc.kind() {
                 "Node" => {
                     let n: api::Node = decode(doc)?;
-                    s.nodes.push(node(&n).map_err(located(doc))?);
+                    s.nodes.push(Arc::new(node(&n).map_err(located(doc))?));
                 }
                 "Pod" | "DaemonSet" => {
                     match workload::expand_document(doc).map_err(|e| ClusterError {

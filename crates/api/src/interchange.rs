@@ -398,7 +398,8 @@ pub fn read_input(source_name: &str, text: &str) -> Result<Snapshot, Interchange
     {
         let path = Path::root("nodes").index(i);
         let api_node: api::Node = crate::decode::decode(n, &path).map_err(&err)?;
-        s.nodes.push(node(&api_node, &path).map_err(&err)?);
+        s.nodes
+            .push(Arc::new(node(&api_node, &path).map_err(&err)?));
     }
     for (i, d) in v
         .get("daemonSets")
@@ -458,12 +459,13 @@ pub fn read_manifests(
                             error,
                         }
                     })?;
-                s.nodes.push(
-                    node(&n, &Path::default()).map_err(|e| InterchangeError::Field {
-                        source_name: d.describe(),
-                        error: e,
-                    })?,
-                );
+                s.nodes
+                    .push(Arc::new(node(&n, &Path::default()).map_err(|e| {
+                        InterchangeError::Field {
+                            source_name: d.describe(),
+                            error: e,
+                        }
+                    })?));
             }
             _ => match workload::expand_document(d)? {
                 Some(Workload::Pods(p)) => s.pods.extend(p.into_iter().map(Arc::new)),

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod gauges;
 pub mod heartbeat;
 pub mod metrics;
+mod models;
 mod nominations;
 pub mod object;
 pub mod pod;
@@ -101,6 +102,8 @@ pub struct ClusterState {
     changes: u64,
     /// Told of every move of `changes`, for a loop that sleeps until the index changes.
     changed: Arc<Notify>,
+    /// The Nodes and observed NodeClaims as core's model, which every snapshot shares.
+    models: models::Models,
 }
 
 /// An object on its way into the index: a pod already reduced to its record, so a relist
@@ -222,6 +225,7 @@ impl ClusterState {
                     );
                 }
                 index(&mut self.claims_by_provider_id, claim_provider_id(&c), &key);
+                self.models.put_claim(&key, &c);
                 self.nodeclaims.insert(key, Arc::from(c));
             }
             Object::NodePool(p) => {
@@ -281,6 +285,7 @@ impl ClusterState {
             index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
         }
         self.changed();
+        self.models.put_node(&key, &self.nodes[&key]);
         self.touch_status(Kind::Node, &key);
         self.node_log.touch(&key, self.nodes.len());
         if relabelled {
@@ -331,6 +336,7 @@ impl ClusterState {
                 }
             }
             Kind::Node => {
+                self.models.remove_node(key);
                 if let Some(old) = self.nodes.remove(key) {
                     unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), key);
                     self.node_log.touch(key, self.nodes.len());
@@ -339,6 +345,7 @@ impl ClusterState {
             }
             Kind::NodeClaim => {
                 self.in_flight.remove(key);
+                self.models.remove_claim(key);
                 if let Some(old) = self.nodeclaims.remove(key) {
                     unindex(
                         &mut self.claims_by_provider_id,
@@ -379,12 +386,14 @@ impl ClusterState {
             }
             Kind::Node => {
                 self.nodes.clear();
+                self.models.clear_nodes();
                 self.nodes_by_provider_id.clear();
                 self.node_log.reset();
                 self.pod_log.reset();
             }
             Kind::NodeClaim => {
                 self.nodeclaims.clear();
+                self.models.clear_claims();
                 self.claims_by_provider_id.clear();
             }
             Kind::NodePool => self.nodepools.clear(),

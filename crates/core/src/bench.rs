@@ -252,14 +252,14 @@ pub fn add_existing_nodes(s: &mut Snapshot, n: usize) {
             .with(resources::CPU, 8000)
             .with(resources::MEMORY, 16 * GI)
             .with(resources::PODS, 80);
-        s.nodes.push(crate::model::Node {
+        s.nodes.push(Arc::new(crate::model::Node {
             name: name.clone(),
             labels: node_labels,
             capacity: alloc.clone(),
             allocatable: alloc,
             ready: true,
             ..crate::model::Node::default()
-        });
+        }));
         s.pods.push(Arc::new(Pod {
             namespace: "default".into(),
             name: format!("running-{i:05}"),

@@ -68,6 +68,7 @@ fn scale(s: &Snapshot, pool: &NodePool) -> Option<Scale> {
         .node_claims
         .iter()
         .filter(|c| c.nodepool == pool.name && c.deletion_timestamp.is_none())
+        .map(|c| &**c)
         .collect();
     let live_name = |name: &str| live.iter().any(|c| c.name == name);
     // Replacements in progress: (replacement, the drifted claim it stands in for).

@@ -388,7 +388,7 @@ pub fn write_input(s: &Snapshot, meta: Value) -> Value {
         "meta": meta,
         "instanceTypes": its.iter().map(instance_type_json).collect::<Vec<_>>(),
         "pods": s.pods.iter().map(|p| pod_json(p)).collect::<Vec<_>>(),
-        "nodes": s.nodes.iter().map(node_json).collect::<Vec<_>>(),
+        "nodes": s.nodes.iter().map(|n| node_json(n)).collect::<Vec<_>>(),
         "daemonSets": s.daemonsets.iter().map(daemonset_json).collect::<Vec<_>>(),
         "nodePools": s.nodepools.iter().map(nodepool_json).collect::<Vec<_>>(),
     })

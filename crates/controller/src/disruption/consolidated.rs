@@ -136,7 +136,7 @@ mod tests {
             expire_after: Some(Duration::from_secs(500)),
             ..NodeClaim::default()
         };
-        snap.node_claims.push(c.clone());
+        snap.node_claims.push(c.clone().into());
         assert_eq!(next_timed_change(&snap, &[]), Some(s(500)));
         let blocked = vec![(
             "n".to_string(),
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(next_timed_change(&snap, &blocked), Some(s(130)));
         // Past instants are not changes to come; the drift check's age still is.
         c.expire_after = Some(Duration::from_secs(50));
-        snap.node_claims = vec![c];
+        snap.node_claims = vec![c.into()];
         assert_eq!(next_timed_change(&snap, &[]), Some(s(3600)));
     }
 }

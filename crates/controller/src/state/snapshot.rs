@@ -88,11 +88,15 @@ impl ClusterState {
                 )),
             }
         }
-        for n in self.nodes.values() {
-            keep(&mut s.nodes, &mut problems, convert::node(n));
+        for (key, n) in &self.nodes {
+            keep(&mut s.nodes, &mut problems, self.models.node(key, n));
         }
-        for c in self.all_claims() {
-            keep(&mut s.node_claims, &mut problems, convert::nodeclaim(c));
+        for (key, c) in &self.nodeclaims {
+            keep(&mut s.node_claims, &mut problems, self.models.claim(key, c));
+        }
+        for c in self.in_flight.values() {
+            let converted = convert::nodeclaim(c).map(Arc::new);
+            keep(&mut s.node_claims, &mut problems, converted);
         }
         self.take_pods(&mut s, &mut problems);
         for (key, d) in &self.daemonsets {

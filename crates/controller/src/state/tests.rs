@@ -455,3 +455,45 @@ fn a_pod_event_that_leaves_its_record_as_it_was_changes_nothing() {
     assert_ne!(s.changes(), changes);
     assert!(s.pending().is_empty());
 }
+
+#[test]
+fn snapshots_share_each_nodes_and_claims_conversion_until_it_changes() {
+    let node = |version: &str, heartbeat: &str, team: &str| {
+        let extra = json!({
+            "metadata": {"resourceVersion": version, "labels": {"team": team}},
+            "status": {"conditions": [{"type": "Ready", "status": "True",
+                "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        });
+        Object::from_value(Kind::Node, merge(k8s::node("n1", "aws:///z/i-1"), extra)).unwrap()
+    };
+    let claim = |team: &str| {
+        let extra = json!({"metadata": {"labels": {"team": team}}});
+        Object::from_value(Kind::NodeClaim, merge(k8s::nodeclaim("c1"), extra)).unwrap()
+    };
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(node("1", "2026-01-01T00:00:10Z", "a")));
+    s.apply(WatchEvent::Apply(claim("a")));
+    let snap = |s: &ClusterState| s.snapshot(Timestamp(0), BTreeMap::new()).0;
+    let first = snap(&s);
+    let second = snap(&s);
+    assert!(Arc::ptr_eq(&first.nodes[0], &second.nodes[0]));
+    assert!(Arc::ptr_eq(&first.node_claims[0], &second.node_claims[0]));
+
+    // A heartbeat keeps the conversion; a change of what core reads makes a new one.
+    s.apply(WatchEvent::Apply(node("2", "2026-01-01T00:00:20Z", "a")));
+    assert!(Arc::ptr_eq(&first.nodes[0], &snap(&s).nodes[0]));
+    s.apply(WatchEvent::Apply(node("3", "2026-01-01T00:00:30Z", "b")));
+    s.apply(WatchEvent::Apply(claim("b")));
+    let changed = snap(&s);
+    assert_eq!(changed.nodes[0].labels["team"], "b");
+    assert_eq!(changed.nodes[0].resource_version, "3");
+    assert_eq!(changed.node_claims[0].labels["team"], "b");
+
+    // Deleted, or dropped by a relist, it is gone from the next snapshot.
+    s.apply(WatchEvent::Delete(claim("b")));
+    assert!(snap(&s).node_claims.is_empty());
+    s.apply(WatchEvent::Init(Kind::Node));
+    s.apply(WatchEvent::InitDone(Kind::Node));
+    assert!(snap(&s).nodes.is_empty());
+}

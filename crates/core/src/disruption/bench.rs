@@ -55,7 +55,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         free.push(it.allocatable());
-        s.nodes.push(Node {
+        s.nodes.push(Arc::new(Node {
             name: name.clone(),
             provider_id: format!("bench:///{zone}/{name}"),
             labels: node_labels,
@@ -64,8 +64,8 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
             ready: true,
             creation_timestamp: now,
             ..Node::default()
-        });
-        s.node_claims.push(NodeClaim {
+        }));
+        s.node_claims.push(Arc::new(NodeClaim {
             name: format!("default-{i:05}"),
             nodepool: pool.name.clone(),
             provider_id: Some(format!("bench:///{zone}/{name}")),
@@ -78,7 +78,7 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
             creation_timestamp: now,
             initialized_at: Some(now),
             ..NodeClaim::default()
-        });
+        }));
     }
     for j in 0..pods {
         let cpu = *rng.pick(&[100i64, 250, 500, 1000, 1500]);

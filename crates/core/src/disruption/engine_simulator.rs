@@ -253,6 +253,7 @@ fn simulation(snapshot: &Snapshot, without: &BTreeSet<String>, plan: &Plan) -> S
         .node_claims
         .iter()
         .filter(|c| c.node_name.as_ref().is_none_or(|n| !without.contains(n)))
+        .map(Arc::as_ref)
         .collect();
     let initialized = |name: &str| {
         claims

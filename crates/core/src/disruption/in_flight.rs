@@ -34,6 +34,7 @@ pub mod draining;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::command::Command;
 use crate::model::{CommandInFlight, Node, Snapshot};
@@ -122,14 +123,18 @@ impl InFlight {
         let now = snapshot.now;
         // Nodes that must take no new pods: the targets' and the reserved replacements'.
         let mut closed: BTreeSet<String> = BTreeSet::new();
+        // Changed claims and nodes are copied first (`make_mut`) where a shell's index still
+        // shares them; the rest stay shared.
         for (i, c) in snapshot.node_claims.iter_mut().enumerate() {
             if self.targets.contains(&c.name) {
+                let c = Arc::make_mut(c);
                 if c.deletion_timestamp.is_none() {
                     c.deletion_timestamp = Some(now);
                     done.deleting.push(i);
                 }
                 closed.extend(c.node_name.clone());
             } else if self.replacements.contains(&c.name) {
+                let c = Arc::make_mut(c);
                 // An unregistered claim is placed on by its own taints.
                 if add_taint(&mut c.taints) {
                     done.tainted_claims.push(i);
@@ -143,7 +148,7 @@ impl InFlight {
             }
         }
         for (i, n) in snapshot.nodes.iter_mut().enumerate() {
-            if closed.contains(&n.name) && add_taint(&mut n.taints) {
+            if closed.contains(&n.name) && add_taint(&mut Arc::make_mut(n).taints) {
                 done.tainted_nodes.push(i);
             }
         }
@@ -156,7 +161,7 @@ impl InFlight {
 #[must_use = "a snapshot applied in place is put back with `revert`"]
 pub struct Applied {
     /// Nodes taken out, with their positions before.
-    removed: Vec<(usize, Node)>,
+    removed: Vec<(usize, Arc<Node>)>,
     /// Claims given a deletion time.
     deleting: Vec<usize>,
     /// Initialized replacements planned as still initializing.
@@ -175,16 +180,16 @@ impl Applied {
             snapshot.commands_in_flight = commands;
         }
         for i in self.tainted_nodes {
-            snapshot.nodes[i].taints.pop();
+            snapshot.node_mut(i).taints.pop();
         }
         for i in self.tainted_claims {
-            snapshot.node_claims[i].taints.pop();
+            snapshot.claim_mut(i).taints.pop();
         }
         for i in self.deleting {
-            snapshot.node_claims[i].deletion_timestamp = None;
+            snapshot.claim_mut(i).deletion_timestamp = None;
         }
         for i in self.uninitialized {
-            snapshot.node_claims[i].initialized = true;
+            snapshot.claim_mut(i).initialized = true;
         }
         // Ascending positions: each node goes back where it was once those before it are.
         for (i, n) in self.removed {

@@ -77,6 +77,7 @@ mod tests {
     use crate::resources::CPU;
     use crate::testkit::cluster as fixture;
     use crate::time::Timestamp;
+    use std::sync::Arc;
 
     /// n1's two pods move; n2 has room for both but had a pod event 20 s ago, under a
     /// one-minute consolidateAfter; n3 has room for the small one only.
@@ -90,7 +91,7 @@ mod tests {
             ],
         );
         s.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
-        for c in &mut s.node_claims {
+        for c in s.node_claims.iter_mut().map(Arc::make_mut) {
             let ago = if c.name == "c-n2" { 20_000 } else { 600_000 };
             c.last_pod_event_time = Some(Timestamp(s.now.0 - ago));
         }

@@ -401,7 +401,7 @@ fn drain_steps(snapshot: &Snapshot) -> (FastMap<&str, usize>, usize) {
     let claims: FastMap<&str, &crate::model::NodeClaim> = snapshot
         .node_claims
         .iter()
-        .map(|c| (c.name.as_str(), c))
+        .map(|c| (c.name.as_str(), &**c))
         .collect();
     let drains = |c: &CommandInFlight| {
         let theirs = c.replacements.iter().filter_map(|r| claims.get(r.as_str()));

@@ -28,10 +28,12 @@ pub struct Snapshot {
     pub nodepools: Vec<NodePool>,
     /// The instance types each NodePool may launch, by NodePool name.
     pub instance_types: BTreeMap<String, Arc<Vec<InstanceType>>>,
-    /// Every Node, Karpenter's or not.
-    pub nodes: Vec<Node>,
-    /// Every NodeClaim, launched or in flight.
-    pub node_claims: Vec<NodeClaim>,
+    /// Every Node, Karpenter's or not. Shared, as pods are, so that a shell keeping each
+    /// Node's conversion hands every snapshot a reference rather than a copy; a decision that
+    /// changes one copies it ([`Snapshot::node_mut`]).
+    pub nodes: Vec<Arc<Node>>,
+    /// Every NodeClaim, launched or in flight; shared as Nodes are ([`Snapshot::claim_mut`]).
+    pub node_claims: Vec<Arc<NodeClaim>>,
     /// Pending and bound pods alike. Shared, so a shell's snapshot of every pod is a count
     /// of references, not a copy of each pod; a decision that changes a pod copies it
     /// (`Arc::make_mut`).
@@ -58,6 +60,16 @@ impl Snapshot {
     /// controller's index, the simulator's cluster) still holds it.
     pub fn pod_mut(&mut self, i: usize) -> &mut Pod {
         Arc::make_mut(&mut self.pods[i])
+    }
+
+    /// The Node at `i` to change, copied first if anything else still holds it.
+    pub fn node_mut(&mut self, i: usize) -> &mut Node {
+        Arc::make_mut(&mut self.nodes[i])
+    }
+
+    /// The NodeClaim at `i` to change, copied first if anything else still holds it.
+    pub fn claim_mut(&mut self, i: usize) -> &mut NodeClaim {
+        Arc::make_mut(&mut self.node_claims[i])
     }
 }
 

@@ -53,7 +53,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             .find(|p| p.name == claim.nodepool)
             .map(|p| p.template.taints.clone())
             .unwrap_or_default();
-        s.nodes.push(Node {
+        s.nodes.push(Arc::new(Node {
             name: name.clone(),
             provider_id: format!("sim:///{}/{name}", plan.zone_of(choice)),
             labels: node_labels,
@@ -63,8 +63,8 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             ready: true,
             creation_timestamp: now,
             ..Node::default()
-        });
-        s.node_claims.push(NodeClaim {
+        }));
+        s.node_claims.push(Arc::new(NodeClaim {
             name: name.clone(),
             nodepool: claim.nodepool.clone(),
             requirements: claim.requirement_list.clone(),
@@ -79,7 +79,7 @@ pub fn launch(snapshot: &Snapshot, plan: &Plan, prefix: &str, now: Timestamp) ->
             creation_timestamp: now,
             initialized_at: Some(now),
             ..NodeClaim::default()
-        });
+        }));
     }
     let node_of: BTreeMap<&str, String> = plan
         .placements

@@ -7,6 +7,7 @@ use crate::requirements::Requirement;
 use crate::resources::Resources;
 use crate::testkit::cluster::cluster;
 use crate::time::Timestamp;
+use std::sync::Arc;
 
 fn static_pool(s: &mut Snapshot, replicas: i64) {
     s.nodepools[0].replicas = Some(replicas);
@@ -26,7 +27,7 @@ fn a_pool_below_its_replicas_creates_the_difference_and_dynamic_pools_are_left_a
         }]
     );
     // Claims being deleted no longer count.
-    s.node_claims[0].deletion_timestamp = Some(Timestamp(1));
+    s.claim_mut(0).deletion_timestamp = Some(Timestamp(1));
     assert_eq!(plan(&s)[0].create, 3);
 }
 
@@ -51,11 +52,11 @@ fn extra_claims_go_unlaunched_first_then_empty_then_fewest_pods_and_protected_la
             ("guarded", "large", &[]),
         ],
     );
-    s.node_claims.push(NodeClaim {
+    s.node_claims.push(Arc::new(NodeClaim {
         name: "c-unlaunched".into(),
         nodepool: "default".into(),
         ..NodeClaim::default()
-    });
+    }));
     // A lone do-not-disrupt pod: fewer pods than `busy`, still last.
     let mut pod = (*s.pods[0]).clone();
     pod.name = "guarded-0".into();
@@ -115,7 +116,12 @@ fn drifted_claims_are_replaced_one_for_one_within_the_drift_budget() {
         ],
     );
     static_pool(&mut s, 3);
-    for (c, at) in s.node_claims.iter_mut().zip([30, 10, 20]) {
+    for (c, at) in s
+        .node_claims
+        .iter_mut()
+        .map(Arc::make_mut)
+        .zip([30, 10, 20])
+    {
         c.launched = true;
         c.drifted = Some("NodePoolDrifted".into());
         c.drifted_at = Some(Timestamp(at));
@@ -139,11 +145,15 @@ fn drifted_claims_are_replaced_one_for_one_within_the_drift_budget() {
         ..NodeClaim::default()
     };
     new.annotations.insert(REPLACES.into(), "c-n2".into());
-    s.node_claims.push(new);
+    s.node_claims.push(Arc::new(new));
     assert!(plan(&s).is_empty(), "{:?}", plan(&s));
 
     // Initialized, it takes over: the drifted claim goes.
-    s.node_claims.last_mut().unwrap().initialized = true;
+    s.node_claims
+        .last_mut()
+        .map(Arc::make_mut)
+        .unwrap()
+        .initialized = true;
     let sc = &plan(&s)[0];
     assert_eq!(sc.replaced, ["c-n2"]);
     assert!(sc.replace.is_empty() && sc.delete.is_empty() && sc.create == 0);
@@ -154,8 +164,8 @@ fn the_drift_method_leaves_a_static_pools_drifted_nodes_to_static_capacity() {
     use crate::disruption::engine_simulator::EngineSimulator;
     use crate::disruption::plan::{Settings, plan as disrupt};
     let mut s = cluster(&["a"], &[("n1", "large", &[500])]);
-    s.node_claims[0].drifted = Some("NodePoolDrifted".into());
-    s.node_claims[0].drifted_at = Some(Timestamp(1));
+    s.claim_mut(0).drifted = Some("NodePoolDrifted".into());
+    s.claim_mut(0).drifted_at = Some(Timestamp(1));
     let drift = |s: &Snapshot| {
         disrupt(s, &EngineSimulator::default(), Settings::default())
             .commands

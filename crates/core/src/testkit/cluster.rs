@@ -63,7 +63,7 @@ pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
     };
     for (name, ty, pods) in nodes {
         let t = its.iter().find(|i| i.name == *ty).expect("a fixture type");
-        s.nodes.push(Node {
+        s.nodes.push(Arc::new(Node {
             name: name.to_string(),
             provider_id: format!("p-{name}"),
             labels: node_labels(name, ty),
@@ -71,8 +71,8 @@ pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
             allocatable: t.allocatable(),
             ready: true,
             ..Node::default()
-        });
-        s.node_claims.push(NodeClaim {
+        }));
+        s.node_claims.push(Arc::new(NodeClaim {
             name: format!("c-{name}"),
             nodepool: "default".into(),
             node_name: Some(name.to_string()),
@@ -81,7 +81,7 @@ pub fn cluster(zones: &[&str], nodes: &[(&str, &str, &[i64])]) -> Snapshot {
             registered: true,
             initialized: true,
             ..NodeClaim::default()
-        });
+        }));
         for (i, cpu) in pods.iter().enumerate() {
             let pod = pod(&format!("{name}-{i}"), *cpu, 1);
             s.pods.push(replica(pod, name).into());

@@ -54,8 +54,8 @@ pub(super) struct Maintained {
     /// (see [`patch`]).
     spare_keys: Vec<String>,
     spare_pods: Vec<Arc<Pod>>,
-    spare_claims: Vec<NodeClaim>,
-    spare_nodes: Vec<Node>,
+    spare_claims: Vec<Arc<NodeClaim>>,
+    spare_nodes: Vec<Arc<Node>>,
 }
 
 /// `snapshot` to change, once the work `beside` reading it has ended: then nothing else
@@ -135,8 +135,8 @@ impl Maintained {
                 pods.get(k).cloned()
             });
         }
-        let live_claim = |c: &SimClaim| c.is_live().then(|| c.claim.clone());
-        let ready_node = |k: &str, c: &SimClaim| snapshot_node(k, c, versions);
+        let live_claim = |c: &SimClaim| c.is_live().then(|| Arc::new(c.claim.clone()));
+        let ready_node = |k: &str, c: &SimClaim| snapshot_node(k, c, versions).map(Arc::new);
         let dirty_claims = std::mem::take(&mut self.dirty_claims);
         let dirty_nodes = std::mem::take(&mut self.dirty_nodes);
         if !self.built {

@@ -20,12 +20,13 @@ impl Cluster {
                 .claims
                 .iter()
                 .filter_map(|(k, c)| snapshot_node(k, c, &self.versions))
+                .map(Arc::new)
                 .collect(),
             node_claims: self
                 .claims
                 .values()
                 .filter(|c| c.is_live())
-                .map(|c| c.claim.clone())
+                .map(|c| Arc::new(c.claim.clone()))
                 .collect(),
             pods: self.pods.values().cloned().collect(),
             ..Snapshot::default()

@@ -476,14 +476,14 @@ fn add_existing_nodes(s: &mut Snapshot, catalog: &[InstanceType], n: usize, rng:
         node_labels.insert(labels::INITIALIZED.into(), "true".into());
         node_labels.insert(labels::REGISTERED.into(), "true".into());
         let alloc = it.allocatable();
-        s.nodes.push(Node {
+        s.nodes.push(Arc::new(Node {
             name: name.clone(),
             labels: node_labels,
             capacity: it.capacity.clone(),
             allocatable: alloc.clone(),
             ready: true,
             ..Node::default()
-        });
+        }));
         let share = 50 + rng.below(41) as i64;
         s.pods.push(Arc::new(Pod {
             namespace: "apps".into(),

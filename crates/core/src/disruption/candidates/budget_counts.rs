@@ -9,7 +9,7 @@ pub fn budget_node_counts(snapshot: &Snapshot) -> BTreeMap<String, (u32, u32)> {
     let claims: FastMap<&str, &NodeClaim> = snapshot
         .node_claims
         .iter()
-        .filter_map(|c| c.node_name.as_deref().map(|n| (n, c)))
+        .filter_map(|c| c.node_name.as_deref().map(|n| (n, &**c)))
         .collect();
     // Counted under borrowed names; one owned name per NodePool at the end.
     let mut counts: FastMap<&str, (u32, u32)> = FastMap::default();

@@ -28,7 +28,7 @@ pub(super) struct Tables<'a, 't> {
     /// Built at the first node whose claim is not found by node name (rare: a claim names
     /// its node once registered).
     pub(super) claims_by_provider: OnceCell<FastMap<&'a str, &'a NodeClaim>>,
-    pub(super) claims: &'a [NodeClaim],
+    pub(super) claims: &'a [Arc<NodeClaim>],
     pub(super) wanted_provider: Option<FastSet<&'a str>>,
     pub(super) pools: FastMap<&'a str, &'a NodePool>,
     /// Built when a node's facts are worked out, not answered from memory.
@@ -71,7 +71,7 @@ impl<'a, 't> Tables<'a, 't> {
             let asked = |p: &str| self.wanted_provider.as_ref().is_none_or(|s| s.contains(p));
             self.claims
                 .iter()
-                .filter_map(|c| c.provider_id.as_deref().map(|p| (p, c)))
+                .filter_map(|c| c.provider_id.as_deref().map(|p| (p, &**c)))
                 .filter(|(p, _)| asked(p))
                 .collect()
         })
@@ -91,11 +91,12 @@ impl<'a, 't> Tables<'a, 't> {
         types: &'t OnceCell<TypeIndex<'a>>,
     ) -> Self {
         let mut nodes: Vec<&Node> = match only {
-            None => snapshot.nodes.iter().collect(),
+            None => snapshot.nodes.iter().map(Arc::as_ref).collect(),
             Some(names) => snapshot
                 .nodes
                 .iter()
                 .filter(|n| names.contains(&n.name.as_str()))
+                .map(Arc::as_ref)
                 .collect(),
         };
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
@@ -111,7 +112,7 @@ impl<'a, 't> Tables<'a, 't> {
         let mut claim_of = vec![None; nodes.len()];
         for c in &snapshot.node_claims {
             if let Some(e) = c.node_name.as_deref().and_then(|n| by_name.get(n)) {
-                claim_of[*e as usize] = Some(c);
+                claim_of[*e as usize] = Some(&**c);
             }
         }
         // Pods grouped by entry in one counting pass, each group in snapshot order.

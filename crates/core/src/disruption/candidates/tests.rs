@@ -34,14 +34,14 @@ fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
         instance_types: [("default".to_string(), Arc::new(vec![it]))]
             .into_iter()
             .collect(),
-        nodes: vec![Node {
+        nodes: vec![Arc::new(Node {
             name: "n1".into(),
             provider_id: "p1".into(),
             labels,
             ready: true,
             ..Node::default()
-        }],
-        node_claims: vec![NodeClaim {
+        })],
+        node_claims: vec![Arc::new(NodeClaim {
             name: "default-abc".into(),
             nodepool: "default".into(),
             node_name: Some("n1".into()),
@@ -50,7 +50,7 @@ fn snapshot_with(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> Snapshot {
             registered: true,
             initialized: true,
             ..NodeClaim::default()
-        }],
+        })],
         pods: pods.into_iter().map(Into::into).collect(),
         pdbs,
         ..Snapshot::default()
@@ -148,7 +148,7 @@ fn a_timed_do_not_disrupt_says_when_it_ends() {
 #[test]
 fn node_annotation_blocks() {
     let mut s = snapshot_with(vec![], vec![]);
-    s.nodes[0]
+    s.node_mut(0)
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
     assert_eq!(
@@ -185,7 +185,7 @@ fn drift_ignores_pod_blockers_only_with_a_grace_period() {
     p.annotations.insert(DO_NOT_DISRUPT.into(), "true".into());
     let mut s = snapshot_with(vec![p], vec![]);
     assert!(!select(&s, MethodClass::Eventual).blocked.is_empty());
-    s.node_claims[0].termination_grace_period = Some(Duration::from_secs(600));
+    s.claim_mut(0).termination_grace_period = Some(Duration::from_secs(600));
     assert!(select(&s, MethodClass::Eventual).blocked.is_empty());
     assert!(!select(&s, MethodClass::Graceful).blocked.is_empty());
 }
@@ -194,13 +194,13 @@ fn drift_ignores_pod_blockers_only_with_a_grace_period() {
 fn consolidate_after_counts_from_last_pod_event() {
     let mut s = snapshot_with(vec![], vec![]);
     s.nodepools[0].disruption.consolidate_after = Some(Duration::from_secs(60));
-    s.node_claims[0].last_pod_event_time = Some(Timestamp(NOW.0 - 48_000));
+    s.claim_mut(0).last_pod_event_time = Some(Timestamp(NOW.0 - 48_000));
     assert_eq!(
         only_blocker(&s, MethodClass::Graceful).as_deref(),
         Some("consolidateAfter not elapsed (12s left)")
     );
     assert!(select(&s, MethodClass::Eventual).blocked.is_empty());
-    s.node_claims[0].last_pod_event_time = Some(Timestamp(NOW.0 - 61_000));
+    s.claim_mut(0).last_pod_event_time = Some(Timestamp(NOW.0 - 61_000));
     assert!(select(&s, MethodClass::Graceful).blocked.is_empty());
     s.nodepools[0].disruption.consolidate_after = None;
     assert_eq!(
@@ -212,19 +212,19 @@ fn consolidate_after_counts_from_last_pod_event() {
 #[test]
 fn lifecycle_states_block() {
     let mut s = snapshot_with(vec![], vec![]);
-    s.node_claims[0].initialized = false;
+    s.claim_mut(0).initialized = false;
     assert_eq!(
         select(&s, MethodClass::Graceful).blocked[0].1.code(),
         "not-initialized"
     );
     let mut s = snapshot_with(vec![], vec![]);
-    s.node_claims[0].deletion_timestamp = Some(NOW);
+    s.claim_mut(0).deletion_timestamp = Some(NOW);
     assert_eq!(
         select(&s, MethodClass::Graceful).blocked[0].1.code(),
         "deleting"
     );
     let mut s = snapshot_with(vec![], vec![]);
-    s.nodes[0].labels.remove(labels::NODEPOOL);
+    s.node_mut(0).labels.remove(labels::NODEPOOL);
     assert_eq!(
         select(&s, MethodClass::Graceful).blocked[0].1.code(),
         "not-managed"
@@ -247,7 +247,7 @@ fn lifecycle_states_block() {
 fn budget_counts_include_disrupting_nodes() {
     let mut s = snapshot_with(vec![], vec![]);
     assert_eq!(budget_node_counts(&s)["default"], (1, 0));
-    s.nodes[0].ready = false;
+    s.node_mut(0).ready = false;
     assert_eq!(budget_node_counts(&s)["default"], (1, 1));
 }
 
@@ -267,7 +267,7 @@ fn ownerless_pod_blocks_graceful_and_drift_without_grace_period() {
     assert!(only_blocker(&s, MethodClass::Eventual).is_some());
     // Drift of a claim with a termination grace period ignores pod-level blockers.
     let mut tgp = s.clone();
-    tgp.node_claims[0].termination_grace_period = Some(Duration::from_secs(60));
+    tgp.claim_mut(0).termination_grace_period = Some(Duration::from_secs(60));
     assert!(only_blocker(&tgp, MethodClass::Eventual).is_none());
 }
 
@@ -389,8 +389,8 @@ mod properties {
     fn build(specs: &[NodeSpec], consolidate_after: Option<u64>, pdb_allows: i32) -> Snapshot {
         let mut s = snapshot_with(vec![], vec![pdb("web", pdb_allows)]);
         s.nodepools[0].disruption.consolidate_after = consolidate_after.map(Duration::from_secs);
-        let template_node = s.nodes.remove(0);
-        let template_claim = s.node_claims.remove(0);
+        let template_node = Node::clone(&s.nodes.remove(0));
+        let template_claim = NodeClaim::clone(&s.node_claims.remove(0));
         // Reversed, so selection's own ordering by name is exercised.
         for (i, spec) in specs.iter().enumerate().rev() {
             let name = format!("n{i}");
@@ -421,7 +421,7 @@ mod properties {
                 claim.last_pod_event_time = Some(Timestamp(NOW.0 - spec.quiet_secs * 1000));
                 claim.creation_timestamp = Timestamp(NOW.0 - 3_600_000);
                 claim.expire_after = spec.expires.then(|| Duration::from_secs(7200));
-                s.node_claims.push(claim);
+                s.node_claims.push(Arc::new(claim));
             }
             for (j, &(dnd, ownerless, daemon, finished, priority, deletion_cost)) in
                 spec.pods.iter().enumerate()
@@ -447,7 +447,7 @@ mod properties {
                 }
                 s.pods.push(p.into());
             }
-            s.nodes.push(node);
+            s.nodes.push(Arc::new(node));
         }
         s
     }

@@ -3,6 +3,7 @@
 //! ways, and the incremental path really answers instead of falling back.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::*;
 use crate::disruption::bench::cluster;
@@ -82,11 +83,11 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
         pod,
     });
     // A node still coming up, and a claim still launching.
-    let mut young = s.nodes[0].clone();
+    let mut young = Node::clone(&s.nodes[0]);
     young.name = "young".into();
     young.labels.insert(labels::HOSTNAME.into(), "young".into());
-    s.nodes.push(young.clone());
-    s.node_claims.push(NodeClaim {
+    s.nodes.push(Arc::new(young.clone()));
+    s.node_claims.push(Arc::new(NodeClaim {
         name: "young-claim".into(),
         nodepool: "default".into(),
         node_name: Some("young".into()),
@@ -94,8 +95,8 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
         registered: true,
         initialized: false,
         ..NodeClaim::default()
-    });
-    s.node_claims.push(NodeClaim {
+    }));
+    s.node_claims.push(Arc::new(NodeClaim {
         name: "launching".into(),
         nodepool: "default".into(),
         allocatable: young.allocatable.clone(),
@@ -105,7 +106,7 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
         )],
         launched: true,
         ..NodeClaim::default()
-    });
+    }));
     s
 }
 
@@ -113,7 +114,7 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
 /// their hostname: removing that node would reorder ids, so those solves compile the kept
 /// targets again.
 fn with_shared_label(mut s: Snapshot) -> Snapshot {
-    for (i, n) in s.nodes.iter_mut().enumerate() {
+    for (i, n) in s.nodes.iter_mut().map(Arc::make_mut).enumerate() {
         n.labels
             .insert("team".into(), if i % 2 == 0 { "a" } else { "b" }.into());
     }
@@ -126,7 +127,7 @@ fn with_shared_label(mut s: Snapshot) -> Snapshot {
 /// Labels every node carries whose keys sort before the hostname, first seen on the first
 /// node (as the lifecycle labels are): removing that node reorders nothing.
 fn with_lifecycle_labels(mut s: Snapshot) -> Snapshot {
-    for n in s.nodes.iter_mut() {
+    for n in s.nodes.iter_mut().map(Arc::make_mut) {
         n.labels.insert(labels::REGISTERED.into(), "true".into());
         n.labels.insert(labels::INITIALIZED.into(), "true".into());
     }
@@ -170,7 +171,7 @@ fn pods_on<'a>(s: &'a Snapshot, nodes: &BTreeSet<String>) -> Vec<&'a Pod> {
 }
 
 /// Single nodes, then growing prefixes and strided pairs, as the planner asks.
-fn candidate_sets(nodes: &[Node]) -> Vec<BTreeSet<String>> {
+fn candidate_sets(nodes: &[Arc<Node>]) -> Vec<BTreeSet<String>> {
     let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
     let mut out: Vec<BTreeSet<String>> = names.iter().map(|n| [n.clone()].into()).collect();
     for k in [2, 3, 5, 8, names.len() / 2, names.len()] {
@@ -298,7 +299,7 @@ fn with_recent_pod_events(mut s: Snapshot) -> Snapshot {
         np.disruption.consolidate_after = Some(std::time::Duration::from_secs(300));
     }
     let (recent, long_ago) = (Timestamp(s.now.0 - 60_000), Timestamp(s.now.0 - 600_000));
-    for (i, c) in s.node_claims.iter_mut().enumerate() {
+    for (i, c) in s.node_claims.iter_mut().map(Arc::make_mut).enumerate() {
         c.last_pod_event_time = Some(if i % 3 == 0 { recent } else { long_ago });
     }
     s

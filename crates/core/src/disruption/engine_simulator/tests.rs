@@ -4,6 +4,7 @@ use super::*;
 use crate::disruption::command::{Decision, Method};
 use crate::disruption::plan::{Settings, plan};
 use crate::testkit::cluster as fixture;
+use std::sync::Arc;
 
 fn cluster(nodes: &[(&str, &str, &[i64])]) -> Snapshot {
     fixture::cluster(&["a", "b"], nodes)
@@ -56,10 +57,10 @@ fn pods_do_not_move_onto_a_node_inside_consolidate_after() {
     let plan_with = |ago: i64, drifted: bool| {
         let mut s = cluster(&[("n1", "large", &[500]), ("n2", "large", &[3000])]);
         if drifted {
-            s.node_claims[0].drifted = Some("AMIDrift".into());
+            s.claim_mut(0).drifted = Some("AMIDrift".into());
         }
         s.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
-        for c in &mut s.node_claims {
+        for c in s.node_claims.iter_mut().map(Arc::make_mut) {
             let at = if c.name == "c-n2" { ago } else { 600_000 };
             c.last_pod_event_time = Some(crate::time::Timestamp(s.now.0 - at));
         }

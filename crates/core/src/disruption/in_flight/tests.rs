@@ -1,4 +1,5 @@
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -49,7 +50,7 @@ fn launching(name: &str) -> NodeClaim {
 /// `n1` is being replaced by `r1`, which is still launching; `n2` could be replaced too.
 fn replace_in_flight() -> (Snapshot, InFlight) {
     let mut s = cluster(&[("n1", 500), ("n2", 500)]);
-    s.node_claims.push(launching("r1"));
+    s.node_claims.push(Arc::new(launching("r1")));
     let mut running = InFlight::default();
     running.targets.insert("c-n1".into());
     running.replacements.insert("r1".into());
@@ -121,7 +122,7 @@ fn the_targets_keep_their_pods_and_take_no_others() {
 
 /// The replacement `r1` registers as the empty, Ready node `r1-node`, `initialized` or not.
 fn registered(s: &mut Snapshot, initialized: bool) {
-    s.nodes.push(Node {
+    s.nodes.push(Arc::new(Node {
         name: "r1-node".into(),
         provider_id: "p-r1".into(),
         labels: node_labels("r1-node", "small"),
@@ -131,8 +132,13 @@ fn registered(s: &mut Snapshot, initialized: bool) {
             .with(PODS, 110),
         ready: true,
         ..Node::default()
-    });
-    let r1 = s.node_claims.iter_mut().find(|c| c.name == "r1").unwrap();
+    }));
+    let r1 = s
+        .node_claims
+        .iter_mut()
+        .map(Arc::make_mut)
+        .find(|c| c.name == "r1")
+        .unwrap();
     r1.node_name = Some("r1-node".into());
     r1.provider_id = Some("p-r1".into());
     r1.registered = true;
@@ -252,7 +258,7 @@ fn running_case(nodes: usize, pods: usize, seed: u64, target: usize) -> (Snapsho
         .name
         .clone();
     let zone = s.nodes[0].labels[labels::ZONE].clone();
-    s.node_claims.push(NodeClaim {
+    s.node_claims.push(Arc::new(NodeClaim {
         name: "replacement".into(),
         nodepool: "default".into(),
         requirements: vec![
@@ -263,7 +269,7 @@ fn running_case(nodes: usize, pods: usize, seed: u64, target: usize) -> (Snapsho
         launched: true,
         creation_timestamp: s.now,
         ..NodeClaim::default()
-    });
+    }));
     let mut running = InFlight::default();
     running
         .targets
@@ -326,7 +332,7 @@ fn reversible_case(seed: u64, picks: &[(u8, u8)]) -> (Snapshot, InFlight) {
     let mut held = InFlight::default();
     for (i, &(what, state)) in picks.iter().enumerate() {
         let at = i % n;
-        let c = &mut s.node_claims[at];
+        let c = s.claim_mut(at);
         match state % 4 {
             0 => {}
             1 => c.initialized = false,
@@ -336,7 +342,7 @@ fn reversible_case(seed: u64, picks: &[(u8, u8)]) -> (Snapshot, InFlight) {
                 .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule)),
         }
         if state.is_multiple_of(3)
-            && let Some(node) = s.nodes.get_mut(at)
+            && let Some(node) = s.nodes.get_mut(at).map(Arc::make_mut)
         {
             node.taints
                 .push(Taint::new(DISRUPTED_TAINT, "", TaintEffect::NoSchedule));
@@ -356,7 +362,7 @@ fn reversible_case(seed: u64, picks: &[(u8, u8)]) -> (Snapshot, InFlight) {
             }
         }
     }
-    s.node_claims.push(launching("launching"));
+    s.node_claims.push(Arc::new(launching("launching")));
     if picks.len().is_multiple_of(2) {
         held.replacements.insert("launching".into());
     }

@@ -62,7 +62,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// A cluster whose nodes all carry a version.
 fn versioned(seed: u64) -> Snapshot {
     let mut s = cluster(10, 0, seed);
-    for (i, n) in s.nodes.iter_mut().enumerate() {
+    for (i, n) in s.nodes.iter_mut().map(Arc::make_mut).enumerate() {
         n.resource_version = format!("{i}");
         n.labels.insert(TIER.into(), "t0".into());
     }
@@ -77,12 +77,12 @@ fn apply(s: &mut Snapshot, op: &Op, write: &mut u64) {
     };
     match op {
         Op::Relabel { node, value } if n > 0 => {
-            let node = &mut s.nodes[node % n];
+            let node = s.node_mut(node % n);
             node.labels.insert(TIER.into(), format!("t{value}"));
             bump(node);
         }
         Op::Rezone { node } if n > 0 => {
-            let node = &mut s.nodes[node % n];
+            let node = s.node_mut(node % n);
             node.labels
                 .insert(labels::ZONE.into(), "test-zone-9".into());
             bump(node);
@@ -118,7 +118,7 @@ fn apply(s: &mut Snapshot, op: &Op, write: &mut u64) {
         }
         Op::Later => s.now = s.now.plus(Duration::from_secs(40 * 60)),
         Op::Unversion { node } if n > 0 => {
-            let node = &mut s.nodes[node % n];
+            let node = s.node_mut(node % n);
             if node.resource_version.is_empty() {
                 bump(node);
             } else {
@@ -126,7 +126,7 @@ fn apply(s: &mut Snapshot, op: &Op, write: &mut u64) {
             }
         }
         Op::Remove { node } if n > 0 => {
-            let name = s.nodes.remove(node % n).name;
+            let name = s.nodes.remove(node % n).name.clone();
             s.node_claims
                 .retain(|c| c.node_name.as_deref() != Some(name.as_str()));
         }
@@ -241,7 +241,7 @@ fn a_node_at_a_known_version_is_not_checked_again() {
     // A node at a new version, and one without a version: both worked out again.
     let mut write = 0;
     apply(&mut s, &Op::Relabel { node: 0, value: 1 }, &mut write);
-    s.nodes[1].resource_version.clear();
+    s.node_mut(1).resource_version.clear();
     reasons(&s, &memo);
     assert_eq!(memo.counts(), (2 * n - 2, n + 1));
     // New requirements: every versioned node is checked against them, and one now drifts.
@@ -261,7 +261,7 @@ fn a_round_without_blocked_nodes_selects_the_same_candidates() {
     // Some nodes blocked for the graceful methods only, some for both.
     s.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
     let now = s.now;
-    for (i, c) in s.node_claims.iter_mut().enumerate() {
+    for (i, c) in s.node_claims.iter_mut().map(Arc::make_mut).enumerate() {
         match i % 3 {
             0 => c.last_pod_event_time = Some(now),
             1 => c.initialized = false,

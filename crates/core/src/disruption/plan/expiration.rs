@@ -23,7 +23,7 @@ pub(super) fn plan(round: &mut Round<'_>) {
             .get_or_init(|| {
                 let mut m = FastMap::default();
                 for n in &snapshot.nodes {
-                    m.entry(n.name.as_str()).or_insert(n);
+                    m.entry(n.name.as_str()).or_insert(&**n);
                 }
                 m
             })

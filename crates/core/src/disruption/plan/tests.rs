@@ -151,15 +151,15 @@ impl Cluster {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        self.0.nodes.push(Node {
+        self.0.nodes.push(Arc::new(Node {
             name: name.into(),
             provider_id: format!("p-{name}"),
             labels,
             allocatable: alloc,
             ready: true,
             ..Node::default()
-        });
-        self.0.node_claims.push(NodeClaim {
+        }));
+        self.0.node_claims.push(Arc::new(NodeClaim {
             name: format!("claim-{name}"),
             nodepool: "default".into(),
             node_name: Some(name.into()),
@@ -169,7 +169,7 @@ impl Cluster {
             initialized: true,
             creation_timestamp: NOW,
             ..NodeClaim::default()
-        });
+        }));
         for (i, cpu) in pods_cpu.iter().enumerate() {
             // Asking for cpu alone, the one resource the fixture's types have.
             let pod = Pod {
@@ -362,7 +362,7 @@ fn expiration_is_forceful_and_ignores_do_not_disrupt() {
     let mut c =
         Cluster::new(vec![it("small", 2000, 0.1, None)]).node("a", "small", "on-demand", &[500]);
     c.0.nodepools[0].template.expire_after = Some(Duration::from_secs(3600));
-    c.0.node_claims[0].creation_timestamp = Timestamp(NOW.0 - 3_600_000);
+    c.0.claim_mut(0).creation_timestamp = Timestamp(NOW.0 - 3_600_000);
     c.0.pod_mut(0)
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
@@ -377,7 +377,7 @@ fn drifted_node_is_replaced_one_at_a_time() {
     let mut c = Cluster::new(vec![it("small", 2000, 0.1, None)])
         .node("a", "small", "on-demand", &[1500])
         .node("b", "small", "on-demand", &[1500]);
-    for claim in &mut c.0.node_claims {
+    for claim in c.0.node_claims.iter_mut().map(Arc::make_mut) {
         claim.drifted = Some("AMIDrift".into());
     }
     let p = c.plan();
@@ -410,7 +410,7 @@ fn a_node_whose_instance_type_left_the_catalog_drifts_once_it_is_an_hour_old() {
     );
     let young = c.plan();
     assert!(young.commands.iter().all(|c| c.method != Method::Drift));
-    for claim in &mut c.0.node_claims {
+    for claim in c.0.node_claims.iter_mut().map(Arc::make_mut) {
         claim.creation_timestamp = Timestamp(NOW.0 - 2 * 3_600_000);
     }
     let old = c.plan();
@@ -541,7 +541,11 @@ mod properties {
                 &s.pods,
             );
             let ago = if s.fresh { 10_000 } else { 600_000 };
-            let claim = c.0.node_claims.last_mut().expect("the node's claim");
+            let claim =
+                c.0.node_claims
+                    .last_mut()
+                    .map(Arc::make_mut)
+                    .expect("the node's claim");
             claim.last_pod_event_time = Some(Timestamp(NOW.0 - ago));
             for p in
                 c.0.pods
@@ -933,7 +937,12 @@ fn nodes_taken_earlier_in_a_round_hold_nothing_in_its_later_simulations() {
     ])
     .node("e", "big", "on-demand", &[])
     .node("c", "big", "on-demand", &[1500]);
-    for (claim, node) in c.0.node_claims.iter_mut().zip(&c.0.nodes) {
+    for (claim, node) in
+        c.0.node_claims
+            .iter_mut()
+            .map(Arc::make_mut)
+            .zip(&c.0.nodes)
+    {
         claim.allocatable = node.allocatable.clone();
     }
     let engine = crate::disruption::engine_simulator::EngineSimulator::default();
@@ -1005,8 +1014,8 @@ fn the_pods_of_a_running_commands_target_move_first_in_the_clusters_scheduler() 
         "",
         crate::taints::TaintEffect::NoSchedule,
     );
-    c.0.nodes[0].taints.push(disrupted);
-    c.0.node_claims[0].deletion_timestamp = Some(NOW);
+    c.0.node_mut(0).taints.push(disrupted);
+    c.0.claim_mut(0).deletion_timestamp = Some(NOW);
     let engine = crate::disruption::engine_simulator::EngineSimulator::default();
     let p = plan(&c.0, &engine, Settings::default());
     assert!(p.commands.is_empty(), "{:?}", p.commands);
@@ -1029,12 +1038,12 @@ fn two_running_commands(a_at: i64, b_at: i64) -> Snapshot {
     .node("t", "small", "on-demand", &[200]);
     let mut held = crate::disruption::in_flight::InFlight::default();
     for (node, replacement, at) in [("a", "ra", a_at), ("b", "rb", b_at)] {
-        c.0.node_claims.push(NodeClaim {
+        c.0.node_claims.push(Arc::new(NodeClaim {
             name: replacement.into(),
             nodepool: "default".into(),
             creation_timestamp: Timestamp(at),
             ..NodeClaim::default()
-        });
+        }));
         let target = crate::disruption::command::Target {
             node: node.into(),
             nodeclaim: format!("claim-{node}"),

@@ -53,9 +53,9 @@ fn snapshot(prices: &[f64]) -> Snapshot {
     );
     Snapshot {
         nodes: vec![
-            node("a", 4000, 8000),
-            node("b", 4000, 8000),
-            node("c", 4000, 8000),
+            Arc::new(node("a", 4000, 8000)),
+            Arc::new(node("b", 4000, 8000)),
+            Arc::new(node("c", 4000, 8000)),
         ],
         pods: vec![
             pod("a1", "a", 3000, 1000).into(),
@@ -148,7 +148,10 @@ fn a_pod_that_fits_nowhere_else_bounds_the_saving_by_the_price_gap() {
 #[test]
 fn pods_that_fit_one_by_one_may_still_not_fit_together() {
     let mut s = snapshot(&[0.10]);
-    s.nodes = vec![node("x", 2000, 8000), node("y", 4000, 8000)];
+    s.nodes = vec![
+        Arc::new(node("x", 2000, 8000)),
+        Arc::new(node("y", 4000, 8000)),
+    ];
     s.pods = vec![
         pod("x1", "x", 1000, 0).into(),
         pod("y1", "y", 800, 0).into(),
@@ -156,16 +159,16 @@ fn pods_that_fit_one_by_one_may_still_not_fit_together() {
     ];
     // Each 800m pod fits in x's 1000m, both do not.
     assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-    s.nodes.push(node("z", 1000, 8000));
+    s.nodes.push(Arc::new(node("z", 1000, 8000)));
     assert_eq!(bound(&s, "y", 0.5), 0.5);
     // Room only counts on nodes that can take the pod: 2,400m free in all, but no node
     // has the 1,500m the larger pod needs.
-    s.nodes[0].allocatable = res(2400, 8000);
-    s.nodes[2].allocatable = res(1400, 8000);
+    s.node_mut(0).allocatable = res(2400, 8000);
+    s.node_mut(2).allocatable = res(1400, 8000);
     s.pod_mut(1).requests = Resources::new().with(CPU, 1500);
     s.pod_mut(2).requests = Resources::new().with(CPU, 100);
     assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-    s.nodes[0].allocatable = res(2500, 8000);
+    s.node_mut(0).allocatable = res(2500, 8000);
     assert_eq!(bound(&s, "y", 0.5), 0.5);
 }
 
@@ -200,9 +203,9 @@ fn a_pod_needs_one_node_with_both_its_cpu_and_its_memory() {
     let mut s = snapshot(&[0.10]);
     // x has cpu to spare, z memory; neither has both.
     s.nodes = vec![
-        node("x", 4000, 1500),
-        node("y", 4000, 8000),
-        node("z", 1200, 8000),
+        Arc::new(node("x", 4000, 1500)),
+        Arc::new(node("y", 4000, 8000)),
+        Arc::new(node("z", 1200, 8000)),
     ];
     s.pods = vec![
         pod("x1", "x", 1000, 1000).into(),
@@ -210,7 +213,7 @@ fn a_pod_needs_one_node_with_both_its_cpu_and_its_memory() {
         pod("z1", "z", 1000, 2000).into(),
     ];
     assert_eq!(bound(&s, "y", 0.5), 0.5 - 0.10);
-    s.nodes[0].allocatable = res(4000, 2000);
+    s.node_mut(0).allocatable = res(4000, 2000);
     assert_eq!(bound(&s, "y", 0.5), 0.5);
 }
 
@@ -220,16 +223,16 @@ fn an_initialized_claim_without_its_node_is_room_too() {
     s.nodes.retain(|n| n.name == "b");
     // b alone: its pods need a replacement, unless a claim that initialized takes them.
     assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
-    s.node_claims.push(NodeClaim {
+    s.node_claims.push(Arc::new(NodeClaim {
         name: "w".into(),
         allocatable: res(4000, 8000),
         ..NodeClaim::default()
-    });
+    }));
     assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
-    s.node_claims[0].initialized = true;
+    s.claim_mut(0).initialized = true;
     assert_eq!(bound(&s, "b", 0.5), 0.5);
     // Its Node in the snapshot stands for it.
-    s.node_claims[0].node_name = Some("b".into());
+    s.claim_mut(0).node_name = Some("b".into());
     assert_eq!(bound(&s, "b", 0.5), 0.5 - 0.10);
 }
 
@@ -244,7 +247,10 @@ fn pods_that_fit_no_other_node_price_the_replacement_by_a_type_that_holds_them()
         ]),
     )]);
     // Free: x 500m, y 0m; y's pods fit nowhere else, 1,500m in all: `small` holds them.
-    s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
+    s.nodes = vec![
+        Arc::new(node("x", 4000, 8000)),
+        Arc::new(node("y", 4000, 8000)),
+    ];
     s.pods = vec![
         pod("x1", "x", 3500, 1000).into(),
         pod("y1", "y", 1000, 1000).into(),
@@ -270,7 +276,10 @@ fn pods_that_fit_no_other_node_price_the_replacement_by_a_type_that_holds_them()
 fn a_roomier_candidate_does_not_hide_the_other_nodes_that_fit() {
     let mut s = snapshot(&[0.10]);
     // y has the most room of all and covers x's, which still takes y's pod.
-    s.nodes = vec![node("x", 2000, 4000), node("y", 8000, 16000)];
+    s.nodes = vec![
+        Arc::new(node("x", 2000, 4000)),
+        Arc::new(node("y", 8000, 16000)),
+    ];
     s.pods = vec![pod("y1", "y", 1000, 1000)]
         .into_iter()
         .map(Into::into)
@@ -308,14 +317,14 @@ fn a_prefix_whose_stranded_pods_outgrow_one_new_node_is_ruled_out() {
     let mut s = snapshot(&[0.30]);
     Arc::make_mut(s.instance_types.get_mut("p").unwrap())[0].capacity = res(4000, 64000);
     s.nodes = (0..20)
-        .map(|i| node(&format!("f{i}"), 4000, 8000))
+        .map(|i| Arc::new(node(&format!("f{i}"), 4000, 8000)))
         .collect();
     s.pods = (0..20)
         .map(|i| pod(&format!("f{i}-1"), &format!("f{i}"), 3500, 0))
         .map(Into::into)
         .collect();
     for n in ["a", "b"] {
-        s.nodes.push(node(n, 4000, 8000));
+        s.nodes.push(Arc::new(node(n, 4000, 8000)));
         s.pods.push(pod(&format!("{n}1"), n, 1800, 0).into());
         s.pods.push(pod(&format!("{n}2"), n, 1800, 0).into());
     }
@@ -331,7 +340,7 @@ fn a_prefix_whose_stranded_pods_outgrow_one_new_node_is_ruled_out() {
     let cheap = candidate(&s, "a", 0.30, &owners);
     assert!(bounds.rules_out_together(&[&cheap]));
     // b with room for a's pods: they move there unless b goes too.
-    s.nodes.last_mut().unwrap().allocatable = res(8000, 8000);
+    s.nodes.last_mut().map(Arc::make_mut).unwrap().allocatable = res(8000, 8000);
     let bounds = SavingBounds::new(&s);
     let (a, b) = (
         candidate(&s, "a", 0.30, &owners),
@@ -345,7 +354,10 @@ fn a_prefix_whose_stranded_pods_outgrow_one_new_node_is_ruled_out() {
 fn memory_alone_can_rule_out_a_delete() {
     // x has cpu to spare but not memory; y's pod asks for little cpu and much memory.
     let mut s = snapshot(&[0.10]);
-    s.nodes = vec![node("x", 4000, 8000), node("y", 4000, 8000)];
+    s.nodes = vec![
+        Arc::new(node("x", 4000, 8000)),
+        Arc::new(node("y", 4000, 8000)),
+    ];
     s.pods = vec![pod("x1", "x", 0, 7000), pod("y1", "y", 100, 2000)]
         .into_iter()
         .map(Into::into)

@@ -1,6 +1,7 @@
 use super::*;
 use crate::disruption::engine_simulator::EngineSimulator;
 use crate::model::Pod;
+use std::sync::Arc;
 
 /// A generated cluster whose NodePool lets every node go in one round.
 fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
@@ -61,7 +62,12 @@ fn single_node_when_only_one_candidate_remains() {
     let mut s = cluster(3, 6, 2);
     // Protect all but one node; that one can be consolidated only on its own.
     for name in ["node-00000", "node-00001"] {
-        let n = s.nodes.iter_mut().find(|n| n.name == name).unwrap();
+        let n = s
+            .nodes
+            .iter_mut()
+            .map(Arc::make_mut)
+            .find(|n| n.name == name)
+            .unwrap();
         n.annotations.insert(
             crate::disruption::candidates::DO_NOT_DISRUPT.into(),
             "true".into(),

@@ -10,6 +10,7 @@ use crate::disruption::simulate::{ReplacementOption, SimulatedClaim};
 use crate::model::CapacityType;
 use crate::resources::CPU;
 use crate::testkit::cluster as fixture;
+use std::sync::Arc;
 
 fn claim(types: &[&str]) -> SimulatedClaim {
     SimulatedClaim {
@@ -129,7 +130,7 @@ fn a_node_joining_inside_consolidate_after_takes_no_moving_pod() {
     // so the planned replacement still stands.
     let mut fresh = fixture::cluster(&["a"], &[("n1", "large", &[500]), ("n2", "large", &[1000])]);
     fresh.nodepools[0].disruption.consolidate_after = Some(std::time::Duration::from_secs(60));
-    for claim in &mut fresh.node_claims {
+    for claim in fresh.node_claims.iter_mut().map(Arc::make_mut) {
         let ago = if claim.name == "c-n2" {
             20_000
         } else {
@@ -160,7 +161,7 @@ fn a_consolidation_is_rejected_once_pending_pods_need_the_capacity() {
     // A pod arrived while the command waited: with n1 gone nothing holds it, so a new node
     // comes for it and the command would only empty n1 for that node.
     let pending = crate::testkit::pod("pending", 3000, 1);
-    fresh.pods.push(std::sync::Arc::new(pending));
+    fresh.pods.push(Arc::new(pending));
     let err = validate(&c, &fresh, &EngineSimulator::default()).unwrap_err();
     assert_eq!(err.kind(), "scheduling");
     assert_eq!(

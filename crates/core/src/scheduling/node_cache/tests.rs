@@ -67,7 +67,7 @@ fn apply(s: &mut Snapshot, op: &Op, step: usize) {
                         o.available = false;
                     }
                 }
-                *list = std::sync::Arc::new(types);
+                *list = Arc::new(types);
             }
         }
         Op::Daemon(d) => s.daemonsets.push(crate::model::DaemonSet {
@@ -82,7 +82,7 @@ fn apply(s: &mut Snapshot, op: &Op, step: usize) {
             s.nodes.remove(i % n);
         }
         Op::Add { from, own } => {
-            let mut node = s.nodes[from % n].clone();
+            let mut node = Node::clone(&s.nodes[from % n]);
             node.name = format!("extra-{step:03}");
             node.labels
                 .insert(labels::HOSTNAME.into(), node.name.clone());
@@ -92,21 +92,21 @@ fn apply(s: &mut Snapshot, op: &Op, step: usize) {
                 ("example.com/team", format!("team-{}", step % 3))
             };
             node.labels.insert(k.into(), v);
-            s.nodes.push(node);
+            s.nodes.push(Arc::new(node));
             s.nodes.sort_by(|a, b| a.name.cmp(&b.name));
         }
         Op::Relabel { node, value } => {
-            s.nodes[node % n]
+            s.node_mut(node % n)
                 .labels
                 .insert("example.com/v".into(), format!("v{value}"));
         }
         Op::Initialize(i) => {
-            s.nodes[i % n]
+            s.node_mut(i % n)
                 .labels
                 .insert(labels::INITIALIZED.into(), "true".into());
         }
         Op::OldZone { node, value } => {
-            s.nodes[node % n].labels.insert(
+            s.node_mut(node % n).labels.insert(
                 "failure-domain.beta.kubernetes.io/zone".into(),
                 format!("test-zone-{value}"),
             );
@@ -147,7 +147,7 @@ proptest! {
         for (step, op) in ops.iter().enumerate() {
             apply(&mut s, op, step);
             // Odd steps carry versions, which name the labels: known ones go unread.
-            for n in &mut s.nodes {
+            for n in s.nodes.iter_mut().map(Arc::make_mut) {
                 n.resource_version = if step % 2 == 1 { version_of(n) } else { String::new() };
             }
             prop_assert_eq!(
@@ -257,7 +257,7 @@ fn version_of(n: &Node) -> String {
 #[test]
 fn a_node_at_a_known_version_is_not_compared_again() {
     let mut s = cluster(6, 20, 4);
-    for (i, n) in s.nodes.iter_mut().enumerate() {
+    for (i, n) in s.nodes.iter_mut().map(Arc::make_mut).enumerate() {
         n.resource_version = format!("{i}");
     }
     let mut cache = NodeCache::new();
@@ -266,11 +266,11 @@ fn a_node_at_a_known_version_is_not_compared_again() {
     targets_with(&s, Compile::cached(&mut cache));
     assert_eq!((cache.hits, cache.by_version), (6, 6));
     // Relabelled at a new version: compiled again. Unversioned: compared, and a hit.
-    s.nodes[0]
+    s.node_mut(0)
         .labels
         .insert("example.com/new".into(), "x".into());
-    s.nodes[0].resource_version = "100".into();
-    s.nodes[1].resource_version = String::new();
+    s.node_mut(0).resource_version = "100".into();
+    s.node_mut(1).resource_version = String::new();
     assert_eq!(
         shape(&targets_with(&s, Compile::cached(&mut cache))),
         shape(&targets(&s))
@@ -388,7 +388,7 @@ fn unchanged_nodepools_are_reused_and_changed_ones_compiled() {
     assert_eq!((cache.pools.hits, cache.pools.misses), (1, 1));
     // An equal catalog in a new list is the same input.
     for list in s.instance_types.values_mut() {
-        *list = std::sync::Arc::new((**list).clone());
+        *list = Arc::new((**list).clone());
     }
     let _ = targets_with(&s, Compile::cached(&mut cache));
     assert_eq!((cache.pools.hits, cache.pools.misses), (2, 1));
@@ -409,7 +409,7 @@ fn strings_of_nodes_long_gone_are_dropped() {
     let mut cache = NodeCache::new();
     let mut largest = 0;
     for round in 0..600 {
-        for (i, n) in s.nodes.iter_mut().enumerate() {
+        for (i, n) in s.nodes.iter_mut().map(Arc::make_mut).enumerate() {
             n.name = format!("node-{round}-{i}");
             n.labels.insert(labels::HOSTNAME.into(), n.name.clone());
         }
@@ -438,7 +438,7 @@ fn unchanged_nodes_are_replayed_and_changed_ones_compiled() {
     let mut cache = NodeCache::new();
     let _ = targets_with(&s, Compile::cached(&mut cache));
     assert_eq!((cache.hits, cache.misses), (0, 10));
-    s.nodes[3]
+    s.node_mut(3)
         .labels
         .insert("example.com/v".into(), "changed".into());
     let _ = targets_with(&s, Compile::cached(&mut cache));

@@ -4,16 +4,17 @@
 use crate::model::*;
 use crate::scheduling::{Options, Target, solve as solve_with};
 use crate::testkit::*;
+use std::sync::Arc;
 
 #[test]
 fn closed_nodes_take_only_the_pods_of_deleting_nodes() {
     let mut s = snapshot(vec![pool("default")], catalog(3), vec![]);
     // "shut" is the tighter fit, so it is visited first.
-    s.nodes.push(node("shut", "zone-a", 2, 4));
-    s.nodes.push(node("open", "zone-a", 4, 4));
+    s.nodes.push(Arc::new(node("shut", "zone-a", 2, 4)));
+    s.nodes.push(Arc::new(node("open", "zone-a", 4, 4)));
     let mut gone = node("gone", "zone-a", 2, 4);
     gone.deletion_timestamp = Some(crate::time::Timestamp(1));
-    s.nodes.push(gone);
+    s.nodes.push(Arc::new(gone));
     // Alike but for where they come from; "a" is first in the queue.
     s.pods = vec![pod("a", 1500, 1), running(pod("e", 1500, 1), "gone")]
         .into_iter()
@@ -29,7 +30,7 @@ fn closed_nodes_take_only_the_pods_of_deleting_nodes() {
     );
 
     let closing = |names: &[&str]| Options {
-        closed: std::sync::Arc::new(names.iter().map(|n| n.to_string()).collect()),
+        closed: Arc::new(names.iter().map(|n| n.to_string()).collect()),
         ..Options::default()
     };
     // The deleting node's pod may still land on the closed node; the other may not.
@@ -50,7 +51,7 @@ fn terminating_pods_of_deleting_nodes_are_placed_only_for_statefulsets() {
     let mut s = snapshot(vec![pool("default")], catalog(3), vec![]);
     let mut gone = node("gone", "zone-a", 8, 16);
     gone.deletion_timestamp = Some(crate::time::Timestamp(1));
-    s.nodes.push(gone);
+    s.nodes.push(Arc::new(gone));
     let owned = |name: &str, kind: &str, terminating: bool| {
         let mut p = running(pod(name, 1000, 1), "gone");
         p.owner = Some(OwnerRef {

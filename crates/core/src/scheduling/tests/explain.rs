@@ -7,6 +7,7 @@ use crate::requirements::Operator;
 use crate::scheduling::Options;
 use crate::scheduling::explain::{Outcome, explain_pod};
 use crate::testkit::*;
+use std::sync::Arc;
 
 fn zonal(name: &str, zone: &str) -> NodePool {
     let mut np = pool(name);
@@ -78,7 +79,7 @@ fn nodes_answer_too_and_a_bound_pod_is_asked_as_if_pending() {
     let small = node("small", "zone-a", 1, 4);
     let big = node("big", "zone-a", 8, 32);
     let s = Snapshot {
-        nodes: vec![small, big],
+        nodes: vec![Arc::new(small), Arc::new(big)],
         ..snapshot(
             vec![pool("default")],
             catalog(2),

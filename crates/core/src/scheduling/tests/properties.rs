@@ -2,6 +2,7 @@
 //! over-committed, limits hold, and the plan does not depend on run or input order.
 
 use proptest::prelude::*;
+use std::sync::Arc;
 
 use crate::labels;
 use crate::model::*;
@@ -203,7 +204,7 @@ proptest! {
         let mut s = build(&specs, None, true);
         for (i, n) in nodes.iter().enumerate() {
             let name = format!("n{i}");
-            s.nodes.push(node(&name, ZONES[n.zone], n.cpu, n.mem));
+            s.nodes.push(Arc::new(node(&name, ZONES[n.zone], n.cpu, n.mem)));
             if n.used_cpu > 0 {
                 s.pods.push(running(pod(&format!("r{i}"), n.used_cpu, 0), &name).into());
             }

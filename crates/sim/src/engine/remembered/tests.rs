@@ -3,6 +3,7 @@
 use nodewright_core::disruption::bench::cluster;
 use nodewright_core::disruption::simulate::prepare;
 use nodewright_core::resources::CPU;
+use std::sync::Arc;
 
 use super::*;
 use nodewright_core::disruption::simulate::Job;
@@ -88,6 +89,7 @@ fn an_answer_is_not_reused_once_the_closed_nodes_change() {
         .node_claims
         .iter_mut()
         .filter(|c| !c.name.ends_with('0'))
+        .map(Arc::make_mut)
     {
         c.last_pod_event_time = Some(minute_ago);
     }
@@ -133,7 +135,7 @@ fn answers_are_reused_within_a_generation_only() {
     }
     // A new generation, the same jobs over nodes with no room left: nothing remembered may answer.
     let mut second = first.clone();
-    for n in &mut second.nodes {
+    for n in second.nodes.iter_mut().map(Arc::make_mut) {
         n.allocatable.set(CPU, 1);
     }
     let expected = plain(&second);

@@ -116,7 +116,7 @@ fn a_do_not_disrupt_pod_blocks_the_graceful_methods_and_drift_but_not_expiration
         .annotations
         .insert(DO_NOT_DISRUPT.into(), "true".into());
     s.nodepools[0].template.expire_after = Some(Duration::from_secs(5 * 3600));
-    s.node_claims[0].creation_timestamp = Timestamp(s.now.0 - 1000);
+    s.claim_mut(0).creation_timestamp = Timestamp(s.now.0 - 1000);
     let vs = verdicts(&s, "n1");
     for m in [
         Method::Drift,
@@ -140,7 +140,7 @@ fn a_do_not_disrupt_pod_blocks_the_graceful_methods_and_drift_but_not_expiration
             "expires in 4h59m (expireAfter 5h)".into()
         )
     );
-    s.node_claims[0].creation_timestamp = Timestamp(s.now.0 - 5 * 3600 * 1000);
+    s.claim_mut(0).creation_timestamp = Timestamp(s.now.0 - 5 * 3600 * 1000);
     assert_eq!(of(&verdicts(&s, "n1"), Method::Expiration).0, "expired");
 }
 
@@ -170,7 +170,7 @@ fn a_pdb_allowing_no_eviction_names_itself_and_the_pod() {
 fn consolidate_after_not_passed_blocks_the_graceful_methods_only() {
     let mut s = cluster(&[("n1", "large", &[])]);
     s.nodepools[0].disruption.consolidate_after = Some(Duration::from_secs(300));
-    s.node_claims[0].last_pod_event_time = Some(Timestamp(s.now.0 - 120_000));
+    s.claim_mut(0).last_pod_event_time = Some(Timestamp(s.now.0 - 120_000));
     let vs = verdicts(&s, "n1");
     assert_eq!(
         of(&vs, Method::Emptiness),
@@ -180,7 +180,7 @@ fn consolidate_after_not_passed_blocks_the_graceful_methods_only() {
         )
     );
     assert_eq!(of(&vs, Method::Drift).0, "not-drifted");
-    s.node_claims[0].last_pod_event_time = Some(Timestamp(s.now.0 - 300_000));
+    s.claim_mut(0).last_pod_event_time = Some(Timestamp(s.now.0 - 300_000));
     let vs = verdicts(&s, "n1");
     assert_eq!(
         of(&vs, Method::Emptiness),
@@ -217,7 +217,7 @@ fn a_budget_of_zero_stops_each_method_it_covers() {
 #[test]
 fn a_drifted_node_would_be_replaced_when_its_pods_fit() {
     let mut s = cluster(&[("n1", "large", &[500])]);
-    s.node_claims[0].drifted = Some("AMIDrift".into());
+    s.claim_mut(0).drifted = Some("AMIDrift".into());
     assert_eq!(
         of(&verdicts(&s, "n1"), Method::Drift),
         (
