@@ -3,15 +3,21 @@
 //! so a type or offering the cloud no longer lists leaves no stale series; and each NodePool's
 //! cost at those prices (`karpenter_nodepools_cost_total`, replaced the same way, so a deleted
 //! NodePool's series goes) with the claims that could not be priced
-//! (`karpenter_nodepools_cost_tracker_errors_total`).
+//! (`karpenter_nodepools_cost_tracker_errors_total`). The two families of an instance type,
+//! and the two of an offering, share one label set rather than copy it each.
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::registry::Registry;
 
-use crate::metrics::{Counters, Gauges, Snapshot, registered};
+use crate::metrics::{Counters, Gauges, Shared, SharedGauges, Snapshot, registered};
+
+/// An instance type's series: its name.
+type TypeGauges = SharedGauges<[(&'static str, String); 1]>;
+/// An offering's series: instance type, capacity type, zone.
+type OfferingGauges = SharedGauges<[(&'static str, String); 3]>;
 
 /// What one refresh publishes: per instance type its cores and memory, and per
 /// (instance type, capacity type, zone) whether it can be launched and its price.
@@ -24,10 +30,10 @@ pub struct OfferingRows {
 }
 
 pub struct OfferingMetrics {
-    cpu_cores: Gauges,
-    memory_bytes: Gauges,
-    available: Gauges,
-    price: Gauges,
+    cpu_cores: TypeGauges,
+    memory_bytes: TypeGauges,
+    available: OfferingGauges,
+    price: OfferingGauges,
     cost: Gauges,
     cost_errors: Counters,
     snapshot: Snapshot,
@@ -44,25 +50,29 @@ impl OfferingMetrics {
             "karpenter_nodepools_cost_tracker_errors",
             "NodeClaims a cost refresh could not price (their offering is unknown or has no price), by NodePool.",
         );
-        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
         OfferingMetrics {
-            cpu_cores: gauges(
+            cpu_cores: registered(
+                r,
                 "karpenter_cloudprovider_instance_type_cpu_cores",
                 "vCPUs of each instance type the cloud provider offers.",
             ),
-            memory_bytes: gauges(
+            memory_bytes: registered(
+                r,
                 "karpenter_cloudprovider_instance_type_memory_bytes",
                 "Memory of each instance type the cloud provider offers, in bytes.",
             ),
-            available: gauges(
+            available: registered(
+                r,
                 "karpenter_cloudprovider_instance_type_offering_available",
                 "1 where an offering (instance type, capacity type, zone) can be launched now, 0 where it cannot.",
             ),
-            price: gauges(
+            price: registered(
+                r,
                 "karpenter_cloudprovider_instance_type_offering_price_estimate",
                 "The hourly price this controller uses for each offering (instance type, capacity type, zone).",
             ),
-            cost: gauges(
+            cost: registered(
+                r,
                 "karpenter_nodepools_cost_total",
                 "What a NodePool's running NodeClaims cost per hour at the prices this controller knows, in the cloud provider's unit; an estimate, not a bill.",
             ),
@@ -101,20 +111,23 @@ impl OfferingMetrics {
         *published = Some(print);
         let _guard = self.snapshot.hold();
         let m = self;
-        for f in [&m.cpu_cores, &m.memory_bytes, &m.available, &m.price] {
+        for f in [&m.cpu_cores, &m.memory_bytes] {
+            f.clear();
+        }
+        for f in [&m.available, &m.price] {
             f.clear();
         }
         for (it, (cores, bytes)) in &rows.types {
-            let labels = vec![("instance_type", it.clone())];
+            let labels = Shared(Arc::new([("instance_type", it.clone())]));
             m.cpu_cores.get_or_create(&labels).set(*cores);
             m.memory_bytes.get_or_create(&labels).set(*bytes);
         }
         for ((it, capacity_type, zone), (available, price)) in &rows.offerings {
-            let labels = vec![
+            let labels = Shared(Arc::new([
                 ("instance_type", it.clone()),
                 ("capacity_type", capacity_type.clone()),
                 ("zone", zone.clone()),
-            ];
+            ]));
             m.available
                 .get_or_create(&labels)
                 .set(if *available { 1.0 } else { 0.0 });

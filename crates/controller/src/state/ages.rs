@@ -8,8 +8,11 @@
 //! creation, with `karpenter_pods_provisioning_scheduling_undecided_time_seconds` (from when
 //! the provisioner first saw the pod until its first decision on it). The per-object families
 //! are replaced as a whole with the other node and pod gauges, so an object that went, or
-//! stopped waiting, leaves no series.
+//! stopped waiting, leaves no series. Each object's label set is built once and shared by its
+//! families (and, for a node, with its resource gauges' row) rather than copied into each.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use nodewright_core::time::Timestamp;
@@ -18,17 +21,22 @@ use prometheus_client::registry::Registry;
 
 use super::ClusterState;
 use crate::clock::from_time;
-use crate::metrics::{Gauges, Metrics, registered};
+use crate::metrics::{Labels, Metrics, Shared, SharedGauges, registered};
 
 pub(crate) struct AgeMetrics {
-    unsynced: Gauge<f64, std::sync::atomic::AtomicU64>,
-    lifetime: Gauges,
-    unbound: Gauges,
-    unstarted: Gauges,
-    provisioning_unbound: Gauges,
-    provisioning_unstarted: Gauges,
-    undecided: Gauges,
+    unsynced: Gauge<f64, AtomicU64>,
+    lifetime: SharedGauges<Labels>,
+    unbound: PodGauges,
+    unstarted: PodGauges,
+    provisioning_unbound: PodGauges,
+    provisioning_unstarted: PodGauges,
+    undecided: PodGauges,
 }
+
+/// A waiting pod's series: its name and namespace, built once a refresh and shared by its up
+/// to five families. A label list each per family was 13.8 MiB at the peak of the 20,000-pod
+/// bench, shared 6.3.
+type PodGauges = SharedGauges<[(&'static str, String); 2]>;
 
 impl AgeMetrics {
     pub(crate) fn register(r: &mut Registry) -> Self {
@@ -37,13 +45,15 @@ impl AgeMetrics {
             "karpenter_cluster_state_unsynced_time_seconds",
             "Seconds the in-memory cluster state has disagreed with the API server's NodeClaims and Nodes; 0 when they agree.",
         );
-        let mut gauges = |name: &str, help: &str| -> Gauges { registered(r, name, help) };
+        let lifetime = registered(
+            r,
+            "karpenter_nodes_current_lifetime_seconds",
+            "Seconds since each node was created.",
+        );
+        let mut gauges = |name: &str, help: &str| -> PodGauges { registered(r, name, help) };
         AgeMetrics {
             unsynced,
-            lifetime: gauges(
-                "karpenter_nodes_current_lifetime_seconds",
-                "Seconds since each node was created.",
-            ),
+            lifetime,
             unbound: gauges(
                 "karpenter_pods_unbound_time_seconds",
                 "Seconds from a pod's creation to its binding to a node.",
@@ -91,12 +101,22 @@ impl Ages {
 pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
     let family = &metrics.ages.lifetime;
     family.clear();
-    for n in s.nodes.values() {
+    let rows = metrics.state.gauge_rows().lock();
+    let rows = rows.unwrap_or_else(|e| e.into_inner());
+    for (name, n) in &s.nodes {
         let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
             continue;
         };
+        let dims = super::metrics::node_dimensions(n);
+        // Its labels shared with its resource gauges' row, so that 2,000 Nodes do not hold
+        // their forty labels twice; that row is as fresh as the index when the state loop
+        // has just set it, as it has.
+        let dims = match rows.dims(name) {
+            Some(shared) if *shared == dims => shared,
+            _ => Arc::new(dims),
+        };
         family
-            .get_or_create(&super::metrics::node_dimensions(n))
+            .get_or_create(&Shared(dims))
             .set(now.since(created).as_secs_f64());
     }
 }
@@ -122,7 +142,10 @@ pub fn set_pod_waits<'a>(
         let Some(p) = s.pods.get(key) else {
             continue;
         };
-        let row = vec![("name", p.name.clone()), ("namespace", p.namespace.clone())];
+        let row = Shared(Arc::new([
+            ("name", p.name.clone()),
+            ("namespace", p.namespace.clone()),
+        ]));
         if let Some(created) = p.created {
             let seconds = now.since(created).as_secs_f64();
             if !bound {

@@ -260,7 +260,8 @@ impl PodStartup {
 /// One node's published row, with the integer sums behind the utilisation totals.
 #[derive(Clone, Debug, PartialEq)]
 struct NodeRow {
-    gauge: NodeGauge,
+    /// Shared with the gauges that serve it.
+    gauge: Arc<NodeGauge>,
     allocatable: Resources,
     requests: Resources,
 }
@@ -272,15 +273,15 @@ fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
     let empty = super::NodeUsage::default();
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {
-        gauge: NodeGauge {
-            labels: std::sync::Arc::new(node_dimensions(n)),
+        gauge: Arc::new(NodeGauge {
+            labels: Arc::new(node_dimensions(n)),
             allocatable: amounts(&allocatable),
             pod_requests: amounts(&usage.requests),
             pod_limits: amounts(&usage.limits),
             daemon_requests: amounts(&usage.daemon_requests),
             daemon_limits: amounts(&usage.daemon_limits),
             system_overhead: amounts(&system_overhead(n, &allocatable)),
-        },
+        }),
         allocatable,
         requests: usage.requests.clone(),
     })
@@ -370,7 +371,8 @@ impl Published {
                     self.allocatable.add(&r.allocatable);
                     self.requested.add(&r.requests);
                 }
-                let rows: Vec<NodeGauge> = self.nodes.values().map(|r| r.gauge.clone()).collect();
+                let rows: Vec<Arc<NodeGauge>> =
+                    self.nodes.values().map(|r| r.gauge.clone()).collect();
                 metrics.state.set_nodes(&rows);
             }
         }
@@ -389,10 +391,15 @@ impl Published {
             .collect()
     }
 
+    /// The dimensions last published for the node `name`, to be shared by its other series.
+    pub(crate) fn dims(&self, name: &str) -> Option<Arc<crate::metrics::Labels>> {
+        self.nodes.get(name).map(|r| r.gauge.labels.clone())
+    }
+
     /// The rows published; for tests.
     pub fn rows(&self) -> (Vec<NodeGauge>, Vec<PodGauge>) {
         (
-            self.nodes.values().map(|r| r.gauge.clone()).collect(),
+            self.nodes.values().map(|r| (*r.gauge).clone()).collect(),
             self.pods.values().map(|p| (**p).clone()).collect(),
         )
     }

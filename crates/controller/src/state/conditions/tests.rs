@@ -298,3 +298,21 @@ fn histogram_buckets_are_upstreams() {
     assert_eq!(les.len(), 16, "0.5 s doubling to 8192 s, and +Inf: {les:?}");
     assert_eq!(les[14], "8192.0");
 }
+
+#[test]
+fn a_condition_listed_twice_is_one_series_valued_as_the_last() {
+    // Upstream's gauge vector keeps one series per label set, the last one set.
+    let mut f = Fixture::new();
+    f.apply(
+        claim(vec![ready("True", "", 0), ready("True", "", 5)], None),
+        30,
+    );
+    let series = r#"{name="c1",namespace="",type="Ready",status="True",reason=""}"#;
+    let current: Vec<String> = f
+        .claim_samples()
+        .into_iter()
+        .filter(|l| l.starts_with(CURRENT))
+        .collect();
+    assert_eq!(current, [format!("{CURRENT}{series} 25.0")]);
+    assert!(f.claim_has(&format!("{COUNT}{series} 1.0")));
+}

@@ -186,7 +186,8 @@ proptest! {
         prop_assert_eq!(&pods, &pod_gauges(&s));
 
         let recount = Metrics::new();
-        recount.state.set_nodes(&node_gauges(&s));
+        let recounted: Vec<Arc<NodeGauge>> = node_gauges(&s).into_iter().map(Arc::new).collect();
+        recount.state.set_nodes(&recounted);
         let recounted: Vec<Arc<PodGauge>> = pod_gauges(&s).into_iter().map(Arc::new).collect();
         recount.state.set_pods(&recounted);
         prop_assert_eq!(samples(&incremental), samples(&recount));

@@ -43,7 +43,7 @@ fn gauges_hold_the_latest_value() {
 fn set_nodes_replaces_the_previous_set_and_computes_utilisation() {
     let m = Metrics::new();
     m.state
-        .set_nodes(&[node("a", 2.0, 1.0), node("b", 2.0, 0.0)]);
+        .set_nodes(&[Arc::new(node("a", 2.0, 1.0)), Arc::new(node("b", 2.0, 0.0))]);
     assert!(has(
         &m,
         r#"karpenter_nodes_allocatable{managed="true",node_name="a",resource_type="cpu",zone="us-east-1a"} 2.0"#
@@ -52,7 +52,7 @@ fn set_nodes_replaces_the_previous_set_and_computes_utilisation() {
         &m,
         r#"karpenter_cluster_utilization_percent{resource_type="cpu"} 25.0"#
     ));
-    m.state.set_nodes(&[node("b", 2.0, 2.0)]);
+    m.state.set_nodes(&[Arc::new(node("b", 2.0, 2.0))]);
     let s = samples(&m);
     assert!(!s.iter().any(|l| l.contains(r#"node_name="a""#)), "{s:?}");
     assert!(has(
@@ -149,11 +149,11 @@ fn a_node_has_upstreams_dimensions() {
     }
     // resource_type goes in its sorted place on every resource gauge.
     let m = Metrics::new();
-    m.state.set_nodes(&[NodeGauge {
+    m.state.set_nodes(&[Arc::new(NodeGauge {
         labels: Arc::new(dims),
         allocatable: BTreeMap::from([("ephemeral-storage".into(), 2e10)]),
         ..NodeGauge::default()
-    }]);
+    })]);
     let line = samples(&m)
         .into_iter()
         .find(|l| l.starts_with("karpenter_nodes_allocatable{"))
