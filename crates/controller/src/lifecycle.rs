@@ -233,6 +233,24 @@ impl Lifecycle {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Drops the claim's kept launch result, if any.
+    fn forget_launch(&self, claim: &NodeClaim) {
+        let uid = claim.metadata.uid.as_deref().unwrap_or_default();
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(uid);
+    }
+
+    /// Launch results kept for claims whose status does not show the launch yet.
+    #[cfg(test)]
+    pub(crate) fn launches_kept(&self) -> usize {
+        self.launched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
     /// Whether the claim's last launch failed and its wait has not passed.
     fn backing_off(&self, uid: &str, now: Timestamp) -> bool {
         self.backoff().get(uid).is_some_and(|(_, at)| now < *at)
@@ -276,10 +294,13 @@ impl Lifecycle {
         let mut conds = status.conditions.clone().unwrap_or_default();
         let before = (status.clone(), conds.clone());
 
-        if !cond::is_true(&conds, LAUNCHED)
-            && let Some(o) = self
-                .advance_launch(claim, &mut status, &mut conds, now)
-                .await?
+        if cond::is_true(&conds, LAUNCHED) {
+            // The index holds the launch: the status write landed, and no retry can launch
+            // again, so its result need not be kept (upstream keeps it a minute).
+            self.forget_launch(claim);
+        } else if let Some(o) = self
+            .advance_launch(claim, &mut status, &mut conds, now)
+            .await?
         {
             return Ok(o);
         }

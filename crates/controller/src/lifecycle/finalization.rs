@@ -130,11 +130,8 @@ impl Lifecycle {
         self.writer
             .patch_nodeclaim_meta(name, &release_termination(&latest))
             .await?;
+        self.forget_launch(claim);
         let uid = claim.metadata.uid.clone().unwrap_or_default();
-        self.launched
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&uid);
         self.backoff().remove(&uid);
         let claim_labels = claim.metadata.labels.clone().unwrap_or_default();
         let label = |k: &str| claim_labels.get(k).cloned().unwrap_or_default();

@@ -122,6 +122,9 @@ async fn a_pending_pod_gets_a_claim_that_launches_registers_and_initializes() {
         "m5.large"
     );
 
+    // The launch's result is kept until the index shows the claim launched.
+    assert_eq!(life.launches_kept(), 1);
+
     // The kubelet registers the node; the pool's registration health says so.
     let status = h.status();
     status.reconcile_all().await;
@@ -156,8 +159,9 @@ async fn a_pending_pod_gets_a_claim_that_launches_registers_and_initializes() {
     for t in ["Launched", "Registered", "Initialized", "Ready"] {
         assert!(conditions::is_true(&conds, t), "{t}: {conds:?}");
     }
-    // Nothing left to do.
+    // Nothing left to do, and nothing of the launch kept.
     assert_eq!(life.reconcile_all().await[&name], Ok(Outcome::Unchanged));
+    assert_eq!(life.launches_kept(), 0);
     assert!(prov.provision().await.unwrap().created.is_empty());
 }
 
