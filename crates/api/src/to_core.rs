@@ -161,7 +161,7 @@ pub(crate) fn requirements(
         out.push(Requirement {
             key: r.key.clone(),
             operator,
-            values: r.values().to_vec(),
+            values: r.values.clone().unwrap_or_default(),
             min_values,
         });
     }

@@ -116,7 +116,12 @@ pub fn apply_placement_group<'a>(
                 .iter_mut()
                 .filter(|r| r.key == aws::INSTANCE_TENANCY)
             {
-                r.values.retain(|v| v == TENANCY_DEFAULT);
+                r.values = r
+                    .values
+                    .iter()
+                    .filter(|v| *v == TENANCY_DEFAULT)
+                    .cloned()
+                    .collect();
             }
         }
         if info(&it.name).is_some_and(|i| !group.admits(i)) {

@@ -189,7 +189,9 @@ pub fn add_reserved_offerings(
             .iter_mut()
             .find(|r| r.key == labels::CAPACITY_TYPE && r.operator == Operator::In)
         {
-            Some(r) if !r.values.iter().any(|v| v == reserved) => r.values.push(reserved.into()),
+            Some(r) if !r.values.iter().any(|v| v == reserved) => {
+                r.values = r.values.iter().cloned().chain([reserved.into()]).collect()
+            }
             Some(_) => {}
             None => it.requirements.push(Requirement::new(
                 labels::CAPACITY_TYPE,

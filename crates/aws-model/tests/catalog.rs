@@ -88,7 +88,7 @@ fn subnet_zones_narrow_zones_and_offerings() {
         &SpotPrices::synthetic(),
     );
     let m5 = its.iter().find(|i| i.name == "m5.large").unwrap();
-    assert_eq!(req(m5, labels::ZONE).values, ["us-east-1b"]);
+    assert_eq!(req(m5, labels::ZONE).values[..], ["us-east-1b"]);
     assert_eq!(
         label(m5, nodewright_core::labels::aws::ZONE_ID).as_deref(),
         Some("use1-az2")
@@ -159,7 +159,7 @@ fn on_demand_only_types_have_no_spot() {
         &Settings::default(),
         &NodeClassInput::default(),
     );
-    assert_eq!(req(&it, labels::CAPACITY_TYPE).values, ["on-demand"]);
+    assert_eq!(req(&it, labels::CAPACITY_TYPE).values[..], ["on-demand"]);
     assert!(
         it.offerings
             .iter()

@@ -49,13 +49,13 @@ fn m5_large_labels() {
     }
     let ct = req(&it, labels::CAPACITY_TYPE);
     assert_eq!(
-        (ct.operator, ct.values.clone()),
+        (ct.operator, ct.values.to_vec()),
         (Operator::In, vec!["on-demand".into(), "spot".into()])
     );
     // Both tenancies are offered; the launch picks one.
     let tenancy = req(&it, aws::INSTANCE_TENANCY);
     assert_eq!(
-        (tenancy.operator, tenancy.values.clone()),
+        (tenancy.operator, tenancy.values.to_vec()),
         (Operator::In, vec!["default".into(), "dedicated".into()])
     );
 }

@@ -930,7 +930,7 @@ async fn efa_requests_get_one_efa_interface_per_card_and_the_efa_resource() {
     let fleet2 = Recording::new(&env.moto, &[]);
     let plain = env.cloud(fleet2.clone());
     let mut nc = with_efa("hpc-2", false);
-    nc.spec.requirements[0].values = Some(vec!["c6in.32xlarge".into()]);
+    nc.spec.requirements[0].values = Some(Arc::from(["c6in.32xlarge".to_string()]));
     let got = plain.launch(&nc, Some(&class)).await.expect("launch");
     assert_eq!(got.instance.instance_type, "c6in.32xlarge");
     assert!(!got.capacity.contains("vpc.amazonaws.com/efa"));

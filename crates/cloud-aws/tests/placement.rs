@@ -247,13 +247,13 @@ async fn instance_types_of_a_class_in_a_group_carry_the_group() {
         .expect("m5.large");
     let id = requirement(m5, aws::PLACEMENT_GROUP_ID).unwrap();
     assert_eq!(
-        (id.operator, id.values.clone()),
+        (id.operator, id.values.to_vec()),
         (Operator::In, vec!["pg-0p1".to_string()])
     );
     let partitions = requirement(m5, aws::PLACEMENT_GROUP_PARTITION).unwrap();
-    assert_eq!(partitions.values, vec!["1", "2", "3"]);
+    assert_eq!(*partitions.values, ["1", "2", "3"]);
     let tenancy = requirement(m5, aws::INSTANCE_TENANCY).unwrap();
-    assert_eq!(tenancy.values, vec!["default", "dedicated"]);
+    assert_eq!(*tenancy.values, ["default", "dedicated"]);
 
     let hpc = env.ready(&cloud, "hpc", "hpc").await;
     let types = cloud.instance_types(Some(&hpc)).await.expect("types");
@@ -548,7 +548,7 @@ async fn the_sdk_lookup_reads_ec2_answers() {
         let types = cloud.instance_types(Some(&class)).await.expect("types");
         let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
         assert_eq!(
-            requirement(m5, aws::PLACEMENT_GROUP_PARTITION).map(|r| r.values.clone()),
+            requirement(m5, aws::PLACEMENT_GROUP_PARTITION).map(|r| r.values.to_vec()),
             Some(vec!["1".to_string(), "2".into(), "3".into()])
         );
     }
@@ -863,7 +863,7 @@ async fn dedicated_tenancy_goes_with_spot_but_not_into_a_spread_group() {
     let types = cloud.instance_types(Some(&db)).await.expect("types");
     let m5 = types.iter().find(|t| t.name == "m5.large").unwrap();
     assert_eq!(
-        requirement(m5, aws::INSTANCE_TENANCY).map(|r| r.values.clone()),
+        requirement(m5, aws::INSTANCE_TENANCY).map(|r| r.values.to_vec()),
         Some(vec!["default".to_string()])
     );
     for capacity_type in ["spot", "on-demand"] {

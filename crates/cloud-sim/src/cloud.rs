@@ -19,7 +19,7 @@ use nodewright_cloud::{
     CloudError, CloudProvider, Instance, InstanceState, Launched, ReconciledNodeClass, tags,
 };
 use nodewright_core::labels;
-use nodewright_core::model::InstanceType;
+use nodewright_core::model::{InstanceType, Shared};
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
@@ -63,8 +63,8 @@ pub struct SimInstance {
     pub instance: Instance,
     pub capacity: Resources,
     pub allocatable: Resources,
-    /// Well-known labels of the type and offering.
-    pub labels: BTreeMap<String, String>,
+    /// Well-known labels of the type and offering, shared by the instances of one offering.
+    pub labels: Arc<BTreeMap<String, String>>,
     pub price: f64,
     launched: Instant,
 }
@@ -82,7 +82,7 @@ impl SimInstance {
             instance,
             capacity,
             allocatable,
-            labels,
+            labels: Arc::new(labels),
             price: 0.0,
             launched,
         }
@@ -98,6 +98,8 @@ struct State {
     fleet: Fleet,
     /// What a node agent needs of each instance the fleet launched, by provider id.
     instances: BTreeMap<String, SimInstance>,
+    /// One copy of each offering's labels, which its instances share.
+    labels: Shared<BTreeMap<String, String>>,
 }
 
 /// How long a terminated instance is still listed (with state `Terminated`) before the cloud
@@ -201,7 +203,7 @@ pub fn claim_requirements(claim: &NodeClaim) -> Result<Vec<Requirement>, CloudEr
             Ok(Requirement {
                 key: r.key.clone(),
                 operator,
-                values: r.values().to_vec(),
+                values: r.values.clone().unwrap_or_default(),
                 min_values: r.min_values.and_then(|m| u32::try_from(m).ok()),
             })
         })
@@ -238,6 +240,7 @@ impl SimCloud {
             state: Mutex::new(State {
                 fleet: Fleet::new(config.fleet.clone(), seed),
                 instances: BTreeMap::new(),
+                labels: Shared::default(),
             }),
             config,
             origin: Instant::now(),
@@ -488,11 +491,13 @@ impl CloudProvider for SimCloud {
             launched_at: Some(wall_now()),
             tags: instance_tags,
         };
+        let mut shared = Arc::new(node_labels.clone());
+        s.labels.share(&mut shared);
         let record = SimInstance {
             instance: instance.clone(),
             capacity: it.capacity.clone(),
             allocatable: it.allocatable(),
-            labels: node_labels.clone(),
+            labels: shared,
             price: choice.price,
             launched: now,
         };

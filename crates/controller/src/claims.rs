@@ -6,6 +6,7 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use nodewright_api::convert::v1alpha5::PROVISIONER_ANNOTATION;
@@ -107,7 +108,7 @@ fn requirements(request: &ClaimRequest, pool_name: &str) -> Vec<Requirement> {
     reqs.push(Requirement {
         key: labels::INSTANCE_TYPE.into(),
         operator: Operator::In,
-        values: request.instance_types.clone(),
+        values: request.instance_types.as_slice().into(),
         min_values: min_it,
     });
     if !reqs.iter().any(|r| r.key == labels::CAPACITY_TYPE) && !request.capacity_types.is_empty() {
@@ -123,7 +124,7 @@ fn requirements(request: &ClaimRequest, pool_name: &str) -> Vec<Requirement> {
         reqs.push(Requirement {
             key: labels::NODEPOOL.into(),
             operator: Operator::In,
-            values: vec![pool_name.to_string()],
+            values: Arc::from([pool_name.to_string()]),
             min_values: None,
         });
     }

@@ -26,6 +26,7 @@ use k8s_openapi::api::storage::v1::{StorageClass, VolumeAttachment};
 use nodewright_api::aws::v1::EC2NodeClass;
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_api::v1::nodepool::NodePool;
+use nodewright_core::model::{PodTemplates, Shared};
 use tokio::sync::Notify;
 
 use changes::ChangeLog;
@@ -104,6 +105,11 @@ pub struct ClusterState {
     changed: Arc<Notify>,
     /// The Nodes and observed NodeClaims as core's model, which every snapshot shares.
     models: models::Models,
+    /// One copy of each pod template the pods' models hold: a Deployment's replicas share it.
+    templates: PodTemplates,
+    /// One copy of each list of requirement values the NodeClaims hold (and their
+    /// conversions): claims made for alike pods list the same instance types.
+    value_lists: Shared<[String]>,
 }
 
 /// An object on its way into the index: a pod already reduced to its record, so a relist
@@ -215,7 +221,12 @@ impl ClusterState {
         match o {
             Object::Pod(_) => unreachable!("pods enter as records (Entry::of)"),
             Object::Node(_) => unreachable!("nodes enter through put_node"),
-            Object::NodeClaim(c) => {
+            Object::NodeClaim(mut c) => {
+                for r in &mut c.spec.requirements {
+                    if let Some(values) = &mut r.values {
+                        self.value_lists.share(values);
+                    }
+                }
                 self.in_flight.remove(&key);
                 if let Some(old) = self.nodeclaims.get(&key) {
                     unindex(
@@ -295,7 +306,8 @@ impl ClusterState {
 
     /// Takes a pod's new record; one equal to the record held (the pod changed only in what
     /// the index does not keep, such as its container statuses) changes nothing.
-    fn put_pod(&mut self, key: String, p: Box<PodRecord>) {
+    fn put_pod(&mut self, key: String, mut p: Box<PodRecord>) {
+        p.share_template(&mut self.templates);
         if p.node_name.is_some() && self.nominations.remove(&key).is_some() {
             self.changed();
         }

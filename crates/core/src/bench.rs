@@ -5,6 +5,7 @@
 //!
 //! Not a test fixture: tests build their snapshots with `testkit`; this is the benchmarks' workload.
 
+use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -96,12 +97,15 @@ fn base_pod(rng: &mut Rng, i: usize, labels: BTreeMap<String, String>) -> Pod {
         namespace: "default".into(),
         name: format!("bench-{i:06}"),
         uid: format!("00000000-0000-4000-8000-{i:012}"),
-        labels,
-        requests: Resources::new()
-            .with(resources::CPU, cpu)
-            .with(resources::MEMORY, mem)
-            .with(resources::PODS, 1),
         creation_timestamp: Timestamp(1_767_225_600_000 + i as i64 * 1000),
+        template: Arc::new(PodTemplate {
+            labels,
+            requests: Resources::new()
+                .with(resources::CPU, cpu)
+                .with(resources::MEMORY, mem)
+                .with(resources::PODS, 1),
+            ..PodTemplate::default()
+        }),
         ..Pod::default()
     }
 }
@@ -264,13 +268,16 @@ pub fn add_existing_nodes(s: &mut Snapshot, n: usize) {
             namespace: "default".into(),
             name: format!("running-{i:05}"),
             uid: format!("running-{i:05}"),
-            labels: labels_of(&[("my-label", LABEL_VALUES[i % LABEL_VALUES.len()])]),
-            requests: Resources::new()
-                .with(resources::CPU, 7000)
-                .with(resources::MEMORY, 14 * GI)
-                .with(resources::PODS, 1),
             node_name: Some(name),
             phase: crate::model::PodPhase::Running,
+            template: Arc::new(PodTemplate {
+                labels: labels_of(&[("my-label", LABEL_VALUES[i % LABEL_VALUES.len()])]),
+                requests: Resources::new()
+                    .with(resources::CPU, 7000)
+                    .with(resources::MEMORY, 14 * GI)
+                    .with(resources::PODS, 1),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }));
     }

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// A node selector operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -75,8 +76,9 @@ pub struct Requirement {
     /// How the label's value is matched against `values`.
     pub operator: Operator,
     /// The values `In` and `NotIn` match, or the integer bound of `Gt`, `Lt`, `Gte` and `Lte`
-    /// (the first value); empty for `Exists` and `DoesNotExist`.
-    pub values: Vec<String>,
+    /// (the first value); empty for `Exists` and `DoesNotExist`. Shared between the
+    /// requirements that list the same values (a NodeClaim's and its copies).
+    pub values: Arc<[String]>,
     /// The minimum number of distinct values of `key` the launch's instance types must cover.
     pub min_values: Option<u32>,
 }

@@ -8,6 +8,7 @@
 //! tests cannot use a crate that depends on core: that crate would see a second copy of core,
 //! whose types are not these. `crates/testkit` holds the Kubernetes side (objects as JSON).
 
+use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -130,10 +131,13 @@ pub fn pod(name: &str, cpu_m: i64, mem_gi: i64) -> Pod {
         namespace: "default".into(),
         name: name.into(),
         uid: format!("uid-{name}"),
-        requests: Resources::new()
-            .with(resources::CPU, cpu_m)
-            .with(resources::MEMORY, mem_gi * GI)
-            .with(resources::PODS, 1),
+        template: Arc::new(PodTemplate {
+            requests: Resources::new()
+                .with(resources::CPU, cpu_m)
+                .with(resources::MEMORY, mem_gi * GI)
+                .with(resources::PODS, 1),
+            ..PodTemplate::default()
+        }),
         ..Pod::default()
     }
 }
@@ -243,15 +247,14 @@ pub fn running(mut p: Pod, node: &str) -> Pod {
 /// `p` [`running`] on `node`, Ready, and controlled by the ReplicaSet `rs`: a pod disruption
 /// may move.
 pub fn replica(p: Pod, node: &str) -> Pod {
-    Pod {
-        ready: true,
-        owner: Some(OwnerRef {
-            kind: "ReplicaSet".into(),
-            name: "rs".into(),
-            controller: true,
-        }),
-        ..running(p, node)
-    }
+    let mut p = running(p, node);
+    p.ready = true;
+    p.owner = Some(OwnerRef {
+        kind: "ReplicaSet".into(),
+        name: "rs".into(),
+        controller: true,
+    });
+    p
 }
 
 /// [`scheduling::solve`] with the default options.

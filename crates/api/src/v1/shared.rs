@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -46,8 +47,9 @@ pub type ResourceList = BTreeMap<String, Quantity>;
 pub struct NodeSelectorRequirementWithMinValues {
     pub key: String,
     pub operator: String,
+    /// Shared: a NodeClaim's list of instance types is often every other claim's too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub values: Option<Vec<String>>,
+    pub values: Option<Arc<[String]>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_values: Option<i64>,
     #[serde(flatten)]

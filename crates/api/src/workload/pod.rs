@@ -2,7 +2,9 @@
 //! init-container math plus pod overhead), selectors, affinity, tolerations, spreads, host ports
 //! and volume claims.
 
+use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -86,7 +88,7 @@ fn requirement(e: &api::NodeSelectorRequirement, path: &Path) -> Result<Requirem
     Ok(Requirement {
         key: e.key.clone(),
         operator,
-        values: e.values.clone().unwrap_or_default(),
+        values: e.values.as_deref().unwrap_or_default().into(),
         min_values: None,
     })
 }
@@ -289,46 +291,49 @@ pub fn pod_from_api(p: &api::Pod) -> Result<Pod, FieldError> {
             .or_else(|| md.generate_name.clone())
             .unwrap_or_default(),
         uid: md.uid.clone().unwrap_or_default(),
-        labels: md.labels.clone().unwrap_or_default(),
-        annotations: md.annotations.clone().unwrap_or_default(),
-        owner: md
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .map(|o| OwnerRef {
-                kind: o.kind.clone(),
-                name: o.name.clone(),
-                controller: true,
-            }),
-        other_owner_references: md
-            .owner_references
-            .iter()
-            .flatten()
-            .filter(|o| o.controller != Some(true))
-            .count() as u32,
-        requests: effective_requests(spec, &sp)?,
-        node_selector: spec.node_selector.clone().unwrap_or_default(),
-        tolerations: spec
-            .tolerations
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, t)| toleration(t, &sp.field("tolerations").index(i)))
-            .collect::<Result<_, _>>()?,
-        topology_spread: spec
-            .topology_spread_constraints
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, c)| spread(c, &sp.field("topologySpreadConstraints").index(i)))
-            .collect::<Result<_, _>>()?,
-        priority: spec.priority.unwrap_or(0),
-        priority_class_name: spec.priority_class_name.clone().unwrap_or_default(),
+        template: Arc::new(PodTemplate {
+            labels: md.labels.clone().unwrap_or_default(),
+            annotations: md.annotations.clone().unwrap_or_default(),
+            owner: md
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| OwnerRef {
+                    kind: o.kind.clone(),
+                    name: o.name.clone(),
+                    controller: true,
+                }),
+            other_owner_references: md
+                .owner_references
+                .iter()
+                .flatten()
+                .filter(|o| o.controller != Some(true))
+                .count() as u32,
+            requests: effective_requests(spec, &sp)?,
+            node_selector: spec.node_selector.clone().unwrap_or_default(),
+            tolerations: spec
+                .tolerations
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, t)| toleration(t, &sp.field("tolerations").index(i)))
+                .collect::<Result<_, _>>()?,
+            topology_spread: spec
+                .topology_spread_constraints
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, c)| spread(c, &sp.field("topologySpreadConstraints").index(i)))
+                .collect::<Result<_, _>>()?,
+            priority: spec.priority.unwrap_or(0),
+            priority_class_name: spec.priority_class_name.clone().unwrap_or_default(),
+            termination_grace_period_seconds: spec.termination_grace_period_seconds,
+            ..PodTemplate::default()
+        }),
         node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
         creation_timestamp: timestamp(&md.creation_timestamp).unwrap_or_default(),
         deletion_timestamp: timestamp(&md.deletion_timestamp),
-        termination_grace_period_seconds: spec.termination_grace_period_seconds,
         ..Pod::default()
     };
     if let Some(status) = &p.status {

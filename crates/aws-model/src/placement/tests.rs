@@ -172,7 +172,7 @@ fn a_spread_group_offers_shared_tenancy_only() {
         .find(|r| r.key == aws::INSTANCE_TENANCY)
         .unwrap();
     assert_eq!(
-        (got.operator, got.values.clone()),
+        (got.operator, got.values.to_vec()),
         (Operator::In, vec!["default".to_string()])
     );
     for s in [Strategy::Cluster, Strategy::Partition] {

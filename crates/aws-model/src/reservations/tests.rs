@@ -93,7 +93,7 @@ fn reserved_offerings_in_class_zones_priced_below_everything() {
         .iter()
         .find(|r| r.key == labels::CAPACITY_TYPE)
         .unwrap();
-    assert_eq!(ct.values, ["on-demand", "reserved"]);
+    assert_eq!(ct.values[..], ["on-demand", "reserved"]);
     assert!(
         types[1].requirements.is_empty(),
         "no reservation, no change"

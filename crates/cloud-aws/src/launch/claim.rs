@@ -48,7 +48,7 @@ pub fn requirements(claim: &NodeClaim) -> Result<Vec<Requirement>, CloudError> {
             Ok(Requirement {
                 key: r.key.clone(),
                 operator,
-                values: r.values().to_vec(),
+                values: r.values.clone().unwrap_or_default(),
                 min_values,
             })
         })

@@ -61,7 +61,7 @@ pub(crate) fn image_serves<'a>(
         let r = TypeRequirement {
             key: key.to_string(),
             operator,
-            values: values.to_vec(),
+            values: values.into(),
             min_values: None,
         };
         match t.operator {

@@ -95,6 +95,33 @@ async fn launches_the_cheapest_compatible_offering_and_reports_states() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn instances_of_one_offering_share_its_labels() {
+    let c = cloud(SimCloudConfig::default());
+    for name in ["nc-1", "nc-2", "nc-3"] {
+        let cpu = if name == "nc-3" { "30" } else { "3" };
+        c.create(&claim(name, on_demand_amd64(), cpu), None)
+            .await
+            .unwrap();
+    }
+    let all = c.instances();
+    let of = |name: &str| {
+        all.iter()
+            .find(|i| i.instance.nodeclaim() == Some(name))
+            .unwrap()
+    };
+    let (one, two, big) = (of("nc-1"), of("nc-2"), of("nc-3"));
+    assert_eq!(one.instance.instance_type, two.instance.instance_type);
+    assert_eq!(one.instance.zone, two.instance.zone);
+    assert!(Arc::ptr_eq(&one.labels, &two.labels));
+    assert_ne!(big.instance.instance_type, one.instance.instance_type);
+    assert!(!Arc::ptr_eq(&one.labels, &big.labels));
+    assert_eq!(
+        big.labels[labels::INSTANCE_TYPE],
+        big.instance.instance_type
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_terminated_instance_is_listed_for_a_while_then_forgotten() {
     let c = cloud(SimCloudConfig::default());
     let gone = c

@@ -76,7 +76,7 @@ fn condition(
 pub fn desired_node(instance: &SimInstance, claim: &NodeClaim, now: Timestamp) -> Node {
     let name = node_name(&instance.instance.provider_id);
     let mut node_labels = claim.metadata.labels.clone().unwrap_or_default();
-    for (k, v) in &instance.labels {
+    for (k, v) in instance.labels.iter() {
         node_labels.insert(k.clone(), v.clone());
     }
     node_labels.insert(labels::HOSTNAME.into(), name.clone());

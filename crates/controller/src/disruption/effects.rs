@@ -64,7 +64,7 @@ impl Disruptor {
                     .requirements
                     .iter()
                     .filter(|q| q.key == labels::CAPACITY_TYPE)
-                    .flat_map(|q| q.values.clone())
+                    .flat_map(|q| q.values.iter().cloned())
                     .collect(),
                 requests: q.requests.get(i).cloned().unwrap_or_default(),
                 min_values_relaxed: false,

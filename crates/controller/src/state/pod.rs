@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
+use nodewright_core::model::PodTemplates;
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
@@ -226,6 +227,17 @@ impl PodRecord {
             (n.to_owned(), usage)
         });
         Some(PodModel { pod, on })
+    }
+
+    /// Points a new model's template at `templates`' copy of it.
+    pub(super) fn share_template(&mut self, templates: &mut PodTemplates) {
+        let Some(Ok(pod)) = self.model.as_mut().map(|m| &mut m.pod) else {
+            return;
+        };
+        // A model already shared with a snapshot was shared when it came in.
+        if let Some(pod) = Arc::get_mut(pod) {
+            templates.share(&mut pod.template);
+        }
     }
 
     /// `namespace/name`, the index's key.

@@ -230,6 +230,56 @@ fn snapshots_share_the_index_pods_and_copy_only_the_one_they_move() {
 }
 
 #[test]
+fn pods_of_one_template_share_it_until_one_changes() {
+    let mut s = ClusterState::default();
+    for name in ["a", "b", "c"] {
+        s.apply(WatchEvent::Apply(pod(unschedulable(name))));
+    }
+    let odd = merge(
+        unschedulable("c"),
+        json!({"metadata": {"labels": {"tier": "x"}}}),
+    );
+    s.apply(WatchEvent::Apply(pod(odd)));
+    let model = |s: &ClusterState, name: &str| {
+        let key = format!("default/{name}");
+        Arc::clone(s.pods[&key].model().unwrap().as_ref().unwrap())
+    };
+    let (a, b, c) = (model(&s, "a"), model(&s, "b"), model(&s, "c"));
+    assert!(Arc::ptr_eq(&a.template, &b.template));
+    assert!(!Arc::ptr_eq(&a.template, &c.template));
+    assert_eq!(c.labels["tier"], "x");
+    // Each pod keeps its own identity; a pod's later event shares again.
+    assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
+    s.apply(WatchEvent::Apply(pod(unschedulable("c"))));
+    assert!(Arc::ptr_eq(&a.template, &model(&s, "c").template));
+}
+
+#[test]
+fn claims_listing_the_same_instance_types_share_the_list_with_their_conversions() {
+    let claim = |name: &str, types: &[&str]| {
+        let types = json!({"spec": {"requirements": [
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}]}});
+        Object::from_value(Kind::NodeClaim, merge(k8s::nodeclaim(name), types)).unwrap()
+    };
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(claim("c1", &["m5.large", "m5.xlarge"])));
+    s.apply(WatchEvent::Apply(claim("c2", &["m5.large", "m5.xlarge"])));
+    s.apply(WatchEvent::Apply(claim("c3", &["m5.large"])));
+    let listed = |name: &str| {
+        s.nodeclaims[name].spec.requirements[0]
+            .values
+            .clone()
+            .unwrap()
+    };
+    assert!(Arc::ptr_eq(&listed("c1"), &listed("c2")));
+    assert!(!Arc::ptr_eq(&listed("c1"), &listed("c3")));
+    let snap = s.snapshot(Timestamp(0), BTreeMap::new()).0;
+    for c in &snap.node_claims {
+        assert!(Arc::ptr_eq(&c.requirements[0].values, &listed(&c.name)));
+    }
+}
+
+#[test]
 fn the_pending_and_per_node_indexes_follow_binds_deletes_and_relists() {
     let mut s = ClusterState::default();
     for n in ["a", "b", "c"] {

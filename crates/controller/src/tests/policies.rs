@@ -60,7 +60,7 @@ fn zones(c: &NodeClaim) -> Vec<String> {
         .requirements
         .iter()
         .find(|r| r.key == "topology.kubernetes.io/zone")
-        .map(|r| r.values.clone().unwrap_or_default())
+        .map(|r| r.values().to_vec())
         .unwrap_or_default()
 }
 

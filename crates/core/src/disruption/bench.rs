@@ -4,6 +4,7 @@
 //!
 //! Not a test fixture: tests build their snapshots with `testkit`.
 
+use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -100,18 +101,21 @@ pub fn cluster(nodes: usize, pods: usize, seed: u64) -> Snapshot {
             namespace: "default".into(),
             name: format!("pod-{j:06}"),
             uid: format!("00000000-0000-4000-9000-{j:012}"),
-            labels: [("app".to_string(), app.clone())].into_iter().collect(),
-            owner: Some(OwnerRef {
-                kind: "ReplicaSet".into(),
-                name: app,
-                controller: true,
-            }),
-            requests,
             node_name: Some(s.nodes[slot].name.clone()),
             phase: PodPhase::Running,
             ready: true,
             creation_timestamp: now,
             start_time: Some(now),
+            template: Arc::new(PodTemplate {
+                labels: [("app".to_string(), app.clone())].into_iter().collect(),
+                owner: Some(OwnerRef {
+                    kind: "ReplicaSet".into(),
+                    name: app,
+                    controller: true,
+                }),
+                requests,
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }));
     }

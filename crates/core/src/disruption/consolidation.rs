@@ -135,7 +135,7 @@ fn replacement(
     requirements.push(Requirement {
         key: labels::INSTANCE_TYPE.into(),
         operator: Operator::In,
-        values: names.clone(),
+        values: names.as_slice().into(),
         min_values: None,
     });
     let price = if force_spot {

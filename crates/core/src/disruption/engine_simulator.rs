@@ -295,7 +295,7 @@ fn simulation_with<'t>(
                 .requirement_list
                 .iter()
                 .find(|r| r.key == labels::ZONE && r.operator == Operator::In)
-                .map(|r| r.values.clone());
+                .map(|r| r.values.to_vec());
             let mut cts: Vec<CapacityType> = c
                 .requirement_list
                 .iter()

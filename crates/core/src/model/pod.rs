@@ -1,4 +1,6 @@
 use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use crate::requirements::NodeSelectorTerm;
 use crate::resources::Resources;
@@ -7,7 +9,7 @@ use crate::taints::Toleration;
 use crate::time::Timestamp;
 
 /// A pod's owner reference.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct OwnerRef {
     /// The owner's kind (`ReplicaSet`, `StatefulSet`, `DaemonSet`, `Node`, ...).
     pub kind: String,
@@ -122,6 +124,11 @@ pub struct HostPort {
 }
 
 /// A pod: pending (no `node_name`) or bound to a node.
+///
+/// Its identity and state are its own; everything else (labels, requests, constraints) is
+/// its [`PodTemplate`], which pods made from one template share. `pod.labels`,
+/// `pod.tolerations` and the rest read through it (`Deref`), and writing one gives the pod
+/// a copy of its own (`DerefMut`), so code reads a pod as one flat record.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Pod {
     /// `metadata.namespace`.
@@ -130,6 +137,28 @@ pub struct Pod {
     pub name: String,
     /// `metadata.uid`; breaks ties in Karpenter's scheduling queue.
     pub uid: String,
+    /// Labels, annotations, owner, requests and every scheduling constraint.
+    pub template: Arc<PodTemplate>,
+    /// `spec.nodeName`: the node the pod is bound to; `None` while pending.
+    pub node_name: Option<String>,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// `metadata.creationTimestamp`.
+    pub creation_timestamp: Timestamp,
+    /// `status.startTime`: when the kubelet accepted the pod; `None` before. Timed
+    /// `do-not-disrupt` values count from it.
+    pub start_time: Option<Timestamp>,
+    /// `metadata.deletionTimestamp`: set once the pod is terminating.
+    pub deletion_timestamp: Option<Timestamp>,
+    /// True when the pod is Ready (used for PDB `unhealthyPodEvictionPolicy`).
+    pub ready: bool,
+}
+
+/// What a pod has in common with the other pods its controller made from one template:
+/// everything but its identity and state. At 20,000 replicas of one Deployment this is one
+/// copy rather than 20,000 (see [`PodTemplates`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PodTemplate {
     /// `metadata.labels`.
     pub labels: BTreeMap<String, String>,
     /// `metadata.annotations` (`karpenter.sh/do-not-disrupt`, the pod deletion cost, ...).
@@ -169,21 +198,23 @@ pub struct Pod {
     pub priority: i32,
     /// `spec.priorityClassName`; empty when unset.
     pub priority_class_name: String,
-    /// `spec.nodeName`: the node the pod is bound to; `None` while pending.
-    pub node_name: Option<String>,
-    /// `status.phase`.
-    pub phase: PodPhase,
-    /// `metadata.creationTimestamp`.
-    pub creation_timestamp: Timestamp,
-    /// `status.startTime`: when the kubelet accepted the pod; `None` before. Timed
-    /// `do-not-disrupt` values count from it.
-    pub start_time: Option<Timestamp>,
-    /// `metadata.deletionTimestamp`: set once the pod is terminating.
-    pub deletion_timestamp: Option<Timestamp>,
     /// `spec.terminationGracePeriodSeconds`; `None` when unset (Kubernetes' default, 30 s).
     pub termination_grace_period_seconds: Option<i64>,
-    /// True when the pod is Ready (used for PDB `unhealthyPodEvictionPolicy`).
-    pub ready: bool,
+}
+
+impl Deref for Pod {
+    type Target = PodTemplate;
+
+    fn deref(&self) -> &PodTemplate {
+        &self.template
+    }
+}
+
+impl DerefMut for Pod {
+    /// Copy on write: a pod changed alone stops sharing its template.
+    fn deref_mut(&mut self) -> &mut PodTemplate {
+        Arc::make_mut(&mut self.template)
+    }
 }
 
 impl Pod {

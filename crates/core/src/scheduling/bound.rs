@@ -216,7 +216,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::labels;
-    use crate::model::{CapacityType, InstanceType, NodePool, Pod};
+    use crate::model::{CapacityType, InstanceType, NodePool, Pod, PodTemplate};
     use crate::requirements::Requirement;
     use crate::resources::{CPU, MEMORY, PODS, Resources};
     use crate::scheduling::{Options, Plan, solve};
@@ -248,10 +248,13 @@ mod tests {
             namespace: "default".into(),
             name: format!("p{i}"),
             uid: format!("p{i}"),
-            requests: Resources::new()
-                .with(CPU, 1000)
-                .with(MEMORY, 1 << 30)
-                .with(PODS, 1),
+            template: Arc::new(PodTemplate {
+                requests: Resources::new()
+                    .with(CPU, 1000)
+                    .with(MEMORY, 1 << 30)
+                    .with(PODS, 1),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         };
         let s = Snapshot {

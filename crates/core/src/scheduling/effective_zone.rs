@@ -7,6 +7,7 @@
 //! spread pod counts by its own and its volumes' zones.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::setup::volume_alternatives;
 use crate::labels;
@@ -27,7 +28,7 @@ fn own_zone(pod: &Pod) -> Vec<Requirement> {
         .map(|z| Requirement {
             key: labels::ZONE.to_string(),
             operator: Operator::In,
-            values: vec![z.clone()],
+            values: Arc::from([z.clone()]),
             min_values: None,
         })
         .into_iter()
@@ -68,7 +69,7 @@ pub(crate) fn effective_zone(s: &Snapshot, pod: &Pod) -> String {
     let own = own_zone(pod);
     let volumes = volume_zones(s, pod);
     let listed: Vec<String> = match (own.iter().find(|r| r.operator == Operator::In), &volumes) {
-        (Some(r), _) => r.values.clone(),
+        (Some(r), _) => r.values.to_vec(),
         (None, Some(v)) => v.clone(),
         (None, None) => return FLEXIBLE.to_string(),
     };

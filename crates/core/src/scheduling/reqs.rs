@@ -6,6 +6,7 @@
 //! pod, a topology decision and an instance type can all be merged into one [`Reqs`].
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use super::intern::Interner;
 use crate::labels;
@@ -435,7 +436,7 @@ impl Reqs {
                 _ => Some(Requirement {
                     key: key.clone(),
                     operator: op,
-                    values,
+                    values: values.into(),
                     min_values: r.min_values,
                 }),
             };
@@ -445,7 +446,7 @@ impl Reqs {
                     out.push(Requirement {
                         key: key.clone(),
                         operator: op,
-                        values: vec![b.to_string()],
+                        values: Arc::from([b.to_string()]),
                         min_values: None,
                     });
                 }

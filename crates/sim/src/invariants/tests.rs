@@ -1,6 +1,8 @@
 //! Each invariant on a sound cluster and on one broken the way it forbids.
 
+use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nodewright_core::model::{Node, NodeClaim, NodePool, Pod};
 use nodewright_core::requirements::{Operator, Requirement};
@@ -69,8 +71,11 @@ fn pod(name: &str, cpu: i64, node: &str) -> Pod {
     Pod {
         namespace: "d".into(),
         name: name.into(),
-        requests: Resources::new().with(CPU, cpu),
         node_name: Some(node.into()),
+        template: Arc::new(PodTemplate {
+            requests: Resources::new().with(CPU, cpu),
+            ..PodTemplate::default()
+        }),
         ..Pod::default()
     }
 }

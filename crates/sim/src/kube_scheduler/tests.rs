@@ -1,4 +1,6 @@
+use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nodewright_core::model::{
     InclusionPolicy, NodeClaim, PodPhase, TopologySpreadConstraint, WhenUnsatisfiable,
@@ -52,9 +54,12 @@ fn pending_with(c: &mut Cluster, name: &str, cpu: i64, f: impl FnOnce(&mut Pod))
     let mut p = Pod {
         namespace: "d".into(),
         name: name.into(),
-        labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
-        requests: Resources::new().with(CPU, cpu),
         phase: PodPhase::Pending,
+        template: Arc::new(PodTemplate {
+            labels: BTreeMap::from([("app".to_string(), "web".to_string())]),
+            requests: Resources::new().with(CPU, cpu),
+            ..PodTemplate::default()
+        }),
         ..Pod::default()
     };
     f(&mut p);
@@ -408,8 +413,8 @@ enum Step {
     },
     Pod {
         cpu: u16,
-        priority: i8,
         spread: Option<bool>,
+        priority: i8,
     },
     Remove(u8),
     Pass,
@@ -422,8 +427,8 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
         (50u16..2500, -1i8..2, proptest::option::of(any::<bool>())).prop_map(
             |(cpu, priority, spread)| Step::Pod {
                 cpu,
+                spread,
                 priority,
-                spread
             }
         ),
         (0u8..40).prop_map(Step::Remove),
@@ -446,7 +451,11 @@ proptest::proptest! {
                     Step::Node { zone, cpu } => {
                         add_node(c, &format!("n{nodes}"), &format!("z{zone}"), i64::from(*cpu))
                     }
-                    Step::Pod { cpu, priority, spread: how } => {
+                    Step::Pod {
+                        cpu,
+                        spread: how,
+                        priority,
+                    } => {
                         let key = pending(c, &format!("p{pods}"), i64::from(*cpu));
                         let p = c.pod_mut(&key).unwrap();
                         p.priority = i32::from(*priority);

@@ -4,6 +4,7 @@
 //! weighted NodePools, limits and `minValues`. Each is generated from a seed, so a run is
 //! reproducible and nothing is hand-picked.
 
+use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -357,16 +358,19 @@ fn deployment(app: &str, replicas: usize, mix: &Mix, rng: &mut Rng) -> Vec<Pod> 
     let arm = !gpu && (rng.below(1000) as f64) < mix.arm64 * 1000.0;
     let mut template = Pod {
         namespace: "apps".into(),
-        labels: [("app".to_string(), app.to_string())].into(),
-        owner: Some(OwnerRef {
-            kind: "ReplicaSet".into(),
-            name: format!("{app}-5d8f7"),
-            controller: true,
+        template: Arc::new(PodTemplate {
+            labels: [("app".to_string(), app.to_string())].into(),
+            owner: Some(OwnerRef {
+                kind: "ReplicaSet".into(),
+                name: format!("{app}-5d8f7"),
+                controller: true,
+            }),
+            requests: Resources::new()
+                .with(resources::CPU, cpu)
+                .with(resources::MEMORY, mem * MI)
+                .with(resources::PODS, 1),
+            ..PodTemplate::default()
         }),
-        requests: Resources::new()
-            .with(resources::CPU, cpu)
-            .with(resources::MEMORY, mem * MI)
-            .with(resources::PODS, 1),
         ..Pod::default()
     };
     if gpu {
@@ -427,17 +431,20 @@ fn daemonsets() -> Vec<DaemonSet> {
         let pod = Pod {
             namespace: "kube-system".into(),
             name: name.into(),
-            labels: [("app".to_string(), name.to_string())].into(),
-            requests: Resources::new()
-                .with(resources::CPU, cpu)
-                .with(resources::MEMORY, mem * MI)
-                .with(resources::PODS, 1),
-            tolerations: vec![Toleration {
-                key: String::new(),
-                operator: TolerationOperator::Exists,
-                value: String::new(),
-                effect: None,
-            }],
+            template: Arc::new(PodTemplate {
+                labels: [("app".to_string(), name.to_string())].into(),
+                requests: Resources::new()
+                    .with(resources::CPU, cpu)
+                    .with(resources::MEMORY, mem * MI)
+                    .with(resources::PODS, 1),
+                tolerations: vec![Toleration {
+                    key: String::new(),
+                    operator: TolerationOperator::Exists,
+                    value: String::new(),
+                    effect: None,
+                }],
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         };
         DaemonSet {
@@ -489,16 +496,19 @@ fn add_existing_nodes(s: &mut Snapshot, catalog: &[InstanceType], n: usize, rng:
             namespace: "apps".into(),
             name: format!("running-{i:04}"),
             uid: format!("running-{i:04}"),
-            labels: [("app".to_string(), format!("legacy-{}", i % 7))].into(),
-            requests: Resources::new()
-                .with(resources::CPU, alloc.get(resources::CPU) * share / 100)
-                .with(
-                    resources::MEMORY,
-                    alloc.get(resources::MEMORY) * share / 100,
-                )
-                .with(resources::PODS, 1),
             node_name: Some(name),
             phase: PodPhase::Running,
+            template: Arc::new(PodTemplate {
+                labels: [("app".to_string(), format!("legacy-{}", i % 7))].into(),
+                requests: Resources::new()
+                    .with(resources::CPU, alloc.get(resources::CPU) * share / 100)
+                    .with(
+                        resources::MEMORY,
+                        alloc.get(resources::MEMORY) * share / 100,
+                    )
+                    .with(resources::PODS, 1),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }));
     }

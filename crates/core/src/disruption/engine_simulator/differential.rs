@@ -2,6 +2,7 @@
 //! and without topology constraints, every candidate set gets the same [`Simulation`] both
 //! ways, and the incremental path really answers instead of falling back.
 
+use crate::model::PodTemplate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -69,11 +70,14 @@ fn with_topology(mut s: Snapshot) -> Snapshot {
     let pod = Pod {
         namespace: "kube-system".into(),
         name: "agent".into(),
-        requests: Resources::new().with(CPU, 100).with(MEMORY, 128 << 20),
-        owner: Some(OwnerRef {
-            kind: "DaemonSet".into(),
-            name: "agent".into(),
-            controller: true,
+        template: Arc::new(PodTemplate {
+            requests: Resources::new().with(CPU, 100).with(MEMORY, 128 << 20),
+            owner: Some(OwnerRef {
+                kind: "DaemonSet".into(),
+                name: "agent".into(),
+                controller: true,
+            }),
+            ..PodTemplate::default()
         }),
         ..Pod::default()
     };

@@ -1,6 +1,7 @@
 //! Planning rounds over small clusters. The simulator here is a first-fit packer over plain
 //! data: enough to exercise the decision rules; the scheduling engine has its own tests.
 
+use crate::model::PodTemplate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -175,7 +176,10 @@ impl Cluster {
             let pod = Pod {
                 namespace: "default".into(),
                 name: format!("{name}-p{i}"),
-                requests: Resources::new().with(CPU, *cpu),
+                template: Arc::new(PodTemplate {
+                    requests: Resources::new().with(CPU, *cpu),
+                    ..PodTemplate::default()
+                }),
                 ..Pod::default()
             };
             self.0.pods.push(replica(pod, name).into());
@@ -271,7 +275,10 @@ fn consolidation_waits_while_pending_pods_need_new_nodes() {
         c.0.pods.push(Arc::new(Pod {
             namespace: "default".into(),
             name: "pending".into(),
-            requests: Resources::new().with(CPU, cpu),
+            template: Arc::new(PodTemplate {
+                requests: Resources::new().with(CPU, cpu),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }));
         c.plan()

@@ -1,3 +1,4 @@
+use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,7 +25,10 @@ fn pod(name: &str, on: &str, cpu: i64, memory: i64) -> Pod {
     Pod {
         name: name.into(),
         node_name: Some(on.into()),
-        requests: res(cpu, memory),
+        template: Arc::new(PodTemplate {
+            requests: res(cpu, memory),
+            ..PodTemplate::default()
+        }),
         ..Pod::default()
     }
 }

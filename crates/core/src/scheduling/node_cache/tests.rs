@@ -1,3 +1,4 @@
+use crate::model::PodTemplate;
 use proptest::prelude::*;
 
 use super::*;
@@ -74,7 +75,10 @@ fn apply(s: &mut Snapshot, op: &Op, step: usize) {
             namespace: "kube-system".into(),
             name: format!("d{d}-{step}"),
             pod: crate::model::Pod {
-                requests: crate::resources::Resources::new().with(crate::resources::CPU, 50),
+                template: Arc::new(PodTemplate {
+                    requests: crate::resources::Resources::new().with(crate::resources::CPU, 50),
+                    ..PodTemplate::default()
+                }),
                 ..crate::model::Pod::default()
             },
         }),

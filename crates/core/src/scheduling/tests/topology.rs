@@ -120,7 +120,7 @@ fn rendered_values_keep_the_order_their_nodepool_listed_them_in() {
             .requirement_list
             .iter()
             .filter(|r| r.key == labels::CAPACITY_TYPE)
-            .map(|r| r.values.clone())
+            .map(|r| r.values.to_vec())
             .collect()
     };
     assert_eq!(values(&forward), [["on-demand", "spot"]]);
@@ -128,7 +128,9 @@ fn rendered_values_keep_the_order_their_nodepool_listed_them_in() {
     // Put back in the other order, the plans are the same.
     for c in &mut backward.new_claims {
         for r in &mut c.requirement_list {
-            r.values.sort();
+            let mut sorted = r.values.to_vec();
+            sorted.sort();
+            r.values = sorted.into();
         }
         for line in &mut c.requirements {
             *line = line.replace("[spot, on-demand]", "[on-demand, spot]");

@@ -1,7 +1,9 @@
 //! The free-capacity table: rows kept in step with pods and claims, new columns, pass copies.
 
 use nodewright_core::model::NodeClaim;
+use nodewright_core::model::PodTemplate;
 use nodewright_core::resources::MEMORY;
+use std::sync::Arc;
 
 use super::*;
 
@@ -46,7 +48,10 @@ impl World {
             Pod {
                 name: name.into(),
                 node_name: Some(node.into()),
-                requests: Resources::new().with(CPU, cpu).with(MEMORY, cpu),
+                template: Arc::new(PodTemplate {
+                    requests: Resources::new().with(CPU, cpu).with(MEMORY, cpu),
+                    ..PodTemplate::default()
+                }),
                 ..Pod::default()
             }
             .into(),

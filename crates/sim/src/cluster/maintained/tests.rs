@@ -1,6 +1,7 @@
 //! The maintained snapshot against a freshly built one, after random sequences of cluster
 //! operations; and the sorted-list patch it is kept with, against the map it mirrors.
 
+use nodewright_core::model::PodTemplate;
 use proptest::prelude::*;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,23 +105,26 @@ fn apply(c: &mut Cluster, op: &Op, now: Timestamp) {
             namespace: "default".into(),
             name: format!("p{pod}"),
             node_name: on.map(node_name),
-            // Some daemons and some pods of a controller, for the ledger's figures.
-            owner: match pod % 4 {
-                0 => Some(OwnerRef {
-                    kind: "DaemonSet".into(),
-                    name: "agent".into(),
-                    controller: true,
-                }),
-                1 => Some(OwnerRef {
-                    kind: "ReplicaSet".into(),
-                    name: format!("rs{}", pod % 3),
-                    controller: true,
-                }),
-                _ => None,
-            },
-            requests: Resources::new()
-                .with(CPU, i64::from(pod) * 100)
-                .with(MEMORY, i64::from(pod % 5) << 20),
+            template: Arc::new(PodTemplate {
+                // Some daemons and some pods of a controller, for the ledger's figures.
+                owner: match pod % 4 {
+                    0 => Some(OwnerRef {
+                        kind: "DaemonSet".into(),
+                        name: "agent".into(),
+                        controller: true,
+                    }),
+                    1 => Some(OwnerRef {
+                        kind: "ReplicaSet".into(),
+                        name: format!("rs{}", pod % 3),
+                        controller: true,
+                    }),
+                    _ => None,
+                },
+                requests: Resources::new()
+                    .with(CPU, i64::from(pod) * 100)
+                    .with(MEMORY, i64::from(pod % 5) << 20),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }),
         Op::Bind { pod, node } => c.bind(&pod_key(pod), &node_name(node), now),

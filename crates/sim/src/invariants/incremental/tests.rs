@@ -1,7 +1,9 @@
 //! The incremental invariant check against the full one, after random sequences of changes
 //! that break every rule now and then.
 
+use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -122,7 +124,10 @@ fn apply(c: &mut Cluster, checker: &mut Checker, op: &Op, now: Timestamp) {
             namespace: "default".into(),
             name: format!("p{pod}"),
             node_name: on.map(node_name),
-            requests: Resources::new().with(CPU, 100 * i64::from(cpu)),
+            template: Arc::new(PodTemplate {
+                requests: Resources::new().with(CPU, 100 * i64::from(cpu)),
+                ..PodTemplate::default()
+            }),
             ..Pod::default()
         }),
         Op::Bind { pod, node } => c.bind(&pod_key(pod), &node_name(node), now),
