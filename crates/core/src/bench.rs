@@ -5,14 +5,13 @@
 //!
 //! Not a test fixture: tests build their snapshots with `testkit`; this is the benchmarks' workload.
 
-use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::labels;
 use crate::model::{
     CapacityType, InclusionPolicy, InstanceType, NodePool, Offering, Overhead, Pod,
-    PodAffinityTerm, Snapshot, TopologySpreadConstraint, WeightedNodeSelectorTerm,
+    PodAffinityTerm, PodTemplate, Snapshot, TopologySpreadConstraint, WeightedNodeSelectorTerm,
     WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 use crate::requirements::{NodeSelectorTerm, Requirement};

@@ -8,7 +8,6 @@
 //! tests cannot use a crate that depends on core: that crate would see a second copy of core,
 //! whose types are not these. `crates/testkit` holds the Kubernetes side (objects as JSON).
 
-use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

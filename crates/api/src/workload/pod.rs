@@ -2,7 +2,6 @@
 //! init-container math plus pod overhead), selectors, affinity, tolerations, spreads, host ports
 //! and volume claims.
 
-use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -10,8 +9,8 @@ use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use nodewright_core::model::{
-    HostPort, InclusionPolicy, OwnerRef, Pod, PodAffinityTerm, PodPhase, TopologySpreadConstraint,
-    WeightedNodeSelectorTerm, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    HostPort, InclusionPolicy, OwnerRef, Pod, PodAffinityTerm, PodPhase, PodTemplate,
+    TopologySpreadConstraint, WeightedNodeSelectorTerm, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 use nodewright_core::requirements::{NodeSelectorTerm, Operator, Requirement};
 use nodewright_core::resources::{self, Resources};

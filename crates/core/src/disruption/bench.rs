@@ -4,14 +4,13 @@
 //!
 //! Not a test fixture: tests build their snapshots with `testkit`.
 
-use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::bench::{instance_types, nodepool};
 use crate::labels;
 use crate::model::{
-    CapacityType, InclusionPolicy, Node, NodeClaim, OwnerRef, Pod, PodPhase, Snapshot,
+    CapacityType, InclusionPolicy, Node, NodeClaim, OwnerRef, Pod, PodPhase, PodTemplate, Snapshot,
     TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use crate::resources::{CPU, MEMORY, PODS, Resources};

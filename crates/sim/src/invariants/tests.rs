@@ -1,10 +1,9 @@
 //! Each invariant on a sound cluster and on one broken the way it forbids.
 
-use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use nodewright_core::model::{Node, NodeClaim, NodePool, Pod};
+use nodewright_core::model::{Node, NodeClaim, NodePool, Pod, PodTemplate};
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};

@@ -1,9 +1,8 @@
-use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nodewright_core::model::{
-    InclusionPolicy, NodeClaim, PodPhase, TopologySpreadConstraint, WhenUnsatisfiable,
+    InclusionPolicy, NodeClaim, PodPhase, PodTemplate, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use nodewright_core::resources::Resources;
 use nodewright_core::selector::LabelSelector;

@@ -4,7 +4,6 @@
 //! weighted NodePools, limits and `minValues`. Each is generated from a seed, so a run is
 //! reproducible and nothing is hand-picked.
 
-use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -13,7 +12,7 @@ use nodewright_aws_model::{AmiFamily, NodeClassInput, Settings, SpotPrices, Zone
 use nodewright_core::labels::{self, aws};
 use nodewright_core::model::{
     DaemonSet, InclusionPolicy, InstanceType, Node, NodePool, OwnerRef, Pod, PodAffinityTerm,
-    PodPhase, Snapshot, TopologySpreadConstraint, WhenUnsatisfiable,
+    PodPhase, PodTemplate, Snapshot, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use nodewright_core::requirements::{Operator, Requirement};
 use nodewright_core::resources::{self, Resources};

@@ -2,7 +2,6 @@
 //! and without topology constraints, every candidate set gets the same [`Simulation`] both
 //! ways, and the incremental path really answers instead of falling back.
 
-use crate::model::PodTemplate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use super::*;
 use crate::disruption::bench::cluster;
 use crate::disruption::candidates::is_reschedulable;
 use crate::model::{
-    DaemonSet, InclusionPolicy, Node, NodeClaim, OwnerRef, Pod, PodAffinityTerm,
+    DaemonSet, InclusionPolicy, Node, NodeClaim, OwnerRef, Pod, PodAffinityTerm, PodTemplate,
     TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use crate::resources::{CPU, MEMORY, Resources};

@@ -1,7 +1,6 @@
 //! Planning rounds over small clusters. The simulator here is a first-fit packer over plain
 //! data: enough to exercise the decision rules; the scheduling engine has its own tests.
 
-use crate::model::PodTemplate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use crate::disruption::command::Method;
 use crate::disruption::simulate::{ReplacementOption, SimulatedClaim, Simulation};
 use crate::labels;
 use crate::model::NodeClaim;
-use crate::model::{Budget, BudgetNodes, CapacityType, InstanceType, Node, Pod};
+use crate::model::{Budget, BudgetNodes, CapacityType, InstanceType, Node, Pod, PodTemplate};
 use crate::resources::{CPU, Resources};
 use crate::testkit::{disruptable, instance_type, offering, replica};
 use crate::time::Timestamp;

@@ -1,10 +1,9 @@
-use crate::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
 use crate::model::{
-    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, Pod, PodPhase,
+    CapacityType, InstanceType, Node, NodeClaim, NodePool, Offering, Pod, PodPhase, PodTemplate,
 };
 use crate::resources::Resources;
 use crate::testkit::{instance_type, offering};

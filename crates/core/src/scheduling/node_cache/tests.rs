@@ -1,10 +1,9 @@
-use crate::model::PodTemplate;
 use proptest::prelude::*;
 
 use super::*;
 use crate::disruption::bench::cluster;
 use crate::labels;
-use crate::model::Snapshot;
+use crate::model::{PodTemplate, Snapshot};
 use crate::scheduling::Compile;
 use crate::scheduling::setup::{Targets, targets, targets_with};
 use std::sync::Arc;

@@ -1,7 +1,6 @@
 //! The free-capacity table: rows kept in step with pods and claims, new columns, pass copies.
 
-use nodewright_core::model::NodeClaim;
-use nodewright_core::model::PodTemplate;
+use nodewright_core::model::{NodeClaim, PodTemplate};
 use nodewright_core::resources::MEMORY;
 use std::sync::Arc;
 

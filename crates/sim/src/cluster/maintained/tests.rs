@@ -1,7 +1,6 @@
 //! The maintained snapshot against a freshly built one, after random sequences of cluster
 //! operations; and the sorted-list patch it is kept with, against the map it mirrors.
 
-use nodewright_core::model::PodTemplate;
 use proptest::prelude::*;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,6 +9,7 @@ use std::sync::Arc;
 use nodewright_core::disruption::InFlight;
 use nodewright_core::model::{
     CapacityType, InstanceType, Node, NodeClaim, NodePool, OwnerRef, PersistentVolumeClaim, Pod,
+    PodTemplate,
 };
 use nodewright_core::resources::{CPU, MEMORY, Resources};
 use nodewright_core::taints::{Taint, TaintEffect};

@@ -1,13 +1,14 @@
 //! The incremental invariant check against the full one, after random sequences of changes
 //! that break every rule now and then.
 
-use nodewright_core::model::PodTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use nodewright_core::model::{NodeClaim, NodePool, PersistentVolume, PersistentVolumeClaim, Pod};
+use nodewright_core::model::{
+    NodeClaim, NodePool, PersistentVolume, PersistentVolumeClaim, Pod, PodTemplate,
+};
 use nodewright_core::requirements::{NodeSelectorTerm, Operator, Requirement};
 use nodewright_core::resources::{CPU, Resources};
 use nodewright_core::taints::{Taint, TaintEffect, Toleration, TolerationOperator};
