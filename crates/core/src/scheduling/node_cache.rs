@@ -3,15 +3,15 @@
 //! Compiling a node interns every label key and value (dozens per node: the instance type's
 //! labels come along) and builds its requirements. Between two decisions few nodes change, so
 //! the cache keeps, per node name, its labels (compared again only when the Node's
-//! `resourceVersion` is unknown or moved), the strings its compile interned in call order
-//! and its requirements written against positions in that sequence. A later compile of a node
+//! `resourceVersion` is unknown or moved), the strings its compile interned in call order,
+//! and the ids and requirements of its last compile. A later compile of a node
 //! with the same labels replays the sequence instead: each distinct string is interned once
 //! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
 //! it, so every id, the interner's contents and the recorded sequence come out exactly as a
-//! fresh compile's. The requirements are then renamed to those ids and sorted again, unless
-//! the replayed ids are exactly those of the node's last compile (every node before it and the
-//! NodePools unchanged, the usual case): then the requirements renamed then are handed out
-//! again, shared, with nothing copied or sorted.
+//! fresh compile's. The requirements of the node's last compile are then renamed from its ids
+//! to these, position by position, and sorted again, unless the replayed ids are exactly those
+//! of the last compile (every node before it and the NodePools unchanged, the usual case):
+//! then they are handed out again, shared, with nothing copied or sorted.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,9 +30,8 @@ struct Entry {
     version: String,
     /// The strings the node's compile interned, in call order, as cache string ids.
     trace: Vec<u32>,
-    /// The requirements with every id replaced by its first position in `trace`.
-    reqs: Reqs,
-    /// The ids the node's last compile interned and its requirements renamed to them.
+    /// The ids the node's last compile interned, in call order, and its requirements in those
+    /// ids: a replay renames them from the first sequence to its own.
     last: (Arc<Vec<u32>>, Arc<Reqs>),
     /// The position in `trace` of the node's one NodePool label value
     /// ([`compile::nodepool_value`]).
@@ -58,6 +57,9 @@ pub struct NodeCache {
     current: Vec<u32>,
     /// The ids a replay interned, before they are compared with the last compile's.
     scratch: Vec<u32>,
+    /// A rename's table: at each id of the node's last compile, the replay's id for the same
+    /// string. Only the slots of the node being renamed are read, so it is never cleared.
+    renames: Vec<u32>,
     /// Nodes answered from the cache and compiled afresh, for tests.
     pub(crate) hits: u64,
     pub(crate) misses: u64,
@@ -201,19 +203,29 @@ impl NodeCache {
                 seq.push(*slot);
             }
             if *seq != *e.last.0 {
+                let renames = &mut self.renames;
+                for (&from, &to) in e.last.0.iter().zip(seq.iter()) {
+                    if renames.len() <= from as usize {
+                        renames.resize(from as usize + 1, u32::MAX);
+                    }
+                    renames[from as usize] = to;
+                }
                 let (ids, reqs) = &mut e.last;
                 match (Arc::get_mut(ids), Arc::get_mut(reqs)) {
-                    // No compile shares them any more: renamed where they are, the buffers
-                    // of the last rename reused.
+                    // No compile shares them any more: renamed where they are.
                     (Some(ids), Some(reqs)) => {
                         self.renamed_in_place += 1;
                         ids.clone_from(seq);
-                        rename_into(&e.reqs, seq, reqs);
+                        rename(reqs, renames);
                     }
                     // Copied (one allocation of the right size): the buffer keeps its
                     // capacity for the next replay, which would otherwise grow a new one push
                     // by push.
-                    _ => e.last = (Arc::new(seq.clone()), Arc::new(rename(&e.reqs, seq))),
+                    _ => {
+                        let mut reqs = (**reqs).clone();
+                        rename(&mut reqs, renames);
+                        e.last = (Arc::new(seq.clone()), Arc::new(reqs));
+                    }
                 }
             } else {
                 self.same_ids += 1;
@@ -239,13 +251,6 @@ impl NodeCache {
                 .expect("a compiled node's ids were all interned by its compile") as u32
         };
         let nodepool = compile::nodepool_value(&reqs, interner);
-        let mut positional = reqs.clone();
-        for r in &mut positional.items {
-            r.key = position(r.key);
-            for v in &mut r.set.values {
-                *v = position(*v);
-            }
-        }
         let nodepool_at = nodepool.map(position);
         let reqs = Arc::new(reqs);
         let seq = Arc::new(seq);
@@ -255,7 +260,6 @@ impl NodeCache {
                 labels: Packed::of(&node.labels),
                 version: node.resource_version.clone(),
                 trace,
-                reqs: positional,
                 last: (seq.clone(), reqs.clone()),
                 nodepool_at,
                 used: now,
@@ -318,46 +322,23 @@ impl Packed {
     }
 }
 
-/// [`rename`] into `out`, a renaming of the same `reqs` before: its vectors are refilled, so
-/// nothing is allocated unless a value set outgrows the one whose place it takes.
-fn rename_into(reqs: &Reqs, seq: &[u32], out: &mut Reqs) {
-    debug_assert_eq!(reqs.items.len(), out.items.len());
-    for (from, to) in reqs.items.iter().zip(&mut out.items) {
-        to.key = seq[from.key as usize];
-        to.min_values = from.min_values;
-        to.set.complement = from.set.complement;
-        to.set.gt = from.set.gt;
-        to.set.lt = from.set.lt;
-        to.set.values.clear();
-        to.set
-            .values
-            .extend(from.set.values.iter().map(|&v| seq[v as usize]));
-        if !to.set.values.is_sorted() {
-            to.set.values.sort_unstable();
-        }
-    }
-    if !out.items.is_sorted_by_key(|r| r.key) {
-        out.items.sort_by_key(|r| r.key);
-    }
-}
-
-/// `reqs` written against positions in `seq`, with the ids found there, in id order.
-fn rename(reqs: &Reqs, seq: &[u32]) -> Reqs {
-    let mut out = reqs.clone();
-    for r in &mut out.items {
-        r.key = seq[r.key as usize];
+/// `reqs` with every id replaced by its slot in `renames`, sorted again. Every id of `reqs`
+/// has its slot set: a compile's requirements hold only ids it interned.
+fn rename(reqs: &mut Reqs, renames: &[u32]) {
+    let to = |id: u32| renames[id as usize];
+    for r in &mut reqs.items {
+        r.key = to(r.key);
         for v in &mut r.set.values {
-            *v = seq[*v as usize];
+            *v = to(*v);
         }
         if !r.set.values.is_sorted() {
             r.set.values.sort_unstable();
         }
     }
     // Ids usually move together (a node before this one gone): often still in order.
-    if !out.items.is_sorted_by_key(|r| r.key) {
-        out.items.sort_by_key(|r| r.key);
+    if !reqs.items.is_sorted_by_key(|r| r.key) {
+        reqs.items.sort_by_key(|r| r.key);
     }
-    out
 }
 
 #[cfg(test)]
