@@ -267,8 +267,8 @@ pub fn nodeclaim(nc: &v1::NodeClaim) -> Result<NodeClaim, FieldError> {
     Ok(NodeClaim {
         name,
         nodepool,
-        labels: labels_map,
-        annotations: md.annotations.clone().unwrap_or_default(),
+        labels: labels_map.into(),
+        annotations: md.annotations.clone().unwrap_or_default().into(),
         taints,
         startup_taints,
         requirements,
@@ -355,7 +355,7 @@ pub fn node(n: &api::Node) -> Result<nodewright_core::model::Node, FieldError> {
     if out.name.is_empty() {
         return Err(Path::root("metadata").field("name").error("required"));
     }
-    out.annotations = n.metadata.annotations.clone().unwrap_or_default();
+    out.annotations = n.metadata.annotations.clone().unwrap_or_default().into();
     out.creation_timestamp = meta_time(&n.metadata.creation_timestamp).unwrap_or_default();
     Ok(out)
 }

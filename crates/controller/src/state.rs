@@ -105,8 +105,10 @@ pub struct ClusterState {
     changed: Arc<Notify>,
     /// The Nodes and observed NodeClaims as core's model, which every snapshot shares.
     models: models::Models,
-    /// One copy of each pod template the pods' models hold: a Deployment's replicas share it.
+    /// One copy of each pod template the pods' models hold, and of each set of labels their
+    /// records hold: a Deployment's replicas share them.
     templates: PodTemplates,
+    pod_labels: pod::PodLabels,
     /// One copy of each list of requirement values the NodeClaims hold (and their
     /// conversions): claims made for alike pods list the same instance types.
     value_lists: Shared<[String]>,
@@ -307,7 +309,7 @@ impl ClusterState {
     /// Takes a pod's new record; one equal to the record held (the pod changed only in what
     /// the index does not keep, such as its container statuses) changes nothing.
     fn put_pod(&mut self, key: String, mut p: Box<PodRecord>) {
-        p.share_template(&mut self.templates);
+        p.share(&mut self.pod_labels, &mut self.templates);
         if p.node_name.is_some() && self.nominations.remove(&key).is_some() {
             self.changed();
         }

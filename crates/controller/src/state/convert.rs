@@ -22,7 +22,7 @@ pub fn node(n: &api::Node) -> Result<Node, String> {
     let name = n.metadata.name.clone().unwrap_or_default();
     let mut out = nodewright_api::interchange::node(n, &Path::root("node"))
         .map_err(|e| format!("Node {name}: {e}"))?;
-    out.annotations = n.metadata.annotations.clone().unwrap_or_default();
+    out.annotations = n.metadata.annotations.clone().unwrap_or_default().into();
     out.resource_version = n.metadata.resource_version.clone().unwrap_or_default();
     out.creation_timestamp = n
         .metadata

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use nodewright_core::labels;
+use nodewright_core::model::Shared;
 use nodewright_core::resources::{CPU, NODES, Resources};
 use nodewright_core::time::Timestamp;
 
@@ -110,35 +111,36 @@ fn system_overhead(n: &Node, allocatable: &Resources) -> Resources {
 
 /// One `karpenter_pods_state` row per pod, recounted from scratch.
 pub fn pod_gauges(s: &ClusterState) -> Vec<PodGauge> {
-    s.pods.values().map(|p| pod_row(s, p)).collect()
+    let mut texts = Shared::default();
+    s.pods.values().map(|p| pod_row(s, p, &mut texts)).collect()
 }
 
-/// The `karpenter_pods_state` row of `p`.
-fn pod_row(s: &ClusterState, p: &PodRecord) -> PodGauge {
-    {
-        {
-            let node = p.node_name.clone().unwrap_or_default();
-            let nl = s.nodes.get(&node).and_then(|n| n.metadata.labels.as_ref());
-            let label = |k: &str| nl.and_then(|l| l.get(k)).cloned().unwrap_or_default();
-            PodGauge {
-                name: p.name.clone(),
-                namespace: p.namespace.clone(),
-                owner: p
-                    .controller
-                    .as_ref()
-                    .map(|(kind, name)| format!("{kind}/{name}"))
-                    .unwrap_or_default(),
-                scheduled: !node.is_empty(),
-                node,
-                nodepool: label(labels::NODEPOOL),
-                zone: label(labels::ZONE),
-                arch: label(labels::ARCH),
-                instance_type: label(labels::INSTANCE_TYPE),
-                capacity_type: label(labels::CAPACITY_TYPE),
-                phase: p.phase.as_deref().unwrap_or_default().to_owned(),
-                ready: p.condition_true("Ready"),
-            }
-        }
+/// The `karpenter_pods_state` row of `p`, its values taken from `texts` where it holds them.
+fn pod_row(s: &ClusterState, p: &PodRecord, texts: &mut Shared<str>) -> PodGauge {
+    let mut text = |t: &str| {
+        let mut t = Arc::from(t);
+        texts.share(&mut t);
+        t
+    };
+    let node = p.node_name.as_deref().unwrap_or_default();
+    let nl = s.nodes.get(node).and_then(|n| n.metadata.labels.as_ref());
+    let mut label = |k: &str| text(nl.and_then(|l| l.get(k)).map_or("", |v| v));
+    PodGauge {
+        name: p.name.clone(),
+        scheduled: !node.is_empty(),
+        nodepool: label(labels::NODEPOOL),
+        zone: label(labels::ZONE),
+        arch: label(labels::ARCH),
+        instance_type: label(labels::INSTANCE_TYPE),
+        capacity_type: label(labels::CAPACITY_TYPE),
+        namespace: text(&p.namespace),
+        owner: match &p.controller {
+            Some((kind, name)) => text(&format!("{kind}/{name}")),
+            None => text(""),
+        },
+        node: text(node),
+        phase: text(p.phase.as_deref().unwrap_or_default()),
+        ready: p.condition_true("Ready"),
     }
 }
 
@@ -294,6 +296,8 @@ pub struct Published {
     pods_read: Option<Cursor>,
     nodes_read: Option<Cursor>,
     pods: BTreeMap<String, Arc<PodGauge>>,
+    /// One copy of each value the pod rows hold.
+    texts: Shared<str>,
     nodes: BTreeMap<String, NodeRow>,
     allocatable: Resources,
     requested: Resources,
@@ -304,7 +308,10 @@ impl Published {
         match s.pod_log.since(self.pods_read) {
             Since::Keys(keys) => {
                 for key in keys {
-                    let row = s.pods.get(key).map(|p| Arc::new(pod_row(s, p)));
+                    let row = s
+                        .pods
+                        .get(key)
+                        .map(|p| Arc::new(pod_row(s, p, &mut self.texts)));
                     let old = self.pods.get(key);
                     if row.as_ref() == old {
                         continue;
@@ -320,7 +327,7 @@ impl Published {
                 self.pods = s
                     .pods
                     .iter()
-                    .map(|(k, p)| (k.clone(), Arc::new(pod_row(s, p))))
+                    .map(|(k, p)| (k.clone(), Arc::new(pod_row(s, p, &mut self.texts))))
                     .collect();
                 let rows: Vec<Arc<PodGauge>> = self.pods.values().cloned().collect();
                 metrics.state.set_pods(&rows);

@@ -49,19 +49,21 @@ pub struct NodeGauge {
     pub system_overhead: BTreeMap<String, f64>,
 }
 
-/// One pod's row in `karpenter_pods_state`.
+/// One pod's row in `karpenter_pods_state`. Every value but the pod's name is one that many
+/// pods' rows hold alike (the namespace, the owner, the node and its labels, the phase), so
+/// the rows share it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PodGauge {
     pub name: String,
-    pub namespace: String,
-    pub owner: String,
-    pub node: String,
-    pub nodepool: String,
-    pub zone: String,
-    pub arch: String,
-    pub instance_type: String,
-    pub capacity_type: String,
-    pub phase: String,
+    pub namespace: Arc<str>,
+    pub owner: Arc<str>,
+    pub node: Arc<str>,
+    pub nodepool: Arc<str>,
+    pub zone: Arc<str>,
+    pub arch: Arc<str>,
+    pub instance_type: Arc<str>,
+    pub capacity_type: Arc<str>,
+    pub phase: Arc<str>,
     pub scheduled: bool,
     pub ready: bool,
 }
@@ -153,16 +155,16 @@ impl EncodeLabelSet for PodSeries {
         let flag = |b: bool| if b { "true" } else { "false" };
         [
             ("name", p.name.as_str()),
-            ("namespace", &p.namespace),
-            ("owner", &p.owner),
-            ("node", &p.node),
+            ("namespace", &*p.namespace),
+            ("owner", &*p.owner),
+            ("node", &*p.node),
             ("scheduled", flag(p.scheduled)),
-            ("nodepool", &p.nodepool),
-            ("zone", &p.zone),
-            ("arch", &p.arch),
-            ("capacity_type", &p.capacity_type),
-            ("instance_type", &p.instance_type),
-            ("phase", &p.phase),
+            ("nodepool", &*p.nodepool),
+            ("zone", &*p.zone),
+            ("arch", &*p.arch),
+            ("capacity_type", &*p.capacity_type),
+            ("instance_type", &*p.instance_type),
+            ("phase", &*p.phase),
             ("ready", flag(p.ready)),
             ("managed", flag(!p.nodepool.is_empty())),
         ]

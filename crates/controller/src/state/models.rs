@@ -4,6 +4,10 @@
 //! two conversions were some 45 MiB of the controller's peak heap (`docs/RELIABILITY.md`).
 //! Each snapshot now shares the one conversion (`Arc`), as it shares the pods' models.
 //!
+//! Label and annotation maps equal between objects are held once ([`Shared`]): claims
+//! launched as one instance type in one zone carry the same labels, and the claims and Nodes
+//! of one NodePool the same annotations.
+//!
 //! A Node's heartbeat (see [`super::heartbeat`]) keeps its conversion: the model then carries
 //! the `resourceVersion` of the copy it was made from, which names the same content, and that
 //! is all core reads it for (its caches' key).
@@ -13,7 +17,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as api;
 use nodewright_api::v1::nodeclaim::NodeClaim as ApiClaim;
-use nodewright_core::model::{Node, NodeClaim};
+use nodewright_core::model::{Node, NodeClaim, Shared};
 
 use super::convert;
 
@@ -25,16 +29,25 @@ pub type Converted<T> = Result<Arc<T>, String>;
 pub(super) struct Models {
     nodes: BTreeMap<String, Converted<Node>>,
     claims: BTreeMap<String, Converted<NodeClaim>>,
+    /// One copy of each label or annotation map the conversions hold.
+    maps: Shared<BTreeMap<String, String>>,
 }
 
 impl Models {
     pub(super) fn put_node(&mut self, key: &str, n: &api::Node) {
-        let converted = convert::node(n).map(Arc::new);
+        let converted = convert::node(n).map(|mut m| {
+            self.maps.share(&mut m.annotations);
+            Arc::new(m)
+        });
         self.nodes.insert(key.to_owned(), converted);
     }
 
     pub(super) fn put_claim(&mut self, key: &str, c: &ApiClaim) {
-        let converted = convert::nodeclaim(c).map(Arc::new);
+        let converted = convert::nodeclaim(c).map(|mut m| {
+            self.maps.share(&mut m.labels);
+            self.maps.share(&mut m.annotations);
+            Arc::new(m)
+        });
         self.claims.insert(key.to_owned(), converted);
     }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use nodewright_core::disruption::candidates::DO_NOT_DISRUPT;
-use nodewright_core::model::PodTemplates;
+use nodewright_core::model::{PodTemplates, Shared};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
@@ -28,8 +28,9 @@ pub struct PodRecord {
     pub namespace: String,
     pub name: String,
     pub uid: Option<String>,
-    /// `metadata.labels`, sorted by key (PDB selectors read them).
-    labels: Box<[(Box<str>, Box<str>)]>,
+    /// `metadata.labels`, sorted by key (PDB selectors read them). Shared: a Deployment's
+    /// replicas carry the same (see [`PodRecord::share`]).
+    labels: Arc<[(Box<str>, Box<str>)]>,
     pub created: Option<Timestamp>,
     pub deleted: Option<Timestamp>,
     pub deletion_grace_seconds: Option<i64>,
@@ -58,6 +59,9 @@ pub struct PodRecord {
     /// The engine's model, for pods a snapshot takes (see [`PodModel`]).
     pub(super) model: Option<PodModel>,
 }
+
+/// The label sets the index's pods share ([`PodRecord::share`]).
+pub(super) type PodLabels = Shared<[(Box<str>, Box<str>)]>;
 
 /// One pod condition of a type the loops read.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,7 +172,7 @@ impl PodRecord {
             namespace: md.namespace.clone().unwrap_or_default(),
             name: md.name.clone().unwrap_or_default(),
             uid: md.uid.clone(),
-            labels: labels.into_boxed_slice(),
+            labels: labels.into(),
             created: md.creation_timestamp.as_ref().map(from_time),
             deleted: md.deletion_timestamp.as_ref().map(from_time),
             deletion_grace_seconds: md.deletion_grace_period_seconds,
@@ -229,8 +233,10 @@ impl PodRecord {
         Some(PodModel { pod, on })
     }
 
-    /// Points a new model's template at `templates`' copy of it.
-    pub(super) fn share_template(&mut self, templates: &mut PodTemplates) {
+    /// Points a new record's labels at `labels`' copy of them and its model's template at
+    /// `templates`' copy.
+    pub(super) fn share(&mut self, labels: &mut PodLabels, templates: &mut PodTemplates) {
+        labels.share(&mut self.labels);
         let Some(Ok(pod)) = self.model.as_mut().map(|m| &mut m.pod) else {
             return;
         };
@@ -255,6 +261,12 @@ impl PodRecord {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// Whether `other` holds the same copy of its labels, for tests of the sharing.
+    #[cfg(test)]
+    pub(super) fn shares_labels_with(&self, other: &PodRecord) -> bool {
+        Arc::ptr_eq(&self.labels, &other.labels)
     }
 
     /// The node the pod is bound to, if any (an empty `spec.nodeName` is none).

@@ -230,7 +230,7 @@ fn snapshots_share_the_index_pods_and_copy_only_the_one_they_move() {
 }
 
 #[test]
-fn pods_of_one_template_share_it_until_one_changes() {
+fn pods_of_one_template_share_it_and_their_labels_until_one_changes() {
     let mut s = ClusterState::default();
     for name in ["a", "b", "c"] {
         s.apply(WatchEvent::Apply(pod(unschedulable(name))));
@@ -247,6 +247,9 @@ fn pods_of_one_template_share_it_until_one_changes() {
     let (a, b, c) = (model(&s, "a"), model(&s, "b"), model(&s, "c"));
     assert!(Arc::ptr_eq(&a.template, &b.template));
     assert!(!Arc::ptr_eq(&a.template, &c.template));
+    let record = |name: &str| &s.pods[&format!("default/{name}")];
+    assert!(record("a").shares_labels_with(record("b")));
+    assert!(!record("a").shares_labels_with(record("c")));
     assert_eq!(c.labels["tier"], "x");
     // Each pod keeps its own identity; a pod's later event shares again.
     assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
@@ -277,6 +280,43 @@ fn claims_listing_the_same_instance_types_share_the_list_with_their_conversions(
     for c in &snap.node_claims {
         assert!(Arc::ptr_eq(&c.requirements[0].values, &listed(&c.name)));
     }
+}
+
+#[test]
+fn claims_of_one_instance_type_and_zone_share_their_labels_nodes_their_annotations() {
+    let stamped = json!({"karpenter.sh/nodepool-hash": "42"});
+    let claim = |name: &str, zone: &str| {
+        let extra = json!({"metadata": {"annotations": stamped,
+            "labels": {"node.kubernetes.io/instance-type": "m5.large",
+                "topology.kubernetes.io/zone": zone}}});
+        Object::from_value(Kind::NodeClaim, merge(k8s::nodeclaim(name), extra)).unwrap()
+    };
+    let node = |name: &str| {
+        let extra = json!({"metadata": {"annotations": stamped,
+            "labels": {"kubernetes.io/hostname": name}}});
+        let n = merge(k8s::node(name, &format!("aws:///z/i-{name}")), extra);
+        Object::from_value(Kind::Node, n).unwrap()
+    };
+    let mut s = ClusterState::default();
+    for (name, zone) in [
+        ("c1", "us-east-1a"),
+        ("c2", "us-east-1a"),
+        ("c3", "us-east-1b"),
+    ] {
+        s.apply(WatchEvent::Apply(claim(name, zone)));
+    }
+    s.apply(WatchEvent::Apply(node("n1")));
+    s.apply(WatchEvent::Apply(node("n2")));
+    let snap = s.snapshot(Timestamp(0), BTreeMap::new()).0;
+    let [c1, c2, c3] = [0, 1, 2].map(|i| &snap.node_claims[i]);
+    assert_eq!(c1.labels["topology.kubernetes.io/zone"], "us-east-1a");
+    assert!(Arc::ptr_eq(&c1.labels, &c2.labels));
+    assert!(!Arc::ptr_eq(&c1.labels, &c3.labels));
+    assert!(Arc::ptr_eq(&c1.annotations, &c3.annotations));
+    let [n1, n2] = [0, 1].map(|i| &snap.nodes[i]);
+    assert_eq!(n2.labels["kubernetes.io/hostname"], "n2");
+    assert!(Arc::ptr_eq(&n1.annotations, &n2.annotations));
+    assert!(Arc::ptr_eq(&n1.annotations, &c1.annotations));
 }
 
 #[test]

@@ -162,6 +162,7 @@ mod tests {
     use super::*;
     use crate::model::CapacityType;
     use crate::testkit::{instance_type, offering};
+    use std::sync::Arc;
 
     fn setup() -> (NodeClaim, Node, NodePool, Vec<InstanceType>) {
         let claim = NodeClaim {
@@ -173,7 +174,8 @@ mod tests {
                 ),
             ]
             .into_iter()
-            .collect(),
+            .collect::<BTreeMap<_, _>>()
+            .into(),
             ..NodeClaim::default()
         };
         let node = Node {
@@ -217,8 +219,7 @@ mod tests {
             Some("NodePoolDrifted")
         );
         let mut old_version = claim.clone();
-        old_version
-            .annotations
+        Arc::make_mut(&mut old_version.annotations)
             .insert(NODEPOOL_HASH_VERSION.into(), "v2".into());
         assert_eq!(drift_reason(&old_version, &node, &pool, &its, now), None);
 

@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::requirements::Requirement;
@@ -18,8 +19,8 @@ pub struct Node {
     pub provider_id: String,
     /// `metadata.labels` (instance type, zone, capacity type, `karpenter.sh/nodepool`, ...).
     pub labels: BTreeMap<String, String>,
-    /// `metadata.annotations`.
-    pub annotations: BTreeMap<String, String>,
+    /// `metadata.annotations`; shared, as Nodes of one NodePool carry the same.
+    pub annotations: Arc<BTreeMap<String, String>>,
     /// `spec.taints`.
     pub taints: Vec<Taint>,
     /// `status.capacity`.
@@ -44,10 +45,12 @@ pub struct NodeClaim {
     /// The NodePool that owns the claim (its `karpenter.sh/nodepool` label); empty for a
     /// claim no NodePool manages.
     pub nodepool: String,
-    /// `metadata.labels`, which its Node gets.
-    pub labels: BTreeMap<String, String>,
-    /// `metadata.annotations` (the hash of the NodePool template it was made from, ...).
-    pub annotations: BTreeMap<String, String>,
+    /// `metadata.labels`, which its Node gets. Shared: claims launched as one instance type
+    /// in one zone carry the same labels (see [`Shared`](super::Shared)).
+    pub labels: Arc<BTreeMap<String, String>>,
+    /// `metadata.annotations` (the hash of the NodePool template it was made from, ...),
+    /// shared as the labels are.
+    pub annotations: Arc<BTreeMap<String, String>>,
     /// `spec.taints`, which its Node gets.
     pub taints: Vec<Taint>,
     /// `spec.startupTaints`: taints the Node starts with and something else removes; pods

@@ -481,7 +481,7 @@ pub(crate) fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
 
 pub(crate) fn claim_reqs(claim: &NodeClaim, interner: &mut Interner) -> Reqs {
     let mut r = reqs::compile_all(&claim.requirements, interner);
-    let l = Reqs::from_labels(&claim.labels, interner);
+    let l = Reqs::from_labels(&*claim.labels, interner);
     r.merge(&l, interner);
     let host = interner.intern(labels::HOSTNAME);
     if r.get(host).is_none() {

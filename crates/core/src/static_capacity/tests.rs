@@ -144,7 +144,7 @@ fn drifted_claims_are_replaced_one_for_one_within_the_drift_budget() {
         launched: true,
         ..NodeClaim::default()
     };
-    new.annotations.insert(REPLACES.into(), "c-n2".into());
+    Arc::make_mut(&mut new.annotations).insert(REPLACES.into(), "c-n2".into());
     s.node_claims.push(Arc::new(new));
     assert!(plan(&s).is_empty(), "{:?}", plan(&s));
 

@@ -84,7 +84,7 @@ impl Engine<'_> {
         let claim = NodeClaim {
             name: name.clone(),
             nodepool: pool.name.clone(),
-            labels: pool.template.labels.clone(),
+            labels: pool.template.labels.clone().into(),
             taints: pool.template.taints.clone(),
             startup_taints: pool.template.startup_taints.clone(),
             requirements: {
@@ -99,7 +99,7 @@ impl Engine<'_> {
             },
             // Stamped with the template's hash, as the controller stamps its claims, so a
             // later edit of the template drifts the claim.
-            annotations: drift::stamp(&pool),
+            annotations: drift::stamp(&pool).into(),
             creation_timestamp: self.now,
             expire_after: pool.template.expire_after,
             termination_grace_period: pool.template.termination_grace_period,
@@ -188,7 +188,7 @@ impl Engine<'_> {
                 let c = &mut claim.claim;
                 c.launched = true;
                 c.provider_id = Some(instance.provider_id());
-                c.labels = labels;
+                c.labels = labels.into();
                 c.capacity = it.capacity.clone();
                 c.allocatable = it.allocatable();
                 c.requirements
@@ -243,7 +243,7 @@ impl Engine<'_> {
             name: name.to_string(),
             resource_version: String::new(),
             provider_id: c.provider_id.clone().unwrap_or_default(),
-            labels: c.labels.clone(),
+            labels: (*c.labels).clone(),
             annotations: c.annotations.clone(),
             taints: c.taints.clone(),
             capacity: c.capacity.clone(),

@@ -302,3 +302,33 @@ fn a_tick_revisits_only_what_changed() {
         |l| l.starts_with("karpenter_pods_state{name=\"p7\"") && l.contains("ready=\"false\"")
     ));
 }
+
+#[test]
+fn pod_rows_share_the_values_they_hold_alike() {
+    let mut s = ClusterState::default();
+    let m = Metrics::new();
+    apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+    for i in 0..3 {
+        apply(&mut s, Kind::Pod, pod_json(i, Some(0), 1, 1, true, false));
+    }
+    set_all(&s, &m);
+    // A change revisits one row; it takes the values the others hold.
+    apply(&mut s, Kind::Pod, pod_json(2, Some(0), 2, 1, false, false));
+    set_all(&s, &m);
+    let rows = m.state.gauge_rows().lock().unwrap();
+    let pods = rows.rows().1;
+    assert_eq!(pods.len(), 3);
+    assert_eq!((&*pods[0].node, &*pods[0].zone), ("n0", "zone-0"));
+    for p in &pods[1..] {
+        for (a, b) in [
+            (&pods[0].namespace, &p.namespace),
+            (&pods[0].owner, &p.owner),
+            (&pods[0].node, &p.node),
+            (&pods[0].zone, &p.zone),
+            (&pods[0].instance_type, &p.instance_type),
+            (&pods[0].phase, &p.phase),
+        ] {
+            assert!(Arc::ptr_eq(a, b), "{a} held twice");
+        }
+    }
+}

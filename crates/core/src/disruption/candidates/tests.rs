@@ -148,9 +148,7 @@ fn a_timed_do_not_disrupt_says_when_it_ends() {
 #[test]
 fn node_annotation_blocks() {
     let mut s = snapshot_with(vec![], vec![]);
-    s.node_mut(0)
-        .annotations
-        .insert(DO_NOT_DISRUPT.into(), "true".into());
+    Arc::make_mut(&mut s.node_mut(0).annotations).insert(DO_NOT_DISRUPT.into(), "true".into());
     assert_eq!(
         only_blocker(&s, MethodClass::Graceful).as_deref(),
         Some("node has karpenter.sh/do-not-disrupt=true")
@@ -405,8 +403,7 @@ mod properties {
                 node.labels.insert(labels::ZONE.into(), "us-east-1b".into());
             }
             if spec.node_protected {
-                node.annotations
-                    .insert(DO_NOT_DISRUPT.into(), "true".into());
+                Arc::make_mut(&mut node.annotations).insert(DO_NOT_DISRUPT.into(), "true".into());
             }
             if spec.has_claim {
                 let mut claim = template_claim.clone();

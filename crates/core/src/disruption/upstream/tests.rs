@@ -68,7 +68,7 @@ fn single_node_when_only_one_candidate_remains() {
             .map(Arc::make_mut)
             .find(|n| n.name == name)
             .unwrap();
-        n.annotations.insert(
+        Arc::make_mut(&mut n.annotations).insert(
             crate::disruption::candidates::DO_NOT_DISRUPT.into(),
             "true".into(),
         );
