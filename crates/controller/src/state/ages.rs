@@ -21,11 +21,11 @@ use prometheus_client::registry::Registry;
 
 use super::ClusterState;
 use crate::clock::from_time;
-use crate::metrics::{Labels, Metrics, Shared, SharedGauges, registered};
+use crate::metrics::{Metrics, Shared, SharedGauges, registered};
 
 pub(crate) struct AgeMetrics {
     unsynced: Gauge<f64, AtomicU64>,
-    lifetime: SharedGauges<Labels>,
+    lifetime: SharedGauges<super::metrics::NodeDims>,
     unbound: PodGauges,
     unstarted: PodGauges,
     provisioning_unbound: PodGauges,
@@ -107,7 +107,7 @@ pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
         let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
             continue;
         };
-        let dims = super::metrics::node_dimensions(n);
+        let dims = super::metrics::node_dimensions(n, &mut Default::default());
         // Its labels shared with its resource gauges' row, so that 2,000 Nodes do not hold
         // their forty labels twice; that row is as fresh as the index when the state loop
         // has just set it, as it has.

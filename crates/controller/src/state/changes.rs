@@ -4,6 +4,7 @@
 //! change; readers keep a [`Cursor`] and the log never needs to know them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where a reader stopped: the log it read (a clone is another log) and the last sequence
@@ -34,8 +35,9 @@ fn next_id() -> u64 {
 pub struct ChangeLog {
     id: u64,
     seq: u64,
-    by_seq: BTreeMap<u64, String>,
-    latest: HashMap<String, u64>,
+    /// Each key once, held by both maps.
+    by_seq: BTreeMap<u64, Arc<str>>,
+    latest: HashMap<Arc<str>, u64>,
     /// Changes up to this sequence number were dropped; a reader behind it resyncs.
     forgotten: u64,
 }
@@ -73,16 +75,20 @@ impl ChangeLog {
     /// many entries (removed keys included) the log keeps.
     pub fn touch(&mut self, key: &str, live: usize) {
         self.seq += 1;
-        match self.latest.get_mut(key) {
+        let key = match self.latest.get_mut(key) {
+            // The entry's key moves to the new sequence number.
             Some(at) => {
-                self.by_seq.remove(at);
-                *at = self.seq;
+                let was = std::mem::replace(at, self.seq);
+                // Both maps always hold the same keys; a fresh copy would do as well.
+                self.by_seq.remove(&was).unwrap_or_else(|| Arc::from(key))
             }
             None => {
-                self.latest.insert(key.to_owned(), self.seq);
+                let key: Arc<str> = Arc::from(key);
+                self.latest.insert(Arc::clone(&key), self.seq);
+                key
             }
-        }
-        self.by_seq.insert(self.seq, key.to_owned());
+        };
+        self.by_seq.insert(self.seq, key);
         if self.by_seq.len() > 2 * live + SLACK {
             self.trim(live + SLACK / 2);
         }
@@ -118,12 +124,9 @@ impl ChangeLog {
     /// What changed after `cursor` (`None`: a reader that has never read).
     pub fn since(&self, cursor: Option<Cursor>) -> Since<'_> {
         match cursor {
-            Some(c) if c.log == self.id && c.seq >= self.forgotten => Since::Keys(
-                self.by_seq
-                    .range(c.seq + 1..)
-                    .map(|(_, k)| k.as_str())
-                    .collect(),
-            ),
+            Some(c) if c.log == self.id && c.seq >= self.forgotten => {
+                Since::Keys(self.by_seq.range(c.seq + 1..).map(|(_, k)| &**k).collect())
+            }
             _ => Since::Resync,
         }
     }

@@ -19,21 +19,27 @@ use nodewright_core::resources::{CPU, NODES, Resources};
 use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
-use super::metrics::{NodeGauge, PodGauge, node_dimensions};
+use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, node_dimensions};
 use super::{ClusterState, PodRecord, convert};
 use crate::metrics::Metrics;
 
-fn amounts(r: &Resources) -> BTreeMap<String, f64> {
-    r.iter()
+/// `r` in the gauges' units, sorted by resource name, each name taken from `texts`.
+fn amounts(r: &Resources, texts: &mut Shared<str>) -> Amounts {
+    let mut out: Amounts = r
+        .iter()
         .map(|(k, v)| {
             let value = if k == CPU {
                 v as f64 / 1000.0
             } else {
                 v as f64
             };
-            (k.to_string(), value)
+            let mut name = Arc::from(k);
+            texts.share(&mut name);
+            (name, value)
         })
-        .collect()
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 /// Summed container limits (the `karpenter_nodes_total_pod_limits` input).
@@ -57,6 +63,7 @@ pub(super) fn pod_limits(p: &Pod) -> Resources {
 
 /// One gauge row per Node, recounted from scratch over every pod.
 pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
+    let mut texts = Shared::default();
     s.nodes
         .values()
         .map(|n| {
@@ -84,13 +91,13 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 }
             }
             NodeGauge {
-                labels: std::sync::Arc::new(node_dimensions(n)),
-                allocatable: amounts(&allocatable),
-                pod_requests: amounts(&requests),
-                pod_limits: amounts(&limits),
-                daemon_requests: amounts(&daemon),
-                daemon_limits: amounts(&daemon_limits),
-                system_overhead: amounts(&system_overhead(n, &allocatable)),
+                labels: Arc::new(node_dimensions(n, &mut texts)),
+                allocatable: amounts(&allocatable, &mut texts),
+                pod_requests: amounts(&requests, &mut texts),
+                pod_limits: amounts(&limits, &mut texts),
+                daemon_requests: amounts(&daemon, &mut texts),
+                daemon_limits: amounts(&daemon_limits, &mut texts),
+                system_overhead: amounts(&system_overhead(n, &allocatable), &mut texts),
             }
         })
         .collect()
@@ -148,6 +155,7 @@ fn pod_row(s: &ClusterState, p: &PodRecord, texts: &mut Shared<str>) -> PodGauge
 pub fn set_nodepools(s: &ClusterState, metrics: &Metrics) {
     // One pass over the claims, not one per pool.
     let mut by_pool: BTreeMap<&str, (Resources, i64)> = BTreeMap::new();
+    let mut texts = Shared::default();
     for c in s.all_claims() {
         if c.metadata.deletion_timestamp.is_some() {
             continue;
@@ -170,11 +178,11 @@ pub fn set_nodepools(s: &ClusterState, metrics: &Metrics) {
     for (name, pool) in &s.nodepools {
         let (mut used, nodes) = by_pool.remove(name.as_str()).unwrap_or_default();
         used.set(NODES, nodes);
-        for (k, v) in amounts(&used) {
+        for (k, v) in amounts(&used, &mut texts) {
             metrics.state.nodepool_usage(name, &k, v);
         }
         let limits = convert::resources(pool.spec.limits.as_ref()).unwrap_or_default();
-        for (k, v) in amounts(&limits) {
+        for (k, v) in amounts(&limits, &mut texts) {
             metrics.state.nodepool_limit(name, &k, v);
         }
     }
@@ -268,21 +276,22 @@ struct NodeRow {
     requests: Resources,
 }
 
-/// The node's row from its object and the index's summed usage of its pods.
-fn node_row(s: &ClusterState, name: &str) -> Option<NodeRow> {
+/// The node's row from its object and the index's summed usage of its pods, its values
+/// taken from `texts` where it holds them.
+fn node_row(s: &ClusterState, name: &str, texts: &mut Shared<str>) -> Option<NodeRow> {
     let n = s.nodes.get(name)?;
     let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
     let empty = super::NodeUsage::default();
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {
         gauge: Arc::new(NodeGauge {
-            labels: Arc::new(node_dimensions(n)),
-            allocatable: amounts(&allocatable),
-            pod_requests: amounts(&usage.requests),
-            pod_limits: amounts(&usage.limits),
-            daemon_requests: amounts(&usage.daemon_requests),
-            daemon_limits: amounts(&usage.daemon_limits),
-            system_overhead: amounts(&system_overhead(n, &allocatable)),
+            labels: Arc::new(node_dimensions(n, texts)),
+            allocatable: amounts(&allocatable, texts),
+            pod_requests: amounts(&usage.requests, texts),
+            pod_limits: amounts(&usage.limits, texts),
+            daemon_requests: amounts(&usage.daemon_requests, texts),
+            daemon_limits: amounts(&usage.daemon_limits, texts),
+            system_overhead: amounts(&system_overhead(n, &allocatable), texts),
         }),
         allocatable,
         requests: usage.requests.clone(),
@@ -296,7 +305,7 @@ pub struct Published {
     pods_read: Option<Cursor>,
     nodes_read: Option<Cursor>,
     pods: BTreeMap<String, Arc<PodGauge>>,
-    /// One copy of each value the pod rows hold.
+    /// One copy of each value the pod and node rows hold.
     texts: Shared<str>,
     nodes: BTreeMap<String, NodeRow>,
     allocatable: Resources,
@@ -338,7 +347,7 @@ impl Published {
             Since::Keys(keys) => {
                 let mut changed = false;
                 for name in keys {
-                    let row = node_row(s, name);
+                    let row = node_row(s, name, &mut self.texts);
                     let old = self.nodes.get(name);
                     if row.as_ref() == old {
                         continue;
@@ -370,7 +379,7 @@ impl Published {
                 self.nodes = s
                     .nodes
                     .keys()
-                    .filter_map(|n| node_row(s, n).map(|r| (n.clone(), r)))
+                    .filter_map(|n| node_row(s, n, &mut self.texts).map(|r| (n.clone(), r)))
                     .collect();
                 self.allocatable = Resources::new();
                 self.requested = Resources::new();
@@ -399,7 +408,7 @@ impl Published {
     }
 
     /// The dimensions last published for the node `name`, to be shared by its other series.
-    pub(crate) fn dims(&self, name: &str) -> Option<Arc<crate::metrics::Labels>> {
+    pub(crate) fn dims(&self, name: &str) -> Option<Arc<NodeDims>> {
         self.nodes.get(name).map(|r| r.gauge.labels.clone())
     }
 

@@ -19,6 +19,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use nodewright_core::labels;
+use nodewright_core::model::Shared;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, LabelSetEncoder, MetricEncoder};
 use prometheus_client::metrics::MetricType;
@@ -32,6 +33,14 @@ use crate::metrics::{
     Gauges, Labels, Snapshot, duration_histogram, register, registered, resource_label,
 };
 
+/// A node's dimensions ([`node_dimensions`]). Most of the values are one instance type's,
+/// held alike by many nodes, so the rows share them.
+pub type NodeDims = Vec<(&'static str, Arc<str>)>;
+
+/// A row's amounts by resource name, sorted by name; the names are shared as the dimensions
+/// are.
+pub type Amounts = Vec<(Arc<str>, f64)>;
+
 /// One node's resource gauges (`karpenter_nodes_*`). CPU is in cores; memory and storage in
 /// bytes; pods and extended resources as counts. Resource names are normalised the way
 /// upstream does (lowercase, `-` to `_`).
@@ -39,14 +48,14 @@ use crate::metrics::{
 pub struct NodeGauge {
     /// The node's label set but `resource_type`: [`node_dimensions`], sorted by key; shared
     /// by all its series.
-    pub labels: Arc<Labels>,
-    pub allocatable: BTreeMap<String, f64>,
-    pub pod_requests: BTreeMap<String, f64>,
-    pub pod_limits: BTreeMap<String, f64>,
-    pub daemon_requests: BTreeMap<String, f64>,
-    pub daemon_limits: BTreeMap<String, f64>,
+    pub labels: Arc<NodeDims>,
+    pub allocatable: Amounts,
+    pub pod_requests: Amounts,
+    pub pod_limits: Amounts,
+    pub daemon_requests: Amounts,
+    pub daemon_limits: Amounts,
     /// Capacity less allocatable.
-    pub system_overhead: BTreeMap<String, f64>,
+    pub system_overhead: Amounts,
 }
 
 /// One pod's row in `karpenter_pods_state`. Every value but the pod's name is one that many
@@ -72,7 +81,7 @@ pub struct PodGauge {
 /// some forty labels that its two dozen series share, and the resource, written in its sorted
 /// place.
 struct NodeSeries<'a> {
-    dims: &'a Labels,
+    dims: &'a NodeDims,
     resource: &'a str,
 }
 
@@ -89,16 +98,16 @@ impl EncodeLabelSet for NodeSeries<'_> {
 /// The node rows whose resource gauges are served, by their dimensions (which name the
 /// node); shared by the six families that read them.
 #[derive(Clone, Debug, Default)]
-struct ServedNodes(Arc<Mutex<BTreeMap<Arc<Labels>, Arc<NodeGauge>>>>);
+struct ServedNodes(Arc<Mutex<BTreeMap<Arc<NodeDims>, Arc<NodeGauge>>>>);
 
 impl ServedNodes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<Labels>, Arc<NodeGauge>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Arc<NodeDims>, Arc<NodeGauge>>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// The six `karpenter_nodes_*` resource amounts of a row, in the families' order.
-fn resource_rows(node: &NodeGauge) -> [&BTreeMap<String, f64>; 6] {
+fn resource_rows(node: &NodeGauge) -> [&Amounts; 6] {
     [
         &node.allocatable,
         &node.pod_requests,
@@ -122,8 +131,8 @@ impl EncodeMetric for NodeView {
         let served = self.served.lock();
         for node in served.values() {
             let amounts = resource_rows(node)[self.field];
-            let resources: Vec<String> = amounts.keys().map(|r| resource_label(r)).collect();
-            for (i, value) in amounts.values().enumerate() {
+            let resources: Vec<String> = amounts.iter().map(|(r, _)| resource_label(r)).collect();
+            for (i, (_, value)) in amounts.iter().enumerate() {
                 // Two names spelt alike were one series, the last one set: so they stay.
                 if resources[i + 1..].contains(&resources[i]) {
                     continue;
@@ -425,18 +434,30 @@ fn well_known_dimensions() -> &'static [(&'static str, &'static str)] {
 /// on most nodes), `managed` (Karpenter's: it has a NodePool) and one per well-known label
 /// with the node's value, empty when it has none. Sorted by key, as Prometheus's Go client
 /// writes them.
-pub fn node_dimensions(node: &k8s_openapi::api::core::v1::Node) -> Labels {
+pub fn node_dimensions(
+    node: &k8s_openapi::api::core::v1::Node,
+    texts: &mut Shared<str>,
+) -> NodeDims {
+    let mut text = |t: &str| {
+        let mut t = Arc::from(t);
+        texts.share(&mut t);
+        t
+    };
     let l = node.metadata.labels.as_ref();
-    let label = |k: &str| l.and_then(|l| l.get(k)).cloned().unwrap_or_default();
-    let phase = node.status.as_ref().and_then(|s| s.phase.clone());
+    let mut label = |k: &str| text(l.and_then(|l| l.get(k)).map_or("", |v| v));
+    let phase = node.status.as_ref().and_then(|s| s.phase.as_deref());
     // Sized for all of them at once: collected, then pushed to, the list doubled its
     // capacity and every published row held the spare half (1.3 MiB at 1,341 Nodes).
     let wells = well_known_dimensions();
-    let mut out: Labels = Vec::with_capacity(wells.len() + 3);
+    let mut out: NodeDims = Vec::with_capacity(wells.len() + 3);
     out.extend(wells.iter().map(|(key, dim)| (*dim, label(key))));
-    out.push(("node_name", node.metadata.name.clone().unwrap_or_default()));
-    out.push(("phase", phase.unwrap_or_default()));
-    out.push(("managed", (!label(labels::NODEPOOL).is_empty()).to_string()));
+    let managed = !label(labels::NODEPOOL).is_empty();
+    out.push(("managed", text(if managed { "true" } else { "false" })));
+    out.push((
+        "node_name",
+        text(node.metadata.name.as_deref().unwrap_or_default()),
+    ));
+    out.push(("phase", text(phase.unwrap_or_default())));
     out.sort_by_key(|(k, _)| *k);
     out
 }

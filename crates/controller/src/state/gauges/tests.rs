@@ -304,10 +304,11 @@ fn a_tick_revisits_only_what_changed() {
 }
 
 #[test]
-fn pod_rows_share_the_values_they_hold_alike() {
+fn pod_and_node_rows_share_the_values_they_hold_alike() {
     let mut s = ClusterState::default();
     let m = Metrics::new();
     apply(&mut s, Kind::Node, node_json(0, 0, 0, 4));
+    apply(&mut s, Kind::Node, node_json(1, 0, 0, 8));
     for i in 0..3 {
         apply(&mut s, Kind::Pod, pod_json(i, Some(0), 1, 1, true, false));
     }
@@ -330,5 +331,17 @@ fn pod_rows_share_the_values_they_hold_alike() {
         ] {
             assert!(Arc::ptr_eq(a, b), "{a} held twice");
         }
+    }
+    let nodes = rows.rows().0;
+    let (n0, n1) = (&nodes[0], &nodes[1]);
+    let value = |n: &NodeGauge, k: &str| n.labels.iter().find(|(d, _)| *d == k).unwrap().1.clone();
+    assert_eq!(&*value(n1, "node_name"), "n1");
+    for k in ["zone", "instance_type", "nodepool", "capacity_type", "arch"] {
+        assert!(Arc::ptr_eq(&value(n0, k), &value(n1, k)), "{k} held twice");
+    }
+    assert!(Arc::ptr_eq(&value(n0, "zone"), &pods[0].zone));
+    assert_ne!(n0.allocatable, n1.allocatable);
+    for (a, b) in n0.allocatable.iter().zip(&n1.allocatable) {
+        assert!(Arc::ptr_eq(&a.0, &b.0), "{} held twice", a.0);
     }
 }

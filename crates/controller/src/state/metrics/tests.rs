@@ -10,8 +10,8 @@ pub(crate) fn node(name: &str, cpu: f64, requested: f64) -> NodeGauge {
             ("node_name", name.into()),
             ("zone", "us-east-1a".into()),
         ]),
-        allocatable: BTreeMap::from([("cpu".into(), cpu)]),
-        pod_requests: BTreeMap::from([("cpu".into(), requested)]),
+        allocatable: vec![("cpu".into(), cpu)],
+        pod_requests: vec![("cpu".into(), requested)],
         ..NodeGauge::default()
     }
 }
@@ -87,7 +87,7 @@ fn a_node_has_upstreams_dimensions() {
         "status": {"phase": "Running"}
     }))
     .unwrap();
-    let dims = node_dimensions(&node);
+    let dims = node_dimensions(&node, &mut Default::default());
     let keys: Vec<&str> = dims.iter().map(|(k, _)| *k).collect();
     let want = [
         "arch",
@@ -131,7 +131,7 @@ fn a_node_has_upstreams_dimensions() {
         "zone_id",
     ];
     assert_eq!(keys, want);
-    let value = |k: &str| dims.iter().find(|(d, _)| *d == k).unwrap().1.as_str();
+    let value = |k: &str| &*dims.iter().find(|(d, _)| *d == k).unwrap().1;
     for (k, v) in [
         ("node_name", "ip-10-0-0-1"),
         ("phase", "Running"),
@@ -151,7 +151,7 @@ fn a_node_has_upstreams_dimensions() {
     let m = Metrics::new();
     m.state.set_nodes(&[Arc::new(NodeGauge {
         labels: Arc::new(dims),
-        allocatable: BTreeMap::from([("ephemeral-storage".into(), 2e10)]),
+        allocatable: vec![("ephemeral-storage".into(), 2e10)],
         ..NodeGauge::default()
     })]);
     let line = samples(&m)
