@@ -281,10 +281,20 @@ impl Object {
                 }
             }
             Object::Node(n) => {
+                // Nodes are only ever patched, never written back whole, so what no loop
+                // reads can go: a few hundred bytes a Node, each a string of its own.
                 if let Some(status) = n.status.as_mut() {
                     status.images = None;
                     status.volumes_attached = None;
                     status.volumes_in_use = None;
+                    status.node_info = None;
+                    status.addresses = None;
+                    status.daemon_endpoints = None;
+                    status.config = None;
+                    for c in status.conditions.iter_mut().flatten() {
+                        c.message = None;
+                        c.last_heartbeat_time = None;
+                    }
                 }
             }
             Object::DaemonSet(d) => {

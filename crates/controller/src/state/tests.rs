@@ -88,6 +88,51 @@ fn unread_fields_are_stripped() {
 }
 
 #[test]
+fn a_nodes_unread_status_is_stripped_and_what_loops_read_kept() {
+    let extra = json!({
+        "metadata": {"labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+        "status": {
+            "allocatable": {"cpu": "2"}, "capacity": {"cpu": "2"},
+            "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                "message": "container runtime is down",
+                "lastHeartbeatTime": "2026-01-01T00:00:10Z",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "c",
+                "kernelVersion": "k", "kubeProxyVersion": "v", "kubeletVersion": "v",
+                "machineID": "m", "operatingSystem": "linux", "osImage": "o", "systemUUID": "s"}
+        }
+    });
+    let node = merge(k8s::node("n1", "aws:///z/i-1"), extra);
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(
+        Object::from_value(Kind::Node, node).unwrap(),
+    ));
+    let n = &s.nodes["n1"];
+    let status = n.status.as_ref().unwrap();
+    assert!(status.node_info.is_none() && status.addresses.is_none());
+    assert!(status.daemon_endpoints.is_none());
+    let ready = &status.conditions.as_ref().unwrap()[0];
+    assert_eq!(
+        (ready.message.as_ref(), ready.last_heartbeat_time.as_ref()),
+        (None, None)
+    );
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_deref()),
+        ("False", Some("KubeletNotReady"))
+    );
+    assert!(ready.last_transition_time.is_some());
+    assert_eq!(status.allocatable.as_ref().unwrap()["cpu"].0, "2");
+    assert_eq!(n.spec.as_ref().unwrap().taints.as_ref().unwrap().len(), 1);
+    assert_eq!(
+        n.metadata.labels.as_ref().unwrap()["karpenter.sh/nodepool"],
+        "default"
+    );
+}
+
+#[test]
 fn a_pods_record_answers_as_the_pod_would() {
     use crate::termination::{drain_group, waits_for};
     let record = |v: serde_json::Value| PodRecord::from_api(&serde_json::from_value(v).unwrap());
