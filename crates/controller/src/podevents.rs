@@ -108,7 +108,7 @@ impl Tracker {
                 let gone: Vec<String> = self
                     .pods
                     .keys()
-                    .filter(|k| !s.pods.contains_key(*k))
+                    .filter(|k| !s.pods.contains_key(k.as_str()))
                     .cloned()
                     .collect();
                 for key in &gone {

@@ -16,6 +16,7 @@ pub mod pod;
 pub mod registration;
 mod snapshot;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -50,7 +51,7 @@ pub enum WatchEvent {
 pub struct ClusterState {
     /// Pods as the loops read them (see [`PodRecord`]), each with its model in the engine when
     /// a snapshot takes it. Boxed: a map's node holds eleven values inline, most unused.
-    pub pods: BTreeMap<String, Box<PodRecord>>,
+    pub pods: BTreeMap<PodKey, Box<PodRecord>>,
     pub nodes: BTreeMap<String, Node>,
     /// Shared, so a loop takes the claims it reads without copying them.
     pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
@@ -77,9 +78,9 @@ pub struct ClusterState {
     relisting: BTreeMap<Kind, Vec<Entry>>,
     /// Keys of the provisionable pods (see [`provisionable`]), kept as pods change so the
     /// provisioner's every-tick look at them does not walk every pod.
-    pending: BTreeSet<String>,
+    pending: BTreeSet<PodKey>,
     /// Pod keys by the node they are bound to, so per-node questions do not scan every pod.
-    pods_by_node: BTreeMap<String, BTreeSet<String>>,
+    pods_by_node: BTreeMap<String, BTreeSet<PodKey>>,
     /// Node names by `spec.providerID`.
     nodes_by_provider_id: BTreeMap<String, BTreeSet<String>>,
     /// Observed claim keys by `status.providerID`.
@@ -114,11 +115,15 @@ pub struct ClusterState {
     value_lists: Shared<[String]>,
 }
 
+/// A pod's key in the index, `namespace/name`: one copy, held by every map of the index and
+/// change log that names the pod.
+pub type PodKey = Arc<str>;
+
 /// An object on its way into the index: a pod already reduced to its record, so a relist
 /// buffers records rather than whole pods.
 #[derive(Clone, Debug)]
 enum Entry {
-    Pod(String, Box<PodRecord>),
+    Pod(PodKey, Box<PodRecord>),
     Other(Object),
 }
 
@@ -127,7 +132,7 @@ impl Entry {
         match o {
             Object::Pod(p) => {
                 let record = PodRecord::from_api(&p);
-                Entry::Pod(record.key(), Box::new(record))
+                Entry::Pod(record.key().into(), Box::new(record))
             }
             _ => {
                 o.strip();
@@ -198,8 +203,10 @@ impl ClusterState {
                 if kind == Kind::Pod {
                     // Pods deleted while the watch was down take their nominations along.
                     let pods = &self.pods;
-                    self.nominations.retain(|k, _| pods.contains_key(k));
-                    self.pod_scheduling.retain(|k, _| pods.contains_key(k));
+                    self.nominations
+                        .retain(|k, _| pods.contains_key(k.as_str()));
+                    self.pod_scheduling
+                        .retain(|k, _| pods.contains_key(k.as_str()));
                 }
                 self.synced.insert(kind);
             }
@@ -237,7 +244,11 @@ impl ClusterState {
                         &key,
                     );
                 }
-                index(&mut self.claims_by_provider_id, claim_provider_id(&c), &key);
+                index(
+                    &mut self.claims_by_provider_id,
+                    claim_provider_id(&c),
+                    key.clone(),
+                );
                 self.models.put_claim(&key, &c);
                 self.nodeclaims.insert(key, Arc::from(c));
             }
@@ -290,12 +301,20 @@ impl ClusterState {
             .is_none_or(|old| gauge_labels(old) != gauge_labels(new));
         if let Some(old) = old {
             unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), &key);
-            index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
+            index(
+                &mut self.nodes_by_provider_id,
+                node_provider_id(new),
+                key.clone(),
+            );
             if heartbeat::only_heartbeat(old, new) {
                 return;
             }
         } else {
-            index(&mut self.nodes_by_provider_id, node_provider_id(new), &key);
+            index(
+                &mut self.nodes_by_provider_id,
+                node_provider_id(new),
+                key.clone(),
+            );
         }
         self.changed();
         self.models.put_node(&key, &self.nodes[&key]);
@@ -308,9 +327,9 @@ impl ClusterState {
 
     /// Takes a pod's new record; one equal to the record held (the pod changed only in what
     /// the index does not keep, such as its container statuses) changes nothing.
-    fn put_pod(&mut self, key: String, mut p: Box<PodRecord>) {
+    fn put_pod(&mut self, key: PodKey, mut p: Box<PodRecord>) {
         p.share(&mut self.pod_labels, &mut self.templates);
-        if p.node_name.is_some() && self.nominations.remove(&key).is_some() {
+        if p.node_name.is_some() && self.nominations.remove(&*key).is_some() {
             self.changed();
         }
         if self.pods.get(&key).is_some_and(|old| **old == *p) {
@@ -321,9 +340,13 @@ impl ClusterState {
             unindex(&mut self.pods_by_node, old.node_name.as_deref(), &key);
             self.forget_usage(&old);
         }
-        index(&mut self.pods_by_node, p.node_name.as_deref(), &key);
+        index(
+            &mut self.pods_by_node,
+            p.node_name.as_deref(),
+            Arc::clone(&key),
+        );
         if p.provisionable() {
-            self.pending.insert(key.clone());
+            self.pending.insert(Arc::clone(&key));
         } else {
             self.pending.remove(&key);
         }
@@ -331,8 +354,8 @@ impl ClusterState {
             self.usage.entry(node.clone()).or_default().add(u);
             self.node_log.touch(node, self.nodes.len());
         }
-        self.pods.insert(key.clone(), p);
-        self.pod_log.touch(&key, self.pods.len());
+        self.pod_log.touch_shared(&key, self.pods.len() + 1);
+        self.pods.insert(key, p);
     }
 
     fn remove(&mut self, kind: Kind, key: &str) {
@@ -450,7 +473,7 @@ impl ClusterState {
     }
 
     /// Keys of the provisionable pods, sorted.
-    pub fn pending(&self) -> &BTreeSet<String> {
+    pub fn pending(&self) -> &BTreeSet<PodKey> {
         &self.pending
     }
 
@@ -575,15 +598,17 @@ fn claim_provider_id(c: &NodeClaim) -> Option<&str> {
     c.status.as_ref().and_then(|s| s.provider_id.as_deref())
 }
 
-fn index(idx: &mut BTreeMap<String, BTreeSet<String>>, by: Option<&str>, key: &str) {
+fn index<K: Ord>(idx: &mut BTreeMap<String, BTreeSet<K>>, by: Option<&str>, key: K) {
     if let Some(by) = by {
-        idx.entry(by.to_string())
-            .or_default()
-            .insert(key.to_string());
+        idx.entry(by.to_string()).or_default().insert(key);
     }
 }
 
-fn unindex(idx: &mut BTreeMap<String, BTreeSet<String>>, by: Option<&str>, key: &str) {
+fn unindex<K: Ord + Borrow<str>>(
+    idx: &mut BTreeMap<String, BTreeSet<K>>,
+    by: Option<&str>,
+    key: &str,
+) {
     if let Some(by) = by
         && let Some(keys) = idx.get_mut(by)
     {

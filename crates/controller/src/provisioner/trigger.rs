@@ -67,7 +67,7 @@ impl Trigger {
                 for key in gone {
                     self.look_at(&key, false, now, &mut seen);
                 }
-                self.first_seen.retain(|k, _| pending.contains(k));
+                self.first_seen.retain(|k, _| pending.contains(k.as_str()));
                 for key in pending {
                     self.look_at(key, true, now, &mut seen);
                 }

@@ -74,16 +74,25 @@ impl ChangeLog {
     /// Records a change of `key`. `live` is how many keys the index holds, which bounds how
     /// many entries (removed keys included) the log keeps.
     pub fn touch(&mut self, key: &str, live: usize) {
+        self.record(key, || Arc::from(key), live);
+    }
+
+    /// [`touch`](Self::touch), holding the caller's copy of the key if the log has none.
+    pub fn touch_shared(&mut self, key: &Arc<str>, live: usize) {
+        self.record(key, || Arc::clone(key), live);
+    }
+
+    fn record(&mut self, key: &str, copy: impl FnOnce() -> Arc<str>, live: usize) {
         self.seq += 1;
         let key = match self.latest.get_mut(key) {
             // The entry's key moves to the new sequence number.
             Some(at) => {
                 let was = std::mem::replace(at, self.seq);
                 // Both maps always hold the same keys; a fresh copy would do as well.
-                self.by_seq.remove(&was).unwrap_or_else(|| Arc::from(key))
+                self.by_seq.remove(&was).unwrap_or_else(copy)
             }
             None => {
-                let key: Arc<str> = Arc::from(key);
+                let key = copy();
                 self.latest.insert(Arc::clone(&key), self.seq);
                 key
             }

@@ -20,7 +20,7 @@ use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
 use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, node_dimensions};
-use super::{ClusterState, PodRecord, convert};
+use super::{ClusterState, PodKey, PodRecord, convert};
 use crate::metrics::Metrics;
 
 /// `r` in the gauges' units, sorted by resource name, each name taken from `texts`.
@@ -212,7 +212,7 @@ impl PodStartup {
                 for key in s.pods.keys() {
                     self.look_at(s, key, metrics);
                 }
-                self.pending.retain(|k, _| s.pods.contains_key(k));
+                self.pending.retain(|k, _| s.pods.contains_key(k.as_str()));
             }
         }
         self.read = Some(s.pod_log.head());
@@ -304,7 +304,7 @@ fn node_row(s: &ClusterState, name: &str, texts: &mut Shared<str>) -> Option<Nod
 pub struct Published {
     pods_read: Option<Cursor>,
     nodes_read: Option<Cursor>,
-    pods: BTreeMap<String, Arc<PodGauge>>,
+    pods: BTreeMap<PodKey, Arc<PodGauge>>,
     /// One copy of each value the pod and node rows hold.
     texts: Shared<str>,
     nodes: BTreeMap<String, NodeRow>,
@@ -317,18 +317,17 @@ impl Published {
         match s.pod_log.since(self.pods_read) {
             Since::Keys(keys) => {
                 for key in keys {
-                    let row = s
-                        .pods
-                        .get(key)
-                        .map(|p| Arc::new(pod_row(s, p, &mut self.texts)));
+                    // The index's copy of the key, which the row shares.
+                    let live = s.pods.get_key_value(key);
+                    let row = live.map(|(_, p)| Arc::new(pod_row(s, p, &mut self.texts)));
                     let old = self.pods.get(key);
                     if row.as_ref() == old {
                         continue;
                     }
                     metrics.state.replace_pod(old, row.as_ref());
-                    match row {
-                        Some(r) => self.pods.insert(key.to_owned(), r),
-                        None => self.pods.remove(key),
+                    match (live, row) {
+                        (Some((k, _)), Some(r)) => self.pods.insert(Arc::clone(k), r),
+                        _ => self.pods.remove(key),
                     };
                 }
             }

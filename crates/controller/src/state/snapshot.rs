@@ -55,7 +55,7 @@ fn release_overflow(s: &mut Snapshot, held: &[usize]) {
 
 /// Keys (`namespace/name`) of the provisionable pods, sorted.
 pub fn pending_pods(state: &ClusterState) -> Vec<String> {
-    state.pending().iter().cloned().collect()
+    state.pending().iter().map(|k| k.to_string()).collect()
 }
 
 impl ClusterState {

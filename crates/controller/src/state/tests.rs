@@ -44,7 +44,10 @@ fn a_relist_replaces_the_kind_atomically() {
     // Until the list is complete the old view stays.
     assert!(s.pods.contains_key("default/old"));
     s.apply(WatchEvent::InitDone(Kind::Pod));
-    assert_eq!(s.pods.keys().collect::<Vec<_>>(), vec!["default/new"]);
+    assert_eq!(
+        s.pods.keys().map(|k| &**k).collect::<Vec<_>>(),
+        ["default/new"]
+    );
 }
 
 #[test]
@@ -287,12 +290,12 @@ fn pods_of_one_template_share_it_and_their_labels_until_one_changes() {
     s.apply(WatchEvent::Apply(pod(odd)));
     let model = |s: &ClusterState, name: &str| {
         let key = format!("default/{name}");
-        Arc::clone(s.pods[&key].model().unwrap().as_ref().unwrap())
+        Arc::clone(s.pods[key.as_str()].model().unwrap().as_ref().unwrap())
     };
     let (a, b, c) = (model(&s, "a"), model(&s, "b"), model(&s, "c"));
     assert!(Arc::ptr_eq(&a.template, &b.template));
     assert!(!Arc::ptr_eq(&a.template, &c.template));
-    let record = |name: &str| &s.pods[&format!("default/{name}")];
+    let record = |name: &str| &s.pods[format!("default/{name}").as_str()];
     assert!(record("a").shares_labels_with(record("b")));
     assert!(!record("a").shares_labels_with(record("c")));
     assert_eq!(c.labels["tier"], "x");
@@ -362,6 +365,20 @@ fn claims_of_one_instance_type_and_zone_share_their_labels_nodes_their_annotatio
     assert_eq!(n2.labels["kubernetes.io/hostname"], "n2");
     assert!(Arc::ptr_eq(&n1.annotations, &n2.annotations));
     assert!(Arc::ptr_eq(&n1.annotations, &c1.annotations));
+}
+
+#[test]
+fn the_index_holds_one_copy_of_each_pods_key() {
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
+    let mut bound = unschedulable("b");
+    bound["spec"]["nodeName"] = json!("n1");
+    s.apply(WatchEvent::Apply(pod(bound)));
+    let key = |name: &str| s.pods.get_key_value(name).unwrap().0;
+    let pending = s.pending().first().unwrap();
+    assert!(Arc::ptr_eq(pending, key("default/a")));
+    let on_n1 = s.pods_by_node["n1"].first().unwrap();
+    assert!(Arc::ptr_eq(on_n1, key("default/b")));
 }
 
 #[test]

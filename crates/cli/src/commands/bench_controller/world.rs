@@ -176,7 +176,7 @@ impl World {
                             ts.iter()
                                 .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
                         });
-                    let name = key.split_once('/').map_or(key.as_str(), |(_, n)| n);
+                    let name = key.split_once('/').map_or(&**key, |(_, n)| n);
                     (ready && !tainted).then(|| (name.to_string(), node))
                 })
                 .collect()
@@ -198,7 +198,7 @@ impl World {
             let s = lock(&self.state);
             self.pods
                 .keys()
-                .filter(|n| !s.pods.contains_key(&format!("default/{n}")))
+                .filter(|n| !s.pods.contains_key(format!("default/{n}").as_str()))
                 .cloned()
                 .collect()
         };
@@ -236,7 +236,7 @@ impl World {
             .take(n)
             .map(|name| {
                 let key = format!("default/{name}");
-                let Some(p) = s.pods.get(&key) else {
+                let Some(p) = s.pods.get(key.as_str()) else {
                     return format!("{name}: not in the index");
                 };
                 let claim = s.nominated_claim(&key, now).map(|c| {
