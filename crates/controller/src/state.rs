@@ -106,9 +106,9 @@ pub struct ClusterState {
     changed: Arc<Notify>,
     /// The Nodes and observed NodeClaims as core's model, which every snapshot shares.
     models: models::Models,
-    /// One copy of each pod template the pods' models hold, and of each set of labels their
-    /// records hold: a Deployment's replicas share them.
+    /// One copy of each pod template the pods' models hold: a Deployment's replicas share it.
     templates: PodTemplates,
+    /// One copy of each list of labels the pods' records hold, shared as the templates are.
     pod_labels: pod::PodLabels,
     /// One copy of each list of requirement values the NodeClaims hold (and their
     /// conversions): claims made for alike pods list the same instance types.
