@@ -102,12 +102,13 @@ pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
     let family = &metrics.ages.lifetime;
     family.clear();
     let rows = metrics.state.gauge_rows().lock();
-    let rows = rows.unwrap_or_else(|e| e.into_inner());
+    let mut rows = rows.unwrap_or_else(|e| e.into_inner());
     for (name, n) in &s.nodes {
         let Some(created) = n.metadata.creation_timestamp.as_ref().map(from_time) else {
             continue;
         };
-        let dims = super::metrics::node_dimensions(n, &mut Default::default());
+        // Built from the rows' values, so the comparison below mostly compares pointers.
+        let dims = super::metrics::node_dimensions(n, rows.texts());
         // Its labels shared with its resource gauges' row, so that 2,000 Nodes do not hold
         // their forty labels twice; that row is as fresh as the index when the state loop
         // has just set it, as it has.

@@ -19,7 +19,7 @@ use nodewright_core::resources::{CPU, NODES, Resources};
 use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
-use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, node_dimensions, text};
+use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, node_dimensions};
 use super::{ClusterState, PodKey, PodRecord, convert};
 use crate::metrics::Metrics;
 
@@ -33,7 +33,7 @@ fn amounts(r: &Resources, texts: &mut Shared<str>) -> Amounts {
             } else {
                 v as f64
             };
-            (text(texts, k), value)
+            (texts.text(k), value)
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -122,7 +122,7 @@ pub fn pod_gauges(s: &ClusterState) -> Vec<PodGauge> {
 
 /// The `karpenter_pods_state` row of `p`, its values taken from `texts` where it holds them.
 fn pod_row(s: &ClusterState, p: &PodRecord, texts: &mut Shared<str>) -> PodGauge {
-    let mut text = |t: &str| text(texts, t);
+    let mut text = |t: &str| texts.text(t);
     let node = p.node_name.as_deref().unwrap_or_default();
     let nl = s.nodes.get(node).and_then(|n| n.metadata.labels.as_ref());
     let mut label = |k: &str| text(nl.and_then(|l| l.get(k)).map_or("", |v| v));
@@ -398,6 +398,11 @@ impl Published {
                 (k.to_owned(), 100.0 * used as f64 / a as f64)
             })
             .collect()
+    }
+
+    /// The set the rows' values are kept in, for other series built alike.
+    pub(crate) fn texts(&mut self) -> &mut Shared<str> {
+        &mut self.texts
     }
 
     /// The dimensions last published for the node `name`, to be shared by its other series.

@@ -37,13 +37,6 @@ use crate::metrics::{
 /// held alike by many nodes, so the rows share them.
 pub type NodeDims = Vec<(&'static str, Arc<str>)>;
 
-/// `t` as `texts` holds it, kept there if new: the value rows of pods and nodes share.
-pub(super) fn text(texts: &mut Shared<str>, t: &str) -> Arc<str> {
-    let mut t = Arc::from(t);
-    texts.share(&mut t);
-    t
-}
-
 /// A row's amounts by resource name, sorted by name; the names are shared as the dimensions
 /// are.
 pub type Amounts = Vec<(Arc<str>, f64)>;
@@ -445,7 +438,7 @@ pub fn node_dimensions(
     node: &k8s_openapi::api::core::v1::Node,
     texts: &mut Shared<str>,
 ) -> NodeDims {
-    let mut text = |t: &str| text(texts, t);
+    let mut text = |t: &str| texts.text(t);
     let l = node.metadata.labels.as_ref();
     let mut label = |k: &str| text(l.and_then(|l| l.get(k)).map_or("", |v| v));
     let phase = node.status.as_ref().and_then(|s| s.phase.as_deref());

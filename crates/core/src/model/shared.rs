@@ -70,6 +70,19 @@ impl<T: Hash + Eq + ?Sized> Shared<T> {
     }
 }
 
+impl Shared<str> {
+    /// The kept copy of `value`, kept now if new: [`Shared::share`] without first making a
+    /// copy that a kept one then replaces.
+    pub fn text(&mut self, value: &str) -> Arc<str> {
+        if let Some(kept) = self.kept.get(value) {
+            return Arc::clone(kept);
+        }
+        let mut copy: Arc<str> = Arc::from(value);
+        self.share(&mut copy);
+        copy
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +130,17 @@ mod tests {
             lists.len()
         );
         assert!(live.iter().all(|l| Arc::strong_count(l) == 2));
+    }
+
+    #[test]
+    fn a_text_is_one_copy_whether_given_as_a_str_or_an_arc() {
+        let mut texts: Shared<str> = Shared::default();
+        let zone = texts.text("us-east-1a");
+        assert!(Arc::ptr_eq(&zone, &texts.text("us-east-1a")));
+        let mut given: Arc<str> = Arc::from("us-east-1a");
+        texts.share(&mut given);
+        assert!(Arc::ptr_eq(&zone, &given));
+        assert!(!Arc::ptr_eq(&zone, &texts.text("us-east-1b")));
+        assert_eq!(texts.len(), 2);
     }
 }
