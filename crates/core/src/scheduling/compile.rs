@@ -473,7 +473,7 @@ pub(crate) fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
 /// The one value `reqs` allow for the NodePool label (not complemented), if exactly one.
 pub(crate) fn nodepool_value(reqs: &Reqs, interner: &Interner) -> Option<u32> {
     let set = reqs.get(interner.get(labels::NODEPOOL)?)?;
-    match set.values.as_slice() {
+    match &*set.values {
         [v] if !set.complement => Some(*v),
         _ => None,
     }

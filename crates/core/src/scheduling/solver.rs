@@ -213,7 +213,7 @@ impl World {
         let exists = ValueSet::exists();
         let set = treqs.get(key).unwrap_or(&exists);
         if !set.complement {
-            return Some(set.values.clone());
+            return Some(set.values.to_vec());
         }
         let mut v: Vec<u32> = self
             .universe
