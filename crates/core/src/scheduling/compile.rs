@@ -460,6 +460,22 @@ pub(crate) fn is_ephemeral_taint(t: &Taint) -> bool {
     )
 }
 
+/// The strings [`node_reqs`] interns for `node`, in call order: each label's key (normalized)
+/// and value, the hostname key, then the node's name when no label gave the hostname. Two
+/// nodes of one name with the same strings compile to the same requirements, which is how the
+/// node cache tells a node's labels unchanged without keeping a copy of them.
+pub(crate) fn node_strings(node: &Node) -> impl Iterator<Item = &str> {
+    let named = node
+        .labels
+        .keys()
+        .any(|k| reqs::normalize(k) == labels::HOSTNAME);
+    node.labels
+        .iter()
+        .flat_map(|(k, v)| [reqs::normalize(k), v.as_str()])
+        .chain([labels::HOSTNAME])
+        .chain((!named).then_some(node.name.as_str()))
+}
+
 pub(crate) fn node_reqs(node: &Node, interner: &mut Interner) -> Reqs {
     let mut r = Reqs::from_labels(&node.labels, interner);
     let host = interner.intern(labels::HOSTNAME);

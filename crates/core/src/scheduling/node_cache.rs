@@ -2,10 +2,10 @@
 //!
 //! Compiling a node interns every label key and value (dozens per node: the instance type's
 //! labels come along) and builds its requirements. Between two decisions few nodes change, so
-//! the cache keeps, per node name, its labels (compared again only when the Node's
-//! `resourceVersion` is unknown or moved), the strings its compile interned in call order,
-//! and the ids and requirements of its last compile. A later compile of a node
-//! with the same labels replays the sequence instead: each distinct string is interned once
+//! the cache keeps, per node name, the strings its compile interned in call order (which
+//! determine the compile, so they are what a node's labels are compared with when its
+//! `resourceVersion` is unknown or moved) and the ids and requirements of its last compile. A
+//! later compile of a node with the same strings replays the sequence instead: each distinct string is interned once
 //! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
 //! it, so every id, the interner's contents and the recorded sequence come out exactly as a
 //! fresh compile's. The requirements of the node's last compile are then renamed from its ids
@@ -13,7 +13,6 @@
 //! of the last compile (every node before it and the NodePools unchanged, the usual case):
 //! then they are handed out again, shared, with nothing copied or sorted.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::compile;
@@ -25,10 +24,10 @@ use crate::model::Node;
 
 #[derive(Clone, Debug)]
 struct Entry {
-    labels: Packed,
     /// The `resourceVersion` of the Node the labels were last seen on (empty: unknown).
     version: String,
-    /// The strings the node's compile interned, in call order, as cache string ids.
+    /// The strings the node's compile interned, in call order, as cache string ids: the
+    /// node's labels as the compile reads them ([`compile::node_strings`]).
     trace: Vec<u32>,
     /// The ids the node's last compile interned, in call order, and its requirements in those
     /// ids: a replay renames them from the first sequence to its own.
@@ -178,12 +177,12 @@ impl NodeCache {
     ) -> (Arc<Reqs>, Arc<Vec<u32>>, Option<u32>) {
         let now = self.compiles;
         if let Some(e) = self.entries.get_mut(&node.name)
-            && (known_version(&e.version, node) || e.labels.same(&node.labels))
+            && (known_version(&e.version, node) || same_strings(&self.names, &e.trace, node))
         {
             if known_version(&e.version, node) {
                 self.by_version += 1;
                 debug_assert!(
-                    e.labels.same(&node.labels),
+                    same_strings(&self.names, &e.trace, node),
                     "{} changed at one version",
                     node.name
                 );
@@ -257,7 +256,6 @@ impl NodeCache {
         self.entries.insert(
             node.name.clone(),
             Entry {
-                labels: Packed::of(&node.labels),
                 version: node.resource_version.clone(),
                 trace,
                 last: (seq.clone(), reqs.clone()),
@@ -276,50 +274,16 @@ fn known_version(version: &str, node: &Node) -> bool {
     !version.is_empty() && version == node.resource_version
 }
 
-/// A node's labels in key order, packed into one buffer (each key and value as its length and
-/// bytes): comparing a node's map with it reads the kept side in one sequential pass, where two
-/// maps of separately allocated strings cost a cache miss per string on both sides.
-#[derive(Clone, Debug)]
-struct Packed {
-    count: usize,
-    bytes: Vec<u8>,
-}
-
-impl Packed {
-    fn of(labels: &BTreeMap<String, String>) -> Packed {
-        let mut bytes = Vec::new();
-        for (k, v) in labels {
-            for s in [k, v] {
-                bytes.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                bytes.extend_from_slice(s.as_bytes());
-            }
-        }
-        Packed {
-            count: labels.len(),
-            bytes,
-        }
-    }
-
-    /// Whether `labels` are exactly the packed ones.
-    fn same(&self, labels: &BTreeMap<String, String>) -> bool {
-        if self.count != labels.len() {
-            return false;
-        }
-        let mut rest = self.bytes.as_slice();
-        for (k, v) in labels {
-            for s in [k, v] {
-                let Some((len, tail)) = rest.split_first_chunk::<4>() else {
-                    return false;
-                };
-                let n = u32::from_le_bytes(*len) as usize;
-                if tail.len() < n || tail[..n] != *s.as_bytes() {
-                    return false;
-                }
-                rest = &tail[n..];
-            }
-        }
-        rest.is_empty()
-    }
+/// Whether `node` compiles to the strings `trace` names (in `names`), one for one: its labels
+/// are then those of the compile the trace was taken from, as far as the compile can tell.
+/// Each string is a lookup in the cache's table, but this runs only for a node written since
+/// its entry was made, which few are between two compiles.
+fn same_strings(names: &[String], trace: &[u32], node: &Node) -> bool {
+    let mut strings = compile::node_strings(node);
+    trace
+        .iter()
+        .all(|&g| strings.next() == Some(names[g as usize].as_str()))
+        && strings.next().is_none()
 }
 
 /// `reqs` with every id replaced by its slot in `renames`, sorted again. Every id of `reqs`

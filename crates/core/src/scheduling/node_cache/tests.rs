@@ -358,28 +358,53 @@ fn a_compile_kept_on_one_thread_equals_one_that_splits() {
 }
 
 #[test]
-fn packed_labels_equal_only_the_same_labels() {
-    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs
+fn a_nodes_strings_are_those_its_compile_interns() {
+    let s = cluster(3, 10, 1);
+    let mut nodes: Vec<Node> = s.nodes.iter().map(|n| (**n).clone()).collect();
+    nodes[1]
+        .labels
+        .insert(labels::HOSTNAME.into(), "host-1".into());
+    nodes[2]
+        .labels
+        .insert("beta.kubernetes.io/arch".into(), "arm64".into());
+    for n in &nodes {
+        let mut i = crate::scheduling::intern::Interner::new();
+        i.trace();
+        compile::node_reqs(n, &mut i);
+        let traced: Vec<String> = i
+            .take_trace()
             .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    let a = map(&[("ab", "c"), ("k", "")]);
-    let packed = Packed::of(&a);
-    assert!(packed.same(&a));
-    // The same bytes split differently, a missing or extra label, another value.
-    for other in [
-        map(&[("a", "bc"), ("k", "")]),
-        map(&[("ab", "c")]),
-        map(&[("ab", "c"), ("k", ""), ("z", "")]),
-        map(&[("ab", "c"), ("k", "x")]),
-        map(&[("ab", "c"), ("l", "")]),
-        map(&[]),
-    ] {
-        assert!(!packed.same(&other), "{other:?}");
+            .map(|&id| i.name(id).to_string())
+            .collect();
+        assert_eq!(traced, compile::node_strings(n).collect::<Vec<_>>());
     }
-    assert!(Packed::of(&map(&[])).same(&map(&[])));
+}
+
+#[test]
+fn a_node_written_since_is_compared_by_the_strings_its_compile_interns() {
+    let mut s = cluster(5, 10, 1);
+    let mut cache = NodeCache::new();
+    targets_with(&s, Compile::cached(&mut cache));
+    targets_with(&s, Compile::cached(&mut cache));
+    // Unversioned, so each is compared: all the same.
+    assert_eq!((cache.misses, cache.hits, cache.by_version), (5, 5, 0));
+    // A value changed, a label added, one removed, the hostname no longer given by a label
+    // (the compile then names the node itself): each compiled again; the fifth is a hit.
+    let key = s.nodes[0].labels.keys().next().unwrap().clone();
+    s.node_mut(0).labels.insert(key, "other".into());
+    s.node_mut(1)
+        .labels
+        .insert("example.com/new".into(), "x".into());
+    let key = s.nodes[2].labels.keys().next().unwrap().clone();
+    s.node_mut(2).labels.remove(&key);
+    assert!(s.node_mut(3).labels.remove(labels::HOSTNAME).is_some());
+    assert_eq!(
+        shape(&targets_with(&s, Compile::cached(&mut cache))),
+        shape(&targets(&s))
+    );
+    assert_eq!((cache.misses, cache.hits), (9, 6));
+    targets_with(&s, Compile::cached(&mut cache));
+    assert_eq!((cache.misses, cache.hits), (9, 11));
 }
 
 #[test]
