@@ -2,16 +2,17 @@
 //!
 //! Compiling a node interns every label key and value (dozens per node: the instance type's
 //! labels come along) and builds its requirements. Between two decisions few nodes change, so
-//! the cache keeps, per node name, the strings its compile interned in call order (which
-//! determine the compile, so they are what a node's labels are compared with when its
+//! the cache keeps, per node name, the strings its compile interned in call order (they
+//! determine the compile, so a node's labels are compared with them when its
 //! `resourceVersion` is unknown or moved) and the ids and requirements of its last compile. A
-//! later compile of a node with the same strings replays the sequence instead: each distinct string is interned once
-//! per compile (a repeated one is an array lookup), in the order a fresh compile would meet
-//! it, so every id, the interner's contents and the recorded sequence come out exactly as a
-//! fresh compile's. The requirements of the node's last compile are then renamed from its ids
-//! to these, position by position, and sorted again, unless the replayed ids are exactly those
-//! of the last compile (every node before it and the NodePools unchanged, the usual case):
-//! then they are handed out again, shared, with nothing copied or sorted.
+//! later compile of a node with the same strings replays the sequence instead: each distinct
+//! string is interned once per compile (a repeated one is an array lookup), in the order a
+//! fresh compile would meet it, so every id, the interner's contents and the recorded
+//! sequence come out exactly as a fresh compile's. The requirements of the node's last compile
+//! are then renamed from its ids to these, position by position, and sorted again, unless the
+//! replayed ids are exactly those of the last compile (every node before it and the NodePools
+//! unchanged, the usual case): then they are handed out again, shared, with nothing copied or
+//! sorted.
 
 use std::sync::Arc;
 
