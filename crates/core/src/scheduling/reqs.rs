@@ -82,6 +82,20 @@ impl ValueSet {
         self
     }
 
+    /// The bounds a value must meet to be within both sets: the higher lower bound and the
+    /// lower upper bound.
+    fn both_bounds(&self, other: &ValueSet) -> (Option<i64>, Option<i64>) {
+        let gt = match (self.gt(), other.gt()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let lt = match (self.lt(), other.lt()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        (gt, lt)
+    }
+
     pub(crate) fn exists() -> Self {
         Self::not_in(vec![])
     }
@@ -148,14 +162,7 @@ impl ValueSet {
             (false, true) => self.values.iter().any(|&v| other.has(v, interner)),
             (true, false) => other.overlaps(self, interner),
             (true, true) => {
-                let gt = match (self.gt(), other.gt()) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-                let lt = match (self.lt(), other.lt()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                let (gt, lt) = self.both_bounds(other);
                 !matches!((gt, lt), (Some(g), Some(l)) if l.saturating_sub(g) <= 1)
             }
         }
@@ -194,14 +201,7 @@ impl ValueSet {
                 let mut values = Vec::with_capacity(self.values.len() + other.values.len());
                 values.extend_from_slice(&self.values);
                 values.extend_from_slice(&other.values);
-                let gt = match (self.gt(), other.gt()) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-                let lt = match (self.lt(), other.lt()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
+                let (gt, lt) = self.both_bounds(other);
                 let s = ValueSet::not_in(values).with_bounds(gt, lt);
                 if s.is_empty() {
                     ValueSet::does_not_exist()
