@@ -235,9 +235,8 @@ fn health(s: &ClusterState, n: &Node) -> NodeHealth {
             .as_ref()
             .map(from_time)
             .unwrap_or_default(),
-        nodepool: meta
-            .labels
-            .as_ref()
+        nodepool: s
+            .node_labels(meta.name.as_deref().unwrap_or_default())
             .and_then(|l| l.get(labels::NODEPOOL))
             .cloned(),
         claim,

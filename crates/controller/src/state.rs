@@ -52,6 +52,9 @@ pub struct ClusterState {
     /// Pods as the loops read them (see [`PodRecord`]), each with its model in the engine when
     /// a snapshot takes it. Boxed: a map's node holds eleven values inline, most unused.
     pub pods: BTreeMap<PodKey, Box<PodRecord>>,
+    /// Nodes by name, each without its labels when it converted: its conversion holds them
+    /// (see [`ClusterState::put_node`]); read them with [`ClusterState::node_labels`], or
+    /// take a whole copy with [`ClusterState::node_object`].
     pub nodes: BTreeMap<String, Node>,
     /// Shared, so a loop takes the claims it reads without copying them.
     pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
@@ -291,22 +294,33 @@ impl ClusterState {
     }
 
     /// Takes a Node's new copy; one that moved only its heartbeat (see [`heartbeat`]) is
-    /// stored without counting as a change.
-    fn put_node(&mut self, n: Node) {
+    /// stored without counting as a change. Its labels are held once, by its conversion: a
+    /// Node's thirty-odd labels as parsed were some 3.7 KiB, held again by the conversion
+    /// (`docs/RELIABILITY.md`). Only a Node that did not convert keeps them in its object.
+    fn put_node(&mut self, mut n: Node) {
         let key = key_of(&n.metadata);
+        let labels = n.metadata.labels.take().unwrap_or_default();
+        let (relabelled, same_labels) = match self.nodes.contains_key(&key) {
+            false => (true, false),
+            true => {
+                let old = self.node_labels(&key);
+                let same = old.map_or(labels.is_empty(), |old| *old == labels);
+                (gauge_labels(old) != gauge_labels(Some(&labels)), same)
+            }
+        };
         let old = self.nodes.insert(key.clone(), n);
         let new = &self.nodes[&key];
-        let relabelled = old
-            .as_ref()
-            .is_none_or(|old| gauge_labels(old) != gauge_labels(new));
-        if let Some(old) = old {
+        if let Some(mut old) = old {
             unindex(&mut self.nodes_by_provider_id, node_provider_id(&old), &key);
             index(
                 &mut self.nodes_by_provider_id,
                 node_provider_id(new),
                 key.clone(),
             );
-            if heartbeat::only_heartbeat(old, new) {
+            // Compared apart, above: a copy that did not convert kept its labels.
+            old.metadata.labels = None;
+            if same_labels && heartbeat::only_heartbeat(old, new) {
+                self.keep_labels_unless_converted(&key, labels);
                 return;
             }
         } else {
@@ -317,12 +331,44 @@ impl ClusterState {
             );
         }
         self.changed();
-        self.models.put_node(&key, &self.nodes[&key]);
+        let stored = self.nodes.get_mut(&key).expect("inserted above");
+        stored.metadata.labels = Some(labels);
+        self.models.put_node(&key, stored);
+        if self.models.node_labels(&key).is_some() {
+            stored.metadata.labels = None;
+        }
         self.touch_status(Kind::Node, &key);
         self.node_log.touch(&key, self.nodes.len());
         if relabelled {
             self.touch_pods_on(&key);
         }
+    }
+
+    /// Puts `labels` back into the Node at `key` if its conversion does not hold them.
+    fn keep_labels_unless_converted(&mut self, key: &str, labels: BTreeMap<String, String>) {
+        if self.models.node_labels(key).is_none()
+            && let Some(n) = self.nodes.get_mut(key)
+        {
+            n.metadata.labels = Some(labels);
+        }
+    }
+
+    /// The labels of the Node `name`: its conversion's, or its object's when it did not
+    /// convert (or was put into [`ClusterState::nodes`] directly).
+    pub fn node_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+        self.models
+            .node_labels(name)
+            .or_else(|| self.nodes.get(name)?.metadata.labels.as_ref())
+    }
+
+    /// A copy of the Node `name` with its labels, for a loop that works on it outside the
+    /// lock.
+    pub fn node_object(&self, name: &str) -> Option<Node> {
+        let mut n = self.nodes.get(name)?.clone();
+        if n.metadata.labels.is_none() {
+            n.metadata.labels = self.models.node_labels(name).cloned();
+        }
+        Some(n)
     }
 
     /// Takes a pod's new record; one equal to the record held (the pod changed only in what
@@ -350,8 +396,8 @@ impl ClusterState {
         } else {
             self.pending.remove(&key);
         }
-        if let Some((node, u)) = p.model.as_ref().and_then(|m| m.on.as_ref()) {
-            self.usage.entry(node.clone()).or_default().add(u);
+        if let Some((node, u)) = p.counts_on() {
+            self.usage.entry(node.to_owned()).or_default().add(u);
             self.node_log.touch(node, self.nodes.len());
         }
         self.pod_log.touch_shared(&key, self.pods.len() + 1);
@@ -546,7 +592,7 @@ impl ClusterState {
 
     /// Takes the pod `old`, leaving the index, out of its node's usage.
     fn forget_usage(&mut self, old: &PodRecord) {
-        if let Some((node, u)) = old.model.as_ref().and_then(|m| m.on.as_ref())
+        if let Some((node, u)) = old.counts_on()
             && let Some(sum) = self.usage.get_mut(node)
         {
             sum.sub(u);
@@ -576,9 +622,8 @@ impl ClusterState {
     }
 }
 
-/// The node labels a pod's gauge row carries.
-fn gauge_labels(n: &Node) -> [Option<&String>; 5] {
-    let l = n.metadata.labels.as_ref();
+/// The node labels a pod's gauge row carries, of a Node's labels `l`.
+fn gauge_labels(l: Option<&BTreeMap<String, String>>) -> [Option<&String>; 5] {
     let get = |k: &str| l.and_then(|l| l.get(k));
     use nodewright_core::labels;
     [

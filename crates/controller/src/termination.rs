@@ -136,19 +136,21 @@ impl Termination {
         if !self.leading() {
             return BTreeMap::new();
         }
-        let nodes: Vec<Node> = lock(&self.state)
-            .nodes
-            .values()
-            .filter(|n| {
-                n.metadata.deletion_timestamp.is_some()
-                    && n.metadata
-                        .finalizers
-                        .iter()
-                        .flatten()
-                        .any(|f| f == TERMINATION_FINALIZER)
-            })
-            .cloned()
-            .collect();
+        let nodes: Vec<Node> = {
+            let s = lock(&self.state);
+            s.nodes
+                .iter()
+                .filter(|(_, n)| {
+                    n.metadata.deletion_timestamp.is_some()
+                        && n.metadata
+                            .finalizers
+                            .iter()
+                            .flatten()
+                            .any(|f| f == TERMINATION_FINALIZER)
+                })
+                .filter_map(|(name, _)| s.node_object(name))
+                .collect()
+        };
         let mut out = BTreeMap::new();
         for n in nodes {
             let name = n.metadata.name.clone().unwrap_or_default();

@@ -331,7 +331,7 @@ fn node_bytes(state: &SharedState) -> f64 {
             .values()
             .filter_map(|c| {
                 let node = c.status.as_ref()?.node_name.as_ref()?;
-                Some((s.nodes.get(node)?, c))
+                Some((s.node_object(node)?, c))
             })
             .collect();
         let copies = if pairs.is_empty() {

@@ -152,7 +152,7 @@ pub fn demoted(state: &ClusterState, instances: &[Instance]) -> Vec<Demoted> {
                 .into_iter()
                 .filter(|n| n.metadata.deletion_timestamp.is_none())
                 .filter(|n| {
-                    let l = n.metadata.labels.as_ref();
+                    let l = state.node_labels(n.metadata.name.as_deref().unwrap_or_default());
                     // A Node not yet registered still gets the claim's labels copied over.
                     l.and_then(|l| l.get(labels::REGISTERED))
                         .map(String::as_str)

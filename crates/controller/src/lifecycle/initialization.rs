@@ -12,7 +12,7 @@ impl Lifecycle {
         now: Timestamp,
     ) -> Result<(), WriteError> {
         let node_name = status.node_name.clone().unwrap_or_default();
-        let Some(node) = lock(&self.state).nodes.get(&node_name).cloned() else {
+        let Some(node) = lock(&self.state).node_object(&node_name) else {
             cond::set(
                 conds,
                 INITIALIZED,

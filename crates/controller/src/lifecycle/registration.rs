@@ -17,11 +17,13 @@ impl Lifecycle {
     ) -> Result<Option<Outcome>, WriteError> {
         let name = claim.metadata.name.clone().unwrap_or_default();
         let pid = status.provider_id.clone().unwrap_or_default();
-        let nodes: Vec<Node> = lock(&self.state)
-            .node_by_provider_id(&pid)
-            .into_iter()
-            .cloned()
-            .collect();
+        let nodes: Vec<Node> = {
+            let s = lock(&self.state);
+            s.node_by_provider_id(&pid)
+                .into_iter()
+                .filter_map(|n| s.node_object(n.metadata.name.as_deref()?))
+                .collect()
+        };
         let node = match nodes.as_slice() {
             [] => {
                 if let Some(o) = self.registration_timed_out(claim, conds, now).await? {

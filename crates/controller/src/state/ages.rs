@@ -108,7 +108,7 @@ pub fn set_lifetimes(s: &ClusterState, metrics: &Metrics, now: Timestamp) {
             continue;
         };
         // Built from the rows' values, so the comparison below mostly compares pointers.
-        let dims = super::metrics::node_dimensions(n, rows.texts());
+        let dims = super::metrics::node_dimensions(n, s.node_labels(name), rows.texts());
         // Its labels shared with its resource gauges' row, so that 2,000 Nodes do not hold
         // their forty labels twice; that row is as fresh as the index when the state loop
         // has just set it, as it has.

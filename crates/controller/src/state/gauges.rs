@@ -19,7 +19,7 @@ use nodewright_core::resources::{CPU, NODES, Resources};
 use nodewright_core::time::Timestamp;
 
 use super::changes::{Cursor, Since};
-use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, node_dimensions};
+use super::metrics::{Amounts, NodeDims, NodeGauge, PodGauge, PodNode, node_dimensions};
 use super::{ClusterState, PodKey, PodRecord, convert};
 use crate::metrics::Metrics;
 
@@ -89,7 +89,7 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
                 }
             }
             NodeGauge {
-                labels: Arc::new(node_dimensions(n, &mut texts)),
+                labels: Arc::new(node_dimensions(n, s.node_labels(&name), &mut texts)),
                 allocatable: amounts(&allocatable, &mut texts),
                 pod_requests: amounts(&requests, &mut texts),
                 pod_limits: amounts(&limits, &mut texts),
@@ -116,30 +116,45 @@ fn system_overhead(n: &Node, allocatable: &Resources) -> Resources {
 
 /// One `karpenter_pods_state` row per pod, recounted from scratch.
 pub fn pod_gauges(s: &ClusterState) -> Vec<PodGauge> {
-    let mut texts = Shared::default();
-    s.pods.values().map(|p| pod_row(s, p, &mut texts)).collect()
+    let mut values = RowValues::default();
+    s.pods
+        .iter()
+        .map(|(key, p)| pod_row(s, key, p, &mut values))
+        .collect()
 }
 
-/// The `karpenter_pods_state` row of `p`, its values taken from `texts` where it holds them.
-fn pod_row(s: &ClusterState, p: &PodRecord, texts: &mut Shared<str>) -> PodGauge {
-    let mut text = |t: &str| texts.text(t);
+/// One copy of each value the rows hold; the pods' rows also share their nodes' parts.
+#[derive(Debug, Default)]
+struct RowValues {
+    texts: Shared<str>,
+    pod_nodes: Shared<PodNode>,
+}
+
+/// The `karpenter_pods_state` row of `p` (at `key` in the index), its values taken from
+/// `values` where it holds them.
+fn pod_row(s: &ClusterState, key: &PodKey, p: &PodRecord, values: &mut RowValues) -> PodGauge {
     let node = p.node_name.as_deref().unwrap_or_default();
-    let nl = s.nodes.get(node).and_then(|n| n.metadata.labels.as_ref());
+    let mut text = |t: &str| values.texts.text(t);
+    let nl = s.node_labels(node);
     let mut label = |k: &str| text(nl.and_then(|l| l.get(k)).map_or("", |v| v));
-    PodGauge {
-        name: p.name.clone(),
-        scheduled: !node.is_empty(),
+    let mut on = Arc::new(PodNode {
         nodepool: label(labels::NODEPOOL),
         zone: label(labels::ZONE),
         arch: label(labels::ARCH),
         instance_type: label(labels::INSTANCE_TYPE),
         capacity_type: label(labels::CAPACITY_TYPE),
-        namespace: text(&p.namespace),
+        name: text(node),
+    });
+    values.pod_nodes.share(&mut on);
+    let mut text = |t: &str| values.texts.text(t);
+    PodGauge {
+        key: Arc::clone(key),
+        scheduled: !node.is_empty(),
         owner: match &p.controller {
             Some((kind, name)) => text(&format!("{kind}/{name}")),
             None => text(""),
         },
-        node: text(node),
+        node: on,
         phase: text(p.phase.as_deref().unwrap_or_default()),
         ready: p.condition_true("Ready"),
     }
@@ -279,7 +294,7 @@ fn node_row(s: &ClusterState, name: &str, texts: &mut Shared<str>) -> Option<Nod
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {
         gauge: Arc::new(NodeGauge {
-            labels: Arc::new(node_dimensions(n, texts)),
+            labels: Arc::new(node_dimensions(n, s.node_labels(name), texts)),
             allocatable: amounts(&allocatable, texts),
             pod_requests: amounts(&usage.requests, texts),
             pod_limits: amounts(&usage.limits, texts),
@@ -300,7 +315,7 @@ pub struct Published {
     nodes_read: Option<Cursor>,
     pods: BTreeMap<PodKey, Arc<PodGauge>>,
     /// One copy of each value the pod and node rows hold.
-    texts: Shared<str>,
+    values: RowValues,
     nodes: BTreeMap<String, NodeRow>,
     allocatable: Resources,
     requested: Resources,
@@ -313,7 +328,7 @@ impl Published {
                 for key in keys {
                     // The index's copy of the key, which the row shares.
                     let live = s.pods.get_key_value(key);
-                    let row = live.map(|(_, p)| Arc::new(pod_row(s, p, &mut self.texts)));
+                    let row = live.map(|(k, p)| Arc::new(pod_row(s, k, p, &mut self.values)));
                     let old = self.pods.get(key);
                     if row.as_ref() == old {
                         continue;
@@ -329,7 +344,10 @@ impl Published {
                 self.pods = s
                     .pods
                     .iter()
-                    .map(|(k, p)| (k.clone(), Arc::new(pod_row(s, p, &mut self.texts))))
+                    .map(|(k, p)| {
+                        let row = pod_row(s, k, p, &mut self.values);
+                        (k.clone(), Arc::new(row))
+                    })
                     .collect();
                 let rows: Vec<Arc<PodGauge>> = self.pods.values().cloned().collect();
                 metrics.state.set_pods(&rows);
@@ -340,7 +358,7 @@ impl Published {
             Since::Keys(keys) => {
                 let mut changed = false;
                 for name in keys {
-                    let row = node_row(s, name, &mut self.texts);
+                    let row = node_row(s, name, &mut self.values.texts);
                     let old = self.nodes.get(name);
                     if row.as_ref() == old {
                         continue;
@@ -372,7 +390,7 @@ impl Published {
                 self.nodes = s
                     .nodes
                     .keys()
-                    .filter_map(|n| node_row(s, n, &mut self.texts).map(|r| (n.clone(), r)))
+                    .filter_map(|n| node_row(s, n, &mut self.values.texts).map(|r| (n.clone(), r)))
                     .collect();
                 self.allocatable = Resources::new();
                 self.requested = Resources::new();
@@ -402,7 +420,7 @@ impl Published {
 
     /// The set the rows' values are kept in, for other series built alike.
     pub(crate) fn texts(&mut self) -> &mut Shared<str> {
-        &mut self.texts
+        &mut self.values.texts
     }
 
     /// The dimensions last published for the node `name`, to be shared by its other series.

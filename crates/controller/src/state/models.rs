@@ -8,6 +8,9 @@
 //! launched as one instance type in one zone carry the same labels, and the claims and Nodes
 //! of one NodePool the same annotations.
 //!
+//! A Node's labels are held here alone: the index's copy of a Node that converted has none
+//! (see `ClusterState::put_node`).
+//!
 //! A Node's heartbeat (see [`super::heartbeat`]) keeps its conversion: the model then carries
 //! the `resourceVersion` of the copy it was made from, which names the same content, and that
 //! is all core reads it for (its caches' key).
@@ -68,11 +71,21 @@ impl Models {
     }
 
     /// The Node at `key` as converted when the index took it; `n`, its copy in the index,
-    /// is converted afresh only if it has no conversion (which the index does not allow).
+    /// is converted afresh only if it has no conversion (which the index does not allow), in
+    /// which case `n` holds its own labels.
     pub(super) fn node(&self, key: &str, n: &api::Node) -> Converted<Node> {
         match self.nodes.get(key) {
             Some(c) => c.clone(),
             None => convert::node(n).map(Arc::new),
+        }
+    }
+
+    /// The labels of the Node at `key` as its conversion holds them; `None` when it has no
+    /// conversion or did not convert.
+    pub(super) fn node_labels(&self, key: &str) -> Option<&BTreeMap<String, String>> {
+        match self.nodes.get(key)? {
+            Ok(n) => Some(&n.labels),
+            Err(_) => None,
         }
     }
 

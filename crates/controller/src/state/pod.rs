@@ -77,8 +77,9 @@ struct Condition {
 pub(super) struct PodModel {
     /// Shared with every snapshot that takes the pod.
     pub(super) pod: Result<Arc<nodewright_core::model::Pod>, String>,
-    /// The node it counts on (bound and not finished) and what it adds there.
-    pub(super) on: Option<(String, PodUsage)>,
+    /// What it adds to the node it is bound to, while bound and not finished (the node is
+    /// the record's `node_name`, not a copy of it).
+    pub(super) usage: Option<PodUsage>,
 }
 
 /// What one pod adds to its node's gauges.
@@ -222,15 +223,12 @@ impl PodRecord {
         let pod = nodewright_api::workload::pod_from_api(p)
             .map(Arc::new)
             .map_err(|e| e.to_string());
-        let on = node.filter(|_| !self.finished()).map(|n| {
-            let usage = PodUsage {
-                requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
-                limits: super::gauges::pod_limits(p),
-                daemon: self.owned_by("DaemonSet"),
-            };
-            (n.to_owned(), usage)
+        let usage = node.filter(|_| !self.finished()).map(|_| PodUsage {
+            requests: pod.as_ref().map(|m| m.requests.clone()).unwrap_or_default(),
+            limits: super::gauges::pod_limits(p),
+            daemon: self.owned_by("DaemonSet"),
         });
-        Some(PodModel { pod, on })
+        Some(PodModel { pod, usage })
     }
 
     /// Points a new record's labels at `labels`' copy of them and its model's template at
@@ -321,7 +319,12 @@ impl PodRecord {
 
     /// What the pod adds to the node it counts on (bound and not finished).
     pub fn usage(&self) -> Option<&PodUsage> {
-        self.model.as_ref()?.on.as_ref().map(|(_, u)| u)
+        self.model.as_ref()?.usage.as_ref()
+    }
+
+    /// The node the pod counts on (bound and not finished) and what it adds there.
+    pub(super) fn counts_on(&self) -> Option<(&str, &PodUsage)> {
+        Some((self.bound_to()?, self.usage()?))
     }
 }
 

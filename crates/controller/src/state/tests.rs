@@ -130,7 +130,7 @@ fn a_nodes_unread_status_is_stripped_and_what_loops_read_kept() {
     assert_eq!(status.allocatable.as_ref().unwrap()["cpu"].0, "2");
     assert_eq!(n.spec.as_ref().unwrap().taints.as_ref().unwrap().len(), 1);
     assert_eq!(
-        n.metadata.labels.as_ref().unwrap()["karpenter.sh/nodepool"],
+        s.node_labels("n1").unwrap()["karpenter.sh/nodepool"],
         "default"
     );
 }
@@ -648,4 +648,114 @@ fn snapshots_share_each_nodes_and_claims_conversion_until_it_changes() {
     s.apply(WatchEvent::Init(Kind::Node));
     s.apply(WatchEvent::InitDone(Kind::Node));
     assert!(snap(&s).nodes.is_empty());
+}
+
+#[test]
+fn a_nodes_labels_are_held_once_by_its_conversion() {
+    let node = |version: &str, heartbeat: &str, zone: &str, cpu: &str| {
+        let extra = json!({
+            "metadata": {"resourceVersion": version,
+                "labels": {"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": zone}},
+            "status": {"allocatable": {"cpu": cpu}, "conditions": [{"type": "Ready",
+                "status": "True", "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        });
+        Object::from_value(Kind::Node, merge(k8s::node("n1", "aws:///z/i-1"), extra)).unwrap()
+    };
+    let labels = |zone: &str| {
+        BTreeMap::from([
+            ("karpenter.sh/nodepool".to_string(), "default".to_string()),
+            ("topology.kubernetes.io/zone".to_string(), zone.to_string()),
+        ])
+    };
+    let mut s = ClusterState::default();
+    let mut bound = unschedulable("a");
+    bound["spec"]["nodeName"] = json!("n1");
+    s.apply(WatchEvent::Apply(pod(bound)));
+    s.apply(WatchEvent::Apply(node(
+        "1",
+        "2026-01-01T00:00:10Z",
+        "z1",
+        "2",
+    )));
+    assert_eq!(
+        s.nodes["n1"].metadata.labels, None,
+        "the conversion holds them"
+    );
+    assert_eq!(s.node_labels("n1"), Some(&labels("z1")));
+    assert_eq!(
+        s.node_object("n1").unwrap().metadata.labels,
+        Some(labels("z1"))
+    );
+
+    // A heartbeat is still no change, though the new copy carries the labels and the index's
+    // does not.
+    let (changes, pods) = (s.changes(), s.pod_log.head());
+    s.apply(WatchEvent::Apply(node(
+        "2",
+        "2026-01-01T00:00:20Z",
+        "z1",
+        "2",
+    )));
+    assert_eq!(s.changes(), changes);
+    assert_eq!(s.node_labels("n1"), Some(&labels("z1")));
+
+    // A label the pods' gauge rows carry, moved with a heartbeat, is a change to the Node and
+    // to the pods bound to it.
+    s.apply(WatchEvent::Apply(node(
+        "3",
+        "2026-01-01T00:00:30Z",
+        "z2",
+        "2",
+    )));
+    assert_ne!(s.changes(), changes);
+    assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
+    assert!(matches!(s.pod_log.since(Some(pods)), changes::Since::Keys(k) if k.len() == 1));
+
+    // A Node that does not convert keeps its labels, through a heartbeat too.
+    s.apply(WatchEvent::Apply(node(
+        "4",
+        "2026-01-01T00:00:40Z",
+        "z2",
+        "lots",
+    )));
+    assert_eq!(s.nodes["n1"].metadata.labels, Some(labels("z2")));
+    let changes = s.changes();
+    s.apply(WatchEvent::Apply(node(
+        "5",
+        "2026-01-01T00:00:50Z",
+        "z2",
+        "lots",
+    )));
+    assert_eq!(s.changes(), changes);
+    assert_eq!(s.nodes["n1"].metadata.labels, Some(labels("z2")));
+    assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
+    // Converting again, it hands them over.
+    s.apply(WatchEvent::Apply(node(
+        "6",
+        "2026-01-01T00:01:00Z",
+        "z2",
+        "2",
+    )));
+    assert_eq!(s.nodes["n1"].metadata.labels, None);
+    assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
+}
+
+#[test]
+fn a_bound_pods_usage_names_its_node_by_the_records_node_name() {
+    // No second copy of the node's name: the model is the engine's pod and the usage.
+    assert_eq!(std::mem::size_of::<pod::PodModel>(), 80);
+    let mut s = ClusterState::default();
+    let mut bound = unschedulable("a");
+    bound["spec"]["nodeName"] = json!("n1");
+    bound["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "250m"}});
+    s.apply(WatchEvent::Apply(pod(bound.clone())));
+    let (node, usage) = s.pods["default/a"].counts_on().unwrap();
+    assert_eq!((node, usage.requests.get("cpu")), ("n1", 250));
+    assert_eq!(s.node_usage("n1").unwrap().requests.get("cpu"), 250);
+    // Finished, it counts nowhere.
+    bound["status"]["phase"] = json!("Succeeded");
+    s.apply(WatchEvent::Apply(pod(bound)));
+    assert_eq!(s.pods["default/a"].counts_on(), None);
+    assert!(s.node_usage("n1").is_none());
 }

@@ -80,7 +80,7 @@ pub fn usage(state: &ClusterState, pool: &str) -> (Resources, i64) {
         }
     }
     for (name, n) in &state.nodes {
-        if in_pool(n.metadata.labels.as_ref()) && !counted_nodes.contains(name) {
+        if in_pool(state.node_labels(name)) && !counted_nodes.contains(name) {
             count += 1;
             total.add(&node_capacity(n));
         }

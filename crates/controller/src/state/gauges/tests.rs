@@ -319,18 +319,21 @@ fn pod_and_node_rows_share_the_values_they_hold_alike() {
     let rows = m.state.gauge_rows().lock().unwrap();
     let pods = rows.rows().1;
     assert_eq!(pods.len(), 3);
-    assert_eq!((&*pods[0].node, &*pods[0].zone), ("n0", "zone-0"));
+    assert_eq!((&*pods[0].node.name, &*pods[0].node.zone), ("n0", "zone-0"));
     for p in &pods[1..] {
-        for (a, b) in [
-            (&pods[0].namespace, &p.namespace),
-            (&pods[0].owner, &p.owner),
-            (&pods[0].node, &p.node),
-            (&pods[0].zone, &p.zone),
-            (&pods[0].instance_type, &p.instance_type),
-            (&pods[0].phase, &p.phase),
-        ] {
+        for (a, b) in [(&pods[0].owner, &p.owner), (&pods[0].phase, &p.phase)] {
             assert!(Arc::ptr_eq(a, b), "{a} held twice");
         }
+        // The node's part is one for every pod on the node.
+        assert!(
+            Arc::ptr_eq(&pods[0].node, &p.node),
+            "{:?} held twice",
+            p.node
+        );
+    }
+    // The rows' keys are the index's.
+    for (key, p) in s.pods.keys().zip(&pods) {
+        assert!(Arc::ptr_eq(key, &p.key));
     }
     let nodes = rows.rows().0;
     let (n0, n1) = (&nodes[0], &nodes[1]);
@@ -339,7 +342,7 @@ fn pod_and_node_rows_share_the_values_they_hold_alike() {
     for k in ["zone", "instance_type", "nodepool", "capacity_type", "arch"] {
         assert!(Arc::ptr_eq(&value(n0, k), &value(n1, k)), "{k} held twice");
     }
-    assert!(Arc::ptr_eq(&value(n0, "zone"), &pods[0].zone));
+    assert!(Arc::ptr_eq(&value(n0, "zone"), &pods[0].node.zone));
     assert_ne!(n0.allocatable, n1.allocatable);
     for (a, b) in n0.allocatable.iter().zip(&n1.allocatable) {
         assert!(Arc::ptr_eq(&a.0, &b.0), "{} held twice", a.0);
