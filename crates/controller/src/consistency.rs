@@ -104,7 +104,7 @@ pub fn termination(s: &ClusterState, claim: &NodeClaim, node: &Node) -> Vec<Stri
         }
         let labels = p.labels();
         pdbs.iter().find(|b| {
-            b.namespace == p.namespace
+            b.namespace == p.namespace()
                 && b.disruptions_allowed <= 0
                 && b.selector.as_ref().is_some_and(|sel| sel.matches(&labels))
         })

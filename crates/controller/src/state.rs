@@ -70,10 +70,10 @@ pub struct ClusterState {
     /// Namespaces by name, labels only.
     pub namespaces: BTreeMap<String, Namespace>,
     /// Pending pods the provisioner placed on a claim, by pod key (see [`Nomination`]).
-    nominations: BTreeMap<String, Nomination>,
+    nominations: BTreeMap<PodKey, Nomination>,
     /// What the provisioner made of each pod it has seen pending, by pod key (see
     /// [`PodScheduling`]); a deleted pod's goes with it.
-    pod_scheduling: BTreeMap<String, PodScheduling>,
+    pod_scheduling: BTreeMap<PodKey, PodScheduling>,
     /// Claims this controller created that the NodeClaim watch has not reported yet. They
     /// count towards limits and hold their pods, so the next loop cannot launch them twice.
     in_flight: BTreeMap<String, NodeClaim>,
@@ -111,8 +111,9 @@ pub struct ClusterState {
     models: models::Models,
     /// One copy of each pod template the pods' models hold: a Deployment's replicas share it.
     templates: PodTemplates,
-    /// One copy of each list of labels the pods' records hold, shared as the templates are.
-    pod_labels: pod::PodLabels,
+    /// One copy of each shape (labels, owner, ...) the pods' records hold, shared as the
+    /// templates are.
+    pod_shapes: pod::PodShapes,
     /// One copy of each list of requirement values the NodeClaims hold (and their
     /// conversions): claims made for alike pods list the same instance types.
     value_lists: Shared<[String]>,
@@ -126,17 +127,14 @@ pub type PodKey = Arc<str>;
 /// buffers records rather than whole pods.
 #[derive(Clone, Debug)]
 enum Entry {
-    Pod(PodKey, Box<PodRecord>),
+    Pod(Box<PodRecord>),
     Other(Object),
 }
 
 impl Entry {
     fn of(mut o: Object) -> Entry {
         match o {
-            Object::Pod(p) => {
-                let record = PodRecord::from_api(&p);
-                Entry::Pod(record.key().into(), Box::new(record))
-            }
+            Object::Pod(p) => Entry::Pod(Box::new(PodRecord::from_api(&p))),
             _ => {
                 o.strip();
                 Entry::Other(o)
@@ -204,12 +202,11 @@ impl ClusterState {
                     self.put(o);
                 }
                 if kind == Kind::Pod {
-                    // Pods deleted while the watch was down take their nominations along.
-                    let pods = &self.pods;
-                    self.nominations
-                        .retain(|k, _| pods.contains_key(k.as_str()));
-                    self.pod_scheduling
-                        .retain(|k, _| pods.contains_key(k.as_str()));
+                    // Pods deleted while the watch was down take their nominations along;
+                    // the others' entries take the relisted pods' keys.
+                    self.nominations = rekeyed(&self.pods, std::mem::take(&mut self.nominations));
+                    self.pod_scheduling =
+                        rekeyed(&self.pods, std::mem::take(&mut self.pod_scheduling));
                 }
                 self.synced.insert(kind);
             }
@@ -223,7 +220,7 @@ impl ClusterState {
 
     fn put(&mut self, entry: Entry) {
         let o = match entry {
-            Entry::Pod(key, p) => return self.put_pod(key, p),
+            Entry::Pod(p) => return self.put_pod(p),
             Entry::Other(Object::Node(n)) => return self.put_node(*n),
             Entry::Other(o) => o,
         };
@@ -296,7 +293,7 @@ impl ClusterState {
     /// Takes a Node's new copy; one that moved only its heartbeat (see [`heartbeat`]) is
     /// stored without counting as a change. Its labels are held once, by its conversion: a
     /// Node's thirty-odd labels as parsed were some 3.7 KiB, held again by the conversion
-    /// (`docs/RELIABILITY.md`). Only a Node that did not convert keeps them in its object.
+    /// (`docs/reliability-log.md`). Only a Node that did not convert keeps them in its object.
     fn put_node(&mut self, mut n: Node) {
         let key = key_of(&n.metadata);
         let labels = n.metadata.labels.take().unwrap_or_default();
@@ -373,8 +370,13 @@ impl ClusterState {
 
     /// Takes a pod's new record; one equal to the record held (the pod changed only in what
     /// the index does not keep, such as its container statuses) changes nothing.
-    fn put_pod(&mut self, key: PodKey, mut p: Box<PodRecord>) {
-        p.share(&mut self.pod_labels, &mut self.templates);
+    fn put_pod(&mut self, mut p: Box<PodRecord>) {
+        p.share(&mut self.pod_shapes, &mut self.templates);
+        // The key held already, so the maps and sets that name the pod keep one copy of it.
+        if let Some((held, _)) = self.pods.get_key_value(&p.key) {
+            p.key = Arc::clone(held);
+        }
+        let key = Arc::clone(&p.key);
         if p.node_name.is_some() && self.nominations.remove(&*key).is_some() {
             self.changed();
         }
@@ -637,6 +639,16 @@ fn gauge_labels(l: Option<&BTreeMap<String, String>>) -> [Option<&String>; 5] {
 
 fn node_provider_id(n: &Node) -> Option<&str> {
     n.spec.as_ref().and_then(|s| s.provider_id.as_deref())
+}
+
+/// The entries of `map` whose pod is in `pods`, each under the index's copy of its key.
+fn rekeyed<V>(
+    pods: &BTreeMap<PodKey, Box<PodRecord>>,
+    map: BTreeMap<PodKey, V>,
+) -> BTreeMap<PodKey, V> {
+    map.into_iter()
+        .filter_map(|(k, v)| Some((Arc::clone(pods.get_key_value(&k)?.0), v)))
+        .collect()
 }
 
 fn claim_provider_id(c: &NodeClaim) -> Option<&str> {

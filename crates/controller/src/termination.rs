@@ -78,7 +78,7 @@ pub struct Termination {
 }
 
 fn pod_ref(p: &PodRecord) -> ObjectRef {
-    let r = ObjectRef::pod(&p.namespace, &p.name);
+    let r = ObjectRef::pod(p.namespace(), p.name());
     match p.uid.clone() {
         Some(uid) => r.with_uid(uid),
         None => r,
@@ -457,7 +457,7 @@ impl Termination {
                 rest.push(p);
                 continue;
             };
-            let (ns, pname) = (&p.namespace, &p.name);
+            let (ns, pname) = (p.namespace(), p.name());
             match self.writer.delete_pod(ns, pname, Some(grace)).await {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
@@ -468,7 +468,7 @@ impl Termination {
                 pod_ref(&p),
                 &crate::clock::rfc3339(d),
                 grace,
-                p.grace_seconds,
+                p.shape.grace_seconds,
             ));
             deleted.push(format!("{ns}/{pname}"));
         }
@@ -486,14 +486,14 @@ impl Termination {
         for some in targets.chunks(EVICTIONS_IN_FLIGHT) {
             let sent = some
                 .iter()
-                .map(|p| self.writer.evict_pod(&p.namespace, &p.name));
+                .map(|p| self.writer.evict_pod(p.namespace(), p.name()));
             answers.extend(futures::future::join_all(sent).await);
         }
         let mut evicted = Vec::new();
         let mut blocked = Vec::new();
         let mut first_error = None;
         for (p, answer) in targets.into_iter().zip(answers) {
-            let (ns, pname) = (&p.namespace, &p.name);
+            let (ns, pname) = (p.namespace(), p.name());
             let answer = match answer {
                 Ok(answer) => answer,
                 Err(e) => {

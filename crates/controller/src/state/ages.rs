@@ -144,8 +144,8 @@ pub fn set_pod_waits<'a>(
             continue;
         };
         let row = Shared(Arc::new([
-            ("name", p.name.clone()),
-            ("namespace", p.namespace.clone()),
+            ("name", p.name().to_owned()),
+            ("namespace", p.namespace().to_owned()),
         ]));
         if let Some(created) = p.created {
             let seconds = now.since(created).as_secs_f64();

@@ -66,7 +66,7 @@ pub fn node_gauges(s: &ClusterState) -> Vec<NodeGauge> {
         .values()
         .map(|n| {
             let name = n.metadata.name.clone().unwrap_or_default();
-            let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
+            let allocatable = allocatable(s, &name, n);
             let (mut requests, mut limits, mut daemon, mut daemon_limits) = (
                 Resources::new(),
                 Resources::new(),
@@ -150,7 +150,7 @@ fn pod_row(s: &ClusterState, key: &PodKey, p: &PodRecord, values: &mut RowValues
     PodGauge {
         key: Arc::clone(key),
         scheduled: !node.is_empty(),
-        owner: match &p.controller {
+        owner: match &p.shape.controller {
             Some((kind, name)) => text(&format!("{kind}/{name}")),
             None => text(""),
         },
@@ -285,11 +285,19 @@ struct NodeRow {
     requests: Resources,
 }
 
+/// The Node's allocatable, read from its conversion rather than converting it again.
+fn allocatable(s: &ClusterState, name: &str, n: &Node) -> Resources {
+    match s.models.node(name, n) {
+        Ok(m) => m.allocatable.clone(),
+        Err(_) => Resources::new(),
+    }
+}
+
 /// The node's row from its object and the index's summed usage of its pods, its values
 /// taken from `texts` where it holds them.
 fn node_row(s: &ClusterState, name: &str, texts: &mut Shared<str>) -> Option<NodeRow> {
     let n = s.nodes.get(name)?;
-    let allocatable = convert::node(n).map(|n| n.allocatable).unwrap_or_default();
+    let allocatable = allocatable(s, name, n);
     let empty = super::NodeUsage::default();
     let usage = s.node_usage(name).unwrap_or(&empty);
     Some(NodeRow {

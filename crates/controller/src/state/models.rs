@@ -1,7 +1,7 @@
 //! Nodes and NodeClaims as core's model, converted once when the index takes a new copy
 //! rather than by every snapshot: the provisioner's and the disruption loop's passes each
 //! took a snapshot of every Node and claim, often at the same moment, and at 2,000 Nodes the
-//! two conversions were some 45 MiB of the controller's peak heap (`docs/RELIABILITY.md`).
+//! two conversions were some 45 MiB of the controller's peak heap (`docs/reliability-log.md`).
 //! Each snapshot now shares the one conversion (`Arc`), as it shares the pods' models.
 //!
 //! Label and annotation maps equal between objects are held once ([`Shared`]): claims

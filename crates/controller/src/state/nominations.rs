@@ -2,10 +2,12 @@
 //! first saw the pod and decided on it (for the pod metrics), and the claim it nominated the
 //! pod to, which holds the pod until the claim's node has had its chance.
 
+use std::sync::Arc;
+
 use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_core::time::Timestamp;
 
-use super::ClusterState;
+use super::{ClusterState, PodKey};
 
 /// When the provisioner first saw a pod pending, first decided on it, and first found it room,
 /// as upstream's cluster state keeps them (pod acks and scheduling decisions) for the pod
@@ -33,8 +35,8 @@ impl ClusterState {
     /// Records that the provisioner first saw the pending pod `pod` at `now` (kept if it saw
     /// it earlier).
     pub fn ack_pod(&mut self, pod: &str, now: Timestamp) {
-        if self.pods.contains_key(pod) {
-            let s = self.pod_scheduling.entry(pod.to_string()).or_default();
+        if let Some(key) = self.pod_key(pod) {
+            let s = self.pod_scheduling.entry(key).or_default();
             s.acked.get_or_insert(now);
         }
     }
@@ -43,10 +45,10 @@ impl ClusterState {
     /// room. The first decision and the first room found are kept; a pod found no room loses
     /// the room it had, as upstream forgets a pod's schedulable time when it errors.
     pub fn mark_scheduling_decision(&mut self, pod: &str, placed: bool, now: Timestamp) {
-        if !self.pods.contains_key(pod) {
+        let Some(key) = self.pod_key(pod) else {
             return;
-        }
-        let s = self.pod_scheduling.entry(pod.to_string()).or_default();
+        };
+        let s = self.pod_scheduling.entry(key).or_default();
         s.decided.get_or_insert(now);
         if placed {
             s.schedulable.get_or_insert(now);
@@ -64,13 +66,19 @@ impl ClusterState {
     /// `now`, so later batches leave it there instead of launching for it again.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
         self.changed();
+        let key = self.pod_key(pod).unwrap_or_else(|| pod.into());
         self.nominations.insert(
-            pod.to_string(),
+            key,
             Nomination {
                 nodeclaim: nodeclaim.to_string(),
                 at: now,
             },
         );
+    }
+
+    /// The index's copy of the key of the pod `pod`, for a map beside the pods to hold.
+    fn pod_key(&self, pod: &str) -> Option<PodKey> {
+        self.pods.get_key_value(pod).map(|(k, _)| Arc::clone(k))
     }
 
     /// The claim `pod` is nominated to at `now`, while the nomination holds: the claim exists

@@ -19,35 +19,24 @@ use nodewright_core::model::{PodTemplates, Shared};
 use nodewright_core::resources::Resources;
 use nodewright_core::time::Timestamp;
 
+use super::PodKey;
 use crate::clock::from_time;
 
 /// One watched pod, as the index keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodRecord {
-    /// `metadata.namespace` and `metadata.name`, empty when unset.
-    pub namespace: String,
-    pub name: String,
+    /// `namespace/name` (just `name` when the namespace is unset): the index's key, one copy
+    /// shared with every map of the index that names the pod (see [`PodRecord::namespace`]).
+    pub(super) key: PodKey,
     pub uid: Option<String>,
-    /// `metadata.labels`, sorted by key (PDB selectors read them). Shared: a Deployment's
-    /// replicas carry the same (see [`PodRecord::share`]).
-    labels: Arc<[(Box<str>, Box<str>)]>,
+    /// What the pod has alike with the other pods of its controller; one copy for them all
+    /// (see [`PodRecord::share`]).
+    pub shape: Arc<PodShape>,
     pub created: Option<Timestamp>,
     pub deleted: Option<Timestamp>,
     pub deletion_grace_seconds: Option<i64>,
-    /// The controller owner reference's kind and name (the API server allows one).
-    pub controller: Option<(Box<str>, Box<str>)>,
     /// `spec.nodeName` as written (possibly empty).
     pub node_name: Option<String>,
-    pub grace_seconds: Option<i64>,
-    pub priority_class_name: Option<Box<str>>,
-    /// Whether a toleration lets the pod stay on a node tainted `karpenter.sh/disrupted`.
-    pub tolerates_disrupted: bool,
-    /// The `karpenter.sh/do-not-disrupt` annotation's value.
-    pub do_not_disrupt: Option<Box<str>>,
-    /// Carries the `kubernetes.io/config.mirror` annotation.
-    pub mirror: bool,
-    /// Names of the PersistentVolumeClaims the pod mounts directly.
-    pub claims: Vec<String>,
     /// `status.phase` as written.
     pub phase: Option<Cow<'static, str>>,
     /// `status.nominatedNodeName` is set and not empty.
@@ -60,8 +49,29 @@ pub struct PodRecord {
     pub(super) model: Option<PodModel>,
 }
 
-/// The label sets the index's pods share ([`PodRecord::share`]).
-pub(super) type PodLabels = Shared<[(Box<str>, Box<str>)]>;
+/// The part of a pod's record that its controller's template gives every replica alike, so
+/// a Deployment's 20,000 replicas hold one copy. Equal values are shared, not equal
+/// controllers: a pod whose labels or annotations were changed by hand keeps its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PodShape {
+    /// `metadata.labels`, sorted by key (PDB selectors read them).
+    labels: Box<[(Box<str>, Box<str>)]>,
+    /// The controller owner reference's kind and name (the API server allows one).
+    pub controller: Option<(Box<str>, Box<str>)>,
+    pub grace_seconds: Option<i64>,
+    pub priority_class_name: Option<Box<str>>,
+    /// Whether a toleration lets the pod stay on a node tainted `karpenter.sh/disrupted`.
+    pub tolerates_disrupted: bool,
+    /// The `karpenter.sh/do-not-disrupt` annotation's value.
+    pub do_not_disrupt: Option<Box<str>>,
+    /// Carries the `kubernetes.io/config.mirror` annotation.
+    pub mirror: bool,
+    /// Names of the PersistentVolumeClaims the pod mounts directly.
+    pub claims: Vec<String>,
+}
+
+/// The shapes the index's pods share ([`PodRecord::share`]).
+pub(super) type PodShapes = Shared<PodShape>;
 
 /// One pod condition of a type the loops read.
 #[derive(Clone, Debug, PartialEq)]
@@ -169,21 +179,19 @@ impl PodRecord {
                 since: c.last_transition_time.as_ref().map(from_time),
             })
             .collect();
-        let mut record = PodRecord {
-            namespace: md.namespace.clone().unwrap_or_default(),
-            name: md.name.clone().unwrap_or_default(),
-            uid: md.uid.clone(),
+        let name = md.name.as_deref().unwrap_or_default();
+        let key = match md.namespace.as_deref().unwrap_or_default() {
+            "" => name.into(),
+            namespace => format!("{namespace}/{name}").into(),
+        };
+        let shape = PodShape {
             labels: labels.into(),
-            created: md.creation_timestamp.as_ref().map(from_time),
-            deleted: md.deletion_timestamp.as_ref().map(from_time),
-            deletion_grace_seconds: md.deletion_grace_period_seconds,
             controller: md
                 .owner_references
                 .iter()
                 .flatten()
                 .find(|o| o.controller == Some(true))
                 .map(|o| (o.kind.as_str().into(), o.name.as_str().into())),
-            node_name: spec.and_then(|s| s.node_name.clone()),
             grace_seconds: spec.and_then(|s| s.termination_grace_period_seconds),
             priority_class_name: spec
                 .and_then(|s| s.priority_class_name.as_deref())
@@ -202,6 +210,15 @@ impl PodRecord {
                 .filter_map(|v| v.persistent_volume_claim.as_ref())
                 .map(|c| c.claim_name.clone())
                 .collect(),
+        };
+        let mut record = PodRecord {
+            key,
+            uid: md.uid.clone(),
+            shape: Arc::new(shape),
+            created: md.creation_timestamp.as_ref().map(from_time),
+            deleted: md.deletion_timestamp.as_ref().map(from_time),
+            deletion_grace_seconds: md.deletion_grace_period_seconds,
+            node_name: spec.and_then(|s| s.node_name.clone()),
             phase: status.and_then(|s| s.phase.as_deref()).map(known),
             nominated: status
                 .and_then(|s| s.nominated_node_name.as_deref())
@@ -231,10 +248,10 @@ impl PodRecord {
         Some(PodModel { pod, usage })
     }
 
-    /// Points a new record's labels at `labels`' copy of them and its model's template at
+    /// Points a new record's shape at `shapes`' copy of it and its model's template at
     /// `templates`' copy.
-    pub(super) fn share(&mut self, labels: &mut PodLabels, templates: &mut PodTemplates) {
-        labels.share(&mut self.labels);
+    pub(super) fn share(&mut self, shapes: &mut PodShapes, templates: &mut PodTemplates) {
+        shapes.share(&mut self.shape);
         let Some(Ok(pod)) = self.model.as_mut().map(|m| &mut m.pod) else {
             return;
         };
@@ -245,26 +262,36 @@ impl PodRecord {
     }
 
     /// `namespace/name`, the index's key.
-    pub fn key(&self) -> String {
-        if self.namespace.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{}/{}", self.namespace, self.name)
-        }
+    pub fn key(&self) -> &PodKey {
+        &self.key
+    }
+
+    /// `metadata.namespace`, empty when unset. Neither a namespace nor a name may hold a `/`,
+    /// so the key's first one parts them.
+    pub fn namespace(&self) -> &str {
+        self.key.split_once('/').map_or("", |(ns, _)| ns)
+    }
+
+    /// `metadata.name`, empty when unset.
+    pub fn name(&self) -> &str {
+        self.key
+            .split_once('/')
+            .map_or(&*self.key, |(_, name)| name)
     }
 
     /// The labels, as selectors take them.
     pub fn labels(&self) -> BTreeMap<String, String> {
-        self.labels
+        self.shape
+            .labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
     }
 
-    /// Whether `other` holds the same copy of its labels, for tests of the sharing.
+    /// Whether `other` holds the same copy of its shape, for tests of the sharing.
     #[cfg(test)]
-    pub(super) fn shares_labels_with(&self, other: &PodRecord) -> bool {
-        Arc::ptr_eq(&self.labels, &other.labels)
+    pub(super) fn shares_shape_with(&self, other: &PodRecord) -> bool {
+        Arc::ptr_eq(&self.shape, &other.shape)
     }
 
     /// The node the pod is bound to, if any (an empty `spec.nodeName` is none).
@@ -274,7 +301,10 @@ impl PodRecord {
 
     /// Its controller owner reference is of `kind`.
     pub fn owned_by(&self, kind: &str) -> bool {
-        self.controller.as_ref().is_some_and(|(k, _)| &**k == kind)
+        self.shape
+            .controller
+            .as_ref()
+            .is_some_and(|(k, _)| &**k == kind)
     }
 
     /// `Succeeded` or `Failed`.

@@ -84,7 +84,7 @@ fn unread_fields_are_stripped() {
     assert_eq!((p.namespace.as_str(), p.name.as_str()), ("default", "a"));
     assert_eq!(p.uid.as_deref(), Some("uid-a"));
     assert!(p.provisionable());
-    assert_eq!(p.claims, ["data-a"]);
+    assert_eq!(p.shape.claims, ["data-a"]);
     let model = p.model().unwrap().as_ref().unwrap();
     assert_eq!(model.volume_claims, ["data-a", "a-scratch"]);
     assert_eq!(model.requests.get("cpu"), 1000);
@@ -166,7 +166,19 @@ fn a_pods_record_answers_as_the_pod_would() {
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-06-01T00:00:02Z"},
             {"type": "Ready", "status": "True", "lastTransitionTime": "2024-06-01T00:00:03Z"}]});
     v["metadata"]["labels"] = json!({"b": "2", "a": "1"});
-    let r = record(v);
+    let r = record(v.clone());
+    assert_eq!((r.namespace(), r.name()), ("default", "a"));
+    assert_eq!(&**r.key(), "default/a");
+    let mut no_namespace = v.clone();
+    no_namespace["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespace");
+    let loose = record(no_namespace);
+    assert_eq!(
+        (loose.namespace(), loose.name(), &**loose.key()),
+        ("", "a", "a")
+    );
     assert!(!r.provisionable());
     assert_eq!(r.bound_to(), Some("n1"));
     assert_eq!(r.usage().unwrap().requests.get("cpu"), 1000);
@@ -296,8 +308,8 @@ fn pods_of_one_template_share_it_and_their_labels_until_one_changes() {
     assert!(Arc::ptr_eq(&a.template, &b.template));
     assert!(!Arc::ptr_eq(&a.template, &c.template));
     let record = |name: &str| &s.pods[format!("default/{name}").as_str()];
-    assert!(record("a").shares_labels_with(record("b")));
-    assert!(!record("a").shares_labels_with(record("c")));
+    assert!(record("a").shares_shape_with(record("b")));
+    assert!(!record("a").shares_shape_with(record("c")));
     assert_eq!(c.labels["tier"], "x");
     // Each pod keeps its own identity; a pod's later event shares again.
     assert_eq!((a.name.as_str(), b.name.as_str()), ("a", "b"));
@@ -379,6 +391,38 @@ fn the_index_holds_one_copy_of_each_pods_key() {
     assert!(Arc::ptr_eq(pending, key("default/a")));
     let on_n1 = s.pods_by_node["n1"].first().unwrap();
     assert!(Arc::ptr_eq(on_n1, key("default/b")));
+    assert!(Arc::ptr_eq(s.pods["default/a"].key(), key("default/a")));
+
+    // A pod's next event comes with a key of its own; the index keeps the one it holds, so
+    // the sets that name the pod keep pointing at the map's copy, and so do the provisioner's
+    // records of it, through a relist too.
+    let t0 = Timestamp(1_717_200_000_000);
+    let mut a = unschedulable("a");
+    a["metadata"]["labels"] = json!({"changed": "yes"});
+    s.apply(WatchEvent::Apply(pod(a.clone())));
+    s.ack_pod("default/a", t0);
+    s.nominate("default/a", "default-abcde", t0);
+    let held = |s: &ClusterState| Arc::clone(s.pods.get_key_value("default/a").unwrap().0);
+    let one_copy = |s: &ClusterState| {
+        let others = [
+            s.pods["default/a"].key(),
+            s.pending().first().unwrap(),
+            s.pod_scheduling.first_key_value().unwrap().0,
+            s.nominations.first_key_value().unwrap().0,
+        ];
+        others.into_iter().all(|k| Arc::ptr_eq(k, &held(s)))
+    };
+    assert!(one_copy(&s));
+    let before = held(&s);
+    s.apply(WatchEvent::Init(Kind::Pod));
+    s.apply(WatchEvent::InitApply(pod(a)));
+    s.apply(WatchEvent::InitDone(Kind::Pod));
+    assert!(
+        !Arc::ptr_eq(&held(&s), &before),
+        "a relist makes the pods anew"
+    );
+    assert!(one_copy(&s));
+    assert_eq!(s.pod_scheduling("default/a").acked, Some(t0));
 }
 
 #[test]
@@ -652,9 +696,11 @@ fn snapshots_share_each_nodes_and_claims_conversion_until_it_changes() {
 
 #[test]
 fn a_nodes_labels_are_held_once_by_its_conversion() {
-    let node = |version: &str, heartbeat: &str, zone: &str, cpu: &str| {
+    // Each version a heartbeat ten seconds after the last.
+    let node = |version: u32, zone: &str, cpu: &str| {
+        let heartbeat = format!("2026-01-01T00:{:02}:{:02}Z", version / 6, version % 6 * 10);
         let extra = json!({
-            "metadata": {"resourceVersion": version,
+            "metadata": {"resourceVersion": version.to_string(),
                 "labels": {"karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": zone}},
             "status": {"allocatable": {"cpu": cpu}, "conditions": [{"type": "Ready",
                 "status": "True", "lastHeartbeatTime": heartbeat,
@@ -672,12 +718,7 @@ fn a_nodes_labels_are_held_once_by_its_conversion() {
     let mut bound = unschedulable("a");
     bound["spec"]["nodeName"] = json!("n1");
     s.apply(WatchEvent::Apply(pod(bound)));
-    s.apply(WatchEvent::Apply(node(
-        "1",
-        "2026-01-01T00:00:10Z",
-        "z1",
-        "2",
-    )));
+    s.apply(WatchEvent::Apply(node(1, "z1", "2")));
     assert_eq!(
         s.nodes["n1"].metadata.labels, None,
         "the conversion holds them"
@@ -691,52 +732,27 @@ fn a_nodes_labels_are_held_once_by_its_conversion() {
     // A heartbeat is still no change, though the new copy carries the labels and the index's
     // does not.
     let (changes, pods) = (s.changes(), s.pod_log.head());
-    s.apply(WatchEvent::Apply(node(
-        "2",
-        "2026-01-01T00:00:20Z",
-        "z1",
-        "2",
-    )));
+    s.apply(WatchEvent::Apply(node(2, "z1", "2")));
     assert_eq!(s.changes(), changes);
     assert_eq!(s.node_labels("n1"), Some(&labels("z1")));
 
     // A label the pods' gauge rows carry, moved with a heartbeat, is a change to the Node and
     // to the pods bound to it.
-    s.apply(WatchEvent::Apply(node(
-        "3",
-        "2026-01-01T00:00:30Z",
-        "z2",
-        "2",
-    )));
+    s.apply(WatchEvent::Apply(node(3, "z2", "2")));
     assert_ne!(s.changes(), changes);
     assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
     assert!(matches!(s.pod_log.since(Some(pods)), changes::Since::Keys(k) if k.len() == 1));
 
     // A Node that does not convert keeps its labels, through a heartbeat too.
-    s.apply(WatchEvent::Apply(node(
-        "4",
-        "2026-01-01T00:00:40Z",
-        "z2",
-        "lots",
-    )));
+    s.apply(WatchEvent::Apply(node(4, "z2", "lots")));
     assert_eq!(s.nodes["n1"].metadata.labels, Some(labels("z2")));
     let changes = s.changes();
-    s.apply(WatchEvent::Apply(node(
-        "5",
-        "2026-01-01T00:00:50Z",
-        "z2",
-        "lots",
-    )));
+    s.apply(WatchEvent::Apply(node(5, "z2", "lots")));
     assert_eq!(s.changes(), changes);
     assert_eq!(s.nodes["n1"].metadata.labels, Some(labels("z2")));
     assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
     // Converting again, it hands them over.
-    s.apply(WatchEvent::Apply(node(
-        "6",
-        "2026-01-01T00:01:00Z",
-        "z2",
-        "2",
-    )));
+    s.apply(WatchEvent::Apply(node(6, "z2", "2")));
     assert_eq!(s.nodes["n1"].metadata.labels, None);
     assert_eq!(s.node_labels("n1"), Some(&labels("z2")));
 }

@@ -20,7 +20,7 @@ const DEFAULT_POD_GRACE_SECONDS: i64 = 30;
 /// room for the pod's own: the time left until the deadline, at least 1 s. `None` while the
 /// pod's own grace period still ends before the deadline.
 pub fn forced_grace(p: &PodRecord, now: Timestamp, deadline: Timestamp) -> Option<i64> {
-    let own = p.grace_seconds.unwrap_or(DEFAULT_POD_GRACE_SECONDS);
+    let own = p.shape.grace_seconds.unwrap_or(DEFAULT_POD_GRACE_SECONDS);
     let left = if deadline > now {
         i64::try_from(deadline.since(now).as_secs()).unwrap_or(i64::MAX)
     } else {
@@ -31,7 +31,7 @@ pub fn forced_grace(p: &PodRecord, now: Timestamp, deadline: Timestamp) -> Optio
 
 fn is_critical(p: &PodRecord) -> bool {
     matches!(
-        p.priority_class_name.as_deref(),
+        p.shape.priority_class_name.as_deref(),
         Some("system-cluster-critical" | "system-node-critical")
     )
 }
@@ -57,7 +57,7 @@ pub fn tolerates_disrupted(tolerations: &[Toleration]) -> bool {
 /// yet run since it started): upstream's drain waits for it but never evicts it, so only the
 /// node's termination deadline, when it has one, removes it.
 pub(super) fn do_not_disrupt(p: &PodRecord, now: Timestamp) -> bool {
-    let Some(value) = p.do_not_disrupt.as_deref() else {
+    let Some(value) = p.shape.do_not_disrupt.as_deref() else {
         return false;
     };
     if value == "true" {
@@ -83,7 +83,7 @@ pub fn drain_group(p: &PodRecord) -> u8 {
 /// Pods the drain must see gone: not terminal, not tolerating the disrupted taint, not mirror
 /// pods, not stuck terminating.
 pub fn waits_for(p: &PodRecord, now: Timestamp) -> bool {
-    if p.finished() || p.tolerates_disrupted || p.owned_by("Node") || p.mirror {
+    if p.finished() || p.shape.tolerates_disrupted || p.owned_by("Node") || p.shape.mirror {
         return false;
     }
     match p.deleted {

@@ -50,8 +50,13 @@ fn volumes_of<'a>(
     pod: &PodRecord,
     pvcs: &'a BTreeMap<String, PersistentVolumeClaim>,
 ) -> impl Iterator<Item = &'a str> {
-    let ns = &pod.namespace;
-    let claims: Vec<String> = pod.claims.iter().map(|c| format!("{ns}/{c}")).collect();
+    let ns = pod.namespace();
+    let claims: Vec<String> = pod
+        .shape
+        .claims
+        .iter()
+        .map(|c| format!("{ns}/{c}"))
+        .collect();
     claims
         .into_iter()
         .filter_map(move |k| pvcs.get(&k)?.spec.as_ref()?.volume_name.as_deref())
