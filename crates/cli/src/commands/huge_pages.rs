@@ -6,7 +6,7 @@
 //! touched at all becomes resident whole. A controller's heap is mostly small objects that
 //! come and go with each pass, scattered thinly over the arena, so whole huge pages hold much
 //! that is free: with them off, `bench controller --pods 5000` ends its scale-up at 134 to
-//! 142 MiB instead of 155 to 167 (`docs/RELIABILITY.md`, "Huge pages off"). The simulator
+//! 142 MiB instead of 155 to 167 (`docs/reliability-log.md`, "Huge pages off"). The simulator
 //! keeps them: it is short-lived, and its speed is what matters there.
 
 /// Turns transparent huge pages off for this process and those it starts. Pages already huge
