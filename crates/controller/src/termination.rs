@@ -457,20 +457,23 @@ impl Termination {
                 rest.push(p);
                 continue;
             };
-            let (ns, pname) = (p.namespace(), p.name());
-            match self.writer.delete_pod(ns, pname, Some(grace)).await {
+            match self
+                .writer
+                .delete_pod(p.namespace(), p.name(), Some(grace))
+                .await
+            {
                 Ok(()) => {}
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
             }
-            info!(node = %node, pod = %format!("{ns}/{pname}"), grace_seconds = grace, "deleted pod at the termination deadline");
+            info!(node = %node, pod = %p.key(), grace_seconds = grace, "deleted pod at the termination deadline");
             self.events.publish(events::disrupted_pod_delete(
                 pod_ref(&p),
                 &crate::clock::rfc3339(d),
                 grace,
                 p.shape.grace_seconds,
             ));
-            deleted.push(format!("{ns}/{pname}"));
+            deleted.push(p.key().to_string());
         }
         let group = rest.iter().map(drain_group).min().unwrap_or(0);
         let targets: Vec<&PodRecord> = rest
@@ -493,7 +496,6 @@ impl Termination {
         let mut blocked = Vec::new();
         let mut first_error = None;
         for (p, answer) in targets.into_iter().zip(answers) {
-            let (ns, pname) = (p.namespace(), p.name());
             let answer = match answer {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -506,16 +508,16 @@ impl Termination {
                     self.metrics.termination.eviction_request(200);
                     self.metrics.termination.pods_drained(reason);
                     self.events.publish(events::evicted(pod_ref(p), reason));
-                    evicted.push(format!("{ns}/{pname}"));
+                    evicted.push(p.key().to_string());
                 }
                 Eviction::Blocked(why) => {
                     self.metrics.termination.eviction_request(429);
-                    info!(node = %node, pod = %format!("{ns}/{pname}"), reason = %why, "eviction blocked");
+                    info!(node = %node, pod = %p.key(), reason = %why, "eviction blocked");
                     self.events.publish(events::failed_draining(
                         ObjectRef::node(node),
-                        &format!("evicting pod {ns}/{pname}: {why}"),
+                        &format!("evicting pod {}: {why}", p.key()),
                     ));
-                    blocked.push(format!("{ns}/{pname}"));
+                    blocked.push(p.key().to_string());
                 }
                 Eviction::Gone => self.metrics.termination.eviction_request(404),
             }
