@@ -63,10 +63,14 @@ impl ClusterState {
     }
 
     /// Records that the provisioner placed the pending pod `pod` on the claim `nodeclaim` at
-    /// `now`, so later batches leave it there instead of launching for it again.
+    /// `now`, so later batches leave it there instead of launching for it again. A pod the
+    /// index no longer holds (deleted while the pass that placed it ran) is not recorded:
+    /// nothing would remove its nomination.
     pub fn nominate(&mut self, pod: &str, nodeclaim: &str, now: Timestamp) {
+        let Some(key) = self.pod_key(pod) else {
+            return;
+        };
         self.changed();
-        let key = self.pod_key(pod).unwrap_or_else(|| pod.into());
         self.nominations.insert(
             key,
             Nomination {

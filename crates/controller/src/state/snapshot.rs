@@ -53,6 +53,30 @@ fn release_overflow(s: &mut Snapshot, held: &[usize]) {
     }
 }
 
+/// Counts a Node whose claim is launched but not initialized as holding what its claim
+/// holds, as upstream's cluster state does. Such a Node may not show its allocatable yet (its
+/// kubelet writes status after creating it; device plugins add theirs later), and counted by
+/// its own status it would hold nothing: its claim's nominees would be let go
+/// ([`release_overflow`]) and launched for again, a second node for the same pods.
+fn room_of_uninitialized_nodes(s: &mut Snapshot) {
+    let launched: BTreeMap<&str, &nodewright_core::resources::Resources> = s
+        .node_claims
+        .iter()
+        .filter(|c| !c.initialized && !c.allocatable.is_empty())
+        .filter_map(|c| Some((c.node_name.as_deref()?, &c.allocatable)))
+        .collect();
+    if launched.is_empty() {
+        return;
+    }
+    for n in &mut s.nodes {
+        if let Some(&room) = launched.get(n.name.as_str())
+            && n.allocatable != *room
+        {
+            Arc::make_mut(n).allocatable = room.clone();
+        }
+    }
+}
+
 /// Keys (`namespace/name`) of the provisionable pods, sorted.
 pub fn pending_pods(state: &ClusterState) -> Vec<String> {
     state.pending().iter().map(|k| k.to_string()).collect()
@@ -98,6 +122,7 @@ impl ClusterState {
             let converted = convert::nodeclaim(c).map(Arc::new);
             keep(&mut s.node_claims, &mut problems, converted);
         }
+        room_of_uninitialized_nodes(&mut s);
         self.take_pods(&mut s, &mut problems);
         for (key, d) in &self.daemonsets {
             let d = nodewright_api::workload::daemonset_pod(d)

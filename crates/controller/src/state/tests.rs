@@ -241,11 +241,15 @@ fn nominations_follow_their_pods_and_claims() {
     let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
     s.apply(WatchEvent::Apply(pod(unschedulable("a"))));
     s.apply(WatchEvent::Apply(pod(unschedulable("b"))));
+    s.apply(WatchEvent::Apply(pod(unschedulable("c"))));
     let claim: NodeClaim = serde_json::from_value(k8s::nodeclaim("default-abcde")).unwrap();
     s.record_created(claim);
     s.nominate("default/a", "default-abcde", t0);
     s.nominate("default/b", "default-abcde", t0);
     s.nominate("default/c", "default-gone1", t0);
+    // A pod deleted while the pass that placed it ran: no nomination outlives it.
+    s.nominate("default/deleted", "default-abcde", t0);
+    assert!(!s.nominations.contains_key("default/deleted"));
     // In flight: the nomination holds however long the launch takes.
     let later = t0.plus(std::time::Duration::from_secs(600));
     assert!(s.nominated_claim("default/a", later).is_some());
@@ -599,6 +603,45 @@ fn nominees_a_full_node_cannot_hold_go_back_to_the_solve() {
     assert_eq!(snapshot_at("4", true), (n1(), n1()));
     let claim = || Some("default-abcde".to_string());
     assert_eq!(snapshot_at("2", false), (claim(), claim()));
+}
+
+/// A claim's Node that has joined before its kubelet wrote its status holds nothing by its
+/// own account; until the claim is initialized it is counted as holding what the claim
+/// launched with (upstream does the same), so its nominees keep their places there instead of
+/// being launched for again. Once initialized, the Node's own status counts.
+#[test]
+fn a_node_not_yet_initialized_holds_what_its_claim_launched_with() {
+    let t0 = nodewright_core::time::Timestamp(1_717_200_000_000);
+    let nominees_on = |initialized: bool| {
+        let mut s = ClusterState::default();
+        let mut claim = k8s::nodeclaim("default-abcde");
+        let condition = if initialized { "True" } else { "False" };
+        claim["status"] = json!({"nodeName": "n1", "providerID": "aws:///z/i-1",
+            "allocatable": {"cpu": "4", "pods": "110"}, "capacity": {"cpu": "4", "pods": "110"},
+            "conditions": [{"type": "Initialized", "status": condition,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        // No status yet: a kubelet creates its Node first and writes the status after.
+        s.apply(WatchEvent::Apply(
+            Object::from_value(Kind::Node, k8s::node("n1", "aws:///z/i-1")).unwrap(),
+        ));
+        s.apply(WatchEvent::Apply(
+            Object::from_value(Kind::NodeClaim, claim).unwrap(),
+        ));
+        for name in ["a", "b"] {
+            s.apply(WatchEvent::Apply(pod(unschedulable(name))));
+            s.nominate(&format!("default/{name}"), "default-abcde", t0);
+        }
+        let (snap, problems) = s.snapshot(t0, BTreeMap::new());
+        assert!(problems.is_empty(), "{problems:?}");
+        // The index's own Node is untouched; the snapshot holds a copy.
+        assert!(s.nodes["n1"].status.is_none());
+        snap.pods
+            .iter()
+            .filter(|p| p.node_name.as_deref() == Some("n1"))
+            .count()
+    };
+    assert_eq!(nominees_on(false), 2);
+    assert_eq!(nominees_on(true), 0);
 }
 
 #[test]
