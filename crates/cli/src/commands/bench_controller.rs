@@ -40,7 +40,7 @@ use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::procstat::{cpu_time, memory, mib};
+use super::procstat::{cpu_time, memory, mib, reset_own_peak};
 
 #[derive(Args, Debug)]
 pub struct ControllerArgs {
@@ -269,7 +269,8 @@ impl Bench {
     /// Every other pod goes; the world moves every tick (the ReplicaSets replace evicted pods
     /// every second) until the controller has not written for two minutes, every pod is
     /// bound and no disruption command runs, or `max` of virtual time has passed.
-    async fn scale_down(&mut self, print_trace: bool, nodes: usize) {
+    /// `peaks`: the scale-up's, read before the benchmark's per-Node probe, and the probes'.
+    async fn scale_down(&mut self, print_trace: bool, nodes: usize, peaks: Peaks) {
         let victims = self.world.delete_every_other();
         let started = self.clock.now();
         let cost = Cost::start(&self.metrics);
@@ -317,7 +318,14 @@ impl Bench {
             .filter(|(_, v)| *v > 0)
             .collect();
         print_counts("  API writes", &delta);
-        println!("peak RSS {:.0} MiB", mib(memory("self").1));
+        // The per-object probes reset the peak after them (`reset_own_peak`), so what is
+        // left is the controller's and its world's.
+        let run = peaks.run.max(memory("self").1);
+        println!(
+            "peak RSS {:.0} MiB ({:.0} MiB with the benchmark's own probes)",
+            mib(run),
+            mib(run.max(peaks.probes))
+        );
     }
 }
 
@@ -370,15 +378,29 @@ fn empty_nodes(state: &SharedState) -> usize {
 }
 
 impl Bench {
-    /// The scale-up's report; returns the nodes, and how many of them have no pods.
-    fn print_scale_up(&self, args: &ControllerArgs, up: &Up, pod_bytes: f64) -> (usize, usize) {
+    /// The scale-up's report; returns the nodes, how many of them have no pods, and the
+    /// peaks so far. The run's is read before the per-Node probe, which copies the cluster's
+    /// pairs to thousands and would otherwise be the run's peak.
+    fn print_scale_up(
+        &self,
+        args: &ControllerArgs,
+        up: &Up,
+        pod_bytes: f64,
+        probe_peak: u64,
+    ) -> (usize, usize, Peaks) {
         let state = &self.world.state;
-        let (rss_up, _) = memory("self");
+        let (rss_up, peak_up) = memory("self");
         let (nodes, node_claims) = {
             let s = lock(state);
             (s.nodes.len(), s.nodeclaims.len())
         };
-        let (node_bytes, empty_nodes) = (node_bytes(state), empty_nodes(state));
+        let node_bytes = node_bytes(state);
+        let peaks = Peaks {
+            run: peak_up,
+            probes: probe_peak.max(memory("self").1),
+        };
+        reset_own_peak();
+        let empty_nodes = empty_nodes(state);
         let secs = |t: Timestamp| t.since(up.started).as_secs_f64();
         println!(
             "bench controller: {} pods at {} per second, {}% with a zone spread, {} ms per API write",
@@ -416,8 +438,17 @@ impl Bench {
             pod_bytes / 1024.0,
             node_bytes / 1024.0
         );
-        (nodes, empty_nodes)
+        (nodes, empty_nodes, peaks)
     }
+}
+
+/// Peak resident memory of the run itself, and of the benchmark's own probes (the per-pod and
+/// per-Node byte counts build indexes of their own); `/proc/self/clear_refs` resets the
+/// peak after each probe so the two are told apart.
+#[derive(Clone, Copy)]
+struct Peaks {
+    run: u64,
+    probes: u64,
 }
 
 async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
@@ -431,12 +462,14 @@ async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
             })
             .collect::<anyhow::Result<Vec<_>>>()?,
     );
+    let probe_peak = memory("self").1;
+    reset_own_peak();
     let (mut bench, _loops, _leading) = start(&args)?;
     let up = bench.scale_up(args.pods, args.arrival_rate).await;
-    let (nodes, empty_nodes) = bench.print_scale_up(&args, &up, pod_bytes);
+    let (nodes, empty_nodes, peaks) = bench.print_scale_up(&args, &up, pod_bytes, probe_peak);
     let mut failed = bench.world.unbound() > 0 || empty_nodes > 0;
     if !args.no_scale_down {
-        bench.scale_down(args.trace_disruption, nodes).await;
+        bench.scale_down(args.trace_disruption, nodes, peaks).await;
         failed |= bench.world.unbound() > 0;
     }
     if let Some(path) = &args.metrics_out {

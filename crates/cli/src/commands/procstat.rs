@@ -18,6 +18,13 @@ pub fn memory(pid: &str) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Sets this process's peak (`VmHWM`) back to what is resident now, so a benchmark can leave
+/// a probe of its own out of the peak it reports. False when the kernel refuses (before Linux
+/// 4.0, or `/proc` read-only); the peak then still holds the probe.
+pub fn reset_own_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// Whether the kernel may back process `pid`'s memory with transparent huge pages
 /// (`THP_enabled` of its status, Linux 5.0 on); `None` when it does not say.
 pub fn huge_pages(pid: &str) -> Option<bool> {
@@ -54,5 +61,34 @@ mod tests {
         assert!(rss > 0 && hwm >= rss, "rss {rss}, peak {hwm}");
         assert_eq!(memory("999999999"), (0, 0));
         assert_eq!(cpu_time("999999999"), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_reset_peak_forgets_memory_given_back() {
+        // A thread's stack larger than the C library's stack cache (40 MiB) is unmapped when
+        // the thread is joined, so touching 48 MiB of it raises the peak by at least that
+        // much and leaves the resident set where it was. Room for two copies of the array,
+        // as an unoptimised build may make.
+        const SPIKE: usize = 48 << 20;
+        std::thread::Builder::new()
+            .stack_size(2 * SPIKE + (32 << 20))
+            .spawn(|| {
+                let spike = [1u8; SPIKE];
+                std::hint::black_box(&spike);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let (rss, peak) = memory("self");
+        assert!(
+            peak > rss + (32 << 20),
+            "no spike to forget: rss {rss}, peak {peak}"
+        );
+        assert!(reset_own_peak());
+        let (rss, peak) = memory("self");
+        assert!(
+            peak < rss + (16 << 20),
+            "rss {rss}, peak {peak} after the reset"
+        );
     }
 }
