@@ -62,6 +62,19 @@ pub struct ClusterArgs {
     /// sim` does by default, so the controller's figures include the kubelet's part.
     #[arg(long)]
     pub agent_in_controller: bool,
+    /// `KEY=VALUE` set in the controller's environment only (not the node agent's or the
+    /// bench's), e.g. `LD_PRELOAD` of a heap profiler; repeat for more. The figures stay the
+    /// controller's own, since it remains the bench's child.
+    #[arg(long = "controller-env", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub controller_env: Vec<(String, String)>,
+}
+
+/// `KEY=VALUE`, split at the first `=`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
 }
 
 /// The controller's state at one moment of the run.
@@ -161,7 +174,12 @@ async fn bench(args: &ClusterArgs) -> anyhow::Result<Report> {
     let client = kube::Client::try_from(config)?;
     world::install_crds(&client).await?;
     let log = args.out.join("controller.log");
-    let mut controller = Controller::start(&args.kubeconfig, &log, args.agent_in_controller)?;
+    let mut controller = Controller::start(
+        &args.kubeconfig,
+        &log,
+        args.agent_in_controller,
+        &args.controller_env,
+    )?;
     let started = Instant::now();
     while !controller.ready() {
         controller.check_alive(&log)?;
@@ -399,4 +417,20 @@ fn table(r: &Report) -> String {
         }
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_value;
+
+    #[test]
+    fn controller_env_splits_at_the_first_equals_sign() {
+        assert_eq!(
+            key_value("LD_PRELOAD=/a=b.so"),
+            Ok(("LD_PRELOAD".into(), "/a=b.so".into()))
+        );
+        assert_eq!(key_value("EMPTY="), Ok(("EMPTY".into(), String::new())));
+        assert!(key_value("NOVALUE").is_err());
+        assert!(key_value("=x").is_err());
+    }
 }

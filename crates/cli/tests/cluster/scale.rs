@@ -4,7 +4,8 @@
 //! a time, resize through one churn step and bind again, and report the controller's memory.
 //! The simulated cloud's node agent runs in a process of its own there, as kwok beside
 //! upstream's controller: every Node comes from it, none from the controller. The controller
-//! runs without transparent huge pages.
+//! runs without transparent huge pages. `--controller-env` (the way to put a heap profiler in
+//! front of the controller alone) reaches the controller, over the bench's own settings.
 
 use std::process::Command;
 
@@ -21,6 +22,7 @@ fn the_scale_benchmark_binds_every_pod_and_reports_the_controllers_memory() {
     let run = Command::new(env!("CARGO_BIN_EXE_nodewright"))
         .args(["bench", "cluster", "--pods", "120", "--churn-minutes", "1"])
         .args(["--no-scale-down", "--timeout-minutes", "5"])
+        .args(["--controller-env", "HOSTNAME=nw-profiled"])
         .arg("--kubeconfig")
         .arg(&cp.kubeconfig)
         .arg("--out")
@@ -64,6 +66,11 @@ fn the_scale_benchmark_binds_every_pod_and_reports_the_controllers_memory() {
     assert!(
         !controller.contains(registration),
         "the controller registered Nodes itself:\n{controller}"
+    );
+    // The leader-election identity is HOSTNAME's, which the bench sets to its own name.
+    assert!(
+        controller.contains(r#""identity":"nw-profiled_"#),
+        "--controller-env HOSTNAME=nw-profiled did not reach the controller:\n{controller}"
     );
     let registered = node_agent.matches(registration).count();
     assert!(

@@ -35,7 +35,12 @@ pub struct Controller {
 }
 
 impl Controller {
-    pub fn start(kubeconfig: &Path, log: &Path, agent_inside: bool) -> anyhow::Result<Controller> {
+    pub fn start(
+        kubeconfig: &Path,
+        log: &Path,
+        agent_inside: bool,
+        env: &[(String, String)],
+    ) -> anyhow::Result<Controller> {
         let health_port = free_port()?;
         let inside = if agent_inside { "true" } else { "false" };
         let child = nodewright(kubeconfig, log)?
@@ -54,6 +59,7 @@ impl Controller {
             ])
             .env("METRICS_PORT", free_port()?.to_string())
             .env("HEALTH_PROBE_PORT", health_port.to_string())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .spawn()
             .context("starting nodewright controller")?;
         let mut controller = Controller {
