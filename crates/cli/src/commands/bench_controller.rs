@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use k8s_openapi::api::core::v1::Node;
+use nodewright_api::v1::nodeclaim::NodeClaim;
 use nodewright_cloud_sim::kwok::{self, Action};
 use nodewright_cloud_sim::{SimCloud, SimCloudConfig};
 use nodewright_controller::clock::Clock;
@@ -40,7 +42,7 @@ use nodewright_core::time::Timestamp;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::procstat::{cpu_time, memory, mib, reset_own_peak};
+use super::procstat::{cpu_time, memory, mib, reset_own_peak_after};
 
 #[derive(Args, Debug)]
 pub struct ControllerArgs {
@@ -330,36 +332,31 @@ impl Bench {
 }
 
 /// Per node, the index's growth for a Node and its NodeClaim: the cluster's pairs copied
-/// under new names up to a few thousand, so the growth shows above the allocator's noise.
+/// under new names up to a thousand, so the growth (15 to 20 MiB) shows above the
+/// allocator's noise; four thousand made this probe the run's peak, 80 MiB above the rest.
 fn node_bytes(state: &SharedState) -> f64 {
-    let objects: Vec<Object> = {
-        let s = lock(state);
-        let pairs: Vec<_> = s
-            .nodeclaims
-            .values()
-            .filter_map(|c| {
-                let node = c.status.as_ref()?.node_name.as_ref()?;
-                Some((s.node_object(node)?, c))
-            })
-            .collect();
-        let copies = if pairs.is_empty() {
-            0
-        } else {
-            4000usize.div_ceil(pairs.len())
-        };
-        let mut out = Vec::new();
-        for k in 0..copies {
-            for (n, c) in &pairs {
-                let mut n = (*n).clone();
-                let mut c = nodewright_api::v1::nodeclaim::NodeClaim::clone(c);
-                n.metadata.name = n.metadata.name.map(|x| format!("{x}-{k}"));
-                c.metadata.name = c.metadata.name.map(|x| format!("{x}-{k}"));
-                out.push(Object::Node(Box::new(n)));
-                out.push(Object::NodeClaim(Box::new(c)));
-            }
-        }
-        out
+    let s = lock(state);
+    let pairs: Vec<_> = s
+        .nodeclaims
+        .values()
+        .filter_map(|c| {
+            let node = c.status.as_ref()?.node_name.as_ref()?;
+            Some((s.node_object(node)?, c))
+        })
+        .collect();
+    let copies = if pairs.is_empty() {
+        0
+    } else {
+        1000usize.div_ceil(pairs.len())
     };
+    let copy = |k: usize, (n, c): &(Node, &Arc<NodeClaim>)| {
+        let mut n = n.clone();
+        let mut c = NodeClaim::clone(c);
+        n.metadata.name = n.metadata.name.map(|x| format!("{x}-{k}"));
+        c.metadata.name = c.metadata.name.map(|x| format!("{x}-{k}"));
+        [Object::Node(Box::new(n)), Object::NodeClaim(Box::new(c))]
+    };
+    let objects = (0..copies).flat_map(|k| pairs.iter().flat_map(move |p| copy(k, p)));
     state_bytes_per_object(objects) * 2.0
 }
 
@@ -399,7 +396,7 @@ impl Bench {
             run: peak_up,
             probes: probe_peak.max(memory("self").1),
         };
-        reset_own_peak();
+        reset_own_peak_after(rss_up, Duration::from_secs(3));
         let empty_nodes = empty_nodes(state);
         let secs = |t: Timestamp| t.since(up.started).as_secs_f64();
         println!(
@@ -452,18 +449,21 @@ struct Peaks {
 }
 
 async fn bench(args: ControllerArgs) -> anyhow::Result<ExitCode> {
-    let pod_bytes = state_bytes_per_object(
-        (0..args.pods)
-            .map(|i| {
-                let d = &DEPLOYS[deploy_of(i, args.spread_percent)];
-                let name = format!("{}-{i:06}", d.name);
-                Object::from_value(Kind::Pod, pod_json(&name, d, Some("ip-10-0-0-1")))
-                    .map_err(|e| anyhow::anyhow!(e))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?,
-    );
+    let rss_before = memory("self").0;
+    let mut bad = None;
+    let pods = (0..args.pods).map_while(|i| {
+        let d = &DEPLOYS[deploy_of(i, args.spread_percent)];
+        let name = format!("{}-{i:06}", d.name);
+        Object::from_value(Kind::Pod, pod_json(&name, d, Some("ip-10-0-0-1")))
+            .map_err(|e| bad = Some(e))
+            .ok()
+    });
+    let pod_bytes = state_bytes_per_object(pods);
+    if let Some(e) = bad {
+        anyhow::bail!(e);
+    }
     let probe_peak = memory("self").1;
-    reset_own_peak();
+    reset_own_peak_after(rss_before, Duration::from_secs(3));
     let (mut bench, _loops, _leading) = start(&args)?;
     let up = bench.scale_up(args.pods, args.arrival_rate).await;
     let (nodes, empty_nodes, peaks) = bench.print_scale_up(&args, &up, pod_bytes, probe_peak);

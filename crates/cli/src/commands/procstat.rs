@@ -25,6 +25,23 @@ pub fn reset_own_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// [`reset_own_peak`] once this process's resident memory is back within 4 MiB of `rss`
+/// (what it was before a probe), or after `wait` at most: the allocator hands a probe's freed
+/// pages back only after a delay of its own (mimalloc holds them a second), and a reset
+/// before then keeps them in the new peak.
+pub fn reset_own_peak_after(rss: u64, wait: Duration) -> bool {
+    let start = std::time::Instant::now();
+    let mut now = memory("self").0;
+    while now > rss + (4 << 20) && start.elapsed() < wait {
+        std::thread::sleep(Duration::from_millis(50));
+        // mimalloc looks for expired pages to hand back when it frees one of its own pages;
+        // a large block, never touched, is such a page. Idle, it would hold them on.
+        drop(std::hint::black_box(Vec::<u8>::with_capacity(8 << 20)));
+        now = memory("self").0;
+    }
+    reset_own_peak()
+}
+
 /// Whether the kernel may back process `pid`'s memory with transparent huge pages
 /// (`THP_enabled` of its status, Linux 5.0 on); `None` when it does not say.
 pub fn huge_pages(pid: &str) -> Option<bool> {
@@ -63,8 +80,12 @@ mod tests {
         assert_eq!(cpu_time("999999999"), Duration::ZERO);
     }
 
+    /// The two tests' spikes would show in each other's figures.
+    static SPIKES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn a_reset_peak_forgets_memory_given_back() {
+        let _one_spike_at_a_time = SPIKES.lock().unwrap_or_else(|e| e.into_inner());
         // A thread's stack larger than the C library's stack cache (40 MiB) is unmapped when
         // the thread is joined, so touching 48 MiB of it raises the peak by at least that
         // much and leaves the resident set where it was. Room for two copies of the array,
@@ -86,6 +107,41 @@ mod tests {
         );
         assert!(reset_own_peak());
         let (rss, peak) = memory("self");
+        assert!(
+            peak < rss + (16 << 20),
+            "rss {rss}, peak {peak} after the reset"
+        );
+    }
+
+    #[test]
+    fn a_reset_after_a_probe_waits_for_its_memory_to_go() {
+        let _one_spike_at_a_time = SPIKES.lock().unwrap_or_else(|e| e.into_inner());
+        // The same spike, handed back 300 ms after it is made (the thread is joined late),
+        // as an allocator hands back a probe's pages after a delay of its own.
+        const SPIKE: usize = 48 << 20;
+        let before = memory("self").0;
+        let (made, spiked) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .stack_size(2 * SPIKE + (32 << 20))
+            .spawn(move || {
+                let spike = [1u8; SPIKE];
+                std::hint::black_box(&spike);
+                made.send(()).unwrap();
+            })
+            .unwrap();
+        spiked.recv().unwrap();
+        let joiner = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            thread.join().unwrap();
+        });
+        assert!(reset_own_peak_after(before, Duration::from_secs(10)));
+        let (rss, peak) = memory("self");
+        joiner.join().unwrap();
+        // Other tests allocate beside this one, so the bounds leave them room.
+        assert!(
+            rss < before + (24 << 20),
+            "the reset came before the spike went: before {before}, rss {rss}"
+        );
         assert!(
             peak < rss + (16 << 20),
             "rss {rss}, peak {peak} after the reset"

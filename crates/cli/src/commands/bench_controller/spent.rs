@@ -100,15 +100,18 @@ impl Spent {
 }
 
 /// RSS growth per object when `objects` are applied to an empty index; a rough figure (the
-/// allocator may reuse freed memory), so it is measured first, on a fresh heap.
-pub(super) fn state_bytes_per_object(objects: Vec<Object>) -> f64 {
-    let n = objects.len().max(1);
+/// allocator may reuse freed memory). The objects are made as the index takes them, so the
+/// growth counts what the index keeps of each (made beforehand, the parts moved into the
+/// index were not counted) and no second copy of them all is held.
+pub(super) fn state_bytes_per_object(objects: impl IntoIterator<Item = Object>) -> f64 {
     let before = memory("self").0;
     let mut s = ClusterState::default();
+    let mut n = 0usize;
     for o in objects {
         s.apply(WatchEvent::Apply(o));
+        n += 1;
     }
     let after = memory("self").0;
     drop(s);
-    after.saturating_sub(before) as f64 / n as f64
+    after.saturating_sub(before) as f64 / n.max(1) as f64
 }
