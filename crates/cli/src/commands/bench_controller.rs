@@ -320,7 +320,7 @@ impl Bench {
             .filter(|(_, v)| *v > 0)
             .collect();
         print_counts("  API writes", &delta);
-        // The per-object probes reset the peak after them (`reset_own_peak`), so what is
+        // The per-object probes reset the peak after them (`reset_own_peak_after`), so what is
         // left is the controller's and its world's.
         let run = peaks.run.max(memory("self").1);
         println!(
@@ -377,7 +377,7 @@ fn empty_nodes(state: &SharedState) -> usize {
 impl Bench {
     /// The scale-up's report; returns the nodes, how many of them have no pods, and the
     /// peaks so far. The run's is read before the per-Node probe, which copies the cluster's
-    /// pairs to thousands and would otherwise be the run's peak.
+    /// pairs to a thousand and could otherwise be the run's peak.
     fn print_scale_up(
         &self,
         args: &ControllerArgs,
