@@ -21,7 +21,7 @@ pub fn memory(pid: &str) -> (u64, u64) {
 /// Sets this process's peak (`VmHWM`) back to what is resident now, so a benchmark can leave
 /// a probe of its own out of the peak it reports. False when the kernel refuses (before Linux
 /// 4.0, or `/proc` read-only); the peak then still holds the probe.
-pub fn reset_own_peak() -> bool {
+fn reset_own_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
@@ -83,23 +83,29 @@ mod tests {
     /// The two tests' spikes would show in each other's figures.
     static SPIKES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// A thread that has touched 48 MiB of its stack and ended, returned once the memory is
+    /// resident. A stack larger than the C library's stack cache (40 MiB) is unmapped when the
+    /// thread is joined, so the join hands the spike back and leaves the peak where it was.
+    /// Room for two copies of the array, as an unoptimised build may make.
+    fn spike() -> std::thread::JoinHandle<()> {
+        const SPIKE: usize = 48 << 20;
+        let (made, spiked) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .stack_size(2 * SPIKE + (32 << 20))
+            .spawn(move || {
+                let spike = [1u8; SPIKE];
+                std::hint::black_box(&spike);
+                made.send(()).unwrap();
+            })
+            .unwrap();
+        spiked.recv().unwrap();
+        thread
+    }
+
     #[test]
     fn a_reset_peak_forgets_memory_given_back() {
         let _one_spike_at_a_time = SPIKES.lock().unwrap_or_else(|e| e.into_inner());
-        // A thread's stack larger than the C library's stack cache (40 MiB) is unmapped when
-        // the thread is joined, so touching 48 MiB of it raises the peak by at least that
-        // much and leaves the resident set where it was. Room for two copies of the array,
-        // as an unoptimised build may make.
-        const SPIKE: usize = 48 << 20;
-        std::thread::Builder::new()
-            .stack_size(2 * SPIKE + (32 << 20))
-            .spawn(|| {
-                let spike = [1u8; SPIKE];
-                std::hint::black_box(&spike);
-            })
-            .unwrap()
-            .join()
-            .unwrap();
+        spike().join().unwrap();
         let (rss, peak) = memory("self");
         assert!(
             peak > rss + (32 << 20),
@@ -116,20 +122,10 @@ mod tests {
     #[test]
     fn a_reset_after_a_probe_waits_for_its_memory_to_go() {
         let _one_spike_at_a_time = SPIKES.lock().unwrap_or_else(|e| e.into_inner());
-        // The same spike, handed back 300 ms after it is made (the thread is joined late),
-        // as an allocator hands back a probe's pages after a delay of its own.
-        const SPIKE: usize = 48 << 20;
+        // The spike handed back 300 ms after it is made (the thread is joined late), as an
+        // allocator hands back a probe's pages after a delay of its own.
         let before = memory("self").0;
-        let (made, spiked) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .stack_size(2 * SPIKE + (32 << 20))
-            .spawn(move || {
-                let spike = [1u8; SPIKE];
-                std::hint::black_box(&spike);
-                made.send(()).unwrap();
-            })
-            .unwrap();
-        spiked.recv().unwrap();
+        let thread = spike();
         let joiner = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
             thread.join().unwrap();
