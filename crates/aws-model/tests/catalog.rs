@@ -20,6 +20,21 @@ fn embedded_data_parses_fully() {
 }
 
 #[test]
+fn a_catalog_in_one_region_keeps_its_offerings_alone() {
+    let all = embedded().unwrap();
+    assert!(all.regions().count() > 1);
+    let one = all.clone().in_region("eu-west-1");
+    assert_eq!(one.regions().collect::<Vec<_>>(), ["eu-west-1"]);
+    assert_eq!(one.zones("eu-west-1"), all.zones("eu-west-1"));
+    assert_eq!(
+        one.offered_zones("eu-west-1", "m5.large"),
+        all.offered_zones("eu-west-1", "m5.large")
+    );
+    assert!(one.zones("us-east-1").is_empty());
+    assert_eq!(one.infos(), all.infos());
+}
+
+#[test]
 fn us_east_1_zones_and_m5_large_offerings() {
     let c = catalog();
     let all: Vec<&str> = c.zones("us-east-1");

@@ -227,10 +227,11 @@ pub fn claim_requests(claim: &NodeClaim) -> Result<Resources, CloudError> {
 }
 
 impl SimCloud {
-    /// A cloud over the embedded AWS catalog.
+    /// A cloud over the embedded AWS catalog, keeping the offerings of its region alone.
     pub fn new(config: SimCloudConfig) -> Result<Self, CloudError> {
         let catalog = nodewright_aws_model::catalog::embedded()
-            .map_err(|e| api_error("LoadCatalog", &e.to_string(), false))?;
+            .map_err(|e| api_error("LoadCatalog", &e.to_string(), false))?
+            .in_region(&config.region);
         Ok(Self::with_catalog(config, Arc::new(catalog)))
     }
 

@@ -54,8 +54,9 @@ pub struct ClusterState {
     pub pods: BTreeMap<PodKey, Box<PodRecord>>,
     /// Nodes by name, each without its labels when it converted: its conversion holds them
     /// (see [`ClusterState::put_node`]); read them with [`ClusterState::node_labels`], or
-    /// take a whole copy with [`ClusterState::node_object`].
-    pub nodes: BTreeMap<String, Node>,
+    /// take a whole copy with [`ClusterState::node_object`]. Boxed, as the pods are: a Node
+    /// inline is over a kilobyte, mostly fields stripped on the way in.
+    pub nodes: BTreeMap<String, Box<Node>>,
     /// Shared, so a loop takes the claims it reads without copying them.
     pub nodeclaims: BTreeMap<String, Arc<NodeClaim>>,
     pub nodepools: BTreeMap<String, NodePool>,
@@ -221,7 +222,7 @@ impl ClusterState {
     fn put(&mut self, entry: Entry) {
         let o = match entry {
             Entry::Pod(p) => return self.put_pod(p),
-            Entry::Other(Object::Node(n)) => return self.put_node(*n),
+            Entry::Other(Object::Node(n)) => return self.put_node(n),
             Entry::Other(o) => o,
         };
         self.changed();
@@ -294,7 +295,7 @@ impl ClusterState {
     /// stored without counting as a change. Its labels are held once, by its conversion: a
     /// Node's thirty-odd labels as parsed were some 3.7 KiB, held again by the conversion
     /// (`docs/reliability-log.md`). Only a Node that did not convert keeps them in its object.
-    fn put_node(&mut self, mut n: Node) {
+    fn put_node(&mut self, mut n: Box<Node>) {
         let key = key_of(&n.metadata);
         let labels = n.metadata.labels.take().unwrap_or_default();
         let (relabelled, same_labels) = match self.nodes.contains_key(&key) {
@@ -316,7 +317,7 @@ impl ClusterState {
             );
             // Compared apart, above: a copy that did not convert kept its labels.
             old.metadata.labels = None;
-            if same_labels && heartbeat::only_heartbeat(old, new) {
+            if same_labels && heartbeat::only_heartbeat(*old, new) {
                 self.keep_labels_unless_converted(&key, labels);
                 return;
             }
@@ -361,7 +362,7 @@ impl ClusterState {
     /// A copy of the Node `name` with its labels, for a loop that works on it outside the
     /// lock.
     pub fn node_object(&self, name: &str) -> Option<Node> {
-        let mut n = self.nodes.get(name)?.clone();
+        let mut n = Node::clone(self.nodes.get(name)?);
         if n.metadata.labels.is_none() {
             n.metadata.labels = self.models.node_labels(name).cloned();
         }
@@ -575,7 +576,7 @@ impl ClusterState {
             .get(provider_id)
             .into_iter()
             .flatten()
-            .filter_map(|k| self.nodes.get(k))
+            .filter_map(|k| self.nodes.get(k).map(|n| &**n))
             .collect()
     }
 

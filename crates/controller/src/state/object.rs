@@ -236,8 +236,8 @@ impl Object {
         r.unwrap_or(Value::Null)
     }
 
-    /// Drops fields nothing reads, so the index's memory grows with the objects' meaning and
-    /// not with their bookkeeping.
+    /// Drops fields nothing reads (and the spare room of lists kept), so the index's memory
+    /// grows with the objects' meaning and not with their bookkeeping.
     pub fn strip(&mut self) {
         let meta = self.meta_mut();
         meta.managed_fields = None;
@@ -307,6 +307,15 @@ impl Object {
                         c.command = None;
                         c.args = None;
                     }
+                }
+            }
+            // A claim's status is written whole from this copy (conditions replace), so nothing
+            // of it can go; but the lists were read into buffers grown by doubling, a few
+            // hundred bytes unused per claim.
+            Object::NodeClaim(c) => {
+                c.spec.requirements.shrink_to_fit();
+                if let Some(conditions) = c.status.as_mut().and_then(|s| s.conditions.as_mut()) {
+                    conditions.shrink_to_fit();
                 }
             }
             // Only the labels matter (pod-affinity namespaceSelectors).

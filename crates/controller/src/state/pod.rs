@@ -43,8 +43,9 @@ pub struct PodRecord {
     pub nominated: bool,
     pub started: Option<Timestamp>,
     /// The `PodScheduled` and `Ready` conditions, in the pod's order; no reader asks for
-    /// another type.
-    conditions: Vec<Condition>,
+    /// another type. A boxed slice, not a `Vec`: collected from a filter, a `Vec` would keep
+    /// room for four, some 3 MiB unused at 20,000 running pods.
+    conditions: Box<[Condition]>,
     /// The engine's model, for pods a snapshot takes (see [`PodModel`]).
     pub(super) model: Option<PodModel>,
 }

@@ -91,6 +91,31 @@ fn unread_fields_are_stripped() {
 }
 
 #[test]
+fn a_claims_lists_keep_no_spare_room() {
+    let requirement = |key: &str| json!({"key": key, "operator": "Exists"});
+    let condition = |type_: &str| {
+        json!({"type": type_, "status": "True",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    };
+    let requirements = ["a", "b", "c", "d", "e"].map(requirement);
+    let conditions = ["Launched", "Registered", "Initialized", "Ready", "Drifted"].map(condition);
+    let claim = merge(
+        k8s::nodeclaim("c1"),
+        json!({"spec": {"requirements": requirements}, "status": {"conditions": conditions}}),
+    );
+    // Read from text, as the watch reads it: lists of unknown length grow by doubling.
+    let parsed: NodeClaim = serde_json::from_str(&claim.to_string()).unwrap();
+    assert!(parsed.spec.requirements.capacity() > 5);
+    let mut s = ClusterState::default();
+    s.apply(WatchEvent::Apply(Object::NodeClaim(Box::new(parsed))));
+    let c = &s.nodeclaims["c1"];
+    let requirements = &c.spec.requirements;
+    assert_eq!((requirements.len(), requirements.capacity()), (5, 5));
+    let conditions = c.status.as_ref().unwrap().conditions.as_ref().unwrap();
+    assert_eq!((conditions.len(), conditions.capacity()), (5, 5));
+}
+
+#[test]
 fn a_nodes_unread_status_is_stripped_and_what_loops_read_kept() {
     let extra = json!({
         "metadata": {"labels": {"karpenter.sh/nodepool": "default"}},
@@ -296,8 +321,9 @@ fn snapshots_share_the_index_pods_and_copy_only_the_one_they_move() {
 #[test]
 fn pods_of_one_template_share_it_and_their_shape_until_one_changes() {
     // A record holds its key and its shape by a pointer each, beside what is the pod's own
-    // (416 bytes when it held its name, namespace, labels and owner itself).
-    assert_eq!(std::mem::size_of::<PodRecord>(), 272);
+    // (416 bytes when it held its name, namespace, labels and owner itself; 272 while its
+    // conditions were a `Vec`).
+    assert_eq!(std::mem::size_of::<PodRecord>(), 264);
     let mut s = ClusterState::default();
     for name in ["a", "b", "c"] {
         s.apply(WatchEvent::Apply(pod(unschedulable(name))));
